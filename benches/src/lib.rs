@@ -1,0 +1,1 @@
+//! Shared helpers for the prfdata benchmarks (the benchmarks themselves are in `benches/`).

@@ -1,0 +1,1 @@
+//! The shared counter block (in progress).

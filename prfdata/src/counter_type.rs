@@ -1,0 +1,1 @@
+//! Counter types (in progress).

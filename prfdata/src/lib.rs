@@ -1,0 +1,41 @@
+//! Publish performance counters through shared memory at the cost of one atomic memory operation.
+//!
+//! `prfdata` is a Rust take on Jeffrey Richter's CPrfData (MSJ, August 1998), faithful to the NT
+//! extensible-counter protocol: an application declares a performance data map, installs it into
+//! the counter-name registry, activates a named shared-memory block laid out from the map, adds
+//! and removes instances, and updates counters through [`PrfData::get_ctr32`] /
+//! [`PrfData::get_ctr64`]. A perflib provider library maps the same block and serialises it.
+//!
+//! # Index
+//!
+//! **Declaring counters**
+//! - [`prfdata_map!`]: the performance data map (objects, counters, types, detail levels).
+//! - [`counter_type`]: one marker type per winperf.h counter type, with its width.
+//! - [`map`]: the map's definitions and their validation.
+//!
+//! **Publishing counters**
+//! - [`PrfData`]: an activated block: instances and live counters.
+//! - [`Optex`]: the cross-process lock that guards layout changes.
+//!
+//! **Reading counters (providers, tools)**
+//! - [`block`]: the self-describing block layout and its validated reader.
+//! - [`winperf`]: the perflib wire structures and counter-type bit fields.
+//! - [`registry`]: the counter-name registry, lodctr and unlodctr.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+#[cfg(not(target_endian = "little"))]
+compile_error!("prfdata's shared block and the perflib wire format are little-endian");
+
+pub mod block;
+pub mod counter_type;
+pub mod map;
+pub mod optex;
+pub mod process;
+pub mod registry;
+pub mod winperf;
+
+mod error;
+mod sys;
+
+pub use error::Error;

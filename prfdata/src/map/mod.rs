@@ -1,0 +1,1 @@
+//! The performance data map (in progress).

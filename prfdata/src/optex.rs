@@ -1,0 +1,1 @@
+//! The cross-process optex (in progress).

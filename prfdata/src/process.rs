@@ -1,0 +1,1 @@
+//! Process identity: pid plus start time (in progress).

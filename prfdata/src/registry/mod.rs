@@ -1,0 +1,1 @@
+//! The counter-name registry (in progress).

@@ -1,0 +1,1 @@
+//! Linux futex support (in progress).

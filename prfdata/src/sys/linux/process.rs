@@ -1,0 +1,1 @@
+//! Linux process support (in progress).

@@ -1,0 +1,1 @@
+//! Linux shm support (in progress).
