@@ -1,1 +1,155 @@
-//! Counter types (in progress).
+//! One marker type per counter type of winperf.h, carrying its value width.
+//!
+//! A counter in a [`prfdata_map!`](crate::prfdata_map) is declared with one of these types. Its
+//! width ([`Dword`], [`Large`] or [`NoValue`]) is part of the counter's id type, so
+//! [`PrfData::get_ctr32`](crate::PrfData::get_ctr32) on a 64-bit counter, or
+//! [`PrfData::get_ctr64`](crate::PrfData::get_ctr64) on a 32-bit one, does not compile (CPrfData
+//! only asserted this in debug builds).
+//!
+//! # Examples
+//!
+//! ```
+//! use prfdata::counter_type::{AverageTimer, CounterType, RawCount};
+//! use prfdata::winperf;
+//!
+//! assert_eq!(RawCount::TYPE, winperf::PERF_COUNTER_RAWCOUNT);
+//! assert_eq!(AverageTimer::BASE, Some(winperf::PERF_AVERAGE_BASE));
+//! ```
+
+use crate::winperf::*;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The width of a counter's value in the shared block.
+pub trait Width: sealed::Sealed + 'static {
+    /// Bytes of the value.
+    const SIZE: u32;
+}
+
+/// A 32-bit value (`PERF_SIZE_DWORD`), reached through `get_ctr32` as an `AtomicI32`.
+#[derive(Debug)]
+pub enum Dword {}
+/// A 64-bit value (`PERF_SIZE_LARGE`), reached through `get_ctr64` as an `AtomicI64`.
+#[derive(Debug)]
+pub enum Large {}
+/// No value (`PERF_SIZE_ZERO`): the counter is a label.
+#[derive(Debug)]
+pub enum NoValue {}
+
+impl sealed::Sealed for Dword {}
+impl sealed::Sealed for Large {}
+impl sealed::Sealed for NoValue {}
+impl Width for Dword {
+    const SIZE: u32 = 4;
+}
+impl Width for Large {
+    const SIZE: u32 = 8;
+}
+impl Width for NoValue {
+    const SIZE: u32 = 0;
+}
+
+/// A winperf.h counter type: its composed value and its width.
+pub trait CounterType: sealed::Sealed + 'static {
+    /// The composed counter type (`PERF_COUNTER_COUNTER`, ...).
+    const TYPE: u32;
+    /// The base type that must follow a counter of this type, if any.
+    const BASE: Option<u32> = required_base(Self::TYPE);
+    /// The width of the value.
+    type Width: Width;
+}
+
+macro_rules! counter_types {
+    ($($(#[$doc:meta])* $name:ident = $ty:ident, $width:ident;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub enum $name {}
+        impl sealed::Sealed for $name {}
+        impl CounterType for $name {
+            const TYPE: u32 = $ty;
+            type Width = $width;
+        }
+        const _: () = assert!(matches!(counter_size($ty), Some(n) if n == <$width as Width>::SIZE));
+    )*};
+}
+
+counter_types! {
+    /// `PERF_COUNTER_RAWCOUNT`: an instantaneous 32-bit value.
+    RawCount = PERF_COUNTER_RAWCOUNT, Dword;
+    /// `PERF_COUNTER_RAWCOUNT_HEX`: an instantaneous 32-bit value shown in hexadecimal.
+    RawCountHex = PERF_COUNTER_RAWCOUNT_HEX, Dword;
+    /// `PERF_COUNTER_LARGE_RAWCOUNT`: an instantaneous 64-bit value.
+    LargeRawCount = PERF_COUNTER_LARGE_RAWCOUNT, Large;
+    /// `PERF_COUNTER_LARGE_RAWCOUNT_HEX`: an instantaneous 64-bit value in hexadecimal.
+    LargeRawCountHex = PERF_COUNTER_LARGE_RAWCOUNT_HEX, Large;
+    /// `PERF_COUNTER_COUNTER`: a 32-bit count, shown per second.
+    CounterCounter = PERF_COUNTER_COUNTER, Dword;
+    /// `PERF_SAMPLE_COUNTER`: a 32-bit count per second without the suffix.
+    SampleCounter = PERF_SAMPLE_COUNTER, Dword;
+    /// `PERF_COUNTER_BULK_COUNT`: a 64-bit count, shown per second.
+    BulkCount = PERF_COUNTER_BULK_COUNT, Large;
+    /// `PERF_COUNTER_DELTA`: the change of a 32-bit value between samples.
+    CounterDelta = PERF_COUNTER_DELTA, Dword;
+    /// `PERF_COUNTER_LARGE_DELTA`: the change of a 64-bit value between samples.
+    LargeDelta = PERF_COUNTER_LARGE_DELTA, Large;
+    /// `PERF_COUNTER_QUEUELEN_TYPE`: queue length summed every system tick, 32-bit.
+    QueueLen = PERF_COUNTER_QUEUELEN_TYPE, Dword;
+    /// `PERF_COUNTER_LARGE_QUEUELEN_TYPE`: the same, 64-bit.
+    LargeQueueLen = PERF_COUNTER_LARGE_QUEUELEN_TYPE, Large;
+    /// `PERF_COUNTER_100NS_QUEUELEN_TYPE`: queue length × time in 100 ns units.
+    QueueLen100Ns = PERF_COUNTER_100NS_QUEUELEN_TYPE, Large;
+    /// `PERF_COUNTER_OBJ_TIME_QUEUELEN_TYPE`: queue length × time in object timer units.
+    ObjTimeQueueLen = PERF_COUNTER_OBJ_TIME_QUEUELEN_TYPE, Large;
+    /// `PERF_COUNTER_TIMER`: busy time in system timer ticks, shown as a percentage.
+    CounterTimer = PERF_COUNTER_TIMER, Large;
+    /// `PERF_COUNTER_TIMER_INV`: idle time in system ticks, shown as busy percentage.
+    CounterTimerInv = PERF_COUNTER_TIMER_INV, Large;
+    /// `PERF_100NSEC_TIMER`: busy time in 100 ns units, shown as a percentage.
+    Timer100Ns = PERF_100NSEC_TIMER, Large;
+    /// `PERF_100NSEC_TIMER_INV`: idle time in 100 ns units, shown as busy percentage.
+    Timer100NsInv = PERF_100NSEC_TIMER_INV, Large;
+    /// `PERF_OBJ_TIME_TIMER`: busy time in object timer units, shown as a percentage.
+    ObjTimeTimer = PERF_OBJ_TIME_TIMER, Large;
+    /// `PERF_COUNTER_MULTI_TIMER`: busy time summed over several items; needs [`MultiBase`].
+    MultiTimer = PERF_COUNTER_MULTI_TIMER, Large;
+    /// `PERF_COUNTER_MULTI_TIMER_INV`: inverse multi timer; needs [`MultiBase`].
+    MultiTimerInv = PERF_COUNTER_MULTI_TIMER_INV, Large;
+    /// `PERF_100NSEC_MULTI_TIMER`: multi timer in 100 ns units; needs [`MultiBase`].
+    MultiTimer100Ns = PERF_100NSEC_MULTI_TIMER, Large;
+    /// `PERF_100NSEC_MULTI_TIMER_INV`: inverse 100 ns multi timer; needs [`MultiBase`].
+    MultiTimer100NsInv = PERF_100NSEC_MULTI_TIMER_INV, Large;
+    /// `PERF_COUNTER_MULTI_BASE`: the number of items of the multi timer before it.
+    MultiBase = PERF_COUNTER_MULTI_BASE, Large;
+    /// `PERF_RAW_FRACTION`: 100 N / B from one sample; needs [`RawBase`].
+    RawFraction = PERF_RAW_FRACTION, Dword;
+    /// `PERF_RAW_BASE`: the denominator of a [`RawFraction`].
+    RawBase = PERF_RAW_BASE, Dword;
+    /// `PERF_LARGE_RAW_FRACTION`: 64-bit raw fraction; needs [`LargeRawBase`].
+    LargeRawFraction = PERF_LARGE_RAW_FRACTION, Large;
+    /// `PERF_LARGE_RAW_BASE`: the denominator of a [`LargeRawFraction`].
+    LargeRawBase = PERF_LARGE_RAW_BASE, Large;
+    /// `PERF_SAMPLE_FRACTION`: 100 ΔN / ΔB; needs [`SampleBase`].
+    SampleFraction = PERF_SAMPLE_FRACTION, Dword;
+    /// `PERF_SAMPLE_BASE`: the denominator of a [`SampleFraction`].
+    SampleBase = PERF_SAMPLE_BASE, Dword;
+    /// `PERF_AVERAGE_TIMER`: total time in system ticks per operation; needs [`AverageBase`].
+    AverageTimer = PERF_AVERAGE_TIMER, Dword;
+    /// `PERF_AVERAGE_BULK`: total count per operation, 64-bit; needs [`AverageBase`].
+    AverageBulk = PERF_AVERAGE_BULK, Large;
+    /// `PERF_AVERAGE_BASE`: the operation count of an average.
+    AverageBase = PERF_AVERAGE_BASE, Dword;
+    /// `PERF_PRECISION_SYSTEM_TIMER`: busy ticks against a [`PrecisionTimestamp`].
+    PrecisionSystemTimer = PERF_PRECISION_SYSTEM_TIMER, Large;
+    /// `PERF_PRECISION_100NS_TIMER`: busy 100 ns against a [`PrecisionTimestamp`].
+    Precision100NsTimer = PERF_PRECISION_100NS_TIMER, Large;
+    /// `PERF_PRECISION_OBJECT_TIMER`: busy object ticks against a [`PrecisionTimestamp`].
+    PrecisionObjectTimer = PERF_PRECISION_OBJECT_TIMER, Large;
+    /// `PERF_PRECISION_TIMESTAMP`: the time stamp after a precision timer.
+    PrecisionTimestamp = PERF_PRECISION_TIMESTAMP, Large;
+    /// `PERF_ELAPSED_TIME`: a start time in object timer units; shown as seconds since then.
+    ElapsedTime = PERF_ELAPSED_TIME, Large;
+    /// `PERF_COUNTER_NODATA`: a label without a value.
+    NoData = PERF_COUNTER_NODATA, NoValue;
+}

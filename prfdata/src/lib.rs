@@ -11,16 +11,41 @@
 //! **Declaring counters**
 //! - [`prfdata_map!`]: the performance data map (objects, counters, types, detail levels).
 //! - [`counter_type`]: one marker type per winperf.h counter type, with its width.
-//! - [`map`]: the map's definitions and their validation.
+//! - [`map`]: the map's definitions, typed ids and validation.
 //!
 //! **Publishing counters**
-//! - [`PrfData`]: an activated block: instances and live counters.
+//! - [`PrfData`]: an activated block: instances ([`InstanceId`]) and live counters.
 //! - [`Optex`]: the cross-process lock that guards layout changes.
+//! - [`clock`]: the clock timer counters are measured against.
 //!
 //! **Reading counters (providers, tools)**
 //! - [`block`]: the self-describing block layout and its validated reader.
 //! - [`winperf`]: the perflib wire structures and counter-type bit fields.
 //! - [`registry`]: the counter-name registry, lodctr and unlodctr.
+//! - [`process`]: process identity (pid + start time) for liveness checks.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::sync::atomic::Ordering::Relaxed;
+//!
+//! prfdata::prfdata_map! {
+//!     pub mod app {
+//!         app: "PrfDataCrateDoc",
+//!         object JOBS = 0 {
+//!             name: "Jobs", help: "Jobs processed.", detail: Novice, default: DONE,
+//!             instances: none, costly: false,
+//!             counters {
+//!                 DONE = 2: CounterCounter { name: "Jobs/sec", help: "Jobs done per second.", detail: Novice, scale: 0 },
+//!             }
+//!         }
+//!     }
+//! }
+//! # std::env::set_var("PRFDATA_SHM_DIR", std::env::temp_dir());
+//! let prf = app::PrfData::activate()?;
+//! prf.get_global_ctr32(app::DONE).fetch_add(1, Relaxed);
+//! # Ok::<(), prfdata::Error>(())
+//! ```
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
@@ -28,6 +53,7 @@
 compile_error!("prfdata's shared block and the perflib wire format are little-endian");
 
 pub mod block;
+pub mod clock;
 pub mod counter_type;
 pub mod map;
 pub mod optex;
@@ -36,6 +62,10 @@ pub mod registry;
 pub mod winperf;
 
 mod error;
+mod instances;
+mod prfdata;
 mod sys;
 
+pub use crate::prfdata::{CtrsGuard, InstanceId, InstanceSpec, PrfData};
 pub use error::Error;
+pub use optex::{Optex, OptexGuard};

@@ -1,1 +1,755 @@
-//! winperf.h (in progress).
+//! winperf.h: the perflib wire structures, the counter-type bit fields and the composed types.
+//!
+//! The bit fields come from `windows-sys` (which compiles on every target); the composed counter
+//! types (`PERF_COUNTER_COUNTER` and friends) are macros in winperf.h that `windows-sys` does not
+//! carry, so they are composed here from the bit fields exactly as winperf.h composes them, and
+//! the unit tests at the end of this file check each against its documented hexadecimal value.
+//!
+//! The wire structures are the x64 layouts (on `_WIN64` the title pointers are DWORDs), little
+//! endian, with their sizes and field offsets checked at compile time against winperf.h and
+//! against `windows-sys`' own declarations:
+//!
+//! ```text
+//! PERF_DATA_BLOCK           88 bytes   one per collection
+//! └ PERF_OBJECT_TYPE        64 bytes   one per object
+//!   ├ PERF_COUNTER_DEFINITION 40 bytes one per counter
+//!   ├ PERF_COUNTER_BLOCK      4 bytes  (objects without instances) + counter values
+//!   └ PERF_INSTANCE_DEFINITION 24 bytes + UTF-16 name, then a PERF_COUNTER_BLOCK, per instance
+//! ```
+//!
+//! # Examples
+//!
+//! ```
+//! use prfdata::winperf::{self, PERF_COUNTER_COUNTER};
+//!
+//! assert_eq!(PERF_COUNTER_COUNTER, 0x1041_0400);
+//! assert_eq!(winperf::counter_size(PERF_COUNTER_COUNTER), Some(4));
+//! assert!(winperf::is_rate(PERF_COUNTER_COUNTER));
+//! ```
+
+use core::mem::{offset_of, size_of};
+use windows_sys::Win32::System::Performance as ws;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+// ---------------------------------------------------------------------------------------------
+// Bit fields (winperf.h), re-exported from windows-sys.
+// ---------------------------------------------------------------------------------------------
+
+pub use ws::{
+    PERF_COUNTER_BASE, PERF_COUNTER_ELAPSED, PERF_COUNTER_FRACTION, PERF_COUNTER_HISTOGRAM,
+    PERF_COUNTER_HISTOGRAM_TYPE, PERF_COUNTER_PRECISION, PERF_COUNTER_QUEUELEN, PERF_COUNTER_RATE,
+    PERF_COUNTER_VALUE, PERF_DELTA_BASE, PERF_DELTA_COUNTER, PERF_DISPLAY_NOSHOW,
+    PERF_DISPLAY_NO_SUFFIX, PERF_DISPLAY_PERCENT, PERF_DISPLAY_PER_SEC, PERF_DISPLAY_SECONDS,
+    PERF_INVERSE_COUNTER, PERF_MULTI_COUNTER, PERF_NO_INSTANCES, PERF_NO_UNIQUE_ID,
+    PERF_NUMBER_DECIMAL, PERF_NUMBER_DEC_1000, PERF_NUMBER_HEX, PERF_OBJECT_TIMER, PERF_SIZE_DWORD,
+    PERF_SIZE_LARGE, PERF_SIZE_VARIABLE_LEN, PERF_SIZE_ZERO, PERF_TEXT_ASCII, PERF_TEXT_UNICODE,
+    PERF_TIMER_100NS, PERF_TIMER_TICK, PERF_TYPE_COUNTER, PERF_TYPE_NUMBER, PERF_TYPE_TEXT,
+    PERF_TYPE_ZERO,
+};
+
+/// Mask of the size field (`PERF_SIZE_*`) of a counter type.
+pub const PERF_SIZE_MASK: u32 = 0x0000_0300;
+/// Mask of the type field (`PERF_TYPE_*`) of a counter type.
+pub const PERF_TYPE_MASK: u32 = 0x0000_0C00;
+/// Mask of the subtype field (`PERF_COUNTER_*`, `PERF_NUMBER_*`, `PERF_TEXT_*`).
+pub const PERF_SUBTYPE_MASK: u32 = 0x000F_0000;
+/// Mask of the timer base field (`PERF_TIMER_TICK`, `PERF_TIMER_100NS`, `PERF_OBJECT_TIMER`).
+pub const PERF_TIMER_MASK: u32 = 0x0030_0000;
+/// Mask of the display suffix field (`PERF_DISPLAY_*`).
+pub const PERF_DISPLAY_MASK: u32 = 0xF000_0000;
+
+/// Detail level: a counter anyone can understand.
+pub const PERF_DETAIL_NOVICE: u32 = ws::PERF_DETAIL_NOVICE;
+/// Detail level: for the advanced user.
+pub const PERF_DETAIL_ADVANCED: u32 = ws::PERF_DETAIL_ADVANCED;
+/// Detail level: for the expert user.
+pub const PERF_DETAIL_EXPERT: u32 = ws::PERF_DETAIL_EXPERT;
+/// Detail level: for the system designer.
+pub const PERF_DETAIL_WIZARD: u32 = ws::PERF_DETAIL_WIZARD;
+
+/// Collect returned because the buffer was too small (winerror.h `ERROR_MORE_DATA`).
+pub const ERROR_MORE_DATA: u32 = 234;
+/// Success (winerror.h `ERROR_SUCCESS`).
+pub const ERROR_SUCCESS: u32 = 0;
+
+// ---------------------------------------------------------------------------------------------
+// Composed counter types, exactly as winperf.h composes them.
+// ---------------------------------------------------------------------------------------------
+
+/// A count per second: 32-bit, ΔN / ΔT (system timer).
+pub const PERF_COUNTER_COUNTER: u32 = PERF_SIZE_DWORD
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_RATE
+    | PERF_TIMER_TICK
+    | PERF_DELTA_COUNTER
+    | PERF_DISPLAY_PER_SEC;
+/// Percentage of time busy: 64-bit, ΔN / ΔT (system timer).
+pub const PERF_COUNTER_TIMER: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_RATE
+    | PERF_TIMER_TICK
+    | PERF_DELTA_COUNTER
+    | PERF_DISPLAY_PERCENT;
+/// Queue length × time, 32-bit: average queue length over the interval.
+pub const PERF_COUNTER_QUEUELEN_TYPE: u32 = PERF_SIZE_DWORD
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_QUEUELEN
+    | PERF_TIMER_TICK
+    | PERF_DELTA_COUNTER
+    | PERF_DISPLAY_NO_SUFFIX;
+/// Queue length × time, 64-bit.
+pub const PERF_COUNTER_LARGE_QUEUELEN_TYPE: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_QUEUELEN
+    | PERF_TIMER_TICK
+    | PERF_DELTA_COUNTER
+    | PERF_DISPLAY_NO_SUFFIX;
+/// Queue length × time in 100 ns units, 64-bit.
+pub const PERF_COUNTER_100NS_QUEUELEN_TYPE: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_QUEUELEN
+    | PERF_TIMER_100NS
+    | PERF_DELTA_COUNTER
+    | PERF_DISPLAY_NO_SUFFIX;
+/// Queue length × time against the object's own timer, 64-bit.
+pub const PERF_COUNTER_OBJ_TIME_QUEUELEN_TYPE: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_QUEUELEN
+    | PERF_OBJECT_TIMER
+    | PERF_DELTA_COUNTER
+    | PERF_DISPLAY_NO_SUFFIX;
+/// A count per second: 64-bit (bytes, operations in bulk).
+pub const PERF_COUNTER_BULK_COUNT: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_RATE
+    | PERF_TIMER_TICK
+    | PERF_DELTA_COUNTER
+    | PERF_DISPLAY_PER_SEC;
+/// Unicode text of variable length.
+pub const PERF_COUNTER_TEXT: u32 =
+    PERF_SIZE_VARIABLE_LEN | PERF_TYPE_TEXT | PERF_TEXT_UNICODE | PERF_DISPLAY_NO_SUFFIX;
+/// An instantaneous 32-bit value, shown as is.
+pub const PERF_COUNTER_RAWCOUNT: u32 =
+    PERF_SIZE_DWORD | PERF_TYPE_NUMBER | PERF_NUMBER_DECIMAL | PERF_DISPLAY_NO_SUFFIX;
+/// An instantaneous 64-bit value, shown as is.
+pub const PERF_COUNTER_LARGE_RAWCOUNT: u32 =
+    PERF_SIZE_LARGE | PERF_TYPE_NUMBER | PERF_NUMBER_DECIMAL | PERF_DISPLAY_NO_SUFFIX;
+/// An instantaneous 32-bit value, shown in hexadecimal.
+pub const PERF_COUNTER_RAWCOUNT_HEX: u32 =
+    PERF_SIZE_DWORD | PERF_TYPE_NUMBER | PERF_NUMBER_HEX | PERF_DISPLAY_NO_SUFFIX;
+/// An instantaneous 64-bit value, shown in hexadecimal.
+pub const PERF_COUNTER_LARGE_RAWCOUNT_HEX: u32 =
+    PERF_SIZE_LARGE | PERF_TYPE_NUMBER | PERF_NUMBER_HEX | PERF_DISPLAY_NO_SUFFIX;
+/// A percentage from two deltas: 100 ΔN / ΔB, with a [`PERF_SAMPLE_BASE`] after it.
+pub const PERF_SAMPLE_FRACTION: u32 = PERF_SIZE_DWORD
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_FRACTION
+    | PERF_DELTA_COUNTER
+    | PERF_DELTA_BASE
+    | PERF_DISPLAY_PERCENT;
+/// A count per second, 32-bit, shown without the "/sec" suffix.
+pub const PERF_SAMPLE_COUNTER: u32 = PERF_SIZE_DWORD
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_RATE
+    | PERF_TIMER_TICK
+    | PERF_DELTA_COUNTER
+    | PERF_DISPLAY_NO_SUFFIX;
+/// A label with no data.
+pub const PERF_COUNTER_NODATA: u32 = PERF_SIZE_ZERO | PERF_DISPLAY_NOSHOW;
+/// Percentage of time idle, shown as busy: 100 (1 − ΔN/ΔT), 64-bit.
+pub const PERF_COUNTER_TIMER_INV: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_RATE
+    | PERF_TIMER_TICK
+    | PERF_DELTA_COUNTER
+    | PERF_INVERSE_COUNTER
+    | PERF_DISPLAY_PERCENT;
+/// The base of a [`PERF_SAMPLE_FRACTION`].
+pub const PERF_SAMPLE_BASE: u32 =
+    PERF_SIZE_DWORD | PERF_TYPE_COUNTER | PERF_COUNTER_BASE | PERF_DISPLAY_NOSHOW | 0x0000_0001;
+/// Average time per operation: (ΔN / F) / ΔB seconds, with a [`PERF_AVERAGE_BASE`] after it.
+pub const PERF_AVERAGE_TIMER: u32 =
+    PERF_SIZE_DWORD | PERF_TYPE_COUNTER | PERF_COUNTER_FRACTION | PERF_DISPLAY_SECONDS;
+/// The base of a [`PERF_AVERAGE_TIMER`] or [`PERF_AVERAGE_BULK`].
+pub const PERF_AVERAGE_BASE: u32 =
+    PERF_SIZE_DWORD | PERF_TYPE_COUNTER | PERF_COUNTER_BASE | PERF_DISPLAY_NOSHOW | 0x0000_0002;
+/// Average count per operation: ΔN / ΔB, 64-bit, with a [`PERF_AVERAGE_BASE`] after it.
+pub const PERF_AVERAGE_BULK: u32 =
+    PERF_SIZE_LARGE | PERF_TYPE_COUNTER | PERF_COUNTER_FRACTION | PERF_DISPLAY_NOSHOW;
+/// Percentage of time against the object's own timer, 64-bit.
+pub const PERF_OBJ_TIME_TIMER: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_RATE
+    | PERF_OBJECT_TIMER
+    | PERF_DELTA_COUNTER
+    | PERF_DISPLAY_PERCENT;
+/// Percentage of time busy, value in 100 ns units, 64-bit.
+pub const PERF_100NSEC_TIMER: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_RATE
+    | PERF_TIMER_100NS
+    | PERF_DELTA_COUNTER
+    | PERF_DISPLAY_PERCENT;
+/// Percentage of time idle in 100 ns units, shown as busy, 64-bit.
+pub const PERF_100NSEC_TIMER_INV: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_RATE
+    | PERF_TIMER_100NS
+    | PERF_DELTA_COUNTER
+    | PERF_INVERSE_COUNTER
+    | PERF_DISPLAY_PERCENT;
+/// Busy percentage summed over several items, with a [`PERF_COUNTER_MULTI_BASE`] after it.
+pub const PERF_COUNTER_MULTI_TIMER: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_RATE
+    | PERF_DELTA_COUNTER
+    | PERF_TIMER_TICK
+    | PERF_MULTI_COUNTER
+    | PERF_DISPLAY_PERCENT;
+/// Inverse of [`PERF_COUNTER_MULTI_TIMER`].
+pub const PERF_COUNTER_MULTI_TIMER_INV: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_RATE
+    | PERF_DELTA_COUNTER
+    | PERF_MULTI_COUNTER
+    | PERF_TIMER_TICK
+    | PERF_INVERSE_COUNTER
+    | PERF_DISPLAY_PERCENT;
+/// The number of items of a multi timer.
+pub const PERF_COUNTER_MULTI_BASE: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_BASE
+    | PERF_MULTI_COUNTER
+    | PERF_DISPLAY_NOSHOW;
+/// Multi timer in 100 ns units.
+pub const PERF_100NSEC_MULTI_TIMER: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_DELTA_COUNTER
+    | PERF_COUNTER_RATE
+    | PERF_TIMER_100NS
+    | PERF_MULTI_COUNTER
+    | PERF_DISPLAY_PERCENT;
+/// Inverse multi timer in 100 ns units.
+pub const PERF_100NSEC_MULTI_TIMER_INV: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_DELTA_COUNTER
+    | PERF_COUNTER_RATE
+    | PERF_TIMER_100NS
+    | PERF_MULTI_COUNTER
+    | PERF_INVERSE_COUNTER
+    | PERF_DISPLAY_PERCENT;
+/// A percentage from one sample: 100 N / B, 32-bit, with a [`PERF_RAW_BASE`] after it.
+pub const PERF_RAW_FRACTION: u32 =
+    PERF_SIZE_DWORD | PERF_TYPE_COUNTER | PERF_COUNTER_FRACTION | PERF_DISPLAY_PERCENT;
+/// A percentage from one sample, 64-bit, with a [`PERF_LARGE_RAW_BASE`] after it.
+pub const PERF_LARGE_RAW_FRACTION: u32 =
+    PERF_SIZE_LARGE | PERF_TYPE_COUNTER | PERF_COUNTER_FRACTION | PERF_DISPLAY_PERCENT;
+/// The base of a [`PERF_RAW_FRACTION`].
+pub const PERF_RAW_BASE: u32 =
+    PERF_SIZE_DWORD | PERF_TYPE_COUNTER | PERF_COUNTER_BASE | PERF_DISPLAY_NOSHOW | 0x0000_0003;
+/// The base of a [`PERF_LARGE_RAW_FRACTION`], and the time stamp of the precision timers.
+pub const PERF_LARGE_RAW_BASE: u32 =
+    PERF_SIZE_LARGE | PERF_TYPE_COUNTER | PERF_COUNTER_BASE | PERF_DISPLAY_NOSHOW;
+/// Time elapsed since the value (a start time) against the object's timer, 64-bit.
+pub const PERF_ELAPSED_TIME: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_ELAPSED
+    | PERF_OBJECT_TIMER
+    | PERF_DISPLAY_SECONDS;
+/// The change of a 32-bit value between two samples.
+pub const PERF_COUNTER_DELTA: u32 = PERF_SIZE_DWORD
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_VALUE
+    | PERF_DELTA_COUNTER
+    | PERF_DISPLAY_NO_SUFFIX;
+/// The change of a 64-bit value between two samples.
+pub const PERF_COUNTER_LARGE_DELTA: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_VALUE
+    | PERF_DELTA_COUNTER
+    | PERF_DISPLAY_NO_SUFFIX;
+/// Busy percentage against a time stamp the provider supplies (the next counter), system timer.
+pub const PERF_PRECISION_SYSTEM_TIMER: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_PRECISION
+    | PERF_TIMER_TICK
+    | PERF_DELTA_COUNTER
+    | PERF_DISPLAY_PERCENT;
+/// Busy percentage against a provider time stamp in 100 ns units.
+pub const PERF_PRECISION_100NS_TIMER: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_PRECISION
+    | PERF_TIMER_100NS
+    | PERF_DELTA_COUNTER
+    | PERF_DISPLAY_PERCENT;
+/// Busy percentage against a provider time stamp in the object's timer units.
+pub const PERF_PRECISION_OBJECT_TIMER: u32 = PERF_SIZE_LARGE
+    | PERF_TYPE_COUNTER
+    | PERF_COUNTER_PRECISION
+    | PERF_OBJECT_TIMER
+    | PERF_DELTA_COUNTER
+    | PERF_DISPLAY_PERCENT;
+/// The time stamp that follows a precision timer (winperf.h defines it as the large raw base).
+pub const PERF_PRECISION_TIMESTAMP: u32 = PERF_LARGE_RAW_BASE;
+
+// ---------------------------------------------------------------------------------------------
+// Questions asked of a counter type.
+// ---------------------------------------------------------------------------------------------
+
+/// The value size in bytes that a counter type's size field implies: 4, 8 or 0.
+///
+/// Returns `None` for `PERF_SIZE_VARIABLE_LEN` (text), whose size the definition carries.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::winperf::*;
+/// assert_eq!(counter_size(PERF_COUNTER_BULK_COUNT), Some(8));
+/// assert_eq!(counter_size(PERF_COUNTER_NODATA), Some(0));
+/// assert_eq!(counter_size(PERF_COUNTER_TEXT), None);
+/// ```
+pub const fn counter_size(counter_type: u32) -> Option<u32> {
+    match counter_type & PERF_SIZE_MASK {
+        PERF_SIZE_DWORD => Some(4),
+        PERF_SIZE_LARGE => Some(8),
+        PERF_SIZE_ZERO => Some(0),
+        _ => None,
+    }
+}
+
+/// Whether a counter type is a base (the denominator of the counter before it).
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::winperf::*;
+/// assert!(is_base(PERF_AVERAGE_BASE));
+/// assert!(!is_base(PERF_AVERAGE_TIMER));
+/// ```
+pub const fn is_base(counter_type: u32) -> bool {
+    counter_type & PERF_TYPE_MASK == PERF_TYPE_COUNTER
+        && counter_type & PERF_SUBTYPE_MASK == PERF_COUNTER_BASE
+}
+
+/// The base type that must follow a counter of this type, if it needs one.
+///
+/// Fractions, averages, multi timers and precision timers read their denominator from the
+/// counter definition that immediately follows them (winperf.h).
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::winperf::*;
+/// assert_eq!(required_base(PERF_AVERAGE_TIMER), Some(PERF_AVERAGE_BASE));
+/// assert_eq!(required_base(PERF_PRECISION_100NS_TIMER), Some(PERF_PRECISION_TIMESTAMP));
+/// assert_eq!(required_base(PERF_COUNTER_COUNTER), None);
+/// ```
+pub const fn required_base(counter_type: u32) -> Option<u32> {
+    match counter_type {
+        PERF_SAMPLE_FRACTION => Some(PERF_SAMPLE_BASE),
+        PERF_AVERAGE_TIMER | PERF_AVERAGE_BULK => Some(PERF_AVERAGE_BASE),
+        PERF_RAW_FRACTION => Some(PERF_RAW_BASE),
+        PERF_LARGE_RAW_FRACTION => Some(PERF_LARGE_RAW_BASE),
+        PERF_COUNTER_MULTI_TIMER
+        | PERF_COUNTER_MULTI_TIMER_INV
+        | PERF_100NSEC_MULTI_TIMER
+        | PERF_100NSEC_MULTI_TIMER_INV => Some(PERF_COUNTER_MULTI_BASE),
+        PERF_PRECISION_SYSTEM_TIMER | PERF_PRECISION_100NS_TIMER | PERF_PRECISION_OBJECT_TIMER => {
+            Some(PERF_PRECISION_TIMESTAMP)
+        }
+        _ => None,
+    }
+}
+
+/// Whether a monitor differentiates the value over time (seed 003's "Differentiate"): true for
+/// every type with `PERF_DELTA_COUNTER` (rates, timers, deltas, sample fractions).
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::winperf::*;
+/// assert!(is_rate(PERF_100NSEC_TIMER));
+/// assert!(!is_rate(PERF_COUNTER_RAWCOUNT));
+/// ```
+pub const fn is_rate(counter_type: u32) -> bool {
+    counter_type & PERF_DELTA_COUNTER != 0
+}
+
+/// Whether a counter type uses the object's own timer (PerfTime / PerfFreq of its object).
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::winperf::*;
+/// assert!(uses_object_timer(PERF_ELAPSED_TIME));
+/// assert!(!uses_object_timer(PERF_100NSEC_TIMER));
+/// ```
+pub const fn uses_object_timer(counter_type: u32) -> bool {
+    counter_type & PERF_TIMER_MASK == PERF_OBJECT_TIMER
+}
+
+/// The winperf.h name of a composed counter type, or `None` for a type this module does not
+/// compose.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::winperf::*;
+/// assert_eq!(counter_type_name(0x3002_0400), Some("PERF_AVERAGE_TIMER"));
+/// ```
+pub const fn counter_type_name(counter_type: u32) -> Option<&'static str> {
+    Some(match counter_type {
+        PERF_COUNTER_COUNTER => "PERF_COUNTER_COUNTER",
+        PERF_COUNTER_TIMER => "PERF_COUNTER_TIMER",
+        PERF_COUNTER_QUEUELEN_TYPE => "PERF_COUNTER_QUEUELEN_TYPE",
+        PERF_COUNTER_LARGE_QUEUELEN_TYPE => "PERF_COUNTER_LARGE_QUEUELEN_TYPE",
+        PERF_COUNTER_100NS_QUEUELEN_TYPE => "PERF_COUNTER_100NS_QUEUELEN_TYPE",
+        PERF_COUNTER_OBJ_TIME_QUEUELEN_TYPE => "PERF_COUNTER_OBJ_TIME_QUEUELEN_TYPE",
+        PERF_COUNTER_BULK_COUNT => "PERF_COUNTER_BULK_COUNT",
+        PERF_COUNTER_TEXT => "PERF_COUNTER_TEXT",
+        PERF_COUNTER_RAWCOUNT => "PERF_COUNTER_RAWCOUNT",
+        PERF_COUNTER_LARGE_RAWCOUNT => "PERF_COUNTER_LARGE_RAWCOUNT",
+        PERF_COUNTER_RAWCOUNT_HEX => "PERF_COUNTER_RAWCOUNT_HEX",
+        PERF_COUNTER_LARGE_RAWCOUNT_HEX => "PERF_COUNTER_LARGE_RAWCOUNT_HEX",
+        PERF_SAMPLE_FRACTION => "PERF_SAMPLE_FRACTION",
+        PERF_SAMPLE_COUNTER => "PERF_SAMPLE_COUNTER",
+        PERF_COUNTER_NODATA => "PERF_COUNTER_NODATA",
+        PERF_COUNTER_TIMER_INV => "PERF_COUNTER_TIMER_INV",
+        PERF_SAMPLE_BASE => "PERF_SAMPLE_BASE",
+        PERF_AVERAGE_TIMER => "PERF_AVERAGE_TIMER",
+        PERF_AVERAGE_BASE => "PERF_AVERAGE_BASE",
+        PERF_AVERAGE_BULK => "PERF_AVERAGE_BULK",
+        PERF_OBJ_TIME_TIMER => "PERF_OBJ_TIME_TIMER",
+        PERF_100NSEC_TIMER => "PERF_100NSEC_TIMER",
+        PERF_100NSEC_TIMER_INV => "PERF_100NSEC_TIMER_INV",
+        PERF_COUNTER_MULTI_TIMER => "PERF_COUNTER_MULTI_TIMER",
+        PERF_COUNTER_MULTI_TIMER_INV => "PERF_COUNTER_MULTI_TIMER_INV",
+        PERF_COUNTER_MULTI_BASE => "PERF_COUNTER_MULTI_BASE",
+        PERF_100NSEC_MULTI_TIMER => "PERF_100NSEC_MULTI_TIMER",
+        PERF_100NSEC_MULTI_TIMER_INV => "PERF_100NSEC_MULTI_TIMER_INV",
+        PERF_RAW_FRACTION => "PERF_RAW_FRACTION",
+        PERF_LARGE_RAW_FRACTION => "PERF_LARGE_RAW_FRACTION",
+        PERF_RAW_BASE => "PERF_RAW_BASE",
+        PERF_LARGE_RAW_BASE => "PERF_LARGE_RAW_BASE",
+        PERF_ELAPSED_TIME => "PERF_ELAPSED_TIME",
+        PERF_COUNTER_DELTA => "PERF_COUNTER_DELTA",
+        PERF_COUNTER_LARGE_DELTA => "PERF_COUNTER_LARGE_DELTA",
+        PERF_PRECISION_SYSTEM_TIMER => "PERF_PRECISION_SYSTEM_TIMER",
+        PERF_PRECISION_100NS_TIMER => "PERF_PRECISION_100NS_TIMER",
+        PERF_PRECISION_OBJECT_TIMER => "PERF_PRECISION_OBJECT_TIMER",
+        _ => return None,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wire structures.
+// ---------------------------------------------------------------------------------------------
+
+/// winperf.h `SYSTEMTIME` as it is embedded in [`PerfDataBlock`] (16 bytes).
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[allow(missing_docs)]
+pub struct SystemTime {
+    pub year: u16,
+    pub month: u16,
+    pub day_of_week: u16,
+    pub day: u16,
+    pub hour: u16,
+    pub minute: u16,
+    pub second: u16,
+    pub milliseconds: u16,
+}
+
+/// `PERF_DATA_BLOCK`: the header of a whole collection (88 bytes).
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::winperf::PerfDataBlock;
+/// assert_eq!(core::mem::size_of::<PerfDataBlock>(), 88);
+/// ```
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct PerfDataBlock {
+    /// `"PERF"` in UTF-16.
+    pub signature: [u16; 4],
+    /// 1 when the data is little endian.
+    pub little_endian: u32,
+    /// Structure version: 1.
+    pub version: u32,
+    /// Structure revision: 1.
+    pub revision: u32,
+    /// Bytes of the whole collection, this header included.
+    pub total_byte_length: u32,
+    /// Bytes of this header including the system name and its padding.
+    pub header_length: u32,
+    /// Number of objects that follow.
+    pub num_object_types: u32,
+    /// Name index of the default object, or -1.
+    pub default_object: i32,
+    /// Collection time, UTC.
+    pub system_time: SystemTime,
+    /// Explicit padding that aligns `perf_time` (the C compiler inserts it implicitly).
+    pub _pad: u32,
+    /// High-resolution counter value at collection.
+    pub perf_time: i64,
+    /// Ticks per second of `perf_time`.
+    pub perf_freq: i64,
+    /// Collection time in 100 ns units since 1601-01-01 (FILETIME).
+    pub perf_time_100nsec: i64,
+    /// Bytes of the system name, terminating NUL included.
+    pub system_name_length: u32,
+    /// Offset of the system name from the start of this structure.
+    pub system_name_offset: u32,
+}
+
+/// `PERF_OBJECT_TYPE`: one object's header (64 bytes on x64).
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::winperf::PerfObjectType;
+/// assert_eq!(core::mem::size_of::<PerfObjectType>(), 64);
+/// ```
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct PerfObjectType {
+    /// Bytes of this object: header, definitions and instance data.
+    pub total_byte_length: u32,
+    /// Bytes of the header and the counter definitions.
+    pub definition_length: u32,
+    /// Bytes of this structure (64).
+    pub header_length: u32,
+    /// Name index of the object.
+    pub object_name_title_index: u32,
+    /// Unused on x64 (was a pointer).
+    pub object_name_title: u32,
+    /// Help index of the object.
+    pub object_help_title_index: u32,
+    /// Unused on x64 (was a pointer).
+    pub object_help_title: u32,
+    /// `PERF_DETAIL_*`.
+    pub detail_level: u32,
+    /// Number of counter definitions.
+    pub num_counters: u32,
+    /// Index of the default counter among the definitions, or -1.
+    pub default_counter: i32,
+    /// Number of instances, or `PERF_NO_INSTANCES` (-1).
+    pub num_instances: i32,
+    /// 0: instance names are UTF-16.
+    pub code_page: u32,
+    /// The object's timer value, for object-timer counters.
+    pub perf_time: i64,
+    /// Ticks per second of `perf_time`.
+    pub perf_freq: i64,
+}
+
+/// `PERF_COUNTER_DEFINITION`: one counter's description (40 bytes on x64).
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::winperf::PerfCounterDefinition;
+/// assert_eq!(core::mem::size_of::<PerfCounterDefinition>(), 40);
+/// ```
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct PerfCounterDefinition {
+    /// Bytes of this structure (40).
+    pub byte_length: u32,
+    /// Name index of the counter (0 for a base).
+    pub counter_name_title_index: u32,
+    /// Unused on x64 (was a pointer).
+    pub counter_name_title: u32,
+    /// Help index of the counter (0 for a base).
+    pub counter_help_title_index: u32,
+    /// Unused on x64 (was a pointer).
+    pub counter_help_title: u32,
+    /// Power of ten to scale the value by for charts.
+    pub default_scale: i32,
+    /// `PERF_DETAIL_*`.
+    pub detail_level: u32,
+    /// The counter type (`PERF_COUNTER_COUNTER`, ...).
+    pub counter_type: u32,
+    /// Bytes of the value.
+    pub counter_size: u32,
+    /// Offset of the value from the start of the `PERF_COUNTER_BLOCK`.
+    pub counter_offset: u32,
+}
+
+/// `PERF_INSTANCE_DEFINITION`: one instance's header, followed by its UTF-16 name (24 bytes).
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::winperf::PerfInstanceDefinition;
+/// assert_eq!(core::mem::size_of::<PerfInstanceDefinition>(), 24);
+/// ```
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct PerfInstanceDefinition {
+    /// Bytes of this structure, the name and its padding (the counter block follows).
+    pub byte_length: u32,
+    /// Name index of the parent object, or 0.
+    pub parent_object_title_index: u32,
+    /// Position of the parent among the parent object's instances.
+    pub parent_object_instance: u32,
+    /// A unique id used instead of the name, or `PERF_NO_UNIQUE_ID` (-1).
+    pub unique_id: i32,
+    /// Offset of the name from the start of this structure (24).
+    pub name_offset: u32,
+    /// Bytes of the name, terminating NUL included.
+    pub name_length: u32,
+}
+
+/// `PERF_COUNTER_BLOCK`: the length word that precedes counter values (4 bytes).
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::winperf::PerfCounterBlock;
+/// assert_eq!(core::mem::size_of::<PerfCounterBlock>(), 4);
+/// ```
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct PerfCounterBlock {
+    /// Bytes of the block, this field included.
+    pub byte_length: u32,
+}
+
+// Sizes and offsets, checked against winperf.h and against windows-sys' declarations.
+const _: () = {
+    assert!(size_of::<SystemTime>() == 16);
+    assert!(size_of::<PerfDataBlock>() == 88);
+    assert!(size_of::<PerfDataBlock>() == size_of::<ws::PERF_DATA_BLOCK>());
+    assert!(offset_of!(PerfDataBlock, system_time) == 36);
+    assert!(offset_of!(PerfDataBlock, perf_time) == 56);
+    assert!(offset_of!(PerfDataBlock, perf_time) == offset_of!(ws::PERF_DATA_BLOCK, PerfTime));
+    assert!(offset_of!(PerfDataBlock, system_name_offset) == 84);
+    assert!(size_of::<PerfObjectType>() == 64);
+    assert!(size_of::<PerfObjectType>() == size_of::<ws::PERF_OBJECT_TYPE>());
+    assert!(offset_of!(PerfObjectType, num_instances) == 40);
+    assert!(offset_of!(PerfObjectType, perf_time) == 48);
+    assert!(size_of::<PerfCounterDefinition>() == 40);
+    assert!(size_of::<PerfCounterDefinition>() == size_of::<ws::PERF_COUNTER_DEFINITION>());
+    assert!(offset_of!(PerfCounterDefinition, counter_offset) == 36);
+    assert!(size_of::<PerfInstanceDefinition>() == 24);
+    assert!(size_of::<PerfInstanceDefinition>() == size_of::<ws::PERF_INSTANCE_DEFINITION>());
+    assert!(size_of::<PerfCounterBlock>() == 4);
+    assert!(size_of::<PerfCounterBlock>() == size_of::<ws::PERF_COUNTER_BLOCK>());
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The composed values as documented (winperf.h and the Windows Server counter-type docs).
+    #[test]
+    fn composed_types_match_documented_values() {
+        let documented: &[(u32, u32)] = &[
+            (PERF_COUNTER_COUNTER, 0x1041_0400),
+            (PERF_COUNTER_TIMER, 0x2041_0500),
+            (PERF_COUNTER_QUEUELEN_TYPE, 0x0045_0400),
+            (PERF_COUNTER_LARGE_QUEUELEN_TYPE, 0x0045_0500),
+            (PERF_COUNTER_100NS_QUEUELEN_TYPE, 0x0055_0500),
+            (PERF_COUNTER_OBJ_TIME_QUEUELEN_TYPE, 0x0065_0500),
+            (PERF_COUNTER_BULK_COUNT, 0x1041_0500),
+            (PERF_COUNTER_TEXT, 0x0000_0B00),
+            (PERF_COUNTER_RAWCOUNT, 0x0001_0000),
+            (PERF_COUNTER_LARGE_RAWCOUNT, 0x0001_0100),
+            (PERF_COUNTER_RAWCOUNT_HEX, 0x0000_0000),
+            (PERF_COUNTER_LARGE_RAWCOUNT_HEX, 0x0000_0100),
+            (PERF_SAMPLE_FRACTION, 0x20C2_0400),
+            (PERF_SAMPLE_COUNTER, 0x0041_0400),
+            (PERF_COUNTER_NODATA, 0x4000_0200),
+            (PERF_COUNTER_TIMER_INV, 0x2141_0500),
+            (PERF_SAMPLE_BASE, 0x4003_0401),
+            (PERF_AVERAGE_TIMER, 0x3002_0400),
+            (PERF_AVERAGE_BASE, 0x4003_0402),
+            (PERF_AVERAGE_BULK, 0x4002_0500),
+            (PERF_OBJ_TIME_TIMER, 0x2061_0500),
+            (PERF_100NSEC_TIMER, 0x2051_0500),
+            (PERF_100NSEC_TIMER_INV, 0x2151_0500),
+            (PERF_COUNTER_MULTI_TIMER, 0x2241_0500),
+            (PERF_COUNTER_MULTI_TIMER_INV, 0x2341_0500),
+            (PERF_COUNTER_MULTI_BASE, 0x4203_0500),
+            (PERF_100NSEC_MULTI_TIMER, 0x2251_0500),
+            (PERF_100NSEC_MULTI_TIMER_INV, 0x2351_0500),
+            (PERF_RAW_FRACTION, 0x2002_0400),
+            (PERF_LARGE_RAW_FRACTION, 0x2002_0500),
+            (PERF_RAW_BASE, 0x4003_0403),
+            (PERF_LARGE_RAW_BASE, 0x4003_0500),
+            (PERF_ELAPSED_TIME, 0x3024_0500),
+            (PERF_COUNTER_DELTA, 0x0040_0400),
+            (PERF_COUNTER_LARGE_DELTA, 0x0040_0500),
+            (PERF_PRECISION_SYSTEM_TIMER, 0x2047_0500),
+            (PERF_PRECISION_100NS_TIMER, 0x2057_0500),
+            (PERF_PRECISION_OBJECT_TIMER, 0x2067_0500),
+        ];
+        for &(composed, expected) in documented {
+            assert_eq!(
+                composed,
+                expected,
+                "{} composes to {composed:#010x}, documented {expected:#010x}",
+                counter_type_name(composed).unwrap_or("?")
+            );
+        }
+    }
+
+    #[test]
+    fn every_base_is_a_base_and_no_counter_needing_one_is() {
+        for ty in [
+            PERF_SAMPLE_BASE,
+            PERF_AVERAGE_BASE,
+            PERF_COUNTER_MULTI_BASE,
+            PERF_RAW_BASE,
+        ]
+        .into_iter()
+        .chain([PERF_LARGE_RAW_BASE])
+        {
+            assert!(is_base(ty), "{ty:#x}");
+            assert_eq!(required_base(ty), None);
+        }
+        for ty in [
+            PERF_AVERAGE_TIMER,
+            PERF_RAW_FRACTION,
+            PERF_COUNTER_MULTI_TIMER,
+        ] {
+            assert!(!is_base(ty));
+            assert!(required_base(ty).is_some());
+        }
+    }
+
+    #[test]
+    fn sizes_follow_the_size_field() {
+        assert_eq!(counter_size(PERF_COUNTER_RAWCOUNT), Some(4));
+        assert_eq!(counter_size(PERF_ELAPSED_TIME), Some(8));
+        assert_eq!(counter_size(PERF_AVERAGE_BASE), Some(4));
+        assert_eq!(counter_size(PERF_COUNTER_MULTI_BASE), Some(8));
+    }
+
+    #[test]
+    fn wire_structs_serialise_little_endian() {
+        let block = PerfCounterBlock {
+            byte_length: 0x0102_0304,
+        };
+        assert_eq!(block.as_bytes(), &[4, 3, 2, 1]);
+        let obj = PerfObjectType {
+            num_instances: PERF_NO_INSTANCES,
+            ..Default::default()
+        };
+        assert_eq!(&obj.as_bytes()[40..44], &[0xff; 4]);
+    }
+}

@@ -1,1 +1,296 @@
-//! The performance data map (in progress).
+//! The performance data map: what an application publishes, declared once at compile time.
+//!
+//! CPrfData declared its map with `PRFDATA_MAP_BEGIN` / `PRFDATA_MAP_OBJ` / `PRFDATA_MAP_CTR` /
+//! `PRFDATA_MAP_END`; here [`prfdata_map!`](crate::prfdata_map) generates a module holding:
+//!
+//! - `MAP`: a [`MapDef`] (objects, counters, texts, detail levels, scales, instance limits),
+//!   validated at compile time by [`validate`];
+//! - `Map`: the marker type that implements [`PerfDataMap`], so [`PrfData<Map>`](crate::PrfData)
+//!   only accepts ids from this map;
+//! - one unit struct per object (implementing [`Object`]) and one [`CtrId`] constant per counter,
+//!   typed with the counter's width and object.
+//!
+//! Each object and named counter has a *symbolic offset* (an even number, as seed 001 requires):
+//! the name index it gets in the registry is First Counter + offset, its help index First Help +
+//! offset. Base counters carry no name (their name and help indexes are 0 on the wire).
+//!
+//! # Examples
+//!
+//! ```
+//! prfdata::prfdata_map! {
+//!     pub mod my_map {
+//!         app: "MapDocExample",
+//!         object SERVER = 0 {
+//!             name: "My Server", help: "Requests served by my server.",
+//!             detail: Novice, default: REQUESTS, instances: none, costly: false,
+//!             counters {
+//!                 REQUESTS = 2: CounterCounter {
+//!                     name: "Requests/sec", help: "Requests completed per second.",
+//!                     detail: Novice, scale: 0,
+//!                 },
+//!             }
+//!         }
+//!     }
+//! }
+//! assert_eq!(my_map::MAP.app, "MapDocExample");
+//! assert_eq!(my_map::MAP.objects[0].counters[0].symbol, "REQUESTS");
+//! ```
+
+mod ids;
+mod macros;
+pub mod validate;
+
+pub use ids::{CtrId, Global, Instanced, Object, PerfDataMap, Scope};
+pub use validate::{validate, MapError};
+
+use crate::winperf;
+
+/// How much a counter or object is meant for: perflib's detail levels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DetailLevel {
+    /// `PERF_DETAIL_NOVICE` (100): anyone can understand it.
+    Novice,
+    /// `PERF_DETAIL_ADVANCED` (200): for the advanced user.
+    Advanced,
+    /// `PERF_DETAIL_EXPERT` (300): for the expert user.
+    Expert,
+    /// `PERF_DETAIL_WIZARD` (400): for the system designer.
+    Wizard,
+}
+
+impl DetailLevel {
+    /// The winperf.h value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(prfdata::map::DetailLevel::Expert.to_winperf(), 300);
+    /// ```
+    pub const fn to_winperf(self) -> u32 {
+        match self {
+            DetailLevel::Novice => winperf::PERF_DETAIL_NOVICE,
+            DetailLevel::Advanced => winperf::PERF_DETAIL_ADVANCED,
+            DetailLevel::Expert => winperf::PERF_DETAIL_EXPERT,
+            DetailLevel::Wizard => winperf::PERF_DETAIL_WIZARD,
+        }
+    }
+
+    /// The level for a winperf.h value, if it is one of the four.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata::map::DetailLevel;
+    /// assert_eq!(DetailLevel::from_winperf(200), Some(DetailLevel::Advanced));
+    /// assert_eq!(DetailLevel::from_winperf(7), None);
+    /// ```
+    pub const fn from_winperf(value: u32) -> Option<DetailLevel> {
+        match value {
+            winperf::PERF_DETAIL_NOVICE => Some(DetailLevel::Novice),
+            winperf::PERF_DETAIL_ADVANCED => Some(DetailLevel::Advanced),
+            winperf::PERF_DETAIL_EXPERT => Some(DetailLevel::Expert),
+            winperf::PERF_DETAIL_WIZARD => Some(DetailLevel::Wizard),
+            _ => None,
+        }
+    }
+}
+
+/// A name and explain text in one language (`"009"` is English, `"00C"` French, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Text {
+    /// The perflib language id: three hexadecimal digits, as the registry's `Perflib\009`.
+    pub lang: &'static str,
+    /// The name shown in monitors.
+    pub name: &'static str,
+    /// The explain text.
+    pub help: &'static str,
+}
+
+/// Whether an object has instances, and how many it can hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Instances {
+    /// One set of counters for the whole object (`NumInstances` = `PERF_NO_INSTANCES`).
+    None,
+    /// Up to `max` instances, each named with up to `max_name_len` UTF-16 code units.
+    Max {
+        /// The most instances that can be live at once.
+        max: u32,
+        /// The longest instance name, in UTF-16 code units (the terminating NUL not counted).
+        max_name_len: u32,
+    },
+}
+
+/// One counter of an object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CounterDef {
+    /// The programmatic symbol (as in the symbol .h file).
+    pub symbol: &'static str,
+    /// The symbolic offset, or `None` for a base counter (which has no name of its own).
+    pub offset: Option<u32>,
+    /// Name and explain text per language; the first is 009 (English). Empty for a base.
+    pub texts: &'static [Text],
+    /// Detail level.
+    pub detail: DetailLevel,
+    /// Power of ten monitors scale the value by in charts.
+    pub default_scale: i32,
+    /// The composed winperf.h counter type.
+    pub counter_type: u32,
+}
+
+/// One object of the map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectDef {
+    /// The programmatic symbol.
+    pub symbol: &'static str,
+    /// The symbolic offset (even).
+    pub offset: u32,
+    /// Name and explain text per language; the first is 009 (English).
+    pub texts: &'static [Text],
+    /// Detail level.
+    pub detail: DetailLevel,
+    /// Index into `counters` of the default counter, or `None`.
+    pub default_counter: Option<usize>,
+    /// Instances, or none.
+    pub instances: Instances,
+    /// Whether the object is only collected on a "Costly" query.
+    pub costly: bool,
+    /// The counters, each base right after the counter it belongs to.
+    pub counters: &'static [CounterDef],
+}
+
+/// A whole performance data map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MapDef {
+    /// The application name: the driver name under `Services` and the block's name.
+    pub app: &'static str,
+    /// The objects.
+    pub objects: &'static [ObjectDef],
+}
+
+impl MapDef {
+    /// The index of the object with this symbol. Usable in constants.
+    ///
+    /// # Panics
+    ///
+    /// If there is no such object (at compile time when used in a constant).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata::map::{MapDef, ObjectDef, DetailLevel, Instances};
+    /// const MAP: MapDef = MapDef { app: "x", objects: &[ObjectDef {
+    ///     symbol: "OBJ", offset: 0, texts: &[], detail: DetailLevel::Novice,
+    ///     default_counter: None, instances: Instances::None, costly: false, counters: &[] }] };
+    /// const OBJ: usize = MAP.object_index("OBJ");
+    /// assert_eq!(OBJ, 0);
+    /// ```
+    pub const fn object_index(&self, symbol: &str) -> usize {
+        let mut i = 0;
+        while i < self.objects.len() {
+            if str_eq(self.objects[i].symbol, symbol) {
+                return i;
+            }
+            i += 1;
+        }
+        panic!("prfdata map: no object with this symbol")
+    }
+}
+
+impl ObjectDef {
+    /// The index of the counter with this symbol. Usable in constants.
+    ///
+    /// # Panics
+    ///
+    /// If there is no such counter (at compile time when used in a constant).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata::map::{ObjectDef, CounterDef, DetailLevel, Instances};
+    /// const CTR: CounterDef = CounterDef { symbol: "C", offset: Some(2), texts: &[],
+    ///     detail: DetailLevel::Novice, default_scale: 0,
+    ///     counter_type: prfdata::winperf::PERF_COUNTER_RAWCOUNT };
+    /// const OBJ: ObjectDef = ObjectDef { symbol: "OBJ", offset: 0, texts: &[],
+    ///     detail: DetailLevel::Novice, default_counter: None, instances: Instances::None,
+    ///     costly: false, counters: &[CTR] };
+    /// assert_eq!(OBJ.counter_index("C"), 0);
+    /// ```
+    pub const fn counter_index(&self, symbol: &str) -> usize {
+        let mut i = 0;
+        while i < self.counters.len() {
+            if str_eq(self.counters[i].symbol, symbol) {
+                return i;
+            }
+            i += 1;
+        }
+        panic!("prfdata map: no counter with this symbol in the object")
+    }
+
+    /// Whether the object has instances.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfdata::map::{ObjectDef, DetailLevel, Instances};
+    /// let obj = ObjectDef { symbol: "OBJ", offset: 0, texts: &[], detail: DetailLevel::Novice,
+    ///     default_counter: None, instances: Instances::Max { max: 4, max_name_len: 8 },
+    ///     costly: false, counters: &[] };
+    /// assert!(obj.has_instances());
+    /// ```
+    pub const fn has_instances(&self) -> bool {
+        matches!(self.instances, Instances::Max { .. })
+    }
+
+    /// The English (009) name, or the symbol when the map gives no text.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfdata::map::{ObjectDef, DetailLevel, Instances, Text};
+    /// let obj = ObjectDef { symbol: "OBJ", offset: 0,
+    ///     texts: &[Text { lang: "009", name: "Object", help: "An object." }],
+    ///     detail: DetailLevel::Novice, default_counter: None, instances: Instances::None,
+    ///     costly: false, counters: &[] };
+    /// assert_eq!(obj.name(), "Object");
+    /// ```
+    pub fn name(&self) -> &'static str {
+        self.texts.first().map_or(self.symbol, |t| t.name)
+    }
+}
+
+/// `const` string equality (`==` on `str` is not `const`).
+pub(crate) const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The index of an object's default counter, by symbol (`none` for no default). Used by
+/// [`prfdata_map!`](crate::prfdata_map).
+///
+/// # Panics
+///
+/// At compile time, if the symbol is not one of `counters`.
+#[doc(hidden)]
+pub const fn __default_counter(counters: &[CounterDef], symbol: &str) -> Option<usize> {
+    if str_eq(symbol, "none") {
+        return None;
+    }
+    let mut i = 0;
+    while i < counters.len() {
+        if str_eq(counters[i].symbol, symbol) {
+            return Some(i);
+        }
+        i += 1;
+    }
+    panic!("prfdata map: the default counter is not one of the object's counters")
+}

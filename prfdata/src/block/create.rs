@@ -1,0 +1,467 @@
+//! The owner's side of a block file: build the records, create the file owner-only, publish it
+//! without ever replacing a live block, replace a stale one, and remove it when done.
+//!
+//! Publication protocol (every step fails safe):
+//!
+//! 1. Create `.<app>.<pid>.<n>.tmp` beside the block with `O_CREAT | O_EXCL | O_NOFOLLOW`, mode
+//!    0600, size it, write the header and records, map it, take its `flock` (held for the owner's
+//!    whole life: the kernel drops it when the owner dies, however it dies).
+//! 2. `rename(tmp, block, RENAME_NOREPLACE)`: readers only ever see a complete block.
+//! 3. If a block is already there: open it with `O_NOFOLLOW` (a symlink is refused); if its
+//!    `flock` is free or its header's owner (pid + start time) is dead, it is stale: unlink it
+//!    while holding its lock and go back to 2; otherwise its owner is alive: refuse.
+
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, Once};
+
+use zerocopy::{FromBytes, IntoBytes};
+
+use super::layout::*;
+use super::raw::RawBlock;
+use crate::map::{Instances, MapDef};
+use crate::process::{Liveness, ProcessId};
+use crate::sys::shm;
+use crate::{clock, Error};
+
+/// How many times a stale block is removed and publication retried before giving up (another
+/// process racing to activate the same app can win the name between our unlink and rename).
+const PUBLISH_ATTEMPTS: usize = 4;
+
+/// The folder blocks live in: `PRFDATA_SHM_DIR` if set, else `/dev/shm/prfdata-<uid>`.
+///
+/// # Errors
+///
+/// [`Error::ShmDir`] if the default folder cannot be created or is not ours.
+///
+/// # Examples
+///
+/// ```
+/// std::env::set_var("PRFDATA_SHM_DIR", std::env::temp_dir());
+/// assert_eq!(prfdata::block::shm_dir()?, std::env::temp_dir());
+/// # Ok::<(), prfdata::Error>(())
+/// ```
+pub fn shm_dir() -> Result<PathBuf, Error> {
+    if let Some(dir) = std::env::var_os("PRFDATA_SHM_DIR").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    shm::default_dir().map_err(|source| Error::ShmDir {
+        dir: PathBuf::from("/dev/shm"),
+        source,
+    })
+}
+
+/// The path of an app's block: `<shm_dir>/<app>.blk`.
+///
+/// # Errors
+///
+/// As [`shm_dir`].
+///
+/// # Examples
+///
+/// ```
+/// std::env::set_var("PRFDATA_SHM_DIR", "/tmp/blocks");
+/// assert_eq!(prfdata::block::block_path("MyApp")?, std::path::Path::new("/tmp/blocks/MyApp.blk"));
+/// # Ok::<(), prfdata::Error>(())
+/// ```
+pub fn block_path(app: &str) -> Result<PathBuf, Error> {
+    Ok(shm_dir()?.join(format!("{app}.blk")))
+}
+
+fn path_in(app: &str, dir: Option<&Path>) -> Result<PathBuf, Error> {
+    match dir {
+        Some(d) => Ok(d.join(format!("{app}.blk"))),
+        None => block_path(app),
+    }
+}
+
+/// The header and records of a map's block: the first [`regions_offset`] bytes.
+pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> Vec<u8> {
+    let mut app_name = [0u8; 64];
+    let n = map.app.len().min(app_name.len());
+    app_name[..n].copy_from_slice(&map.app.as_bytes()[..n]);
+    let header = BlockHeader {
+        magic: MAGIC,
+        layout_version: LAYOUT_VERSION,
+        header_size: HEADER_SIZE as u32,
+        total_size: total_size(map) as u64,
+        owner_pid: owner.pid,
+        num_objects: map.objects.len() as u32,
+        owner_start_time: owner.start_time,
+        num_counters: total_counters(map) as u32,
+        objects_offset: HEADER_SIZE as u32,
+        counters_offset: counters_offset(map) as u32,
+        _pad0: 0,
+        timer_freq: clock::PERF_FREQUENCY as u64,
+        seq: 0,
+        generation,
+        app_name,
+        _reserved: [0; 48],
+        optex: [0; 64],
+    };
+    let mut image = Vec::with_capacity(regions_offset(map));
+    image.extend_from_slice(header.as_bytes());
+    let mut first_counter = 0u32;
+    for (i, obj) in map.objects.iter().enumerate() {
+        let base = object_base(map, i) as u64;
+        let regions = object_regions(obj);
+        let (max, max_name_len) = match obj.instances {
+            Instances::None => (0, 0),
+            Instances::Max { max, max_name_len } => (max, max_name_len),
+        };
+        let record = ObjectRecord {
+            name_offset: obj.offset,
+            detail_level: obj.detail.to_winperf(),
+            default_counter: obj.default_counter.map_or(-1, |d| d as i32),
+            num_counters: obj.counters.len() as u32,
+            first_counter,
+            flags: if obj.has_instances() {
+                OBJECT_INSTANCED
+            } else {
+                0
+            } | if obj.costly { OBJECT_COSTLY } else { 0 },
+            max_instances: max,
+            max_name_len,
+            counter_block_size: counter_block_size(obj) as u32,
+            slot_size: slot_size(obj) as u32,
+            live_offset: base + regions.live as u64,
+            slots_offset: base + regions.slots as u64,
+            data_offset: base + regions.data as u64,
+            live_count: 0,
+            free_head: 0,
+            high_water: 0,
+            _pad: 0,
+            _reserved: [0; 48],
+        };
+        image.extend_from_slice(record.as_bytes());
+        first_counter += obj.counters.len() as u32;
+    }
+    for obj in map.objects {
+        for (c, ctr) in obj.counters.iter().enumerate() {
+            let record = CounterRecord {
+                name_offset: ctr.offset.unwrap_or(NO_NAME),
+                counter_type: ctr.counter_type,
+                size: crate::winperf::counter_size(ctr.counter_type).unwrap_or(0),
+                block_offset: counter_offset(obj, c) as u32,
+                default_scale: ctr.default_scale,
+                detail_level: ctr.detail.to_winperf(),
+                _reserved: [0; 2],
+            };
+            image.extend_from_slice(record.as_bytes());
+        }
+    }
+    image.resize(regions_offset(map), 0);
+    image
+}
+
+/// An open, mapped block.
+#[derive(Debug)]
+pub(crate) struct BlockFile {
+    pub(crate) raw: RawBlock,
+    /// Kept open: it holds the owner's `flock`.
+    _file: File,
+    path: PathBuf,
+    identity: shm::FileIdentity,
+    /// Whether this handle created the block (and removes it on drop).
+    owner: bool,
+}
+
+impl BlockFile {
+    /// The block's path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Creates and publishes the block of `map` in `dir` (default: [`shm_dir`]), replacing a
+    /// stale one.
+    pub(crate) fn create(map: &MapDef, dir: Option<&Path>) -> Result<BlockFile, Error> {
+        let path = path_in(map.app, dir)?;
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        fs::create_dir_all(&dir).map_err(|source| Error::ShmDir {
+            dir: dir.clone(),
+            source,
+        })?;
+        let me = ProcessId::current();
+        let generation = next_generation(me);
+        let tmp = dir.join(format!(".{}.{}.{}.tmp", map.app, me.pid, generation));
+        let create_err = |source: io::Error| Error::Create {
+            path: path.clone(),
+            source,
+        };
+
+        let file = shm::create_exclusive(&tmp).map_err(create_err)?;
+        let staged = (|| -> io::Result<(RawBlock, shm::FileIdentity)> {
+            let total = total_size(map);
+            file.set_len(total as u64)?;
+            file.write_all_at(&records_image(map, me, generation), 0)?;
+            if !shm::try_lock_exclusive(&file)? {
+                return Err(io::Error::other("could not lock the new block file"));
+            }
+            let raw = RawBlock::map(&file, total, true)?;
+            Ok((raw, shm::identity(&file)?))
+        })();
+        let (raw, identity) = match staged {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                return Err(create_err(e));
+            }
+        };
+        if let Err(e) = publish(map.app, &tmp, &path) {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        exit_cleanup::register(&path, identity);
+        Ok(BlockFile {
+            raw,
+            _file: file,
+            path,
+            identity,
+            owner: true,
+        })
+    }
+
+    /// Opens the live block of `map` read-write, checking that it was laid out from this map.
+    pub(crate) fn attach(map: &MapDef, dir: Option<&Path>) -> Result<BlockFile, Error> {
+        let path = path_in(map.app, dir)?;
+        let file = open_block(map.app, &path, true)?;
+        let identity = shm::identity(&file).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let total = total_size(map);
+        if identity.size != total as u64 {
+            return Err(Error::MapMismatch {
+                path,
+                reason: format!(
+                    "its size is {} bytes, this map needs {total}",
+                    identity.size
+                ),
+            });
+        }
+        let raw = RawBlock::map(&file, total, true).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        check_same_map(map, &raw).map_err(|reason| Error::MapMismatch {
+            path: path.clone(),
+            reason,
+        })?;
+        Ok(BlockFile {
+            raw,
+            _file: file,
+            path,
+            identity,
+            owner: false,
+        })
+    }
+}
+
+impl Drop for BlockFile {
+    fn drop(&mut self) {
+        if self.owner {
+            exit_cleanup::unregister(&self.path);
+            remove_if_same(&self.path, self.identity);
+        }
+    }
+}
+
+/// Removes `path` if it is still the file we created (not one another process published since).
+fn remove_if_same(path: &Path, identity: shm::FileIdentity) {
+    if let Ok(Some((dev, ino))) = shm::path_identity(path) {
+        if dev == identity.dev && ino == identity.ino {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+/// Opens an existing block at `path`, refusing symlinks and files that are not ours.
+pub(crate) fn open_block(app: &str, path: &Path, write: bool) -> Result<File, Error> {
+    let file = match shm::open_nofollow(path, write) {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(Error::Symlink {
+                path: path.to_path_buf(),
+            })
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(Error::NotActive {
+                app: app.to_string(),
+                path: path.to_path_buf(),
+            })
+        }
+        Err(source) => {
+            return Err(Error::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let id = shm::identity(&file).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let uid = shm::current_uid();
+    if !id.regular || id.uid != uid || id.mode & 0o077 != 0 {
+        return Err(Error::NotABlock {
+            path: path.to_path_buf(),
+            uid,
+        });
+    }
+    Ok(file)
+}
+
+fn publish(app: &str, tmp: &Path, path: &Path) -> Result<(), Error> {
+    for _ in 0..PUBLISH_ATTEMPTS {
+        match shm::rename_noreplace(tmp, path) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(source) => {
+                return Err(Error::Create {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
+        }
+        let existing = match open_block(app, path, false) {
+            Ok(f) => f,
+            Err(Error::NotActive { .. }) => continue, // removed meanwhile: try again
+            Err(e) => return Err(e),
+        };
+        let locked = shm::try_lock_exclusive(&existing).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let owner = read_owner(&existing);
+        let owner_alive = owner.is_some_and(|o| o.liveness() == Liveness::Alive);
+        if !locked && owner_alive {
+            return Err(Error::AlreadyActive {
+                app: app.to_string(),
+                pid: owner.map_or(0, |o| o.pid),
+                path: path.to_path_buf(),
+            });
+        }
+        // Stale: its owner is gone (the lock was free) or its pid is dead or reused. We hold its
+        // lock if it was free, so no other activator judges it live while we remove it.
+        if let Ok(id) = shm::identity(&existing) {
+            remove_if_same(path, id);
+        }
+    }
+    Err(Error::Create {
+        path: path.to_path_buf(),
+        source: io::Error::other("another process keeps activating this app at the same time"),
+    })
+}
+
+/// The owner recorded in a block's header, if the header can be read.
+fn read_owner(file: &File) -> Option<ProcessId> {
+    let mut buf = [0u8; HEADER_SIZE];
+    file.read_exact_at(&mut buf, 0).ok()?;
+    let header = BlockHeader::read_from_bytes(&buf).ok()?;
+    (header.magic == MAGIC).then_some(ProcessId {
+        pid: header.owner_pid,
+        start_time: header.owner_start_time,
+    })
+}
+
+/// Compares the records of an existing block with those `map` would produce.
+fn check_same_map(map: &MapDef, raw: &RawBlock) -> Result<(), String> {
+    let len = regions_offset(map);
+    let actual = raw
+        .snapshot_bytes(0, len)
+        .ok_or("it is shorter than its records")?;
+    let header = BlockHeader::read_from_prefix(&actual)
+        .map_err(|_| "no header")?
+        .0;
+    if header.magic != MAGIC {
+        return Err("bad magic".into());
+    }
+    if header.layout_version != LAYOUT_VERSION {
+        return Err(format!(
+            "layout version {} (this build: {LAYOUT_VERSION})",
+            header.layout_version
+        ));
+    }
+    let expected = records_image(
+        map,
+        ProcessId {
+            pid: 0,
+            start_time: 0,
+        },
+        0,
+    );
+    // Compare the records, masking what changes after creation: the object records' live state.
+    let mut a = actual[HEADER_SIZE..].to_vec();
+    let mut e = expected[HEADER_SIZE..].to_vec();
+    for i in 0..map.objects.len() {
+        let dynamic = i * OBJECT_RECORD_SIZE + LIVE_COUNT_OFFSET..(i + 1) * OBJECT_RECORD_SIZE;
+        a[dynamic.clone()].fill(0);
+        e[dynamic].fill(0);
+    }
+    if a != e || header.total_size != total_size(map) as u64 {
+        return Err("its objects or counters differ".into());
+    }
+    Ok(())
+}
+
+fn next_generation(me: ProcessId) -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    now ^ (u64::from(me.pid) << 40)
+        ^ COUNTER
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// Removal of owned blocks when the process exits normally (`exit`, return from `main`), even if
+/// the [`PrfData`](crate::PrfData) was leaked or lives in a static.
+mod exit_cleanup {
+    use super::*;
+
+    struct Entry {
+        path: PathBuf,
+        identity: shm::FileIdentity,
+        pid: u32,
+    }
+
+    static OWNED: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+    static REGISTER: Once = Once::new();
+
+    extern "C" fn at_exit() {
+        // A forked child inherits the list: only the process that created a block removes it.
+        let me = std::process::id();
+        if let Ok(list) = OWNED.lock() {
+            for e in list.iter().filter(|e| e.pid == me) {
+                remove_if_same(&e.path, e.identity);
+            }
+        }
+    }
+
+    pub(super) fn register(path: &Path, identity: shm::FileIdentity) {
+        REGISTER.call_once(|| {
+            // SAFETY: `at_exit` is an `extern "C" fn()` that does not unwind (it only locks a
+            // mutex, reads memory and unlinks files) and stays valid for the process lifetime.
+            unsafe {
+                libc::atexit(at_exit);
+            }
+        });
+        if let Ok(mut list) = OWNED.lock() {
+            list.push(Entry {
+                path: path.to_path_buf(),
+                identity,
+                pid: std::process::id(),
+            });
+        }
+    }
+
+    pub(super) fn unregister(path: &Path) {
+        if let Ok(mut list) = OWNED.lock() {
+            list.retain(|e| e.path != path);
+        }
+    }
+}

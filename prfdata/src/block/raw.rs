@@ -1,0 +1,187 @@
+//! A mapped block reached only through atomics: never a `&[u8]` over memory another process
+//! writes.
+
+use std::fs::File;
+use std::io;
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU16, AtomicU32, AtomicU64, Ordering};
+
+use memmap2::{MmapOptions, MmapRaw};
+
+/// A shared mapping of a block file (read-write or read-only), addressed by byte offsets.
+///
+/// The unchecked accessors are `unsafe`: the caller guarantees the offset is in bounds and
+/// aligned. The checked ones (`load_*`) return `None` for an offset outside the mapping, and are
+/// what code reading an untrusted block uses.
+#[derive(Debug)]
+pub(crate) struct RawBlock {
+    map: MmapRaw,
+}
+
+impl RawBlock {
+    /// Maps the first `len` bytes of `file`, shared.
+    pub(crate) fn map(file: &File, len: usize, writable: bool) -> io::Result<RawBlock> {
+        let opts = {
+            let mut o = MmapOptions::new();
+            o.len(len);
+            o
+        };
+        let map = if writable {
+            opts.map_raw(file)?
+        } else {
+            opts.map_raw_read_only(file)?
+        };
+        Ok(RawBlock { map })
+    }
+
+    /// Bytes mapped.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// The base address.
+    #[inline]
+    pub(crate) fn base(&self) -> *mut u8 {
+        self.map.as_mut_ptr()
+    }
+
+    /// The `AtomicU32` at `off`.
+    ///
+    /// # Safety
+    ///
+    /// `off + 4 <= self.len()` and `off % 4 == 0`; stores through it only on a writable mapping.
+    #[inline]
+    pub(crate) unsafe fn u32_at(&self, off: usize) -> &AtomicU32 {
+        debug_assert!(
+            off + 4 <= self.len() && off.is_multiple_of(4),
+            "u32 at {off}"
+        );
+        // SAFETY:
+        // - the caller guarantees the 4 bytes at `off` are inside the mapping and 4-aligned (the
+        //   mapping itself is page-aligned);
+        // - the mapping lives as long as `self`, which bounds the returned lifetime;
+        // - every access to shared block memory is atomic, so concurrent access from other
+        //   threads and processes is not a data race.
+        unsafe { AtomicU32::from_ptr(self.base().add(off).cast()) }
+    }
+
+    /// The `AtomicI32` at `off`.
+    ///
+    /// # Safety
+    ///
+    /// As [`RawBlock::u32_at`].
+    #[inline]
+    pub(crate) unsafe fn i32_at(&self, off: usize) -> &AtomicI32 {
+        debug_assert!(
+            off + 4 <= self.len() && off.is_multiple_of(4),
+            "i32 at {off}"
+        );
+        // SAFETY: as in `u32_at`: in bounds and aligned by the caller's contract, lifetime bound
+        // to the mapping, and only ever accessed atomically.
+        unsafe { AtomicI32::from_ptr(self.base().add(off).cast()) }
+    }
+
+    /// The `AtomicU64` at `off`.
+    ///
+    /// # Safety
+    ///
+    /// `off + 8 <= self.len()` and `off % 8 == 0`; stores only on a writable mapping.
+    #[inline]
+    pub(crate) unsafe fn u64_at(&self, off: usize) -> &AtomicU64 {
+        debug_assert!(
+            off + 8 <= self.len() && off.is_multiple_of(8),
+            "u64 at {off}"
+        );
+        // SAFETY: as in `u32_at`, with 8 bytes and 8-byte alignment guaranteed by the caller.
+        unsafe { AtomicU64::from_ptr(self.base().add(off).cast()) }
+    }
+
+    /// The `AtomicI64` at `off`.
+    ///
+    /// # Safety
+    ///
+    /// As [`RawBlock::u64_at`].
+    #[inline]
+    pub(crate) unsafe fn i64_at(&self, off: usize) -> &AtomicI64 {
+        debug_assert!(
+            off + 8 <= self.len() && off.is_multiple_of(8),
+            "i64 at {off}"
+        );
+        // SAFETY: as in `u64_at`.
+        unsafe { AtomicI64::from_ptr(self.base().add(off).cast()) }
+    }
+
+    /// The `AtomicU16` at `off`.
+    ///
+    /// # Safety
+    ///
+    /// `off + 2 <= self.len()` and `off % 2 == 0`; stores only on a writable mapping.
+    #[inline]
+    pub(crate) unsafe fn u16_at(&self, off: usize) -> &AtomicU16 {
+        debug_assert!(
+            off + 2 <= self.len() && off.is_multiple_of(2),
+            "u16 at {off}"
+        );
+        // SAFETY: as in `u32_at`, with 2 bytes and 2-byte alignment guaranteed by the caller.
+        unsafe { AtomicU16::from_ptr(self.base().add(off).cast()) }
+    }
+
+    /// Checked relaxed load of the `u32` at `off`: `None` if out of bounds or misaligned.
+    #[inline]
+    pub(crate) fn load_u32(&self, off: usize) -> Option<u32> {
+        if !off.is_multiple_of(4) || off.checked_add(4)? > self.len() {
+            return None;
+        }
+        // SAFETY: bounds and alignment were just checked.
+        Some(unsafe { self.u32_at(off) }.load(Ordering::Relaxed))
+    }
+
+    /// Checked relaxed load of the `u16` at `off`.
+    #[inline]
+    pub(crate) fn load_u16(&self, off: usize) -> Option<u16> {
+        if !off.is_multiple_of(2) || off.checked_add(2)? > self.len() {
+            return None;
+        }
+        // SAFETY: bounds and alignment were just checked.
+        Some(unsafe { self.u16_at(off) }.load(Ordering::Relaxed))
+    }
+
+    /// Checked relaxed load of the `u64` at `off`.
+    #[inline]
+    pub(crate) fn load_u64(&self, off: usize) -> Option<u64> {
+        if !off.is_multiple_of(8) || off.checked_add(8)? > self.len() {
+            return None;
+        }
+        // SAFETY: bounds and alignment were just checked.
+        Some(unsafe { self.u64_at(off) }.load(Ordering::Relaxed))
+    }
+
+    /// Copies `len` bytes at `off` (both multiples of 8) into `out` with relaxed 64-bit atomic
+    /// loads: the values may be changing, but each 8-byte word is read whole, and no reference to
+    /// the shared bytes is ever made. `None` if the range is outside the mapping.
+    #[inline]
+    pub(crate) fn copy_words(&self, off: usize, len: usize, out: &mut Vec<u8>) -> Option<()> {
+        if !off.is_multiple_of(8) || !len.is_multiple_of(8) || off.checked_add(len)? > self.len() {
+            return None;
+        }
+        out.reserve(len);
+        let mut at = off;
+        while at < off + len {
+            // SAFETY: `at` is 8-aligned and `at + 8 <= off + len <= self.len()`.
+            let word = unsafe { self.u64_at(at) }.load(Ordering::Relaxed);
+            out.extend_from_slice(&word.to_le_bytes());
+            at += 8;
+        }
+        Some(())
+    }
+
+    /// Copies `len` bytes at `off` (8-aligned, multiple of 8) into an untrusted plain buffer.
+    ///
+    /// Reads the static part of a block (header, records) into local memory once, so it can be
+    /// parsed with `zerocopy` and cannot change while it is being validated.
+    pub(crate) fn snapshot_bytes(&self, off: usize, len: usize) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(len);
+        self.copy_words(off, len, &mut out)?;
+        Some(out)
+    }
+}

@@ -1,0 +1,739 @@
+//! Reading a block another process publishes: read-only, validated, consistent.
+//!
+//! Everything in a block is untrusted input: the records are copied out once and checked field by
+//! field (an error names the offset), every later load is bounds-checked against the mapping, and
+//! the file's size is checked before each read so that a truncated file is reported instead of
+//! faulting (`SIGBUS`). Instance tables are read through the block's sequence counter: a copy is
+//! kept only if the sequence was even and unchanged around it, with a bounded number of retries,
+//! so a reader never sees a half-made instance and never waits on the writer's lock.
+
+use std::fs::File;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{fence, Ordering};
+use std::time::{Duration, Instant};
+
+use zerocopy::FromBytes;
+
+use super::create::{block_path, open_block};
+use super::layout::*;
+use super::raw::RawBlock;
+use crate::map::validate::{MAX_INSTANCES, MAX_INSTANCE_NAME};
+use crate::sys::shm;
+use crate::winperf;
+
+/// The most objects a block may declare.
+pub const MAX_OBJECTS: u32 = 4096;
+/// The most counters a block may declare.
+pub const MAX_COUNTERS: u32 = 65536;
+/// The largest counter block accepted.
+pub const MAX_COUNTER_BLOCK: u32 = 1 << 20;
+/// How long [`BlockReader::read`] keeps retrying while writers change the block: well under the
+/// 50 ms a provider's Collect may take in all.
+pub const DEFAULT_READ_DEADLINE: Duration = Duration::from_millis(20);
+
+/// What is wrong with a block, or why it could not be read now.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// The block could not be opened.
+    #[error(transparent)]
+    Open(#[from] crate::Error),
+    /// I/O on the block failed.
+    #[error("I/O error on the block {path}: {source}")]
+    Io {
+        /// The block's path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The block is shorter than its header or than its header says.
+    #[error("the block is {actual} bytes long, expected at least {expected}")]
+    Truncated {
+        /// Bytes present.
+        actual: u64,
+        /// Bytes needed.
+        expected: u64,
+    },
+    /// The first bytes are not a prfdata block.
+    #[error("not a prfdata block: bad magic at offset 0")]
+    BadMagic,
+    /// A layout version this build does not read.
+    #[error("block layout version {found} at offset 8; this build reads version {LAYOUT_VERSION}")]
+    Version {
+        /// The version found.
+        found: u32,
+    },
+    /// A field with a value that cannot be right.
+    #[error("invalid block: {what} at offset {offset} is {value}")]
+    Field {
+        /// Offset of the field in the block.
+        offset: u64,
+        /// What the field is.
+        what: &'static str,
+        /// Its value.
+        value: u64,
+    },
+    /// The writer kept changing the instance tables (or held `lock_ctrs`) for the whole
+    /// deadline.
+    #[error("the block stayed busy for {0:?} (a writer holds it, or died holding it)")]
+    Busy(Duration),
+    /// The file was replaced, resized or rewritten since it was opened: reopen it.
+    #[error("the block was replaced or resized since it was opened")]
+    Replaced,
+}
+
+/// A validated object record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectInfo {
+    /// Symbolic offset (name index = First Counter + this).
+    pub name_offset: u32,
+    /// `PERF_DETAIL_*`.
+    pub detail_level: u32,
+    /// Default counter index, or -1.
+    pub default_counter: i32,
+    /// Indexes of the object's counters in [`BlockReader::counters`].
+    pub counters: Range<usize>,
+    /// Whether it has instances.
+    pub instanced: bool,
+    /// Whether only "Costly" queries collect it.
+    pub costly: bool,
+    /// Instance limit (0 without instances).
+    pub max_instances: u32,
+    /// Longest instance name, UTF-16 units.
+    pub max_name_len: u32,
+    /// Bytes of one counter block.
+    pub counter_block_size: u32,
+    record_offset: u64,
+    slot_size: u64,
+    live_offset: u64,
+    slots_offset: u64,
+    data_offset: u64,
+}
+
+/// A validated counter record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CounterInfo {
+    /// Symbolic offset, or `None` for a base.
+    pub name_offset: Option<u32>,
+    /// The winperf.h type.
+    pub counter_type: u32,
+    /// Bytes of the value.
+    pub size: u32,
+    /// Offset inside the counter block.
+    pub block_offset: u32,
+    /// `DefaultScale`.
+    pub default_scale: i32,
+    /// `PERF_DETAIL_*`.
+    pub detail_level: u32,
+}
+
+/// One instance in a [`Snapshot`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstanceSnapshot {
+    /// Its slot.
+    pub slot: u32,
+    /// Unique id or -1.
+    pub unique_id: i32,
+    /// Parent (object index, slot), if any.
+    pub parent: Option<(u32, u32)>,
+    name: Range<usize>,
+    data: Range<usize>,
+}
+
+/// One object in a [`Snapshot`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObjectSnapshot {
+    /// The live instances, in live-list order (empty for an object without instances).
+    pub instances: Vec<InstanceSnapshot>,
+    global: Range<usize>,
+}
+
+/// A consistent copy of a block's instances and counter values.
+///
+/// Reuse one across reads: [`BlockReader::read`] clears and refills it without reallocating.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// One entry per object of the block.
+    pub objects: Vec<ObjectSnapshot>,
+    names: Vec<u16>,
+    data: Vec<u8>,
+}
+
+impl Snapshot {
+    /// An instance's name, UTF-16 without the NUL.
+    pub fn name(&self, inst: &InstanceSnapshot) -> &[u16] {
+        &self.names[inst.name.clone()]
+    }
+
+    /// An instance's counter block: the `PERF_COUNTER_BLOCK` bytes, ByteLength first.
+    pub fn instance_block(&self, inst: &InstanceSnapshot) -> &[u8] {
+        &self.data[inst.data.clone()]
+    }
+
+    /// The counter block of an object without instances.
+    pub fn global_block(&self, obj: &ObjectSnapshot) -> &[u8] {
+        &self.data[obj.global.clone()]
+    }
+
+    fn clear(&mut self) {
+        self.objects.clear();
+        self.names.clear();
+        self.data.clear();
+    }
+}
+
+/// Reads a value of `size` bytes at `offset` of a counter block: the value the counter had when
+/// the snapshot was taken, sign-extended from 32 bits for DWORD counters.
+///
+/// # Examples
+///
+/// ```
+/// let block = [16u8, 0, 0, 0, 0, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff, 0, 0, 0, 0];
+/// assert_eq!(prfdata::block::reader::counter_value(&block, 8, 4), Some(-2));
+/// ```
+pub fn counter_value(block: &[u8], offset: u32, size: u32) -> Option<i64> {
+    let at = offset as usize;
+    match size {
+        4 => Some(i64::from(i32::from_le_bytes(
+            block.get(at..at + 4)?.try_into().ok()?,
+        ))),
+        8 => Some(i64::from_le_bytes(block.get(at..at + 8)?.try_into().ok()?)),
+        _ => None,
+    }
+}
+
+/// A block opened read-only, with its records validated.
+///
+/// # Examples
+///
+/// ```no_run
+/// use prfdata::block::reader::{BlockReader, Snapshot};
+/// let reader = BlockReader::open("PrfDataDemo")?;
+/// let mut snap = Snapshot::default();
+/// reader.read(&mut snap)?;
+/// for (info, obj) in reader.objects().iter().zip(&snap.objects) {
+///     println!("object +{}: {} instances", info.name_offset, obj.instances.len());
+/// }
+/// # Ok::<(), prfdata::block::reader::ReadError>(())
+/// ```
+#[derive(Debug)]
+pub struct BlockReader {
+    file: File,
+    raw: RawBlock,
+    path: PathBuf,
+    identity: shm::FileIdentity,
+    header: BlockHeader,
+    objects: Vec<ObjectInfo>,
+    counters: Vec<CounterInfo>,
+}
+
+impl BlockReader {
+    /// Opens the block of `app` in [`shm_dir`](super::shm_dir).
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Open`] with [`Error::NotActive`](crate::Error::NotActive) when the app is
+    /// not running; any other [`ReadError`] when the block is invalid.
+    ///
+    /// # Examples
+    ///
+    /// See [`BlockReader`].
+    pub fn open(app: &str) -> Result<BlockReader, ReadError> {
+        let path = block_path(app)?;
+        Self::open_path(app, &path)
+    }
+
+    /// Opens the block at `path`.
+    ///
+    /// # Errors
+    ///
+    /// As [`BlockReader::open`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let r = prfdata::block::reader::BlockReader::open_path("App", "/dev/shm/x/App.blk".as_ref())?;
+    /// # Ok::<(), prfdata::block::reader::ReadError>(())
+    /// ```
+    pub fn open_path(app: &str, path: &Path) -> Result<BlockReader, ReadError> {
+        let file = open_block(app, path, false)?;
+        let io = |source| ReadError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let identity = shm::identity(&file).map_err(io)?;
+        if identity.size < HEADER_SIZE as u64 {
+            return Err(ReadError::Truncated {
+                actual: identity.size,
+                expected: HEADER_SIZE as u64,
+            });
+        }
+        let len = usize::try_from(identity.size).map_err(|_| ReadError::Field {
+            offset: 16,
+            what: "total size",
+            value: identity.size,
+        })?;
+        let raw = RawBlock::map(&file, len, false).map_err(io)?;
+        let (header, objects, counters) = parse_records(&raw, identity.size)?;
+        Ok(BlockReader {
+            file,
+            raw,
+            path: path.to_path_buf(),
+            identity,
+            header,
+            objects,
+            counters,
+        })
+    }
+
+    /// The block's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The header as it was when the block was opened.
+    pub fn header(&self) -> &BlockHeader {
+        &self.header
+    }
+
+    /// The objects.
+    pub fn objects(&self) -> &[ObjectInfo] {
+        &self.objects
+    }
+
+    /// All counters, in object order; an object's are `counters()[obj.counters.clone()]`.
+    pub fn counters(&self) -> &[CounterInfo] {
+        &self.counters
+    }
+
+    /// Whether the block at the path is no longer the one opened (the app restarted or quit), or
+    /// the file changed size: reopen it.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let mut reader = prfdata::block::reader::BlockReader::open("App")?;
+    /// if reader.is_replaced() {
+    ///     reader = prfdata::block::reader::BlockReader::open("App")?;
+    /// }
+    /// # Ok::<(), prfdata::block::reader::ReadError>(())
+    /// ```
+    pub fn is_replaced(&self) -> bool {
+        let same_path = matches!(shm::path_identity(&self.path),
+            Ok(Some((dev, ino))) if dev == self.identity.dev && ino == self.identity.ino);
+        let same_size = shm::identity(&self.file).is_ok_and(|id| id.size == self.identity.size);
+        !(same_path && same_size)
+    }
+
+    /// Copies a consistent snapshot into `snap`, retrying for up to [`DEFAULT_READ_DEADLINE`].
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Replaced`] if the file changed size or generation, [`ReadError::Busy`] if no
+    /// consistent copy could be made in time, [`ReadError::Field`] for an invalid live value.
+    ///
+    /// # Examples
+    ///
+    /// See [`BlockReader`].
+    pub fn read(&self, snap: &mut Snapshot) -> Result<(), ReadError> {
+        self.read_within(snap, DEFAULT_READ_DEADLINE)
+    }
+
+    /// [`BlockReader::read`] with another deadline.
+    ///
+    /// # Errors
+    ///
+    /// As [`BlockReader::read`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let reader = prfdata::block::reader::BlockReader::open("App")?;
+    /// # let mut snap = Default::default();
+    /// reader.read_within(&mut snap, std::time::Duration::from_millis(5))?;
+    /// # Ok::<(), prfdata::block::reader::ReadError>(())
+    /// ```
+    pub fn read_within(&self, snap: &mut Snapshot, deadline: Duration) -> Result<(), ReadError> {
+        let start = Instant::now();
+        let mut attempt = 0u32;
+        loop {
+            // Truncation would turn the next load into SIGBUS: check the size first.
+            let size = shm::identity(&self.file).map(|id| id.size).unwrap_or(0);
+            if size != self.identity.size {
+                return Err(ReadError::Replaced);
+            }
+            if self.raw.load_u64(GENERATION_OFFSET) != Some(self.header.generation) {
+                return Err(ReadError::Replaced);
+            }
+            let seq = self.seq_load();
+            if seq & 1 == 0 {
+                fence(Ordering::Acquire);
+                let copied = self.copy(snap);
+                fence(Ordering::Acquire);
+                if self.seq_relaxed() == seq {
+                    return copied;
+                }
+            }
+            attempt += 1;
+            if start.elapsed() >= deadline {
+                snap.clear();
+                return Err(ReadError::Busy(deadline));
+            }
+            backoff(attempt);
+        }
+    }
+
+    fn seq_load(&self) -> u64 {
+        // SAFETY: SEQ_OFFSET + 8 <= HEADER_SIZE <= mapping length (checked at open), 8-aligned.
+        unsafe { self.raw.u64_at(SEQ_OFFSET) }.load(Ordering::Acquire)
+    }
+
+    fn seq_relaxed(&self) -> u64 {
+        // SAFETY: as in `seq_load`.
+        unsafe { self.raw.u64_at(SEQ_OFFSET) }.load(Ordering::Relaxed)
+    }
+
+    /// One copy attempt; the caller checks the sequence around it. Values may be inconsistent
+    /// (that is what the sequence check catches) but every load is bounds-checked.
+    fn copy(&self, snap: &mut Snapshot) -> Result<(), ReadError> {
+        snap.clear();
+        for obj in &self.objects {
+            let mut out = ObjectSnapshot::default();
+            if !obj.instanced {
+                let start = snap.data.len();
+                self.words(
+                    obj.data_offset,
+                    obj.counter_block_size.into(),
+                    &mut snap.data,
+                )?;
+                out.global = start..snap.data.len();
+                snap.objects.push(out);
+                continue;
+            }
+            let live_count =
+                self.u32(obj.record_offset + LIVE_COUNT_OFFSET as u64, "live count")?;
+            if live_count > obj.max_instances {
+                return Err(field(
+                    obj.record_offset + LIVE_COUNT_OFFSET as u64,
+                    "live count",
+                    live_count,
+                ));
+            }
+            out.instances.reserve(live_count as usize);
+            for pos in 0..u64::from(live_count) {
+                let at = obj.live_offset + pos * 4;
+                let slot_no = self.u32(at, "live list entry")?;
+                if slot_no >= obj.max_instances {
+                    return Err(field(at, "live list entry", slot_no));
+                }
+                let slot_at = obj.slots_offset + u64::from(slot_no) * obj.slot_size;
+                let state = self.u32(slot_at + slot::STATE as u64, "slot state")?;
+                if state != SLOT_LIVE {
+                    // A slot in the live list that is not live: a writer is mid-change (the
+                    // sequence check will reject this copy) or the block is corrupt.
+                    return Err(field(slot_at, "state of a listed slot", state));
+                }
+                let name_len = self.u32(slot_at + slot::NAME_LEN as u64, "name length")?;
+                if name_len > obj.max_name_len {
+                    return Err(field(
+                        slot_at + slot::NAME_LEN as u64,
+                        "name length",
+                        name_len,
+                    ));
+                }
+                let unique_id = self.u32(slot_at + slot::UNIQUE_ID as u64, "unique id")? as i32;
+                let pobj = self.u32(slot_at + slot::PARENT_OBJECT as u64, "parent object")?;
+                let pslot = self.u32(slot_at + slot::PARENT_SLOT as u64, "parent slot")?;
+                let parent = match pobj.checked_sub(1) {
+                    Some(p)
+                        if (p as usize) < self.objects.len()
+                            && pslot < self.objects[p as usize].max_instances =>
+                    {
+                        Some((p, pslot))
+                    }
+                    _ => None,
+                };
+                let name_start = snap.names.len();
+                let name_at = slot_at + SLOT_HEADER_SIZE as u64;
+                self.utf16(name_at, name_len, &mut snap.names)?;
+                let data_start = snap.data.len();
+                let block_at =
+                    obj.data_offset + u64::from(slot_no) * u64::from(obj.counter_block_size);
+                self.words(block_at, obj.counter_block_size.into(), &mut snap.data)?;
+                out.instances.push(InstanceSnapshot {
+                    slot: slot_no,
+                    unique_id,
+                    parent,
+                    name: name_start..snap.names.len(),
+                    data: data_start..snap.data.len(),
+                });
+            }
+            snap.objects.push(out);
+        }
+        Ok(())
+    }
+
+    fn u32(&self, off: u64, what: &'static str) -> Result<u32, ReadError> {
+        usize::try_from(off)
+            .ok()
+            .and_then(|o| self.raw.load_u32(o))
+            .ok_or(ReadError::Field {
+                offset: off,
+                what,
+                value: off,
+            })
+    }
+
+    fn words(&self, off: u64, len: u64, out: &mut Vec<u8>) -> Result<(), ReadError> {
+        let start = out.len();
+        let ok = usize::try_from(off)
+            .ok()
+            .zip(usize::try_from(len).ok())
+            .and_then(|(o, l)| self.raw.copy_words(o, l, out));
+        if ok.is_none() {
+            return Err(ReadError::Field {
+                offset: off,
+                what: "counter block",
+                value: len,
+            });
+        }
+        // The ByteLength word is the writer's to set; report the validated length instead.
+        if let Some(first) = out.get_mut(start..start + 4) {
+            first.copy_from_slice(&(len as u32).to_le_bytes());
+        }
+        Ok(())
+    }
+
+    fn utf16(&self, off: u64, len: u32, out: &mut Vec<u16>) -> Result<(), ReadError> {
+        for i in 0..u64::from(len) {
+            let at = off + 2 * i;
+            let unit = usize::try_from(at)
+                .ok()
+                .and_then(|a| self.raw.load_u16(a))
+                .ok_or(ReadError::Field {
+                    offset: at,
+                    what: "instance name",
+                    value: at,
+                })?;
+            out.push(unit);
+        }
+        Ok(())
+    }
+}
+
+/// Offset of [`BlockHeader::generation`].
+const GENERATION_OFFSET: usize = core::mem::offset_of!(BlockHeader, generation);
+
+fn field(offset: u64, what: &'static str, value: impl Into<u64>) -> ReadError {
+    ReadError::Field {
+        offset,
+        what,
+        value: value.into(),
+    }
+}
+
+/// Spin briefly, then yield, then sleep: a writer's section lasts microseconds, `lock_ctrs` may
+/// last longer.
+fn backoff(attempt: u32) {
+    match attempt {
+        0..=3 => std::hint::spin_loop(),
+        4..=10 => std::thread::yield_now(),
+        _ => std::thread::sleep(Duration::from_micros(200)),
+    }
+}
+
+type Records = (BlockHeader, Vec<ObjectInfo>, Vec<CounterInfo>);
+
+/// Copies the header and records out of the block and validates every field.
+fn parse_records(raw: &RawBlock, file_size: u64) -> Result<Records, ReadError> {
+    let head = raw
+        .snapshot_bytes(0, HEADER_SIZE)
+        .ok_or(ReadError::Truncated {
+            actual: file_size,
+            expected: HEADER_SIZE as u64,
+        })?;
+    let header = BlockHeader::read_from_bytes(&head).map_err(|_| ReadError::BadMagic)?;
+    if header.magic != MAGIC {
+        return Err(ReadError::BadMagic);
+    }
+    if header.layout_version != LAYOUT_VERSION {
+        return Err(ReadError::Version {
+            found: header.layout_version,
+        });
+    }
+    if header.header_size != HEADER_SIZE as u32 {
+        return Err(field(12, "header size", header.header_size));
+    }
+    if header.total_size != file_size {
+        return Err(ReadError::Truncated {
+            actual: file_size,
+            expected: header.total_size,
+        });
+    }
+    if header.num_objects == 0 || header.num_objects > MAX_OBJECTS {
+        return Err(field(28, "object count", header.num_objects));
+    }
+    if header.num_counters > MAX_COUNTERS {
+        return Err(field(40, "counter count", header.num_counters));
+    }
+    if header.objects_offset != HEADER_SIZE as u32 {
+        return Err(field(44, "objects offset", header.objects_offset));
+    }
+    let counters_at =
+        HEADER_SIZE as u64 + u64::from(header.num_objects) * OBJECT_RECORD_SIZE as u64;
+    if u64::from(header.counters_offset) != counters_at {
+        return Err(field(48, "counters offset", header.counters_offset));
+    }
+    let records_end = counters_at + u64::from(header.num_counters) * COUNTER_RECORD_SIZE as u64;
+    if records_end > file_size {
+        return Err(ReadError::Truncated {
+            actual: file_size,
+            expected: records_end,
+        });
+    }
+    let recs = raw
+        .snapshot_bytes(HEADER_SIZE, align_up(records_end as usize, 8) - HEADER_SIZE)
+        .ok_or(ReadError::Truncated {
+            actual: file_size,
+            expected: records_end,
+        })?;
+
+    let mut counters = Vec::with_capacity(header.num_counters as usize);
+    for i in 0..header.num_counters as usize {
+        let at = counters_at as usize - HEADER_SIZE + i * COUNTER_RECORD_SIZE;
+        let rec = CounterRecord::read_from_bytes(&recs[at..at + COUNTER_RECORD_SIZE])
+            .map_err(|_| field(at as u64, "counter record", 0u32))?;
+        let off = (at + HEADER_SIZE) as u64;
+        let size = winperf::counter_size(rec.counter_type);
+        if size != Some(rec.size) || rec.counter_type & winperf::PERF_COUNTER_HISTOGRAM_TYPE != 0 {
+            return Err(field(off + 4, "counter type / size", rec.counter_type));
+        }
+        if rec.size > 0
+            && (rec.block_offset < COUNTER_BLOCK_HEADER as u32 || rec.block_offset % rec.size != 0)
+        {
+            return Err(field(off + 12, "counter offset", rec.block_offset));
+        }
+        let is_base = winperf::is_base(rec.counter_type);
+        let name_offset = (rec.name_offset != NO_NAME).then_some(rec.name_offset);
+        if is_base == name_offset.is_some() || name_offset.is_some_and(|n| n % 2 != 0) {
+            return Err(field(off, "counter name offset", rec.name_offset));
+        }
+        counters.push(CounterInfo {
+            name_offset,
+            counter_type: rec.counter_type,
+            size: rec.size,
+            block_offset: rec.block_offset,
+            default_scale: rec.default_scale,
+            detail_level: rec.detail_level,
+        });
+    }
+
+    let mut objects = Vec::with_capacity(header.num_objects as usize);
+    for i in 0..header.num_objects as usize {
+        let at = i * OBJECT_RECORD_SIZE;
+        let rec = ObjectRecord::read_from_bytes(&recs[at..at + OBJECT_RECORD_SIZE])
+            .map_err(|_| field(at as u64, "object record", 0u32))?;
+        objects.push(check_object(
+            &rec,
+            (HEADER_SIZE + at) as u64,
+            &counters,
+            file_size,
+        )?);
+    }
+    Ok((header, objects, counters))
+}
+
+fn check_object(
+    rec: &ObjectRecord,
+    off: u64,
+    counters: &[CounterInfo],
+    file_size: u64,
+) -> Result<ObjectInfo, ReadError> {
+    let first = rec.first_counter as usize;
+    let end = first
+        .checked_add(rec.num_counters as usize)
+        .filter(|&e| e <= counters.len());
+    let Some(end) = end.filter(|&e| e > first) else {
+        return Err(field(off + 12, "object's counter count", rec.num_counters));
+    };
+    if !rec.name_offset.is_multiple_of(2) {
+        return Err(field(off, "object name offset", rec.name_offset));
+    }
+    if rec.flags & !(OBJECT_INSTANCED | OBJECT_COSTLY) != 0 {
+        return Err(field(off + 20, "object flags", rec.flags));
+    }
+    if rec.default_counter < -1 || rec.default_counter >= rec.num_counters as i32 {
+        return Err(field(
+            off + 8,
+            "default counter",
+            rec.default_counter as u32,
+        ));
+    }
+    let stride = rec.counter_block_size;
+    if stride < COUNTER_BLOCK_HEADER as u32
+        || !stride.is_multiple_of(8)
+        || stride > MAX_COUNTER_BLOCK
+    {
+        return Err(field(off + 32, "counter block size", stride));
+    }
+    for (i, c) in counters[first..end].iter().enumerate() {
+        if c.block_offset + c.size > stride {
+            let at = HEADER_SIZE as u64; // counters follow the objects; name the object's field
+            return Err(field(
+                at + ((first + i) * COUNTER_RECORD_SIZE) as u64,
+                "counter beyond its block",
+                c.block_offset,
+            ));
+        }
+    }
+    let instanced = rec.flags & OBJECT_INSTANCED != 0;
+    let (max, name_len, slot_size) = if instanced {
+        if rec.max_instances == 0 || rec.max_instances > MAX_INSTANCES {
+            return Err(field(off + 24, "instance limit", rec.max_instances));
+        }
+        if rec.max_name_len == 0 || rec.max_name_len > MAX_INSTANCE_NAME {
+            return Err(field(off + 28, "instance name limit", rec.max_name_len));
+        }
+        let min_slot = SLOT_HEADER_SIZE as u32 + 2 * rec.max_name_len;
+        if rec.slot_size < min_slot
+            || !rec.slot_size.is_multiple_of(8)
+            || rec.slot_size > min_slot + 64
+        {
+            return Err(field(off + 36, "slot size", rec.slot_size));
+        }
+        (rec.max_instances, rec.max_name_len, rec.slot_size)
+    } else {
+        (0, 0, 0)
+    };
+    let n = u64::from(max);
+    let blocks = if instanced { n } else { 1 };
+    let region_ok = |start: u64, len: u64, align: u64| {
+        start.is_multiple_of(align) && start.checked_add(len).is_some_and(|e| e <= file_size)
+    };
+    if !region_ok(rec.live_offset, n * 4, 8) {
+        return Err(field(off + 40, "live list offset", rec.live_offset));
+    }
+    if !region_ok(rec.slots_offset, n * u64::from(slot_size), 8) {
+        return Err(field(off + 48, "slots offset", rec.slots_offset));
+    }
+    if !region_ok(rec.data_offset, blocks * u64::from(stride), 8) {
+        return Err(field(off + 56, "data offset", rec.data_offset));
+    }
+    Ok(ObjectInfo {
+        name_offset: rec.name_offset,
+        detail_level: rec.detail_level,
+        default_counter: rec.default_counter,
+        counters: first..end,
+        instanced,
+        costly: rec.flags & OBJECT_COSTLY != 0,
+        max_instances: max,
+        max_name_len: name_len,
+        counter_block_size: stride,
+        record_offset: off,
+        slot_size: u64::from(slot_size),
+        live_offset: rec.live_offset,
+        slots_offset: rec.slots_offset,
+        data_offset: rec.data_offset,
+    })
+}

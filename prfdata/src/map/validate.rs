@@ -1,0 +1,677 @@
+//! Validation of a map, in `const` so that [`prfdata_map!`](crate::prfdata_map) rejects a bad map
+//! at compile time with a message naming the symbol.
+//!
+//! The same function runs at run time for maps built by hand, returning a [`MapError`].
+
+use core::fmt;
+
+use super::{str_eq, CounterDef, Instances, MapDef, ObjectDef, Text};
+use crate::winperf;
+
+/// The longest app name: it names the block file and the `Services` key.
+pub const MAX_APP_NAME: usize = 64;
+/// The longest instance name perflib accepts (winperf.h `PERF_MAX_INSTANCE_NAME`).
+pub const MAX_INSTANCE_NAME: u32 = 1024;
+/// The most instances one object may declare: keeps a block's size well inside `u32` offsets.
+pub const MAX_INSTANCES: u32 = 1 << 20;
+
+/// What is wrong with a map. Each variant names the symbol it is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapError {
+    /// The app name is empty, too long, or has characters other than `A-Za-z0-9_.-`.
+    BadAppName {
+        /// The name given.
+        app: &'static str,
+    },
+    /// The map declares no object.
+    NoObjects,
+    /// An object without counters.
+    NoCounters {
+        /// The object's symbol.
+        object: &'static str,
+    },
+    /// A symbolic offset that is odd (seed 001: offsets must be even).
+    OddOffset {
+        /// The symbol.
+        symbol: &'static str,
+        /// Its offset.
+        offset: u32,
+    },
+    /// Two symbols with the same offset.
+    DuplicateOffset {
+        /// The first symbol with that offset.
+        first: &'static str,
+        /// The second.
+        second: &'static str,
+        /// The offset.
+        offset: u32,
+    },
+    /// Two objects or counters with the same symbol.
+    DuplicateSymbol {
+        /// The symbol.
+        symbol: &'static str,
+    },
+    /// A named object or counter without English (009) text first.
+    MissingEnglish {
+        /// The symbol.
+        symbol: &'static str,
+    },
+    /// A language id that is not three hexadecimal digits, or given twice.
+    BadLanguage {
+        /// The symbol.
+        symbol: &'static str,
+        /// The language id.
+        lang: &'static str,
+    },
+    /// Instance limits of zero, or above [`MAX_INSTANCES`] / [`MAX_INSTANCE_NAME`].
+    BadInstanceLimits {
+        /// The object's symbol.
+        object: &'static str,
+    },
+    /// The default counter is out of range or a base counter.
+    BadDefaultCounter {
+        /// The object's symbol.
+        object: &'static str,
+    },
+    /// A fraction, average, multi or precision counter not followed by its base.
+    MissingBase {
+        /// The counter's symbol.
+        counter: &'static str,
+        /// Its type.
+        counter_type: u32,
+        /// The base type that must follow it.
+        base_type: u32,
+    },
+    /// A base counter that does not follow a counter needing it.
+    OrphanBase {
+        /// The base's symbol.
+        counter: &'static str,
+    },
+    /// A base counter with a symbolic offset or text (bases have no name of their own), or a
+    /// counter that is not a base without one.
+    BadBaseNaming {
+        /// The counter's symbol.
+        counter: &'static str,
+    },
+    /// A counter type this crate cannot place in a block (variable-length text, histograms).
+    UnsupportedType {
+        /// The counter's symbol.
+        counter: &'static str,
+        /// Its type.
+        counter_type: u32,
+    },
+}
+
+/// Checks a map: every rule of seed 001 and winperf.h that a map can break.
+///
+/// # Errors
+///
+/// The first [`MapError`] found, in declaration order.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::map::{validate, MapDef, MapError};
+/// let empty = MapDef { app: "Empty", objects: &[] };
+/// assert_eq!(validate(&empty), Err(MapError::NoObjects));
+/// ```
+pub const fn validate(map: &MapDef) -> Result<(), MapError> {
+    if !valid_app_name(map.app) {
+        return Err(MapError::BadAppName { app: map.app });
+    }
+    if map.objects.is_empty() {
+        return Err(MapError::NoObjects);
+    }
+    let mut o = 0;
+    while o < map.objects.len() {
+        let obj = &map.objects[o];
+        if let Err(e) = check_object(obj) {
+            return Err(e);
+        }
+        o += 1;
+    }
+    check_uniqueness(map)
+}
+
+/// [`validate`], panicking with the error's message: what `prfdata_map!` calls in a constant so a
+/// bad map fails to compile.
+///
+/// # Panics
+///
+/// If the map is invalid.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::map::MapDef;
+/// use prfdata::map::validate;
+/// let result = std::panic::catch_unwind(|| {
+///     prfdata::map::MapError::assert_valid(&MapDef { app: "bad name!", objects: &[] })
+/// });
+/// assert!(result.is_err());
+/// ```
+impl MapError {
+    /// See the type-level docs: panics with the message of the first error.
+    pub const fn assert_valid(map: &MapDef) {
+        if let Err(e) = validate(map) {
+            let msg = e.message(map.app);
+            match core::str::from_utf8(msg.as_bytes()) {
+                Ok(s) => panic!("{}", s),
+                Err(_) => panic!("prfdata map is invalid"),
+            }
+        }
+    }
+
+    /// The message, built in `const` (no allocation) so it can appear in a compile error.
+    const fn message(&self, app: &str) -> Msg {
+        let m = Msg::new().push("prfdata map \"").push(app).push("\": ");
+        match *self {
+            MapError::BadAppName { .. } => m.push(
+                "the app name must be 1 to 64 characters of A-Z a-z 0-9 _ . - (it names the block \
+                 file and the Services key)",
+            ),
+            MapError::NoObjects => m.push("the map declares no object"),
+            MapError::NoCounters { object } => {
+                m.push("object ").push(object).push(" declares no counter")
+            }
+            MapError::OddOffset { symbol, .. } => m
+                .push("the symbolic offset of ")
+                .push(symbol)
+                .push(" is odd; offsets must be even (names get even indexes, help odd)"),
+            MapError::DuplicateOffset { first, second, .. } => m
+                .push(first)
+                .push(" and ")
+                .push(second)
+                .push(" have the same symbolic offset"),
+            MapError::DuplicateSymbol { symbol } => m
+                .push("the symbol ")
+                .push(symbol)
+                .push(" is declared twice"),
+            MapError::MissingEnglish { symbol } => m
+                .push(symbol)
+                .push(" needs its name and help in language 009 first"),
+            MapError::BadLanguage { symbol, lang } => m
+                .push(symbol)
+                .push(": language id \"")
+                .push(lang)
+                .push("\" must be three hexadecimal digits, given once"),
+            MapError::BadInstanceLimits { object } => m
+                .push("object ")
+                .push(object)
+                .push(": instance limits must be 1..=1048576 instances and 1..=1024 name units"),
+            MapError::BadDefaultCounter { object } => m
+                .push("object ")
+                .push(object)
+                .push(": the default counter must be one of its counters and not a base"),
+            MapError::MissingBase {
+                counter,
+                counter_type,
+                base_type,
+            } => m
+                .push("counter ")
+                .push(counter)
+                .push(" (")
+                .push(type_name(counter_type))
+                .push(") must be followed by its base counter (")
+                .push(type_name(base_type))
+                .push(")"),
+            MapError::OrphanBase { counter } => m
+                .push("base counter ")
+                .push(counter)
+                .push(" does not follow a counter that needs this base"),
+            MapError::BadBaseNaming { counter } => m
+                .push("counter ")
+                .push(counter)
+                .push(": a base counter has no offset or text, every other counter has both"),
+            MapError::UnsupportedType {
+                counter,
+                counter_type,
+            } => m
+                .push("counter ")
+                .push(counter)
+                .push(" has a type prfdata cannot place in a block (")
+                .push(type_name(counter_type))
+                .push(")"),
+        }
+    }
+}
+
+impl fmt::Display for MapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let msg = self.message("?");
+        let text = core::str::from_utf8(msg.as_bytes()).unwrap_or("invalid prfdata map");
+        // Drop the `prfdata map "?": ` prefix: the caller knows which map it validated.
+        f.write_str(text.strip_prefix("prfdata map \"?\": ").unwrap_or(text))
+    }
+}
+
+impl std::error::Error for MapError {}
+
+const fn type_name(counter_type: u32) -> &'static str {
+    match winperf::counter_type_name(counter_type) {
+        Some(name) => name,
+        None => "an unknown type",
+    }
+}
+
+const fn valid_app_name(app: &str) -> bool {
+    let b = app.as_bytes();
+    if b.is_empty() || b.len() > MAX_APP_NAME || b[0] == b'.' {
+        return false;
+    }
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if !(c.is_ascii_alphanumeric() || c == b'_' || c == b'-' || c == b'.') {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+const fn check_texts(symbol: &'static str, texts: &'static [Text]) -> Result<(), MapError> {
+    if texts.is_empty() || !str_eq(texts[0].lang, "009") {
+        return Err(MapError::MissingEnglish { symbol });
+    }
+    let mut i = 0;
+    while i < texts.len() {
+        let lang = texts[i].lang;
+        let b = lang.as_bytes();
+        let mut ok = b.len() == 3;
+        let mut k = 0;
+        while ok && k < b.len() {
+            ok = b[k].is_ascii_hexdigit();
+            k += 1;
+        }
+        let mut j = 0;
+        while ok && j < i {
+            ok = !str_eq(texts[j].lang, lang);
+            j += 1;
+        }
+        if !ok {
+            return Err(MapError::BadLanguage { symbol, lang });
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+const fn check_object(obj: &ObjectDef) -> Result<(), MapError> {
+    if !obj.offset.is_multiple_of(2) {
+        return Err(MapError::OddOffset {
+            symbol: obj.symbol,
+            offset: obj.offset,
+        });
+    }
+    if let Err(e) = check_texts(obj.symbol, obj.texts) {
+        return Err(e);
+    }
+    if obj.counters.is_empty() {
+        return Err(MapError::NoCounters { object: obj.symbol });
+    }
+    if let Instances::Max { max, max_name_len } = obj.instances {
+        if max == 0 || max > MAX_INSTANCES || max_name_len == 0 || max_name_len > MAX_INSTANCE_NAME
+        {
+            return Err(MapError::BadInstanceLimits { object: obj.symbol });
+        }
+    }
+    if let Some(d) = obj.default_counter {
+        if d >= obj.counters.len() || winperf::is_base(obj.counters[d].counter_type) {
+            return Err(MapError::BadDefaultCounter { object: obj.symbol });
+        }
+    }
+    let mut c = 0;
+    while c < obj.counters.len() {
+        if let Err(e) = check_counter(obj.counters, c) {
+            return Err(e);
+        }
+        c += 1;
+    }
+    Ok(())
+}
+
+const fn check_counter(counters: &'static [CounterDef], c: usize) -> Result<(), MapError> {
+    let ctr = &counters[c];
+    let ty = ctr.counter_type;
+    if winperf::counter_size(ty).is_none() || ty & winperf::PERF_COUNTER_HISTOGRAM_TYPE != 0 {
+        return Err(MapError::UnsupportedType {
+            counter: ctr.symbol,
+            counter_type: ty,
+        });
+    }
+    if winperf::is_base(ty) {
+        if ctr.offset.is_some() || !ctr.texts.is_empty() {
+            return Err(MapError::BadBaseNaming {
+                counter: ctr.symbol,
+            });
+        }
+        let needed_by_previous = if c == 0 {
+            None
+        } else {
+            winperf::required_base(counters[c - 1].counter_type)
+        };
+        match needed_by_previous {
+            Some(base) if base == ty => {}
+            _ => {
+                return Err(MapError::OrphanBase {
+                    counter: ctr.symbol,
+                })
+            }
+        }
+    } else {
+        match ctr.offset {
+            None => {
+                return Err(MapError::BadBaseNaming {
+                    counter: ctr.symbol,
+                })
+            }
+            Some(offset) if offset % 2 != 0 => {
+                return Err(MapError::OddOffset {
+                    symbol: ctr.symbol,
+                    offset,
+                })
+            }
+            Some(_) => {}
+        }
+        if let Err(e) = check_texts(ctr.symbol, ctr.texts) {
+            return Err(e);
+        }
+        if let Some(base) = winperf::required_base(ty) {
+            let next_ok = c + 1 < counters.len() && counters[c + 1].counter_type == base;
+            if !next_ok {
+                return Err(MapError::MissingBase {
+                    counter: ctr.symbol,
+                    counter_type: ty,
+                    base_type: base,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every (symbol, offset) of the map in declaration order: objects and their counters.
+const fn nth_symbol(map: &MapDef, mut n: usize) -> Option<(&'static str, Option<u32>)> {
+    let mut o = 0;
+    while o < map.objects.len() {
+        let obj = &map.objects[o];
+        if n == 0 {
+            return Some((obj.symbol, Some(obj.offset)));
+        }
+        n -= 1;
+        if n < obj.counters.len() {
+            return Some((obj.counters[n].symbol, obj.counters[n].offset));
+        }
+        n -= obj.counters.len();
+        o += 1;
+    }
+    None
+}
+
+const fn check_uniqueness(map: &MapDef) -> Result<(), MapError> {
+    let mut i = 0;
+    while let Some((sym_i, off_i)) = nth_symbol(map, i) {
+        let mut j = 0;
+        while j < i {
+            if let Some((sym_j, off_j)) = nth_symbol(map, j) {
+                if str_eq(sym_i, sym_j) {
+                    return Err(MapError::DuplicateSymbol { symbol: sym_i });
+                }
+                if let (Some(a), Some(b)) = (off_i, off_j) {
+                    if a == b {
+                        return Err(MapError::DuplicateOffset {
+                            first: sym_j,
+                            second: sym_i,
+                            offset: a,
+                        });
+                    }
+                }
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// A fixed-capacity message buffer usable in `const`.
+struct Msg {
+    buf: [u8; 320],
+    len: usize,
+}
+
+impl Msg {
+    const fn new() -> Msg {
+        Msg {
+            buf: [0; 320],
+            len: 0,
+        }
+    }
+
+    const fn push(mut self, s: &str) -> Msg {
+        let b = s.as_bytes();
+        let mut i = 0;
+        // Truncate on a character boundary so the buffer stays UTF-8.
+        let room = self.buf.len() - self.len;
+        let mut take = if b.len() < room { b.len() } else { room };
+        while take > 0 && take < b.len() && (b[take] & 0xC0) == 0x80 {
+            take -= 1;
+        }
+        while i < take {
+            self.buf[self.len] = b[i];
+            self.len += 1;
+            i += 1;
+        }
+        self
+    }
+
+    const fn as_bytes(&self) -> &[u8] {
+        self.buf.split_at(self.len).0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::map::DetailLevel;
+    use crate::winperf::*;
+
+    const EN: &[Text] = &[Text {
+        lang: "009",
+        name: "n",
+        help: "h",
+    }];
+
+    const fn ctr(symbol: &'static str, offset: u32, ty: u32) -> CounterDef {
+        CounterDef {
+            symbol,
+            offset: Some(offset),
+            texts: EN,
+            detail: DetailLevel::Novice,
+            default_scale: 0,
+            counter_type: ty,
+        }
+    }
+    const fn base(symbol: &'static str, ty: u32) -> CounterDef {
+        CounterDef {
+            symbol,
+            offset: None,
+            texts: &[],
+            detail: DetailLevel::Novice,
+            default_scale: 0,
+            counter_type: ty,
+        }
+    }
+    const fn obj(symbol: &'static str, counters: &'static [CounterDef]) -> ObjectDef {
+        ObjectDef {
+            symbol,
+            offset: 0,
+            texts: EN,
+            detail: DetailLevel::Novice,
+            default_counter: Some(0),
+            instances: Instances::None,
+            costly: false,
+            counters,
+        }
+    }
+
+    fn check(counters: &'static [CounterDef]) -> Result<(), MapError> {
+        let objects: &'static [ObjectDef] = Box::leak(Box::new([obj("OBJ", counters)]));
+        validate(&MapDef {
+            app: "Test",
+            objects,
+        })
+    }
+
+    #[test]
+    fn a_good_map_passes() {
+        static C: [CounterDef; 3] = [
+            ctr("A", 2, PERF_COUNTER_COUNTER),
+            ctr("B", 4, PERF_AVERAGE_TIMER),
+            base("BB", PERF_AVERAGE_BASE),
+        ];
+        assert_eq!(check(&C), Ok(()));
+    }
+
+    #[test]
+    fn missing_base_names_the_counter_and_both_types() {
+        static C: [CounterDef; 2] = [
+            ctr("LAT", 2, PERF_AVERAGE_TIMER),
+            ctr("X", 4, PERF_COUNTER_RAWCOUNT),
+        ];
+        let err = check(&C).unwrap_err();
+        assert_eq!(
+            err,
+            MapError::MissingBase {
+                counter: "LAT",
+                counter_type: PERF_AVERAGE_TIMER,
+                base_type: PERF_AVERAGE_BASE
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "counter LAT (PERF_AVERAGE_TIMER) must be followed by its base counter \
+             (PERF_AVERAGE_BASE)"
+        );
+    }
+
+    #[test]
+    fn wrong_base_type_is_a_missing_base() {
+        static C: [CounterDef; 2] = [ctr("F", 2, PERF_RAW_FRACTION), base("B", PERF_AVERAGE_BASE)];
+        assert!(matches!(
+            check(&C),
+            Err(MapError::MissingBase { counter: "F", .. })
+        ));
+    }
+
+    #[test]
+    fn orphan_base_and_odd_and_duplicate_offsets() {
+        static ORPHAN: [CounterDef; 2] =
+            [ctr("A", 2, PERF_COUNTER_RAWCOUNT), base("B", PERF_RAW_BASE)];
+        assert_eq!(check(&ORPHAN), Err(MapError::OrphanBase { counter: "B" }));
+        static ODD: [CounterDef; 1] = [ctr("A", 3, PERF_COUNTER_RAWCOUNT)];
+        assert_eq!(
+            check(&ODD),
+            Err(MapError::OddOffset {
+                symbol: "A",
+                offset: 3
+            })
+        );
+        static DUP: [CounterDef; 2] = [
+            ctr("A", 2, PERF_COUNTER_RAWCOUNT),
+            ctr("B", 2, PERF_COUNTER_RAWCOUNT),
+        ];
+        assert_eq!(
+            check(&DUP),
+            Err(MapError::DuplicateOffset {
+                first: "A",
+                second: "B",
+                offset: 2
+            })
+        );
+        static OBJ_DUP: [CounterDef; 1] = [ctr("A", 0, PERF_COUNTER_RAWCOUNT)];
+        assert_eq!(
+            check(&OBJ_DUP),
+            Err(MapError::DuplicateOffset {
+                first: "OBJ",
+                second: "A",
+                offset: 0
+            })
+        );
+        static SYM_DUP: [CounterDef; 2] = [
+            ctr("A", 2, PERF_COUNTER_RAWCOUNT),
+            ctr("A", 4, PERF_COUNTER_RAWCOUNT),
+        ];
+        assert_eq!(
+            check(&SYM_DUP),
+            Err(MapError::DuplicateSymbol { symbol: "A" })
+        );
+    }
+
+    #[test]
+    fn languages_and_app_names() {
+        static FR_ONLY: [CounterDef; 1] = [CounterDef {
+            texts: &[Text {
+                lang: "00C",
+                name: "n",
+                help: "h",
+            }],
+            ..ctr("A", 2, PERF_COUNTER_RAWCOUNT)
+        }];
+        assert_eq!(
+            check(&FR_ONLY),
+            Err(MapError::MissingEnglish { symbol: "A" })
+        );
+        static BAD_LANG: [CounterDef; 1] = [CounterDef {
+            texts: &[
+                Text {
+                    lang: "009",
+                    name: "n",
+                    help: "h",
+                },
+                Text {
+                    lang: "fr",
+                    name: "n",
+                    help: "h",
+                },
+            ],
+            ..ctr("A", 2, PERF_COUNTER_RAWCOUNT)
+        }];
+        assert_eq!(
+            check(&BAD_LANG),
+            Err(MapError::BadLanguage {
+                symbol: "A",
+                lang: "fr"
+            })
+        );
+        for bad in ["", "a/b", ".hidden", "with space"] {
+            assert_eq!(
+                validate(&MapDef {
+                    app: bad,
+                    objects: &[]
+                }),
+                Err(MapError::BadAppName { app: bad })
+            );
+        }
+    }
+
+    #[test]
+    fn text_counters_are_refused_with_their_name() {
+        static C: [CounterDef; 1] = [ctr("T", 2, PERF_COUNTER_TEXT)];
+        assert_eq!(
+            check(&C),
+            Err(MapError::UnsupportedType {
+                counter: "T",
+                counter_type: PERF_COUNTER_TEXT
+            })
+        );
+    }
+
+    #[test]
+    fn long_messages_are_truncated_on_a_char_boundary() {
+        let long: &'static str = Box::leak("é".repeat(400).into_boxed_str());
+        let msg = MapError::NoCounters { object: long }.to_string();
+        assert!(msg.len() <= 320);
+    }
+}

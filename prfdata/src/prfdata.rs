@@ -1,0 +1,725 @@
+//! [`PrfData`]: an activated block, its instances and its live counters.
+
+use core::fmt;
+use core::marker::PhantomData;
+use std::path::Path;
+use std::sync::atomic::{fence, AtomicI32, AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::block::create::BlockFile;
+use crate::block::layout;
+use crate::counter_type::{CounterType, Dword, Large};
+use crate::instances::{NewInstance, ObjectTable};
+use crate::map::{CtrId, Global, Instanced, Object, PerfDataMap};
+use crate::optex::{Optex, OptexGuard};
+use crate::Error;
+
+/// An activated performance data block for map `M`: CPrfData's object after `Activate`.
+///
+/// [`PrfData::activate`] creates the app's named shared-memory block, laid out from the map;
+/// monitors in other processes read it through the provider library. Counters are updated through
+/// the references [`get_ctr32`](PrfData::get_ctr32) / [`get_ctr64`](PrfData::get_ctr64) return:
+/// one atomic instruction, at an offset the map fixed at compile time. Instances are added and
+/// removed under the block's cross-process [`Optex`].
+///
+/// `PrfData` is `Send + Sync`: share it between threads with `&` or an `Arc`. Other processes of
+/// the same app open the same block with [`PrfData::attach`]. The block is removed when the
+/// handle that created it is dropped, and when the process exits normally.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::Ordering::Relaxed;
+///
+/// prfdata::prfdata_map! {
+///     pub mod shop {
+///         app: "PrfDataDocShop",
+///         object STORE = 0 {
+///             name: "Shop", help: "The shop.", detail: Novice, default: SALES,
+///             instances: none, costly: false,
+///             counters {
+///                 SALES = 2: CounterCounter { name: "Sales/sec", help: "Sales.", detail: Novice, scale: 0 },
+///             }
+///         }
+///         object TILL = 4 {
+///             name: "Till", help: "One till.", detail: Novice, default: SCANNED,
+///             instances: { max: 8, name_len: 16 }, costly: false,
+///             counters {
+///                 SCANNED = 6: BulkCount { name: "Items/sec", help: "Items scanned.", detail: Novice, scale: 0 },
+///             }
+///         }
+///     }
+/// }
+///
+/// # let dir = std::env::temp_dir().join(format!("prfdata-doc-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # std::env::set_var("PRFDATA_SHM_DIR", &dir);
+/// let prf = shop::PrfData::activate()?;
+/// prf.get_global_ctr32(shop::SALES).fetch_add(1, Relaxed);
+///
+/// let till = prf.add_instance(shop::TILL, "till 1")?;
+/// prf.get_ctr64(shop::SCANNED, till).fetch_add(3, Relaxed);
+/// assert_eq!(prf.get_ctr64(shop::SCANNED, till).load(Relaxed), 3);
+/// prf.remove_instance(till)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct PrfData<M: PerfDataMap> {
+    block: BlockFile,
+    _map: PhantomData<fn() -> M>,
+}
+
+/// A live instance of object `O`, returned by [`PrfData::add_instance`] (CPrfData's INSTID).
+///
+/// It is `Copy`: keep it wherever the instance's counters are updated. After
+/// [`PrfData::remove_instance`] it is stale: removing it again is an error, and its counters
+/// belong to whatever instance takes its slot next.
+pub struct InstanceId<O: Object> {
+    block_offset: usize,
+    slot: u32,
+    generation: u32,
+    _object: PhantomData<fn() -> O>,
+}
+
+impl<O: Object> InstanceId<O> {
+    /// The instance's slot in its object's table (stable while the instance lives).
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData`]; the first instance of an object takes slot 0.
+    pub fn slot(&self) -> u32 {
+        self.slot
+    }
+}
+
+impl<O: Object> Clone for InstanceId<O> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<O: Object> Copy for InstanceId<O> {}
+impl<O: Object> PartialEq for InstanceId<O> {
+    fn eq(&self, other: &Self) -> bool {
+        self.slot == other.slot && self.generation == other.generation
+    }
+}
+impl<O: Object> Eq for InstanceId<O> {}
+impl<O: Object> fmt::Debug for InstanceId<O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let symbol = <O::Map as PerfDataMap>::DEF.objects[O::INDEX].symbol;
+        write!(
+            f,
+            "InstanceId({symbol} slot {} gen {})",
+            self.slot, self.generation
+        )
+    }
+}
+
+/// How to name a new instance: by name, by unique id, with or without a parent.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::InstanceSpec;
+/// let spec = InstanceSpec::named("worker 3").unique_id(3);
+/// assert_eq!(spec.name, "worker 3");
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct InstanceSpec<'n> {
+    /// The instance name (may be empty when a unique id identifies it).
+    pub name: &'n str,
+    /// `PERF_NO_UNIQUE_ID` (-1), or an id monitors use instead of the name.
+    pub unique_id: i32,
+}
+
+impl<'n> InstanceSpec<'n> {
+    /// An instance identified by its name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(prfdata::InstanceSpec::named("a").unique_id, -1);
+    /// ```
+    pub fn named(name: &'n str) -> Self {
+        InstanceSpec {
+            name,
+            unique_id: crate::winperf::PERF_NO_UNIQUE_ID,
+        }
+    }
+
+    /// The same, with a unique id (as CPrfData's `AddInstance(obj, id)`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(prfdata::InstanceSpec::named("").unique_id(7).unique_id, 7);
+    /// ```
+    pub fn unique_id(self, id: i32) -> Self {
+        InstanceSpec {
+            unique_id: id,
+            ..self
+        }
+    }
+}
+
+/// Holds the block's optex for a multi-counter update that readers must see whole
+/// (CPrfData's `LockCtrs` / `UnlockCtrs`). Unlocks when dropped.
+///
+/// While it is held, collectors retry and finally skip the block instead of reading a half-made
+/// update, so hold it briefly.
+pub struct CtrsGuard<'a> {
+    section: WriteSection<'a>,
+    _lock: OptexGuard<'a>,
+}
+
+impl CtrsGuard<'_> {
+    /// Whether taking the lock recovered it from a process that died holding it.
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData::lock_ctrs`].
+    pub fn owner_died(&self) -> bool {
+        self._lock.owner_died()
+    }
+}
+
+impl fmt::Debug for CtrsGuard<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CtrsGuard")
+            .field("seq", &self.section.odd)
+            .finish()
+    }
+}
+
+/// A write section of the block's sequence counter: odd from `begin` until dropped.
+struct WriteSection<'a> {
+    seq: &'a AtomicU64,
+    odd: u64,
+}
+
+impl<'a> WriteSection<'a> {
+    fn begin(seq: &'a AtomicU64) -> Self {
+        // An odd value here means a writer died inside its section: keep it odd, the end makes
+        // it even again once the caller has repaired what that writer left.
+        let odd = seq.load(Ordering::Relaxed) | 1;
+        seq.store(odd, Ordering::Relaxed);
+        fence(Ordering::Release);
+        WriteSection { seq, odd }
+    }
+}
+
+impl Drop for WriteSection<'_> {
+    fn drop(&mut self) {
+        self.seq.store(self.odd.wrapping_add(1), Ordering::Release);
+    }
+}
+
+impl<M: PerfDataMap> PrfData<M> {
+    /// Creates and publishes the app's block (CPrfData's `Activate`).
+    ///
+    /// A block left by a dead process is replaced.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyActive`] if a live process holds the app's block, [`Error::Symlink`] or
+    /// [`Error::NotABlock`] if something else is at its path, [`Error::Create`] or
+    /// [`Error::ShmDir`] for file-system failures.
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData`].
+    pub fn activate() -> Result<Self, Error> {
+        Self::activate_impl(None)
+    }
+
+    /// [`PrfData::activate`] with the block in `dir` instead of
+    /// [`shm_dir`](crate::block::shm_dir) (tests, or several setups side by side).
+    ///
+    /// # Errors
+    ///
+    /// As [`PrfData::activate`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # prfdata::prfdata_map! { pub mod m { app: "ActivateInDoc", object O = 0 { name: "O", help: "o",
+    /// #   detail: Novice, default: C, instances: none, costly: false, counters {
+    /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+    /// let dir = std::env::temp_dir().join(format!("activate-in-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let prf = m::PrfData::activate_in(&dir)?;
+    /// assert_eq!(prf.path(), dir.join("ActivateInDoc.blk"));
+    /// drop(prf);
+    /// assert!(!dir.join("ActivateInDoc.blk").exists());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn activate_in(dir: &Path) -> Result<Self, Error> {
+        Self::activate_impl(Some(dir))
+    }
+
+    fn activate_impl(dir: Option<&Path>) -> Result<Self, Error> {
+        let block = BlockFile::create(M::DEF, dir)?;
+        let prf = PrfData {
+            block,
+            _map: PhantomData,
+        };
+        for (i, obj) in M::DEF.objects.iter().enumerate() {
+            if !obj.has_instances() {
+                prf.table(i).init_block(0);
+            }
+        }
+        Ok(prf)
+    }
+
+    /// Opens the block another process of the app activated, to update its counters and
+    /// instances from this process too.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotActive`] if there is no block, [`Error::MapMismatch`] if it was laid out from
+    /// another map, and the file errors of [`PrfData::activate`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # prfdata::prfdata_map! { pub mod m { app: "AttachDoc", object O = 0 { name: "O", help: "o",
+    /// #   detail: Novice, default: C, instances: none, costly: false, counters {
+    /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+    /// // In a worker process of an app whose main process called `activate`:
+    /// let prf = m::PrfData::attach()?;
+    /// prf.get_global_ctr32(m::C).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    /// # Ok::<(), prfdata::Error>(())
+    /// ```
+    pub fn attach() -> Result<Self, Error> {
+        Ok(PrfData {
+            block: BlockFile::attach(M::DEF, None)?,
+            _map: PhantomData,
+        })
+    }
+
+    /// [`PrfData::attach`] to the block in `dir`.
+    ///
+    /// # Errors
+    ///
+    /// As [`PrfData::attach`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # prfdata::prfdata_map! { pub mod m { app: "AttachInDoc", object O = 0 { name: "O", help: "o",
+    /// #   detail: Novice, default: C, instances: none, costly: false, counters {
+    /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+    /// # let dir = std::env::temp_dir().join(format!("attach-in-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let owner = m::PrfData::activate_in(&dir)?;
+    /// let other = m::PrfData::attach_in(&dir)?;
+    /// other.get_global_ctr32(m::C).store(5, std::sync::atomic::Ordering::Relaxed);
+    /// assert_eq!(owner.get_global_ctr32(m::C).load(std::sync::atomic::Ordering::Relaxed), 5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn attach_in(dir: &Path) -> Result<Self, Error> {
+        Ok(PrfData {
+            block: BlockFile::attach(M::DEF, Some(dir))?,
+            _map: PhantomData,
+        })
+    }
+
+    /// The block's file.
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData`]: `prf.path()` is `$PRFDATA_SHM_DIR/<app>.blk`.
+    pub fn path(&self) -> &Path {
+        self.block.path()
+    }
+
+    /// The live 32-bit counter `ctr` of instance `inst`: update it with one atomic operation.
+    ///
+    /// A 64-bit counter, or a counter of another object or map, does not compile.
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData`].
+    #[inline]
+    pub fn get_ctr32<T, O>(&self, ctr: CtrId<T, O>, inst: InstanceId<O>) -> &AtomicI32
+    where
+        T: CounterType<Width = Dword>,
+        O: Object<Map = M, Scope = Instanced>,
+    {
+        // SAFETY: `inst.block_offset` is the offset of a counter block of object `O` (made by
+        // `add_instance` from a slot below the object's limit, in a block laid out from `M`,
+        // which is mapped whole), and `ctr.offset() + 4` is within that block, 4-aligned: both
+        // come from `M` at compile time.
+        unsafe { self.block.raw.i32_at(inst.block_offset + ctr.offset()) }
+    }
+
+    /// The live 64-bit counter `ctr` of instance `inst`.
+    ///
+    /// A 32-bit counter, or a counter of another object or map, does not compile.
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData`].
+    #[inline]
+    pub fn get_ctr64<T, O>(&self, ctr: CtrId<T, O>, inst: InstanceId<O>) -> &AtomicI64
+    where
+        T: CounterType<Width = Large>,
+        O: Object<Map = M, Scope = Instanced>,
+    {
+        // SAFETY: as in `get_ctr32`; 64-bit values are 8-aligned within 8-aligned blocks.
+        unsafe { self.block.raw.i64_at(inst.block_offset + ctr.offset()) }
+    }
+
+    /// The live 32-bit counter `ctr` of an object without instances.
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData`].
+    #[inline]
+    pub fn get_global_ctr32<T, O>(&self, ctr: CtrId<T, O>) -> &AtomicI32
+    where
+        T: CounterType<Width = Dword>,
+        O: Object<Map = M, Scope = Global>,
+    {
+        let off = layout::data_offset(M::DEF, O::INDEX) + ctr.offset();
+        // SAFETY: the single counter block of a global object `O` starts at its data offset in a
+        // block laid out from `M` and mapped whole; the counter lies inside it, 4-aligned.
+        unsafe { self.block.raw.i32_at(off) }
+    }
+
+    /// The live 64-bit counter `ctr` of an object without instances.
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData`].
+    #[inline]
+    pub fn get_global_ctr64<T, O>(&self, ctr: CtrId<T, O>) -> &AtomicI64
+    where
+        T: CounterType<Width = Large>,
+        O: Object<Map = M, Scope = Global>,
+    {
+        let off = layout::data_offset(M::DEF, O::INDEX) + ctr.offset();
+        // SAFETY: as in `get_global_ctr32`, 8-aligned.
+        unsafe { self.block.raw.i64_at(off) }
+    }
+
+    /// Adds a named instance to `obj` (CPrfData's `AddInstance(obj, name)`).
+    ///
+    /// Names are Unicode and need not be unique (as in perflib).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ObjectFull`], [`Error::NameTooLong`], [`Error::NameHasNul`].
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData`].
+    pub fn add_instance<O>(&self, obj: O, name: &str) -> Result<InstanceId<O>, Error>
+    where
+        O: Object<Map = M, Scope = Instanced>,
+    {
+        self.add_instance_with(obj, InstanceSpec::named(name))
+    }
+
+    /// Adds an instance described by `spec` (a name and/or a unique id).
+    ///
+    /// # Errors
+    ///
+    /// As [`PrfData::add_instance`].
+    ///
+    /// # Examples
+    ///
+    /// ```ignore
+    /// let w = prf.add_instance_with(WORKER, InstanceSpec::named("").unique_id(42))?;
+    /// ```
+    pub fn add_instance_with<O>(
+        &self,
+        obj: O,
+        spec: InstanceSpec<'_>,
+    ) -> Result<InstanceId<O>, Error>
+    where
+        O: Object<Map = M, Scope = Instanced>,
+    {
+        self.add(obj, spec, None::<(u32, Option<(u32, u32)>)>)
+    }
+
+    /// Adds an instance of `obj` whose parent is `parent`, an instance of object `P`
+    /// (CPrfData's `AddInstance(obj, name, parentObj, parentInst)`). Monitors show it as
+    /// `parent/child`.
+    ///
+    /// # Errors
+    ///
+    /// As [`PrfData::add_instance`], and [`Error::UnknownParent`] if `parent` is not live.
+    ///
+    /// # Examples
+    ///
+    /// ```ignore
+    /// let pool = prf.add_instance(POOL, "pool A")?;
+    /// let worker = prf.add_child_instance(WORKER, InstanceSpec::named("w1"), pool)?;
+    /// ```
+    pub fn add_child_instance<O, P>(
+        &self,
+        obj: O,
+        spec: InstanceSpec<'_>,
+        parent: InstanceId<P>,
+    ) -> Result<InstanceId<O>, Error>
+    where
+        O: Object<Map = M, Scope = Instanced>,
+        P: Object<Map = M, Scope = Instanced>,
+    {
+        self.add(
+            obj,
+            spec,
+            Some((P::INDEX as u32, Some((parent.slot, parent.generation)))),
+        )
+    }
+
+    fn add<O>(
+        &self,
+        _obj: O,
+        spec: InstanceSpec<'_>,
+        parent: Option<(u32, Option<(u32, u32)>)>,
+    ) -> Result<InstanceId<O>, Error>
+    where
+        O: Object<Map = M, Scope = Instanced>,
+    {
+        let def = &M::DEF.objects[O::INDEX];
+        let name: Vec<u16> = spec.name.encode_utf16().collect();
+        let max = layout::max_instances(def) as u32;
+        let max_name_len = match def.instances {
+            crate::map::Instances::Max { max_name_len, .. } => max_name_len,
+            crate::map::Instances::None => 0,
+        };
+        if name.len() > max_name_len as usize {
+            return Err(Error::NameTooLong {
+                object: def.symbol,
+                name: spec.name.to_string(),
+                len: name.len(),
+                max: max_name_len,
+            });
+        }
+        if name.contains(&0) {
+            return Err(Error::NameHasNul {
+                object: def.symbol,
+                name: spec.name.to_string(),
+            });
+        }
+        let _lock = self.lock_layout();
+        let parent_slot = match parent {
+            None => None,
+            Some((pobj, Some((pslot, pgen)))) => {
+                if self.table(pobj as usize).live_generation(pslot) != Some(pgen) {
+                    return Err(Error::UnknownParent { object: def.symbol });
+                }
+                Some((pobj, pslot))
+            }
+            Some((_, None)) => None,
+        };
+        let table = self.table(O::INDEX);
+        let _section = WriteSection::begin(self.seq());
+        let new = NewInstance {
+            name: &name,
+            unique_id: spec.unique_id,
+            parent: parent_slot,
+        };
+        let (slot, generation) = table.add(&new).ok_or(Error::ObjectFull {
+            object: def.symbol,
+            max,
+        })?;
+        Ok(InstanceId {
+            block_offset: table.block_offset(slot),
+            slot,
+            generation,
+            _object: PhantomData,
+        })
+    }
+
+    /// Removes an instance (CPrfData's `RemoveInstance`). Its slot is reused by a later add.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownInstance`] if it was removed already.
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData`].
+    pub fn remove_instance<O>(&self, inst: InstanceId<O>) -> Result<(), Error>
+    where
+        O: Object<Map = M, Scope = Instanced>,
+    {
+        let _lock = self.lock_layout();
+        let table = self.table(O::INDEX);
+        if table.live_generation(inst.slot) != Some(inst.generation) {
+            return Err(Error::UnknownInstance {
+                object: M::DEF.objects[O::INDEX].symbol,
+            });
+        }
+        let _section = WriteSection::begin(self.seq());
+        table.remove(inst.slot, inst.generation);
+        Ok(())
+    }
+
+    /// The live instances of `obj`, in the order collectors report them.
+    ///
+    /// # Examples
+    ///
+    /// ```ignore
+    /// for inst in prf.instances(WORKER) { println!("{}", prf.instance_name(inst)); }
+    /// ```
+    pub fn instances<O>(&self, _obj: O) -> Vec<InstanceId<O>>
+    where
+        O: Object<Map = M, Scope = Instanced>,
+    {
+        let _lock = self.lock_layout();
+        let table = self.table(O::INDEX);
+        table
+            .live_slots()
+            .into_iter()
+            .filter_map(|slot| {
+                let generation = table.live_generation(slot)?;
+                Some(InstanceId {
+                    block_offset: table.block_offset(slot),
+                    slot,
+                    generation,
+                    _object: PhantomData,
+                })
+            })
+            .collect()
+    }
+
+    /// The name of a live instance, or `None` if it was removed.
+    ///
+    /// # Examples
+    ///
+    /// ```ignore
+    /// assert_eq!(prf.instance_name(w).as_deref(), Some("worker 1"));
+    /// ```
+    pub fn instance_name<O>(&self, inst: InstanceId<O>) -> Option<String>
+    where
+        O: Object<Map = M, Scope = Instanced>,
+    {
+        let _lock = self.lock_layout();
+        let table = self.table(O::INDEX);
+        (table.live_generation(inst.slot) == Some(inst.generation))
+            .then(|| String::from_utf16_lossy(&table.name(inst.slot)))
+    }
+
+    /// Locks the block against other writers and makes collectors wait for the update
+    /// (CPrfData's `LockCtrs`): counters changed together under the guard are seen together.
+    ///
+    /// # Examples
+    ///
+    /// ```ignore
+    /// {
+    ///     let _guard = prf.lock_ctrs();
+    ///     prf.get_global_ctr32(LATENCY).fetch_add(elapsed, Relaxed);
+    ///     prf.get_global_ctr32(LATENCY_BASE).fetch_add(1, Relaxed);
+    /// }
+    /// ```
+    pub fn lock_ctrs(&self) -> CtrsGuard<'_> {
+        let lock = self.lock_layout();
+        CtrsGuard {
+            section: WriteSection::begin(self.seq()),
+            _lock: lock,
+        }
+    }
+
+    /// [`PrfData::lock_ctrs`] without waiting: `None` if another thread or process holds it.
+    ///
+    /// # Examples
+    ///
+    /// ```ignore
+    /// if let Some(_g) = prf.try_lock_ctrs() { /* update */ }
+    /// ```
+    pub fn try_lock_ctrs(&self) -> Option<CtrsGuard<'_>> {
+        let lock = self.optex().try_lock()?;
+        let lock = self.recover_if_needed(lock);
+        Some(CtrsGuard {
+            section: WriteSection::begin(self.seq()),
+            _lock: lock,
+        })
+    }
+
+    /// [`PrfData::lock_ctrs`] waiting at most `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LockTimeout`] if the lock was not released in time.
+    ///
+    /// # Examples
+    ///
+    /// ```ignore
+    /// let _g = prf.lock_ctrs_for(Duration::from_millis(10))?;
+    /// ```
+    pub fn lock_ctrs_for(&self, timeout: Duration) -> Result<CtrsGuard<'_>, Error> {
+        let lock = self
+            .optex()
+            .try_lock_for(timeout)
+            .ok_or(Error::LockTimeout(timeout))?;
+        let lock = self.recover_if_needed(lock);
+        Ok(CtrsGuard {
+            section: WriteSection::begin(self.seq()),
+            _lock: lock,
+        })
+    }
+
+    fn optex(&self) -> &Optex {
+        // SAFETY:
+        // - `OPTEX_OFFSET` is a 64-aligned offset of a 64-byte field in the header, inside the
+        //   mapping, matching `Optex`'s size and alignment;
+        // - `Optex` consists of atomics only, for which every bit pattern (and all-zero in
+        //   particular, how the block is created) is valid, so a shared reference to memory
+        //   other processes change through atomics is sound;
+        // - the reference's lifetime is bounded by `self`, which owns the mapping.
+        unsafe {
+            &*self
+                .block
+                .raw
+                .base()
+                .add(layout::OPTEX_OFFSET)
+                .cast::<Optex>()
+        }
+    }
+
+    fn seq(&self) -> &AtomicU64 {
+        // SAFETY: the sequence is an 8-aligned u64 of the header, inside the mapping.
+        unsafe { self.block.raw.u64_at(layout::SEQ_OFFSET) }
+    }
+
+    fn table(&self, index: usize) -> ObjectTable<'_> {
+        ObjectTable::new(&self.block.raw, M::DEF, index)
+    }
+
+    /// Takes the optex for a layout change, repairing what a dead owner left.
+    fn lock_layout(&self) -> OptexGuard<'_> {
+        let guard = self.optex().lock();
+        self.recover_if_needed(guard)
+    }
+
+    #[cold]
+    fn repair(&self) {
+        let _section = WriteSection::begin(self.seq());
+        for (i, obj) in M::DEF.objects.iter().enumerate() {
+            if obj.has_instances() {
+                self.table(i).rebuild();
+            }
+        }
+    }
+
+    fn recover_if_needed<'a>(&'a self, guard: OptexGuard<'a>) -> OptexGuard<'a> {
+        // A dead owner inside a write section leaves the sequence odd: rebuild the instance
+        // lists from the slot states, then close the section.
+        if guard.owner_died() && self.seq().load(Ordering::Relaxed) & 1 == 1 {
+            self.repair();
+        }
+        guard
+    }
+}
+
+impl<M: PerfDataMap> fmt::Debug for PrfData<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PrfData")
+            .field("app", &M::DEF.app)
+            .field("path", &self.path())
+            .finish()
+    }
+}
