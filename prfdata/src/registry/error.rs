@@ -207,7 +207,9 @@ pub enum LodctrError {
         driver: String,
     },
     /// An index the driver would get is already used by another entry of a text table.
-    #[error("index {index} is already used in {key} `{name}` (the table and Last Counter disagree)")]
+    #[error(
+        "index {index} is already used in {key} `{name}` (the table and Last Counter disagree)"
+    )]
     IndexInUse {
         /// The language key.
         key: String,

@@ -451,15 +451,15 @@ pub fn decode_hive(text: &str, path: impl AsRef<Path>) -> Result<Hive, RegistryE
                     format!("value `{name}` appears twice in `{norm}`"),
                 ));
             }
-            let ty: ValueType = v
-                .ty
-                .get_ref()
-                .parse()
-                .map_err(|e: super::value::UnknownValueType| {
-                    corrupt(Some(v.ty.span().start), e.to_string())
-                })?;
+            let ty: ValueType =
+                v.ty.get_ref()
+                    .parse()
+                    .map_err(|e: super::value::UnknownValueType| {
+                        corrupt(Some(v.ty.span().start), e.to_string())
+                    })?;
             let at = Some(v.data.span().start);
-            let bad = |what: &str| corrupt(at, format!("value `{name}` ({ty}): data must be {what}"));
+            let bad =
+                |what: &str| corrupt(at, format!("value `{name}` ({ty}): data must be {what}"));
             let value = match (ty, v.data.get_ref()) {
                 (ValueType::Sz, toml::Value::String(s)) => Value::Sz(s.clone()),
                 (ValueType::ExpandSz, toml::Value::String(s)) => Value::ExpandSz(s.clone()),

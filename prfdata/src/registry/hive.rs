@@ -414,8 +414,14 @@ mod tests {
         h.create_key(r"HKLM\SOFTWARE\Y").unwrap();
         assert_eq!(
             h.subkeys(r"HKLM\software").unwrap(),
-            vec![r"HKLM\Software\X".to_string(), r"HKLM\Software\Y".to_string()]
+            vec![
+                r"HKLM\Software\X".to_string(),
+                r"HKLM\Software\Y".to_string()
+            ]
         );
-        assert_eq!(h.key_path(r"HKLM\SOFTWARE").as_deref(), Some(r"HKLM\Software"));
+        assert_eq!(
+            h.key_path(r"HKLM\SOFTWARE").as_deref(),
+            Some(r"HKLM\Software")
+        );
     }
 }

@@ -311,7 +311,7 @@ impl CounterIni {
                     symbol: symbol.to_owned(),
                     symbol_file: symbol_file.clone(),
                 })?;
-            if sym.value % 2 != 0 {
+            if !sym.value.is_multiple_of(2) {
                 return Err(LodctrError::OddOffset {
                     path: path.clone(),
                     line: l.line,
@@ -373,7 +373,8 @@ mod tests {
 
     #[test]
     fn sections_ignore_comments_and_lines_without_equals() {
-        let text = "// begin\n[INFO] // note\nDriverName = Drv \n; c\njunk\n[text]\nA_009_NAME=x=y\n";
+        let text =
+            "// begin\n[INFO] // note\nDriverName = Drv \n; c\njunk\n[text]\nA_009_NAME=x=y\n";
         let s = Sections::parse(text);
         assert_eq!(s.get("info", "drivername").map(|l| l.value), Some("Drv"));
         assert_eq!(s.entries("text")[0].value, "x=y");

@@ -142,14 +142,18 @@ pub fn apply_lodctr(
     }
 
     let (last_counter, last_help) = perflib::last_counter_help(hive)?;
-    let mut first_counter = last_counter.checked_add(2).ok_or_else(|| overflow(driver))?;
+    let mut first_counter = last_counter
+        .checked_add(2)
+        .ok_or_else(|| overflow(driver))?;
     if first_counter <= last_help {
         // Perflib's two values disagree; stay clear of both, on an even index.
         first_counter = last_help
             .checked_add(1 + (last_help + 1) % 2)
             .ok_or_else(|| overflow(driver))?;
     }
-    let first_help = first_counter.checked_add(1).ok_or_else(|| overflow(driver))?;
+    let first_help = first_counter
+        .checked_add(1)
+        .ok_or_else(|| overflow(driver))?;
     let new_last_counter = first_counter
         .checked_add(ini.largest_offset())
         .ok_or_else(|| overflow(driver))?;
@@ -385,7 +389,11 @@ fn parse_load_command_line(command_line: &str) -> Result<LoadRequest, LodctrErro
     }
 }
 
-fn report<T>(quiet: bool, result: Result<T, LodctrError>, ok: impl FnOnce(&T) -> String) -> Result<(), LodctrError> {
+fn report<T>(
+    quiet: bool,
+    result: Result<T, LodctrError>,
+    ok: impl FnOnce(&T) -> String,
+) -> Result<(), LodctrError> {
     match &result {
         Ok(v) if !quiet => println!("{}", ok(v)),
         Err(e) if !quiet => eprintln!("lodctr: {e}"),

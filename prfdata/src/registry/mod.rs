@@ -43,8 +43,8 @@ pub use error::{LodctrError, RegistryError};
 pub use file::{decode_hive, encode_hive, FileRegistry, FAULT_ENV, LOCK_WAIT};
 pub use hive::{display_key, normalize_key, Hive};
 pub use lodctr::{
-    apply_lodctr, apply_unlodctr, load_perf_counter_text_strings, lodctr, unlodctr,
-    unload_perf_counter_text_strings, CounterRange, LodctrOptions,
+    apply_lodctr, apply_unlodctr, load_perf_counter_text_strings, lodctr,
+    unload_perf_counter_text_strings, unlodctr, CounterRange, LodctrOptions,
 };
 pub use perflib::CounterText;
 pub use service::{

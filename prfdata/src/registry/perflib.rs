@@ -42,7 +42,7 @@ pub const COUNTER: &str = "Counter";
 pub const HELP: &str = "Help";
 
 /// The state of a new registry: Perflib with `Last Counter` 1846, `Last Help` 1847,
-/// `Base Index` 1847 and an empty `009` language.
+/// `Base Index` 1847 and an empty `009` language, and an empty `Services` key.
 ///
 /// # Examples
 ///
@@ -59,12 +59,29 @@ pub fn new_hive() -> Hive {
         // The paths are constants known to be valid.
         let _ = hive.set_value(key, name, value);
     };
-    set(&mut hive, PERFLIB, LAST_COUNTER, Value::Dword(INITIAL_LAST_COUNTER));
-    set(&mut hive, PERFLIB, LAST_HELP, Value::Dword(INITIAL_LAST_HELP));
-    set(&mut hive, PERFLIB, BASE_INDEX_VALUE, Value::Dword(BASE_INDEX));
+    set(
+        &mut hive,
+        PERFLIB,
+        LAST_COUNTER,
+        Value::Dword(INITIAL_LAST_COUNTER),
+    );
+    set(
+        &mut hive,
+        PERFLIB,
+        LAST_HELP,
+        Value::Dword(INITIAL_LAST_HELP),
+    );
+    set(
+        &mut hive,
+        PERFLIB,
+        BASE_INDEX_VALUE,
+        Value::Dword(BASE_INDEX),
+    );
     let lang = paths::perflib_language(DEFAULT_LANGUAGE);
     set(&mut hive, &lang, COUNTER, Value::MultiSz(Vec::new()));
     set(&mut hive, &lang, HELP, Value::MultiSz(Vec::new()));
+    // Every Windows registry has the Services key; drivers come and go beneath it.
+    let _ = hive.create_key(paths::SERVICES);
     hive
 }
 
@@ -183,7 +200,7 @@ pub fn parse_text_table(
         entry,
         reason,
     };
-    if entries.len() % 2 != 0 {
+    if !entries.len().is_multiple_of(2) {
         return Err(bad(
             entries.len() - 1,
             "an index without text (odd number of entries)".into(),

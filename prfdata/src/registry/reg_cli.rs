@@ -19,7 +19,8 @@ use super::hive::{display_key, normalize_key, Hive};
 use super::value::Value;
 
 /// reg.exe's message for a key or value that does not exist.
-pub const NOT_FOUND: &str = "ERROR: The system was unable to find the specified registry key or value.";
+pub const NOT_FOUND: &str =
+    "ERROR: The system was unable to find the specified registry key or value.";
 /// reg.exe's message after a successful change.
 pub const SUCCESS: &str = "The operation completed successfully.";
 
@@ -102,8 +103,12 @@ mod tests {
     #[test]
     fn full_query_lists_values_then_subkeys() {
         let hive = perflib::new_hive();
-        let out = query(&hive, r"hklm\software\microsoft\windows nt\currentversion\perflib", None)
-            .unwrap();
+        let out = query(
+            &hive,
+            r"hklm\software\microsoft\windows nt\currentversion\perflib",
+            None,
+        )
+        .unwrap();
         let long = r"HKEY_LOCAL_MACHINE\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Perflib";
         assert_eq!(
             out,
@@ -112,6 +117,9 @@ mod tests {
             )
         );
         let lang = query(&hive, &paths::perflib_language("009"), None).unwrap();
-        assert!(lang.contains("    Counter    REG_MULTI_SZ    \n"), "{lang:?}");
+        assert!(
+            lang.contains("    Counter    REG_MULTI_SZ    \n"),
+            "{lang:?}"
+        );
     }
 }

@@ -120,7 +120,11 @@ pub fn write_service(
     hive.set_value(&perf, COLLECT, Value::Sz(config.collect.clone()))?;
     hive.set_value(&perf, CLOSE, Value::Sz(config.close.clone()))?;
     hive.set_value(&perf, OPEN_TIMEOUT, Value::Dword(config.open_timeout_ms))?;
-    hive.set_value(&perf, COLLECT_TIMEOUT, Value::Dword(config.collect_timeout_ms))?;
+    hive.set_value(
+        &perf,
+        COLLECT_TIMEOUT,
+        Value::Dword(config.collect_timeout_ms),
+    )?;
     hive.set_value(
         &paths::linkage(driver),
         EXPORT,
@@ -170,14 +174,7 @@ pub fn register_service<R: Registry + ?Sized>(
 /// ```
 pub fn erase_service(hive: &mut Hive, driver: &str) -> Result<(), RegistryError> {
     let perf = paths::performance(driver);
-    for name in [
-        LIBRARY,
-        OPEN,
-        COLLECT,
-        CLOSE,
-        OPEN_TIMEOUT,
-        COLLECT_TIMEOUT,
-    ] {
+    for name in [LIBRARY, OPEN, COLLECT, CLOSE, OPEN_TIMEOUT, COLLECT_TIMEOUT] {
         hive.delete_value(&perf, name)?;
     }
     hive.delete_value(&paths::linkage(driver), EXPORT)?;
@@ -312,7 +309,10 @@ fn read_string(hive: &Hive, key: &str, name: &str) -> Result<Option<String>, Reg
 /// assert!(service::read_service(&perflib::new_hive(), "App")?.is_none());
 /// # Ok::<(), prfdata::registry::RegistryError>(())
 /// ```
-pub fn read_service(hive: &Hive, driver: &str) -> Result<Option<PerformanceService>, RegistryError> {
+pub fn read_service(
+    hive: &Hive,
+    driver: &str,
+) -> Result<Option<PerformanceService>, RegistryError> {
     let perf = paths::performance(driver);
     if !hive.key_exists(&perf) {
         return Ok(None);

@@ -87,7 +87,9 @@ impl fmt::Display for ValueType {
 /// assert!(err.to_string().contains("REG_BINARY"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unsupported registry type `{0}` (expected REG_SZ, REG_EXPAND_SZ, REG_DWORD or REG_MULTI_SZ)")]
+#[error(
+    "unsupported registry type `{0}` (expected REG_SZ, REG_EXPAND_SZ, REG_DWORD or REG_MULTI_SZ)"
+)]
 pub struct UnknownValueType(pub String);
 
 impl std::str::FromStr for ValueType {
@@ -293,7 +295,7 @@ impl Value {
                 .map_err(|_| ValueBytesError::DwordLength(bytes.len()))?;
             return Ok(Self::Dword(u32::from_le_bytes(arr)));
         }
-        if bytes.len() % 2 != 0 {
+        if !bytes.len().is_multiple_of(2) {
             return Err(ValueBytesError::OddLength {
                 ty,
                 len: bytes.len(),
@@ -308,7 +310,10 @@ impl Value {
                 let bad = char::decode_utf16(part.iter().copied())
                     .position(|r| r.is_err())
                     .unwrap_or(0);
-                ValueBytesError::BadUtf16 { ty, at: start + bad }
+                ValueBytesError::BadUtf16 {
+                    ty,
+                    at: start + bad,
+                }
             })
         };
         match ty {
@@ -377,7 +382,11 @@ impl Value {
                 if data.is_empty() {
                     return Ok(Self::MultiSz(Vec::new()));
                 }
-                let sep = if separator.is_empty() { "\\0" } else { separator };
+                let sep = if separator.is_empty() {
+                    "\\0"
+                } else {
+                    separator
+                };
                 Ok(Self::MultiSz(
                     data.split(sep)
                         .filter(|s| !s.is_empty())
@@ -421,7 +430,10 @@ mod tests {
             Value::MultiSz(vec!["1".into(), "One".into()]),
         ];
         for v in values {
-            assert_eq!(Value::from_reg_bytes(v.value_type(), &v.to_reg_bytes()), Ok(v));
+            assert_eq!(
+                Value::from_reg_bytes(v.value_type(), &v.to_reg_bytes()),
+                Ok(v)
+            );
         }
     }
 
