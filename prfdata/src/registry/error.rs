@@ -68,6 +68,9 @@ pub enum RegistryError {
         /// The value name.
         name: String,
     },
+    /// A [`Registry`](super::Registry) backend finished an update without running its edit.
+    #[error("the registry backend finished an update without running the edit")]
+    EditNotRun,
     /// The value exists but has another type than perflib requires.
     #[error("registry value `{name}` in {key} is {found}, expected {expected}")]
     WrongType {

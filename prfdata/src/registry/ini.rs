@@ -108,6 +108,13 @@ pub struct CounterIni {
 }
 
 /// A symbol from the symbol file: its value and line.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::registry::ini::{parse_symbols, Symbol};
+/// assert_eq!(parse_symbols("#define OBJ 2\n")["OBJ"], Symbol { value: 2, line: 1 });
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Symbol {
     /// The `#define`d number.
@@ -350,7 +357,15 @@ impl CounterIni {
     ///
     /// # Examples
     ///
-    /// See [`CounterIni`].
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// std::fs::write(dir.path().join("d.h"), "#define A 0\n#define B 6\n")?;
+    /// std::fs::write(dir.path().join("d.ini"), "[info]\ndrivername=D\nsymbolfile=d.h\n\
+    ///     [languages]\n009=\n[text]\nA_009_NAME=a\nB_009_HELP=b\n")?;
+    /// let ini = prfdata::registry::ini::CounterIni::read(dir.path().join("d.ini"))?;
+    /// assert_eq!(ini.largest_offset(), 6);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn largest_offset(&self) -> u32 {
         self.entries.iter().map(|e| e.offset).max().unwrap_or(0)
     }

@@ -79,7 +79,12 @@ impl CounterRange {
     ///
     /// # Examples
     ///
-    /// See [`CounterRange`].
+    /// ```
+    /// use prfdata::registry::CounterRange;
+    /// let r = CounterRange { driver: "D".into(), first_counter: 1848, last_counter: 1848,
+    ///                        first_help: 1849, last_help: 1849 };
+    /// assert!(r.contains(1849) && !r.contains(1847));
+    /// ```
     pub fn contains(&self, index: u32) -> bool {
         (self.first_counter..=self.last_help.max(self.last_counter)).contains(&index)
     }

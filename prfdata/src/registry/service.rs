@@ -35,9 +35,11 @@ pub const DISABLE: &str = "Disable Performance Counters";
 /// Value name `Export` under `Linkage`.
 pub const EXPORT: &str = "Export";
 
-/// The default `Open Timeout`: perflib waits 10 s for Open (Windows NT Resource Kit).
+/// The default `Open Timeout`: Perflib's `OpenProcedureWaitTime` default, 0x2710 ms (10 s),
+/// per the Windows 2000 / Server 2003 registry reference.
 pub const DEFAULT_OPEN_TIMEOUT_MS: u32 = 10_000;
-/// The default `Collect Timeout`: perflib waits 10 s for Collect (Windows NT Resource Kit).
+/// The default `Collect Timeout`: the same reference gives `OpenProcedureWaitTime` (10 s) as
+/// its default too.
 pub const DEFAULT_COLLECT_TIMEOUT_MS: u32 = 10_000;
 
 /// What [`register_service`] writes for a provider.

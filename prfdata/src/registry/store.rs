@@ -95,9 +95,7 @@ where
         outcome = Some(result);
         commit
     })?;
-    outcome.unwrap_or_else(|| {
-        Err(E::from(RegistryError::KeyNotFound(
-            "update: the store did not run the edit".into(),
-        )))
-    })
+    // A backend that returns Ok without running the edit breaks the trait's contract; report
+    // it rather than pretend the edit happened.
+    outcome.unwrap_or_else(|| Err(E::from(RegistryError::EditNotRun)))
 }
