@@ -49,6 +49,14 @@ pub enum RegistryError {
         /// What is wrong.
         message: String,
     },
+    /// A tree could not be rendered in the store format; nothing was written.
+    #[error("registry file {}: cannot write: {message}", path.display())]
+    Encode {
+        /// The file that was to be written.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
     /// A key path that is not a valid registry path.
     #[error("invalid registry key `{path}`: {reason}")]
     BadKeyPath {

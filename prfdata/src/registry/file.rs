@@ -218,8 +218,15 @@ impl FileRegistry {
 
     /// Writes the hive atomically. The caller holds the lock.
     fn write_store(&self, hive: &Hive) -> Result<(), RegistryError> {
-        let text = encode_hive(hive);
         let store = self.store_path();
+        let text = encode_hive(hive)?;
+        // Never replace the store with something that does not read back as the same tree.
+        if decode_hive(&text, &store).ok().as_ref() != Some(hive) {
+            return Err(RegistryError::Encode {
+                path: store,
+                message: "the new contents do not read back as the same keys and values".into(),
+            });
+        }
         let temp = self
             .root
             .join(format!("{}.tmp.{}", paths::STORE_FILE, std::process::id()));
@@ -349,7 +356,8 @@ struct ValueIn {
     data: toml::Spanned<toml::Value>,
 }
 
-/// Renders a hive in the store format (see the module docs).
+/// Renders a hive in the store format (see the module docs). Fails only if the TOML writer
+/// refuses the data.
 ///
 /// # Examples
 ///
@@ -358,12 +366,12 @@ struct ValueIn {
 ///
 /// let mut hive = Hive::new();
 /// hive.set_value(r"HKLM\SYSTEM\X", "Export", Value::MultiSz(vec!["a".into()]))?;
-/// let text = encode_hive(&hive);
+/// let text = encode_hive(&hive)?;
 /// assert!(text.contains(r"path = 'HKLM\SYSTEM\X'"));
 /// assert_eq!(decode_hive(&text, "mem.toml")?, hive);
 /// # Ok::<(), prfdata::registry::RegistryError>(())
 /// ```
-pub fn encode_hive(hive: &Hive) -> String {
+pub fn encode_hive(hive: &Hive) -> Result<String, RegistryError> {
     let key = hive
         .keys()
         .map(|(path, values)| KeyOut {
@@ -386,9 +394,11 @@ pub fn encode_hive(hive: &Hive) -> String {
         format: FORMAT,
         key,
     })
-    // Serialising plain strings, integers and arrays into TOML cannot fail.
-    .unwrap_or_default();
-    format!("{HEADER}\n{body}")
+    .map_err(|e| RegistryError::Encode {
+        path: PathBuf::from(paths::STORE_FILE),
+        message: e.to_string(),
+    })?;
+    Ok(format!("{HEADER}\n{body}"))
 }
 
 /// Parses the store format. `path` names the file in errors, which carry the line.
@@ -515,7 +525,7 @@ mod tests {
         hive.set_value(k, "Export", Value::MultiSz(vec!["a\nb".into()]))
             .unwrap();
         hive.create_key(r"HKLM\Empty").unwrap();
-        let text = encode_hive(&hive);
+        let text = encode_hive(&hive).unwrap();
         assert_eq!(decode_hive(&text, "x").unwrap(), hive);
     }
 }

@@ -67,7 +67,8 @@ pub fn save_settings<R: Registry + ?Sized>(
 ) -> Result<(), LodctrError> {
     let file = file.as_ref();
     let saved = saved_part(&registry.snapshot()?)?;
-    std::fs::write(file, encode_hive(&saved)).map_err(|e| LodctrError::SettingsFile {
+    let text = encode_hive(&saved)?;
+    std::fs::write(file, text).map_err(|e| LodctrError::SettingsFile {
         path: file.to_path_buf(),
         action: "write",
         message: e.to_string(),
