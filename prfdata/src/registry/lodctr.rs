@@ -152,8 +152,9 @@ pub fn apply_lodctr(
         .ok_or_else(|| overflow(driver))?;
     if first_counter <= last_help {
         // Perflib's two values disagree; stay clear of both, on an even index.
+        let step = if last_help.is_multiple_of(2) { 2 } else { 1 };
         first_counter = last_help
-            .checked_add(1 + (last_help + 1) % 2)
+            .checked_add(step)
             .ok_or_else(|| overflow(driver))?;
     }
     let first_help = first_counter
@@ -270,8 +271,11 @@ pub fn apply_unlodctr(hive: &mut Hive, driver: &str) -> Result<CounterRange, Lod
         highest_counter = highest_counter.max(names.keys().next_back().copied().unwrap_or(0));
         highest_help = highest_help.max(helps.keys().next_back().copied().unwrap_or(0));
         if names.is_empty() && helps.is_empty() && !lang.eq_ignore_ascii_case(DEFAULT_LANGUAGE) {
-            // A language only this driver used: lodctr created the key, so remove it.
-            hive.delete_key(&lang_key)?;
+            // A language only this driver used: lodctr created its tables, so remove them (and
+            // the key, unless something else lives there).
+            hive.delete_value(&lang_key, COUNTER)?;
+            hive.delete_value(&lang_key, HELP)?;
+            service::remove_if_empty(hive, &lang_key)?;
         } else {
             write_table(hive, &lang_key, COUNTER, &names)?;
             write_table(hive, &lang_key, HELP, &helps)?;
@@ -511,6 +515,31 @@ pub fn unload_perf_counter_text_strings(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inconsistent_perflib_values_still_give_a_fresh_even_range() {
+        let mut hive = perflib::new_hive();
+        hive.set_value(PERFLIB, LAST_HELP, Value::Dword(1900))
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("d.h"), "#define OBJ 0\n").unwrap();
+        std::fs::write(
+            dir.path().join("d.ini"),
+            "[info]\ndrivername=D\nsymbolfile=d.h\n[languages]\n009=\n[text]\nOBJ_009_NAME=o\n",
+        )
+        .unwrap();
+        let ini = CounterIni::read(dir.path().join("d.ini")).unwrap();
+        let range = apply_lodctr(&mut hive, &ini, &LodctrOptions::default()).unwrap();
+        assert_eq!((range.first_counter, range.first_help), (1902, 1903));
+
+        let mut hive = perflib::new_hive();
+        hive.set_value(PERFLIB, LAST_COUNTER, Value::Dword(u32::MAX - 1))
+            .unwrap();
+        assert!(matches!(
+            apply_lodctr(&mut hive, &ini, &LodctrOptions::default()),
+            Err(LodctrError::IndexOverflow { .. })
+        ));
+    }
 
     #[test]
     fn command_lines_split_on_quotes() {
