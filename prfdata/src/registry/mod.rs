@@ -1,1 +1,56 @@
-//! The counter-name registry (in progress).
+//! The counter-name registry: Perflib's names and help texts, the services' Performance keys,
+//! and lodctr / unlodctr.
+//!
+//! Perflib finds everything through the registry (seed 001, seed 002 Figures 4 and 7), so it is
+//! modelled faithfully: a hierarchical store of keys with typed values behind the [`Registry`]
+//! trait, and a file-backed implementation, [`FileRegistry`], used on Linux.
+//!
+//! # Index
+//!
+//! **The store**
+//! - [`Value`], [`ValueType`]: REG_SZ, REG_EXPAND_SZ, REG_DWORD, REG_MULTI_SZ (`value.rs`).
+//! - [`Hive`]: the key tree read and edited in memory (`hive.rs`).
+//! - [`Registry`], [`update`]: snapshot reads and atomic locked updates (`store.rs`).
+//! - [`FileRegistry`]: the TOML-file backend and its on-disk layout (`file.rs`).
+//! - [`paths`]: the well-known keys and the root folder.
+//!
+//! **Perflib and services**
+//! - [`perflib`]: Base Index, Last Counter / Last Help, the `Counter` / `Help` tables.
+//! - [`service`]: a service's Performance and Linkage values; [`register_service`],
+//!   [`first_counter_help`], [`performance_services`].
+//!
+//! **lodctr / unlodctr**
+//! - [`ini`]: the counter .INI file and its symbol .h file.
+//! - [`lodctr()`], [`unlodctr()`], [`load_perf_counter_text_strings`],
+//!   [`unload_perf_counter_text_strings`] (`lodctr.rs`).
+//! - [`save_settings`], [`restore_settings`]: lodctr `/S:` and `/R:` (`settings.rs`).
+//! - [`reg_cli`]: `reg query` output and `reg add` data, as Windows' reg.exe has them.
+
+mod error;
+mod file;
+mod hive;
+pub mod ini;
+mod lodctr;
+pub mod paths;
+pub mod perflib;
+pub mod reg_cli;
+pub mod service;
+mod settings;
+mod store;
+mod value;
+
+pub use error::{LodctrError, RegistryError};
+pub use file::{decode_hive, encode_hive, FileRegistry, FAULT_ENV, LOCK_WAIT};
+pub use hive::{display_key, normalize_key, Hive};
+pub use lodctr::{
+    apply_lodctr, apply_unlodctr, load_perf_counter_text_strings, lodctr,
+    unload_perf_counter_text_strings, unlodctr, CounterRange, LodctrOptions,
+};
+pub use perflib::CounterText;
+pub use service::{
+    first_counter_help, performance_services, register_service, unregister_service,
+    PerformanceService, ServiceConfig,
+};
+pub use settings::{restore_settings, save_settings};
+pub use store::{update, Commit, Registry};
+pub use value::{BadRegData, UnknownValueType, Value, ValueBytesError, ValueType};
