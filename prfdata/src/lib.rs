@@ -22,6 +22,7 @@
 //! - [`block`]: the self-describing block layout and its validated reader.
 //! - [`winperf`]: the perflib wire structures and counter-type bit fields.
 //! - [`registry`]: the counter-name registry, lodctr and unlodctr.
+//! - [`install`]: Install / Uninstall a map (its .INI, .h and provider registration).
 //! - [`process`]: process identity (pid + start time) for liveness checks.
 //!
 //! # Examples
@@ -55,6 +56,7 @@ compile_error!("prfdata's shared block and the perflib wire format are little-en
 pub mod block;
 pub mod clock;
 pub mod counter_type;
+pub mod install;
 pub mod map;
 pub mod optex;
 pub mod process;

@@ -323,6 +323,53 @@ impl<M: PerfDataMap> PrfData<M> {
         })
     }
 
+    /// Installs this map (CPrfData's `Install`): see [`install::install`](crate::install::install).
+    ///
+    /// # Errors
+    ///
+    /// As [`install::install`](crate::install::install).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # prfdata::prfdata_map! { pub mod m { app: "InstallMethodDoc", object O = 0 { name: "O",
+    /// #   help: "o", detail: Novice, default: C, instances: none, costly: false, counters {
+    /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+    /// let exe = std::env::current_exe()?;
+    /// let dir = exe.parent().unwrap();
+    /// m::PrfData::install(&prfdata::install::InstallOptions {
+    ///     library: dir.join("libprfdata_provider.so"),
+    ///     ini_dir: dir.to_path_buf(),
+    ///     replace: true,
+    /// })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn install(
+        options: &crate::install::InstallOptions,
+    ) -> Result<crate::registry::CounterRange, crate::install::InstallError> {
+        crate::install::install(M::DEF, options)
+    }
+
+    /// Uninstalls this map (CPrfData's `Uninstall`): see
+    /// [`install::uninstall`](crate::install::uninstall).
+    ///
+    /// # Errors
+    ///
+    /// As [`install::uninstall`](crate::install::uninstall).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # prfdata::prfdata_map! { pub mod m { app: "UninstallMethodDoc", object O = 0 { name: "O",
+    /// #   help: "o", detail: Novice, default: C, instances: none, costly: false, counters {
+    /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+    /// m::PrfData::uninstall()?;
+    /// # Ok::<(), prfdata::install::InstallError>(())
+    /// ```
+    pub fn uninstall() -> Result<crate::registry::CounterRange, crate::install::InstallError> {
+        crate::install::uninstall(M::DEF)
+    }
+
     /// The block's file.
     ///
     /// # Examples

@@ -106,7 +106,10 @@ pub fn write_object(
     let counters = &reader.counters()[info.counters.clone()];
     let total = object_size(reader, snap, index);
     assert!(buf.len() >= total, "Collect sized the buffer first");
-    let mut out = Out { buf: &mut buf[..total], pos: 0 };
+    let mut out = Out {
+        buf: &mut buf[..total],
+        pos: 0,
+    };
     let header = PerfObjectType {
         total_byte_length: total as u32,
         definition_length: (OBJECT_HEADER + COUNTER_DEF * counters.len()) as u32,
@@ -118,7 +121,11 @@ pub fn write_object(
         detail_level: info.detail_level,
         num_counters: counters.len() as u32,
         default_counter: info.default_counter,
-        num_instances: if info.instanced { obj.instances.len() as i32 } else { PERF_NO_INSTANCES },
+        num_instances: if info.instanced {
+            obj.instances.len() as i32
+        } else {
+            PERF_NO_INSTANCES
+        },
         code_page: 0,
         perf_time,
         perf_freq: reader.header().timer_freq as i64,
@@ -148,7 +155,12 @@ pub fn write_object(
                 .parent
                 .and_then(|(pobj, pslot)| {
                     let pinfo = reader.objects().get(pobj as usize)?;
-                    let pos = snap.objects.get(pobj as usize)?.instances.iter().position(|p| p.slot == pslot)?;
+                    let pos = snap
+                        .objects
+                        .get(pobj as usize)?
+                        .instances
+                        .iter()
+                        .position(|p| p.slot == pslot)?;
                     Some((titles.name(pinfo.name_offset), pos as u32))
                 })
                 .unwrap_or((0, 0));

@@ -1,0 +1,185 @@
+//! The apps one loaded library serves: their title indexes and their blocks.
+//!
+//! Open may be called once per app (once per service whose `Library` is this file), with the
+//! app names from that service's `Linkage\Export`; Close as many times. The set of apps lives
+//! until the last Close, which drops every mapping.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use prfdata::block::reader::{BlockReader, ReadError, Snapshot};
+use prfdata::registry::{first_counter_help, FileRegistry};
+use prfdata::Error as PrfError;
+
+use crate::serialize::TitleBase;
+
+/// One app served: where its names start, and its block when it runs.
+#[derive(Debug)]
+pub struct App {
+    /// The app (driver) name.
+    pub name: String,
+    /// First Counter / First Help from its Performance key.
+    pub titles: TitleBase,
+    reader: Mutex<Option<Arc<BlockReader>>>,
+    logged: Mutex<HashSet<String>>,
+}
+
+impl App {
+    fn new(name: String, titles: TitleBase) -> App {
+        App {
+            name,
+            titles,
+            reader: Mutex::new(None),
+            logged: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Reads a consistent snapshot of the app's block into `snap`, opening the block if the app
+    /// started since, and reopening it if it was replaced. `None` when there is no data: the app
+    /// is not running, its block is invalid or busy (the reason is logged once), or `wanted`
+    /// says none of its objects is asked for (then the block is not read at all).
+    pub fn snapshot(
+        &self,
+        snap: &mut Snapshot,
+        deadline: Duration,
+        wanted: impl Fn(&BlockReader) -> bool,
+    ) -> Option<Arc<BlockReader>> {
+        for _ in 0..2 {
+            let reader = match self.current_reader() {
+                Ok(r) => r,
+                Err(ReadError::Open(PrfError::NotActive { .. })) => return None,
+                Err(e) => {
+                    self.log_once(&e);
+                    return None;
+                }
+            };
+            if !wanted(&reader) {
+                return None;
+            }
+            match reader.read_within(snap, deadline) {
+                Ok(()) => {
+                    self.logged
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clear();
+                    return Some(reader);
+                }
+                Err(ReadError::Replaced) => self.forget(&reader),
+                Err(e) => {
+                    if reader.is_replaced() {
+                        self.forget(&reader);
+                        continue;
+                    }
+                    self.log_once(&e);
+                    return None;
+                }
+            }
+        }
+        None
+    }
+
+    fn current_reader(&self) -> Result<Arc<BlockReader>, ReadError> {
+        let mut slot = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(r) = slot.as_ref() {
+            if !r.is_replaced() {
+                return Ok(Arc::clone(r));
+            }
+        }
+        *slot = None;
+        let reader = Arc::new(BlockReader::open(&self.name)?);
+        *slot = Some(Arc::clone(&reader));
+        Ok(reader)
+    }
+
+    fn forget(&self, reader: &Arc<BlockReader>) {
+        let mut slot = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.as_ref().is_some_and(|r| Arc::ptr_eq(r, reader)) {
+            *slot = None;
+        }
+    }
+
+    /// Logs a reason for no data once, until data flows again (seed 004: "do not flood the event
+    /// log with errors on every data collection operation").
+    fn log_once(&self, reason: &dyn std::fmt::Display) {
+        let text = reason.to_string();
+        let mut logged = self.logged.lock().unwrap_or_else(PoisonError::into_inner);
+        if logged.insert(text.clone()) {
+            eprintln!("prfdata-provider: app {}: no data: {text}", self.name);
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Served {
+    apps: Vec<Arc<App>>,
+    opens: usize,
+}
+
+static SERVED: RwLock<Served> = RwLock::new(Served {
+    apps: Vec::new(),
+    opens: 0,
+});
+
+/// Win32 `ERROR_FILE_NOT_FOUND`: an app named in Export was never installed.
+pub const ERROR_FILE_NOT_FOUND: u32 = 2;
+/// Win32 `ERROR_BAD_CONFIGURATION`: the registry could not be read.
+pub const ERROR_BAD_CONFIGURATION: u32 = 1610;
+
+/// Open: serve `names` (from `Linkage\Export`), reading each one's First Counter / First Help.
+/// Returns a Win32 error code; nothing is added unless every name is installed.
+pub fn open(names: Vec<String>) -> u32 {
+    let registry = match FileRegistry::open_default() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("prfdata-provider: Open: cannot read the registry: {e}");
+            return ERROR_BAD_CONFIGURATION;
+        }
+    };
+    let mut new = Vec::new();
+    for name in names {
+        match first_counter_help(&registry, &name) {
+            Ok((first_counter, first_help)) => new.push(App::new(
+                name,
+                TitleBase {
+                    first_counter,
+                    first_help,
+                },
+            )),
+            Err(e) => {
+                eprintln!("prfdata-provider: Open: app {name} is not installed: {e}");
+                return ERROR_FILE_NOT_FOUND;
+            }
+        }
+    }
+    let mut served = SERVED.write().unwrap_or_else(PoisonError::into_inner);
+    for app in new {
+        match served.apps.iter().position(|a| a.name == app.name) {
+            // Reopened with new indexes (lodctr ran again): the latest wins.
+            Some(i) if served.apps[i].titles != app.titles => served.apps[i] = Arc::new(app),
+            Some(_) => {}
+            None => served.apps.push(Arc::new(app)),
+        }
+    }
+    served.opens += 1;
+    0
+}
+
+/// Close: after the last one, forget every app and unmap every block.
+pub fn close() -> u32 {
+    let mut served = SERVED.write().unwrap_or_else(PoisonError::into_inner);
+    served.opens = served.opens.saturating_sub(1);
+    if served.opens == 0 {
+        served.apps.clear();
+    }
+    0
+}
+
+/// The apps served now.
+pub fn apps() -> Vec<Arc<App>> {
+    SERVED
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .apps
+        .clone()
+}
