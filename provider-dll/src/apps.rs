@@ -22,7 +22,7 @@ pub struct App {
     /// First Counter / First Help from its Performance key.
     pub titles: TitleBase,
     reader: Mutex<Option<Arc<BlockReader>>>,
-    logged: Mutex<HashSet<String>>,
+    logged: Mutex<HashSet<&'static str>>,
 }
 
 impl App {
@@ -58,13 +58,7 @@ impl App {
                 return None;
             }
             match reader.read_within(snap, deadline) {
-                Ok(()) => {
-                    self.logged
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .clear();
-                    return Some(reader);
-                }
+                Ok(()) => return Some(reader),
                 Err(ReadError::Replaced) => self.forget(&reader),
                 Err(e) => {
                     if reader.is_replaced() {
@@ -99,13 +93,12 @@ impl App {
         }
     }
 
-    /// Logs a reason for no data once, until data flows again (seed 004: "do not flood the event
-    /// log with errors on every data collection operation").
-    fn log_once(&self, reason: &dyn std::fmt::Display) {
-        let text = reason.to_string();
+    /// Logs a reason for no data once per kind of reason while the app is served (seed 004:
+    /// "do not flood the event log with errors on every data collection operation").
+    fn log_once(&self, reason: &ReadError) {
         let mut logged = self.logged.lock().unwrap_or_else(PoisonError::into_inner);
-        if logged.insert(text.clone()) {
-            eprintln!("prfdata-provider: app {}: no data: {text}", self.name);
+        if logged.insert(reason.kind()) {
+            eprintln!("prfdata-provider: app {}: no data: {reason}", self.name);
         }
     }
 }

@@ -74,6 +74,10 @@ pub enum ReadError {
         /// Its value.
         value: u64,
     },
+    /// The process that activated the block is gone (killed: it could not remove its block), so
+    /// the values are frozen.
+    #[error("the app that published this block has exited without removing it")]
+    OwnerGone,
     /// The writer kept changing the instance tables (or held `lock_ctrs`) for the whole
     /// deadline.
     #[error("the block stayed busy for {0:?} (a writer holds it, or died holding it)")]
@@ -81,6 +85,31 @@ pub enum ReadError {
     /// The file was replaced, resized or rewritten since it was opened: reopen it.
     #[error("the block was replaced or resized since it was opened")]
     Replaced,
+}
+
+impl ReadError {
+    /// A short name of the kind of error, the same for every occurrence (for logging each kind
+    /// once).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata::block::reader::ReadError;
+    /// assert_eq!(ReadError::Busy(std::time::Duration::from_millis(3)).kind(), "busy");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ReadError::Open(_) => "open",
+            ReadError::Io { .. } => "io",
+            ReadError::Truncated { .. } => "truncated",
+            ReadError::BadMagic => "magic",
+            ReadError::Version { .. } => "version",
+            ReadError::Field { what, .. } => what,
+            ReadError::OwnerGone => "owner gone",
+            ReadError::Busy(_) => "busy",
+            ReadError::Replaced => "replaced",
+        }
+    }
 }
 
 /// A validated object record.
@@ -326,6 +355,22 @@ impl BlockReader {
         !(same_path && same_size)
     }
 
+    /// Whether the process that activated the block still holds it (its `flock`, which the kernel
+    /// releases however the process ends).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let reader = prfdata::block::reader::BlockReader::open("App")?;
+    /// if !reader.owner_alive() {
+    ///     println!("the app was killed; its counters are frozen");
+    /// }
+    /// # Ok::<(), prfdata::block::reader::ReadError>(())
+    /// ```
+    pub fn owner_alive(&self) -> bool {
+        shm::owner_holds_lock(&self.file).unwrap_or(false)
+    }
+
     /// Copies a consistent snapshot into `snap`, retrying for up to [`DEFAULT_READ_DEADLINE`].
     ///
     /// # Errors
@@ -365,6 +410,9 @@ impl BlockReader {
             }
             if self.raw.load_u64(GENERATION_OFFSET) != Some(self.header.generation) {
                 return Err(ReadError::Replaced);
+            }
+            if attempt == 0 && !self.owner_alive() {
+                return Err(ReadError::OwnerGone);
             }
             let seq = self.seq_load();
             if seq & 1 == 0 {

@@ -71,6 +71,19 @@ pub(crate) fn try_lock_exclusive(file: &File) -> io::Result<bool> {
     }
 }
 
+/// Whether a process holds the owner's exclusive `flock` on the file: probed with a shared,
+/// non-blocking lock that is released at once.
+pub(crate) fn owner_holds_lock(file: &File) -> io::Result<bool> {
+    match rfs::flock(file, FlockOperation::NonBlockingLockShared) {
+        Ok(()) => {
+            rfs::flock(file, FlockOperation::Unlock)?;
+            Ok(false)
+        }
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(true),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// What `fstat` says about an open block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct FileIdentity {
