@@ -4,8 +4,10 @@
 //! Timer counters (`PERF_COUNTER_TIMER`, `PERF_AVERAGE_TIMER`, the precision system timer) count
 //! ticks of this clock; object-timer counters (`PERF_ELAPSED_TIME`, `PERF_OBJ_TIME_TIMER`) count
 //! ticks of the same clock too, and a provider reports it as each object's PerfTime / PerfFreq.
-//! It is `CLOCK_MONOTONIC` in nanoseconds: system-wide, so the application that writes a value
-//! and the collector that reads it, in another process, agree.
+//! It is `CLOCK_MONOTONIC` in 100 ns ticks (10 MHz, the frequency Windows reports for
+//! `QueryPerformanceFrequency` on current systems): system-wide, so the application that writes a
+//! value and the collector that reads it, in another process, agree; and coarse enough that a
+//! 32-bit `PERF_AVERAGE_TIMER` holds 429 s of accumulated time before it wraps.
 //!
 //! # Examples
 //!
@@ -17,7 +19,7 @@
 //! ```
 
 /// Ticks per second of [`perf_counter`].
-pub const PERF_FREQUENCY: i64 = 1_000_000_000;
+pub const PERF_FREQUENCY: i64 = 10_000_000;
 
 /// The current value of the high-resolution clock, in ticks of [`PERF_FREQUENCY`].
 ///
@@ -33,15 +35,15 @@ pub fn perf_counter() -> i64 {
         .saturating_add(ts.tv_nsec)
 }
 
-/// The current time in 100 ns units of [`perf_counter`]'s clock: what `PERF_100NSEC_TIMER`
-/// counters are measured in.
+/// A duration in ticks of [`perf_counter`] (and so in the 100 ns units `PERF_100NSEC_TIMER`
+/// counters count), saturating.
 ///
 /// # Examples
 ///
 /// ```
-/// let a = prfdata::clock::perf_counter_100ns();
-/// assert!(prfdata::clock::perf_counter_100ns() >= a);
+/// use std::time::Duration;
+/// assert_eq!(prfdata::clock::ticks(Duration::from_millis(1)), 10_000);
 /// ```
-pub fn perf_counter_100ns() -> i64 {
-    perf_counter() / 100
+pub fn ticks(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_nanos() / 100).unwrap_or(i64::MAX)
 }

@@ -1,0 +1,70 @@
+//! The demo's performance data map: what HWInputMon's map was to CPrfData.
+
+prfdata::prfdata_map! {
+    /// The counters of the demo job service.
+    pub mod demo {
+        app: "PrfDataDemo",
+        object SERVICE = 0 {
+            name: "PrfData Demo Service", help: "The demo job-processing service as a whole.",
+            lang "00C" { name: "Service de démo PrfData", help: "Le service de démonstration." },
+            detail: Novice, default: JOBS_PER_SEC, instances: none, costly: false,
+            counters {
+                JOBS_PER_SEC = 2: CounterCounter {
+                    name: "Jobs/sec", help: "Jobs completed per second.",
+                    lang "00C" { name: "Travaux/s", help: "Travaux terminés par seconde." },
+                    detail: Novice, scale: 0,
+                },
+                BYTES_PER_SEC = 4: BulkCount {
+                    name: "Bytes/sec", help: "Payload bytes processed per second.",
+                    detail: Novice, scale: -4,
+                },
+                QUEUE_LENGTH = 6: RawCount {
+                    name: "Queue length", help: "Jobs waiting for a worker right now.",
+                    detail: Novice, scale: 0,
+                },
+                AVG_LATENCY = 8: AverageTimer {
+                    name: "Avg. job latency", help: "Average seconds from submission to completion.",
+                    detail: Advanced, scale: 3,
+                },
+                AVG_LATENCY_BASE: AverageBase,
+                CACHE_HIT_RATIO = 10: RawFraction {
+                    name: "Cache hit ratio", help: "Percentage of lookups answered from the cache.",
+                    detail: Advanced, scale: 0,
+                },
+                CACHE_LOOKUPS: RawBase,
+                UPTIME = 12: ElapsedTime {
+                    name: "Uptime", help: "Seconds since the service started.",
+                    detail: Novice, scale: -2,
+                },
+            }
+        }
+        object POOL = 14 {
+            name: "PrfData Demo Pool", help: "A pool of workers serving one kind of job.",
+            detail: Advanced, default: POOL_WORKERS, instances: { max: 8, name_len: 16 }, costly: false,
+            counters {
+                POOL_WORKERS = 16: RawCount {
+                    name: "Workers", help: "Workers currently in the pool.",
+                    detail: Advanced, scale: 0,
+                },
+            }
+        }
+        object WORKER = 18 {
+            name: "PrfData Demo Worker", help: "One worker thread; workers come and go.",
+            detail: Novice, default: BUSY, instances: { max: 64, name_len: 32 }, costly: false,
+            counters {
+                BUSY = 20: Timer100Ns {
+                    name: "% Busy", help: "Percentage of time the worker spent on jobs.",
+                    detail: Novice, scale: 0,
+                },
+                JOBS_DONE = 22: LargeRawCount {
+                    name: "Jobs done", help: "Jobs this worker has completed.",
+                    detail: Novice, scale: -2,
+                },
+                WORKER_JOBS_PER_SEC = 24: CounterCounter {
+                    name: "Jobs/sec", help: "Jobs this worker completes per second.",
+                    detail: Advanced, scale: 0,
+                },
+            }
+        }
+    }
+}
