@@ -39,3 +39,5 @@ mod error;
 mod sys;
 
 pub use error::Error;
+pub use optex::{Optex, OptexGuard};
+pub use process::ProcessId;
