@@ -815,8 +815,39 @@ impl fmt::Debug for OptexGuard<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicBool;
-    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicI32};
+    use std::sync::{mpsc, Arc};
+
+    /// Aborts the test process if it is still alive after `limit`: bounds tests that must call
+    /// the unbounded `lock`, so that a deadlock fails CI instead of hanging it.
+    struct Watchdog(Option<mpsc::Sender<()>>);
+
+    impl Watchdog {
+        fn new(limit: Duration, what: &'static str) -> Watchdog {
+            let (tx, rx) = mpsc::channel::<()>();
+            std::thread::spawn(move || {
+                if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
+                    eprintln!("watchdog: {what} still running after {limit:?}; aborting");
+                    std::process::abort();
+                }
+            });
+            Watchdog(Some(tx))
+        }
+    }
+
+    impl Drop for Watchdog {
+        fn drop(&mut self) {
+            // Dropping the sender disconnects the channel and ends the watchdog thread.
+            self.0.take();
+        }
+    }
+
+    /// `try_lock_for` with a generous bound, for tests of recovery.
+    fn lock_bounded(optex: &Optex) -> OptexGuard<'_> {
+        optex
+            .try_lock_for(Duration::from_secs(5))
+            .expect("not acquired within 5 s")
+    }
 
     #[test]
     fn new_is_all_zero_and_zero_is_unlocked() {
@@ -850,6 +881,7 @@ mod tests {
     fn threads_exclude_each_other() {
         const THREADS: usize = 4;
         const ROUNDS: usize = 20_000;
+        let _watchdog = Watchdog::new(Duration::from_secs(60), "threads_exclude_each_other");
         let optex = Optex::new();
         let inside = AtomicBool::new(false);
         let count = std::sync::atomic::AtomicUsize::new(0);
@@ -877,6 +909,7 @@ mod tests {
 
     #[test]
     fn a_thread_of_the_owner_process_waits_past_the_check_interval() {
+        let _watchdog = Watchdog::new(Duration::from_secs(60), "same-process wait");
         let optex = Arc::new(Optex::new());
         let guard = optex.lock();
         let released = Arc::new(AtomicBool::new(false));
@@ -929,13 +962,13 @@ mod tests {
         assert_eq!(optex.owner(), Some(dead));
         assert!(optex.try_lock().is_none(), "try_lock does not recover");
         let start = Instant::now();
-        let guard = optex.lock();
+        let guard = lock_bounded(&optex);
         assert!(guard.owner_died());
         assert!(start.elapsed() < Duration::from_secs(1));
         assert_eq!(optex.recoveries(), 1);
         assert_eq!(optex.owner(), Some(ProcessId::current()));
         drop(guard);
-        assert!(!optex.lock().owner_died());
+        assert!(!lock_bounded(&optex).owner_died());
     }
 
     #[test]
@@ -996,32 +1029,61 @@ mod tests {
 
     #[test]
     fn waiters_bit_survives_a_sleeper_acquiring() {
-        // Two sleepers: after the first one acquires, the second must still be woken by the
-        // first one's unlock, not only by its check-interval timeout.
+        // Two threads sleep on the optex. The one that gets it first must keep WAITERS set, or
+        // its unlock would not wake the other, which would then only notice at its next
+        // check-interval timeout.
+        let _watchdog = Watchdog::new(Duration::from_secs(60), "waiters bit");
         let optex = Arc::new(Optex::new());
         let guard = optex.lock();
+        let tids = Arc::new([AtomicI32::new(0), AtomicI32::new(0)]);
+        let order = Arc::new(AtomicU32::new(0));
         let handles: Vec<_> = (0..2)
-            .map(|_| {
-                let optex = Arc::clone(&optex);
+            .map(|i| {
+                let (optex, tids, order) =
+                    (Arc::clone(&optex), Arc::clone(&tids), Arc::clone(&order));
                 std::thread::spawn(move || {
+                    tids[i].store(
+                        rustix::thread::gettid().as_raw_nonzero().get(),
+                        Ordering::Release,
+                    );
                     let g = optex.lock();
-                    std::thread::sleep(Duration::from_millis(5));
+                    let waiters = optex.state.load(Ordering::Relaxed) & WAITERS != 0;
+                    let first = order.fetch_add(1, Ordering::Relaxed) == 0;
                     drop(g);
-                    Instant::now()
+                    (first, waiters)
                 })
             })
             .collect();
-        std::thread::sleep(Duration::from_millis(30));
+        // Release only once both threads sleep in the kernel.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for tid in tids.iter() {
+            loop {
+                assert!(Instant::now() < deadline, "waiters never went to sleep");
+                let tid = tid.load(Ordering::Acquire);
+                if tid != 0 && thread_state(tid) == Some(b'S') {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
         assert_ne!(optex.state.load(Ordering::Relaxed) & WAITERS, 0);
         drop(guard);
-        let released = Instant::now();
         for h in handles {
-            let done = h.join().unwrap();
-            assert!(
-                done.duration_since(released) < Duration::from_secs(1),
-                "a sleeper was not woken"
-            );
+            let (first, waiters) = h.join().unwrap();
+            if first {
+                assert!(
+                    waiters,
+                    "the first sleeper to acquire dropped the WAITERS bit"
+                );
+            }
         }
+        assert_eq!(optex.state.load(Ordering::Relaxed), 0);
+    }
+
+    /// The scheduler state (`S` sleeping, `R` running, ...) of one of our threads.
+    fn thread_state(tid: i32) -> Option<u8> {
+        let bytes = std::fs::read(format!("/proc/self/task/{tid}/stat")).ok()?;
+        crate::sys::process::parse_stat(&bytes).map(|s| s.state)
     }
 
     #[test]
