@@ -75,12 +75,24 @@ const TAG_START_MASK: u64 = (1 << TAG_PID_SHIFT) - 1;
 /// From parking_lot_core's `SpinWait`, which spins for three rounds of doubling length: long
 /// enough to ride out a short critical section on another core, short enough not to matter
 /// when the owner is descheduled.
+///
+/// # Examples
+///
+/// ```
+/// assert!(prfdata::optex::SPIN_LIMIT <= prfdata::optex::YIELD_LIMIT);
+/// ```
 pub const SPIN_LIMIT: u32 = 3;
 
 /// Rounds (spinning ones included) before a locker stops yielding and sleeps in the kernel.
 ///
 /// Also parking_lot_core's `SpinWait` (ten rounds in all). A locker skips spinning altogether
 /// when others already sleep: the lock is contended and spinning would only burn a core.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(prfdata::optex::YIELD_LIMIT, 10);
+/// ```
 pub const YIELD_LIMIT: u32 = 10;
 
 /// How long a waiter sleeps on one owner before it checks whether that owner's process died.
@@ -88,6 +100,15 @@ pub const YIELD_LIMIT: u32 = 10;
 /// Bounds the time to recover from a dead owner (to about this plus [`RECHECK_DELAY`]), well
 /// under the one second that a provider's collect call can afford; each check reads one
 /// `/proc/<pid>/stat`, which at 20 checks a second per waiter costs nothing measurable.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::optex::{CHECK_INTERVAL, RECHECK_DELAY};
+/// use std::time::Duration;
+///
+/// assert!(CHECK_INTERVAL + RECHECK_DELAY < Duration::from_secs(1));
+/// ```
 pub const CHECK_INTERVAL: Duration = Duration::from_millis(50);
 
 /// How long a waiter waits to confirm that an owner's recorded start time really differs from
@@ -98,6 +119,12 @@ pub const CHECK_INTERVAL: Duration = Duration::from_millis(50);
 /// within microseconds, while a pid reused after its owner died stays mismatched: a mismatch
 /// is only believed when the state word and the recorded start time are unchanged after this
 /// delay.
+///
+/// # Examples
+///
+/// ```
+/// assert!(prfdata::optex::RECHECK_DELAY < prfdata::optex::CHECK_INTERVAL);
+/// ```
 pub const RECHECK_DELAY: Duration = Duration::from_millis(20);
 
 /// A lock for threads of several processes, placed in memory they share.
@@ -305,9 +332,11 @@ impl Optex {
 
     /// Locks the optex, waiting at most about `timeout`: for readers that must not hang.
     ///
-    /// Returns `None` if the optex is still held by a live owner when the timeout expires. A
-    /// death check in progress at that moment can make the call return up to
-    /// [`RECHECK_DELAY`] late.
+    /// Returns `None` if the optex is still held by a live owner when the timeout expires.
+    /// Before it gives up, it checks at least once whether the owner is dead (one read of
+    /// `/proc/<pid>/stat`), so that even short timeouts, zero included, take over a dead
+    /// owner's optex. Confirming that a reused pid is not the owner any more takes
+    /// [`RECHECK_DELAY`], by which such a call can return late.
     ///
     /// # Examples
     ///
@@ -539,6 +568,8 @@ impl Optex {
         let mut slept = false;
         // The owner pid this thread is waiting on, and since when.
         let mut watched: Option<(u32, Instant)> = None;
+        // Whether this call has checked an owner's liveness yet.
+        let mut checked = false;
         let mut state = self.state.load(Ordering::Relaxed);
         loop {
             if state & OWNER_MASK == 0 {
@@ -574,24 +605,8 @@ impl Optex {
                 continue;
             }
 
-            // Announce that we are going to sleep.
-            if state & WAITERS == 0 {
-                if let Err(now) = self.state.compare_exchange_weak(
-                    state,
-                    state | WAITERS,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                ) {
-                    state = now;
-                    continue;
-                }
-                state |= WAITERS;
-            }
-
             let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
-                return None;
-            }
+            let expired = deadline.is_some_and(|d| now >= d);
             let owner = state & OWNER_MASK;
             let since = match watched {
                 Some((pid, since)) if pid == owner => since,
@@ -601,7 +616,10 @@ impl Optex {
                 }
             };
             let waited = now.saturating_duration_since(since);
-            if waited >= CHECK_INTERVAL {
+            // Check the owner every CHECK_INTERVAL, and once before giving up, so that timed
+            // acquires shorter than CHECK_INTERVAL still recover from a dead owner.
+            if waited >= CHECK_INTERVAL || (expired && !checked) {
+                checked = true;
                 watched = Some((owner, now));
                 if self.owner_is_dead(state, me) {
                     match self.state.compare_exchange(
@@ -623,6 +641,23 @@ impl Optex {
                 }
                 state = self.state.load(Ordering::Relaxed);
                 continue;
+            }
+            if expired {
+                return None;
+            }
+
+            // Announce that we are going to sleep.
+            if state & WAITERS == 0 {
+                if let Err(now) = self.state.compare_exchange_weak(
+                    state,
+                    state | WAITERS,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    state = now;
+                    continue;
+                }
+                state |= WAITERS;
             }
 
             let mut timeout = CHECK_INTERVAL - waited;
@@ -764,6 +799,7 @@ pub struct OptexGuard<'a> {
 }
 
 impl<'a> OptexGuard<'a> {
+    #[inline]
     fn new(optex: &'a Optex, acquired: Acquired) -> OptexGuard<'a> {
         OptexGuard {
             optex,
@@ -969,6 +1005,32 @@ mod tests {
         assert_eq!(optex.owner(), Some(ProcessId::current()));
         drop(guard);
         assert!(!lock_bounded(&optex).owner_died());
+    }
+
+    #[test]
+    fn short_timed_acquires_recover_a_dead_owner() {
+        for timeout in [Duration::ZERO, Duration::from_millis(1)] {
+            let optex = Optex::new();
+            optex.state.store((1 << 22) + 11, Ordering::Relaxed);
+            let start = Instant::now();
+            let guard = optex.try_lock_for(timeout).expect("no take-over");
+            assert!(guard.owner_died());
+            assert!(start.elapsed() < Duration::from_secs(1));
+        }
+    }
+
+    #[test]
+    fn short_timed_acquires_leave_a_live_owner_alone() {
+        let optex = Optex::new();
+        let _guard = optex.lock();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for _ in 0..100 {
+                    assert!(optex.try_lock_for(Duration::ZERO).is_none());
+                }
+            });
+        });
+        assert_eq!(optex.recoveries(), 0);
     }
 
     #[test]
