@@ -114,11 +114,12 @@ pub const CHECK_INTERVAL: Duration = Duration::from_millis(50);
 /// How long a waiter waits to confirm that an owner's recorded start time really differs from
 /// the start time of the process that now has the owner's pid.
 ///
-/// The owner publishes its start time a few instructions after it takes the optex, so a
-/// waiter can see a start time that was left by another process. Such a mismatch resolves
-/// within microseconds, while a pid reused after its owner died stays mismatched: a mismatch
-/// is only believed when the state word and the recorded start time are unchanged after this
-/// delay.
+/// The owner publishes its pid and start time a few instructions after it takes the optex.
+/// A waiter ignores a record that carries another pid, but when a new process that got a dead
+/// owner's pid takes the optex over, the dead owner's record (same pid, other start time) is
+/// still there for those few instructions. Such a mismatch resolves within microseconds, while
+/// a pid reused after its owner died stays mismatched: a mismatch is only believed when the
+/// state word and the record are unchanged after this delay.
 ///
 /// # Examples
 ///

@@ -83,7 +83,7 @@ impl Drop for TempFile {
 /// One process's view of the shared file.
 struct Shared {
     map: MmapRaw,
-    _file: Option<TempFile>,
+    file: Option<TempFile>,
 }
 
 impl Shared {
@@ -92,7 +92,7 @@ impl Shared {
         let (temp, file) = TempFile::new();
         Shared {
             map: MmapRaw::map_raw(&file).unwrap(),
-            _file: Some(temp),
+            file: Some(temp),
         }
     }
 
@@ -105,11 +105,11 @@ impl Shared {
             .unwrap();
         let map = MmapRaw::map_raw(&file).unwrap();
         assert!(map.len() >= LEN);
-        Shared { map, _file: None }
+        Shared { map, file: None }
     }
 
     fn path(&self) -> &Path {
-        &self._file.as_ref().expect("parent side").0
+        &self.file.as_ref().expect("parent side").0
     }
 
     fn optex(&self) -> &Optex {
@@ -229,14 +229,20 @@ fn child_process_entry() {
         "increment" => {
             let rounds: u64 = std::env::var(ROUNDS_ENV).unwrap().parse().unwrap();
             run_threads(&shared, |shared| {
-                for _ in 0..rounds {
+                for round in 0..rounds {
                     critical_section(shared, || {
                         let c = shared.counter();
                         // SAFETY: in bounds and aligned (see `Shared::counter`), and this thread
                         // holds the optex, which every writer of the counter takes.
                         unsafe {
                             let v = c.read_volatile();
-                            std::hint::spin_loop();
+                            if round % 128 == 0 {
+                                // Now and then give the core away while holding the optex, so
+                                // that the others pile up, spin, and sleep in the futex.
+                                std::thread::yield_now();
+                            } else {
+                                std::hint::spin_loop();
+                            }
                             c.write_volatile(v + 1);
                         }
                     });
