@@ -790,6 +790,14 @@ fn tag_belongs_to(tag: u64, pid: u32) -> bool {
 /// drop(guard);
 /// assert!(!optex.is_locked());
 /// ```
+///
+/// A guard cannot move to another thread:
+///
+/// ```compile_fail
+/// fn send<T: Send>(_: T) {}
+/// let optex = prfdata::Optex::new();
+/// send(optex.lock());
+/// ```
 #[must_use = "the optex unlocks as soon as the guard is dropped"]
 pub struct OptexGuard<'a> {
     optex: &'a Optex,

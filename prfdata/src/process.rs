@@ -78,8 +78,8 @@ pub(crate) enum Probe {
     Running { start_time: u64 },
     /// No process has the pid, or only a zombie does.
     Gone,
-    /// A process has the pid but its start time could not be read (`/proc` missing or
-    /// unreadable, or malformed).
+    /// A process has the pid but its start time could not be read (`/proc` missing, hiding
+    /// it, unreadable, or malformed).
     Unknown,
 }
 
@@ -90,7 +90,8 @@ pub(crate) fn probe(pid: u32) -> Probe {
         Ok(stat) => Probe::Running {
             start_time: stat.start_time,
         },
-        Err(sys::process::StatError::NotFound) => Probe::Gone,
+        // `/proc` may hide other users' processes (the `hidepid` mount option) or be missing:
+        // whatever the reason, ask the kernel whether the pid exists before calling it gone.
         Err(_) if sys::process::pid_exists(pid) => Probe::Unknown,
         Err(_) => Probe::Gone,
     }
