@@ -162,7 +162,12 @@ pub const RECHECK_DELAY: Duration = Duration::from_millis(20);
 /// use prfdata::Optex;
 ///
 /// let path = std::env::temp_dir().join(format!("optex-doc-{}", std::process::id()));
-/// let file = std::fs::OpenOptions::new().read(true).write(true).create(true).open(&path)?;
+/// let file = std::fs::OpenOptions::new()
+///     .read(true)
+///     .write(true)
+///     .create(true)
+///     .truncate(true)
+///     .open(&path)?;
 /// file.set_len(4096)?; // zero-filled: an unlocked optex
 /// let (a, b) = (MmapRaw::map_raw(&file)?, MmapRaw::map_raw(&file)?);
 /// // SAFETY: each mapping is page-aligned, 4096 bytes long and outlives the reference, and the
