@@ -1083,9 +1083,17 @@ mod tests {
         optex.state.store(parent.pid, Ordering::Relaxed);
         optex.owner_start.store(tag_of(parent), Ordering::Relaxed);
         assert!(optex.try_lock_for(CHECK_INTERVAL * 3).is_none());
-        // Nor while the owner has not published its start time yet.
+        // Nor while the owner has not published its start time yet: the record is cleared...
         optex.owner_start.store(0, Ordering::Relaxed);
         assert!(optex.try_lock_for(CHECK_INTERVAL * 3).is_none());
+        // ...or still names another (here: dead) process that held the optex before.
+        let previous = ProcessId {
+            pid: (1 << 22) + 3,
+            start_time: 99,
+        };
+        optex.owner_start.store(tag_of(previous), Ordering::Relaxed);
+        assert!(optex.try_lock_for(CHECK_INTERVAL * 3).is_none());
+        assert!(optex.try_lock_for(Duration::ZERO).is_none());
         assert_eq!(optex.recoveries(), 0);
     }
 
