@@ -236,10 +236,15 @@ fn child_process_entry() {
                         // holds the optex, which every writer of the counter takes.
                         unsafe {
                             let v = c.read_volatile();
-                            if round % 128 == 0 {
-                                // Now and then give the core away while holding the optex, so
-                                // that the others pile up, spin, and sleep in the futex.
+                            if round % 2048 == 0 {
+                                // Now and then give the core away while holding the optex, and
+                                // more often hold it for a few microseconds, so that the others
+                                // pile up, spin, yield and sleep in the futex.
                                 std::thread::yield_now();
+                            } else if round % 64 == 0 {
+                                for _ in 0..1000 {
+                                    std::hint::spin_loop();
+                                }
                             } else {
                                 std::hint::spin_loop();
                             }
@@ -345,7 +350,7 @@ fn child_holding(shared: &Shared) -> ChildProc {
 #[test]
 fn processes_exclude_each_other() {
     const CHILDREN: usize = 4;
-    const ROUNDS: u64 = 200_000;
+    const ROUNDS: u64 = 100_000;
     let shared = Shared::create();
     let start = Instant::now();
     run_workers(
