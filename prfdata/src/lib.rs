@@ -71,3 +71,4 @@ mod sys;
 pub use crate::prfdata::{CtrsGuard, InstanceId, InstanceSpec, PrfData};
 pub use error::Error;
 pub use optex::{Optex, OptexGuard};
+pub use process::ProcessId;

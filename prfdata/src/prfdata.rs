@@ -710,20 +710,17 @@ impl<M: PerfDataMap> PrfData<M> {
     }
 
     fn optex(&self) -> &Optex {
-        // SAFETY:
-        // - `OPTEX_OFFSET` is a 64-aligned offset of a 64-byte field in the header, inside the
-        //   mapping, matching `Optex`'s size and alignment;
-        // - `Optex` consists of atomics only, for which every bit pattern (and all-zero in
-        //   particular, how the block is created) is valid, so a shared reference to memory
-        //   other processes change through atomics is sound;
-        // - the reference's lifetime is bounded by `self`, which owns the mapping.
+        // SAFETY: `OPTEX_OFFSET` is a 64-aligned, 64-byte field of the header inside the mapping,
+        // which `self` keeps alive for the returned lifetime; the block was created zero-filled
+        // (an unlocked optex) and is only ever changed through the optex's atomics.
         unsafe {
-            &*self
-                .block
-                .raw
-                .base()
-                .add(layout::OPTEX_OFFSET)
-                .cast::<Optex>()
+            Optex::from_ptr(
+                self.block
+                    .raw
+                    .base()
+                    .add(layout::OPTEX_OFFSET)
+                    .cast::<Optex>(),
+            )
         }
     }
 

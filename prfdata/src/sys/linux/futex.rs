@@ -1,1 +1,154 @@
-//! Linux futex support (in progress).
+//! Futex wait and wake on a 32-bit word that may live in memory shared between processes.
+//!
+//! The word is usually inside a `MAP_SHARED` mapping used by several processes, so the
+//! operations are issued *without* `FUTEX_PRIVATE_FLAG`: futex(2) says the private flag "tells
+//! the kernel that the futex is process-private and not shared with another process", and a
+//! private wait would never be woken by a wake from another process. Shared futexes also work
+//! on private memory, only slightly slower, so one code path serves both.
+
+use std::sync::atomic::AtomicU32;
+use std::time::Duration;
+
+use rustix::io::Errno;
+use rustix::thread::futex;
+
+/// How a [`wait`] ended. Callers re-check the word in every case: futex waits may end
+/// spuriously.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WaitOutcome {
+    /// The kernel returned normally: a wake, or a spurious wakeup.
+    Woken,
+    /// The word did not hold `expected` when the kernel looked (`EAGAIN`).
+    ValueChanged,
+    /// The timeout elapsed (`ETIMEDOUT`).
+    TimedOut,
+    /// A signal handler ran (`EINTR`), or the kernel refused the wait for another reason (then
+    /// this call slept briefly instead, so that a caller's retry loop does not spin hot).
+    Interrupted,
+}
+
+/// Longest sleep used in place of a futex wait the kernel refused (seccomp filters, ENOSYS).
+const FALLBACK_SLEEP: Duration = Duration::from_millis(1);
+
+/// Sleeps while `word` holds `expected`, at most `timeout` (relative, `CLOCK_MONOTONIC`).
+///
+/// `FUTEX_WAIT` without the private flag, so a [`wake`] from any process that maps the same
+/// memory ends it.
+pub(crate) fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> WaitOutcome {
+    let timespec = timeout.map(|d| futex::Timespec {
+        tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: d.subsec_nanos().into(),
+    });
+    match futex::wait(word, futex::Flags::empty(), expected, timespec.as_ref()) {
+        Ok(()) => WaitOutcome::Woken,
+        Err(Errno::AGAIN) => WaitOutcome::ValueChanged,
+        Err(Errno::TIMEDOUT) => WaitOutcome::TimedOut,
+        Err(Errno::INTR) => WaitOutcome::Interrupted,
+        Err(_) => {
+            std::thread::sleep(timeout.map_or(FALLBACK_SLEEP, |t| t.min(FALLBACK_SLEEP)));
+            WaitOutcome::Interrupted
+        }
+    }
+}
+
+/// Wakes up to `n` threads (of any process) sleeping in [`wait`] on `word`; returns how many
+/// were woken.
+pub(crate) fn wake(word: &AtomicU32, n: u32) -> usize {
+    futex::wake(word, futex::Flags::empty(), n).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    #[test]
+    fn wait_returns_on_timeout() {
+        let word = AtomicU32::new(7);
+        let start = Instant::now();
+        let outcome = wait(&word, 7, Some(Duration::from_millis(50)));
+        let elapsed = start.elapsed();
+        assert_eq!(outcome, WaitOutcome::TimedOut);
+        assert!(elapsed >= Duration::from_millis(50), "{elapsed:?}");
+        assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+    }
+
+    #[test]
+    fn wait_returns_at_once_when_the_word_differs() {
+        let word = AtomicU32::new(1);
+        let start = Instant::now();
+        assert_eq!(
+            wait(&word, 2, Some(Duration::from_secs(5))),
+            WaitOutcome::ValueChanged
+        );
+        assert!(start.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn zero_timeout_does_not_sleep() {
+        let word = AtomicU32::new(0);
+        let start = Instant::now();
+        assert_eq!(wait(&word, 0, Some(Duration::ZERO)), WaitOutcome::TimedOut);
+        assert!(start.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn huge_timeouts_are_accepted() {
+        // Must not be refused as EINVAL (which would turn into a 1 ms sleep): the word differs.
+        let word = AtomicU32::new(0);
+        assert_eq!(
+            wait(&word, 1, Some(Duration::MAX)),
+            WaitOutcome::ValueChanged
+        );
+    }
+
+    /// The scheduler state (`S` sleeping, `R` running, ...) of one of our threads.
+    fn thread_state(tid: i32) -> Option<u8> {
+        let bytes = std::fs::read(format!("/proc/self/task/{tid}/stat")).ok()?;
+        crate::sys::process::parse_stat(&bytes).map(|s| s.state)
+    }
+
+    #[test]
+    fn wake_wakes_a_waiting_thread() {
+        let word = Arc::new(AtomicU32::new(0));
+        let tid = Arc::new(std::sync::atomic::AtomicI32::new(0));
+        let waiter = {
+            let (word, tid) = (Arc::clone(&word), Arc::clone(&tid));
+            std::thread::spawn(move || {
+                tid.store(
+                    rustix::thread::gettid().as_raw_nonzero().get(),
+                    Ordering::Release,
+                );
+                let start = Instant::now();
+                // Loop over spurious wakeups until the flag flips, bounded by a deadline.
+                while word.load(Ordering::Acquire) == 0 {
+                    assert!(start.elapsed() < Duration::from_secs(10), "never woken");
+                    wait(&word, 0, Some(Duration::from_secs(10)));
+                }
+                start.elapsed()
+            })
+        };
+        // Wait until the waiter sleeps in the kernel, so that the wake below must find it.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            assert!(Instant::now() < deadline, "waiter never went to sleep");
+            let tid = tid.load(Ordering::Acquire);
+            if tid != 0 && thread_state(tid) == Some(b'S') {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        word.store(1, Ordering::Release);
+        assert_eq!(wake(&word, 1), 1);
+        let slept = waiter.join().unwrap();
+        assert!(slept < Duration::from_secs(5), "{slept:?}");
+    }
+
+    #[test]
+    fn wake_with_no_waiters_wakes_nobody() {
+        let word = AtomicU32::new(0);
+        assert_eq!(wake(&word, u32::MAX), 0);
+    }
+}
