@@ -1,0 +1,267 @@
+//! The demo workload: a producer submits jobs to a queue, pools of workers process them, and a
+//! manager retires and hires workers so instances come and go. Every step updates counters.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU32};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use prfdata::clock;
+use prfdata::{InstanceId, InstanceSpec};
+
+use crate::counters::demo::{self, PrfData};
+
+/// The most jobs waiting; the producer slows down beyond it.
+const QUEUE_LIMIT: usize = 500;
+/// How often the manager retires one worker and hires another.
+const CHURN_EVERY: Duration = Duration::from_secs(2);
+/// The pools, each a POOL instance and the parent of its workers.
+const POOLS: [&str; 2] = ["fast", "bulk"];
+
+/// One job: when it was submitted, its payload, and the cache key it looks up.
+struct Job {
+    submitted: i64,
+    payload: Vec<u8>,
+    key: u64,
+}
+
+/// The job queue shared by the producer and the workers.
+#[derive(Default)]
+struct Queue {
+    jobs: Mutex<VecDeque<Job>>,
+    ready: Condvar,
+}
+
+/// What the threads share.
+struct Shared {
+    prf: PrfData,
+    queue: Queue,
+    stop: AtomicBool,
+    cache: Mutex<HashMap<u64, u64>>,
+}
+
+impl Shared {
+    fn lock_jobs(&self) -> std::sync::MutexGuard<'_, VecDeque<Job>> {
+        self.queue
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A running worker: its thread and the flag that retires it.
+struct Worker {
+    retire: Arc<AtomicBool>,
+    thread: JoinHandle<()>,
+}
+
+/// Runs the service until `duration` passes or `stop` is set (Ctrl-C). Returns the jobs done.
+///
+/// # Errors
+///
+/// If the block cannot be activated or an instance cannot be added.
+pub fn run(
+    workers: usize,
+    duration: Option<Duration>,
+    stop: Arc<AtomicBool>,
+) -> Result<u64, prfdata::Error> {
+    let prf = PrfData::activate()?;
+    prf.get_global_ctr64(demo::UPTIME)
+        .store(clock::perf_counter(), Relaxed);
+    let shared = Arc::new(Shared {
+        prf,
+        queue: Queue::default(),
+        stop: AtomicBool::new(false),
+        cache: Mutex::new(HashMap::new()),
+    });
+    let pools: Vec<InstanceId<demo::POOL>> = POOLS
+        .iter()
+        .map(|name| shared.prf.add_instance(demo::POOL, name))
+        .collect::<Result<_, _>>()?;
+
+    let producer = {
+        let shared = Arc::clone(&shared);
+        std::thread::spawn(move || produce(&shared))
+    };
+    let hired = AtomicU32::new(0);
+    let hire = |pool_index: usize| -> Result<Worker, prfdata::Error> {
+        let n = hired.fetch_add(1, Relaxed) + 1;
+        let name = format!("{}-{n}", POOLS[pool_index]);
+        let pool = pools[pool_index];
+        let inst = shared
+            .prf
+            .add_child_instance(demo::WORKER, InstanceSpec::named(&name), pool)?;
+        shared
+            .prf
+            .get_ctr32(demo::POOL_WORKERS, pool)
+            .fetch_add(1, Relaxed);
+        let retire = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (shared, retire) = (Arc::clone(&shared), Arc::clone(&retire));
+            std::thread::spawn(move || {
+                work(&shared, inst, &retire, pool_index);
+                shared
+                    .prf
+                    .get_ctr32(demo::POOL_WORKERS, pool)
+                    .fetch_sub(1, Relaxed);
+                let _ = shared.prf.remove_instance(inst);
+            })
+        };
+        Ok(Worker { retire, thread })
+    };
+
+    let mut staff: Vec<(usize, Worker)> = Vec::new();
+    for i in 0..workers.max(1) {
+        let pool = i % POOLS.len();
+        staff.push((pool, hire(pool)?));
+    }
+    let start = Instant::now();
+    let mut last_churn = Instant::now();
+    let mut turn = 0usize;
+    while !stop.load(Relaxed) && duration.is_none_or(|d| start.elapsed() < d) {
+        std::thread::sleep(Duration::from_millis(50));
+        if last_churn.elapsed() >= CHURN_EVERY && !staff.is_empty() {
+            // Retire the longest-serving worker of one pool and hire a new one into it.
+            last_churn = Instant::now();
+            turn += 1;
+            let pool = turn % POOLS.len();
+            if let Some(pos) = staff.iter().position(|(p, _)| *p == pool) {
+                let (_, old) = staff.remove(pos);
+                old.retire.store(true, Relaxed);
+                shared.queue.ready.notify_all();
+                let _ = old.thread.join();
+                staff.push((pool, hire(pool)?));
+            }
+        }
+    }
+
+    shared.stop.store(true, Relaxed);
+    shared.queue.ready.notify_all();
+    let _ = producer.join();
+    for (_, w) in staff {
+        w.retire.store(true, Relaxed);
+        shared.queue.ready.notify_all();
+        let _ = w.thread.join();
+    }
+    let done = shared
+        .prf
+        .get_global_ctr32(demo::JOBS_PER_SEC)
+        .load(Relaxed) as u32;
+    Ok(u64::from(done))
+}
+
+/// The producer: bursts of jobs at a rate that swings over a 20-second cycle, so the queue length
+/// and the rates move.
+fn produce(shared: &Shared) {
+    let start = Instant::now();
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    while !shared.stop.load(Relaxed) {
+        let phase = (start.elapsed().as_secs_f64() / 20.0 * std::f64::consts::TAU).sin();
+        let burst = (20.0 + 15.0 * phase) as usize;
+        {
+            let mut jobs = shared.lock_jobs();
+            for _ in 0..burst {
+                if jobs.len() >= QUEUE_LIMIT {
+                    break;
+                }
+                rng = xorshift(rng);
+                let len = 256 + (rng % 4096) as usize;
+                jobs.push_back(Job {
+                    submitted: clock::perf_counter(),
+                    payload: vec![(rng & 0xff) as u8; len],
+                    key: rng % 512,
+                });
+            }
+            shared
+                .prf
+                .get_global_ctr32(demo::QUEUE_LENGTH)
+                .store(jobs.len() as i32, Relaxed);
+        }
+        shared.queue.ready.notify_all();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A worker: takes jobs until retired, and accounts for each.
+fn work(shared: &Shared, me: InstanceId<demo::WORKER>, retire: &AtomicBool, pool: usize) {
+    let prf = &shared.prf;
+    while !retire.load(Relaxed) {
+        let job = {
+            let mut jobs = shared.lock_jobs();
+            loop {
+                if retire.load(Relaxed) {
+                    return;
+                }
+                if let Some(job) = jobs.pop_front() {
+                    prf.get_global_ctr32(demo::QUEUE_LENGTH)
+                        .store(jobs.len() as i32, Relaxed);
+                    break job;
+                }
+                jobs = shared
+                    .queue
+                    .ready
+                    .wait_timeout(jobs, Duration::from_millis(50))
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+        };
+        let began = clock::perf_counter();
+        let hit = {
+            let mut cache = shared.cache.lock().unwrap_or_else(PoisonError::into_inner);
+            let hit = cache.contains_key(&job.key);
+            if !hit {
+                if cache.len() > 256 {
+                    cache.clear();
+                }
+                cache.insert(job.key, job.key.wrapping_mul(31));
+            }
+            hit
+        };
+        // The work: hash the payload; bulk jobs hash it more times.
+        let rounds = if pool == 0 { 4 } else { 16 };
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for _ in 0..rounds {
+            for b in &job.payload {
+                h = (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+            }
+        }
+        std::hint::black_box(h);
+        let ended = clock::perf_counter();
+
+        prf.get_global_ctr32(demo::JOBS_PER_SEC)
+            .fetch_add(1, Relaxed);
+        prf.get_global_ctr64(demo::BYTES_PER_SEC)
+            .fetch_add(job.payload.len() as i64, Relaxed);
+        prf.get_global_ctr32(demo::CACHE_LOOKUPS)
+            .fetch_add(1, Relaxed);
+        if hit {
+            prf.get_global_ctr32(demo::CACHE_HIT_RATIO)
+                .fetch_add(1, Relaxed);
+        }
+        {
+            // Latency and its base change together, as collectors must see them.
+            let _whole = prf.lock_ctrs();
+            let latency = (ended - job.submitted).clamp(0, i64::from(i32::MAX)) as i32;
+            prf.get_global_ctr32(demo::AVG_LATENCY)
+                .fetch_add(latency, Relaxed);
+            prf.get_global_ctr32(demo::AVG_LATENCY_BASE)
+                .fetch_add(1, Relaxed);
+        }
+        prf.get_ctr64(demo::BUSY, me)
+            .fetch_add(ended - began, Relaxed);
+        prf.get_ctr64(demo::JOBS_DONE, me).fetch_add(1, Relaxed);
+        prf.get_ctr32(demo::WORKER_JOBS_PER_SEC, me)
+            .fetch_add(1, Relaxed);
+        // Simulated I/O between jobs keeps the workers below 100 % busy.
+        std::thread::sleep(Duration::from_micros(300));
+    }
+}
+
+fn xorshift(mut x: u64) -> u64 {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    x
+}
