@@ -475,8 +475,26 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// # Examples
     ///
-    /// ```ignore
+    /// ```
+    /// # prfdata::prfdata_map! { pub mod m { app: "DocApp",
+    /// #   object POOL = 0 { name: "Pool", help: "p", detail: Novice, default: none,
+    /// #     instances: { max: 4, name_len: 16 }, costly: false, counters {
+    /// #     SIZE = 2: RawCount { name: "Size", help: "s", detail: Novice, scale: 0 }, } }
+    /// #   object WORKER = 4 { name: "Worker", help: "w", detail: Novice, default: none,
+    /// #     instances: { max: 8, name_len: 16 }, costly: false, counters {
+    /// #     DONE = 6: CounterCounter { name: "Done", help: "d", detail: Novice, scale: 0 }, } }
+    /// #   object TOTAL = 8 { name: "Total", help: "t", detail: Novice, default: none,
+    /// #     instances: none, costly: false, counters {
+    /// #     LATENCY = 10: AverageTimer { name: "Latency", help: "l", detail: Novice, scale: 0 },
+    /// #     LATENCY_BASE: AverageBase, } } } }
+    /// # use m::*;
+    /// # use prfdata::InstanceSpec;
+    /// # use std::sync::atomic::Ordering::Relaxed;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let prf = m::PrfData::activate_in(dir.path())?;
     /// let w = prf.add_instance_with(WORKER, InstanceSpec::named("").unique_id(42))?;
+    /// assert_eq!(prf.instance_name(w).as_deref(), Some(""));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn add_instance_with<O>(
         &self,
@@ -499,9 +517,29 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// # Examples
     ///
-    /// ```ignore
+    /// ```
+    /// # prfdata::prfdata_map! { pub mod m { app: "DocApp",
+    /// #   object POOL = 0 { name: "Pool", help: "p", detail: Novice, default: none,
+    /// #     instances: { max: 4, name_len: 16 }, costly: false, counters {
+    /// #     SIZE = 2: RawCount { name: "Size", help: "s", detail: Novice, scale: 0 }, } }
+    /// #   object WORKER = 4 { name: "Worker", help: "w", detail: Novice, default: none,
+    /// #     instances: { max: 8, name_len: 16 }, costly: false, counters {
+    /// #     DONE = 6: CounterCounter { name: "Done", help: "d", detail: Novice, scale: 0 }, } }
+    /// #   object TOTAL = 8 { name: "Total", help: "t", detail: Novice, default: none,
+    /// #     instances: none, costly: false, counters {
+    /// #     LATENCY = 10: AverageTimer { name: "Latency", help: "l", detail: Novice, scale: 0 },
+    /// #     LATENCY_BASE: AverageBase, } } } }
+    /// # use m::*;
+    /// # use prfdata::InstanceSpec;
+    /// # use std::sync::atomic::Ordering::Relaxed;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let prf = m::PrfData::activate_in(dir.path())?;
     /// let pool = prf.add_instance(POOL, "pool A")?;
     /// let worker = prf.add_child_instance(WORKER, InstanceSpec::named("w1"), pool)?;
+    /// prf.remove_instance(pool)?;
+    /// let err = prf.add_child_instance(WORKER, InstanceSpec::named("w2"), pool).unwrap_err();
+    /// assert!(matches!(err, prfdata::Error::UnknownParent { .. }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn add_child_instance<O, P>(
         &self,
@@ -609,8 +647,29 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// # Examples
     ///
-    /// ```ignore
-    /// for inst in prf.instances(WORKER) { println!("{}", prf.instance_name(inst)); }
+    /// ```
+    /// # prfdata::prfdata_map! { pub mod m { app: "DocApp",
+    /// #   object POOL = 0 { name: "Pool", help: "p", detail: Novice, default: none,
+    /// #     instances: { max: 4, name_len: 16 }, costly: false, counters {
+    /// #     SIZE = 2: RawCount { name: "Size", help: "s", detail: Novice, scale: 0 }, } }
+    /// #   object WORKER = 4 { name: "Worker", help: "w", detail: Novice, default: none,
+    /// #     instances: { max: 8, name_len: 16 }, costly: false, counters {
+    /// #     DONE = 6: CounterCounter { name: "Done", help: "d", detail: Novice, scale: 0 }, } }
+    /// #   object TOTAL = 8 { name: "Total", help: "t", detail: Novice, default: none,
+    /// #     instances: none, costly: false, counters {
+    /// #     LATENCY = 10: AverageTimer { name: "Latency", help: "l", detail: Novice, scale: 0 },
+    /// #     LATENCY_BASE: AverageBase, } } } }
+    /// # use m::*;
+    /// # use prfdata::InstanceSpec;
+    /// # use std::sync::atomic::Ordering::Relaxed;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let prf = m::PrfData::activate_in(dir.path())?;
+    /// prf.add_instance(WORKER, "w1")?;
+    /// prf.add_instance(WORKER, "w2")?;
+    /// let names: Vec<String> =
+    ///     prf.instances(WORKER).into_iter().filter_map(|i| prf.instance_name(i)).collect();
+    /// assert_eq!(names, ["w1", "w2"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn instances<O>(&self, _obj: O) -> Vec<InstanceId<O>>
     where
@@ -637,8 +696,28 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// # Examples
     ///
-    /// ```ignore
+    /// ```
+    /// # prfdata::prfdata_map! { pub mod m { app: "DocApp",
+    /// #   object POOL = 0 { name: "Pool", help: "p", detail: Novice, default: none,
+    /// #     instances: { max: 4, name_len: 16 }, costly: false, counters {
+    /// #     SIZE = 2: RawCount { name: "Size", help: "s", detail: Novice, scale: 0 }, } }
+    /// #   object WORKER = 4 { name: "Worker", help: "w", detail: Novice, default: none,
+    /// #     instances: { max: 8, name_len: 16 }, costly: false, counters {
+    /// #     DONE = 6: CounterCounter { name: "Done", help: "d", detail: Novice, scale: 0 }, } }
+    /// #   object TOTAL = 8 { name: "Total", help: "t", detail: Novice, default: none,
+    /// #     instances: none, costly: false, counters {
+    /// #     LATENCY = 10: AverageTimer { name: "Latency", help: "l", detail: Novice, scale: 0 },
+    /// #     LATENCY_BASE: AverageBase, } } } }
+    /// # use m::*;
+    /// # use prfdata::InstanceSpec;
+    /// # use std::sync::atomic::Ordering::Relaxed;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let prf = m::PrfData::activate_in(dir.path())?;
+    /// let w = prf.add_instance(WORKER, "worker 1")?;
     /// assert_eq!(prf.instance_name(w).as_deref(), Some("worker 1"));
+    /// prf.remove_instance(w)?;
+    /// assert_eq!(prf.instance_name(w), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn instance_name<O>(&self, inst: InstanceId<O>) -> Option<String>
     where
@@ -655,12 +734,30 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// # Examples
     ///
-    /// ```ignore
+    /// ```
+    /// # prfdata::prfdata_map! { pub mod m { app: "DocApp",
+    /// #   object POOL = 0 { name: "Pool", help: "p", detail: Novice, default: none,
+    /// #     instances: { max: 4, name_len: 16 }, costly: false, counters {
+    /// #     SIZE = 2: RawCount { name: "Size", help: "s", detail: Novice, scale: 0 }, } }
+    /// #   object WORKER = 4 { name: "Worker", help: "w", detail: Novice, default: none,
+    /// #     instances: { max: 8, name_len: 16 }, costly: false, counters {
+    /// #     DONE = 6: CounterCounter { name: "Done", help: "d", detail: Novice, scale: 0 }, } }
+    /// #   object TOTAL = 8 { name: "Total", help: "t", detail: Novice, default: none,
+    /// #     instances: none, costly: false, counters {
+    /// #     LATENCY = 10: AverageTimer { name: "Latency", help: "l", detail: Novice, scale: 0 },
+    /// #     LATENCY_BASE: AverageBase, } } } }
+    /// # use m::*;
+    /// # use prfdata::InstanceSpec;
+    /// # use std::sync::atomic::Ordering::Relaxed;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let prf = m::PrfData::activate_in(dir.path())?;
+    /// let elapsed = 1234;
     /// {
     ///     let _guard = prf.lock_ctrs();
     ///     prf.get_global_ctr32(LATENCY).fetch_add(elapsed, Relaxed);
     ///     prf.get_global_ctr32(LATENCY_BASE).fetch_add(1, Relaxed);
     /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn lock_ctrs(&self) -> CtrsGuard<'_> {
         let lock = self.lock_layout();
@@ -674,8 +771,28 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// # Examples
     ///
-    /// ```ignore
-    /// if let Some(_g) = prf.try_lock_ctrs() { /* update */ }
+    /// ```
+    /// # prfdata::prfdata_map! { pub mod m { app: "DocApp",
+    /// #   object POOL = 0 { name: "Pool", help: "p", detail: Novice, default: none,
+    /// #     instances: { max: 4, name_len: 16 }, costly: false, counters {
+    /// #     SIZE = 2: RawCount { name: "Size", help: "s", detail: Novice, scale: 0 }, } }
+    /// #   object WORKER = 4 { name: "Worker", help: "w", detail: Novice, default: none,
+    /// #     instances: { max: 8, name_len: 16 }, costly: false, counters {
+    /// #     DONE = 6: CounterCounter { name: "Done", help: "d", detail: Novice, scale: 0 }, } }
+    /// #   object TOTAL = 8 { name: "Total", help: "t", detail: Novice, default: none,
+    /// #     instances: none, costly: false, counters {
+    /// #     LATENCY = 10: AverageTimer { name: "Latency", help: "l", detail: Novice, scale: 0 },
+    /// #     LATENCY_BASE: AverageBase, } } } }
+    /// # use m::*;
+    /// # use prfdata::InstanceSpec;
+    /// # use std::sync::atomic::Ordering::Relaxed;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let prf = m::PrfData::activate_in(dir.path())?;
+    /// let held = prf.lock_ctrs();
+    /// assert!(prf.try_lock_ctrs().is_none(), "not recursive: another holder makes it fail");
+    /// drop(held);
+    /// assert!(prf.try_lock_ctrs().is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_lock_ctrs(&self) -> Option<CtrsGuard<'_>> {
         let lock = self.optex().try_lock()?;
@@ -694,8 +811,26 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// # Examples
     ///
-    /// ```ignore
+    /// ```
+    /// # prfdata::prfdata_map! { pub mod m { app: "DocApp",
+    /// #   object POOL = 0 { name: "Pool", help: "p", detail: Novice, default: none,
+    /// #     instances: { max: 4, name_len: 16 }, costly: false, counters {
+    /// #     SIZE = 2: RawCount { name: "Size", help: "s", detail: Novice, scale: 0 }, } }
+    /// #   object WORKER = 4 { name: "Worker", help: "w", detail: Novice, default: none,
+    /// #     instances: { max: 8, name_len: 16 }, costly: false, counters {
+    /// #     DONE = 6: CounterCounter { name: "Done", help: "d", detail: Novice, scale: 0 }, } }
+    /// #   object TOTAL = 8 { name: "Total", help: "t", detail: Novice, default: none,
+    /// #     instances: none, costly: false, counters {
+    /// #     LATENCY = 10: AverageTimer { name: "Latency", help: "l", detail: Novice, scale: 0 },
+    /// #     LATENCY_BASE: AverageBase, } } } }
+    /// # use m::*;
+    /// # use prfdata::InstanceSpec;
+    /// # use std::sync::atomic::Ordering::Relaxed;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let prf = m::PrfData::activate_in(dir.path())?;
+    /// use std::time::Duration;
     /// let _g = prf.lock_ctrs_for(Duration::from_millis(10))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn lock_ctrs_for(&self, timeout: Duration) -> Result<CtrsGuard<'_>, Error> {
         let lock = self

@@ -96,3 +96,11 @@ fn a_kept_reference_is_the_live_counter_in_the_block() {
     let value = prfdata::block::reader::counter_value(block, testmap::HITS.offset() as u32, 8);
     assert_eq!(value, Some(42));
 }
+
+#[test]
+fn prfdata_and_its_ids_can_be_shared_between_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<PrfData>();
+    send_sync::<prfdata::InstanceId<testmap::ITEMS>>();
+    send_sync::<prfdata::map::CtrId<prfdata::counter_type::LargeRawCount, testmap::ITEMS>>();
+}
