@@ -427,7 +427,7 @@ impl<M: PerfDataMap> PrfData<M> {
         T: CounterType<Width = Dword>,
         O: Object<Map = M, Scope = Global>,
     {
-        let off = layout::data_offset(M::DEF, O::INDEX) + ctr.offset();
+        let off = O::DATA_OFFSET + ctr.offset();
         // SAFETY: the single counter block of a global object `O` starts at its data offset in a
         // block laid out from `M` and mapped whole; the counter lies inside it, 4-aligned.
         unsafe { self.block.raw.i32_at(off) }
@@ -444,7 +444,7 @@ impl<M: PerfDataMap> PrfData<M> {
         T: CounterType<Width = Large>,
         O: Object<Map = M, Scope = Global>,
     {
-        let off = layout::data_offset(M::DEF, O::INDEX) + ctr.offset();
+        let off = O::DATA_OFFSET + ctr.offset();
         // SAFETY: as in `get_global_ctr32`, 8-aligned.
         unsafe { self.block.raw.i64_at(off) }
     }

@@ -51,6 +51,10 @@ pub trait Object: Copy + 'static {
     type Scope: Scope;
     /// Position of the object in the map.
     const INDEX: usize;
+    /// Offset of the object's first counter block in the block: a constant, so reaching a
+    /// counter of an object without instances costs no computation at run time.
+    const DATA_OFFSET: usize =
+        crate::block::layout::data_offset(<Self::Map as PerfDataMap>::DEF, Self::INDEX);
 }
 
 /// A counter of object `O`, of counter type `T`.
