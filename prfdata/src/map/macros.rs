@@ -5,7 +5,7 @@
 /// The macro generates a module holding `MAP` (the [`MapDef`](crate::map::MapDef)), `Map` (the
 /// marker type for [`PrfData<Map>`](crate::PrfData)), `PrfData` (an alias of `PrfData<Map>`), one
 /// unit struct per object and one [`CtrId`](crate::map::CtrId) per counter. The map is validated
-/// at compile time ([`validate`](crate::map::validate)): an odd or duplicate offset, a duplicate
+/// at compile time ([`validate`](crate::map::validate())): an odd or duplicate offset, a duplicate
 /// symbol, a fraction, average, multi or precision counter not followed by its base, a base
 /// without its counter, all fail to compile with a message naming the symbol.
 ///

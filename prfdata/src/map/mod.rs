@@ -4,7 +4,7 @@
 //! `PRFDATA_MAP_END`; here [`prfdata_map!`](crate::prfdata_map) generates a module holding:
 //!
 //! - `MAP`: a [`MapDef`] (objects, counters, texts, detail levels, scales, instance limits),
-//!   validated at compile time by [`validate`];
+//!   validated at compile time by [`validate()`];
 //! - `Map`: the marker type that implements [`PerfDataMap`], so [`PrfData<Map>`](crate::PrfData)
 //!   only accepts ids from this map;
 //! - one unit struct per object (implementing [`Object`]) and one [`CtrId`] constant per counter,
