@@ -211,8 +211,9 @@ impl From<winperf::SystemTime> for SystemTimeFields {
 /// # Examples
 ///
 /// ```
-/// let obj = prfmon::decode::ObjectData::default();
-/// assert!(!obj.has_instances());
+/// use prfdata::winperf::PERF_NO_INSTANCES;
+/// let obj = prfmon::decode::ObjectData { num_instances: PERF_NO_INSTANCES, ..Default::default() };
+/// assert!(!obj.has_instances() && obj.instances.is_empty());
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ObjectData {
@@ -480,7 +481,7 @@ pub fn decode(bytes: &[u8]) -> Result<DataSnapshot, DecodeError> {
         0,
         header.total_byte_length.into(),
         bytes.len(),
-        0,
+        20,
         "PERF_DATA_BLOCK (TotalByteLength)",
     )?;
     let header_len = header.header_length as usize;
