@@ -875,6 +875,19 @@ mod tests {
         }
 
         #[test]
+        fn overwriting_a_field_of_a_valid_block_never_panics(
+            at in 0usize..200,
+            value in proptest::num::u32::ANY,
+        ) {
+            let mut bytes = sample_block();
+            let at = (at * 4) % (bytes.len() - 3);
+            bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
+            if let Err(e) = decode(&bytes) {
+                proptest::prop_assert!(e.offset() <= bytes.len());
+            }
+        }
+
+        #[test]
         fn corrupting_a_valid_block_never_panics(
             at in 0usize..400,
             value in proptest::num::u8::ANY,

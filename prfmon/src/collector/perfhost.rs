@@ -23,6 +23,26 @@ use super::protocol::{read_frame, write_frame, ProtocolError, Request, Response}
 /// The hidden `prfmon` subcommand that runs a host.
 pub const HOST_SUBCOMMAND: &str = "__provider-host";
 
+/// How often the host checks that the collector that started it is still alive.
+pub const PARENT_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Ends the host when its parent (the collector) is gone, even while a provider call hangs:
+/// the collector closing the pipe is not enough, since a hung provider never reads it again.
+///
+/// A polling thread rather than `PR_SET_PDEATHSIG`, which fires when the *thread* that
+/// spawned the host exits, and a collector may outlive that thread.
+fn exit_with_parent() {
+    let parent = rustix::process::getppid();
+    let _ = std::thread::Builder::new()
+        .name("prfmon-host-watchdog".into())
+        .spawn(move || loop {
+            std::thread::sleep(PARENT_CHECK);
+            if rustix::process::getppid() != parent {
+                std::process::exit(3);
+            }
+        });
+}
+
 /// Takes the protocol's pipes off fds 0 and 1 and returns them.
 fn protocol_pipes() -> std::io::Result<(File, File)> {
     let input = File::from(rustix::io::dup(std::io::stdin())?);
@@ -34,7 +54,8 @@ fn protocol_pipes() -> std::io::Result<(File, File)> {
 }
 
 /// Runs the host for `library` until its stdin closes. Exit codes: 0 after a clean end,
-/// 1 if the library could not be loaded, 2 on a protocol error.
+/// 1 if the library could not be loaded, 2 on a protocol error, 3 when the collector that
+/// started it died (checked every [`PARENT_CHECK`]).
 ///
 /// # Examples
 ///
@@ -54,6 +75,7 @@ pub fn run_host(library: &Path) -> ExitCode {
 }
 
 fn serve(library: &Path) -> Result<ExitCode, ProtocolError> {
+    exit_with_parent();
     let (input, output) = protocol_pipes()?;
     let mut input = BufReader::new(input);
     let mut output = BufWriter::new(output);
