@@ -231,3 +231,26 @@ fn two_prfmon_processes_collect_at_once() {
     assert!(services.iter().any(|s| s.name == "Greedy" && s.disabled));
     assert!(services.iter().any(|s| s.name == "Shared" && !s.disabled));
 }
+
+#[test]
+fn a_reg_expand_sz_library_path_is_expanded() {
+    bounded(TEST_WAIT, || {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = with_good(dir.path(), &[("Expand", 1848)]);
+        std::env::set_var("PRFMON_TEST_EXPAND_DIR", dir.path());
+        update(&registry, |hive| {
+            hive.set_value(
+                &paths::performance("Expand"),
+                "Library",
+                Value::ExpandSz("%PRFMON_TEST_EXPAND_DIR%/libprovider_Expand.so".into()),
+            )
+        })
+        .unwrap();
+        let mut collector = Collector::open(registry, options()).unwrap();
+        assert_eq!(collector.open_services(), ["Expand"]);
+        assert_eq!(
+            decode(&collector.collect("Global")).unwrap().objects.len(),
+            1
+        );
+    });
+}

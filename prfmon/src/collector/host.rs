@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use super::perfhost::HOST_SUBCOMMAND;
 use super::protocol::{read_frame, write_frame, ProtocolError, Request, Response};
 
-/// How long a host that was asked to exit (its stdin closed) gets before it is killed.
+/// How long a host that was asked to exit (its stdin closed) gets before it is killed: Close
+/// has run by then, so this only covers the host's own exit (unloading the library).
 pub const EXIT_GRACE: Duration = Duration::from_secs(2);
 
 /// A call to a host failed.

@@ -29,8 +29,9 @@ pub type CollectFn =
 pub type CloseFn = unsafe extern "system" fn() -> u32;
 
 /// Bytes of guard after the buffer Collect is given; a provider that changes any of them wrote
-/// past the size it was told. Perflib's own guard is 8 bytes; 64 also catches a provider that
-/// skips a few bytes before it scribbles.
+/// past the size it was told. 64 bytes (a cache line) catch the usual off-by-some overrun,
+/// including one that skips a few bytes; a wild write further away is beyond any guard, which
+/// is why providers run in a host process by default.
 pub const CANARY_LEN: usize = 64;
 /// The guard bytes' value.
 pub const CANARY_BYTE: u8 = 0xA5;

@@ -51,10 +51,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use prfdata::registry::service::{DEFAULT_COLLECT_TIMEOUT_MS, DEFAULT_OPEN_TIMEOUT_MS, DISABLE};
-use prfdata::registry::{
-    paths, performance_services, update, PerformanceService, Registry, RegistryError, Value,
+use prfdata::registry::service::{
+    services_in, DEFAULT_COLLECT_TIMEOUT_MS, DEFAULT_OPEN_TIMEOUT_MS, DISABLE, LIBRARY,
 };
+use prfdata::registry::{paths, update, PerformanceService, Registry, RegistryError, Value};
 use prfdata::winperf::ERROR_SUCCESS;
 
 use crate::datablock::{build_data_block, host_name, CollectionTimes, ProviderOutput};
@@ -63,9 +63,14 @@ use library::{EntryNames, EntryPoints, ProviderLibrary, RawCollect};
 use protocol::{Request, Response};
 use validate::{check_collect, Call, ProviderFault, Verdict};
 
-/// The first Collect buffer a service gets (after that, the size that last sufficed).
+/// The first Collect buffer a service gets; after that, the size that last sufficed. 64 KiB
+/// holds a typical application object (a few dozen instances of a few dozen counters) in one
+/// call, and costs nothing worth saving when it is too big.
 pub const INITIAL_BUFFER: u32 = 64 * 1024;
 /// The largest Collect buffer: a provider that still answers ERROR_MORE_DATA is disabled.
+/// 64 MiB is ten doublings above [`INITIAL_BUFFER`] and far beyond any real object (1000
+/// instances × 16 counters is about 200 KiB), so only a provider that answers
+/// ERROR_MORE_DATA whatever the size reaches it.
 pub const MAX_BUFFER: u32 = 64 * 1024 * 1024;
 
 /// Where providers run.
@@ -150,6 +155,50 @@ pub fn default_host_exe() -> PathBuf {
         }
     }
     PathBuf::from(NAME)
+}
+
+/// Expands `%NAME%` references to environment variables, as Windows'
+/// `ExpandEnvironmentStrings` does for a REG_EXPAND_SZ: unset names, and a `%` without a
+/// partner, are left as they are.
+///
+/// # Examples
+///
+/// ```
+/// std::env::set_var("PRFMON_DOC_DIR", "/opt/app");
+/// let path = prfmon::collector::expand_environment("%PRFMON_DOC_DIR%/libperf.so");
+/// assert_eq!(path, "/opt/app/libperf.so");
+/// assert_eq!(prfmon::collector::expand_environment("%NO_SUCH_VAR_X%/a%"), "%NO_SUCH_VAR_X%/a%");
+/// ```
+pub fn expand_environment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('%') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        match after.find('%') {
+            Some(end) => {
+                let name = &after[..end];
+                match std::env::var(name) {
+                    Ok(value) if !name.is_empty() => {
+                        out.push_str(&value);
+                        rest = &after[end + 1..];
+                    }
+                    _ => {
+                        // Keep the first `%` and look again from the second one.
+                        out.push('%');
+                        out.push_str(name);
+                        rest = &after[end..];
+                    }
+                }
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A provider the collector disabled, and why.
@@ -259,14 +308,24 @@ impl<R: Registry> Collector<R> {
         let mut groups: Vec<Group> = Vec::new();
         let mut by_library: BTreeMap<PathBuf, usize> = BTreeMap::new();
         let mut services = Vec::new();
-        for config in performance_services(&registry)? {
+        let hive = registry.snapshot()?;
+        for config in services_in(&hive)? {
             if config.disabled {
                 continue;
             }
             let (Some(library), Some(collect)) = (&config.library, &config.collect) else {
                 continue;
             };
-            let library = PathBuf::from(library);
+            // Perflib expands a REG_EXPAND_SZ Library (`%ProgramFiles%\...`).
+            let expandable = matches!(
+                hive.value(&paths::performance(&config.name), LIBRARY),
+                Ok(Some(Value::ExpandSz(_)))
+            );
+            let library = PathBuf::from(if expandable {
+                expand_environment(library)
+            } else {
+                library.to_owned()
+            });
             let group = *by_library.entry(library.clone()).or_insert_with(|| {
                 groups.push(Group {
                     library,
@@ -421,7 +480,9 @@ impl<R: Registry> Collector<R> {
                 )),
                 Err(fault) => self.disable(i, fault),
             }
-            self.services[i].state = State::Pending;
+            if self.services[i].state == State::Open {
+                self.services[i].state = State::Pending;
+            }
             self.services[i].entry = None;
         }
         for group in &mut self.groups {
