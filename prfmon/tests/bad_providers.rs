@@ -1,4 +1,4 @@
-//! The collector survives providers that hang, panic, abort, segfault, lie about their byte
+//! The collector survives providers that hang, panic, abort, exit, segfault, lie about their byte
 //! count, overrun their buffer, never have enough room or break the object chain: each is
 //! disabled in the registry with a reason, in bounded time, and a good provider beside it
 //! keeps being collected.
@@ -124,6 +124,15 @@ fn a_provider_that_aborts_is_disabled() {
     let fault = survive("abort");
     assert!(
         matches!(&fault, ProviderFault::Crashed { call: Call::Collect, how } if how.contains("SIGABRT")),
+        "{fault}"
+    );
+}
+
+#[test]
+fn a_provider_that_exits_the_process_is_disabled() {
+    let fault = survive("exit");
+    assert!(
+        matches!(&fault, ProviderFault::Crashed { call: Call::Collect, how } if how == "exited with status 0"),
         "{fault}"
     );
 }

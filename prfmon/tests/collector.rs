@@ -254,3 +254,26 @@ fn a_reg_expand_sz_library_path_is_expanded() {
         );
     });
 }
+
+#[test]
+fn a_wrong_host_executable_skips_providers_without_disabling_them() {
+    bounded(TEST_WAIT, || {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = with_good(dir.path(), &[("Innocent", 1848)]);
+        for exe in ["/bin/true", "/nonexistent/prfmon"] {
+            let opts = CollectorOptions {
+                host_exe: Some(exe.into()),
+                ..options()
+            };
+            let mut collector = Collector::open(registry.clone(), opts).unwrap();
+            assert!(collector.open_services().is_empty(), "{exe}");
+            assert!(decode(&collector.collect("Global"))
+                .unwrap()
+                .objects
+                .is_empty());
+            assert!(collector.disabled().is_empty(), "{exe}");
+        }
+        let services = prfdata::registry::performance_services(&registry).unwrap();
+        assert!(!services[0].disabled);
+    });
+}

@@ -10,7 +10,9 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use super::perfhost::HOST_SUBCOMMAND;
-use super::protocol::{read_frame, write_frame, ProtocolError, Request, Response};
+use super::protocol::{
+    read_frame, write_frame, ProtocolError, Request, Response, PROTOCOL_VERSION,
+};
 
 /// How long a host that was asked to exit (its stdin closed) gets before it is killed: Close
 /// has run by then, so this only covers the host's own exit (unloading the library).
@@ -46,6 +48,14 @@ pub enum HostError {
     Died {
         /// How it ended, e.g. `was killed by signal 11 (SIGSEGV)`.
         how: String,
+    },
+    /// The executable is not a provider host speaking this protocol (it did not say Hello).
+    #[error("{} is not a prfmon provider host: {reason}", exe.display())]
+    NotAHost {
+        /// The executable.
+        exe: PathBuf,
+        /// What it did instead.
+        reason: String,
     },
     /// The host could not load the library.
     #[error("{message}")]
@@ -87,9 +97,12 @@ pub struct HostProcess {
 }
 
 impl HostProcess {
-    /// Starts `exe __provider-host library` and waits up to `timeout` for it to load the
-    /// library ([`Response::Ready`]). A library that cannot be loaded comes back as
-    /// [`HostError::LoadFailed`] with dlopen's message.
+    /// Starts `exe __provider-host library` and waits up to `timeout` for its
+    /// [`Response::Hello`], then up to `timeout` again for it to load the library
+    /// ([`Response::Ready`]). An executable that does not say Hello is
+    /// [`HostError::NotAHost`]; a library that cannot be loaded comes back as
+    /// [`HostError::LoadFailed`] with dlopen's message; a library whose loading hangs or kills
+    /// the host as [`HostError::Timeout`] or [`HostError::Died`].
     ///
     /// # Examples
     ///
@@ -139,6 +152,20 @@ impl HostProcess {
             responses,
             dead: false,
         };
+        let not_a_host = |reason: String| HostError::NotAHost {
+            exe: exe.to_path_buf(),
+            reason,
+        };
+        match host.receive(timeout) {
+            Ok(Response::Hello {
+                version: PROTOCOL_VERSION,
+            }) => {}
+            Ok(other) => {
+                host.kill();
+                return Err(not_a_host(format!("it sent {other:?}")));
+            }
+            Err(e) => return Err(not_a_host(e.to_string())),
+        }
         match host.receive(timeout)? {
             Response::Ready => Ok(host),
             Response::Failed { message } => {

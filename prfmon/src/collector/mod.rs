@@ -224,6 +224,18 @@ impl std::fmt::Display for Disabled {
     }
 }
 
+/// What opening a service came to.
+enum OpenOutcome {
+    /// Open returned this status.
+    Status(u32),
+    /// An export is missing: skip the service.
+    Skip(String),
+    /// The library cannot be loaded or hosted at all: skip all its services.
+    LibraryUnusable(String),
+    /// The provider misbehaved: disable it.
+    Fault(ProviderFault),
+}
+
 /// Where a service stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum State {
@@ -539,89 +551,95 @@ impl<R: Registry> Collector<R> {
         }
     }
 
+    /// Opens service `i`: starts (or reuses) its library's host or loads the library, then
+    /// calls Open. Afterwards the service is Open, Failed (skipped) or Disabled.
     fn open_service(&mut self, i: usize) {
+        let outcome = match self.groups[self.services[i].group].backend {
+            Backend::Host(_) => self.open_in_host(i),
+            Backend::InProcess(_) => self.open_in_process(i),
+        };
+        let name = self.services[i].config.name.clone();
+        match outcome {
+            OpenOutcome::Status(ERROR_SUCCESS) => self.services[i].state = State::Open,
+            OpenOutcome::Status(status) => {
+                self.log(&format!("service {name}: Open returned {status}; skipped"));
+                self.services[i].state = State::Failed;
+                self.services[i].entry = None;
+            }
+            OpenOutcome::Skip(message) => {
+                self.log(&format!("service {name}: {message}; skipped"));
+                self.services[i].state = State::Failed;
+            }
+            OpenOutcome::LibraryUnusable(message) => {
+                self.fail_group(self.services[i].group, &message)
+            }
+            OpenOutcome::Fault(fault) => self.disable(i, fault),
+        }
+    }
+
+    fn open_in_host(&mut self, i: usize) -> OpenOutcome {
         let service = &self.services[i];
         let timeout = ms(service.config.open_timeout_ms, DEFAULT_OPEN_TIMEOUT_MS);
-        let g = service.group;
         let request = Request::Open {
             slot: service.slot,
             names: service.names.clone(),
             export: service.config.export.clone(),
         };
-        let library = self.groups[g].library.clone();
-        let result: Result<u32, Result<String, ProviderFault>> = match &mut self.groups[g].backend {
-            Backend::Host(host) => {
-                if host.is_none() {
-                    match HostProcess::spawn(&self.host_exe, &library, timeout) {
-                        Ok(h) => *host = Some(h),
-                        Err(HostError::LoadFailed { message }) => {
-                            self.fail_group(g, &message);
-                            return;
-                        }
-                        Err(HostError::Spawn { exe, source }) => {
-                            let message = format!(
-                                "cannot start the provider host {}: {source}",
-                                exe.display()
-                            );
-                            self.fail_group(g, &message);
-                            return;
-                        }
-                        Err(e) => {
-                            self.disable(i, host_fault(Call::Open, timeout, e));
-                            return;
-                        }
-                    }
+        let group = &mut self.groups[service.group];
+        let Backend::Host(host) = &mut group.backend else {
+            return OpenOutcome::Skip("not a host-process service".into());
+        };
+        if host.is_none() {
+            match HostProcess::spawn(&self.host_exe, &group.library, timeout) {
+                Ok(h) => *host = Some(h),
+                // The installation's fault, not the provider's: skip, do not disable.
+                Err(HostError::LoadFailed { message }) => {
+                    return OpenOutcome::LibraryUnusable(message)
                 }
-                let Some(h) = host.as_mut() else { return };
-                match h.call(&request, timeout) {
-                    Ok(Response::Opened { status, .. }) => Ok(status),
-                    Ok(Response::Failed { message }) => Err(Ok(message)),
-                    Ok(other) => Err(Err(protocol_fault(Call::Open, &other))),
-                    Err(e) => Err(Err(host_fault(Call::Open, timeout, e))),
+                Err(e @ (HostError::Spawn { .. } | HostError::NotAHost { .. })) => {
+                    return OpenOutcome::LibraryUnusable(e.to_string())
                 }
+                // The library's initialisers hung or crashed the host.
+                Err(e) => return OpenOutcome::Fault(host_fault(Call::Open, timeout, e)),
             }
-            Backend::InProcess(lib) => {
-                let loaded = match lib {
-                    Some(l) => Ok(Arc::clone(l)),
-                    // SAFETY: the registry names this library as a service's perflib provider;
-                    // in-process isolation is the caller's choice to trust it (see
-                    // `Isolation::InProcess`).
-                    None => unsafe { ProviderLibrary::load(&library) }.map(Arc::new),
-                };
-                match loaded {
-                    Err(e) => {
-                        self.fail_group(g, &e.to_string());
-                        return;
-                    }
-                    Ok(l) => {
-                        *lib = Some(Arc::clone(&l));
-                        // SAFETY: as above, the service's values name its perflib entry
-                        // points.
-                        match unsafe { l.entry_points(&self.services[i].names) } {
-                            Ok(entry) => {
-                                let status = entry.open(&self.services[i].config.export);
-                                self.services[i].entry = Some(entry);
-                                Ok(status)
-                            }
-                            Err(e) => Err(Ok(e.to_string())),
-                        }
-                    }
+        }
+        let Some(h) = host.as_mut() else {
+            return OpenOutcome::Skip("no provider host".into());
+        };
+        match h.call(&request, timeout) {
+            Ok(Response::Opened { status, .. }) => OpenOutcome::Status(status),
+            Ok(Response::Failed { message }) => OpenOutcome::Skip(message),
+            Ok(other) => OpenOutcome::Fault(protocol_fault(Call::Open, &other)),
+            Err(e) => OpenOutcome::Fault(host_fault(Call::Open, timeout, e)),
+        }
+    }
+
+    fn open_in_process(&mut self, i: usize) -> OpenOutcome {
+        let group = &mut self.groups[self.services[i].group];
+        let Backend::InProcess(lib) = &mut group.backend else {
+            return OpenOutcome::Skip("not an in-process service".into());
+        };
+        let lib = match lib {
+            Some(l) => Arc::clone(l),
+            None => {
+                // SAFETY: the registry names this library as a service's perflib provider;
+                // choosing in-process isolation is choosing to trust it in this process (see
+                // `Isolation::InProcess`).
+                match unsafe { ProviderLibrary::load(&group.library) } {
+                    Ok(l) => Arc::clone(lib.insert(Arc::new(l))),
+                    Err(e) => return OpenOutcome::LibraryUnusable(e.to_string()),
                 }
             }
         };
-        let name = self.services[i].config.name.clone();
-        match result {
-            Ok(ERROR_SUCCESS) => self.services[i].state = State::Open,
-            Ok(status) => {
-                self.log(&format!("service {name}: Open returned {status}; skipped"));
-                self.services[i].state = State::Failed;
-                self.services[i].entry = None;
+        // SAFETY: as above, the service's Open / Collect / Close values name its perflib
+        // entry points.
+        match unsafe { lib.entry_points(&self.services[i].names) } {
+            Ok(entry) => {
+                let status = entry.open(&self.services[i].config.export);
+                self.services[i].entry = Some(entry);
+                OpenOutcome::Status(status)
             }
-            Err(Ok(message)) => {
-                self.log(&format!("service {name}: {message}; skipped"));
-                self.services[i].state = State::Failed;
-            }
-            Err(Err(fault)) => self.disable(i, fault),
+            Err(e) => OpenOutcome::Skip(e.to_string()),
         }
     }
 

@@ -18,7 +18,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use super::library::{EntryPoints, ProviderLibrary};
-use super::protocol::{read_frame, write_frame, ProtocolError, Request, Response};
+use super::protocol::{
+    read_frame, write_frame, ProtocolError, Request, Response, PROTOCOL_VERSION,
+};
 
 /// The hidden `prfmon` subcommand that runs a host.
 pub const HOST_SUBCOMMAND: &str = "__provider-host";
@@ -79,6 +81,12 @@ fn serve(library: &Path) -> Result<ExitCode, ProtocolError> {
     let (input, output) = protocol_pipes()?;
     let mut input = BufReader::new(input);
     let mut output = BufWriter::new(output);
+    write_frame(
+        &mut output,
+        &Response::Hello {
+            version: PROTOCOL_VERSION,
+        },
+    )?;
     // SAFETY: the collector starts a host only for a library that a service's Performance key
     // names as its provider, which is the trust perflib gives a Library value. Whatever the
     // library does wrong happens in this process, which exists to contain it.

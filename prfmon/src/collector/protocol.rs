@@ -4,6 +4,7 @@
 //! ```text
 //! frame:  u32 little-endian payload length | postcard(Request or Response)
 //!
+//! host → parent   Hello{version}                 once, at start, before dlopen
 //! host → parent   Ready | Failed{message}        once, after dlopen
 //! parent → host   Open{slot, names, export}      → Opened{slot, status} | Failed{message}
 //!                 Collect{slot, value, buffer_len} → Collected{slot, raw}
@@ -12,7 +13,9 @@
 //! ```
 //!
 //! One request is outstanding at a time; each gets exactly one response. A slot is the
-//! parent's number for one service of the host's library.
+//! parent's number for one service of the host's library. `Hello` before the library is
+//! loaded tells a host that works apart from a library that kills it while loading: only the
+//! second is the provider's fault.
 //!
 //! # Examples
 //!
@@ -31,6 +34,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::library::{EntryNames, RawCollect};
+
+/// The protocol version a host announces in [`Response::Hello`].
+pub const PROTOCOL_VERSION: u32 = 1;
 
 /// The largest frame either side accepts: the largest Collect buffer (64 MiB) plus room for
 /// the rest of the response.
@@ -82,6 +88,11 @@ pub enum Request {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Response {
+    /// The host is running and speaks this protocol version; it loads the library next.
+    Hello {
+        /// [`PROTOCOL_VERSION`].
+        version: u32,
+    },
     /// The library is loaded.
     Ready,
     /// The library or an export could not be loaded, or a request named an unknown slot.

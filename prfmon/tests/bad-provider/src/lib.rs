@@ -11,6 +11,7 @@
 //! | `hang`      | Collect never returns                                                    |
 //! | `panic`     | Collect panics (across `extern "system"`: the process aborts)             |
 //! | `abort`     | Collect calls `abort()`                                                  |
+//! | `exit`      | Collect calls `exit(0)` (seed 002's provider that calls ExitProcess)     |
 //! | `segfault`  | Collect writes through a pointer into the null page (SIGSEGV)            |
 //! | `lie-bytes` | Collect reports 8 bytes more than it wrote                               |
 //! | `odd-bytes` | Collect returns a byte count that is not a multiple of 8                 |
@@ -213,6 +214,7 @@ pub unsafe extern "system" fn CollectPerformanceData(
         },
         "panic" => panic!("bad provider: deliberate panic in Collect"),
         "abort" => std::process::abort(),
+        "exit" => std::process::exit(0),
         "segfault" => {
             // A write into the null page. Not through address 0 itself: debug builds check
             // for null (and misaligned) pointers first and would abort with a panic instead
