@@ -277,3 +277,72 @@ fn a_wrong_host_executable_skips_providers_without_disabling_them() {
         assert!(!services[0].disabled);
     });
 }
+
+#[test]
+fn a_library_shared_by_two_services_is_loaded_once() {
+    bounded(TEST_WAIT, || {
+        for isolation in [Isolation::HostProcess, Isolation::InProcess] {
+            let dir = tempfile::tempdir().unwrap();
+            let registry = FileRegistry::open(dir.path().join("reg")).unwrap();
+            let lib = provider_copy(dir.path(), &format!("shared{isolation:?}"));
+            register(&registry, "A", &lib, "good", 1848, 5_000);
+            register(&registry, "B", &lib, "good", 1860, 5_000);
+            let opts = CollectorOptions {
+                isolation,
+                ..options()
+            };
+            let mut collector = Collector::open(registry, opts).unwrap();
+            assert_eq!(collector.open_services(), ["A", "B"]);
+            let snap = decode(&collector.collect("Global")).unwrap();
+            // One instance of the library's state: B's Open set the object index both report,
+            // and the Collect-call count runs on across the two services.
+            let seen: Vec<(u32, Option<i64>)> = snap
+                .objects
+                .iter()
+                .map(|o| (o.name_index, o.instances[0].values[1].as_i64()))
+                .collect();
+            assert_eq!(seen, [(1860, Some(1)), (1860, Some(2))], "{isolation:?}");
+        }
+    });
+}
+
+#[test]
+fn open_is_called_once_and_close_when_the_collector_closes_or_drops() {
+    bounded(TEST_WAIT, || {
+        for (isolation, drop_it) in [
+            (Isolation::HostProcess, false),
+            (Isolation::HostProcess, true),
+            (Isolation::InProcess, false),
+            (Isolation::InProcess, true),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let registry = FileRegistry::open(dir.path().join("reg")).unwrap();
+            let log = dir.path().join("calls.log");
+            let lib = provider_copy(dir.path(), &format!("life{isolation:?}{drop_it}"));
+            let mut cfg = prfdata::registry::ServiceConfig::new(
+                lib.display().to_string(),
+                "OpenPerformanceData",
+                "CollectPerformanceData",
+                "ClosePerformanceData",
+            );
+            cfg.export = vec!["good".into(), "1848".into(), log.display().to_string()];
+            prfdata::registry::register_service(&registry, "Life", &cfg).unwrap();
+            let opts = CollectorOptions {
+                isolation,
+                ..options()
+            };
+            let mut collector = Collector::open(registry, opts).unwrap();
+            for _ in 0..3 {
+                collector.collect("Global");
+            }
+            let calls = || std::fs::read_to_string(&log).unwrap_or_default();
+            assert_eq!(calls(), "open good\n", "{isolation:?}");
+            if drop_it {
+                drop(collector);
+            } else {
+                collector.close();
+            }
+            assert_eq!(calls(), "open good\nclose good\n", "{isolation:?}");
+        }
+    });
+}

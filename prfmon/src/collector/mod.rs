@@ -21,6 +21,13 @@
 //! registry's atomic update, the reason logged to stderr and kept in
 //! [`Collector::disabled`] — and the collection goes on without it.
 //!
+//! Not the provider's fault, so logged and skipped but not disabled: a library that cannot
+//! be loaded, a missing export, Open returning an error (seed 004: then Collect is not
+//! called), a host executable that is not a prfmon host. A Collect that returns an error
+//! other than ERROR_MORE_DATA has its output ignored for that collection. When a host dies
+//! for one service, the other services of the same library are opened again (Open is called
+//! again) in a new host at their next collection.
+//!
 //! [`Isolation::InProcess`] calls providers directly (for benchmarks and trusted providers):
 //! the output is still validated, but there are no timeouts and a crash is the collector's.
 //!

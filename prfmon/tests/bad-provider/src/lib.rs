@@ -2,7 +2,9 @@
 //!
 //! One library exports the standard trio (`OpenPerformanceData`, `CollectPerformanceData`,
 //! `ClosePerformanceData`); what it does is chosen by the first string of the `Linkage\Export`
-//! multi-sz passed to Open (the second, if present, is the object's name index, default 1848):
+//! multi-sz passed to Open (the second, if present, is the object's name index, default 1848;
+//! the third, if present, is a file to which Open and Close append a line, `open <mode>` and
+//! `close <mode>`, so tests can count the calls):
 //!
 //! | mode        | behaviour                                                                |
 //! |-------------|--------------------------------------------------------------------------|
@@ -40,6 +42,22 @@ const PERF_COUNTER_BULK_COUNT: u32 = 0x1041_0500;
 static MODE: Mutex<String> = Mutex::new(String::new());
 static NAME_INDEX: AtomicU32 = AtomicU32::new(1848);
 static CALLS: AtomicU64 = AtomicU64::new(0);
+static CALL_LOG: Mutex<Option<String>> = Mutex::new(None);
+
+/// Appends `line` to the call log named by the third export string, if any.
+fn log_call(line: &str) {
+    use std::io::Write;
+    let path = CALL_LOG.lock().ok().and_then(|p| p.clone());
+    if let Some(path) = path {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+}
 
 fn mode() -> String {
     MODE.lock().map(|m| m.clone()).unwrap_or_default()
@@ -177,6 +195,10 @@ pub unsafe extern "system" fn OpenPerformanceData(device_names: *mut u16) -> u32
     if let Ok(mut m) = MODE.lock() {
         m.clone_from(&mode);
     }
+    if let (Some(path), Ok(mut log)) = (export.get(2), CALL_LOG.lock()) {
+        *log = Some(path.clone());
+    }
+    log_call(&format!("open {mode}"));
     match mode.as_str() {
         "hang-open" => loop {
             std::thread::sleep(std::time::Duration::from_secs(3600));
@@ -278,5 +300,6 @@ pub unsafe extern "system" fn CollectPerformanceData(
 /// `PM_CLOSE_PROC`.
 #[no_mangle]
 pub extern "system" fn ClosePerformanceData() -> u32 {
+    log_call(&format!("close {}", mode()));
     ERROR_SUCCESS
 }
