@@ -23,6 +23,7 @@ fn with_good(dir: &std::path::Path, services: &[(&str, u32)]) -> FileRegistry {
 fn assert_good_object(snap: &DataSnapshot, at: usize, index: u32, calls: i64) {
     let obj = &snap.objects[at];
     assert_eq!(obj.name_index, index);
+    assert!(obj.default_counter == 0 || obj.default_counter == -1);
     assert_eq!(obj.help_index, index + 1);
     assert_eq!(obj.counters.len(), 2);
     assert_eq!(obj.counters[0].name_index, index + 2);
@@ -344,5 +345,39 @@ fn open_is_called_once_and_close_when_the_collector_closes_or_drops() {
             }
             assert_eq!(calls(), "open good\nclose good\n", "{isolation:?}");
         }
+    });
+}
+
+#[test]
+fn a_service_without_linkage_export_gets_a_null_device_list() {
+    bounded(TEST_WAIT, || {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = FileRegistry::open(dir.path().join("reg")).unwrap();
+        let cfg = prfdata::registry::ServiceConfig::new(
+            provider_copy(dir.path(), "noexport").display().to_string(),
+            "OpenPerformanceData",
+            "CollectPerformanceData",
+            "ClosePerformanceData",
+        );
+        prfdata::registry::register_service(&registry, "NoExport", &cfg).unwrap();
+        let mut collector = Collector::open(registry, options()).unwrap();
+        // The test provider reads a NULL list as mode `good`, index 1848, and then reports
+        // DefaultCounter -1.
+        let snap = decode(&collector.collect("Global")).unwrap();
+        assert_good_object(&snap, 0, 1848, 1);
+        assert_eq!(snap.objects[0].default_counter, -1);
+    });
+}
+
+#[test]
+fn linkage_export_reaches_open_as_a_multi_sz() {
+    bounded(TEST_WAIT, || {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = with_good(dir.path(), &[("WithExport", 1900)]);
+        let mut collector = Collector::open(registry, options()).unwrap();
+        let snap = decode(&collector.collect("Global")).unwrap();
+        // Mode and index came from the export strings; the pointer was not NULL.
+        assert_good_object(&snap, 0, 1900, 1);
+        assert_eq!(snap.objects[0].default_counter, 0);
     });
 }

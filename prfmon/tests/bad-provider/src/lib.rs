@@ -4,7 +4,9 @@
 //! `ClosePerformanceData`); what it does is chosen by the first string of the `Linkage\Export`
 //! multi-sz passed to Open (the second, if present, is the object's name index, default 1848;
 //! the third, if present, is a file to which Open and Close append a line, `open <mode>` and
-//! `close <mode>`, so tests can count the calls):
+//! `close <mode>`, so tests can count the calls). Open given NULL device names (no
+//! `Linkage\Export`) means `good` at 1848, and the object then reports `DefaultCounter` -1
+//! instead of 0 so tests can tell NULL from an empty list:
 //!
 //! | mode        | behaviour                                                                |
 //! |-------------|--------------------------------------------------------------------------|
@@ -27,7 +29,7 @@
 //! is a different host process and a different `dlopen` instance).
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 const ERROR_SUCCESS: u32 = 0;
@@ -43,6 +45,7 @@ static MODE: Mutex<String> = Mutex::new(String::new());
 static NAME_INDEX: AtomicU32 = AtomicU32::new(1848);
 static CALLS: AtomicU64 = AtomicU64::new(0);
 static CALL_LOG: Mutex<Option<String>> = Mutex::new(None);
+static OPENED_WITH_NULL: AtomicBool = AtomicBool::new(false);
 
 /// Appends `line` to the call log named by the third export string, if any.
 fn log_call(line: &str) {
@@ -142,7 +145,14 @@ fn good_object(index: u32, calls: u64) -> Vec<u8> {
     le32(&mut out, 0);
     le32(&mut out, 100); // DetailLevel = PERF_DETAIL_NOVICE
     le32(&mut out, 2); // NumCounters
-    le32(&mut out, 0); // DefaultCounter
+    le32(
+        &mut out,
+        if OPENED_WITH_NULL.load(Relaxed) {
+            u32::MAX
+        } else {
+            0
+        },
+    ); // DefaultCounter
     le32(&mut out, names.len() as u32); // NumInstances
     le32(&mut out, 0); // CodePage
     out.extend_from_slice(&0i64.to_le_bytes()); // PerfTime
@@ -186,6 +196,7 @@ fn wanted(query: &str, index: u32) -> bool {
 /// `device_names` is NULL or a double-NUL-terminated UTF-16 multi-sz (winperf.h).
 #[no_mangle]
 pub unsafe extern "system" fn OpenPerformanceData(device_names: *mut u16) -> u32 {
+    OPENED_WITH_NULL.store(device_names.is_null(), Relaxed);
     // SAFETY: the caller passes NULL or a valid multi-sz.
     let export = unsafe { read_multi_sz(device_names) };
     let mode = export.first().cloned().unwrap_or_else(|| "good".into());
