@@ -434,6 +434,28 @@ fn field(offset: usize, what: &'static str, value: i64, expected: &'static str) 
     }
 }
 
+/// Checks that `bytes[start..end]` up to its first NUL is valid UTF-16LE, without
+/// allocating: what [`utf16`] would accept.
+fn check_utf16(
+    bytes: &[u8],
+    start: usize,
+    end: usize,
+    what: &'static str,
+) -> Result<(), DecodeError> {
+    let units = bytes[start..end]
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .take_while(|&u| u != 0);
+    if char::decode_utf16(units).all(|c| c.is_ok()) {
+        Ok(())
+    } else {
+        Err(DecodeError::Utf16 {
+            offset: start,
+            what,
+        })
+    }
+}
+
 /// Decodes UTF-16LE text in `bytes[start..end]` up to its first NUL.
 fn utf16(
     bytes: &[u8],
@@ -441,15 +463,18 @@ fn utf16(
     end: usize,
     what: &'static str,
 ) -> Result<String, DecodeError> {
-    let units: Vec<u16> = bytes[start..end]
+    let units = bytes[start..end]
         .chunks_exact(2)
         .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .take_while(|&u| u != 0)
-        .collect();
-    String::from_utf16(&units).map_err(|_| DecodeError::Utf16 {
-        offset: start,
-        what,
-    })
+        .take_while(|&u| u != 0);
+    let mut out = String::with_capacity((end - start) / 2);
+    for c in char::decode_utf16(units) {
+        out.push(c.map_err(|_| DecodeError::Utf16 {
+            offset: start,
+            what,
+        })?);
+    }
+    Ok(out)
 }
 
 /// Decodes a whole PERF_DATA_BLOCK. Bytes after `TotalByteLength` are ignored.
@@ -551,6 +576,36 @@ pub fn decode_object(
     offset: usize,
     limit: usize,
 ) -> Result<(ObjectData, usize), DecodeError> {
+    walk_object(bytes, offset, limit, true)
+}
+
+/// Checks the PERF_OBJECT_TYPE at `offset` exactly as [`decode_object`] does — it accepts
+/// what `decode_object` accepts and fails with the same error otherwise — without building
+/// the instances and values; returns the offset of the next object.
+///
+/// The collector validates every provider's output with this, at a fraction of a decode's
+/// cost.
+///
+/// # Examples
+///
+/// ```
+/// let object = prfmon::sample::sample_object(1848);
+/// assert_eq!(prfmon::decode::check_object(&object, 0, object.len())?, object.len());
+/// assert!(prfmon::decode::check_object(&object[..100], 0, 100).is_err());
+/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// ```
+pub fn check_object(bytes: &[u8], offset: usize, limit: usize) -> Result<usize, DecodeError> {
+    walk_object(bytes, offset, limit, false).map(|(_, next)| next)
+}
+
+/// [`decode_object`] (`keep`) or [`check_object`] (not `keep`: instances and values are
+/// checked but not built).
+fn walk_object(
+    bytes: &[u8],
+    offset: usize,
+    limit: usize,
+    keep: bool,
+) -> Result<(ObjectData, usize), DecodeError> {
     let limit = limit.min(bytes.len());
     const HEADER: usize = core::mem::size_of::<PerfObjectType>();
     let obj: PerfObjectType = read(bytes, offset, limit, "PERF_OBJECT_TYPE")?;
@@ -647,7 +702,7 @@ pub fn decode_object(
     };
     let mut at = defs_end;
     if obj.num_instances == PERF_NO_INSTANCES {
-        let (values, _) = decode_block(bytes, at, end, &object.counters)?;
+        let (values, _) = decode_block(bytes, at, end, &object.counters, keep)?;
         object.values = values;
     } else if obj.num_instances < 0 {
         return Err(field(
@@ -657,9 +712,17 @@ pub fn decode_object(
             "must be -1 (PERF_NO_INSTANCES) or a count",
         ));
     } else {
+        if keep {
+            // Each instance takes at least 28 bytes (definition and block), which bounds
+            // what an untrusted NumInstances can make us reserve.
+            let most = (end - at) / 28;
+            object
+                .instances
+                .reserve((obj.num_instances as usize).min(most));
+        }
         for _ in 0..obj.num_instances {
             let (instance, next) =
-                decode_instance(bytes, at, end, obj.code_page, &object.counters)?;
+                decode_instance(bytes, at, end, obj.code_page, &object.counters, keep)?;
             object.instances.push(instance);
             at = next;
         }
@@ -674,6 +737,7 @@ fn decode_instance(
     limit: usize,
     code_page: u32,
     counters: &[CounterDef],
+    keep: bool,
 ) -> Result<(InstanceData, usize), DecodeError> {
     const SIZE: usize = core::mem::size_of::<PerfInstanceDefinition>();
     let inst: PerfInstanceDefinition = read(bytes, at, limit, "PERF_INSTANCE_DEFINITION")?;
@@ -709,7 +773,12 @@ fn decode_instance(
             at + 20,
             "instance name (NameLength)",
         )?;
-        if code_page == 0 {
+        if !keep {
+            if code_page == 0 {
+                check_utf16(bytes, name_start, name_end, "instance name")?;
+            }
+            String::new()
+        } else if code_page == 0 {
             utf16(bytes, name_start, name_end, "instance name")?
         } else {
             let raw = &bytes[name_start..name_end];
@@ -717,7 +786,7 @@ fn decode_instance(
             String::from_utf8_lossy(raw).into_owned()
         }
     };
-    let (values, next) = decode_block(bytes, def_end, limit, counters)?;
+    let (values, next) = decode_block(bytes, def_end, limit, counters, keep)?;
     Ok((
         InstanceData {
             name,
@@ -737,6 +806,7 @@ fn decode_block(
     at: usize,
     limit: usize,
     counters: &[CounterDef],
+    keep: bool,
 ) -> Result<(Vec<RawValue>, usize), DecodeError> {
     let block: PerfCounterBlock = read(bytes, at, limit, "PERF_COUNTER_BLOCK")?;
     if (block.byte_length as usize) < core::mem::size_of::<PerfCounterBlock>() {
@@ -754,48 +824,51 @@ fn decode_block(
         at,
         "PERF_COUNTER_BLOCK (ByteLength)",
     )?;
-    let values = counters
-        .iter()
-        .map(|c| {
-            let start = span(
-                at,
-                c.offset.into(),
-                end,
-                at,
-                "counter value (CounterOffset)",
-            )?;
-            let stop = span(
-                start,
-                c.size.into(),
-                end,
-                start,
-                "counter value (CounterSize)",
-            )?;
-            let raw = &bytes[start..stop];
-            Ok(if c.counter_type & PERF_TYPE_MASK == PERF_TYPE_TEXT {
-                if c.counter_type & PERF_TEXT_ASCII != 0 {
-                    let text = raw.split(|&b| b == 0).next().unwrap_or(raw);
-                    RawValue::Text(String::from_utf8_lossy(text).into_owned())
-                } else {
-                    RawValue::Text(utf16(
-                        bytes,
-                        start,
-                        stop - (stop - start) % 2,
-                        "text counter",
-                    )?)
-                }
+    let mut values = Vec::with_capacity(if keep { counters.len() } else { 0 });
+    for c in counters {
+        let start = span(
+            at,
+            c.offset.into(),
+            end,
+            at,
+            "counter value (CounterOffset)",
+        )?;
+        let stop = span(
+            start,
+            c.size.into(),
+            end,
+            start,
+            "counter value (CounterSize)",
+        )?;
+        let raw = &bytes[start..stop];
+        let is_text = c.counter_type & PERF_TYPE_MASK == PERF_TYPE_TEXT;
+        let ascii = c.counter_type & PERF_TEXT_ASCII != 0;
+        // UTF-16 text: whole units only.
+        let text_end = stop - (stop - start) % 2;
+        if !keep {
+            if is_text && !ascii {
+                check_utf16(bytes, start, text_end, "text counter")?;
+            }
+            continue;
+        }
+        values.push(if is_text {
+            if ascii {
+                let text = raw.split(|&b| b == 0).next().unwrap_or(raw);
+                RawValue::Text(String::from_utf8_lossy(text).into_owned())
             } else {
-                match *raw {
-                    [] => RawValue::Empty,
-                    [a, b, c, d] => RawValue::Int(u32::from_le_bytes([a, b, c, d]).into()),
-                    [a, b, c, d, e, f, g, h] => {
-                        RawValue::Int(i64::from_le_bytes([a, b, c, d, e, f, g, h]))
-                    }
-                    _ => RawValue::Bytes(raw.to_vec()),
+                RawValue::Text(utf16(bytes, start, text_end, "text counter")?)
+            }
+        } else {
+            match *raw {
+                [] => RawValue::Empty,
+                [a, b, c, d] => RawValue::Int(u32::from_le_bytes([a, b, c, d]).into()),
+                [a, b, c, d, e, f, g, h] => {
+                    RawValue::Int(i64::from_le_bytes([a, b, c, d, e, f, g, h]))
                 }
-            })
-        })
-        .collect::<Result<Vec<_>, DecodeError>>()?;
+                _ => RawValue::Bytes(raw.to_vec()),
+            }
+        });
+    }
     Ok((values, end))
 }
 
@@ -885,6 +958,22 @@ mod tests {
             if let Err(e) = decode(&bytes) {
                 proptest::prop_assert!(e.offset() <= bytes.len());
             }
+        }
+
+        #[test]
+        fn checking_an_object_agrees_with_decoding_it(
+            at in 0usize..400,
+            value in proptest::num::u32::ANY,
+            cut in 0usize..400,
+        ) {
+            let mut object = sample_object(1848);
+            let at = (at * 4) % (object.len() - 3);
+            object[at..at + 4].copy_from_slice(&value.to_le_bytes());
+            let limit = object.len() - cut % object.len();
+            proptest::prop_assert_eq!(
+                check_object(&object, 0, limit),
+                decode_object(&object, 0, limit).map(|(_, next)| next)
+            );
         }
 
         #[test]

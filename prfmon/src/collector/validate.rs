@@ -30,7 +30,7 @@ use prfdata::winperf::{ERROR_MORE_DATA, ERROR_SUCCESS};
 
 use super::library::RawCollect;
 use crate::datablock::ProviderOutput;
-use crate::decode::{decode_object, DecodeError};
+use crate::decode::{check_object, DecodeError};
 
 /// One of the three provider calls.
 ///
@@ -247,8 +247,7 @@ pub fn check_collect(raw: &RawCollect) -> Result<Verdict, ProviderFault> {
     let mut offset = 0;
     let mut count = 0u32;
     while count < raw.num_objects && offset < bytes {
-        let (_, next) =
-            decode_object(&raw.data, offset, bytes).map_err(ProviderFault::BadObject)?;
+        let next = check_object(&raw.data, offset, bytes).map_err(ProviderFault::BadObject)?;
         let length = (next - offset) as u32;
         if !length.is_multiple_of(8) {
             return Err(ProviderFault::ObjectMisaligned { offset, length });
