@@ -290,3 +290,42 @@ fn prfmon_query_logs_the_reason_it_disabled_a_provider() {
     );
     assert!(q.stdout.contains("REG_DWORD    0x1"), "{}", q.stdout);
 }
+
+#[test]
+fn prfmon_query_returns_in_bounded_time_when_a_provider_hangs() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("reg");
+    let registry = FileRegistry::open(&root).unwrap();
+    register(
+        &registry,
+        "Good",
+        &provider_copy(dir.path(), "good"),
+        "good",
+        GOOD_INDEX,
+        5_000,
+    );
+    register(
+        &registry,
+        "Stuck",
+        &provider_copy(dir.path(), "stuck"),
+        "hang",
+        BAD_INDEX,
+        TIMEOUT_MS,
+    );
+    let started = Instant::now();
+    let run = common::prfmon(&root, &["query", "--json"]);
+    let elapsed = started.elapsed();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        elapsed < Duration::from_millis(TIMEOUT_MS.into()) + SLACK,
+        "{elapsed:?}"
+    );
+    assert!(
+        run.stderr
+            .contains("service Stuck: Collect did not return within 500 ms"),
+        "{}",
+        run.stderr
+    );
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(json["objects"].as_array().map(Vec::len), Some(1));
+}
