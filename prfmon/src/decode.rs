@@ -287,6 +287,8 @@ pub struct CounterDef {
     /// For a counter that needs a base (winperf.h: the definition right after it), the index
     /// of that base in the object's `counters`; `None` if it needs none or it is missing.
     pub base: Option<usize>,
+    /// For a base, the index of the counter before it that it is the base of.
+    pub base_of: Option<usize>,
 }
 
 impl CounterDef {
@@ -675,6 +677,7 @@ fn walk_object(
             offset: def.counter_offset,
             is_base: winperf::is_base(def.counter_type),
             base: None,
+            base_of: None,
         });
         at = next;
     }
@@ -683,6 +686,7 @@ fn walk_object(
             && counters.get(i + 1).is_some_and(|next| next.is_base)
         {
             counters[i].base = Some(i + 1);
+            counters[i + 1].base_of = Some(i);
         }
     }
 
@@ -897,6 +901,7 @@ mod tests {
         assert_eq!(obj.name_index, 1848);
         assert_eq!(obj.counters.len(), 3);
         assert_eq!(obj.counters[1].base, Some(2));
+        assert_eq!(obj.counters[2].base_of, Some(1));
         assert!(obj.counters[2].is_base);
         assert_eq!(obj.instances.len(), 2);
         assert_eq!(obj.instances[0].name, "alpha");

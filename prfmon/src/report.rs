@@ -46,17 +46,22 @@ pub fn detail_name(level: u32) -> String {
 /// ```
 /// use prfmon::decode::CounterDef;
 /// let names = prfmon::names::Names::default();
-/// let defs = [CounterDef { name_index: 1850, ..Default::default() }, CounterDef { is_base: true, ..Default::default() }];
+/// let defs = [
+///     CounterDef { name_index: 1850, base: Some(1), ..Default::default() },
+///     CounterDef { is_base: true, base_of: Some(0), ..Default::default() },
+/// ];
 /// assert_eq!(prfmon::report::counter_name(&names, &defs, 1), "base of #1850");
 /// ```
 pub fn counter_name(names: &Names, counters: &[CounterDef], i: usize) -> String {
     let Some(c) = counters.get(i) else {
         return String::new();
     };
-    if c.name_index == 0 && c.is_base && i > 0 {
-        return format!("base of {}", counter_name(names, counters, i - 1));
+    match c.base_of {
+        Some(of) if c.name_index == 0 && of < i => {
+            format!("base of {}", counter_name(names, counters, of))
+        }
+        _ => names.name(c.name_index),
     }
-    names.name(c.name_index)
 }
 
 #[derive(Serialize)]
@@ -102,6 +107,8 @@ struct JsonCounter {
     differentiate: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     base: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    base_of: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -131,6 +138,7 @@ fn json_object<'a>(snap: &'a DataSnapshot, obj: &'a ObjectData, names: &Names) -
             detail: detail_name(c.detail_level),
             differentiate: prfdata::winperf::is_rate(c.counter_type),
             base: c.base,
+            base_of: c.base_of,
         })
         .collect();
     let instances = obj.has_instances().then(|| {
