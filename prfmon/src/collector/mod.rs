@@ -93,6 +93,9 @@ pub enum Isolation {
     #[default]
     HostProcess,
     /// Providers loaded into this process; output validated, no timeouts, no crash safety.
+    /// `dlopen` shares one copy of a library per process, so two in-process collectors call
+    /// the same provider's Open twice (and Close twice): a provider must allow that, as seed
+    /// 004 says it must allow several monitoring processes.
     InProcess,
 }
 
