@@ -1,6 +1,7 @@
 //! `prfmon`: the collector and consumer command line for prfdata counters.
 //!
-//! `main` only parses the command line and dispatches; each subcommand lives in `cmd/`.
+//! `main` only parses the command line and dispatches; each subcommand lives in `cmd/`, and
+//! the collector, decoder and names live in the `prfmon` library.
 
 mod cmd;
 mod winargs;
@@ -26,13 +27,40 @@ enum Command {
     Lodctr(cmd::lodctr::LodctrArgs),
     /// Remove a driver's counter names and help texts.
     Unlodctr(cmd::lodctr::UnlodctrArgs),
+    /// Make one collection (RegQueryValueEx on HKEY_PERFORMANCE_DATA) and print it.
+    Query(cmd::query::QueryArgs),
+    /// Read a PERF_DATA_BLOCK written by `query --raw` and print it.
+    Decode(cmd::decode::DecodeArgs),
+    /// List the objects and counters the providers offer, with their explain texts.
+    List(cmd::list::ListArgs),
+    /// Run one provider library in this process for a collector (perfhost.exe's role).
+    #[command(name = "__provider-host", hide = true)]
+    ProviderHost {
+        /// The provider library.
+        library: std::path::PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
+    // The provider host is started by the collector with a library path that must reach it
+    // untouched by the Windows-switch mapping, and as fast as possible.
+    let mut args = std::env::args_os();
+    if args
+        .nth(1)
+        .is_some_and(|a| a == prfmon::collector::perfhost::HOST_SUBCOMMAND)
+    {
+        if let Some(library) = args.next() {
+            return prfmon::collector::perfhost::run_host(std::path::Path::new(&library));
+        }
+    }
     let cli = Cli::parse_from(winargs::to_dashed(std::env::args_os()));
     match cli.command {
         Command::Reg(args) => cmd::reg::run(args),
         Command::Lodctr(args) => cmd::lodctr::run_lodctr(args),
         Command::Unlodctr(args) => cmd::lodctr::run_unlodctr(args),
+        Command::Query(args) => cmd::query::run(args),
+        Command::Decode(args) => cmd::decode::run(args),
+        Command::List(args) => cmd::list::run(args),
+        Command::ProviderHost { library } => prfmon::collector::perfhost::run_host(&library),
     }
 }

@@ -61,3 +61,114 @@ pub fn prfmon(root: &Path, args: &[&str]) -> Run {
 pub fn prfmon_with_input(root: &Path, args: &[&str], stdin: &str) -> Run {
     finish(spawn(root, args, stdin))
 }
+
+// ---------------------------------------------------------------------------------------------
+// Providers for the collector tests.
+// ---------------------------------------------------------------------------------------------
+
+use std::path::PathBuf;
+
+use prfdata::registry::{
+    paths, register_service, update, FileRegistry, RegistryError, ServiceConfig, Value,
+};
+use prfmon::collector::CollectorOptions;
+
+/// How long a test waits for anything the collector does before it fails.
+pub const TEST_WAIT: Duration = Duration::from_secs(60);
+
+/// The deliberately bad provider library (`prfmon-test-providers`), which cargo builds into
+/// the same `deps` folder as the test binaries because prfmon dev-depends on it.
+pub fn provider_library() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().expect("deps folder");
+    let lib = dir.join("libprfmon_test_providers.so");
+    assert!(lib.is_file(), "{} was not built", lib.display());
+    lib
+}
+
+/// A private copy of the provider library in `dir`: its own host process and its own state.
+pub fn provider_copy(dir: &Path, name: &str) -> PathBuf {
+    let copy = dir.join(format!("libprovider_{name}.so"));
+    std::fs::copy(provider_library(), &copy).expect("copy the provider library");
+    copy
+}
+
+/// Registers `service` with `library` in the test provider's `mode`, its object at
+/// `index`, with `timeout_ms` for Open and Collect.
+pub fn register(
+    registry: &FileRegistry,
+    service: &str,
+    library: &Path,
+    mode: &str,
+    index: u32,
+    timeout_ms: u32,
+) {
+    let mut cfg = ServiceConfig::new(
+        library.display().to_string(),
+        "OpenPerformanceData",
+        "CollectPerformanceData",
+        "ClosePerformanceData",
+    );
+    cfg.export = vec![mode.to_owned(), index.to_string()];
+    cfg.open_timeout_ms = timeout_ms;
+    cfg.collect_timeout_ms = timeout_ms;
+    register_service(registry, service, &cfg).expect("register the service");
+}
+
+/// Writes English names and explain texts for the test provider's object at `index`:
+/// object `title`, counters `title Count` and `title Calls`.
+pub fn name_object(registry: &FileRegistry, index: u32, title: &str) {
+    let key = paths::perflib_language("009");
+    update(registry, |hive| {
+        let mut counter = match hive.value(&key, "Counter")? {
+            Some(Value::MultiSz(v)) => v.clone(),
+            _ => Vec::new(),
+        };
+        let mut help = match hive.value(&key, "Help")? {
+            Some(Value::MultiSz(v)) => v.clone(),
+            _ => Vec::new(),
+        };
+        for (i, (name, text)) in [
+            (title.to_owned(), format!("{title} help.")),
+            (format!("{title} Count"), format!("How many {title}.")),
+            (
+                format!("{title} Calls"),
+                format!("Collect calls of {title}."),
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let n = index + 2 * i as u32;
+            counter.extend([n.to_string(), name]);
+            help.extend([(n + 1).to_string(), text]);
+        }
+        hive.set_value(&key, "Counter", Value::MultiSz(counter))?;
+        hive.set_value(&key, "Help", Value::MultiSz(help))?;
+        Ok::<(), RegistryError>(())
+    })
+    .expect("write the names");
+}
+
+/// Collector options for tests: host processes run the `prfmon` built for this test.
+pub fn options() -> CollectorOptions {
+    CollectorOptions {
+        host_exe: Some(PathBuf::from(env!("CARGO_BIN_EXE_prfmon"))),
+        ..Default::default()
+    }
+}
+
+/// Runs `f` on another thread and fails the test if it takes longer than `limit`.
+pub fn bounded<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(v) => v,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("did not finish within {limit:?}")
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("the bounded work panicked"),
+    }
+}

@@ -1,0 +1,111 @@
+//! What the providers offer: objects and counters with name, explain text, type, detail level
+//! and whether the value is differentiated over time — seed 003's Name / Description /
+//! Differentiate, for `prfmon list` (and, later, `typeperf -q`).
+//!
+//! Seed 003: "If "Differentiate" is set to "FALSE" then the data retrieved is used in its raw
+//! form. If "Differentiate" is "TRUE" the data retrieved for this counter must be
+//! differentiated over time". Here that is every counter type with `PERF_DELTA_COUNTER`
+//! ([`prfdata::winperf::is_rate`]). Base counters are not listed: they only serve the counter
+//! before them (and carry `PERF_DISPLAY_NOSHOW`).
+//!
+//! # Examples
+//!
+//! ```
+//! use prfmon::catalog::catalog;
+//! use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+//! use prfmon::names::Names;
+//!
+//! let out = ProviderOutput { bytes: prfmon::sample::sample_object(1848), num_objects: 1 };
+//! let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+//! let all = catalog(&[snap.clone()], &Names::default(), 400);
+//! assert_eq!(all[0].counters.len(), 2); // the base is not listed
+//! let novice = catalog(&[snap], &Names::default(), 100);
+//! assert_eq!(novice[0].counters.len(), 1);
+//! # Ok::<(), prfmon::decode::DecodeError>(())
+//! ```
+
+use serde::Serialize;
+
+use crate::decode::DataSnapshot;
+use crate::names::Names;
+use crate::report::detail_name;
+
+/// One object on offer.
+///
+/// # Examples
+///
+/// See the module docs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CatalogObject {
+    /// Name index.
+    pub index: u32,
+    /// Name.
+    pub name: String,
+    /// Explain text.
+    pub description: String,
+    /// Detail level name (`novice` ...).
+    pub detail: String,
+    /// Whether it has instances.
+    pub instances: bool,
+    /// Its counters at or below the detail level.
+    pub counters: Vec<CatalogCounter>,
+}
+
+/// One counter on offer.
+///
+/// # Examples
+///
+/// See the module docs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CatalogCounter {
+    /// Name index.
+    pub index: u32,
+    /// Name.
+    pub name: String,
+    /// Explain text.
+    pub description: String,
+    /// winperf.h type name.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// Detail level name.
+    pub detail: String,
+    /// Whether a monitor differentiates the value over time.
+    pub differentiate: bool,
+}
+
+/// The objects and counters in `snapshots` (first occurrence of each object wins) whose
+/// detail level is at most `max_detail` (`PERF_DETAIL_*`: 100 novice ... 400 wizard).
+///
+/// # Examples
+///
+/// See the module docs.
+pub fn catalog(snapshots: &[DataSnapshot], names: &Names, max_detail: u32) -> Vec<CatalogObject> {
+    let mut out: Vec<CatalogObject> = Vec::new();
+    for obj in snapshots.iter().flat_map(|s| &s.objects) {
+        if obj.detail_level > max_detail || out.iter().any(|o| o.index == obj.name_index) {
+            continue;
+        }
+        let counters = obj
+            .counters
+            .iter()
+            .filter(|c| !c.is_base && c.detail_level <= max_detail)
+            .map(|c| CatalogCounter {
+                index: c.name_index,
+                name: names.name(c.name_index),
+                description: names.help(c.help_index),
+                type_name: c.type_name(),
+                detail: detail_name(c.detail_level),
+                differentiate: prfdata::winperf::is_rate(c.counter_type),
+            })
+            .collect();
+        out.push(CatalogObject {
+            index: obj.name_index,
+            name: names.name(obj.name_index),
+            description: names.help(obj.help_index),
+            detail: detail_name(obj.detail_level),
+            instances: obj.has_instances(),
+            counters,
+        });
+    }
+    out
+}

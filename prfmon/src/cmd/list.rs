@@ -1,0 +1,124 @@
+//! `prfmon list [OBJECT] [--detail novice|advanced|expert|wizard] [--lang 009] [--json]`:
+//! the objects and counters the providers offer (one Global and one Costly collection), with
+//! seed 003's Name, Description and Differentiate, filtered by detail level.
+
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use prfdata::registry::FileRegistry;
+use prfdata::winperf::{
+    PERF_DETAIL_ADVANCED, PERF_DETAIL_EXPERT, PERF_DETAIL_NOVICE, PERF_DETAIL_WIZARD,
+};
+use prfmon::catalog::catalog;
+use prfmon::collector::{Collector, CollectorOptions};
+
+/// A detail level (winperf.h `PERF_DETAIL_*`).
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum Detail {
+    Novice,
+    Advanced,
+    Expert,
+    Wizard,
+}
+
+impl Detail {
+    fn level(self) -> u32 {
+        match self {
+            Self::Novice => PERF_DETAIL_NOVICE,
+            Self::Advanced => PERF_DETAIL_ADVANCED,
+            Self::Expert => PERF_DETAIL_EXPERT,
+            Self::Wizard => PERF_DETAIL_WIZARD,
+        }
+    }
+}
+
+/// `prfmon list ...`.
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// Only this object (its name or name index).
+    object: Option<String>,
+    /// Show objects and counters up to this detail level.
+    #[arg(long, value_enum, default_value = "wizard")]
+    detail: Detail,
+    /// The language of names and explain texts (a Perflib subkey).
+    #[arg(long, default_value = "009")]
+    lang: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `prfmon list`.
+pub fn run(args: ListArgs) -> ExitCode {
+    let registry = match FileRegistry::open_default() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("prfmon list: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let names = super::load_names(&registry, &args.lang);
+    let wanted = match &args.object {
+        None => None,
+        Some(o) => match names.index_of(o) {
+            Some(i) => Some(i),
+            None => {
+                eprintln!("prfmon list: no object named `{o}`");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    let mut collector = match Collector::open(registry, CollectorOptions::default()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("prfmon list: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut snapshots = Vec::new();
+    for value in ["Global", "Costly"] {
+        match prfmon::decode::decode(&collector.collect(value)) {
+            Ok(s) => snapshots.push(s),
+            Err(e) => {
+                eprintln!("prfmon list: the {value} collection does not decode: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    collector.close();
+    let mut objects = catalog(&snapshots, &names, args.detail.level());
+    if let Some(index) = wanted {
+        objects.retain(|o| o.index == index);
+        if objects.is_empty() {
+            eprintln!(
+                "prfmon list: object {} is not collected by any provider (or is above the detail level)",
+                names.name(index)
+            );
+            return ExitCode::FAILURE;
+        }
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&objects).unwrap_or_default()
+        );
+        return ExitCode::SUCCESS;
+    }
+    for o in &objects {
+        println!("Object: {} ({})", o.name, o.index);
+        println!("  Description: {}", o.description);
+        println!("  Detail: {}", o.detail);
+        println!("  Instances: {}", if o.instances { "yes" } else { "no" });
+        for c in &o.counters {
+            println!("  Counter: {} ({})", c.name, c.index);
+            println!("    Description: {}", c.description);
+            println!("    Type: {}", c.type_name);
+            println!(
+                "    Differentiate: {}",
+                if c.differentiate { "TRUE" } else { "FALSE" }
+            );
+            println!("    Detail: {}", c.detail);
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,82 @@
+//! `prfmon query [Global|Costly|"i1 i2 ..."] [--raw FILE] [--json] [--lang 009]`: one
+//! collection, printed as a table or JSON; `--raw` also writes the exact PERF_DATA_BLOCK.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use prfdata::registry::FileRegistry;
+use prfmon::collector::{Collector, CollectorOptions, Isolation};
+
+/// `prfmon query ...`.
+#[derive(Args, Debug)]
+pub struct QueryArgs {
+    /// What to collect: `Global` (the default), `Costly`, or object name indexes (or names),
+    /// e.g. `"1848 1860"`.
+    query: Vec<String>,
+    /// Also write the PERF_DATA_BLOCK bytes, exactly as collected, to FILE.
+    #[arg(long, value_name = "FILE")]
+    raw: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// The language of names and explain texts (a Perflib subkey).
+    #[arg(long, default_value = "009")]
+    lang: String,
+    /// Load providers into this process instead of provider host processes (no timeouts, no
+    /// crash protection).
+    #[arg(long)]
+    in_process: bool,
+}
+
+/// Runs `prfmon query`.
+pub fn run(args: QueryArgs) -> ExitCode {
+    let registry = match FileRegistry::open_default() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("prfmon query: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let names = super::load_names(&registry, &args.lang);
+    let value = match super::query_value(&args.query, &names) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("prfmon query: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let options = CollectorOptions {
+        isolation: if args.in_process {
+            Isolation::InProcess
+        } else {
+            Isolation::HostProcess
+        },
+        ..Default::default()
+    };
+    let mut collector = match Collector::open(registry, options) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("prfmon query: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let bytes = collector.collect(&value);
+    collector.close();
+    if let Some(file) = &args.raw {
+        if let Err(e) = std::fs::write(file, &bytes) {
+            eprintln!("prfmon query: cannot write {}: {e}", file.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    match prfmon::decode::decode(&bytes) {
+        Ok(snapshot) => {
+            super::decode::print(&snapshot, &names, args.json);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("prfmon query: the collection does not decode: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! The collector's handle on one provider host process: spawn it, make bounded calls, kill it
+//! when a call times out or the host dies.
+//!
+//! A reader thread turns the host's stdout into a channel of responses, so every wait is a
+//! `recv_timeout`: a provider that hangs costs the collector its timeout, never more.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use super::perfhost::HOST_SUBCOMMAND;
+use super::protocol::{
+    read_frame, write_frame, ProtocolError, Request, Response, PROTOCOL_VERSION,
+};
+
+/// How long a host that was asked to exit (its stdin closed) gets before it is killed: Close
+/// has run by then, so this only covers the host's own exit (unloading the library).
+pub const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// A call to a host failed.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::collector::host::HostError;
+/// let e = HostError::Timeout { timeout: std::time::Duration::from_millis(500) };
+/// assert_eq!(e.to_string(), "no answer within 500 ms");
+/// ```
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The host executable could not be started.
+    #[error("cannot start the provider host {}: {source}", exe.display())]
+    Spawn {
+        /// The executable.
+        exe: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// No response in time; the host was killed.
+    #[error("no answer within {} ms", timeout.as_millis())]
+    Timeout {
+        /// The time allowed.
+        timeout: Duration,
+    },
+    /// The host exited or closed its pipe.
+    #[error("the provider host {how}")]
+    Died {
+        /// How it ended, e.g. `was killed by signal 11 (SIGSEGV)`.
+        how: String,
+    },
+    /// The executable is not a provider host speaking this protocol (it did not say Hello).
+    #[error("{} is not a prfmon provider host: {reason}", exe.display())]
+    NotAHost {
+        /// The executable.
+        exe: PathBuf,
+        /// What it did instead.
+        reason: String,
+    },
+    /// The host could not load the library.
+    #[error("{message}")]
+    LoadFailed {
+        /// dlopen's message.
+        message: String,
+    },
+    /// The host sent something that is not a valid response.
+    #[error("{0}")]
+    Protocol(#[from] ProtocolError),
+}
+
+/// A running provider host.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use prfmon::collector::host::HostProcess;
+/// use prfmon::collector::library::EntryNames;
+/// use prfmon::collector::protocol::{Request, Response};
+///
+/// let exe = prfmon::collector::default_host_exe();
+/// let mut host = HostProcess::spawn(&exe, "/opt/app/libperf.so".as_ref(), Duration::from_secs(10))?;
+/// let open = Request::Open {
+///     slot: 0,
+///     names: EntryNames::new(Some("OpenPerformanceData"), "CollectPerformanceData", None),
+///     export: Vec::new(),
+/// };
+/// assert!(matches!(host.call(&open, Duration::from_secs(10))?, Response::Opened { .. }));
+/// # Ok::<(), prfmon::collector::host::HostError>(())
+/// ```
+#[derive(Debug)]
+pub struct HostProcess {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    responses: Receiver<Result<Response, ProtocolError>>,
+    dead: bool,
+}
+
+impl HostProcess {
+    /// Starts `exe __provider-host library` and waits up to `timeout` for its
+    /// [`Response::Hello`], then up to `timeout` again for it to load the library
+    /// ([`Response::Ready`]). An executable that does not say Hello is
+    /// [`HostError::NotAHost`]; a library that cannot be loaded comes back as
+    /// [`HostError::LoadFailed`] with dlopen's message; a library whose loading hangs or kills
+    /// the host as [`HostError::Timeout`] or [`HostError::Died`].
+    ///
+    /// # Examples
+    ///
+    /// See [`HostProcess`].
+    pub fn spawn(exe: &Path, library: &Path, timeout: Duration) -> Result<Self, HostError> {
+        let mut child = Command::new(exe)
+            .arg(HOST_SUBCOMMAND)
+            .arg(library)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|source| HostError::Spawn {
+                exe: exe.to_path_buf(),
+                source,
+            })?;
+        let stdin = child.stdin.take();
+        let Some(mut stdout) = child.stdout.take() else {
+            return Err(HostError::Died {
+                how: "has no stdout pipe".into(),
+            });
+        };
+        let (tx, responses) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("prfmon-host-reader".into())
+            .spawn(move || loop {
+                match read_frame::<Response>(&mut stdout) {
+                    Ok(Some(r)) => {
+                        if tx.send(Ok(r)).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(None) => return,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                }
+            })
+            .map_err(|source| HostError::Spawn {
+                exe: exe.to_path_buf(),
+                source,
+            })?;
+        let mut host = Self {
+            child,
+            stdin,
+            responses,
+            dead: false,
+        };
+        let not_a_host = |reason: String| HostError::NotAHost {
+            exe: exe.to_path_buf(),
+            reason,
+        };
+        match host.receive(timeout) {
+            Ok(Response::Hello {
+                version: PROTOCOL_VERSION,
+            }) => {}
+            Ok(other) => {
+                host.kill();
+                return Err(not_a_host(format!("it sent {other:?}")));
+            }
+            Err(e) => return Err(not_a_host(e.to_string())),
+        }
+        match host.receive(timeout)? {
+            Response::Ready => Ok(host),
+            Response::Failed { message } => {
+                host.reap();
+                Err(HostError::LoadFailed { message })
+            }
+            other => {
+                host.kill();
+                Err(HostError::Died {
+                    how: format!("sent {other:?} instead of Ready"),
+                })
+            }
+        }
+    }
+
+    /// Sends `request` and waits up to `timeout` for its response. On a timeout or a dead
+    /// host the host is killed (if needed) and reaped; the handle is then [`dead`](Self::is_dead).
+    ///
+    /// # Examples
+    ///
+    /// See [`HostProcess`].
+    pub fn call(&mut self, request: &Request, timeout: Duration) -> Result<Response, HostError> {
+        if self.dead {
+            return Err(HostError::Died {
+                how: "was already stopped".into(),
+            });
+        }
+        let sent = match self.stdin.as_mut() {
+            Some(stdin) => write_frame(stdin, request),
+            None => Err(ProtocolError::Truncated),
+        };
+        if sent.is_err() {
+            // A broken pipe: the host is gone. Report how it ended.
+            return Err(self.died());
+        }
+        self.receive(timeout)
+    }
+
+    /// Whether the host was killed or found dead.
+    ///
+    /// # Examples
+    ///
+    /// See [`HostProcess`].
+    pub fn is_dead(&self) -> bool {
+        self.dead
+    }
+
+    fn receive(&mut self, timeout: Duration) -> Result<Response, HostError> {
+        match self.responses.recv_timeout(timeout) {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(e)) => {
+                self.kill();
+                Err(HostError::Protocol(e))
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                self.kill();
+                Err(HostError::Timeout { timeout })
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(self.died()),
+        }
+    }
+
+    /// The host closed its stdout: wait (bounded) for its exit status and describe it.
+    fn died(&mut self) -> HostError {
+        let how = self.reap();
+        HostError::Died { how }
+    }
+
+    /// Waits up to [`EXIT_GRACE`] for the host to exit, killing it after that; returns how
+    /// it ended.
+    fn reap(&mut self) -> String {
+        self.dead = true;
+        self.stdin = None;
+        let deadline = Instant::now() + EXIT_GRACE;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return describe_exit(status),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                Ok(None) | Err(_) => {
+                    self.kill();
+                    return "closed its pipe and was killed".into();
+                }
+            }
+        }
+    }
+
+    /// Kills and reaps the host.
+    fn kill(&mut self) {
+        self.dead = true;
+        self.stdin = None;
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Asks the host to exit (closes its stdin) and reaps it, killing it after
+    /// [`EXIT_GRACE`].
+    ///
+    /// # Examples
+    ///
+    /// See [`HostProcess`].
+    pub fn shutdown(mut self) {
+        if !self.dead {
+            self.reap();
+        }
+    }
+}
+
+impl Drop for HostProcess {
+    fn drop(&mut self) {
+        if !self.dead {
+            self.reap();
+        }
+    }
+}
+
+/// Describes how a host ended: `exited with status 1`, `was killed by signal 6 (SIGABRT)`.
+///
+/// # Examples
+///
+/// ```
+/// use std::os::unix::process::ExitStatusExt;
+/// let status = std::process::ExitStatus::from_raw(11);
+/// assert_eq!(prfmon::collector::host::describe_exit(status), "was killed by signal 11 (SIGSEGV)");
+/// ```
+pub fn describe_exit(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        return format!("exited with status {code}");
+    }
+    match status.signal() {
+        Some(sig) => {
+            let name = match sig {
+                4 => " (SIGILL)",
+                5 => " (SIGTRAP)",
+                6 => " (SIGABRT)",
+                7 => " (SIGBUS)",
+                8 => " (SIGFPE)",
+                9 => " (SIGKILL)",
+                11 => " (SIGSEGV)",
+                15 => " (SIGTERM)",
+                _ => "",
+            };
+            format!("was killed by signal {sig}{name}")
+        }
+        None => format!("ended ({status})"),
+    }
+}

@@ -1,0 +1,364 @@
+//! A provider library loaded with `dlopen` (libloading) and its Open / Collect / Close trio,
+//! called with winperf.h's signatures; used inside the provider host and by the in-process
+//! collector.
+//!
+//! ```text
+//! DWORD APIENTRY OpenPerformanceData(LPWSTR lpDeviceNames);
+//! DWORD APIENTRY CollectPerformanceData(LPWSTR lpValueName, LPVOID *lppData,
+//!                                       LPDWORD lpcbTotalBytes, LPDWORD lpNumObjectTypes);
+//! DWORD APIENTRY ClosePerformanceData(void);
+//! ```
+//!
+//! Strings are UTF-16 (`u16`, Windows' `WCHAR`, not Linux's 4-byte `wchar_t`) and
+//! NUL-terminated; Open's device names are a REG_MULTI_SZ: each string NUL-terminated and one
+//! more NUL at the end, or a NULL pointer when the service has no `Linkage\Export`.
+
+use std::ffi::c_void;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use zerocopy::IntoBytes;
+
+/// `PM_OPEN_PROC`.
+pub type OpenFn = unsafe extern "system" fn(*mut u16) -> u32;
+/// `PM_COLLECT_PROC`.
+pub type CollectFn =
+    unsafe extern "system" fn(*mut u16, *mut *mut c_void, *mut u32, *mut u32) -> u32;
+/// `PM_CLOSE_PROC`.
+pub type CloseFn = unsafe extern "system" fn() -> u32;
+
+/// Bytes of guard after the buffer Collect is given; a provider that changes any of them wrote
+/// past the size it was told. 64 bytes (a cache line) catch the usual off-by-some overrun,
+/// including one that skips a few bytes; a wild write further away is beyond any guard, which
+/// is why providers run in a host process by default.
+pub const CANARY_LEN: usize = 64;
+/// The guard bytes' value.
+pub const CANARY_BYTE: u8 = 0xA5;
+
+/// A provider library could not be used.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::collector::library::{LibraryError, ProviderLibrary};
+/// // SAFETY: the file does not exist, so no code is run.
+/// let err = unsafe { ProviderLibrary::load("/nonexistent/libnothing.so") }.unwrap_err();
+/// assert!(matches!(err, LibraryError::Load { .. }));
+/// ```
+#[derive(Debug, thiserror::Error)]
+pub enum LibraryError {
+    /// `dlopen` failed.
+    #[error("cannot load provider library {}: {source}", path.display())]
+    Load {
+        /// The library.
+        path: PathBuf,
+        /// What dlopen said.
+        source: libloading::Error,
+    },
+    /// An export named by the registry is not in the library.
+    #[error("provider library {} has no export `{name}` (its {value} value): {source}", path.display())]
+    Symbol {
+        /// The library.
+        path: PathBuf,
+        /// `Open`, `Collect` or `Close`.
+        value: &'static str,
+        /// The export's name.
+        name: String,
+        /// What dlsym said.
+        source: libloading::Error,
+    },
+}
+
+/// A loaded provider library.
+///
+/// # Examples
+///
+/// ```no_run
+/// use prfmon::collector::library::{EntryNames, ProviderLibrary};
+/// // SAFETY: the path names a perflib provider whose exports have winperf.h's signatures.
+/// let lib = std::sync::Arc::new(unsafe { ProviderLibrary::load("/opt/app/libperf.so")? });
+/// let names = EntryNames::new(Some("OpenPerformanceData"), "CollectPerformanceData", None);
+/// // SAFETY: as above.
+/// let provider = unsafe { lib.entry_points(&names)? };
+/// assert_eq!(provider.open(&[]), 0);
+/// # Ok::<(), prfmon::collector::library::LibraryError>(())
+/// ```
+#[derive(Debug)]
+pub struct ProviderLibrary {
+    path: PathBuf,
+    lib: libloading::Library,
+}
+
+impl ProviderLibrary {
+    /// Loads the library at `path` (`dlopen`, `RTLD_NOW`).
+    ///
+    /// # Safety
+    ///
+    /// Loading runs the library's initialisers, and everything later called through
+    /// [`entry_points`](Self::entry_points) runs its code: `path` must name a perflib provider
+    /// that is sound to load into this process.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// // SAFETY: the path does not exist; nothing is loaded.
+    /// assert!(unsafe { prfmon::collector::library::ProviderLibrary::load("/nope.so") }.is_err());
+    /// ```
+    pub unsafe fn load(path: impl AsRef<Path>) -> Result<Self, LibraryError> {
+        let path = path.as_ref().to_path_buf();
+        // SAFETY: the caller guarantees the library is a provider that is sound to load.
+        let lib =
+            unsafe { libloading::Library::new(&path) }.map_err(|source| LibraryError::Load {
+                path: path.clone(),
+                source,
+            })?;
+        Ok(Self { path, lib })
+    }
+
+    /// The path it was loaded from.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use prfmon::collector::library::ProviderLibrary;
+    /// // SAFETY: a perflib provider.
+    /// let lib = unsafe { ProviderLibrary::load("/opt/app/libperf.so")? };
+    /// assert!(lib.path().ends_with("libperf.so"));
+    /// # Ok::<(), prfmon::collector::library::LibraryError>(())
+    /// ```
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Resolves the trio named by a service's `Open`, `Collect` and `Close` values.
+    ///
+    /// # Safety
+    ///
+    /// The exports with these names must have winperf.h's signatures ([`OpenFn`],
+    /// [`CollectFn`], [`CloseFn`]) and be sound to call as the perflib contract describes
+    /// (seed 004): they are called through the returned [`EntryPoints`] without further
+    /// checks.
+    ///
+    /// # Examples
+    ///
+    /// See [`ProviderLibrary`].
+    pub unsafe fn entry_points(
+        self: &Arc<Self>,
+        names: &EntryNames,
+    ) -> Result<EntryPoints, LibraryError> {
+        let symbol_error = |value, name: &str| {
+            let path = self.path.clone();
+            let name = name.to_owned();
+            move |source| LibraryError::Symbol {
+                path,
+                value,
+                name,
+                source,
+            }
+        };
+        // SAFETY (all three): the caller guarantees each named export has the perflib
+        // signature given as the type; the fn pointers are kept only inside `EntryPoints`,
+        // which holds an `Arc` of the library so they cannot outlive it.
+        let open = match &names.open {
+            Some(name) => Some(
+                *unsafe { self.lib.get::<OpenFn>(name.as_bytes()) }
+                    .map_err(symbol_error("Open", name))?,
+            ),
+            None => None,
+        };
+        // SAFETY: as above.
+        let collect = *unsafe { self.lib.get::<CollectFn>(names.collect.as_bytes()) }
+            .map_err(symbol_error("Collect", &names.collect))?;
+        let close = match &names.close {
+            // SAFETY: as above.
+            Some(name) => Some(
+                *unsafe { self.lib.get::<CloseFn>(name.as_bytes()) }
+                    .map_err(symbol_error("Close", name))?,
+            ),
+            None => None,
+        };
+        Ok(EntryPoints {
+            _library: Arc::clone(self),
+            open,
+            collect,
+            close,
+        })
+    }
+}
+
+/// The export names a service's Performance key gives (`Open`, `Collect`, `Close`).
+///
+/// # Examples
+///
+/// ```
+/// let names = prfmon::collector::library::EntryNames::new(None, "Collect", Some("Close"));
+/// assert!(names.open.is_none());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryNames {
+    /// `Open` (optional: seed 004 calls Collect for "those with a Collect function but no Open
+    /// function").
+    pub open: Option<String>,
+    /// `Collect`.
+    pub collect: String,
+    /// `Close` (optional).
+    pub close: Option<String>,
+}
+
+impl EntryNames {
+    /// Names from the three values.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let names = prfmon::collector::library::EntryNames::new(Some("O"), "C", None);
+    /// assert_eq!(names.collect, "C");
+    /// ```
+    pub fn new(open: Option<&str>, collect: &str, close: Option<&str>) -> Self {
+        Self {
+            open: open.map(str::to_owned),
+            collect: collect.to_owned(),
+            close: close.map(str::to_owned),
+        }
+    }
+}
+
+/// What one Collect call did, as facts for [`validate`](super::validate) to judge: nothing
+/// here has been checked yet.
+///
+/// # Examples
+///
+/// ```
+/// let raw = prfmon::collector::library::RawCollect::default();
+/// assert_eq!(raw.advance, 0);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RawCollect {
+    /// Collect's return value.
+    pub status: u32,
+    /// The buffer size Collect was given (`*lpcbTotalBytes` on input).
+    pub buffer_len: u32,
+    /// `*lpcbTotalBytes` on return.
+    pub bytes: u32,
+    /// `*lpNumObjectTypes` on return.
+    pub num_objects: u32,
+    /// How far Collect moved `*lppData`, in bytes (negative if backwards).
+    pub advance: i64,
+    /// Whether the guard bytes after the buffer are as they were.
+    pub canary_intact: bool,
+    /// The buffer's first `advance` bytes (clamped to the buffer).
+    pub data: Vec<u8>,
+}
+
+/// A service's resolved trio, keeping its library loaded.
+///
+/// # Examples
+///
+/// See [`ProviderLibrary`].
+#[derive(Debug, Clone)]
+pub struct EntryPoints {
+    _library: Arc<ProviderLibrary>,
+    open: Option<OpenFn>,
+    collect: CollectFn,
+    close: Option<CloseFn>,
+}
+
+/// `export` as a REG_MULTI_SZ in UTF-16, or `None` for an empty list.
+///
+/// # Examples
+///
+/// ```
+/// let m = prfmon::collector::library::multi_sz(&["a".into(), "bc".into()]).unwrap();
+/// assert_eq!(m, [97, 0, 98, 99, 0, 0]);
+/// assert!(prfmon::collector::library::multi_sz(&[]).is_none());
+/// ```
+pub fn multi_sz(export: &[String]) -> Option<Vec<u16>> {
+    if export.is_empty() {
+        return None;
+    }
+    let mut out: Vec<u16> = Vec::new();
+    for s in export {
+        out.extend(s.encode_utf16());
+        out.push(0);
+    }
+    out.push(0);
+    Some(out)
+}
+
+impl EntryPoints {
+    /// Calls Open with `export` (`Linkage\Export`) as its device names; a service without an
+    /// Open export counts as opened (`ERROR_SUCCESS`).
+    ///
+    /// # Examples
+    ///
+    /// See [`ProviderLibrary`].
+    pub fn open(&self, export: &[String]) -> u32 {
+        let Some(open) = self.open else {
+            return prfdata::winperf::ERROR_SUCCESS;
+        };
+        let mut names = multi_sz(export);
+        let ptr = names
+            .as_mut()
+            .map_or(std::ptr::null_mut(), |n| n.as_mut_ptr());
+        // SAFETY: `entry_points`' caller guaranteed Open has the PM_OPEN_PROC signature;
+        // `ptr` is NULL or a double-NUL-terminated UTF-16 multi-sz that lives until the call
+        // returns.
+        unsafe { open(ptr) }
+    }
+
+    /// Calls Collect for `value` (`Global`, `Costly` or an index list) with a fresh,
+    /// 8-aligned, zeroed buffer of `buffer_len` bytes followed by [`CANARY_LEN`] guard
+    /// bytes, and reports what it did.
+    ///
+    /// # Examples
+    ///
+    /// See [`ProviderLibrary`].
+    pub fn collect(&self, value: &str, buffer_len: u32) -> RawCollect {
+        let len = buffer_len as usize;
+        let mut value: Vec<u16> = value.encode_utf16().chain([0]).collect();
+        // u64 words: the buffer is 8-aligned as perflib's is.
+        let mut words = vec![0u64; (len + CANARY_LEN).div_ceil(8)];
+        let buf = words.as_mut_bytes();
+        buf[len..len + CANARY_LEN].fill(CANARY_BYTE);
+        let start = buf.as_mut_ptr();
+        let mut data: *mut c_void = start.cast();
+        let mut bytes = buffer_len;
+        let mut num_objects = 0u32;
+        // SAFETY: `entry_points`' caller guaranteed Collect has the PM_COLLECT_PROC
+        // signature. Its arguments:
+        // - `value` is a NUL-terminated UTF-16 string alive for the call;
+        // - `data` points at `buffer_len` writable bytes (and the guard after them);
+        // - `bytes` and `num_objects` are valid, writable u32s.
+        // The provider's obligations (seed 004) are checked afterwards, not trusted.
+        let status =
+            unsafe { (self.collect)(value.as_mut_ptr(), &mut data, &mut bytes, &mut num_objects) };
+        let advance = (data as isize).wrapping_sub(start as isize) as i64;
+        let buf = words.as_bytes();
+        let canary_intact = buf[len..len + CANARY_LEN].iter().all(|&b| b == CANARY_BYTE);
+        let keep = advance.clamp(0, i64::from(buffer_len)) as usize;
+        RawCollect {
+            status,
+            buffer_len,
+            bytes,
+            num_objects,
+            advance,
+            canary_intact,
+            data: buf[..keep].to_vec(),
+        }
+    }
+
+    /// Calls Close, if the service names one (else returns `ERROR_SUCCESS`).
+    ///
+    /// # Examples
+    ///
+    /// See [`ProviderLibrary`].
+    pub fn close(&self) -> u32 {
+        match self.close {
+            // SAFETY: `entry_points`' caller guaranteed Close has the PM_CLOSE_PROC signature;
+            // it takes no arguments.
+            Some(close) => unsafe { close() },
+            None => prfdata::winperf::ERROR_SUCCESS,
+        }
+    }
+}

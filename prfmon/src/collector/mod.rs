@@ -1,0 +1,760 @@
+//! The collector: what advapi32's perflib does for `RegQueryValueEx(HKEY_PERFORMANCE_DATA,
+//! "Global" | "Costly" | "i1 i2 ...")`.
+//!
+//! [`Collector::open`] walks `Services\*\Performance`, skips services with `Disable
+//! Performance Counters` = 1, loads each `Library` once per path, resolves the exports the
+//! `Open`, `Collect` and `Close` values name, and calls Open once per service with its
+//! `Linkage\Export` strings. [`Collector::collect`] calls every opened service's Collect,
+//! growing its buffer on ERROR_MORE_DATA (doubling up to [`CollectorOptions::max_buffer`]),
+//! validates the output ([`validate`]) and assembles the PERF_DATA_BLOCK ([`crate::datablock`]).
+//! [`Collector::close`] (or dropping it) calls Close, as `RegCloseKey(HKEY_PERFORMANCE_DATA)`
+//! does.
+//!
+//! # Isolation
+//!
+//! By default ([`Isolation::HostProcess`]) providers run in provider host processes, one per
+//! library path, as Windows runs them in perfhost.exe: `prfmon __provider-host LIBRARY`
+//! ([`perfhost`]), driven over a pipe ([`protocol`], [`host`]). A provider that hangs past its
+//! `Open Timeout` / `Collect Timeout` (default 10 s), panics, aborts or crashes costs only its
+//! host; one that lies about its output is caught by [`validate`]. Either way the provider is
+//! disabled — `Disable Performance Counters` = 1 written to its Performance key through the
+//! registry's atomic update, the reason logged to stderr and kept in
+//! [`Collector::disabled`] — and the collection goes on without it.
+//!
+//! Not the provider's fault, so logged and skipped but not disabled: a library that cannot
+//! be loaded, a missing export, Open returning an error (seed 004: then Collect is not
+//! called), a host executable that is not a prfmon host. A Collect that returns an error
+//! other than ERROR_MORE_DATA has its output ignored for that collection. When a host dies
+//! for one service, the other services of the same library are opened again (Open is called
+//! again) in a new host at their next collection.
+//!
+//! [`Isolation::InProcess`] calls providers directly (for benchmarks and trusted providers):
+//! the output is still validated, but there are no timeouts and a crash is the collector's.
+//!
+//! # Examples
+//!
+//! ```
+//! use prfmon::collector::{Collector, CollectorOptions};
+//! use prfdata::registry::FileRegistry;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let registry = FileRegistry::open(dir.path())?;
+//! let mut collector = Collector::open(registry, CollectorOptions::default())?;
+//! let bytes = collector.collect("Global");
+//! let snapshot = prfmon::decode::decode(&bytes)?;
+//! assert!(snapshot.objects.is_empty()); // no providers registered
+//! collector.close();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod host;
+pub mod library;
+pub mod perfhost;
+pub mod protocol;
+pub mod validate;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use prfdata::registry::service::{
+    services_in, DEFAULT_COLLECT_TIMEOUT_MS, DEFAULT_OPEN_TIMEOUT_MS, DISABLE, LIBRARY,
+};
+use prfdata::registry::{paths, update, PerformanceService, Registry, RegistryError, Value};
+use prfdata::winperf::ERROR_SUCCESS;
+
+use crate::datablock::{build_data_block, host_name, CollectionTimes, ProviderOutput};
+use host::{HostError, HostProcess};
+use library::{EntryNames, EntryPoints, ProviderLibrary, RawCollect};
+use protocol::{Request, Response};
+use validate::{check_collect, Call, ProviderFault, Verdict};
+
+/// The first Collect buffer a service gets; after that, the size that last sufficed. 64 KiB
+/// holds a typical application object (a few dozen instances of a few dozen counters) in one
+/// call, and costs nothing worth saving when it is too big.
+pub const INITIAL_BUFFER: u32 = 64 * 1024;
+/// The largest Collect buffer: a provider that still answers ERROR_MORE_DATA is disabled.
+/// 64 MiB is ten doublings above [`INITIAL_BUFFER`] and far beyond any real object (1000
+/// instances × 16 counters is about 200 KiB), so only a provider that answers
+/// ERROR_MORE_DATA whatever the size reaches it.
+pub const MAX_BUFFER: u32 = 64 * 1024 * 1024;
+
+/// Where providers run.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(prfmon::collector::Isolation::default(), prfmon::collector::Isolation::HostProcess);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Isolation {
+    /// One provider host process per library (perfhost.exe's role); timeouts enforced.
+    #[default]
+    HostProcess,
+    /// Providers loaded into this process; output validated, no timeouts, no crash safety.
+    /// `dlopen` shares one copy of a library per process, so two in-process collectors call
+    /// the same provider's Open twice (and Close twice): a provider must allow that, as seed
+    /// 004 says it must allow several monitoring processes.
+    InProcess,
+}
+
+/// How a [`Collector`] runs.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::collector::{CollectorOptions, Isolation};
+/// let options = CollectorOptions { isolation: Isolation::InProcess, ..Default::default() };
+/// assert_eq!(options.max_buffer, 64 * 1024 * 1024);
+/// ```
+#[derive(Debug, Clone)]
+pub struct CollectorOptions {
+    /// Where providers run.
+    pub isolation: Isolation,
+    /// The `prfmon` executable that runs provider hosts; `None` for [`default_host_exe`].
+    pub host_exe: Option<PathBuf>,
+    /// The first Collect buffer size.
+    pub initial_buffer: u32,
+    /// The largest Collect buffer size.
+    pub max_buffer: u32,
+    /// `SystemName` in the PERF_DATA_BLOCK; `None` for [`host_name`].
+    pub system_name: Option<String>,
+    /// Whether to log disabled providers and failed calls to stderr.
+    pub log: bool,
+}
+
+impl Default for CollectorOptions {
+    fn default() -> Self {
+        Self {
+            isolation: Isolation::HostProcess,
+            host_exe: None,
+            initial_buffer: INITIAL_BUFFER,
+            max_buffer: MAX_BUFFER,
+            system_name: None,
+            log: true,
+        }
+    }
+}
+
+/// The `prfmon` executable used to run provider hosts when
+/// [`CollectorOptions::host_exe`] is `None`: the current executable if it is `prfmon`; else
+/// `prfmon` beside it, or one folder up (a test binary in `target/<profile>/deps` finds
+/// `target/<profile>/prfmon`); else plain `prfmon`, looked up in `PATH`.
+///
+/// # Examples
+///
+/// ```
+/// let exe = prfmon::collector::default_host_exe();
+/// assert!(exe.ends_with("prfmon"));
+/// ```
+pub fn default_host_exe() -> PathBuf {
+    const NAME: &str = "prfmon";
+    if let Ok(exe) = std::env::current_exe() {
+        if exe.file_stem().is_some_and(|s| s == NAME) {
+            return exe;
+        }
+        let mut dir = exe.parent();
+        for _ in 0..2 {
+            let Some(d) = dir else { break };
+            let candidate = d.join(NAME);
+            if candidate.is_file() {
+                return candidate;
+            }
+            dir = d.parent();
+        }
+    }
+    PathBuf::from(NAME)
+}
+
+/// Expands `%NAME%` references to environment variables, as Windows'
+/// `ExpandEnvironmentStrings` does for a REG_EXPAND_SZ: unset names, and a `%` without a
+/// partner, are left as they are.
+///
+/// # Examples
+///
+/// ```
+/// std::env::set_var("PRFMON_DOC_DIR", "/opt/app");
+/// let path = prfmon::collector::expand_environment("%PRFMON_DOC_DIR%/libperf.so");
+/// assert_eq!(path, "/opt/app/libperf.so");
+/// assert_eq!(prfmon::collector::expand_environment("%NO_SUCH_VAR_X%/a%"), "%NO_SUCH_VAR_X%/a%");
+/// ```
+pub fn expand_environment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('%') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        match after.find('%') {
+            Some(end) => {
+                let name = &after[..end];
+                match std::env::var(name) {
+                    Ok(value) if !name.is_empty() => {
+                        out.push_str(&value);
+                        rest = &after[end + 1..];
+                    }
+                    _ => {
+                        // Keep the first `%` and look again from the second one.
+                        out.push('%');
+                        out.push_str(name);
+                        rest = &after[end..];
+                    }
+                }
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A provider the collector disabled, and why.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::collector::validate::ProviderFault;
+/// let d = prfmon::collector::Disabled { service: "App".into(), fault: ProviderFault::Misaligned { bytes: 4 } };
+/// assert!(d.to_string().starts_with("App: "));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Disabled {
+    /// The service name.
+    pub service: String,
+    /// Why.
+    pub fault: ProviderFault,
+}
+
+impl std::fmt::Display for Disabled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.service, self.fault)
+    }
+}
+
+/// What opening a service came to.
+enum OpenOutcome {
+    /// Open returned this status.
+    Status(u32),
+    /// An export is missing: skip the service.
+    Skip(String),
+    /// The library cannot be loaded or hosted at all: skip all its services.
+    LibraryUnusable(String),
+    /// The provider misbehaved: disable it.
+    Fault(ProviderFault),
+}
+
+/// Where a service stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum State {
+    /// Not opened yet, or its host died because of another service: Open on next use.
+    Pending,
+    /// Opened; Collect is called.
+    Open,
+    /// Open failed (or the library / an export is missing): skipped, not disabled.
+    Failed,
+    /// Disabled for misbehaving.
+    Disabled,
+}
+
+struct Service {
+    config: PerformanceService,
+    names: EntryNames,
+    group: usize,
+    slot: u32,
+    state: State,
+    buffer: u32,
+    /// In-process only: the resolved trio.
+    entry: Option<EntryPoints>,
+}
+
+enum Backend {
+    Host(Option<HostProcess>),
+    InProcess(Option<Arc<ProviderLibrary>>),
+}
+
+struct Group {
+    library: PathBuf,
+    backend: Backend,
+}
+
+/// An open connection to the providers: one `HKEY_PERFORMANCE_DATA` handle.
+///
+/// # Examples
+///
+/// See the [module docs](self).
+pub struct Collector<R: Registry> {
+    registry: R,
+    options: CollectorOptions,
+    system_name: String,
+    host_exe: PathBuf,
+    services: Vec<Service>,
+    groups: Vec<Group>,
+    disabled: Vec<Disabled>,
+    closed: bool,
+}
+
+impl<R: Registry> std::fmt::Debug for Collector<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collector")
+            .field("system_name", &self.system_name)
+            .field(
+                "services",
+                &self
+                    .services
+                    .iter()
+                    .map(|s| (&s.config.name, &s.state))
+                    .collect::<Vec<_>>(),
+            )
+            .field("disabled", &self.disabled)
+            .finish_non_exhaustive()
+    }
+}
+
+fn ms(value: Option<u32>, default: u32) -> Duration {
+    Duration::from_millis(value.unwrap_or(default).into())
+}
+
+impl<R: Registry> Collector<R> {
+    /// Reads the services from `registry`, loads their libraries and calls each Open.
+    ///
+    /// Providers that fail are logged (and disabled if they misbehaved); only a registry that
+    /// cannot be read is an error.
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](self).
+    pub fn open(registry: R, options: CollectorOptions) -> Result<Self, RegistryError> {
+        let mut groups: Vec<Group> = Vec::new();
+        let mut by_library: BTreeMap<PathBuf, usize> = BTreeMap::new();
+        let mut services = Vec::new();
+        let hive = registry.snapshot()?;
+        for config in services_in(&hive)? {
+            if config.disabled {
+                continue;
+            }
+            let (Some(library), Some(collect)) = (&config.library, &config.collect) else {
+                continue;
+            };
+            // Perflib expands a REG_EXPAND_SZ Library (`%ProgramFiles%\...`).
+            let expandable = matches!(
+                hive.value(&paths::performance(&config.name), LIBRARY),
+                Ok(Some(Value::ExpandSz(_)))
+            );
+            let library = PathBuf::from(if expandable {
+                expand_environment(library)
+            } else {
+                library.to_owned()
+            });
+            let group = *by_library.entry(library.clone()).or_insert_with(|| {
+                groups.push(Group {
+                    library,
+                    backend: match options.isolation {
+                        Isolation::HostProcess => Backend::Host(None),
+                        Isolation::InProcess => Backend::InProcess(None),
+                    },
+                });
+                groups.len() - 1
+            });
+            services.push(Service {
+                names: EntryNames::new(config.open.as_deref(), collect, config.close.as_deref()),
+                config,
+                group,
+                slot: services.len() as u32,
+                state: State::Pending,
+                buffer: options.initial_buffer.max(8),
+                entry: None,
+            });
+        }
+        let mut collector = Self {
+            system_name: options.system_name.clone().unwrap_or_else(host_name),
+            host_exe: options.host_exe.clone().unwrap_or_else(default_host_exe),
+            registry,
+            options,
+            services,
+            groups,
+            disabled: Vec::new(),
+            closed: false,
+        };
+        for i in 0..collector.services.len() {
+            collector.open_service(i);
+        }
+        Ok(collector)
+    }
+
+    /// The names of the services whose Open succeeded and that are still enabled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let reg = prfdata::registry::FileRegistry::open(dir.path())?;
+    /// let c = prfmon::collector::Collector::open(reg, Default::default())?;
+    /// assert!(c.open_services().is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_services(&self) -> Vec<&str> {
+        self.services
+            .iter()
+            .filter(|s| s.state == State::Open)
+            .map(|s| s.config.name.as_str())
+            .collect()
+    }
+
+    /// The providers this collector disabled, in order, with the reasons.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let reg = prfdata::registry::FileRegistry::open(dir.path())?;
+    /// let c = prfmon::collector::Collector::open(reg, Default::default())?;
+    /// assert!(c.disabled().is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn disabled(&self) -> &[Disabled] {
+        &self.disabled
+    }
+
+    /// The registry the collector reads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let reg = prfdata::registry::FileRegistry::open(dir.path())?;
+    /// let c = prfmon::collector::Collector::open(reg, Default::default())?;
+    /// assert_eq!(c.registry().root(), dir.path());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn registry(&self) -> &R {
+        &self.registry
+    }
+
+    /// Makes one collection for `query` (`Global`, `Costly` or space-separated object name
+    /// indexes) and returns the PERF_DATA_BLOCK bytes. The clocks are read before any
+    /// provider is called.
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](self).
+    pub fn collect(&mut self, query: &str) -> Vec<u8> {
+        let times = CollectionTimes::now();
+        let mut outputs = Vec::new();
+        for i in 0..self.services.len() {
+            if self.services[i].state == State::Pending {
+                self.open_service(i);
+            }
+            if self.services[i].state != State::Open {
+                continue;
+            }
+            match self.collect_service(i, query) {
+                Ok(Some(out)) => outputs.push(out),
+                Ok(None) => {}
+                Err(fault) => self.disable(i, fault),
+            }
+        }
+        build_data_block(&self.system_name, &times, &outputs)
+    }
+
+    /// Calls every opened service's Close and stops the provider hosts, as
+    /// `RegCloseKey(HKEY_PERFORMANCE_DATA)` does. Dropping the collector does the same.
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](self).
+    pub fn close(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        if std::mem::replace(&mut self.closed, true) {
+            return;
+        }
+        for i in 0..self.services.len() {
+            if self.services[i].state != State::Open {
+                continue;
+            }
+            let timeout = ms(
+                self.services[i].config.open_timeout_ms,
+                DEFAULT_OPEN_TIMEOUT_MS,
+            );
+            let slot = self.services[i].slot;
+            let status = match &mut self.groups[self.services[i].group].backend {
+                Backend::InProcess(_) => Ok(self.services[i]
+                    .entry
+                    .as_ref()
+                    .map_or(ERROR_SUCCESS, EntryPoints::close)),
+                Backend::Host(Some(host)) => match host.call(&Request::Close { slot }, timeout) {
+                    Ok(Response::Closed { status, .. }) => Ok(status),
+                    Ok(other) => Err(protocol_fault(Call::Close, &other)),
+                    Err(e) => Err(host_fault(Call::Close, timeout, e)),
+                },
+                Backend::Host(None) => Ok(ERROR_SUCCESS),
+            };
+            match status {
+                Ok(ERROR_SUCCESS) => {}
+                Ok(code) => self.log(&format!(
+                    "service {}: Close returned {code}",
+                    self.services[i].config.name
+                )),
+                Err(fault) => self.disable(i, fault),
+            }
+            if self.services[i].state == State::Open {
+                self.services[i].state = State::Pending;
+            }
+            self.services[i].entry = None;
+        }
+        for group in &mut self.groups {
+            match &mut group.backend {
+                Backend::Host(host) => {
+                    if let Some(h) = host.take() {
+                        h.shutdown();
+                    }
+                }
+                Backend::InProcess(lib) => *lib = None,
+            }
+        }
+    }
+
+    fn log(&self, message: &str) {
+        if self.options.log {
+            eprintln!("prfmon: {message}");
+        }
+    }
+
+    /// Disables service `i`: `Disable Performance Counters` = 1, logged and recorded. If its
+    /// host was killed, the other services of that library lose it and will be reopened.
+    fn disable(&mut self, i: usize, fault: ProviderFault) {
+        let name = self.services[i].config.name.clone();
+        self.services[i].state = State::Disabled;
+        self.services[i].entry = None;
+        self.log(&format!(
+            "disabled the performance counters of service {name}: {fault}"
+        ));
+        let written = update(&self.registry, |hive| {
+            hive.set_value(&paths::performance(&name), DISABLE, Value::Dword(1))
+        });
+        if let Err(e) = written {
+            self.log(&format!("cannot write {DISABLE} for service {name}: {e}"));
+        }
+        self.disabled.push(Disabled {
+            service: name,
+            fault,
+        });
+        self.drop_dead_host(self.services[i].group);
+    }
+
+    /// If group `g`'s host is dead, forget it; its open services go back to Pending.
+    fn drop_dead_host(&mut self, g: usize) {
+        if let Backend::Host(host) = &mut self.groups[g].backend {
+            if host.as_ref().is_some_and(HostProcess::is_dead) {
+                *host = None;
+                for s in &mut self.services {
+                    if s.group == g && s.state == State::Open {
+                        s.state = State::Pending;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Opens service `i`: starts (or reuses) its library's host or loads the library, then
+    /// calls Open. Afterwards the service is Open, Failed (skipped) or Disabled.
+    fn open_service(&mut self, i: usize) {
+        let outcome = match self.groups[self.services[i].group].backend {
+            Backend::Host(_) => self.open_in_host(i),
+            Backend::InProcess(_) => self.open_in_process(i),
+        };
+        let name = self.services[i].config.name.clone();
+        match outcome {
+            OpenOutcome::Status(ERROR_SUCCESS) => self.services[i].state = State::Open,
+            OpenOutcome::Status(status) => {
+                self.log(&format!("service {name}: Open returned {status}; skipped"));
+                self.services[i].state = State::Failed;
+                self.services[i].entry = None;
+            }
+            OpenOutcome::Skip(message) => {
+                self.log(&format!("service {name}: {message}; skipped"));
+                self.services[i].state = State::Failed;
+            }
+            OpenOutcome::LibraryUnusable(message) => {
+                self.fail_group(self.services[i].group, &message)
+            }
+            OpenOutcome::Fault(fault) => self.disable(i, fault),
+        }
+    }
+
+    fn open_in_host(&mut self, i: usize) -> OpenOutcome {
+        let service = &self.services[i];
+        let timeout = ms(service.config.open_timeout_ms, DEFAULT_OPEN_TIMEOUT_MS);
+        let request = Request::Open {
+            slot: service.slot,
+            names: service.names.clone(),
+            export: service.config.export.clone(),
+        };
+        let group = &mut self.groups[service.group];
+        let Backend::Host(host) = &mut group.backend else {
+            return OpenOutcome::Skip("not a host-process service".into());
+        };
+        if host.is_none() {
+            match HostProcess::spawn(&self.host_exe, &group.library, timeout) {
+                Ok(h) => *host = Some(h),
+                // The installation's fault, not the provider's: skip, do not disable.
+                Err(HostError::LoadFailed { message }) => {
+                    return OpenOutcome::LibraryUnusable(message)
+                }
+                Err(e @ (HostError::Spawn { .. } | HostError::NotAHost { .. })) => {
+                    return OpenOutcome::LibraryUnusable(e.to_string())
+                }
+                // The library's initialisers hung or crashed the host.
+                Err(e) => return OpenOutcome::Fault(host_fault(Call::Open, timeout, e)),
+            }
+        }
+        let Some(h) = host.as_mut() else {
+            return OpenOutcome::Skip("no provider host".into());
+        };
+        match h.call(&request, timeout) {
+            Ok(Response::Opened { status, .. }) => OpenOutcome::Status(status),
+            Ok(Response::Failed { message }) => OpenOutcome::Skip(message),
+            Ok(other) => OpenOutcome::Fault(protocol_fault(Call::Open, &other)),
+            Err(e) => OpenOutcome::Fault(host_fault(Call::Open, timeout, e)),
+        }
+    }
+
+    fn open_in_process(&mut self, i: usize) -> OpenOutcome {
+        let group = &mut self.groups[self.services[i].group];
+        let Backend::InProcess(lib) = &mut group.backend else {
+            return OpenOutcome::Skip("not an in-process service".into());
+        };
+        let lib = match lib {
+            Some(l) => Arc::clone(l),
+            None => {
+                // SAFETY: the registry names this library as a service's perflib provider;
+                // choosing in-process isolation is choosing to trust it in this process (see
+                // `Isolation::InProcess`).
+                match unsafe { ProviderLibrary::load(&group.library) } {
+                    Ok(l) => Arc::clone(lib.insert(Arc::new(l))),
+                    Err(e) => return OpenOutcome::LibraryUnusable(e.to_string()),
+                }
+            }
+        };
+        // SAFETY: as above, the service's Open / Collect / Close values name its perflib
+        // entry points.
+        match unsafe { lib.entry_points(&self.services[i].names) } {
+            Ok(entry) => {
+                let status = entry.open(&self.services[i].config.export);
+                self.services[i].entry = Some(entry);
+                OpenOutcome::Status(status)
+            }
+            Err(e) => OpenOutcome::Skip(e.to_string()),
+        }
+    }
+
+    /// Library `g` cannot be used at all: its services are skipped (not disabled: the fault
+    /// is the installation's, not the provider's behaviour).
+    fn fail_group(&mut self, g: usize, message: &str) {
+        let names: Vec<String> = self
+            .services
+            .iter_mut()
+            .filter(|s| s.group == g && s.state == State::Pending)
+            .map(|s| {
+                s.state = State::Failed;
+                s.config.name.clone()
+            })
+            .collect();
+        self.log(&format!("{message}; skipped {}", names.join(", ")));
+    }
+
+    /// One service's Collect, with the buffer grown on ERROR_MORE_DATA.
+    fn collect_service(
+        &mut self,
+        i: usize,
+        query: &str,
+    ) -> Result<Option<ProviderOutput>, ProviderFault> {
+        let max = self.options.max_buffer.max(8);
+        let mut size = self.services[i].buffer.min(max);
+        loop {
+            let raw = self.call_collect(i, query, size)?;
+            match check_collect(&raw)? {
+                Verdict::MoreData if size >= max => {
+                    return Err(ProviderFault::BufferCap { cap: max })
+                }
+                Verdict::MoreData => size = size.saturating_mul(2).min(max),
+                Verdict::Data(out) => {
+                    self.services[i].buffer = size;
+                    return Ok(Some(out));
+                }
+                Verdict::Failed(status) => {
+                    self.log(&format!(
+                        "service {}: Collect returned {status}; its data is ignored",
+                        self.services[i].config.name
+                    ));
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    fn call_collect(
+        &mut self,
+        i: usize,
+        query: &str,
+        size: u32,
+    ) -> Result<RawCollect, ProviderFault> {
+        let service = &self.services[i];
+        if let Some(entry) = &service.entry {
+            return Ok(entry.collect(query, size));
+        }
+        let timeout = ms(
+            service.config.collect_timeout_ms,
+            DEFAULT_COLLECT_TIMEOUT_MS,
+        );
+        let request = Request::Collect {
+            slot: service.slot,
+            value: query.to_owned(),
+            buffer_len: size,
+        };
+        let Backend::Host(Some(host)) = &mut self.groups[service.group].backend else {
+            return Err(ProviderFault::Protocol {
+                call: Call::Collect,
+                message: "the service has no provider host".into(),
+            });
+        };
+        match host.call(&request, timeout) {
+            Ok(Response::Collected { raw, .. }) => Ok(raw),
+            Ok(other) => Err(protocol_fault(Call::Collect, &other)),
+            Err(e) => Err(host_fault(Call::Collect, timeout, e)),
+        }
+    }
+}
+
+impl<R: Registry> Drop for Collector<R> {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn protocol_fault(call: Call, response: &Response) -> ProviderFault {
+    let message = match response {
+        Response::Failed { message } => message.clone(),
+        other => format!("unexpected response {other:?}"),
+    };
+    ProviderFault::Protocol { call, message }
+}
+
+fn host_fault(call: Call, timeout: Duration, error: HostError) -> ProviderFault {
+    match error {
+        HostError::Timeout { .. } => ProviderFault::Timeout {
+            call,
+            timeout_ms: timeout.as_millis() as u64,
+        },
+        HostError::Died { how } => ProviderFault::Crashed { call, how },
+        other => ProviderFault::Protocol {
+            call,
+            message: other.to_string(),
+        },
+    }
+}

@@ -1,0 +1,150 @@
+//! The provider host process: what runs inside `prfmon __provider-host LIBRARY`, as Windows
+//! runs untrusted providers inside perfhost.exe.
+//!
+//! It loads one library, then answers [`Request`]s from its stdin on its stdout until stdin
+//! closes. A provider that hangs, panics, aborts or crashes takes down only this process; the
+//! collector sees the pipe close or its timeout expire, kills the host and disables the
+//! provider.
+//!
+//! Before loading the library the host moves the protocol off fds 0 and 1 (onto private
+//! duplicates) and points fd 0 at `/dev/null` and fd 1 at stderr, so a provider that reads
+//! stdin or prints to stdout cannot corrupt the protocol.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use super::library::{EntryPoints, ProviderLibrary};
+use super::protocol::{
+    read_frame, write_frame, ProtocolError, Request, Response, PROTOCOL_VERSION,
+};
+
+/// The hidden `prfmon` subcommand that runs a host.
+pub const HOST_SUBCOMMAND: &str = "__provider-host";
+
+/// How often the host checks that the collector that started it is still alive.
+pub const PARENT_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Ends the host when its parent (the collector) is gone, even while a provider call hangs:
+/// the collector closing the pipe is not enough, since a hung provider never reads it again.
+///
+/// A polling thread rather than `PR_SET_PDEATHSIG`, which fires when the *thread* that
+/// spawned the host exits, and a collector may outlive that thread.
+fn exit_with_parent() {
+    let parent = rustix::process::getppid();
+    let _ = std::thread::Builder::new()
+        .name("prfmon-host-watchdog".into())
+        .spawn(move || loop {
+            std::thread::sleep(PARENT_CHECK);
+            if rustix::process::getppid() != parent {
+                std::process::exit(3);
+            }
+        });
+}
+
+/// Takes the protocol's pipes off fds 0 and 1 and returns them.
+fn protocol_pipes() -> std::io::Result<(File, File)> {
+    let input = File::from(rustix::io::dup(std::io::stdin())?);
+    let output = File::from(rustix::io::dup(std::io::stdout())?);
+    let null = File::open("/dev/null")?;
+    rustix::stdio::dup2_stdin(&null)?;
+    rustix::stdio::dup2_stdout(std::io::stderr())?;
+    Ok((input, output))
+}
+
+/// Runs the host for `library` until its stdin closes. Exit codes: 0 after a clean end,
+/// 1 if the library could not be loaded, 2 on a protocol error, 3 when the collector that
+/// started it died (checked every [`PARENT_CHECK`]).
+///
+/// # Examples
+///
+/// ```no_run
+/// // In prfmon's main, for `prfmon __provider-host LIBRARY`:
+/// let code = prfmon::collector::perfhost::run_host(std::path::Path::new("/opt/app/libperf.so"));
+/// # let _ = code;
+/// ```
+pub fn run_host(library: &Path) -> ExitCode {
+    match serve(library) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("prfmon provider host ({}): {e}", library.display());
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn serve(library: &Path) -> Result<ExitCode, ProtocolError> {
+    exit_with_parent();
+    let (input, output) = protocol_pipes()?;
+    let mut input = BufReader::new(input);
+    let mut output = BufWriter::new(output);
+    write_frame(
+        &mut output,
+        &Response::Hello {
+            version: PROTOCOL_VERSION,
+        },
+    )?;
+    // SAFETY: the collector starts a host only for a library that a service's Performance key
+    // names as its provider, which is the trust perflib gives a Library value. Whatever the
+    // library does wrong happens in this process, which exists to contain it.
+    let lib = match unsafe { ProviderLibrary::load(library) } {
+        Ok(lib) => Arc::new(lib),
+        Err(e) => {
+            write_frame(
+                &mut output,
+                &Response::Failed {
+                    message: e.to_string(),
+                },
+            )?;
+            return Ok(ExitCode::from(1));
+        }
+    };
+    write_frame(&mut output, &Response::Ready)?;
+    let mut slots: HashMap<u32, EntryPoints> = HashMap::new();
+    let unknown = |slot| Response::Failed {
+        message: format!("no service is open in slot {slot}"),
+    };
+    while let Some(request) = read_frame::<Request>(&mut input)? {
+        let response = match request {
+            // SAFETY: as for the load: the service's Open / Collect / Close values name
+            // perflib entry points of this provider.
+            Request::Open {
+                slot,
+                names,
+                export,
+            } => match unsafe { lib.entry_points(&names) } {
+                Ok(entry) => {
+                    let status = entry.open(&export);
+                    slots.insert(slot, entry);
+                    Response::Opened { slot, status }
+                }
+                Err(e) => Response::Failed {
+                    message: e.to_string(),
+                },
+            },
+            Request::Collect {
+                slot,
+                value,
+                buffer_len,
+            } => match slots.get(&slot) {
+                Some(entry) => Response::Collected {
+                    slot,
+                    raw: entry.collect(&value, buffer_len),
+                },
+                None => unknown(slot),
+            },
+            Request::Close { slot } => match slots.remove(&slot) {
+                Some(entry) => Response::Closed {
+                    slot,
+                    status: entry.close(),
+                },
+                None => unknown(slot),
+            },
+        };
+        write_frame(&mut output, &response)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

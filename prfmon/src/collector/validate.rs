@@ -1,0 +1,349 @@
+//! Judging a provider: the rules of seed 004 checked against what one Collect call did, and
+//! the reasons a provider is disabled.
+//!
+//! Seed 004, for Collect: "On successful exit, set *lppData to the next byte in the buffer
+//! available for data [...] The data returned must be a multiple of a DWORD in length. It must
+//! conform to the PERF_OBJECT_TYPE data definition [...] On successful exit, set *lpcbBytes to
+//! the size, in bytes, of the data written to the lppData buffer." and for ERROR_MORE_DATA
+//! "leave *lppData unchanged, and set *lpcbBytes and *lpcObjectTypes to zero."
+//!
+//! On x64 perflib also wants 8-byte (QWORD) alignment so each object's 64-bit fields stay
+//! aligned when outputs are laid end to end; so the byte count must be a multiple of 8 here.
+//!
+//! ```text
+//! buffer given ─────────────────────────────────────┬──────── guard (CANARY_LEN) ─┐
+//! │obj 0 (TotalByteLength)│obj 1│ … │  (unused)      │ A5 A5 A5 … must stay A5     │
+//! └────────── advance == *lpcbBytes, ≡ 0 mod 8 ──┘
+//!  Σ TotalByteLength over *lpNumObjectTypes objects == *lpcbBytes
+//! ```
+//!
+//! # Examples
+//!
+//! ```
+//! use prfmon::collector::library::RawCollect;
+//! use prfmon::collector::validate::{check_collect, ProviderFault};
+//! let raw = RawCollect { buffer_len: 64, bytes: 64, advance: 60, canary_intact: true, ..Default::default() };
+//! assert!(matches!(check_collect(&raw), Err(ProviderFault::ByteCountMismatch { advance: 60, bytes: 64 })));
+//! ```
+
+use prfdata::winperf::{ERROR_MORE_DATA, ERROR_SUCCESS};
+
+use super::library::RawCollect;
+use crate::datablock::ProviderOutput;
+use crate::decode::{check_object, DecodeError};
+
+/// One of the three provider calls.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(prfmon::collector::validate::Call::Collect.to_string(), "Collect");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// Loading the library and calling Open.
+    Open,
+    /// Collect.
+    Collect,
+    /// Close.
+    Close,
+}
+
+impl std::fmt::Display for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Open => "Open",
+            Self::Collect => "Collect",
+            Self::Close => "Close",
+        })
+    }
+}
+
+/// Why a provider was disabled.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::collector::validate::ProviderFault;
+/// let f = ProviderFault::Misaligned { bytes: 60 };
+/// assert_eq!(f.to_string(), "Collect returned 60 bytes, not a multiple of 8");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderFault {
+    /// A call did not return within the service's timeout (`Open Timeout`, `Collect Timeout`).
+    #[error("{call} did not return within {timeout_ms} ms")]
+    Timeout {
+        /// The call.
+        call: Call,
+        /// The timeout.
+        timeout_ms: u64,
+    },
+    /// The host process died during a call (the provider panicked, aborted or crashed).
+    #[error("the provider host died during {call}: it {how}")]
+    Crashed {
+        /// The call.
+        call: Call,
+        /// How the host ended.
+        how: String,
+    },
+    /// The host answered with something that is not a valid response.
+    #[error("the provider host broke the protocol during {call}: {message}")]
+    Protocol {
+        /// The call.
+        call: Call,
+        /// What was wrong.
+        message: String,
+    },
+    /// The guard bytes after the buffer changed.
+    #[error("Collect wrote past the end of the {buffer_len}-byte buffer it was given")]
+    Overrun {
+        /// The buffer size given.
+        buffer_len: u32,
+    },
+    /// ERROR_MORE_DATA with the pointer moved or counts set.
+    #[error("Collect returned ERROR_MORE_DATA but moved the data pointer by {advance} bytes and reported {bytes} bytes and {num_objects} objects (all must be 0)")]
+    MoreDataNotClean {
+        /// Pointer advance.
+        advance: i64,
+        /// `*lpcbTotalBytes`.
+        bytes: u32,
+        /// `*lpNumObjectTypes`.
+        num_objects: u32,
+    },
+    /// The pointer moved backwards or past the end of the buffer.
+    #[error(
+        "Collect moved the data pointer by {advance} bytes, outside the {buffer_len}-byte buffer"
+    )]
+    PointerOutOfBuffer {
+        /// Pointer advance.
+        advance: i64,
+        /// The buffer size given.
+        buffer_len: u32,
+    },
+    /// The pointer advance and the byte count disagree.
+    #[error("Collect moved the data pointer by {advance} bytes but reported {bytes} bytes")]
+    ByteCountMismatch {
+        /// Pointer advance.
+        advance: i64,
+        /// `*lpcbTotalBytes`.
+        bytes: u32,
+    },
+    /// The byte count is not a multiple of 8.
+    #[error("Collect returned {bytes} bytes, not a multiple of 8")]
+    Misaligned {
+        /// `*lpcbTotalBytes`.
+        bytes: u32,
+    },
+    /// An object is malformed (offsets count from the start of the provider's output).
+    #[error("Collect returned a malformed object: {0}")]
+    BadObject(DecodeError),
+    /// An object's length is not a multiple of 8.
+    #[error("Collect returned an object at offset {offset} whose TotalByteLength {length} is not a multiple of 8")]
+    ObjectMisaligned {
+        /// The object's offset in the output.
+        offset: usize,
+        /// Its TotalByteLength.
+        length: u32,
+    },
+    /// The objects do not exactly fill the byte count.
+    #[error("Collect reported {num_objects} objects whose TotalByteLength add up to {sum} bytes, but returned {bytes} bytes")]
+    ObjectChain {
+        /// `*lpNumObjectTypes`.
+        num_objects: u32,
+        /// Bytes the objects cover.
+        sum: usize,
+        /// `*lpcbTotalBytes`.
+        bytes: u32,
+    },
+    /// ERROR_MORE_DATA even at the largest buffer.
+    #[error("Collect still returned ERROR_MORE_DATA with a {cap}-byte buffer")]
+    BufferCap {
+        /// The largest buffer.
+        cap: u32,
+    },
+}
+
+/// What a valid Collect call returned.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::collector::library::RawCollect;
+/// use prfmon::collector::validate::{check_collect, Verdict};
+/// let raw = RawCollect { status: 234, buffer_len: 8, canary_intact: true, ..Default::default() };
+/// assert_eq!(check_collect(&raw), Ok(Verdict::MoreData));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// ERROR_MORE_DATA: call again with a bigger buffer.
+    MoreData,
+    /// ERROR_SUCCESS with this data (possibly none).
+    Data(ProviderOutput),
+    /// Another status: seed 004 asks providers to return ERROR_SUCCESS "even if [...] an
+    /// error occurs", so this is a provider that says it failed; its output is ignored.
+    Failed(u32),
+}
+
+/// Checks one Collect call against seed 004 and the object layout.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::collector::library::RawCollect;
+/// use prfmon::collector::validate::{check_collect, Verdict};
+/// let object = prfmon::sample::sample_object(1848);
+/// let n = object.len() as u32;
+/// let raw = RawCollect {
+///     status: 0, buffer_len: 4096, bytes: n, num_objects: 1, advance: n.into(),
+///     canary_intact: true, data: object,
+/// };
+/// assert!(matches!(check_collect(&raw), Ok(Verdict::Data(_))));
+/// ```
+pub fn check_collect(raw: &RawCollect) -> Result<Verdict, ProviderFault> {
+    if !raw.canary_intact {
+        return Err(ProviderFault::Overrun {
+            buffer_len: raw.buffer_len,
+        });
+    }
+    if raw.status == ERROR_MORE_DATA {
+        if raw.advance != 0 || raw.bytes != 0 || raw.num_objects != 0 {
+            return Err(ProviderFault::MoreDataNotClean {
+                advance: raw.advance,
+                bytes: raw.bytes,
+                num_objects: raw.num_objects,
+            });
+        }
+        return Ok(Verdict::MoreData);
+    }
+    if raw.status != ERROR_SUCCESS {
+        return Ok(Verdict::Failed(raw.status));
+    }
+    if raw.advance < 0 || raw.advance > i64::from(raw.buffer_len) {
+        return Err(ProviderFault::PointerOutOfBuffer {
+            advance: raw.advance,
+            buffer_len: raw.buffer_len,
+        });
+    }
+    if raw.advance != i64::from(raw.bytes) {
+        return Err(ProviderFault::ByteCountMismatch {
+            advance: raw.advance,
+            bytes: raw.bytes,
+        });
+    }
+    if !raw.bytes.is_multiple_of(8) {
+        return Err(ProviderFault::Misaligned { bytes: raw.bytes });
+    }
+    let bytes = raw.bytes as usize;
+    if raw.data.len() != bytes {
+        return Err(ProviderFault::Protocol {
+            call: Call::Collect,
+            message: format!(
+                "{} bytes of data for a reported {} bytes",
+                raw.data.len(),
+                raw.bytes
+            ),
+        });
+    }
+    let mut offset = 0;
+    let mut count = 0u32;
+    while count < raw.num_objects && offset < bytes {
+        let next = check_object(&raw.data, offset, bytes).map_err(ProviderFault::BadObject)?;
+        let length = (next - offset) as u32;
+        if !length.is_multiple_of(8) {
+            return Err(ProviderFault::ObjectMisaligned { offset, length });
+        }
+        offset = next;
+        count += 1;
+    }
+    if count != raw.num_objects || offset != bytes {
+        return Err(ProviderFault::ObjectChain {
+            num_objects: raw.num_objects,
+            sum: offset,
+            bytes: raw.bytes,
+        });
+    }
+    Ok(Verdict::Data(ProviderOutput {
+        bytes: raw.data.clone(),
+        num_objects: raw.num_objects,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::sample_object;
+
+    fn good(objects: usize) -> RawCollect {
+        let data: Vec<u8> = (0..objects)
+            .flat_map(|i| sample_object(1848 + 10 * i as u32))
+            .collect();
+        let n = data.len() as u32;
+        RawCollect {
+            status: 0,
+            buffer_len: 1 << 16,
+            bytes: n,
+            num_objects: objects as u32,
+            advance: n.into(),
+            canary_intact: true,
+            data,
+        }
+    }
+
+    #[test]
+    fn two_good_objects_pass() {
+        let Ok(Verdict::Data(out)) = check_collect(&good(2)) else {
+            panic!("refused");
+        };
+        assert_eq!(out.num_objects, 2);
+    }
+
+    #[test]
+    fn nothing_requested_is_fine() {
+        let raw = RawCollect {
+            buffer_len: 100,
+            canary_intact: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            check_collect(&raw),
+            Ok(Verdict::Data(ProviderOutput::default()))
+        );
+    }
+
+    #[test]
+    fn an_object_count_that_does_not_match_the_bytes_is_refused() {
+        let mut raw = good(2);
+        raw.num_objects = 1;
+        assert!(matches!(
+            check_collect(&raw),
+            Err(ProviderFault::ObjectChain { .. })
+        ));
+        raw.num_objects = 3;
+        assert!(matches!(
+            check_collect(&raw),
+            Err(ProviderFault::ObjectChain { .. })
+        ));
+    }
+
+    #[test]
+    fn a_clobbered_guard_is_an_overrun() {
+        let mut raw = good(1);
+        raw.canary_intact = false;
+        assert!(matches!(
+            check_collect(&raw),
+            Err(ProviderFault::Overrun { .. })
+        ));
+    }
+
+    #[test]
+    fn a_corrupt_object_names_its_offset() {
+        let mut raw = good(2);
+        let second = sample_object(1848).len();
+        // HeaderLength of the second object := 8.
+        raw.data[second + 8..second + 12].copy_from_slice(&8u32.to_le_bytes());
+        let Err(ProviderFault::BadObject(e)) = check_collect(&raw) else {
+            panic!("accepted");
+        };
+        assert_eq!(e.offset(), second + 8);
+    }
+}

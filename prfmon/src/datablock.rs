@@ -1,0 +1,245 @@
+//! Building the PERF_DATA_BLOCK that heads a collection: what `RegQueryValueEx
+//! (HKEY_PERFORMANCE_DATA, ...)` returns.
+//!
+//! ```text
+//! 0    PERF_DATA_BLOCK (88 bytes)
+//!        Signature "PERF" (UTF-16)  LittleEndian 1  Version 1  Revision 1
+//!        TotalByteLength (all of it)  HeaderLength  NumObjectTypes  DefaultObject
+//!        SystemTime (UTC)  PerfTime  PerfFreq  PerfTime100nSec (FILETIME)
+//!        SystemNameLength  SystemNameOffset = 88
+//! 88   system name, UTF-16 + NUL, zero-padded to a multiple of 8  → HeaderLength
+//! ...  the providers' objects, each exactly as its Collect returned it
+//! ```
+//!
+//! # Examples
+//!
+//! ```
+//! use prfmon::datablock::{build_data_block, CollectionTimes};
+//! let bytes = build_data_block("box", &CollectionTimes::now(), &[]);
+//! // 88 + "box\0" (8 bytes) = 96, already a multiple of 8.
+//! assert_eq!(bytes.len(), 96);
+//! assert_eq!(&bytes[..8], b"P\0E\0R\0F\0");
+//! ```
+
+use prfdata::winperf::{PerfDataBlock, SystemTime};
+use zerocopy::IntoBytes;
+
+use crate::decode::SIGNATURE;
+
+/// 100 ns intervals between 1601-01-01 (FILETIME's epoch) and 1970-01-01 (Unix's).
+pub const FILETIME_UNIX_EPOCH: i64 = 116_444_736_000_000_000;
+
+/// The times a collection is stamped with, taken before the providers are called.
+///
+/// # Examples
+///
+/// ```
+/// let t = prfmon::datablock::CollectionTimes::now();
+/// assert!(t.system_time.year >= 2024);
+/// assert!(t.perf_time_100nsec > prfmon::datablock::FILETIME_UNIX_EPOCH);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CollectionTimes {
+    /// `SystemTime`: the wall clock, UTC.
+    pub system_time: SystemTime,
+    /// `PerfTime`: [`prfdata::clock::perf_counter`], the clock timer counters use.
+    pub perf_time: i64,
+    /// `PerfFreq`: [`prfdata::clock::PERF_FREQUENCY`].
+    pub perf_freq: i64,
+    /// `PerfTime100nSec`: the wall clock in 100 ns units since 1601-01-01 (FILETIME).
+    pub perf_time_100nsec: i64,
+}
+
+impl CollectionTimes {
+    /// Reads the clocks now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let a = prfmon::datablock::CollectionTimes::now();
+    /// let b = prfmon::datablock::CollectionTimes::now();
+    /// assert!(b.perf_time >= a.perf_time);
+    /// ```
+    pub fn now() -> Self {
+        let perf_time = prfdata::clock::perf_counter();
+        let since_epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let unix_100ns = i64::try_from(since_epoch.as_nanos() / 100).unwrap_or(i64::MAX);
+        Self {
+            system_time: system_time_utc(since_epoch),
+            perf_time,
+            perf_freq: prfdata::clock::PERF_FREQUENCY,
+            perf_time_100nsec: unix_100ns.saturating_add(FILETIME_UNIX_EPOCH),
+        }
+    }
+}
+
+/// A time since the Unix epoch as a UTC `SYSTEMTIME` (day of week 0 = Sunday).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// // 2000-03-01 12:34:56.789 UTC, a Wednesday.
+/// let t = prfmon::datablock::system_time_utc(Duration::from_millis(951_914_096_789));
+/// assert_eq!((t.year, t.month, t.day, t.day_of_week), (2000, 3, 1, 3));
+/// assert_eq!((t.hour, t.minute, t.second, t.milliseconds), (12, 34, 56, 789));
+/// ```
+pub fn system_time_utc(since_epoch: std::time::Duration) -> SystemTime {
+    let secs = since_epoch.as_secs();
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days: days since 1970-01-01 → proleptic Gregorian date.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    SystemTime {
+        year: u16::try_from(year).unwrap_or(u16::MAX),
+        month: month as u16,
+        // 1970-01-01 was a Thursday (4).
+        day_of_week: ((days + 4).rem_euclid(7)) as u16,
+        day: day as u16,
+        hour: (rem / 3600) as u16,
+        minute: (rem / 60 % 60) as u16,
+        second: (rem % 60) as u16,
+        milliseconds: since_epoch.subsec_millis() as u16,
+    }
+}
+
+/// This machine's name, as perflib puts it in `SystemName`: the kernel's node name
+/// (`uname -n`).
+///
+/// # Examples
+///
+/// ```
+/// assert!(!prfmon::datablock::host_name().is_empty());
+/// ```
+pub fn host_name() -> String {
+    let name = rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned();
+    if name.is_empty() {
+        "localhost".to_owned()
+    } else {
+        name
+    }
+}
+
+/// Assembles a PERF_DATA_BLOCK from the objects the providers returned.
+///
+/// `providers` holds each provider's Collect output (whole PERF_OBJECT_TYPEs, already
+/// validated) with the number of objects in it; the outputs are copied in order. Every output
+/// is a multiple of 8 bytes, so each object stays 8-aligned. `DefaultObject` is the name index
+/// of the first object, or -1 if there is none.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+/// let object = prfmon::sample::sample_object(1848);
+/// let out = ProviderOutput { bytes: object.clone(), num_objects: 1 };
+/// let block = build_data_block("box", &CollectionTimes::now(), &[out]);
+/// assert_eq!(block.len(), 96 + object.len());
+/// let snap = prfmon::decode::decode(&block)?;
+/// assert_eq!(snap.default_object, 1848);
+/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// ```
+pub fn build_data_block(
+    system_name: &str,
+    times: &CollectionTimes,
+    providers: &[ProviderOutput],
+) -> Vec<u8> {
+    const HEADER: usize = core::mem::size_of::<PerfDataBlock>();
+    let name: Vec<u8> = system_name
+        .encode_utf16()
+        .chain([0])
+        .flat_map(u16::to_le_bytes)
+        .collect();
+    let header_length = (HEADER + name.len()).next_multiple_of(8);
+    let data_len: usize = providers.iter().map(|p| p.bytes.len()).sum();
+    let total = header_length + data_len;
+    let default_object = providers
+        .iter()
+        .find(|p| p.num_objects > 0 && p.bytes.len() >= 16)
+        .map_or(-1, |p| {
+            i32::from_le_bytes([p.bytes[12], p.bytes[13], p.bytes[14], p.bytes[15]])
+        });
+    let header = PerfDataBlock {
+        signature: SIGNATURE,
+        little_endian: 1,
+        version: 1,
+        revision: 1,
+        total_byte_length: u32::try_from(total).unwrap_or(u32::MAX),
+        header_length: header_length as u32,
+        num_object_types: providers.iter().map(|p| p.num_objects).sum(),
+        default_object,
+        system_time: times.system_time,
+        _pad: 0,
+        perf_time: times.perf_time,
+        perf_freq: times.perf_freq,
+        perf_time_100nsec: times.perf_time_100nsec,
+        system_name_length: name.len() as u32,
+        system_name_offset: HEADER as u32,
+    };
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(&name);
+    out.resize(header_length, 0);
+    for p in providers {
+        out.extend_from_slice(&p.bytes);
+    }
+    out
+}
+
+/// One provider's validated Collect output.
+///
+/// # Examples
+///
+/// ```
+/// let out = prfmon::datablock::ProviderOutput { bytes: Vec::new(), num_objects: 0 };
+/// assert!(out.bytes.is_empty());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProviderOutput {
+    /// The PERF_OBJECT_TYPEs it wrote.
+    pub bytes: Vec<u8>,
+    /// `*lpNumObjectTypes`.
+    pub num_objects: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_epoch_and_a_leap_day() {
+        let t = system_time_utc(Duration::ZERO);
+        assert_eq!((t.year, t.month, t.day, t.day_of_week), (1970, 1, 1, 4));
+        // 2024-02-29 00:00:00 UTC = 1709164800.
+        let t = system_time_utc(Duration::from_secs(1_709_164_800));
+        assert_eq!((t.year, t.month, t.day, t.day_of_week), (2024, 2, 29, 4));
+    }
+
+    #[test]
+    fn header_fields_are_as_perflib_writes_them() {
+        let times = CollectionTimes::now();
+        let bytes = build_data_block("abcd", &times, &[]);
+        let snap = crate::decode::decode(&bytes).unwrap();
+        assert_eq!((snap.version, snap.revision), (1, 1));
+        // 88 + 10 bytes of name → 104.
+        assert_eq!(snap.header_length, 104);
+        assert_eq!(snap.total_byte_length, 104);
+        assert_eq!(snap.default_object, -1);
+        assert_eq!(snap.system_name, "abcd");
+        assert_eq!(snap.perf_time_100nsec, times.perf_time_100nsec);
+    }
+}

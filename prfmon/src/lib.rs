@@ -1,0 +1,48 @@
+//! The collector and consumer behind the `prfmon` command: what perflib does for
+//! `RegQueryValueEx(HKEY_PERFORMANCE_DATA, ...)`, and reading what it returns.
+//!
+//! # Index
+//!
+//! **Collecting (perflib's role)**
+//! - [`collector`]: [`Collector`](collector::Collector) walks the services' Performance keys,
+//!   loads providers, calls Open / Collect / Close and disables providers that misbehave.
+//!   - [`collector::host`], [`collector::perfhost`], [`collector::protocol`]: the provider host
+//!     process (perfhost.exe's role) and the pipe protocol to it.
+//!   - [`collector::library`]: a provider library and its trio, called with winperf.h's
+//!     signatures.
+//!   - [`collector::validate`]: the checks every Collect output passes, and the reasons a
+//!     provider is disabled.
+//! - [`datablock`]: the PERF_DATA_BLOCK that heads a collection.
+//!
+//! **Reading a collection**
+//! - [`decode`]: PERF_DATA_BLOCK bytes → [`DataSnapshot`](decode::DataSnapshot), as untrusted
+//!   input.
+//! - [`catalog`]: the objects and counters on offer, with Name / Description / Differentiate.
+//! - [`names`]: names and explain texts from `Perflib\<lang>`; PDH-style instance names.
+//! - [`report`]: a collection as a table or as JSON.
+//! - [`sample`]: a small valid object for examples and tests.
+//!
+//! # Examples
+//!
+//! ```
+//! use prfdata::registry::FileRegistry;
+//! use prfmon::collector::{Collector, CollectorOptions};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let registry = FileRegistry::open(dir.path())?;
+//! let names = prfmon::names::Names::load(&registry, "009")?;
+//! let mut collector = Collector::open(registry, CollectorOptions::default())?;
+//! let snapshot = prfmon::decode::decode(&collector.collect("Global"))?;
+//! print!("{}", prfmon::report::table(&snapshot, &names));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod catalog;
+pub mod collector;
+pub mod datablock;
+pub mod decode;
+pub mod names;
+pub mod report;
+pub mod sample;

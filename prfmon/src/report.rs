@@ -1,0 +1,280 @@
+//! A decoded collection shown to people: a table of objects, counters, instances and raw
+//! values, or the same as JSON. `prfmon query` and `prfmon decode` print these.
+//!
+//! # Examples
+//!
+//! ```
+//! use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+//! use prfmon::names::Names;
+//!
+//! let out = ProviderOutput { bytes: prfmon::sample::sample_object(1848), num_objects: 1 };
+//! let snap = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
+//! let table = prfmon::report::table(&snap, &Names::default());
+//! assert!(table.contains("alpha"));
+//! let json = prfmon::report::json(&snap, &Names::default());
+//! assert_eq!(json["objects"][0]["instances"][1]["values"][1], -5);
+//! # Ok::<(), prfmon::decode::DecodeError>(())
+//! ```
+
+use serde::Serialize;
+
+use crate::decode::{CounterDef, DataSnapshot, ObjectData, RawValue};
+use crate::names::{instance_names, Names};
+
+/// The name of a `PERF_DETAIL_*` level.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(prfmon::report::detail_name(200), "advanced");
+/// assert_eq!(prfmon::report::detail_name(7), "7");
+/// ```
+pub fn detail_name(level: u32) -> String {
+    match level {
+        100 => "novice".into(),
+        200 => "advanced".into(),
+        300 => "expert".into(),
+        400 => "wizard".into(),
+        other => other.to_string(),
+    }
+}
+
+/// A counter's display name: its name, or for a base without one, `base of <counter>`.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::decode::CounterDef;
+/// let names = prfmon::names::Names::default();
+/// let defs = [
+///     CounterDef { name_index: 1850, base: Some(1), ..Default::default() },
+///     CounterDef { is_base: true, base_of: Some(0), ..Default::default() },
+/// ];
+/// assert_eq!(prfmon::report::counter_name(&names, &defs, 1), "base of #1850");
+/// ```
+pub fn counter_name(names: &Names, counters: &[CounterDef], i: usize) -> String {
+    let Some(c) = counters.get(i) else {
+        return String::new();
+    };
+    match c.base_of {
+        Some(of) if c.name_index == 0 && of < i => {
+            format!("base of {}", counter_name(names, counters, of))
+        }
+        _ => names.name(c.name_index),
+    }
+}
+
+#[derive(Serialize)]
+struct JsonSnapshot<'a> {
+    system_name: &'a str,
+    system_time: String,
+    perf_time: i64,
+    perf_freq: i64,
+    perf_time_100nsec: i64,
+    default_object: i32,
+    total_byte_length: u32,
+    objects: Vec<JsonObject<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonObject<'a> {
+    index: u32,
+    name: String,
+    help: String,
+    detail: String,
+    default_counter: i32,
+    perf_time: i64,
+    perf_freq: i64,
+    counters: Vec<JsonCounter>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    values: Option<&'a [RawValue]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instances: Option<Vec<JsonInstance<'a>>>,
+}
+
+#[derive(Serialize)]
+struct JsonCounter {
+    index: u32,
+    name: String,
+    help: String,
+    #[serde(rename = "type")]
+    counter_type: u32,
+    type_name: String,
+    size: u32,
+    offset: u32,
+    scale: i32,
+    detail: String,
+    differentiate: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    base: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    base_of: Option<usize>,
+}
+
+#[derive(Serialize)]
+struct JsonInstance<'a> {
+    name: String,
+    raw_name: &'a str,
+    unique_id: i32,
+    parent_object_title_index: u32,
+    parent_object_instance: u32,
+    values: &'a [RawValue],
+}
+
+fn json_object<'a>(snap: &'a DataSnapshot, obj: &'a ObjectData, names: &Names) -> JsonObject<'a> {
+    let counters = obj
+        .counters
+        .iter()
+        .enumerate()
+        .map(|(i, c)| JsonCounter {
+            index: c.name_index,
+            name: counter_name(names, &obj.counters, i),
+            help: names.help(c.help_index),
+            counter_type: c.counter_type,
+            type_name: c.type_name(),
+            size: c.size,
+            offset: c.offset,
+            scale: c.default_scale,
+            detail: detail_name(c.detail_level),
+            differentiate: prfdata::winperf::is_rate(c.counter_type),
+            base: c.base,
+            base_of: c.base_of,
+        })
+        .collect();
+    let instances = obj.has_instances().then(|| {
+        instance_names(snap, obj)
+            .into_iter()
+            .zip(&obj.instances)
+            .map(|(name, inst)| JsonInstance {
+                name,
+                raw_name: &inst.name,
+                unique_id: inst.unique_id,
+                parent_object_title_index: inst.parent_object_title_index,
+                parent_object_instance: inst.parent_object_instance,
+                values: &inst.values,
+            })
+            .collect()
+    });
+    JsonObject {
+        index: obj.name_index,
+        name: names.name(obj.name_index),
+        help: names.help(obj.help_index),
+        detail: detail_name(obj.detail_level),
+        default_counter: obj.default_counter,
+        perf_time: obj.perf_time,
+        perf_freq: obj.perf_freq,
+        counters,
+        values: (!obj.has_instances()).then_some(obj.values.as_slice()),
+        instances,
+    }
+}
+
+/// The collection as JSON: header fields, then each object with its names, counters (with
+/// name, explain text, type, and whether the value is differentiated over time) and either
+/// its `values` (no instances) or its `instances` (PDH names, raw fields, values).
+///
+/// # Examples
+///
+/// See the module docs.
+pub fn json(snap: &DataSnapshot, names: &Names) -> serde_json::Value {
+    let view = JsonSnapshot {
+        system_name: &snap.system_name,
+        system_time: format!("{} UTC", snap.system_time),
+        perf_time: snap.perf_time,
+        perf_freq: snap.perf_freq,
+        perf_time_100nsec: snap.perf_time_100nsec,
+        default_object: snap.default_object,
+        total_byte_length: snap.total_byte_length,
+        objects: snap
+            .objects
+            .iter()
+            .map(|o| json_object(snap, o, names))
+            .collect(),
+    };
+    serde_json::to_value(view).unwrap_or(serde_json::Value::Null)
+}
+
+/// Left-aligned columns, two spaces apart.
+fn columns(rows: &[Vec<String>], indent: &str) -> String {
+    let widths: Vec<usize> = (0..rows.first().map_or(0, Vec::len))
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::from(indent);
+        for (c, cell) in row.iter().enumerate() {
+            if c + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<w$}  ", w = widths[c]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The collection as a table: a header line, then per object a line and one row per counter
+/// and instance with the raw value.
+///
+/// # Examples
+///
+/// See the module docs.
+pub fn table(snap: &DataSnapshot, names: &Names) -> String {
+    let mut out = format!(
+        "System {}  {} UTC  PerfTime {}  PerfFreq {}  PerfTime100nSec {}  {} objects, {} bytes\n",
+        snap.system_name,
+        snap.system_time,
+        snap.perf_time,
+        snap.perf_freq,
+        snap.perf_time_100nsec,
+        snap.objects.len(),
+        snap.total_byte_length,
+    );
+    for obj in &snap.objects {
+        out.push('\n');
+        let count = if obj.has_instances() {
+            format!("{} instances", obj.instances.len())
+        } else {
+            "no instances".into()
+        };
+        out.push_str(&format!(
+            "Object {} ({}), detail {}, {} counters, {count}\n",
+            names.name(obj.name_index),
+            obj.name_index,
+            detail_name(obj.detail_level),
+            obj.counters.len(),
+        ));
+        let mut rows = vec![vec![
+            "Counter".to_owned(),
+            "Index".to_owned(),
+            "Type".to_owned(),
+            "Instance".to_owned(),
+            "Value".to_owned(),
+        ]];
+        let inst_names = instance_names(snap, obj);
+        for (i, c) in obj.counters.iter().enumerate() {
+            let head = [
+                counter_name(names, &obj.counters, i),
+                c.name_index.to_string(),
+                c.type_name(),
+            ];
+            let mut row = |instance: &str, value: Option<&RawValue>| {
+                let mut r = head.to_vec();
+                r.push(instance.to_owned());
+                r.push(value.map_or_else(|| "?".to_owned(), ToString::to_string));
+                rows.push(r);
+            };
+            if obj.has_instances() {
+                for (name, inst) in inst_names.iter().zip(&obj.instances) {
+                    row(name, inst.values.get(i));
+                }
+            } else {
+                row("-", obj.values.get(i));
+            }
+        }
+        out.push_str(&columns(&rows, "  "));
+    }
+    out
+}
