@@ -32,8 +32,11 @@ pub fn perf_counter() -> i64 {
     let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     ts.tv_sec
         .saturating_mul(PERF_FREQUENCY)
-        .saturating_add(ts.tv_nsec)
+        .saturating_add(ts.tv_nsec / NANOS_PER_TICK)
 }
+
+/// Nanoseconds per tick of [`perf_counter`].
+const NANOS_PER_TICK: i64 = 1_000_000_000 / PERF_FREQUENCY;
 
 /// A duration in ticks of [`perf_counter`] (and so in the 100 ns units `PERF_100NSEC_TIMER`
 /// counters count), saturating.
@@ -46,4 +49,28 @@ pub fn perf_counter() -> i64 {
 /// ```
 pub fn ticks(d: std::time::Duration) -> i64 {
     i64::try_from(d.as_nanos() / 100).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// Regression: the clock once counted nanoseconds in the seconds' 100 ns ticks, running
+    /// faster than time.
+    #[test]
+    fn perf_counter_ticks_at_perf_frequency() {
+        let (t0, i0) = (perf_counter(), Instant::now());
+        std::thread::sleep(Duration::from_millis(200));
+        let (t1, elapsed) = (perf_counter(), i0.elapsed());
+        let measured = (t1 - t0) as f64 / PERF_FREQUENCY as f64;
+        let real = elapsed.as_secs_f64();
+        assert!((measured - real).abs() < 0.02, "clock says {measured} s, {real} s passed");
+    }
+
+    #[test]
+    fn ticks_are_100_ns() {
+        assert_eq!(ticks(Duration::from_micros(3)), 30);
+        assert_eq!(ticks(Duration::from_secs(1)), PERF_FREQUENCY);
+    }
 }
