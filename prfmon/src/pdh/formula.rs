@@ -117,6 +117,12 @@ use serde::{Deserialize, Serialize};
 /// `freq` / `time_100ns` from the `PERF_DATA_BLOCK`, `object_time` / `object_freq` from the
 /// counter's `PERF_OBJECT_TYPE`. Clocks a type does not use may be left at 0.
 ///
+/// The widths of the value and of the base are not stored: they follow from the counter type
+/// (its `PERF_SIZE_*` field, and that of the base [`winperf::required_base`] names), so a DWORD
+/// value or base is read as its low 32 bits whichever way it was extended. A multi timer's item
+/// count (`PERF_COUNTER_MULTI_BASE`) and a precision timer's time stamp
+/// (`PERF_PRECISION_TIMESTAMP`) are its base.
+///
 /// # Examples
 ///
 /// ```
@@ -1509,6 +1515,96 @@ mod tests {
                 "{}",
                 type_label(&ty)
             );
+        }
+    }
+
+    // --- Properties --------------------------------------------------------------------------
+
+    /// Every composed winperf.h type, formatted or not.
+    const ALL_TYPES: [u32; 38] = [
+        PERF_COUNTER_COUNTER,
+        PERF_COUNTER_TIMER,
+        PERF_COUNTER_QUEUELEN_TYPE,
+        PERF_COUNTER_LARGE_QUEUELEN_TYPE,
+        PERF_COUNTER_100NS_QUEUELEN_TYPE,
+        PERF_COUNTER_OBJ_TIME_QUEUELEN_TYPE,
+        PERF_COUNTER_BULK_COUNT,
+        PERF_COUNTER_TEXT,
+        PERF_COUNTER_RAWCOUNT,
+        PERF_COUNTER_LARGE_RAWCOUNT,
+        PERF_COUNTER_RAWCOUNT_HEX,
+        PERF_COUNTER_LARGE_RAWCOUNT_HEX,
+        PERF_SAMPLE_FRACTION,
+        PERF_SAMPLE_COUNTER,
+        PERF_COUNTER_NODATA,
+        PERF_COUNTER_TIMER_INV,
+        PERF_SAMPLE_BASE,
+        PERF_AVERAGE_TIMER,
+        PERF_AVERAGE_BASE,
+        PERF_AVERAGE_BULK,
+        PERF_OBJ_TIME_TIMER,
+        PERF_100NSEC_TIMER,
+        PERF_100NSEC_TIMER_INV,
+        PERF_COUNTER_MULTI_TIMER,
+        PERF_COUNTER_MULTI_TIMER_INV,
+        PERF_COUNTER_MULTI_BASE,
+        PERF_100NSEC_MULTI_TIMER,
+        PERF_100NSEC_MULTI_TIMER_INV,
+        PERF_RAW_FRACTION,
+        PERF_LARGE_RAW_FRACTION,
+        PERF_RAW_BASE,
+        PERF_LARGE_RAW_BASE,
+        PERF_ELAPSED_TIME,
+        PERF_COUNTER_DELTA,
+        PERF_COUNTER_LARGE_DELTA,
+        PERF_PRECISION_SYSTEM_TIMER,
+        PERF_PRECISION_100NS_TIMER,
+        PERF_PRECISION_OBJECT_TIMER,
+    ];
+
+    fn sample() -> impl proptest::strategy::Strategy<Value = RawSample> {
+        use proptest::prelude::*;
+        (
+            (any::<i64>(), proptest::option::of(any::<i64>())),
+            (any::<i64>(), any::<i64>(), any::<i64>()),
+            (any::<i64>(), any::<i64>()),
+        )
+            .prop_map(
+                |((value, base), (time, freq, time_100ns), (object_time, object_freq))| RawSample {
+                    counter_type: 0,
+                    value,
+                    base,
+                    time,
+                    freq,
+                    time_100ns,
+                    object_time,
+                    object_freq,
+                },
+            )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 4000, ..Default::default() })]
+
+        /// Whatever the raw numbers, a value is finite, a percentage is within [0, 100] when
+        /// capped, and no input divides by zero or panics.
+        #[test]
+        fn values_are_finite_and_percentages_capped(
+            ty in proptest::sample::select(&ALL_TYPES[..]),
+            prev in sample(),
+            cur in sample(),
+        ) {
+            let prev = RawSample { counter_type: ty, ..prev };
+            let cur = RawSample { counter_type: ty, ..cur };
+            if let Ok(v) = format(Some(&prev), &cur, FormatOptions::default()) {
+                proptest::prop_assert!(v.is_finite(), "{} gave {}", type_label(&ty), v);
+                if unit(ty) == "%" {
+                    proptest::prop_assert!(v <= 100.0, "{} gave {}", type_label(&ty), v);
+                }
+                if ty & PERF_INVERSE_COUNTER != 0 {
+                    proptest::prop_assert!(v >= 0.0, "{} gave {}", type_label(&ty), v);
+                }
+            }
         }
     }
 }

@@ -1546,4 +1546,34 @@ mod tests {
             r"near matches: \PrfData Demo Service\Jobs/sec, \PrfData Demo Service\Jobs Queued, \PrfData Demo Service\Avg. Job Time"
         ), "{err}");
     }
+
+    // --- Properties --------------------------------------------------------------------------
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 2000, ..Default::default() })]
+
+        /// Any text made of the characters that matter to the syntax (and a two-byte one) either
+        /// fails to parse or parses to a path whose `Display` reads back to the same path.
+        #[test]
+        fn parse_never_panics_and_display_round_trips(
+            text in r"\\?[\\()/#*a0-9é ]{0,14}",
+        ) {
+            if let Ok(path) = parse(&text) {
+                let printed = path.to_string();
+                proptest::prop_assert_eq!(parse(&printed), Ok(path), "printed as {}", printed);
+            }
+        }
+
+        /// The same for text shaped like a path (machine, object, instance, counter), so that
+        /// most cases parse and the round trip is exercised on parents, indexes and wildcards.
+        #[test]
+        fn path_shaped_text_round_trips(
+            text in r"(\\\\[a.]{1,2})?\\[a*é ]{1,3}(\([\\()/#*a0-9é]{0,8}\))?\\[()/#*a0-9 ]{1,4}",
+        ) {
+            if let Ok(path) = parse(&text) {
+                let printed = path.to_string();
+                proptest::prop_assert_eq!(parse(&printed), Ok(path), "printed as {}", printed);
+            }
+        }
+    }
 }
