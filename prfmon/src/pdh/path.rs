@@ -540,7 +540,7 @@ pub enum PathError {
     /// The path is well formed but matches no available counter.
     #[error("counter path `{path}` matches no available counter; {}", near_text(.near))]
     NoMatch {
-        /// The path, as given.
+        /// The path that was expanded, as printed.
         path: String,
         /// The nearest available paths, nearest first (at most eight); empty when nothing is
         /// near.
@@ -926,9 +926,10 @@ pub struct Match {
 ///
 /// # Errors
 ///
-/// [`PathError::NoMatch`] when nothing matches, with the nearest available paths: the same
-/// object's other counters and instances, and objects and counters whose names are within a
-/// small edit distance (Damerau–Levenshtein, ignoring case), nearest first.
+/// [`PathError::NoMatch`] when nothing matches, with at most eight of the nearest available
+/// paths, nearest first: the same object's other counters and instances, the counters of objects
+/// whose names are within a small edit distance (Damerau–Levenshtein, ignoring case, via
+/// `strsim`) or contain the requested name, and counters of a near name in any object.
 ///
 /// # Examples
 ///
@@ -970,25 +971,29 @@ pub fn expand(path: &CounterPath, available: &[Available]) -> Result<Vec<Match>,
 
 /// The available paths nearest to a path that matched nothing, nearest first.
 ///
-/// Every counter of an object whose name is near (equal ignoring case, one containing the other,
-/// or within [`near_distance`]) is scored by the edit distances of object, counter and instance;
-/// each is suggested as the path that would name it, keeping the request's wildcards (and `(*)`
-/// where the request lacked an instance the object has).
+/// A counter is a candidate when its object's name is near the requested object's, or its own
+/// name near the requested counter's (so a counter asked of the wrong object is found in the
+/// right one). "Near" is [`nearness`]. Candidates are scored by the sum of the edit distances of
+/// object, counter and instance, and each is suggested as the path that would name it, keeping
+/// the request's wildcards (and `(*)` where the request lacked an instance the object has).
 fn near_matches(path: &CounterPath, available: &[Available]) -> Vec<String> {
     let mut best: HashMap<String, usize> = HashMap::new();
-    // Objects repeat once per counter and instance: measure each name once.
-    let mut objects: HashMap<&str, Option<usize>> = HashMap::new();
+    // Names repeat once per counter and instance: measure each name once.
+    let mut objects: HashMap<&str, (usize, bool)> = HashMap::new();
+    let mut counters: HashMap<&str, (usize, bool)> = HashMap::new();
     for item in available {
-        let object_score = *objects
+        let (object_score, object_near) = *objects
             .entry(&item.object)
-            .or_insert_with(|| object_distance(&path.object, &item.object));
-        let Some(object_score) = object_score else {
+            .or_insert_with(|| nearness(&path.object, &item.object));
+        let (counter_score, counter_near) = match &path.counter {
+            Pattern::Wildcard => (0, false),
+            Pattern::Exact(counter) => *counters
+                .entry(&item.counter)
+                .or_insert_with(|| nearness(counter, &item.counter)),
+        };
+        if !object_near && !counter_near {
             continue;
-        };
-        let counter_score = match &path.counter {
-            Pattern::Wildcard => 0,
-            Pattern::Exact(counter) => distance(counter, &item.counter),
-        };
+        }
         let (instance_score, instance) = match (&path.instance, &item.instance) {
             (None, None) => (0, None),
             // The request lacked an instance: suggest every instance rather than each one.
@@ -1019,21 +1024,22 @@ fn near_matches(path: &CounterPath, available: &[Available]) -> Vec<String> {
     near.into_iter().take(MAX_NEAR).map(|(_, p)| p).collect()
 }
 
-/// The largest edit distance at which a differently spelt object name is still near: two edits,
-/// or one in four characters for longer names (a dropped word such as "Service" is caught by the
-/// containment rule instead).
+/// The largest edit distance at which a differently spelt name is still near: two edits, or one
+/// in four characters for longer names (a dropped word such as "Service" is caught by
+/// containment instead).
 fn near_distance(name: &str) -> usize {
     (name.chars().count() / 4).max(2)
 }
 
-/// The edit distance between a requested object name and an available one, or `None` when the
-/// available one is not near.
-fn object_distance(want: &str, have: &str) -> Option<usize> {
+/// The edit distance from a requested name to an available one, and whether the available one is
+/// near: within [`near_distance`], or one name containing the other (ignoring case; at least three
+/// characters requested).
+fn nearness(want: &str, have: &str) -> (usize, bool) {
     let d = distance(want, have);
     let (want_folded, have_folded) = (fold_case(want), fold_case(have));
     let contains = want_folded.chars().count() >= 3
         && (have_folded.contains(&want_folded) || want_folded.contains(&have_folded));
-    (d <= near_distance(want) || contains).then_some(d)
+    (d, d <= near_distance(want) || contains)
 }
 
 /// How far an instance is from a selection that names one instance exactly.
@@ -1508,6 +1514,21 @@ mod tests {
         assert_eq!(
             near(r"\PrfData Demo Service(x)\Jobs/sec")[0],
             r"\PrfData Demo Service\Jobs/sec"
+        );
+    }
+
+    #[test]
+    fn near_matches_for_a_counter_of_another_object() {
+        // "Jobs Done" is a worker counter, not a service one: the worker's is suggested beside
+        // the service's own counters of similar names.
+        let near = near(r"\PrfData Demo Service\Jobs Done");
+        assert!(
+            near.contains(&r"\PrfData Demo Worker(*)\Jobs Done".to_owned()),
+            "{near:?}"
+        );
+        assert!(
+            near.contains(&r"\PrfData Demo Service\Jobs Queued".to_owned()),
+            "{near:?}"
         );
     }
 
