@@ -63,13 +63,21 @@
 //!   behavior is that counter values are capped at a value of 100"; `PDH_FMT_NOSCALE`, "Do not
 //!   apply the counter's default scaling factor".
 //!
+//! Where the sources disagree, this module follows the Windows Server 2003 reference:
+//! - `PERF_COUNTER_MULTI_TIMER`: *Calculating Counter Values* (and the Windows CE "Calculations
+//!   for Raw Counter Data" pages) write 100·(ΔN / (ΔT / F)) / B, dividing a tick count by
+//!   seconds, which is 10⁷ times too large at 10 MHz for a numerator counted in timer ticks;
+//!   Windows Server 2003 writes 100·(ΔN / ΔT) / B, dimensionless like every other timer.
+//! - The inverse multi timers: the Windows CE pages divide by B again, 100·(B − ΔN / ΔT) / B;
+//!   Windows Server 2003 and *Calculating Counter Values* do not, so the value is a sum over
+//!   the B items (up to 100·B before the cap), which is why `PDH_FMT_NOCAP100` exists.
+//!
 //! # Wrap-around, resets and missing values
 //!
 //! - **32-bit values wrap.** For a DWORD counter (and a DWORD base) the delta is taken modulo
 //!   2³², as PDH does: 0xFFFF_FF00 → 0x0000_0100 is a change of 0x200, not of −4 294 966 784. The
 //!   sample's value is read as its low 32 bits, so a sign-extended DWORD works as well as a
-//!   zero-extended one. (A DWORD counter that was *reset* therefore shows one large delta, as in
-//!   perfmon.)
+//!   zero-extended one. (A DWORD counter that was *reset* therefore shows one large delta.)
 //! - **64-bit values do not wrap** (2⁶³ ticks of a 10 MHz clock is 29 000 years). Their delta is
 //!   the plain difference; a negative one means the counter was reset or went back, and gives
 //!   [`NoValue::CounterWentBack`] rather than a wrong negative rate.
