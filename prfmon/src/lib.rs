@@ -22,6 +22,10 @@
 //! - [`report`]: a collection as a table or as JSON.
 //! - [`sample`]: a small valid object for examples and tests.
 //!
+//! **Values and paths as PDH sees them**
+//! - [`pdh`]: formatted values from raw samples ([`pdh::formula`]) and counter paths in PDH
+//!   syntax ([`pdh::path`]).
+//!
 //! # Examples
 //!
 //! ```
@@ -44,5 +48,6 @@ pub mod collector;
 pub mod datablock;
 pub mod decode;
 pub mod names;
+pub mod pdh;
 pub mod report;
 pub mod sample;
