@@ -65,7 +65,10 @@ mod tests {
         let (t1, elapsed) = (perf_counter(), i0.elapsed());
         let measured = (t1 - t0) as f64 / PERF_FREQUENCY as f64;
         let real = elapsed.as_secs_f64();
-        assert!((measured - real).abs() < 0.02, "clock says {measured} s, {real} s passed");
+        assert!(
+            (measured - real).abs() < 0.02,
+            "clock says {measured} s, {real} s passed"
+        );
     }
 
     #[test]
