@@ -160,7 +160,7 @@ fn collector(isolation: Isolation) -> Collector<FileRegistry> {
     Collector::open(reg, options).unwrap()
 }
 
-fn object<'a>(snap: &'a DataSnapshot, index: u32) -> &'a ObjectData {
+fn object(snap: &DataSnapshot, index: u32) -> &ObjectData {
     snap.objects
         .iter()
         .find(|o| o.name_index == index)
