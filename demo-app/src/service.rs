@@ -128,11 +128,12 @@ pub fn run(
             turn += 1;
             let pool = turn % POOLS.len();
             if let Some(pos) = staff.iter().position(|(p, _)| *p == pool) {
+                // Hire first, then retire: the pool is never short of a worker.
+                staff.push((pool, hire(pool)?));
                 let (_, old) = staff.remove(pos);
                 old.retire.store(true, Relaxed);
                 shared.queue.ready.notify_all();
                 let _ = old.thread.join();
-                staff.push((pool, hire(pool)?));
             }
         }
     }
