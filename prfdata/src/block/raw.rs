@@ -136,16 +136,6 @@ impl RawBlock {
         Some(unsafe { self.u32_at(off) }.load(Ordering::Relaxed))
     }
 
-    /// Checked relaxed load of the `u16` at `off`.
-    #[inline]
-    pub(crate) fn load_u16(&self, off: usize) -> Option<u16> {
-        if !off.is_multiple_of(2) || off.checked_add(2)? > self.len() {
-            return None;
-        }
-        // SAFETY: bounds and alignment were just checked.
-        Some(unsafe { self.u16_at(off) }.load(Ordering::Relaxed))
-    }
-
     /// Checked relaxed load of the `u64` at `off`.
     #[inline]
     pub(crate) fn load_u64(&self, off: usize) -> Option<u64> {
@@ -164,13 +154,31 @@ impl RawBlock {
         if !off.is_multiple_of(8) || !len.is_multiple_of(8) || off.checked_add(len)? > self.len() {
             return None;
         }
-        out.reserve(len);
-        let mut at = off;
-        while at < off + len {
+        // Sized once, then filled word by word: no capacity check per word.
+        let start = out.len();
+        out.resize(start + len, 0);
+        for (chunk, at) in out[start..].chunks_exact_mut(8).zip((off..).step_by(8)) {
             // SAFETY: `at` is 8-aligned and `at + 8 <= off + len <= self.len()`.
             let word = unsafe { self.u64_at(at) }.load(Ordering::Relaxed);
-            out.extend_from_slice(&word.to_le_bytes());
-            at += 8;
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        Some(())
+    }
+
+    /// Appends the `n` UTF-16 units at `off` (2-aligned) to `out` with relaxed 16-bit atomic
+    /// loads, as [`RawBlock::copy_words`] does with words. `None` if the range is outside the
+    /// mapping.
+    #[inline]
+    pub(crate) fn copy_u16s(&self, off: usize, n: usize, out: &mut Vec<u16>) -> Option<()> {
+        if !off.is_multiple_of(2) || off.checked_add(n.checked_mul(2)?)? > self.len() {
+            return None;
+        }
+        // Bounds checked once for the whole range, then filled without a check per unit.
+        let start = out.len();
+        out.resize(start + n, 0);
+        for (unit, at) in out[start..].iter_mut().zip((off..).step_by(2)) {
+            // SAFETY: `at` is 2-aligned and `at + 2 <= off + 2 * n <= self.len()`.
+            *unit = unsafe { self.u16_at(at) }.load(Ordering::Relaxed);
         }
         Some(())
     }
