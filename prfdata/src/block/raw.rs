@@ -193,3 +193,58 @@ impl RawBlock {
         Some(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A read-only mapping of 64 bytes whose byte `i` is `i`.
+    fn counting_block() -> (tempfile::NamedTempFile, RawBlock) {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(&(0..64u8).collect::<Vec<_>>()).unwrap();
+        let raw = RawBlock::map(file.as_file(), 64, false).unwrap();
+        (file, raw)
+    }
+
+    #[test]
+    fn copy_words_appends_exactly_the_range() {
+        let (_file, raw) = counting_block();
+        let mut out = vec![0xAA];
+        raw.copy_words(8, 16, &mut out).unwrap();
+        assert_eq!(out, [0xAA].into_iter().chain(8..24).collect::<Vec<u8>>());
+        raw.copy_words(56, 8, &mut out).unwrap();
+        assert_eq!(out.len(), 1 + 16 + 8);
+    }
+
+    #[test]
+    fn copy_words_refuses_ranges_outside_or_misaligned() {
+        let (_file, raw) = counting_block();
+        let mut out = Vec::new();
+        assert!(raw.copy_words(56, 16, &mut out).is_none());
+        assert!(raw.copy_words(4, 8, &mut out).is_none());
+        assert!(raw.copy_words(usize::MAX - 7, 8, &mut out).is_none());
+        assert!(out.is_empty(), "nothing appended on refusal");
+    }
+
+    #[test]
+    fn copy_u16s_appends_little_endian_units() {
+        let (_file, raw) = counting_block();
+        let mut out = vec![7u16];
+        raw.copy_u16s(62, 1, &mut out).unwrap();
+        raw.copy_u16s(2, 2, &mut out).unwrap();
+        assert_eq!(out, [7, 0x3f3e, 0x0302, 0x0504]);
+        raw.copy_u16s(64, 0, &mut out).unwrap();
+        assert_eq!(out.len(), 4);
+    }
+
+    #[test]
+    fn copy_u16s_refuses_ranges_outside_or_misaligned() {
+        let (_file, raw) = counting_block();
+        let mut out = Vec::new();
+        assert!(raw.copy_u16s(62, 2, &mut out).is_none());
+        assert!(raw.copy_u16s(1, 1, &mut out).is_none());
+        assert!(raw.copy_u16s(0, usize::MAX / 2 + 1, &mut out).is_none());
+        assert!(out.is_empty(), "nothing appended on refusal");
+    }
+}
