@@ -136,16 +136,6 @@ impl RawBlock {
         Some(unsafe { self.u32_at(off) }.load(Ordering::Relaxed))
     }
 
-    /// Checked relaxed load of the `u16` at `off`.
-    #[inline]
-    pub(crate) fn load_u16(&self, off: usize) -> Option<u16> {
-        if !off.is_multiple_of(2) || off.checked_add(2)? > self.len() {
-            return None;
-        }
-        // SAFETY: bounds and alignment were just checked.
-        Some(unsafe { self.u16_at(off) }.load(Ordering::Relaxed))
-    }
-
     /// Checked relaxed load of the `u64` at `off`.
     #[inline]
     pub(crate) fn load_u64(&self, off: usize) -> Option<u64> {
@@ -164,13 +154,31 @@ impl RawBlock {
         if !off.is_multiple_of(8) || !len.is_multiple_of(8) || off.checked_add(len)? > self.len() {
             return None;
         }
-        out.reserve(len);
-        let mut at = off;
-        while at < off + len {
+        // Sized once, then filled word by word: no capacity check per word.
+        let start = out.len();
+        out.resize(start + len, 0);
+        for (chunk, at) in out[start..].chunks_exact_mut(8).zip((off..).step_by(8)) {
             // SAFETY: `at` is 8-aligned and `at + 8 <= off + len <= self.len()`.
             let word = unsafe { self.u64_at(at) }.load(Ordering::Relaxed);
-            out.extend_from_slice(&word.to_le_bytes());
-            at += 8;
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        Some(())
+    }
+
+    /// Appends the `n` UTF-16 units at `off` (2-aligned) to `out` with relaxed 16-bit atomic
+    /// loads, as [`RawBlock::copy_words`] does with words. `None` if the range is outside the
+    /// mapping.
+    #[inline]
+    pub(crate) fn copy_u16s(&self, off: usize, n: usize, out: &mut Vec<u16>) -> Option<()> {
+        if !off.is_multiple_of(2) || off.checked_add(n.checked_mul(2)?)? > self.len() {
+            return None;
+        }
+        // Bounds checked once for the whole range, then filled without a check per unit.
+        let start = out.len();
+        out.resize(start + n, 0);
+        for (unit, at) in out[start..].iter_mut().zip((off..).step_by(2)) {
+            // SAFETY: `at` is 2-aligned and `at + 2 <= off + 2 * n <= self.len()`.
+            *unit = unsafe { self.u16_at(at) }.load(Ordering::Relaxed);
         }
         Some(())
     }
@@ -183,5 +191,60 @@ impl RawBlock {
         let mut out = Vec::with_capacity(len);
         self.copy_words(off, len, &mut out)?;
         Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A read-only mapping of 64 bytes whose byte `i` is `i`.
+    fn counting_block() -> (tempfile::NamedTempFile, RawBlock) {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(&(0..64u8).collect::<Vec<_>>()).unwrap();
+        let raw = RawBlock::map(file.as_file(), 64, false).unwrap();
+        (file, raw)
+    }
+
+    #[test]
+    fn copy_words_appends_exactly_the_range() {
+        let (_file, raw) = counting_block();
+        let mut out = vec![0xAA];
+        raw.copy_words(8, 16, &mut out).unwrap();
+        assert_eq!(out, [0xAA].into_iter().chain(8..24).collect::<Vec<u8>>());
+        raw.copy_words(56, 8, &mut out).unwrap();
+        assert_eq!(out.len(), 1 + 16 + 8);
+    }
+
+    #[test]
+    fn copy_words_refuses_ranges_outside_or_misaligned() {
+        let (_file, raw) = counting_block();
+        let mut out = Vec::new();
+        assert!(raw.copy_words(56, 16, &mut out).is_none());
+        assert!(raw.copy_words(4, 8, &mut out).is_none());
+        assert!(raw.copy_words(usize::MAX - 7, 8, &mut out).is_none());
+        assert!(out.is_empty(), "nothing appended on refusal");
+    }
+
+    #[test]
+    fn copy_u16s_appends_little_endian_units() {
+        let (_file, raw) = counting_block();
+        let mut out = vec![7u16];
+        raw.copy_u16s(62, 1, &mut out).unwrap();
+        raw.copy_u16s(2, 2, &mut out).unwrap();
+        assert_eq!(out, [7, 0x3f3e, 0x0302, 0x0504]);
+        raw.copy_u16s(64, 0, &mut out).unwrap();
+        assert_eq!(out.len(), 4);
+    }
+
+    #[test]
+    fn copy_u16s_refuses_ranges_outside_or_misaligned() {
+        let (_file, raw) = counting_block();
+        let mut out = Vec::new();
+        assert!(raw.copy_u16s(62, 2, &mut out).is_none());
+        assert!(raw.copy_u16s(1, 1, &mut out).is_none());
+        assert!(raw.copy_u16s(0, usize::MAX / 2 + 1, &mut out).is_none());
+        assert!(out.is_empty(), "nothing appended on refusal");
     }
 }

@@ -191,16 +191,19 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// An instance's name, UTF-16 without the NUL.
+    #[inline]
     pub fn name(&self, inst: &InstanceSnapshot) -> &[u16] {
         &self.names[inst.name.clone()]
     }
 
     /// An instance's counter block: the `PERF_COUNTER_BLOCK` bytes, ByteLength first.
+    #[inline]
     pub fn instance_block(&self, inst: &InstanceSnapshot) -> &[u8] {
         &self.data[inst.data.clone()]
     }
 
     /// The counter block of an object without instances.
+    #[inline]
     pub fn global_block(&self, obj: &ObjectSnapshot) -> &[u8] {
         &self.data[obj.global.clone()]
     }
@@ -526,11 +529,9 @@ impl BlockReader {
         usize::try_from(off)
             .ok()
             .and_then(|o| self.raw.load_u32(o))
-            .ok_or(ReadError::Field {
-                offset: off,
-                what,
-                value: off,
-            })
+            // `ok_or_else`: this runs for every field of every instance, and a `ReadError` made
+            // eagerly has to be dropped again (a call: it has drop glue) on the success path.
+            .ok_or_else(|| field(off, what, off))
     }
 
     fn words(&self, off: u64, len: u64, out: &mut Vec<u8>) -> Result<(), ReadError> {
@@ -554,19 +555,10 @@ impl BlockReader {
     }
 
     fn utf16(&self, off: u64, len: u32, out: &mut Vec<u16>) -> Result<(), ReadError> {
-        for i in 0..u64::from(len) {
-            let at = off + 2 * i;
-            let unit = usize::try_from(at)
-                .ok()
-                .and_then(|a| self.raw.load_u16(a))
-                .ok_or(ReadError::Field {
-                    offset: at,
-                    what: "instance name",
-                    value: at,
-                })?;
-            out.push(unit);
-        }
-        Ok(())
+        usize::try_from(off)
+            .ok()
+            .and_then(|o| self.raw.copy_u16s(o, len as usize, out))
+            .ok_or_else(|| field(off, "instance name", off))
     }
 }
 

@@ -1,0 +1,252 @@
+//! Group `collect`: what a perflib collection of a big app costs, against copying its bytes.
+//!
+//! | id                   | one iteration                                                    |
+//! |----------------------|------------------------------------------------------------------|
+//! | `provider_1000x16`   | `CollectPerformanceData("Global")` of the dlopen'ed provider      |
+//! |                      | library on an app with 1,000 instances × 16 counters              |
+//! | `memcpy_same_bytes`  | copying as many bytes as that Collect returns: the floor          |
+//! | `decode_1000x16`     | (added when the collector lands) prfmon decoding that buffer      |
+//! | `end_to_end_1000x16` | (added when the collector lands) prfmon's Collect through the     |
+//! |                      | provider, then decode                                             |
+//!
+//! The fixture ([`Fixture`]) is what all four share: a registry and a shm folder of their own,
+//! the app installed there and running (its block activated, 1,000 instances with non-zero
+//! counters), and the provider library loaded from beside this benchmark binary and opened for
+//! the app, as perflib loads it. The collector's benchmarks take the same fixture: each id is one
+//! `bench_*` function called from [`collect`].
+use std::ffi::c_void;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
+use libloading::{Library, Symbol};
+use prfdata::install::{install_in, InstallOptions};
+use prfdata::registry::FileRegistry;
+
+prfdata::prfdata_map! {
+    /// An app with one object of up to 1,024 instances and 16 64-bit counters each.
+    pub mod bench_map {
+        app: "PrfDataBenchCollect",
+        object WORKER = 0 {
+            name: "Bench Collect Worker", help: "A worker of the collect benchmark.",
+            detail: Novice, default: C00, instances: { max: 1024, name_len: 32 }, costly: false,
+            counters {
+                C00 = 2: LargeRawCount { name: "Counter 00", help: "c", detail: Novice, scale: 0 },
+                C01 = 4: LargeRawCount { name: "Counter 01", help: "c", detail: Novice, scale: 0 },
+                C02 = 6: LargeRawCount { name: "Counter 02", help: "c", detail: Novice, scale: 0 },
+                C03 = 8: LargeRawCount { name: "Counter 03", help: "c", detail: Novice, scale: 0 },
+                C04 = 10: LargeRawCount { name: "Counter 04", help: "c", detail: Novice, scale: 0 },
+                C05 = 12: LargeRawCount { name: "Counter 05", help: "c", detail: Novice, scale: 0 },
+                C06 = 14: LargeRawCount { name: "Counter 06", help: "c", detail: Novice, scale: 0 },
+                C07 = 16: LargeRawCount { name: "Counter 07", help: "c", detail: Novice, scale: 0 },
+                C08 = 18: LargeRawCount { name: "Counter 08", help: "c", detail: Novice, scale: 0 },
+                C09 = 20: LargeRawCount { name: "Counter 09", help: "c", detail: Novice, scale: 0 },
+                C10 = 22: LargeRawCount { name: "Counter 10", help: "c", detail: Novice, scale: 0 },
+                C11 = 24: LargeRawCount { name: "Counter 11", help: "c", detail: Novice, scale: 0 },
+                C12 = 26: LargeRawCount { name: "Counter 12", help: "c", detail: Novice, scale: 0 },
+                C13 = 28: LargeRawCount { name: "Counter 13", help: "c", detail: Novice, scale: 0 },
+                C14 = 30: LargeRawCount { name: "Counter 14", help: "c", detail: Novice, scale: 0 },
+                C15 = 32: LargeRawCount { name: "Counter 15", help: "c", detail: Novice, scale: 0 },
+            }
+        }
+    }
+}
+
+/// Instances the app runs with.
+const INSTANCES: usize = 1_000;
+
+/// Win32 `ERROR_SUCCESS`.
+const ERROR_SUCCESS: u32 = 0;
+
+type OpenFn = unsafe extern "system" fn(*const u16) -> u32;
+type CollectFn = unsafe extern "system" fn(*const u16, *mut *mut c_void, *mut u32, *mut u32) -> u32;
+type CloseFn = unsafe extern "system" fn() -> u32;
+
+/// The provider library, loaded and opened for the app, as perflib drives it.
+struct Provider {
+    collect: CollectFn,
+    close: CloseFn,
+    /// Keeps the library mapped while the function pointers above are in use.
+    _lib: Library,
+}
+
+impl Provider {
+    /// Loads `path` and opens it for `app`.
+    fn open(path: &Path, app: &str) -> Provider {
+        // SAFETY: our own provider library, whose initialisers are Rust's only.
+        let lib = unsafe { Library::new(path) }
+            .unwrap_or_else(|e| panic!("dlopen {}: {e}", path.display()));
+        // SAFETY: the three symbols have the perflib signatures (`provider-dll/src/lib.rs`); the
+        // function pointers are only called while `_lib` keeps the library loaded.
+        let (open, collect, close) = unsafe {
+            let open: Symbol<OpenFn> = lib.get(b"OpenPerformanceData").expect("Open");
+            let collect: Symbol<CollectFn> = lib.get(b"CollectPerformanceData").expect("Collect");
+            let close: Symbol<CloseFn> = lib.get(b"ClosePerformanceData").expect("Close");
+            (*open, *collect, *close)
+        };
+        let names: Vec<u16> = app.encode_utf16().chain([0, 0]).collect();
+        // SAFETY: `names` is a UTF-16 multi-string ending in two NULs.
+        let status = unsafe { open(names.as_ptr()) };
+        assert_eq!(status, ERROR_SUCCESS, "OpenPerformanceData");
+        Provider {
+            collect,
+            close,
+            _lib: lib,
+        }
+    }
+
+    /// Collects `query` (a NUL-terminated UTF-16 string) into `buf`; returns the bytes written.
+    #[inline]
+    fn collect_into(&self, query: &[u16], buf: &mut [u8]) -> usize {
+        assert_eq!(query.last(), Some(&0), "a NUL-terminated query");
+        let mut ptr: *mut c_void = buf.as_mut_ptr().cast();
+        let mut bytes = u32::try_from(buf.len()).expect("a buffer under 4 GiB");
+        let mut objects = 0;
+        // SAFETY: perflib's contract: the query is NUL-terminated, `ptr` has `bytes` writable
+        // bytes that nothing else touches during the call, and the three out-pointers are valid.
+        let status = unsafe { (self.collect)(query.as_ptr(), &mut ptr, &mut bytes, &mut objects) };
+        assert_eq!(status, ERROR_SUCCESS, "CollectPerformanceData");
+        assert_eq!(objects, 1, "the app's one object was collected");
+        bytes as usize
+    }
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        // SAFETY: one Close for our one successful Open, while the library is still loaded.
+        unsafe { (self.close)() };
+    }
+}
+
+/// The running, installed app and the provider opened for it.
+struct Fixture {
+    root: PathBuf,
+    provider: Provider,
+    /// The running app's block (kept alive: the provider reads it).
+    _prf: bench_map::PrfData,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let root =
+            std::env::temp_dir().join(format!("prfdata-bench-collect-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let shm = root.join("shm");
+        std::fs::create_dir_all(&shm).expect("create the shm folder");
+        // The provider reads both, in this process, when it is opened.
+        std::env::set_var("PRFDATA_REGISTRY", root.join("registry"));
+        std::env::set_var("PRFDATA_SHM_DIR", &shm);
+        let library = provider_path();
+        let registry = FileRegistry::open(root.join("registry")).expect("open the registry");
+        install_in(
+            &registry,
+            &bench_map::MAP,
+            &InstallOptions {
+                library: library.clone(),
+                ini_dir: root.join("ini"),
+                replace: true,
+            },
+        )
+        .expect("install the benchmark app");
+
+        let prf = bench_map::PrfData::activate_in(&shm).expect("activate the app's block");
+        let counters = [
+            bench_map::C00,
+            bench_map::C01,
+            bench_map::C02,
+            bench_map::C03,
+            bench_map::C04,
+            bench_map::C05,
+            bench_map::C06,
+            bench_map::C07,
+            bench_map::C08,
+            bench_map::C09,
+            bench_map::C10,
+            bench_map::C11,
+            bench_map::C12,
+            bench_map::C13,
+            bench_map::C14,
+            bench_map::C15,
+        ];
+        for i in 0..INSTANCES {
+            let inst = prf
+                .add_instance(bench_map::WORKER, &format!("worker {i:04}"))
+                .expect("room for 1,000 instances");
+            for (k, ctr) in counters.iter().enumerate() {
+                prf.get_ctr64(*ctr, inst)
+                    .store((i * 16 + k) as i64, Relaxed);
+            }
+        }
+        Fixture {
+            provider: Provider::open(&library, bench_map::MAP.app),
+            root,
+            _prf: prf,
+        }
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// `libprfdata_provider.so` as `cargo bench` builds it: in `deps/`, beside this binary.
+fn provider_path() -> PathBuf {
+    let exe = std::env::current_exe().expect("the benchmark's path");
+    let lib = exe.with_file_name("libprfdata_provider.so");
+    assert!(
+        lib.exists(),
+        "{} is built with the benchmarks (prfdata-provider is a dev-dependency)",
+        lib.display()
+    );
+    lib
+}
+
+/// `provider_1000x16`; returns what one Collect wrote, for the benchmarks that follow.
+fn bench_provider(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) -> Vec<u8> {
+    let query: Vec<u16> = "Global".encode_utf16().chain([0]).collect();
+    // Twice what it needs: Collect never returns ERROR_MORE_DATA here.
+    let mut buf = vec![0u8; 1 << 20];
+    let bytes = fx.provider.collect_into(&query, &mut buf);
+    buf.truncate(bytes);
+    let mut out = vec![0u8; 2 * bytes];
+    group.bench_function("provider_1000x16", |b| {
+        b.iter(|| {
+            fx.provider
+                .collect_into(black_box(&query), black_box(&mut out))
+        })
+    });
+    buf
+}
+
+/// `memcpy_same_bytes`: the floor for `provider_1000x16`.
+fn bench_memcpy(group: &mut BenchmarkGroup<'_, WallTime>, collected: &[u8]) {
+    let mut out = vec![0u8; collected.len()];
+    group.bench_function("memcpy_same_bytes", |b| {
+        b.iter(|| black_box(&mut out[..]).copy_from_slice(black_box(collected)))
+    });
+}
+
+fn collect(c: &mut Criterion) {
+    let fx = Fixture::new();
+    let mut group = c.benchmark_group("collect");
+    group
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    let collected = bench_provider(&mut group, &fx);
+    eprintln!(
+        "collect: one Collect of {INSTANCES} instances x 16 counters returns {} bytes",
+        collected.len()
+    );
+    bench_memcpy(&mut group, &collected);
+    // When prfmon's collector lands: `bench_decode(&mut group, &collected)` (`decode_1000x16`)
+    // and `bench_end_to_end(&mut group, &fx)` (`end_to_end_1000x16`) go here.
+    group.finish();
+}
+
+criterion_group!(benches, collect);
+criterion_main!(benches);
