@@ -113,11 +113,15 @@ pub fn env() -> &'static Env {
     })
 }
 
-/// Tests share one loaded library (its state is per process): one at a time.
+/// Tests share one loaded library (its state is per process): one at a time. Also sets up the
+/// environment first, so that blocks the test activates land where the provider looks.
 pub fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    let guard = LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    env();
+    guard
 }
 
 type OpenFn = unsafe extern "system" fn(*const u16) -> u32;
@@ -295,7 +299,8 @@ pub fn parse(data: &[u8], count: u32) -> Vec<Obj> {
                     .map(|c| u16::from_le_bytes([c[0], c[1]]))
                     .collect();
                 assert_eq!(units.last(), Some(&0), "NUL-terminated name");
-                let name = String::from_utf16(&units[..units.len() - 1]).unwrap();
+                // Names are UTF-16 units as written: a corrupt block may hold unpaired surrogates.
+                let name = String::from_utf16_lossy(&units[..units.len() - 1]);
                 pos += def.byte_length as usize;
                 let b = block(pos);
                 pos += b.len();
