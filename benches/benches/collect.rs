@@ -5,9 +5,9 @@
 //! | `provider_1000x16`   | `CollectPerformanceData("Global")` of the dlopen'ed provider      |
 //! |                      | library on an app with 1,000 instances × 16 counters              |
 //! | `memcpy_same_bytes`  | copying as many bytes as that Collect returns: the floor          |
-//! | `decode_1000x16`     | (added when the collector lands) prfmon decoding that buffer      |
-//! | `end_to_end_1000x16` | (added when the collector lands) prfmon's Collect through the     |
-//! |                      | provider, then decode                                             |
+//! | `decode_1000x16`     | prfmon decoding that Collect's output in its PERF_DATA_BLOCK     |
+//! | `end_to_end_1000x16` | prfmon's collector (in process): Collect through the dlopen'ed   |
+//! |                      | provider into a PERF_DATA_BLOCK, then decode                      |
 //!
 //! The fixture ([`Fixture`]) is what all four share: a registry and a shm folder of their own,
 //! the app installed there and running (its block activated, 1,000 instances with non-zero
@@ -231,6 +231,48 @@ fn bench_memcpy(group: &mut BenchmarkGroup<'_, WallTime>, collected: &[u8]) {
     });
 }
 
+/// `decode_1000x16`: prfmon's decoder on the provider's output inside a PERF_DATA_BLOCK, as the
+/// collector returns it.
+fn bench_decode(group: &mut BenchmarkGroup<'_, WallTime>, collected: &[u8]) {
+    let block = prfmon::datablock::build_data_block(
+        "bench",
+        &prfmon::datablock::CollectionTimes::now(),
+        &[prfmon::datablock::ProviderOutput {
+            bytes: collected.to_vec(),
+            num_objects: 1,
+        }],
+    );
+    let snap = prfmon::decode::decode(&block).expect("the collection decodes");
+    assert_eq!(snap.objects[0].instances.len(), INSTANCES);
+    group.bench_function("decode_1000x16", |b| {
+        b.iter(|| prfmon::decode::decode(black_box(&block)).map(|s| s.objects.len()))
+    });
+}
+
+/// `end_to_end_1000x16`: the collector, as `prfmon query --in-process` runs it: Collect through
+/// the dlopen'ed provider (found through the registry), the PERF_DATA_BLOCK, then decode.
+fn bench_end_to_end(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) {
+    use prfmon::collector::{Collector, CollectorOptions, Isolation};
+    let registry = FileRegistry::open(fx.root.join("registry")).expect("open the registry");
+    let options = CollectorOptions {
+        isolation: Isolation::InProcess,
+        ..Default::default()
+    };
+    let mut collector = Collector::open(registry, options).expect("open the collector");
+    let first = prfmon::decode::decode(&collector.collect("Global")).expect("decodes");
+    assert_eq!(
+        first.objects[0].instances.len(),
+        INSTANCES,
+        "the collector reaches the app"
+    );
+    group.bench_function("end_to_end_1000x16", |b| {
+        b.iter(|| {
+            let bytes = collector.collect(black_box("Global"));
+            prfmon::decode::decode(&bytes).map(|s| s.objects.len())
+        })
+    });
+}
+
 fn collect(c: &mut Criterion) {
     let fx = Fixture::new();
     let mut group = c.benchmark_group("collect");
@@ -243,8 +285,8 @@ fn collect(c: &mut Criterion) {
         collected.len()
     );
     bench_memcpy(&mut group, &collected);
-    // When prfmon's collector lands: `bench_decode(&mut group, &collected)` (`decode_1000x16`)
-    // and `bench_end_to_end(&mut group, &fx)` (`end_to_end_1000x16`) go here.
+    bench_decode(&mut group, &collected);
+    bench_end_to_end(&mut group, &fx);
     group.finish();
 }
 
