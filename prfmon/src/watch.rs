@@ -54,12 +54,38 @@ use crate::sampler::Sample;
 
 /// How many samples a series keeps: the chart's width in braille dots (two per column) on a
 /// wide terminal.
+///
+/// # Examples
+///
+/// ```
+/// // Two braille dots per column: a 120-column chart shows all of them.
+/// assert_eq!(prfmon::watch::HISTORY, 2 * 120);
+/// ```
 pub const HISTORY: usize = 240;
 /// The most counters charted; later matches are ignored (with a note in the legend's title).
+///
+/// # Examples
+///
+/// ```
+/// assert!(prfmon::watch::MAX_SERIES >= prfmon::watch::LEGEND_ROWS);
+/// ```
 pub const MAX_SERIES: usize = 64;
 /// Legend rows shown at most, so that an 80×24 terminal keeps 10 rows for the chart.
+///
+/// # Examples
+///
+/// ```
+/// // Borders, header, rows and a "… N more" row leave 24 − 12 = 12 rows for the chart.
+/// assert_eq!(2 + 1 + prfmon::watch::LEGEND_ROWS + 1, 12);
+/// ```
 pub const LEGEND_ROWS: usize = 8;
 /// The intervals `+` and `-` step through, in seconds.
+///
+/// # Examples
+///
+/// ```
+/// assert!(prfmon::watch::INTERVALS.windows(2).all(|w| w[0] < w[1]));
+/// ```
 pub const INTERVALS: [f64; 9] = [0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0];
 
 /// Line colours, in the order counters are added (perfmon's first colours, as far as a

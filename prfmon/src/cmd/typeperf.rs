@@ -116,6 +116,17 @@ pub fn run(args: TypeperfArgs) -> ExitCode {
     }
 }
 
+/// Why the log stopped.
+fn write_error(e: csv::Error) -> String {
+    format!("cannot write the log: {e}")
+}
+
+/// Whether a write failed because the reader went away (`prfmon typeperf ... | head`): then
+/// typeperf stops quietly.
+fn reader_gone(e: &csv::Error) -> bool {
+    matches!(e.kind(), csv::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
 fn run_inner(args: TypeperfArgs) -> Result<(), String> {
     let interval = parse_interval(&args.interval)?;
     if args.samples == Some(0) {
@@ -156,11 +167,16 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
             });
         }
         let mut out = out;
-        for p in paths {
-            writeln!(out, "{p}").map_err(|e| e.to_string())?;
-        }
-        out.flush().map_err(|e| e.to_string())?;
-        return Ok(());
+        let written = paths
+            .iter()
+            .try_for_each(|p| writeln!(out, "{p}"))
+            .and_then(|()| out.flush());
+        return match written {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                Err(format!("cannot write the list: {e}"))
+            }
+            _ => Ok(()),
+        };
     }
 
     let style = if args.output.is_some() {
@@ -178,7 +194,6 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
     };
     let mut sampler = Sampler::new(columns.clone(), options);
     let headers: Vec<String> = columns.iter().map(ToString::to_string).collect();
-    let write_err = |e: csv::Error| format!("cannot write the log: {e}");
 
     let start = Instant::now();
     let mut snapshot = first;
@@ -188,18 +203,22 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
         let when = sample
             .wall_time()
             .unwrap_or_else(std::time::SystemTime::now);
-        if taken == 0 {
+        let header = if taken == 0 {
             log.write_header(&TimeZone::local_at(when), &headers)
-                .map_err(write_err)?;
-        }
+        } else {
+            Ok(())
+        };
         let mut values = vec![None; columns.len()];
         for r in &sample.readings {
             if let (Some(slot), Ok(v)) = (values.get_mut(r.request), r.value) {
                 *slot = Some(v);
             }
         }
-        log.write_row(&timestamp(when), &values)
-            .map_err(write_err)?;
+        match header.and_then(|()| log.write_row(&timestamp(when), &values)) {
+            Ok(()) => {}
+            Err(e) if reader_gone(&e) => break,
+            Err(e) => return Err(write_error(e)),
+        }
         taken += 1;
         if args.samples.is_some_and(|n| taken >= n) {
             break;
