@@ -173,7 +173,8 @@ fn query_lists_counters_and_instances() {
         [
             r"\TP Service\Queue length",
             r"\TP Service\Jobs/sec",
-            r"\TP Worker(*)\Done"
+            r"\TP Worker(*)\Done",
+            r"\TP Debug\Scans"
         ]
     );
 
@@ -191,6 +192,32 @@ fn query_lists_counters_and_instances() {
         "{}",
         none.stderr
     );
+}
+
+#[test]
+fn costly_objects_are_collected_when_a_path_names_them() {
+    let app = App::start();
+    let global = finish(app.spawn(&["query", "Global"]));
+    assert!(
+        global.stdout.contains("TP Service") && !global.stdout.contains("TP Debug"),
+        "the costly object is not in Global:\n{}",
+        global.stdout
+    );
+    let run = finish(app.spawn(&[
+        "typeperf",
+        r"\TP Debug\Scans",
+        r"\TP Service\Queue length",
+        "-sc",
+        "2",
+        "-si",
+        "0.1",
+    ]));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let table = rows(&run.stdout, b',');
+    assert_eq!(table.len(), 3, "{}", run.stdout);
+    assert!(table[0][1].ends_with(r"\TP Debug\Scans"), "{:?}", table[0]);
+    assert_eq!(table[1][1..], ["1234.000000", "42.000000"]);
+    assert_eq!(table[2][1..], ["1234.000000", "42.000000"]);
 }
 
 #[test]

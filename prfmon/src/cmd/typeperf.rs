@@ -5,6 +5,9 @@
 //! cannot change): an instance that goes away afterwards gets `" "`, as in typeperf. One row is
 //! written per collection, the first included (rates have no value in it yet); without `-sc`
 //! it samples until interrupted. The format is described in [`prfmon::typeperf`].
+//!
+//! Each collection is `Global`; objects the paths name that `Global` does not return (costly
+//! objects) are collected by index as well ([`Source`]). `-q` lists `Global` and `Costly`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -16,7 +19,7 @@ use prfdata::registry::FileRegistry;
 use prfmon::collector::{Collector, CollectorOptions, Isolation};
 use prfmon::decode::DataSnapshot;
 use prfmon::names::Names;
-use prfmon::pdh::{self, FormatOptions};
+use prfmon::pdh::{self, CounterPath, FormatOptions};
 use prfmon::sampler::{self, Sampler};
 use prfmon::typeperf::{query_paths, timestamp, LogFormat, LogWriter, TimeZone, ValueStyle};
 
@@ -80,29 +83,85 @@ pub fn parse_interval(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
-/// The registry, the names of `lang` and a collector, as the sampling subcommands open them.
-pub fn open(lang: &str, in_process: bool) -> Result<(Collector<FileRegistry>, Names), String> {
-    let registry = FileRegistry::open_default().map_err(|e| e.to_string())?;
-    let names = super::load_names(&registry, lang);
-    let options = CollectorOptions {
-        isolation: if in_process {
-            Isolation::InProcess
-        } else {
-            Isolation::HostProcess
-        },
-        ..Default::default()
-    };
-    let collector = Collector::open(registry, options).map_err(|e| e.to_string())?;
-    Ok((collector, names))
+/// Where the sampling subcommands get their collections: the collector over the registry,
+/// the names of one language, and the costly objects the paths name.
+pub struct Source {
+    collector: Collector<FileRegistry>,
+    /// The names of counters and objects.
+    pub names: Names,
+    /// Object indexes collected after `Global` at every collection: the objects the paths name
+    /// that `Global` does not return (costly objects), as `"i1 i2"`.
+    extra: Option<String>,
 }
 
-/// One collection of `query`, decoded.
-pub fn collect(
-    collector: &mut Collector<FileRegistry>,
-    query: &str,
-) -> Result<DataSnapshot, String> {
-    prfmon::decode::decode(&collector.collect(query))
-        .map_err(|e| format!("the collection does not decode: {e}"))
+impl Source {
+    /// Opens the registry, the names of `lang` and a collector.
+    pub fn open(lang: &str, in_process: bool) -> Result<Self, String> {
+        let registry = FileRegistry::open_default().map_err(|e| e.to_string())?;
+        let names = super::load_names(&registry, lang);
+        let options = CollectorOptions {
+            isolation: if in_process {
+                Isolation::InProcess
+            } else {
+                Isolation::HostProcess
+            },
+            ..Default::default()
+        };
+        let collector = Collector::open(registry, options).map_err(|e| e.to_string())?;
+        Ok(Source {
+            collector,
+            names,
+            extra: None,
+        })
+    }
+
+    /// Arranges for the objects of `requests` that `snapshot` (a `Global` collection) lacks
+    /// but the names know to be collected by index from now on; true if there are any.
+    pub fn include_missing(&mut self, requests: &[CounterPath], snapshot: &DataSnapshot) -> bool {
+        let mut indexes: Vec<u32> = Vec::new();
+        for r in requests {
+            let Some(index) = self.names.index_of(&r.object) else {
+                continue;
+            };
+            if !snapshot.objects.iter().any(|o| o.name_index == index) && !indexes.contains(&index)
+            {
+                indexes.push(index);
+            }
+        }
+        let extra: Vec<String> = indexes.iter().map(u32::to_string).collect();
+        self.extra = (!extra.is_empty()).then(|| extra.join(" "));
+        self.extra.is_some()
+    }
+
+    /// One collection: `Global`, with the extra objects appended (see
+    /// [`Source::include_missing`]).
+    pub fn collect(&mut self) -> Result<DataSnapshot, String> {
+        let mut snapshot = self.collect_query("Global")?;
+        if let Some(extra) = self.extra.clone() {
+            let more = self.collect_query(&extra)?;
+            for object in more.objects {
+                if !snapshot
+                    .objects
+                    .iter()
+                    .any(|o| o.name_index == object.name_index)
+                {
+                    snapshot.objects.push(object);
+                }
+            }
+        }
+        Ok(snapshot)
+    }
+
+    /// One collection of `query`, decoded.
+    pub fn collect_query(&mut self, query: &str) -> Result<DataSnapshot, String> {
+        prfmon::decode::decode(&self.collector.collect(query))
+            .map_err(|e| format!("the collection does not decode: {e}"))
+    }
+
+    /// Closes the collector (providers' Close, host processes stopped).
+    pub fn close(self) {
+        self.collector.close();
+    }
 }
 
 /// Runs `prfmon typeperf`.
@@ -154,11 +213,14 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
         ),
         None => Box::new(std::io::stdout().lock()),
     };
-    let (mut collector, names) = open(&args.lang, args.in_process)?;
+    let mut source = Source::open(&args.lang, args.in_process)?;
 
     if let Some((object, expanded)) = query {
-        let mut offers = sampler::offers(&collect(&mut collector, "Global")?, &names);
-        offers.extend(sampler::offers(&collect(&mut collector, "Costly")?, &names));
+        let global = source.collect_query("Global")?;
+        let costly = source.collect_query("Costly")?;
+        let mut offers = sampler::offers(&global, &source.names);
+        offers.extend(sampler::offers(&costly, &source.names));
+        source.close();
         let paths = query_paths(&offers, object.as_deref(), expanded);
         if paths.is_empty() {
             return Err(match object {
@@ -185,7 +247,11 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
         ValueStyle::Console
     };
     let mut log = LogWriter::new(out, args.format, style);
-    let first = collect(&mut collector, "Global")?;
+    let mut first = source.collect()?;
+    if source.include_missing(&requests, &first) {
+        first = source.collect()?;
+    }
+    let names = source.names.clone();
     let columns = sampler::resolve(&requests, &first, &names).map_err(|e| e.to_string())?;
     // PDH's text log: the true value, percentages not capped (PDH_FMT_NOCAP100), no scale.
     let options = FormatOptions {
@@ -228,7 +294,7 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
         if let Some(wait) = due.checked_duration_since(Instant::now()) {
             std::thread::sleep(wait);
         }
-        snapshot = match collect(&mut collector, "Global") {
+        snapshot = match source.collect() {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("prfmon typeperf: {e}");
@@ -236,7 +302,7 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
             }
         };
     }
-    collector.close();
+    source.close();
     Ok(())
 }
 

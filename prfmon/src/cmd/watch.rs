@@ -3,7 +3,8 @@
 //!
 //! Keys: `+` samples less often, `-` more often (through [`prfmon::watch::INTERVALS`]); `q`,
 //! Esc or Ctrl-C quit and restore the terminal. The paths are resolved again at every sample,
-//! so wildcards pick up new instances; a path must match something at the start.
+//! so wildcards pick up new instances; a path must match something at the start. Collections
+//! are made as `typeperf` makes them ([`super::typeperf::Source`]).
 //!
 //! The hidden option `--frames N` quits by itself after N samples have been drawn, for tests.
 
@@ -57,8 +58,12 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
         .map(|p| pdh::parse(p))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
-    let (mut collector, names) = super::typeperf::open(&args.lang, args.in_process)?;
-    let first = super::typeperf::collect(&mut collector, "Global")?;
+    let mut source = super::typeperf::Source::open(&args.lang, args.in_process)?;
+    let mut first = source.collect()?;
+    if source.include_missing(&requests, &first) {
+        first = source.collect()?;
+    }
+    let names = source.names.clone();
     sampler::resolve(&requests, &first, &names).map_err(|e| e.to_string())?;
 
     // perfmon's chart: percentages capped at 100; DefaultScale is applied by the chart state.
@@ -99,7 +104,7 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
                 continue;
             }
             last = Instant::now();
-            let sample = match super::typeperf::collect(&mut collector, "Global") {
+            let sample = match source.collect() {
                 Ok(snapshot) => sampler.sample(&snapshot, &names),
                 Err(_) => sampler.sample(&Default::default(), &names),
             };
@@ -108,6 +113,6 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
         }
     })();
     ratatui::restore();
-    collector.close();
+    source.close();
     result
 }

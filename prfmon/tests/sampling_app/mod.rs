@@ -27,6 +27,13 @@ prfdata::prfdata_map! {
                 DONE = 8: RawCount { name: "Done", help: "Jobs this worker did.", detail: Novice, scale: 0 },
             }
         }
+        object DEBUG = 10 {
+            name: "TP Debug", help: "Expensive to collect: not in Global.",
+            detail: Wizard, default: SCANS, instances: none, costly: true,
+            counters {
+                SCANS = 12: LargeRawCount { name: "Scans", help: "Scans so far.", detail: Wizard, scale: 0 },
+            }
+        }
     }
 }
 
@@ -48,7 +55,8 @@ pub struct App {
 }
 
 impl App {
-    /// Installs and activates the app: queue length 42, jobs 0, workers `w1` (7) and `w2` (9).
+    /// Installs and activates the app: queue length 42, jobs 0, workers `w1` (7) and `w2` (9),
+    /// and the costly object's scans 1234.
     pub fn start() -> App {
         let dir = tempfile::tempdir().expect("temp dir");
         let registry = dir.path().join("reg");
@@ -64,6 +72,8 @@ impl App {
         let prf = tp::PrfData::activate_in(&shm).expect("activate the app");
         prf.get_global_ctr32(tp::QUEUE)
             .store(42, std::sync::atomic::Ordering::Relaxed);
+        prf.get_global_ctr64(tp::SCANS)
+            .store(1234, std::sync::atomic::Ordering::Relaxed);
         for (name, done) in [("w1", 7), ("w2", 9)] {
             let inst = prf.add_instance(tp::WORKER, name).expect("add a worker");
             prf.get_ctr32(tp::DONE, inst)
