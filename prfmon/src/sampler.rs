@@ -472,6 +472,9 @@ mod tests {
     use zerocopy::IntoBytes;
 
     const F: i64 = 10_000_000;
+    /// The object's own timer runs at 1 kHz, unlike the data block's 10 MHz, so a formula that
+    /// took the wrong clock would show.
+    const OBJECT_FREQ: i64 = 1_000;
 
     /// Counters of the synthetic object: (name index, type, size, offset).
     const DEFS: [(u32, u32, u32, u32); 6] = [
@@ -486,7 +489,7 @@ mod tests {
 
     /// One object (index 100) whose instances carry `values` for the counters in [`DEFS`]
     /// (`None`: an object without instances with the first value set), with the object's
-    /// clock at `object_time`.
+    /// clock at `object_time` ticks of [`OBJECT_FREQ`].
     fn object(instances: &[(&str, [i64; 6])], object_time: i64) -> Vec<u8> {
         let mut body = Vec::new();
         let block = |vals: &[i64; 6]| {
@@ -532,7 +535,7 @@ mod tests {
             num_counters: DEFS.len() as u32,
             num_instances: instances.len() as i32,
             perf_time: object_time,
-            perf_freq: F,
+            perf_freq: OBJECT_FREQ,
             ..Default::default()
         };
         let mut out = header.as_bytes().to_vec();
@@ -560,7 +563,7 @@ mod tests {
             ..CollectionTimes::now()
         };
         let out = ProviderOutput {
-            bytes: object(instances, seconds * F),
+            bytes: object(instances, seconds * OBJECT_FREQ),
             num_objects: 1,
         };
         crate::decode::decode(&build_data_block("box", &times, &[out])).unwrap()
@@ -596,7 +599,10 @@ mod tests {
             vec![pdh::parse(r"\Jobs(w1)\*").unwrap()],
             FormatOptions::default(),
         );
-        let first = s.sample(&snapshot(10, &[("w1", [5, 100, 0, 0, 4 * F, 0])]), &names);
+        let first = s.sample(
+            &snapshot(10, &[("w1", [5, 100, 0, 0, 4 * OBJECT_FREQ, 0])]),
+            &names,
+        );
         let v = values(&first);
         assert_eq!(v.len(), 5, "{v:?}");
         assert_eq!(v[0], (r"\Jobs(w1)\Queue".into(), Ok(5.0)));
@@ -604,12 +610,12 @@ mod tests {
             v[1].1,
             Err(ValueError::NoValue(NoValue::FirstSample { .. }))
         ));
-        // Elapsed time needs one sample: object time 10 s − start 4 s.
+        // Elapsed time needs one sample and the object's clock: (10 000 − 4 000) / 1 000 Hz.
         assert_eq!(v[3], (r"\Jobs(w1)\Uptime".into(), Ok(6.0)));
         // Two seconds later: 300 more done → 150/s; 0.5 s over 4 operations → 0.125 s;
         // busy 1 s of 2 s (100 ns units) → 50 %.
         let second = s.sample(
-            &snapshot(12, &[("w1", [7, 400, F / 2, 4, 4 * F, F])]),
+            &snapshot(12, &[("w1", [7, 400, F / 2, 4, 4 * OBJECT_FREQ, F])]),
             &names,
         );
         let v = values(&second);

@@ -40,10 +40,14 @@ fn csv_header_paths_samples_and_values_match_the_app() {
         let prf = tp::PrfData::attach_in(&app.shm).expect("attach to the app");
         std::thread::spawn(move || {
             let jobs = prf.get_global_ctr32(tp::JOBS);
+            let start = Instant::now();
+            let mut added = 0;
             while !stop.load(Relaxed) {
                 jobs.fetch_add(20, Relaxed);
+                added += 20;
                 std::thread::sleep(Duration::from_millis(10));
             }
+            f64::from(added) / start.elapsed().as_secs_f64()
         })
     };
     let run = finish(app.spawn(&[
@@ -57,7 +61,7 @@ fn csv_header_paths_samples_and_values_match_the_app() {
         "4",
     ]));
     stop.store(true, Relaxed);
-    worker.join().expect("the job thread");
+    let actual_rate = worker.join().expect("the job thread");
     assert_eq!(run.code, 0, "{}", run.stderr);
 
     let host = prfmon::datablock::host_name();
@@ -80,15 +84,13 @@ fn csv_header_paths_samples_and_values_match_the_app() {
     // Raw counts appear exactly, with typeperf's six decimals; the first rate has no value.
     assert_eq!(table[1][1..], ["42.000000", " ", "7.000000", "9.000000"]);
     let mut last = stamp(&table[1][0]);
+    let mut rates = Vec::new();
     for row in &table[2..] {
         assert_eq!(row[1], "42.000000");
         assert_eq!((row[3].as_str(), row[4].as_str()), ("7.000000", "9.000000"));
         let rate: f64 = row[2].parse().expect("a rate");
-        assert!(
-            (600.0..=4000.0).contains(&rate),
-            "about 2000 jobs/s, got {rate}"
-        );
-        // Unscaled, although Jobs/sec has DefaultScale -1: logs hold the true value.
+        assert!(rate > 0.0, "{rate}");
+        rates.push(rate);
         let t = stamp(&row[0]);
         let gap = (t - last).num_milliseconds();
         assert!(
@@ -97,6 +99,13 @@ fn csv_header_paths_samples_and_values_match_the_app() {
         );
         last = t;
     }
+    // The thread aims at 2000 jobs/s; a loaded machine sleeps longer, so compare with what it
+    // really did. Unscaled, although Jobs/sec has DefaultScale -1: logs hold the true value.
+    let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+    assert!(
+        (0.6 * actual_rate..=1.4 * actual_rate).contains(&mean),
+        "typeperf's rate {mean} /s against the {actual_rate} /s the app produced ({rates:?})"
+    );
 }
 
 #[test]
