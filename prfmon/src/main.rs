@@ -36,7 +36,8 @@ enum Command {
     /// Log counter values in typeperf's CSV/TSV format (`-si`, `-sc`, `-o`, `-f`), or list the
     /// available counters (`-q`, `-qx`).
     Typeperf(cmd::typeperf::TypeperfArgs),
-    /// Chart counters live in the terminal, with a legend of last, average, minimum, maximum.
+    /// Chart counters live in the terminal, with a legend of last, average, minimum, maximum
+    /// (keys: `+` / `-` sample less / more often, `q` quits).
     Watch(cmd::watch::WatchArgs),
     /// Run one provider library in this process for a collector (perfhost.exe's role).
     #[command(name = "__provider-host", hide = true)]

@@ -4,6 +4,9 @@
 //! Only whole words that are exactly one of the switches below are mapped (case-insensitive),
 //! and never the word after a switch that takes a value, so paths such as `/tmp/x.ini` and data
 //! such as `/d /f` pass through unchanged.
+//!
+//! In a `prfmon typeperf` command line, typeperf's own single-dash switches (`-si`, `-sc`, `-o`,
+//! `-f`, `-q`, `-qx`, any case) map to the long flags of that subcommand.
 
 use std::ffi::OsString;
 
