@@ -22,6 +22,13 @@
 //! - [`report`]: a collection as a table or as JSON.
 //! - [`sample`]: a small valid object for examples and tests.
 //!
+//! **Sampling over time**
+//! - [`sampler`]: counter paths resolved against each collection and formatted from the
+//!   previous and current raw samples, as a PDH query does.
+//! - [`typeperf`]: typeperf's PDH-CSV / PDH-TSV log format and `-q` listing.
+//! - [`watch`]: the live terminal chart of `prfmon watch` (ratatui), rendering testable with
+//!   ratatui's `TestBackend`.
+//!
 //! **Values and paths as PDH sees them**
 //! - [`pdh`]: formatted values from raw samples ([`pdh::formula`]) and counter paths in PDH
 //!   syntax ([`pdh::path`]).
@@ -51,3 +58,6 @@ pub mod names;
 pub mod pdh;
 pub mod report;
 pub mod sample;
+pub mod sampler;
+pub mod typeperf;
+pub mod watch;

@@ -33,6 +33,12 @@ enum Command {
     Decode(cmd::decode::DecodeArgs),
     /// List the objects and counters the providers offer, with their explain texts.
     List(cmd::list::ListArgs),
+    /// Log counter values in typeperf's CSV/TSV format (`-si`, `-sc`, `-o`, `-f`), or list the
+    /// available counters (`-q`, `-qx`).
+    Typeperf(cmd::typeperf::TypeperfArgs),
+    /// Chart counters live in the terminal, with a legend of last, average, minimum, maximum
+    /// (keys: `+` / `-` sample less / more often, `q` quits).
+    Watch(cmd::watch::WatchArgs),
     /// Run one provider library in this process for a collector (perfhost.exe's role).
     #[command(name = "__provider-host", hide = true)]
     ProviderHost {
@@ -61,6 +67,8 @@ fn main() -> ExitCode {
         Command::Query(args) => cmd::query::run(args),
         Command::Decode(args) => cmd::decode::run(args),
         Command::List(args) => cmd::list::run(args),
+        Command::Typeperf(args) => cmd::typeperf::run(args),
+        Command::Watch(args) => cmd::watch::run(args),
         Command::ProviderHost { library } => prfmon::collector::perfhost::run_host(&library),
     }
 }

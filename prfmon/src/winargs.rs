@@ -4,6 +4,9 @@
 //! Only whole words that are exactly one of the switches below are mapped (case-insensitive),
 //! and never the word after a switch that takes a value, so paths such as `/tmp/x.ini` and data
 //! such as `/d /f` pass through unchanged.
+//!
+//! In a `prfmon typeperf` command line, typeperf's own single-dash switches (`-si`, `-sc`, `-o`,
+//! `-f`, `-q`, `-qx`, any case) map to the long flags of that subcommand.
 
 use std::ffi::OsString;
 
@@ -28,6 +31,21 @@ const TAKES_VALUE: [&str; 6] = [
     "--restore",
 ];
 
+/// typeperf's single-dash switches → the long flags of `prfmon typeperf`; mapped only in a
+/// `typeperf` command line, so other subcommands keep their own short options.
+const TYPEPERF_SWITCHES: [(&str, &str); 6] = [
+    ("-si", "--si"),
+    ("-sc", "--sc"),
+    ("-o", "--output"),
+    ("-f", "--format"),
+    ("-q", "--query"),
+    ("-qx", "--query-expanded"),
+];
+
+/// typeperf's flags whose next word is their value (`-q` / `-qx` take an optional OBJECT, which
+/// clap reads as it is).
+const TYPEPERF_TAKES_VALUE: [&str; 4] = ["--si", "--sc", "--output", "--format"];
+
 /// `/S:file` → `--save=file`, `/R:file` → `--restore=file`.
 const PREFIXES: [(&str, &str); 2] = [("/s:", "--save="), ("/r:", "--restore=")];
 
@@ -35,7 +53,13 @@ const PREFIXES: [(&str, &str); 2] = [("/s:", "--save="), ("/r:", "--restore=")];
 pub fn to_dashed(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
     let mut out = Vec::new();
     let mut value_next = false;
-    for arg in args {
+    let mut typeperf = false;
+    for (position, arg) in args.into_iter().enumerate() {
+        if position == 1 {
+            typeperf = arg
+                .to_str()
+                .is_some_and(|w| w.eq_ignore_ascii_case("typeperf"));
+        }
         if std::mem::take(&mut value_next) {
             out.push(arg);
             continue;
@@ -45,6 +69,13 @@ pub fn to_dashed(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
             continue;
         };
         let lower = word.to_ascii_lowercase();
+        if typeperf {
+            if let Some((_, dashed)) = TYPEPERF_SWITCHES.iter().find(|(s, _)| *s == lower) {
+                value_next = TYPEPERF_TAKES_VALUE.contains(dashed);
+                out.push((*dashed).into());
+                continue;
+            }
+        }
         let mapped = if let Some((_, dashed)) = SWITCHES.iter().find(|(s, _)| *s == lower) {
             Some((*dashed).to_owned())
         } else {
@@ -80,6 +111,30 @@ mod tests {
                 "/v", "--force"
             ]
         );
+    }
+
+    #[test]
+    fn typeperf_single_dash_switches_map_only_for_typeperf() {
+        assert_eq!(
+            map(&[
+                "prfmon", "typeperf", r"\A\B", "-SI", "-sc", "-sc", "3", "-o", "-f", "-F", "tsv"
+            ]),
+            [
+                "prfmon", "typeperf", r"\A\B", "--si", "-sc", "--sc", "3", "--output", "-f",
+                "--format", "tsv"
+            ]
+        );
+        assert_eq!(
+            map(&["prfmon", "typeperf", "-qx", "PrfData Demo Pool", "-q"]),
+            [
+                "prfmon",
+                "typeperf",
+                "--query-expanded",
+                "PrfData Demo Pool",
+                "--query"
+            ]
+        );
+        assert_eq!(map(&["prfmon", "list", "-q"]), ["prfmon", "list", "-q"]);
     }
 
     #[test]

@@ -5,6 +5,8 @@ pub mod list;
 pub mod lodctr;
 pub mod query;
 pub mod reg;
+pub mod typeperf;
+pub mod watch;
 
 use prfdata::registry::FileRegistry;
 use prfmon::names::Names;

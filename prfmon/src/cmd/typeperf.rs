@@ -1,0 +1,323 @@
+//! `prfmon typeperf PATH... [-si [[hh:]mm:]ss] [-sc SAMPLES] [-o FILE] [-f CSV|TSV]` and
+//! `prfmon typeperf -q [OBJECT]` / `-qx [OBJECT]`: Windows' typeperf over prfdata counters.
+//!
+//! The paths are expanded once, at the first collection, into the log's columns (a CSV header
+//! cannot change): an instance that goes away afterwards gets `" "`, as in typeperf. One row is
+//! written per collection, the first included (rates have no value in it yet); without `-sc`
+//! it samples until interrupted. The format is described in [`prfmon::typeperf`].
+//!
+//! Each collection is `Global`; objects the paths name that `Global` does not return (costly
+//! objects) are collected by index as well ([`Source`]). `-q` lists `Global` and `Costly`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use prfdata::registry::FileRegistry;
+use prfmon::collector::{Collector, CollectorOptions, Isolation};
+use prfmon::decode::DataSnapshot;
+use prfmon::names::Names;
+use prfmon::pdh::{self, CounterPath, FormatOptions};
+use prfmon::sampler::{self, Sampler};
+use prfmon::typeperf::{query_paths, timestamp, LogFormat, LogWriter, TimeZone, ValueStyle};
+
+/// `prfmon typeperf ...`. typeperf's single-dash switches (`-si`, `-sc`, `-o`, `-f`, `-q`,
+/// `-qx`, any case) are accepted as well as the long forms shown here.
+#[derive(Args, Debug)]
+pub struct TypeperfArgs {
+    /// Counter paths, e.g. `"\PrfData Demo Worker(*)\% Busy"`.
+    paths: Vec<String>,
+    /// Time between samples, `[[hh:]mm:]ss` (fractions of a second allowed). typeperf: `-si`.
+    #[arg(long = "si", value_name = "[[hh:]mm:]ss", default_value = "1")]
+    interval: String,
+    /// Number of samples to take; without it, sample until interrupted. typeperf: `-sc`.
+    #[arg(long = "sc", value_name = "SAMPLES")]
+    samples: Option<u64>,
+    /// Write the log to FILE instead of standard output. typeperf: `-o`.
+    #[arg(long = "output", short = 'o', value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// The log format: CSV or TSV. typeperf: `-f`.
+    #[arg(long = "format", short = 'f', default_value = "CSV", value_parser = parse_format)]
+    format: LogFormat,
+    /// List the available counters (`\Object(*)\Counter`), of OBJECT only if given. typeperf: `-q`.
+    #[arg(long = "query", short = 'q', value_name = "OBJECT", num_args = 0..=1)]
+    query: Option<Option<String>>,
+    /// List the available counters with every instance, of OBJECT only if given. typeperf: `-qx`.
+    #[arg(long = "query-expanded", value_name = "OBJECT", num_args = 0..=1, conflicts_with = "query")]
+    query_expanded: Option<Option<String>>,
+    /// The language of counter names (a Perflib subkey).
+    #[arg(long, default_value = "009")]
+    lang: String,
+    /// Load providers into this process instead of provider host processes.
+    #[arg(long)]
+    in_process: bool,
+}
+
+fn parse_format(s: &str) -> Result<LogFormat, String> {
+    s.parse()
+}
+
+/// `ss`, `mm:ss` or `hh:mm:ss`, each part a non-negative number (the last may have a
+/// fraction), as a positive duration.
+pub fn parse_interval(text: &str) -> Result<Duration, String> {
+    let bad = || format!("bad sample interval `{text}`: expected [[hh:]mm:]ss, e.g. 1, 0.5, 01:30");
+    let parts: Vec<&str> = text.trim().split(':').collect();
+    if parts.len() > 3 {
+        return Err(bad());
+    }
+    let mut seconds = 0.0_f64;
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let v: f64 = if last {
+            part.parse().map_err(|_| bad())?
+        } else {
+            f64::from(part.parse::<u32>().map_err(|_| bad())?)
+        };
+        seconds = seconds * 60.0 + v;
+    }
+    if !seconds.is_finite() || seconds <= 0.0 || seconds > 1e9 {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// Where the sampling subcommands get their collections: the collector over the registry,
+/// the names of one language, and the costly objects the paths name.
+pub struct Source {
+    collector: Collector<FileRegistry>,
+    /// The names of counters and objects.
+    pub names: Names,
+    /// Object indexes collected after `Global` at every collection: the objects the paths name
+    /// that `Global` does not return (costly objects), as `"i1 i2"`.
+    extra: Option<String>,
+}
+
+impl Source {
+    /// Opens the registry, the names of `lang` and a collector.
+    pub fn open(lang: &str, in_process: bool) -> Result<Self, String> {
+        let registry = FileRegistry::open_default().map_err(|e| e.to_string())?;
+        let names = super::load_names(&registry, lang);
+        let options = CollectorOptions {
+            isolation: if in_process {
+                Isolation::InProcess
+            } else {
+                Isolation::HostProcess
+            },
+            ..Default::default()
+        };
+        let collector = Collector::open(registry, options).map_err(|e| e.to_string())?;
+        Ok(Source {
+            collector,
+            names,
+            extra: None,
+        })
+    }
+
+    /// Arranges for the objects of `requests` that `snapshot` (a `Global` collection) lacks
+    /// but the names know to be collected by index from now on; true if there are any.
+    pub fn include_missing(&mut self, requests: &[CounterPath], snapshot: &DataSnapshot) -> bool {
+        let mut indexes: Vec<u32> = Vec::new();
+        for r in requests {
+            let Some(index) = self.names.index_of(&r.object) else {
+                continue;
+            };
+            if !snapshot.objects.iter().any(|o| o.name_index == index) && !indexes.contains(&index)
+            {
+                indexes.push(index);
+            }
+        }
+        let extra: Vec<String> = indexes.iter().map(u32::to_string).collect();
+        self.extra = (!extra.is_empty()).then(|| extra.join(" "));
+        self.extra.is_some()
+    }
+
+    /// One collection: `Global`, with the extra objects appended (see
+    /// [`Source::include_missing`]).
+    pub fn collect(&mut self) -> Result<DataSnapshot, String> {
+        let mut snapshot = self.collect_query("Global")?;
+        if let Some(extra) = self.extra.clone() {
+            let more = self.collect_query(&extra)?;
+            for object in more.objects {
+                if !snapshot
+                    .objects
+                    .iter()
+                    .any(|o| o.name_index == object.name_index)
+                {
+                    snapshot.objects.push(object);
+                }
+            }
+        }
+        Ok(snapshot)
+    }
+
+    /// One collection of `query`, decoded.
+    pub fn collect_query(&mut self, query: &str) -> Result<DataSnapshot, String> {
+        prfmon::decode::decode(&self.collector.collect(query))
+            .map_err(|e| format!("the collection does not decode: {e}"))
+    }
+
+    /// Closes the collector (providers' Close, host processes stopped).
+    pub fn close(self) {
+        self.collector.close();
+    }
+}
+
+/// Runs `prfmon typeperf`.
+pub fn run(args: TypeperfArgs) -> ExitCode {
+    match run_inner(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("prfmon typeperf: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Why the log stopped.
+fn write_error(e: csv::Error) -> String {
+    format!("cannot write the log: {e}")
+}
+
+/// Whether a write failed because the reader went away (`prfmon typeperf ... | head`): then
+/// typeperf stops quietly.
+fn reader_gone(e: &csv::Error) -> bool {
+    matches!(e.kind(), csv::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+fn run_inner(args: TypeperfArgs) -> Result<(), String> {
+    let interval = parse_interval(&args.interval)?;
+    if args.samples == Some(0) {
+        return Err("-sc must be at least 1".into());
+    }
+    let query = match (&args.query, &args.query_expanded) {
+        (Some(object), _) => Some((object.clone(), false)),
+        (None, Some(object)) => Some((object.clone(), true)),
+        (None, None) => None,
+    };
+    if query.is_none() && args.paths.is_empty() {
+        return Err("name at least one counter path, e.g. \"\\PrfData Demo Service\\Jobs/sec\", or list them with -q".into());
+    }
+    let requests = args
+        .paths
+        .iter()
+        .map(|p| pdh::parse(p))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+
+    let out: Box<dyn Write> = match &args.output {
+        Some(file) => Box::new(
+            std::fs::File::create(file)
+                .map_err(|e| format!("cannot create {}: {e}", file.display()))?,
+        ),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let mut source = Source::open(&args.lang, args.in_process)?;
+
+    if let Some((object, expanded)) = query {
+        let global = source.collect_query("Global")?;
+        let costly = source.collect_query("Costly")?;
+        let mut offers = sampler::offers(&global, &source.names);
+        offers.extend(sampler::offers(&costly, &source.names));
+        source.close();
+        let paths = query_paths(&offers, object.as_deref(), expanded);
+        if paths.is_empty() {
+            return Err(match object {
+                Some(o) => format!("no object named `{o}` is available"),
+                None => "no counters are available".into(),
+            });
+        }
+        let mut out = out;
+        let written = paths
+            .iter()
+            .try_for_each(|p| writeln!(out, "{p}"))
+            .and_then(|()| out.flush());
+        return match written {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                Err(format!("cannot write the list: {e}"))
+            }
+            _ => Ok(()),
+        };
+    }
+
+    let style = if args.output.is_some() {
+        ValueStyle::File
+    } else {
+        ValueStyle::Console
+    };
+    let mut log = LogWriter::new(out, args.format, style);
+    let mut first = source.collect()?;
+    if source.include_missing(&requests, &first) {
+        first = source.collect()?;
+    }
+    let names = source.names.clone();
+    let columns = sampler::resolve(&requests, &first, &names).map_err(|e| e.to_string())?;
+    // PDH's text log: the true value, percentages not capped (PDH_FMT_NOCAP100), no scale.
+    let options = FormatOptions {
+        cap_percent: false,
+        scale: None,
+    };
+    let mut sampler = Sampler::new(columns.clone(), options);
+    let headers: Vec<String> = columns.iter().map(ToString::to_string).collect();
+
+    let start = Instant::now();
+    let mut snapshot = first;
+    let mut taken: u64 = 0;
+    loop {
+        let sample = sampler.sample(&snapshot, &names);
+        let when = sample
+            .wall_time()
+            .unwrap_or_else(std::time::SystemTime::now);
+        let header = if taken == 0 {
+            log.write_header(&TimeZone::local_at(when), &headers)
+        } else {
+            Ok(())
+        };
+        let mut values = vec![None; columns.len()];
+        for r in &sample.readings {
+            if let (Some(slot), Ok(v)) = (values.get_mut(r.request), r.value) {
+                *slot = Some(v);
+            }
+        }
+        match header.and_then(|()| log.write_row(&timestamp(when), &values)) {
+            Ok(()) => {}
+            Err(e) if reader_gone(&e) => break,
+            Err(e) => return Err(write_error(e)),
+        }
+        taken += 1;
+        if args.samples.is_some_and(|n| taken >= n) {
+            break;
+        }
+        // Fixed-rate schedule: sample k is due at start + k × interval, whatever collecting took.
+        let due = start + interval.mul_f64(taken as f64);
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        snapshot = match source.collect() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("prfmon typeperf: {e}");
+                DataSnapshot::default()
+            }
+        };
+    }
+    source.close();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_take_typeperf_forms_and_fractions() {
+        assert_eq!(parse_interval("5"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_interval("0.25"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_interval("01:30"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_interval("1:00:01"), Ok(Duration::from_secs(3601)));
+        for bad in ["0", "", "x", "1:2:3:4", "-1", "1.5:00"] {
+            assert!(parse_interval(bad).is_err(), "{bad}");
+        }
+    }
+}

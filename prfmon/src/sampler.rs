@@ -1,0 +1,718 @@
+//! Sampling counter paths over time: what a PDH query does between `PdhAddCounter` and
+//! `PdhGetFormattedCounterValue`, for `typeperf`, `watch` and anything else that logs or charts.
+//!
+//! A [`Sampler`] holds the counter paths it was asked for (PDH syntax, wildcards allowed). Each
+//! call to [`Sampler::sample`] takes one collection ([`DataSnapshot`]) and:
+//!
+//! 1. lists what the collection offers ([`offers`]): every counter of every object, per
+//!    instance, named as PDH names it (object and counter names from [`Names`], instance names
+//!    `parent/name#index` from [`pdh_instance_names`]); base counters are not offered, they
+//!    serve the counter before them;
+//! 2. resolves every requested path against that list, **now** ([`expand`]): an instance that
+//!    has gone yields no reading, a wildcard picks up instances that appeared since the last
+//!    sample, and a path that matches nothing is reported in [`Sample::unmatched`] with its near
+//!    matches;
+//! 3. builds each matched counter's [`RawSample`] exactly as the formulas expect it: the value
+//!    from the counter block, the base from the definition that follows (the decoder's
+//!    [`CounterDef::base`] link), `PerfTime` / `PerfFreq` / `PerfTime100nSec` from the
+//!    PERF_DATA_BLOCK and the object's own `PerfTime` / `PerfFreq`;
+//! 4. formats it with [`pdh::format`] from the previous sample of the same counter (same full
+//!    path) and the current one. Only the previous *collection* is remembered: a counter that
+//!    was missing from it (an instance that went and came back) starts again with
+//!    [`NoValue::FirstSample`], as a counter newly added to a PDH query does.
+//!
+//! # Examples
+//!
+//! ```
+//! use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+//! use prfmon::names::Names;
+//! use prfmon::pdh::{self, FormatOptions};
+//! use prfmon::sampler::Sampler;
+//!
+//! // The sample object: RAWCOUNT "#1850" with instances "alpha" (7) and "beta".
+//! let out = ProviderOutput { bytes: prfmon::sample::sample_object(1848), num_objects: 1 };
+//! let snapshot = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
+//!
+//! let mut sampler = Sampler::new(vec![pdh::parse(r"\#1848(*)\#1850")?], FormatOptions::default());
+//! let sample = sampler.sample(&snapshot, &Names::default());
+//! assert_eq!(sample.readings.len(), 2);
+//! assert_eq!(sample.readings[0].path.to_string(), r"\#1848(alpha)\#1850");
+//! assert_eq!(sample.readings[0].value, Ok(7.0));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::HashMap;
+
+use crate::decode::{CounterDef, DataSnapshot, InstanceData, ObjectData, RawValue};
+use crate::names::Names;
+use crate::pdh::{
+    self, expand, pdh_instance_names, Available, CounterPath, FormatOptions, NoValue, PathError,
+    RawSample,
+};
+
+/// One counter a collection offers, with where its data is.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+/// let out = ProviderOutput { bytes: prfmon::sample::sample_object(1848), num_objects: 1 };
+/// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+/// let offers = prfmon::sampler::offers(&snap, &prfmon::names::Names::default());
+/// // Two counters (the base is not offered) × two instances.
+/// assert_eq!(offers.len(), 4);
+/// assert_eq!(offers[0].available.path().to_string(), r"\#1848(alpha)\#1850");
+/// assert_eq!((offers[0].object, offers[0].counter, offers[0].instance), (0, 0, Some(0)));
+/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offer {
+    /// Object, counter and instance as PDH names them.
+    pub available: Available,
+    /// The object's position in [`DataSnapshot::objects`].
+    pub object: usize,
+    /// The counter's position in [`ObjectData::counters`].
+    pub counter: usize,
+    /// The instance's position in [`ObjectData::instances`], for objects with instances.
+    pub instance: Option<usize>,
+}
+
+/// Everything `snapshot` offers, object by object in collection order, and within an object
+/// counter by counter (in definition order), each counter for every instance in instance order.
+/// Base counters are left out. An object that appears twice (two providers claiming one index)
+/// is offered once, as collected first.
+///
+/// # Examples
+///
+/// See [`Offer`].
+pub fn offers(snapshot: &DataSnapshot, names: &Names) -> Vec<Offer> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (o, object) in snapshot.objects.iter().enumerate() {
+        if !seen.insert(object.name_index) {
+            continue;
+        }
+        let object_name = names.name(object.name_index);
+        let instances = if object.has_instances() {
+            let parts: Vec<(Option<String>, String)> = object
+                .instances
+                .iter()
+                .map(|inst| (parent_name(snapshot, inst), own_name(inst)))
+                .collect();
+            let refs: Vec<(Option<&str>, &str)> = parts
+                .iter()
+                .map(|(p, n)| (p.as_deref(), n.as_str()))
+                .collect();
+            Some(pdh_instance_names(&refs))
+        } else {
+            None
+        };
+        for (c, def) in object.counters.iter().enumerate() {
+            if def.is_base {
+                continue;
+            }
+            let counter_name = names.name(def.name_index);
+            match &instances {
+                None => out.push(Offer {
+                    available: Available::new(object_name.clone(), counter_name, None),
+                    object: o,
+                    counter: c,
+                    instance: None,
+                }),
+                Some(list) => {
+                    for (i, name) in list.iter().enumerate() {
+                        out.push(Offer {
+                            available: Available::new(
+                                object_name.clone(),
+                                counter_name.clone(),
+                                Some(name.clone()),
+                            ),
+                            object: o,
+                            counter: c,
+                            instance: Some(i),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// An instance's own name: its name, or its unique id when it has no name.
+fn own_name(inst: &InstanceData) -> String {
+    if inst.name.is_empty() && inst.unique_id >= 0 {
+        inst.unique_id.to_string()
+    } else {
+        inst.name.clone()
+    }
+}
+
+/// The own name of an instance's parent, when the parent's object is in the collection and
+/// has an instance at `ParentObjectInstance` (as [`crate::names::instance_names`] names it).
+fn parent_name(snapshot: &DataSnapshot, inst: &InstanceData) -> Option<String> {
+    if inst.parent_object_title_index == 0 {
+        return None;
+    }
+    snapshot
+        .objects
+        .iter()
+        .find(|o| o.name_index == inst.parent_object_title_index)
+        .and_then(|o| o.instances.get(inst.parent_object_instance as usize))
+        .map(own_name)
+}
+
+/// The full paths (no wildcards) that `requests` name in `snapshot`, in request order, each
+/// path's matches in [`offers`] order, without duplicates. A request without a machine gets
+/// the collection's `SystemName`, so the paths print as `\\HOST\Object(inst)\Counter`.
+///
+/// # Errors
+///
+/// The [`PathError::NoMatch`] of the first request that names nothing, with its near matches.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+/// use prfmon::pdh::parse;
+/// let out = ProviderOutput { bytes: prfmon::sample::sample_object(1848), num_objects: 1 };
+/// let snap = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
+/// let names = prfmon::names::Names::default();
+/// let paths = prfmon::sampler::resolve(&[parse(r"\#1848(*)\*")?], &snap, &names)?;
+/// assert_eq!(paths.len(), 4);
+/// assert_eq!(paths[0].to_string(), r"\\box\#1848(alpha)\#1850");
+/// assert!(prfmon::sampler::resolve(&[parse(r"\#1848(gamma)\#1850")?], &snap, &names).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn resolve(
+    requests: &[CounterPath],
+    snapshot: &DataSnapshot,
+    names: &Names,
+) -> Result<Vec<CounterPath>, PathError> {
+    let offered: Vec<Available> = offers(snapshot, names)
+        .into_iter()
+        .map(|o| o.available)
+        .collect();
+    let mut out: Vec<CounterPath> = Vec::new();
+    for request in requests {
+        for m in expand(request, &offered)? {
+            let mut path = m.path;
+            if path.machine.is_none() && !snapshot.system_name.is_empty() {
+                path.machine = Some(snapshot.system_name.clone());
+            }
+            if !out.contains(&path) {
+                out.push(path);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Why a reading has no value.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::pdh::NoValue;
+/// use prfmon::sampler::ValueError;
+/// let e = ValueError::from(NoValue::FirstSample { counter_type: prfdata::winperf::PERF_COUNTER_COUNTER });
+/// assert!(e.to_string().contains("needs two samples"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// The formula has no value for these samples (first sample, clock stood still, ...).
+    #[error(transparent)]
+    NoValue(#[from] NoValue),
+    /// The counter's raw data is not an integer (an unusual `CounterSize`).
+    #[error("the raw value is not an integer (CounterSize {size})")]
+    NotANumber {
+        /// The definition's `CounterSize`.
+        size: u32,
+    },
+}
+
+/// One matched counter's value in one sample.
+///
+/// # Examples
+///
+/// See the [module docs](self).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    /// Which requested path matched it (index into [`Sampler::requests`]).
+    pub request: usize,
+    /// Its full path, without wildcards, with the request's machine if it had one.
+    pub path: CounterPath,
+    /// The counter type.
+    pub counter_type: u32,
+    /// The definition's `DefaultScale` (the chart shows value × 10^scale).
+    pub default_scale: i32,
+    /// The raw sample the value was computed from.
+    pub raw: RawSample,
+    /// The formatted value, or why there is none.
+    pub value: Result<f64, ValueError>,
+}
+
+/// A requested path that matches nothing in this sample.
+///
+/// # Examples
+///
+/// See [`Sampler::sample`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unmatched {
+    /// The request's index in [`Sampler::requests`].
+    pub request: usize,
+    /// The [`PathError::NoMatch`] with near matches.
+    pub error: PathError,
+}
+
+/// One sample: when it was collected, the readings of everything the requests matched, and
+/// the requests that matched nothing.
+///
+/// # Examples
+///
+/// See the [module docs](self).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// `PERF_DATA_BLOCK.PerfTime100nSec`: the collection's wall-clock time, 100 ns units since
+    /// 1601-01-01 UTC (FILETIME).
+    pub perf_time_100nsec: i64,
+    /// `PERF_DATA_BLOCK.SystemName`.
+    pub system_name: String,
+    /// The readings, request by request, each request's matches in [`offers`] order.
+    pub readings: Vec<Reading>,
+    /// The requests that matched nothing now.
+    pub unmatched: Vec<Unmatched>,
+}
+
+impl Sample {
+    /// The collection time as a [`std::time::SystemTime`], if `PerfTime100nSec` is after 1970.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = prfmon::sampler::Sample {
+    ///     perf_time_100nsec: prfmon::datablock::FILETIME_UNIX_EPOCH + 10_000_000,
+    ///     system_name: String::new(), readings: vec![], unmatched: vec![],
+    /// };
+    /// let t = s.wall_time().unwrap();
+    /// assert_eq!(t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs(), 1);
+    /// ```
+    pub fn wall_time(&self) -> Option<std::time::SystemTime> {
+        let since = self
+            .perf_time_100nsec
+            .checked_sub(crate::datablock::FILETIME_UNIX_EPOCH)?;
+        let since = u64::try_from(since).ok()?;
+        std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_nanos(since.checked_mul(100)?))
+    }
+}
+
+/// Samples a list of counter paths, collection after collection (see the [module docs](self)).
+///
+/// # Examples
+///
+/// See the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct Sampler {
+    requests: Vec<CounterPath>,
+    options: FormatOptions,
+    /// The raw samples of the previous collection, by lower-cased machine-less path.
+    previous: HashMap<String, RawSample>,
+}
+
+impl Sampler {
+    /// A sampler for `requests`, formatting with `options` (see [`FormatOptions`]: a log wants
+    /// no cap and no scale, a chart the defaults).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = prfmon::sampler::Sampler::new(vec![], prfmon::pdh::FormatOptions::default());
+    /// assert!(s.requests().is_empty());
+    /// ```
+    pub fn new(requests: Vec<CounterPath>, options: FormatOptions) -> Self {
+        Sampler {
+            requests,
+            options,
+            previous: HashMap::new(),
+        }
+    }
+
+    /// The requested paths, as given.
+    ///
+    /// # Examples
+    ///
+    /// See [`Sampler::new`].
+    pub fn requests(&self) -> &[CounterPath] {
+        &self.requests
+    }
+
+    /// Takes one sample from `snapshot` (see the [module docs](self) for the steps).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// use prfmon::pdh::{parse, FormatOptions};
+    /// use prfmon::sampler::Sampler;
+    ///
+    /// let out = ProviderOutput { bytes: prfmon::sample::sample_object(1848), num_objects: 1 };
+    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let mut sampler = Sampler::new(
+    ///     vec![parse(r"\#1848(beta)\#1850")?, parse(r"\#1848(gone)\#1850")?],
+    ///     FormatOptions::default(),
+    /// );
+    /// let sample = sampler.sample(&snap, &prfmon::names::Names::default());
+    /// assert_eq!(sample.readings[0].value, Ok(4_294_967_295.0));
+    /// assert_eq!(sample.unmatched[0].request, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sample(&mut self, snapshot: &DataSnapshot, names: &Names) -> Sample {
+        let offered = offers(snapshot, names);
+        let available: Vec<Available> = offered.iter().map(|o| o.available.clone()).collect();
+        let mut current: HashMap<String, RawSample> = HashMap::new();
+        let mut readings = Vec::new();
+        let mut unmatched = Vec::new();
+        for (request, path) in self.requests.iter().enumerate() {
+            let matches = match expand(path, &available) {
+                Ok(m) => m,
+                Err(error) => {
+                    unmatched.push(Unmatched { request, error });
+                    continue;
+                }
+            };
+            for m in matches {
+                let offer = &offered[m.index];
+                let Some(object) = snapshot.objects.get(offer.object) else {
+                    continue;
+                };
+                let Some(def) = object.counters.get(offer.counter) else {
+                    continue;
+                };
+                let key = offer.available.path().to_string().to_lowercase();
+                let (raw, value) = match raw_sample(snapshot, object, def, offer) {
+                    Ok(raw) => {
+                        let value = pdh::format(self.previous.get(&key), &raw, self.options)
+                            .map_err(ValueError::from);
+                        current.insert(key, raw);
+                        (raw, value)
+                    }
+                    Err(e) => (RawSample::new(def.counter_type, 0), Err(e)),
+                };
+                readings.push(Reading {
+                    request,
+                    path: m.path,
+                    counter_type: def.counter_type,
+                    default_scale: def.default_scale,
+                    raw,
+                    value,
+                });
+            }
+        }
+        self.previous = current;
+        Sample {
+            perf_time_100nsec: snapshot.perf_time_100nsec,
+            system_name: snapshot.system_name.clone(),
+            readings,
+            unmatched,
+        }
+    }
+}
+
+/// The raw sample of one offered counter.
+fn raw_sample(
+    snapshot: &DataSnapshot,
+    object: &ObjectData,
+    def: &CounterDef,
+    offer: &Offer,
+) -> Result<RawSample, ValueError> {
+    let values: &[RawValue] = match offer.instance {
+        Some(i) => object
+            .instances
+            .get(i)
+            .map_or(&[][..], |inst| &inst.values[..]),
+        None => &object.values,
+    };
+    let value = match values.get(offer.counter) {
+        Some(RawValue::Int(v)) => *v,
+        _ => {
+            // Types with nothing to format (text, NODATA) say so; others are unreadable.
+            return match pdh::format(
+                None,
+                &RawSample::new(def.counter_type, 0),
+                FormatOptions::default(),
+            ) {
+                Err(e @ NoValue::NoData { .. }) => Err(e.into()),
+                _ => Err(ValueError::NotANumber { size: def.size }),
+            };
+        }
+    };
+    let mut raw = RawSample::new(def.counter_type, value)
+        .with_time(snapshot.perf_time, snapshot.perf_freq)
+        .with_time_100ns(snapshot.perf_time_100nsec)
+        .with_object_time(object.perf_time, object.perf_freq);
+    if let Some(base) = def
+        .base
+        .and_then(|b| values.get(b))
+        .and_then(RawValue::as_i64)
+    {
+        raw = raw.with_base(base);
+    }
+    Ok(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    use prfdata::winperf::{
+        PerfCounterBlock, PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType,
+        PERF_100NSEC_TIMER, PERF_AVERAGE_BASE, PERF_AVERAGE_TIMER, PERF_COUNTER_COUNTER,
+        PERF_COUNTER_RAWCOUNT, PERF_ELAPSED_TIME, PERF_NO_UNIQUE_ID,
+    };
+    use zerocopy::IntoBytes;
+
+    const F: i64 = 10_000_000;
+    /// The object's own timer runs at 1 kHz, unlike the data block's 10 MHz, so a formula that
+    /// took the wrong clock would show.
+    const OBJECT_FREQ: i64 = 1_000;
+
+    /// Counters of the synthetic object: (name index, type, size, offset).
+    const DEFS: [(u32, u32, u32, u32); 6] = [
+        (2, PERF_COUNTER_RAWCOUNT, 4, 8),
+        (4, PERF_COUNTER_COUNTER, 4, 12),
+        (6, PERF_AVERAGE_TIMER, 4, 16),
+        (0, PERF_AVERAGE_BASE, 4, 20),
+        (8, PERF_ELAPSED_TIME, 8, 24),
+        (10, PERF_100NSEC_TIMER, 8, 32),
+    ];
+    const BLOCK: usize = 40;
+
+    /// One object (index 100) whose instances carry `values` for the counters in [`DEFS`]
+    /// (`None`: an object without instances with the first value set), with the object's
+    /// clock at `object_time` ticks of [`OBJECT_FREQ`].
+    fn object(instances: &[(&str, [i64; 6])], object_time: i64) -> Vec<u8> {
+        let mut body = Vec::new();
+        let block = |vals: &[i64; 6]| {
+            let mut b = PerfCounterBlock {
+                byte_length: BLOCK as u32,
+            }
+            .as_bytes()
+            .to_vec();
+            b.resize(BLOCK, 0);
+            for ((_, _, size, off), v) in DEFS.iter().zip(vals) {
+                let at = *off as usize;
+                if *size == 4 {
+                    b[at..at + 4].copy_from_slice(&(*v as u32).to_le_bytes());
+                } else {
+                    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+                }
+            }
+            b
+        };
+        for (name, vals) in instances {
+            let units: Vec<u16> = name.encode_utf16().chain([0]).collect();
+            let len = (24 + units.len() * 2).next_multiple_of(8);
+            let def = PerfInstanceDefinition {
+                byte_length: len as u32,
+                parent_object_title_index: 0,
+                parent_object_instance: 0,
+                unique_id: PERF_NO_UNIQUE_ID,
+                name_offset: 24,
+                name_length: (units.len() * 2) as u32,
+            };
+            body.extend_from_slice(def.as_bytes());
+            body.extend(units.iter().flat_map(|u| u.to_le_bytes()));
+            body.resize(body.len().next_multiple_of(8), 0);
+            body.extend(block(vals));
+        }
+        let definition_length = 64 + 40 * DEFS.len();
+        let header = PerfObjectType {
+            total_byte_length: (definition_length + body.len()) as u32,
+            definition_length: definition_length as u32,
+            header_length: 64,
+            object_name_title_index: 100,
+            object_help_title_index: 101,
+            num_counters: DEFS.len() as u32,
+            num_instances: instances.len() as i32,
+            perf_time: object_time,
+            perf_freq: OBJECT_FREQ,
+            ..Default::default()
+        };
+        let mut out = header.as_bytes().to_vec();
+        for (index, counter_type, size, offset) in DEFS {
+            let def = PerfCounterDefinition {
+                byte_length: 40,
+                counter_name_title_index: 100 + index,
+                counter_type,
+                counter_size: size,
+                counter_offset: offset,
+                default_scale: if index == 4 { -1 } else { 0 },
+                ..Default::default()
+            };
+            out.extend_from_slice(def.as_bytes());
+        }
+        out.extend_from_slice(&body);
+        out
+    }
+
+    fn snapshot(seconds: i64, instances: &[(&str, [i64; 6])]) -> DataSnapshot {
+        let times = CollectionTimes {
+            perf_time: seconds * F,
+            perf_freq: F,
+            perf_time_100nsec: crate::datablock::FILETIME_UNIX_EPOCH + seconds * F,
+            ..CollectionTimes::now()
+        };
+        let out = ProviderOutput {
+            bytes: object(instances, seconds * OBJECT_FREQ),
+            num_objects: 1,
+        };
+        crate::decode::decode(&build_data_block("box", &times, &[out])).unwrap()
+    }
+
+    fn names() -> Names {
+        let mut n = Names::default();
+        for (i, s) in [
+            (100, "Jobs"),
+            (102, "Queue"),
+            (104, "Done/sec"),
+            (106, "Avg. latency"),
+            (108, "Uptime"),
+            (110, "% Busy"),
+        ] {
+            n.counter.insert(i, s.into());
+        }
+        n
+    }
+
+    fn values(sample: &Sample) -> Vec<(String, Result<f64, ValueError>)> {
+        sample
+            .readings
+            .iter()
+            .map(|r| (r.path.to_string(), r.value))
+            .collect()
+    }
+
+    #[test]
+    fn rates_averages_timers_and_elapsed_time_come_from_two_collections() {
+        let names = names();
+        let mut s = Sampler::new(
+            vec![pdh::parse(r"\Jobs(w1)\*").unwrap()],
+            FormatOptions::default(),
+        );
+        let first = s.sample(
+            &snapshot(10, &[("w1", [5, 100, 0, 0, 4 * OBJECT_FREQ, 0])]),
+            &names,
+        );
+        let v = values(&first);
+        assert_eq!(v.len(), 5, "{v:?}");
+        assert_eq!(v[0], (r"\Jobs(w1)\Queue".into(), Ok(5.0)));
+        assert!(matches!(
+            v[1].1,
+            Err(ValueError::NoValue(NoValue::FirstSample { .. }))
+        ));
+        // Elapsed time needs one sample and the object's clock: (10 000 − 4 000) / 1 000 Hz.
+        assert_eq!(v[3], (r"\Jobs(w1)\Uptime".into(), Ok(6.0)));
+        // Two seconds later: 300 more done → 150/s; 0.5 s over 4 operations → 0.125 s;
+        // busy 1 s of 2 s (100 ns units) → 50 %.
+        let second = s.sample(
+            &snapshot(12, &[("w1", [7, 400, F / 2, 4, 4 * OBJECT_FREQ, F])]),
+            &names,
+        );
+        let v = values(&second);
+        assert_eq!(v[0].1, Ok(7.0));
+        assert_eq!(v[1].1, Ok(150.0));
+        assert_eq!(v[2].1, Ok(0.125));
+        assert_eq!(v[3].1, Ok(8.0));
+        assert_eq!(v[4].1, Ok(50.0));
+        assert_eq!(second.readings[1].default_scale, -1);
+        assert_eq!(second.readings[2].raw.base, Some(4));
+    }
+
+    #[test]
+    fn instances_that_come_and_go_are_followed_by_wildcards() {
+        let names = names();
+        let mut s = Sampler::new(
+            vec![
+                pdh::parse(r"\Jobs(*)\Done/sec").unwrap(),
+                pdh::parse(r"\Jobs(w2)\Queue").unwrap(),
+            ],
+            FormatOptions::default(),
+        );
+        let a = s.sample(&snapshot(1, &[("w1", [0, 10, 0, 0, 0, 0])]), &names);
+        assert_eq!(a.readings.len(), 1);
+        assert_eq!(a.unmatched.len(), 1);
+        assert_eq!(a.unmatched[0].request, 1);
+        assert!(a.unmatched[0].error.to_string().contains("near matches"));
+
+        // w2 appears: the wildcard picks it up (first sample for it), the exact path matches.
+        let b = s.sample(
+            &snapshot(
+                2,
+                &[("w1", [0, 20, 0, 0, 0, 0]), ("w2", [3, 50, 0, 0, 0, 0])],
+            ),
+            &names,
+        );
+        let v = values(&b);
+        assert_eq!(v[0], (r"\Jobs(w1)\Done/sec".into(), Ok(10.0)));
+        assert_eq!(v[1].0, r"\Jobs(w2)\Done/sec");
+        assert!(v[1].1.is_err());
+        assert_eq!(v[2], (r"\Jobs(w2)\Queue".into(), Ok(3.0)));
+        assert!(b.unmatched.is_empty());
+
+        // w1 goes: no reading for it; w2 goes on.
+        let c = s.sample(&snapshot(3, &[("w2", [3, 90, 0, 0, 0, 0])]), &names);
+        let v = values(&c);
+        assert_eq!(v[0], (r"\Jobs(w2)\Done/sec".into(), Ok(40.0)));
+        assert_eq!(v.len(), 2);
+
+        // w1 comes back: it starts again rather than differencing across the gap.
+        let d = s.sample(
+            &snapshot(
+                4,
+                &[("w1", [0, 5, 0, 0, 0, 0]), ("w2", [3, 95, 0, 0, 0, 0])],
+            ),
+            &names,
+        );
+        assert!(matches!(
+            d.readings[0].value,
+            Err(ValueError::NoValue(NoValue::FirstSample { .. }))
+        ));
+        assert_eq!(d.readings[1].value, Ok(5.0));
+    }
+
+    #[test]
+    fn resolve_fixes_full_paths_with_the_machine_and_without_duplicates() {
+        let names = names();
+        let snap = snapshot(1, &[("w1", [0; 6]), ("w1", [0; 6])]);
+        let paths = resolve(
+            &[
+                pdh::parse(r"\Jobs(*)\Queue").unwrap(),
+                pdh::parse(r"\jobs(w1#1)\queue").unwrap(),
+            ],
+            &snap,
+            &names,
+        )
+        .unwrap();
+        let printed: Vec<String> = paths.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            printed,
+            [r"\\box\Jobs(w1)\Queue", r"\\box\Jobs(w1#1)\Queue"]
+        );
+        let err = resolve(&[pdh::parse(r"\Jobz(*)\Queue").unwrap()], &snap, &names).unwrap_err();
+        assert!(
+            matches!(&err, PathError::NoMatch { near, .. } if near[0] == r"\Jobs(*)\Queue"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_sample_carries_the_collection_time() {
+        let s = Sampler::new(vec![], FormatOptions::default()).sample(&snapshot(5, &[]), &names());
+        let t = s.wall_time().unwrap();
+        assert_eq!(
+            t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs(),
+            5
+        );
+        assert_eq!(s.system_name, "box");
+    }
+}
