@@ -6,6 +6,9 @@
 //! - `demo-app run [--duration S] [--workers N]` publishes counters while it works; Ctrl-C stops
 //!   it cleanly and removes its block.
 //! - `demo-app uninstall` removes it from the registry.
+//! - `demo-app live [--duration S] [--workers N]` is the whole tour in one command: install, run,
+//!   and watch the counters live through the collector (`prfmon watch` in a terminal,
+//!   `prfmon typeperf` otherwise), which loads the provider library as perflib would.
 
 mod counters;
 mod service;
@@ -42,6 +45,15 @@ enum Command {
     },
     /// Remove the counter names and the provider registration.
     Uninstall,
+    /// Install, run the service, and watch its counters live through prfmon (q or Ctrl-C quits).
+    Live {
+        /// Seconds to run (default: until you quit).
+        #[arg(long)]
+        duration: Option<f64>,
+        /// Worker threads.
+        #[arg(long, default_value_t = 4)]
+        workers: usize,
+    },
     /// Run the service, publishing counters, until the duration passes or Ctrl-C.
     Run {
         /// Seconds to run (default: until Ctrl-C).
@@ -66,6 +78,7 @@ fn main() -> ExitCode {
             })
             .map_err(|e| e.to_string()),
         Command::Run { duration, workers } => run(duration, workers),
+        Command::Live { duration, workers } => live(duration, workers),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -113,6 +126,81 @@ fn install(library: Option<PathBuf>, ini_dir: Option<PathBuf>) -> Result<(), Str
     Ok(())
 }
 
+/// The counters `live` shows.
+const LIVE_PATHS: [&str; 6] = [
+    r"\PrfData Demo Service\Jobs/sec",
+    r"\PrfData Demo Service\Bytes/sec",
+    r"\PrfData Demo Service\Queue length",
+    r"\PrfData Demo Service\Avg. job latency",
+    r"\PrfData Demo Service\Cache hit ratio",
+    r"\PrfData Demo Worker(*)\% Busy",
+];
+
+fn live(duration: Option<f64>, workers: usize) -> Result<(), String> {
+    use std::io::IsTerminal;
+    let prfmon = std::env::current_exe()
+        .map_err(|e| format!("cannot find myself: {e}"))?
+        .with_file_name("prfmon");
+    if !prfmon.exists() {
+        return Err(format!(
+            "{} does not exist; build everything with `cargo build --workspace`",
+            prfmon.display()
+        ));
+    }
+    install(None, None)?;
+    let duration = parse_duration(duration)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = Arc::clone(&stop);
+        ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed))
+            .map_err(|e| format!("cannot handle Ctrl-C: {e}"))?;
+    }
+    let service = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || service::run(workers, duration, stop))
+    };
+    // Wait until the block is there, so the first collection already sees the app.
+    let block = prfdata::block::block_path("PrfDataDemo").map_err(|e| e.to_string())?;
+    let start = std::time::Instant::now();
+    while !block.exists() && start.elapsed() < Duration::from_secs(10) && !service.is_finished() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let samples = duration.map(|d| d.as_secs().max(1));
+    let mut cmd = std::process::Command::new(&prfmon);
+    if std::io::stdout().is_terminal() {
+        cmd.arg("watch").args(LIVE_PATHS).args(["--interval", "1"]);
+        if let Some(n) = samples {
+            cmd.args(["--frames", &n.to_string()]);
+        }
+    } else {
+        cmd.arg("typeperf").args(LIVE_PATHS).args(["-si", "1"]);
+        if let Some(n) = samples {
+            cmd.args(["-sc", &n.to_string()]);
+        }
+    }
+    let watched = cmd
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", prfmon.display()));
+    stop.store(true, Ordering::Relaxed);
+    let done = service
+        .join()
+        .map_err(|_| "the service thread panicked".to_string())?;
+    let done = done.map_err(|e| e.to_string())?;
+    eprintln!("demo-app: stopped after {done} jobs; block removed");
+    match watched? {
+        status if status.success() => Ok(()),
+        status => Err(format!("prfmon ended with {status}")),
+    }
+}
+
+fn parse_duration(duration: Option<f64>) -> Result<Option<Duration>, String> {
+    match duration {
+        Some(s) if s.is_finite() && s >= 0.0 => Ok(Some(Duration::from_secs_f64(s))),
+        Some(s) => Err(format!("--duration {s} is not a number of seconds")),
+        None => Ok(None),
+    }
+}
+
 fn run(duration: Option<f64>, workers: usize) -> Result<(), String> {
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -120,11 +208,7 @@ fn run(duration: Option<f64>, workers: usize) -> Result<(), String> {
         ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed))
             .map_err(|e| format!("cannot handle Ctrl-C: {e}"))?;
     }
-    let duration = match duration {
-        Some(s) if s.is_finite() && s >= 0.0 => Some(Duration::from_secs_f64(s)),
-        Some(s) => return Err(format!("--duration {s} is not a number of seconds")),
-        None => None,
-    };
+    let duration = parse_duration(duration)?;
     eprintln!("demo-app: running with {workers} workers; Ctrl-C to stop");
     let done = service::run(workers, duration, stop).map_err(|e| e.to_string())?;
     eprintln!("demo-app: stopped after {done} jobs; block removed");
