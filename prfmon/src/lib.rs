@@ -26,6 +26,11 @@
 //! - [`pdh`]: formatted values from raw samples ([`pdh::formula`]) and counter paths in PDH
 //!   syntax ([`pdh::path`]).
 //!
+//! **Exporting**
+//! - [`serve`]: `/metrics` in the OpenMetrics text format for Prometheus: raw values, names,
+//!   types and labels ([`serve::server`], [`serve::exposition`], [`serve::naming`],
+//!   [`serve::kind`]).
+//!
 //! # Examples
 //!
 //! ```
@@ -51,3 +56,4 @@ pub mod names;
 pub mod pdh;
 pub mod report;
 pub mod sample;
+pub mod serve;

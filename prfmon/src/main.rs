@@ -33,6 +33,8 @@ enum Command {
     Decode(cmd::decode::DecodeArgs),
     /// List the objects and counters the providers offer, with their explain texts.
     List(cmd::list::ListArgs),
+    /// Serve the raw counter values at /metrics for Prometheus (OpenMetrics text format).
+    Serve(cmd::serve::ServeArgs),
     /// Run one provider library in this process for a collector (perfhost.exe's role).
     #[command(name = "__provider-host", hide = true)]
     ProviderHost {
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
         Command::Query(args) => cmd::query::run(args),
         Command::Decode(args) => cmd::decode::run(args),
         Command::List(args) => cmd::list::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
         Command::ProviderHost { library } => prfmon::collector::perfhost::run_host(&library),
     }
 }

@@ -5,6 +5,7 @@ pub mod list;
 pub mod lodctr;
 pub mod query;
 pub mod reg;
+pub mod serve;
 
 use prfdata::registry::FileRegistry;
 use prfmon::names::Names;
