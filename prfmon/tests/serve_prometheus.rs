@@ -13,7 +13,7 @@ use serde_json::Value;
 use serve_common::*;
 
 /// The whole test's bound, from Prometheus' start to the last query.
-const OVERALL: Duration = Duration::from_secs(50);
+const OVERALL: Duration = Duration::from_secs(40);
 
 /// The entry point of the app child (see `Setup::start_app`); a no-op in a normal run.
 #[test]

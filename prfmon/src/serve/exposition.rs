@@ -38,14 +38,27 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
 use super::kind::{metric_kind, MetricKind};
-use super::naming::{word_or_index, NameTable, PREFIX};
+use super::naming::{object_stem, word_or_index, NameTable};
 use crate::decode::{CounterDef, DataSnapshot, InstanceData, ObjectData, RawValue};
 use crate::names::{instance_names, Names};
+use prfdata::winperf::{PERF_OBJECT_TIMER, PERF_TIMER_MASK};
 
 /// The `Content-Type` of [`Exposition::encode`]'s output.
+///
+/// # Examples
+///
+/// ```
+/// assert!(prfmon::serve::exposition::CONTENT_TYPE.starts_with("application/openmetrics-text"));
+/// ```
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// The `Content-Type` of [`Exposition::encode_text`]'s output.
+///
+/// # Examples
+///
+/// ```
+/// assert!(prfmon::serve::exposition::TEXT_CONTENT_TYPE.contains("version=0.0.4"));
+/// ```
 pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The labels of one series. Empty labels are left out of the output (Prometheus treats an
@@ -103,7 +116,8 @@ pub struct MetricFamily {
     pub help: String,
     /// `TYPE`.
     pub kind: MetricKind,
-    /// The series, in collection order.
+    /// The series: objects in naming order (see [`super::naming`]), then each object's
+    /// instances in collection order.
     pub samples: Vec<Sample>,
 }
 
@@ -171,13 +185,31 @@ impl Exposition {
         let mut families: BTreeMap<String, MetricFamily> = BTreeMap::new();
         let mut seen: HashSet<(String, SeriesLabels)> = HashSet::new();
         // Series are added in collection order; names are decided in naming order first.
-        let mut plans: Vec<Vec<Option<String>>> = vec![Vec::new(); snapshot.objects.len()];
+        let mut plans: Vec<ObjectPlan> = Vec::with_capacity(snapshot.objects.len());
+        plans.resize_with(snapshot.objects.len(), ObjectPlan::default);
         for p in &pending {
             plans[p.position] = plan_object(p.object, names, &mut table, &mut families);
         }
         for p in &pending {
+            let object_plan = &plans[p.position];
+            if let Some((time, freq)) = &object_plan.clock {
+                let labels = SeriesLabels {
+                    app: p.app.to_owned(),
+                    ..Default::default()
+                };
+                for (name, value) in [(time, p.object.perf_time), (freq, p.object.perf_freq)] {
+                    if seen.insert((name.clone(), labels.clone())) {
+                        if let Some(family) = families.get_mut(name) {
+                            family.samples.push(Sample {
+                                labels: labels.clone(),
+                                value,
+                            });
+                        }
+                    }
+                }
+            }
             let labels = object_labels(snapshot, p.object, p.app);
-            let plan = &plans[p.position];
+            let plan = &object_plan.counters;
             let rows: Vec<&[RawValue]> = if p.object.has_instances() {
                 p.object
                     .instances
@@ -323,16 +355,38 @@ fn unescape_quotes(text: &str) -> String {
     out
 }
 
-/// Decides the family of each counter of `object` (`None`: not exported) and creates the
+/// The families one object's values go to.
+#[derive(Default)]
+struct ObjectPlan {
+    /// Per counter, its family (`None`: not exported).
+    counters: Vec<Option<String>>,
+    /// The families of the object's `PerfTime` and `PerfFreq`, when a counter is read against
+    /// them.
+    clock: Option<(String, String)>,
+}
+
+/// Decides the family of each counter of `object` and of its clock, and creates the
 /// families that do not exist yet.
 fn plan_object(
     object: &ObjectData,
     names: &Names,
     table: &mut NameTable,
     families: &mut BTreeMap<String, MetricFamily>,
-) -> Vec<Option<String>> {
+) -> ObjectPlan {
     let object_name = names.counter.get(&object.name_index).map(String::as_str);
-    let object_word = word_or_index(object_name, object.name_index);
+    let object_stem = object_stem(&word_or_index(object_name, object.name_index));
+    let mut add = |stem: &str, kind: MetricKind, key: u32, help: String| -> String {
+        let name = table.claim(stem, kind, (object.name_index, key));
+        families
+            .entry(name.clone())
+            .or_insert_with(|| MetricFamily {
+                name: name.clone(),
+                help,
+                kind,
+                samples: Vec::new(),
+            });
+        name
+    };
     let mut plan: Vec<Option<String>> = Vec::with_capacity(object.counters.len());
     for (c, def) in object.counters.iter().enumerate() {
         let served = def.base_of.and_then(|j| object.counters.get(j));
@@ -345,7 +399,7 @@ fn plan_object(
                 let counter_family = def
                     .base_of
                     .and_then(|j| plan.get(j).cloned().flatten())
-                    .unwrap_or_else(|| counter_stem(&object_word, counter, names));
+                    .unwrap_or_else(|| counter_stem(&object_stem, counter, names));
                 (
                     format!("{counter_family}_base"),
                     counter.name_index,
@@ -359,7 +413,7 @@ fn plan_object(
                 )
             }
             (true, None) => (
-                format!("{PREFIX}_{object_word}_base_{c}"),
+                format!("{object_stem}_base_{c}"),
                 0,
                 format!(
                     "A base with no counter before it. [{}, {}]",
@@ -368,29 +422,47 @@ fn plan_object(
                 ),
             ),
             (false, _) => (
-                counter_stem(&object_word, def, names),
+                counter_stem(&object_stem, def, names),
                 def.name_index,
                 counter_help(object_name, def, names),
             ),
         };
-        let name = table.claim(&stem, kind, (object.name_index, key_index));
-        families
-            .entry(name.clone())
-            .or_insert_with(|| MetricFamily {
-                name: name.clone(),
-                help,
-                kind,
-                samples: Vec::new(),
-            });
-        plan.push(Some(name));
+        plan.push(Some(add(&stem, kind, key_index, help)));
     }
-    plan
+    // ELAPSED_TIME and the OBJ_TIME / PRECISION_OBJECT types are read against the object's
+    // own clock (winperf.h: PERF_OBJECT_TIMER), which PromQL then needs too: for example
+    // `(x_perf_time_total - x_uptime) / x_perf_freq` is the uptime in seconds.
+    let clock = object
+        .counters
+        .iter()
+        .any(|d| d.counter_type & PERF_TIMER_MASK == PERF_OBJECT_TIMER)
+        .then(|| {
+            let path = object_name.unwrap_or("?");
+            (
+                add(
+                    &format!("{object_stem}_perf_time"),
+                    MetricKind::Counter,
+                    0,
+                    format!("The object's clock (PERF_OBJECT_TYPE PerfTime), in ticks of its PerfFreq. [{path}]"),
+                ),
+                add(
+                    &format!("{object_stem}_perf_freq"),
+                    MetricKind::Gauge,
+                    0,
+                    format!("Ticks per second of the object's clock (PERF_OBJECT_TYPE PerfFreq). [{path}]"),
+                ),
+            )
+        });
+    ObjectPlan {
+        counters: plan,
+        clock,
+    }
 }
 
-fn counter_stem(object_word: &str, def: &CounterDef, names: &Names) -> String {
+fn counter_stem(object_stem: &str, def: &CounterDef, names: &Names) -> String {
     let counter_name = names.counter.get(&def.name_index).map(String::as_str);
     format!(
-        "{PREFIX}_{object_word}_{}",
+        "{object_stem}_{}",
         word_or_index(counter_name, def.name_index)
     )
 }
@@ -751,6 +823,45 @@ mod tests {
              # HELP prfdata_g g\n\
              # TYPE prfdata_g gauge\n\
              prfdata_g{app=\"A\"} 2\n"
+        );
+    }
+
+    #[test]
+    fn an_object_with_an_elapsed_time_exports_its_clock() {
+        let obj = |index: u32, counter_type: u32| ObjectData {
+            name_index: index,
+            num_instances: PERF_NO_INSTANCES,
+            perf_time: 5_000,
+            perf_freq: 10_000_000,
+            counters: vec![def(index + 2, counter_type)],
+            values: vec![RawValue::Int(1_000)],
+            ..Default::default()
+        };
+        let snap = DataSnapshot {
+            objects: vec![obj(10, PERF_ELAPSED_TIME), obj(20, PERF_COUNTER_RAWCOUNT)],
+            ..Default::default()
+        };
+        let n = names(&[
+            (10, "PrfData Svc"),
+            (12, "Uptime"),
+            (20, "Other"),
+            (22, "N"),
+        ]);
+        let e = Exposition::new(&snap, &["A".into(), "A".into()], &n);
+        let got: Vec<(&str, MetricKind, i64)> = e
+            .families
+            .iter()
+            .map(|f| (f.name.as_str(), f.kind, f.samples[0].value))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("prfdata_other_n", MetricKind::Gauge, 1_000),
+                ("prfdata_svc_perf_freq", MetricKind::Gauge, 10_000_000),
+                ("prfdata_svc_perf_time", MetricKind::Counter, 5_000),
+                ("prfdata_svc_uptime", MetricKind::Gauge, 1_000),
+            ],
+            "only the object with an object-timer counter has a clock"
         );
     }
 

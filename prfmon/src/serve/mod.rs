@@ -29,16 +29,26 @@
 //! Prometheus attaches its own `instance` label (the target) to every series, and keeps the
 //! exporter's as `exported_instance` unless the job sets `honor_labels: true`.
 //!
+//! **Object clocks**: an object with a counter read against the object's own clock
+//! (`PERF_OBJECT_TIMER` in its type: `PERF_ELAPSED_TIME`, `PERF_OBJ_TIME_TIMER`,
+//! `PERF_COUNTER_OBJ_TIME_QUEUELEN_TYPE`, `PERF_PRECISION_OBJECT_TIMER`) also exports that
+//! clock: `prfdata_<object>_perf_time_total` (`PerfTime`, counter) and
+//! `prfdata_<object>_perf_freq` (`PerfFreq`, gauge), labelled `app`. So an uptime in seconds is
+//! `(prfdata_demo_service_perf_time_total - prfdata_demo_service_uptime) /
+//! prfdata_demo_service_perf_freq`. The system clock the other timers count against ticks
+//! [`prfdata::clock::PERF_FREQUENCY`] times a second.
+//!
 //! **HELP** is the counter's explain text in the language of `--lang`, followed by
 //! `[\Object\Counter, PERF_TYPE]`; a base's HELP names its counter.
 //!
 //! # Metric names
 //!
 //! `prfdata_<object>_<counter>`, each part lowercased with `%` → `percent`, `/` → `per`,
-//! `#` → `num` and every run of other characters → one `_`; a counter family's samples end
-//! in `_total`; a base is `<its counter's name>_base`. Collisions are resolved by appending
+//! `#` → `num`, every run of other characters → one `_`, and the word `sec` → `second`; an
+//! object whose name begins with "PrfData" does not repeat the prefix; a counter family's
+//! samples end in `_total`; a base is `<its counter's name>_base`. Collisions are resolved by appending
 //! the object and counter name indexes. The full rule is in [`naming`]. For example
-//! `\PrfData Demo Service\Jobs/sec` is `prfdata_prfdata_demo_service_jobs_per_second_total`.
+//! `\PrfData Demo Service\Jobs/sec` is `prfdata_demo_service_jobs_per_second_total`.
 //!
 //! # Types
 //!
@@ -73,7 +83,7 @@
 //! // The names and types of a typical counter and its base.
 //! use prfdata::winperf::{PERF_AVERAGE_BASE, PERF_AVERAGE_TIMER};
 //! use prfmon::serve::{kind::metric_kind, kind::MetricKind, naming::metric_stem};
-//! assert_eq!(metric_stem("PrfData Demo Service", "Avg. job latency"), "prfdata_prfdata_demo_service_avg_job_latency");
+//! assert_eq!(metric_stem("PrfData Demo Service", "Avg. job latency"), "prfdata_demo_service_avg_job_latency");
 //! assert_eq!(metric_kind(PERF_AVERAGE_TIMER, None), Some(MetricKind::Counter));
 //! assert_eq!(metric_kind(PERF_AVERAGE_BASE, Some(PERF_AVERAGE_TIMER)), Some(MetricKind::Counter));
 //! ```

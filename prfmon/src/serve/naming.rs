@@ -8,8 +8,10 @@
 //!    becomes one `_`; leading and trailing `_` are dropped; the words `sec` and `secs`
 //!    become `second` and `seconds` (promtool's linter rejects the abbreviations). A name that leaves nothing, or an
 //!    index with no name in `Perflib\<lang>`, becomes `n<index>`.
-//! 2. The stem is `prfdata_<object word>_<counter word>` ([`metric_stem`]); a base's stem is
-//!    its counter's final name followed by `_base`.
+//! 2. The stem is `prfdata_<object word>_<counter word>` ([`metric_stem`]), where an object
+//!    word that begins with `prfdata_` does not repeat it ([`object_stem`]); a base's stem is
+//!    its counter's final name followed by `_base`; an object's clock is
+//!    `prfdata_<object word>_perf_time` and `..._perf_freq`.
 //! 3. A counter family loses a trailing `_total` (the encoder appends it to every sample).
 //! 4. Families with the same stem and the same type are one family: the same object and
 //!    counter names from two services (the same map installed twice) are told apart by the
@@ -24,7 +26,7 @@
 //!
 //! ```
 //! use prfmon::serve::naming::metric_stem;
-//! assert_eq!(metric_stem("PrfData Demo Service", "Jobs/sec"), "prfdata_prfdata_demo_service_jobs_per_second");
+//! assert_eq!(metric_stem("PrfData Demo Service", "Jobs/sec"), "prfdata_demo_service_jobs_per_second");
 //! assert_eq!(metric_stem("Processor", "% Processor Time"), "prfdata_processor_percent_processor_time");
 //! ```
 
@@ -33,6 +35,13 @@ use std::collections::HashMap;
 use super::kind::MetricKind;
 
 /// The prefix of every metric name.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::serve::naming::{metric_stem, PREFIX};
+/// assert!(metric_stem("Pool", "Size").starts_with(PREFIX));
+/// ```
 pub const PREFIX: &str = "prfdata";
 
 /// `text` as one metric-name word (rule 1 of the module docs); empty if nothing is left.
@@ -103,13 +112,36 @@ pub fn word_or_index(name: Option<&str>, index: u32) -> String {
     }
 }
 
-/// `prfdata_<object word>_<counter word>` (rules 1 and 2), each word by [`sanitize`] with
-/// `unnamed` for an empty one.
+/// `prfdata_<object word>`: the start of the names of an object's metrics. An object word
+/// that already begins with `prfdata_` (an object named "PrfData Demo Service") does not
+/// repeat it.
 ///
 /// # Examples
 ///
 /// ```
-/// assert_eq!(prfmon::serve::naming::metric_stem("Prov Pool", "Size"), "prfdata_prov_pool_size");
+/// use prfmon::serve::naming::object_stem;
+/// assert_eq!(object_stem("prov_pool"), "prfdata_prov_pool");
+/// assert_eq!(object_stem("prfdata_demo_service"), "prfdata_demo_service");
+/// assert_eq!(object_stem("prfdata"), "prfdata_prfdata");
+/// ```
+pub fn object_stem(object_word: &str) -> String {
+    let word = object_word
+        .strip_prefix(PREFIX)
+        .and_then(|w| w.strip_prefix('_'))
+        .filter(|w| !w.is_empty())
+        .unwrap_or(object_word);
+    format!("{PREFIX}_{word}")
+}
+
+/// `prfdata_<object word>_<counter word>` (rules 1 and 2) from the names, each word by
+/// [`sanitize`] with `unnamed` for an empty one.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::serve::naming::metric_stem;
+/// assert_eq!(metric_stem("Prov Pool", "Size"), "prfdata_prov_pool_size");
+/// assert_eq!(metric_stem("PrfData Demo Service", "Uptime"), "prfdata_demo_service_uptime");
 /// ```
 pub fn metric_stem(object: &str, counter: &str) -> String {
     let word = |s: &str| {
@@ -120,7 +152,7 @@ pub fn metric_stem(object: &str, counter: &str) -> String {
             w
         }
     };
-    format!("{PREFIX}_{}_{}", word(object), word(counter))
+    format!("{}_{}", object_stem(&word(object)), word(counter))
 }
 
 /// The names handed out in one exposition (rules 3 to 5 of the module docs).

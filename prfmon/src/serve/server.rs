@@ -58,14 +58,33 @@ use crate::collector::Collector;
 use crate::names::Names;
 
 /// Where `prfmon serve` listens unless told otherwise: loopback only, so that counters are
-/// not published to the network by accident. 9358 is not claimed by any exporter listed in
-/// Prometheus' default port allocations page at the time of writing.
+/// not published to the network by accident; `--listen 0.0.0.0:9358` publishes them. The port
+/// is in the range Prometheus exporters conventionally use (9100 and up); check it against
+/// the other exporters of a machine before relying on it.
+///
+/// # Examples
+///
+/// ```
+/// let addr: std::net::SocketAddr = prfmon::serve::server::DEFAULT_LISTEN.parse()?;
+/// assert!(addr.ip().is_loopback());
+/// # Ok::<(), std::net::AddrParseError>(())
+/// ```
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9358";
 
 /// Worker threads answering requests. Scrapes mostly wait for the collection mutex, so a
 /// few suffice: four lets a slow scrape, a second Prometheus and two browsers be served at
 /// once on a 2-core machine.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(prfmon::serve::server::ServeOptions::default().workers, prfmon::serve::server::WORKERS);
+/// ```
 pub const WORKERS: usize = 4;
+
+/// [`DEFAULT_LISTEN`] as an address.
+const DEFAULT_ADDR: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 9358);
 
 /// How often an idle worker looks at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
@@ -115,7 +134,7 @@ pub struct ServeOptions {
 impl Default for ServeOptions {
     fn default() -> Self {
         Self {
-            listen: SocketAddr::from(([127, 0, 0, 1], 9358)),
+            listen: DEFAULT_ADDR,
             lang: "009".into(),
             workers: WORKERS,
         }
@@ -147,7 +166,7 @@ struct Shared<R: Registry> {
     collector: Mutex<Collector<R>>,
     lang: String,
     /// The last names read, kept when a later read fails.
-    names: Mutex<Names>,
+    names: Mutex<Arc<Names>>,
 }
 
 /// A bound `/metrics` server over one collector.
@@ -193,7 +212,7 @@ where
             shared: Arc::new(Shared {
                 collector: Mutex::new(collector),
                 lang: options.lang,
-                names: Mutex::new(names),
+                names: Mutex::new(Arc::new(names)),
             }),
             addr,
             workers: options.workers.max(1),
@@ -327,13 +346,17 @@ fn scrape<R: Registry>(shared: &Shared<R>, query: &str) -> Result<Exposition, St
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
     let collection = collector.collect_with_services(query);
-    // Names are read on each scrape so that apps installed later are named; a failed read
+    // Names are read on each scrape so that names changed by lodctr are seen; a failed read
     // keeps the last names.
-    let mut names = shared.names.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Ok(fresh) = Names::load(collector.registry(), &shared.lang) {
-        *names = fresh;
-    }
+    let fresh = Names::load(collector.registry(), &shared.lang).ok();
     drop(collector);
+    let names = {
+        let mut last = shared.names.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(fresh) = fresh {
+            *last = Arc::new(fresh);
+        }
+        Arc::clone(&last)
+    };
     // The collector builds the block and validates every object, so an error is a bug; the
     // scrape still answers with a valid, empty exposition that says why.
     crate::decode::decode(&collection.bytes)
