@@ -184,7 +184,7 @@ impl Exposition {
         let mut table = NameTable::default();
         let mut families: BTreeMap<String, MetricFamily> = BTreeMap::new();
         let mut seen: HashSet<(String, SeriesLabels)> = HashSet::new();
-        // Series are added in collection order; names are decided in naming order first.
+        // All names are decided first, then the series added, both in naming order.
         let mut plans: Vec<ObjectPlan> = Vec::with_capacity(snapshot.objects.len());
         plans.resize_with(snapshot.objects.len(), ObjectPlan::default);
         for p in &pending {

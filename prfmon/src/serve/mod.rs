@@ -16,10 +16,20 @@
 //! Prometheus can compute rates and ratios over any window (`rate(x_total[1m])`,
 //! `rate(x_total[1m]) / rate(x_base_total[1m])`, `x / x_base`).
 //!
-//! **Costly objects** are not in a `Global` collection (seed 004: they are collected only when
-//! asked for). `/metrics?query=Costly` collects them; point a second scrape job at it, with
-//! `params: { query: [Costly] }` and a longer `scrape_interval`. `query` also takes object
-//! name indexes (`query=1848+1860`).
+//! **Costly objects** are not in a `Global` collection (perflib collects them only when
+//! `Costly` is asked for). `/metrics?query=Costly` collects them; point a second scrape job at
+//! it, with `params: { query: [Costly] }` and a longer `scrape_interval`. `query` also takes
+//! object name indexes (`query=1848+1860`).
+//!
+//! ```text
+//! scrape_configs:
+//!   - job_name: prfdata
+//!     static_configs: [{ targets: ['127.0.0.1:9358'] }]
+//!   - job_name: prfdata-costly
+//!     scrape_interval: 1m
+//!     params: { query: [Costly] }
+//!     static_configs: [{ targets: ['127.0.0.1:9358'] }]
+//! ```
 //!
 //! **Labels**: `instance` (the instance name as PDH gives it, without the parent, `#n` for
 //! the second and later instances of one name under one parent; absent for an object without

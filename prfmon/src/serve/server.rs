@@ -7,6 +7,7 @@
 //! | `GET /metrics`                  | 200, a `Global` collection                           |
 //! | `GET /metrics?query=Costly`     | 200, a `Costly` collection (also `Global`, indexes)  |
 //! | `GET /metrics?query=<other>`    | 400                                                  |
+//! | a collection that does not decode (a bug) | 500, with the reason                       |
 //! | `GET /`                         | 200, a line of text that points to `/metrics`        |
 //! | other methods on those paths    | 405                                                  |
 //! | any other path                  | 404                                                  |
@@ -303,7 +304,11 @@ fn answer<R: Registry>(request: Request, shared: &Shared<R>) {
                 let (body, content_type) = match scrape(shared, &value) {
                     Ok(e) if openmetrics => (e.encode(), CONTENT_TYPE),
                     Ok(e) => (e.encode_text(), TEXT_CONTENT_TYPE),
-                    Err(message) => (format!("# {message}\n# EOF\n"), CONTENT_TYPE),
+                    // Prometheus then records the scrape as failed (`up` = 0).
+                    Err(message) => {
+                        let _ = request.respond(text(500, &format!("{message}\n")));
+                        return;
+                    }
                 };
                 let mut r = Response::from_string(body);
                 if let Some(h) = header("Content-Type", content_type) {
@@ -358,7 +363,7 @@ fn scrape<R: Registry>(shared: &Shared<R>, query: &str) -> Result<Exposition, St
         Arc::clone(&last)
     };
     // The collector builds the block and validates every object, so an error is a bug; the
-    // scrape still answers with a valid, empty exposition that says why.
+    // scrape answers 500 with the reason.
     crate::decode::decode(&collection.bytes)
         .map(|snapshot| Exposition::new(&snapshot, &collection.services, &names))
         .map_err(|e| format!("prfmon: the collection does not decode: {e}"))
