@@ -33,6 +33,11 @@
 //! - [`pdh`]: formatted values from raw samples ([`pdh::formula`]) and counter paths in PDH
 //!   syntax ([`pdh::path`]).
 //!
+//! **Exporting**
+//! - [`serve`]: `/metrics` in the OpenMetrics text format for Prometheus: raw values, names,
+//!   types and labels ([`serve::server`], [`serve::exposition`], [`serve::naming`],
+//!   [`serve::kind`]).
+//!
 //! # Examples
 //!
 //! ```
@@ -61,3 +66,4 @@ pub mod sample;
 pub mod sampler;
 pub mod typeperf;
 pub mod watch;
+pub mod serve;

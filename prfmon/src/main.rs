@@ -39,6 +39,8 @@ enum Command {
     /// Chart counters live in the terminal, with a legend of last, average, minimum, maximum
     /// (keys: `+` / `-` sample less / more often, `q` quits).
     Watch(cmd::watch::WatchArgs),
+    /// Serve the raw counter values at /metrics for Prometheus (OpenMetrics text format).
+    Serve(cmd::serve::ServeArgs),
     /// Run one provider library in this process for a collector (perfhost.exe's role).
     #[command(name = "__provider-host", hide = true)]
     ProviderHost {
@@ -69,6 +71,7 @@ fn main() -> ExitCode {
         Command::List(args) => cmd::list::run(args),
         Command::Typeperf(args) => cmd::typeperf::run(args),
         Command::Watch(args) => cmd::watch::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
         Command::ProviderHost { library } => prfmon::collector::perfhost::run_host(&library),
     }
 }

@@ -381,3 +381,22 @@ fn linkage_export_reaches_open_as_a_multi_sz() {
         assert_eq!(snap.objects[0].default_counter, 0);
     });
 }
+
+#[test]
+fn collect_with_services_names_the_service_of_every_object() {
+    bounded(TEST_WAIT, || {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = with_good(dir.path(), &[("First", 1848), ("Second", 1860)]);
+        let mut collector = Collector::open(registry, options()).unwrap();
+        let collection = collector.collect_with_services("Global");
+        let snap = decode(&collection.bytes).unwrap();
+        let indexes: Vec<u32> = snap.objects.iter().map(|o| o.name_index).collect();
+        assert_eq!(indexes, [1848, 1860]);
+        assert_eq!(collection.services, ["First", "Second"]);
+        // A query that reaches one provider names only its object.
+        let collection = collector.collect_with_services("1860");
+        assert_eq!(collection.services, ["Second"]);
+        assert_eq!(decode(&collection.bytes).unwrap().objects.len(), 1);
+        collector.close();
+    });
+}

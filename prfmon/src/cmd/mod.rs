@@ -7,6 +7,7 @@ pub mod query;
 pub mod reg;
 pub mod typeperf;
 pub mod watch;
+pub mod serve;
 
 use prfdata::registry::FileRegistry;
 use prfmon::names::Names;

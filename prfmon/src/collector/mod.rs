@@ -234,6 +234,23 @@ impl std::fmt::Display for Disabled {
     }
 }
 
+/// One collection with the name of the service that produced each of its objects.
+///
+/// # Examples
+///
+/// ```
+/// let c = prfmon::collector::Collection { bytes: Vec::new(), services: vec!["App".into()] };
+/// assert_eq!(c.services[0], "App");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Collection {
+    /// The PERF_DATA_BLOCK bytes, as [`Collector::collect`] returns them.
+    pub bytes: Vec<u8>,
+    /// The service (the `Services\<name>` key) that produced each object, in the order the
+    /// objects appear in `bytes`: `services[i]` goes with the decoded `objects[i]`.
+    pub services: Vec<String>,
+}
+
 /// What opening a service came to.
 enum OpenOutcome {
     /// Open returned this status.
@@ -441,8 +458,28 @@ impl<R: Registry> Collector<R> {
     ///
     /// See the [module docs](self).
     pub fn collect(&mut self, query: &str) -> Vec<u8> {
+        self.collect_with_services(query).bytes
+    }
+
+    /// Makes one collection, as [`collect`](Self::collect) does, and also says which service
+    /// produced each object: what a consumer that labels data by its source (an `app` label)
+    /// needs and a PERF_DATA_BLOCK does not carry.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let reg = prfdata::registry::FileRegistry::open(dir.path())?;
+    /// let mut c = prfmon::collector::Collector::open(reg, Default::default())?;
+    /// let collection = c.collect_with_services("Global");
+    /// let snapshot = prfmon::decode::decode(&collection.bytes)?;
+    /// assert_eq!(collection.services.len(), snapshot.objects.len());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn collect_with_services(&mut self, query: &str) -> Collection {
         let times = CollectionTimes::now();
         let mut outputs = Vec::new();
+        let mut services = Vec::new();
         for i in 0..self.services.len() {
             if self.services[i].state == State::Pending {
                 self.open_service(i);
@@ -451,12 +488,20 @@ impl<R: Registry> Collector<R> {
                 continue;
             }
             match self.collect_service(i, query) {
-                Ok(Some(out)) => outputs.push(out),
+                Ok(Some(out)) => {
+                    // `check_collect` made sure the output holds exactly `num_objects`.
+                    let name = &self.services[i].config.name;
+                    services.extend((0..out.num_objects).map(|_| name.clone()));
+                    outputs.push(out);
+                }
                 Ok(None) => {}
                 Err(fault) => self.disable(i, fault),
             }
         }
-        build_data_block(&self.system_name, &times, &outputs)
+        Collection {
+            bytes: build_data_block(&self.system_name, &times, &outputs),
+            services,
+        }
     }
 
     /// Calls every opened service's Close and stops the provider hosts, as
