@@ -64,6 +64,6 @@ pub mod pdh;
 pub mod report;
 pub mod sample;
 pub mod sampler;
+pub mod serve;
 pub mod typeperf;
 pub mod watch;
-pub mod serve;

@@ -5,9 +5,9 @@ pub mod list;
 pub mod lodctr;
 pub mod query;
 pub mod reg;
+pub mod serve;
 pub mod typeperf;
 pub mod watch;
-pub mod serve;
 
 use prfdata::registry::FileRegistry;
 use prfmon::names::Names;
