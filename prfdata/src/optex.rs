@@ -16,15 +16,45 @@
 //! the optex over and its guard says so ([`OptexGuard::owner_died`]), so that it can check and
 //! repair whatever the dead owner was changing.
 //!
+//! # One word names the owner
+//!
+//! A pid alone does not name the owner for long (a dead owner's pid goes to a later process), so
+//! the owner is recorded as its pid *and* a tag of its start time ([`ProcessId`]). Both live in
+//! one 64-bit state word, which the owner writes in the compare-and-exchange that takes the
+//! optex and clears in the swap that releases it. Locking is therefore one atomic operation and
+//! unlocking one more, as for an ordinary mutex, and the word never pairs one process's pid with
+//! another's start time: whoever reads a locked word reads the full identity of the process
+//! that performed that acquisition.
+//!
+//! That makes the death check a single look. A waiter reads the word, then `/proc/<pid>/stat`
+//! for its pid: if no process (or only a zombie) has the pid, the owner is gone; if a process
+//! has it but started at a time with another tag, that process is not the owner, and since no
+//! two live processes share a pid, the owner has exited and its pid was reused. Either way the
+//! waiter takes over with a compare-and-exchange that expects the very word it checked, so if
+//! the owner released the optex in between, the take-over fails and the waiter starts again.
+//!
+//! (Layout version 1 kept the start time in a separate word that the owner stored right after
+//! its compare-and-exchange and cleared right before its swap. Waiters could then see a new
+//! owner whose start time was not written yet, or a previous owner's start time beside a new
+//! owner's pid, and had to re-check a mismatch after a delay; an owner that died between the
+//! two steps could not always be recovered. With one word none of that can happen.)
+//!
 //! # Layout
 //!
 //! ```text
 //!  offset  size  field        content
 //!  ------  ----  -----------  --------------------------------------------------------------
-//!       0     4  state        owner pid and WAITERS bit (table at the constants below)
-//!       4     4  recoveries   number of take-overs from a dead owner (wrapping)
-//!       8     8  owner_start  owner pid << 40 | owner start time (mod 2^40); 0 = not published
-//!      16    48  reserved     zero
+//!       0     8  state        owner pid, WAITERS bit, owner start tag (table at the constants)
+//!       8     4  recoveries   number of take-overs from a dead owner (wrapping)
+//!      12    52  reserved     zero
+//!
+//!  state, as the little-endian word it is in memory:
+//!
+//!   byte  0         3 4         7
+//!        +-----------+-----------+
+//!        | pid|WAIT. | start tag |
+//!        +-----------+-----------+
+//!         ^ futex word: waiters sleep on these 32 bits
 //! ```
 //!
 //! All zero is an unlocked optex, so a zero-filled block needs no initialisation.
@@ -38,7 +68,7 @@ use std::time::{Duration, Instant};
 use crate::process::{probe, Probe, ProcessId};
 use crate::sys::futex;
 
-// The state word, `Optex::state`:
+// The state word, `Optex::state` (a `u64`; the futex waits on bits 0..32):
 //
 // | bits   | name        | meaning                                                          |
 // |--------|-------------|------------------------------------------------------------------|
@@ -47,28 +77,20 @@ use crate::sys::futex;
 // | 30     | WAITERS     | some thread may be asleep in a futex wait on this word: unlock   |
 // |        |             | must wake one.                                                   |
 // | 31     | (reserved)  | always 0; unlock clears it.                                      |
+// | 32..64 | TAG_SHIFT   | the owner's start tag, `start_tag(owner.start_time)`: the low 32 |
+// |        |             | bits of its start time, 1 if those are 0; 0 = unknown (the owner |
+// |        |             | could not read its start time) or unlocked.                      |
+//
+// Free is 0 (unlock swaps in 0; a free word with WAITERS set is tolerated). Locked is
+// `pid | tag << 32`, plus WAITERS once someone sleeps: written whole by the acquiring
+// compare-and-exchange, so the pid and the tag always belong to the same process.
 
 /// Bits of the state word that hold the owner's pid (0 = unlocked).
-const OWNER_MASK: u32 = (1 << 30) - 1;
+const OWNER_MASK: u64 = (1 << 30) - 1;
 /// Bit of the state word set while some thread may sleep on it.
-const WAITERS: u32 = 1 << 30;
-
-// `Optex::owner_start`, written by the owner right after it acquires and cleared to 0 right
-// before it releases:
-//
-// | bits    | meaning                                                                  |
-// |---------|--------------------------------------------------------------------------|
-// | 0..40   | the owner's `ProcessId::start_time` mod 2^40 (2^40 ticks at 100 Hz is     |
-// |         | over 300 years of uptime); 0 = unknown (its `/proc` was unreadable)      |
-// | 40..64  | the owner's pid, so a reader can tell whether the start time belongs to   |
-// |         | the pid in the state word or is left over from another process           |
-//
-// The whole word is 0 while no owner has published it.
-
-/// Shift of the pid inside `owner_start`.
-const TAG_PID_SHIFT: u32 = 40;
-/// Bits of `owner_start` that hold the start time.
-const TAG_START_MASK: u64 = (1 << TAG_PID_SHIFT) - 1;
+const WAITERS: u64 = 1 << 30;
+/// Shift of the owner's start tag in the state word (its high half).
+const TAG_SHIFT: u32 = 32;
 
 /// Busy-wait rounds before a locker starts to yield: round `n` spins `2 << n` times (2, 4, 8).
 ///
@@ -97,36 +119,19 @@ pub const YIELD_LIMIT: u32 = 10;
 
 /// How long a waiter sleeps on one owner before it checks whether that owner's process died.
 ///
-/// Bounds the time to recover from a dead owner (to about this plus [`RECHECK_DELAY`]), well
-/// under the one second that a provider's collect call can afford; each check reads one
-/// `/proc/<pid>/stat`, which at 20 checks a second per waiter costs nothing measurable.
+/// Bounds the time to recover from a dead owner to about this, well under the one second that a
+/// provider's collect call can afford; each check reads one `/proc/<pid>/stat`, which at 20
+/// checks a second per waiter costs nothing measurable.
 ///
 /// # Examples
 ///
 /// ```
-/// use prfdata::optex::{CHECK_INTERVAL, RECHECK_DELAY};
+/// use prfdata::optex::CHECK_INTERVAL;
 /// use std::time::Duration;
 ///
-/// assert!(CHECK_INTERVAL + RECHECK_DELAY < Duration::from_secs(1));
+/// assert!(CHECK_INTERVAL < Duration::from_secs(1));
 /// ```
 pub const CHECK_INTERVAL: Duration = Duration::from_millis(50);
-
-/// How long a waiter waits to confirm that an owner's recorded start time really differs from
-/// the start time of the process that now has the owner's pid.
-///
-/// The owner publishes its pid and start time a few instructions after it takes the optex.
-/// A waiter ignores a record that carries another pid, but when a new process that got a dead
-/// owner's pid takes the optex over, the dead owner's record (same pid, other start time) is
-/// still there for those few instructions. Such a mismatch resolves within microseconds, while
-/// a pid reused after its owner died stays mismatched: a mismatch is only believed when the
-/// state word and the record are unchanged after this delay.
-///
-/// # Examples
-///
-/// ```
-/// assert!(prfdata::optex::RECHECK_DELAY < prfdata::optex::CHECK_INTERVAL);
-/// ```
-pub const RECHECK_DELAY: Duration = Duration::from_millis(20);
 
 /// A lock for threads of several processes, placed in memory they share.
 ///
@@ -143,9 +148,11 @@ pub const RECHECK_DELAY: Duration = Duration::from_millis(20);
 /// (having leaked its guard) leaves it locked for as long as its process lives, and a process
 /// that calls `exec` while holding it keeps it (same pid, same start time).
 ///
-/// One corner is not recovered: an owner that dies in the few instructions between taking the
-/// optex and publishing its start time, and whose pid is then taken by a new process before a
-/// waiter looks, keeps the optex locked until that new process exits.
+/// The start time is kept as a 32-bit tag (its low 32 bits). Two corners are not recovered,
+/// and the optex then stays locked until the process that now has the dead owner's pid exits:
+/// an owner that could not read its own start time (its `/proc` unreadable: only a pid that no
+/// process has any more tells that it died), and a dead owner whose pid went to a process that
+/// started a multiple of 2^32 clock ticks (497 days at 100 Hz) before or after it.
 ///
 /// # Shared memory
 ///
@@ -187,22 +194,23 @@ pub const RECHECK_DELAY: Duration = Duration::from_millis(20);
 /// ```
 #[repr(C, align(64))]
 pub struct Optex {
-    /// Owner pid and WAITERS bit; see the table above [`OWNER_MASK`].
-    state: AtomicU32,
+    /// Owner pid, WAITERS bit and owner start tag; see the table above [`OWNER_MASK`].
+    state: AtomicU64,
     /// Take-overs from a dead owner, for diagnostics.
     recoveries: AtomicU32,
-    /// Owner pid and start time; see the table above [`TAG_PID_SHIFT`].
-    owner_start: AtomicU64,
     /// Zero; room for later fields.
-    _reserved: [u8; 48],
+    _reserved: [u8; 52],
 }
 
 const _: () = assert!(size_of::<Optex>() == 64);
 const _: () = assert!(align_of::<Optex>() == 64);
 const _: () = assert!(offset_of!(Optex, state) == 0);
-const _: () = assert!(offset_of!(Optex, recoveries) == 4);
-const _: () = assert!(offset_of!(Optex, owner_start) == 8);
-const _: () = assert!(offset_of!(Optex, _reserved) == 16);
+const _: () = assert!(offset_of!(Optex, recoveries) == 8);
+const _: () = assert!(offset_of!(Optex, _reserved) == 12);
+// The futex waits on the state word's first four bytes, which hold OWNER_MASK and WAITERS only
+// on a little-endian target (see `sys::futex::low_half`).
+const _: () = assert!(cfg!(target_endian = "little"));
+const _: () = assert!((OWNER_MASK | WAITERS) >> TAG_SHIFT == 0);
 const _: () = {
     const fn send_sync<T: Send + Sync>() {}
     send_sync::<Optex>();
@@ -259,10 +267,9 @@ impl Optex {
     /// ```
     pub const fn new() -> Optex {
         Optex {
-            state: AtomicU32::new(0),
+            state: AtomicU64::new(0),
             recoveries: AtomicU32::new(0),
-            owner_start: AtomicU64::new(0),
-            _reserved: [0; 48],
+            _reserved: [0; 52],
         }
     }
 
@@ -341,8 +348,7 @@ impl Optex {
     /// Returns `None` if the optex is still held by a live owner when the timeout expires.
     /// Before it gives up, it checks at least once whether the owner is dead (one read of
     /// `/proc/<pid>/stat`), so that even short timeouts, zero included, take over a dead
-    /// owner's optex. Confirming that a reused pid is not the owner any more takes
-    /// [`RECHECK_DELAY`], by which such a call can return late.
+    /// owner's optex.
     ///
     /// # Examples
     ///
@@ -381,9 +387,11 @@ impl Optex {
 
     /// The process that holds the optex now (a snapshot), or `None` if it is free.
     ///
-    /// `start_time` is 0 if the owner has not published it yet (it does so right after it
-    /// acquires) or could not read it; it holds the owner's start time modulo 2^40 ticks
-    /// (which is the start time itself for over 300 years of uptime).
+    /// The optex records only a 32-bit tag of the owner's start time. When the owner is this
+    /// process, or the process that has the owner's pid now matches the tag (one read of
+    /// `/proc/<pid>/stat`), `start_time` is that process's full start time. Otherwise the owner
+    /// is dead and `start_time` is the tag (the low 32 bits of the dead owner's start time), or
+    /// 0 if the owner could not read its own start time.
     ///
     /// # Examples
     ///
@@ -396,16 +404,19 @@ impl Optex {
     /// assert_eq!(optex.owner(), Some(ProcessId::current()));
     /// ```
     pub fn owner(&self) -> Option<ProcessId> {
-        let state = self.state.load(Ordering::Acquire);
-        let pid = state & OWNER_MASK;
+        let state = self.state.load(Ordering::Relaxed);
+        let pid = owner_pid(state);
         if pid == 0 {
             return None;
         }
-        let tag = self.owner_start.load(Ordering::Relaxed);
-        let start_time = if tag_belongs_to(tag, pid) {
-            tag & TAG_START_MASK
-        } else {
-            0
+        let tag = owner_tag(state);
+        let me = ProcessId::current();
+        if pid == me.pid && tag == start_tag(me.start_time) {
+            return Some(me);
+        }
+        let start_time = match probe(pid) {
+            Probe::Running { start_time } if tag != 0 && start_tag(start_time) == tag => start_time,
+            _ => u64::from(tag),
         };
         Some(ProcessId { pid, start_time })
     }
@@ -470,14 +481,11 @@ impl Optex {
             return None;
         }
         // Free but with WAITERS (or reserved bits) set: keep WAITERS, as the slow path does.
-        let new = (me.pid & OWNER_MASK) | (state & WAITERS);
+        let new = owner_word(me) | (state & WAITERS);
         self.state
             .compare_exchange(state, new, Ordering::Acquire, Ordering::Relaxed)
             .ok()
-            .map(|_| {
-                self.publish(me);
-                Acquired { owner_died: false }
-            })
+            .map(|_| Acquired { owner_died: false })
     }
 
     /// Like [`try_lock_for`](Optex::try_lock_for), without a guard: release with
@@ -529,67 +537,51 @@ impl Optex {
     /// ```
     #[inline]
     pub unsafe fn unlock_raw(&self) {
-        // Cleared before release, so a waiter never pairs the next owner's pid with our start.
-        self.owner_start.store(0, Ordering::Relaxed);
+        // One swap clears the owner's pid and tag together.
         let prev = self.state.swap(0, Ordering::Release);
         if prev & WAITERS != 0 {
             self.wake_one();
         }
     }
 
-    /// The fast path: one compare-and-exchange from free (0) to our pid.
+    /// The fast path: one compare-and-exchange from free (0) to our pid and start tag.
     #[inline]
     fn try_acquire_free(&self, me: ProcessId) -> bool {
-        debug_assert!(me.pid & !OWNER_MASK == 0, "pid {} above 2^30", me.pid);
-        let taken = self
-            .state
-            .compare_exchange(0, me.pid & OWNER_MASK, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok();
-        if taken {
-            self.publish(me);
-        }
-        taken
-    }
-
-    /// Records the new owner's identity (the state word already holds its pid).
-    #[inline]
-    fn publish(&self, me: ProcessId) {
-        self.owner_start.store(tag_of(me), Ordering::Relaxed);
+        self.state
+            .compare_exchange(0, owner_word(me), Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
     }
 
     #[cold]
     fn wake_one(&self) {
-        futex::wake(&self.state, 1);
+        futex::wake_low(&self.state, 1);
     }
 
     /// Spins, yields, then sleeps until the optex is free or its owner is found dead; gives up
     /// at `deadline`.
     #[cold]
     fn lock_slow(&self, me: ProcessId, deadline: Option<Instant>) -> Option<Acquired> {
-        let my_pid = me.pid & OWNER_MASK;
+        let mine = owner_word(me);
         let mut rounds = 0u32;
         // Whether this thread has slept: then others may sleep too, and the WAITERS bit must
         // survive our acquisition so that our unlock wakes them (Drepper, "Futexes Are Tricky",
         // mutex 3, which takes the lock as "locked, maybe waiters" after sleeping).
         let mut slept = false;
-        // The owner pid this thread is waiting on, and since when.
-        let mut watched: Option<(u32, Instant)> = None;
+        // The owner (state word without WAITERS) this thread is waiting on, and since when.
+        let mut watched: Option<(u64, Instant)> = None;
         // Whether this call has checked an owner's liveness yet.
         let mut checked = false;
         let mut state = self.state.load(Ordering::Relaxed);
         loop {
             if state & OWNER_MASK == 0 {
-                let new = my_pid | if slept { WAITERS } else { state & WAITERS };
+                let new = mine | if slept { WAITERS } else { state & WAITERS };
                 match self.state.compare_exchange_weak(
                     state,
                     new,
                     Ordering::Acquire,
                     Ordering::Relaxed,
                 ) {
-                    Ok(_) => {
-                        self.publish(me);
-                        return Some(Acquired { owner_died: false });
-                    }
+                    Ok(_) => return Some(Acquired { owner_died: false }),
                     Err(now) => {
                         state = now;
                         continue;
@@ -613,9 +605,11 @@ impl Optex {
 
             let now = Instant::now();
             let expired = deadline.is_some_and(|d| now >= d);
-            let owner = state & OWNER_MASK;
+            // The whole owner identity: a new owner with the same pid (a reused pid) restarts
+            // the interval too.
+            let owner = state & !WAITERS;
             let since = match watched {
-                Some((pid, since)) if pid == owner => since,
+                Some((watching, since)) if watching == owner => since,
                 _ => {
                     watched = Some((owner, now));
                     now
@@ -628,14 +622,16 @@ impl Optex {
                 checked = true;
                 watched = Some((owner, now));
                 if self.owner_is_dead(state, me) {
+                    // Succeeds only if the word still names the owner found dead, an identity no
+                    // live process can put back (except with tag 0: a process that got the dead
+                    // owner's pid within microseconds and could not read its own start time).
                     match self.state.compare_exchange(
                         state,
-                        my_pid | WAITERS,
+                        mine | WAITERS,
                         Ordering::Acquire,
                         Ordering::Relaxed,
                     ) {
                         Ok(_) => {
-                            self.publish(me);
                             self.recoveries.fetch_add(1, Ordering::Relaxed);
                             return Some(Acquired { owner_died: true });
                         }
@@ -670,78 +666,52 @@ impl Optex {
             if let Some(deadline) = deadline {
                 timeout = timeout.min(deadline.saturating_duration_since(now));
             }
-            futex::wait(&self.state, state, Some(timeout));
+            // The kernel compares only the low half (pid and WAITERS): a new owner with the same
+            // pid and WAITERS lets us sleep on, but its unlock wakes one since WAITERS is set,
+            // as with a 32-bit word; the timeout bounds the sleep in any case.
+            futex::wait_low(&self.state, state as u32, Some(timeout));
             slept = true;
             state = self.state.load(Ordering::Relaxed);
         }
     }
 
-    /// Whether the process whose pid is in `word` (a locked state word) has died holding the
-    /// optex. `false` whenever in doubt: stealing from a live owner would break exclusion.
+    /// Whether the process named by `word` (a locked state word) has died holding the optex.
+    /// `false` whenever in doubt: stealing from a live owner would break exclusion.
+    ///
+    /// The acquiring compare-and-exchange wrote the pid and the start tag in `word` together,
+    /// both from the acquiring process's own [`ProcessId`], so they name one process: the
+    /// owner. Pids are unique among live processes. So if the process that has the pid now has
+    /// another start tag, it is not the owner, and the owner, whose pid it has, is no longer
+    /// running. No in-between state exists in which a live owner's pid sits beside another
+    /// process's tag (layout version 1 had one, and needed a delayed re-check to rule it out).
+    /// If `word` changes between this check and the caller's compare-and-exchange, that fails:
+    /// only the owner found dead is ever taken over.
     #[cold]
-    fn owner_is_dead(&self, word: u32, me: ProcessId) -> bool {
-        // Acquire: the owner took the optex with a read-modify-write of the previous owner's
-        // releasing swap, so this load synchronises with that release, and the load of
-        // `owner_start` below sees its clearing to 0 or something newer: never a start time
-        // older than the owner in `word`.
-        if self.state.load(Ordering::Acquire) != word {
+    fn owner_is_dead(&self, word: u64, me: ProcessId) -> bool {
+        // The owner released or was replaced meanwhile: nothing to check (and no `/proc` read).
+        if self.state.load(Ordering::Relaxed) != word {
             return false;
         }
-        let pid = word & OWNER_MASK;
-        let tag = self.owner_start.load(Ordering::Relaxed);
-        let published = tag_belongs_to(tag, pid);
-        let start = tag & TAG_START_MASK;
-
-        if pid == me.pid & OWNER_MASK {
-            // A thread of this process holds it, unless the recorded start time says the owner
-            // was an earlier process that had our pid.
-            let earlier = published
-                && start != 0
-                && me.start_time != 0
-                && start != me.start_time & TAG_START_MASK;
-            return earlier && self.unchanged_after_delay(word, tag);
+        let pid = owner_pid(word);
+        let tag = owner_tag(word);
+        if pid == me.pid {
+            // This process has the pid: the owner is one of our threads, unless the tag says it
+            // was an earlier process that had our pid (and so has exited). A tag of 0 (unknown)
+            // on either side proves nothing.
+            let mine = start_tag(me.start_time);
+            return tag != 0 && mine != 0 && tag != mine;
         }
-
         match probe(pid) {
-            // Nobody (or only a zombie) has the pid: whoever wrote `word` is gone. This holds
-            // even before the owner published its start time.
+            // Nobody (or only a zombie) has the pid: whoever wrote `word` is gone.
             Probe::Gone => true,
             // Cannot read its start time: assume the owner is alive.
             Probe::Unknown => false,
+            // Alive if the tags match, or if either is unknown; otherwise the pid was reused.
             Probe::Running { start_time } => {
-                if !published || start == 0 || start == start_time & TAG_START_MASK {
-                    // Not published yet, unknown, or matching: the owner is alive.
-                    return false;
-                }
-                // The pid belongs to a process that started at another time: the owner died
-                // and its pid was reused, unless the recorded start time is about to change
-                // (see RECHECK_DELAY).
-                self.unchanged_after_delay(word, tag)
-                    && match probe(pid) {
-                        Probe::Gone => true,
-                        Probe::Unknown => false,
-                        Probe::Running { start_time } => start != start_time & TAG_START_MASK,
-                    }
+                let now = start_tag(start_time);
+                tag != 0 && now != 0 && tag != now
             }
         }
-    }
-
-    /// Waits [`RECHECK_DELAY`] (less if the state word changes) and tells whether the state
-    /// word and `owner_start` still hold `word` and `tag`.
-    fn unchanged_after_delay(&self, word: u32, tag: u64) -> bool {
-        let until = Instant::now() + RECHECK_DELAY;
-        loop {
-            if self.state.load(Ordering::Acquire) != word {
-                return false;
-            }
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            futex::wait(&self.state, word, Some(left));
-        }
-        self.owner_start.load(Ordering::Relaxed) == tag
-            && self.state.load(Ordering::Acquire) == word
     }
 }
 
@@ -760,24 +730,55 @@ impl Default for Optex {
 
 impl fmt::Debug for Optex {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The raw word, without `owner`'s `/proc` read: formatting does no I/O.
         let state = self.state.load(Ordering::Relaxed);
         f.debug_struct("Optex")
-            .field("owner", &self.owner())
+            .field("owner_pid", &owner_pid(state))
+            .field("owner_start_tag", &owner_tag(state))
             .field("waiters", &(state & WAITERS != 0))
             .field("recoveries", &self.recoveries())
             .finish()
     }
 }
 
-/// The `owner_start` word for `id`.
-fn tag_of(id: ProcessId) -> u64 {
-    (u64::from(id.pid) << TAG_PID_SHIFT) | (id.start_time & TAG_START_MASK)
+/// The 32-bit tag of a start time kept in the state word: its low 32 bits, or 1 if those are 0
+/// but the start time is not (0 stands for "unknown", as a `start_time` of 0 does).
+///
+/// Two start times get the same tag only if their low 32 bits are equal (they differ by a
+/// multiple of 2^32 clock ticks: 497 days at the usual 100 Hz) or are 0 and 1. The tag is only
+/// compared between processes that had the same pid, so a dead owner goes unnoticed only if
+/// its pid went to a process started that many days apart from it.
+#[inline]
+fn start_tag(start_time: u64) -> u32 {
+    let low = start_time as u32;
+    if low == 0 && start_time != 0 {
+        1
+    } else {
+        low
+    }
 }
 
-/// Whether `tag` was published by a process with `pid` (pids are below 2^22, so the 24 bits
-/// the tag keeps for them are enough).
-fn tag_belongs_to(tag: u64, pid: u32) -> bool {
-    tag != 0 && tag >> TAG_PID_SHIFT == u64::from(pid)
+/// The locked state word that names `me` (without WAITERS).
+#[inline]
+fn owner_word(me: ProcessId) -> u64 {
+    debug_assert!(
+        u64::from(me.pid) & !OWNER_MASK == 0,
+        "pid {} above 2^30",
+        me.pid
+    );
+    (u64::from(me.pid) & OWNER_MASK) | (u64::from(start_tag(me.start_time)) << TAG_SHIFT)
+}
+
+/// The owner's pid in a state word (0 = unlocked).
+#[inline]
+fn owner_pid(word: u64) -> u32 {
+    (word & OWNER_MASK) as u32
+}
+
+/// The owner's start tag in a state word (0 = unknown or unlocked).
+#[inline]
+fn owner_tag(word: u64) -> u32 {
+    (word >> TAG_SHIFT) as u32
 }
 
 /// Proof that this thread holds an [`Optex`]; dropping it unlocks.
@@ -916,14 +917,14 @@ mod tests {
         let optex = Optex::new();
         {
             let _guard = optex.lock();
-            assert_eq!(optex.owner(), Some(ProcessId::current()));
+            let me = ProcessId::current();
+            assert_eq!(optex.owner(), Some(me));
             assert_eq!(
                 optex.state.load(Ordering::Relaxed),
-                ProcessId::current().pid
+                u64::from(me.pid) | u64::from(start_tag(me.start_time)) << 32
             );
         }
         assert_eq!(optex.state.load(Ordering::Relaxed), 0);
-        assert_eq!(optex.owner_start.load(Ordering::Relaxed), 0);
         assert_eq!(optex.owner(), None);
     }
 
@@ -1007,8 +1008,7 @@ mod tests {
             start_time: 12345,
         };
         let optex = Optex::new();
-        optex.state.store(dead.pid, Ordering::Relaxed);
-        optex.owner_start.store(tag_of(dead), Ordering::Relaxed);
+        optex.state.store(owner_word(dead), Ordering::Relaxed);
         assert_eq!(optex.owner(), Some(dead));
         assert!(optex.try_lock().is_none(), "try_lock does not recover");
         let start = Instant::now();
@@ -1048,9 +1048,16 @@ mod tests {
     }
 
     #[test]
-    fn a_dead_owner_that_never_published_is_recovered() {
+    fn a_dead_owner_with_an_unknown_start_time_is_recovered() {
         let optex = Optex::new();
         optex.state.store((1 << 22) + 9, Ordering::Relaxed);
+        assert_eq!(
+            optex.owner(),
+            Some(ProcessId {
+                pid: (1 << 22) + 9,
+                start_time: 0
+            })
+        );
         let guard = optex.try_lock_for(Duration::from_secs(1)).unwrap();
         assert!(guard.owner_died());
     }
@@ -1065,13 +1072,44 @@ mod tests {
             ..real
         };
         let optex = Optex::new();
-        optex.state.store(parent, Ordering::Relaxed);
-        optex.owner_start.store(tag_of(impostor), Ordering::Relaxed);
+        optex.state.store(owner_word(impostor), Ordering::Relaxed);
+        // The dead owner's start time is only known as its tag.
+        assert_eq!(
+            optex.owner(),
+            Some(ProcessId {
+                start_time: u64::from(start_tag(impostor.start_time)),
+                ..impostor
+            })
+        );
         let start = Instant::now();
         let guard = optex.try_lock_for(Duration::from_secs(2)).unwrap();
         assert!(guard.owner_died());
         let took = start.elapsed();
-        assert!(took >= CHECK_INTERVAL + RECHECK_DELAY, "{took:?}");
+        assert!(took >= CHECK_INTERVAL, "{took:?}");
+        assert!(took < Duration::from_secs(1), "{took:?}");
+    }
+
+    #[test]
+    fn a_reused_owner_pid_is_found_dead_at_the_first_look() {
+        // Layout version 1 believed a start-time mismatch only after a 20 ms re-check. The state
+        // word now names the owner whole, so one look decides, and a zero timeout takes over.
+        let parent = std::os::unix::process::parent_id();
+        let real = ProcessId::of(parent).unwrap();
+        let impostor = ProcessId {
+            start_time: real.start_time + 1,
+            ..real
+        };
+        let me = ProcessId::current();
+        let optex = Optex::new();
+        optex.state.store(owner_word(real), Ordering::Relaxed);
+        assert!(!optex.owner_is_dead(owner_word(real), me));
+        let word = owner_word(impostor);
+        optex.state.store(word, Ordering::Relaxed);
+        assert!(optex.owner_is_dead(word, me));
+        let start = Instant::now();
+        let guard = optex.try_lock_for(Duration::ZERO).expect("no take-over");
+        assert!(guard.owner_died());
+        let took = start.elapsed();
         assert!(took < Duration::from_secs(1), "{took:?}");
     }
 
@@ -1080,20 +1118,18 @@ mod tests {
         // Our parent is alive with its real start time, so the optex stays its own.
         let parent = ProcessId::of(std::os::unix::process::parent_id()).unwrap();
         let optex = Optex::new();
-        optex.state.store(parent.pid, Ordering::Relaxed);
-        optex.owner_start.store(tag_of(parent), Ordering::Relaxed);
-        assert!(optex.try_lock_for(CHECK_INTERVAL * 3).is_none());
-        // Nor while the owner has not published its start time yet: the record is cleared...
-        optex.owner_start.store(0, Ordering::Relaxed);
-        assert!(optex.try_lock_for(CHECK_INTERVAL * 3).is_none());
-        // ...or still names another (here: dead) process that held the optex before.
-        let previous = ProcessId {
-            pid: (1 << 22) + 3,
-            start_time: 99,
-        };
-        optex.owner_start.store(tag_of(previous), Ordering::Relaxed);
+        optex.state.store(owner_word(parent), Ordering::Relaxed);
+        assert_eq!(optex.owner(), Some(parent));
         assert!(optex.try_lock_for(CHECK_INTERVAL * 3).is_none());
         assert!(optex.try_lock_for(Duration::ZERO).is_none());
+        // Nor when the owner could not read its own start time (tag 0): only its pid counts.
+        optex.state.store(u64::from(parent.pid), Ordering::Relaxed);
+        assert!(optex.try_lock_for(CHECK_INTERVAL * 3).is_none());
+        // Nor with WAITERS set beside the owner.
+        optex
+            .state
+            .store(owner_word(parent) | WAITERS, Ordering::Relaxed);
+        assert!(optex.try_lock_for(CHECK_INTERVAL * 3).is_none());
         assert_eq!(optex.recoveries(), 0);
     }
 
@@ -1105,10 +1141,58 @@ mod tests {
             ..me
         };
         let optex = Optex::new();
-        optex.state.store(me.pid | WAITERS, Ordering::Relaxed);
-        optex.owner_start.store(tag_of(earlier), Ordering::Relaxed);
+        optex
+            .state
+            .store(owner_word(earlier) | WAITERS, Ordering::Relaxed);
         let guard = optex.try_lock_for(Duration::from_secs(1)).unwrap();
         assert!(guard.owner_died());
+        // The take-over keeps WAITERS, so that our unlock wakes whoever slept.
+        assert_eq!(
+            optex.state.load(Ordering::Relaxed),
+            owner_word(me) | WAITERS
+        );
+    }
+
+    #[test]
+    fn our_pid_with_an_unknown_start_time_is_ours() {
+        // Tag 0: a thread of ours that could not read the start time (or one we cannot tell
+        // from us): never taken over.
+        let me = ProcessId::current();
+        let optex = Optex::new();
+        optex.state.store(u64::from(me.pid), Ordering::Relaxed);
+        std::thread::scope(|s| {
+            s.spawn(|| assert!(optex.try_lock_for(CHECK_INTERVAL * 2).is_none()));
+        });
+        assert_eq!(optex.recoveries(), 0);
+    }
+
+    #[test]
+    fn start_tags() {
+        assert_eq!(start_tag(0), 0, "unknown stays unknown");
+        assert_eq!(start_tag(5), 5);
+        assert_eq!(start_tag(u64::from(u32::MAX)), u32::MAX);
+        assert_eq!(start_tag(1 << 32), 1, "a known start time never has tag 0");
+        assert_eq!(start_tag((7 << 32) | 5), 5);
+    }
+
+    #[test]
+    fn the_state_word_layout() {
+        let me = ProcessId {
+            pid: (1 << 22) - 1,
+            start_time: 0x1234_5678_9abc,
+        };
+        let word = owner_word(me);
+        assert_eq!(word, 0x5678_9abc_0000_0000 | ((1 << 22) - 1));
+        assert_eq!(owner_pid(word), me.pid);
+        assert_eq!(owner_tag(word), 0x5678_9abc);
+        assert_eq!(owner_pid(word | WAITERS), me.pid);
+        assert_eq!(owner_tag(word | WAITERS), 0x5678_9abc);
+        // The futex word, the first four bytes in memory, holds the pid and WAITERS only.
+        let bytes = (word | WAITERS).to_ne_bytes();
+        assert_eq!(
+            u32::from_ne_bytes(bytes[..4].try_into().unwrap()),
+            me.pid | (1 << 30)
+        );
     }
 
     #[test]

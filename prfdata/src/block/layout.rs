@@ -31,8 +31,14 @@ use crate::winperf;
 
 /// The block's magic: the first eight bytes of every block.
 pub const MAGIC: [u8; 8] = *b"PRFDATA\0";
-/// The layout version this crate writes and reads.
-pub const LAYOUT_VERSION: u32 = 1;
+/// The layout version this crate writes and reads; a block of another version is refused.
+///
+/// - 1: the first layout.
+/// - 2: the [`Optex`](crate::Optex)'s 64 bytes changed meaning (its state became one 64-bit
+///   word holding the owner's pid, the WAITERS bit and the owner's start tag, and its
+///   `recoveries` count moved to offset 8). A version-1 process and a version-2 process would
+///   not exclude each other through the same bytes.
+pub const LAYOUT_VERSION: u32 = 2;
 /// Size of [`BlockHeader`].
 pub const HEADER_SIZE: usize = 256;
 /// Size of [`ObjectRecord`].

@@ -5,8 +5,12 @@
 //! the kernel that the futex is process-private and not shared with another process", and a
 //! private wait would never be woken by a wake from another process. Shared futexes also work
 //! on private memory, only slightly slower, so one code path serves both.
+//!
+//! A futex word is 32 bits. A lock whose state needs more (the optex's owner identity) keeps a
+//! 64-bit word and waits on its low half with [`wait_low`] and [`wake_low`]: see [`low_half`]
+//! for why that is sound.
 
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::time::Duration;
 
 use rustix::io::Errno;
@@ -55,6 +59,48 @@ pub(crate) fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -
 /// were woken.
 pub(crate) fn wake(word: &AtomicU32, n: u32) -> usize {
     futex::wake(word, futex::Flags::empty(), n).unwrap_or(0)
+}
+
+/// [`wait`] on the low 32 bits of a 64-bit word: sleeps while `word`'s low half holds
+/// `expected`, whatever its high half holds.
+pub(crate) fn wait_low(word: &AtomicU64, expected: u32, timeout: Option<Duration>) -> WaitOutcome {
+    wait(low_half(word), expected, timeout)
+}
+
+/// [`wake`] for threads sleeping in [`wait_low`] on `word`.
+pub(crate) fn wake_low(word: &AtomicU64, n: u32) -> usize {
+    wake(low_half(word), n)
+}
+
+// The low half of a little-endian `u64` is its first four bytes; `low_half` relies on it. (The
+// crate root refuses big-endian targets too; this check keeps the reasoning next to its use.)
+const _: () = assert!(cfg!(target_endian = "little"));
+
+/// The futex word of `word`: its low 32 bits, as an address to hand to the kernel.
+///
+/// The returned reference is private to this module and only ever passed to `futex(2)`; no Rust
+/// code loads or stores through it. That matters because Rust's memory model does not allow
+/// racing atomic accesses of different sizes to the same bytes (`std::sync::atomic`, "Memory
+/// model for atomic accesses"), and other threads access `word` as a whole 64-bit atomic. The
+/// futex operations are not Rust accesses: rustix turns the reference into a pointer and issues
+/// the system call, and the kernel reads the four bytes with its own atomic load, comparing
+/// them to the expected value under the futex's hash-bucket lock (futex(2): "the loading of
+/// the futex word's value, the comparison of that value with the expected value, and the
+/// actual blocking will happen atomically"), exactly as it would read a word another process
+/// changes through its own mapping. Every Rust access to the bytes stays a 64-bit atomic.
+///
+/// The futex is keyed by the address (for shared futexes: the page and the offset in it), so a
+/// [`wake_low`] from any process that maps the same memory reaches a [`wait_low`] on it.
+fn low_half(word: &AtomicU64) -> &AtomicU32 {
+    // SAFETY: `AtomicU32::from_ptr`'s preconditions:
+    // - alignment: `AtomicU64` is 8-aligned, so its first byte is 4-aligned;
+    // - validity: the four bytes lie inside `word`, which is borrowed for the returned lifetime,
+    //   and any bit pattern is a valid `u32`;
+    // - the memory model (no mixed-size atomic accesses that race, no non-atomic ones): the
+    //   reference is used only as the address of a futex system call (see above), so no Rust
+    //   access of another size or kind ever happens through it. On a little-endian target
+    //   (checked at compile time above) these four bytes are the word's low 32 bits.
+    unsafe { AtomicU32::from_ptr(word.as_ptr().cast::<u32>()) }
 }
 
 #[cfg(test)]
@@ -142,6 +188,55 @@ mod tests {
         }
         word.store(1, Ordering::Release);
         assert_eq!(wake(&word, 1), 1);
+        let slept = waiter.join().unwrap();
+        assert!(slept < Duration::from_secs(5), "{slept:?}");
+    }
+
+    #[test]
+    fn wait_low_compares_the_low_half_only() {
+        let word = AtomicU64::new(7 | (9 << 32));
+        // The low half holds 7: sleep, whatever the high half holds.
+        assert_eq!(
+            wait_low(&word, 7, Some(Duration::from_millis(20))),
+            WaitOutcome::TimedOut
+        );
+        // 9 is in the high half, not the low one.
+        assert_eq!(
+            wait_low(&word, 9, Some(Duration::from_secs(5))),
+            WaitOutcome::ValueChanged
+        );
+    }
+
+    #[test]
+    fn wake_low_wakes_a_thread_in_wait_low() {
+        let word = Arc::new(AtomicU64::new(5 << 32));
+        let tid = Arc::new(std::sync::atomic::AtomicI32::new(0));
+        let waiter = {
+            let (word, tid) = (Arc::clone(&word), Arc::clone(&tid));
+            std::thread::spawn(move || {
+                tid.store(
+                    rustix::thread::gettid().as_raw_nonzero().get(),
+                    Ordering::Release,
+                );
+                let start = Instant::now();
+                while word.load(Ordering::Acquire) as u32 == 0 {
+                    assert!(start.elapsed() < Duration::from_secs(10), "never woken");
+                    wait_low(&word, 0, Some(Duration::from_secs(10)));
+                }
+                start.elapsed()
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            assert!(Instant::now() < deadline, "waiter never went to sleep");
+            let tid = tid.load(Ordering::Acquire);
+            if tid != 0 && thread_state(tid) == Some(b'S') {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        word.store(1, Ordering::Release);
+        assert_eq!(wake_low(&word, 1), 1);
         let slept = waiter.join().unwrap();
         assert!(slept < Duration::from_secs(5), "{slept:?}");
     }
