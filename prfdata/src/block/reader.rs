@@ -6,6 +6,12 @@
 //! faulting (`SIGBUS`). Instance tables are read through the block's sequence counter: a copy is
 //! kept only if the sequence was even and unchanged around it, with a bounded number of retries,
 //! so a reader never sees a half-made instance and never waits on the writer's lock.
+//!
+//! Two ways to read: [`BlockReader::read`] copies everything into a [`Snapshot`];
+//! [`BlockReader::read_with`] runs a closure inside one sequence window on a [`BlockView`] (and
+//! its per-object [`InstanceTable`]s), which reads just what the closure asks for straight from
+//! the mapping, so that a provider can serialise in one pass. Both keep a result only from a
+//! window in which the sequence was even and did not move.
 
 use std::fs::File;
 use std::ops::Range;
