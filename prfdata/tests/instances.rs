@@ -129,6 +129,98 @@ fn readers_in_another_process_never_see_a_torn_instance() {
     );
 }
 
+/// The single-pass interface (`read_with`, `InstanceTable`), as the provider uses it: within one
+/// kept window names match unique ids and every parent position names the parent's slot.
+#[test]
+fn views_in_another_process_never_see_a_torn_instance() {
+    let dir = tempfile::tempdir().unwrap();
+    let prf = PrfData::activate_in(dir.path()).unwrap();
+    let children: Vec<_> = (1..=2)
+        .map(|seed| {
+            common::spawn_child(
+                "child_entry",
+                "churn",
+                dir.path(),
+                &[("SEED", seed.to_string())],
+            )
+        })
+        .collect();
+    let reader = BlockReader::open_path("PrfDataTest", prf.path()).unwrap();
+    // (slot, unique id, name, name length as sizing reads it)
+    type Item = (u32, i32, String, u32);
+    let (mut good, mut seen_items) = (0, 0usize);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(3) {
+        let read = reader.read_with(Duration::from_millis(20), |view| {
+            let items = view.instances(1)?;
+            let mut out: Vec<Item> = Vec::new();
+            for pos in 0..items.len() {
+                // No asserts in here: a window the writer disturbed may read anything (it is
+                // thrown away); only what a kept window returns is checked.
+                let inst = items.get(pos)?;
+                let sized = items.name_len(pos)?;
+                let mut field = vec![0xAAu8; (2 * inst.name_len as usize + 2).next_multiple_of(8)];
+                items.copy_name(&inst, &mut field)?;
+                let units: Vec<u16> = field
+                    .chunks_exact(2)
+                    .map(|c| u16::from_ne_bytes([c[0], c[1]]))
+                    .collect();
+                let (name, pad) = units.split_at(inst.name_len as usize);
+                if pad.iter().any(|&u| u != 0) {
+                    return Err(ReadError::Inconsistent); // NUL and padding must be zeros
+                }
+                let name = String::from_utf16(name).map_err(|_| ReadError::Inconsistent)?;
+                out.push((inst.slot, inst.unique_id, name, sized));
+            }
+            let parts = view.instances(2)?;
+            let mut parents = Vec::new();
+            for pos in 0..parts.len() {
+                let parent = parts.get(pos)?.parent;
+                parents.push((parent, parent.and_then(|p| view.parent_position(p))));
+            }
+            Ok((out, parents))
+        });
+        let (items, parents) = match read {
+            Ok(r) => r,
+            Err(ReadError::Busy(_)) => continue,
+            Err(e) => panic!("read failed: {e}"),
+        };
+        good += 1;
+        for (_, unique_id, name, sized) in &items {
+            seen_items += 1;
+            assert_eq!(
+                name.encode_utf16().count(),
+                *sized as usize,
+                "sizing agrees"
+            );
+            let k = u32::try_from(*unique_id).expect("a unique id was set before publication");
+            assert_eq!(
+                *name,
+                item_name(k),
+                "name and unique id of one instance disagree"
+            );
+        }
+        for (parent, position) in parents {
+            let (pobj, pslot) = parent.expect("every part has a parent");
+            assert_eq!(pobj, 1, "a part's parent is an item");
+            let at = position.expect("a part's parent is live in the same window") as usize;
+            assert_eq!(
+                items[at].0, pslot,
+                "the parent position names the parent's slot"
+            );
+        }
+    }
+    std::fs::write(dir.path().join("stop"), b"").unwrap();
+    for child in children {
+        common::wait_ok(child, Duration::from_secs(60));
+    }
+    assert!(good > 100, "only {good} consistent windows");
+    assert!(
+        seen_items > 100,
+        "the children's instances were seen ({seen_items})"
+    );
+}
+
 #[test]
 fn add_remove_and_reuse_slots() {
     let dir = tempfile::tempdir().unwrap();

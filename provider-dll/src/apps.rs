@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-use prfdata::block::reader::{BlockReader, ReadError, Snapshot};
+use prfdata::block::reader::{BlockReader, BlockView, ReadError};
 use prfdata::registry::{first_counter_help, FileRegistry};
 use prfdata::Error as PrfError;
 
@@ -35,16 +35,17 @@ impl App {
         }
     }
 
-    /// Reads a consistent snapshot of the app's block into `snap`, opening the block if the app
-    /// started since, and reopening it if it was replaced. `None` when there is no data: the app
-    /// is not running, its block is invalid or busy (the reason is logged once), or `wanted`
-    /// says none of its objects is asked for (then the block is not read at all).
-    pub fn snapshot(
+    /// Runs `f` on a consistent window of the app's block ([`BlockReader::read_with`]), opening
+    /// the block if the app started since, and reopening it if it was replaced. `None` when there
+    /// is no data: the app is not running, its block is invalid or busy (the reason is logged
+    /// once), or `wanted` says none of its objects is asked for (then the block is not read at
+    /// all).
+    pub fn read<T>(
         &self,
-        snap: &mut Snapshot,
         deadline: Duration,
         wanted: impl Fn(&BlockReader) -> bool,
-    ) -> Option<Arc<BlockReader>> {
+        mut f: impl FnMut(&BlockView<'_>) -> Result<T, ReadError>,
+    ) -> Option<(Arc<BlockReader>, T)> {
         for _ in 0..2 {
             let reader = match self.current_reader() {
                 Ok(r) => r,
@@ -57,8 +58,8 @@ impl App {
             if !wanted(&reader) {
                 return None;
             }
-            match reader.read_within(snap, deadline) {
-                Ok(()) => return Some(reader),
+            match reader.read_with(deadline, &mut f) {
+                Ok(t) => return Some((reader, t)),
                 Err(ReadError::Replaced) => self.forget(&reader),
                 Err(e) => {
                     if reader.is_replaced() {

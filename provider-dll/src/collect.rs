@@ -1,16 +1,36 @@
 //! Collect: the selected objects of every served app, serialised into the caller's buffer.
+//!
+//! Single pass: each app's objects are written straight from its mapped block into the caller's
+//! buffer inside one sequence window of the block ([`BlockReader::read_with`]), after sizing
+//! them in that same window, so that a buffer too small is answered with ERROR_MORE_DATA before a
+//! byte is written. Sizing is cheap: an upper bound from the live counts alone (every name as
+//! long as allowed) settles it when the buffer is large, as perflib's usually is; only otherwise
+//! are the name lengths read for the exact size. A window the writer disturbed is
+//! retried; the bytes it left in the buffer are overwritten by the retry, and only a kept window
+//! advances the output.
+//!
+//! With several apps, a first pass sizes every app (each in its own window) so that
+//! ERROR_MORE_DATA is decided before any app is written; the writing pass then reuses an app's
+//! size when its sequence has not moved since, and sizes it again otherwise.
+//!
+//! ERROR_MORE_DATA writes nothing when the block holds still between sizing and writing. The one
+//! case that writes inside the buffer (never past it) and still answers ERROR_MORE_DATA is a
+//! race: an app adds instances between a window whose copy was written and rejected (or an
+//! earlier app's write) and the retry, so that the data no longer fits. perflib ignores the
+//! buffer's contents on ERROR_MORE_DATA (seed 004 only asks that the pointer stay put and both
+//! counts be 0, which they are).
 
-use std::cell::RefCell;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use prfdata::block::reader::{BlockReader, Snapshot};
+use prfdata::block::reader::{BlockReader, ReadError};
 use prfdata::clock;
 
 use crate::apps;
 use crate::query::Query;
-use crate::serialize::{object_size, write_object};
+use crate::serialize::{objects_size, objects_size_bound, write_objects};
 
-/// How long one Collect may spend waiting for consistent snapshots of all its apps together: a
+/// How long one Collect may spend waiting for consistent windows of all its apps together: a
 /// stopped or lock-holding app costs at most this, and Collect stays well under 50 ms.
 pub const COLLECT_BUDGET: Duration = Duration::from_millis(30);
 
@@ -24,13 +44,15 @@ pub enum Collected {
         /// Objects written.
         objects: u32,
     },
-    /// The buffer is too small: nothing was written.
+    /// The buffer is too small: nothing was written (but see the module docs for a race).
     MoreData,
 }
 
-thread_local! {
-    /// Per thread, per app: snapshots reused across calls so Collect does not allocate.
-    static SNAPSHOTS: RefCell<Vec<Snapshot>> = const { RefCell::new(Vec::new()) };
+/// An app's size from the first pass, valid while its block and sequence are the same.
+struct Sized {
+    reader: Arc<BlockReader>,
+    seq: u64,
+    bytes: usize,
 }
 
 /// Collects `query` into `buf`.
@@ -42,55 +64,91 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
         };
     }
     let apps = apps::apps();
-    SNAPSHOTS.with(|cell| {
-        let mut snaps = cell.borrow_mut();
-        if snaps.len() < apps.len() {
-            snaps.resize_with(apps.len(), Snapshot::default);
-        }
-        let start = Instant::now();
-        // (app, reader, selected object indexes) for apps that gave a snapshot.
-        let mut chosen: Vec<(usize, std::sync::Arc<BlockReader>, Vec<usize>)> = Vec::new();
-        let mut total = 0usize;
-        for (i, app) in apps.iter().enumerate() {
-            let left = COLLECT_BUDGET
-                .saturating_sub(start.elapsed())
-                .max(Duration::from_millis(1));
-            let select = |reader: &BlockReader| -> Vec<usize> {
-                let name = |k: usize| app.titles.name(reader.objects()[k].name_offset);
-                (0..reader.objects().len())
-                    .filter(|&k| query.wants(name(k), reader.objects()[k].costly))
-                    .collect()
-            };
-            let wanted = |reader: &BlockReader| !select(reader).is_empty();
-            let Some(reader) = app.snapshot(&mut snaps[i], left, wanted) else {
-                continue;
-            };
-            let selected = select(&reader);
-            total += selected
+    let start = Instant::now();
+    let left = || {
+        COLLECT_BUDGET
+            .saturating_sub(start.elapsed())
+            .max(Duration::from_millis(1))
+    };
+    // The objects of one app's block that the query asks for, refilled in each window.
+    let mut selected: Vec<usize> = Vec::new();
+    let select = |app: &apps::App, reader: &BlockReader, out: &mut Vec<usize>| {
+        out.clear();
+        out.extend((0..reader.objects().len()).filter(|&k| {
+            let info = &reader.objects()[k];
+            query.wants(app.titles.name(info.name_offset), info.costly)
+        }));
+    };
+    fn wanted<'a>(query: &'a Query, app: &'a apps::App) -> impl Fn(&BlockReader) -> bool + 'a {
+        move |reader| {
+            reader
+                .objects()
                 .iter()
-                .map(|&k| object_size(&reader, &snaps[i], k))
-                .sum::<usize>();
-            chosen.push((i, reader, selected));
+                .any(|info| query.wants(app.titles.name(info.name_offset), info.costly))
         }
+    }
+
+    // Pass 1 (several apps only): size each app, so ERROR_MORE_DATA comes before any write.
+    let mut sized: Vec<Option<Sized>> = Vec::new();
+    if apps.len() > 1 {
+        for app in &apps {
+            let read = app.read(left(), wanted(query, app), |view| {
+                select(app, view.reader(), &mut selected);
+                Ok((view.seq(), objects_size(view, &selected)?))
+            });
+            sized.push(read.map(|(reader, (seq, bytes))| Sized { reader, seq, bytes }));
+        }
+        let total: usize = sized.iter().flatten().map(|s| s.bytes).sum();
         if total > buf.len() {
             return Collected::MoreData;
         }
-        let perf_time = clock::perf_counter();
-        let mut at = 0;
-        let mut objects = 0;
-        for (i, reader, selected) in &chosen {
-            for &k in selected {
-                at += write_object(
-                    reader,
-                    &snaps[*i],
-                    k,
-                    apps[*i].titles,
-                    perf_time,
-                    &mut buf[at..],
-                );
-                objects += 1;
-            }
+    }
+
+    // Pass 2: per app, in one window: size (or reuse the first pass's size), check the room,
+    // write.
+    let perf_time = clock::perf_counter();
+    let mut at = 0;
+    let mut objects = 0;
+    for (i, app) in apps.iter().enumerate() {
+        let presized = sized.get(i);
+        if presized.is_some_and(|s| s.is_none()) {
+            // No data in the first pass: not counted in the size, so not written either.
+            continue;
         }
-        Collected::Data { bytes: at, objects }
-    })
+        let presized = presized.and_then(Option::as_ref);
+        // Room the later apps need (their first-pass sizes).
+        let later: usize = sized.iter().skip(i + 1).flatten().map(|s| s.bytes).sum();
+        let read = app.read(left(), wanted(query, app), |view| {
+            select(app, view.reader(), &mut selected);
+            let room = buf.len().saturating_sub(at + later);
+            // The exact size is only needed when the buffer might be too small: the bound
+            // (from the live counts alone) usually settles it without reading every slot.
+            let exact = match presized {
+                Some(s) if std::ptr::eq(&*s.reader, view.reader()) && s.seq == view.seq() => {
+                    Some(s.bytes)
+                }
+                _ if objects_size_bound(view, &selected)? <= room => None,
+                _ => Some(objects_size(view, &selected)?),
+            };
+            if exact.is_some_and(|bytes| bytes > room) {
+                return Ok(None);
+            }
+            let end = at + exact.unwrap_or(room);
+            let (bytes, n) =
+                write_objects(view, &selected, app.titles, perf_time, &mut buf[at..end])?;
+            if exact.is_some_and(|e| e != bytes) {
+                return Err(ReadError::Inconsistent);
+            }
+            Ok(Some((bytes, n)))
+        });
+        match read {
+            Some((_, Some((bytes, n)))) => {
+                at += bytes;
+                objects += n;
+            }
+            Some((_, None)) => return Collected::MoreData,
+            None => {}
+        }
+    }
+    Collected::Data { bytes: at, objects }
 }

@@ -15,8 +15,8 @@
 //! long: blocks are read lock-free through their sequence counter, within [`COLLECT_BUDGET`].
 //!
 //! Module map: [`wide`] (UTF-16 arguments), [`query`] (the query string), [`apps`] (the apps
-//! served and their blocks), [`collect`] (choosing objects, ERROR_MORE_DATA), [`serialize`]
-//! (winperf.h structures).
+//! served and their blocks), [`collect`] (choosing objects, sizing, ERROR_MORE_DATA, one sequence
+//! window per app), [`serialize`] (winperf.h structures, written straight from the mapped block).
 
 pub mod apps;
 pub mod collect;
@@ -57,7 +57,8 @@ pub unsafe extern "system" fn OpenPerformanceData(device_names: *const u16) -> u
 /// On success `*lppData` advances by exactly `*lpcbTotalBytes` (a multiple of 8) and
 /// `*lpNumObjectTypes` is set; when nothing is asked of this library both counts are 0 and the
 /// pointer is unchanged; when the buffer is too small both counts are 0, the pointer is
-/// unchanged, nothing is written, and the result is ERROR_MORE_DATA (234).
+/// unchanged, nothing is written past `*total_bytes` (and nothing at all unless an app changed its
+/// instances during the call: see [`collect`]), and the result is ERROR_MORE_DATA (234).
 ///
 /// # Safety
 ///

@@ -1,4 +1,4 @@
-//! A block snapshot as perflib data: PERF_OBJECT_TYPE, PERF_COUNTER_DEFINITION,
+//! A live block as perflib data: PERF_OBJECT_TYPE, PERF_COUNTER_DEFINITION,
 //! PERF_INSTANCE_DEFINITION and PERF_COUNTER_BLOCK, per winperf.h.
 //!
 //! ```text
@@ -12,10 +12,14 @@
 //!   PERF_COUNTER_BLOCK        ByteLength a multiple of 8
 //! ```
 //!
-//! Sizes are computed first ([`object_size`]) so that Collect can answer ERROR_MORE_DATA without
-//! writing a byte; [`write_object`] then writes exactly that many bytes.
+//! Serialised in one pass straight from the mapped block ([`BlockView`]): headers are built
+//! locally, names and counter blocks are copied from the mapping into the output with relaxed
+//! atomic loads. [`objects_size`] sizes the output first (live counts and name lengths only) so
+//! that Collect can answer ERROR_MORE_DATA without writing a byte; [`write_objects`] then writes
+//! exactly that many bytes in the same kind of window, and refuses to write a byte past the slice
+//! it is given whatever the block says.
 
-use prfdata::block::reader::{BlockReader, ObjectInfo, ObjectSnapshot, Snapshot};
+use prfdata::block::reader::{BlockView, ReadError};
 use prfdata::winperf::{
     PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType, PERF_NO_INSTANCES,
 };
@@ -49,88 +53,105 @@ impl TitleBase {
 }
 
 /// Bytes of an instance definition with its name: 24 + (len + 1) × 2, padded to 8.
+#[inline]
 fn instance_def_size(name_units: usize) -> usize {
     (INSTANCE_DEF + (name_units + 1) * 2).next_multiple_of(8)
 }
 
-/// Bytes `write_object` will write for object `index`.
-pub fn object_size(reader: &BlockReader, snap: &Snapshot, index: usize) -> usize {
-    let info = &reader.objects()[index];
-    let obj = &snap.objects[index];
-    let defs = OBJECT_HEADER + COUNTER_DEF * info.counters.len();
-    if !info.instanced {
-        return defs + snap.global_block(obj).len();
+/// Bytes [`write_objects`] will write for `objects` in the same state of the block.
+///
+/// # Errors
+///
+/// What the view returns for an invalid live value.
+pub fn objects_size(view: &BlockView<'_>, objects: &[usize]) -> Result<usize, ReadError> {
+    let mut total = 0;
+    for &k in objects {
+        let info = &view.reader().objects()[k];
+        total += OBJECT_HEADER + COUNTER_DEF * info.counters.len();
+        let block = info.counter_block_size as usize;
+        if !info.instanced {
+            total += block;
+            continue;
+        }
+        let table = view.instances(k)?;
+        for pos in 0..table.len() {
+            total += instance_def_size(table.name_len(pos)? as usize) + block;
+        }
     }
-    defs + obj
-        .instances
-        .iter()
-        .map(|i| instance_def_size(snap.name(i).len()) + snap.instance_block(i).len())
-        .sum::<usize>()
+    Ok(total)
 }
 
-/// A cursor over the caller's buffer.
-struct Out<'a> {
-    buf: &'a mut [u8],
-    pos: usize,
+/// At least [`objects_size`], from the live counts alone (every name taken as long as the
+/// object allows): when the buffer holds this much, Collect need not size exactly.
+///
+/// # Errors
+///
+/// What the view returns for an invalid live count.
+pub fn objects_size_bound(view: &BlockView<'_>, objects: &[usize]) -> Result<usize, ReadError> {
+    let mut total = 0;
+    for &k in objects {
+        let info = &view.reader().objects()[k];
+        total += OBJECT_HEADER + COUNTER_DEF * info.counters.len();
+        let block = info.counter_block_size as usize;
+        total += if info.instanced {
+            let one = instance_def_size(info.max_name_len as usize) + block;
+            view.live_count(k)? as usize * one
+        } else {
+            block
+        };
+    }
+    Ok(total)
 }
 
-impl Out<'_> {
-    fn put(&mut self, bytes: &[u8]) {
-        self.buf[self.pos..self.pos + bytes.len()].copy_from_slice(bytes);
-        self.pos += bytes.len();
+/// Writes `objects` one after the other at the start of `out`; returns the bytes and the
+/// objects written. With `out` at least [`objects_size`] bytes for the same window, the bytes are
+/// exactly that size.
+///
+/// `perf_time` is the objects' timer at collection, for object-timer counters.
+///
+/// # Errors
+///
+/// What the view returns for an invalid live value, and [`ReadError::Inconsistent`] if the
+/// objects do not fit in `out` (the block changed without its sequence moving): nothing is ever
+/// written past `out`.
+pub fn write_objects(
+    view: &BlockView<'_>,
+    objects: &[usize],
+    titles: TitleBase,
+    perf_time: i64,
+    out: &mut [u8],
+) -> Result<(usize, u32), ReadError> {
+    let mut at = 0;
+    for &k in objects {
+        at += write_object(view, k, titles, perf_time, &mut out[at..])?;
     }
-    fn zeros(&mut self, n: usize) {
-        self.buf[self.pos..self.pos + n].fill(0);
-        self.pos += n;
-    }
+    Ok((at, objects.len() as u32))
 }
 
-/// Writes object `index` at the start of `buf`, which must hold at least [`object_size`] bytes;
-/// returns the bytes written (exactly `object_size`).
-///
-/// `perf_time` is the object's timer at collection, for object-timer counters.
-///
-/// # Panics
-///
-/// If `buf` is shorter than [`object_size`] (a bug in the caller: nothing is written past it).
-pub fn write_object(
-    reader: &BlockReader,
-    snap: &Snapshot,
+/// Writes object `index` at the start of `out`; returns its bytes.
+fn write_object(
+    view: &BlockView<'_>,
     index: usize,
     titles: TitleBase,
     perf_time: i64,
-    buf: &mut [u8],
-) -> usize {
-    let info: &ObjectInfo = &reader.objects()[index];
-    let obj: &ObjectSnapshot = &snap.objects[index];
+    out: &mut [u8],
+) -> Result<usize, ReadError> {
+    let reader = view.reader();
+    let info = &reader.objects()[index];
     let counters = &reader.counters()[info.counters.clone()];
-    let total = object_size(reader, snap, index);
-    assert!(buf.len() >= total, "Collect sized the buffer first");
-    let mut out = Out {
-        buf: &mut buf[..total],
-        pos: 0,
-    };
-    let header = PerfObjectType {
-        total_byte_length: total as u32,
-        definition_length: (OBJECT_HEADER + COUNTER_DEF * counters.len()) as u32,
-        header_length: OBJECT_HEADER as u32,
-        object_name_title_index: titles.name(info.name_offset),
-        object_name_title: 0,
-        object_help_title_index: titles.help(info.name_offset),
-        object_help_title: 0,
-        detail_level: info.detail_level,
-        num_counters: counters.len() as u32,
-        default_counter: info.default_counter,
-        num_instances: if info.instanced {
-            obj.instances.len() as i32
+    let defs = OBJECT_HEADER + COUNTER_DEF * counters.len();
+    let block = info.counter_block_size as usize;
+    let len = out.len();
+    let fits = |end: usize| {
+        if end <= len {
+            Ok(end)
         } else {
-            PERF_NO_INSTANCES
-        },
-        code_page: 0,
-        perf_time,
-        perf_freq: reader.header().timer_freq as i64,
+            Err(ReadError::Inconsistent)
+        }
     };
-    out.put(header.as_bytes());
+    let mut pos = fits(defs)?;
+    // The header is written last, when its lengths are known.
+    let mut def_at = OBJECT_HEADER;
     for c in counters {
         let def = PerfCounterDefinition {
             byte_length: COUNTER_DEF as u32,
@@ -144,43 +165,63 @@ pub fn write_object(
             counter_size: c.size,
             counter_offset: c.block_offset,
         };
-        out.put(def.as_bytes());
+        out[def_at..def_at + COUNTER_DEF].copy_from_slice(def.as_bytes());
+        def_at += COUNTER_DEF;
     }
-    if !info.instanced {
-        out.put(snap.global_block(obj));
-    } else {
-        for inst in &obj.instances {
-            let name = snap.name(inst);
+    let num_instances = if info.instanced {
+        let table = view.instances(index)?;
+        for p in 0..table.len() {
+            let inst = table.get(p)?;
+            let def_size = instance_def_size(inst.name_len as usize);
+            let end = fits(pos + def_size + block)?;
+            let (def, data) = out[pos..end].split_at_mut(def_size);
             let (parent_title, parent_pos) = inst
                 .parent
-                .and_then(|(pobj, pslot)| {
-                    let pinfo = reader.objects().get(pobj as usize)?;
-                    let pos = snap
-                        .objects
-                        .get(pobj as usize)?
-                        .instances
-                        .iter()
-                        .position(|p| p.slot == pslot)?;
-                    Some((titles.name(pinfo.name_offset), pos as u32))
+                .and_then(|parent| {
+                    let pinfo = reader.objects().get(parent.0 as usize)?;
+                    Some((
+                        titles.name(pinfo.name_offset),
+                        view.parent_position(parent)?,
+                    ))
                 })
                 .unwrap_or((0, 0));
-            let size = instance_def_size(name.len());
-            let def = PerfInstanceDefinition {
-                byte_length: size as u32,
+            let head = PerfInstanceDefinition {
+                byte_length: def_size as u32,
                 parent_object_title_index: parent_title,
                 parent_object_instance: parent_pos,
                 unique_id: inst.unique_id,
                 name_offset: INSTANCE_DEF as u32,
-                name_length: ((name.len() + 1) * 2) as u32,
+                name_length: (inst.name_len + 1) * 2,
             };
-            out.put(def.as_bytes());
-            for unit in name {
-                out.put(&unit.to_le_bytes());
-            }
-            out.zeros(size - INSTANCE_DEF - name.len() * 2); // NUL and padding
-            out.put(snap.instance_block(inst));
+            def[..INSTANCE_DEF].copy_from_slice(head.as_bytes());
+            // The name, then its NUL and padding as zeros.
+            table.copy_name(&inst, &mut def[INSTANCE_DEF..])?;
+            table.copy_counter_block(&inst, data)?;
+            pos = end;
         }
-    }
-    debug_assert_eq!(out.pos, total);
-    out.pos
+        table.len() as i32
+    } else {
+        let end = fits(pos + block)?;
+        view.copy_global_block(index, &mut out[pos..end])?;
+        pos = end;
+        PERF_NO_INSTANCES
+    };
+    let header = PerfObjectType {
+        total_byte_length: pos as u32,
+        definition_length: defs as u32,
+        header_length: OBJECT_HEADER as u32,
+        object_name_title_index: titles.name(info.name_offset),
+        object_name_title: 0,
+        object_help_title_index: titles.help(info.name_offset),
+        object_help_title: 0,
+        detail_level: info.detail_level,
+        num_counters: counters.len() as u32,
+        default_counter: info.default_counter,
+        num_instances,
+        code_page: 0,
+        perf_time,
+        perf_freq: reader.header().timer_freq as i64,
+    };
+    out[..OBJECT_HEADER].copy_from_slice(header.as_bytes());
+    Ok(pos)
 }

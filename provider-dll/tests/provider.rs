@@ -106,6 +106,52 @@ fn every_buffer_size_below_the_need_is_more_data_and_writes_nothing() {
     assert_eq!(p.close(), ERROR_SUCCESS);
 }
 
+/// Collect sizes exactly only when the buffer may be too small (below a bound from the live
+/// counts, every name as long as allowed); above it, it writes without sizing. Both ways must give
+/// the same bytes, and neither may write past what it returns.
+#[test]
+fn sized_and_unsized_collects_write_the_same_bytes() {
+    let _s = serial();
+    let prf = app_a::PrfData::activate().unwrap();
+    let pool = prf.add_instance(app_a::POOL, "pool").unwrap();
+    for i in 0..3 {
+        prf.add_child_instance(app_a::WORKER, InstanceSpec::named(&format!("w{i}")), pool)
+            .unwrap();
+    }
+    let p = Provider::load();
+    assert_eq!(p.open(&["ProvTestA"]), ERROR_SUCCESS);
+    // Each object's PerfTime (offset 48 of PERF_OBJECT_TYPE) is the time of its Collect.
+    let without_times = |mut bytes: Vec<u8>| {
+        let mut at = 0;
+        while at + 64 <= bytes.len() {
+            let total = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+            bytes[at + 48..at + 56].fill(0);
+            at += total.max(64);
+        }
+        bytes
+    };
+    let (_, full) = p.collect("Global");
+    let need = full.len();
+    let full = without_times(full);
+    // Names here are far shorter than the limit: the bound is well above the need.
+    for size in need..need + 4096 {
+        let mut buf = vec![0xA5u8; size + 8];
+        let out = p.collect_into("Global", &mut buf, size);
+        assert_eq!(out.status, ERROR_SUCCESS, "size {size}");
+        assert_eq!(out.bytes as usize, need, "size {size}");
+        assert_eq!(
+            without_times(buf[..need].to_vec()),
+            full,
+            "size {size}: same bytes"
+        );
+        assert!(
+            buf[need..].iter().all(|&b| b == 0xA5),
+            "size {size}: nothing past the data"
+        );
+    }
+    assert_eq!(p.close(), ERROR_SUCCESS);
+}
+
 #[test]
 fn objects_counters_and_instances_follow_winperf() {
     let _s = serial();

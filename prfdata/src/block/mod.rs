@@ -2,7 +2,9 @@
 //!
 //! - [`layout`]: the raw `#[repr(C)]` records and the offsets computed from a map.
 //! - [`reader`]: [`BlockReader`](reader::BlockReader), the read-only, validated view providers
-//!   and tools use.
+//!   and tools use: a [`Snapshot`](reader::Snapshot) copy, or single-pass reads inside one
+//!   sequence window ([`BlockReader::read_with`](reader::BlockReader::read_with),
+//!   [`BlockView`](reader::BlockView), [`InstanceTable`](reader::InstanceTable)).
 //! - [`shm_dir`] / [`block_path`]: where blocks live (`PRFDATA_SHM_DIR`, else
 //!   `/dev/shm/prfdata-<uid>`).
 

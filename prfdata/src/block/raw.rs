@@ -157,10 +157,23 @@ impl RawBlock {
         // Sized once, then filled word by word: no capacity check per word.
         let start = out.len();
         out.resize(start + len, 0);
-        for (chunk, at) in out[start..].chunks_exact_mut(8).zip((off..).step_by(8)) {
+        self.copy_words_to(off, &mut out[start..])
+    }
+
+    /// Fills `out` (a multiple of 8 bytes long, any alignment) with the bytes at `off` (8-aligned)
+    /// as they are in memory, read with relaxed 64-bit atomic loads as in
+    /// [`RawBlock::copy_words`]. `None`, with nothing written, if the range is outside the mapping.
+    #[inline]
+    pub(crate) fn copy_words_to(&self, off: usize, out: &mut [u8]) -> Option<()> {
+        let len = out.len();
+        if !off.is_multiple_of(8) || !len.is_multiple_of(8) || off.checked_add(len)? > self.len() {
+            return None;
+        }
+        for (chunk, at) in out.chunks_exact_mut(8).zip((off..).step_by(8)) {
             // SAFETY: `at` is 8-aligned and `at + 8 <= off + len <= self.len()`.
             let word = unsafe { self.u64_at(at) }.load(Ordering::Relaxed);
-            chunk.copy_from_slice(&word.to_le_bytes());
+            // Memory order: this is a byte copy (names are native UTF-16, values native words).
+            chunk.copy_from_slice(&word.to_ne_bytes());
         }
         Some(())
     }
@@ -225,6 +238,20 @@ mod tests {
         assert!(raw.copy_words(4, 8, &mut out).is_none());
         assert!(raw.copy_words(usize::MAX - 7, 8, &mut out).is_none());
         assert!(out.is_empty(), "nothing appended on refusal");
+    }
+
+    #[test]
+    fn copy_words_to_fills_exactly_the_slice_or_nothing() {
+        let (_file, raw) = counting_block();
+        let mut out = [0xAAu8; 17];
+        raw.copy_words_to(16, &mut out[1..17]).unwrap();
+        assert_eq!(out[0], 0xAA, "unaligned destinations are fine");
+        assert_eq!(&out[1..], (16..32).collect::<Vec<u8>>().as_slice());
+        let mut out = [0xAAu8; 16];
+        assert!(raw.copy_words_to(56, &mut out).is_none());
+        assert!(raw.copy_words_to(4, &mut out[..8]).is_none());
+        assert!(raw.copy_words_to(0, &mut out[..7]).is_none());
+        assert!(out.iter().all(|&b| b == 0xAA), "nothing written on refusal");
     }
 
     #[test]
