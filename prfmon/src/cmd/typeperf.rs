@@ -253,7 +253,9 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
     }
     let names = source.names.clone();
     let columns = sampler::resolve(&requests, &first, &names).map_err(|e| e.to_string())?;
-    // PDH's text log: the true value, percentages not capped (PDH_FMT_NOCAP100), no scale.
+    // PDH's text log: the true value, percentages not capped (PDH_FMT_NOCAP100, as typeperf
+    // logs a process's "% Processor Time" above 100 on several cores), no scale. `watch` caps
+    // unless asked not to (`--nocap100`), as perfmon's chart does.
     let options = FormatOptions {
         cap_percent: false,
         scale: None,

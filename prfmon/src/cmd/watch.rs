@@ -32,6 +32,10 @@ pub struct WatchArgs {
     /// Chart and list the true values instead of value × 10^DefaultScale.
     #[arg(long)]
     no_scale: bool,
+    /// Do not cap percentages at 100 (PDH's `PDH_FMT_NOCAP100`): a multi-threaded busy time
+    /// can exceed it.
+    #[arg(long = "nocap100")]
+    nocap100: bool,
     /// Load providers into this process instead of provider host processes.
     #[arg(long)]
     in_process: bool,
@@ -67,7 +71,11 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
     sampler::resolve(&requests, &first, &names).map_err(|e| e.to_string())?;
 
     // perfmon's chart: percentages capped at 100; DefaultScale is applied by the chart state.
-    let mut sampler = Sampler::new(requests, FormatOptions::default());
+    let options = FormatOptions {
+        cap_percent: !args.nocap100,
+        ..FormatOptions::default()
+    };
+    let mut sampler = Sampler::new(requests, options);
     let mut state = WatchState::new(args.interval, !args.no_scale);
     state.update(&sampler.sample(&first, &names));
 
