@@ -59,6 +59,8 @@ pub trait CounterType: sealed::Sealed + 'static {
     const BASE: Option<u32> = required_base(Self::TYPE);
     /// The width of the value.
     type Width: Width;
+    /// For text types: room in UTF-16 code units, the NUL included; 0 otherwise.
+    const TEXT_LEN: u32 = 0;
 }
 
 macro_rules! counter_types {
@@ -152,4 +154,43 @@ counter_types! {
     ElapsedTime = PERF_ELAPSED_TIME, Large;
     /// `PERF_COUNTER_NODATA`: a label without a value.
     NoData = PERF_COUNTER_NODATA, NoValue;
+}
+
+/// The width of a text counter: `N` UTF-16 code units (the terminating NUL included), set with
+/// [`PrfData::set_text`](crate::PrfData::set_text).
+#[derive(Debug)]
+pub enum Utf16<const N: u32> {}
+impl<const N: u32> sealed::Sealed for Utf16<N> {}
+impl<const N: u32> Width for Utf16<N> {
+    const SIZE: u32 = 2 * N;
+}
+
+/// A text counter type ([`Text16`], [`Text32`], [`Text64`], [`Text128`]), set with
+/// [`PrfData::set_text`](crate::PrfData::set_text).
+pub trait TextType: CounterType {}
+
+macro_rules! text_types {
+    ($($(#[$doc:meta])* $name:ident = $units:literal;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub enum $name {}
+        impl sealed::Sealed for $name {}
+        impl CounterType for $name {
+            const TYPE: u32 = PERF_COUNTER_TEXT;
+            type Width = Utf16<$units>;
+            const TEXT_LEN: u32 = $units;
+        }
+        impl TextType for $name {}
+    )*};
+}
+
+text_types! {
+    /// `PERF_COUNTER_TEXT` with room for 15 UTF-16 units of text and the NUL.
+    Text16 = 16;
+    /// `PERF_COUNTER_TEXT` with room for 31 UTF-16 units of text and the NUL.
+    Text32 = 32;
+    /// `PERF_COUNTER_TEXT` with room for 63 UTF-16 units of text and the NUL.
+    Text64 = 64;
+    /// `PERF_COUNTER_TEXT` with room for 127 UTF-16 units of text and the NUL.
+    Text128 = 128;
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::block::create::BlockFile;
 use crate::block::layout;
-use crate::counter_type::{CounterType, Dword, Large};
+use crate::counter_type::{CounterType, Dword, Large, TextType};
 use crate::instances::{NewInstance, ObjectTable};
 use crate::map::{CtrId, Global, Instanced, Object, PerfDataMap};
 use crate::optex::{Optex, OptexGuard};
@@ -447,6 +447,120 @@ impl<M: PerfDataMap> PrfData<M> {
         let off = O::DATA_OFFSET + ctr.offset();
         // SAFETY: as in `get_global_ctr32`, 8-aligned.
         unsafe { self.block.raw.i64_at(off) }
+    }
+
+    /// Sets the text counter `ctr` of instance `inst` (`PERF_COUNTER_TEXT`). Text longer than
+    /// the counter's room (its type's size, less the NUL) is cut at a character boundary.
+    ///
+    /// The text is written inside a write section of the block, as under
+    /// [`lock_ctrs`](PrfData::lock_ctrs), so collectors see the old text or the new, never a mix.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// prfdata::prfdata_map! { pub mod m { app: "TextDoc",
+    ///   object SESSION = 0 { name: "Session", help: "s", detail: Novice, default: none,
+    ///     instances: { max: 4, name_len: 16 }, costly: false, counters {
+    ///     USER = 2: Text16 { name: "User", help: "Who is logged in.", detail: Novice, scale: 0 },
+    ///   } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let s = prf.add_instance(m::SESSION, "tty1")?;
+    /// prf.set_text(m::USER, s, "alice");
+    /// assert_eq!(prf.text(m::USER, s), "alice");
+    /// prf.set_text(m::USER, s, "a name much longer than fifteen units");
+    /// assert_eq!(prf.text(m::USER, s), "a name much lon");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_text<T, O>(&self, ctr: CtrId<T, O>, inst: InstanceId<O>, text: &str)
+    where
+        T: TextType,
+        O: Object<Map = M, Scope = Instanced>,
+    {
+        self.write_text(inst.block_offset + ctr.offset(), T::TEXT_LEN, text);
+    }
+
+    /// Sets the text counter `ctr` of an object without instances: see [`PrfData::set_text`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// prfdata::prfdata_map! { pub mod m { app: "GlobalTextDoc",
+    ///   object SERVER = 0 { name: "Server", help: "s", detail: Novice, default: none,
+    ///     instances: none, costly: false, counters {
+    ///     VERSION = 2: Text32 { name: "Version", help: "The build.", detail: Novice, scale: 0 },
+    ///   } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// prf.set_global_text(m::VERSION, "1.4.2 (ünïcode)");
+    /// assert_eq!(prf.global_text(m::VERSION), "1.4.2 (ünïcode)");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_global_text<T, O>(&self, ctr: CtrId<T, O>, text: &str)
+    where
+        T: TextType,
+        O: Object<Map = M, Scope = Global>,
+    {
+        self.write_text(O::DATA_OFFSET + ctr.offset(), T::TEXT_LEN, text);
+    }
+
+    /// The current text of a text counter of instance `inst`.
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData::set_text`].
+    pub fn text<T, O>(&self, ctr: CtrId<T, O>, inst: InstanceId<O>) -> String
+    where
+        T: TextType,
+        O: Object<Map = M, Scope = Instanced>,
+    {
+        self.read_text(inst.block_offset + ctr.offset(), T::TEXT_LEN)
+    }
+
+    /// The current text of a text counter of an object without instances.
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData::set_global_text`].
+    pub fn global_text<T, O>(&self, ctr: CtrId<T, O>) -> String
+    where
+        T: TextType,
+        O: Object<Map = M, Scope = Global>,
+    {
+        self.read_text(O::DATA_OFFSET + ctr.offset(), T::TEXT_LEN)
+    }
+
+    fn write_text(&self, off: usize, units: u32, text: &str) {
+        let room = units.saturating_sub(1) as usize; // the last unit stays NUL
+        let mut encoded: Vec<u16> = Vec::with_capacity(room);
+        for c in text.chars() {
+            let mut buf = [0u16; 2];
+            let part = c.encode_utf16(&mut buf);
+            if encoded.len() + part.len() > room {
+                break;
+            }
+            encoded.extend_from_slice(part);
+        }
+        let _whole = self.lock_ctrs();
+        for i in 0..units as usize {
+            let unit = encoded.get(i).copied().unwrap_or(0);
+            // SAFETY: the text counter's `units` u16s lie inside its counter block (its size,
+            // 2 × units, came from `M` with the offset), 2-aligned (text values are 8-aligned).
+            unsafe { self.block.raw.u16_at(off + 2 * i) }.store(unit, Ordering::Relaxed);
+        }
+    }
+
+    fn read_text(&self, off: usize, units: u32) -> String {
+        let mut out = Vec::with_capacity(units as usize);
+        for i in 0..units as usize {
+            // SAFETY: as in `write_text`.
+            let unit = unsafe { self.block.raw.u16_at(off + 2 * i) }.load(Ordering::Relaxed);
+            if unit == 0 {
+                break;
+            }
+            out.push(unit);
+        }
+        String::from_utf16_lossy(&out)
     }
 
     /// Adds a named instance to `obj` (CPrfData's `AddInstance(obj, name)`).

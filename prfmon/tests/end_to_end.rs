@@ -35,6 +35,13 @@ prfdata::prfdata_map! {
                 SIZE = 10: RawCount { name: "Size", help: "Pool size.", detail: Novice, scale: 0 },
             }
         }
+        object BUILD = 16 {
+            name: "E2E Build", help: "What is running.", detail: Novice, default: none,
+            instances: none, costly: false,
+            counters {
+                VERSION = 18: Text32 { name: "Version", help: "The build's version.", detail: Novice, scale: 0 },
+            }
+        }
         object SESSION = 12 {
             name: "E2E Session", help: "A session.", detail: Novice, default: SENT,
             instances: { max: 8, name_len: 16 }, costly: false,
@@ -99,6 +106,7 @@ fn app_child() {
     prf.get_global_ctr64(e2e::BYTES).store(1 << 40, Relaxed);
     prf.get_global_ctr32(e2e::HIT).store(3, Relaxed);
     prf.get_global_ctr32(e2e::HIT_BASE).store(4, Relaxed);
+    prf.set_global_text(e2e::VERSION, "1.2.3-é");
     let pool = prf.add_instance(e2e::POOL, "pool").unwrap();
     prf.get_ctr32(e2e::SIZE, pool).store(2, Relaxed);
     for (name, sent) in [("alice", 100), ("bob", 200), ("bob", 300)] {
@@ -175,6 +183,12 @@ fn check_values(snap: &DataSnapshot, names: &Names) {
     assert_eq!(values, [12_345, 1 << 40, 3, 4]);
     assert_eq!(names.name(server.name_index), "E2E Server");
     assert_eq!(names.name(server.counters[2].name_index), "Hit ratio");
+    let build = object(snap, fc + 16);
+    assert_eq!(
+        build.values,
+        [prfmon::decode::RawValue::Text("1.2.3-é".into())],
+        "a text counter"
+    );
     let sessions = object(snap, fc + 12);
     assert_eq!(
         instance_names(snap, sessions),

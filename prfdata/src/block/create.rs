@@ -144,7 +144,7 @@ pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> 
             let record = CounterRecord {
                 name_offset: ctr.offset.unwrap_or(NO_NAME),
                 counter_type: ctr.counter_type,
-                size: crate::winperf::counter_size(ctr.counter_type).unwrap_or(0),
+                size: ctr.value_size().unwrap_or(0),
                 block_offset: counter_offset(obj, c) as u32,
                 default_scale: ctr.default_scale,
                 detail_level: ctr.detail.to_winperf(),

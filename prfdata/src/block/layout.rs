@@ -243,12 +243,21 @@ pub const fn align_up(n: usize, align: usize) -> usize {
     (n + align - 1) & !(align - 1)
 }
 
-/// Bytes of the value of a counter of this type (0 for an unknown or variable size; the map
-/// validation refuses those).
-const fn value_size(counter_type: u32) -> usize {
-    match winperf::counter_size(counter_type) {
+/// Bytes of a counter's value (0 for a size the map validation refuses).
+const fn value_size(ctr: &crate::map::CounterDef) -> usize {
+    match ctr.value_size() {
         Some(n) => n as usize,
         None => 0,
+    }
+}
+
+/// Alignment of a counter's value: its size for numbers (4 or 8), 8 for text, so that every
+/// value starts on a boundary its readers can load whole.
+const fn value_align(ctr: &crate::map::CounterDef) -> usize {
+    match winperf::counter_size(ctr.counter_type) {
+        Some(0) => 1,
+        Some(n) => n as usize,
+        None => 8,
     }
 }
 
@@ -263,7 +272,7 @@ const fn value_size(counter_type: u32) -> usize {
 /// use prfdata::winperf::{PERF_COUNTER_RAWCOUNT, PERF_COUNTER_BULK_COUNT};
 /// const fn ctr(ty: u32) -> CounterDef {
 ///     CounterDef { symbol: "C", offset: Some(2), texts: &[], detail: DetailLevel::Novice,
-///                  default_scale: 0, counter_type: ty }
+///                  default_scale: 0, counter_type: ty, text_len: 0 }
 /// }
 /// const OBJ: ObjectDef = ObjectDef { symbol: "O", offset: 0, texts: &[],
 ///     detail: DetailLevel::Novice, default_counter: None, instances: Instances::None,
@@ -275,9 +284,9 @@ pub const fn counter_offset(obj: &ObjectDef, index: usize) -> usize {
     let mut off = COUNTER_BLOCK_HEADER;
     let mut i = 0;
     while i <= index && i < obj.counters.len() {
-        let size = value_size(obj.counters[i].counter_type);
+        let size = value_size(&obj.counters[i]);
         if size > 0 {
-            off = align_up(off, size);
+            off = align_up(off, value_align(&obj.counters[i]));
         }
         if i == index {
             return off;
@@ -294,7 +303,7 @@ pub const fn counter_block_size(obj: &ObjectDef) -> usize {
     if n == 0 {
         return COUNTER_BLOCK_HEADER;
     }
-    let last = counter_offset(obj, n - 1) + value_size(obj.counters[n - 1].counter_type);
+    let last = counter_offset(obj, n - 1) + value_size(&obj.counters[n - 1]);
     align_up(last, 8)
 }
 
@@ -404,7 +413,7 @@ pub const fn data_offset(map: &MapDef, index: usize) -> usize {
 /// use prfdata::map::{CounterDef, DetailLevel, Instances, MapDef, ObjectDef};
 /// const CTR: CounterDef = CounterDef { symbol: "C", offset: Some(2), texts: &[],
 ///     detail: DetailLevel::Novice, default_scale: 0,
-///     counter_type: prfdata::winperf::PERF_COUNTER_RAWCOUNT };
+///     counter_type: prfdata::winperf::PERF_COUNTER_RAWCOUNT, text_len: 0 };
 /// const MAP: MapDef = MapDef { app: "A", objects: &[ObjectDef { symbol: "O", offset: 0,
 ///     texts: &[], detail: DetailLevel::Novice, default_counter: None,
 ///     instances: Instances::None, costly: false, counters: &[CTR] }] };
@@ -429,6 +438,7 @@ mod tests {
             detail: DetailLevel::Novice,
             default_scale: 0,
             counter_type: ty,
+            text_len: 0,
         }
     }
 

@@ -1024,12 +1024,21 @@ fn parse_records(raw: &RawBlock, file_size: u64) -> Result<Records, ReadError> {
         let rec = CounterRecord::read_from_bytes(&recs[at..at + COUNTER_RECORD_SIZE])
             .map_err(|_| field(at as u64, "counter record", 0u32))?;
         let off = (at + HEADER_SIZE) as u64;
-        let size = winperf::counter_size(rec.counter_type);
-        if size != Some(rec.size) || rec.counter_type & winperf::PERF_COUNTER_HISTOGRAM_TYPE != 0 {
+        // Numbers have the size their type says; text (PERF_COUNTER_TEXT) an even size up to
+        // MAX_INSTANCE_NAME units, 8-aligned as the writer places it.
+        let is_text = rec.counter_type == winperf::PERF_COUNTER_TEXT;
+        let size_ok = match winperf::counter_size(rec.counter_type) {
+            Some(n) => n == rec.size,
+            None => {
+                is_text && rec.size > 0 && rec.size % 2 == 0 && rec.size <= 2 * MAX_INSTANCE_NAME
+            }
+        };
+        if !size_ok || rec.counter_type & winperf::PERF_COUNTER_HISTOGRAM_TYPE != 0 {
             return Err(field(off + 4, "counter type / size", rec.counter_type));
         }
+        let align = if is_text { 8 } else { rec.size };
         if rec.size > 0
-            && (rec.block_offset < COUNTER_BLOCK_HEADER as u32 || rec.block_offset % rec.size != 0)
+            && (rec.block_offset < COUNTER_BLOCK_HEADER as u32 || rec.block_offset % align != 0)
         {
             return Err(field(off + 12, "counter offset", rec.block_offset));
         }

@@ -168,6 +168,7 @@ macro_rules! prfdata_map {
                             detail: $crate::__prfdata_detail!($($cdetail)?),
                             default_scale: $crate::__prfdata_scale!($($cscale)?),
                             counter_type: <$crate::counter_type::$cty as $crate::counter_type::CounterType>::TYPE,
+                            text_len: <$crate::counter_type::$cty as $crate::counter_type::CounterType>::TEXT_LEN,
                         },
                     )*];
                 }

@@ -135,6 +135,32 @@ pub struct CounterDef {
     pub default_scale: i32,
     /// The composed winperf.h counter type.
     pub counter_type: u32,
+    /// For a `PERF_COUNTER_TEXT` counter: its room in UTF-16 code units, the terminating NUL
+    /// included (see [`counter_type::Text32`](crate::counter_type::Text32)); 0 otherwise.
+    pub text_len: u32,
+}
+
+impl CounterDef {
+    /// Bytes of the value in a counter block: from the type's size field, or `2 × text_len` for
+    /// text. `None` for a size this crate cannot place.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata::map::{CounterDef, DetailLevel};
+    /// let text = CounterDef { symbol: "T", offset: Some(2), texts: &[], detail: DetailLevel::Novice,
+    ///     default_scale: 0, counter_type: prfdata::winperf::PERF_COUNTER_TEXT, text_len: 32 };
+    /// assert_eq!(text.value_size(), Some(64));
+    /// ```
+    pub const fn value_size(&self) -> Option<u32> {
+        match crate::winperf::counter_size(self.counter_type) {
+            Some(n) => Some(n),
+            None if self.counter_type == crate::winperf::PERF_COUNTER_TEXT && self.text_len > 0 => {
+                Some(self.text_len * 2)
+            }
+            None => None,
+        }
+    }
 }
 
 /// One object of the map.
@@ -209,7 +235,7 @@ impl ObjectDef {
     /// use prfdata::map::{ObjectDef, CounterDef, DetailLevel, Instances};
     /// const CTR: CounterDef = CounterDef { symbol: "C", offset: Some(2), texts: &[],
     ///     detail: DetailLevel::Novice, default_scale: 0,
-    ///     counter_type: prfdata::winperf::PERF_COUNTER_RAWCOUNT };
+    ///     counter_type: prfdata::winperf::PERF_COUNTER_RAWCOUNT, text_len: 0 };
     /// const OBJ: ObjectDef = ObjectDef { symbol: "OBJ", offset: 0, texts: &[],
     ///     detail: DetailLevel::Novice, default_counter: None, instances: Instances::None,
     ///     costly: false, counters: &[CTR] };

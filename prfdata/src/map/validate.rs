@@ -334,7 +334,7 @@ const fn check_object(obj: &ObjectDef) -> Result<(), MapError> {
 const fn check_counter(counters: &'static [CounterDef], c: usize) -> Result<(), MapError> {
     let ctr = &counters[c];
     let ty = ctr.counter_type;
-    if winperf::counter_size(ty).is_none() || ty & winperf::PERF_COUNTER_HISTOGRAM_TYPE != 0 {
+    if ctr.value_size().is_none() || ty & winperf::PERF_COUNTER_HISTOGRAM_TYPE != 0 {
         return Err(MapError::UnsupportedType {
             counter: ctr.symbol,
             counter_type: ty,
@@ -491,6 +491,7 @@ mod tests {
             detail: DetailLevel::Novice,
             default_scale: 0,
             counter_type: ty,
+            text_len: 0,
         }
     }
     const fn base(symbol: &'static str, ty: u32) -> CounterDef {
@@ -501,6 +502,7 @@ mod tests {
             detail: DetailLevel::Novice,
             default_scale: 0,
             counter_type: ty,
+            text_len: 0,
         }
     }
     const fn obj(symbol: &'static str, counters: &'static [CounterDef]) -> ObjectDef {
@@ -657,15 +659,20 @@ mod tests {
     }
 
     #[test]
-    fn text_counters_are_refused_with_their_name() {
-        static C: [CounterDef; 1] = [ctr("T", 2, PERF_COUNTER_TEXT)];
+    fn text_counters_need_their_room_and_have_it() {
+        static NO_ROOM: [CounterDef; 1] = [ctr("T", 2, PERF_COUNTER_TEXT)];
         assert_eq!(
-            check(&C),
+            check(&NO_ROOM),
             Err(MapError::UnsupportedType {
                 counter: "T",
                 counter_type: PERF_COUNTER_TEXT
             })
         );
+        static ROOM: [CounterDef; 1] = [CounterDef {
+            text_len: 32,
+            ..ctr("T", 2, PERF_COUNTER_TEXT)
+        }];
+        assert_eq!(check(&ROOM), Ok(()));
     }
 
     #[test]
