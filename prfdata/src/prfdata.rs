@@ -190,6 +190,15 @@ impl fmt::Debug for CtrsGuard<'_> {
     }
 }
 
+/// The parent of a new instance: its object's index, and its slot and generation (so a removed
+/// parent is refused).
+#[derive(Clone, Copy)]
+struct ParentRef {
+    object: u32,
+    slot: u32,
+    generation: u32,
+}
+
 /// A write section of the block's sequence counter: odd from `begin` until dropped.
 struct WriteSection<'a> {
     seq: &'a AtomicU64,
@@ -618,7 +627,7 @@ impl<M: PerfDataMap> PrfData<M> {
     where
         O: Object<Map = M, Scope = Instanced>,
     {
-        self.add(obj, spec, None::<(u32, Option<(u32, u32)>)>)
+        self.add(obj, spec, None)
     }
 
     /// Adds an instance of `obj` whose parent is `parent`, an instance of object `P`
@@ -668,7 +677,11 @@ impl<M: PerfDataMap> PrfData<M> {
         self.add(
             obj,
             spec,
-            Some((P::INDEX as u32, Some((parent.slot, parent.generation)))),
+            Some(ParentRef {
+                object: P::INDEX as u32,
+                slot: parent.slot,
+                generation: parent.generation,
+            }),
         )
     }
 
@@ -676,7 +689,7 @@ impl<M: PerfDataMap> PrfData<M> {
         &self,
         _obj: O,
         spec: InstanceSpec<'_>,
-        parent: Option<(u32, Option<(u32, u32)>)>,
+        parent: Option<ParentRef>,
     ) -> Result<InstanceId<O>, Error>
     where
         O: Object<Map = M, Scope = Instanced>,
@@ -705,13 +718,12 @@ impl<M: PerfDataMap> PrfData<M> {
         let _lock = self.lock_layout();
         let parent_slot = match parent {
             None => None,
-            Some((pobj, Some((pslot, pgen)))) => {
-                if self.table(pobj as usize).live_generation(pslot) != Some(pgen) {
-                    return Err(Error::UnknownParent { object: def.symbol });
-                }
-                Some((pobj, pslot))
+            Some(p)
+                if self.table(p.object as usize).live_generation(p.slot) == Some(p.generation) =>
+            {
+                Some((p.object, p.slot))
             }
-            Some((_, None)) => None,
+            Some(_) => return Err(Error::UnknownParent { object: def.symbol }),
         };
         let table = self.table(O::INDEX);
         let _section = WriteSection::begin(self.seq());

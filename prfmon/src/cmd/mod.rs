@@ -10,7 +10,22 @@ pub mod typeperf;
 pub mod watch;
 
 use prfdata::registry::FileRegistry;
+use prfmon::collector::{CollectorOptions, Isolation};
 use prfmon::names::Names;
+
+/// The collector options of the collecting subcommands: providers in host processes, or in
+/// this process with `--in-process`.
+pub fn collector_options(in_process: bool) -> CollectorOptions {
+    let isolation = if in_process {
+        Isolation::InProcess
+    } else {
+        Isolation::HostProcess
+    };
+    CollectorOptions {
+        isolation,
+        ..Default::default()
+    }
+}
 
 /// The names of `lang` from `registry`; a language that cannot be read gives numbers only,
 /// with a warning.

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use prfdata::registry::FileRegistry;
-use prfmon::collector::{Collector, CollectorOptions, Isolation};
+use prfmon::collector::Collector;
 use prfmon::serve::server::{MetricsServer, ServeOptions, DEFAULT_LISTEN, WORKERS};
 
 /// `prfmon serve ...`.
@@ -34,14 +34,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let options = CollectorOptions {
-        isolation: if args.in_process {
-            Isolation::InProcess
-        } else {
-            Isolation::HostProcess
-        },
-        ..Default::default()
-    };
+    let options = super::collector_options(args.in_process);
     let collector = match Collector::open(registry, options) {
         Ok(c) => c,
         Err(e) => {

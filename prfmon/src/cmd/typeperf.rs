@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use prfdata::registry::FileRegistry;
-use prfmon::collector::{Collector, CollectorOptions, Isolation};
+use prfmon::collector::Collector;
 use prfmon::decode::DataSnapshot;
 use prfmon::names::Names;
 use prfmon::pdh::{self, CounterPath, FormatOptions};
@@ -99,14 +99,7 @@ impl Source {
     pub fn open(lang: &str, in_process: bool) -> Result<Self, String> {
         let registry = FileRegistry::open_default().map_err(|e| e.to_string())?;
         let names = super::load_names(&registry, lang);
-        let options = CollectorOptions {
-            isolation: if in_process {
-                Isolation::InProcess
-            } else {
-                Isolation::HostProcess
-            },
-            ..Default::default()
-        };
+        let options = super::collector_options(in_process);
         let collector = Collector::open(registry, options).map_err(|e| e.to_string())?;
         Ok(Source {
             collector,

@@ -156,12 +156,16 @@ mod tests {
         crate::sys::process::parse_stat(&bytes).map(|s| s.state)
     }
 
-    #[test]
-    fn wake_wakes_a_waiting_thread() {
-        let word = Arc::new(AtomicU32::new(0));
+    /// Starts a thread that waits (`wait_once`, looped over spurious wakeups) until `is_set`,
+    /// waits until it sleeps in the kernel, then runs `set_and_wake`, which must wake exactly it.
+    fn assert_wakes_a_sleeper(
+        wait_once: impl Fn() + Send + 'static,
+        is_set: impl Fn() -> bool + Send + 'static,
+        set_and_wake: impl FnOnce() -> usize,
+    ) {
         let tid = Arc::new(std::sync::atomic::AtomicI32::new(0));
         let waiter = {
-            let (word, tid) = (Arc::clone(&word), Arc::clone(&tid));
+            let tid = Arc::clone(&tid);
             std::thread::spawn(move || {
                 tid.store(
                     rustix::thread::gettid().as_raw_nonzero().get(),
@@ -169,9 +173,9 @@ mod tests {
                 );
                 let start = Instant::now();
                 // Loop over spurious wakeups until the flag flips, bounded by a deadline.
-                while word.load(Ordering::Acquire) == 0 {
+                while !is_set() {
                     assert!(start.elapsed() < Duration::from_secs(10), "never woken");
-                    wait(&word, 0, Some(Duration::from_secs(10)));
+                    wait_once();
                 }
                 start.elapsed()
             })
@@ -186,10 +190,25 @@ mod tests {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        word.store(1, Ordering::Release);
-        assert_eq!(wake(&word, 1), 1);
+        assert_eq!(set_and_wake(), 1);
         let slept = waiter.join().unwrap();
         assert!(slept < Duration::from_secs(5), "{slept:?}");
+    }
+
+    #[test]
+    fn wake_wakes_a_waiting_thread() {
+        let word = Arc::new(AtomicU32::new(0));
+        let (w1, w2) = (Arc::clone(&word), Arc::clone(&word));
+        assert_wakes_a_sleeper(
+            move || {
+                wait(&w1, 0, Some(Duration::from_secs(10)));
+            },
+            move || w2.load(Ordering::Acquire) != 0,
+            || {
+                word.store(1, Ordering::Release);
+                wake(&word, 1)
+            },
+        );
     }
 
     #[test]
@@ -209,36 +228,19 @@ mod tests {
 
     #[test]
     fn wake_low_wakes_a_thread_in_wait_low() {
+        // The high half is set from the start: only the low half decides.
         let word = Arc::new(AtomicU64::new(5 << 32));
-        let tid = Arc::new(std::sync::atomic::AtomicI32::new(0));
-        let waiter = {
-            let (word, tid) = (Arc::clone(&word), Arc::clone(&tid));
-            std::thread::spawn(move || {
-                tid.store(
-                    rustix::thread::gettid().as_raw_nonzero().get(),
-                    Ordering::Release,
-                );
-                let start = Instant::now();
-                while word.load(Ordering::Acquire) as u32 == 0 {
-                    assert!(start.elapsed() < Duration::from_secs(10), "never woken");
-                    wait_low(&word, 0, Some(Duration::from_secs(10)));
-                }
-                start.elapsed()
-            })
-        };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            assert!(Instant::now() < deadline, "waiter never went to sleep");
-            let tid = tid.load(Ordering::Acquire);
-            if tid != 0 && thread_state(tid) == Some(b'S') {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        word.store(1, Ordering::Release);
-        assert_eq!(wake_low(&word, 1), 1);
-        let slept = waiter.join().unwrap();
-        assert!(slept < Duration::from_secs(5), "{slept:?}");
+        let (w1, w2) = (Arc::clone(&word), Arc::clone(&word));
+        assert_wakes_a_sleeper(
+            move || {
+                wait_low(&w1, 0, Some(Duration::from_secs(10)));
+            },
+            move || w2.load(Ordering::Acquire) as u32 != 0,
+            || {
+                word.store(1, Ordering::Release);
+                wake_low(&word, 1)
+            },
+        );
     }
 
     #[test]
