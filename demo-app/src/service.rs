@@ -15,6 +15,16 @@ use crate::counters::demo::{self, PrfData};
 
 /// The most jobs waiting; the producer slows down beyond it.
 const QUEUE_LIMIT: usize = 500;
+/// Simulated I/O per job, which keeps the workers below 100 % busy.
+const JOB_IO: Duration = Duration::from_millis(2);
+/// How often the producer submits a burst.
+const PRODUCE_EVERY: Duration = Duration::from_millis(20);
+/// The producer's cycle: the backlog it keeps in the queue rises and falls over it like a tide,
+/// between 0 and [`TIDE`] jobs, so `Queue length` and the job latency move as a person watches,
+/// whatever the workers' speed.
+const RUSH_CYCLE: Duration = Duration::from_secs(20);
+/// The highest backlog the producer aims for (at the top of [`RUSH_CYCLE`]).
+const TIDE: f64 = 300.0;
 /// How often the manager retires one worker and hires another.
 const CHURN_EVERY: Duration = Duration::from_secs(2);
 /// The pools, each a POOL instance and the parent of its workers.
@@ -153,20 +163,18 @@ pub fn run(
     Ok(u64::from(done))
 }
 
-/// The producer: bursts of jobs at a rate that swings over a 20-second cycle, so the queue length
-/// and the rates move.
+/// The producer: every [`PRODUCE_EVERY`] it tops the queue up to a backlog that rises and falls
+/// over [`RUSH_CYCLE`] (half of [`TIDE`] at the start, then up to all of it and down to none), so
+/// the queue length, the latency and the rates move while the workers drain it.
 fn produce(shared: &Shared) {
     let start = Instant::now();
     let mut rng = 0x9E37_79B9_7F4A_7C15u64;
     while !shared.stop.load(Relaxed) {
-        let phase = (start.elapsed().as_secs_f64() / 20.0 * std::f64::consts::TAU).sin();
-        let burst = (20.0 + 15.0 * phase) as usize;
+        let turn = start.elapsed().as_secs_f64() / RUSH_CYCLE.as_secs_f64();
+        let target = (TIDE / 2.0 * (1.0 + (turn * std::f64::consts::TAU).sin())) as usize;
         {
             let mut jobs = shared.lock_jobs();
-            for _ in 0..burst {
-                if jobs.len() >= QUEUE_LIMIT {
-                    break;
-                }
+            while jobs.len() < target.min(QUEUE_LIMIT) {
                 rng = xorshift(rng);
                 let len = 256 + (rng % 4096) as usize;
                 jobs.push_back(Job {
@@ -181,7 +189,7 @@ fn produce(shared: &Shared) {
                 .store(jobs.len() as i32, Relaxed);
         }
         shared.queue.ready.notify_all();
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(PRODUCE_EVERY);
     }
 }
 
@@ -255,8 +263,8 @@ fn work(shared: &Shared, me: InstanceId<demo::WORKER>, retire: &AtomicBool, pool
         prf.get_ctr64(demo::JOBS_DONE, me).fetch_add(1, Relaxed);
         prf.get_ctr32(demo::WORKER_JOBS_PER_SEC, me)
             .fetch_add(1, Relaxed);
-        // Simulated I/O between jobs keeps the workers below 100 % busy.
-        std::thread::sleep(Duration::from_micros(300));
+        // Simulated I/O between jobs.
+        std::thread::sleep(JOB_IO);
     }
 }
 

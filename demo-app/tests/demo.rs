@@ -129,6 +129,7 @@ fn the_demo_publishes_counters_that_behave() {
     let mut prev: Option<BTreeMap<String, RawSample>> = None;
     let mut workers_seen: Vec<BTreeSet<String>> = Vec::new();
     let mut rates = BTreeMap::<&str, Vec<f64>>::new();
+    let mut queues: Vec<f64> = Vec::new();
     for _ in 0..7 {
         std::thread::sleep(Duration::from_millis(1000));
         let snap = decode(&collector.collect("Global")).unwrap();
@@ -156,6 +157,18 @@ fn the_demo_publishes_counters_that_behave() {
         };
         let queue = value("PrfData Demo Service\\Queue length()").unwrap();
         assert!((0.0..=500.0).contains(&queue), "queue length {queue}");
+        queues.push(queue);
+        if prev.is_none() {
+            // Differentiate as seed 003 means it: the average timer needs two samples.
+            let offered = prfmon::catalog::catalog(std::slice::from_ref(&snap), &names, 400);
+            let latency = offered
+                .iter()
+                .flat_map(|o| &o.counters)
+                .find(|c| c.name == "Avg. job latency")
+                .expect("the latency counter is offered");
+            assert_eq!(latency.type_name, "PERF_AVERAGE_TIMER");
+            assert!(latency.differentiate, "{latency:?}");
+        }
         let hits = value("PrfData Demo Service\\Cache hit ratio()").unwrap();
         assert!((0.0..=100.0).contains(&hits), "hit ratio {hits}");
         let uptime = value("PrfData Demo Service\\Uptime()").unwrap();
@@ -194,6 +207,14 @@ fn the_demo_publishes_counters_that_behave() {
     assert!(
         latency.iter().all(|s| *s < 10.0),
         "latency in seconds {latency:?}"
+    );
+    // Regression (issue 12): the queue length read 0 most of the time. In its first 10 s the
+    // producer keeps a backlog of 150 to 300 jobs.
+    let distinct: BTreeSet<u64> = queues.iter().map(|q| q.to_bits()).collect();
+    let waiting = queues.iter().filter(|q| **q > 0.0).count();
+    assert!(
+        distinct.len() >= 3 && waiting >= queues.len() - 2,
+        "the queue length moves and is seldom empty: {queues:?}"
     );
     let all: BTreeSet<&String> = workers_seen.iter().flatten().collect();
     assert!(all.len() >= 5, "workers come and go: {all:?}");

@@ -24,7 +24,7 @@
 //!
 //! assert_eq!(PERF_COUNTER_COUNTER, 0x1041_0400);
 //! assert_eq!(winperf::counter_size(PERF_COUNTER_COUNTER), Some(4));
-//! assert!(winperf::is_rate(PERF_COUNTER_COUNTER));
+//! assert!(winperf::is_differentiated(PERF_COUNTER_COUNTER));
 //! ```
 
 use core::mem::{offset_of, size_of};
@@ -361,18 +361,28 @@ pub const fn required_base(counter_type: u32) -> Option<u32> {
     }
 }
 
-/// Whether a monitor differentiates the value over time (seed 003's "Differentiate"): true for
-/// every type with `PERF_DELTA_COUNTER` (rates, timers, deltas, sample fractions).
+/// Whether a monitor differentiates the value over time (seed 003's "Differentiate": "If
+/// "Differentiate" is "TRUE" the data retrieved for this counter must be differentiated over
+/// time"), i.e. whether its displayed value needs two samples.
+///
+/// That is every type with `PERF_DELTA_COUNTER` (rates, timers, deltas, sample fractions) and
+/// also `PERF_AVERAGE_TIMER` and `PERF_AVERAGE_BULK`, whose formulas, ((N1 − N0) / F) / (B1 − B0)
+/// and (N1 − N0) / (B1 − B0), are differences although winperf.h gives them no
+/// `PERF_DELTA_COUNTER` bit (*Calculating Counter Values*, Win32 Performance Counters).
 ///
 /// # Examples
 ///
 /// ```
 /// use prfdata::winperf::*;
-/// assert!(is_rate(PERF_100NSEC_TIMER));
-/// assert!(!is_rate(PERF_COUNTER_RAWCOUNT));
+/// assert!(is_differentiated(PERF_100NSEC_TIMER));
+/// assert!(is_differentiated(PERF_AVERAGE_TIMER));
+/// assert!(!is_differentiated(PERF_COUNTER_RAWCOUNT));
+/// assert!(!is_differentiated(PERF_RAW_FRACTION));
 /// ```
-pub const fn is_rate(counter_type: u32) -> bool {
+pub const fn is_differentiated(counter_type: u32) -> bool {
     counter_type & PERF_DELTA_COUNTER != 0
+        || counter_type == PERF_AVERAGE_TIMER
+        || counter_type == PERF_AVERAGE_BULK
 }
 
 /// Whether a counter type uses the object's own timer (PerfTime / PerfFreq of its object).

@@ -4,9 +4,10 @@
 //!
 //! Seed 003: "If "Differentiate" is set to "FALSE" then the data retrieved is used in its raw
 //! form. If "Differentiate" is "TRUE" the data retrieved for this counter must be
-//! differentiated over time". Here that is every counter type with `PERF_DELTA_COUNTER`
-//! ([`prfdata::winperf::is_rate`]). Base counters are not listed: they only serve the counter
-//! before them (and carry `PERF_DISPLAY_NOSHOW`).
+//! differentiated over time". Here that is every counter type whose displayed value needs two
+//! samples ([`prfdata::winperf::is_differentiated`]): the `PERF_DELTA_COUNTER` types and the two
+//! averages. Base counters are not listed: they only serve the counter before them (and carry
+//! `PERF_DISPLAY_NOSHOW`).
 //!
 //! # Examples
 //!
@@ -71,6 +72,12 @@ pub struct CatalogCounter {
     pub detail: String,
     /// Whether a monitor differentiates the value over time.
     pub differentiate: bool,
+    /// The winperf.h type as a number (`CounterType`).
+    pub type_code: u32,
+    /// `DefaultScale`: the power of ten a monitor multiplies the displayed value by.
+    pub default_scale: i32,
+    /// The displayed value's unit (`/sec`, `%`, `s`, or empty), from the type's display field.
+    pub unit: &'static str,
 }
 
 /// The objects and counters in `snapshots` (first occurrence of each object wins) whose
@@ -95,7 +102,10 @@ pub fn catalog(snapshots: &[DataSnapshot], names: &Names, max_detail: u32) -> Ve
                 description: names.help(c.help_index),
                 type_name: c.type_name(),
                 detail: detail_name(c.detail_level),
-                differentiate: prfdata::winperf::is_rate(c.counter_type),
+                differentiate: prfdata::winperf::is_differentiated(c.counter_type),
+                type_code: c.counter_type,
+                default_scale: c.default_scale,
+                unit: crate::pdh::unit(c.counter_type),
             })
             .collect();
         out.push(CatalogObject {

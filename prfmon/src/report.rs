@@ -136,7 +136,7 @@ fn json_object<'a>(snap: &'a DataSnapshot, obj: &'a ObjectData, names: &Names) -
             offset: c.offset,
             scale: c.default_scale,
             detail: detail_name(c.detail_level),
-            differentiate: prfdata::winperf::is_rate(c.counter_type),
+            differentiate: prfdata::winperf::is_differentiated(c.counter_type),
             base: c.base,
             base_of: c.base_of,
         })

@@ -195,6 +195,7 @@ pub fn resolve(
         .collect();
     let mut out: Vec<CounterPath> = Vec::new();
     for request in requests {
+        check_machine(request, &snapshot.system_name)?;
         for m in expand(request, &offered)? {
             let mut path = m.path;
             if path.machine.is_none() && !snapshot.system_name.is_empty() {
@@ -206,6 +207,33 @@ pub fn resolve(
         }
     }
     Ok(out)
+}
+
+/// Whether `machine` (from a path's `\\machine` prefix) names the machine `system_name`
+/// collected from: the same name, ignoring ASCII case as Windows does, or `localhost`.
+///
+/// # Examples
+///
+/// ```
+/// assert!(prfmon::sampler::is_local_machine("BOX", "box"));
+/// assert!(prfmon::sampler::is_local_machine("localhost", "box"));
+/// assert!(!prfmon::sampler::is_local_machine("db1", "box"));
+/// ```
+pub fn is_local_machine(machine: &str, system_name: &str) -> bool {
+    machine.eq_ignore_ascii_case(system_name) || machine.eq_ignore_ascii_case("localhost")
+}
+
+/// Refuses a request that names a machine other than the one `system_name` names: its counters
+/// would otherwise be answered with this machine's data under the other machine's name.
+fn check_machine(request: &CounterPath, system_name: &str) -> Result<(), PathError> {
+    match &request.machine {
+        Some(machine) if !is_local_machine(machine, system_name) => Err(PathError::RemoteMachine {
+            path: request.to_string(),
+            machine: machine.clone(),
+            local: system_name.to_owned(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Why a reading has no value.

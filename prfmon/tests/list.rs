@@ -72,3 +72,20 @@ fn list_filters_by_object_and_detail_level() {
         missing.stderr
     );
 }
+
+#[test]
+fn list_verbose_adds_type_code_scale_and_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = setup(dir.path());
+    let run = prfmon(&root, &["list", "jobs", "--verbose"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let calls = "  Counter: Jobs Calls (1852)\n    Description: Collect calls of Jobs.\n    Type: PERF_COUNTER_BULK_COUNT\n    Differentiate: TRUE\n    Detail: advanced\n\
+        \x20   Type code: 0x10410500\n    Default scale: 0\n    Unit: /sec\n";
+    assert!(run.stdout.contains(calls), "{}", run.stdout);
+    let json = prfmon(&root, &["list", "jobs", "--json"]);
+    let parsed: serde_json::Value = serde_json::from_str(&json.stdout).expect("JSON");
+    let counter = &parsed[0]["counters"][1];
+    assert_eq!(counter["type_code"], 0x1041_0500);
+    assert_eq!(counter["unit"], "/sec");
+    assert_eq!(counter["differentiate"], true);
+}

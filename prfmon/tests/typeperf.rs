@@ -255,6 +255,38 @@ fn a_path_that_matches_nothing_fails_with_near_matches() {
     assert!(bin.stderr.contains("not supported"), "{}", bin.stderr);
 }
 
+/// Regression (issue 12): a path naming another machine was answered with this machine's data
+/// under the other machine's name.
+#[test]
+fn a_path_naming_another_machine_is_refused_not_answered_with_local_data() {
+    let app = App::start();
+    let remote = finish(app.spawn(&[
+        "typeperf",
+        r"\\db-remote-7\TP Service\Queue length",
+        "-sc",
+        "1",
+    ]));
+    assert_ne!(remote.code, 0, "{}", remote.stdout);
+    assert!(remote.stdout.is_empty(), "{}", remote.stdout);
+    assert!(
+        remote.stderr.contains("names machine `db-remote-7`")
+            && remote.stderr.contains("remote collection is not supported"),
+        "{}",
+        remote.stderr
+    );
+
+    // This machine by name (any case), or localhost, is still this machine.
+    let host = prfmon::datablock::host_name();
+    for machine in [host.to_uppercase(), "localhost".to_owned()] {
+        let path = format!(r"\\{machine}\TP Service\Queue length");
+        let local = finish(app.spawn(&["typeperf", &path, "-sc", "1"]));
+        assert_eq!(local.code, 0, "{path}: {}", local.stderr);
+        let table = rows(&local.stdout, b',');
+        assert_eq!(table.len(), 2, "{}", local.stdout);
+        assert_eq!(table[1][1], "42.000000", "{}", local.stdout);
+    }
+}
+
 #[test]
 fn an_instance_that_goes_leaves_blanks_in_its_column() {
     let app = App::start();

@@ -1,6 +1,7 @@
-//! `prfmon list [OBJECT] [--detail novice|advanced|expert|wizard] [--lang 009] [--json]`:
+//! `prfmon list [OBJECT] [--detail novice|advanced|expert|wizard] [--lang 009] [--verbose] [--json]`:
 //! the objects and counters the providers offer (one Global and one Costly collection), with
-//! seed 003's Name, Description and Differentiate, filtered by detail level.
+//! seed 003's Name, Description and Differentiate, filtered by detail level; `--verbose` adds
+//! each counter's type code, default scale and unit (JSON always has them).
 
 use std::process::ExitCode;
 
@@ -43,7 +44,10 @@ pub struct ListArgs {
     /// The language of names and explain texts (a Perflib subkey).
     #[arg(long, default_value = "009")]
     lang: String,
-    /// Print JSON instead of text.
+    /// Also print each counter's type code, default scale and unit.
+    #[arg(short, long)]
+    verbose: bool,
+    /// Print JSON instead of text (every field, as with --verbose).
     #[arg(long)]
     json: bool,
 }
@@ -118,6 +122,14 @@ pub fn run(args: ListArgs) -> ExitCode {
                 if c.differentiate { "TRUE" } else { "FALSE" }
             );
             println!("    Detail: {}", c.detail);
+            if args.verbose {
+                println!("    Type code: 0x{:08X}", c.type_code);
+                println!("    Default scale: {}", c.default_scale);
+                println!(
+                    "    Unit: {}",
+                    if c.unit.is_empty() { "(none)" } else { c.unit }
+                );
+            }
         }
     }
     ExitCode::SUCCESS

@@ -760,7 +760,7 @@ pub fn scaled(value: f64, scale: i32) -> f64 {
 /// assert!(!needs_two_samples(PERF_ELAPSED_TIME));
 /// ```
 pub fn needs_two_samples(counter_type: u32) -> bool {
-    winperf::is_rate(counter_type) || matches!(counter_type, PERF_AVERAGE_TIMER | PERF_AVERAGE_BULK)
+    winperf::is_differentiated(counter_type)
 }
 
 /// The suffix a counter type's value is displayed with, from its `PERF_DISPLAY_*` field:

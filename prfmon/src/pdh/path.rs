@@ -537,6 +537,17 @@ pub enum PathError {
         /// Column of the `#`.
         column: usize,
     },
+    /// The path names another machine (`\\HOST\...`), and this collection is this machine's:
+    /// its data is never answered under another machine's name.
+    #[error(r"counter path `{path}` names machine `{machine}`, but the data comes from this machine (`{local}`); remote collection is not supported: run the command on `{machine}`, or drop the `\\{machine}` prefix")]
+    RemoteMachine {
+        /// The path, as given.
+        path: String,
+        /// The machine it names.
+        machine: String,
+        /// This machine's name (the collection's `SystemName`).
+        local: String,
+    },
     /// The path is well formed but matches no available counter.
     #[error("counter path `{path}` matches no available counter; {}", near_text(.near))]
     NoMatch {
