@@ -55,7 +55,11 @@ fn a_provider_returning_dword_multiples_is_kept_and_realigned_and_a_word_multipl
                 let collection = collector.collect_with_services("Global");
                 let bytes = &collection.bytes;
                 let snap = decode(bytes).expect("the block decodes");
-                assert_eq!(snap.total_byte_length as usize, bytes.len(), "{isolation:?}");
+                assert_eq!(
+                    snap.total_byte_length as usize,
+                    bytes.len(),
+                    "{isolation:?}"
+                );
                 let indexes: Vec<u32> = snap.objects.iter().map(|o| o.name_index).collect();
                 assert_eq!(indexes, [7000, 7010, 7020], "{isolation:?}");
                 assert_eq!(collection.services, ["Dword"; 3], "{isolation:?}");

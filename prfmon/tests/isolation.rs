@@ -399,7 +399,10 @@ fn check_list(f: &Fixture, mode: &[&str]) {
         .into_iter()
         .map(|(name, service)| (name, vec![serde_json::json!([service])]))
         .collect();
-    assert_eq!(seen, want, "{mode:?}: each object listed once, with its service");
+    assert_eq!(
+        seen, want,
+        "{mode:?}: each object listed once, with its service"
+    );
 }
 
 /// `prfmon serve`: each object's series once, labelled with its own service.
@@ -428,10 +431,7 @@ fn check_serve(f: &Fixture, mode: &[&str]) {
         }
     }
     for c in &C_SERVICES {
-        for (counter, value) in [
-            ("Value", i64::from(c.value)),
-            ("Large", c_large(c.value)),
-        ] {
+        for (counter, value) in [("Value", i64::from(c.value)), ("Large", c_large(c.value))] {
             let stem = metric_stem(c.title, &format!("{} {counter}", c.title));
             want.insert(
                 format!("{stem}{{app=\"{}\"}}", c.service),
@@ -548,4 +548,42 @@ fn in_process_services_beyond_the_namespaces_glibc_allows_are_skipped_with_a_cle
         .map(|o| o["service"].as_str().unwrap_or_default().to_owned())
         .collect();
     assert_eq!(services, (0..SERVICES).map(name).collect::<Vec<_>>());
+}
+
+/// A process that opens in-process collectors again and again (a test suite, a program that
+/// reconnects) keeps collecting: each service's copy of a shared library is reused, not
+/// loaded into yet another `dlmopen` namespace (which glibc does not reliably reclaim).
+#[test]
+fn in_process_collectors_opened_again_and_again_reuse_the_copies_of_their_libraries() {
+    use prfmon::collector::{Collector, CollectorOptions, Isolation};
+    common::bounded(common::TEST_WAIT, || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let registry = FileRegistry::open(dir.path().join("reg")).expect("registry");
+        let lib = common::provider_copy(dir.path(), "again");
+        let services = ["AgainA", "AgainB", "AgainC"];
+        for (k, service) in services.iter().enumerate() {
+            common::register(
+                &registry,
+                service,
+                &lib,
+                "good",
+                1848 + 12 * k as u32,
+                5_000,
+            );
+        }
+        for round in 0..20 {
+            let options = CollectorOptions {
+                isolation: Isolation::InProcess,
+                ..common::options()
+            };
+            let mut collector = Collector::open(registry.clone(), options).expect("collector");
+            assert_eq!(collector.open_services(), services, "round {round}");
+            let collection = collector.collect_with_services("Global");
+            let snap = prfmon::decode::decode(&collection.bytes).expect("decodes");
+            let indexes: Vec<u32> = snap.objects.iter().map(|o| o.name_index).collect();
+            assert_eq!(indexes, [1848, 1860, 1872], "round {round}");
+            assert_eq!(collection.services, services, "round {round}");
+            collector.close();
+        }
+    });
 }

@@ -14,16 +14,21 @@
 //!
 //! | service                                 | gets                                                 |
 //! |-----------------------------------------|------------------------------------------------------|
+//! | one that already holds a copy           | that copy again: two collectors of one process serving the same service share it, as perflib's providers allow several monitoring processes |
 //! | the first one (in this process)         | the plain `dlopen` copy ([`ProviderLibrary::load`])  |
-//! | every further one                       | a private copy: `dlmopen(LM_ID_NEWLM)` ([`ProviderLibrary::load_private`]) |
-//! | one that already holds a copy           | that copy again (two collectors in one process serving the same service share it, as perflib's providers allow several monitoring processes) |
+//! | a further one                           | a copy no service uses any more, else a new private copy: `dlmopen(LM_ID_NEWLM)` ([`ProviderLibrary::load_private`]) |
 //!
-//! A copy is released (and unloaded) when the last collector holding it closes; the table
-//! keeps only weak references. A copy of another file (`cp` of the library) is another
-//! identity and starts with a plain `dlopen` of its own.
+//! A copy of another file (`cp` of the library) is another identity and starts with a plain
+//! `dlopen` of its own.
 //!
-//! glibc has static TLS room for a fixed number of namespaces (here: about ten per process);
-//! past that, the further service cannot be loaded ([`LibraryError::Namespace`]) and the
+//! Copies are never unloaded: a copy that no collector holds any more (every [`Lease`]
+//! dropped, after Close) stays loaded and goes to the next service that needs one, which
+//! calls its Open again, as a monitor that closes and reopens `HKEY_PERFORMANCE_DATA` does
+//! with one loaded DLL. glibc has static TLS room for a fixed number of namespaces (here:
+//! about ten per process), and `dlclose` does not reliably give it back (measured: a process
+//! whose seven namespaces of `libprfdata_provider.so` had collected and been closed could make
+//! only four more), so reusing copies is what lets a process open collectors again and again.
+//! Past the limit, a further service cannot be loaded ([`LibraryError::Namespace`]) and the
 //! collector skips it with an error that says to use host-process isolation, which has no
 //! such limit.
 //!
@@ -36,9 +41,10 @@
 //! let lib = "/opt/prfdata/libprfdata_provider.so";
 //! // SAFETY: the path names a perflib provider, trusted in this process.
 //! let (first, second) = unsafe { (load_for_service(lib, "AppA")?, load_for_service(lib, "AppB")?) };
+//! assert!(!first.is_private() && second.is_private());
 //! let names = EntryNames::new(Some("OpenPerformanceData"), "CollectPerformanceData", None);
 //! // SAFETY: as above.
-//! let (a, b) = unsafe { (first.entry_points(&names)?, second.entry_points(&names)?) };
+//! let (a, b) = unsafe { (first.library().entry_points(&names)?, second.library().entry_points(&names)?) };
 //! a.open(&["AppA".into()]);
 //! b.open(&["AppB".into()]); // a different copy: AppA's Collect still returns only AppA
 //! # Ok::<(), prfmon::collector::library::LibraryError>(())
@@ -46,7 +52,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::library::{LibraryError, ProviderLibrary};
 
@@ -95,34 +101,86 @@ impl FileIdentity {
     }
 }
 
-/// A loaded copy and the service it belongs to.
+/// A loaded copy and the service using it, if any.
 #[derive(Debug)]
-struct Holder {
-    service: String,
-    library: Weak<ProviderLibrary>,
+struct Copy {
+    library: Arc<ProviderLibrary>,
+    /// The service using it and how many collectors of this process hold it for that service.
+    user: Option<(String, usize)>,
 }
 
-impl Holder {
-    fn live(&self) -> Option<Arc<ProviderLibrary>> {
-        self.library.upgrade()
+impl Copy {
+    fn new(library: ProviderLibrary) -> Self {
+        Self {
+            library: Arc::new(library),
+            user: None,
+        }
+    }
+
+    fn used_by(&self, service: &str) -> bool {
+        self.user.as_ref().is_some_and(|(s, _)| s == service)
     }
 }
 
-/// The copies of one file.
-#[derive(Debug, Default)]
-struct Copies {
-    /// The plain `dlopen` copy.
-    plain: Option<Holder>,
-    /// The `dlmopen` copies.
-    private: Vec<Holder>,
-}
+/// The copies of one file: the plain `dlopen` one first, then the `dlmopen` ones.
+type Copies = Vec<Copy>;
 
 /// Every file's copies in this process.
 static COPIES: Mutex<BTreeMap<FileIdentity, Copies>> = Mutex::new(BTreeMap::new());
 
+/// A service's hold on its copy of a library: the copy stays the service's until every lease
+/// on it is dropped; then it is free for the next service that needs one.
+///
+/// # Examples
+///
+/// See the [module docs](self).
+#[derive(Debug)]
+pub struct Lease {
+    identity: FileIdentity,
+    position: usize,
+    library: Arc<ProviderLibrary>,
+}
+
+impl Lease {
+    /// The copy.
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](self).
+    pub fn library(&self) -> &Arc<ProviderLibrary> {
+        &self.library
+    }
+
+    /// Whether this is a private (`dlmopen`) copy rather than the plain `dlopen` one.
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](self).
+    pub fn is_private(&self) -> bool {
+        self.position > 0
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let mut table = COPIES.lock().unwrap_or_else(PoisonError::into_inner);
+        let copy = table
+            .get_mut(&self.identity)
+            .and_then(|copies| copies.get_mut(self.position));
+        if let Some(copy) = copy {
+            if let Some((_, holders)) = &mut copy.user {
+                *holders = holders.saturating_sub(1);
+                if *holders == 0 {
+                    copy.user = None;
+                }
+            }
+        }
+    }
+}
+
 /// The copy of the library at `path` that `service` uses in this process: the one it holds
-/// already, else the plain `dlopen` copy if no other service holds it, else a new private
-/// copy (see the [module docs](self)).
+/// already, else the plain `dlopen` copy or a private one that no service uses, else a new
+/// private copy (see the [module docs](self)).
 ///
 /// # Errors
 ///
@@ -133,7 +191,8 @@ static COPIES: Mutex<BTreeMap<FileIdentity, Copies>> = Mutex::new(BTreeMap::new(
 /// # Safety
 ///
 /// As for [`ProviderLibrary::load`]: `path` must name a perflib provider that is sound to
-/// load into this process (several times, in namespaces of their own).
+/// load into this process (several times, in namespaces of their own), and to Open again,
+/// for another service, after its Close.
 ///
 /// # Examples
 ///
@@ -141,35 +200,37 @@ static COPIES: Mutex<BTreeMap<FileIdentity, Copies>> = Mutex::new(BTreeMap::new(
 pub unsafe fn load_for_service(
     path: impl AsRef<Path>,
     service: &str,
-) -> Result<Arc<ProviderLibrary>, LibraryError> {
+) -> Result<Lease, LibraryError> {
     let path = path.as_ref();
+    let identity = FileIdentity::of(path);
     let mut table = COPIES.lock().unwrap_or_else(PoisonError::into_inner);
-    let copies = table.entry(FileIdentity::of(path)).or_default();
-    if copies.plain.as_ref().and_then(Holder::live).is_none() {
-        copies.plain = None;
-    }
-    copies.private.retain(|h| h.live().is_some());
-    let mine = copies
-        .plain
+    let copies = table.entry(identity.clone()).or_default();
+    let found = copies
         .iter()
-        .chain(&copies.private)
-        .find(|h| h.service == service)
-        .and_then(Holder::live);
-    if let Some(library) = mine {
-        return Ok(library);
-    }
-    let holder = |library: &Arc<ProviderLibrary>| Holder {
-        service: service.to_owned(),
-        library: Arc::downgrade(library),
+        .position(|c| c.used_by(service))
+        .or_else(|| copies.iter().position(|c| c.user.is_none()));
+    let position = match found {
+        Some(position) => position,
+        None => {
+            let library = if copies.is_empty() {
+                // SAFETY: the caller vouched for the library.
+                unsafe { ProviderLibrary::load(path) }?
+            } else {
+                // SAFETY: as above.
+                unsafe { ProviderLibrary::load_private(path) }?
+            };
+            copies.push(Copy::new(library));
+            copies.len() - 1
+        }
     };
-    if copies.plain.is_none() {
-        // SAFETY: the caller vouched for the library.
-        let library = Arc::new(unsafe { ProviderLibrary::load(path) }?);
-        copies.plain = Some(holder(&library));
-        return Ok(library);
+    let copy = &mut copies[position];
+    match &mut copy.user {
+        Some((_, holders)) => *holders += 1,
+        None => copy.user = Some((service.to_owned(), 1)),
     }
-    // SAFETY: as above.
-    let library = Arc::new(unsafe { ProviderLibrary::load_private(path) }?);
-    copies.private.push(holder(&library));
-    Ok(library)
+    Ok(Lease {
+        identity,
+        position,
+        library: Arc::clone(&copy.library),
+    })
 }

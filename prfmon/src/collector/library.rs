@@ -145,7 +145,8 @@ impl ProviderLibrary {
     /// (`dlmopen(LM_ID_NEWLM, path, RTLD_NOW | RTLD_LOCAL)`): its globals are its own, apart
     /// from those of the copy a plain [`load`](Self::load) gives and of every other private
     /// copy. The library's dependencies (libc included) are loaded again inside the namespace.
-    /// Dropping the last handle unloads the namespace.
+    /// Dropping it calls `dlclose`, which glibc does not always follow by unloading the
+    /// namespace: [`super::copies`] keeps copies for reuse instead.
     ///
     /// Linux with glibc only; elsewhere, and when glibc runs out of room for namespaces, the
     /// error is [`LibraryError::Namespace`].

@@ -21,10 +21,10 @@
 //! - [`Isolation::HostProcess`] (the default): one provider host process **per service**.
 //! - [`Isolation::InProcess`]: the first service of a library file (device and inode,
 //!   symlinks resolved) gets the plain `dlopen` copy, every further service of the same file a
-//!   private copy in a new link-map namespace (`dlmopen(LM_ID_NEWLM)`; [`copies`]). glibc has
-//!   room for about ten namespaces per process: a service beyond that is skipped (not
-//!   disabled) with an error naming the library and the service and saying to use host
-//!   isolation.
+//!   private copy in a new link-map namespace (`dlmopen(LM_ID_NEWLM)`; [`copies`]). Copies
+//!   stay loaded and are reused by later collectors of the process. glibc has room for about
+//!   ten namespaces per process: a service beyond that is skipped (not disabled) with an error
+//!   naming the library and the service and saying to use host isolation.
 //!
 //! What a further service costs (measured on the 2-vCPU machine of BENCHMARKS.md, debug
 //! `libprfdata_provider.so` serving one small app, `cargo test -p prfmon --release --test
@@ -324,7 +324,7 @@ enum Backend {
     Host(Option<HostProcess>),
     /// Its own copy of the library in this process ([`copies`]), with its trio resolved,
     /// while open.
-    InProcess(Option<EntryPoints>),
+    InProcess(Option<(EntryPoints, copies::Lease)>),
 }
 
 /// An open connection to the providers: one `HKEY_PERFORMANCE_DATA` handle.
@@ -574,9 +574,9 @@ impl<R: Registry> Collector<R> {
             );
             let slot = self.services[i].slot;
             let status = match &mut self.services[i].backend {
-                Backend::InProcess(entry) => {
-                    Ok(entry.as_ref().map_or(ERROR_SUCCESS, EntryPoints::close))
-                }
+                Backend::InProcess(entry) => Ok(entry
+                    .as_ref()
+                    .map_or(ERROR_SUCCESS, |(entry, _)| entry.close())),
                 Backend::Host(Some(host)) => match host.call(&Request::Close { slot }, timeout) {
                     Ok(Response::Closed { status, .. }) => Ok(status),
                     Ok(other) => Err(protocol_fault(Call::Close, &other)),
@@ -692,17 +692,17 @@ impl<R: Registry> Collector<R> {
         // SAFETY: the registry names this library as a service's perflib provider; choosing
         // in-process isolation is choosing to trust it in this process (see
         // `Isolation::InProcess`), in as many copies as services use it.
-        let lib = match unsafe { copies::load_for_service(&service.library, &service.config.name) }
-        {
-            Ok(lib) => lib,
-            Err(e) => return OpenOutcome::Skip(e.to_string()),
-        };
+        let lease =
+            match unsafe { copies::load_for_service(&service.library, &service.config.name) } {
+                Ok(lease) => lease,
+                Err(e) => return OpenOutcome::Skip(e.to_string()),
+            };
         // SAFETY: as above, the service's Open / Collect / Close values name its perflib
         // entry points.
-        match unsafe { lib.entry_points(&service.names) } {
+        match unsafe { lease.library().entry_points(&service.names) } {
             Ok(entry) => {
                 let status = entry.open(&service.config.export);
-                service.backend = Backend::InProcess(Some(entry));
+                service.backend = Backend::InProcess(Some((entry, lease)));
                 OpenOutcome::Status(status)
             }
             Err(e) => OpenOutcome::Skip(e.to_string()),
@@ -747,7 +747,7 @@ impl<R: Registry> Collector<R> {
     ) -> Result<RawCollect, ProviderFault> {
         let service = &mut self.services[i];
         let host = match &mut service.backend {
-            Backend::InProcess(Some(entry)) => return Ok(entry.collect(query, size)),
+            Backend::InProcess(Some((entry, _))) => return Ok(entry.collect(query, size)),
             Backend::Host(Some(host)) => host,
             Backend::InProcess(None) | Backend::Host(None) => {
                 return Err(ProviderFault::Protocol {
@@ -774,8 +774,9 @@ impl<R: Registry> Collector<R> {
 }
 
 impl Service {
-    /// Stops the service's host, or releases its copy of the library (unloaded when no other
-    /// collector in this process holds it). Close must have been called, or must not be.
+    /// Stops the service's host, or releases its copy of the library (free for another
+    /// service once no collector in this process holds it). Close must have been called, or
+    /// must not be.
     fn release(&mut self) {
         match &mut self.backend {
             Backend::Host(host) => {

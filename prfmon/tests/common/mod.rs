@@ -190,7 +190,9 @@ pub fn c_provider(dir: &Path) -> PathBuf {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c-provider/provider.c");
     let out = dir.join("libcprovider.so");
     let child = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+        .args([
+            "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-o",
+        ])
         .arg(&out)
         .arg(&source)
         .stdin(Stdio::null())
