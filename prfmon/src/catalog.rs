@@ -12,16 +12,16 @@
 //! # Examples
 //!
 //! ```
-//! use prfmon::catalog::catalog;
+//! use prfmon::catalog::{catalog, catalog_with_services};
 //! use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 //! use prfmon::names::Names;
 //!
 //! let out = ProviderOutput { bytes: prfmon::sample::sample_object(1848), num_objects: 1 };
 //! let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
-//! let all = catalog(&[snap.clone()], &[vec!["MyApp".into()]], &Names::default(), 400);
+//! let all = catalog_with_services(&[snap.clone()], &[vec!["MyApp".into()]], &Names::default(), 400);
 //! assert_eq!(all[0].counters.len(), 2); // the base is not listed
 //! assert_eq!(all[0].services, ["MyApp"]);
-//! let novice = catalog(&[snap], &[], &Names::default(), 100);
+//! let novice = catalog(&[snap], &Names::default(), 100);
 //! assert_eq!(novice[0].counters.len(), 1);
 //! assert!(novice[0].services.is_empty()); // services not known
 //! # Ok::<(), prfmon::decode::DecodeError>(())
@@ -85,6 +85,17 @@ pub struct CatalogCounter {
     pub unit: &'static str,
 }
 
+/// The objects and counters in `snapshots` (first occurrence of each object wins) whose
+/// detail level is at most `max_detail` (`PERF_DETAIL_*`: 100 novice ... 400 wizard), without
+/// the services that offer them: [`catalog_with_services`] with none known.
+///
+/// # Examples
+///
+/// See the module docs.
+pub fn catalog(snapshots: &[DataSnapshot], names: &Names, max_detail: u32) -> Vec<CatalogObject> {
+    catalog_with_services(snapshots, &[], names, max_detail)
+}
+
 /// The objects and counters in `snapshots` whose detail level is at most `max_detail`
 /// (`PERF_DETAIL_*`: 100 novice ... 400 wizard). `services[k][i]` is the service that
 /// returned object `i` of `snapshots[k]` ([`Collection::services`]; missing entries are
@@ -97,7 +108,7 @@ pub struct CatalogCounter {
 /// See the module docs.
 ///
 /// [`Collection::services`]: crate::collector::Collection::services
-pub fn catalog(
+pub fn catalog_with_services(
     snapshots: &[DataSnapshot],
     services: &[Vec<String>],
     names: &Names,

@@ -53,7 +53,7 @@
 //! let mut collector = Collector::open(registry, CollectorOptions::default())?;
 //! let collection = collector.collect_with_services("Global");
 //! let snapshot = prfmon::decode::decode(&collection.bytes)?;
-//! print!("{}", prfmon::report::table(&snapshot, &names, &collection.services));
+//! print!("{}", prfmon::report::table_with_services(&snapshot, &names, &collection.services));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]

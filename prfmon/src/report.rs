@@ -9,9 +9,9 @@
 //!
 //! let out = ProviderOutput { bytes: prfmon::sample::sample_object(1848), num_objects: 1 };
 //! let snap = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
-//! let table = prfmon::report::table(&snap, &Names::default(), &["MyApp".into()]);
+//! let table = prfmon::report::table_with_services(&snap, &Names::default(), &["MyApp".into()]);
 //! assert!(table.contains("alpha") && table.contains("service MyApp"));
-//! let json = prfmon::report::json(&snap, &Names::default(), &[]);
+//! let json = prfmon::report::json(&snap, &Names::default());
 //! assert_eq!(json["objects"][0]["instances"][1]["values"][1], -5);
 //! assert!(json["objects"][0].get("service").is_none()); // not known from a file
 //! # Ok::<(), prfmon::decode::DecodeError>(())
@@ -178,6 +178,15 @@ fn json_object<'a>(
     }
 }
 
+/// The collection as JSON, without services: [`json_with_services`] with none known.
+///
+/// # Examples
+///
+/// See the module docs.
+pub fn json(snap: &DataSnapshot, names: &Names) -> serde_json::Value {
+    json_with_services(snap, names, &[])
+}
+
 /// The collection as JSON: header fields, then each object with the `service` that returned
 /// it (`services[i]` for object `i`, as [`Collection::services`] gives them; left out when
 /// not known, e.g. for a collection read from a file), its names, counters (with name,
@@ -189,7 +198,11 @@ fn json_object<'a>(
 /// See the module docs.
 ///
 /// [`Collection::services`]: crate::collector::Collection::services
-pub fn json(snap: &DataSnapshot, names: &Names, services: &[String]) -> serde_json::Value {
+pub fn json_with_services(
+    snap: &DataSnapshot,
+    names: &Names,
+    services: &[String],
+) -> serde_json::Value {
     let view = JsonSnapshot {
         system_name: &snap.system_name,
         system_time: format!("{} UTC", snap.system_time),
@@ -229,6 +242,15 @@ fn columns(rows: &[Vec<String>], indent: &str) -> String {
     out
 }
 
+/// The collection as a table, without services: [`table_with_services`] with none known.
+///
+/// # Examples
+///
+/// See the module docs.
+pub fn table(snap: &DataSnapshot, names: &Names) -> String {
+    table_with_services(snap, names, &[])
+}
+
 /// The collection as a table: a header line, then per object a line (with the service that
 /// returned it, `services[i]` for object `i`, when known) and one row per counter and
 /// instance with the raw value.
@@ -236,7 +258,7 @@ fn columns(rows: &[Vec<String>], indent: &str) -> String {
 /// # Examples
 ///
 /// See the module docs.
-pub fn table(snap: &DataSnapshot, names: &Names, services: &[String]) -> String {
+pub fn table_with_services(snap: &DataSnapshot, names: &Names, services: &[String]) -> String {
     let mut out = format!(
         "System {}  {} UTC  PerfTime {}  PerfFreq {}  PerfTime100nSec {}  {} objects, {} bytes\n",
         snap.system_name,

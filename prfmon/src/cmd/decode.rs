@@ -26,13 +26,16 @@ pub struct DecodeArgs {
 /// service that returned object `i` (empty when not known, as for a file).
 pub fn print(snapshot: &DataSnapshot, names: &Names, services: &[String], json: bool) {
     if json {
-        let value = prfmon::report::json(snapshot, names, services);
+        let value = prfmon::report::json_with_services(snapshot, names, services);
         println!(
             "{}",
             serde_json::to_string_pretty(&value).unwrap_or_default()
         );
     } else {
-        print!("{}", prfmon::report::table(snapshot, names, services));
+        print!(
+            "{}",
+            prfmon::report::table_with_services(snapshot, names, services)
+        );
     }
 }
 

@@ -11,7 +11,7 @@ use prfdata::registry::FileRegistry;
 use prfdata::winperf::{
     PERF_DETAIL_ADVANCED, PERF_DETAIL_EXPERT, PERF_DETAIL_NOVICE, PERF_DETAIL_WIZARD,
 };
-use prfmon::catalog::catalog;
+use prfmon::catalog::catalog_with_services;
 use prfmon::collector::Collector;
 
 /// A detail level (winperf.h `PERF_DETAIL_*`).
@@ -98,7 +98,7 @@ pub fn run(args: ListArgs) -> ExitCode {
         }
     }
     collector.close();
-    let mut objects = catalog(&snapshots, &services, &names, args.detail.level());
+    let mut objects = catalog_with_services(&snapshots, &services, &names, args.detail.level());
     if let Some(index) = wanted {
         objects.retain(|o| o.index == index);
         if objects.is_empty() {
