@@ -327,7 +327,12 @@ fn check_query(f: &Fixture, mode: &[&str]) {
     }
 }
 
-/// `prfmon typeperf`: one column per counter instance, each once, with its value.
+/// Samples `typeperf` takes: Open, three Collects and Close for every service, the ones in
+/// `dlmopen` namespaces included.
+const TYPEPERF_SAMPLES: usize = 3;
+
+/// `prfmon typeperf`: one column per counter instance, each once, with its value in every
+/// sample; each C service counts its own Collect calls.
 fn check_typeperf(f: &Fixture, mode: &[&str]) {
     let mut paths: Vec<String> = Vec::new();
     for app in &APPS {
@@ -335,13 +340,15 @@ fn check_typeperf(f: &Fixture, mode: &[&str]) {
         paths.push(format!(r"\{0} Worker(*)\{0} Done", app.name));
     }
     for c in &C_SERVICES {
-        paths.push(format!(r"\{0}\{0} Value", c.title));
-        paths.push(format!(r"\{0}\{0} Large", c.title));
+        for counter in ["Value", "Large", "Calls"] {
+            paths.push(format!(r"\{0}\{0} {counter}", c.title));
+        }
     }
+    let samples = TYPEPERF_SAMPLES.to_string();
     let args: Vec<&str> = ["typeperf"]
         .into_iter()
         .chain(paths.iter().map(String::as_str))
-        .chain(["-sc", "1"])
+        .chain(["-sc", &samples, "-si", "0.1"])
         .chain(mode.iter().copied())
         .collect();
     let run = f.prfmon(&args);
@@ -352,37 +359,65 @@ fn check_typeperf(f: &Fixture, mode: &[&str]) {
         .records()
         .map(|r| r.expect("a CSV record").iter().map(str::to_owned).collect())
         .collect();
-    assert_eq!(rows.len(), 2, "a header and one sample:\n{}", run.stdout);
+    assert_eq!(
+        rows.len(),
+        1 + TYPEPERF_SAMPLES,
+        "a header and the samples:\n{}",
+        run.stdout
+    );
     let host = prfmon::datablock::host_name();
-    let mut want: Vec<(String, String)> = Vec::new();
+    // (column, value in every sample, or None for a Collect-call count)
+    let mut want: Vec<(String, Option<String>)> = Vec::new();
     for app in &APPS {
         want.push((
             format!(r"\\{host}\{0} Jobs\{0} Queue", app.name),
-            format!("{}.000000", app.queue),
+            Some(format!("{}.000000", app.queue)),
         ));
         for (i, w) in ["w1", "w2"].iter().enumerate() {
             want.push((
                 format!(r"\\{host}\{0} Worker({w})\{0} Done", app.name),
-                format!("{}.000000", app.done[i]),
+                Some(format!("{}.000000", app.done[i])),
             ));
         }
     }
     for c in &C_SERVICES {
         want.push((
             format!(r"\\{host}\{0}\{0} Value", c.title),
-            format!("{}.000000", c.value),
+            Some(format!("{}.000000", c.value)),
         ));
         want.push((
             format!(r"\\{host}\{0}\{0} Large", c.title),
-            format!("{}.000000", c_large(c.value)),
+            Some(format!("{}.000000", c_large(c.value))),
         ));
+        want.push((format!(r"\\{host}\{0}\{0} Calls", c.title), None));
     }
-    let got: Vec<(String, String)> = rows[0][1..]
-        .iter()
-        .cloned()
-        .zip(rows[1][1..].iter().cloned())
-        .collect();
-    assert_eq!(got, want, "{mode:?}: the CSV columns and their values");
+    let columns: Vec<&String> = want.iter().map(|(column, _)| column).collect();
+    assert_eq!(
+        rows[0][1..].iter().collect::<Vec<_>>(),
+        columns,
+        "{mode:?}: the CSV columns, each once"
+    );
+    let mut calls: Vec<Vec<&str>> = Vec::new();
+    for row in &rows[1..] {
+        let mut row_calls = Vec::new();
+        for ((column, value), got) in want.iter().zip(&row[1..]) {
+            match value {
+                Some(value) => assert_eq!(got, value, "{mode:?}: {column}"),
+                None => row_calls.push(got.as_str()),
+            }
+        }
+        calls.push(row_calls);
+    }
+    // One copy of the state per service: every C service saw exactly the collections of
+    // this run, one Collect each (a shared copy would count them for all its services).
+    for (k, row_calls) in calls.iter().enumerate() {
+        let want = format!("{}.000000", k + 1);
+        assert!(
+            row_calls.iter().all(|c| *c == want),
+            "{mode:?}: Collect calls in sample {}: {row_calls:?}",
+            k + 1
+        );
+    }
 }
 
 /// `prfmon list --json`: every object once, offered by its service alone.
