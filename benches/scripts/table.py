@@ -33,6 +33,10 @@ GROUPS = {
         ["add_remove_at_10", "add_remove_at_100k"],
         {"add_remove_at_10": "add_remove_at_10"},
     ),
+    "isolation": (
+        ["host/1", "host/4", "host/8", "in_process/1", "in_process/4", "in_process/8"],
+        {"host/1": "host/1", "in_process/1": "in_process/1"},
+    ),
 }
 
 

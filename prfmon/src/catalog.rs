@@ -12,16 +12,18 @@
 //! # Examples
 //!
 //! ```
-//! use prfmon::catalog::catalog;
+//! use prfmon::catalog::{catalog, catalog_with_services};
 //! use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 //! use prfmon::names::Names;
 //!
 //! let out = ProviderOutput { bytes: prfmon::sample::sample_object(1848), num_objects: 1 };
 //! let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
-//! let all = catalog(&[snap.clone()], &Names::default(), 400);
+//! let all = catalog_with_services(&[snap.clone()], &[vec!["MyApp".into()]], &Names::default(), 400);
 //! assert_eq!(all[0].counters.len(), 2); // the base is not listed
+//! assert_eq!(all[0].services, ["MyApp"]);
 //! let novice = catalog(&[snap], &Names::default(), 100);
 //! assert_eq!(novice[0].counters.len(), 1);
+//! assert!(novice[0].services.is_empty()); // services not known
 //! # Ok::<(), prfmon::decode::DecodeError>(())
 //! ```
 
@@ -38,6 +40,9 @@ use crate::report::detail_name;
 /// See the module docs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CatalogObject {
+    /// The services that returned it, in collection order (empty when not known). More than
+    /// one means several services claim the same object index.
+    pub services: Vec<String>,
     /// Name index.
     pub index: u32,
     /// Name.
@@ -81,15 +86,51 @@ pub struct CatalogCounter {
 }
 
 /// The objects and counters in `snapshots` (first occurrence of each object wins) whose
-/// detail level is at most `max_detail` (`PERF_DETAIL_*`: 100 novice ... 400 wizard).
+/// detail level is at most `max_detail` (`PERF_DETAIL_*`: 100 novice ... 400 wizard), without
+/// the services that offer them: [`catalog_with_services`] with none known.
 ///
 /// # Examples
 ///
 /// See the module docs.
 pub fn catalog(snapshots: &[DataSnapshot], names: &Names, max_detail: u32) -> Vec<CatalogObject> {
+    catalog_with_services(snapshots, &[], names, max_detail)
+}
+
+/// The objects and counters in `snapshots` whose detail level is at most `max_detail`
+/// (`PERF_DETAIL_*`: 100 novice ... 400 wizard). `services[k][i]` is the service that
+/// returned object `i` of `snapshots[k]` ([`Collection::services`]; missing entries are
+/// unknown). An object index found several times (in the Global and the Costly collection, or
+/// from several services) is listed once, with the counters of its first occurrence and
+/// every service that returned it.
+///
+/// # Examples
+///
+/// See the module docs.
+///
+/// [`Collection::services`]: crate::collector::Collection::services
+pub fn catalog_with_services(
+    snapshots: &[DataSnapshot],
+    services: &[Vec<String>],
+    names: &Names,
+    max_detail: u32,
+) -> Vec<CatalogObject> {
     let mut out: Vec<CatalogObject> = Vec::new();
-    for obj in snapshots.iter().flat_map(|s| &s.objects) {
-        if obj.detail_level > max_detail || out.iter().any(|o| o.index == obj.name_index) {
+    let labelled = snapshots.iter().enumerate().flat_map(|(k, s)| {
+        s.objects.iter().enumerate().map(move |(i, obj)| {
+            let service = services.get(k).and_then(|list| list.get(i));
+            (obj, service)
+        })
+    });
+    for (obj, service) in labelled {
+        if obj.detail_level > max_detail {
+            continue;
+        }
+        if let Some(known) = out.iter_mut().find(|o| o.index == obj.name_index) {
+            if let Some(service) = service {
+                if !known.services.contains(service) {
+                    known.services.push(service.clone());
+                }
+            }
             continue;
         }
         let counters = obj
@@ -109,6 +150,7 @@ pub fn catalog(snapshots: &[DataSnapshot], names: &Names, max_detail: u32) -> Ve
             })
             .collect();
         out.push(CatalogObject {
+            services: service.cloned().into_iter().collect(),
             index: obj.name_index,
             name: names.name(obj.name_index),
             description: names.help(obj.help_index),

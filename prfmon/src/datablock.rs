@@ -136,8 +136,9 @@ pub fn host_name() -> String {
 /// Assembles a PERF_DATA_BLOCK from the objects the providers returned.
 ///
 /// `providers` holds each provider's Collect output (whole PERF_OBJECT_TYPEs, already
-/// validated) with the number of objects in it; the outputs are copied in order. Every output
-/// is a multiple of 8 bytes, so each object stays 8-aligned. `DefaultObject` is the name index
+/// validated) with the number of objects in it; the outputs are copied in order. Every object
+/// in them is a multiple of 8 bytes (the collector pads DWORD-aligned ones: see
+/// [`crate::collector::realign`]), so each object starts 8-aligned. `DefaultObject` is the name index
 /// of the first object, or -1 if there is none.
 ///
 /// # Examples
@@ -213,6 +214,39 @@ pub struct ProviderOutput {
     pub bytes: Vec<u8>,
     /// `*lpNumObjectTypes`.
     pub num_objects: u32,
+}
+
+impl ProviderOutput {
+    /// The `ObjectNameTitleIndex` of each object, in order: the objects are walked by their
+    /// `TotalByteLength` (validated output: each one is whole), stopping at anything short.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::datablock::ProviderOutput;
+    /// let bytes = [prfmon::sample::sample_object(1848), prfmon::sample::sample_object(1860)].concat();
+    /// let out = ProviderOutput { bytes, num_objects: 2 };
+    /// assert_eq!(out.object_indexes(), [1848, 1860]);
+    /// ```
+    pub fn object_indexes(&self) -> Vec<u32> {
+        let word = |at: usize| -> Option<u32> {
+            let b = self.bytes.get(at..at.checked_add(4)?)?;
+            Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        let mut out = Vec::with_capacity(self.num_objects as usize);
+        let mut at = 0usize;
+        for _ in 0..self.num_objects {
+            let (Some(length), Some(index)) = (word(at), word(at + 12)) else {
+                break;
+            };
+            out.push(index);
+            if length == 0 {
+                break;
+            }
+            at = at.saturating_add(length as usize);
+        }
+        out
+    }
 }
 
 #[cfg(test)]

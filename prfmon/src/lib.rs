@@ -9,9 +9,12 @@
 //!   - [`collector::host`], [`collector::perfhost`], [`collector::protocol`]: the provider host
 //!     process (perfhost.exe's role) and the pipe protocol to it.
 //!   - [`collector::library`]: a provider library and its trio, called with winperf.h's
-//!     signatures.
+//!     signatures; loaded with `dlopen`, or privately with `dlmopen`.
+//!   - [`collector::copies`]: which copy of a library each in-process service gets (one
+//!     state per service).
 //!   - [`collector::validate`]: the checks every Collect output passes, and the reasons a
-//!     provider is disabled.
+//!     provider is disabled; [`collector::realign`]: DWORD-aligned objects moved to 8-byte
+//!     boundaries.
 //! - [`datablock`]: the PERF_DATA_BLOCK that heads a collection.
 //!
 //! **Reading a collection**
@@ -48,8 +51,9 @@
 //! let registry = FileRegistry::open(dir.path())?;
 //! let names = prfmon::names::Names::load(&registry, "009")?;
 //! let mut collector = Collector::open(registry, CollectorOptions::default())?;
-//! let snapshot = prfmon::decode::decode(&collector.collect("Global"))?;
-//! print!("{}", prfmon::report::table(&snapshot, &names));
+//! let collection = collector.collect_with_services("Global");
+//! let snapshot = prfmon::decode::decode(&collection.bytes)?;
+//! print!("{}", prfmon::report::table_with_services(&snapshot, &names, &collection.services));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]

@@ -9,10 +9,11 @@
 //!
 //! let out = ProviderOutput { bytes: prfmon::sample::sample_object(1848), num_objects: 1 };
 //! let snap = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
-//! let table = prfmon::report::table(&snap, &Names::default());
-//! assert!(table.contains("alpha"));
+//! let table = prfmon::report::table_with_services(&snap, &Names::default(), &["MyApp".into()]);
+//! assert!(table.contains("alpha") && table.contains("service MyApp"));
 //! let json = prfmon::report::json(&snap, &Names::default());
 //! assert_eq!(json["objects"][0]["instances"][1]["values"][1], -5);
+//! assert!(json["objects"][0].get("service").is_none()); // not known from a file
 //! # Ok::<(), prfmon::decode::DecodeError>(())
 //! ```
 
@@ -78,6 +79,8 @@ struct JsonSnapshot<'a> {
 
 #[derive(Serialize)]
 struct JsonObject<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    service: Option<&'a str>,
     index: u32,
     name: String,
     help: String,
@@ -121,7 +124,12 @@ struct JsonInstance<'a> {
     values: &'a [RawValue],
 }
 
-fn json_object<'a>(snap: &'a DataSnapshot, obj: &'a ObjectData, names: &Names) -> JsonObject<'a> {
+fn json_object<'a>(
+    snap: &'a DataSnapshot,
+    obj: &'a ObjectData,
+    service: Option<&'a str>,
+    names: &Names,
+) -> JsonObject<'a> {
     let counters = obj
         .counters
         .iter()
@@ -156,6 +164,7 @@ fn json_object<'a>(snap: &'a DataSnapshot, obj: &'a ObjectData, names: &Names) -
             .collect()
     });
     JsonObject {
+        service,
         index: obj.name_index,
         name: names.name(obj.name_index),
         help: names.help(obj.help_index),
@@ -169,14 +178,31 @@ fn json_object<'a>(snap: &'a DataSnapshot, obj: &'a ObjectData, names: &Names) -
     }
 }
 
-/// The collection as JSON: header fields, then each object with its names, counters (with
-/// name, explain text, type, and whether the value is differentiated over time) and either
-/// its `values` (no instances) or its `instances` (PDH names, raw fields, values).
+/// The collection as JSON, without services: [`json_with_services`] with none known.
 ///
 /// # Examples
 ///
 /// See the module docs.
 pub fn json(snap: &DataSnapshot, names: &Names) -> serde_json::Value {
+    json_with_services(snap, names, &[])
+}
+
+/// The collection as JSON: header fields, then each object with the `service` that returned
+/// it (`services[i]` for object `i`, as [`Collection::services`] gives them; left out when
+/// not known, e.g. for a collection read from a file), its names, counters (with name,
+/// explain text, type, and whether the value is differentiated over time) and either its
+/// `values` (no instances) or its `instances` (PDH names, raw fields, values).
+///
+/// # Examples
+///
+/// See the module docs.
+///
+/// [`Collection::services`]: crate::collector::Collection::services
+pub fn json_with_services(
+    snap: &DataSnapshot,
+    names: &Names,
+    services: &[String],
+) -> serde_json::Value {
     let view = JsonSnapshot {
         system_name: &snap.system_name,
         system_time: format!("{} UTC", snap.system_time),
@@ -188,7 +214,8 @@ pub fn json(snap: &DataSnapshot, names: &Names) -> serde_json::Value {
         objects: snap
             .objects
             .iter()
-            .map(|o| json_object(snap, o, names))
+            .enumerate()
+            .map(|(i, o)| json_object(snap, o, services.get(i).map(String::as_str), names))
             .collect(),
     };
     serde_json::to_value(view).unwrap_or(serde_json::Value::Null)
@@ -215,13 +242,23 @@ fn columns(rows: &[Vec<String>], indent: &str) -> String {
     out
 }
 
-/// The collection as a table: a header line, then per object a line and one row per counter
-/// and instance with the raw value.
+/// The collection as a table, without services: [`table_with_services`] with none known.
 ///
 /// # Examples
 ///
 /// See the module docs.
 pub fn table(snap: &DataSnapshot, names: &Names) -> String {
+    table_with_services(snap, names, &[])
+}
+
+/// The collection as a table: a header line, then per object a line (with the service that
+/// returned it, `services[i]` for object `i`, when known) and one row per counter and
+/// instance with the raw value.
+///
+/// # Examples
+///
+/// See the module docs.
+pub fn table_with_services(snap: &DataSnapshot, names: &Names, services: &[String]) -> String {
     let mut out = format!(
         "System {}  {} UTC  PerfTime {}  PerfFreq {}  PerfTime100nSec {}  {} objects, {} bytes\n",
         snap.system_name,
@@ -232,15 +269,18 @@ pub fn table(snap: &DataSnapshot, names: &Names) -> String {
         snap.objects.len(),
         snap.total_byte_length,
     );
-    for obj in &snap.objects {
+    for (position, obj) in snap.objects.iter().enumerate() {
         out.push('\n');
         let count = if obj.has_instances() {
             format!("{} instances", obj.instances.len())
         } else {
             "no instances".into()
         };
+        let service = services
+            .get(position)
+            .map_or_else(String::new, |s| format!(" from service {s}"));
         out.push_str(&format!(
-            "Object {} ({}), detail {}, {} counters, {count}\n",
+            "Object {} ({}){service}, detail {}, {} counters, {count}\n",
             names.name(obj.name_index),
             obj.name_index,
             detail_name(obj.detail_level),

@@ -79,8 +79,9 @@ pub struct Offer {
 
 /// Everything `snapshot` offers, object by object in collection order, and within an object
 /// counter by counter (in definition order), each counter for every instance in instance order.
-/// Base counters are left out. An object that appears twice (two providers claiming one index)
-/// is offered once, as collected first.
+/// Base counters are left out. An object index that appears twice (two services claiming one
+/// index: a conflict in the registry, which the collector logs) is offered once, as collected
+/// first, since a counter path names an object only by its name, as PDH's does.
 ///
 /// # Examples
 ///

@@ -280,7 +280,7 @@ fn a_wrong_host_executable_skips_providers_without_disabling_them() {
 }
 
 #[test]
-fn a_library_shared_by_two_services_is_loaded_once() {
+fn a_library_shared_by_two_services_gives_each_service_its_own_state() {
     bounded(TEST_WAIT, || {
         for isolation in [Isolation::HostProcess, Isolation::InProcess] {
             let dir = tempfile::tempdir().unwrap();
@@ -294,15 +294,24 @@ fn a_library_shared_by_two_services_is_loaded_once() {
             };
             let mut collector = Collector::open(registry, opts).unwrap();
             assert_eq!(collector.open_services(), ["A", "B"]);
-            let snap = decode(&collector.collect("Global")).unwrap();
-            // One instance of the library's state: B's Open set the object index both report,
-            // and the Collect-call count runs on across the two services.
-            let seen: Vec<(u32, Option<i64>)> = snap
-                .objects
-                .iter()
-                .map(|o| (o.name_index, o.instances[0].values[1].as_i64()))
-                .collect();
-            assert_eq!(seen, [(1860, Some(1)), (1860, Some(2))], "{isolation:?}");
+            for calls in 1..=3 {
+                let collection = collector.collect_with_services("Global");
+                let snap = decode(&collection.bytes).unwrap();
+                // One copy of the library's state per service: each reports the index its
+                // own Open was given, and counts only its own Collect calls.
+                let seen: Vec<(u32, Option<i64>)> = snap
+                    .objects
+                    .iter()
+                    .map(|o| (o.name_index, o.instances[0].values[1].as_i64()))
+                    .collect();
+                assert_eq!(
+                    seen,
+                    [(1848, Some(calls)), (1860, Some(calls))],
+                    "{isolation:?}"
+                );
+                assert_eq!(collection.services, ["A", "B"], "{isolation:?}");
+            }
+            collector.close();
         }
     });
 }

@@ -29,7 +29,7 @@ fn list_shows_names_descriptions_types_and_differentiate() {
     let root = setup(dir.path());
     let run = prfmon(&root, &["list"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let expected_jobs = "Object: Jobs (1848)\n  Description: Jobs help.\n  Detail: novice\n  Instances: yes\n\
+    let expected_jobs = "Object: Jobs (1848)\n  Service: Jobs\n  Description: Jobs help.\n  Detail: novice\n  Instances: yes\n\
         \x20 Counter: Jobs Count (1850)\n    Description: How many Jobs.\n    Type: PERF_COUNTER_RAWCOUNT\n    Differentiate: FALSE\n    Detail: novice\n\
         \x20 Counter: Jobs Calls (1852)\n    Description: Collect calls of Jobs.\n    Type: PERF_COUNTER_BULK_COUNT\n    Differentiate: TRUE\n    Detail: advanced\n";
     assert!(run.stdout.contains(expected_jobs), "{}", run.stdout);

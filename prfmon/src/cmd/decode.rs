@@ -22,16 +22,20 @@ pub struct DecodeArgs {
     lang: String,
 }
 
-/// Prints a snapshot as a table or as JSON (shared with `query`).
-pub fn print(snapshot: &DataSnapshot, names: &Names, json: bool) {
+/// Prints a snapshot as a table or as JSON (shared with `query`); `services[i]` is the
+/// service that returned object `i` (empty when not known, as for a file).
+pub fn print(snapshot: &DataSnapshot, names: &Names, services: &[String], json: bool) {
     if json {
-        let value = prfmon::report::json(snapshot, names);
+        let value = prfmon::report::json_with_services(snapshot, names, services);
         println!(
             "{}",
             serde_json::to_string_pretty(&value).unwrap_or_default()
         );
     } else {
-        print!("{}", prfmon::report::table(snapshot, names));
+        print!(
+            "{}",
+            prfmon::report::table_with_services(snapshot, names, services)
+        );
     }
 }
 
@@ -55,6 +59,6 @@ pub fn run(args: DecodeArgs) -> ExitCode {
         Ok(registry) => super::load_names(&registry, &args.lang),
         Err(_) => Names::default(),
     };
-    print(&snapshot, &names, args.json);
+    print(&snapshot, &names, &[], args.json);
     ExitCode::SUCCESS
 }

@@ -1,7 +1,8 @@
-//! `prfmon list [OBJECT] [--detail novice|advanced|expert|wizard] [--lang 009] [--verbose] [--json]`:
-//! the objects and counters the providers offer (one Global and one Costly collection), with
-//! seed 003's Name, Description and Differentiate, filtered by detail level; `--verbose` adds
-//! each counter's type code, default scale and unit (JSON always has them).
+//! `prfmon list [OBJECT] [--detail novice|advanced|expert|wizard] [--lang 009] [--verbose] [--json]
+//! [--in-process]`: the objects and counters the providers offer (one Global and one Costly
+//! collection), with the service that offers each object and seed 003's Name, Description and
+//! Differentiate, filtered by detail level; `--verbose` adds each counter's type code, default
+//! scale and unit (JSON always has them).
 
 use std::process::ExitCode;
 
@@ -10,8 +11,8 @@ use prfdata::registry::FileRegistry;
 use prfdata::winperf::{
     PERF_DETAIL_ADVANCED, PERF_DETAIL_EXPERT, PERF_DETAIL_NOVICE, PERF_DETAIL_WIZARD,
 };
-use prfmon::catalog::catalog;
-use prfmon::collector::{Collector, CollectorOptions};
+use prfmon::catalog::catalog_with_services;
+use prfmon::collector::Collector;
 
 /// A detail level (winperf.h `PERF_DETAIL_*`).
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -50,6 +51,10 @@ pub struct ListArgs {
     /// Print JSON instead of text (every field, as with --verbose).
     #[arg(long)]
     json: bool,
+    /// Load providers into this process instead of provider host processes (no timeouts, no
+    /// crash protection).
+    #[arg(long)]
+    in_process: bool,
 }
 
 /// Runs `prfmon list`.
@@ -72,7 +77,7 @@ pub fn run(args: ListArgs) -> ExitCode {
             }
         },
     };
-    let mut collector = match Collector::open(registry, CollectorOptions::default()) {
+    let mut collector = match Collector::open(registry, super::collector_options(args.in_process)) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("prfmon list: {e}");
@@ -80,8 +85,11 @@ pub fn run(args: ListArgs) -> ExitCode {
         }
     };
     let mut snapshots = Vec::new();
+    let mut services = Vec::new();
     for value in ["Global", "Costly"] {
-        match prfmon::decode::decode(&collector.collect(value)) {
+        let collection = collector.collect_with_services(value);
+        services.push(collection.services);
+        match prfmon::decode::decode(&collection.bytes) {
             Ok(s) => snapshots.push(s),
             Err(e) => {
                 eprintln!("prfmon list: the {value} collection does not decode: {e}");
@@ -90,7 +98,7 @@ pub fn run(args: ListArgs) -> ExitCode {
         }
     }
     collector.close();
-    let mut objects = catalog(&snapshots, &names, args.detail.level());
+    let mut objects = catalog_with_services(&snapshots, &services, &names, args.detail.level());
     if let Some(index) = wanted {
         objects.retain(|o| o.index == index);
         if objects.is_empty() {
@@ -110,6 +118,7 @@ pub fn run(args: ListArgs) -> ExitCode {
     }
     for o in &objects {
         println!("Object: {} ({})", o.name, o.index);
+        println!("  Service: {}", o.services.join(", "));
         println!("  Description: {}", o.description);
         println!("  Detail: {}", o.detail);
         println!("  Instances: {}", if o.instances { "yes" } else { "no" });

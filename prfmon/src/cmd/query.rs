@@ -1,5 +1,6 @@
 //! `prfmon query [Global|Costly|"i1 i2 ..."] [--raw FILE] [--json] [--lang 009]`: one
-//! collection, printed as a table or JSON; `--raw` also writes the exact PERF_DATA_BLOCK.
+//! collection, printed as a table or JSON with the service that returned each object; `--raw`
+//! also writes the exact PERF_DATA_BLOCK (which has no room for the services).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -54,8 +55,9 @@ pub fn run(args: QueryArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let bytes = collector.collect(&value);
+    let collection = collector.collect_with_services(&value);
     collector.close();
+    let bytes = collection.bytes;
     if let Some(file) = &args.raw {
         if let Err(e) = std::fs::write(file, &bytes) {
             eprintln!("prfmon query: cannot write {}: {e}", file.display());
@@ -64,7 +66,7 @@ pub fn run(args: QueryArgs) -> ExitCode {
     }
     match prfmon::decode::decode(&bytes) {
         Ok(snapshot) => {
-            super::decode::print(&snapshot, &names, args.json);
+            super::decode::print(&snapshot, &names, &collection.services, args.json);
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -12,6 +12,17 @@
 //! Strings are UTF-16 (`u16`, Windows' `WCHAR`, not Linux's 4-byte `wchar_t`) and
 //! NUL-terminated; Open's device names are a REG_MULTI_SZ: each string NUL-terminated and one
 //! more NUL at the end, or a NULL pointer when the service has no `Linkage\Export`.
+//!
+//! # Two ways to load
+//!
+//! [`ProviderLibrary::load`] is a plain `dlopen`: the process's one copy of the file (`dlopen`
+//! returns the copy already loaded when the path, or the file's device and inode behind a
+//! symlink or hard link, match one). [`ProviderLibrary::load_private`] is
+//! `dlmopen(LM_ID_NEWLM, ...)`: a further, private copy in a new link-map namespace, with its
+//! own globals (and its own libc), which is what a second service sharing one provider file
+//! needs in process (see [`super::copies`]). glibc reserves static TLS for a fixed number of
+//! namespaces; the 11th or 12th `dlmopen` of a process fails with "cannot allocate memory in
+//! static TLS block" ([`LibraryError::Namespace`]).
 
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
@@ -55,6 +66,20 @@ pub enum LibraryError {
         path: PathBuf,
         /// What dlopen said.
         source: libloading::Error,
+    },
+    /// `dlmopen` could not make a private copy of the library (glibc has static TLS room for
+    /// about ten namespaces per process), or it is not available on this platform.
+    #[error(
+        "cannot load a private copy of provider library {} (dlmopen in a new namespace): \
+         {message}; a process has room for about 10 such copies: use host-process isolation \
+         (the default; run without --in-process)",
+        path.display()
+    )]
+    Namespace {
+        /// The library.
+        path: PathBuf,
+        /// What dlmopen said.
+        message: String,
     },
     /// An export named by the registry is not in the library.
     #[error("provider library {} has no export `{name}` (its {value} value): {source}", path.display())]
@@ -112,6 +137,41 @@ impl ProviderLibrary {
             unsafe { libloading::Library::new(&path) }.map_err(|source| LibraryError::Load {
                 path: path.clone(),
                 source,
+            })?;
+        Ok(Self { path, lib })
+    }
+
+    /// Loads a private copy of the library at `path` in a new link-map namespace
+    /// (`dlmopen(LM_ID_NEWLM, path, RTLD_NOW | RTLD_LOCAL)`): its globals are its own, apart
+    /// from those of the copy a plain [`load`](Self::load) gives and of every other private
+    /// copy. The library's dependencies (libc included) are loaded again inside the namespace.
+    /// Dropping it calls `dlclose`, which glibc does not always follow by unloading the
+    /// namespace: [`super::copies`] keeps copies for reuse instead.
+    ///
+    /// Linux with glibc only; elsewhere, and when glibc runs out of room for namespaces, the
+    /// error is [`LibraryError::Namespace`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`load`](Self::load): `path` must name a perflib provider that is sound to
+    /// load, here into a namespace of its own (it must not share memory it allocates with
+    /// this process's copy of libc, which perflib's interface never asks it to do).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::collector::library::{LibraryError, ProviderLibrary};
+    /// // SAFETY: the path does not exist; nothing is loaded.
+    /// let err = unsafe { ProviderLibrary::load_private("/nope.so") }.unwrap_err();
+    /// assert!(matches!(err, LibraryError::Namespace { .. }));
+    /// ```
+    pub unsafe fn load_private(path: impl AsRef<Path>) -> Result<Self, LibraryError> {
+        let path = path.as_ref().to_path_buf();
+        // SAFETY: the caller guarantees the library is a provider that is sound to load.
+        let lib =
+            unsafe { dlmopen_new_namespace(&path) }.map_err(|message| LibraryError::Namespace {
+                path: path.clone(),
+                message,
             })?;
         Ok(Self { path, lib })
     }
@@ -185,6 +245,61 @@ impl ProviderLibrary {
             close,
         })
     }
+}
+
+/// `dlmopen(LM_ID_NEWLM, path, RTLD_NOW | RTLD_LOCAL)`, as a libloading [`Library`]
+/// (`dlsym` and `dlclose` work on a namespace's handle as on `dlopen`'s). The one place this
+/// module calls the dynamic loader directly; `RTLD_GLOBAL` is not allowed with
+/// `LM_ID_NEWLM`.
+///
+/// # Safety
+///
+/// Loading runs the library's initialisers: see [`ProviderLibrary::load_private`].
+///
+/// [`Library`]: libloading::Library
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+unsafe fn dlmopen_new_namespace(path: &Path) -> Result<libloading::Library, String> {
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| "the path contains a NUL byte".to_owned())?;
+    // SAFETY:
+    // - `name` is a NUL-terminated C string that lives across the call;
+    // - LM_ID_NEWLM with RTLD_NOW | RTLD_LOCAL is a combination glibc documents (RTLD_GLOBAL
+    //   would be refused);
+    // - the library's initialisers run: the caller vouched for the library.
+    let handle = unsafe {
+        libc::dlmopen(
+            libc::LM_ID_NEWLM,
+            name.as_ptr(),
+            libc::RTLD_NOW | libc::RTLD_LOCAL,
+        )
+    };
+    if handle.is_null() {
+        // SAFETY: dlerror takes no arguments; glibc keeps its message per thread, valid until
+        // the next dl* call on this thread, and it is copied out at once.
+        let message = unsafe { libc::dlerror() };
+        return Err(if message.is_null() {
+            "dlmopen failed without a message".to_owned()
+        } else {
+            // SAFETY: a non-NULL dlerror result is a NUL-terminated C string (see above).
+            unsafe { std::ffi::CStr::from_ptr(message) }
+                .to_string_lossy()
+                .into_owned()
+        });
+    }
+    // SAFETY: `handle` is the non-NULL result of a successful dlmopen, which dlclose accepts;
+    // the returned Library owns it and closes it once.
+    Ok(unsafe { libloading::os::unix::Library::from_raw(handle) }.into())
+}
+
+/// Without glibc there is no `dlmopen`.
+///
+/// # Safety
+///
+/// Nothing is loaded.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+unsafe fn dlmopen_new_namespace(_path: &Path) -> Result<libloading::Library, String> {
+    Err("dlmopen is only available on Linux with glibc".to_owned())
 }
 
 /// The export names a service's Performance key gives (`Open`, `Collect`, `Close`).

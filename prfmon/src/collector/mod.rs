@@ -2,9 +2,9 @@
 //! "Global" | "Costly" | "i1 i2 ...")`.
 //!
 //! [`Collector::open`] walks `Services\*\Performance`, skips services with `Disable
-//! Performance Counters` = 1, loads each `Library` once per path, resolves the exports the
-//! `Open`, `Collect` and `Close` values name, and calls Open once per service with its
-//! `Linkage\Export` strings. [`Collector::collect`] calls every opened service's Collect,
+//! Performance Counters` = 1, gives each service its own copy of its `Library` (see
+//! [Isolation](#isolation)), resolves the exports the `Open`, `Collect` and `Close` values name,
+//! and calls Open once per service with its `Linkage\Export` strings. [`Collector::collect`] calls every opened service's Collect,
 //! growing its buffer on ERROR_MORE_DATA (doubling up to [`CollectorOptions::max_buffer`]),
 //! validates the output ([`validate`]) and assembles the PERF_DATA_BLOCK ([`crate::datablock`]).
 //! [`Collector::close`] (or dropping it) calls Close, as `RegCloseKey(HKEY_PERFORMANCE_DATA)`
@@ -12,8 +12,39 @@
 //!
 //! # Isolation
 //!
+//! perflib's V1 interface gives Collect no service handle: a provider keeps what Open was told
+//! in its globals, so two services calling one loaded copy of a library each get the objects
+//! of both (with `libprfdata_provider.so` installed for every app, the usual deployment, every
+//! object came out once per service). So **every service gets its own copy of its library's
+//! state**, whatever the mapping of services to files (one path shared, a symlink, a copy):
+//!
+//! - [`Isolation::HostProcess`] (the default): one provider host process **per service**.
+//! - [`Isolation::InProcess`]: the first service of a library file (device and inode,
+//!   symlinks resolved) gets the plain `dlopen` copy, every further service of the same file a
+//!   private copy in a new link-map namespace (`dlmopen(LM_ID_NEWLM)`; [`copies`]). Copies
+//!   stay loaded and are reused by later collectors of the process. glibc has room for about
+//!   ten namespaces per process: a service beyond that is skipped (not disabled) with an error
+//!   naming the library and the service and saying to use host isolation.
+//!
+//! Why hosts by default: a provider that hangs or crashes costs only its own service, and
+//! there is no limit on the number of services. What a further service costs (the
+//! `isolation` group of BENCHMARKS.md, 2 shared vCPUs, release build, each service serving an
+//! app of 16 instances × 4 counters: `cargo build --release -p prfmon && cargo bench -p
+//! prfdata-benches --bench isolation`):
+//!
+//! | per further service | host process | private namespace (in process) |
+//! |---|---:|---:|
+//! | memory, PSS | ≈ 0.95 MiB | ≈ 0.5 MiB |
+//! | memory, RSS (mostly shared: `prfmon` and libc) | ≈ 4.4 MiB | ≈ 2.2 MiB |
+//! | Collect time | ≈ 40 – 60 µs (a pipe round trip) | ≈ 4.3 µs (the provider's own work) |
+//! | Open (start, load, first collection) | ≈ 4 – 5 ms | ≈ 1.5 – 2 ms |
+//!
+//! At one collection a second that is well under 0.1% of a core for 8 services either way.
+//!
+//! # Provider hosts
+//!
 //! By default ([`Isolation::HostProcess`]) providers run in provider host processes, one per
-//! library path, as Windows runs them in perfhost.exe: `prfmon __provider-host LIBRARY`
+//! service, as Windows runs them in perfhost.exe: `prfmon __provider-host LIBRARY`
 //! ([`perfhost`]), driven over a pipe ([`protocol`], [`host`]). A provider that hangs past its
 //! `Open Timeout` / `Collect Timeout` (default 10 s), panics, aborts or crashes costs only its
 //! host; one that lies about its output is caught by [`validate`]. Either way the provider is
@@ -22,14 +53,18 @@
 //! [`Collector::disabled`] — and the collection goes on without it.
 //!
 //! Not the provider's fault, so logged and skipped but not disabled: a library that cannot
-//! be loaded, a missing export, Open returning an error (seed 004: then Collect is not
-//! called), a host executable that is not a prfmon host. A Collect that returns an error
-//! other than ERROR_MORE_DATA has its output ignored for that collection. When a host dies
-//! for one service, the other services of the same library are opened again (Open is called
-//! again) in a new host at their next collection.
+//! be loaded (or, in process, a private copy that cannot be made), a missing export, Open
+//! returning an error (seed 004: then Collect is not called), a host executable that is not a
+//! prfmon host. A Collect that returns an error other than ERROR_MORE_DATA has its output
+//! ignored for that collection. A host that dies costs only its own service, which is disabled.
 //!
 //! [`Isolation::InProcess`] calls providers directly (for benchmarks and trusted providers):
 //! the output is still validated, but there are no timeouts and a crash is the collector's.
+//!
+//! An object index returned by two services (two providers claiming one index, or one app
+//! exported by two services) is kept twice, each attributed to its service
+//! ([`Collection::services`]), and logged once: consumers that name objects by name (PDH
+//! paths) see the first.
 //!
 //! # Examples
 //!
@@ -47,15 +82,16 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod copies;
 pub mod host;
 pub mod library;
 pub mod perfhost;
 pub mod protocol;
+pub mod realign;
 pub mod validate;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use prfdata::registry::service::{
@@ -66,7 +102,7 @@ use prfdata::winperf::ERROR_SUCCESS;
 
 use crate::datablock::{build_data_block, host_name, CollectionTimes, ProviderOutput};
 use host::{HostError, HostProcess};
-use library::{EntryNames, EntryPoints, ProviderLibrary, RawCollect};
+use library::{EntryNames, EntryPoints, RawCollect};
 use protocol::{Request, Response};
 use validate::{check_collect, Call, ProviderFault, Verdict};
 
@@ -89,13 +125,14 @@ pub const MAX_BUFFER: u32 = 64 * 1024 * 1024;
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Isolation {
-    /// One provider host process per library (perfhost.exe's role); timeouts enforced.
+    /// One provider host process per service (perfhost.exe's role); timeouts enforced.
     #[default]
     HostProcess,
-    /// Providers loaded into this process; output validated, no timeouts, no crash safety.
-    /// `dlopen` shares one copy of a library per process, so two in-process collectors call
-    /// the same provider's Open twice (and Close twice): a provider must allow that, as seed
-    /// 004 says it must allow several monitoring processes.
+    /// Providers loaded into this process, one copy of the library per service (`dlopen` for
+    /// the first service of a file, `dlmopen` namespaces for the others: see [`copies`]);
+    /// output validated, no timeouts, no crash safety. Two in-process collectors in one
+    /// process share each service's copy, so they call its Open twice (and Close twice): a
+    /// provider must allow that, as seed 004 says it must allow several monitoring processes.
     InProcess,
 }
 
@@ -255,10 +292,8 @@ pub struct Collection {
 enum OpenOutcome {
     /// Open returned this status.
     Status(u32),
-    /// An export is missing: skip the service.
+    /// The library cannot be loaded or hosted, or an export is missing: skip the service.
     Skip(String),
-    /// The library cannot be loaded or hosted at all: skip all its services.
-    LibraryUnusable(String),
     /// The provider misbehaved: disable it.
     Fault(ProviderFault),
 }
@@ -279,22 +314,22 @@ enum State {
 struct Service {
     config: PerformanceService,
     names: EntryNames,
-    group: usize,
+    /// `Library`, environment references expanded.
+    library: PathBuf,
+    /// The service's slot in its host (the protocol allows several; a host serves one).
     slot: u32,
     state: State,
     buffer: u32,
-    /// In-process only: the resolved trio.
-    entry: Option<EntryPoints>,
-}
-
-enum Backend {
-    Host(Option<HostProcess>),
-    InProcess(Option<Arc<ProviderLibrary>>),
-}
-
-struct Group {
-    library: PathBuf,
     backend: Backend,
+}
+
+/// Where one service's copy of its library lives.
+enum Backend {
+    /// Its own provider host process, while it runs.
+    Host(Option<HostProcess>),
+    /// Its own copy of the library in this process ([`copies`]), with its trio resolved,
+    /// while open.
+    InProcess(Option<(EntryPoints, copies::Lease)>),
 }
 
 /// An open connection to the providers: one `HKEY_PERFORMANCE_DATA` handle.
@@ -308,8 +343,9 @@ pub struct Collector<R: Registry> {
     system_name: String,
     host_exe: PathBuf,
     services: Vec<Service>,
-    groups: Vec<Group>,
     disabled: Vec<Disabled>,
+    /// Object indexes already logged as returned by more than one service.
+    logged_duplicates: BTreeSet<u32>,
     closed: bool,
 }
 
@@ -344,8 +380,6 @@ impl<R: Registry> Collector<R> {
     ///
     /// See the [module docs](self).
     pub fn open(registry: R, options: CollectorOptions) -> Result<Self, RegistryError> {
-        let mut groups: Vec<Group> = Vec::new();
-        let mut by_library: BTreeMap<PathBuf, usize> = BTreeMap::new();
         let mut services = Vec::new();
         let hive = registry.snapshot()?;
         for config in services_in(&hive)? {
@@ -365,24 +399,17 @@ impl<R: Registry> Collector<R> {
             } else {
                 library.to_owned()
             });
-            let group = *by_library.entry(library.clone()).or_insert_with(|| {
-                groups.push(Group {
-                    library,
-                    backend: match options.isolation {
-                        Isolation::HostProcess => Backend::Host(None),
-                        Isolation::InProcess => Backend::InProcess(None),
-                    },
-                });
-                groups.len() - 1
-            });
             services.push(Service {
                 names: EntryNames::new(config.open.as_deref(), collect, config.close.as_deref()),
                 config,
-                group,
+                library,
                 slot: services.len() as u32,
                 state: State::Pending,
                 buffer: options.initial_buffer.max(8),
-                entry: None,
+                backend: match options.isolation {
+                    Isolation::HostProcess => Backend::Host(None),
+                    Isolation::InProcess => Backend::InProcess(None),
+                },
             });
         }
         let mut collector = Self {
@@ -391,8 +418,8 @@ impl<R: Registry> Collector<R> {
             registry,
             options,
             services,
-            groups,
             disabled: Vec::new(),
+            logged_duplicates: BTreeSet::new(),
             closed: false,
         };
         for i in 0..collector.services.len() {
@@ -479,7 +506,7 @@ impl<R: Registry> Collector<R> {
     pub fn collect_with_services(&mut self, query: &str) -> Collection {
         let times = CollectionTimes::now();
         let mut outputs = Vec::new();
-        let mut services = Vec::new();
+        let mut services: Vec<String> = Vec::new();
         for i in 0..self.services.len() {
             if self.services[i].state == State::Pending {
                 self.open_service(i);
@@ -498,9 +525,33 @@ impl<R: Registry> Collector<R> {
                 Err(fault) => self.disable(i, fault),
             }
         }
+        let indexes: Vec<u32> = outputs
+            .iter()
+            .flat_map(ProviderOutput::object_indexes)
+            .collect();
+        self.log_duplicates(&indexes, &services);
         Collection {
             bytes: build_data_block(&self.system_name, &times, &outputs),
             services,
+        }
+    }
+
+    /// Logs, once per index, an object index that more than one object of a collection has
+    /// (`indexes[i]` came from `services[i]`).
+    fn log_duplicates(&mut self, indexes: &[u32], services: &[String]) {
+        let mut by_index: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
+        for (index, service) in indexes.iter().zip(services) {
+            by_index.entry(*index).or_default().push(service);
+        }
+        for (index, from) in by_index {
+            if from.len() > 1 && self.logged_duplicates.insert(index) {
+                self.log(&format!(
+                    "object {index} was returned {} times, by services {}: each is kept and \
+                     attributed to its service; a counter path names the first",
+                    from.len(),
+                    from.join(", ")
+                ));
+            }
         }
     }
 
@@ -527,11 +578,10 @@ impl<R: Registry> Collector<R> {
                 DEFAULT_OPEN_TIMEOUT_MS,
             );
             let slot = self.services[i].slot;
-            let status = match &mut self.groups[self.services[i].group].backend {
-                Backend::InProcess(_) => Ok(self.services[i]
-                    .entry
+            let status = match &mut self.services[i].backend {
+                Backend::InProcess(entry) => Ok(entry
                     .as_ref()
-                    .map_or(ERROR_SUCCESS, EntryPoints::close)),
+                    .map_or(ERROR_SUCCESS, |(entry, _)| entry.close())),
                 Backend::Host(Some(host)) => match host.call(&Request::Close { slot }, timeout) {
                     Ok(Response::Closed { status, .. }) => Ok(status),
                     Ok(other) => Err(protocol_fault(Call::Close, &other)),
@@ -550,17 +600,9 @@ impl<R: Registry> Collector<R> {
             if self.services[i].state == State::Open {
                 self.services[i].state = State::Pending;
             }
-            self.services[i].entry = None;
         }
-        for group in &mut self.groups {
-            match &mut group.backend {
-                Backend::Host(host) => {
-                    if let Some(h) = host.take() {
-                        h.shutdown();
-                    }
-                }
-                Backend::InProcess(lib) => *lib = None,
-            }
+        for service in &mut self.services {
+            service.release();
         }
     }
 
@@ -570,12 +612,12 @@ impl<R: Registry> Collector<R> {
         }
     }
 
-    /// Disables service `i`: `Disable Performance Counters` = 1, logged and recorded. If its
-    /// host was killed, the other services of that library lose it and will be reopened.
+    /// Disables service `i`: `Disable Performance Counters` = 1, logged and recorded; its host
+    /// is stopped (or its copy of the library released).
     fn disable(&mut self, i: usize, fault: ProviderFault) {
         let name = self.services[i].config.name.clone();
         self.services[i].state = State::Disabled;
-        self.services[i].entry = None;
+        self.services[i].release();
         self.log(&format!(
             "disabled the performance counters of service {name}: {fault}"
         ));
@@ -589,27 +631,12 @@ impl<R: Registry> Collector<R> {
             service: name,
             fault,
         });
-        self.drop_dead_host(self.services[i].group);
     }
 
-    /// If group `g`'s host is dead, forget it; its open services go back to Pending.
-    fn drop_dead_host(&mut self, g: usize) {
-        if let Backend::Host(host) = &mut self.groups[g].backend {
-            if host.as_ref().is_some_and(HostProcess::is_dead) {
-                *host = None;
-                for s in &mut self.services {
-                    if s.group == g && s.state == State::Open {
-                        s.state = State::Pending;
-                    }
-                }
-            }
-        }
-    }
-
-    /// Opens service `i`: starts (or reuses) its library's host or loads the library, then
-    /// calls Open. Afterwards the service is Open, Failed (skipped) or Disabled.
+    /// Opens service `i`: starts its host or loads its copy of the library, then calls Open.
+    /// Afterwards the service is Open, Failed (skipped) or Disabled.
     fn open_service(&mut self, i: usize) {
-        let outcome = match self.groups[self.services[i].group].backend {
+        let outcome = match self.services[i].backend {
             Backend::Host(_) => self.open_in_host(i),
             Backend::InProcess(_) => self.open_in_process(i),
         };
@@ -619,14 +646,12 @@ impl<R: Registry> Collector<R> {
             OpenOutcome::Status(status) => {
                 self.log(&format!("service {name}: Open returned {status}; skipped"));
                 self.services[i].state = State::Failed;
-                self.services[i].entry = None;
+                self.services[i].release();
             }
             OpenOutcome::Skip(message) => {
                 self.log(&format!("service {name}: {message}; skipped"));
                 self.services[i].state = State::Failed;
-            }
-            OpenOutcome::LibraryUnusable(message) => {
-                self.fail_group(self.services[i].group, &message)
+                self.services[i].release();
             }
             OpenOutcome::Fault(fault) => self.disable(i, fault),
         }
@@ -640,19 +665,17 @@ impl<R: Registry> Collector<R> {
             names: service.names.clone(),
             export: service.config.export.clone(),
         };
-        let group = &mut self.groups[service.group];
-        let Backend::Host(host) = &mut group.backend else {
+        let service = &mut self.services[i];
+        let Backend::Host(host) = &mut service.backend else {
             return OpenOutcome::Skip("not a host-process service".into());
         };
         if host.is_none() {
-            match HostProcess::spawn(&self.host_exe, &group.library, timeout) {
+            match HostProcess::spawn(&self.host_exe, &service.library, timeout) {
                 Ok(h) => *host = Some(h),
                 // The installation's fault, not the provider's: skip, do not disable.
-                Err(HostError::LoadFailed { message }) => {
-                    return OpenOutcome::LibraryUnusable(message)
-                }
+                Err(HostError::LoadFailed { message }) => return OpenOutcome::Skip(message),
                 Err(e @ (HostError::Spawn { .. } | HostError::NotAHost { .. })) => {
-                    return OpenOutcome::LibraryUnusable(e.to_string())
+                    return OpenOutcome::Skip(e.to_string())
                 }
                 // The library's initialisers hung or crashed the host.
                 Err(e) => return OpenOutcome::Fault(host_fault(Call::Open, timeout, e)),
@@ -670,47 +693,25 @@ impl<R: Registry> Collector<R> {
     }
 
     fn open_in_process(&mut self, i: usize) -> OpenOutcome {
-        let group = &mut self.groups[self.services[i].group];
-        let Backend::InProcess(lib) = &mut group.backend else {
-            return OpenOutcome::Skip("not an in-process service".into());
-        };
-        let lib = match lib {
-            Some(l) => Arc::clone(l),
-            None => {
-                // SAFETY: the registry names this library as a service's perflib provider;
-                // choosing in-process isolation is choosing to trust it in this process (see
-                // `Isolation::InProcess`).
-                match unsafe { ProviderLibrary::load(&group.library) } {
-                    Ok(l) => Arc::clone(lib.insert(Arc::new(l))),
-                    Err(e) => return OpenOutcome::LibraryUnusable(e.to_string()),
-                }
-            }
-        };
+        let service = &mut self.services[i];
+        // SAFETY: the registry names this library as a service's perflib provider; choosing
+        // in-process isolation is choosing to trust it in this process (see
+        // `Isolation::InProcess`), in as many copies as services use it.
+        let lease =
+            match unsafe { copies::load_for_service(&service.library, &service.config.name) } {
+                Ok(lease) => lease,
+                Err(e) => return OpenOutcome::Skip(e.to_string()),
+            };
         // SAFETY: as above, the service's Open / Collect / Close values name its perflib
         // entry points.
-        match unsafe { lib.entry_points(&self.services[i].names) } {
+        match unsafe { lease.library().entry_points(&service.names) } {
             Ok(entry) => {
-                let status = entry.open(&self.services[i].config.export);
-                self.services[i].entry = Some(entry);
+                let status = entry.open(&service.config.export);
+                service.backend = Backend::InProcess(Some((entry, lease)));
                 OpenOutcome::Status(status)
             }
             Err(e) => OpenOutcome::Skip(e.to_string()),
         }
-    }
-
-    /// Library `g` cannot be used at all: its services are skipped (not disabled: the fault
-    /// is the installation's, not the provider's behaviour).
-    fn fail_group(&mut self, g: usize, message: &str) {
-        let names: Vec<String> = self
-            .services
-            .iter_mut()
-            .filter(|s| s.group == g && s.state == State::Pending)
-            .map(|s| {
-                s.state = State::Failed;
-                s.config.name.clone()
-            })
-            .collect();
-        self.log(&format!("{message}; skipped {}", names.join(", ")));
     }
 
     /// One service's Collect, with the buffer grown on ERROR_MORE_DATA.
@@ -749,10 +750,17 @@ impl<R: Registry> Collector<R> {
         query: &str,
         size: u32,
     ) -> Result<RawCollect, ProviderFault> {
-        let service = &self.services[i];
-        if let Some(entry) = &service.entry {
-            return Ok(entry.collect(query, size));
-        }
+        let service = &mut self.services[i];
+        let host = match &mut service.backend {
+            Backend::InProcess(Some((entry, _))) => return Ok(entry.collect(query, size)),
+            Backend::Host(Some(host)) => host,
+            Backend::InProcess(None) | Backend::Host(None) => {
+                return Err(ProviderFault::Protocol {
+                    call: Call::Collect,
+                    message: "the service has no provider loaded".into(),
+                })
+            }
+        };
         let timeout = ms(
             service.config.collect_timeout_ms,
             DEFAULT_COLLECT_TIMEOUT_MS,
@@ -762,16 +770,26 @@ impl<R: Registry> Collector<R> {
             value: query.to_owned(),
             buffer_len: size,
         };
-        let Backend::Host(Some(host)) = &mut self.groups[service.group].backend else {
-            return Err(ProviderFault::Protocol {
-                call: Call::Collect,
-                message: "the service has no provider host".into(),
-            });
-        };
         match host.call(&request, timeout) {
             Ok(Response::Collected { raw, .. }) => Ok(raw),
             Ok(other) => Err(protocol_fault(Call::Collect, &other)),
             Err(e) => Err(host_fault(Call::Collect, timeout, e)),
+        }
+    }
+}
+
+impl Service {
+    /// Stops the service's host, or releases its copy of the library (free for another
+    /// service once no collector in this process holds it). Close must have been called, or
+    /// must not be.
+    fn release(&mut self) {
+        match &mut self.backend {
+            Backend::Host(host) => {
+                if let Some(h) = host.take() {
+                    h.shutdown();
+                }
+            }
+            Backend::InProcess(entry) => *entry = None,
         }
     }
 }

@@ -7,14 +7,18 @@
 //! the size, in bytes, of the data written to the lppData buffer." and for ERROR_MORE_DATA
 //! "leave *lppData unchanged, and set *lpcbBytes and *lpcObjectTypes to zero."
 //!
-//! On x64 perflib also wants 8-byte (QWORD) alignment so each object's 64-bit fields stay
-//! aligned when outputs are laid end to end; so the byte count must be a multiple of 8 here.
+//! So the byte count, and each object's `TotalByteLength`, must be a multiple of 4 (a DWORD),
+//! not necessarily of 8: objects that end 4 bytes off an 8-byte boundary are padded to it by
+//! [`super::realign`] before they go into the PERF_DATA_BLOCK, so that every object in it
+//! starts 8-aligned as 64-bit perflib's do. A count that is not a multiple of 4, an object
+//! whose length is not, or objects whose lengths do not add up to the count, disable the
+//! provider.
 //!
 //! ```text
 //! buffer given ─────────────────────────────────────┬──────── guard (CANARY_LEN) ─┐
 //! │obj 0 (TotalByteLength)│obj 1│ … │  (unused)      │ A5 A5 A5 … must stay A5     │
-//! └────────── advance == *lpcbBytes, ≡ 0 mod 8 ──┘
-//!  Σ TotalByteLength over *lpNumObjectTypes objects == *lpcbBytes
+//! └────────── advance == *lpcbBytes, ≡ 0 mod 4 ──┘
+//!  Σ TotalByteLength over *lpNumObjectTypes objects == *lpcbBytes, each ≡ 0 mod 4
 //! ```
 //!
 //! # Examples
@@ -29,6 +33,7 @@
 use prfdata::winperf::{ERROR_MORE_DATA, ERROR_SUCCESS};
 
 use super::library::RawCollect;
+use super::realign;
 use crate::datablock::ProviderOutput;
 use crate::decode::{check_object, DecodeError};
 
@@ -65,8 +70,8 @@ impl std::fmt::Display for Call {
 ///
 /// ```
 /// use prfmon::collector::validate::ProviderFault;
-/// let f = ProviderFault::Misaligned { bytes: 60 };
-/// assert_eq!(f.to_string(), "Collect returned 60 bytes, not a multiple of 8");
+/// let f = ProviderFault::Misaligned { bytes: 62 };
+/// assert_eq!(f.to_string(), "Collect returned 62 bytes, not a multiple of 4 (a DWORD, seed 004)");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProviderFault {
@@ -128,8 +133,8 @@ pub enum ProviderFault {
         /// `*lpcbTotalBytes`.
         bytes: u32,
     },
-    /// The byte count is not a multiple of 8.
-    #[error("Collect returned {bytes} bytes, not a multiple of 8")]
+    /// The byte count is not a multiple of 4.
+    #[error("Collect returned {bytes} bytes, not a multiple of 4 (a DWORD, seed 004)")]
     Misaligned {
         /// `*lpcbTotalBytes`.
         bytes: u32,
@@ -137,8 +142,8 @@ pub enum ProviderFault {
     /// An object is malformed (offsets count from the start of the provider's output).
     #[error("Collect returned a malformed object: {0}")]
     BadObject(DecodeError),
-    /// An object's length is not a multiple of 8.
-    #[error("Collect returned an object at offset {offset} whose TotalByteLength {length} is not a multiple of 8")]
+    /// An object's length is not a multiple of 4.
+    #[error("Collect returned an object at offset {offset} whose TotalByteLength {length} is not a multiple of 4")]
     ObjectMisaligned {
         /// The object's offset in the output.
         offset: usize,
@@ -184,7 +189,8 @@ pub enum Verdict {
     Failed(u32),
 }
 
-/// Checks one Collect call against seed 004 and the object layout.
+/// Checks one Collect call against seed 004 and the object layout; the data of a valid call
+/// comes back with its objects 8-aligned ([`super::realign`]).
 ///
 /// # Examples
 ///
@@ -230,7 +236,7 @@ pub fn check_collect(raw: &RawCollect) -> Result<Verdict, ProviderFault> {
             bytes: raw.bytes,
         });
     }
-    if !raw.bytes.is_multiple_of(8) {
+    if !raw.bytes.is_multiple_of(4) {
         return Err(ProviderFault::Misaligned { bytes: raw.bytes });
     }
     let bytes = raw.bytes as usize;
@@ -246,12 +252,17 @@ pub fn check_collect(raw: &RawCollect) -> Result<Verdict, ProviderFault> {
     }
     let mut offset = 0;
     let mut count = 0u32;
+    let mut lengths = Vec::new();
     while count < raw.num_objects && offset < bytes {
         let next = check_object(&raw.data, offset, bytes).map_err(ProviderFault::BadObject)?;
-        let length = (next - offset) as u32;
-        if !length.is_multiple_of(8) {
-            return Err(ProviderFault::ObjectMisaligned { offset, length });
+        let length = next - offset;
+        if !length.is_multiple_of(4) {
+            return Err(ProviderFault::ObjectMisaligned {
+                offset,
+                length: length as u32,
+            });
         }
+        lengths.push(length);
         offset = next;
         count += 1;
     }
@@ -262,8 +273,13 @@ pub fn check_collect(raw: &RawCollect) -> Result<Verdict, ProviderFault> {
             bytes: raw.bytes,
         });
     }
+    let bytes = if realign::needed(&lengths) {
+        realign::to_qword(&raw.data, &lengths)
+    } else {
+        raw.data.clone()
+    };
     Ok(Verdict::Data(ProviderOutput {
-        bytes: raw.data.clone(),
+        bytes,
         num_objects: raw.num_objects,
     }))
 }
@@ -319,6 +335,65 @@ mod tests {
             Err(ProviderFault::ObjectChain { .. })
         ));
         raw.num_objects = 3;
+        assert!(matches!(
+            check_collect(&raw),
+            Err(ProviderFault::ObjectChain { .. })
+        ));
+    }
+
+    /// `good(1)` with its single object cut to a length of `8k + 4` (the sample object's last
+    /// counter block ends in 4 bytes of padding).
+    fn dword_aligned() -> RawCollect {
+        let mut raw = good(1);
+        let last_block = raw.data.len() - 24;
+        raw.data[last_block..last_block + 4].copy_from_slice(&20u32.to_le_bytes());
+        raw.data.truncate(raw.data.len() - 4);
+        let n = raw.data.len() as u32;
+        raw.data[..4].copy_from_slice(&n.to_le_bytes());
+        raw.bytes = n;
+        raw.advance = n.into();
+        raw
+    }
+
+    #[test]
+    fn a_dword_aligned_output_is_kept_and_padded_to_8() {
+        let raw = dword_aligned();
+        assert_eq!(raw.bytes % 8, 4);
+        let Ok(Verdict::Data(out)) = check_collect(&raw) else {
+            panic!("refused");
+        };
+        assert_eq!(out.bytes.len() as u32, raw.bytes + 4);
+        assert_eq!(&out.bytes[..4], &(raw.bytes + 4).to_le_bytes());
+        assert_eq!(&out.bytes[4..raw.bytes as usize], &raw.data[4..]);
+        assert_eq!(&out.bytes[raw.bytes as usize..], &[0; 4]);
+    }
+
+    #[test]
+    fn a_count_or_object_length_off_the_dword_is_refused() {
+        let mut raw = good(1);
+        raw.data.extend_from_slice(&[0; 2]);
+        raw.bytes += 2;
+        raw.advance += 2;
+        assert_eq!(
+            check_collect(&raw),
+            Err(ProviderFault::Misaligned { bytes: raw.bytes })
+        );
+        // An object 2 bytes longer, followed by one 2 bytes shorter: a count of 8k.
+        let mut raw = good(2);
+        let first = sample_object(1848).len();
+        raw.data[..4].copy_from_slice(&(first as u32 + 2).to_le_bytes());
+        assert!(matches!(
+            check_collect(&raw),
+            Err(ProviderFault::ObjectMisaligned { offset: 0, .. })
+        ));
+    }
+
+    #[test]
+    fn a_dword_count_that_the_objects_do_not_fill_is_refused() {
+        let mut raw = good(1);
+        raw.data.extend_from_slice(&[0; 4]);
+        raw.bytes += 4;
+        raw.advance += 4;
         assert!(matches!(
             check_collect(&raw),
             Err(ProviderFault::ObjectChain { .. })

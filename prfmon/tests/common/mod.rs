@@ -118,6 +118,23 @@ pub fn register(
 /// Writes English names and explain texts for the test provider's object at `index`:
 /// object `title`, counters `title Count` and `title Calls`.
 pub fn name_object(registry: &FileRegistry, index: u32, title: &str) {
+    write_names(
+        registry,
+        index,
+        &[
+            (title.to_owned(), format!("{title} help.")),
+            (format!("{title} Count"), format!("How many {title}.")),
+            (
+                format!("{title} Calls"),
+                format!("Collect calls of {title}."),
+            ),
+        ],
+    );
+}
+
+/// Writes English names and explain texts from `index` on: `entries[i]` names index
+/// `index + 2i` and explains `index + 2i + 1`.
+pub fn write_names(registry: &FileRegistry, index: u32, entries: &[(String, String)]) {
     let key = paths::perflib_language("009");
     update(registry, |hive| {
         let mut counter = match hive.value(&key, "Counter")? {
@@ -128,20 +145,10 @@ pub fn name_object(registry: &FileRegistry, index: u32, title: &str) {
             Some(Value::MultiSz(v)) => v.clone(),
             _ => Vec::new(),
         };
-        for (i, (name, text)) in [
-            (title.to_owned(), format!("{title} help.")),
-            (format!("{title} Count"), format!("How many {title}.")),
-            (
-                format!("{title} Calls"),
-                format!("Collect calls of {title}."),
-            ),
-        ]
-        .into_iter()
-        .enumerate()
-        {
+        for (i, (name, text)) in entries.iter().enumerate() {
             let n = index + 2 * i as u32;
-            counter.extend([n.to_string(), name]);
-            help.extend([(n + 1).to_string(), text]);
+            counter.extend([n.to_string(), name.clone()]);
+            help.extend([(n + 1).to_string(), text.clone()]);
         }
         hive.set_value(&key, "Counter", Value::MultiSz(counter))?;
         hive.set_value(&key, "Help", Value::MultiSz(help))?;
@@ -171,4 +178,64 @@ pub fn bounded<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send 
         }
         Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("the bounded work panicked"),
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The third-party provider written in C (tests/c-provider/provider.c).
+// ---------------------------------------------------------------------------------------------
+
+/// Builds the C provider into `dir/libcprovider.so` with the system's `cc`, as a vendor's
+/// shared object (`-shared -fPIC`, warnings as errors).
+pub fn c_provider(dir: &Path) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c-provider/provider.c");
+    let out = dir.join("libcprovider.so");
+    let child = Command::new("cc")
+        .args([
+            "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-o",
+        ])
+        .arg(&out)
+        .arg(&source)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run cc (gcc or clang) to build the C provider");
+    let run = finish(child);
+    assert_eq!(run.code, 0, "cc {}: {}", source.display(), run.stderr);
+    out
+}
+
+/// Registers `service` with the C provider at `library`: `mode` (`good`, `dword`, `word`),
+/// its object at `index`, its value `value`.
+pub fn register_c(
+    registry: &FileRegistry,
+    service: &str,
+    library: &Path,
+    mode: &str,
+    index: u32,
+    value: u32,
+) {
+    let mut cfg = ServiceConfig::new(
+        library.display().to_string(),
+        "OpenPerformanceData",
+        "CollectPerformanceData",
+        "ClosePerformanceData",
+    );
+    cfg.export = vec![mode.to_owned(), index.to_string(), value.to_string()];
+    register_service(registry, service, &cfg).expect("register the C provider's service");
+}
+
+/// Names the C provider's object at `index`: `title`, counters `title Value`, `title Large`,
+/// `title Calls`.
+pub fn name_c_object(registry: &FileRegistry, index: u32, title: &str) {
+    let entries: Vec<(String, String)> = ["", " Value", " Large", " Calls"]
+        .iter()
+        .map(|suffix| (format!("{title}{suffix}"), format!("{title}{suffix} help.")))
+        .collect();
+    write_names(registry, index, &entries);
+}
+
+/// The C provider's large counter for `value`: 2^40 + `value`.
+pub fn c_large(value: u32) -> i64 {
+    (1i64 << 40) + i64::from(value)
 }

@@ -18,7 +18,7 @@
 //! | `exit`      | Collect calls `exit(0)` (seed 002's provider that calls ExitProcess)     |
 //! | `segfault`  | Collect writes through a pointer into the null page (SIGSEGV)            |
 //! | `lie-bytes` | Collect reports 8 bytes more than it wrote                               |
-//! | `odd-bytes` | Collect returns a byte count that is not a multiple of 8                 |
+//! | `odd-bytes` | Collect returns 4 bytes more than its object (a count not a multiple of 8) |
 //! | `overrun`   | Collect writes past the end of the buffer it was given                   |
 //! | `greedy`    | Collect answers ERROR_MORE_DATA at every size                            |
 //! | `bad-chain` | Collect claims two objects but writes one                                |
