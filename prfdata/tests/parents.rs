@@ -115,7 +115,7 @@ fn churn() {
             .ok();
         if let Some(job) = job {
             let _ = prf.add_child_instance(TASKS, InstanceSpec::named("t"), job);
-            if k % 3 == 0 {
+            if k.is_multiple_of(3) {
                 for t in prf.instances(TASKS) {
                     let _ = prf.remove_instance(t);
                 }

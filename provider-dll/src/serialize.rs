@@ -23,7 +23,7 @@
 //! its PerfFreq [`OBJECT_FREQUENCY`] (see [`prfdata::clock`]), as NT's Process object has them.
 //! An instance's `ParentObjectTitleIndex` / `ParentObjectInstance` are written only when its
 //! parent is live in the window and its object is among those written
-//! ([`Selection`](crate::select::Selection) makes sure it is); otherwise both are 0.
+//! ([`Selection`] makes sure it is); otherwise both are 0.
 
 use prfdata::block::reader::{BlockView, ReadError};
 use prfdata::clock::OBJECT_FREQUENCY;
