@@ -789,12 +789,13 @@ impl<M: PerfDataMap> PrfData<M> {
             unique_id: spec.unique_id,
             parent,
         };
-        let (slot, generation) = tables.add(O::INDEX, &new).ok_or(Error::ObjectFull {
+        let table = tables.table(O::INDEX);
+        let (slot, generation) = tables.add(&table, &new).ok_or(Error::ObjectFull {
             object: def.symbol,
             max,
         })?;
         Ok(InstanceId {
-            block_offset: tables.table(O::INDEX).block_offset(slot),
+            block_offset: table.block_offset(slot),
             slot,
             generation,
             _object: PhantomData,
@@ -858,7 +859,7 @@ impl<M: PerfDataMap> PrfData<M> {
             }
         }
         let _section = WriteSection::begin(self.seq());
-        tables.remove(O::INDEX, inst.slot, inst.generation);
+        tables.remove(&table, inst.slot, inst.generation);
         Ok(())
     }
 
@@ -909,7 +910,7 @@ impl<M: PerfDataMap> PrfData<M> {
         let _section = WriteSection::begin(self.seq());
         let removed = order
             .iter()
-            .filter(|n| tables.remove(n.object as usize, n.slot, n.generation))
+            .filter(|n| tables.remove(&tables.table(n.object as usize), n.slot, n.generation))
             .count();
         Ok(removed)
     }

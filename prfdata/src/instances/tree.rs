@@ -53,13 +53,14 @@ impl<'a> Tables<'a> {
             && self.table(object).live_generation(link.slot) == Some(link.generation)
     }
 
-    /// Adds `new` to object `object` and counts it among its parent's children. Hold the optex
+    /// Adds `new` to `table` (one of these tables: the caller has it already, and making one
+    /// costs a layout computation) and counts it among its parent's children. Hold the optex
     /// and a write section; `new.parent` must be live ([`Tables::resolve`]).
     ///
     /// Returns the slot and its generation, or `None` when the object is full.
-    pub(crate) fn add(&self, object: usize, new: &NewInstance<'_>) -> Option<(u32, u32)> {
+    pub(crate) fn add(&self, table: &ObjectTable<'a>, new: &NewInstance<'_>) -> Option<(u32, u32)> {
         debug_assert!(new.parent.is_none_or(|p| self.resolve(p)));
-        let added = self.table(object).add(new)?;
+        let added = table.add(new)?;
         if let Some(p) = new.parent {
             let count = self.table(p.object as usize).children(p.slot);
             count.store(count.load(Relaxed).saturating_add(1), Relaxed);
@@ -67,10 +68,10 @@ impl<'a> Tables<'a> {
         Some(added)
     }
 
-    /// Removes an instance that has no live children and takes it off its parent's count. Hold
-    /// the optex and a write section. Returns whether it was live (and so removed).
-    pub(crate) fn remove(&self, object: usize, slot: u32, generation: u32) -> bool {
-        let table = self.table(object);
+    /// Removes an instance of `table` (one of these tables) that has no live children and takes
+    /// it off its parent's count. Hold the optex and a write section. Returns whether it was
+    /// live (and so removed).
+    pub(crate) fn remove(&self, table: &ObjectTable<'a>, slot: u32, generation: u32) -> bool {
         let parent = table.parent(slot);
         if !table.remove(slot, generation) {
             return false;
