@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU32};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use prfdata::clock;
 use prfdata::{InstanceId, InstanceSpec};
@@ -78,8 +78,8 @@ pub fn run(
     stop: Arc<AtomicBool>,
 ) -> Result<u64, prfdata::Error> {
     let prf = PrfData::activate()?;
-    prf.get_global_ctr64(demo::UPTIME)
-        .store(clock::perf_counter(), Relaxed);
+    // PERF_ELAPSED_TIME holds the start time as a FILETIME; monitors show the seconds since.
+    prf.set_global_elapsed_start(demo::UPTIME, SystemTime::now());
     let shared = Arc::new(Shared {
         prf,
         queue: Queue::default(),

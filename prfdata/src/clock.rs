@@ -1,13 +1,36 @@
-//! The high-resolution clock counters are measured against: perflib's
-//! `QueryPerformanceCounter` / `QueryPerformanceFrequency` on this platform.
+//! The clocks counters are measured against: perflib's system timer
+//! (`QueryPerformanceCounter` / `QueryPerformanceFrequency`) and the object timer, on this
+//! platform.
+//!
+//! # The system timer: [`perf_counter`]
 //!
 //! Timer counters (`PERF_COUNTER_TIMER`, `PERF_AVERAGE_TIMER`, the precision system timer) count
-//! ticks of this clock; object-timer counters (`PERF_ELAPSED_TIME`, `PERF_OBJ_TIME_TIMER`) count
-//! ticks of the same clock too, and a provider reports it as each object's PerfTime / PerfFreq.
-//! It is `CLOCK_MONOTONIC` in 100 ns ticks (10 MHz, the frequency Windows reports for
-//! `QueryPerformanceFrequency` on current systems): system-wide, so the application that writes a
-//! value and the collector that reads it, in another process, agree; and coarse enough that a
-//! 32-bit `PERF_AVERAGE_TIMER` holds 429 s of accumulated time before it wraps.
+//! ticks of [`perf_counter`], and a collector reports it as the PERF_DATA_BLOCK's PerfTime /
+//! PerfFreq. It is `CLOCK_MONOTONIC` in 100 ns ticks ([`PERF_FREQUENCY`], 10 MHz, the frequency
+//! Windows reports for `QueryPerformanceFrequency` on current systems): system-wide, so the
+//! application that writes a value and the collector that reads it, in another process, agree;
+//! never stepped by a clock change; and coarse enough that a 32-bit `PERF_AVERAGE_TIMER` holds
+//! 429 s of accumulated time before it wraps.
+//!
+//! # The object timer: [`filetime_now`]
+//!
+//! Counters whose type has `PERF_OBJECT_TIMER` are read against their object's own PerfTime /
+//! PerfFreq (winperf.h: "use the object timer"). NT's Process object, and every consumer written
+//! against it (PDH, windows_exporter), makes that clock the wall clock as a `FILETIME`: 100 ns
+//! units since 1601-01-01 UTC, PerfFreq 10,000,000. The provider sets every object's PerfTime to
+//! [`filetime_now`] at collection and its PerfFreq to [`OBJECT_FREQUENCY`], so:
+//!
+//! | type | what the app stores | what a consumer shows |
+//! |---|---|---|
+//! | `PERF_ELAPSED_TIME` ([`ElapsedTime`](crate::counter_type::ElapsedTime)) | the **start time** as a FILETIME: [`filetime`] / [`filetime_now`], or [`PrfData::set_elapsed_start`](crate::PrfData::set_elapsed_start) | (PerfTime − N) / PerfFreq: seconds since the start |
+//! | `PERF_OBJ_TIME_TIMER`, `PERF_COUNTER_OBJ_TIME_QUEUELEN_TYPE` | busy time (or queue length × time) accumulated in 100 ns units: [`ticks`] of a duration, or a difference of [`perf_counter`] readings | ΔN / ΔPerfTime: both in 100 ns units |
+//! | `PERF_PRECISION_OBJECT_TIMER` | busy time in 100 ns units, with its `PERF_PRECISION_TIMESTAMP` base in the same units | ΔN / ΔBase |
+//!
+//! Durations in 100 ns units are the same whichever clock measured them, so a duration taken
+//! from [`perf_counter`] (which never jumps) accumulates correctly against the object timer;
+//! only `PERF_ELAPSED_TIME`, a point in time, must be a FILETIME. A consumer may also read the
+//! value as NT's does: windows_exporter reports a process's start time as
+//! `(N − FILETIME of 1970-01-01) / 10⁷` Unix seconds ([`FILETIME_UNIX_EPOCH`]).
 //!
 //! # Examples
 //!
@@ -16,7 +39,15 @@
 //! std::thread::sleep(std::time::Duration::from_millis(2));
 //! let elapsed = prfdata::clock::perf_counter() - t0;
 //! assert!(elapsed >= 2 * prfdata::clock::PERF_FREQUENCY / 1000);
+//!
+//! // A start time, and the seconds since it as a consumer computes them from an object's clock.
+//! let start = prfdata::clock::filetime_now();
+//! let perf_time = prfdata::clock::filetime_now();
+//! let seconds = (perf_time - start) as f64 / prfdata::clock::OBJECT_FREQUENCY as f64;
+//! assert!((0.0..60.0).contains(&seconds));
 //! ```
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Ticks per second of [`perf_counter`].
 pub const PERF_FREQUENCY: i64 = 10_000_000;
@@ -47,14 +78,54 @@ const NANOS_PER_TICK: i64 = 1_000_000_000 / PERF_FREQUENCY;
 /// use std::time::Duration;
 /// assert_eq!(prfdata::clock::ticks(Duration::from_millis(1)), 10_000);
 /// ```
-pub fn ticks(d: std::time::Duration) -> i64 {
+pub fn ticks(d: Duration) -> i64 {
     i64::try_from(d.as_nanos() / 100).unwrap_or(i64::MAX)
+}
+
+/// Ticks per second of the object timer ([`filetime_now`]): FILETIME's 100 ns units, the
+/// PerfFreq of every object a provider returns.
+pub const OBJECT_FREQUENCY: i64 = 10_000_000;
+
+/// 1970-01-01 00:00 UTC as a FILETIME: 100 ns units since 1601-01-01 (369 years, 89 of them leap
+/// years: 134,774 days of 86,400 s).
+pub const FILETIME_UNIX_EPOCH: i64 = 116_444_736_000_000_000;
+
+/// `time` as a FILETIME: 100 ns units since 1601-01-01 UTC (saturating), the unit of
+/// `PERF_ELAPSED_TIME` start times and of the object timer.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, UNIX_EPOCH};
+/// use prfdata::clock::{filetime, FILETIME_UNIX_EPOCH};
+/// assert_eq!(filetime(UNIX_EPOCH), FILETIME_UNIX_EPOCH);
+/// assert_eq!(filetime(UNIX_EPOCH + Duration::from_secs(1)), FILETIME_UNIX_EPOCH + 10_000_000);
+/// assert_eq!(filetime(UNIX_EPOCH - Duration::from_micros(1)), FILETIME_UNIX_EPOCH - 10);
+/// ```
+pub fn filetime(time: SystemTime) -> i64 {
+    match time.duration_since(UNIX_EPOCH) {
+        Ok(after) => FILETIME_UNIX_EPOCH.saturating_add(ticks(after)),
+        Err(before) => FILETIME_UNIX_EPOCH.saturating_sub(ticks(before.duration())),
+    }
+}
+
+/// The wall clock now as a FILETIME ([`filetime`]): the object timer, every object's PerfTime.
+///
+/// # Examples
+///
+/// ```
+/// let now = prfdata::clock::filetime_now();
+/// // Some time after 2020-01-01 (FILETIME 132,223,104,000,000,000).
+/// assert!(now > 132_223_104_000_000_000);
+/// ```
+pub fn filetime_now() -> i64 {
+    filetime(SystemTime::now())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
 
     /// Regression: the clock once counted nanoseconds in the seconds' 100 ns ticks, running
     /// faster than time.
@@ -75,5 +146,21 @@ mod tests {
     fn ticks_are_100_ns() {
         assert_eq!(ticks(Duration::from_micros(3)), 30);
         assert_eq!(ticks(Duration::from_secs(1)), PERF_FREQUENCY);
+    }
+
+    /// The epoch constant from its definition: 1601-01-01 to 1970-01-01 is 369 years, 89 of
+    /// them leap years (1700, 1800 and 1900 are not).
+    #[test]
+    fn filetime_epoch_is_369_years_before_unix() {
+        let days: i64 = 369 * 365 + 89;
+        assert_eq!(FILETIME_UNIX_EPOCH, days * 86_400 * OBJECT_FREQUENCY);
+    }
+
+    #[test]
+    fn filetime_now_follows_the_wall_clock() {
+        let before = SystemTime::now();
+        let now = filetime_now();
+        let after = SystemTime::now();
+        assert!(filetime(before) <= now && now <= filetime(after));
     }
 }

@@ -112,6 +112,24 @@ pub enum Error {
         /// The child's object symbol.
         object: &'static str,
     },
+    /// The instance to remove is still the parent of live instances.
+    #[error(
+        "instance {instance:?} of object {object} still has {children} live child instance(s), \
+         among them {child:?} of object {child_object}: remove the children first, or remove \
+         the whole tree with remove_instance_tree"
+    )]
+    HasChildren {
+        /// The parent's object symbol.
+        object: &'static str,
+        /// The parent instance's name.
+        instance: String,
+        /// How many live children it has.
+        children: u32,
+        /// The object symbol of one of its children.
+        child_object: &'static str,
+        /// That child's name.
+        child: String,
+    },
     /// The instance is not live (already removed, or from an earlier activation).
     #[error("the instance of object {object} is not live: removed already?")]
     UnknownInstance {

@@ -4,12 +4,13 @@ use core::fmt;
 use core::marker::PhantomData;
 use std::path::Path;
 use std::sync::atomic::{fence, AtomicI32, AtomicI64, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use crate::block::create::BlockFile;
 use crate::block::layout;
-use crate::counter_type::{CounterType, Dword, Large, TextType};
-use crate::instances::{NewInstance, ObjectTable};
+use crate::clock;
+use crate::counter_type::{CounterType, Dword, ElapsedTime, Large, TextType};
+use crate::instances::{NewInstance, SlotRef, Tables};
 use crate::map::{CtrId, Global, Instanced, Object, PerfDataMap};
 use crate::optex::{Optex, OptexGuard};
 use crate::Error;
@@ -71,8 +72,9 @@ pub struct PrfData<M: PerfDataMap> {
 /// A live instance of object `O`, returned by [`PrfData::add_instance`] (CPrfData's INSTID).
 ///
 /// It is `Copy`: keep it wherever the instance's counters are updated. After
-/// [`PrfData::remove_instance`] it is stale: removing it again is an error, and its counters
-/// belong to whatever instance takes its slot next.
+/// [`PrfData::remove_instance`] (or [`PrfData::remove_instance_tree`] of it or of an ancestor)
+/// it is stale: removing it again is an error, and its counters belong to whatever instance
+/// takes its slot next.
 pub struct InstanceId<O: Object> {
     block_offset: usize,
     slot: u32,
@@ -190,15 +192,6 @@ impl fmt::Debug for CtrsGuard<'_> {
     }
 }
 
-/// The parent of a new instance: its object's index, and its slot and generation (so a removed
-/// parent is refused).
-#[derive(Clone, Copy)]
-struct ParentRef {
-    object: u32,
-    slot: u32,
-    generation: u32,
-}
-
 /// A write section of the block's sequence counter: odd from `begin` until dropped.
 struct WriteSection<'a> {
     seq: &'a AtomicU64,
@@ -273,7 +266,7 @@ impl<M: PerfDataMap> PrfData<M> {
         };
         for (i, obj) in M::DEF.objects.iter().enumerate() {
             if !obj.has_instances() {
-                prf.table(i).init_block(0);
+                prf.tables().table(i).init_block(0);
             }
         }
         Ok(prf)
@@ -458,6 +451,71 @@ impl<M: PerfDataMap> PrfData<M> {
         unsafe { self.block.raw.i64_at(off) }
     }
 
+    /// Sets the `PERF_ELAPSED_TIME` counter `ctr` of instance `inst` to the start time `start`
+    /// (a FILETIME, [`clock::filetime`]): monitors show the seconds since then, against the
+    /// object's clock, as they do for NT's Process "Elapsed Time". Pass `SystemTime::now()` when
+    /// the instance starts now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// prfdata::prfdata_map! { pub mod m { app: "ElapsedDoc",
+    ///   object JOB = 0 { name: "Job", help: "j", detail: Novice, default: none,
+    ///     instances: { max: 4, name_len: 16 }, costly: false, counters {
+    ///     AGE = 2: ElapsedTime { name: "Elapsed Time", help: "Seconds since the job started.", detail: Novice, scale: 0 },
+    ///   } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let job = prf.add_instance(m::JOB, "nightly")?;
+    /// let started = SystemTime::now() - Duration::from_secs(90);
+    /// prf.set_elapsed_start(m::AGE, job, started);
+    /// // What a monitor computes from the object's PerfTime (the FILETIME now) and PerfFreq:
+    /// let n = prf.get_ctr64(m::AGE, job).load(std::sync::atomic::Ordering::Relaxed);
+    /// let seconds = (prfdata::clock::filetime_now() - n) / prfdata::clock::OBJECT_FREQUENCY;
+    /// assert!((90..100).contains(&seconds));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_elapsed_start<O>(
+        &self,
+        ctr: CtrId<ElapsedTime, O>,
+        inst: InstanceId<O>,
+        start: SystemTime,
+    ) where
+        O: Object<Map = M, Scope = Instanced>,
+    {
+        self.get_ctr64(ctr, inst)
+            .store(clock::filetime(start), Ordering::Relaxed);
+    }
+
+    /// Sets the `PERF_ELAPSED_TIME` counter `ctr` of an object without instances to the start
+    /// time `start`: see [`PrfData::set_elapsed_start`]. A service's uptime is
+    /// `set_global_elapsed_start(UPTIME, SystemTime::now())` once, when it starts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::SystemTime;
+    /// prfdata::prfdata_map! { pub mod m { app: "UptimeDoc",
+    ///   object SERVICE = 0 { name: "Service", help: "s", detail: Novice, default: none,
+    ///     instances: none, costly: false, counters {
+    ///     UPTIME = 2: ElapsedTime { name: "Uptime", help: "Seconds since the service started.", detail: Novice, scale: 0 },
+    ///   } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// prf.set_global_elapsed_start(m::UPTIME, SystemTime::now());
+    /// let n = prf.get_global_ctr64(m::UPTIME).load(std::sync::atomic::Ordering::Relaxed);
+    /// assert!(n <= prfdata::clock::filetime_now());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_global_elapsed_start<O>(&self, ctr: CtrId<ElapsedTime, O>, start: SystemTime)
+    where
+        O: Object<Map = M, Scope = Global>,
+    {
+        self.get_global_ctr64(ctr)
+            .store(clock::filetime(start), Ordering::Relaxed);
+    }
+
     /// Sets the text counter `ctr` of instance `inst` (`PERF_COUNTER_TEXT`). Text longer than
     /// the counter's room (its type's size, less the NUL) is cut at a character boundary.
     ///
@@ -632,7 +690,11 @@ impl<M: PerfDataMap> PrfData<M> {
 
     /// Adds an instance of `obj` whose parent is `parent`, an instance of object `P`
     /// (CPrfData's `AddInstance(obj, name, parentObj, parentInst)`). Monitors show it as
-    /// `parent/child`.
+    /// `parent/child`, and a provider asked for `obj` alone returns `P` too, so that the link
+    /// always resolves.
+    ///
+    /// While the child lives, the parent cannot be removed on its own
+    /// ([`PrfData::remove_instance`] refuses); [`PrfData::remove_instance_tree`] removes both.
     ///
     /// # Errors
     ///
@@ -659,7 +721,8 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # let prf = m::PrfData::activate_in(dir.path())?;
     /// let pool = prf.add_instance(POOL, "pool A")?;
     /// let worker = prf.add_child_instance(WORKER, InstanceSpec::named("w1"), pool)?;
-    /// prf.remove_instance(pool)?;
+    /// prf.remove_instance(worker)?;
+    /// prf.remove_instance(pool)?; // no children left
     /// let err = prf.add_child_instance(WORKER, InstanceSpec::named("w2"), pool).unwrap_err();
     /// assert!(matches!(err, prfdata::Error::UnknownParent { .. }));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -677,7 +740,7 @@ impl<M: PerfDataMap> PrfData<M> {
         self.add(
             obj,
             spec,
-            Some(ParentRef {
+            Some(SlotRef {
                 object: P::INDEX as u32,
                 slot: parent.slot,
                 generation: parent.generation,
@@ -689,7 +752,7 @@ impl<M: PerfDataMap> PrfData<M> {
         &self,
         _obj: O,
         spec: InstanceSpec<'_>,
-        parent: Option<ParentRef>,
+        parent: Option<SlotRef>,
     ) -> Result<InstanceId<O>, Error>
     where
         O: Object<Map = M, Scope = Instanced>,
@@ -716,23 +779,18 @@ impl<M: PerfDataMap> PrfData<M> {
             });
         }
         let _lock = self.lock_layout();
-        let parent_slot = match parent {
-            None => None,
-            Some(p)
-                if self.table(p.object as usize).live_generation(p.slot) == Some(p.generation) =>
-            {
-                Some((p.object, p.slot))
-            }
-            Some(_) => return Err(Error::UnknownParent { object: def.symbol }),
-        };
-        let table = self.table(O::INDEX);
+        let tables = self.tables();
+        if parent.is_some_and(|p| !tables.resolve(p)) {
+            return Err(Error::UnknownParent { object: def.symbol });
+        }
         let _section = WriteSection::begin(self.seq());
         let new = NewInstance {
             name: &name,
             unique_id: spec.unique_id,
-            parent: parent_slot,
+            parent,
         };
-        let (slot, generation) = table.add(&new).ok_or(Error::ObjectFull {
+        let table = tables.table(O::INDEX);
+        let (slot, generation) = tables.add(&table, &new).ok_or(Error::ObjectFull {
             object: def.symbol,
             max,
         })?;
@@ -746,27 +804,139 @@ impl<M: PerfDataMap> PrfData<M> {
 
     /// Removes an instance (CPrfData's `RemoveInstance`). Its slot is reused by a later add.
     ///
+    /// An instance that is still the parent of live instances is not removed: its children
+    /// would name a parent that is gone. Remove them first, or remove the whole subtree with
+    /// [`PrfData::remove_instance_tree`]. The check is O(1) (each instance counts its live
+    /// children).
+    ///
     /// # Errors
     ///
-    /// [`Error::UnknownInstance`] if it was removed already.
+    /// [`Error::UnknownInstance`] if it was removed already; [`Error::HasChildren`], naming one
+    /// of its children, if it still has some.
     ///
     /// # Examples
     ///
-    /// See [`PrfData`].
+    /// ```
+    /// # prfdata::prfdata_map! { pub mod m { app: "DocApp",
+    /// #   object POOL = 0 { name: "Pool", help: "p", detail: Novice, default: none,
+    /// #     instances: { max: 4, name_len: 16 }, costly: false, counters {
+    /// #     SIZE = 2: RawCount { name: "Size", help: "s", detail: Novice, scale: 0 }, } }
+    /// #   object WORKER = 4 { name: "Worker", help: "w", detail: Novice, default: none,
+    /// #     instances: { max: 8, name_len: 16 }, costly: false, counters {
+    /// #     DONE = 6: CounterCounter { name: "Done", help: "d", detail: Novice, scale: 0 }, } } } }
+    /// # use m::*;
+    /// # use prfdata::InstanceSpec;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let prf = m::PrfData::activate_in(dir.path())?;
+    /// let pool = prf.add_instance(POOL, "pool A")?;
+    /// let worker = prf.add_child_instance(WORKER, InstanceSpec::named("w1"), pool)?;
+    /// match prf.remove_instance(pool) {
+    ///     Err(prfdata::Error::HasChildren { child_object, child, .. }) => {
+    ///         assert_eq!((child_object, child.as_str()), ("WORKER", "w1"));
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// prf.remove_instance(worker)?;
+    /// prf.remove_instance(pool)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn remove_instance<O>(&self, inst: InstanceId<O>) -> Result<(), Error>
     where
         O: Object<Map = M, Scope = Instanced>,
     {
         let _lock = self.lock_layout();
-        let table = self.table(O::INDEX);
+        let tables = self.tables();
+        let table = tables.table(O::INDEX);
         if table.live_generation(inst.slot) != Some(inst.generation) {
             return Err(Error::UnknownInstance {
                 object: M::DEF.objects[O::INDEX].symbol,
             });
         }
+        let children = table.children(inst.slot).load(Ordering::Relaxed);
+        if children > 0 {
+            if let Some(err) = self.has_children(&tables, Self::slot_ref(inst), children) {
+                return Err(err);
+            }
+        }
         let _section = WriteSection::begin(self.seq());
-        table.remove(inst.slot, inst.generation);
+        tables.remove(&table, inst.slot, inst.generation);
         Ok(())
+    }
+
+    /// Removes an instance and every instance below it (its children, their children, ...), in
+    /// one write section: collectors see the whole tree or none of it. Returns how many
+    /// instances were removed (`inst` included). Their ids are all stale afterwards.
+    ///
+    /// O(live instances of the block) when `inst` has children, O(1) otherwise.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownInstance`] if `inst` was removed already.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # prfdata::prfdata_map! { pub mod m { app: "DocApp",
+    /// #   object POOL = 0 { name: "Pool", help: "p", detail: Novice, default: none,
+    /// #     instances: { max: 4, name_len: 16 }, costly: false, counters {
+    /// #     SIZE = 2: RawCount { name: "Size", help: "s", detail: Novice, scale: 0 }, } }
+    /// #   object WORKER = 4 { name: "Worker", help: "w", detail: Novice, default: none,
+    /// #     instances: { max: 8, name_len: 16 }, costly: false, counters {
+    /// #     DONE = 6: CounterCounter { name: "Done", help: "d", detail: Novice, scale: 0 }, } } } }
+    /// # use m::*;
+    /// # use prfdata::InstanceSpec;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let prf = m::PrfData::activate_in(dir.path())?;
+    /// let pool = prf.add_instance(POOL, "pool A")?;
+    /// let w1 = prf.add_child_instance(WORKER, InstanceSpec::named("w1"), pool)?;
+    /// prf.add_child_instance(WORKER, InstanceSpec::named("w2"), pool)?;
+    /// assert_eq!(prf.remove_instance_tree(pool)?, 3);
+    /// assert!(prf.instances(WORKER).is_empty());
+    /// assert!(prf.remove_instance(w1).is_err(), "removed with its parent");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn remove_instance_tree<O>(&self, inst: InstanceId<O>) -> Result<usize, Error>
+    where
+        O: Object<Map = M, Scope = Instanced>,
+    {
+        let _lock = self.lock_layout();
+        let tables = self.tables();
+        if tables.table(O::INDEX).live_generation(inst.slot) != Some(inst.generation) {
+            return Err(Error::UnknownInstance {
+                object: M::DEF.objects[O::INDEX].symbol,
+            });
+        }
+        let order = tables.subtree(Self::slot_ref(inst));
+        let _section = WriteSection::begin(self.seq());
+        let removed = order
+            .iter()
+            .filter(|n| tables.remove(&tables.table(n.object as usize), n.slot, n.generation))
+            .count();
+        Ok(removed)
+    }
+
+    /// The error for removing `parent`, which counts `children` live children, naming one of
+    /// them; `None` if none is found (a count left stale, which recovery makes impossible).
+    #[cold]
+    fn has_children(&self, tables: &Tables<'_>, parent: SlotRef, children: u32) -> Option<Error> {
+        let child = tables.find_child(parent)?;
+        let name =
+            |r: SlotRef| String::from_utf16_lossy(&tables.table(r.object as usize).name(r.slot));
+        Some(Error::HasChildren {
+            object: M::DEF.objects[parent.object as usize].symbol,
+            instance: name(parent),
+            children,
+            child_object: M::DEF.objects[child.object as usize].symbol,
+            child: name(child),
+        })
+    }
+
+    fn slot_ref<O: Object>(inst: InstanceId<O>) -> SlotRef {
+        SlotRef {
+            object: O::INDEX as u32,
+            slot: inst.slot,
+            generation: inst.generation,
+        }
     }
 
     /// The live instances of `obj`, in the order collectors report them.
@@ -802,7 +972,7 @@ impl<M: PerfDataMap> PrfData<M> {
         O: Object<Map = M, Scope = Instanced>,
     {
         let _lock = self.lock_layout();
-        let table = self.table(O::INDEX);
+        let table = self.tables().table(O::INDEX);
         table
             .live_slots()
             .into_iter()
@@ -850,7 +1020,7 @@ impl<M: PerfDataMap> PrfData<M> {
         O: Object<Map = M, Scope = Instanced>,
     {
         let _lock = self.lock_layout();
-        let table = self.table(O::INDEX);
+        let table = self.tables().table(O::INDEX);
         (table.live_generation(inst.slot) == Some(inst.generation))
             .then(|| String::from_utf16_lossy(&table.name(inst.slot)))
     }
@@ -990,8 +1160,8 @@ impl<M: PerfDataMap> PrfData<M> {
         unsafe { self.block.raw.u64_at(layout::SEQ_OFFSET) }
     }
 
-    fn table(&self, index: usize) -> ObjectTable<'_> {
-        ObjectTable::new(&self.block.raw, M::DEF, index)
+    fn tables(&self) -> Tables<'_> {
+        Tables::new(&self.block.raw, M::DEF)
     }
 
     /// Takes the optex for a layout change, repairing what a dead owner left.
@@ -1003,16 +1173,20 @@ impl<M: PerfDataMap> PrfData<M> {
     #[cold]
     fn repair(&self) {
         let _section = WriteSection::begin(self.seq());
+        let tables = self.tables();
         for (i, obj) in M::DEF.objects.iter().enumerate() {
             if obj.has_instances() {
-                self.table(i).rebuild();
+                tables.table(i).rebuild();
             }
         }
+        // Counts last: they are derived from the live instances the rebuilt lists hold.
+        tables.recount();
     }
 
     fn recover_if_needed<'a>(&'a self, guard: OptexGuard<'a>) -> OptexGuard<'a> {
         // A dead owner inside a write section leaves the sequence odd: rebuild the instance
-        // lists from the slot states, then close the section.
+        // lists from the slot states and the children counts from the live links, then close
+        // the section.
         if guard.owner_died() && self.seq().load(Ordering::Relaxed) & 1 == 1 {
             self.repair();
         }

@@ -97,6 +97,7 @@ fn readers_in_another_process_never_see_a_torn_instance() {
         assert!(items.len() <= 64);
         let slots: HashSet<u32> = items.iter().map(|i| i.slot).collect();
         assert_eq!(slots.len(), items.len(), "a slot listed twice");
+        let live: HashSet<(u32, u32)> = items.iter().map(|i| (i.slot, i.generation)).collect();
         for item in items {
             seen_items += 1;
             let name = String::from_utf16(snap.name(item)).expect("a whole UTF-16 name");
@@ -109,11 +110,11 @@ fn readers_in_another_process_never_see_a_torn_instance() {
             assert_eq!(item.parent, None);
         }
         for part in &snap.objects[2].instances {
-            let (pobj, pslot) = part.parent.expect("every part has a parent");
-            assert_eq!(pobj, 1, "a part's parent is an item");
+            let parent = part.parent.expect("every part has a parent");
+            assert_eq!(parent.object, 1, "a part's parent is an item");
             assert!(
-                slots.contains(&pslot),
-                "a part's parent is live in the same snapshot"
+                live.contains(&(parent.slot, parent.generation)),
+                "a part's parent is live, with the generation it had, in the same snapshot"
             );
             assert_eq!(String::from_utf16(snap.name(part)).unwrap(), "p");
         }
@@ -201,11 +202,11 @@ fn views_in_another_process_never_see_a_torn_instance() {
             );
         }
         for (parent, position) in parents {
-            let (pobj, pslot) = parent.expect("every part has a parent");
-            assert_eq!(pobj, 1, "a part's parent is an item");
+            let parent = parent.expect("every part has a parent");
+            assert_eq!(parent.object, 1, "a part's parent is an item");
             let at = position.expect("a part's parent is live in the same window") as usize;
             assert_eq!(
-                items[at].0, pslot,
+                items[at].0, parent.slot,
                 "the parent position names the parent's slot"
             );
         }

@@ -26,8 +26,9 @@ use zerocopy::IntoBytes;
 
 use crate::decode::SIGNATURE;
 
-/// 100 ns intervals between 1601-01-01 (FILETIME's epoch) and 1970-01-01 (Unix's).
-pub const FILETIME_UNIX_EPOCH: i64 = 116_444_736_000_000_000;
+/// 100 ns intervals between 1601-01-01 (FILETIME's epoch) and 1970-01-01 (Unix's): the same as
+/// [`prfdata::clock::FILETIME_UNIX_EPOCH`].
+pub const FILETIME_UNIX_EPOCH: i64 = prfdata::clock::FILETIME_UNIX_EPOCH;
 
 /// The times a collection is stamped with, taken before the providers are called.
 ///

@@ -21,6 +21,8 @@
 //! - [`decode`]: PERF_DATA_BLOCK bytes → [`DataSnapshot`](decode::DataSnapshot), as untrusted
 //!   input.
 //! - [`catalog`]: the objects and counters on offer, with Name / Description / Differentiate.
+//! - [`merge`]: a `Global` collection and one by index (or `Costly`) as one view, each object
+//!   once, parent links re-pointed.
 //! - [`names`]: names and explain texts from `Perflib\<lang>`; PDH-style instance names.
 //! - [`report`]: a collection as a table or as JSON.
 //! - [`sample`]: a small valid object for examples and tests.
@@ -63,6 +65,7 @@ pub mod catalog;
 pub mod collector;
 pub mod datablock;
 pub mod decode;
+pub mod merge;
 pub mod names;
 pub mod pdh;
 pub mod report;

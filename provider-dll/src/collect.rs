@@ -28,6 +28,7 @@ use prfdata::clock;
 
 use crate::apps;
 use crate::query::Query;
+use crate::select::Selection;
 use crate::serialize::{objects_size, objects_size_bound, write_objects};
 
 /// How long one Collect may spend waiting for consistent windows of all its apps together: a
@@ -70,15 +71,9 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
             .saturating_sub(start.elapsed())
             .max(Duration::from_millis(1))
     };
-    // The objects of one app's block that the query asks for, refilled in each window.
-    let mut selected: Vec<usize> = Vec::new();
-    let select = |app: &apps::App, reader: &BlockReader, out: &mut Vec<usize>| {
-        out.clear();
-        out.extend((0..reader.objects().len()).filter(|&k| {
-            let info = &reader.objects()[k];
-            query.wants(app.titles.name(info.name_offset), info.costly)
-        }));
-    };
+    // The objects of one app's block that the query asks for, with the objects of their
+    // instances' parents, chosen again in each window (the links are the window's).
+    let mut selected = Selection::default();
     fn wanted<'a>(query: &'a Query, app: &'a apps::App) -> impl Fn(&BlockReader) -> bool + 'a {
         move |reader| {
             reader
@@ -93,8 +88,8 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
     if apps.len() > 1 {
         for app in &apps {
             let read = app.read(left(), wanted(query, app), |view| {
-                select(app, view.reader(), &mut selected);
-                Ok((view.seq(), objects_size(view, &selected)?))
+                selected.select(view, query, app.titles)?;
+                Ok((view.seq(), objects_size(view, selected.objects())?))
             });
             sized.push(read.map(|(reader, (seq, bytes))| Sized { reader, seq, bytes }));
         }
@@ -106,7 +101,8 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
 
     // Pass 2: per app, in one window: size (or reuse the first pass's size), check the room,
     // write.
-    let perf_time = clock::perf_counter();
+    // The object timer: the wall clock as a FILETIME, as NT's objects have it.
+    let perf_time = clock::filetime_now();
     let mut at = 0;
     let mut objects = 0;
     for (i, app) in apps.iter().enumerate() {
@@ -119,7 +115,7 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
         // Room the later apps need (their first-pass sizes).
         let later: usize = sized.iter().skip(i + 1).flatten().map(|s| s.bytes).sum();
         let read = app.read(left(), wanted(query, app), |view| {
-            select(app, view.reader(), &mut selected);
+            selected.select(view, query, app.titles)?;
             let room = buf.len().saturating_sub(at + later);
             // The exact size is only needed when the buffer might be too small: the bound
             // (from the live counts alone) usually settles it without reading every slot.
@@ -127,8 +123,8 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
                 Some(s) if std::ptr::eq(&*s.reader, view.reader()) && s.seq == view.seq() => {
                     Some(s.bytes)
                 }
-                _ if objects_size_bound(view, &selected)? <= room => None,
-                _ => Some(objects_size(view, &selected)?),
+                _ if objects_size_bound(view, selected.objects())? <= room => None,
+                _ => Some(objects_size(view, selected.objects())?),
             };
             if exact.is_some_and(|bytes| bytes > room) {
                 return Ok(None);

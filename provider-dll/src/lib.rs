@@ -15,12 +15,14 @@
 //! long: blocks are read lock-free through their sequence counter, within [`COLLECT_BUDGET`].
 //!
 //! Module map: [`wide`] (UTF-16 arguments), [`query`] (the query string), [`apps`] (the apps
-//! served and their blocks), [`collect`] (choosing objects, sizing, ERROR_MORE_DATA, one sequence
-//! window per app), [`serialize`] (winperf.h structures, written straight from the mapped block).
+//! served and their blocks), [`select`] (the objects asked for and their instances' parents),
+//! [`collect`] (sizing, ERROR_MORE_DATA, one sequence window per app), [`serialize`] (winperf.h
+//! structures, written straight from the mapped block).
 
 pub mod apps;
 pub mod collect;
 pub mod query;
+pub mod select;
 pub mod serialize;
 pub mod wide;
 

@@ -18,12 +18,21 @@
 //! that Collect can answer ERROR_MORE_DATA without writing a byte; [`write_objects`] then writes
 //! exactly that many bytes in the same kind of window, and refuses to write a byte past the slice
 //! it is given whatever the block says.
+//!
+//! Every object's PerfTime is the object timer at collection, the wall clock as a FILETIME, and
+//! its PerfFreq [`OBJECT_FREQUENCY`] (see [`prfdata::clock`]), as NT's Process object has them.
+//! An instance's `ParentObjectTitleIndex` / `ParentObjectInstance` are written only when its
+//! parent is live in the window and its object is among those written
+//! ([`Selection`] makes sure it is); otherwise both are 0.
 
 use prfdata::block::reader::{BlockView, ReadError};
+use prfdata::clock::OBJECT_FREQUENCY;
 use prfdata::winperf::{
     PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType, PERF_NO_INSTANCES,
 };
 use zerocopy::IntoBytes;
+
+use crate::select::Selection;
 
 /// Size of PERF_OBJECT_TYPE.
 const OBJECT_HEADER: usize = 64;
@@ -103,11 +112,12 @@ pub fn objects_size_bound(view: &BlockView<'_>, objects: &[usize]) -> Result<usi
     Ok(total)
 }
 
-/// Writes `objects` one after the other at the start of `out`; returns the bytes and the
-/// objects written. With `out` at least [`objects_size`] bytes for the same window, the bytes are
-/// exactly that size.
+/// Writes the objects of `selection` one after the other at the start of `out`; returns the
+/// bytes and the objects written. With `out` at least [`objects_size`] bytes for the same window,
+/// the bytes are exactly that size.
 ///
-/// `perf_time` is the objects' timer at collection, for object-timer counters.
+/// `perf_time` is the object timer at collection ([`prfdata::clock::filetime_now`]), every
+/// object's PerfTime.
 ///
 /// # Errors
 ///
@@ -116,22 +126,23 @@ pub fn objects_size_bound(view: &BlockView<'_>, objects: &[usize]) -> Result<usi
 /// written past `out`.
 pub fn write_objects(
     view: &BlockView<'_>,
-    objects: &[usize],
+    selection: &Selection,
     titles: TitleBase,
     perf_time: i64,
     out: &mut [u8],
 ) -> Result<(usize, u32), ReadError> {
     let mut at = 0;
-    for &k in objects {
-        at += write_object(view, k, titles, perf_time, &mut out[at..])?;
+    for &k in selection.objects() {
+        at += write_object(view, k, selection, titles, perf_time, &mut out[at..])?;
     }
-    Ok((at, objects.len() as u32))
+    Ok((at, selection.objects().len() as u32))
 }
 
 /// Writes object `index` at the start of `out`; returns its bytes.
 fn write_object(
     view: &BlockView<'_>,
     index: usize,
+    selection: &Selection,
     titles: TitleBase,
     perf_time: i64,
     out: &mut [u8],
@@ -177,8 +188,9 @@ fn write_object(
             let (def, data) = out[pos..end].split_at_mut(def_size);
             let (parent_title, parent_pos) = inst
                 .parent
+                .filter(|parent| selection.contains(parent.object as usize))
                 .and_then(|parent| {
-                    let pinfo = reader.objects().get(parent.0 as usize)?;
+                    let pinfo = reader.objects().get(parent.object as usize)?;
                     Some((
                         titles.name(pinfo.name_offset),
                         view.parent_position(parent)?,
@@ -220,7 +232,7 @@ fn write_object(
         num_instances,
         code_page: 0,
         perf_time,
-        perf_freq: reader.header().timer_freq as i64,
+        perf_freq: OBJECT_FREQUENCY,
     };
     out[..OBJECT_HEADER].copy_from_slice(header.as_bytes());
     Ok(pos)

@@ -5,7 +5,9 @@ mod common;
 
 use std::os::unix::fs::FileExt;
 
-use common::{app_a, parse, serial, Provider, ERROR_SUCCESS};
+use common::{app_a, app_c, env, parse, populate_c, resolved, serial, Provider, ERROR_SUCCESS};
+use prfdata::block::layout::{self, slot};
+use prfdata::map::PerfDataMap;
 use prfdata::InstanceSpec;
 use proptest::prelude::*;
 
@@ -92,4 +94,141 @@ fn a_block_replaced_under_the_reader_is_reopened() {
     assert_eq!(objs[0].value(0, 0), 1234, "the new block is read");
     assert_eq!(objs[2].header.num_instances, 0);
     assert_eq!(p.close(), ERROR_SUCCESS);
+}
+
+/// Offset of header field `field` of slot `s` of app C's object `object`.
+fn slot_field(object: usize, s: u32, field: usize) -> u64 {
+    let map = app_c::Map::DEF;
+    let obj = &map.objects[object];
+    (layout::object_base(map, object)
+        + layout::object_regions(obj).slots
+        + s as usize * layout::slot_size(obj)
+        + field) as u64
+}
+
+/// Every query form app C answers, by name: Global, Costly, each object alone, all of them.
+fn c_queries() -> Vec<String> {
+    let first = env().first_c.0;
+    let mut out: Vec<String> = ["Global", "Costly"].map(String::from).to_vec();
+    out.extend((0..5).map(|k| (first + 4 * k).to_string()));
+    out.push(
+        (0..5)
+            .map(|k| (first + 4 * k).to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    out
+}
+
+/// Collect must succeed for every query and every parent link it writes must resolve inside
+/// the buffer (`resolved` panics on one that does not).
+fn links_resolve(p: &Provider) {
+    for q in c_queries() {
+        let (out, data) = p.collect(&q);
+        assert_eq!(out.status, ERROR_SUCCESS, "{q}");
+        resolved(&parse(&data, out.objects));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Parent objects out of range or without instances, slots past the limit, stale
+    /// generations, cycles, children counts of any size: never a crash, never a dangling link.
+    #[test]
+    fn bad_parent_and_children_fields_never_crash_collect_or_dangle(
+        writes in proptest::collection::vec(
+            (
+                0usize..5,
+                0u32..4,
+                prop_oneof![
+                    Just(slot::PARENT_OBJECT),
+                    Just(slot::PARENT_SLOT),
+                    Just(slot::PARENT_GENERATION),
+                    Just(slot::GENERATION),
+                    Just(slot::CHILDREN),
+                ],
+                prop_oneof![0u32..8, any::<u32>()],
+            ),
+            1..12,
+        ),
+    ) {
+        let _s = serial();
+        let prf = app_c::PrfData::activate().unwrap();
+        populate_c(&prf);
+        let p = Provider::load();
+        prop_assert_eq!(p.open(&["ProvTestC"]), ERROR_SUCCESS);
+        let file = std::fs::OpenOptions::new().write(true).open(prf.path()).unwrap();
+        for (object, s, field, value) in &writes {
+            file.write_all_at(&value.to_ne_bytes(), slot_field(*object, *s, *field)).unwrap();
+        }
+        links_resolve(&p);
+        prop_assert_eq!(p.close(), ERROR_SUCCESS);
+        drop(prf);
+    }
+}
+
+/// A link whose generation is not its parent slot's (the slot was given to another instance)
+/// names no parent, and brings no parent object either.
+#[test]
+fn a_link_to_a_reused_parent_slot_names_no_parent() {
+    let _s = serial();
+    let prf = app_c::PrfData::activate().unwrap();
+    populate_c(&prf);
+    let p = Provider::load();
+    assert_eq!(p.open(&["ProvTestC"]), ERROR_SUCCESS);
+    let (shard, entry) = (env().first_c.0, env().first_c.0 + 4);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(prf.path())
+        .unwrap();
+    // e1 (slot 0 of ENTRY) recorded generation 1 of its shard; say it recorded 2.
+    file.write_all_at(
+        &2u32.to_ne_bytes(),
+        slot_field(1, 0, slot::PARENT_GENERATION),
+    )
+    .unwrap();
+    let (out, data) = p.collect(&entry.to_string());
+    let got = resolved(&parse(&data, out.objects));
+    assert_eq!(got.keys().copied().collect::<Vec<_>>(), [shard, entry]);
+    assert_eq!(got[&entry], ["e1", "s1/e2"], "e1 shows no parent");
+    // And a shard slot that another instance took (its generation moved on) is no one's parent.
+    file.write_all_at(&9u32.to_ne_bytes(), slot_field(0, 0, slot::GENERATION))
+        .unwrap();
+    let (out, data) = p.collect(&entry.to_string());
+    let got = resolved(&parse(&data, out.objects));
+    assert_eq!(got.keys().copied().collect::<Vec<_>>(), [entry]);
+    assert_eq!(got[&entry], ["e1", "e2"]);
+    links_resolve(&p);
+    assert_eq!(p.close(), ERROR_SUCCESS);
+}
+
+/// Links that form a cycle (two jobs each other's parent, a task its own) end the closure.
+#[test]
+fn parent_links_in_a_cycle_end() {
+    let _s = serial();
+    let prf = app_c::PrfData::activate().unwrap();
+    populate_c(&prf);
+    let p = Provider::load();
+    assert_eq!(p.open(&["ProvTestC"]), ERROR_SUCCESS);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(prf.path())
+        .unwrap();
+    let link = |object: usize, s: u32, to_object: u32, to_slot: u32| {
+        for (field, value) in [
+            (slot::PARENT_OBJECT, to_object + 1),
+            (slot::PARENT_SLOT, to_slot),
+            (slot::PARENT_GENERATION, 1),
+        ] {
+            file.write_all_at(&value.to_ne_bytes(), slot_field(object, s, field))
+                .unwrap();
+        }
+    };
+    link(3, 0, 3, 1); // j1 under j2
+    link(3, 1, 3, 0); // j2 under j1
+    link(4, 0, 4, 0); // t1 under itself
+    links_resolve(&p);
+    assert_eq!(p.close(), ERROR_SUCCESS);
+    drop(prf);
 }

@@ -95,7 +95,7 @@ pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> 
         objects_offset: HEADER_SIZE as u32,
         counters_offset: counters_offset(map) as u32,
         _pad0: 0,
-        timer_freq: clock::PERF_FREQUENCY as u64,
+        timer_freq: clock::OBJECT_FREQUENCY as u64,
         seq: 0,
         generation,
         app_name,

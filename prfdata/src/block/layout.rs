@@ -11,7 +11,7 @@
 //!             (padding to 64)
 //!             per object, each region 64-aligned:
 //!               live list   u32 × max     slot numbers of live instances, dense
-//!               slots       SlotHeader + UTF-16 name, × max
+//!               slots       SlotHeader (64 bytes) + UTF-16 name, × max
 //!               data        counter block × max (or × 1 without instances)
 //! ```
 //!
@@ -38,7 +38,13 @@ pub const MAGIC: [u8; 8] = *b"PRFDATA\0";
 ///   word holding the owner's pid, the WAITERS bit and the owner's start tag, and its
 ///   `recoveries` count moved to offset 8). A version-1 process and a version-2 process would
 ///   not exclude each other through the same bytes.
-pub const LAYOUT_VERSION: u32 = 2;
+/// - 3: the [`SlotHeader`] grew from 32 to 64 bytes: it keeps the count of the instance's live
+///   children (so that removing a parent that still has children is refused in O(1)) and the
+///   generation of its parent (so that a child never names another instance that reused its
+///   parent's slot), then reserved zeroed room. The object timer ([`BlockHeader::timer_freq`])
+///   became the wall clock in FILETIME units (see [`crate::clock`]), where it was
+///   `CLOCK_MONOTONIC` in the same 100 ns units.
+pub const LAYOUT_VERSION: u32 = 3;
 /// Size of [`BlockHeader`].
 pub const HEADER_SIZE: usize = 256;
 /// Size of [`ObjectRecord`].
@@ -46,7 +52,7 @@ pub const OBJECT_RECORD_SIZE: usize = 128;
 /// Size of [`CounterRecord`].
 pub const COUNTER_RECORD_SIZE: usize = 32;
 /// Size of [`SlotHeader`], before the instance name.
-pub const SLOT_HEADER_SIZE: usize = 32;
+pub const SLOT_HEADER_SIZE: usize = 64;
 /// Bytes before the first counter of a counter block: ByteLength and padding to 8.
 pub const COUNTER_BLOCK_HEADER: usize = 8;
 /// Alignment of every region: a cache line, so the regions of different objects never share one.
@@ -90,7 +96,9 @@ pub struct BlockHeader {
     pub counters_offset: u32,
     /// Explicit padding.
     pub _pad0: u32,
-    /// Ticks per second of the object timer (`PERF_OBJECT_TIMER` counters): see [`crate::clock`].
+    /// Ticks per second of the object timer (`PERF_OBJECT_TIMER` counters, each object's
+    /// PerfTime): [`clock::OBJECT_FREQUENCY`](crate::clock::OBJECT_FREQUENCY), the wall clock in
+    /// FILETIME units, as NT's Process object. Readers refuse any other value.
     pub timer_freq: u64,
     /// The consistency sequence (atomic): odd while a writer holding the optex changes the
     /// instance tables or holds `lock_ctrs`; readers retry when it is odd or has moved.
@@ -180,8 +188,20 @@ pub struct CounterRecord {
     pub _reserved: [u32; 2],
 }
 
-/// The fixed part of an instance slot (32 bytes); the UTF-16 name follows, padded to 8.
+/// The fixed part of an instance slot (64 bytes); the UTF-16 name follows, padded to 8.
 /// Every field is reached atomically.
+///
+/// ```text
+///  0 state              4 live_pos           8 next_free         12 unique_id
+/// 16 parent_object     20 parent_slot       24 name_len          28 generation
+/// 32 parent_generation 36 children          40 reserved, zero (24 bytes)
+/// ```
+///
+/// A child names its parent by object, slot *and* generation: a slot reused by another instance
+/// has another generation, so a stale link never resolves to the wrong parent. `children` counts
+/// the live instances whose parent link names this slot and generation; the writer keeps it
+/// (adding and removing children, inside the write section) and recomputes it when it recovers
+/// the block from a writer that died ([`LAYOUT_VERSION`] 3).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct SlotHeader {
@@ -201,6 +221,13 @@ pub struct SlotHeader {
     pub name_len: u32,
     /// Incremented each time the slot is given to a new instance.
     pub generation: u32,
+    /// The parent's [`generation`](SlotHeader::generation) when this instance was added (0
+    /// without a parent).
+    pub parent_generation: u32,
+    /// Live instances whose parent is this one.
+    pub children: u32,
+    /// Reserved, zero.
+    pub _reserved: [u32; 6],
 }
 
 /// Offsets of the [`SlotHeader`] fields.
@@ -222,6 +249,10 @@ pub mod slot {
     pub const NAME_LEN: usize = offset_of!(SlotHeader, name_len);
     /// [`SlotHeader::generation`].
     pub const GENERATION: usize = offset_of!(SlotHeader, generation);
+    /// [`SlotHeader::parent_generation`].
+    pub const PARENT_GENERATION: usize = offset_of!(SlotHeader, parent_generation);
+    /// [`SlotHeader::children`].
+    pub const CHILDREN: usize = offset_of!(SlotHeader, children);
 }
 
 const _: () = {
@@ -232,6 +263,8 @@ const _: () = {
     assert!(LIVE_COUNT_OFFSET == 64);
     assert!(size_of::<CounterRecord>() == COUNTER_RECORD_SIZE);
     assert!(size_of::<SlotHeader>() == SLOT_HEADER_SIZE);
+    assert!(slot::GENERATION == 28 && slot::PARENT_GENERATION == 32 && slot::CHILDREN == 36);
+    assert!(SLOT_HEADER_SIZE.is_multiple_of(8));
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -481,15 +514,16 @@ mod tests {
                 max_name_len: 5,
             },
         );
-        assert_eq!(slot_size(&o), 32 + 16);
+        assert_eq!(slot_size(&o), 64 + 16);
         let r = object_regions(&o);
+        // 3 slots of 80 bytes from 64 end at 304, so the data starts at 320; 3 blocks of 16.
         assert_eq!(
             r,
             ObjectRegions {
                 live: 0,
                 slots: 64,
-                data: 64 + 192,
-                size: 64 + 192 + 64
+                data: 320,
+                size: 384
             }
         );
     }

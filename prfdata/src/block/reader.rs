@@ -168,15 +168,35 @@ pub struct CounterInfo {
     pub detail_level: u32,
 }
 
+/// A child's link to its parent, as its slot stores it: the parent's object index, slot and
+/// generation. It was checked to name an object with instances and a slot below its limit;
+/// whether that slot is live with that generation now is for [`BlockView::parent_position`] (or
+/// the snapshot's other instances) to say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ParentLink {
+    /// The parent's object index (into [`BlockReader::objects`]).
+    pub object: u32,
+    /// The parent's slot.
+    pub slot: u32,
+    /// The parent's generation when the child was added: a slot reused by another instance has
+    /// another one.
+    pub generation: u32,
+}
+
 /// One instance in a [`Snapshot`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InstanceSnapshot {
     /// Its slot.
     pub slot: u32,
+    /// The slot's generation (a new one each time the slot is given to an instance).
+    pub generation: u32,
     /// Unique id or -1.
     pub unique_id: i32,
-    /// Parent (object index, slot), if any.
-    pub parent: Option<(u32, u32)>,
+    /// Its parent, if it has one.
+    pub parent: Option<ParentLink>,
+    /// Its count of live children, as the writer keeps it (checked to be no more than the
+    /// block's instance capacity).
+    pub children: u32,
     name: Range<usize>,
     data: Range<usize>,
 }
@@ -253,9 +273,9 @@ pub struct LiveInstance {
     pub slot: u32,
     /// Unique id or -1.
     pub unique_id: i32,
-    /// Parent (object index, slot), if any (checked to name an instanced object and a slot
-    /// below its limit).
-    pub parent: Option<(u32, u32)>,
+    /// Its parent, if it has one (checked to name an instanced object and a slot below its
+    /// limit; [`BlockView::parent_position`] says whether it is live).
+    pub parent: Option<ParentLink>,
     /// Name length in UTF-16 units, NUL not counted (checked against the object's limit).
     pub name_len: u32,
 }
@@ -344,19 +364,28 @@ impl<'a> BlockView<'a> {
     }
 
     /// The live-list position of a parent instance (as in [`LiveInstance::parent`]), or `None`
-    /// if that slot is not live now.
-    pub fn parent_position(&self, (pobj, pslot): (u32, u32)) -> Option<u32> {
-        let o = self.reader.objects.get(pobj as usize)?;
-        if !o.instanced || pslot >= o.max_instances {
+    /// if that slot is not live now, or holds another generation (the parent went and another
+    /// instance took its slot).
+    pub fn parent_position(&self, link: ParentLink) -> Option<u32> {
+        let o = self.reader.objects.get(link.object as usize)?;
+        if !o.instanced || link.slot >= o.max_instances {
             return None;
         }
-        let count = self.live_count(pobj as usize).ok()?;
-        let slot_at = o.slots_offset + u64::from(pslot) * o.slot_size;
+        let count = self.live_count(link.object as usize).ok()?;
+        let slot_at = o.slots_offset + u64::from(link.slot) * o.slot_size;
         let state = self.reader.u32(slot_at + slot::STATE as u64, "").ok()?;
+        let generation = self
+            .reader
+            .u32(slot_at + slot::GENERATION as u64, "")
+            .ok()?;
         let pos = self.reader.u32(slot_at + slot::LIVE_POS as u64, "").ok()?;
         // The slot says where it is listed; the list must agree.
         let listed = self.reader.u32(o.live_offset + u64::from(pos) * 4, "");
-        (state == SLOT_LIVE && pos < count && listed.ok() == Some(pslot)).then_some(pos)
+        (state == SLOT_LIVE
+            && generation == link.generation
+            && pos < count
+            && listed.ok() == Some(link.slot))
+        .then_some(pos)
     }
 
     /// Writes the counter block of object `obj`, which has no instances, into `out`, as
@@ -464,17 +493,45 @@ impl InstanceTable<'_> {
         Ok(len)
     }
 
+    /// The parent link of the instance at live-list position `pos`: all that closing a
+    /// selection of objects over their parents needs.
+    #[inline]
+    pub fn parent(&self, pos: u32) -> Result<Option<ParentLink>, ReadError> {
+        let (_, slot_at) = self.slot_of(pos)?;
+        // SAFETY: `slot_at` from `slot_of`; each offset is a 4-aligned header field.
+        let (pobj, pslot, pgen) = unsafe {
+            (
+                self.slot_u32(slot_at, slot::PARENT_OBJECT),
+                self.slot_u32(slot_at, slot::PARENT_SLOT),
+                self.slot_u32(slot_at, slot::PARENT_GENERATION),
+            )
+        };
+        Ok(self.reader.parent(pobj, pslot, pgen))
+    }
+
+    /// The count of live children the writer keeps for the instance at live-list position
+    /// `pos`, checked to be no more than the block holds instances.
+    #[inline]
+    pub fn children(&self, pos: u32) -> Result<u32, ReadError> {
+        let (_, slot_at) = self.slot_of(pos)?;
+        // SAFETY: `slot_at` from `slot_of`; CHILDREN is a 4-aligned header field.
+        let children = unsafe { self.slot_u32(slot_at, slot::CHILDREN) };
+        self.reader
+            .check_children((slot_at + slot::CHILDREN) as u64, children)
+    }
+
     /// The instance at live-list position `pos`.
     #[inline]
     pub fn get(&self, pos: u32) -> Result<LiveInstance, ReadError> {
         let (slot_no, slot_at) = self.slot_of(pos)?;
         // SAFETY: `slot_at` from `slot_of`; each offset is a 4-aligned header field.
-        let (state, unique_id, pobj, pslot, name_len) = unsafe {
+        let (state, unique_id, pobj, pslot, pgen, name_len) = unsafe {
             (
                 self.slot_u32(slot_at, slot::STATE),
                 self.slot_u32(slot_at, slot::UNIQUE_ID),
                 self.slot_u32(slot_at, slot::PARENT_OBJECT),
                 self.slot_u32(slot_at, slot::PARENT_SLOT),
+                self.slot_u32(slot_at, slot::PARENT_GENERATION),
                 self.slot_u32(slot_at, slot::NAME_LEN),
             )
         };
@@ -493,7 +550,7 @@ impl InstanceTable<'_> {
         Ok(LiveInstance {
             slot: slot_no,
             unique_id: unique_id as i32,
-            parent: self.reader.parent(pobj, pslot),
+            parent: self.reader.parent(pobj, pslot, pgen),
             name_len,
         })
     }
@@ -590,6 +647,9 @@ pub struct BlockReader {
     header: BlockHeader,
     objects: Vec<ObjectInfo>,
     counters: Vec<CounterInfo>,
+    /// The most instances the block can hold (all objects' limits together): no instance can
+    /// have more children.
+    capacity: u64,
 }
 
 impl BlockReader {
@@ -640,6 +700,7 @@ impl BlockReader {
         })?;
         let raw = RawBlock::map(&file, len, false).map_err(io)?;
         let (header, objects, counters) = parse_records(&raw, identity.size)?;
+        let capacity = objects.iter().map(|o| u64::from(o.max_instances)).sum();
         Ok(BlockReader {
             file,
             raw,
@@ -648,6 +709,7 @@ impl BlockReader {
             header,
             objects,
             counters,
+            capacity,
         })
     }
 
@@ -860,9 +922,16 @@ impl BlockReader {
                     ));
                 }
                 let unique_id = self.u32(slot_at + slot::UNIQUE_ID as u64, "unique id")? as i32;
+                let generation = self.u32(slot_at + slot::GENERATION as u64, "generation")?;
                 let pobj = self.u32(slot_at + slot::PARENT_OBJECT as u64, "parent object")?;
                 let pslot = self.u32(slot_at + slot::PARENT_SLOT as u64, "parent slot")?;
-                let parent = self.parent(pobj, pslot);
+                let pgen = self.u32(
+                    slot_at + slot::PARENT_GENERATION as u64,
+                    "parent generation",
+                )?;
+                let parent = self.parent(pobj, pslot, pgen);
+                let at = slot_at + slot::CHILDREN as u64;
+                let children = self.check_children(at, self.u32(at, "children")?)?;
                 let name_start = snap.names.len();
                 let name_at = slot_at + SLOT_HEADER_SIZE as u64;
                 self.utf16(name_at, name_len, &mut snap.names)?;
@@ -872,8 +941,10 @@ impl BlockReader {
                 self.words(block_at, obj.counter_block_size.into(), &mut snap.data)?;
                 out.instances.push(InstanceSnapshot {
                     slot: slot_no,
+                    generation,
                     unique_id,
                     parent,
+                    children,
                     name: name_start..snap.names.len(),
                     data: data_start..snap.data.len(),
                 });
@@ -883,13 +954,25 @@ impl BlockReader {
         Ok(())
     }
 
-    /// A slot's parent fields as (object index, slot), if they name a slot of an instanced
-    /// object.
+    /// A slot's parent fields as a link, if they name a slot of an instanced object.
     #[inline]
-    fn parent(&self, pobj: u32, pslot: u32) -> Option<(u32, u32)> {
-        let p = pobj.checked_sub(1)?;
-        let o = self.objects.get(p as usize)?;
-        (pslot < o.max_instances).then_some((p, pslot))
+    fn parent(&self, pobj: u32, pslot: u32, pgen: u32) -> Option<ParentLink> {
+        let object = pobj.checked_sub(1)?;
+        let o = self.objects.get(object as usize)?;
+        (pslot < o.max_instances).then_some(ParentLink {
+            object,
+            slot: pslot,
+            generation: pgen,
+        })
+    }
+
+    /// `children`, read at `at`, if no more than the block's instances.
+    #[inline]
+    fn check_children(&self, at: u64, children: u32) -> Result<u32, ReadError> {
+        if u64::from(children) > self.capacity {
+            return Err(field(at, "children count", children));
+        }
+        Ok(children)
     }
 
     #[inline]
@@ -943,6 +1026,8 @@ fn first_bytes(n: usize) -> u64 {
 
 /// Offset of [`BlockHeader::generation`].
 const GENERATION_OFFSET: usize = core::mem::offset_of!(BlockHeader, generation);
+/// Offset of [`BlockHeader::timer_freq`].
+const TIMER_FREQ_OFFSET: usize = core::mem::offset_of!(BlockHeader, timer_freq);
 
 fn field(offset: u64, what: &'static str, value: impl Into<u64>) -> ReadError {
     ReadError::Field {
@@ -995,6 +1080,13 @@ fn parse_records(raw: &RawBlock, file_size: u64) -> Result<Records, ReadError> {
     }
     if header.num_counters > MAX_COUNTERS {
         return Err(field(40, "counter count", header.num_counters));
+    }
+    if header.timer_freq != crate::clock::OBJECT_FREQUENCY as u64 {
+        return Err(field(
+            TIMER_FREQ_OFFSET as u64,
+            "object timer frequency",
+            header.timer_freq,
+        ));
     }
     if header.objects_offset != HEADER_SIZE as u32 {
         return Err(field(44, "objects offset", header.objects_offset));

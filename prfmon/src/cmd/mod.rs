@@ -37,7 +37,8 @@ pub fn load_names(registry: &FileRegistry, lang: &str) -> Names {
 }
 
 /// Turns the words of a query into the value Collect gets: `Global` and `Costly` (any case)
-/// as themselves, numbers as they are, object names looked up in `names`.
+/// as themselves, numbers as they are, object names looked up in `names`: the whole text as one
+/// name first (`"PrfData Demo Worker"`), else word by word.
 pub fn query_value(words: &[String], names: &Names) -> Result<String, String> {
     let joined = words.join(" ");
     let trimmed = joined.trim();
@@ -49,6 +50,9 @@ pub fn query_value(words: &[String], names: &Names) -> Result<String, String> {
     }
     if trimmed.starts_with("Foreign") {
         return Ok(trimmed.to_owned());
+    }
+    if let Some(i) = names.index_of(trimmed) {
+        return Ok(i.to_string());
     }
     let mut indexes = Vec::new();
     for word in trimmed.split_whitespace() {

@@ -18,6 +18,7 @@ use clap::Args;
 use prfdata::registry::FileRegistry;
 use prfmon::collector::Collector;
 use prfmon::decode::DataSnapshot;
+use prfmon::merge::merge_missing;
 use prfmon::names::Names;
 use prfmon::pdh::{self, CounterPath, FormatOptions};
 use prfmon::sampler::{self, Sampler};
@@ -127,20 +128,14 @@ impl Source {
     }
 
     /// One collection: `Global`, with the extra objects appended (see
-    /// [`Source::include_missing`]).
+    /// [`Source::include_missing`]). The extra collection also holds the objects of its
+    /// instances' parents; those `Global` has already are kept once, and the children
+    /// re-pointed at them ([`prfmon::merge`]).
     pub fn collect(&mut self) -> Result<DataSnapshot, String> {
         let mut snapshot = self.collect_query("Global")?;
         if let Some(extra) = self.extra.clone() {
             let more = self.collect_query(&extra)?;
-            for object in more.objects {
-                if !snapshot
-                    .objects
-                    .iter()
-                    .any(|o| o.name_index == object.name_index)
-                {
-                    snapshot.objects.push(object);
-                }
-            }
+            merge_missing(&mut snapshot, more);
         }
         Ok(snapshot)
     }
@@ -209,10 +204,11 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
     let mut source = Source::open(&args.lang, args.in_process)?;
 
     if let Some((object, expanded)) = query {
-        let global = source.collect_query("Global")?;
+        let mut both = source.collect_query("Global")?;
         let costly = source.collect_query("Costly")?;
-        let mut offers = sampler::offers(&global, &source.names);
-        offers.extend(sampler::offers(&costly, &source.names));
+        // `Costly` also returns the non-costly parents of costly objects: listed once.
+        merge_missing(&mut both, costly);
+        let offers = sampler::offers(&both, &source.names);
         source.close();
         let paths = query_paths(&offers, object.as_deref(), expanded);
         if paths.is_empty() {

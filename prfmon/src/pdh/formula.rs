@@ -36,6 +36,10 @@
 //! | `100NSEC_MULTI_TIMER_INV`                               | 100 (B − ΔN / ΔT100)  | %    |
 //! | `PRECISION_SYSTEM_TIMER`, `_100NS_`, `_OBJECT_TIMER`    | 100 ΔN / ΔB           | %    |
 //!
+//! `ELAPSED_TIME` follows NT's Process object: Tobj is the wall clock as a FILETIME (100 ns units
+//! since 1601-01-01), Fobj 10,000,000, and N the start time in the same units, which is what
+//! prfdata's provider and apps write ([`prfdata::clock`]).
+//!
 //! For the multi timers B is the current sample's `PERF_COUNTER_MULTI_BASE` (the number of
 //! items timed); for the precision timers B is the `PERF_PRECISION_TIMESTAMP` the provider
 //! supplies in the counter that follows. `COUNTER_NODATA`, text counters and bases have no value
@@ -1013,6 +1017,18 @@ mod tests {
         // Object time 50 000 000 at 10 MHz, started at 20 000 000 → 30 000 000 / 10 MHz = 3 s.
         let s = RawSample::new(PERF_ELAPSED_TIME, 20_000_000).with_object_time(50_000_000, F);
         close(format(None, &s, FormatOptions::default()), 3.0);
+    }
+
+    /// NT's convention, as prfdata's provider follows it: FILETIME start and object clock.
+    #[test]
+    fn elapsed_time_from_filetimes() {
+        use prfdata::clock::{filetime, OBJECT_FREQUENCY};
+        use std::time::{Duration, UNIX_EPOCH};
+        let start = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let now = start + Duration::from_millis(86_400_500);
+        let s = RawSample::new(PERF_ELAPSED_TIME, filetime(start))
+            .with_object_time(filetime(now), OBJECT_FREQUENCY);
+        close(format(None, &s, FormatOptions::default()), 86_400.5);
     }
 
     #[test]

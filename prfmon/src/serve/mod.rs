@@ -19,7 +19,11 @@
 //! **Costly objects** are not in a `Global` collection (perflib collects them only when
 //! `Costly` is asked for). `/metrics?query=Costly` collects them; point a second scrape job at
 //! it, with `params: { query: [Costly] }` and a longer `scrape_interval`. `query` also takes
-//! object name indexes (`query=1848+1860`).
+//! object name indexes (`query=1848+1860`). Either also returns the objects the returned
+//! instances' parents are in (as NT's providers do, so that parent links and the `parent` label
+//! resolve): a non-costly parent object then comes in both jobs, told apart by Prometheus's `job`
+//! label; keep it out of the costly job with a `metric_relabel_configs` `drop` if a query sums
+//! over jobs.
 //!
 //! ```text
 //! scrape_configs:
@@ -45,7 +49,11 @@
 //! clock: `prfdata_<object>_perf_time_total` (`PerfTime`, counter) and
 //! `prfdata_<object>_perf_freq` (`PerfFreq`, gauge), labelled `app`. So an uptime in seconds is
 //! `(prfdata_demo_service_perf_time_total - prfdata_demo_service_uptime) /
-//! prfdata_demo_service_perf_freq`. The system clock the other timers count against ticks
+//! prfdata_demo_service_perf_freq`. For prfdata's objects that clock is, as for NT's Process
+//! object, the wall clock as a FILETIME (100 ns units since 1601-01-01, `PerfFreq` 10,000,000),
+//! and a `PERF_ELAPSED_TIME` value is a start time in the same units, so
+//! `prfdata_demo_service_uptime / 1e7 - 11644473600` is the start as Unix time
+//! ([`prfdata::clock`]). The system clock the other timers count against ticks
 //! [`prfdata::clock::PERF_FREQUENCY`] times a second.
 //!
 //! **HELP** is the counter's explain text in the language of `--lang`, followed by

@@ -64,6 +64,49 @@ prfdata::prfdata_map! {
     }
 }
 
+prfdata::prfdata_map! {
+    /// Parents in every configuration: a non-costly child of a costly parent (ENTRY of SHARD),
+    /// and three levels with a costly grandchild (TASK of JOB of HOST).
+    pub mod app_c {
+        app: "ProvTestC",
+        object SHARD = 0 {
+            name: "Prov Shard", help: "A costly parent.",
+            detail: Novice, default: none, instances: { max: 4, name_len: 16 }, costly: true,
+            counters {
+                SHARD_SIZE = 2: RawCount { name: "Shard size", help: "s", detail: Novice, scale: 0 },
+            }
+        }
+        object ENTRY = 4 {
+            name: "Prov Entry", help: "A child of a shard.",
+            detail: Novice, default: none, instances: { max: 16, name_len: 16 }, costly: false,
+            counters {
+                ENTRY_HITS = 6: RawCount { name: "Entry hits", help: "h", detail: Novice, scale: 0 },
+            }
+        }
+        object HOST = 8 {
+            name: "Prov Host", help: "A host.",
+            detail: Novice, default: none, instances: { max: 4, name_len: 16 }, costly: false,
+            counters {
+                HOST_LOAD = 10: RawCount { name: "Load", help: "l", detail: Novice, scale: 0 },
+            }
+        }
+        object JOB = 12 {
+            name: "Prov Job", help: "A job of a host.",
+            detail: Novice, default: none, instances: { max: 16, name_len: 16 }, costly: false,
+            counters {
+                JOB_DONE = 14: RawCount { name: "Job done", help: "d", detail: Novice, scale: 0 },
+            }
+        }
+        object TASK = 16 {
+            name: "Prov Task", help: "A costly task of a job.",
+            detail: Novice, default: none, instances: { max: 32, name_len: 16 }, costly: true,
+            counters {
+                TASK_STEPS = 18: RawCount { name: "Steps", help: "s", detail: Novice, scale: 0 },
+            }
+        }
+    }
+}
+
 pub const ERROR_SUCCESS: u32 = 0;
 pub const ERROR_MORE_DATA: u32 = 234;
 
@@ -73,6 +116,7 @@ pub struct Env {
     pub shm: PathBuf,
     pub first_a: (u32, u32),
     pub first_b: (u32, u32),
+    pub first_c: (u32, u32),
 }
 
 /// The `libprfdata_provider.so` built with these tests: `cargo test` leaves it in `deps/`,
@@ -104,11 +148,13 @@ pub fn env() -> &'static Env {
         };
         let a = install_in(&reg, &app_a::MAP, &opts).unwrap();
         let b = install_in(&reg, &app_b::MAP, &opts).unwrap();
+        let c = install_in(&reg, &app_c::MAP, &opts).unwrap();
         Env {
             root,
             shm,
             first_a: (a.first_counter, a.first_help),
             first_b: (b.first_counter, b.first_help),
+            first_c: (c.first_counter, c.first_help),
         }
     })
 }
@@ -320,4 +366,71 @@ pub fn parse(data: &[u8], count: u32) -> Vec<Obj> {
     }
     assert_eq!(objs.len() as u32, count, "object count");
     objs
+}
+
+/// Shards s1, s2 (costly) with entries; hosts h1, h2 with jobs, jobs with (costly) tasks. Added
+/// in an order that puts parents at other positions than their children.
+pub fn populate_c(prf: &app_c::PrfData) {
+    let s1 = prf.add_instance(app_c::SHARD, "s1").unwrap();
+    let s2 = prf.add_instance(app_c::SHARD, "s2").unwrap();
+    prf.add_child_instance(app_c::ENTRY, prfdata::InstanceSpec::named("e1"), s2)
+        .unwrap();
+    prf.add_child_instance(app_c::ENTRY, prfdata::InstanceSpec::named("e2"), s1)
+        .unwrap();
+    let h1 = prf.add_instance(app_c::HOST, "h1").unwrap();
+    let h2 = prf.add_instance(app_c::HOST, "h2").unwrap();
+    let j1 = prf
+        .add_child_instance(app_c::JOB, prfdata::InstanceSpec::named("j1"), h2)
+        .unwrap();
+    prf.add_child_instance(app_c::JOB, prfdata::InstanceSpec::named("j2"), h1)
+        .unwrap();
+    let j3 = prf
+        .add_child_instance(app_c::JOB, prfdata::InstanceSpec::named("j3"), h2)
+        .unwrap();
+    for (name, job) in [("t1", j3), ("t2", j1), ("t3", j3)] {
+        prf.add_child_instance(app_c::TASK, prfdata::InstanceSpec::named(name), job)
+            .unwrap();
+    }
+}
+
+/// Each object's title and its instances as `parent/name` (the parent's own name, found by
+/// following the link inside `objs`), failing if a link points at anything `objs` lacks.
+pub fn resolved(objs: &[Obj]) -> std::collections::BTreeMap<u32, Vec<String>> {
+    let mut out = std::collections::BTreeMap::new();
+    for obj in objs {
+        let names = obj
+            .instances
+            .iter()
+            .map(|(def, name, _)| {
+                let Some(def) = def else {
+                    return name.clone();
+                };
+                if def.parent_object_title_index == 0 {
+                    return name.clone();
+                }
+                let parent = objs
+                    .iter()
+                    .find(|o| o.header.object_name_title_index == def.parent_object_title_index)
+                    .unwrap_or_else(|| {
+                        panic!(
+                            "{name}: parent object {} is not in the buffer",
+                            def.parent_object_title_index
+                        )
+                    });
+                let (_, parent_name, _) = parent
+                    .instances
+                    .get(def.parent_object_instance as usize)
+                    .unwrap_or_else(|| {
+                        panic!("{name}: no parent instance {}", def.parent_object_instance)
+                    });
+                format!("{parent_name}/{name}")
+            })
+            .collect();
+        let title = obj.header.object_name_title_index;
+        assert!(
+            out.insert(title, names).is_none(),
+            "object {title} appears twice"
+        );
+    }
+    out
 }

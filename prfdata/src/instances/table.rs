@@ -1,4 +1,5 @@
 //! The instance table of one object, as the writer (the app, holding the optex) changes it.
+//! Links between tables (parents and their children) are [`super::tree`]'s.
 //!
 //! Per object the block holds a dense *live list* of slot numbers, the slots themselves, and a
 //! free list threaded through the free slots. Adding pops a free slot (or takes the next never
@@ -13,8 +14,10 @@
 //!
 //! If the writer dies inside a write section, the sequence stays odd; the next process to take
 //! the optex sees that its owner died and calls [`ObjectTable::rebuild`], which derives the live
-//! and free lists again from the slots' states (the only thing written last / first).
+//! and free lists again from the slots' states (the only thing written last / first); then
+//! [`Tables::recount`](super::tree::Tables::recount) derives the children counts again.
 
+use std::sync::atomic::AtomicU32;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use crate::block::layout::{self, slot, SLOT_FREE, SLOT_LIVE};
@@ -34,11 +37,24 @@ pub(crate) struct ObjectTable<'a> {
     max_name_len: u32,
 }
 
+/// A live instance named by its object, slot and generation: a parent link as a slot stores
+/// it, and the way the tree code names instances.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct SlotRef {
+    /// The object's index in the map.
+    pub object: u32,
+    /// The slot.
+    pub slot: u32,
+    /// The slot's generation while this instance holds it.
+    pub generation: u32,
+}
+
 /// What a new instance is made of.
 pub(crate) struct NewInstance<'n> {
     pub name: &'n [u16],
     pub unique_id: i32,
-    pub parent: Option<(u32, u32)>,
+    /// Its parent, live when the instance is added.
+    pub parent: Option<SlotRef>,
 }
 
 impl<'a> ObjectTable<'a> {
@@ -65,23 +81,24 @@ impl<'a> ObjectTable<'a> {
         }
     }
 
-    fn rec_u32(&self, field: usize) -> &'a std::sync::atomic::AtomicU32 {
+    fn rec_u32(&self, field: usize) -> &'a AtomicU32 {
         // SAFETY: `record + field` addresses a u32 field of this object's record, which lies
         // inside the header region of a block laid out from the same map; fields are 4-aligned.
         unsafe { self.raw.u32_at(self.record + field) }
     }
 
-    fn slot_u32(&self, slot_no: u32, field: usize) -> &'a std::sync::atomic::AtomicU32 {
+    fn slot_u32(&self, slot_no: u32, field: usize) -> &'a AtomicU32 {
         debug_assert!(slot_no < self.max);
         // SAFETY: `slot_no < max`, so the slot lies inside the slots region, and `field` is a
-        // 4-aligned offset inside its 32-byte header; slot sizes are multiples of 8.
+        // 4-aligned offset inside its SLOT_HEADER_SIZE-byte header; slot sizes are multiples
+        // of 8.
         unsafe {
             self.raw
                 .u32_at(self.slots + slot_no as usize * self.slot_size + field)
         }
     }
 
-    fn live_entry(&self, pos: u32) -> &'a std::sync::atomic::AtomicU32 {
+    fn live_entry(&self, pos: u32) -> &'a AtomicU32 {
         debug_assert!(pos < self.max);
         // SAFETY: `pos < max` and the live list holds `max` u32 entries.
         unsafe { self.raw.u32_at(self.live + pos as usize * 4) }
@@ -105,10 +122,34 @@ impl<'a> ObjectTable<'a> {
         Some(self.slot_u32(slot_no, slot::GENERATION).load(Relaxed))
     }
 
-    /// The slot numbers of the live instances, in live-list order.
+    /// The parent link a slot stores, if it has one (the parent may have gone since; see
+    /// [`Tables::resolve`](super::tree::Tables::resolve)).
+    pub(crate) fn parent(&self, slot_no: u32) -> Option<SlotRef> {
+        let object = self
+            .slot_u32(slot_no, slot::PARENT_OBJECT)
+            .load(Relaxed)
+            .checked_sub(1)?;
+        Some(SlotRef {
+            object,
+            slot: self.slot_u32(slot_no, slot::PARENT_SLOT).load(Relaxed),
+            generation: self
+                .slot_u32(slot_no, slot::PARENT_GENERATION)
+                .load(Relaxed),
+        })
+    }
+
+    /// The count of a slot's live children (see [`layout::SlotHeader::children`]).
+    pub(crate) fn children(&self, slot_no: u32) -> &'a AtomicU32 {
+        self.slot_u32(slot_no, slot::CHILDREN)
+    }
+
+    /// The slot numbers of the live instances, in live-list order (entries that are not slot
+    /// numbers of this object, which only a process writing the block outside the protocol could
+    /// leave, are skipped).
     pub(crate) fn live_slots(&self) -> Vec<u32> {
         (0..self.live_count().min(self.max))
             .map(|p| self.live_entry(p).load(Relaxed))
+            .filter(|&slot| slot < self.max)
             .collect()
     }
 
@@ -140,7 +181,8 @@ impl<'a> ObjectTable<'a> {
         }
     }
 
-    /// Adds an instance. Call inside a write section, holding the optex.
+    /// Adds an instance. Call inside a write section, holding the optex; the parent's count is
+    /// the caller's ([`Tables::add`](super::tree::Tables::add)).
     ///
     /// Returns the slot and its new generation, or `None` when the object is full.
     pub(crate) fn add(&self, new: &NewInstance<'_>) -> Option<(u32, u32)> {
@@ -148,11 +190,16 @@ impl<'a> ObjectTable<'a> {
         let slot_no = self.pop_free()?;
         self.slot_u32(slot_no, slot::UNIQUE_ID)
             .store(new.unique_id as u32, Relaxed);
-        let (pobj, pslot) = new.parent.map_or((0, 0), |(o, s)| (o + 1, s));
+        let (pobj, pslot, pgen) = new
+            .parent
+            .map_or((0, 0, 0), |p| (p.object + 1, p.slot, p.generation));
         self.slot_u32(slot_no, slot::PARENT_OBJECT)
             .store(pobj, Relaxed);
         self.slot_u32(slot_no, slot::PARENT_SLOT)
             .store(pslot, Relaxed);
+        self.slot_u32(slot_no, slot::PARENT_GENERATION)
+            .store(pgen, Relaxed);
+        self.children(slot_no).store(0, Relaxed);
         let name_off = self.slots + slot_no as usize * self.slot_size + layout::SLOT_HEADER_SIZE;
         for (i, unit) in new.name.iter().enumerate() {
             // SAFETY: the caller checked `name.len() <= max_name_len`; the slot reserves that
@@ -180,7 +227,8 @@ impl<'a> ObjectTable<'a> {
     }
 
     /// Removes the instance in `slot_no` if it is live with `generation`. Call inside a write
-    /// section, holding the optex. Returns whether it was removed.
+    /// section, holding the optex; children and the parent's count are the caller's
+    /// ([`Tables::remove`](super::tree::Tables::remove)). Returns whether it was removed.
     pub(crate) fn remove(&self, slot_no: u32, generation: u32) -> bool {
         if self.live_generation(slot_no) != Some(generation) {
             return false;
