@@ -5,7 +5,6 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::Args;
-use prfdata::registry::FileRegistry;
 use prfmon::collector::Collector;
 use prfmon::serve::server::{MetricsServer, ServeOptions, DEFAULT_LISTEN, WORKERS};
 
@@ -19,22 +18,26 @@ pub struct ServeArgs {
     /// The language of names and explain texts (a Perflib subkey).
     #[arg(long, default_value = "009")]
     lang: String,
-    /// Load providers into this process instead of provider host processes (no timeouts, no
-    /// crash protection).
-    #[arg(long)]
-    in_process: bool,
+    #[command(flatten)]
+    collector: super::CollectorArgs,
 }
 
 /// Runs `prfmon serve` until SIGINT or SIGTERM.
 pub fn run(args: ServeArgs) -> ExitCode {
-    let registry = match FileRegistry::open_default() {
+    let registry = match args.collector.open_registry() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("prfmon serve: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let options = super::collector_options(args.in_process);
+    let options = match args.collector.options() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("prfmon serve: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let collector = match Collector::open(registry, options) {
         Ok(c) => c,
         Err(e) => {
