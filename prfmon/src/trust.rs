@@ -196,6 +196,50 @@ pub enum TrustError {
     },
 }
 
+impl TrustError {
+    /// The same error, naming `file` as the file checked (the registry root when its nearest
+    /// existing folder was checked).
+    fn naming(self, file: &Path) -> Self {
+        let file = file.to_path_buf();
+        match self {
+            Self::Untrusted {
+                what,
+                component,
+                owner,
+                mode,
+                rule,
+                uid,
+                ..
+            } => Self::Untrusted {
+                what,
+                file,
+                component,
+                owner,
+                mode,
+                rule,
+                uid,
+            },
+            Self::Io {
+                what,
+                component,
+                source,
+                ..
+            } => Self::Io {
+                what,
+                file,
+                component,
+                source,
+            },
+            Self::SymlinkLoop { what, .. } => Self::SymlinkLoop { what, file },
+            Self::Changed { what, resolved, .. } => Self::Changed {
+                what,
+                file,
+                resolved,
+            },
+        }
+    }
+}
+
 /// Who the collector trusts: root, its own effective user, and the files at or under the
 /// trusted paths.
 ///
@@ -605,7 +649,8 @@ impl TrustPolicy {
                 _ => break,
             }
         }
-        self.walk(existing, "registry folder", Some(Expect::Directory))?;
+        self.walk(existing, "registry folder", Some(Expect::Directory))
+            .map_err(|e| e.naming(root))?;
         if existing == root {
             let store = root.join(paths::STORE_FILE);
             if std::fs::symlink_metadata(&store).is_ok() {

@@ -74,13 +74,16 @@ pub fn run(args: ListArgs) -> ExitCode {
             }
         },
     };
-    let mut collector = match Collector::open(registry, match args.collector.options() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("prfmon list: {e}");
-            return ExitCode::FAILURE;
-        }
-    }) {
+    let mut collector = match Collector::open(
+        registry,
+        match args.collector.options() {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("prfmon list: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+    ) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("prfmon list: {e}");

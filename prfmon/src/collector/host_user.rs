@@ -100,8 +100,8 @@ impl HostUser {
         let mut user = nix::unistd::User::from_name(name).map_err(lookup)?;
         if user.is_none() {
             if let Ok(uid) = name.parse::<u32>() {
-                user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-                    .map_err(lookup)?;
+                user =
+                    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)).map_err(lookup)?;
             }
         }
         let Some(user) = user else {

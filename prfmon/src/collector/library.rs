@@ -210,10 +210,11 @@ impl ProviderLibrary {
     /// As for [`load`](Self::load).
     unsafe fn load_named(load: &Path, name: &Path) -> Result<Self, LibraryError> {
         // SAFETY: the caller guarantees the library is a provider that is sound to load.
-        let lib = unsafe { libloading::Library::new(load) }.map_err(|source| LibraryError::Load {
-            path: name.to_path_buf(),
-            source,
-        })?;
+        let lib =
+            unsafe { libloading::Library::new(load) }.map_err(|source| LibraryError::Load {
+                path: name.to_path_buf(),
+                source,
+            })?;
         Ok(Self {
             path: name.to_path_buf(),
             lib,
@@ -386,7 +387,9 @@ fn kept_fd_path(file: &std::fs::File) -> std::io::Result<PathBuf> {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::MetadataExt;
     let metadata = file.metadata()?;
-    let mut kept = KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut kept = KEPT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let fd = match kept.entry((metadata.dev(), metadata.ino())) {
         std::collections::btree_map::Entry::Occupied(e) => e.get().as_raw_fd(),
         std::collections::btree_map::Entry::Vacant(e) => e.insert(file.try_clone()?).as_raw_fd(),

@@ -15,8 +15,8 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::File;
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::io::{BufReader, BufWriter};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
