@@ -28,11 +28,13 @@
 //! [`TrustPolicy::open_library`] resolves and checks the path, opens the resolved path
 //! (`O_NOFOLLOW`), `fstat`s the descriptor and requires the same device and inode as the
 //! check saw, and the same rule on the descriptor's owner and mode. The loader is then given
-//! `/proc/self/fd/N` ([`OpenedLibrary::fd_path`]), which names that open file, not a path:
-//! whatever happens to the path after the check, the checked file is the one loaded. (Every
-//! folder of the resolved path passed, so only root or the collector's user could have changed
-//! it anyway; the descriptor makes that a guarantee rather than an argument.) The provider
-//! host gets the descriptor itself, inherited as fd [`LIBRARY_FD`].
+//! `/proc/self/fd/N` for that open file (or for a descriptor of the same file this process
+//! already keeps: see [`ProviderLibrary::load_opened`](crate::collector::library::ProviderLibrary::load_opened)),
+//! which names the open file, not a path: whatever happens to the path after the check, the
+//! checked file is the one loaded. (Every folder of the resolved path passed, so only root or
+//! the collector's user could have changed it anyway; the descriptor makes that a guarantee
+//! rather than an argument.) The provider host gets the descriptor itself, inherited as fd
+//! [`LIBRARY_FD`].
 //!
 //! What this cannot see: a process that opened the file for writing while it was still
 //! writable keeps that descriptor after a `chmod`; a library's own dependencies (`DT_NEEDED`)
