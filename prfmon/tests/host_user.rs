@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use prfdata::registry::{performance_services, FileRegistry};
 use privilege::{
-    chmod, copy, other_user_name, other_users_folder, public_prfmon, register_good, root_or_skip,
-    run, shared_tempdir, test_provider_at, OTHER_UID,
+    copy, other_user_name, other_users_folder, public_prfmon, register_good, root_or_skip, run,
+    shared_tempdir, test_provider_at, OTHER_UID,
 };
 
 prfdata::prfdata_map! {
