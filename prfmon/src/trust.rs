@@ -40,6 +40,13 @@
 //! writable keeps that descriptor after a `chmod`; a library's own dependencies (`DT_NEEDED`)
 //! are found by the loader's search path, which root controls.
 //!
+//! A cost of loading through the descriptor: the loader knows the library as
+//! `/proc/self/fd/N`, so `$ORIGIN` in its `DT_RUNPATH` / `DT_RPATH` means `/proc/self/fd`, not
+//! the library's folder. A provider that finds bundled dependencies through `$ORIGIN` must
+//! have them installed where the loader looks (`ldconfig`'s folders) instead. Loading by path
+//! after the check would keep `$ORIGIN`, but would run the initialisers of whatever file the
+//! path names at that moment: the check would come too late to matter.
+//!
 //! # Examples
 //!
 //! ```
