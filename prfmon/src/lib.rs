@@ -15,6 +15,10 @@
 //!   - [`collector::validate`]: the checks every Collect output passes, and the reasons a
 //!     provider is disabled; [`collector::realign`]: DWORD-aligned objects moved to 8-byte
 //!     boundaries.
+//!   - [`collector::host_user`]: the less privileged user provider hosts run as
+//!     (`--host-user`).
+//! - [`trust`]: which provider libraries and registries the collector trusts (owner and
+//!   mode checks on the file and every folder above it, as OpenSSH's StrictModes).
 //! - [`datablock`]: the PERF_DATA_BLOCK that heads a collection.
 //!
 //! **Reading a collection**
@@ -72,5 +76,6 @@ pub mod report;
 pub mod sample;
 pub mod sampler;
 pub mod serve;
+pub mod trust;
 pub mod typeperf;
 pub mod watch;

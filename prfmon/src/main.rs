@@ -57,9 +57,7 @@ fn main() -> ExitCode {
         .nth(1)
         .is_some_and(|a| a == prfmon::collector::perfhost::HOST_SUBCOMMAND)
     {
-        if let Some(library) = args.next() {
-            return prfmon::collector::perfhost::run_host(std::path::Path::new(&library));
-        }
+        return prfmon::collector::perfhost::run_host_args(args);
     }
     let cli = Cli::parse_from(winargs::to_dashed(std::env::args_os()));
     match cli.command {

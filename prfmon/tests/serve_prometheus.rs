@@ -1,11 +1,14 @@
 //! End to end with a real Prometheus server (Debian's `prometheus` package): it scrapes
 //! `prfmon serve` every second while a test app's counter grows, and its HTTP API shows the
-//! counter increasing, with the app's labels. Without the binary the test says so loudly and
-//! passes; under `CI=true` that is a failure.
+//! counter increasing, with the app's labels. `prfmon serve` requires a bearer token
+//! (`--token-file`), which Prometheus sends from the same file (`authorization:
+//! credentials_file:`). Without the binary the test says so loudly and passes; under
+//! `CI=true` that is a failure.
 
 mod serve_common;
 
 use std::net::{SocketAddr, TcpListener};
+use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -88,8 +91,16 @@ fn prometheus_scrapes_serve_and_sees_the_apps_counters_increase() {
     };
     let setup = setup();
     let _app = setup.start_app("ticking");
-    let (_serve, serve_addr, serve_log) = setup.start_serve(&["--listen", "127.0.0.1:0"]);
+    let token_file = setup.dir.path().join("token");
+    std::fs::write(&token_file, "prometheus-scrape-token-0123456789\n").expect("token file");
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600))
+        .expect("chmod 600 the token file");
+    let token_arg = token_file.display().to_string();
+    let (_serve, serve_addr, serve_log) =
+        setup.start_serve(&["--listen", "127.0.0.1:0", "--token-file", &token_arg]);
     let serve_addr = serve_addr.expect("prfmon serve listening");
+    // Without the token, no metrics.
+    assert_eq!(get(serve_addr, "/metrics").status, 401);
 
     let web = SocketAddr::from(([127, 0, 0, 1], free_port()));
     let config = setup.dir.path().join("prometheus.yml");
@@ -97,7 +108,9 @@ fn prometheus_scrapes_serve_and_sees_the_apps_counters_increase() {
         &config,
         format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
-             scrape_configs:\n  - job_name: prfmon\n    static_configs:\n      - targets: ['{serve_addr}']\n"
+             scrape_configs:\n  - job_name: prfmon\n    authorization:\n      credentials_file: '{}'\n\
+             \x20   static_configs:\n      - targets: ['{serve_addr}']\n",
+            token_file.display()
         ),
     )
     .expect("write the Prometheus config");

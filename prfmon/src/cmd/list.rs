@@ -7,7 +7,6 @@
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use prfdata::registry::FileRegistry;
 use prfdata::winperf::{
     PERF_DETAIL_ADVANCED, PERF_DETAIL_EXPERT, PERF_DETAIL_NOVICE, PERF_DETAIL_WIZARD,
 };
@@ -51,15 +50,13 @@ pub struct ListArgs {
     /// Print JSON instead of text (every field, as with --verbose).
     #[arg(long)]
     json: bool,
-    /// Load providers into this process instead of provider host processes (no timeouts, no
-    /// crash protection).
-    #[arg(long)]
-    in_process: bool,
+    #[command(flatten)]
+    collector: super::CollectorArgs,
 }
 
 /// Runs `prfmon list`.
 pub fn run(args: ListArgs) -> ExitCode {
-    let registry = match FileRegistry::open_default() {
+    let registry = match args.collector.open_registry() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("prfmon list: {e}");
@@ -77,7 +74,16 @@ pub fn run(args: ListArgs) -> ExitCode {
             }
         },
     };
-    let mut collector = match Collector::open(registry, super::collector_options(args.in_process)) {
+    let mut collector = match Collector::open(
+        registry,
+        match args.collector.options() {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("prfmon list: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+    ) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("prfmon list: {e}");

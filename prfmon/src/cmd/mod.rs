@@ -1,4 +1,4 @@
-//! One module per subcommand, and what the collecting subcommands share.
+//! One module per subcommand, and what the collecting subcommands share ([`CollectorArgs`]).
 
 pub mod decode;
 pub mod list;
@@ -9,21 +9,68 @@ pub mod serve;
 pub mod typeperf;
 pub mod watch;
 
-use prfdata::registry::FileRegistry;
+use std::path::PathBuf;
+
+use clap::Args;
+use prfdata::registry::{paths, FileRegistry};
+use prfmon::collector::host_user::HostUser;
 use prfmon::collector::{CollectorOptions, Isolation};
 use prfmon::names::Names;
+use prfmon::trust::TrustPolicy;
 
-/// The collector options of the collecting subcommands: providers in host processes, or in
-/// this process with `--in-process`.
-pub fn collector_options(in_process: bool) -> CollectorOptions {
-    let isolation = if in_process {
-        Isolation::InProcess
-    } else {
-        Isolation::HostProcess
-    };
-    CollectorOptions {
-        isolation,
-        ..Default::default()
+/// The options of every collecting subcommand (`query`, `list`, `typeperf`, `watch`,
+/// `serve`): where providers run, which paths are trusted whoever owns them, which user
+/// provider hosts run as.
+#[derive(Args, Debug, Clone, Default)]
+pub struct CollectorArgs {
+    /// Load providers into this process instead of provider host processes (no timeouts, no
+    /// crash protection).
+    #[arg(long)]
+    pub in_process: bool,
+    /// Trust provider libraries and the registry at or under PATH whoever owns them and the
+    /// folders above them (repeatable). Without it, a library or registry that a user other
+    /// than root or this collector's user could change is refused.
+    #[arg(long = "trust-path", value_name = "PATH")]
+    pub trust_path: Vec<PathBuf>,
+    /// Run the provider host processes as USER (a name or a uid), with its groups: root
+    /// only. The hosts then read only what USER may read (the library, the blocks).
+    #[arg(long, value_name = "USER", conflicts_with = "in_process")]
+    pub host_user: Option<String>,
+}
+
+impl CollectorArgs {
+    /// The collector options these arguments ask for; an error for a `--host-user` that
+    /// cannot be used (not root, no such user).
+    pub fn options(&self) -> Result<CollectorOptions, String> {
+        let isolation = if self.in_process {
+            Isolation::InProcess
+        } else {
+            Isolation::HostProcess
+        };
+        let host_user = match &self.host_user {
+            Some(name) => Some(HostUser::lookup(name).map_err(|e| e.to_string())?),
+            None => None,
+        };
+        Ok(CollectorOptions {
+            isolation,
+            trusted_paths: self.trust_path.clone(),
+            host_user,
+            ..Default::default()
+        })
+    }
+
+    /// Opens the registry (`PRFDATA_REGISTRY`, else the per-user default) after checking
+    /// that only root or this process's user can change it (see [`prfmon::trust`]), and
+    /// checks it again once open (a folder it created is then checked too).
+    pub fn open_registry(&self) -> Result<FileRegistry, String> {
+        let policy = TrustPolicy::new(&self.trust_path);
+        let root = paths::registry_root().map_err(|e| e.to_string())?;
+        policy.check_registry(&root).map_err(|e| e.to_string())?;
+        let registry = FileRegistry::open(&root).map_err(|e| e.to_string())?;
+        policy
+            .check_registry(registry.root())
+            .map_err(|e| e.to_string())?;
+        Ok(registry)
     }
 }
 

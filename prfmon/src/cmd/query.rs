@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use prfdata::registry::FileRegistry;
 use prfmon::collector::Collector;
 
 /// `prfmon query ...`.
@@ -24,15 +23,13 @@ pub struct QueryArgs {
     /// The language of names and explain texts (a Perflib subkey).
     #[arg(long, default_value = "009")]
     lang: String,
-    /// Load providers into this process instead of provider host processes (no timeouts, no
-    /// crash protection).
-    #[arg(long)]
-    in_process: bool,
+    #[command(flatten)]
+    collector: super::CollectorArgs,
 }
 
 /// Runs `prfmon query`.
 pub fn run(args: QueryArgs) -> ExitCode {
-    let registry = match FileRegistry::open_default() {
+    let registry = match args.collector.open_registry() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("prfmon query: {e}");
@@ -47,7 +44,13 @@ pub fn run(args: QueryArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let options = super::collector_options(args.in_process);
+    let options = match args.collector.options() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("prfmon query: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut collector = match Collector::open(registry, options) {
         Ok(c) => c,
         Err(e) => {

@@ -51,9 +51,8 @@ pub struct TypeperfArgs {
     /// The language of counter names (a Perflib subkey).
     #[arg(long, default_value = "009")]
     lang: String,
-    /// Load providers into this process instead of provider host processes.
-    #[arg(long)]
-    in_process: bool,
+    #[command(flatten)]
+    collector: super::CollectorArgs,
 }
 
 fn parse_format(s: &str) -> Result<LogFormat, String> {
@@ -96,11 +95,12 @@ pub struct Source {
 }
 
 impl Source {
-    /// Opens the registry, the names of `lang` and a collector.
-    pub fn open(lang: &str, in_process: bool) -> Result<Self, String> {
-        let registry = FileRegistry::open_default().map_err(|e| e.to_string())?;
+    /// Opens the registry (checked: see [`super::CollectorArgs::open_registry`]), the names
+    /// of `lang` and a collector.
+    pub fn open(lang: &str, collector: &super::CollectorArgs) -> Result<Self, String> {
+        let registry = collector.open_registry()?;
         let names = super::load_names(&registry, lang);
-        let options = super::collector_options(in_process);
+        let options = collector.options()?;
         let collector = Collector::open(registry, options).map_err(|e| e.to_string())?;
         Ok(Source {
             collector,
@@ -201,7 +201,7 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
         ),
         None => Box::new(std::io::stdout().lock()),
     };
-    let mut source = Source::open(&args.lang, args.in_process)?;
+    let mut source = Source::open(&args.lang, &args.collector)?;
 
     if let Some((object, expanded)) = query {
         let mut both = source.collect_query("Global")?;

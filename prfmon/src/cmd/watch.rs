@@ -36,9 +36,8 @@ pub struct WatchArgs {
     /// can exceed it.
     #[arg(long = "nocap100")]
     nocap100: bool,
-    /// Load providers into this process instead of provider host processes.
-    #[arg(long)]
-    in_process: bool,
+    #[command(flatten)]
+    collector: super::CollectorArgs,
     /// Quit after this many samples (for tests).
     #[arg(long, hide = true)]
     frames: Option<u64>,
@@ -62,7 +61,7 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
         .map(|p| pdh::parse(p))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
-    let mut source = super::typeperf::Source::open(&args.lang, args.in_process)?;
+    let mut source = super::typeperf::Source::open(&args.lang, &args.collector)?;
     let mut first = source.collect()?;
     if source.include_missing(&requests, &first) {
         first = source.collect()?;

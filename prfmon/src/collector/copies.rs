@@ -37,17 +37,19 @@
 //! ```no_run
 //! use prfmon::collector::copies::load_for_service;
 //! use prfmon::collector::library::EntryNames;
+//! use prfmon::trust::TrustPolicy;
 //!
-//! let lib = "/opt/prfdata/libprfdata_provider.so";
+//! let policy = TrustPolicy::new(Vec::<std::path::PathBuf>::new());
+//! let lib = policy.open_library("/opt/prfdata/libprfdata_provider.so".as_ref())?;
 //! // SAFETY: the path names a perflib provider, trusted in this process.
-//! let (first, second) = unsafe { (load_for_service(lib, "AppA")?, load_for_service(lib, "AppB")?) };
+//! let (first, second) = unsafe { (load_for_service(&lib, "AppA")?, load_for_service(&lib, "AppB")?) };
 //! assert!(!first.is_private() && second.is_private());
 //! let names = EntryNames::new(Some("OpenPerformanceData"), "CollectPerformanceData", None);
 //! // SAFETY: as above.
 //! let (a, b) = unsafe { (first.library().entry_points(&names)?, second.library().entry_points(&names)?) };
 //! a.open(&["AppA".into()]);
 //! b.open(&["AppB".into()]); // a different copy: AppA's Collect still returns only AppA
-//! # Ok::<(), prfmon::collector::library::LibraryError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use std::collections::BTreeMap;
@@ -55,6 +57,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::library::{LibraryError, ProviderLibrary};
+use crate::trust::OpenedLibrary;
 
 /// What makes two library paths the same loaded copy for a plain `dlopen`.
 ///
@@ -97,6 +100,31 @@ impl FileIdentity {
                 ino: m.ino(),
             },
             Err(_) => Self::Name(path.to_path_buf()),
+        }
+    }
+
+    /// The identity of an open file (a library the collector checked and opened), or its
+    /// name when it cannot be examined.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::collector::copies::FileIdentity;
+    /// let dir = tempfile::tempdir()?;
+    /// let file = dir.path().join("lib.so");
+    /// std::fs::write(&file, b"")?;
+    /// let open = std::fs::File::open(&file)?;
+    /// assert_eq!(FileIdentity::of_file(&open, &file), FileIdentity::of(&file));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn of_file(file: &std::fs::File, name: &Path) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        match file.metadata() {
+            Ok(m) => Self::Inode {
+                dev: m.dev(),
+                ino: m.ino(),
+            },
+            Err(_) => Self::Name(name.to_path_buf()),
         }
     }
 }
@@ -178,8 +206,8 @@ impl Drop for Lease {
     }
 }
 
-/// The copy of the library at `path` that `service` uses in this process: the one it holds
-/// already, else the plain `dlopen` copy or a private one that no service uses, else a new
+/// The copy of `library` (checked and opened by the collector, loaded through its descriptor)
+/// that `service` uses in this process: the one it holds already, else the plain `dlopen` copy or a private one that no service uses, else a new
 /// private copy (see the [module docs](self)).
 ///
 /// # Errors
@@ -190,7 +218,7 @@ impl Drop for Lease {
 ///
 /// # Safety
 ///
-/// As for [`ProviderLibrary::load`]: `path` must name a perflib provider that is sound to
+/// As for [`ProviderLibrary::load`]: `library` must be a perflib provider that is sound to
 /// load into this process (several times, in namespaces of their own), and to Open again,
 /// for another service, after its Close.
 ///
@@ -198,11 +226,10 @@ impl Drop for Lease {
 ///
 /// See the [module docs](self).
 pub unsafe fn load_for_service(
-    path: impl AsRef<Path>,
+    library: &OpenedLibrary,
     service: &str,
 ) -> Result<Lease, LibraryError> {
-    let path = path.as_ref();
-    let identity = FileIdentity::of(path);
+    let identity = FileIdentity::of_file(library.file(), library.path());
     let mut table = COPIES.lock().unwrap_or_else(PoisonError::into_inner);
     let copies = table.entry(identity.clone()).or_default();
     let found = copies
@@ -214,10 +241,10 @@ pub unsafe fn load_for_service(
         None => {
             let library = if copies.is_empty() {
                 // SAFETY: the caller vouched for the library.
-                unsafe { ProviderLibrary::load(path) }?
+                unsafe { ProviderLibrary::load_opened(library) }?
             } else {
                 // SAFETY: as above.
-                unsafe { ProviderLibrary::load_private(path) }?
+                unsafe { ProviderLibrary::load_private_opened(library) }?
             };
             copies.push(Copy::new(library));
             copies.len() - 1

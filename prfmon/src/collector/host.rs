@@ -4,15 +4,19 @@
 //! A reader thread turns the host's stdout into a channel of responses, so every wait is a
 //! `recv_timeout`: a provider that hangs costs the collector its timeout, never more.
 
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use super::perfhost::HOST_SUBCOMMAND;
+use super::host_user::HostUser;
+use super::perfhost::{FD_FLAG, HOST_SUBCOMMAND};
 use super::protocol::{
     read_frame, write_frame, ProtocolError, Request, Response, PROTOCOL_VERSION,
 };
+use crate::trust::{OpenedLibrary, LIBRARY_FD};
 
 /// How long a host that was asked to exit (its stdin closed) gets before it is killed: Close
 /// has run by then, so this only covers the host's own exit (unloading the library).
@@ -29,11 +33,13 @@ pub const EXIT_GRACE: Duration = Duration::from_secs(2);
 /// ```
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
-    /// The host executable could not be started.
-    #[error("cannot start the provider host {}: {source}", exe.display())]
+    /// The host executable could not be started (or could not take on its user).
+    #[error("cannot start the provider host {}{as_user}: {source}", exe.display())]
     Spawn {
         /// The executable.
         exe: PathBuf,
+        /// ` as user NAME (uid N)` when it was to run as a [`HostUser`], else empty.
+        as_user: String,
         /// Why.
         source: std::io::Error,
     },
@@ -79,14 +85,16 @@ pub enum HostError {
 /// use prfmon::collector::protocol::{Request, Response};
 ///
 /// let exe = prfmon::collector::default_host_exe();
-/// let mut host = HostProcess::spawn(&exe, "/opt/app/libperf.so".as_ref(), Duration::from_secs(10))?;
+/// let policy = prfmon::trust::TrustPolicy::new(Vec::<std::path::PathBuf>::new());
+/// let library = policy.open_library("/opt/app/libperf.so".as_ref())?;
+/// let mut host = HostProcess::spawn(&exe, &library, None, Duration::from_secs(10))?;
 /// let open = Request::Open {
 ///     slot: 0,
 ///     names: EntryNames::new(Some("OpenPerformanceData"), "CollectPerformanceData", None),
 ///     export: Vec::new(),
 /// };
 /// assert!(matches!(host.call(&open, Duration::from_secs(10))?, Response::Opened { .. }));
-/// # Ok::<(), prfmon::collector::host::HostError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
 pub struct HostProcess {
@@ -97,9 +105,11 @@ pub struct HostProcess {
 }
 
 impl HostProcess {
-    /// Starts `exe __provider-host library` and waits up to `timeout` for its
-    /// [`Response::Hello`], then up to `timeout` again for it to load the library
-    /// ([`Response::Ready`]). An executable that does not say Hello is
+    /// Starts `exe __provider-host --fd 3 LIBRARY` with `library`'s descriptor as its fd 3
+    /// (the host loads the file the collector checked, not whatever its path names later),
+    /// as `user` when given (supplementary groups, group, then user, set before `exec`), and
+    /// waits up to `timeout` for its [`Response::Hello`], then up to `timeout` again for it
+    /// to load the library ([`Response::Ready`]). An executable that does not say Hello is
     /// [`HostError::NotAHost`]; a library that cannot be loaded comes back as
     /// [`HostError::LoadFailed`] with dlopen's message; a library whose loading hangs or kills
     /// the host as [`HostError::Timeout`] or [`HostError::Died`].
@@ -107,18 +117,60 @@ impl HostProcess {
     /// # Examples
     ///
     /// See [`HostProcess`].
-    pub fn spawn(exe: &Path, library: &Path, timeout: Duration) -> Result<Self, HostError> {
-        let mut child = Command::new(exe)
+    pub fn spawn(
+        exe: &Path,
+        library: &OpenedLibrary,
+        user: Option<&HostUser>,
+        timeout: Duration,
+    ) -> Result<Self, HostError> {
+        let as_user = user.map_or_else(String::new, |u| {
+            format!(" as user {} (uid {})", u.name(), u.uid())
+        });
+        let spawn_error = |source| HostError::Spawn {
+            exe: exe.to_path_buf(),
+            as_user: as_user.clone(),
+            source,
+        };
+        let fd = library.file().as_raw_fd();
+        // Everything the child needs is made here: between fork and exec it may not allocate.
+        let credentials: Option<(libc::uid_t, libc::gid_t, Vec<libc::gid_t>)> =
+            user.map(|u| (u.uid(), u.gid(), u.groups().to_vec()));
+        let mut command = Command::new(exe);
+        command
             .arg(HOST_SUBCOMMAND)
-            .arg(library)
+            .arg(FD_FLAG)
+            .arg(LIBRARY_FD.to_string())
+            .arg(library.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|source| HostError::Spawn {
-                exe: exe.to_path_buf(),
-                source,
-            })?;
+            .stderr(Stdio::inherit());
+        // SAFETY: the closure runs in the child between fork and exec, where only
+        // async-signal-safe calls are allowed: it makes only the system calls dup2, fcntl,
+        // setgroups, setgid and setuid, on data made before the fork (`fd`, `credentials`),
+        // allocates nothing, and reports failure through `last_os_error` (errno, no
+        // allocation), which std turns into the spawn's error.
+        unsafe {
+            command.pre_exec(move || {
+                if fd == LIBRARY_FD {
+                    // Already in place: only clear its close-on-exec flag.
+                    if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                } else if libc::dup2(fd, LIBRARY_FD) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if let Some((uid, gid, groups)) = &credentials {
+                    if libc::setgroups(groups.len(), groups.as_ptr()) == -1
+                        || libc::setgid(*gid) == -1
+                        || libc::setuid(*uid) == -1
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            })
+        };
+        let mut child = command.spawn().map_err(spawn_error)?;
         let stdin = child.stdin.take();
         let Some(mut stdout) = child.stdout.take() else {
             return Err(HostError::Died {
@@ -142,10 +194,7 @@ impl HostProcess {
                     }
                 }
             })
-            .map_err(|source| HostError::Spawn {
-                exe: exe.to_path_buf(),
-                source,
-            })?;
+            .map_err(spawn_error)?;
         let mut host = Self {
             child,
             stdin,

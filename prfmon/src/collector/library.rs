@@ -31,6 +31,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use zerocopy::IntoBytes;
 
+use crate::trust::OpenedLibrary;
+
 /// `PM_OPEN_PROC`.
 pub type OpenFn = unsafe extern "system" fn(*mut u16) -> u32;
 /// `PM_COLLECT_PROC`.
@@ -131,14 +133,92 @@ impl ProviderLibrary {
     /// assert!(unsafe { prfmon::collector::library::ProviderLibrary::load("/nope.so") }.is_err());
     /// ```
     pub unsafe fn load(path: impl AsRef<Path>) -> Result<Self, LibraryError> {
-        let path = path.as_ref().to_path_buf();
+        let path = path.as_ref();
+        // SAFETY: the caller guarantees the library is a provider that is sound to load.
+        unsafe { Self::load_named(path, path) }
+    }
+
+    /// Loads a library the collector checked and opened ([`OpenedLibrary`]) through its
+    /// descriptor (`dlopen("/proc/self/fd/N")`): the file loaded is the file checked, whatever
+    /// became of its path since. Messages name the library by its registry path.
+    ///
+    /// # Safety
+    ///
+    /// As for [`load`](Self::load).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::collector::library::{LibraryError, ProviderLibrary};
+    /// let dir = tempfile::tempdir()?;
+    /// std::fs::write(dir.path().join("libnot.so"), b"not an ELF file")?;
+    /// let policy = prfmon::trust::TrustPolicy::new(Vec::<std::path::PathBuf>::new());
+    /// let opened = policy.open_library(&dir.path().join("libnot.so"))?;
+    /// // SAFETY: not a library: dlopen refuses it before running anything.
+    /// let err = unsafe { ProviderLibrary::load_opened(&opened) }.unwrap_err();
+    /// assert!(err.to_string().contains("libnot.so"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub unsafe fn load_opened(library: &OpenedLibrary) -> Result<Self, LibraryError> {
+        let load = kept_fd_path(library.file()).map_err(|e| LibraryError::Namespace {
+            path: library.path().to_path_buf(),
+            message: format!("cannot keep a descriptor of it: {e}"),
+        })?;
+        // SAFETY: the caller guarantees the library is a provider that is sound to load.
+        unsafe { Self::load_named(&load, library.path()) }
+    }
+
+    /// Loads the library open on `fd` (`dlopen("/proc/self/fd/N")`), named `name` in
+    /// messages: what a provider host does with the descriptor the collector checked and
+    /// passed to it.
+    ///
+    /// # Safety
+    ///
+    /// As for [`load`](Self::load).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::AsFd;
+    /// use prfmon::collector::library::ProviderLibrary;
+    /// let file = tempfile::tempfile()?;
+    /// // SAFETY: an empty file is not a library: dlopen refuses it before running anything.
+    /// let err = unsafe { ProviderLibrary::load_descriptor(file.as_fd(), "/opt/libx.so".as_ref()) };
+    /// assert!(err.unwrap_err().to_string().contains("/opt/libx.so"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub unsafe fn load_descriptor(
+        fd: std::os::fd::BorrowedFd<'_>,
+        name: &Path,
+    ) -> Result<Self, LibraryError> {
+        let file = fd
+            .try_clone_to_owned()
+            .map(std::fs::File::from)
+            .and_then(|f| kept_fd_path(&f));
+        let load = file.map_err(|e| LibraryError::Namespace {
+            path: name.to_path_buf(),
+            message: format!("cannot keep a descriptor of it: {e}"),
+        })?;
+        // SAFETY: the caller guarantees the library is a provider that is sound to load.
+        unsafe { Self::load_named(&load, name) }
+    }
+
+    /// `dlopen(load)`, named `name` in messages.
+    ///
+    /// # Safety
+    ///
+    /// As for [`load`](Self::load).
+    unsafe fn load_named(load: &Path, name: &Path) -> Result<Self, LibraryError> {
         // SAFETY: the caller guarantees the library is a provider that is sound to load.
         let lib =
-            unsafe { libloading::Library::new(&path) }.map_err(|source| LibraryError::Load {
-                path: path.clone(),
+            unsafe { libloading::Library::new(load) }.map_err(|source| LibraryError::Load {
+                path: name.to_path_buf(),
                 source,
             })?;
-        Ok(Self { path, lib })
+        Ok(Self {
+            path: name.to_path_buf(),
+            lib,
+        })
     }
 
     /// Loads a private copy of the library at `path` in a new link-map namespace
@@ -166,14 +246,56 @@ impl ProviderLibrary {
     /// assert!(matches!(err, LibraryError::Namespace { .. }));
     /// ```
     pub unsafe fn load_private(path: impl AsRef<Path>) -> Result<Self, LibraryError> {
-        let path = path.as_ref().to_path_buf();
+        let path = path.as_ref();
+        // SAFETY: the caller guarantees the library is a provider that is sound to load.
+        unsafe { Self::load_private_named(path, path) }
+    }
+
+    /// [`load_private`](Self::load_private) for a library the collector checked and opened,
+    /// through its descriptor, as [`load_opened`](Self::load_opened) does.
+    ///
+    /// # Safety
+    ///
+    /// As for [`load_private`](Self::load_private).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::collector::library::{LibraryError, ProviderLibrary};
+    /// let dir = tempfile::tempdir()?;
+    /// std::fs::write(dir.path().join("libnot.so"), b"not an ELF file")?;
+    /// let policy = prfmon::trust::TrustPolicy::new(Vec::<std::path::PathBuf>::new());
+    /// let opened = policy.open_library(&dir.path().join("libnot.so"))?;
+    /// // SAFETY: not a library: dlmopen refuses it before running anything.
+    /// let err = unsafe { ProviderLibrary::load_private_opened(&opened) }.unwrap_err();
+    /// assert!(matches!(err, LibraryError::Namespace { .. }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub unsafe fn load_private_opened(library: &OpenedLibrary) -> Result<Self, LibraryError> {
+        let load = kept_fd_path(library.file()).map_err(|e| LibraryError::Namespace {
+            path: library.path().to_path_buf(),
+            message: format!("cannot keep a descriptor of it: {e}"),
+        })?;
+        // SAFETY: the caller guarantees the library is a provider that is sound to load.
+        unsafe { Self::load_private_named(&load, library.path()) }
+    }
+
+    /// `dlmopen(LM_ID_NEWLM, load)`, named `name` in messages.
+    ///
+    /// # Safety
+    ///
+    /// As for [`load_private`](Self::load_private).
+    unsafe fn load_private_named(load: &Path, name: &Path) -> Result<Self, LibraryError> {
         // SAFETY: the caller guarantees the library is a provider that is sound to load.
         let lib =
-            unsafe { dlmopen_new_namespace(&path) }.map_err(|message| LibraryError::Namespace {
-                path: path.clone(),
+            unsafe { dlmopen_new_namespace(load) }.map_err(|message| LibraryError::Namespace {
+                path: name.to_path_buf(),
                 message,
             })?;
-        Ok(Self { path, lib })
+        Ok(Self {
+            path: name.to_path_buf(),
+            lib,
+        })
     }
 
     /// The path it was loaded from.
@@ -245,6 +367,34 @@ impl ProviderLibrary {
             close,
         })
     }
+}
+
+/// Descriptors of the library files this process loaded through `/proc/self/fd/N`, one per
+/// file (device and inode), open for the life of the process.
+///
+/// The loader remembers a loaded object by the name it was given and returns that object for
+/// the same name later, before it opens anything; it also keeps objects loaded after
+/// `dlclose` (a Rust cdylib with thread-local destructors, a namespace). Were the descriptor
+/// closed, its number could name another file, and a later `dlopen("/proc/self/fd/N")` would
+/// return the first file's object. So each file's first descriptor is kept, and every later
+/// load of that file goes through it: one descriptor per distinct library file, bounded by the
+/// number of providers installed.
+static KEPT: std::sync::Mutex<std::collections::BTreeMap<(u64, u64), std::fs::File>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// `/proc/self/fd/N` for a kept descriptor of the same file as `file` (see [`KEPT`]).
+fn kept_fd_path(file: &std::fs::File) -> std::io::Result<PathBuf> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::MetadataExt;
+    let metadata = file.metadata()?;
+    let mut kept = KEPT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let fd = match kept.entry((metadata.dev(), metadata.ino())) {
+        std::collections::btree_map::Entry::Occupied(e) => e.get().as_raw_fd(),
+        std::collections::btree_map::Entry::Vacant(e) => e.insert(file.try_clone()?).as_raw_fd(),
+    };
+    Ok(PathBuf::from(format!("/proc/self/fd/{fd}")))
 }
 
 /// `dlmopen(LM_ID_NEWLM, path, RTLD_NOW | RTLD_LOCAL)`, as a libloading [`Library`]

@@ -61,6 +61,23 @@
 //! [`Isolation::InProcess`] calls providers directly (for benchmarks and trusted providers):
 //! the output is still validated, but there are no timeouts and a crash is the collector's.
 //!
+//! # Trust
+//!
+//! Before a service's library is loaded, in a host or in process, the collector checks it as
+//! OpenSSH's StrictModes checks `authorized_keys` ([`crate::trust`]): the file and every folder
+//! above it, symbolic links resolved one by one, must be owned by root or the collector's user
+//! and writable by no one else (sticky folders such as `/tmp` excepted). The file is then
+//! opened, `fstat`ed (same inode, same rule) and loaded through its descriptor
+//! (`/proc/self/fd/N`; a host inherits the descriptor), so the file checked is the file
+//! loaded. A library that fails is **skipped, not disabled** (the registry's or the
+//! installation's fault, not the provider's), logged once with the file, the component, its
+//! owner and mode, and the rule. [`CollectorOptions::trusted_paths`] (`--trust-path`) admits
+//! files at or under the paths the operator names. The registry itself is checked by the
+//! caller before it is opened ([`TrustPolicy::check_registry`]; the `prfmon` subcommands do).
+//!
+//! With [`CollectorOptions::host_user`] (`--host-user`, root only), every provider host gives
+//! itself that user's groups and uid before it loads anything ([`host_user`]).
+//!
 //! An object index returned by two services (two providers claiming one index, or one app
 //! exported by two services) is kept twice, each attributed to its service
 //! ([`Collection::services`]), and logged once: consumers that name objects by name (PDH
@@ -84,6 +101,7 @@
 
 pub mod copies;
 pub mod host;
+pub mod host_user;
 pub mod library;
 pub mod perfhost;
 pub mod protocol;
@@ -101,7 +119,9 @@ use prfdata::registry::{paths, update, PerformanceService, Registry, RegistryErr
 use prfdata::winperf::ERROR_SUCCESS;
 
 use crate::datablock::{build_data_block, host_name, CollectionTimes, ProviderOutput};
+use crate::trust::TrustPolicy;
 use host::{HostError, HostProcess};
+use host_user::HostUser;
 use library::{EntryNames, EntryPoints, RawCollect};
 use protocol::{Request, Response};
 use validate::{check_collect, Call, ProviderFault, Verdict};
@@ -159,6 +179,13 @@ pub struct CollectorOptions {
     pub system_name: Option<String>,
     /// Whether to log disabled providers and failed calls to stderr.
     pub log: bool,
+    /// Files and folders trusted whoever owns them (`--trust-path`): a provider library whose
+    /// resolved path is at or under one is loaded even if a user other than root or the
+    /// collector's could change it. Empty by default: see [Trust](self#trust).
+    pub trusted_paths: Vec<PathBuf>,
+    /// The user provider hosts run as (`--host-user`); `None` runs them as the collector's
+    /// user. Only for [`Isolation::HostProcess`]; [`HostUser::lookup`] refuses unless root.
+    pub host_user: Option<HostUser>,
 }
 
 impl Default for CollectorOptions {
@@ -170,6 +197,8 @@ impl Default for CollectorOptions {
             max_buffer: MAX_BUFFER,
             system_name: None,
             log: true,
+            trusted_paths: Vec::new(),
+            host_user: None,
         }
     }
 }
@@ -342,6 +371,7 @@ pub struct Collector<R: Registry> {
     options: CollectorOptions,
     system_name: String,
     host_exe: PathBuf,
+    trust: TrustPolicy,
     services: Vec<Service>,
     disabled: Vec<Disabled>,
     /// Object indexes already logged as returned by more than one service.
@@ -415,6 +445,7 @@ impl<R: Registry> Collector<R> {
         let mut collector = Self {
             system_name: options.system_name.clone().unwrap_or_else(host_name),
             host_exe: options.host_exe.clone().unwrap_or_else(default_host_exe),
+            trust: TrustPolicy::new(&options.trusted_paths),
             registry,
             options,
             services,
@@ -670,7 +701,14 @@ impl<R: Registry> Collector<R> {
             return OpenOutcome::Skip("not a host-process service".into());
         };
         if host.is_none() {
-            match HostProcess::spawn(&self.host_exe, &service.library, timeout) {
+            // Checked and opened here; the host loads this very file (its descriptor).
+            // An untrusted library is the installation's fault: skipped, not disabled.
+            let library = match self.trust.open_library(&service.library) {
+                Ok(library) => library,
+                Err(e) => return OpenOutcome::Skip(e.to_string()),
+            };
+            let user = self.options.host_user.as_ref();
+            match HostProcess::spawn(&self.host_exe, &library, user, timeout) {
                 Ok(h) => *host = Some(h),
                 // The installation's fault, not the provider's: skip, do not disable.
                 Err(HostError::LoadFailed { message }) => return OpenOutcome::Skip(message),
@@ -694,14 +732,19 @@ impl<R: Registry> Collector<R> {
 
     fn open_in_process(&mut self, i: usize) -> OpenOutcome {
         let service = &mut self.services[i];
-        // SAFETY: the registry names this library as a service's perflib provider; choosing
+        // An untrusted library is the installation's fault: skipped, not disabled.
+        let library = match self.trust.open_library(&service.library) {
+            Ok(library) => library,
+            Err(e) => return OpenOutcome::Skip(e.to_string()),
+        };
+        // SAFETY: the registry names this library as a service's perflib provider, and the
+        // file passed the trust checks (or is under a path the operator trusts); choosing
         // in-process isolation is choosing to trust it in this process (see
         // `Isolation::InProcess`), in as many copies as services use it.
-        let lease =
-            match unsafe { copies::load_for_service(&service.library, &service.config.name) } {
-                Ok(lease) => lease,
-                Err(e) => return OpenOutcome::Skip(e.to_string()),
-            };
+        let lease = match unsafe { copies::load_for_service(&library, &service.config.name) } {
+            Ok(lease) => lease,
+            Err(e) => return OpenOutcome::Skip(e.to_string()),
+        };
         // SAFETY: as above, the service's Open / Collect / Close values name its perflib
         // entry points.
         match unsafe { lease.library().entry_points(&service.names) } {

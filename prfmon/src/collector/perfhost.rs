@@ -1,7 +1,9 @@
-//! The provider host process: what runs inside `prfmon __provider-host LIBRARY`, as Windows
-//! runs untrusted providers inside perfhost.exe.
+//! The provider host process: what runs inside `prfmon __provider-host --fd 3 LIBRARY`, as
+//! Windows runs untrusted providers inside perfhost.exe.
 //!
-//! It loads one library, then answers [`Request`]s from its stdin on its stdout until stdin
+//! It loads one library (the file open on fd 3, which the collector checked and opened: see
+//! [`crate::trust`]; `LIBRARY` only names it in messages; without `--fd`, the file `LIBRARY`
+//! names), then answers [`Request`]s from its stdin on its stdout until stdin
 //! closes. A provider that hangs, panics, aborts or crashes takes down only this process; the
 //! collector sees the pipe close or its timeout expire, kills the host and disables the
 //! provider.
@@ -11,8 +13,10 @@
 //! stdin or prints to stdout cannot corrupt the protocol.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -24,6 +28,9 @@ use super::protocol::{
 
 /// The hidden `prfmon` subcommand that runs a host.
 pub const HOST_SUBCOMMAND: &str = "__provider-host";
+
+/// The host's option that names the descriptor its library is open on.
+pub const FD_FLAG: &str = "--fd";
 
 /// How often the host checks that the collector that started it is still alive.
 pub const PARENT_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
@@ -67,7 +74,38 @@ fn protocol_pipes() -> std::io::Result<(File, File)> {
 /// # let _ = code;
 /// ```
 pub fn run_host(library: &Path) -> ExitCode {
-    match serve(library) {
+    run(library, None)
+}
+
+/// Runs the host from its command line after the subcommand: `[--fd N] LIBRARY`.
+///
+/// # Examples
+///
+/// ```no_run
+/// // In prfmon's main, for `prfmon __provider-host --fd 3 /opt/app/libperf.so`:
+/// let args = ["--fd", "3", "/opt/app/libperf.so"].map(std::ffi::OsString::from);
+/// let code = prfmon::collector::perfhost::run_host_args(args);
+/// # let _ = code;
+/// ```
+pub fn run_host_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let args: Vec<OsString> = args.into_iter().collect();
+    match args.as_slice() {
+        [library] => run_host(Path::new(library)),
+        [flag, fd, library] if flag == FD_FLAG => match fd.to_str().and_then(|f| f.parse().ok()) {
+            Some(fd) => run(Path::new(library), Some(fd)),
+            None => usage(),
+        },
+        _ => usage(),
+    }
+}
+
+fn usage() -> ExitCode {
+    eprintln!("usage: prfmon {HOST_SUBCOMMAND} [{FD_FLAG} N] LIBRARY (started by the collector)");
+    ExitCode::from(2)
+}
+
+fn run(library: &Path, fd: Option<i32>) -> ExitCode {
+    match serve(library, fd) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("prfmon provider host ({}): {e}", library.display());
@@ -76,7 +114,42 @@ pub fn run_host(library: &Path) -> ExitCode {
     }
 }
 
-fn serve(library: &Path) -> Result<ExitCode, ProtocolError> {
+/// Loads `library`: from descriptor `fd` when given, else from its path.
+fn load(library: &Path, fd: Option<i32>) -> Result<ProviderLibrary, String> {
+    let Some(fd) = fd else {
+        // SAFETY: the collector starts a host only for a library that a service's Performance
+        // key names as its provider, which is the trust perflib gives a Library value.
+        // Whatever the library does wrong happens in this process, which exists to contain it.
+        return unsafe { ProviderLibrary::load(library) }.map_err(|e| e.to_string());
+    };
+    // SAFETY: fcntl(F_GETFD) only asks whether `fd` is open; any integer is allowed.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+        return Err(format!(
+            "no provider library is open on descriptor {fd} ({}): {}",
+            library.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: `fd` is open (checked above) and was passed to this process by the collector
+    // for its library; nothing else in this process owns it.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    // The loader re-opens the file through /proc/self/fd as this process's user: say so
+    // plainly when that user (a --host-user) may not read it.
+    if let Err(e) = File::open(format!("/proc/self/fd/{fd}")) {
+        return Err(format!(
+            "the provider host runs as uid {}, which cannot read provider library {}: {e}; make \
+             the library readable by that user (--host-user), or collect without --host-user",
+            rustix::process::geteuid().as_raw(),
+            library.display()
+        ));
+    }
+    // SAFETY: as for a load from the path (above): the collector checked this file and
+    // names it as the service's provider.
+    let loaded = unsafe { ProviderLibrary::load_descriptor(owned.as_fd(), library) };
+    loaded.map_err(|e| e.to_string())
+}
+
+fn serve(library: &Path, fd: Option<i32>) -> Result<ExitCode, ProtocolError> {
     exit_with_parent();
     let (input, output) = protocol_pipes()?;
     let mut input = BufReader::new(input);
@@ -87,18 +160,10 @@ fn serve(library: &Path) -> Result<ExitCode, ProtocolError> {
             version: PROTOCOL_VERSION,
         },
     )?;
-    // SAFETY: the collector starts a host only for a library that a service's Performance key
-    // names as its provider, which is the trust perflib gives a Library value. Whatever the
-    // library does wrong happens in this process, which exists to contain it.
-    let lib = match unsafe { ProviderLibrary::load(library) } {
+    let lib = match load(library, fd) {
         Ok(lib) => Arc::new(lib),
-        Err(e) => {
-            write_frame(
-                &mut output,
-                &Response::Failed {
-                    message: e.to_string(),
-                },
-            )?;
+        Err(message) => {
+            write_frame(&mut output, &Response::Failed { message })?;
             return Ok(ExitCode::from(1));
         }
     };

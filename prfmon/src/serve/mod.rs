@@ -8,6 +8,16 @@
 //! - [`exposition`]: a collection as metric families, encoded with `prometheus-client`.
 //! - [`naming`]: metric names from object and counter names, and collisions.
 //! - [`kind`]: which counter types are counters and which gauges.
+//! - [`token`]: the bearer token of `--token-file`, read from a file kept like a secret.
+//!
+//! # Who may scrape
+//!
+//! `prfmon serve` listens on loopback unless told otherwise
+//! ([`DEFAULT_LISTEN`](server::DEFAULT_LISTEN)). Listening elsewhere without `--token-file`
+//! prints a warning on stderr: anyone who can reach the address reads every counter. With
+//! `--token-file FILE` every request must carry `Authorization: Bearer <token>`, else it gets
+//! 401 with `WWW-Authenticate: Bearer`; Prometheus sends it with `authorization:
+//! { credentials_file: FILE }` in the scrape job.
 //!
 //! # What is exported
 //!
@@ -110,3 +120,4 @@ pub mod exposition;
 pub mod kind;
 pub mod naming;
 pub mod server;
+pub mod token;

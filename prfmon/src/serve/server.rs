@@ -9,6 +9,7 @@
 //! | `GET /metrics?query=<other>`    | 400                                                  |
 //! | a collection that does not decode (a bug) | 500, with the reason                       |
 //! | `GET /`                         | 200, a line of text that points to `/metrics`        |
+//! | any request without the bearer token, when [`ServeOptions::token`] is set | 401, `WWW-Authenticate: Bearer realm="prfmon"` |
 //! | other methods on those paths    | 405                                                  |
 //! | any other path                  | 404                                                  |
 //!
@@ -55,6 +56,7 @@ use prfdata::registry::Registry;
 use tiny_http::{Header, Method, Request, Response, Server};
 
 use super::exposition::{Exposition, CONTENT_TYPE, TEXT_CONTENT_TYPE};
+use super::token::BearerToken;
 use crate::collector::Collector;
 use crate::names::Names;
 
@@ -130,6 +132,9 @@ pub struct ServeOptions {
     pub lang: String,
     /// Worker threads ([`WORKERS`]).
     pub workers: usize,
+    /// The token every request must carry (`Authorization: Bearer <token>`); `None` lets
+    /// every client in.
+    pub token: Option<BearerToken>,
 }
 
 impl Default for ServeOptions {
@@ -138,6 +143,7 @@ impl Default for ServeOptions {
             listen: DEFAULT_ADDR,
             lang: "009".into(),
             workers: WORKERS,
+            token: None,
         }
     }
 }
@@ -166,6 +172,7 @@ impl Stopper {
 struct Shared<R: Registry> {
     collector: Mutex<Collector<R>>,
     lang: String,
+    token: Option<BearerToken>,
     /// The last names read, kept when a later read fails.
     names: Mutex<Arc<Names>>,
 }
@@ -213,6 +220,7 @@ where
             shared: Arc::new(Shared {
                 collector: Mutex::new(collector),
                 lang: options.lang,
+                token: options.token,
                 names: Mutex::new(Arc::new(names)),
             }),
             addr,
@@ -292,7 +300,30 @@ fn text(status: u16, body: &str) -> Response<std::io::Cursor<Vec<u8>>> {
     r
 }
 
+/// Whether `request` may be answered: no token is required, or its `Authorization` header
+/// carries it.
+fn authorized<R: Registry>(request: &Request, shared: &Shared<R>) -> bool {
+    let Some(token) = &shared.token else {
+        return true;
+    };
+    request
+        .headers()
+        .iter()
+        .any(|h| h.field.equiv("Authorization") && token.accepts(h.value.as_str()))
+}
+
 fn answer<R: Registry>(request: Request, shared: &Shared<R>) {
+    if !authorized(&request, shared) {
+        let mut r = text(
+            401,
+            "a bearer token is required: Authorization: Bearer <token>\n",
+        );
+        if let Some(h) = header("WWW-Authenticate", "Bearer realm=\"prfmon\"") {
+            r.add_header(h);
+        }
+        let _ = request.respond(r);
+        return;
+    }
     let url = request.url().to_owned();
     let (path, query) = url.split_once('?').unwrap_or((&url, ""));
     let method = request.method().clone();

@@ -290,13 +290,35 @@ fn try_request(
     target: &str,
     accept: &str,
 ) -> std::io::Result<Http> {
+    try_request_with(addr, method, target, &[("Accept", accept)])
+}
+
+/// One HTTP/1.0 request with these extra header lines, bounded by [`WAIT`].
+pub fn request_with(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> Http {
+    try_request_with(addr, method, target, headers)
+        .unwrap_or_else(|e| panic!("{method} http://{addr}{target}: {e}"))
+}
+
+fn try_request_with(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> std::io::Result<Http> {
     let mut stream = TcpStream::connect_timeout(&addr, WAIT)?;
     stream.set_read_timeout(Some(WAIT))?;
     stream.set_write_timeout(Some(WAIT))?;
-    write!(
-        stream,
-        "{method} {target} HTTP/1.0\r\nHost: {addr}\r\nAccept: {accept}\r\n\r\n"
-    )?;
+    let mut head = format!("{method} {target} HTTP/1.0\r\nHost: {addr}\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;
     let raw = String::from_utf8_lossy(&raw).into_owned();
