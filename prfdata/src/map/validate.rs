@@ -113,19 +113,19 @@ pub enum MapError {
         text_len: u32,
     },
     /// More objects than a block may hold
-    /// ([`MAX_OBJECTS`](crate::block::reader::MAX_OBJECTS)).
+    /// ([`MAX_OBJECTS`]).
     TooManyObjects {
         /// How many the map declares.
         count: usize,
     },
     /// More counters, all objects together, than a block may hold
-    /// ([`MAX_COUNTERS`](crate::block::reader::MAX_COUNTERS)).
+    /// ([`MAX_COUNTERS`]).
     TooManyCounters {
         /// How many the map declares.
         count: usize,
     },
     /// One instance's counters take more than
-    /// [`MAX_COUNTER_BLOCK`](crate::block::reader::MAX_COUNTER_BLOCK) bytes.
+    /// [`MAX_COUNTER_BLOCK`] bytes.
     CounterBlockTooLarge {
         /// The object's symbol.
         object: &'static str,
@@ -133,7 +133,7 @@ pub enum MapError {
         size: usize,
     },
     /// The block laid out from the map would be larger than
-    /// [`MAX_BLOCK_SIZE`](crate::block::layout::MAX_BLOCK_SIZE): lower the instance limits.
+    /// [`MAX_BLOCK_SIZE`]: lower the instance limits.
     BlockTooLarge {
         /// The bytes the block would take.
         size: u64,
@@ -785,6 +785,77 @@ mod tests {
             ..ctr("T", 2, PERF_COUNTER_TEXT)
         }];
         assert_eq!(check(&ROOM), Ok(()));
+    }
+
+    #[test]
+    fn text_lengths_belong_to_text_counters_and_stay_below_a_name() {
+        static LONG: [CounterDef; 1] = [CounterDef {
+            text_len: MAX_INSTANCE_NAME + 1,
+            ..ctr("T", 2, PERF_COUNTER_TEXT)
+        }];
+        assert_eq!(
+            check(&LONG),
+            Err(MapError::BadTextLength {
+                counter: "T",
+                text_len: MAX_INSTANCE_NAME + 1
+            })
+        );
+        static NOT_TEXT: [CounterDef; 1] = [CounterDef {
+            text_len: 4,
+            ..ctr("R", 2, PERF_COUNTER_RAWCOUNT)
+        }];
+        assert!(matches!(
+            check(&NOT_TEXT),
+            Err(MapError::BadTextLength { counter: "R", .. })
+        ));
+    }
+
+    #[test]
+    fn the_size_check_agrees_with_the_layout_up_to_the_cap() {
+        static C: [CounterDef; 2] = [
+            ctr("A", 2, PERF_COUNTER_BULK_COUNT),
+            ctr("B", 4, PERF_COUNTER_RAWCOUNT),
+        ];
+        let with = |max: u32, max_name_len: u32| -> &'static MapDef {
+            let objects: &'static [ObjectDef] = Box::leak(Box::new([ObjectDef {
+                instances: Instances::Max { max, max_name_len },
+                ..obj("OBJ", &C)
+            }]));
+            Box::leak(Box::new(MapDef {
+                app: "Test",
+                objects,
+            }))
+        };
+        // Just below and just above the cap: each 1024-unit slot takes 2112 bytes, each counter
+        // block 24, each live entry 4.
+        let per_instance = 2112 + 24 + 4;
+        let fits = (MAX_BLOCK_SIZE / per_instance) as u32 - 16;
+        let map = with(fits, 1024);
+        assert_eq!(validate(map), Ok(()));
+        assert!(crate::block::layout::total_size(map) as u64 <= MAX_BLOCK_SIZE);
+        match validate(with(fits + 32, 1024)) {
+            Err(MapError::BlockTooLarge { size }) => assert!(size > MAX_BLOCK_SIZE),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn too_many_objects_are_refused() {
+        let objects: &'static [ObjectDef] = Box::leak(
+            (0..=MAX_OBJECTS)
+                .map(|_| obj("OBJ", &[]))
+                .collect::<Vec<_>>()
+                .into_boxed_slice(),
+        );
+        assert_eq!(
+            validate(&MapDef {
+                app: "Test",
+                objects
+            }),
+            Err(MapError::TooManyObjects {
+                count: MAX_OBJECTS as usize + 1
+            })
+        );
     }
 
     #[test]

@@ -113,6 +113,9 @@ const ZERO_CHUNK: usize = 64 * 1024;
 /// tmpfs): `fallocate(2)`, or, on a file system without it, writing zeros, as glibc's
 /// `posix_fallocate` does. A full file system or quota fails here, with `ENOSPC` or `EDQUOT`.
 pub(crate) fn reserve(file: &File, len: u64) -> io::Result<()> {
+    if len == 0 {
+        return Ok(()); // fallocate refuses an empty range (EINVAL)
+    }
     match rfs::fallocate(file, rfs::FallocateFlags::empty(), 0, len) {
         Ok(()) => Ok(()),
         Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::NOSYS) => write_zeros(file, len),
@@ -208,4 +211,46 @@ pub(crate) fn path_identity(path: &Path) -> io::Result<Option<(u64, u64)>> {
 /// The effective uid of this process.
 pub(crate) fn current_uid() -> u32 {
     rustix::process::geteuid().as_raw()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserving_sizes_the_file_and_the_zero_fallback_does_the_same() {
+        for len in [0u64, 1, 4096, 3 * ZERO_CHUNK as u64 + 17] {
+            let a = tempfile::tempfile().unwrap();
+            reserve(&a, len).unwrap();
+            assert_eq!(a.metadata().unwrap().len(), len);
+            let b = tempfile::tempfile().unwrap();
+            write_zeros(&b, len).unwrap();
+            assert_eq!(b.metadata().unwrap().len(), len);
+            let bytes = std::fs::read(format!("/proc/self/fd/{}", {
+                use std::os::fd::AsRawFd;
+                b.as_raw_fd()
+            }))
+            .unwrap();
+            assert!(bytes.iter().all(|&x| x == 0));
+        }
+    }
+
+    #[test]
+    fn kinds_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        match open_regular(dir.path(), false) {
+            Err(OpenError::NotRegular("directory")) => {}
+            other => panic!("{other:?}"),
+        }
+        match open_regular(&dir.path().join("none"), false) {
+            Err(OpenError::NotFound) => {}
+            other => panic!("{other:?}"),
+        }
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink("/etc/passwd", &link).unwrap();
+        match open_regular(&link, false) {
+            Err(OpenError::Symlink) => {}
+            other => panic!("{other:?}"),
+        }
+    }
 }
