@@ -37,7 +37,11 @@ fn shm_dir() -> PathBuf {
 
 /// Adds instances named `conn N` until `live` are live.
 fn fill(prf: &bench_map::PrfData, live: usize) {
-    for i in prf.instances(bench_map::CONNECTION).len()..live {
+    for i in prf
+        .instances(bench_map::CONNECTION)
+        .expect("list the connections")
+        .len()..live
+    {
         prf.add_instance(bench_map::CONNECTION, &format!("conn {i}"))
             .expect("room for the instance");
     }
@@ -62,7 +66,12 @@ fn instances(c: &mut Criterion) {
     fill(&prf, 100_000);
     group.bench_function("add_remove_at_100k", |b| b.iter(|| add_remove(&prf)));
     group.finish();
-    assert_eq!(prf.instances(bench_map::CONNECTION).len(), 100_000);
+    assert_eq!(
+        prf.instances(bench_map::CONNECTION)
+            .expect("list the connections")
+            .len(),
+        100_000
+    );
 
     drop(prf);
     let _ = std::fs::remove_dir_all(&dir);

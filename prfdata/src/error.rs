@@ -33,13 +33,58 @@ pub enum Error {
         /// The block's path.
         path: PathBuf,
     },
-    /// Something other than a block file of ours sits where the block belongs.
-    #[error("{path} is not a regular file owned by uid {uid} with mode 0600: remove it")]
+    /// A file that is not ours sits where the block belongs: another owner, or access for
+    /// others.
+    #[error("{path} is not a file owned by uid {uid} with mode 0600: remove it")]
     NotABlock {
         /// The block's path.
         path: PathBuf,
         /// Our uid.
         uid: u32,
+    },
+    /// Something other than a regular file (a FIFO, socket, device or directory) sits where the
+    /// block belongs. It is refused without waiting: a FIFO is opened non-blocking and never
+    /// read.
+    #[error(
+        "{path} is a {kind}, not a block file; prfdata only uses regular files there: remove it"
+    )]
+    NotRegular {
+        /// The block's path.
+        path: PathBuf,
+        /// What is there.
+        kind: &'static str,
+    },
+    /// The file at the block's path is larger than any block
+    /// ([`MAX_BLOCK_SIZE`](crate::block::layout::MAX_BLOCK_SIZE)).
+    #[error(
+        "{path} is {size} bytes long, more than the {max} bytes a block may have: it is not a \
+         block, remove it"
+    )]
+    TooLarge {
+        /// The block's path.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+        /// The cap.
+        max: u64,
+    },
+    /// The block's pages could not be reserved when it was created: its folder (a tmpfs such
+    /// as `/dev/shm`) is full or over quota (`ENOSPC`, `EDQUOT`), or the file is over the
+    /// process's file size limit (`EFBIG`, `RLIMIT_FSIZE`). Reserving them at activation is
+    /// what keeps a full folder from killing the app with `SIGBUS` later.
+    #[error(
+        "cannot reserve the {size} bytes of the block {path}: {errno} ({source}); free space in \
+         its folder (the tmpfs size or quota), or set PRFDATA_SHM_DIR to another folder"
+    )]
+    NoSpace {
+        /// The block's path.
+        path: PathBuf,
+        /// The block's size.
+        size: u64,
+        /// The error's name: `ENOSPC`, `EDQUOT` or `EFBIG`.
+        errno: &'static str,
+        /// The error.
+        source: io::Error,
     },
     /// Another live process has activated this app's block.
     #[error(
@@ -135,6 +180,28 @@ pub enum Error {
     UnknownInstance {
         /// The object's symbol.
         object: &'static str,
+    },
+    /// An index in the block's instance tables (a count, a free-list link, a live position, a
+    /// parent link) contradicts the object's limits or the other indexes: some process wrote
+    /// the block outside prfdata's protocol. Nothing was changed by the call that found it.
+    #[error(
+        "the block {path} is corrupt: object {object}'s {field} is {value} ({reason}); a process \
+         wrote it outside prfdata. Stop the app's processes and activate it again to get a new \
+         block"
+    )]
+    Corrupt {
+        /// The block's path.
+        path: PathBuf,
+        /// The object's symbol.
+        object: &'static str,
+        /// The field, as the block layout names it (`live_count`, `free_head`, `next_free`,
+        /// `high_water`, `live list entry`, `live_pos`, `parent_object`, `parent_slot`,
+        /// `children`).
+        field: &'static str,
+        /// The value found there.
+        value: u32,
+        /// Why it cannot be right.
+        reason: &'static str,
     },
     /// A timed lock of the block did not succeed in time.
     #[error("the block's lock is held by another process and was not released within {0:?}")]

@@ -67,6 +67,7 @@ mod error;
 mod instances;
 mod prfdata;
 mod sys;
+mod write_lock;
 
 pub use crate::prfdata::{CtrsGuard, InstanceId, InstanceSpec, PrfData};
 pub use error::Error;

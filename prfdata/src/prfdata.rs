@@ -3,16 +3,17 @@
 use core::fmt;
 use core::marker::PhantomData;
 use std::path::Path;
-use std::sync::atomic::{fence, AtomicI32, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use crate::block::create::BlockFile;
 use crate::block::layout;
 use crate::clock;
 use crate::counter_type::{CounterType, Dword, ElapsedTime, Large, TextType};
-use crate::instances::{NewInstance, SlotRef, Tables};
-use crate::map::{CtrId, Global, Instanced, Object, PerfDataMap};
+use crate::instances::{Corrupt, NewInstance, SlotRef, Tables};
+use crate::map::{data_offset, CtrId, Global, Instanced, Object, PerfDataMap};
 use crate::optex::{Optex, OptexGuard};
+use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
 use crate::Error;
 
 /// An activated performance data block for map `M`: CPrfData's object after `Activate`.
@@ -26,6 +27,23 @@ use crate::Error;
 /// `PrfData` is `Send + Sync`: share it between threads with `&` or an `Arc`. Other processes of
 /// the same app open the same block with [`PrfData::attach`]. The block is removed when the
 /// handle that created it is dropped, and when the process exits normally.
+///
+/// # Forked children
+///
+/// A child made with `fork` (without `exec`) inherits the handle and the mapping, which stays
+/// shared with the parent. It may use the handle as an [attached](PrfData::attach) process
+/// does: update counters, add and remove instances, take [`lock_ctrs`](PrfData::lock_ctrs). Its
+/// locks are taken in its own name (its pid and start time), so the parent recovers the block if
+/// the child dies holding one. It never owns the block: dropping the handle in the child, or
+/// the child's exit, leaves the parent's block in place, and a guard or write section that
+/// the child's copy of a thread held at the fork is not released or closed by the child (the
+/// parent's thread still holds it).
+///
+/// # Locking
+///
+/// The methods that change the instance tables or set text take the block's lock; the
+/// thread that holds [`lock_ctrs`](PrfData::lock_ctrs) may call them too (they then run inside
+/// its write section), so no combination of these methods waits for itself.
 ///
 /// # Examples
 ///
@@ -167,51 +185,107 @@ impl<'n> InstanceSpec<'n> {
 /// (CPrfData's `LockCtrs` / `UnlockCtrs`). Unlocks when dropped.
 ///
 /// While it is held, collectors retry and finally skip the block instead of reading a half-made
-/// update, so hold it briefly.
-pub struct CtrsGuard<'a> {
-    section: WriteSection<'a>,
-    _lock: OptexGuard<'a>,
+/// update, so hold it briefly. The thread holding it may go on using the [`PrfData`] it came
+/// from (and other handles on the same block) for anything, counters, text, instances, even a
+/// nested `lock_ctrs`: those calls run inside this guard's lock and write section, and the
+/// section ends when this guard (the outermost one) is dropped. Text is set through the guard
+/// with [`CtrsGuard::set_text`] / [`CtrsGuard::set_global_text`], or through the handle.
+///
+/// # Examples
+///
+/// ```
+/// prfdata::prfdata_map! { pub mod m { app: "CtrsGuardDoc",
+///   object SERVER = 0 { name: "Server", help: "s", detail: Novice, default: none,
+///     instances: none, costly: false, counters {
+///     STATE = 2: Text32 { name: "State", help: "What it does.", detail: Novice, scale: 0 },
+///     CHANGES = 4: RawCount { name: "Changes", help: "State changes.", detail: Novice, scale: 0 },
+///   } } } }
+/// # let dir = tempfile::tempdir()?;
+/// let prf = m::PrfData::activate_in(dir.path())?;
+/// {
+///     let whole = prf.lock_ctrs();
+///     whole.set_global_text(m::STATE, "draining");
+///     prf.get_global_ctr32(m::CHANGES).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+/// }
+/// assert_eq!(prf.global_text(m::STATE), "draining");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use = "the block unlocks as soon as the guard is dropped"]
+pub struct CtrsGuard<'a, M: PerfDataMap> {
+    prf: &'a PrfData<M>,
+    /// `None` for a guard taken while this thread already held one on the block.
+    hold: Option<Hold<'a>>,
 }
 
-impl CtrsGuard<'_> {
+/// What the outermost guard holds, released in this order when dropped.
+struct Hold<'a> {
+    section: WriteSection<'a>,
+    lock: OptexGuard<'a>,
+    _mark: HeldMark,
+}
+
+impl<M: PerfDataMap> CtrsGuard<'_, M> {
     /// Whether taking the lock recovered it from a process that died holding it.
     ///
     /// # Examples
     ///
     /// See [`PrfData::lock_ctrs`].
     pub fn owner_died(&self) -> bool {
-        self._lock.owner_died()
+        self.hold.as_ref().is_some_and(|h| h.lock.owner_died())
+    }
+
+    /// [`PrfData::set_text`] inside this guard's write section: collectors see the text change
+    /// together with the rest of the update.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// prfdata::prfdata_map! { pub mod m { app: "GuardTextDoc",
+    ///   object SESSION = 0 { name: "Session", help: "s", detail: Novice, default: none,
+    ///     instances: { max: 4, name_len: 16 }, costly: false, counters {
+    ///     USER = 2: Text16 { name: "User", help: "Who is logged in.", detail: Novice, scale: 0 },
+    ///     LOGINS = 4: RawCount { name: "Logins", help: "Logins.", detail: Novice, scale: 0 },
+    ///   } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let tty = prf.add_instance(m::SESSION, "tty1")?;
+    /// {
+    ///     let whole = prf.lock_ctrs();
+    ///     whole.set_text(m::USER, tty, "bob");
+    ///     prf.get_ctr32(m::LOGINS, tty).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    /// }
+    /// assert_eq!(prf.text(m::USER, tty), "bob");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_text<T, O>(&self, ctr: CtrId<T, O>, inst: InstanceId<O>, text: &str)
+    where
+        T: TextType,
+        O: Object<Map = M, Scope = Instanced>,
+    {
+        self.prf.set_text(ctr, inst, text);
+    }
+
+    /// [`PrfData::set_global_text`] inside this guard's write section.
+    ///
+    /// # Examples
+    ///
+    /// See [`CtrsGuard`].
+    pub fn set_global_text<T, O>(&self, ctr: CtrId<T, O>, text: &str)
+    where
+        T: TextType,
+        O: Object<Map = M, Scope = Global>,
+    {
+        self.prf.set_global_text(ctr, text);
     }
 }
 
-impl fmt::Debug for CtrsGuard<'_> {
+impl<M: PerfDataMap> fmt::Debug for CtrsGuard<'_, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CtrsGuard")
-            .field("seq", &self.section.odd)
+            .field("app", &M::DEF.app)
+            .field("seq", &self.hold.as_ref().map(|h| h.section.odd()))
+            .field("nested", &self.hold.is_none())
             .finish()
-    }
-}
-
-/// A write section of the block's sequence counter: odd from `begin` until dropped.
-struct WriteSection<'a> {
-    seq: &'a AtomicU64,
-    odd: u64,
-}
-
-impl<'a> WriteSection<'a> {
-    fn begin(seq: &'a AtomicU64) -> Self {
-        // An odd value here means a writer died inside its section: keep it odd, the end makes
-        // it even again once the caller has repaired what that writer left.
-        let odd = seq.load(Ordering::Relaxed) | 1;
-        seq.store(odd, Ordering::Relaxed);
-        fence(Ordering::Release);
-        WriteSection { seq, odd }
-    }
-}
-
-impl Drop for WriteSection<'_> {
-    fn drop(&mut self) {
-        self.seq.store(self.odd.wrapping_add(1), Ordering::Release);
     }
 }
 
@@ -222,9 +296,17 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// # Errors
     ///
-    /// [`Error::AlreadyActive`] if a live process holds the app's block, [`Error::Symlink`] or
-    /// [`Error::NotABlock`] if something else is at its path, [`Error::Create`] or
-    /// [`Error::ShmDir`] for file-system failures.
+    /// [`Error::Map`] if the map is invalid (only a hand-written, `unsafe`, map can be);
+    /// [`Error::AlreadyActive`] if a live process holds the app's block; [`Error::Symlink`],
+    /// [`Error::NotRegular`], [`Error::NotABlock`] or [`Error::TooLarge`] if something else is at
+    /// its path (refused at once: a FIFO there is never waited on); [`Error::NoSpace`] if the
+    /// block's folder has no room for it (its pages are reserved now, so that a full tmpfs
+    /// cannot kill the app with `SIGBUS` later); [`Error::Create`] or [`Error::ShmDir`] for
+    /// other file-system failures.
+    ///
+    /// Activation also removes the temporary files (`.<app>.<pid>.<n>.tmp`) that activations
+    /// killed half-way left in the folder: those whose creator is gone (no process has its pid,
+    /// and its `flock` is free).
     ///
     /// # Examples
     ///
@@ -278,7 +360,7 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # Errors
     ///
     /// [`Error::NotActive`] if there is no block, [`Error::MapMismatch`] if it was laid out from
-    /// another map, and the file errors of [`PrfData::activate`].
+    /// another map, and the map and file errors of [`PrfData::activate`].
     ///
     /// # Examples
     ///
@@ -429,9 +511,10 @@ impl<M: PerfDataMap> PrfData<M> {
         T: CounterType<Width = Dword>,
         O: Object<Map = M, Scope = Global>,
     {
-        let off = O::DATA_OFFSET + ctr.offset();
+        let off = const { data_offset::<O>() } + ctr.offset();
         // SAFETY: the single counter block of a global object `O` starts at its data offset in a
-        // block laid out from `M` and mapped whole; the counter lies inside it, 4-aligned.
+        // block laid out from `M` (validated when the block was activated or attached) and
+        // mapped whole; the counter lies inside it, 4-aligned.
         unsafe { self.block.raw.i32_at(off) }
     }
 
@@ -446,7 +529,7 @@ impl<M: PerfDataMap> PrfData<M> {
         T: CounterType<Width = Large>,
         O: Object<Map = M, Scope = Global>,
     {
-        let off = O::DATA_OFFSET + ctr.offset();
+        let off = const { data_offset::<O>() } + ctr.offset();
         // SAFETY: as in `get_global_ctr32`, 8-aligned.
         unsafe { self.block.raw.i64_at(off) }
     }
@@ -521,6 +604,8 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// The text is written inside a write section of the block, as under
     /// [`lock_ctrs`](PrfData::lock_ctrs), so collectors see the old text or the new, never a mix.
+    /// Called by a thread that holds [`lock_ctrs`](PrfData::lock_ctrs), it writes inside that
+    /// guard's section (see [`CtrsGuard::set_text`]).
     ///
     /// # Examples
     ///
@@ -568,7 +653,11 @@ impl<M: PerfDataMap> PrfData<M> {
         T: TextType,
         O: Object<Map = M, Scope = Global>,
     {
-        self.write_text(O::DATA_OFFSET + ctr.offset(), T::TEXT_LEN, text);
+        self.write_text(
+            const { data_offset::<O>() } + ctr.offset(),
+            T::TEXT_LEN,
+            text,
+        );
     }
 
     /// The current text of a text counter of instance `inst`.
@@ -594,7 +683,7 @@ impl<M: PerfDataMap> PrfData<M> {
         T: TextType,
         O: Object<Map = M, Scope = Global>,
     {
-        self.read_text(O::DATA_OFFSET + ctr.offset(), T::TEXT_LEN)
+        self.read_text(const { data_offset::<O>() } + ctr.offset(), T::TEXT_LEN)
     }
 
     fn write_text(&self, off: usize, units: u32, text: &str) {
@@ -608,7 +697,8 @@ impl<M: PerfDataMap> PrfData<M> {
             }
             encoded.extend_from_slice(part);
         }
-        let _whole = self.lock_ctrs();
+        let lock = self.lock_layout();
+        let _section = lock.section(self.seq());
         for i in 0..units as usize {
             let unit = encoded.get(i).copied().unwrap_or(0);
             // SAFETY: the text counter's `units` u16s lie inside its counter block (its size,
@@ -636,7 +726,8 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// # Errors
     ///
-    /// [`Error::ObjectFull`], [`Error::NameTooLong`], [`Error::NameHasNul`].
+    /// [`Error::ObjectFull`], [`Error::NameTooLong`], [`Error::NameHasNul`]; [`Error::Corrupt`]
+    /// if the object's instance table was written outside prfdata (nothing is added).
     ///
     /// # Examples
     ///
@@ -778,22 +869,25 @@ impl<M: PerfDataMap> PrfData<M> {
                 name: spec.name.to_string(),
             });
         }
-        let _lock = self.lock_layout();
+        let lock = self.lock_layout();
         let tables = self.tables();
         if parent.is_some_and(|p| !tables.resolve(p)) {
             return Err(Error::UnknownParent { object: def.symbol });
         }
-        let _section = WriteSection::begin(self.seq());
+        let _section = lock.section(self.seq());
         let new = NewInstance {
             name: &name,
             unique_id: spec.unique_id,
             parent,
         };
         let table = tables.table(O::INDEX);
-        let (slot, generation) = tables.add(&table, &new).ok_or(Error::ObjectFull {
-            object: def.symbol,
-            max,
-        })?;
+        let (slot, generation) = tables
+            .add(&table, &new)
+            .map_err(|c| self.corrupt(c))?
+            .ok_or(Error::ObjectFull {
+                object: def.symbol,
+                max,
+            })?;
         Ok(InstanceId {
             block_offset: table.block_offset(slot),
             slot,
@@ -812,7 +906,8 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # Errors
     ///
     /// [`Error::UnknownInstance`] if it was removed already; [`Error::HasChildren`], naming one
-    /// of its children, if it still has some.
+    /// of its children, if it still has some; [`Error::Corrupt`] if the block's instance tables
+    /// were written outside prfdata.
     ///
     /// # Examples
     ///
@@ -844,7 +939,7 @@ impl<M: PerfDataMap> PrfData<M> {
     where
         O: Object<Map = M, Scope = Instanced>,
     {
-        let _lock = self.lock_layout();
+        let lock = self.lock_layout();
         let tables = self.tables();
         let table = tables.table(O::INDEX);
         if table.live_generation(inst.slot) != Some(inst.generation) {
@@ -854,12 +949,12 @@ impl<M: PerfDataMap> PrfData<M> {
         }
         let children = table.children(inst.slot).load(Ordering::Relaxed);
         if children > 0 {
-            if let Some(err) = self.has_children(&tables, Self::slot_ref(inst), children) {
-                return Err(err);
-            }
+            return Err(self.has_children(&tables, Self::slot_ref(inst), children));
         }
-        let _section = WriteSection::begin(self.seq());
-        tables.remove(&table, inst.slot, inst.generation);
+        let _section = lock.section(self.seq());
+        tables
+            .remove(&table, inst.slot, inst.generation)
+            .map_err(|c| self.corrupt(c))?;
         Ok(())
     }
 
@@ -871,7 +966,9 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// # Errors
     ///
-    /// [`Error::UnknownInstance`] if `inst` was removed already.
+    /// [`Error::UnknownInstance`] if `inst` was removed already; [`Error::Corrupt`] if the
+    /// block's instance tables were written outside prfdata (the instances found before the
+    /// damage are removed).
     ///
     /// # Examples
     ///
@@ -891,7 +988,7 @@ impl<M: PerfDataMap> PrfData<M> {
     /// let w1 = prf.add_child_instance(WORKER, InstanceSpec::named("w1"), pool)?;
     /// prf.add_child_instance(WORKER, InstanceSpec::named("w2"), pool)?;
     /// assert_eq!(prf.remove_instance_tree(pool)?, 3);
-    /// assert!(prf.instances(WORKER).is_empty());
+    /// assert!(prf.instances(WORKER)?.is_empty());
     /// assert!(prf.remove_instance(w1).is_err(), "removed with its parent");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -899,36 +996,68 @@ impl<M: PerfDataMap> PrfData<M> {
     where
         O: Object<Map = M, Scope = Instanced>,
     {
-        let _lock = self.lock_layout();
+        let lock = self.lock_layout();
         let tables = self.tables();
         if tables.table(O::INDEX).live_generation(inst.slot) != Some(inst.generation) {
             return Err(Error::UnknownInstance {
                 object: M::DEF.objects[O::INDEX].symbol,
             });
         }
-        let order = tables.subtree(Self::slot_ref(inst));
-        let _section = WriteSection::begin(self.seq());
-        let removed = order
-            .iter()
-            .filter(|n| tables.remove(&tables.table(n.object as usize), n.slot, n.generation))
-            .count();
+        let order = tables
+            .subtree(Self::slot_ref(inst))
+            .map_err(|c| self.corrupt(c))?;
+        let _section = lock.section(self.seq());
+        let mut removed = 0;
+        for n in &order {
+            let table = tables.table(n.object as usize);
+            if tables
+                .remove(&table, n.slot, n.generation)
+                .map_err(|c| self.corrupt(c))?
+            {
+                removed += 1;
+            }
+        }
         Ok(removed)
     }
 
     /// The error for removing `parent`, which counts `children` live children, naming one of
-    /// them; `None` if none is found (a count left stale, which recovery makes impossible).
+    /// them; [`Error::Corrupt`] if none is found (the count was written outside prfdata: the
+    /// writer keeps it exact, and recovery from a dead writer counts again).
     #[cold]
-    fn has_children(&self, tables: &Tables<'_>, parent: SlotRef, children: u32) -> Option<Error> {
-        let child = tables.find_child(parent)?;
+    fn has_children(&self, tables: &Tables<'_>, parent: SlotRef, children: u32) -> Error {
+        let table = tables.table(parent.object as usize);
+        let child = match tables.find_child(parent) {
+            Ok(Some(child)) => child,
+            Ok(None) => {
+                return self.corrupt(table.corrupt_field(
+                    "children",
+                    children,
+                    "no live instance names this one as its parent",
+                ))
+            }
+            Err(c) => return self.corrupt(c),
+        };
         let name =
             |r: SlotRef| String::from_utf16_lossy(&tables.table(r.object as usize).name(r.slot));
-        Some(Error::HasChildren {
+        Error::HasChildren {
             object: M::DEF.objects[parent.object as usize].symbol,
             instance: name(parent),
             children,
             child_object: M::DEF.objects[child.object as usize].symbol,
             child: name(child),
-        })
+        }
+    }
+
+    /// The error for a contradiction found in the block's instance tables.
+    #[cold]
+    fn corrupt(&self, c: Corrupt) -> Error {
+        Error::Corrupt {
+            path: self.path().to_path_buf(),
+            object: c.object,
+            field: c.field,
+            value: c.value,
+            reason: c.reason,
+        }
     }
 
     fn slot_ref<O: Object>(inst: InstanceId<O>) -> SlotRef {
@@ -963,18 +1092,22 @@ impl<M: PerfDataMap> PrfData<M> {
     /// prf.add_instance(WORKER, "w1")?;
     /// prf.add_instance(WORKER, "w2")?;
     /// let names: Vec<String> =
-    ///     prf.instances(WORKER).into_iter().filter_map(|i| prf.instance_name(i)).collect();
+    ///     prf.instances(WORKER)?.into_iter().filter_map(|i| prf.instance_name(i)).collect();
     /// assert_eq!(names, ["w1", "w2"]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn instances<O>(&self, _obj: O) -> Vec<InstanceId<O>>
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] if the object's live list was written outside prfdata.
+    pub fn instances<O>(&self, _obj: O) -> Result<Vec<InstanceId<O>>, Error>
     where
         O: Object<Map = M, Scope = Instanced>,
     {
         let _lock = self.lock_layout();
         let table = self.tables().table(O::INDEX);
-        table
-            .live_slots()
+        let slots = table.live_slots().map_err(|c| self.corrupt(c))?;
+        Ok(slots
             .into_iter()
             .filter_map(|slot| {
                 let generation = table.live_generation(slot)?;
@@ -985,7 +1118,7 @@ impl<M: PerfDataMap> PrfData<M> {
                     _object: PhantomData,
                 })
             })
-            .collect()
+            .collect())
     }
 
     /// The name of a live instance, or `None` if it was removed.
@@ -1028,6 +1161,10 @@ impl<M: PerfDataMap> PrfData<M> {
     /// Locks the block against other writers and makes collectors wait for the update
     /// (CPrfData's `LockCtrs`): counters changed together under the guard are seen together.
     ///
+    /// The thread holding the guard may call this again (it gets a nested guard; the lock and
+    /// the write section last until the outermost guard is dropped) and may call any other
+    /// method of the handle, as [`CtrsGuard`] says: nothing here waits for itself.
+    ///
     /// # Examples
     ///
     /// ```
@@ -1055,15 +1192,16 @@ impl<M: PerfDataMap> PrfData<M> {
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn lock_ctrs(&self) -> CtrsGuard<'_> {
-        let lock = self.lock_layout();
-        CtrsGuard {
-            section: WriteSection::begin(self.seq()),
-            _lock: lock,
+    pub fn lock_ctrs(&self) -> CtrsGuard<'_, M> {
+        if held_here(self.block.key()) {
+            return self.nested_guard();
         }
+        let lock = self.recover_if_needed(self.optex().lock());
+        self.guard(lock)
     }
 
     /// [`PrfData::lock_ctrs`] without waiting: `None` if another thread or process holds it.
+    /// The thread that holds it already gets a nested guard, as from `lock_ctrs`.
     ///
     /// # Examples
     ///
@@ -1080,23 +1218,24 @@ impl<M: PerfDataMap> PrfData<M> {
     /// #     LATENCY = 10: AverageTimer { name: "Latency", help: "l", detail: Novice, scale: 0 },
     /// #     LATENCY_BASE: AverageBase, } } } }
     /// # use m::*;
-    /// # use prfdata::InstanceSpec;
-    /// # use std::sync::atomic::Ordering::Relaxed;
     /// # let dir = tempfile::tempdir()?;
     /// # let prf = m::PrfData::activate_in(dir.path())?;
     /// let held = prf.lock_ctrs();
-    /// assert!(prf.try_lock_ctrs().is_none(), "not recursive: another holder makes it fail");
+    /// std::thread::scope(|s| {
+    ///     let other_thread = s.spawn(|| prf.try_lock_ctrs().is_none()).join().unwrap();
+    ///     assert!(other_thread, "another holder makes it fail");
+    /// });
     /// drop(held);
     /// assert!(prf.try_lock_ctrs().is_some());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn try_lock_ctrs(&self) -> Option<CtrsGuard<'_>> {
+    pub fn try_lock_ctrs(&self) -> Option<CtrsGuard<'_, M>> {
+        if held_here(self.block.key()) {
+            return Some(self.nested_guard());
+        }
         let lock = self.optex().try_lock()?;
         let lock = self.recover_if_needed(lock);
-        Some(CtrsGuard {
-            section: WriteSection::begin(self.seq()),
-            _lock: lock,
-        })
+        Some(self.guard(lock))
     }
 
     /// [`PrfData::lock_ctrs`] waiting at most `timeout`.
@@ -1128,16 +1267,36 @@ impl<M: PerfDataMap> PrfData<M> {
     /// let _g = prf.lock_ctrs_for(Duration::from_millis(10))?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn lock_ctrs_for(&self, timeout: Duration) -> Result<CtrsGuard<'_>, Error> {
+    pub fn lock_ctrs_for(&self, timeout: Duration) -> Result<CtrsGuard<'_, M>, Error> {
+        if held_here(self.block.key()) {
+            return Ok(self.nested_guard());
+        }
         let lock = self
             .optex()
             .try_lock_for(timeout)
             .ok_or(Error::LockTimeout(timeout))?;
         let lock = self.recover_if_needed(lock);
-        Ok(CtrsGuard {
-            section: WriteSection::begin(self.seq()),
-            _lock: lock,
-        })
+        Ok(self.guard(lock))
+    }
+
+    /// The guard of a `lock_ctrs` that took the optex: a write section begins.
+    fn guard<'a>(&'a self, lock: OptexGuard<'a>) -> CtrsGuard<'a, M> {
+        CtrsGuard {
+            prf: self,
+            hold: Some(Hold {
+                section: WriteSection::begin(self.seq()),
+                lock,
+                _mark: HeldMark::new(self.block.key()),
+            }),
+        }
+    }
+
+    /// The guard of a `lock_ctrs` by the thread that holds the optex already.
+    fn nested_guard(&self) -> CtrsGuard<'_, M> {
+        CtrsGuard {
+            prf: self,
+            hold: None,
+        }
     }
 
     fn optex(&self) -> &Optex {
@@ -1164,10 +1323,16 @@ impl<M: PerfDataMap> PrfData<M> {
         Tables::new(&self.block.raw, M::DEF)
     }
 
-    /// Takes the optex for a layout change, repairing what a dead owner left.
-    fn lock_layout(&self) -> OptexGuard<'_> {
+    /// Takes the optex for a layout change, repairing what a dead owner left; or finds it held
+    /// by this thread's [`CtrsGuard`], whose write section the change then joins.
+    fn lock_layout(&self) -> Acquisition<'_> {
+        if held_here(self.block.key()) {
+            return Acquisition::Reentered;
+        }
         let guard = self.optex().lock();
-        self.recover_if_needed(guard)
+        Acquisition::Taken {
+            _guard: self.recover_if_needed(guard),
+        }
     }
 
     #[cold]
@@ -1179,8 +1344,11 @@ impl<M: PerfDataMap> PrfData<M> {
                 tables.table(i).rebuild();
             }
         }
-        // Counts last: they are derived from the live instances the rebuilt lists hold.
-        tables.recount();
+        // Counts last: they are derived from the live instances the rebuilt lists hold. The
+        // rebuilt lists are consistent, so this finds nothing wrong unless a process scribbles
+        // on the block during the repair; the next operation that reads what it damaged then
+        // reports it.
+        let _ = tables.recount();
     }
 
     fn recover_if_needed<'a>(&'a self, guard: OptexGuard<'a>) -> OptexGuard<'a> {

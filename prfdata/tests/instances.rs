@@ -250,6 +250,7 @@ fn add_remove_and_reuse_slots() {
     );
     let names: Vec<_> = prf
         .instances(testmap::ITEMS)
+        .unwrap()
         .into_iter()
         .map(|i| prf.instance_name(i).unwrap())
         .collect();
@@ -283,7 +284,7 @@ fn limits_and_bad_names_are_typed_errors() {
         Error::ObjectFull { object, max } => assert_eq!((object, max), ("ITEMS", 64)),
         other => panic!("{other}"),
     }
-    let item = prf.instances(testmap::ITEMS)[0];
+    let item = prf.instances(testmap::ITEMS).unwrap()[0];
     prf.remove_instance(item).unwrap();
     let err = prf
         .add_child_instance(testmap::PARTS, InstanceSpec::named("p"), item)

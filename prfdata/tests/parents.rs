@@ -103,7 +103,7 @@ fn churn() {
         let host = match prf.add_instance(HOSTS, &format!("h{k}")) {
             Ok(h) => h,
             Err(Error::ObjectFull { .. }) => {
-                let hosts = prf.instances(HOSTS);
+                let hosts = prf.instances(HOSTS).unwrap();
                 prf.remove_instance_tree(hosts[k as usize % hosts.len()])
                     .expect("remove a tree");
                 continue;
@@ -116,7 +116,7 @@ fn churn() {
         if let Some(job) = job {
             let _ = prf.add_child_instance(TASKS, InstanceSpec::named("t"), job);
             if k.is_multiple_of(3) {
-                for t in prf.instances(TASKS) {
+                for t in prf.instances(TASKS).unwrap() {
                     let _ = prf.remove_instance(t);
                 }
                 let _ = prf.remove_instance(job);
@@ -203,16 +203,19 @@ fn assert_tree_consistent(snap: &Snapshot) {
 fn names(prf: &PrfData) -> Vec<String> {
     let mut out: Vec<String> = prf
         .instances(HOSTS)
+        .unwrap()
         .into_iter()
         .filter_map(|i| prf.instance_name(i))
         .collect();
     out.extend(
         prf.instances(JOBS)
+            .unwrap()
             .into_iter()
             .filter_map(|i| prf.instance_name(i)),
     );
     out.extend(
         prf.instances(TASKS)
+            .unwrap()
             .into_iter()
             .filter_map(|i| prf.instance_name(i)),
     );
@@ -304,19 +307,20 @@ fn remove_instance_tree_removes_the_subtree_and_nothing_else() {
     let b = build(&prf, "b").unwrap();
     let a_job = prf
         .instances(JOBS)
+        .unwrap()
         .into_iter()
         .find(|&j| prf.instance_name(j).as_deref() == Some("j0"))
         .unwrap();
     let lone = prf.add_instance(JOBS, "lone").unwrap();
 
     assert_eq!(prf.remove_instance_tree(a).unwrap(), 1 + 3 + 3 * 2);
-    assert_eq!(prf.instances(HOSTS), [b]);
+    assert_eq!(prf.instances(HOSTS).unwrap(), [b]);
     assert_eq!(
-        prf.instances(JOBS).len(),
+        prf.instances(JOBS).unwrap().len(),
         3 + 1,
         "b's jobs and the lone one"
     );
-    assert_eq!(prf.instances(TASKS).len(), 3 * 2, "b's tasks");
+    assert_eq!(prf.instances(TASKS).unwrap().len(), 3 * 2, "b's tasks");
     assert!(matches!(
         prf.remove_instance(a_job),
         Err(Error::UnknownInstance { object: "JOBS" })
@@ -411,7 +415,7 @@ fn a_writer_killed_inside_a_write_section_leaves_the_children_counts_right() {
     let prf = PrfData::activate_in(dir.path()).unwrap();
     let host = build(&prf, "h").unwrap();
     let bare = prf.add_instance(HOSTS, "bare").unwrap();
-    let job = prf.instances(JOBS)[0];
+    let job = prf.instances(JOBS).unwrap()[0];
     let mut child = common::spawn_child("child_entry", "die-counting", dir.path(), &[]);
     assert!(
         common::wait_until(Duration::from_secs(20), || dir
@@ -507,7 +511,7 @@ fn writers_killed_mid_change_always_leave_a_consistent_tree() {
         let snap = snapshot(&reader);
         assert_tree_consistent(&snap);
         // Every parent with children is refused, every other instance removable.
-        for h in prf.instances(HOSTS) {
+        for h in prf.instances(HOSTS).unwrap() {
             let has_jobs = snap.objects[0]
                 .instances
                 .iter()

@@ -311,6 +311,7 @@ fn an_instance_that_goes_leaves_blanks_in_its_column() {
     let w2 = app
         .prf
         .instances(tp::WORKER)
+        .expect("list the workers")
         .into_iter()
         .find(|i| app.prf.instance_name(*i).as_deref() == Some("w2"))
         .expect("w2");

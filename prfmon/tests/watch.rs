@@ -139,6 +139,7 @@ fn the_chart_follows_instances_changes_interval_and_quits_on_q() {
     let w2 = app
         .prf
         .instances(tp::WORKER)
+        .expect("list the workers")
         .into_iter()
         .find(|i| app.prf.instance_name(*i).as_deref() == Some("w2"))
         .expect("w2");

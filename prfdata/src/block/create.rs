@@ -3,13 +3,28 @@
 //!
 //! Publication protocol (every step fails safe):
 //!
+//! 0. Check the map ([`validate`](crate::map::validate())): its app name becomes a file name
+//!    and its limits the file's size. Remove the temporary files of activations killed half-way
+//!    in the folder ([`temp`]).
 //! 1. Create `.<app>.<pid>.<n>.tmp` beside the block with `O_CREAT | O_EXCL | O_NOFOLLOW`, mode
-//!    0600, size it, write the header and records, map it, take its `flock` (held for the owner's
-//!    whole life: the kernel drops it when the owner dies, however it dies).
+//!    0600, and take its `flock` at once (held for the owner's whole life: the kernel drops it
+//!    when the owner dies, however it dies). Reserve its pages (`fallocate`, [`shm::reserve`]):
+//!    a full tmpfs fails the activation with [`Error::NoSpace`] here, instead of killing the app
+//!    with `SIGBUS` the first time it touches a page of the block later. Write the header and
+//!    records, map it.
 //! 2. `rename(tmp, block, RENAME_NOREPLACE)`: readers only ever see a complete block.
-//! 3. If a block is already there: open it with `O_NOFOLLOW` (a symlink is refused); if its
-//!    `flock` is free or its header's owner (pid + start time) is dead, it is stale: unlink it
-//!    while holding its lock and go back to 2; otherwise its owner is alive: refuse.
+//! 3. If a block is already there: open it without following a symlink and without blocking
+//!    ([`open_block`]: anything but a regular file of ours is refused, by kind); if its `flock`
+//!    is free or its header's owner (pid + start time) is dead, it is stale: unlink it while
+//!    holding its lock and go back to 2; otherwise its owner is alive: refuse.
+//!
+//! The handle that created the block removes it when dropped, and at the normal exit of the
+//! process; both only in the process that created it (the pid is checked), never in a child
+//! that inherited the handle through `fork`.
+//!
+//! In debug builds only, the environment variable `PRFDATA_BLOCK_FAULT=before-publish` makes an
+//! activating process kill itself (`SIGKILL`) between steps 1 and 2, as a crash would: the
+//! tests use it to leave a temporary file behind. Release builds do not contain the hook.
 
 use std::fs::{self, File};
 use std::io;
@@ -25,7 +40,10 @@ use super::raw::RawBlock;
 use crate::map::{Instances, MapDef};
 use crate::process::{Liveness, ProcessId};
 use crate::sys::shm;
+use crate::write_lock::BlockKey;
 use crate::{clock, Error};
+
+mod temp;
 
 /// How many times a stale block is removed and publication retried before giving up (another
 /// process racing to activate the same app can win the name between our unlink and rename).
@@ -165,8 +183,10 @@ pub(crate) struct BlockFile {
     _file: File,
     path: PathBuf,
     identity: shm::FileIdentity,
-    /// Whether this handle created the block (and removes it on drop).
-    owner: bool,
+    /// The pid of the process that created the block through this handle (and removes it on
+    /// drop), or `None` for an attached handle. A forked child's copy of the handle sees another
+    /// pid and leaves the block alone.
+    owner: Option<u32>,
 }
 
 impl BlockFile {
@@ -175,41 +195,58 @@ impl BlockFile {
         &self.path
     }
 
+    /// The block file's identity, shared by every handle on it.
+    pub(crate) fn key(&self) -> BlockKey {
+        BlockKey {
+            dev: self.identity.dev,
+            ino: self.identity.ino,
+        }
+    }
+
     /// Creates and publishes the block of `map` in `dir` (default: [`shm_dir`]), replacing a
     /// stale one.
     pub(crate) fn create(map: &MapDef, dir: Option<&Path>) -> Result<BlockFile, Error> {
+        crate::map::validate(map)?;
         let path = path_in(map.app, dir)?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         fs::create_dir_all(&dir).map_err(|source| Error::ShmDir {
             dir: dir.clone(),
             source,
         })?;
+        temp::remove_stale(&dir);
         let me = ProcessId::current();
         let generation = next_generation(me);
-        let tmp = dir.join(format!(".{}.{}.{}.tmp", map.app, me.pid, generation));
+        let tmp = dir.join(temp::name(map.app, me.pid, generation));
         let create_err = |source: io::Error| Error::Create {
             path: path.clone(),
             source,
         };
 
         let file = shm::create_exclusive(&tmp).map_err(create_err)?;
-        let staged = (|| -> io::Result<(RawBlock, shm::FileIdentity)> {
-            let total = total_size(map);
-            file.set_len(total as u64)?;
-            file.write_all_at(&records_image(map, me, generation), 0)?;
-            if !shm::try_lock_exclusive(&file)? {
-                return Err(io::Error::other("could not lock the new block file"));
+        let total = total_size(map);
+        let staged = (|| -> Result<(RawBlock, shm::FileIdentity), Error> {
+            // Locked before anything else, so that no other activation takes the file for one
+            // that a killed process left (see `temp`).
+            if !shm::try_lock_exclusive(&file).map_err(create_err)? {
+                return Err(create_err(io::Error::other(
+                    "could not lock the new block file",
+                )));
             }
-            let raw = RawBlock::map(&file, total, true)?;
-            Ok((raw, shm::identity(&file)?))
+            shm::reserve(&file, total as u64).map_err(|source| no_space(&path, total, source))?;
+            file.write_all_at(&records_image(map, me, generation), 0)
+                .map_err(create_err)?;
+            let raw = RawBlock::map(&file, total, true).map_err(create_err)?;
+            Ok((raw, shm::identity(&file).map_err(create_err)?))
         })();
         let (raw, identity) = match staged {
             Ok(v) => v,
             Err(e) => {
                 let _ = fs::remove_file(&tmp);
-                return Err(create_err(e));
+                return Err(e);
             }
         };
+        #[cfg(debug_assertions)]
+        fault_point("before-publish");
         if let Err(e) = publish(map.app, &tmp, &path) {
             let _ = fs::remove_file(&tmp);
             return Err(e);
@@ -220,12 +257,13 @@ impl BlockFile {
             _file: file,
             path,
             identity,
-            owner: true,
+            owner: Some(me.pid),
         })
     }
 
     /// Opens the live block of `map` read-write, checking that it was laid out from this map.
     pub(crate) fn attach(map: &MapDef, dir: Option<&Path>) -> Result<BlockFile, Error> {
+        crate::map::validate(map)?;
         let path = path_in(map.app, dir)?;
         let file = open_block(map.app, &path, true)?;
         let identity = shm::identity(&file).map_err(|source| Error::Io {
@@ -255,17 +293,52 @@ impl BlockFile {
             _file: file,
             path,
             identity,
-            owner: false,
+            owner: None,
         })
     }
 }
 
 impl Drop for BlockFile {
     fn drop(&mut self) {
-        if self.owner {
+        // Only the process that created the block removes it: a child that inherited the
+        // handle through `fork` has another pid (the kernel's, not a cached one).
+        if self.owner == Some(std::process::id()) {
             exit_cleanup::unregister(&self.path);
             remove_if_same(&self.path, self.identity);
         }
+    }
+}
+
+/// The error for a failed reservation of the block's pages: [`Error::NoSpace`] when the folder
+/// is full or over quota (or the file over the process's size limit), [`Error::Create`] else.
+fn no_space(path: &Path, size: usize, source: io::Error) -> Error {
+    let errno = match source.raw_os_error() {
+        Some(libc::ENOSPC) => "ENOSPC",
+        Some(libc::EDQUOT) => "EDQUOT",
+        Some(libc::EFBIG) => "EFBIG",
+        _ => {
+            return Error::Create {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
+    };
+    Error::NoSpace {
+        path: path.to_path_buf(),
+        size: size as u64,
+        errno,
+        source,
+    }
+}
+
+/// Kills this process (`SIGKILL`: no destructors, no unlock, no exit handlers) if
+/// `PRFDATA_BLOCK_FAULT` names `point`. Debug builds only (see the module docs).
+#[cfg(debug_assertions)]
+fn fault_point(point: &str) {
+    if std::env::var_os("PRFDATA_BLOCK_FAULT").is_some_and(|v| v == point) {
+        let _ =
+            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+        std::process::abort();
     }
 }
 
@@ -278,37 +351,49 @@ fn remove_if_same(path: &Path, identity: shm::FileIdentity) {
     }
 }
 
-/// Opens an existing block at `path`, refusing symlinks and files that are not ours.
+/// Opens an existing block at `path` without following a symlink and without blocking
+/// ([`shm::open_regular`]), refusing anything but a regular file of ours (owned by this user,
+/// no access for others) of at most [`MAX_BLOCK_SIZE`] bytes. A FIFO, socket, device or
+/// directory at the path is refused by kind, at once.
 pub(crate) fn open_block(app: &str, path: &Path, write: bool) -> Result<File, Error> {
-    let file = match shm::open_nofollow(path, write) {
-        Ok(f) => f,
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+    let (file, id) = match shm::open_regular(path, write) {
+        Ok(opened) => opened,
+        Err(shm::OpenError::Symlink) => {
             return Err(Error::Symlink {
                 path: path.to_path_buf(),
             })
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+        Err(shm::OpenError::NotFound) => {
             return Err(Error::NotActive {
                 app: app.to_string(),
                 path: path.to_path_buf(),
             })
         }
-        Err(source) => {
+        Err(shm::OpenError::NotRegular(kind)) => {
+            return Err(Error::NotRegular {
+                path: path.to_path_buf(),
+                kind,
+            })
+        }
+        Err(shm::OpenError::Io(source)) => {
             return Err(Error::Io {
                 path: path.to_path_buf(),
                 source,
             })
         }
     };
-    let id = shm::identity(&file).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
     let uid = shm::current_uid();
-    if !id.regular || id.uid != uid || id.mode & 0o077 != 0 {
+    if id.uid != uid || id.mode & 0o077 != 0 {
         return Err(Error::NotABlock {
             path: path.to_path_buf(),
             uid,
+        });
+    }
+    if id.size > MAX_BLOCK_SIZE {
+        return Err(Error::TooLarge {
+            path: path.to_path_buf(),
+            size: id.size,
+            max: MAX_BLOCK_SIZE,
         });
     }
     Ok(file)

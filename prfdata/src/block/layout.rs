@@ -57,6 +57,17 @@ pub const SLOT_HEADER_SIZE: usize = 64;
 pub const COUNTER_BLOCK_HEADER: usize = 8;
 /// Alignment of every region: a cache line, so the regions of different objects never share one.
 pub const REGION_ALIGN: usize = 64;
+/// The largest block prfdata creates or opens: 1 GiB.
+///
+/// A map whose block would be larger does not compile
+/// ([`MapError::BlockTooLarge`](crate::map::MapError::BlockTooLarge)); a file larger than this
+/// at a block's path is not a block ([`Error::TooLarge`](crate::Error::TooLarge)) and is never
+/// mapped. Activation reserves every page of a block in its tmpfs (so that a full `/dev/shm`
+/// fails the activation rather than the app later), so a block costs its whole size in memory
+/// from the start: a counter block of 64 bytes for each of 1024 instances with 64-unit names
+/// takes about 260 KiB, and this cap is far above what counters need.
+pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
+
 /// `CounterRecord::name_offset` of a base counter, which has no name of its own.
 pub const NO_NAME: u32 = u32::MAX;
 

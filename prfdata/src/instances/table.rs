@@ -16,6 +16,15 @@
 //! the optex sees that its owner died and calls [`ObjectTable::rebuild`], which derives the live
 //! and free lists again from the slots' states (the only thing written last / first); then
 //! [`Tables::recount`](super::tree::Tables::recount) derives the children counts again.
+//!
+//! # Untrusted indexes
+//!
+//! Every index the block holds (the live count, the free list's head and links, the high water
+//! mark, the live list's entries, each slot's live position, parent links) is shared memory that
+//! any process of the same user can write. The writer checks each one against the object's
+//! limit and against the others before it uses it to reach memory or changes anything, and
+//! reports a contradiction as a [`Corrupt`] naming the object and the field. Offsets themselves
+//! never come from the block: they are computed from the (trusted, validated) map.
 
 use std::sync::atomic::AtomicU32;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
@@ -24,9 +33,24 @@ use crate::block::layout::{self, slot, SLOT_FREE, SLOT_LIVE};
 use crate::block::raw::RawBlock;
 use crate::map::{Instances, MapDef};
 
+/// A contradiction found in an index read from the block: written by some process outside the
+/// protocol (a live writer never leaves one, and a dead one is repaired before anyone reads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Corrupt {
+    /// The object's symbol.
+    pub object: &'static str,
+    /// The field, as the layout names it (`live_count`, `free_head`, ...).
+    pub field: &'static str,
+    /// The value found.
+    pub value: u32,
+    /// Why it cannot be right.
+    pub reason: &'static str,
+}
+
 /// One object's instance table inside a writable block whose layout comes from a trusted map.
 pub(crate) struct ObjectTable<'a> {
     raw: &'a RawBlock,
+    symbol: &'static str,
     record: usize,
     live: usize,
     slots: usize,
@@ -59,7 +83,7 @@ pub(crate) struct NewInstance<'n> {
 
 impl<'a> ObjectTable<'a> {
     /// The table of object `index` of `map`, in `raw`, which was laid out from `map`.
-    pub(crate) fn new(raw: &'a RawBlock, map: &MapDef, index: usize) -> ObjectTable<'a> {
+    pub(crate) fn new(raw: &'a RawBlock, map: &'static MapDef, index: usize) -> ObjectTable<'a> {
         let obj = &map.objects[index];
         let base = layout::object_base(map, index);
         let regions = layout::object_regions(obj);
@@ -70,6 +94,7 @@ impl<'a> ObjectTable<'a> {
         debug_assert!(base + regions.size <= raw.len());
         ObjectTable {
             raw,
+            symbol: obj.symbol,
             record: layout::HEADER_SIZE + index * layout::OBJECT_RECORD_SIZE,
             live: base + regions.live,
             slots: base + regions.slots,
@@ -87,21 +112,52 @@ impl<'a> ObjectTable<'a> {
         unsafe { self.raw.u32_at(self.record + field) }
     }
 
+    /// A field of slot `slot_no`'s header. The slot number is checked here, whatever its
+    /// origin: an out-of-range one (only a caller bug could pass one; indexes from the block are
+    /// checked before they get here) panics instead of reaching outside the slots.
     fn slot_u32(&self, slot_no: u32, field: usize) -> &'a AtomicU32 {
-        debug_assert!(slot_no < self.max);
-        // SAFETY: `slot_no < max`, so the slot lies inside the slots region, and `field` is a
-        // 4-aligned offset inside its SLOT_HEADER_SIZE-byte header; slot sizes are multiples
-        // of 8.
+        assert!(slot_no < self.max, "slot {slot_no} of {}", self.symbol);
+        // SAFETY: `slot_no < max` (just checked), so the slot lies inside the slots region, and
+        // `field` is a 4-aligned offset inside its SLOT_HEADER_SIZE-byte header; slot sizes are
+        // multiples of 8.
         unsafe {
             self.raw
                 .u32_at(self.slots + slot_no as usize * self.slot_size + field)
         }
     }
 
+    /// Entry `pos` of the live list; checked as [`ObjectTable::slot_u32`] is.
     fn live_entry(&self, pos: u32) -> &'a AtomicU32 {
-        debug_assert!(pos < self.max);
-        // SAFETY: `pos < max` and the live list holds `max` u32 entries.
+        assert!(pos < self.max, "live entry {pos} of {}", self.symbol);
+        // SAFETY: `pos < max` (just checked) and the live list holds `max` u32 entries.
         unsafe { self.raw.u32_at(self.live + pos as usize * 4) }
+    }
+
+    /// A [`Corrupt`] about this object, for the tree code.
+    #[cold]
+    pub(crate) fn corrupt_field(
+        &self,
+        field: &'static str,
+        value: u32,
+        reason: &'static str,
+    ) -> Corrupt {
+        self.corrupt(field, value, reason)
+    }
+
+    /// A [`Corrupt`] about this object.
+    #[cold]
+    fn corrupt(&self, field: &'static str, value: u32, reason: &'static str) -> Corrupt {
+        Corrupt {
+            object: self.symbol,
+            field,
+            value,
+            reason,
+        }
+    }
+
+    /// Whether slot `slot_no` (below `max`) is live.
+    fn is_live(&self, slot_no: u32) -> bool {
+        self.slot_u32(slot_no, slot::STATE).load(Acquire) == SLOT_LIVE
     }
 
     /// Offset of a slot's counter block.
@@ -109,9 +165,22 @@ impl<'a> ObjectTable<'a> {
         self.data + slot_no as usize * self.stride
     }
 
-    /// Number of live instances.
-    pub(crate) fn live_count(&self) -> u32 {
+    /// Number of live instances, as the block says: not checked.
+    fn raw_live_count(&self) -> u32 {
         self.rec_u32(layout::LIVE_COUNT_OFFSET).load(Acquire)
+    }
+
+    /// Number of live instances: at most the object's limit.
+    pub(crate) fn live_count(&self) -> Result<u32, Corrupt> {
+        let count = self.raw_live_count();
+        if count > self.max {
+            return Err(self.corrupt(
+                "live_count",
+                count,
+                "more live instances than the object's limit",
+            ));
+        }
+        Ok(count)
     }
 
     /// The generation of a slot, if it holds a live instance.
@@ -123,7 +192,8 @@ impl<'a> ObjectTable<'a> {
     }
 
     /// The parent link a slot stores, if it has one (the parent may have gone since; see
-    /// [`Tables::resolve`](super::tree::Tables::resolve)).
+    /// [`Tables::resolve`](super::tree::Tables::resolve)). Unchecked: compare it or resolve it,
+    /// or check it with [`Tables::checked_parent`](super::tree::Tables::checked_parent).
     pub(crate) fn parent(&self, slot_no: u32) -> Option<SlotRef> {
         let object = self
             .slot_u32(slot_no, slot::PARENT_OBJECT)
@@ -143,14 +213,39 @@ impl<'a> ObjectTable<'a> {
         self.slot_u32(slot_no, slot::CHILDREN)
     }
 
-    /// The slot numbers of the live instances, in live-list order (entries that are not slot
-    /// numbers of this object, which only a process writing the block outside the protocol could
-    /// leave, are skipped).
-    pub(crate) fn live_slots(&self) -> Vec<u32> {
-        (0..self.live_count().min(self.max))
-            .map(|p| self.live_entry(p).load(Relaxed))
-            .filter(|&slot| slot < self.max)
-            .collect()
+    /// The slot numbers of the live instances, in live-list order. Each entry must be a live
+    /// slot whose live position is that entry (so no slot is listed twice).
+    pub(crate) fn live_slots(&self) -> Result<Vec<u32>, Corrupt> {
+        let count = self.live_count()?;
+        let mut slots = Vec::with_capacity(count as usize);
+        for pos in 0..count {
+            slots.push(self.checked_live_entry(pos)?);
+        }
+        Ok(slots)
+    }
+
+    /// Entry `pos` (below the live count) of the live list: a live slot that knows its place.
+    fn checked_live_entry(&self, pos: u32) -> Result<u32, Corrupt> {
+        let slot_no = self.live_entry(pos).load(Relaxed);
+        if slot_no >= self.max {
+            return Err(self.corrupt(
+                "live list entry",
+                slot_no,
+                "not a slot number of the object",
+            ));
+        }
+        if !self.is_live(slot_no) {
+            return Err(self.corrupt("live list entry", slot_no, "names a free slot"));
+        }
+        let at = self.slot_u32(slot_no, slot::LIVE_POS).load(Relaxed);
+        if at != pos {
+            return Err(self.corrupt(
+                "live_pos",
+                at,
+                "does not point back at the slot's live list entry",
+            ));
+        }
+        Ok(slot_no)
     }
 
     /// The name of a slot's instance.
@@ -184,10 +279,25 @@ impl<'a> ObjectTable<'a> {
     /// Adds an instance. Call inside a write section, holding the optex; the parent's count is
     /// the caller's ([`Tables::add`](super::tree::Tables::add)).
     ///
-    /// Returns the slot and its new generation, or `None` when the object is full.
-    pub(crate) fn add(&self, new: &NewInstance<'_>) -> Option<(u32, u32)> {
-        debug_assert!(new.name.len() <= self.max_name_len as usize);
-        let slot_no = self.pop_free()?;
+    /// Returns the slot and its new generation, or `None` when the object is full. Every index
+    /// it uses is checked before anything is written: on [`Corrupt`] the table is unchanged.
+    pub(crate) fn add(&self, new: &NewInstance<'_>) -> Result<Option<(u32, u32)>, Corrupt> {
+        assert!(
+            new.name.len() <= self.max_name_len as usize,
+            "the caller checks name lengths"
+        );
+        let Some(free) = self.peek_free()? else {
+            return Ok(None);
+        };
+        let pos = self.live_count()?;
+        if pos >= self.max {
+            return Err(self.corrupt(
+                "live_count",
+                pos,
+                "says the object is full while it has a free slot",
+            ));
+        }
+        let slot_no = self.take_free(free);
         self.slot_u32(slot_no, slot::UNIQUE_ID)
             .store(new.unique_id as u32, Relaxed);
         let (pobj, pslot, pgen) = new
@@ -218,58 +328,102 @@ impl<'a> ObjectTable<'a> {
         // Publication: the slot is complete before it is marked live and listed.
         self.slot_u32(slot_no, slot::STATE)
             .store(SLOT_LIVE, Release);
-        let pos = self.live_count();
         self.live_entry(pos).store(slot_no, Relaxed);
         self.slot_u32(slot_no, slot::LIVE_POS).store(pos, Relaxed);
         self.rec_u32(layout::LIVE_COUNT_OFFSET)
             .store(pos + 1, Release);
-        Some((slot_no, generation))
+        Ok(Some((slot_no, generation)))
     }
 
     /// Removes the instance in `slot_no` if it is live with `generation`. Call inside a write
     /// section, holding the optex; children and the parent's count are the caller's
     /// ([`Tables::remove`](super::tree::Tables::remove)). Returns whether it was removed.
-    pub(crate) fn remove(&self, slot_no: u32, generation: u32) -> bool {
+    ///
+    /// The live count, the slot's live position and the last live entry are checked before
+    /// anything is written: on [`Corrupt`] the table is unchanged.
+    pub(crate) fn remove(&self, slot_no: u32, generation: u32) -> Result<bool, Corrupt> {
         if self.live_generation(slot_no) != Some(generation) {
-            return false;
+            return Ok(false);
         }
+        let count = self.live_count()?;
+        let pos = self.slot_u32(slot_no, slot::LIVE_POS).load(Relaxed);
+        if pos >= count {
+            return Err(self.corrupt(
+                "live_pos",
+                pos,
+                "not below the live count, though the slot is live",
+            ));
+        }
+        if self.checked_live_entry(pos)? != slot_no {
+            return Err(self.corrupt(
+                "live_pos",
+                pos,
+                "the live list entry there names another slot",
+            ));
+        }
+        let last = self.checked_live_entry(count - 1)?;
         self.slot_u32(slot_no, slot::STATE)
             .store(SLOT_FREE, Release);
-        let count = self.live_count();
-        let pos = self.slot_u32(slot_no, slot::LIVE_POS).load(Relaxed);
-        if count > 0 && pos < count {
-            let last = self.live_entry(count - 1).load(Relaxed);
-            self.live_entry(pos).store(last, Relaxed);
-            if last < self.max {
-                self.slot_u32(last, slot::LIVE_POS).store(pos, Relaxed);
-            }
-            self.rec_u32(layout::LIVE_COUNT_OFFSET)
-                .store(count - 1, Release);
-        }
+        self.live_entry(pos).store(last, Relaxed);
+        self.slot_u32(last, slot::LIVE_POS).store(pos, Relaxed);
+        self.rec_u32(layout::LIVE_COUNT_OFFSET)
+            .store(count - 1, Release);
         self.push_free(slot_no);
-        true
+        Ok(true)
     }
 
-    fn pop_free(&self) -> Option<u32> {
-        let head = self.rec_u32(layout::FREE_HEAD_OFFSET);
-        let first = head.load(Relaxed);
-        if first != 0 && first <= self.max {
+    /// The slot the next add takes, without taking it: the head of the free list, else the
+    /// first never-used slot; `None` when the object is full. Either must be a free slot below
+    /// the limit, and the free list's next link must be a slot number + 1 (or 0).
+    fn peek_free(&self) -> Result<Option<Free>, Corrupt> {
+        let first = self.rec_u32(layout::FREE_HEAD_OFFSET).load(Relaxed);
+        if first != 0 {
+            if first > self.max {
+                return Err(self.corrupt("free_head", first, "not a slot number + 1"));
+            }
             let slot_no = first - 1;
-            head.store(
-                self.slot_u32(slot_no, slot::NEXT_FREE).load(Relaxed),
-                Relaxed,
-            );
-            return Some(slot_no);
+            if self.is_live(slot_no) {
+                return Err(self.corrupt("free_head", first, "names a live slot"));
+            }
+            let next = self.slot_u32(slot_no, slot::NEXT_FREE).load(Relaxed);
+            if next > self.max {
+                return Err(self.corrupt("next_free", next, "not a slot number + 1"));
+            }
+            return Ok(Some(Free::Listed { slot_no, next }));
         }
-        let hw = self.rec_u32(layout::HIGH_WATER_OFFSET);
-        let next = hw.load(Relaxed);
-        if next < self.max {
-            hw.store(next + 1, Relaxed);
-            return Some(next);
+        let hw = self.rec_u32(layout::HIGH_WATER_OFFSET).load(Relaxed);
+        if hw > self.max {
+            return Err(self.corrupt("high_water", hw, "above the object's limit"));
         }
-        None
+        if hw == self.max {
+            return Ok(None);
+        }
+        if self.is_live(hw) {
+            return Err(self.corrupt(
+                "high_water",
+                hw,
+                "the slot at the mark, never used, is live",
+            ));
+        }
+        Ok(Some(Free::Unused(hw)))
     }
 
+    /// Takes the slot [`ObjectTable::peek_free`] found.
+    fn take_free(&self, free: Free) -> u32 {
+        match free {
+            Free::Listed { slot_no, next } => {
+                self.rec_u32(layout::FREE_HEAD_OFFSET).store(next, Relaxed);
+                slot_no
+            }
+            Free::Unused(slot_no) => {
+                self.rec_u32(layout::HIGH_WATER_OFFSET)
+                    .store(slot_no + 1, Relaxed);
+                slot_no
+            }
+        }
+    }
+
+    /// Puts `slot_no` (below `max`) at the head of the free list.
     fn push_free(&self, slot_no: u32) {
         let head = self.rec_u32(layout::FREE_HEAD_OFFSET);
         self.slot_u32(slot_no, slot::NEXT_FREE)
@@ -301,4 +455,13 @@ impl<'a> ObjectTable<'a> {
         self.rec_u32(layout::LIVE_COUNT_OFFSET)
             .store(count, Release);
     }
+}
+
+/// A free slot found by [`ObjectTable::peek_free`].
+#[derive(Clone, Copy, Debug)]
+enum Free {
+    /// The head of the free list, and the link to store as the new head.
+    Listed { slot_no: u32, next: u32 },
+    /// The first slot never used (the high water mark).
+    Unused(u32),
 }

@@ -9,11 +9,40 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use super::MapDef;
-use crate::counter_type::CounterType;
+use crate::counter_type::{CounterType, Width};
 
 /// A performance data map: implemented by the `Map` type [`prfdata_map!`](crate::prfdata_map)
 /// generates.
-pub trait PerfDataMap: 'static {
+///
+/// # Safety
+///
+/// Implement it only through [`prfdata_map!`](crate::prfdata_map). The layout of the shared
+/// block, and so every offset [`PrfData`](crate::PrfData) reaches memory at, is computed from
+/// `DEF`: an implementation promises that `DEF` passes [`validate`](super::validate()) (the
+/// macro checks it at compile time). [`PrfData::activate`](crate::PrfData::activate) and
+/// [`PrfData::attach`](crate::PrfData::attach) check it again and refuse an invalid map with
+/// [`Error::Map`](crate::Error::Map), so a broken promise here ends in an error, not in memory
+/// outside the block.
+///
+/// A hand-written implementation does not compile without `unsafe`:
+///
+/// ```compile_fail,E0200
+/// struct Mine;
+/// impl prfdata::map::PerfDataMap for Mine {
+///     const DEF: &'static prfdata::map::MapDef = &prfdata::map::MapDef { app: "Mine", objects: &[] };
+/// }
+/// ```
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::map::PerfDataMap;
+/// prfdata::prfdata_map! { pub mod m { app: "PerfDataMapDoc", object O = 0 { name: "O", help: "o",
+///   detail: Novice, default: C, instances: none, costly: false, counters {
+///   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+/// assert_eq!(<m::Map as PerfDataMap>::DEF.app, "PerfDataMapDoc");
+/// ```
+pub unsafe trait PerfDataMap: 'static {
     /// The map's definitions.
     const DEF: &'static MapDef;
 }
@@ -44,17 +73,59 @@ impl Scope for Instanced {
 }
 
 /// An object of a map: implemented by the unit struct `prfdata_map!` generates per object.
-pub trait Object: Copy + 'static {
+///
+/// It carries no offsets: every offset in the block is computed by prfdata from the map's
+/// definitions ([`PerfDataMap::DEF`]) and the object's position, at compile time.
+///
+/// # Safety
+///
+/// Implement it only through [`prfdata_map!`](crate::prfdata_map), which promises that `INDEX`
+/// is the position of this object in `Map::DEF.objects` and that `Scope` is [`Instanced`]
+/// exactly when that object has instances: [`PrfData`](crate::PrfData) picks the region of the
+/// block a counter lives in from them.
+///
+/// A hand-written implementation does not compile without `unsafe`:
+///
+/// ```compile_fail,E0200
+/// prfdata::prfdata_map! { pub mod m { app: "ObjectSafetyDoc", object O = 0 { name: "O", help: "o",
+///   detail: Novice, default: C, instances: none, costly: false, counters {
+///   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+/// #[derive(Clone, Copy)]
+/// struct Mine;
+/// impl prfdata::map::Object for Mine {
+///     type Map = m::Map;
+///     type Scope = prfdata::map::Global;
+///     const INDEX: usize = 0;
+/// }
+/// ```
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::map::Object;
+/// prfdata::prfdata_map! { pub mod m { app: "ObjectDoc",
+///   object A = 0 { name: "A", help: "a", detail: Novice, default: none, instances: none,
+///     costly: false, counters { X = 2: RawCount { name: "X", help: "x", detail: Novice, scale: 0 }, } }
+///   object B = 4 { name: "B", help: "b", detail: Novice, default: none,
+///     instances: { max: 2, name_len: 8 }, costly: false,
+///     counters { Y = 6: RawCount { name: "Y", help: "y", detail: Novice, scale: 0 }, } } } }
+/// assert_eq!(<m::B as Object>::INDEX, 1);
+/// ```
+pub unsafe trait Object: Copy + 'static {
     /// The map the object belongs to.
     type Map: PerfDataMap;
     /// [`Global`] or [`Instanced`].
     type Scope: Scope;
     /// Position of the object in the map.
     const INDEX: usize;
-    /// Offset of the object's first counter block in the block: a constant, so reaching a
-    /// counter of an object without instances costs no computation at run time.
-    const DATA_OFFSET: usize =
-        crate::block::layout::data_offset(<Self::Map as PerfDataMap>::DEF, Self::INDEX);
+}
+
+/// Offset of object `O`'s first counter block in the block, computed from its map: a
+/// constant in every caller, so reaching a counter of an object without instances costs no
+/// computation at run time.
+#[inline(always)]
+pub(crate) const fn data_offset<O: Object>() -> usize {
+    crate::block::layout::data_offset(<O::Map as PerfDataMap>::DEF, O::INDEX)
 }
 
 /// A counter of object `O`, of counter type `T`.
@@ -68,14 +139,21 @@ pub struct CtrId<T: CounterType, O: Object> {
 }
 
 impl<T: CounterType, O: Object> CtrId<T, O> {
-    /// The id of counter `index` of object `O`. Used by `prfdata_map!`.
+    /// The id of counter `index` of object `O`: what [`prfdata_map!`](crate::prfdata_map)
+    /// makes its counter constants with. Not for use elsewhere (hence `unsafe` and hidden).
+    ///
+    /// # Safety
+    ///
+    /// `O`'s [`Object`] implementation and its map's [`PerfDataMap`] implementation come from
+    /// `prfdata_map!` (the only code that calls this).
     ///
     /// # Panics
     ///
     /// At compile time (in the generated constants) if `index` is not a counter of `O` whose type
-    /// is `T`: ids can only name counters that exist.
+    /// is `T` and whose value has `T`'s width: ids can only name counters that exist, with the
+    /// room their accessors write.
     #[doc(hidden)]
-    pub const fn new(index: usize) -> Self {
+    pub const unsafe fn __from_macro(index: usize) -> Self {
         let def = &<O::Map as PerfDataMap>::DEF.objects[O::INDEX];
         assert!(
             index < def.counters.len(),
@@ -84,6 +162,10 @@ impl<T: CounterType, O: Object> CtrId<T, O> {
         assert!(
             def.counters[index].counter_type == T::TYPE,
             "prfdata map: counter id typed with another counter type"
+        );
+        assert!(
+            matches!(def.counters[index].value_size(), Some(n) if n == <T::Width as Width>::SIZE),
+            "prfdata map: counter id typed with another value size"
         );
         let offset = crate::block::layout::counter_offset(def, index);
         CtrId {

@@ -142,7 +142,8 @@ macro_rules! prfdata_map {
             #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
             pub struct Map;
 
-            impl $crate::map::PerfDataMap for Map {
+            // SAFETY: `MAP` is this map's definitions, validated at compile time just above.
+            unsafe impl $crate::map::PerfDataMap for Map {
                 const DEF: &'static $crate::map::MapDef = &MAP;
             }
 
@@ -173,7 +174,9 @@ macro_rules! prfdata_map {
                     )*];
                 }
 
-                impl $crate::map::Object for $osym {
+                // SAFETY: `INDEX` is this object's position in `MAP`, and `Scope` comes from the
+                // same `instances:` the object's definition in `MAP` was made from.
+                unsafe impl $crate::map::Object for $osym {
                     type Map = Map;
                     type Scope = $crate::__prfdata_scope!($oinst);
                     const INDEX: usize = MAP.object_index(stringify!($osym));
@@ -181,10 +184,13 @@ macro_rules! prfdata_map {
 
                 $(
                     #[doc = concat!("The counter `", stringify!($csym), "` of `", stringify!($osym), "`.")]
-                    pub const $csym: $crate::map::CtrId<$crate::counter_type::$cty, $osym> = $crate::map::CtrId::new(
-                        MAP.objects[<$osym as $crate::map::Object>::INDEX]
-                            .counter_index(stringify!($csym)),
-                    );
+                    // SAFETY: `$osym` and `Map` implement `Object` and `PerfDataMap` here.
+                    pub const $csym: $crate::map::CtrId<$crate::counter_type::$cty, $osym> = unsafe {
+                        $crate::map::CtrId::__from_macro(
+                            MAP.objects[<$osym as $crate::map::Object>::INDEX]
+                                .counter_index(stringify!($csym)),
+                        )
+                    };
                 )*
             )*
         }

@@ -40,6 +40,7 @@ mod ids;
 mod macros;
 pub mod validate;
 
+pub(crate) use ids::data_offset;
 pub use ids::{CtrId, Global, Instanced, Object, PerfDataMap, Scope};
 pub use validate::{validate, MapError};
 
@@ -156,7 +157,7 @@ impl CounterDef {
         match crate::winperf::counter_size(self.counter_type) {
             Some(n) => Some(n),
             None if self.counter_type == crate::winperf::PERF_COUNTER_TEXT && self.text_len > 0 => {
-                Some(self.text_len * 2)
+                self.text_len.checked_mul(2)
             }
             None => None,
         }

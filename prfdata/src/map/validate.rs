@@ -6,6 +6,10 @@
 use core::fmt;
 
 use super::{str_eq, CounterDef, Instances, MapDef, ObjectDef, Text};
+use crate::block::layout::{
+    self, COUNTER_RECORD_SIZE, HEADER_SIZE, MAX_BLOCK_SIZE, OBJECT_RECORD_SIZE, REGION_ALIGN,
+};
+use crate::block::reader::{MAX_COUNTERS, MAX_COUNTER_BLOCK, MAX_OBJECTS};
 use crate::winperf;
 
 /// The longest app name: it names the block file and the `Services` key.
@@ -100,6 +104,40 @@ pub enum MapError {
         /// Its type.
         counter_type: u32,
     },
+    /// A text counter with room for more than [`MAX_INSTANCE_NAME`] UTF-16 units, or a counter
+    /// that is not text with room for text.
+    BadTextLength {
+        /// The counter's symbol.
+        counter: &'static str,
+        /// Its `text_len`.
+        text_len: u32,
+    },
+    /// More objects than a block may hold
+    /// ([`MAX_OBJECTS`]).
+    TooManyObjects {
+        /// How many the map declares.
+        count: usize,
+    },
+    /// More counters, all objects together, than a block may hold
+    /// ([`MAX_COUNTERS`]).
+    TooManyCounters {
+        /// How many the map declares.
+        count: usize,
+    },
+    /// One instance's counters take more than
+    /// [`MAX_COUNTER_BLOCK`] bytes.
+    CounterBlockTooLarge {
+        /// The object's symbol.
+        object: &'static str,
+        /// The bytes of its counter block.
+        size: usize,
+    },
+    /// The block laid out from the map would be larger than
+    /// [`MAX_BLOCK_SIZE`]: lower the instance limits.
+    BlockTooLarge {
+        /// The bytes the block would take.
+        size: u64,
+    },
 }
 
 /// Checks a map: every rule of seed 001 and winperf.h that a map can break.
@@ -122,15 +160,61 @@ pub const fn validate(map: &MapDef) -> Result<(), MapError> {
     if map.objects.is_empty() {
         return Err(MapError::NoObjects);
     }
+    if map.objects.len() > MAX_OBJECTS as usize {
+        return Err(MapError::TooManyObjects {
+            count: map.objects.len(),
+        });
+    }
     let mut o = 0;
+    let mut counters = 0;
     while o < map.objects.len() {
         let obj = &map.objects[o];
         if let Err(e) = check_object(obj) {
             return Err(e);
         }
+        counters += obj.counters.len();
         o += 1;
     }
-    check_uniqueness(map)
+    if counters > MAX_COUNTERS as usize {
+        return Err(MapError::TooManyCounters { count: counters });
+    }
+    if let Err(e) = check_uniqueness(map) {
+        return Err(e);
+    }
+    check_size(map)
+}
+
+/// Checks what the block laid out from a map (every other rule holding) would take: each
+/// counter block at most `MAX_COUNTER_BLOCK` bytes, the whole at most `MAX_BLOCK_SIZE`. The
+/// sizes are computed in `u64`, from limits already checked, so nothing here overflows; once
+/// they pass, the layout's own `usize` arithmetic cannot overflow either.
+const fn check_size(map: &MapDef) -> Result<(), MapError> {
+    let mut total = align(
+        (HEADER_SIZE
+            + map.objects.len() * OBJECT_RECORD_SIZE
+            + layout::total_counters(map) * COUNTER_RECORD_SIZE) as u64,
+    );
+    let mut o = 0;
+    while o < map.objects.len() {
+        let obj = &map.objects[o];
+        let stride = layout::counter_block_size(obj);
+        if stride > MAX_COUNTER_BLOCK as usize {
+            return Err(MapError::CounterBlockTooLarge {
+                object: obj.symbol,
+                size: stride,
+            });
+        }
+        // As `layout::object_regions`: live list, slots, counter blocks, each 64-aligned.
+        let n = layout::max_instances(obj) as u64;
+        let slots = align(n * 4);
+        let data = align(slots + n * layout::slot_size(obj) as u64);
+        total += align(data + layout::block_count(obj) as u64 * stride as u64);
+        if total > MAX_BLOCK_SIZE {
+            return Err(MapError::BlockTooLarge { size: total });
+        }
+        o += 1;
+    }
+    Ok(())
 }
 
 /// [`validate`], panicking with the error's message: what `prfdata_map!` calls in a constant so a
@@ -232,6 +316,22 @@ impl MapError {
                 .push(" has a type prfdata cannot place in a block (")
                 .push(type_name(counter_type))
                 .push(")"),
+            MapError::BadTextLength { counter, .. } => m
+                .push("counter ")
+                .push(counter)
+                .push(": only text counters have a text length, of 1 to 1024 UTF-16 units"),
+            MapError::TooManyObjects { .. } => m.push("the map declares more than 4096 objects"),
+            MapError::TooManyCounters { .. } => {
+                m.push("the map declares more than 65536 counters in all")
+            }
+            MapError::CounterBlockTooLarge { object, .. } => m
+                .push("object ")
+                .push(object)
+                .push(": one instance's counters take more than 1 MiB"),
+            MapError::BlockTooLarge { .. } => m.push(
+                "the block would be larger than 1 GiB (MAX_BLOCK_SIZE): lower the objects' \
+                 instance limits or name lengths",
+            ),
         }
     }
 }
@@ -254,7 +354,7 @@ const fn type_name(counter_type: u32) -> &'static str {
     }
 }
 
-const fn valid_app_name(app: &str) -> bool {
+pub(crate) const fn valid_app_name(app: &str) -> bool {
     let b = app.as_bytes();
     if b.is_empty() || b.len() > MAX_APP_NAME || b[0] == b'.' {
         return false;
@@ -334,6 +434,13 @@ const fn check_object(obj: &ObjectDef) -> Result<(), MapError> {
 const fn check_counter(counters: &'static [CounterDef], c: usize) -> Result<(), MapError> {
     let ctr = &counters[c];
     let ty = ctr.counter_type;
+    let is_text = ty == winperf::PERF_COUNTER_TEXT;
+    if (is_text && ctr.text_len > MAX_INSTANCE_NAME) || (!is_text && ctr.text_len != 0) {
+        return Err(MapError::BadTextLength {
+            counter: ctr.symbol,
+            text_len: ctr.text_len,
+        });
+    }
     if ctr.value_size().is_none() || ty & winperf::PERF_COUNTER_HISTOGRAM_TYPE != 0 {
         return Err(MapError::UnsupportedType {
             counter: ctr.symbol,
@@ -433,6 +540,11 @@ const fn check_uniqueness(map: &MapDef) -> Result<(), MapError> {
         i += 1;
     }
     Ok(())
+}
+
+/// Rounds `n` up to a multiple of [`REGION_ALIGN`], in `u64`.
+const fn align(n: u64) -> u64 {
+    (n + REGION_ALIGN as u64 - 1) & !(REGION_ALIGN as u64 - 1)
 }
 
 /// A fixed-capacity message buffer usable in `const`.
@@ -673,6 +785,77 @@ mod tests {
             ..ctr("T", 2, PERF_COUNTER_TEXT)
         }];
         assert_eq!(check(&ROOM), Ok(()));
+    }
+
+    #[test]
+    fn text_lengths_belong_to_text_counters_and_stay_below_a_name() {
+        static LONG: [CounterDef; 1] = [CounterDef {
+            text_len: MAX_INSTANCE_NAME + 1,
+            ..ctr("T", 2, PERF_COUNTER_TEXT)
+        }];
+        assert_eq!(
+            check(&LONG),
+            Err(MapError::BadTextLength {
+                counter: "T",
+                text_len: MAX_INSTANCE_NAME + 1
+            })
+        );
+        static NOT_TEXT: [CounterDef; 1] = [CounterDef {
+            text_len: 4,
+            ..ctr("R", 2, PERF_COUNTER_RAWCOUNT)
+        }];
+        assert!(matches!(
+            check(&NOT_TEXT),
+            Err(MapError::BadTextLength { counter: "R", .. })
+        ));
+    }
+
+    #[test]
+    fn the_size_check_agrees_with_the_layout_up_to_the_cap() {
+        static C: [CounterDef; 2] = [
+            ctr("A", 2, PERF_COUNTER_BULK_COUNT),
+            ctr("B", 4, PERF_COUNTER_RAWCOUNT),
+        ];
+        let with = |max: u32, max_name_len: u32| -> &'static MapDef {
+            let objects: &'static [ObjectDef] = Box::leak(Box::new([ObjectDef {
+                instances: Instances::Max { max, max_name_len },
+                ..obj("OBJ", &C)
+            }]));
+            Box::leak(Box::new(MapDef {
+                app: "Test",
+                objects,
+            }))
+        };
+        // Just below and just above the cap: each 1024-unit slot takes 2112 bytes, each counter
+        // block 24, each live entry 4.
+        let per_instance = 2112 + 24 + 4;
+        let fits = (MAX_BLOCK_SIZE / per_instance) as u32 - 16;
+        let map = with(fits, 1024);
+        assert_eq!(validate(map), Ok(()));
+        assert!(crate::block::layout::total_size(map) as u64 <= MAX_BLOCK_SIZE);
+        match validate(with(fits + 32, 1024)) {
+            Err(MapError::BlockTooLarge { size }) => assert!(size > MAX_BLOCK_SIZE),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn too_many_objects_are_refused() {
+        let objects: &'static [ObjectDef] = Box::leak(
+            (0..=MAX_OBJECTS)
+                .map(|_| obj("OBJ", &[]))
+                .collect::<Vec<_>>()
+                .into_boxed_slice(),
+        );
+        assert_eq!(
+            validate(&MapDef {
+                app: "Test",
+                objects
+            }),
+            Err(MapError::TooManyObjects {
+                count: MAX_OBJECTS as usize + 1
+            })
+        );
     }
 
     #[test]

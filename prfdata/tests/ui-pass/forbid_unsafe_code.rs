@@ -1,0 +1,16 @@
+// A crate that forbids unsafe code can still declare a map and publish counters: the `unsafe`
+// the macro writes is prfdata's own.
+#![forbid(unsafe_code)]
+
+include!("../ui/shared/map.rs");
+
+fn main() {
+    let dir = std::env::temp_dir().join(format!("prfdata-ui-pass-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prf = m::PrfData::activate_in(&dir).unwrap();
+    prf.get_global_ctr32(m::QUEUE).store(3, std::sync::atomic::Ordering::Relaxed);
+    let worker = prf.add_instance(m::WORKER, "w").unwrap();
+    prf.get_ctr64(m::BUSY, worker).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    drop(prf);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
