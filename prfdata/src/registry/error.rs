@@ -139,7 +139,7 @@ pub enum LodctrError {
     #[error("usage: {0}")]
     Usage(String),
     /// The .INI file could not be read (or is not one lodctr reads: see [`UntrustedFileError`]).
-    #[error("cannot read the counter .INI file: {source}")]
+    #[error("{source}")]
     IniUnreadable {
         /// The .INI file.
         path: PathBuf,
