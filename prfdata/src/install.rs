@@ -6,7 +6,7 @@
 //! atomic registry update. At run time the provider reads First Counter / First Help from the
 //! registry, as seed 001 prescribes.
 //!
-//! The map is validated first ([`crate::map::validate`]: its app name becomes the file names).
+//! The map is validated first ([`crate::map::validate()`]: its app name becomes the file names).
 //! The two files are written whole under a temporary name created with
 //! `O_CREAT | O_EXCL | O_NOFOLLOW` and renamed over `<app>.ini` / `<app>.h`: a symbolic link
 //! planted at either name in a shared folder is replaced, never written through.

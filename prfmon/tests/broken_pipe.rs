@@ -65,10 +65,11 @@ fn every_printing_subcommand_ends_quietly_when_the_reader_is_gone() {
     let save = format!("/S:{}", dir.path().join("saved.toml").display());
 
     let commands: Vec<Vec<&str>> = vec![
+        vec!["query"],
+        vec!["reg", "query", "HKLM"],
         vec!["reg", "query", "HKLM", "/s"],
         vec!["reg", "add", r"HKLM\SOFTWARE\X", "/v", "A", "/d", "1", "/f"],
         vec!["reg", "delete", r"HKLM\SOFTWARE\X", "/f"],
-        vec!["query"],
         vec!["query", "--json"],
         vec!["decode", raw.to_str().unwrap()],
         vec!["list"],

@@ -144,7 +144,7 @@ pub enum LodctrError {
         /// The .INI file.
         path: PathBuf,
         /// Why.
-        source: UntrustedFileError,
+        source: Box<UntrustedFileError>,
     },
     /// The .INI or symbol file starts with a byte order mark and does not decode as it says.
     #[error("{}:{line}: {message}", path.display())]
@@ -186,7 +186,7 @@ pub enum LodctrError {
         /// The symbol file as resolved.
         symbol_file: PathBuf,
         /// Why.
-        source: UntrustedFileError,
+        source: Box<UntrustedFileError>,
     },
     /// A `[text]` key that is not `SYMBOL_LANGID_NAME` or `SYMBOL_LANGID_HELP`.
     #[error("{}:{line}: `{key}` is not SYMBOL_LANGID_NAME or SYMBOL_LANGID_HELP", path.display())]

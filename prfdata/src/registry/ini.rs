@@ -391,7 +391,7 @@ impl CounterIni {
             .read(&path)
             .map_err(|source| LodctrError::IniUnreadable {
                 path: path.clone(),
-                source,
+                source: Box::new(source),
             })?;
         let text = decode_text(&path, &bytes)?;
         let ini = Sections::parse(&text);
@@ -427,7 +427,7 @@ impl CounterIni {
                     ini: path.clone(),
                     line: symbol_line.line,
                     symbol_file: symbol_file.clone(),
-                    source,
+                    source: Box::new(source),
                 })?;
         let symbols = parse_symbols(&decode_text(&symbol_file, &symbol_bytes)?);
 

@@ -102,6 +102,11 @@ impl ServiceConfig {
 /// Writes `config` into `hive` (the body of [`register_service`], for callers composing a
 /// larger update).
 ///
+/// `driver` must be a valid service name ([`crate::untrusted::check_name`]). The `export`
+/// strings are the provider's to interpret (Windows drivers pass device names with `\` in
+/// them), so they are stored as given; prfdata's own provider checks each as an app name before
+/// it names a block ([`crate::block::block_path`]).
+///
 /// # Examples
 ///
 /// ```

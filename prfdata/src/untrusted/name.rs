@@ -23,7 +23,7 @@ use std::fmt;
 pub const MAX_SERVICE_NAME: usize = 255;
 
 /// The longest app name, in bytes: the block header keeps the app name in 64 bytes
-/// (`BlockHeader::app_name`), and the map's own rule ([`crate::map::validate`]) allows as many.
+/// (`BlockHeader::app_name`), and the map's own rule ([`crate::map::validate()`]) allows as many.
 /// Well inside a file name's 255 bytes with the `.blk` suffix and the temporary names beside it.
 pub const MAX_APP_NAME: usize = crate::map::validate::MAX_APP_NAME;
 
