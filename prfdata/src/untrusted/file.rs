@@ -273,7 +273,7 @@ impl UntrustedFile {
 
     /// Maps an `open` error: `ELOOP` under `O_NOFOLLOW` is the link the rule refuses, `ENXIO`
     /// a FIFO without a reader (opened for writing).
-    fn open_error(&self, path: &Path, e: Errno) -> UntrustedFileError {
+    fn open_error(&self, path: &Path, e: Errno, action: &'static str) -> UntrustedFileError {
         match e {
             Errno::LOOP | Errno::MLINK if self.symlinks == Symlinks::Refuse => self.symlink(path),
             Errno::NXIO => UntrustedFileError::NotRegular {
@@ -281,7 +281,7 @@ impl UntrustedFile {
                 path: path.to_path_buf(),
                 kind: "FIFO",
             },
-            other => self.io(path, "open", other.into()),
+            other => self.io(path, action, other.into()),
         }
     }
 
@@ -321,7 +321,8 @@ impl UntrustedFile {
         self.precheck(path)?;
         let flags =
             OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY | self.nofollow();
-        let fd = rfs::open(path, flags, Mode::empty()).map_err(|e| self.open_error(path, e))?;
+        let fd =
+            rfs::open(path, flags, Mode::empty()).map_err(|e| self.open_error(path, e, "read"))?;
         let file = File::from(fd);
         let size = self.check_open(path, &file)?;
         if size > self.max_size {
@@ -395,7 +396,7 @@ impl UntrustedFile {
             | OFlags::NOCTTY
             | self.nofollow();
         let fd = rfs::open(path, flags, Mode::from_raw_mode(0o666))
-            .map_err(|e| self.open_error(path, e))?;
+            .map_err(|e| self.open_error(path, e, "open"))?;
         let file = File::from(fd);
         self.check_open(path, &file)?;
         Ok(file)
@@ -436,7 +437,7 @@ impl UntrustedFile {
             | OFlags::NOCTTY
             | self.nofollow();
         let fd = rfs::open(path, flags, Mode::from_raw_mode(0o666))
-            .map_err(|e| self.open_error(path, e))?;
+            .map_err(|e| self.open_error(path, e, "write"))?;
         let mut file = File::from(fd);
         self.check_open(path, &file)?;
         file.set_len(0)
