@@ -197,11 +197,13 @@ fn a_registry_store_that_is_a_fifo_is_refused_not_waited_on() {
     for args in [
         &["reg", "query", "HKLM"][..],
         &["reg", "add", r"HKLM\SOFTWARE\X", "/f"],
-        &["query"],
     ] {
         let run = prfmon_capped(&root, args);
         assert_refused(&run, &store, "is a FIFO, not a regular file");
     }
+    // The collecting commands' trust checks refuse it first (with or without --trust-path).
+    let run = prfmon_capped(&root, &["query"]);
+    assert_refused(&run, &store, "not a regular file");
 }
 
 #[test]
@@ -234,7 +236,20 @@ fn a_registry_store_linked_to_another_users_file_is_refused() {
     let run = prfmon_capped(&root, &["reg", "query", r"HKLM\SYSTEM", "/s"]);
     assert_refused(&run, &store, "is a symbolic link");
     assert!(!run.stdout.contains("libevil"), "{}", run.stdout);
+    // The collecting commands' trust checks refuse the other user's file first; with
+    // `--trust-path` they admit it, and the file rule still refuses the link.
     let run = prfmon_capped(&root, &["list"]);
+    if rustix::process::geteuid().is_root() {
+        assert_refused(
+            &run,
+            &store,
+            "is owned by neither root nor the collector's user",
+        );
+    } else {
+        assert_refused(&run, &store, "is a symbolic link");
+    }
+    let trust = dir.path().display().to_string();
+    let run = prfmon_capped(&root, &["list", "--trust-path", &trust]);
     assert_refused(&run, &store, "is a symbolic link");
     let run = prfmon_capped(&root, &["reg", "add", r"HKLM\SOFTWARE\X", "/f"]);
     assert_refused(&run, &store, "is a symbolic link");
