@@ -209,4 +209,8 @@ pub enum Error {
     /// The map is invalid (maps built at run time only; `prfdata_map!` checks at compile time).
     #[error("invalid map: {0}")]
     Map(#[from] MapError),
+    /// An app name that cannot name a block file (it came from the registry's
+    /// `Linkage\Export`, or a map built by hand): see [`crate::untrusted::check_name`].
+    #[error("{0}")]
+    BadName(#[from] crate::untrusted::BadName),
 }

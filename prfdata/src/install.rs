@@ -5,11 +5,16 @@
 //! registers the provider library (Library, Open, Collect, Close, Linkage\Export) in the same
 //! atomic registry update. At run time the provider reads First Counter / First Help from the
 //! registry, as seed 001 prescribes.
+//!
+//! The map is validated first ([`crate::map::validate()`]: its app name becomes the file names).
+//! The two files are written whole under a temporary name created with
+//! `O_CREAT | O_EXCL | O_NOFOLLOW` and renamed over `<app>.ini` / `<app>.h`: a symbolic link
+//! planted at either name in a shared folder is replaced, never written through.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::map::{MapDef, Text};
+use crate::map::{MapDef, MapError, Text};
 use crate::registry::{
     apply_unlodctr, lodctr, service, update, CounterRange, FileRegistry, LodctrError,
     LodctrOptions, Registry, RegistryError, ServiceConfig,
@@ -34,6 +39,9 @@ pub enum InstallError {
         /// Why.
         source: std::io::Error,
     },
+    /// The map is invalid (its app name cannot name the files, ...).
+    #[error("invalid map: {0}")]
+    Map(#[from] MapError),
     /// lodctr / unlodctr refused (already installed, not installed, ...).
     #[error(transparent)]
     Lodctr(#[from] LodctrError),
@@ -152,13 +160,34 @@ pub fn ini_file(map: &MapDef, symbol_file: &str) -> String {
     ini
 }
 
+/// Writes `bytes` to `path` whole: into a new temporary file beside it (which nothing planted
+/// can redirect), flushed, then renamed over `path` (which replaces a link rather than follow
+/// it). The temporary file is removed if anything fails.
+fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let temp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    // One left by a killed install of an earlier process with this pid.
+    let _ = std::fs::remove_file(&temp);
+    let written = crate::untrusted::file::create_new(&temp, 0o666).and_then(|mut file| {
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
+}
+
 /// Installs `map` into `registry`: writes `<app>.ini` and `<app>.h` into `options.ini_dir`, loads
 /// them with lodctr and registers `options.library` as the app's provider, in one atomic update.
 ///
 /// # Errors
 ///
-/// [`InstallError::Write`] if the files cannot be written; [`InstallError::Lodctr`] if the app
-/// is installed already (unless `replace`) or the text is refused.
+/// [`InstallError::Map`] if the map is invalid; [`InstallError::Write`] if the files cannot be
+/// written; [`InstallError::Lodctr`] if the app is installed already (unless `replace`) or the
+/// text is refused.
 ///
 /// # Examples
 ///
@@ -186,12 +215,13 @@ pub fn install_in<R: Registry + ?Sized>(
     map: &MapDef,
     options: &InstallOptions,
 ) -> Result<CounterRange, InstallError> {
+    crate::map::validate(map)?;
     let symbol_name = format!("{}.h", map.app);
     let ini_path = options.ini_dir.join(format!("{}.ini", map.app));
     let symbol_path = options.ini_dir.join(&symbol_name);
     let write = |path: &Path, text: String| {
         std::fs::create_dir_all(&options.ini_dir)
-            .and_then(|()| std::fs::write(path, text))
+            .and_then(|()| replace_file(path, text.as_bytes()))
             .map_err(|source| InstallError::Write {
                 path: path.to_path_buf(),
                 source,

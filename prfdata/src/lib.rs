@@ -25,6 +25,11 @@
 //! - [`install`]: Install / Uninstall a map (its .INI, .h and provider registration).
 //! - [`process`]: process identity (pid + start time) for liveness checks.
 //!
+//! **Input from elsewhere**
+//! - [`untrusted`]: files another process could have placed, opened without blocking or
+//!   following a planted link, regular files under a size cap only; names that become paths or
+//!   registry keys, checked.
+//!
 //! # Examples
 //!
 //! ```
@@ -61,6 +66,7 @@ pub mod map;
 pub mod optex;
 pub mod process;
 pub mod registry;
+pub mod untrusted;
 pub mod winperf;
 
 mod error;

@@ -176,3 +176,60 @@ fn updates_from_threads_are_serialised() {
         Some(&Value::Dword(40))
     );
 }
+
+/// The temporary files in a registry folder.
+fn temp_files(root: &Path) -> Vec<String> {
+    std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp."))
+        .collect()
+}
+
+#[test]
+fn a_temp_file_left_by_a_killed_writer_is_removed_by_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = FileRegistry::open(dir.path()).unwrap();
+    let before = reg.snapshot().unwrap();
+    let status = wait_bounded(spawn_child(dir.path(), "mid-temp-write"));
+    assert_eq!(status.signal(), Some(SIGKILL));
+    assert_eq!(
+        temp_files(dir.path()).len(),
+        1,
+        "the killed writer left one"
+    );
+
+    // A reader only: no update runs, and the temp file still goes.
+    let reg = FileRegistry::open(dir.path()).unwrap();
+    assert_eq!(reg.snapshot().unwrap(), before);
+    assert!(
+        temp_files(dir.path()).is_empty(),
+        "{:?}",
+        temp_files(dir.path())
+    );
+}
+
+#[test]
+fn a_live_writers_temp_file_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    FileRegistry::open(dir.path()).unwrap();
+    // A writer in the middle of its update: it holds the lock and has its temp file.
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.path().join(paths::LOCK_FILE))
+        .unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let temp = dir
+        .path()
+        .join(format!("{}.tmp.4194304", paths::STORE_FILE));
+    std::fs::write(&temp, "format = 1\n").unwrap();
+
+    FileRegistry::open(dir.path()).unwrap();
+    assert!(temp.exists(), "a live writer's temp file was removed");
+
+    drop(lock);
+    FileRegistry::open(dir.path()).unwrap();
+    assert!(!temp.exists(), "the lock is free: the file is stale");
+}

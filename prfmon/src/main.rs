@@ -3,6 +3,8 @@
 //! `main` only parses the command line and dispatches; each subcommand lives in `cmd/`, and
 //! the collector, decoder and names live in the `prfmon` library.
 
+mod stdout;
+
 mod cmd;
 mod winargs;
 

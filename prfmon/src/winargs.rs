@@ -1,65 +1,117 @@
 //! Windows-style switches (`/v NAME`, `/f`, `/S:file`) mapped to the dashed forms clap parses,
 //! so `prfmon reg add KEY /v NAME /t REG_DWORD /d 1 /f` works as it does with reg.exe.
 //!
-//! Only whole words that are exactly one of the switches below are mapped (case-insensitive),
-//! and never the word after a switch that takes a value, so paths such as `/tmp/x.ini` and data
-//! such as `/d /f` pass through unchanged.
+//! The switches depend on the command, as with the Windows tools: `/s` is reg query's "every
+//! subkey" but reg add's separator; `/d` is reg add's data and reg query's "search data only".
+//! Only whole words that are exactly one of the current command's switches are mapped
+//! (case-insensitive), and never the word after a switch that takes a value, so paths such as
+//! `/tmp/x.ini` and data such as `/d /f` pass through unchanged.
 //!
-//! In a `prfmon typeperf` command line, typeperf's own single-dash switches (`-si`, `-sc`, `-o`,
-//! `-f`, `-q`, `-qx`, any case) map to the long flags of that subcommand.
+//! | command | switches |
+//! |---|---|
+//! | `reg query` | `/v NAME`, `/ve`, `/s`, `/se SEP`, `/z`, `/reg:32`, `/reg:64`; `/f`, `/k`, `/d`, `/c`, `/e`, `/t` are recognised and refused (no search) |
+//! | `reg add` | `/v NAME`, `/ve`, `/t TYPE`, `/s SEP`, `/d DATA`, `/f`, `/reg:32`, `/reg:64` |
+//! | `reg delete` | `/v NAME`, `/ve`, `/va`, `/f`, `/reg:32`, `/reg:64` |
+//! | `lodctr` | `/S:FILE`, `/R:FILE`, `/E:SERVICE`, `/D:SERVICE` |
+//! | `typeperf` | `-si`, `-sc`, `-o`, `-f`, `-q`, `-qx` (typeperf's own single-dash switches) |
 
 use std::ffi::OsString;
 
-/// Switch → dashed flag. Those mapped to a flag that takes a value are listed in `TAKES_VALUE`.
-const SWITCHES: [(&str, &str); 7] = [
-    ("/v", "--value"),
-    ("/ve", "--empty-value"),
-    ("/va", "--all-values"),
-    ("/t", "--type"),
-    ("/d", "--data"),
-    ("/s", "--separator"),
-    ("/f", "--force"),
+/// One switch: the word, the dashed flag it becomes, and whether the next word is its value.
+type Switch = (&'static str, &'static str, bool);
+
+/// `reg query`'s switches. `/f` and its modifiers map to flags that `reg query` refuses with a
+/// message naming the switch.
+const REG_QUERY: [Switch; 13] = [
+    ("/v", "--value", true),
+    ("/ve", "--empty-value", false),
+    ("/s", "--recursive", false),
+    ("/se", "--separator", true),
+    ("/z", "--type-numbers", false),
+    ("/reg:32", "--reg-view=32", false),
+    ("/reg:64", "--reg-view=64", false),
+    ("/f", "--search", true),
+    ("/k", "--keys-only", false),
+    ("/d", "--data-only", false),
+    ("/c", "--case-sensitive", false),
+    ("/e", "--exact", false),
+    ("/t", "--type", true),
 ];
 
-/// Dashed flags whose next word is their value.
-const TAKES_VALUE: [&str; 6] = [
-    "--value",
-    "--type",
-    "--data",
-    "--separator",
-    "--save",
-    "--restore",
+/// `reg add`'s switches.
+const REG_ADD: [Switch; 8] = [
+    ("/v", "--value", true),
+    ("/ve", "--empty-value", false),
+    ("/t", "--type", true),
+    ("/s", "--separator", true),
+    ("/d", "--data", true),
+    ("/f", "--force", false),
+    ("/reg:32", "--reg-view=32", false),
+    ("/reg:64", "--reg-view=64", false),
 ];
 
-/// typeperf's single-dash switches → the long flags of `prfmon typeperf`; mapped only in a
-/// `typeperf` command line, so other subcommands keep their own short options.
-const TYPEPERF_SWITCHES: [(&str, &str); 6] = [
-    ("-si", "--si"),
-    ("-sc", "--sc"),
-    ("-o", "--output"),
-    ("-f", "--format"),
-    ("-q", "--query"),
-    ("-qx", "--query-expanded"),
+/// `reg delete`'s switches.
+const REG_DELETE: [Switch; 6] = [
+    ("/v", "--value", true),
+    ("/ve", "--empty-value", false),
+    ("/va", "--all-values", false),
+    ("/f", "--force", false),
+    ("/reg:32", "--reg-view=32", false),
+    ("/reg:64", "--reg-view=64", false),
 ];
 
-/// typeperf's flags whose next word is their value (`-q` / `-qx` take an optional OBJECT, which
-/// clap reads as it is).
-const TYPEPERF_TAKES_VALUE: [&str; 4] = ["--si", "--sc", "--output", "--format"];
+/// typeperf's single-dash switches → the long flags of `prfmon typeperf` (`-q` / `-qx` take an
+/// optional OBJECT, which clap reads as it is).
+const TYPEPERF: [Switch; 6] = [
+    ("-si", "--si", true),
+    ("-sc", "--sc", true),
+    ("-o", "--output", true),
+    ("-f", "--format", true),
+    ("-q", "--query", false),
+    ("-qx", "--query-expanded", false),
+];
 
-/// `/S:file` → `--save=file`, `/R:file` → `--restore=file`.
-const PREFIXES: [(&str, &str); 2] = [("/s:", "--save="), ("/r:", "--restore=")];
+/// lodctr's `/X:value` switches → `--flag=value`.
+const LODCTR_PREFIXES: [(&str, &str); 4] = [
+    ("/s:", "--save="),
+    ("/r:", "--restore="),
+    ("/e:", "--enable="),
+    ("/d:", "--disable="),
+];
+
+/// The switches of the command a command line runs (its first one or two words).
+fn switches_for(words: &[Option<String>]) -> &'static [Switch] {
+    let word = |i: usize| {
+        words
+            .get(i)
+            .and_then(|w| w.as_deref())
+            .map(str::to_ascii_lowercase)
+    };
+    match (word(1).as_deref(), word(2).as_deref()) {
+        (Some("reg"), Some("query")) => &REG_QUERY,
+        (Some("reg"), Some("add")) => &REG_ADD,
+        (Some("reg"), Some("delete")) => &REG_DELETE,
+        (Some("typeperf"), _) => &TYPEPERF,
+        _ => &[],
+    }
+}
 
 /// Rewrites the Windows-style words of a command line into clap's dashed forms.
 pub fn to_dashed(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
-    let mut out = Vec::new();
+    let args: Vec<OsString> = args.into_iter().collect();
+    let words: Vec<Option<String>> = args
+        .iter()
+        .take(3)
+        .map(|a| a.to_str().map(str::to_owned))
+        .collect();
+    let switches = switches_for(&words);
+    let lodctr = words
+        .get(1)
+        .and_then(|w| w.as_deref())
+        .is_some_and(|w| w.eq_ignore_ascii_case("lodctr"));
+    let mut out = Vec::with_capacity(args.len());
     let mut value_next = false;
-    let mut typeperf = false;
-    for (position, arg) in args.into_iter().enumerate() {
-        if position == 1 {
-            typeperf = arg
-                .to_str()
-                .is_some_and(|w| w.eq_ignore_ascii_case("typeperf"));
-        }
+    for arg in args {
         if std::mem::take(&mut value_next) {
             out.push(arg);
             continue;
@@ -69,24 +121,21 @@ pub fn to_dashed(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
             continue;
         };
         let lower = word.to_ascii_lowercase();
-        if typeperf {
-            if let Some((_, dashed)) = TYPEPERF_SWITCHES.iter().find(|(s, _)| *s == lower) {
-                value_next = TYPEPERF_TAKES_VALUE.contains(dashed);
-                out.push((*dashed).into());
+        if let Some((_, dashed, takes_value)) = switches.iter().find(|(s, _, _)| *s == lower) {
+            value_next = *takes_value;
+            out.push((*dashed).into());
+            continue;
+        }
+        if lodctr {
+            if let Some((p, dashed)) = LODCTR_PREFIXES
+                .iter()
+                .find(|(p, _)| lower.starts_with(p) && word.len() > p.len())
+            {
+                out.push(format!("{dashed}{}", &word[p.len()..]).into());
                 continue;
             }
         }
-        let mapped = if let Some((_, dashed)) = SWITCHES.iter().find(|(s, _)| *s == lower) {
-            Some((*dashed).to_owned())
-        } else {
-            PREFIXES
-                .iter()
-                .find(|(p, _)| lower.starts_with(p) && word.len() > p.len())
-                .map(|(p, dashed)| format!("{dashed}{}", &word[p.len()..]))
-        };
-        let word = mapped.unwrap_or_else(|| word.to_owned());
-        value_next = TAKES_VALUE.contains(&word.as_str());
-        out.push(word.into());
+        out.push(arg);
     }
     out
 }
@@ -148,6 +197,60 @@ mod tests {
                 "/tmp/x.ini",
                 "--restore=y"
             ]
+        );
+    }
+
+    #[test]
+    fn slash_s_is_recursion_in_query_and_the_separator_in_add() {
+        assert_eq!(
+            map(&["prfmon", "reg", "query", r"HKLM\X", "/S", "/se", "/s", "/reg:64"]),
+            [
+                "prfmon",
+                "reg",
+                "query",
+                r"HKLM\X",
+                "--recursive",
+                "--separator",
+                "/s",
+                "--reg-view=64"
+            ]
+        );
+        assert_eq!(
+            map(&["prfmon", "reg", "add", r"HKLM\X", "/s", ",", "/d", "a,b"]),
+            [
+                "prfmon",
+                "reg",
+                "add",
+                r"HKLM\X",
+                "--separator",
+                ",",
+                "--data",
+                "a,b"
+            ]
+        );
+        assert_eq!(
+            map(&["prfmon", "reg", "query", r"HKLM\X", "/f", "x", "/d"]),
+            [
+                "prfmon",
+                "reg",
+                "query",
+                r"HKLM\X",
+                "--search",
+                "x",
+                "--data-only"
+            ]
+        );
+    }
+
+    #[test]
+    fn lodctr_enable_and_disable_map_only_for_lodctr() {
+        assert_eq!(
+            map(&["prfmon", "lodctr", "/E:App", "/d:Other"]),
+            ["prfmon", "lodctr", "--enable=App", "--disable=Other"]
+        );
+        assert_eq!(
+            map(&["prfmon", "decode", "/e:x"]),
+            ["prfmon", "decode", "/e:x"]
         );
     }
 }

@@ -204,3 +204,156 @@ fn corrupt_store_is_reported_with_file_and_line() {
         run.stderr
     );
 }
+
+/// The keys of Wine's reg.exe conformance test (run against Windows): a key with three values
+/// and a subkey with three values.
+fn wine_test_keys(root: &std::path::Path) -> &'static str {
+    const BASE: &str = r"HKLM\SOFTWARE\Wine\reg_test";
+    let sub = format!(r"{BASE}\subkey");
+    for (key, name, ty, data) in [
+        (BASE, "Test1", "REG_SZ", "Hello, World"),
+        (BASE, "Test2", "REG_DWORD", "0x123"),
+        (BASE, "Wine", "REG_SZ", "First instance"),
+        (&sub, "Test3", "REG_SZ", "Some string data"),
+        (&sub, "Test4", "REG_DWORD", "0xabc"),
+        (&sub, "Wine", "REG_SZ", "Second instance"),
+    ] {
+        let run = prfmon(
+            root,
+            &["reg", "add", key, "/v", name, "/t", ty, "/d", data, "/f"],
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    BASE
+}
+
+const WINE_LONG: &str = r"HKEY_LOCAL_MACHINE\SOFTWARE\Wine\reg_test";
+
+#[test]
+fn query_s_lists_every_key_below_as_reg_exe_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = wine_test_keys(dir.path());
+    let run = prfmon(dir.path(), &["reg", "query", base, "/s"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "\n{WINE_LONG}\n    Test1    REG_SZ    Hello, World\n    Test2    REG_DWORD    0x123\n    \
+             Wine    REG_SZ    First instance\n\n{WINE_LONG}\\subkey\n    Test3    REG_SZ    Some \
+             string data\n    Test4    REG_DWORD    0xabc\n    Wine    REG_SZ    Second instance\n\n"
+        )
+    );
+    // A trailing backslash and the switch in capitals change nothing.
+    let again = prfmon(dir.path(), &["reg", "query", &format!(r"{base}\"), "/S"]);
+    assert_eq!(again.stdout, run.stdout);
+
+    // One value, searched in every key below.
+    let run = prfmon(dir.path(), &["reg", "query", base, "/v", "Wine", "/s"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "\n{WINE_LONG}\n    Wine    REG_SZ    First instance\n\n{WINE_LONG}\\subkey\n    Wine    \
+             REG_SZ    Second instance\n\nEnd of search: 2 match(es) found.\n"
+        )
+    );
+}
+
+#[test]
+fn a_key_with_only_subkeys_prints_as_reg_exe_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = r"HKLM\SOFTWARE\Wine\reg_test";
+    for i in 1..=3 {
+        let run = prfmon(
+            dir.path(),
+            &["reg", "add", &format!(r"{base}\subkey{i}"), "/f"],
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    let run = prfmon(dir.path(), &["reg", "query", base]);
+    assert_eq!(
+        run.stdout,
+        format!("\n{WINE_LONG}\\subkey1\n{WINE_LONG}\\subkey2\n{WINE_LONG}\\subkey3\n")
+    );
+    let run = prfmon(dir.path(), &["reg", "query", base, "/s"]);
+    assert_eq!(
+        run.stdout,
+        format!("\n{WINE_LONG}\\subkey1\n\n{WINE_LONG}\\subkey2\n\n{WINE_LONG}\\subkey3\n\n")
+    );
+}
+
+#[test]
+fn query_ve_se_z_and_reg_views() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = prfmon(
+        dir.path(),
+        &[
+            "reg",
+            "add",
+            APP_PERF,
+            "/v",
+            "Names",
+            "/t",
+            "REG_MULTI_SZ",
+            "/s",
+            ",",
+            "/d",
+            "a,b",
+            "/f",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let long = r"HKEY_LOCAL_MACHINE\SYSTEM\CurrentControlSet\Services\App\Performance";
+    let run = prfmon(dir.path(), &["reg", "query", APP_PERF, "/ve"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        format!("\n{long}\n    (Default)    REG_SZ    (value not set)\n")
+    );
+    let run = prfmon(
+        dir.path(),
+        &[
+            "reg", "query", APP_PERF, "/v", "Names", "/se", "|", "/z", "/reg:64",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        format!("\n{long}\n    Names    REG_MULTI_SZ (7)    a|b\n\n")
+    );
+    let run = prfmon(
+        dir.path(),
+        &["reg", "query", APP_PERF, "/reg:32", "/reg:64"],
+    );
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.starts_with("ERROR:"), "{}", run.stderr);
+    let run = prfmon(dir.path(), &["reg", "query", APP_PERF, "/se", "ab"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("/se"), "{}", run.stderr);
+}
+
+#[test]
+fn query_search_switches_are_refused_naming_the_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, switch) in [
+        (&["/f", "Perflib"][..], "/f"),
+        (&["/f", "Perflib", "/k"], "/f"),
+        (&["/k"], "/k"),
+        (&["/d"], "/d"),
+        (&["/c"], "/c"),
+        (&["/e"], "/e"),
+        (&["/t", "REG_SZ"], "/t"),
+    ] {
+        let mut all = vec!["reg", "query", PERFLIB];
+        all.extend(args);
+        let run = prfmon(dir.path(), &all);
+        assert_eq!(run.code, 1, "{args:?}");
+        assert!(
+            run.stderr
+                .starts_with(&format!("ERROR: {switch} (search) is not supported")),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert_eq!(run.stdout, "", "{args:?}");
+    }
+}

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use super::value::ValueType;
+use crate::untrusted::{BadName, UntrustedFileError};
 
 /// Something wrong with the registry store or with a value read from it.
 ///
@@ -30,6 +31,22 @@ pub enum RegistryError {
         action: &'static str,
         /// The underlying error.
         source: std::io::Error,
+    },
+    /// A file of the store is not one the registry reads or writes: a symbolic link, not a
+    /// regular file, or larger than [`MAX_STORE_SIZE`](super::MAX_STORE_SIZE).
+    #[error(transparent)]
+    File(#[from] UntrustedFileError),
+    /// A service (driver) name that cannot be a key under `Services`.
+    #[error(transparent)]
+    BadName(#[from] BadName),
+    /// A service that has no `Performance` key.
+    #[error(
+        "service {service} has no Performance key: no provider is registered under that name \
+         (list them with `prfmon reg query HKLM\\SYSTEM\\CurrentControlSet\\Services`)"
+    )]
+    NoSuchService {
+        /// The service as given.
+        service: String,
     },
     /// The store's lock was not granted in time (another process holds it).
     #[error("registry lock {}: not granted within {seconds} s (another process holds it)", path.display())]
@@ -121,13 +138,33 @@ pub enum LodctrError {
     /// The command line passed to the LoadPerf-style entry points is not understood.
     #[error("usage: {0}")]
     Usage(String),
-    /// The .INI file could not be read.
-    #[error("{}: cannot read the counter .INI file: {source}", path.display())]
+    /// The .INI file could not be read (or is not one lodctr reads: see [`UntrustedFileError`]).
+    #[error("{source}")]
     IniUnreadable {
         /// The .INI file.
         path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
+        /// Why.
+        source: Box<UntrustedFileError>,
+    },
+    /// The .INI or symbol file starts with a byte order mark and does not decode as it says.
+    #[error("{}:{line}: {message}", path.display())]
+    BadEncoding {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line of the first byte that does not decode.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// `drivername=` names something that cannot be a key under `Services`.
+    #[error("{}:{line}: {source}", path.display())]
+    BadDriverName {
+        /// The .INI file.
+        path: PathBuf,
+        /// The line of `drivername=`.
+        line: usize,
+        /// The rule it broke.
+        source: BadName,
     },
     /// A required `[info]` key (`drivername` or `symbolfile`) is missing or empty.
     #[error("{}{}: [info] has no `{key}=` entry", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
@@ -140,7 +177,7 @@ pub enum LodctrError {
         key: &'static str,
     },
     /// The symbol file named by `symbolfile=` could not be read.
-    #[error("{}:{line}: cannot read symbol file {}: {source}", ini.display(), symbol_file.display())]
+    #[error("{}:{line}: cannot read the symbol file {}: {source}", ini.display(), symbol_file.display())]
     SymbolFileUnreadable {
         /// The .INI file.
         ini: PathBuf,
@@ -148,8 +185,8 @@ pub enum LodctrError {
         line: usize,
         /// The symbol file as resolved.
         symbol_file: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
+        /// Why.
+        source: Box<UntrustedFileError>,
     },
     /// A `[text]` key that is not `SYMBOL_LANGID_NAME` or `SYMBOL_LANGID_HELP`.
     #[error("{}:{line}: `{key}` is not SYMBOL_LANGID_NAME or SYMBOL_LANGID_HELP", path.display())]
@@ -245,6 +282,10 @@ pub enum LodctrError {
         /// What went wrong.
         message: String,
     },
+    /// A `/R:` settings file that is not one lodctr reads (see [`UntrustedFileError`]), or a
+    /// `/S:` file that cannot be written.
+    #[error(transparent)]
+    File(#[from] UntrustedFileError),
     /// The registry could not be read or updated.
     #[error(transparent)]
     Registry(#[from] RegistryError),

@@ -7,8 +7,19 @@
 //! <root>/registry.lock     empty; flock'ed exclusively for the length of every update
 //! <root>/registry.toml.tmp.<pid>   a new version being written (removed or renamed over the
 //!                          store; a stale one left by a killed process is deleted by the next
-//!                          update)
+//!                          open or update)
 //! ```
+//!
+//! # Files from elsewhere
+//!
+//! The folder may be shared with other processes, so its files are opened as untrusted
+//! ([`crate::untrusted::file`]): `registry.toml` and `registry.lock` must be regular files, not
+//! symbolic links (`O_NOFOLLOW`), and are opened without blocking (`O_NONBLOCK`: a FIFO planted
+//! there is refused, not waited on); the store is read only up to [`MAX_STORE_SIZE`], and a new
+//! version over that size is never written. A temporary file is created with
+//! `O_CREAT | O_EXCL | O_NOFOLLOW`, so nothing planted at its name redirects the write. The root
+//! folder itself is named by the user (`PRFDATA_REGISTRY`) or is the user's own state folder: a
+//! link there is followed, and whom to trust for it is the collector's check.
 //!
 //! `registry.toml` holds one `[[key]]` table per key, in path order, each with its values in
 //! creation order:
@@ -34,14 +45,18 @@
 //! store, applies the edit, writes the new text to a temp file, fsyncs it, renames it over
 //! `registry.toml` and fsyncs the folder, then releases the lock. Readers read
 //! `registry.toml` without the lock: rename is atomic, so they see the old file or the new one.
-//! A process killed anywhere leaves the old or the new store, and its flock dies with it.
+//! A process killed anywhere leaves the old or the new store, and its flock dies with it. The
+//! temporary file it may leave is removed by the next process that opens the registry and finds
+//! the lock free, or by the next update (which holds the lock): a live writer holds the lock
+//! from before it creates its temporary file until after it renames it, so a temporary file seen
+//! while holding the lock is never a live writer's.
 //!
 //! The environment variable [`FAULT_ENV`] makes an updating process SIGKILL itself at a named
 //! point, so tests can prove this: `after-lock`, `mid-temp-write`, `after-temp-write`,
 //! `after-rename`.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{ErrorKind, Write};
+use std::fs::{self, File};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -53,6 +68,8 @@ use super::paths;
 use super::perflib;
 use super::store::{Commit, Registry};
 use super::value::{Value, ValueType};
+use crate::untrusted::file::create_new;
+use crate::untrusted::{Symlinks, UntrustedFile};
 
 /// The longest an update waits for another process's lock before failing with
 /// [`RegistryError::LockTimeout`]. An update holds the lock for milliseconds; 30 s only trips
@@ -62,6 +79,30 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(30);
 /// The fault-injection variable: set it to a fault point (see the module docs) to make the
 /// next update in this process kill itself there.
 pub const FAULT_ENV: &str = "PRFDATA_REGISTRY_FAULT";
+
+/// The largest store read or written, in bytes (16 MiB). The store is read whole and parsed
+/// into memory (the TOML parser and the tree take a few times its size), so a bound keeps a
+/// planted or runaway file from exhausting memory. The number: Windows' own `Perflib\009`
+/// `Counter` and `Help` tables on a server with many counter providers are a few MiB of UTF-16
+/// text; 16 MiB holds several times that in this format.
+pub const MAX_STORE_SIZE: u64 = 16 * 1024 * 1024;
+
+/// How `registry.toml` is read: see the [module docs](self#files-from-elsewhere).
+const STORE_RULE: UntrustedFile = UntrustedFile {
+    what: "registry store",
+    max_size: MAX_STORE_SIZE,
+    limit_name: "prfdata::registry::MAX_STORE_SIZE, 16 MiB",
+    symlinks: Symlinks::Refuse,
+};
+
+/// How `registry.lock` is opened: a regular file, never through a link. It stays empty and is
+/// never read, so its cap is never used.
+const LOCK_RULE: UntrustedFile = UntrustedFile {
+    what: "registry lock file",
+    max_size: MAX_STORE_SIZE,
+    limit_name: "prfdata::registry::MAX_STORE_SIZE, 16 MiB",
+    symlinks: Symlinks::Refuse,
+};
 
 /// The store format version written in `format =`.
 const FORMAT: u32 = 1;
@@ -111,9 +152,14 @@ impl FileRegistry {
             source,
         })?;
         let reg = Self { root };
-        if !reg.store_path().exists() {
+        // A writer killed half-way left its temporary file: remove it if no writer is live
+        // (the lock is free). Readers that may not write the folder skip this quietly.
+        if let Ok(Some(_lock)) = reg.try_lock() {
+            reg.remove_stale_temps();
+        }
+        if !reg.store_exists()? {
             let _lock = reg.lock()?;
-            if !reg.store_path().exists() {
+            if !reg.store_exists()? {
                 reg.write_store(&perflib::new_hive())?;
             }
         }
@@ -163,6 +209,42 @@ impl FileRegistry {
         self.root.join(paths::STORE_FILE)
     }
 
+    /// Whether `registry.toml` exists (as anything: what it is, is checked when it is read).
+    fn store_exists(&self) -> Result<bool, RegistryError> {
+        let path = self.store_path();
+        match fs::symlink_metadata(&path) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(source) => Err(RegistryError::Io {
+                path,
+                action: "examine",
+                source,
+            }),
+        }
+    }
+
+    /// Opens `registry.lock`, creating it if needed: a regular file, never through a link, and
+    /// never waiting on a FIFO.
+    fn open_lock_file(&self) -> Result<File, RegistryError> {
+        Ok(LOCK_RULE.open_or_create(self.root.join(paths::LOCK_FILE))?)
+    }
+
+    /// Takes the lock if it is free now: `Ok(None)` if another process holds it.
+    fn try_lock(&self) -> Result<Option<File>, RegistryError> {
+        let file = self.open_lock_file()?;
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => Ok(Some(file)),
+            Err(e) if e == rustix::io::Errno::WOULDBLOCK || e == rustix::io::Errno::INTR => {
+                Ok(None)
+            }
+            Err(e) => Err(RegistryError::Io {
+                path: self.root.join(paths::LOCK_FILE),
+                action: "lock",
+                source: e.into(),
+            }),
+        }
+    }
+
     fn lock(&self) -> Result<File, RegistryError> {
         let path = self.root.join(paths::LOCK_FILE);
         let io = |action, source| RegistryError::Io {
@@ -170,13 +252,7 @@ impl FileRegistry {
             action,
             source,
         };
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(|e| io("open the lock file", e))?;
+        let file = self.open_lock_file()?;
         let deadline = Instant::now() + LOCK_WAIT;
         let mut pause = Duration::from_millis(1);
         loop {
@@ -198,7 +274,7 @@ impl FileRegistry {
 
     fn read_store(&self) -> Result<Hive, RegistryError> {
         let path = self.store_path();
-        match fs::read(&path) {
+        match STORE_RULE.read(&path) {
             Ok(bytes) => {
                 let text = String::from_utf8(bytes).map_err(|e| RegistryError::Corrupt {
                     path: path.clone(),
@@ -207,12 +283,8 @@ impl FileRegistry {
                 })?;
                 decode_hive(&text, &path)
             }
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(perflib::new_hive()),
-            Err(source) => Err(RegistryError::Io {
-                path,
-                action: "read",
-                source,
-            }),
+            Err(e) if e.is_not_found() => Ok(perflib::new_hive()),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -220,6 +292,16 @@ impl FileRegistry {
     fn write_store(&self, hive: &Hive) -> Result<(), RegistryError> {
         let store = self.store_path();
         let text = encode_hive(hive)?;
+        if text.len() as u64 > MAX_STORE_SIZE {
+            return Err(RegistryError::Encode {
+                path: store,
+                message: format!(
+                    "the new store would be {} bytes, over the {MAX_STORE_SIZE} bytes it may \
+                     hold (MAX_STORE_SIZE); nothing was written",
+                    text.len()
+                ),
+            });
+        }
         // Never replace the store with something that does not read back as the same tree.
         if decode_hive(&text, &store).ok().as_ref() != Some(hive) {
             return Err(RegistryError::Encode {
@@ -235,7 +317,9 @@ impl FileRegistry {
             action,
             source,
         };
-        let mut file = File::create(&temp).map_err(|e| io(&temp, "create", e))?;
+        // No stale temporary file can be at this name: the caller holds the lock and every
+        // updater removed them under it; a file planted here is refused, never followed.
+        let mut file = create_new(&temp, 0o666).map_err(|e| io(&temp, "create", e))?;
         if fault_point("mid-temp-write") {
             let half = &text.as_bytes()[..text.len() / 2];
             let _ = file.write_all(half).and_then(|()| file.sync_all());

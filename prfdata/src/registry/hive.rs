@@ -19,8 +19,13 @@ const ROOTS: [(&str, &str); 5] = [
     ("HKCC", "HKEY_CURRENT_CONFIG"),
 ];
 
+/// The longest key name (one component of a path), in UTF-16 units: Windows' limit ("Registry
+/// Element Size Limits": 255 characters).
+pub const MAX_KEY_NAME: usize = 255;
+
 /// Normalises a key path to `SHORTROOT\Sub\Key` form: known root, no empty components, no
-/// trailing backslash.
+/// trailing backslash; each key name printable (no NUL or control character) and at most
+/// [`MAX_KEY_NAME`] characters long, as in the Windows registry.
 ///
 /// # Examples
 ///
@@ -31,6 +36,7 @@ const ROOTS: [(&str, &str); 5] = [
 /// assert_eq!(normalize_key(r"hklm\System").unwrap(), r"HKLM\System");
 /// assert!(normalize_key(r"HKXX\Foo").is_err());
 /// assert!(normalize_key(r"HKLM\\Foo").is_err());
+/// assert!(normalize_key("HKLM\\A\nB").is_err());
 /// ```
 pub fn normalize_key(path: &str) -> Result<String, RegistryError> {
     let trimmed = path.trim().trim_end_matches('\\');
@@ -50,6 +56,18 @@ pub fn normalize_key(path: &str) -> Result<String, RegistryError> {
             return Err(RegistryError::BadKeyPath {
                 path: path.to_owned(),
                 reason: "it has an empty key name",
+            });
+        }
+        if part.chars().any(char::is_control) {
+            return Err(RegistryError::BadKeyPath {
+                path: path.to_owned(),
+                reason: "a key name contains a NUL or control character (key names are printable)",
+            });
+        }
+        if part.encode_utf16().count() > MAX_KEY_NAME {
+            return Err(RegistryError::BadKeyPath {
+                path: path.to_owned(),
+                reason: "a key name is longer than 255 characters (Windows' limit)",
             });
         }
         out.push('\\');

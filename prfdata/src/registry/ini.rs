@@ -24,11 +24,144 @@
 //! and the first occurrence of a key wins, as with `GetPrivateProfileString`, and lines without
 //! `=` (such as the `// end .INI file` in the seed's example) are ignored as Windows does;
 //! the INI crates on crates.io give neither line numbers nor those rules.
+//!
+//! # Encodings
+//!
+//! Windows' lodctr files are often Unicode: a file that starts with a byte order mark is read
+//! as it says, UTF-16LE (`FF FE`), UTF-16BE (`FE FF`) or UTF-8 (`EF BB BF`), and a sequence that
+//! does not decode is an error naming the file and line. A file without one is read as UTF-8,
+//! any byte that is not (an ANSI file) becoming U+FFFD. The symbol file is read the same way.
+//!
+//! # Files
+//!
+//! The .INI file is the one the user named: a symbolic link there is followed. The symbol file
+//! is found through the .INI (`symbolfile=`, relative to the .INI's folder): a link there is
+//! refused. Both must be regular files no larger than [`MAX_INI_SIZE`] and
+//! [`MAX_SYMBOL_FILE_SIZE`], opened without blocking ([`crate::untrusted::file`]).
+//! `drivername=` must be a valid service name ([`crate::untrusted::check_name`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::error::LodctrError;
+use crate::untrusted::{check_name, NameKind, Symlinks, UntrustedFile};
+
+/// The largest counter .INI file read (8 MiB). The file is read whole; the counter .INI files
+/// that ship with large server products (one line per name and per explain text, in UTF-16)
+/// are well under 1 MiB, so 8 MiB is room to spare, not a limit anyone meets.
+pub const MAX_INI_SIZE: u64 = 8 * 1024 * 1024;
+
+/// The largest symbol (.h) file read (8 MiB): the same reasoning as [`MAX_INI_SIZE`], for a file
+/// of one `#define` per name.
+pub const MAX_SYMBOL_FILE_SIZE: u64 = 8 * 1024 * 1024;
+
+/// How the .INI file is read: a path the user named.
+const INI_RULE: UntrustedFile = UntrustedFile {
+    what: "counter .INI file",
+    max_size: MAX_INI_SIZE,
+    limit_name: "prfdata::registry::ini::MAX_INI_SIZE, 8 MiB",
+    symlinks: Symlinks::Follow,
+};
+
+/// How the symbol file is read: found through the .INI, never through a link.
+const SYMBOL_RULE: UntrustedFile = UntrustedFile {
+    what: "symbol file",
+    max_size: MAX_SYMBOL_FILE_SIZE,
+    limit_name: "prfdata::registry::ini::MAX_SYMBOL_FILE_SIZE, 8 MiB",
+    symlinks: Symlinks::Refuse,
+};
+
+/// The 1-based line a text of `before` ends on.
+fn line_after(before: &str) -> usize {
+    before.bytes().filter(|&b| b == b'\n').count() + 1
+}
+
+/// Decodes UTF-16 code units; a unit that does not decode is an error naming its line.
+fn decode_utf16(
+    path: &Path,
+    units: impl Iterator<Item = u16>,
+    odd: bool,
+    order: &str,
+) -> Result<String, LodctrError> {
+    let mut text = String::new();
+    for c in char::decode_utf16(units) {
+        match c {
+            Ok(c) => text.push(c),
+            Err(e) => {
+                return Err(LodctrError::BadEncoding {
+                    path: path.to_path_buf(),
+                    line: line_after(&text),
+                    message: format!(
+                        "unpaired UTF-16 surrogate {:#06X} in a file that starts with a {order} \
+                         byte order mark",
+                        e.unpaired_surrogate()
+                    ),
+                })
+            }
+        }
+    }
+    if odd {
+        return Err(LodctrError::BadEncoding {
+            path: path.to_path_buf(),
+            line: line_after(&text),
+            message: format!(
+                "the file starts with a {order} byte order mark but has an odd number of bytes: \
+                 it is cut short"
+            ),
+        });
+    }
+    Ok(text)
+}
+
+/// Decodes an .INI or symbol file as its byte order mark says (see the
+/// [module docs](self#encodings)).
+///
+/// # Errors
+///
+/// [`LodctrError::BadEncoding`] naming the file and the line of the first sequence that does not
+/// decode, for a file with a byte order mark.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::registry::ini::decode_text;
+///
+/// let utf16le: Vec<u8> = [0xFF, 0xFE].into_iter()
+///     .chain("[info]\r\n".encode_utf16().flat_map(u16::to_le_bytes)).collect();
+/// assert_eq!(decode_text("d.ini".as_ref(), &utf16le)?, "[info]\r\n");
+/// assert_eq!(decode_text("d.ini".as_ref(), b"\xEF\xBB\xBFx=1")?, "x=1");
+/// assert_eq!(decode_text("d.ini".as_ref(), b"caf\xE9")?, "caf\u{FFFD}"); // ANSI, no BOM
+/// assert!(decode_text("d.ini".as_ref(), b"\xEF\xBB\xBFa\n\xE9").is_err());
+/// # Ok::<(), prfdata::registry::LodctrError>(())
+/// ```
+pub fn decode_text(path: &Path, bytes: &[u8]) -> Result<String, LodctrError> {
+    if let Some(rest) = bytes.strip_prefix(&[0xFF, 0xFE]) {
+        let units = rest
+            .chunks_exact(2)
+            .map(|p| u16::from_le_bytes([p[0], p[1]]));
+        return decode_utf16(path, units, rest.len() % 2 == 1, "UTF-16LE");
+    }
+    if let Some(rest) = bytes.strip_prefix(&[0xFE, 0xFF]) {
+        let units = rest
+            .chunks_exact(2)
+            .map(|p| u16::from_be_bytes([p[0], p[1]]));
+        return decode_utf16(path, units, rest.len() % 2 == 1, "UTF-16BE");
+    }
+    if let Some(rest) = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
+        return String::from_utf8(rest.to_vec()).map_err(|e| {
+            let good = e.utf8_error().valid_up_to();
+            LodctrError::BadEncoding {
+                path: path.to_path_buf(),
+                line: line_after(&String::from_utf8_lossy(&rest[..good])),
+                message: format!(
+                    "not UTF-8 at byte {} in a file that starts with a UTF-8 byte order mark",
+                    good + 3
+                ),
+            }
+        });
+    }
+    Ok(String::from_utf8_lossy(bytes).into_owned())
+}
 
 /// Whether a `[text]` entry is a counter name or its help text.
 ///
@@ -254,11 +387,13 @@ impl CounterIni {
     /// ```
     pub fn read(path: impl AsRef<Path>) -> Result<Self, LodctrError> {
         let path = path.as_ref().to_path_buf();
-        let bytes = std::fs::read(&path).map_err(|source| LodctrError::IniUnreadable {
-            path: path.clone(),
-            source,
-        })?;
-        let text = String::from_utf8_lossy(&bytes);
+        let bytes = INI_RULE
+            .read(&path)
+            .map_err(|source| LodctrError::IniUnreadable {
+                path: path.clone(),
+                source: Box::new(source),
+            })?;
+        let text = decode_text(&path, &bytes)?;
         let ini = Sections::parse(&text);
 
         let info = |key: &'static str| {
@@ -271,6 +406,13 @@ impl CounterIni {
                 })
         };
         let driver = info("drivername")?;
+        check_name(NameKind::Service, driver.value).map_err(|source| {
+            LodctrError::BadDriverName {
+                path: path.clone(),
+                line: driver.line,
+                source,
+            }
+        })?;
         let symbol_line = info("symbolfile")?;
         // Windows .INI files write `sub\devdef.h`; accept that on Linux too.
         let symbol_rel = PathBuf::from(symbol_line.value.replace('\\', "/"));
@@ -279,13 +421,15 @@ impl CounterIni {
             _ => symbol_rel,
         };
         let symbol_bytes =
-            std::fs::read(&symbol_file).map_err(|source| LodctrError::SymbolFileUnreadable {
-                ini: path.clone(),
-                line: symbol_line.line,
-                symbol_file: symbol_file.clone(),
-                source,
-            })?;
-        let symbols = parse_symbols(&String::from_utf8_lossy(&symbol_bytes));
+            SYMBOL_RULE
+                .read(&symbol_file)
+                .map_err(|source| LodctrError::SymbolFileUnreadable {
+                    ini: path.clone(),
+                    line: symbol_line.line,
+                    symbol_file: symbol_file.clone(),
+                    source: Box::new(source),
+                })?;
+        let symbols = parse_symbols(&decode_text(&symbol_file, &symbol_bytes)?);
 
         let languages: Vec<String> = ini
             .entries("languages")

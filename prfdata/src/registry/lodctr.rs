@@ -26,10 +26,11 @@ use super::hive::Hive;
 use super::ini::{CounterIni, TextKind};
 use super::paths::{self, PERFLIB};
 use super::perflib::{self, COUNTER, DEFAULT_LANGUAGE, HELP, LAST_COUNTER, LAST_HELP};
-use super::service::{self, ServiceConfig, FIRST_COUNTER, FIRST_HELP};
+use super::service::{self, set_service_enabled, ServiceConfig, FIRST_COUNTER, FIRST_HELP};
 use super::settings::{restore_settings, save_settings};
 use super::store::{update, Registry};
 use super::value::Value;
+use crate::untrusted::{check_name, NameKind};
 
 /// How [`lodctr()`] loads a file.
 ///
@@ -133,6 +134,11 @@ pub fn apply_lodctr(
     options: &LodctrOptions,
 ) -> Result<CounterRange, LodctrError> {
     let driver = ini.driver.as_str();
+    check_name(NameKind::Service, driver).map_err(|source| LodctrError::BadDriverName {
+        path: ini.path.clone(),
+        line: ini.driver_line,
+        source,
+    })?;
     let perf = paths::performance(driver);
     if let Some(first_counter) = perflib::read_optional_dword(hive, &perf, FIRST_COUNTER)? {
         if !options.replace {
@@ -251,6 +257,7 @@ pub fn lodctr<R: Registry + ?Sized>(
 /// assert!(matches!(apply_unlodctr(&mut hive, "Nope"), Err(LodctrError::NotLoaded { .. })));
 /// ```
 pub fn apply_unlodctr(hive: &mut Hive, driver: &str) -> Result<CounterRange, LodctrError> {
+    check_name(NameKind::Service, driver).map_err(RegistryError::from)?;
     let perf = paths::performance(driver);
     let dword = |name| perflib::read_optional_dword(hive, &perf, name);
     let first_counter = dword(FIRST_COUNTER)?.ok_or_else(|| LodctrError::NotLoaded {
@@ -368,10 +375,12 @@ enum LoadRequest {
     Load { ini: PathBuf, replace: bool },
     Save(PathBuf),
     Restore(PathBuf),
+    Enable(String, bool),
 }
 
 fn parse_load_command_line(command_line: &str) -> Result<LoadRequest, LodctrError> {
-    const USAGE: &str = "lodctr [--replace] FILE.ini | lodctr /S:FILE | lodctr /R:FILE";
+    const USAGE: &str = "lodctr [--replace] FILE.ini | lodctr /S:FILE | lodctr /R:FILE | \
+                         lodctr /E:SERVICE | lodctr /D:SERVICE";
     let words = split_command_line(command_line);
     let mut replace = false;
     let mut ini = None;
@@ -385,6 +394,10 @@ fn parse_load_command_line(command_line: &str) -> Result<LoadRequest, LodctrErro
             other = Some(LoadRequest::Save(PathBuf::from(file)));
         } else if let Some(file) = lower.strip_prefix("/r:").map(|_| &w[3..]) {
             other = Some(LoadRequest::Restore(PathBuf::from(file)));
+        } else if let Some(service) = lower.strip_prefix("/e:").map(|_| &w[3..]) {
+            other = Some(LoadRequest::Enable(service.to_owned(), true));
+        } else if let Some(service) = lower.strip_prefix("/d:").map(|_| &w[3..]) {
+            other = Some(LoadRequest::Enable(service.to_owned(), false));
         } else if ini.is_none() {
             ini = Some(PathBuf::from(w));
         } else {
@@ -431,10 +444,24 @@ impl std::fmt::Display for CounterRange {
     }
 }
 
+/// What lodctr `/E:` or `/D:` reports after enabling or disabling `service`.
+///
+/// # Examples
+///
+/// ```
+/// let m = prfdata::registry::enabled_message("App", false);
+/// assert_eq!(m, "Disabled the performance counters of service App");
+/// ```
+pub fn enabled_message(service: &str, enabled: bool) -> String {
+    let verb = if enabled { "Enabled" } else { "Disabled" };
+    format!("{verb} the performance counters of service {service}")
+}
+
 /// LoadPerf.DLL's `LoadPerfCounterTextStrings`: runs a lodctr command line against the
 /// default registry ([`FileRegistry::open_default`]). As in LoadPerf, the first word is the
 /// program name and is ignored; the rest is `[--replace] FILE.ini`, `/S:FILE` (save the
-/// settings) or `/R:FILE` (restore them). Unless `quiet`, the outcome is printed (success on
+/// settings), `/R:FILE` (restore them), `/E:SERVICE` or `/D:SERVICE` (enable or disable a
+/// service's provider). Unless `quiet`, the outcome is printed (success on
 /// stdout, the error on stderr).
 ///
 /// # Examples
@@ -477,6 +504,11 @@ pub fn load_perf_counter_text_strings(command_line: &str, quiet: bool) -> Result
         LoadRequest::Restore(file) => report(quiet, restore_settings(&registry, &file), |()| {
             format!("Restored the performance settings from {}", file.display())
         }),
+        LoadRequest::Enable(service, enabled) => report(
+            quiet,
+            set_service_enabled(&registry, &service, enabled).map_err(LodctrError::from),
+            |()| enabled_message(&service, enabled),
+        ),
     }
 }
 
@@ -554,6 +586,14 @@ mod tests {
         assert!(matches!(
             parse_load_command_line("lodctr --replace x.ini"),
             Ok(LoadRequest::Load { replace: true, .. })
+        ));
+        assert!(matches!(
+            parse_load_command_line("lodctr /E:App"),
+            Ok(LoadRequest::Enable(s, true)) if s == "App"
+        ));
+        assert!(matches!(
+            parse_load_command_line("lodctr /d:App"),
+            Ok(LoadRequest::Enable(s, false)) if s == "App"
         ));
         assert!(parse_load_command_line("lodctr").is_err());
         assert!(parse_load_command_line("lodctr a.ini b.ini").is_err());

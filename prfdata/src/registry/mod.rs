@@ -17,7 +17,9 @@
 //! **Perflib and services**
 //! - [`perflib`]: Base Index, Last Counter / Last Help, the `Counter` / `Help` tables.
 //! - [`service`]: a service's Performance and Linkage values; [`register_service`],
-//!   [`first_counter_help`], [`performance_services`].
+//!   [`first_counter_help`], [`performance_services`], [`set_service_enabled`] (lodctr `/E:`
+//!   and `/D:`). Service names are checked ([`crate::untrusted::check_name`]) before they
+//!   become keys.
 //!
 //! **lodctr / unlodctr**
 //! - [`ini`]: the counter .INI file and its symbol .h file.
@@ -40,16 +42,16 @@ mod store;
 mod value;
 
 pub use error::{LodctrError, RegistryError};
-pub use file::{decode_hive, encode_hive, FileRegistry, FAULT_ENV, LOCK_WAIT};
-pub use hive::{display_key, normalize_key, Hive};
+pub use file::{decode_hive, encode_hive, FileRegistry, FAULT_ENV, LOCK_WAIT, MAX_STORE_SIZE};
+pub use hive::{display_key, normalize_key, Hive, MAX_KEY_NAME};
 pub use lodctr::{
-    apply_lodctr, apply_unlodctr, load_perf_counter_text_strings, lodctr,
+    apply_lodctr, apply_unlodctr, enabled_message, load_perf_counter_text_strings, lodctr,
     unload_perf_counter_text_strings, unlodctr, CounterRange, LodctrOptions,
 };
 pub use perflib::CounterText;
 pub use service::{
-    first_counter_help, performance_services, register_service, unregister_service,
-    PerformanceService, ServiceConfig,
+    first_counter_help, performance_services, register_service, set_service_enabled,
+    unregister_service, PerformanceService, ServiceConfig,
 };
 pub use settings::{restore_settings, save_settings};
 pub use store::{update, Commit, Registry};

@@ -13,6 +13,7 @@ use super::paths;
 use super::perflib::{read_optional_dword, LAST_COUNTER, LAST_HELP};
 use super::store::{update, Registry};
 use super::value::{Value, ValueType};
+use crate::untrusted::{check_name, NameKind};
 
 /// Value name `Library`.
 pub const LIBRARY: &str = "Library";
@@ -101,6 +102,11 @@ impl ServiceConfig {
 /// Writes `config` into `hive` (the body of [`register_service`], for callers composing a
 /// larger update).
 ///
+/// `driver` must be a valid service name ([`crate::untrusted::check_name`]). The `export`
+/// strings are the provider's to interpret (Windows drivers pass device names with `\` in
+/// them), so they are stored as given; prfdata's own provider checks each as an app name before
+/// it names a block ([`crate::block::block_path`]).
+///
 /// # Examples
 ///
 /// ```
@@ -116,6 +122,7 @@ pub fn write_service(
     driver: &str,
     config: &ServiceConfig,
 ) -> Result<(), RegistryError> {
+    check_name(NameKind::Service, driver)?;
     let perf = paths::performance(driver);
     hive.set_value(&perf, LIBRARY, Value::Sz(config.library.clone()))?;
     hive.set_value(&perf, OPEN, Value::Sz(config.open.clone()))?;
@@ -175,6 +182,7 @@ pub fn register_service<R: Registry + ?Sized>(
 /// # Ok::<(), prfdata::registry::RegistryError>(())
 /// ```
 pub fn erase_service(hive: &mut Hive, driver: &str) -> Result<(), RegistryError> {
+    check_name(NameKind::Service, driver)?;
     let perf = paths::performance(driver);
     for name in [LIBRARY, OPEN, COLLECT, CLOSE, OPEN_TIMEOUT, COLLECT_TIMEOUT] {
         hive.delete_value(&perf, name)?;
@@ -241,12 +249,82 @@ pub fn first_counter_help<R: Registry + ?Sized>(
     registry: &R,
     driver: &str,
 ) -> Result<(u32, u32), RegistryError> {
+    check_name(NameKind::Service, driver)?;
     let hive = registry.snapshot()?;
     let perf = paths::performance(driver);
     Ok((
         super::perflib::read_dword(&hive, &perf, FIRST_COUNTER)?,
         super::perflib::read_dword(&hive, &perf, FIRST_HELP)?,
     ))
+}
+
+/// Enables or disables a service's provider in `hive` (the body of [`set_service_enabled`]):
+/// disabling writes `Disable Performance Counters` = 1, enabling deletes the value.
+///
+/// # Errors
+///
+/// [`RegistryError::BadName`] for a name that cannot be a service key,
+/// [`RegistryError::NoSuchService`] if the service has no `Performance` key.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::registry::{perflib, service, ServiceConfig};
+///
+/// let mut hive = perflib::new_hive();
+/// service::write_service(&mut hive, "App", &ServiceConfig::new("a.so", "O", "C", "X"))?;
+/// service::enable_service(&mut hive, "app", false)?;
+/// assert!(service::read_service(&hive, "App")?.unwrap().disabled);
+/// service::enable_service(&mut hive, "App", true)?;
+/// assert!(!service::read_service(&hive, "App")?.unwrap().disabled);
+/// assert!(service::enable_service(&mut hive, "Nope", true).is_err());
+/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// ```
+pub fn enable_service(hive: &mut Hive, driver: &str, enabled: bool) -> Result<(), RegistryError> {
+    check_name(NameKind::Service, driver)?;
+    let perf = paths::performance(driver);
+    if !hive.key_exists(&perf) {
+        return Err(RegistryError::NoSuchService {
+            service: driver.to_owned(),
+        });
+    }
+    if enabled {
+        hive.delete_value(&perf, DISABLE)?;
+    } else {
+        hive.set_value(&perf, DISABLE, Value::Dword(1))?;
+    }
+    Ok(())
+}
+
+/// lodctr `/E:service` and `/D:service`: enables or disables a service's provider in one
+/// atomic, locked update. A disabled provider is skipped by collectors (perflib's
+/// `Disable Performance Counters`); collectors disable a misbehaving one themselves.
+///
+/// # Errors
+///
+/// As [`enable_service`], or the registry's own error; nothing is written then.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::registry::{performance_services, register_service, set_service_enabled};
+/// use prfdata::registry::{FileRegistry, RegistryError, ServiceConfig};
+///
+/// let dir = tempfile::tempdir()?;
+/// let reg = FileRegistry::open(dir.path())?;
+/// register_service(&reg, "App", &ServiceConfig::new("a.so", "O", "C", "X"))?;
+/// set_service_enabled(&reg, "App", false)?;
+/// assert!(performance_services(&reg)?[0].disabled);
+/// let err = set_service_enabled(&reg, "Typo", true).unwrap_err();
+/// assert!(matches!(err, RegistryError::NoSuchService { .. }) && err.to_string().contains("Typo"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn set_service_enabled<R: Registry + ?Sized>(
+    registry: &R,
+    driver: &str,
+    enabled: bool,
+) -> Result<(), RegistryError> {
+    update(registry, |hive| enable_service(hive, driver, enabled))
 }
 
 /// A service that has a `Performance` key, with everything perflib reads from it.

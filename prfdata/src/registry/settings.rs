@@ -6,6 +6,11 @@
 //! service that has one. Restoring replaces the Perflib tree and every saved Performance key
 //! with the saved ones; a service whose Performance key is not in the file loses its counter
 //! ranges (First/Last Counter/Help), since the restored Perflib no longer holds its names.
+//!
+//! The file is the one the user named (a symbolic link there is followed). It is written and
+//! read only as a regular file, never waiting on a FIFO, and read only up to
+//! [`MAX_STORE_SIZE`](super::MAX_STORE_SIZE), the store's own limit
+//! ([`crate::untrusted::file`]).
 
 use std::path::Path;
 
@@ -16,6 +21,16 @@ use super::paths::{self, PERFLIB};
 use super::perflib::{self, LAST_COUNTER, LAST_HELP};
 use super::service::{self, FIRST_COUNTER, FIRST_HELP};
 use super::store::{update, Registry};
+use super::MAX_STORE_SIZE;
+use crate::untrusted::{Symlinks, UntrustedFile};
+
+/// How a settings file is written and read: a path the user named, at most the store's size.
+const SETTINGS_RULE: UntrustedFile = UntrustedFile {
+    what: "lodctr settings file",
+    max_size: MAX_STORE_SIZE,
+    limit_name: "prfdata::registry::MAX_STORE_SIZE, 16 MiB",
+    symlinks: Symlinks::Follow,
+};
 
 fn fold(s: &str) -> String {
     s.chars().flat_map(char::to_lowercase).collect()
@@ -68,11 +83,7 @@ pub fn save_settings<R: Registry + ?Sized>(
     let file = file.as_ref();
     let saved = saved_part(&registry.snapshot()?)?;
     let text = encode_hive(&saved)?;
-    std::fs::write(file, text).map_err(|e| LodctrError::SettingsFile {
-        path: file.to_path_buf(),
-        action: "write",
-        message: e.to_string(),
-    })
+    Ok(SETTINGS_RULE.write(file, text.as_bytes())?)
 }
 
 /// lodctr `/R:file`: restores what [`save_settings`] wrote, in one atomic, locked update.
@@ -101,7 +112,13 @@ pub fn restore_settings<R: Registry + ?Sized>(
         action: "read",
         message,
     };
-    let text = std::fs::read_to_string(file).map_err(|e| bad(e.to_string()))?;
+    let bytes = SETTINGS_RULE.read(file)?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        bad(format!(
+            "not UTF-8 (at byte {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
     let saved = decode_hive(&text, file).map_err(|e| bad(e.to_string()))?;
     perflib::last_counter_help(&saved).map_err(|e| bad(e.to_string()))?;
     let saved_services = service::services_in(&saved).map_err(|e| bad(e.to_string()))?;

@@ -13,6 +13,8 @@ use prfdata::winperf::{
 use prfmon::catalog::catalog_with_services;
 use prfmon::collector::Collector;
 
+use crate::stdout::outln;
+
 /// A detail level (winperf.h `PERF_DETAIL_*`).
 #[derive(ValueEnum, Clone, Copy, Debug)]
 enum Detail {
@@ -74,6 +76,7 @@ pub fn run(args: ListArgs) -> ExitCode {
             }
         },
     };
+    super::report_disabled("list", &registry);
     let mut collector = match Collector::open(
         registry,
         match args.collector.options() {
@@ -116,31 +119,31 @@ pub fn run(args: ListArgs) -> ExitCode {
         }
     }
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&objects).unwrap_or_default()
         );
         return ExitCode::SUCCESS;
     }
     for o in &objects {
-        println!("Object: {} ({})", o.name, o.index);
-        println!("  Service: {}", o.services.join(", "));
-        println!("  Description: {}", o.description);
-        println!("  Detail: {}", o.detail);
-        println!("  Instances: {}", if o.instances { "yes" } else { "no" });
+        outln!("Object: {} ({})", o.name, o.index);
+        outln!("  Service: {}", o.services.join(", "));
+        outln!("  Description: {}", o.description);
+        outln!("  Detail: {}", o.detail);
+        outln!("  Instances: {}", if o.instances { "yes" } else { "no" });
         for c in &o.counters {
-            println!("  Counter: {} ({})", c.name, c.index);
-            println!("    Description: {}", c.description);
-            println!("    Type: {}", c.type_name);
-            println!(
+            outln!("  Counter: {} ({})", c.name, c.index);
+            outln!("    Description: {}", c.description);
+            outln!("    Type: {}", c.type_name);
+            outln!(
                 "    Differentiate: {}",
                 if c.differentiate { "TRUE" } else { "FALSE" }
             );
-            println!("    Detail: {}", c.detail);
+            outln!("    Detail: {}", c.detail);
             if args.verbose {
-                println!("    Type code: 0x{:08X}", c.type_code);
-                println!("    Default scale: {}", c.default_scale);
-                println!(
+                outln!("    Type code: 0x{:08X}", c.type_code);
+                outln!("    Default scale: {}", c.default_scale);
+                outln!(
                     "    Unit: {}",
                     if c.unit.is_empty() { "(none)" } else { c.unit }
                 );

@@ -1,17 +1,22 @@
 //! `prfmon lodctr` and `prfmon unlodctr`: the LodCtr / UnLodCtr utilities of seed 001 over the
-//! library's typed lodctr, unlodctr, save and restore.
+//! library's typed lodctr, unlodctr, save and restore, and later lodctr's `/E:` and `/D:`
+//! (enable or disable a service's provider).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Args};
 use prfdata::registry::{
-    lodctr, restore_settings, save_settings, unlodctr, FileRegistry, LodctrError, LodctrOptions,
+    enabled_message, lodctr, restore_settings, save_settings, set_service_enabled, unlodctr,
+    FileRegistry, LodctrError, LodctrOptions,
 };
 
-/// `prfmon lodctr FILE.ini [--replace] | /S:FILE | /R:FILE`.
+use crate::stdout::outln;
+
+/// `prfmon lodctr FILE.ini [--replace] | /S:FILE | /R:FILE | /E:SERVICE | /D:SERVICE`.
 #[derive(Args, Debug)]
-#[command(group(ArgGroup::new("what").required(true).args(["ini", "save", "restore"])))]
+#[command(group(ArgGroup::new("what").required(true).multiple(false)
+    .args(["ini", "save", "restore", "enable", "disable"])))]
 pub struct LodctrArgs {
     /// The driver's counter .INI file.
     ini: Option<PathBuf>,
@@ -24,6 +29,12 @@ pub struct LodctrArgs {
     /// Restore what `/S:` saved from FILE (`/R:FILE`).
     #[arg(long, value_name = "FILE", conflicts_with = "ini")]
     restore: Option<PathBuf>,
+    /// Enable SERVICE's provider: delete its `Disable Performance Counters` (`/E:SERVICE`).
+    #[arg(long, value_name = "SERVICE")]
+    enable: Option<String>,
+    /// Disable SERVICE's provider: `Disable Performance Counters` = 1 (`/D:SERVICE`).
+    #[arg(long, value_name = "SERVICE")]
+    disable: Option<String>,
 }
 
 /// `prfmon unlodctr DRIVERNAME`.
@@ -36,7 +47,7 @@ pub struct UnlodctrArgs {
 fn finish(result: Result<String, LodctrError>, tool: &str) -> ExitCode {
     match result {
         Ok(message) => {
-            println!("{message}");
+            outln!("{message}");
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -63,6 +74,13 @@ pub fn run_lodctr(args: LodctrArgs) -> ExitCode {
                     "Restored the performance settings from {}",
                     file.display()
                 ))
+            } else if let Some((service, enabled)) = args
+                .enable
+                .map(|s| (s, true))
+                .or(args.disable.map(|s| (s, false)))
+            {
+                set_service_enabled(&registry, &service, enabled)?;
+                Ok(enabled_message(&service, enabled))
             } else if let Some(ini) = args.ini {
                 let options = LodctrOptions {
                     replace: args.replace,
@@ -72,7 +90,7 @@ pub fn run_lodctr(args: LodctrArgs) -> ExitCode {
                 Ok(format!("Loaded counters for {range}"))
             } else {
                 Err(LodctrError::Usage(
-                    "lodctr FILE.ini | lodctr /S:FILE | lodctr /R:FILE".into(),
+                    "lodctr FILE.ini | /S:FILE | /R:FILE | /E:SERVICE | /D:SERVICE".into(),
                 ))
             }
         });

@@ -12,9 +12,9 @@ pub mod watch;
 use std::path::PathBuf;
 
 use clap::Args;
-use prfdata::registry::{paths, FileRegistry};
+use prfdata::registry::{paths, performance_services, FileRegistry};
 use prfmon::collector::host_user::HostUser;
-use prfmon::collector::{CollectorOptions, Isolation};
+use prfmon::collector::{reenable_command, CollectorOptions, Isolation};
 use prfmon::names::Names;
 use prfmon::trust::TrustPolicy;
 
@@ -71,6 +71,25 @@ impl CollectorArgs {
             .check_registry(registry.root())
             .map_err(|e| e.to_string())?;
         Ok(registry)
+    }
+}
+
+/// Says once, on stderr, which providers are disabled in the registry (`Disable Performance
+/// Counters` nonzero, so the collector skips them) and the command that re-enables each. A
+/// provider the collector disables during the run is reported by the collector, with the same
+/// command.
+pub fn report_disabled(command: &str, registry: &FileRegistry) {
+    let Ok(services) = performance_services(registry) else {
+        return; // The collector reports a registry it cannot read.
+    };
+    for s in services.iter().filter(|s| s.disabled) {
+        eprintln!(
+            "prfmon {command}: the provider of service {} is disabled (Disable Performance \
+             Counters under {}) and is not collected; re-enable it with: {}",
+            s.name,
+            paths::performance(&s.name),
+            reenable_command(&s.name)
+        );
     }
 }
 

@@ -1,6 +1,10 @@
 //! `prfmon query [Global|Costly|"i1 i2 ..."] [--raw FILE] [--json] [--lang 009]`: one
 //! collection, printed as a table or JSON with the service that returned each object; `--raw`
 //! also writes the exact PERF_DATA_BLOCK (which has no room for the services).
+//!
+//! Objects named explicitly (by index or name) that no provider returned make the command exit
+//! with status 1 after printing what was collected, with a message naming each; disabled
+//! providers are named on stderr first, with the command that re-enables them.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -44,6 +48,7 @@ pub fn run(args: QueryArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    super::report_disabled("query", &registry);
     let options = match args.collector.options() {
         Ok(o) => o,
         Err(e) => {
@@ -70,11 +75,57 @@ pub fn run(args: QueryArgs) -> ExitCode {
     match prfmon::decode::decode(&bytes) {
         Ok(snapshot) => {
             super::decode::print(&snapshot, &names, &collection.services, args.json);
-            ExitCode::SUCCESS
+            let missing: Vec<u32> = named_indexes(&value)
+                .into_iter()
+                .filter(|i| !snapshot.objects.iter().any(|o| o.name_index == *i))
+                .collect();
+            for index in &missing {
+                eprintln!(
+                    "prfmon query: object {} ({index}) was asked for, but no provider returned \
+                     it (is its app running, and its provider enabled?)",
+                    names.name(*index)
+                );
+            }
+            if missing.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
         }
         Err(e) => {
             eprintln!("prfmon query: the collection does not decode: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The object indexes a query value names explicitly: none for `Global`, `Costly` and
+/// `Foreign...`, every number of an index list.
+fn named_indexes(value: &str) -> Vec<u32> {
+    let first = value.split_whitespace().next().unwrap_or("");
+    if ["global", "costly"].contains(&first.to_ascii_lowercase().as_str())
+        || first.starts_with("Foreign")
+    {
+        return Vec::new();
+    }
+    let mut out: Vec<u32> = Vec::new();
+    for i in value.split_whitespace().filter_map(|w| w.parse().ok()) {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_index_lists_name_objects() {
+        assert!(named_indexes("Global").is_empty());
+        assert!(named_indexes("Costly").is_empty());
+        assert!(named_indexes("Foreign box").is_empty());
+        assert_eq!(named_indexes("1848 1860 1848"), [1848, 1860]);
     }
 }

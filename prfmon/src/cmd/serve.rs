@@ -48,6 +48,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    super::report_disabled("serve", &registry);
     let options = match args.collector.options() {
         Ok(o) => o,
         Err(e) => {

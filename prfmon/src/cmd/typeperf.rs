@@ -96,9 +96,15 @@ pub struct Source {
 
 impl Source {
     /// Opens the registry (checked: see [`super::CollectorArgs::open_registry`]), the names
-    /// of `lang` and a collector.
-    pub fn open(lang: &str, collector: &super::CollectorArgs) -> Result<Self, String> {
+    /// of `lang` and a collector; `command` names the subcommand in the message that lists
+    /// disabled providers.
+    pub fn open(
+        command: &str,
+        lang: &str,
+        collector: &super::CollectorArgs,
+    ) -> Result<Self, String> {
         let registry = collector.open_registry()?;
+        super::report_disabled(command, &registry);
         let names = super::load_names(&registry, lang);
         let options = collector.options()?;
         let collector = Collector::open(registry, options).map_err(|e| e.to_string())?;
@@ -201,7 +207,7 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
         ),
         None => Box::new(std::io::stdout().lock()),
     };
-    let mut source = Source::open(&args.lang, &args.collector)?;
+    let mut source = Source::open("typeperf", &args.lang, &args.collector)?;
 
     if let Some((object, expanded)) = query {
         let mut both = source.collect_query("Global")?;

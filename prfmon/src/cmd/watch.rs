@@ -61,7 +61,7 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
         .map(|p| pdh::parse(p))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
-    let mut source = super::typeperf::Source::open(&args.lang, &args.collector)?;
+    let mut source = super::typeperf::Source::open("watch", &args.lang, &args.collector)?;
     let mut first = source.collect()?;
     if source.include_missing(&requests, &first) {
         first = source.collect()?;

@@ -277,6 +277,29 @@ pub fn expand_environment(text: &str) -> String {
     out
 }
 
+/// The command that re-enables a disabled service's provider (lodctr `/E:`), quoted for a
+/// POSIX shell when the name needs it.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::collector::reenable_command;
+/// assert_eq!(reenable_command("App"), "prfmon lodctr /E:App");
+/// assert_eq!(reenable_command("My App"), "prfmon lodctr '/E:My App'");
+/// assert_eq!(reenable_command("It's"), r"prfmon lodctr '/E:It'\''s'");
+/// ```
+pub fn reenable_command(service: &str) -> String {
+    let word = format!("/E:{service}");
+    let plain = word
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/:._-+,@%=".contains(c));
+    if plain {
+        format!("prfmon lodctr {word}")
+    } else {
+        format!("prfmon lodctr '{}'", word.replace('\'', r"'\''"))
+    }
+}
+
 /// A provider the collector disabled, and why.
 ///
 /// # Examples
@@ -650,7 +673,9 @@ impl<R: Registry> Collector<R> {
         self.services[i].state = State::Disabled;
         self.services[i].release();
         self.log(&format!(
-            "disabled the performance counters of service {name}: {fault}"
+            "disabled the performance counters of service {name}: {fault}; re-enable them with: \
+             {}",
+            reenable_command(&name)
         ));
         let written = update(&self.registry, |hive| {
             hive.set_value(&paths::performance(&name), DISABLE, Value::Dword(1))
