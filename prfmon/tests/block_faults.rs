@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 use common::{bounded, TEST_WAIT};
 use prfdata::block::layout::{self, slot};
 use prfdata::registry::FileRegistry;
+use prfdata_app::Installed;
 use prfmon::collector::{Collector, CollectorOptions, Isolation};
 use prfmon::decode::{decode, DataSnapshot};
 use prfmon::names::Names;
-use prfdata_app::Installed;
 
 prfdata::prfdata_map! {
     /// The app under fault: a global object and one with instances.
@@ -95,7 +95,9 @@ fn setup() -> &'static Installed {
 /// One test at a time: they share the apps' names and folders.
 fn serial() -> MutexGuard<'static, ()> {
     static ONE: Mutex<()> = Mutex::new(());
-    let guard = ONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let guard = ONE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     setup();
     guard
 }
@@ -142,7 +144,13 @@ fn spawn(role: &str, extra: &[(&str, &str)], wait_ready: bool) -> ChildProcess {
     let _ = std::fs::remove_file(&ready);
     let mut command = Command::new(std::env::current_exe().unwrap());
     command
-        .args(["--exact", "child_entry", "--include-ignored", "--test-threads=1", "--nocapture"])
+        .args([
+            "--exact",
+            "child_entry",
+            "--include-ignored",
+            "--test-threads=1",
+            "--nocapture",
+        ])
         .env(ROLE, role)
         .env(READY, &ready)
         .stdout(Stdio::piped())
@@ -153,7 +161,10 @@ fn spawn(role: &str, extra: &[(&str, &str)], wait_ready: bool) -> ChildProcess {
     let child = ChildProcess(command.spawn().unwrap());
     let start = Instant::now();
     while wait_ready && !ready.exists() {
-        assert!(start.elapsed() < TEST_WAIT, "the {role} child did not start");
+        assert!(
+            start.elapsed() < TEST_WAIT,
+            "the {role} child did not start"
+        );
         std::thread::sleep(Duration::from_millis(2));
     }
     child
@@ -394,7 +405,11 @@ fn truncating_or_replacing_a_block_never_kills_an_in_process_collector() {
     let attacked = attacker.wait();
     std::fs::write(&stop, b"").unwrap();
     let status = collector.wait();
-    assert!(attacked.success(), "the attacker ran: {}", describe(attacked));
+    assert!(
+        attacked.success(),
+        "the attacker ran: {}",
+        describe(attacked)
+    );
     assert!(
         status.success(),
         "the in-process collector survived {ATTACKS} truncations and replacements: {}",
@@ -500,7 +515,11 @@ fn a_dead_holder_is_recovered_by_readers(isolation: Isolation, half_add: bool) {
     let registry = FileRegistry::open(&setup().registry).unwrap();
     let mut collector = Collector::open(registry, options(isolation)).unwrap();
     let held = decode(&collector.collect("Global")).unwrap();
-    assert_eq!(workers(&held), [""; 0], "busy while a live process holds the lock");
+    assert_eq!(
+        workers(&held),
+        [""; 0],
+        "busy while a live process holds the lock"
+    );
     holder.kill();
     let start = Instant::now();
     let snap = decode(&collector.collect("Global")).unwrap();
