@@ -395,6 +395,28 @@ impl InstanceTable<'_> {
 
     /// Appends the UTF-16 name of `inst` to `out` (no NUL), lone surrogates replaced by U+FFFD
     /// as in [`InstanceTable::copy_name`].
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Field`] if `inst` is not an instance of this table's object.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let reader = prfdata::block::reader::BlockReader::open("App")?;
+    /// // The names of the first object's instances, all from one consistent window.
+    /// let names = reader.read_with(std::time::Duration::from_millis(5), |view| {
+    ///     let table = view.instances(0)?;
+    ///     let mut names = Vec::new();
+    ///     for pos in 0..table.len() {
+    ///         let mut units = Vec::new();
+    ///         table.name_units(&table.get(pos)?, &mut units)?;
+    ///         names.push(String::from_utf16_lossy(&units));
+    ///     }
+    ///     Ok(names)
+    /// })?;
+    /// # Ok::<(), prfdata::block::reader::ReadError>(())
+    /// ```
     pub fn name_units(&self, inst: &LiveInstance, out: &mut Vec<u16>) -> Result<(), ReadError> {
         let o = self.info;
         if inst.slot >= o.max_instances || inst.name_len > o.max_name_len {
