@@ -19,7 +19,8 @@
 //! - [`clock`]: the clock timer counters are measured against.
 //!
 //! **Reading counters (providers, tools)**
-//! - [`block`]: the self-describing block layout and its validated reader.
+//! - [`block`]: the self-describing block layout and its validated reader, which survives a
+//!   block truncated, replaced or corrupted under it and recovers a lock whose holder died.
 //! - [`winperf`]: the perflib wire structures and counter-type bit fields.
 //! - [`registry`]: the counter-name registry, lodctr and unlodctr.
 //! - [`install`]: Install / Uninstall a map (its .INI, .h and provider registration).

@@ -1338,17 +1338,7 @@ impl<M: PerfDataMap> PrfData<M> {
     #[cold]
     fn repair(&self) {
         let _section = WriteSection::begin(self.seq());
-        let tables = self.tables();
-        for (i, obj) in M::DEF.objects.iter().enumerate() {
-            if obj.has_instances() {
-                tables.table(i).rebuild();
-            }
-        }
-        // Counts last: they are derived from the live instances the rebuilt lists hold. The
-        // rebuilt lists are consistent, so this finds nothing wrong unless a process scribbles
-        // on the block during the repair; the next operation that reads what it damaged then
-        // reports it.
-        let _ = tables.recount();
+        self.tables().repair();
     }
 
     fn recover_if_needed<'a>(&'a self, guard: OptexGuard<'a>) -> OptexGuard<'a> {

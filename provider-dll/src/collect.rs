@@ -93,7 +93,10 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
             });
             sized.push(read.map(|(reader, (seq, bytes))| Sized { reader, seq, bytes }));
         }
-        let total: usize = sized.iter().flatten().map(|s| s.bytes).sum();
+        let total = sized
+            .iter()
+            .flatten()
+            .fold(0usize, |sum, s| sum.saturating_add(s.bytes));
         if total > buf.len() {
             return Collected::MoreData;
         }
@@ -103,7 +106,7 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
     // write.
     // The object timer: the wall clock as a FILETIME, as NT's objects have it.
     let perf_time = clock::filetime_now();
-    let mut at = 0;
+    let mut at = 0usize;
     let mut objects = 0;
     for (i, app) in apps.iter().enumerate() {
         let presized = sized.get(i);
@@ -113,10 +116,14 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
         }
         let presized = presized.and_then(Option::as_ref);
         // Room the later apps need (their first-pass sizes).
-        let later: usize = sized.iter().skip(i + 1).flatten().map(|s| s.bytes).sum();
+        let later = sized
+            .iter()
+            .skip(i + 1)
+            .flatten()
+            .fold(0usize, |sum, s| sum.saturating_add(s.bytes));
         let read = app.read(left(), wanted(query, app), |view| {
             selected.select(view, query, app.titles)?;
-            let room = buf.len().saturating_sub(at + later);
+            let room = buf.len().saturating_sub(at.saturating_add(later));
             // The exact size is only needed when the buffer might be too small: the bound
             // (from the live counts alone) usually settles it without reading every slot.
             let exact = match presized {

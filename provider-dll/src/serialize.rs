@@ -61,7 +61,8 @@ impl TitleBase {
     }
 }
 
-/// Bytes of an instance definition with its name: 24 + (len + 1) × 2, padded to 8.
+/// Bytes of an instance definition with its name: 24 + (len + 1) × 2, padded to 8. `name_units`
+/// is a length the reader checked against the object's limit (at most 1024).
 #[inline]
 fn instance_def_size(name_units: usize) -> usize {
     (INSTANCE_DEF + (name_units + 1) * 2).next_multiple_of(8)
@@ -69,22 +70,26 @@ fn instance_def_size(name_units: usize) -> usize {
 
 /// Bytes [`write_objects`] will write for `objects` in the same state of the block.
 ///
+/// Sums saturate: the sizes come from a block another process wrote, and a size that does not
+/// fit a `usize` is simply more than any buffer (ERROR_MORE_DATA), never an overflow.
+///
 /// # Errors
 ///
 /// What the view returns for an invalid live value.
 pub fn objects_size(view: &BlockView<'_>, objects: &[usize]) -> Result<usize, ReadError> {
-    let mut total = 0;
+    let mut total = 0usize;
     for &k in objects {
         let info = &view.reader().objects()[k];
-        total += OBJECT_HEADER + COUNTER_DEF * info.counters.len();
+        total = total.saturating_add(OBJECT_HEADER + COUNTER_DEF * info.counters.len());
         let block = info.counter_block_size as usize;
         if !info.instanced {
-            total += block;
+            total = total.saturating_add(block);
             continue;
         }
         let table = view.instances(k)?;
         for pos in 0..table.len() {
-            total += instance_def_size(table.name_len(pos)? as usize) + block;
+            let one = instance_def_size(table.name_len(pos)? as usize) + block;
+            total = total.saturating_add(one);
         }
     }
     Ok(total)
@@ -97,17 +102,17 @@ pub fn objects_size(view: &BlockView<'_>, objects: &[usize]) -> Result<usize, Re
 ///
 /// What the view returns for an invalid live count.
 pub fn objects_size_bound(view: &BlockView<'_>, objects: &[usize]) -> Result<usize, ReadError> {
-    let mut total = 0;
+    let mut total = 0usize;
     for &k in objects {
         let info = &view.reader().objects()[k];
-        total += OBJECT_HEADER + COUNTER_DEF * info.counters.len();
+        total = total.saturating_add(OBJECT_HEADER + COUNTER_DEF * info.counters.len());
         let block = info.counter_block_size as usize;
-        total += if info.instanced {
+        total = total.saturating_add(if info.instanced {
             let one = instance_def_size(info.max_name_len as usize) + block;
-            view.live_count(k)? as usize * one
+            (view.live_count(k)? as usize).saturating_mul(one)
         } else {
             block
-        };
+        });
     }
     Ok(total)
 }

@@ -1,5 +1,7 @@
 //! A block is untrusted input: random bytes, truncation and replacement never crash Collect,
-//! never make it read out of bounds, and never make it write a malformed buffer.
+//! never make it read out of bounds, never make it write a malformed buffer (names and text
+//! are well-formed UTF-16 whatever the block holds), and never panic, even in the provider's
+//! own code where no `catch_unwind` would hide it.
 
 mod common;
 
@@ -30,8 +32,53 @@ fn collect_is_sane(p: &Provider) {
     }
 }
 
+/// Collects `query` with the provider's own code, linked as a Rust library: a panic there fails
+/// the test (the cdylib's `catch_unwind` would turn it into "no data").
+fn collect_without_catch_unwind(query: &str) -> (Vec<u8>, u32) {
+    use prfdata_provider::collect::{collect, Collected};
+    use prfdata_provider::query::Query;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match collect(&Query::parse(query), &mut buf) {
+            Collected::Data { bytes, objects } => {
+                buf.truncate(bytes);
+                return (buf, objects);
+            }
+            Collected::MoreData => {
+                assert!(buf.len() < 1 << 26, "the need stays bounded");
+                buf.resize(buf.len() * 2, 0);
+            }
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// Random mutations of a real block, read by the provider's code without `catch_unwind`:
+    /// never a panic (this is a debug build: an overflow would panic), and what it returns
+    /// parses.
+    #[test]
+    fn random_mutations_never_panic_the_provider(
+        writes in proptest::collection::vec((0usize..2048, proptest::collection::vec(any::<u8>(), 1..9)), 1..8),
+    ) {
+        let _s = serial();
+        let prf = populated();
+        prop_assert_eq!(prfdata_provider::apps::open(vec!["ProvTestA".into()]), ERROR_SUCCESS);
+        let file = std::fs::OpenOptions::new().write(true).open(prf.path()).unwrap();
+        let len = file.metadata().unwrap().len() as usize;
+        for (offset, bytes) in &writes {
+            let at = offset % len;
+            let n = bytes.len().min(len - at);
+            file.write_all_at(&bytes[..n], at as u64).unwrap();
+        }
+        for q in ["Global", "Costly"] {
+            let (data, objects) = collect_without_catch_unwind(q);
+            parse(&data, objects);
+        }
+        prop_assert_eq!(prfdata_provider::apps::close(), ERROR_SUCCESS);
+        drop(prf);
+    }
 
     #[test]
     fn random_bytes_anywhere_in_the_block_never_crash_collect(
@@ -231,4 +278,40 @@ fn parent_links_in_a_cycle_end() {
     links_resolve(&p);
     assert_eq!(p.close(), ERROR_SUCCESS);
     drop(prf);
+}
+
+/// A lone surrogate in an instance name is collected as U+FFFD (one unit for one: the sizes do
+/// not change), a valid pair as it is.
+#[test]
+fn lone_surrogates_in_names_are_collected_as_replacement_characters() {
+    let _s = serial();
+    let prf = populated();
+    let p = Provider::load();
+    assert_eq!(p.open(&["ProvTestA"]), ERROR_SUCCESS);
+    let map = &app_a::MAP;
+    let worker = &map.objects[2];
+    let name_at = |s: usize| {
+        (layout::object_base(map, 2)
+            + layout::object_regions(worker).slots
+            + s * layout::slot_size(worker)
+            + layout::SLOT_HEADER_SIZE) as u64
+    };
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(prf.path())
+        .unwrap();
+    // w0 -> lone low + "0"; w1 -> a pair; w2 -> "w" + lone high.
+    for (s, units) in [
+        (0, [0xDC00u16, 0x30]),
+        (1, [0xD83D, 0xDE00]),
+        (2, [0x77, 0xD800]),
+    ] {
+        let bytes: Vec<u8> = units.iter().flat_map(|u| u.to_ne_bytes()).collect();
+        file.write_all_at(&bytes, name_at(s)).unwrap();
+    }
+    let (out, data) = p.collect("Global");
+    let objs = parse(&data, out.objects);
+    let names: Vec<&str> = objs[2].instances.iter().map(|i| i.1.as_str()).collect();
+    assert_eq!(names, ["\u{FFFD}0", "\u{1F600}", "w\u{FFFD}", "w3", "w4"]);
+    assert_eq!(p.close(), ERROR_SUCCESS);
 }

@@ -13,9 +13,10 @@
 //! unchanged around the copy ([`crate::block::reader`]).
 //!
 //! If the writer dies inside a write section, the sequence stays odd; the next process to take
-//! the optex sees that its owner died and calls [`ObjectTable::rebuild`], which derives the live
-//! and free lists again from the slots' states (the only thing written last / first); then
-//! [`Tables::recount`](super::tree::Tables::recount) derives the children counts again.
+//! the optex (a writer, or a reader that found the holder dead) sees that its owner died and
+//! calls [`Tables::repair`](super::tree::Tables::repair): [`ObjectTable::rebuild`] derives the
+//! live and free lists again from the slots' states (the only thing written last / first), then
+//! the children counts are derived again.
 //!
 //! # Untrusted indexes
 //!
@@ -81,6 +82,29 @@ pub(crate) struct NewInstance<'n> {
     pub parent: Option<SlotRef>,
 }
 
+/// Where one object's table lies in a block, as offsets: what [`ObjectTable`] is made of, from a
+/// trusted map ([`ObjectTable::new`]) or from records a reader validated against its mapping
+/// (the reader's recovery from a dead lock holder, [`crate::block::recover`]).
+///
+/// Whoever makes one vouches that, in the mapping it is used with: the record (128 bytes at
+/// `record`) is inside; the live list (`max` u32s at the 4-aligned `live`), the `max` slots of
+/// `slot_size` bytes (a multiple of 8, at least the slot header and `max_name_len` UTF-16
+/// units) at the 8-aligned `slots`, and the `max` counter blocks of `stride` bytes (a
+/// multiple of 8) at the 8-aligned `data` are inside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TableLayout {
+    /// How errors name the object: its symbol in the map, or a description.
+    pub symbol: &'static str,
+    pub record: usize,
+    pub live: usize,
+    pub slots: usize,
+    pub data: usize,
+    pub slot_size: usize,
+    pub stride: usize,
+    pub max: u32,
+    pub max_name_len: u32,
+}
+
 impl<'a> ObjectTable<'a> {
     /// The table of object `index` of `map`, in `raw`, which was laid out from `map`.
     pub(crate) fn new(raw: &'a RawBlock, map: &'static MapDef, index: usize) -> ObjectTable<'a> {
@@ -92,17 +116,36 @@ impl<'a> ObjectTable<'a> {
             Instances::Max { max, max_name_len } => (max, max_name_len),
         };
         debug_assert!(base + regions.size <= raw.len());
+        ObjectTable::with_layout(
+            raw,
+            &TableLayout {
+                symbol: obj.symbol,
+                record: layout::HEADER_SIZE + index * layout::OBJECT_RECORD_SIZE,
+                live: base + regions.live,
+                slots: base + regions.slots,
+                data: base + regions.data,
+                slot_size: layout::slot_size(obj),
+                stride: layout::counter_block_size(obj),
+                max,
+                max_name_len,
+            },
+        )
+    }
+
+    /// The table at `at` in `raw` (see [`TableLayout`] for what `at` must guarantee).
+    #[inline]
+    pub(crate) fn with_layout(raw: &'a RawBlock, at: &TableLayout) -> ObjectTable<'a> {
         ObjectTable {
             raw,
-            symbol: obj.symbol,
-            record: layout::HEADER_SIZE + index * layout::OBJECT_RECORD_SIZE,
-            live: base + regions.live,
-            slots: base + regions.slots,
-            data: base + regions.data,
-            slot_size: layout::slot_size(obj),
-            stride: layout::counter_block_size(obj),
-            max,
-            max_name_len,
+            symbol: at.symbol,
+            record: at.record,
+            live: at.live,
+            slots: at.slots,
+            data: at.data,
+            slot_size: at.slot_size,
+            stride: at.stride,
+            max: at.max,
+            max_name_len: at.max_name_len,
         }
     }
 

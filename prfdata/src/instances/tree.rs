@@ -8,49 +8,125 @@
 //! Every change here happens holding the optex, inside one write section: removing a whole
 //! subtree is one section, so readers see the tree whole or gone. The order of the stores
 //! inside a section does not matter to readers (they keep no copy made while the sequence was
-//! odd); after a writer died inside one, [`Tables::recount`] derives every count again from the
-//! links of the live instances.
+//! odd); after a writer died inside one, [`Tables::repair`] derives every list and count again
+//! from the slots' states and the links of the live instances.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::table::{Corrupt, NewInstance, ObjectTable, SlotRef};
+use super::table::{Corrupt, NewInstance, ObjectTable, SlotRef, TableLayout};
+use crate::block::layout;
 use crate::block::raw::RawBlock;
 use crate::map::MapDef;
 
-/// All the instance tables of a writable block whose layout comes from a trusted map.
+/// All the instance tables of a writable block.
 pub(crate) struct Tables<'a> {
     raw: &'a RawBlock,
-    map: &'static MapDef,
+    layout: Layout<'a>,
+}
+
+/// Where the tables' layout comes from.
+#[derive(Clone, Copy)]
+enum Layout<'a> {
+    /// The trusted map the block was laid out from (the app's own processes).
+    Map(&'static MapDef),
+    /// One entry per object (`None` without instances), from records a reader validated
+    /// against its mapping (a reader recovering from a dead lock holder).
+    Tables(&'a [Option<TableLayout>]),
 }
 
 impl<'a> Tables<'a> {
     /// The tables of `raw`, which was laid out from `map`.
     pub(crate) fn new(raw: &'a RawBlock, map: &'static MapDef) -> Tables<'a> {
-        Tables { raw, map }
+        Tables {
+            raw,
+            layout: Layout::Map(map),
+        }
     }
 
-    /// The table of object `object`.
+    /// The tables of `raw` at `layouts`, one per object of the block (`None` for an object
+    /// without instances), each vouched for as [`TableLayout`] says. Only for
+    /// [`Tables::repair`].
+    pub(crate) fn with_layouts(
+        raw: &'a RawBlock,
+        layouts: &'a [Option<TableLayout>],
+    ) -> Tables<'a> {
+        Tables {
+            raw,
+            layout: Layout::Tables(layouts),
+        }
+    }
+
+    /// The table of object `object`, which has instances (or, from a map, any object).
     pub(crate) fn table(&self, object: usize) -> ObjectTable<'a> {
-        ObjectTable::new(self.raw, self.map, object)
+        match self.layout {
+            Layout::Map(map) => ObjectTable::new(self.raw, map, object),
+            Layout::Tables(layouts) => {
+                // Only objects with instances are reached through these tables (every caller
+                // checks `instance_limit` first); an object without is a table without slots.
+                let none = TableLayout {
+                    symbol: "an object without instances",
+                    record: 0,
+                    live: 0,
+                    slots: 0,
+                    data: 0,
+                    slot_size: 0,
+                    stride: 0,
+                    max: 0,
+                    max_name_len: 0,
+                };
+                let at = layouts.get(object).copied().flatten().unwrap_or(none);
+                ObjectTable::with_layout(self.raw, &at)
+            }
+        }
+    }
+
+    /// The instance limit of object `object`, or `None` if it has no instances (or there is no
+    /// such object).
+    fn instance_limit(&self, object: usize) -> Option<usize> {
+        match self.layout {
+            Layout::Map(map) => map
+                .objects
+                .get(object)
+                .filter(|o| o.has_instances())
+                .map(layout::max_instances),
+            Layout::Tables(layouts) => layouts.get(object)?.map(|l| l.max as usize),
+        }
     }
 
     /// The indexes of the objects with instances (the only ones with slots, so with parents or
     /// children).
-    fn instanced(&self) -> impl Iterator<Item = usize> + 'a {
-        let objects = self.map.objects;
-        (0..objects.len()).filter(move |&o| objects[o].has_instances())
+    fn instanced(&self) -> impl Iterator<Item = usize> + '_ {
+        let objects = match self.layout {
+            Layout::Map(map) => map.objects.len(),
+            Layout::Tables(layouts) => layouts.len(),
+        };
+        (0..objects).filter(move |&o| self.instance_limit(o).is_some())
     }
 
     /// Whether `link` names a live instance: an object with instances, and a slot live with
     /// that generation.
     pub(crate) fn resolve(&self, link: SlotRef) -> bool {
         let object = link.object as usize;
-        self.map
-            .objects
-            .get(object)
-            .is_some_and(|o| o.has_instances())
+        self.instance_limit(object).is_some()
             && self.table(object).live_generation(link.slot) == Some(link.generation)
+    }
+
+    /// Derives every table's live and free lists from the slots' states, then every children
+    /// count from the live links, after a writer died inside a write section: what the next
+    /// locker does, be it a writer ([`PrfData`](crate::PrfData)) or a reader that found the
+    /// holder dead ([`crate::block::recover`]). Hold the optex and a write section.
+    ///
+    /// The rebuilt lists are consistent, so the recount finds nothing wrong unless a process
+    /// scribbles on the block during the repair; the next operation that reads what it damaged
+    /// then reports it.
+    #[cold]
+    pub(crate) fn repair(&self) {
+        for object in self.instanced() {
+            self.table(object).rebuild();
+        }
+        // Counts last: they are derived from the live instances the rebuilt lists hold.
+        let _ = self.recount();
     }
 
     /// Adds `new` to `table` (one of these tables: the caller has it already, and making one
@@ -84,19 +160,14 @@ impl<'a> Tables<'a> {
         let Some(p) = table.parent(slot) else {
             return Ok(None);
         };
-        let Some(object) = self
-            .map
-            .objects
-            .get(p.object as usize)
-            .filter(|o| o.has_instances())
-        else {
+        let Some(limit) = self.instance_limit(p.object as usize) else {
             return Err(table.corrupt_field(
                 "parent_object",
                 p.object.wrapping_add(1),
                 "not an object with instances (+ 1)",
             ));
         };
-        if p.slot as usize >= crate::block::layout::max_instances(object) {
+        if p.slot as usize >= limit {
             return Err(table.corrupt_field(
                 "parent_slot",
                 p.slot,
@@ -220,7 +291,7 @@ impl<'a> Tables<'a> {
     /// A link that resolves to nothing (its parent is gone, or its slot holds another
     /// generation) counts for nobody; such a child shows no parent to readers either.
     #[cold]
-    pub(crate) fn recount(&self) -> Result<(), Corrupt> {
+    fn recount(&self) -> Result<(), Corrupt> {
         for object in self.instanced() {
             let table = self.table(object);
             for slot in table.live_slots()? {

@@ -345,8 +345,10 @@ pub fn parse(data: &[u8], count: u32) -> Vec<Obj> {
                     .map(|c| u16::from_le_bytes([c[0], c[1]]))
                     .collect();
                 assert_eq!(units.last(), Some(&0), "NUL-terminated name");
-                // Names are UTF-16 units as written: a corrupt block may hold unpaired surrogates.
-                let name = String::from_utf16_lossy(&units[..units.len() - 1]);
+                // Well-formed UTF-16 whatever the block holds: the provider serves a lone
+                // surrogate of a corrupt block as U+FFFD.
+                let name = String::from_utf16(&units[..units.len() - 1])
+                    .expect("an instance name is well-formed UTF-16");
                 pos += def.byte_length as usize;
                 let b = block(pos);
                 pos += b.len();

@@ -1,5 +1,7 @@
-//! The Linux backend: futexes on shared words, `/proc` process identity, tmpfs blocks.
+//! The Linux backend: futexes on shared words, `/proc` process identity, tmpfs blocks, and the
+//! `SIGBUS` handler that lets readers survive a block truncated under them.
 
 pub(crate) mod futex;
 pub(crate) mod process;
 pub(crate) mod shm;
+pub(crate) mod sigbus;
