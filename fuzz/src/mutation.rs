@@ -5,7 +5,7 @@
 //! to the file's, offsets that agree); these edits name the fields a hostile or broken writer
 //! would change (header counts and offsets, object records, counter records, slot headers,
 //! live-list entries, name units, counter words) and the values that probe their checks (0, 1,
-//! all ones, the value ± a little, one bit flipped, any value, the file's length ± a little),
+//! all ones, all ones less a little, the value ± a little, one bit flipped, any value, the file's length ± a little),
 //! so the fuzzer spends its time inside otherwise valid blocks. Offsets are computed from the
 //! template's own records, before any edit.
 
@@ -60,6 +60,8 @@ pub enum Value {
     One,
     /// All bits set.
     AllOnes,
+    /// All bits set, less this much (the largest values a sum can overflow from).
+    Top(u8),
     /// The current value plus this much (wrapping).
     Plus(u8),
     /// The current value minus this much (wrapping).
@@ -349,6 +351,7 @@ fn set(block: &mut [u8], at: usize, width: usize, value: Value) {
         Value::Zero => 0,
         Value::One => 1,
         Value::AllOnes => u64::MAX,
+        Value::Top(k) => (u64::MAX >> (64 - bits)) - u64::from(k),
         Value::Plus(k) => current.wrapping_add(k.into()),
         Value::Minus(k) => current.wrapping_sub(k.into()),
         Value::Flip(bit) => current ^ (1 << (u32::from(bit) % bits)),

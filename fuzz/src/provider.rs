@@ -9,7 +9,7 @@
 //! 1. with the collector's buffers (64 KiB, doubled on ERROR_MORE_DATA up to the collector's
 //!    cap): the call passes [`check_collect`](prfmon::collector::validate::check_collect) (a
 //!    fault there is what disables a service; a block must never cause one) and returns data;
-//! 2. with exactly that many bytes: the same byte count and object count;
+//! 2. with exactly that many bytes: the same byte count and object count (when there was data);
 //! 3. with one byte less, and with a small buffer: ERROR_MORE_DATA, the guard bytes intact and
 //!    nothing written (the block holds still);
 //! 4. the data, in a PERF_DATA_BLOCK, decodes ([`prfmon::decode::decode`]) with the objects
@@ -30,7 +30,7 @@ use prfdata_provider::{CollectPerformanceData, OpenPerformanceData};
 use prfmon::collector::library::{RawCollect, CANARY_BYTE, CANARY_LEN};
 use prfmon::collector::validate::{check_collect as judge, Verdict};
 use prfmon::collector::{INITIAL_BUFFER, MAX_BUFFER};
-use prfmon::datablock::{build_data_block, CollectionTimes};
+use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 use prfmon::decode::{decode, DataSnapshot};
 
 /// What the buffer holds before Collect runs: anything Collect writes shows.
@@ -155,8 +155,14 @@ fn collect_checked(query: Option<&str>) -> DataSnapshot {
     };
     let n = raw.bytes;
 
-    // Exactly the bytes it needs: the same answer.
+    // Exactly the bytes it needs: the same answer. (With no data, a provider may still size a
+    // block it then finds it cannot serve, and answer ERROR_MORE_DATA to an empty buffer: the
+    // caller's next, larger, buffer gets the empty answer.)
     let (exact, _) = call(query, n);
+    if n == 0 {
+        assert!(judge(&exact).is_ok(), "Collect({q}) with no buffer: {exact:?}");
+        return decoded(q, out);
+    }
     assert_eq!(
         (exact.status, exact.bytes, exact.num_objects),
         (ERROR_SUCCESS, n, raw.num_objects),
@@ -181,6 +187,11 @@ fn collect_checked(query: Option<&str>) -> DataSnapshot {
         );
     }
 
+    decoded(q, out)
+}
+
+/// The output in a PERF_DATA_BLOCK, decoded: it must decode, with the objects Collect counted.
+fn decoded(q: &str, out: ProviderOutput) -> DataSnapshot {
     let objects = out.num_objects;
     let block = build_data_block("fuzz", &CollectionTimes::now(), &[out]);
     match decode(&block) {
