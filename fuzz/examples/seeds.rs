@@ -26,7 +26,10 @@ fn collect(query: &str) -> ProviderOutput {
     let n = bytes as usize;
     // SAFETY: Collect wrote `n` bytes at the start of `buf`.
     let out = unsafe { std::slice::from_raw_parts(start.cast::<u8>(), n) }.to_vec();
-    ProviderOutput { bytes: out, num_objects: objects }
+    ProviderOutput {
+        bytes: out,
+        num_objects: objects,
+    }
 }
 
 fn main() {
@@ -38,13 +41,19 @@ fn main() {
     };
     let env = env::get();
     let templates = maps::templates();
-    for (name, t) in [("rich-populated.blk", &templates[2]), ("rich-empty.blk", &templates[3])] {
+    for (name, t) in [
+        ("rich-populated.blk", &templates[2]),
+        ("rich-empty.blk", &templates[3]),
+    ] {
         write("block_reader", name, &t.bytes);
         write("provider_collect", name, &t.bytes);
     }
     let names: Vec<u16> = maps::rich::MAP.app.encode_utf16().chain([0, 0]).collect();
     // SAFETY: a double-NUL-terminated multi-string.
-    assert_eq!(unsafe { prfdata_provider::OpenPerformanceData(names.as_ptr()) }, 0);
+    assert_eq!(
+        unsafe { prfdata_provider::OpenPerformanceData(names.as_ptr()) },
+        0
+    );
     block_file::place_app_block(&templates[2].bytes);
     for (query, name) in [("Global", "rich-global.raw"), ("Costly", "rich-costly.raw")] {
         let block = build_data_block("fuzzhost", &CollectionTimes::now(), &[collect(query)]);

@@ -45,9 +45,8 @@ impl PlacedBlock {
 pub fn place(path: &Path, bytes: &[u8]) -> PlacedBlock {
     static SERIAL: AtomicU64 = AtomicU64::new(0);
     let tmp = path.with_extension(format!("tmp{}", SERIAL.fetch_add(1, Ordering::Relaxed)));
-    let fail = |what: &str, e: std::io::Error| -> ! {
-        panic!("cannot {what} {}: {e}", tmp.display())
-    };
+    let fail =
+        |what: &str, e: std::io::Error| -> ! { panic!("cannot {what} {}: {e}", tmp.display()) };
     let mut file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)

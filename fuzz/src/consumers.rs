@@ -82,7 +82,9 @@ pub fn check_snapshot(snapshot: &DataSnapshot) {
         let path = offer.available.path();
         match resolve(std::slice::from_ref(&path), snapshot, names) {
             Ok(found) => assert!(
-                found.iter().any(|p| p.counter == path.counter && p.object == path.object),
+                found
+                    .iter()
+                    .any(|p| p.counter == path.counter && p.object == path.object),
                 "{path} resolves to {found:?}"
             ),
             Err(e) => panic!("{path}, offered, does not resolve: {e}"),

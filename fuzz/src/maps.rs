@@ -144,22 +144,35 @@ fn demo_block(working: bool) -> Vec<u8> {
         for i in 0..5u32 {
             let pool = pools[(i % 2) as usize];
             let w = prf
-                .add_child_instance(demo::WORKER, InstanceSpec::named(&format!("worker-{i}")), pool)
+                .add_child_instance(
+                    demo::WORKER,
+                    InstanceSpec::named(&format!("worker-{i}")),
+                    pool,
+                )
                 .expect("worker");
-            prf.get_ctr64(demo::BUSY, w).store(1_000_000 * i64::from(i), Relaxed);
-            prf.get_ctr64(demo::JOBS_DONE, w).store(17 * i64::from(i), Relaxed);
-            prf.get_ctr32(demo::WORKER_JOBS_PER_SEC, w).store(i as i32, Relaxed);
+            prf.get_ctr64(demo::BUSY, w)
+                .store(1_000_000 * i64::from(i), Relaxed);
+            prf.get_ctr64(demo::JOBS_DONE, w)
+                .store(17 * i64::from(i), Relaxed);
+            prf.get_ctr32(demo::WORKER_JOBS_PER_SEC, w)
+                .store(i as i32, Relaxed);
         }
         for (k, pool) in pools.iter().enumerate() {
-            prf.get_ctr32(demo::POOL_WORKERS, *pool).store(2 + k as i32, Relaxed);
+            prf.get_ctr32(demo::POOL_WORKERS, *pool)
+                .store(2 + k as i32, Relaxed);
         }
         prf.get_global_ctr32(demo::JOBS_PER_SEC).store(420, Relaxed);
-        prf.get_global_ctr64(demo::BYTES_PER_SEC).store(1 << 33, Relaxed);
+        prf.get_global_ctr64(demo::BYTES_PER_SEC)
+            .store(1 << 33, Relaxed);
         prf.get_global_ctr32(demo::QUEUE_LENGTH).store(3, Relaxed);
-        prf.get_global_ctr32(demo::AVG_LATENCY).store(12_345, Relaxed);
-        prf.get_global_ctr32(demo::AVG_LATENCY_BASE).store(100, Relaxed);
-        prf.get_global_ctr32(demo::CACHE_HIT_RATIO).store(80, Relaxed);
-        prf.get_global_ctr32(demo::CACHE_LOOKUPS).store(100, Relaxed);
+        prf.get_global_ctr32(demo::AVG_LATENCY)
+            .store(12_345, Relaxed);
+        prf.get_global_ctr32(demo::AVG_LATENCY_BASE)
+            .store(100, Relaxed);
+        prf.get_global_ctr32(demo::CACHE_HIT_RATIO)
+            .store(80, Relaxed);
+        prf.get_global_ctr32(demo::CACHE_LOOKUPS)
+            .store(100, Relaxed);
     }
     read_block(prf.path())
 }
@@ -177,7 +190,8 @@ fn rich_block(populated: bool) -> Vec<u8> {
         prf.get_global_ctr64(LOOKUPS).store(4, Relaxed);
         let shards = ["s0", "s1", "ß2"].map(|s| prf.add_instance(SHARD, s).expect("shard"));
         for (k, shard) in shards.iter().enumerate() {
-            prf.get_ctr32(SHARD_SIZE, *shard).store(k as i32 * 10, Relaxed);
+            prf.get_ctr32(SHARD_SIZE, *shard)
+                .store(k as i32 * 10, Relaxed);
             for e in 0..3 {
                 let name = format!("e{k}{e}");
                 let spec = InstanceSpec::named(&name).unique_id(100 + e);

@@ -266,9 +266,7 @@ pub fn apply(input: &BlockInput) -> Vec<u8> {
 /// Where a field edit writes: offset, width, value.
 fn target(layout: &Layout, block: &[u8], edit: &Edit) -> Option<(usize, usize, Value)> {
     let pick = |n: u8, count: usize| (count > 0).then(|| n as usize % count);
-    let object = |n: u8| {
-        pick(n, layout.objects.len()).map(|k| (k, &layout.objects[k]))
-    };
+    let object = |n: u8| pick(n, layout.objects.len()).map(|k| (k, &layout.objects[k]));
     Some(match *edit {
         Edit::Header(field, value) => {
             let (at, width) = header_field(field);
@@ -277,12 +275,20 @@ fn target(layout: &Layout, block: &[u8], edit: &Edit) -> Option<(usize, usize, V
         Edit::Object(n, field, value) => {
             let (k, _) = object(n)?;
             let (at, width) = object_field(field);
-            (layout.objects_offset + k * OBJECT_RECORD_SIZE + at, width, value)
+            (
+                layout.objects_offset + k * OBJECT_RECORD_SIZE + at,
+                width,
+                value,
+            )
         }
         Edit::Counter(n, field, value) => {
             let i = pick(n, layout.counters)?;
             let (at, width) = counter_field(field);
-            (layout.counters_offset + i * COUNTER_RECORD_SIZE + at, width, value)
+            (
+                layout.counters_offset + i * COUNTER_RECORD_SIZE + at,
+                width,
+                value,
+            )
         }
         Edit::Slot(n, s, field, value) => {
             let (_, rec) = object(n)?;
@@ -298,10 +304,18 @@ fn target(layout: &Layout, block: &[u8], edit: &Edit) -> Option<(usize, usize, V
         Edit::Data(n, s, word, value) => {
             let (_, rec) = object(n)?;
             let stride = rec.counter_block_size as usize;
-            let blocks = if rec.max_instances == 0 { 1 } else { rec.max_instances };
+            let blocks = if rec.max_instances == 0 {
+                1
+            } else {
+                rec.max_instances
+            };
             let slot = pick_u16(s, blocks)?;
             let word = pick(word, stride / 8)?;
-            (rec.data_offset as usize + slot * stride + 8 * word, 8, value)
+            (
+                rec.data_offset as usize + slot * stride + 8 * word,
+                8,
+                value,
+            )
         }
         Edit::Name(..) | Edit::Bytes(..) => return None,
     })
@@ -318,7 +332,8 @@ fn slot_at(rec: &ObjectRecord, s: u16) -> Option<usize> {
 }
 
 fn name_unit(layout: &Layout, block: &mut [u8], (n, s, u): (u8, u16, u8), unit: NameUnit) {
-    let Some(rec) = (!layout.objects.is_empty()).then(|| &layout.objects[n as usize % layout.objects.len()])
+    let Some(rec) =
+        (!layout.objects.is_empty()).then(|| &layout.objects[n as usize % layout.objects.len()])
     else {
         return;
     };

@@ -160,7 +160,10 @@ fn collect_checked(query: Option<&str>) -> DataSnapshot {
     // caller's next, larger, buffer gets the empty answer.)
     let (exact, _) = call(query, n);
     if n == 0 {
-        assert!(judge(&exact).is_ok(), "Collect({q}) with no buffer: {exact:?}");
+        assert!(
+            judge(&exact).is_ok(),
+            "Collect({q}) with no buffer: {exact:?}"
+        );
         return decoded(q, out);
     }
     assert_eq!(

@@ -94,7 +94,11 @@ fn describe(e: &ReadError) {
 fn values(reader: &BlockReader, snap: &Snapshot) {
     for (info, obj) in reader.objects().iter().zip(&snap.objects) {
         let counters = &reader.counters()[info.counters.clone()];
-        let mut blocks: Vec<&[u8]> = obj.instances.iter().map(|i| snap.instance_block(i)).collect();
+        let mut blocks: Vec<&[u8]> = obj
+            .instances
+            .iter()
+            .map(|i| snap.instance_block(i))
+            .collect();
         if !info.instanced {
             blocks.push(snap.global_block(obj));
         }
@@ -140,7 +144,10 @@ fn walk_table(
 ) -> Result<Vec<Seen>, String> {
     let mut seen = Vec::new();
     // One past the end too: it must be refused, not read.
-    assert!(table.get(table.len()).is_err(), "a position past the live count");
+    assert!(
+        table.get(table.len()).is_err(),
+        "a position past the live count"
+    );
     for pos in 0..table.len() {
         let _ = (table.name_len(pos), table.parent(pos));
         let children = table.children(pos).map_err(|e| e.to_string())?;

@@ -144,7 +144,10 @@ fn round_trip(hive: &Hive, when: &str) {
         Err(e) => panic!("{when}: the hive does not encode: {e}"),
     };
     match decode_hive(&text, "registry.toml") {
-        Ok(back) => assert!(back == *hive, "{when}: the store reads back different:\n{text}"),
+        Ok(back) => assert!(
+            back == *hive,
+            "{when}: the store reads back different:\n{text}"
+        ),
         Err(e) => panic!("{when}: the store it encodes to does not read back: {e}\n{text}"),
     }
 }

@@ -1198,7 +1198,8 @@ fn check_object(
         return Err(field(off + 32, "counter block size", stride));
     }
     for (i, c) in counters[first..end].iter().enumerate() {
-        if c.block_offset + c.size > stride {
+        // In u64: an offset near u32::MAX must be refused, not wrap (or panic in debug builds).
+        if u64::from(c.block_offset) + u64::from(c.size) > u64::from(stride) {
             let at = HEADER_SIZE as u64; // counters follow the objects; name the object's field
             return Err(field(
                 at + ((first + i) * COUNTER_RECORD_SIZE) as u64,
