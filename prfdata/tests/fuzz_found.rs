@@ -47,3 +47,38 @@ fn a_counter_offset_near_u32_max_is_refused_without_overflow() {
         "{err}"
     );
 }
+
+/// `lodctr_ini` found a driver name holding `\` and a tab, so that one key of its Performance
+/// path ended in whitespace: the key was made as a parent, but the store file then read back
+/// without it (a path's end was trimmed, its middle was not), so the registry refused to write
+/// the update ("does not read back"), and `X\a ` named the key `X\a`. Such a key name is now
+/// refused, with the path, wherever it is in the path.
+#[test]
+fn a_key_name_ending_in_whitespace_is_refused_wherever_it_is() {
+    use prfdata::registry::{
+        lodctr, update, FileRegistry, LodctrOptions, Registry, RegistryError, Value,
+    };
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let reg = FileRegistry::open(dir.path().join("registry")).expect("registry");
+    let before = reg.snapshot().expect("snapshot");
+    for path in [r"HKLM\SOFTWARE\a	\Performance", r"HKLM\SOFTWARE\a \b"] {
+        let err = update(&reg, |h| h.set_value(path, "V", Value::Dword(1))).expect_err(path);
+        assert!(
+            matches!(&err, RegistryError::BadKeyPath { path: p, .. } if p == path),
+            "{path:?}: {err}"
+        );
+    }
+    // The committed .INI (its symbol file after the marker is seed 001's devdef.h).
+    let input = committed("lodctr_ini", "regression-key-name-trailing-space.ini");
+    std::fs::write(dir.path().join("fuzz.ini"), input).expect("write the .INI");
+    std::fs::write(
+        dir.path().join("devdef.h"),
+        "#define OBJECT_1 0\n#define DEVICE_COUNTER_1 2\n#define DEVICE_COUNTER_2 4\n",
+    )
+    .expect("write devdef.h");
+    let err = lodctr(&reg, dir.path().join("fuzz.ini"), &LodctrOptions::default())
+        .expect_err("a driver name with a key name ending in whitespace");
+    assert!(err.to_string().contains("whitespace"), "{err}");
+    assert_eq!(reg.snapshot().expect("snapshot"), before, "nothing written");
+}

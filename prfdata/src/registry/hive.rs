@@ -20,7 +20,9 @@ const ROOTS: [(&str, &str); 5] = [
 ];
 
 /// Normalises a key path to `SHORTROOT\Sub\Key` form: known root, no empty components, no
-/// trailing backslash.
+/// trailing backslash. Whitespace around the whole path is dropped; a key name that begins or
+/// ends with whitespace is refused wherever it is in the path (were it kept inside a path and
+/// trimmed at its end, `X\a \b` would create a key that `X\a ` could never name).
 ///
 /// # Examples
 ///
@@ -31,6 +33,8 @@ const ROOTS: [(&str, &str); 5] = [
 /// assert_eq!(normalize_key(r"hklm\System").unwrap(), r"HKLM\System");
 /// assert!(normalize_key(r"HKXX\Foo").is_err());
 /// assert!(normalize_key(r"HKLM\\Foo").is_err());
+/// assert_eq!(normalize_key(" HKLM\\Foo\t").unwrap(), r"HKLM\Foo");
+/// assert!(normalize_key(r"HKLM\Foo \Bar").is_err());
 /// ```
 pub fn normalize_key(path: &str) -> Result<String, RegistryError> {
     let trimmed = path.trim().trim_end_matches('\\');
@@ -50,6 +54,12 @@ pub fn normalize_key(path: &str) -> Result<String, RegistryError> {
             return Err(RegistryError::BadKeyPath {
                 path: path.to_owned(),
                 reason: "it has an empty key name",
+            });
+        }
+        if part.trim() != part {
+            return Err(RegistryError::BadKeyPath {
+                path: path.to_owned(),
+                reason: "a key name in it begins or ends with whitespace",
             });
         }
         out.push('\\');
