@@ -25,7 +25,10 @@ pub const MAX_KEY_NAME: usize = 255;
 
 /// Normalises a key path to `SHORTROOT\Sub\Key` form: known root, no empty components, no
 /// trailing backslash; each key name printable (no NUL or control character) and at most
-/// [`MAX_KEY_NAME`] characters long, as in the Windows registry.
+/// [`MAX_KEY_NAME`] characters long, as in the Windows registry. Whitespace around the whole
+/// path is dropped; a key name that begins or ends with whitespace is refused wherever it is in
+/// the path (were it kept inside a path and trimmed at its end, `X\a \b` would create a key that
+/// `X\a ` could never name).
 ///
 /// # Examples
 ///
@@ -37,6 +40,8 @@ pub const MAX_KEY_NAME: usize = 255;
 /// assert!(normalize_key(r"HKXX\Foo").is_err());
 /// assert!(normalize_key(r"HKLM\\Foo").is_err());
 /// assert!(normalize_key("HKLM\\A\nB").is_err());
+/// assert_eq!(normalize_key(" HKLM\\Foo\t").unwrap(), r"HKLM\Foo");
+/// assert!(normalize_key(r"HKLM\Foo \Bar").is_err());
 /// ```
 pub fn normalize_key(path: &str) -> Result<String, RegistryError> {
     let trimmed = path.trim().trim_end_matches('\\');
@@ -68,6 +73,12 @@ pub fn normalize_key(path: &str) -> Result<String, RegistryError> {
             return Err(RegistryError::BadKeyPath {
                 path: path.to_owned(),
                 reason: "a key name is longer than 255 characters (Windows' limit)",
+            });
+        }
+        if part.trim() != part {
+            return Err(RegistryError::BadKeyPath {
+                path: path.to_owned(),
+                reason: "a key name in it begins or ends with whitespace",
             });
         }
         out.push('\\');

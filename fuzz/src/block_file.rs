@@ -1,0 +1,85 @@
+//! Bytes placed as an app's live block, as a publishing app leaves it: a regular file, owner
+//! only (0600), renamed into place, and its owner's `flock` held (by this process, through its
+//! own open file) so that readers take it for a running app's block and not a dead one's.
+//!
+//! Each placement is a new file renamed over the old one, as an app that restarts makes it, so
+//! a reader that cached the previous block sees it replaced.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use rustix::fs::{flock, FlockOperation};
+
+/// A block placed at a path; its owner lock is held while this lives.
+#[derive(Debug)]
+pub struct PlacedBlock {
+    path: PathBuf,
+    _owner: File,
+}
+
+impl PlacedBlock {
+    /// The block's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Writes `bytes` as the block at `path` (replacing what is there) and holds its owner lock.
+///
+/// # Panics
+///
+/// If the scratch folder cannot be written: the harness cannot go on.
+///
+/// # Examples
+///
+/// ```
+/// let env = prfdata_fuzz::env::get();
+/// let placed = prfdata_fuzz::block_file::place(&env.work.join("Doc.blk"), b"not a block");
+/// assert_eq!(std::fs::read(placed.path())?, b"not a block");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn place(path: &Path, bytes: &[u8]) -> PlacedBlock {
+    static SERIAL: AtomicU64 = AtomicU64::new(0);
+    let tmp = path.with_extension(format!("tmp{}", SERIAL.fetch_add(1, Ordering::Relaxed)));
+    let fail =
+        |what: &str, e: std::io::Error| -> ! { panic!("cannot {what} {}: {e}", tmp.display()) };
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .unwrap_or_else(|e| fail("create", e));
+    file.write_all(bytes).unwrap_or_else(|e| fail("write", e));
+    flock(&file, FlockOperation::LockExclusive).unwrap_or_else(|e| fail("lock", e.into()));
+    std::fs::rename(&tmp, path).unwrap_or_else(|e| fail("rename", e));
+    PlacedBlock {
+        path: path.to_path_buf(),
+        _owner: file,
+    }
+}
+
+/// Places `bytes` as the block of the provider's app (`PrfDataFuzz` in `PRFDATA_SHM_DIR`),
+/// releasing the previous placement's lock after the new one is in place.
+///
+/// # Examples
+///
+/// ```
+/// let t = &prfdata_fuzz::maps::templates()[2];
+/// prfdata_fuzz::block_file::place_app_block(&t.bytes);
+/// let env = prfdata_fuzz::env::get();
+/// assert!(env.shm.join("PrfDataFuzz.blk").exists());
+/// ```
+pub fn place_app_block(bytes: &[u8]) {
+    static CURRENT: Mutex<Option<PlacedBlock>> = Mutex::new(None);
+    let path = crate::env::get()
+        .shm
+        .join(format!("{}.blk", crate::maps::rich::MAP.app));
+    let placed = place(&path, bytes);
+    let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
+    *current = Some(placed);
+}

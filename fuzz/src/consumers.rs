@@ -1,0 +1,167 @@
+//! What reads a collection after the decoder: `prfmon decode`'s input, the consumers of a
+//! decoded collection, and PDH counter paths resolved against one.
+//!
+//! - [`check_data_block`]: bytes as `prfmon decode FILE` reads them ([`prfmon::decode::decode`]);
+//!   a block that decodes goes to [`check_snapshot`].
+//! - [`check_snapshot`]: everything the CLI does with a decoded collection: the table and JSON
+//!   reports, `list`'s catalog, `/metrics` (OpenMetrics and text), `typeperf -q`'s listing,
+//!   and two samples of a PDH sampler over every object's counters (wildcards). No panic, and
+//!   every offered counter resolves back to itself.
+//! - [`check_path`]: a counter path as `typeperf` and `watch` take it
+//!   ([`prfmon::pdh::parse`]): a path that parses prints as text that parses to the same path,
+//!   and resolves against a real collection of the demo (or fails with a typed error).
+
+use std::sync::OnceLock;
+
+use prfmon::decode::{decode, DataSnapshot};
+use prfmon::names::Names;
+use prfmon::pdh::{self, CounterPath, FormatOptions};
+use prfmon::sampler::{offers, resolve, Sampler};
+
+/// The names of the fuzz registry (the demo's and the fuzz map's), in English.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(prfdata_fuzz::consumers::names().name(1848), "PrfData Demo Service");
+/// ```
+pub fn names() -> &'static Names {
+    static NAMES: OnceLock<Names> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        let env = crate::env::get();
+        let reg = prfdata::registry::FileRegistry::open(&env.registry)
+            .unwrap_or_else(|e| panic!("registry: {e}"));
+        Names::load(&reg, "009").unwrap_or_else(|e| panic!("names: {e}"))
+    })
+}
+
+/// Decodes `bytes` as a PERF_DATA_BLOCK and, if it decodes, runs [`check_snapshot`].
+///
+/// # Panics
+///
+/// When a consumer panics or a property of the module docs does not hold.
+///
+/// # Examples
+///
+/// ```
+/// prfdata_fuzz::consumers::check_data_block(b"PERF\x01\0\0\0");
+/// ```
+pub fn check_data_block(bytes: &[u8]) {
+    match decode(bytes) {
+        Ok(snapshot) => check_snapshot(&snapshot),
+        Err(e) => {
+            let _ = (e.to_string(), e.offset());
+        }
+    }
+}
+
+/// Runs every consumer of a decoded collection over `snapshot` (see the module docs).
+///
+/// # Panics
+///
+/// When a consumer panics or an offered counter does not resolve to itself.
+///
+/// # Examples
+///
+/// ```
+/// prfdata_fuzz::consumers::check_snapshot(&prfmon::decode::DataSnapshot::default());
+/// ```
+pub fn check_snapshot(snapshot: &DataSnapshot) {
+    let names = names();
+    let services: Vec<String> = snapshot.objects.iter().map(|_| "Fuzz".into()).collect();
+    let _ = prfmon::report::table_with_services(snapshot, names, &services);
+    let _ = prfmon::report::json_with_services(snapshot, names, &services).to_string();
+    let _ = prfmon::catalog::catalog(std::slice::from_ref(snapshot), names, u32::MAX);
+    let exposition = prfmon::serve::exposition::Exposition::new(snapshot, &services, names);
+    let _ = (exposition.encode(), exposition.encode_text());
+
+    let offered = offers(snapshot, names);
+    let _ = prfmon::typeperf::query_paths(&offered, None, true);
+    // Each counter offered resolves to itself (the first few: the names repeat).
+    for offer in offered.iter().take(16) {
+        let path = offer.available.path();
+        match resolve(std::slice::from_ref(&path), snapshot, names) {
+            Ok(found) => assert!(
+                found
+                    .iter()
+                    .any(|p| p.counter == path.counter && p.object == path.object),
+                "{path} resolves to {found:?}"
+            ),
+            Err(e) => panic!("{path}, offered, does not resolve: {e}"),
+        }
+    }
+    // Every object's counters through a sampler, twice (the second sample formats rates).
+    let mut requests: Vec<CounterPath> = Vec::new();
+    for offer in &offered {
+        let a = &offer.available;
+        let text = match a.instance {
+            Some(_) => format!(r"\{}(*)\*", a.object),
+            None => format!(r"\{}\*", a.object),
+        };
+        if let Ok(path) = pdh::parse(&text) {
+            if !requests.contains(&path) {
+                requests.push(path);
+            }
+        }
+    }
+    let mut sampler = Sampler::new(requests, FormatOptions::default());
+    for _ in 0..2 {
+        let sample = sampler.sample(snapshot, names);
+        let _ = sample.wall_time();
+    }
+}
+
+/// The demo at work, collected: the snapshot [`check_path`] resolves paths against (the
+/// committed `decode` seed `demo-global.raw`, a real `prfmon query --raw` file).
+///
+/// # Examples
+///
+/// ```
+/// assert!(!prfdata_fuzz::consumers::demo_collection().objects.is_empty());
+/// ```
+pub fn demo_collection() -> &'static DataSnapshot {
+    static SNAPSHOT: OnceLock<DataSnapshot> = OnceLock::new();
+    SNAPSHOT.get_or_init(|| {
+        decode(include_bytes!("../corpus/decode/demo-global.raw"))
+            .unwrap_or_else(|e| panic!("the committed demo collection: {e}"))
+    })
+}
+
+/// Parses `text` as a counter path; one that parses must print as a path that parses back the
+/// same, and is resolved and sampled against [`demo_collection`].
+///
+/// # Panics
+///
+/// When parsing or resolving panics, or the printed path does not parse back the same.
+///
+/// # Examples
+///
+/// ```
+/// prfdata_fuzz::consumers::check_path(r"\PrfData Demo Worker(fast/*#1)\% Busy");
+/// prfdata_fuzz::consumers::check_path(r"\\(");
+/// ```
+pub fn check_path(text: &str) {
+    let path = match pdh::parse(text) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = e.to_string();
+            return;
+        }
+    };
+    let printed = path.to_string();
+    match pdh::parse(&printed) {
+        Ok(again) => assert_eq!(again, path, "{text:?} printed as {printed:?}"),
+        Err(e) => panic!("{text:?} parsed, but its printed form {printed:?} does not: {e}"),
+    }
+    let _ = path.is_wildcard();
+    let snapshot = demo_collection();
+    let names = names();
+    if let Err(e) = resolve(std::slice::from_ref(&path), snapshot, names) {
+        let _ = e.to_string();
+    }
+    let mut sampler = Sampler::new(vec![path], FormatOptions::default());
+    for _ in 0..2 {
+        let sample = sampler.sample(snapshot, names);
+        let _ = (sample.readings.len(), sample.unmatched.len());
+    }
+}
