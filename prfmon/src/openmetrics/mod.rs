@@ -9,9 +9,9 @@
 //!
 //! # What is exported
 //!
-//! Each scrape of `prfmon serve`'s `/metrics` makes one collection (`Global` by default) and exports every
-//! counter's *raw* value, as perflib returns it: no PDH formula is applied, so that
-//! Prometheus can compute rates and ratios over any window (`rate(x_total[1m])`,
+//! Each scrape of `prfmon serve`'s `/metrics` makes one collection (`Global` by default) and
+//! exports every counter's *raw* value, as perflib returns it: no PDH formula is applied, so
+//! that Prometheus can compute rates and ratios over any window (`rate(x_total[1m])`,
 //! `rate(x_total[1m]) / rate(x_base_total[1m])`, `x / x_base`).
 //!
 //! **Costly objects** are not in a `Global` collection (perflib collects them only when
