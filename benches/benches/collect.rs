@@ -196,14 +196,7 @@ impl Drop for Fixture {
 
 /// `libprfdata_provider.so` as `cargo bench` builds it: in `deps/`, beside this binary.
 fn provider_path() -> PathBuf {
-    let exe = std::env::current_exe().expect("the benchmark's path");
-    let lib = exe.with_file_name("libprfdata_provider.so");
-    assert!(
-        lib.exists(),
-        "{} is built with the benchmarks (prfdata-provider is a dev-dependency)",
-        lib.display()
-    );
-    lib
+    prfdata_testkit::provider_library()
 }
 
 /// `provider_1000x16`; returns what one Collect wrote, for the benchmarks that follow.

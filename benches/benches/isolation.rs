@@ -142,7 +142,6 @@ impl Fixture {
         self.enable_first(n);
         let options = CollectorOptions {
             isolation,
-            log: true,
             ..Default::default()
         };
         let mut collector = Collector::open(self.registry.clone(), options).expect("collector");
@@ -173,14 +172,7 @@ impl Drop for Fixture {
 
 /// `libprfdata_provider.so` as `cargo bench` builds it: in `deps/`, beside this binary.
 fn provider_path() -> PathBuf {
-    let exe = std::env::current_exe().expect("the benchmark's path");
-    let lib = exe.with_file_name("libprfdata_provider.so");
-    assert!(
-        lib.exists(),
-        "{} is built with the benchmarks",
-        lib.display()
-    );
-    lib
+    prfdata_testkit::provider_library()
 }
 
 /// `Rss` and `Pss` of a process, in KiB, from `/proc/<pid>/smaps_rollup`.

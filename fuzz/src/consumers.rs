@@ -72,7 +72,7 @@ pub fn check_snapshot(snapshot: &DataSnapshot) {
     let _ = prfmon::report::table_with_services(snapshot, names, &services);
     let _ = prfmon::report::json_with_services(snapshot, names, &services).to_string();
     let _ = prfmon::catalog::catalog(std::slice::from_ref(snapshot), names, u32::MAX);
-    let exposition = prfmon::serve::exposition::Exposition::new(snapshot, &services, names);
+    let exposition = prfmon::openmetrics::exposition::Exposition::new(snapshot, &services, names);
     let _ = (exposition.encode(), exposition.encode_text());
 
     let offered = offers(snapshot, names);

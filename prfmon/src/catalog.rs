@@ -16,7 +16,7 @@
 //! use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 //! use prfmon::names::Names;
 //!
-//! let out = ProviderOutput { bytes: prfmon::sample::sample_object(1848), num_objects: 1 };
+//! let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
 //! let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
 //! let all = catalog_with_services(&[snap.clone()], &[vec!["MyApp".into()]], &Names::default(), 400);
 //! assert_eq!(all[0].counters.len(), 2); // the base is not listed

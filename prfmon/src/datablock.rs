@@ -146,7 +146,7 @@ pub fn host_name() -> String {
 ///
 /// ```
 /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-/// let object = prfmon::sample::sample_object(1848);
+/// let object = prfdata_testkit::sample::sample_object(1848);
 /// let out = ProviderOutput { bytes: object.clone(), num_objects: 1 };
 /// let block = build_data_block("box", &CollectionTimes::now(), &[out]);
 /// assert_eq!(block.len(), 96 + object.len());
@@ -225,7 +225,7 @@ impl ProviderOutput {
     ///
     /// ```
     /// use prfmon::datablock::ProviderOutput;
-    /// let bytes = [prfmon::sample::sample_object(1848), prfmon::sample::sample_object(1860)].concat();
+    /// let bytes = [prfdata_testkit::sample::sample_object(1848), prfdata_testkit::sample::sample_object(1860)].concat();
     /// let out = ProviderOutput { bytes, num_objects: 2 };
     /// assert_eq!(out.object_indexes(), [1848, 1860]);
     /// ```

@@ -591,7 +591,7 @@ pub fn decode_object(
 /// # Examples
 ///
 /// ```
-/// let object = prfmon::sample::sample_object(1848);
+/// let object = prfdata_testkit::sample::sample_object(1848);
 /// assert_eq!(prfmon::decode::check_object(&object, 0, object.len())?, object.len());
 /// assert!(prfmon::decode::check_object(&object[..100], 0, 100).is_err());
 /// # Ok::<(), prfmon::decode::DecodeError>(())
@@ -880,7 +880,7 @@ fn decode_block(
 mod tests {
     use super::*;
     use crate::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    use crate::sample::sample_object;
+    use prfdata_testkit::sample::sample_object;
 
     fn sample_block() -> Vec<u8> {
         build_data_block(

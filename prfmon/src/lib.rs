@@ -1,6 +1,13 @@
 //! The collector and consumer behind the `prfmon` command: what perflib does for
 //! `RegQueryValueEx(HKEY_PERFORMANCE_DATA, ...)`, and reading what it returns.
 //!
+//! This is the library; the command's argument parsing, terminal chart (`watch`) and HTTP
+//! server (`serve`) are the binary's, behind the `cli` feature (on by default). A program
+//! that only collects and reads depends on `prfmon = { default-features = false }` and
+//! compiles no clap, ratatui or HTTP server. The library logs through the [`log`] facade
+//! (a provider disabled or skipped, a duplicate object): the program chooses where messages
+//! go; the `prfmon` binary writes them to stderr.
+//!
 //! # Index
 //!
 //! **Collecting (perflib's role)**
@@ -29,23 +36,20 @@
 //!   once, parent links re-pointed.
 //! - [`names`]: names and explain texts from `Perflib\<lang>`; PDH-style instance names.
 //! - [`report`]: a collection as a table or as JSON.
-//! - [`sample`]: a small valid object for examples and tests.
 //!
 //! **Sampling over time**
 //! - [`sampler`]: counter paths resolved against each collection and formatted from the
 //!   previous and current raw samples, as a PDH query does.
 //! - [`typeperf`]: typeperf's PDH-CSV / PDH-TSV log format and `-q` listing.
-//! - [`watch`]: the live terminal chart of `prfmon watch` (ratatui), rendering testable with
-//!   ratatui's `TestBackend`.
 //!
 //! **Values and paths as PDH sees them**
 //! - [`pdh`]: formatted values from raw samples ([`pdh::formula`]) and counter paths in PDH
 //!   syntax ([`pdh::path`]).
 //!
 //! **Exporting**
-//! - [`serve`]: `/metrics` in the OpenMetrics text format for Prometheus: raw values, names,
-//!   types and labels ([`serve::server`], [`serve::exposition`], [`serve::naming`],
-//!   [`serve::kind`]).
+//! - [`openmetrics`]: a collection in the OpenMetrics text format for Prometheus (what
+//!   `prfmon serve` answers at `/metrics`): raw values, names, types and labels
+//!   ([`openmetrics::exposition`], [`openmetrics::naming`], [`openmetrics::kind`]).
 //!
 //! # Examples
 //!
@@ -71,11 +75,9 @@ pub mod datablock;
 pub mod decode;
 pub mod merge;
 pub mod names;
+pub mod openmetrics;
 pub mod pdh;
 pub mod report;
-pub mod sample;
 pub mod sampler;
-pub mod serve;
 pub mod trust;
 pub mod typeperf;
-pub mod watch;

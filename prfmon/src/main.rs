@@ -1,12 +1,12 @@
 //! `prfmon`: the collector and consumer command line for prfdata counters.
 //!
-//! `main` only parses the command line and dispatches; each subcommand lives in `cmd/`, and
-//! the collector, decoder and names live in the `prfmon` library.
+//! `main` installs the logger, parses the command line and dispatches; each subcommand lives
+//! in [`cli::cmd`], what else only the command needs in [`cli`], and the collector, decoder,
+//! PDH formulas and output formats in the `prfmon` library.
 
-mod stdout;
+mod cli;
 
-mod cmd;
-mod winargs;
+use cli::{cmd, winargs};
 
 use std::process::ExitCode;
 
@@ -14,7 +14,12 @@ use clap::{Parser, Subcommand};
 
 /// Collect and read prfdata performance counters.
 #[derive(Parser, Debug)]
-#[command(name = "prfmon", version, about)]
+#[command(
+    name = "prfmon",
+    version,
+    about,
+    after_help = "Messages go to stderr; PRFMON_LOG=off|error|warn|info|debug|trace sets how many (info)."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -52,6 +57,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // First, so that the provider host's messages reach the collector's stderr too.
+    cli::logger::init();
     // The provider host is started by the collector with a library path that must reach it
     // untouched by the Windows-switch mapping, and as fast as possible.
     let mut args = std::env::args_os();

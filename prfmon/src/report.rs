@@ -7,7 +7,7 @@
 //! use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 //! use prfmon::names::Names;
 //!
-//! let out = ProviderOutput { bytes: prfmon::sample::sample_object(1848), num_objects: 1 };
+//! let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
 //! let snap = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
 //! let table = prfmon::report::table_with_services(&snap, &Names::default(), &["MyApp".into()]);
 //! assert!(table.contains("alpha") && table.contains("service MyApp"));

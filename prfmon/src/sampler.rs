@@ -30,7 +30,7 @@
 //! use prfmon::sampler::Sampler;
 //!
 //! // The sample object: RAWCOUNT "#1850" with instances "alpha" (7) and "beta".
-//! let out = ProviderOutput { bytes: prfmon::sample::sample_object(1848), num_objects: 1 };
+//! let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
 //! let snapshot = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
 //!
 //! let mut sampler = Sampler::new(vec![pdh::parse(r"\#1848(*)\#1850")?], FormatOptions::default());
@@ -56,7 +56,7 @@ use crate::pdh::{
 ///
 /// ```
 /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-/// let out = ProviderOutput { bytes: prfmon::sample::sample_object(1848), num_objects: 1 };
+/// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
 /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
 /// let offers = prfmon::sampler::offers(&snap, &prfmon::names::Names::default());
 /// // Two counters (the base is not offered) × two instances.
@@ -176,7 +176,7 @@ fn parent_name(snapshot: &DataSnapshot, inst: &InstanceData) -> Option<String> {
 /// ```
 /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 /// use prfmon::pdh::parse;
-/// let out = ProviderOutput { bytes: prfmon::sample::sample_object(1848), num_objects: 1 };
+/// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
 /// let snap = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
 /// let names = prfmon::names::Names::default();
 /// let paths = prfmon::sampler::resolve(&[parse(r"\#1848(*)\*")?], &snap, &names)?;
@@ -384,7 +384,7 @@ impl Sampler {
     /// use prfmon::pdh::{parse, FormatOptions};
     /// use prfmon::sampler::Sampler;
     ///
-    /// let out = ProviderOutput { bytes: prfmon::sample::sample_object(1848), num_objects: 1 };
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
     /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
     /// let mut sampler = Sampler::new(
     ///     vec![parse(r"\#1848(beta)\#1850")?, parse(r"\#1848(gone)\#1850")?],

@@ -399,7 +399,7 @@ impl<W: Write> LogWriter<W> {
 ///
 /// ```
 /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-/// let out = ProviderOutput { bytes: prfmon::sample::sample_object(1848), num_objects: 1 };
+/// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
 /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
 /// let offers = prfmon::sampler::offers(&snap, &prfmon::names::Names::default());
 /// assert_eq!(prfmon::typeperf::query_paths(&offers, None, false),

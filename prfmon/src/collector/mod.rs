@@ -49,7 +49,7 @@
 //! `Open Timeout` / `Collect Timeout` (default 10 s), panics, aborts or crashes costs only its
 //! host; one that lies about its output is caught by [`validate`]. Either way the provider is
 //! disabled — `Disable Performance Counters` = 1 written to its Performance key through the
-//! registry's atomic update, the reason logged to stderr and kept in
+//! registry's atomic update, the reason logged (a warning, through the [`log`] facade) and kept in
 //! [`Collector::disabled`] — and the collection goes on without it.
 //!
 //! Not the provider's fault, so logged and skipped but not disabled: a library that cannot
@@ -177,8 +177,6 @@ pub struct CollectorOptions {
     pub max_buffer: u32,
     /// `SystemName` in the PERF_DATA_BLOCK; `None` for [`host_name`].
     pub system_name: Option<String>,
-    /// Whether to log disabled providers and failed calls to stderr.
-    pub log: bool,
     /// Files and folders trusted whoever owns them (`--trust-path`): a provider library whose
     /// resolved path is at or under one is loaded even if a user other than root or the
     /// collector's could change it. Empty by default: see [Trust](self#trust).
@@ -196,7 +194,6 @@ impl Default for CollectorOptions {
             initial_buffer: INITIAL_BUFFER,
             max_buffer: MAX_BUFFER,
             system_name: None,
-            log: true,
             trusted_paths: Vec::new(),
             host_user: None,
         }
@@ -599,12 +596,12 @@ impl<R: Registry> Collector<R> {
         }
         for (index, from) in by_index {
             if from.len() > 1 && self.logged_duplicates.insert(index) {
-                self.log(&format!(
+                log::warn!(
                     "object {index} was returned {} times, by services {}: each is kept and \
                      attributed to its service; a counter path names the first",
                     from.len(),
                     from.join(", ")
-                ));
+                );
             }
         }
     }
@@ -645,10 +642,10 @@ impl<R: Registry> Collector<R> {
             };
             match status {
                 Ok(ERROR_SUCCESS) => {}
-                Ok(code) => self.log(&format!(
+                Ok(code) => log::warn!(
                     "service {}: Close returned {code}",
                     self.services[i].config.name
-                )),
+                ),
                 Err(fault) => self.disable(i, fault),
             }
             if self.services[i].state == State::Open {
@@ -660,28 +657,22 @@ impl<R: Registry> Collector<R> {
         }
     }
 
-    fn log(&self, message: &str) {
-        if self.options.log {
-            eprintln!("prfmon: {message}");
-        }
-    }
-
     /// Disables service `i`: `Disable Performance Counters` = 1, logged and recorded; its host
     /// is stopped (or its copy of the library released).
     fn disable(&mut self, i: usize, fault: ProviderFault) {
         let name = self.services[i].config.name.clone();
         self.services[i].state = State::Disabled;
         self.services[i].release();
-        self.log(&format!(
+        log::warn!(
             "disabled the performance counters of service {name}: {fault}; re-enable them with: \
              {}",
             reenable_command(&name)
-        ));
+        );
         let written = update(&self.registry, |hive| {
             hive.set_value(&paths::performance(&name), DISABLE, Value::Dword(1))
         });
         if let Err(e) = written {
-            self.log(&format!("cannot write {DISABLE} for service {name}: {e}"));
+            log::warn!("cannot write {DISABLE} for service {name}: {e}");
         }
         self.disabled.push(Disabled {
             service: name,
@@ -700,12 +691,12 @@ impl<R: Registry> Collector<R> {
         match outcome {
             OpenOutcome::Status(ERROR_SUCCESS) => self.services[i].state = State::Open,
             OpenOutcome::Status(status) => {
-                self.log(&format!("service {name}: Open returned {status}; skipped"));
+                log::warn!("service {name}: Open returned {status}; skipped");
                 self.services[i].state = State::Failed;
                 self.services[i].release();
             }
             OpenOutcome::Skip(message) => {
-                self.log(&format!("service {name}: {message}; skipped"));
+                log::warn!("service {name}: {message}; skipped");
                 self.services[i].state = State::Failed;
                 self.services[i].release();
             }
@@ -802,10 +793,10 @@ impl<R: Registry> Collector<R> {
                     return Ok(Some(out));
                 }
                 Verdict::Failed(status) => {
-                    self.log(&format!(
+                    log::warn!(
                         "service {}: Collect returned {status}; its data is ignored",
                         self.services[i].config.name
-                    ));
+                    );
                     return Ok(None);
                 }
             }

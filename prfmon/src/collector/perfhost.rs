@@ -11,6 +11,11 @@
 //! Before loading the library the host moves the protocol off fds 0 and 1 (onto private
 //! duplicates) and points fd 0 at `/dev/null` and fd 1 at stderr, so a provider that reads
 //! stdin or prints to stdout cannot corrupt the protocol.
+//!
+//! What goes wrong in the host is logged through the [`log`] facade: the `prfmon` binary
+//! installs its stderr logger before it runs the host, and the host's stderr is the
+//! collector's. A provider library has its own copy of `log` (it is a cdylib) and writes its
+//! messages itself.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -100,7 +105,7 @@ pub fn run_host_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: prfmon {HOST_SUBCOMMAND} [{FD_FLAG} N] LIBRARY (started by the collector)");
+    log::error!("usage: prfmon {HOST_SUBCOMMAND} [{FD_FLAG} N] LIBRARY (started by the collector)");
     ExitCode::from(2)
 }
 
@@ -108,7 +113,7 @@ fn run(library: &Path, fd: Option<i32>) -> ExitCode {
     match serve(library, fd) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("prfmon provider host ({}): {e}", library.display());
+            log::error!("provider host ({}): {e}", library.display());
             ExitCode::from(2)
         }
     }

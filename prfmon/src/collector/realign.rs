@@ -98,7 +98,7 @@ pub fn to_qword(data: &[u8], lengths: &[usize]) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    use crate::sample::sample_object;
+    use prfdata_testkit::sample::sample_object;
 
     /// The sample object with the 4 bytes of padding at the end of its last counter block
     /// (24 bytes: a DWORD, a LARGE_INTEGER, a DWORD, padding) cut: a DWORD-aligned object.

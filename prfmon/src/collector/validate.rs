@@ -197,7 +197,7 @@ pub enum Verdict {
 /// ```
 /// use prfmon::collector::library::RawCollect;
 /// use prfmon::collector::validate::{check_collect, Verdict};
-/// let object = prfmon::sample::sample_object(1848);
+/// let object = prfdata_testkit::sample::sample_object(1848);
 /// let n = object.len() as u32;
 /// let raw = RawCollect {
 ///     status: 0, buffer_len: 4096, bytes: n, num_objects: 1, advance: n.into(),
@@ -287,7 +287,7 @@ pub fn check_collect(raw: &RawCollect) -> Result<Verdict, ProviderFault> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sample::sample_object;
+    use prfdata_testkit::sample::sample_object;
 
     fn good(objects: usize) -> RawCollect {
         let data: Vec<u8> = (0..objects)

@@ -1,0 +1,56 @@
+//! Test helpers shared by the workspace's crates (dev-only, never published): what more than
+//! one crate's tests need to run the real thing, with every wait bounded.
+//!
+//! | module | for |
+//! |---|---|
+//! | [`artifacts`] | the files cargo built with the tests: the provider library ([`provider_library`]), any test cdylib ([`cdylib`]), a workspace binary ([`target_binary`]) |
+//! | [`wait`] | [`bounded`] work on another thread, [`wait_until`] a condition holds, [`WAIT`] |
+//! | [`process`] | real child processes: [`finish`] one (bounded) into a [`Run`], stop one when dropped ([`ChildGuard`]), re-execute this test binary as an app ([`self_command`], [`test_path!`]) that says it is ready through a file ([`ready`]) |
+//! | [`sandbox`] | a temp registry and block folder ([`Sandbox`]) with maps installed against the real provider, the environment for a child, names for the counter-name registry |
+//! | [`process_env`] | `PRFDATA_REGISTRY` / `PRFDATA_SHM_DIR` of this process, for an in-process provider, held by one test at a time ([`ProcessEnv`]) |
+//! | [`sample`] | a small valid PERF_OBJECT_TYPE, for consumer-side examples and tests |
+//!
+//! # Examples
+//!
+//! ```no_run
+//! // In an integration test: an app installed with the real provider, then `prfmon` run on it.
+//! use prfdata_testkit::{finish, Sandbox, WAIT};
+//!
+//! prfdata::prfdata_map! {
+//!     pub mod app {
+//!         app: "TestkitDoc",
+//!         object SERVICE = 0 {
+//!             name: "Testkit Doc", help: "A test app.", detail: Novice, default: QUEUE,
+//!             instances: none, costly: false,
+//!             counters {
+//!                 QUEUE = 2: RawCount { name: "Queue", help: "Waiting.", detail: Novice, scale: 0 },
+//!             }
+//!         }
+//!     }
+//! }
+//!
+//! let sandbox = Sandbox::new();
+//! sandbox.install(&app::MAP);
+//! let prf = app::PrfData::activate_in(&sandbox.shm)?;
+//! let mut prfmon = std::process::Command::new("prfmon");
+//! sandbox.apply_env(&mut prfmon).args(["query", "Testkit Doc"]);
+//! let run = finish(prfmon.stdout(std::process::Stdio::piped()).spawn()?, WAIT);
+//! assert_eq!(run.code, 0, "{}", run.stderr);
+//! # drop(prf);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod artifacts;
+pub mod process;
+pub mod process_env;
+pub mod sample;
+pub mod sandbox;
+pub mod wait;
+
+pub use artifacts::{cdylib, provider_library, target_binary};
+pub use process::{finish, ready, self_command, ChildGuard, Run};
+pub use process_env::ProcessEnv;
+pub use sandbox::Sandbox;
+pub use wait::{bounded, wait_until, WAIT};

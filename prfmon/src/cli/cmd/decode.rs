@@ -1,0 +1,86 @@
+//! `prfmon decode FILE [--json] [--lang 009]`: reads a PERF_DATA_BLOCK (as `query --raw`
+//! writes it) and prints it as `query` does.
+//!
+//! FILE is the one the user named (a symbolic link is followed), read only if it is a regular
+//! file of at most [`MAX_DECODE_INPUT`] bytes, opened without blocking
+//! ([`prfdata::untrusted::file`]): `/dev/zero` or a FIFO is refused at once.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use prfdata::registry::FileRegistry;
+use prfdata::untrusted::{Symlinks, UntrustedFile};
+use prfmon::collector::MAX_BUFFER;
+use prfmon::decode::DataSnapshot;
+use prfmon::names::Names;
+
+use crate::cli::stdout::{out, outln};
+
+/// The largest file `decode` reads: 256 MiB, four providers' worth at the collector's largest
+/// Collect buffer ([`MAX_BUFFER`], 64 MiB). `query --raw` writes one collection, which real
+/// collections keep far below this; the file is read whole and decoded into memory, so a bound
+/// keeps a wrong file from exhausting memory.
+pub const MAX_DECODE_INPUT: u64 = 4 * MAX_BUFFER as u64;
+
+/// How `decode` reads its input.
+const INPUT_RULE: UntrustedFile = UntrustedFile {
+    what: "PERF_DATA_BLOCK file",
+    max_size: MAX_DECODE_INPUT,
+    limit_name: "prfmon decode's MAX_DECODE_INPUT, 256 MiB",
+    symlinks: Symlinks::Follow,
+};
+
+/// `prfmon decode ...`.
+#[derive(Args, Debug)]
+pub struct DecodeArgs {
+    /// The file holding PERF_DATA_BLOCK bytes.
+    file: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// The language of names and explain texts (a Perflib subkey).
+    #[arg(long, default_value = "009")]
+    lang: String,
+}
+
+/// Prints a snapshot as a table or as JSON (shared with `query`); `services[i]` is the
+/// service that returned object `i` (empty when not known, as for a file).
+pub fn print(snapshot: &DataSnapshot, names: &Names, services: &[String], json: bool) {
+    if json {
+        let value = prfmon::report::json_with_services(snapshot, names, services);
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&value).unwrap_or_default()
+        );
+    } else {
+        out!(
+            "{}",
+            prfmon::report::table_with_services(snapshot, names, services)
+        );
+    }
+}
+
+/// Runs `prfmon decode`.
+pub fn run(args: DecodeArgs) -> ExitCode {
+    let bytes = match INPUT_RULE.read(&args.file) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("prfmon decode: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let snapshot = match prfmon::decode::decode(&bytes) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("prfmon decode: {}: {e}", args.file.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let names = match FileRegistry::open_default() {
+        Ok(registry) => super::load_names(&registry, &args.lang),
+        Err(_) => Names::default(),
+    };
+    print(&snapshot, &names, &[], args.json);
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,154 @@
+//! `prfmon list [OBJECT] [--detail novice|advanced|expert|wizard] [--lang 009] [--verbose] [--json]
+//! [--in-process]`: the objects and counters the providers offer (one Global and one Costly
+//! collection), with the service that offers each object and seed 003's Name, Description and
+//! Differentiate, filtered by detail level; `--verbose` adds each counter's type code, default
+//! scale and unit (JSON always has them).
+
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use prfdata::winperf::{
+    PERF_DETAIL_ADVANCED, PERF_DETAIL_EXPERT, PERF_DETAIL_NOVICE, PERF_DETAIL_WIZARD,
+};
+use prfmon::catalog::catalog_with_services;
+use prfmon::collector::Collector;
+
+use crate::cli::stdout::outln;
+
+/// A detail level (winperf.h `PERF_DETAIL_*`).
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum Detail {
+    Novice,
+    Advanced,
+    Expert,
+    Wizard,
+}
+
+impl Detail {
+    fn level(self) -> u32 {
+        match self {
+            Self::Novice => PERF_DETAIL_NOVICE,
+            Self::Advanced => PERF_DETAIL_ADVANCED,
+            Self::Expert => PERF_DETAIL_EXPERT,
+            Self::Wizard => PERF_DETAIL_WIZARD,
+        }
+    }
+}
+
+/// `prfmon list ...`.
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// Only this object (its name or name index).
+    object: Option<String>,
+    /// Show objects and counters up to this detail level.
+    #[arg(long, value_enum, default_value = "wizard")]
+    detail: Detail,
+    /// The language of names and explain texts (a Perflib subkey).
+    #[arg(long, default_value = "009")]
+    lang: String,
+    /// Also print each counter's type code, default scale and unit.
+    #[arg(short, long)]
+    verbose: bool,
+    /// Print JSON instead of text (every field, as with --verbose).
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    collector: super::CollectorArgs,
+}
+
+/// Runs `prfmon list`.
+pub fn run(args: ListArgs) -> ExitCode {
+    let registry = match args.collector.open_registry() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("prfmon list: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let names = super::load_names(&registry, &args.lang);
+    let wanted = match &args.object {
+        None => None,
+        Some(o) => match names.index_of(o) {
+            Some(i) => Some(i),
+            None => {
+                eprintln!("prfmon list: no object named `{o}`");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    super::report_disabled("list", &registry);
+    let mut collector = match Collector::open(
+        registry,
+        match args.collector.options() {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("prfmon list: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("prfmon list: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut snapshots = Vec::new();
+    let mut services = Vec::new();
+    for value in ["Global", "Costly"] {
+        let collection = collector.collect_with_services(value);
+        services.push(collection.services);
+        match prfmon::decode::decode(&collection.bytes) {
+            Ok(s) => snapshots.push(s),
+            Err(e) => {
+                eprintln!("prfmon list: the {value} collection does not decode: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    collector.close();
+    let mut objects = catalog_with_services(&snapshots, &services, &names, args.detail.level());
+    if let Some(index) = wanted {
+        objects.retain(|o| o.index == index);
+        if objects.is_empty() {
+            eprintln!(
+                "prfmon list: object {} is not collected by any provider (or is above the detail level)",
+                names.name(index)
+            );
+            return ExitCode::FAILURE;
+        }
+    }
+    if args.json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&objects).unwrap_or_default()
+        );
+        return ExitCode::SUCCESS;
+    }
+    for o in &objects {
+        outln!("Object: {} ({})", o.name, o.index);
+        outln!("  Service: {}", o.services.join(", "));
+        outln!("  Description: {}", o.description);
+        outln!("  Detail: {}", o.detail);
+        outln!("  Instances: {}", if o.instances { "yes" } else { "no" });
+        for c in &o.counters {
+            outln!("  Counter: {} ({})", c.name, c.index);
+            outln!("    Description: {}", c.description);
+            outln!("    Type: {}", c.type_name);
+            outln!(
+                "    Differentiate: {}",
+                if c.differentiate { "TRUE" } else { "FALSE" }
+            );
+            outln!("    Detail: {}", c.detail);
+            if args.verbose {
+                outln!("    Type code: 0x{:08X}", c.type_code);
+                outln!("    Default scale: {}", c.default_scale);
+                outln!(
+                    "    Unit: {}",
+                    if c.unit.is_empty() { "(none)" } else { c.unit }
+                );
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}

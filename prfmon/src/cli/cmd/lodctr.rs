@@ -1,0 +1,107 @@
+//! `prfmon lodctr` and `prfmon unlodctr`: the LodCtr / UnLodCtr utilities of seed 001 over the
+//! library's typed lodctr, unlodctr, save and restore, and later lodctr's `/E:` and `/D:`
+//! (enable or disable a service's provider).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{ArgGroup, Args};
+use prfdata::registry::{
+    enabled_message, lodctr, restore_settings, save_settings, set_service_enabled, unlodctr,
+    FileRegistry, LodctrError, LodctrOptions,
+};
+
+use crate::cli::stdout::outln;
+
+/// `prfmon lodctr FILE.ini [--replace] | /S:FILE | /R:FILE | /E:SERVICE | /D:SERVICE`.
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("what").required(true).multiple(false)
+    .args(["ini", "save", "restore", "enable", "disable"])))]
+pub struct LodctrArgs {
+    /// The driver's counter .INI file.
+    ini: Option<PathBuf>,
+    /// Reload a driver whose counters are already loaded.
+    #[arg(long, requires = "ini")]
+    replace: bool,
+    /// Save the Perflib names and the services' performance values to FILE (`/S:FILE`).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["ini", "restore"])]
+    save: Option<PathBuf>,
+    /// Restore what `/S:` saved from FILE (`/R:FILE`).
+    #[arg(long, value_name = "FILE", conflicts_with = "ini")]
+    restore: Option<PathBuf>,
+    /// Enable SERVICE's provider: delete its `Disable Performance Counters` (`/E:SERVICE`).
+    #[arg(long, value_name = "SERVICE")]
+    enable: Option<String>,
+    /// Disable SERVICE's provider: `Disable Performance Counters` = 1 (`/D:SERVICE`).
+    #[arg(long, value_name = "SERVICE")]
+    disable: Option<String>,
+}
+
+/// `prfmon unlodctr DRIVERNAME`.
+#[derive(Args, Debug)]
+pub struct UnlodctrArgs {
+    /// The driver: its key name under `HKLM\SYSTEM\CurrentControlSet\Services`.
+    driver: String,
+}
+
+fn finish(result: Result<String, LodctrError>, tool: &str) -> ExitCode {
+    match result {
+        Ok(message) => {
+            outln!("{message}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{tool}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs `prfmon lodctr`.
+pub fn run_lodctr(args: LodctrArgs) -> ExitCode {
+    let result = FileRegistry::open_default()
+        .map_err(LodctrError::from)
+        .and_then(|registry| {
+            if let Some(file) = args.save {
+                save_settings(&registry, &file)?;
+                Ok(format!(
+                    "Saved the performance settings to {}",
+                    file.display()
+                ))
+            } else if let Some(file) = args.restore {
+                restore_settings(&registry, &file)?;
+                Ok(format!(
+                    "Restored the performance settings from {}",
+                    file.display()
+                ))
+            } else if let Some((service, enabled)) = args
+                .enable
+                .map(|s| (s, true))
+                .or(args.disable.map(|s| (s, false)))
+            {
+                set_service_enabled(&registry, &service, enabled)?;
+                Ok(enabled_message(&service, enabled))
+            } else if let Some(ini) = args.ini {
+                let options = LodctrOptions {
+                    replace: args.replace,
+                    service: None,
+                };
+                let range = lodctr(&registry, &ini, &options)?;
+                Ok(format!("Loaded counters for {range}"))
+            } else {
+                Err(LodctrError::Usage(
+                    "lodctr FILE.ini | /S:FILE | /R:FILE | /E:SERVICE | /D:SERVICE".into(),
+                ))
+            }
+        });
+    finish(result, "lodctr")
+}
+
+/// Runs `prfmon unlodctr`.
+pub fn run_unlodctr(args: UnlodctrArgs) -> ExitCode {
+    let result = FileRegistry::open_default()
+        .map_err(LodctrError::from)
+        .and_then(|registry| unlodctr(&registry, &args.driver))
+        .map(|range| format!("Removed counters for {range}"));
+    finish(result, "unlodctr")
+}

@@ -1,0 +1,359 @@
+//! `prfmon reg query | add | delete`: reg.exe's three everyday operations on the counter-name
+//! registry, with reg.exe's switches, output, prompts and exit codes (0 success, 1 failure).
+//! Changes go through the registry's atomic, locked update.
+//!
+//! Every reg.exe switch of the three operations is accepted with reg.exe's meaning (see
+//! [`crate::cli::winargs`] for the list), except `reg query`'s search (`/f` with `/k`, `/d`, `/c`,
+//! `/e`, and `/t`), which is refused with a message naming the switch. `/reg:32` and `/reg:64`
+//! are accepted and change nothing: this registry has one view.
+
+use std::io::BufRead;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use prfdata::registry::reg_cli::QueryOptions;
+use prfdata::registry::{
+    display_key, normalize_key, reg_cli, update, FileRegistry, Registry, RegistryError, Value,
+    ValueType,
+};
+
+use crate::cli::stdout::{out, outln};
+
+/// `prfmon reg ...`.
+#[derive(Args, Debug)]
+pub struct RegArgs {
+    #[command(subcommand)]
+    op: RegOp,
+}
+
+/// `/reg:32` or `/reg:64`: accepted, one view.
+#[derive(Args, Debug)]
+struct View {
+    /// The registry view (`/reg:32`, `/reg:64`); this registry has one view, so both name it.
+    #[arg(long = "reg-view", value_name = "32|64", value_parser = ["32", "64"], action = clap::ArgAction::Append)]
+    reg_view: Vec<String>,
+}
+
+impl View {
+    /// reg.exe refuses `/reg:32 /reg:64` and a repeated switch.
+    fn check(&self) -> Result<(), String> {
+        if self.reg_view.len() > 1 {
+            return Err(
+                "ERROR: Invalid syntax. /reg:32 and /reg:64 may be given once, and not both."
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// `reg query`'s search switches, which prfmon refuses.
+#[derive(Args, Debug)]
+struct Search {
+    /// `/f DATA`: search (refused).
+    #[arg(long = "search", value_name = "DATA", hide = true)]
+    search: Option<String>,
+    /// `/k`: search key names only (refused).
+    #[arg(long = "keys-only", hide = true)]
+    keys_only: bool,
+    /// `/d`: search data only (refused).
+    #[arg(long = "data-only", hide = true)]
+    data_only: bool,
+    /// `/c`: case-sensitive search (refused).
+    #[arg(long = "case-sensitive", hide = true)]
+    case_sensitive: bool,
+    /// `/e`: exact matches only (refused).
+    #[arg(long = "exact", hide = true)]
+    exact: bool,
+    /// `/t TYPE`: search values of one type (refused).
+    #[arg(long = "type", value_name = "TYPE", hide = true)]
+    ty: Option<String>,
+}
+
+impl Search {
+    /// The first search switch given, as reg.exe spells it.
+    fn first(&self) -> Option<&'static str> {
+        [
+            (self.search.is_some(), "/f"),
+            (self.keys_only, "/k"),
+            (self.data_only, "/d"),
+            (self.case_sensitive, "/c"),
+            (self.exact, "/e"),
+            (self.ty.is_some(), "/t"),
+        ]
+        .into_iter()
+        .find(|(given, _)| *given)
+        .map(|(_, switch)| switch)
+    }
+}
+
+#[derive(Subcommand, Debug)]
+enum RegOp {
+    /// Print a key's values and subkeys:
+    /// `reg query KEY [/v NAME | /ve] [/s] [/se SEP] [/z] [/reg:32 | /reg:64]`.
+    Query {
+        /// The key, e.g. `HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Perflib`.
+        key: String,
+        /// Print only this value (`/v NAME`).
+        #[arg(long = "value", value_name = "NAME", conflicts_with = "empty_value")]
+        value: Option<String>,
+        /// Print only the default (unnamed) value (`/ve`).
+        #[arg(long = "empty-value")]
+        empty_value: bool,
+        /// Every key below too, depth first (`/s`).
+        #[arg(long = "recursive")]
+        recursive: bool,
+        /// The character shown between REG_MULTI_SZ entries (`/se SEP`, default `\0`).
+        #[arg(long = "separator", value_name = "SEP")]
+        separator: Option<String>,
+        /// Show each type's number after its name (`/z`).
+        #[arg(long = "type-numbers")]
+        type_numbers: bool,
+        #[command(flatten)]
+        search: Search,
+        #[command(flatten)]
+        view: View,
+    },
+    /// Create a key or set a value:
+    /// `reg add KEY [/v NAME | /ve] [/t TYPE] [/s SEP] [/d DATA] [/f] [/reg:32 | /reg:64]`.
+    Add {
+        /// The key.
+        key: String,
+        /// The value's name (`/v NAME`); without it only the key is created.
+        #[arg(long = "value", value_name = "NAME", conflicts_with = "empty_value")]
+        value: Option<String>,
+        /// Set the default (unnamed) value (`/ve`).
+        #[arg(long = "empty-value")]
+        empty_value: bool,
+        /// REG_SZ, REG_EXPAND_SZ, REG_DWORD or REG_MULTI_SZ (`/t TYPE`).
+        #[arg(long = "type", value_name = "TYPE", default_value = "REG_SZ")]
+        ty: String,
+        /// The separator between REG_MULTI_SZ entries (`/s SEP`, default the two characters \0).
+        #[arg(long = "separator", value_name = "SEP", default_value = "\\0")]
+        separator: String,
+        /// The data (`/d DATA`); REG_DWORD in decimal or 0x hex.
+        #[arg(long = "data", value_name = "DATA", allow_hyphen_values = true)]
+        data: Option<String>,
+        /// Overwrite an existing value without asking (`/f`).
+        #[arg(long = "force")]
+        force: bool,
+        #[command(flatten)]
+        view: View,
+    },
+    /// Delete a key (with its subkeys) or a value:
+    /// `reg delete KEY [/v NAME | /ve | /va] [/f] [/reg:32 | /reg:64]`.
+    Delete {
+        /// The key.
+        key: String,
+        /// Delete only this value (`/v NAME`).
+        #[arg(long = "value", value_name = "NAME", conflicts_with_all = ["empty_value", "all_values"])]
+        value: Option<String>,
+        /// Delete only the default (unnamed) value (`/ve`).
+        #[arg(long = "empty-value", conflicts_with = "all_values")]
+        empty_value: bool,
+        /// Delete every value of the key, keeping the key and its subkeys (`/va`).
+        #[arg(long = "all-values")]
+        all_values: bool,
+        /// Delete without asking (`/f`).
+        #[arg(long = "force")]
+        force: bool,
+        #[command(flatten)]
+        view: View,
+    },
+}
+
+/// Runs `prfmon reg ...`.
+pub fn run(args: RegArgs) -> ExitCode {
+    if let Err(message) = check_switches(&args.op) {
+        eprintln!("{message}");
+        return ExitCode::FAILURE;
+    }
+    match execute(args.op) {
+        Ok(code) => code,
+        Err(e) => {
+            match e {
+                RegistryError::KeyNotFound(_) | RegistryError::ValueNotFound { .. } => {
+                    eprintln!("{}", reg_cli::NOT_FOUND)
+                }
+                other => eprintln!("ERROR: {other}"),
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Refuses what this reg does not do, naming the switch; checks the switches reg.exe checks.
+fn check_switches(op: &RegOp) -> Result<(), String> {
+    match op {
+        RegOp::Query {
+            search,
+            view,
+            separator,
+            ..
+        } => {
+            if let Some(switch) = search.first() {
+                return Err(format!(
+                    "ERROR: {switch} (search) is not supported by prfmon reg query: list the \
+                     keys with /s and filter the output (e.g. with grep)."
+                ));
+            }
+            if separator.as_ref().is_some_and(|s| s.chars().count() != 1) {
+                return Err("ERROR: Invalid syntax. /se takes one character.".into());
+            }
+            view.check()
+        }
+        RegOp::Add { view, .. } | RegOp::Delete { view, .. } => view.check(),
+    }
+}
+
+/// Asks a Yes/No question on stdout and reads the answer from stdin, as reg.exe does.
+fn confirm(question: &str) -> bool {
+    out!("{question} (Yes/No)? ");
+    let mut answer = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut answer);
+    matches!(answer.trim().chars().next(), Some('y' | 'Y'))
+}
+
+fn cancelled() -> Result<ExitCode, RegistryError> {
+    outln!("The operation was cancelled by the user.");
+    Ok(ExitCode::FAILURE)
+}
+
+fn done() -> Result<ExitCode, RegistryError> {
+    outln!("{}", reg_cli::SUCCESS);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn value_name(value: Option<String>, empty_value: bool) -> Option<String> {
+    if empty_value {
+        Some(String::new())
+    } else {
+        value
+    }
+}
+
+fn execute(op: RegOp) -> Result<ExitCode, RegistryError> {
+    let registry = FileRegistry::open_default()?;
+    match op {
+        RegOp::Query {
+            key,
+            value,
+            empty_value,
+            recursive,
+            separator,
+            type_numbers,
+            ..
+        } => {
+            let hive = registry.snapshot()?;
+            let name = value_name(value, empty_value);
+            let options = QueryOptions {
+                value: name.as_deref(),
+                recurse: recursive,
+                separator: separator.as_deref().unwrap_or("\\0"),
+                type_numbers,
+            };
+            out!("{}", reg_cli::query_with(&hive, &key, &options)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        RegOp::Add {
+            key,
+            value,
+            empty_value,
+            ty,
+            separator,
+            data,
+            force,
+            ..
+        } => {
+            let key = normalize_key(&key)?;
+            let Some(name) = value_name(value, empty_value) else {
+                update(&registry, |hive| hive.create_key(&key))?;
+                return done();
+            };
+            let ty: ValueType = match ty.parse() {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("ERROR: {e}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
+            let data = match Value::parse_reg_data(ty, data.as_deref().unwrap_or(""), &separator) {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("ERROR: {e}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
+            let exists = registry.snapshot()?.value(&key, &name)?.is_some();
+            if exists && !force && !confirm(&format!("Value {name} exists, overwrite")) {
+                return cancelled();
+            }
+            update(&registry, |hive| hive.set_value(&key, &name, data))?;
+            done()
+        }
+        RegOp::Delete {
+            key,
+            value,
+            empty_value,
+            all_values,
+            force,
+            ..
+        } => {
+            let key = normalize_key(&key)?;
+            let hive = registry.snapshot()?;
+            if !hive.key_exists(&key) {
+                return Err(RegistryError::KeyNotFound(key));
+            }
+            let shown = display_key(&hive.key_path(&key).unwrap_or_else(|| key.clone()));
+            if all_values {
+                if !force && !confirm(&format!("Delete all values under the registry key {shown}"))
+                {
+                    return cancelled();
+                }
+                update(&registry, |hive| {
+                    let names: Vec<String> = hive
+                        .values(&key)?
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|(n, _)| n.clone())
+                        .collect();
+                    for n in names {
+                        hive.delete_value(&key, &n)?;
+                    }
+                    Ok::<_, RegistryError>(())
+                })?;
+                return done();
+            }
+            if let Some(name) = value_name(value, empty_value) {
+                if hive.value(&key, &name)?.is_none() {
+                    return Err(RegistryError::ValueNotFound { key, name });
+                }
+                if !force && !confirm(&format!("Delete the registry value {name}")) {
+                    return cancelled();
+                }
+                update(&registry, |hive| {
+                    if hive.delete_value(&key, &name)? {
+                        Ok(())
+                    } else {
+                        Err(RegistryError::ValueNotFound {
+                            key: key.clone(),
+                            name: name.clone(),
+                        })
+                    }
+                })?;
+                return done();
+            }
+            if !force && !confirm(&format!("Permanently delete the registry key {shown}")) {
+                return cancelled();
+            }
+            update(&registry, |hive| {
+                if hive.delete_key(&key)? {
+                    Ok(())
+                } else {
+                    Err(RegistryError::KeyNotFound(key.clone()))
+                }
+            })?;
+            done()
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! `prfmon serve [--listen 127.0.0.1:9358] [--token-file FILE] [--lang 009] [--in-process]`:
+//! `/metrics` for Prometheus, collected on each scrape (see [`crate::cli::server`] and [`prfmon::openmetrics`]).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::cli::server::{MetricsServer, ServeOptions, DEFAULT_LISTEN, WORKERS};
+use crate::cli::token::BearerToken;
+use clap::Args;
+use prfmon::collector::Collector;
+
+/// `prfmon serve ...`.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// The address to listen on; port 0 picks a free port. Loopback by default: give
+    /// `0.0.0.0:9358` to let other machines scrape.
+    #[arg(long, default_value = DEFAULT_LISTEN)]
+    listen: SocketAddr,
+    /// Require `Authorization: Bearer <token>` on every request, the token read from FILE
+    /// (owner root or this user, mode 600, whitespace trimmed). Without it, listening beyond
+    /// loopback prints a warning.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// The language of names and explain texts (a Perflib subkey).
+    #[arg(long, default_value = "009")]
+    lang: String,
+    #[command(flatten)]
+    collector: super::CollectorArgs,
+}
+
+/// Runs `prfmon serve` until SIGINT or SIGTERM.
+pub fn run(args: ServeArgs) -> ExitCode {
+    let token = match &args.token_file {
+        Some(file) => match BearerToken::read(file) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!("prfmon serve: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        None => None,
+    };
+    let registry = match args.collector.open_registry() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("prfmon serve: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    super::report_disabled("serve", &registry);
+    let options = match args.collector.options() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("prfmon serve: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let collector = match Collector::open(registry, options) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("prfmon serve: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let serve_options = ServeOptions {
+        listen: args.listen,
+        lang: args.lang,
+        workers: WORKERS,
+        token,
+    };
+    let server = match MetricsServer::bind(collector, serve_options) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("prfmon serve: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if open_to_the_network(&server.local_addr(), args.token_file.is_none()) {
+        eprintln!(
+            "prfmon serve: warning: listening on {} without --token-file: anyone who can reach \
+             this address reads every counter; listen on 127.0.0.1, or require a bearer token \
+             with --token-file FILE",
+            server.local_addr()
+        );
+    }
+    let stopper = server.stopper();
+    if let Err(e) = ctrlc::set_handler(move || stopper.stop()) {
+        eprintln!("prfmon serve: cannot handle SIGINT/SIGTERM: {e}");
+    }
+    // Tests and scripts read the address from this line (port 0 picks one).
+    eprintln!(
+        "prfmon serve: listening on http://{}/metrics",
+        server.local_addr()
+    );
+    server.run();
+    ExitCode::SUCCESS
+}
+
+/// Whether to warn: a non-loopback address and no token.
+fn open_to_the_network(addr: &SocketAddr, no_token: bool) -> bool {
+    no_token && !addr.ip().is_loopback()
+}

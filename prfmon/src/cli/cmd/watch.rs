@@ -1,0 +1,125 @@
+//! `prfmon watch PATH... [--interval SECONDS] [--lang 009] [--no-scale]`: a live chart of
+//! counters in the terminal ([`crate::cli::chart`]).
+//!
+//! Keys: `+` samples less often, `-` more often (through [`crate::cli::chart::INTERVALS`]); `q`,
+//! Esc or Ctrl-C quit and restore the terminal. The paths are resolved again at every sample,
+//! so wildcards pick up new instances; a path must match something at the start. Collections
+//! are made as `typeperf` makes them ([`super::typeperf::Source`]).
+//!
+//! The hidden option `--frames N` quits by itself after N samples have been drawn, for tests.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use crate::cli::chart::{render, WatchState};
+use clap::Args;
+use prfmon::pdh::{self, FormatOptions};
+use prfmon::sampler::{self, Sampler};
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+
+/// `prfmon watch ...`.
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// Counter paths, e.g. `"\PrfData Demo Worker(*)\% Busy"`.
+    #[arg(required = true)]
+    paths: Vec<String>,
+    /// Seconds between samples (fractions allowed; `+` / `-` change it while running).
+    #[arg(long, default_value = "1", value_parser = super::typeperf::parse_interval)]
+    interval: Duration,
+    /// The language of counter names (a Perflib subkey).
+    #[arg(long, default_value = "009")]
+    lang: String,
+    /// Chart and list the true values instead of value × 10^DefaultScale.
+    #[arg(long)]
+    no_scale: bool,
+    /// Do not cap percentages at 100 (PDH's `PDH_FMT_NOCAP100`): a multi-threaded busy time
+    /// can exceed it.
+    #[arg(long = "nocap100")]
+    nocap100: bool,
+    #[command(flatten)]
+    collector: super::CollectorArgs,
+    /// Quit after this many samples (for tests).
+    #[arg(long, hide = true)]
+    frames: Option<u64>,
+}
+
+/// Runs `prfmon watch`.
+pub fn run(args: WatchArgs) -> ExitCode {
+    match run_inner(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("prfmon watch: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_inner(args: WatchArgs) -> Result<(), String> {
+    let requests = args
+        .paths
+        .iter()
+        .map(|p| pdh::parse(p))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    let mut source = super::typeperf::Source::open("watch", &args.lang, &args.collector)?;
+    let mut first = source.collect()?;
+    if source.include_missing(&requests, &first) {
+        first = source.collect()?;
+    }
+    let names = source.names.clone();
+    sampler::resolve(&requests, &first, &names).map_err(|e| e.to_string())?;
+
+    // perfmon's chart: percentages capped at 100; DefaultScale is applied by the chart state.
+    let options = FormatOptions {
+        cap_percent: !args.nocap100,
+        ..FormatOptions::default()
+    };
+    let mut sampler = Sampler::new(requests, options);
+    let mut state = WatchState::new(args.interval, !args.no_scale);
+    state.update(&sampler.sample(&first, &names));
+
+    let mut terminal = ratatui::try_init().map_err(|e| format!("cannot use the terminal: {e}"))?;
+    let mut draw = |state: &WatchState| {
+        terminal
+            .draw(|frame| render(frame, state))
+            .map(|_| ())
+            .map_err(|e| format!("cannot draw: {e}"))
+    };
+    let result = (|| -> Result<(), String> {
+        draw(&state)?;
+        let mut last = Instant::now();
+        loop {
+            if args.frames.is_some_and(|n| state.samples >= n) {
+                return Ok(());
+            }
+            let due = last + state.interval;
+            let wait = due.saturating_duration_since(Instant::now());
+            if event::poll(wait).map_err(|e| e.to_string())? {
+                match event::read().map_err(|e| e.to_string())? {
+                    Event::Key(key) if key.kind != KeyEventKind::Release => match key.code {
+                        KeyCode::Char('q') | KeyCode::Char('Q') | KeyCode::Esc => return Ok(()),
+                        KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                            return Ok(())
+                        }
+                        KeyCode::Char('+') => state.slower(),
+                        KeyCode::Char('-') => state.faster(),
+                        _ => {}
+                    },
+                    _ => {}
+                }
+                draw(&state)?;
+                continue;
+            }
+            last = Instant::now();
+            let sample = match source.collect() {
+                Ok(snapshot) => sampler.sample(&snapshot, &names),
+                Err(_) => sampler.sample(&Default::default(), &names),
+            };
+            state.update(&sample);
+            draw(&state)?;
+        }
+    })();
+    ratatui::restore();
+    source.close();
+    result
+}

@@ -1,0 +1,24 @@
+//! What only the `prfmon` command needs, on top of the library: argument parsing (clap), one
+//! module per subcommand, the terminal chart of `watch` (ratatui), the HTTP server of `serve`
+//! (tiny_http), standard output that ends quietly when its reader goes, and the logger that
+//! writes the libraries' messages to stderr.
+//!
+//! | module | holds |
+//! |---|---|
+//! | [`cmd`] | one module per subcommand, and the options the collecting ones share |
+//! | [`winargs`] | Windows-style switches (`/S:`, `-si`) mapped to clap's dashes |
+//! | [`chart`] | the live chart of `prfmon watch`: its series, statistics and drawing |
+//! | [`server`], [`token`] | `prfmon serve`'s HTTP server and its bearer token |
+//! | [`stdout`] | `out!` / `outln!`: standard output, quietly ended by a closed pipe |
+//! | [`logger`] | `log` records to stderr as `prfmon: <message>` (`PRFMON_LOG`) |
+//!
+//! Built with the `cli` feature (on by default); the library alone
+//! (`default-features = false`) compiles none of this.
+
+pub mod chart;
+pub mod cmd;
+pub mod logger;
+pub mod server;
+pub mod stdout;
+pub mod token;
+pub mod winargs;

@@ -1,0 +1,336 @@
+//! The collector survives providers that hang, panic, abort, exit, segfault, lie about their byte
+//! count, overrun their buffer, never have enough room or break the object chain: each is
+//! disabled in the registry with a reason, in bounded time, and a good provider beside it
+//! keeps being collected.
+
+use crate::common;
+
+use std::time::{Duration, Instant};
+
+use common::{bounded, name_object, options, provider_copy, register, TEST_WAIT};
+use prfdata::registry::{performance_services, FileRegistry};
+use prfmon::collector::validate::{Call, ProviderFault};
+use prfmon::collector::Collector;
+use prfmon::decode::decode;
+
+/// The bad provider's Open / Collect timeout.
+const TIMEOUT_MS: u32 = 500;
+/// What the collector may take beyond the bad provider's timeout (host start-up, the good
+/// provider, a slow CI machine).
+const SLACK: Duration = Duration::from_secs(10);
+
+const GOOD_INDEX: u32 = 1848;
+const BAD_INDEX: u32 = 1860;
+
+/// Registers a good provider and a bad one in `mode`, collects twice and checks the outcome;
+/// returns the fault the bad one was disabled for.
+fn survive(mode: &'static str) -> ProviderFault {
+    bounded(TEST_WAIT, move || {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = FileRegistry::open(dir.path().join("reg")).unwrap();
+        register(
+            &registry,
+            "Good",
+            &provider_copy(dir.path(), "good"),
+            "good",
+            GOOD_INDEX,
+            5_000,
+        );
+        register(
+            &registry,
+            "Bad",
+            &provider_copy(dir.path(), mode),
+            mode,
+            BAD_INDEX,
+            TIMEOUT_MS,
+        );
+        name_object(&registry, GOOD_INDEX, "Good");
+
+        let started = Instant::now();
+        let mut collector = Collector::open(registry.clone(), options()).unwrap();
+        let first = collector.collect("Global");
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed < Duration::from_millis(TIMEOUT_MS.into()) + SLACK,
+            "{mode}: open + collect took {elapsed:?}"
+        );
+
+        let snap = decode(&first).unwrap();
+        let indexes: Vec<u32> = snap.objects.iter().map(|o| o.name_index).collect();
+        assert_eq!(indexes, [GOOD_INDEX], "{mode}: only the good object");
+
+        let disabled = collector.disabled().to_vec();
+        assert_eq!(disabled.len(), 1, "{mode}: {disabled:?}");
+        assert_eq!(disabled[0].service, "Bad");
+        let services = performance_services(&registry).unwrap();
+        let state: Vec<(&str, bool)> = services
+            .iter()
+            .map(|s| (s.name.as_str(), s.disabled))
+            .collect();
+        assert_eq!(state, [("Bad", true), ("Good", false)], "{mode}");
+
+        // The good provider goes on: its Collect-call counter advanced to 2.
+        let second = decode(&collector.collect("Global")).unwrap();
+        assert_eq!(second.objects.len(), 1);
+        assert_eq!(second.objects[0].instances[0].values[1].as_i64(), Some(2));
+        assert_eq!(collector.disabled().len(), 1, "{mode}: disabled only once");
+        collector.close();
+
+        // A new collector skips the disabled provider without calling it.
+        let mut again = Collector::open(registry, options()).unwrap();
+        assert_eq!(again.open_services(), ["Good"]);
+        assert_eq!(decode(&again.collect("Global")).unwrap().objects.len(), 1);
+        assert!(again.disabled().is_empty());
+        disabled[0].fault.clone()
+    })
+}
+
+#[test]
+fn a_provider_that_hangs_in_collect_is_timed_out_and_disabled() {
+    let fault = survive("hang");
+    assert_eq!(
+        fault,
+        ProviderFault::Timeout {
+            call: Call::Collect,
+            timeout_ms: TIMEOUT_MS.into()
+        }
+    );
+}
+
+#[test]
+fn a_provider_that_hangs_in_open_is_timed_out_and_disabled() {
+    let fault = survive("hang-open");
+    assert_eq!(
+        fault,
+        ProviderFault::Timeout {
+            call: Call::Open,
+            timeout_ms: TIMEOUT_MS.into()
+        }
+    );
+}
+
+#[test]
+fn a_provider_that_panics_is_disabled() {
+    let fault = survive("panic");
+    // A panic cannot unwind out of an extern "system" function: the host aborts.
+    assert!(
+        matches!(&fault, ProviderFault::Crashed { call: Call::Collect, how } if how.contains("SIGABRT")),
+        "{fault}"
+    );
+}
+
+#[test]
+fn a_provider_that_aborts_is_disabled() {
+    let fault = survive("abort");
+    assert!(
+        matches!(&fault, ProviderFault::Crashed { call: Call::Collect, how } if how.contains("SIGABRT")),
+        "{fault}"
+    );
+}
+
+#[test]
+fn a_provider_that_exits_the_process_is_disabled() {
+    let fault = survive("exit");
+    assert!(
+        matches!(&fault, ProviderFault::Crashed { call: Call::Collect, how } if how == "exited with status 0"),
+        "{fault}"
+    );
+}
+
+#[test]
+fn a_provider_that_segfaults_is_disabled() {
+    let fault = survive("segfault");
+    assert!(
+        matches!(&fault, ProviderFault::Crashed { call: Call::Collect, how } if how.contains("SIGSEGV")),
+        "{fault}"
+    );
+}
+
+#[test]
+fn a_provider_that_lies_about_its_byte_count_is_disabled() {
+    let fault = survive("lie-bytes");
+    assert!(
+        matches!(fault, ProviderFault::ByteCountMismatch { advance, bytes } if bytes as i64 == advance + 8),
+        "{fault}"
+    );
+}
+
+#[test]
+fn a_provider_whose_byte_count_its_objects_do_not_fill_is_disabled() {
+    // 4 bytes more than its one object: a multiple of 4 (seed 004's DWORD) is not refused as
+    // such, but the objects must add up to the count.
+    let fault = survive("odd-bytes");
+    assert!(
+        matches!(fault, ProviderFault::ObjectChain { num_objects: 1, sum, bytes } if bytes as usize == sum + 4),
+        "{fault}"
+    );
+}
+
+#[test]
+fn a_provider_that_writes_past_its_buffer_is_disabled() {
+    let fault = survive("overrun");
+    assert!(matches!(fault, ProviderFault::Overrun { .. }), "{fault}");
+}
+
+#[test]
+fn a_provider_that_always_wants_more_room_is_disabled_at_the_cap() {
+    let fault = survive("greedy");
+    assert_eq!(
+        fault,
+        ProviderFault::BufferCap {
+            cap: prfmon::collector::MAX_BUFFER
+        }
+    );
+}
+
+#[test]
+fn a_provider_whose_objects_do_not_add_up_is_disabled() {
+    let fault = survive("bad-chain");
+    assert!(
+        matches!(fault, ProviderFault::ObjectChain { num_objects: 2, .. }),
+        "{fault}"
+    );
+}
+
+#[test]
+fn a_provider_whose_open_fails_is_skipped_not_disabled() {
+    bounded(TEST_WAIT, || {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = FileRegistry::open(dir.path().join("reg")).unwrap();
+        register(
+            &registry,
+            "Good",
+            &provider_copy(dir.path(), "good"),
+            "good",
+            GOOD_INDEX,
+            5_000,
+        );
+        register(
+            &registry,
+            "NoOpen",
+            &provider_copy(dir.path(), "fail"),
+            "fail-open",
+            BAD_INDEX,
+            5_000,
+        );
+        let mut collector = Collector::open(registry.clone(), options()).unwrap();
+        assert_eq!(collector.open_services(), ["Good"]);
+        assert_eq!(
+            decode(&collector.collect("Global")).unwrap().objects.len(),
+            1
+        );
+        assert!(collector.disabled().is_empty());
+        assert!(performance_services(&registry)
+            .unwrap()
+            .iter()
+            .all(|s| !s.disabled));
+    });
+}
+
+#[test]
+fn a_provider_that_prints_to_stdout_does_not_corrupt_the_host_protocol() {
+    bounded(TEST_WAIT, || {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = FileRegistry::open(dir.path().join("reg")).unwrap();
+        register(
+            &registry,
+            "Chatty",
+            &provider_copy(dir.path(), "chatty"),
+            "chatty",
+            GOOD_INDEX,
+            5_000,
+        );
+        let mut collector = Collector::open(registry, options()).unwrap();
+        for _ in 0..3 {
+            assert_eq!(
+                decode(&collector.collect("Global")).unwrap().objects.len(),
+                1
+            );
+        }
+        assert!(collector.disabled().is_empty());
+    });
+}
+
+#[test]
+fn prfmon_query_logs_the_reason_it_disabled_a_provider() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("reg");
+    let registry = FileRegistry::open(&root).unwrap();
+    register(
+        &registry,
+        "Good",
+        &provider_copy(dir.path(), "good"),
+        "good",
+        GOOD_INDEX,
+        5_000,
+    );
+    register(
+        &registry,
+        "Crashy",
+        &provider_copy(dir.path(), "segv"),
+        "segfault",
+        BAD_INDEX,
+        5_000,
+    );
+    name_object(&registry, GOOD_INDEX, "Good");
+    let run = common::prfmon(&root, &["query"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("disabled the performance counters of service Crashy")
+            && run.stderr.contains("SIGSEGV"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.contains("Object Good (1848)"), "{}", run.stdout);
+    let q = common::prfmon(
+        &root,
+        &[
+            "reg",
+            "query",
+            r"HKLM\SYSTEM\CurrentControlSet\Services\Crashy\Performance",
+            "/v",
+            "Disable Performance Counters",
+        ],
+    );
+    assert!(q.stdout.contains("REG_DWORD    0x1"), "{}", q.stdout);
+}
+
+#[test]
+fn prfmon_query_returns_in_bounded_time_when_a_provider_hangs() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("reg");
+    let registry = FileRegistry::open(&root).unwrap();
+    register(
+        &registry,
+        "Good",
+        &provider_copy(dir.path(), "good"),
+        "good",
+        GOOD_INDEX,
+        5_000,
+    );
+    register(
+        &registry,
+        "Stuck",
+        &provider_copy(dir.path(), "stuck"),
+        "hang",
+        BAD_INDEX,
+        TIMEOUT_MS,
+    );
+    let started = Instant::now();
+    let run = common::prfmon(&root, &["query", "--json"]);
+    let elapsed = started.elapsed();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        elapsed < Duration::from_millis(TIMEOUT_MS.into()) + SLACK,
+        "{elapsed:?}"
+    );
+    assert!(
+        run.stderr
+            .contains("service Stuck: Collect did not return within 500 ms"),
+        "{}",
+        run.stderr
+    );
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(json["objects"].as_array().map(Vec::len), Some(1));
+}

@@ -1,0 +1,45 @@
+//! prfmon's integration tests, in one test binary: one module per feature, with real processes
+//! (the `prfmon` binary, provider hosts, apps that publish counters), real registries and
+//! blocks in temp folders, and the real provider library loaded through `dlopen`.
+//!
+//! Helpers: [`common`] (running `prfmon`, the deliberately bad test providers and the C
+//! provider), [`prfdata_app`] (an app installed with the real provider, run as this binary
+//! re-executed), [`sampling_app`] (the app of the `typeperf` and `watch` tests),
+//! [`serve_common`] (the app, `prfmon serve` and an HTTP client for the `serve` tests),
+//! [`privilege`] (files owned by another user, for the trust tests). What other crates' tests
+//! need too is in `prfdata-testkit`.
+//!
+//! A module that re-executes this binary as a child names its entry test with
+//! `prfdata_testkit::test_path!`, and a test that loads a provider into this process holds
+//! `prfdata_testkit::ProcessEnv` for as long as the provider reads the environment.
+
+mod common;
+mod prfdata_app;
+mod privilege;
+mod sampling_app;
+mod serve_common;
+
+mod bad_providers;
+mod block_faults;
+mod broken_pipe;
+mod collector;
+mod disabled_providers;
+mod dword_rule;
+mod elapsed_time;
+mod end_to_end;
+mod host_user;
+mod hostile_files;
+mod hostile_names;
+mod isolation;
+mod list;
+mod lodctr;
+mod logging;
+mod parents;
+mod query_decode;
+mod reg;
+mod serve;
+mod serve_auth;
+mod serve_prometheus;
+mod trust;
+mod typeperf;
+mod watch;

@@ -1,0 +1,130 @@
+//! Real users for the privilege tests: they run as root (as this machine and CI do), make
+//! files owned by an unprivileged user (uid 65534, `nobody`) and run `prfmon` against them.
+//! Not root: each test prints why it is skipped and passes.
+
+#![allow(dead_code)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use prfdata::registry::{register_service, FileRegistry, ServiceConfig};
+
+use super::common::{finish, name_object, test_providers_library, Run};
+
+/// The unprivileged user: `nobody` on Debian and most systems.
+pub const OTHER_UID: u32 = 65534;
+
+/// Whether the test can run (root); prints why not.
+pub fn root_or_skip(test: &str) -> bool {
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    eprintln!("{test}: skipped: needs root, to make files owned by uid {OTHER_UID}");
+    false
+}
+
+/// The name of [`OTHER_UID`] in the user database (for `--host-user`), or `None`, printed as
+/// a skip reason.
+pub fn other_user_name(test: &str) -> Option<String> {
+    let name = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(OTHER_UID))
+        .ok()
+        .flatten()
+        .map(|u| u.name);
+    if name.is_none() {
+        eprintln!("{test}: skipped: no user with uid {OTHER_UID} in the user database");
+    }
+    name
+}
+
+/// Gives `path` to `uid` (and group `uid`).
+pub fn chown(path: &Path, uid: u32) {
+    std::os::unix::fs::chown(path, Some(uid), Some(uid)).expect("chown");
+}
+
+/// Sets `path`'s permission bits.
+pub fn chmod(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+/// A temp folder every user may traverse (root's, 0755), so that what the tests place in it
+/// is reached through folders that pass the trust checks.
+pub fn shared_tempdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    chmod(dir.path(), 0o755);
+    dir
+}
+
+/// A folder `dir/name` owned by [`OTHER_UID`], 0755.
+pub fn other_users_folder(dir: &Path, name: &str) -> PathBuf {
+    let folder = dir.join(name);
+    std::fs::create_dir(&folder).expect("mkdir");
+    chown(&folder, OTHER_UID);
+    chmod(&folder, 0o755);
+    folder
+}
+
+/// Copies `from` to `to` with `mode`; returns `to`.
+pub fn copy(from: &Path, to: &Path, mode: u32) -> PathBuf {
+    std::fs::copy(from, to).expect("copy");
+    chmod(to, mode);
+    to.to_path_buf()
+}
+
+/// A copy of `prfmon` in `dir` that any user may run (the build folder may sit where another
+/// user cannot reach it): it also runs the provider hosts.
+pub fn public_prfmon(dir: &Path) -> PathBuf {
+    copy(
+        Path::new(env!("CARGO_BIN_EXE_prfmon")),
+        &dir.join("prfmon"),
+        0o755,
+    )
+}
+
+/// A copy of the test providers' library at `path`, owned by `uid`, with `mode`.
+pub fn test_provider_at(path: &Path, uid: u32, mode: u32) -> PathBuf {
+    copy(&test_providers_library(), path, mode);
+    chown(path, uid);
+    path.to_path_buf()
+}
+
+/// Registers the test provider at `library` as `service`, good mode, its object at `index`
+/// named `title`; Open and Close append to `call_log`.
+pub fn register_good(
+    registry: &FileRegistry,
+    service: &str,
+    library: &Path,
+    index: u32,
+    title: &str,
+    call_log: &Path,
+) {
+    let mut cfg = ServiceConfig::new(
+        library.display().to_string(),
+        "OpenPerformanceData",
+        "CollectPerformanceData",
+        "ClosePerformanceData",
+    );
+    cfg.export = vec![
+        "good".into(),
+        index.to_string(),
+        call_log.display().to_string(),
+    ];
+    register_service(registry, service, &cfg).expect("register the service");
+    name_object(registry, index, title);
+}
+
+/// Runs `exe args...` with `PRFDATA_REGISTRY=registry` (and `env`), to the end.
+pub fn run(exe: &Path, registry: &Path, args: &[&str], env: &[(&str, &Path)]) -> Run {
+    let mut command = Command::new(exe);
+    command
+        .args(args)
+        .env("PRFDATA_REGISTRY", registry)
+        .env_remove("PRFDATA_REGISTRY_FAULT")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    finish(command.spawn().expect("spawn prfmon"))
+}

@@ -1,0 +1,157 @@
+//! `prfmon query` and `prfmon decode` through the real binary: the `--raw` / `decode` round
+//! trip, query strings and names, and a decoder that refuses bad files with the offset.
+
+use crate::common;
+
+use std::path::Path;
+
+use common::{name_object, prfmon, provider_copy, register};
+use prfdata::registry::FileRegistry;
+
+fn setup(dir: &Path) -> std::path::PathBuf {
+    let root = dir.join("reg");
+    let registry = FileRegistry::open(&root).unwrap();
+    for (name, index) in [("Jobs", 1848), ("Workers", 1860)] {
+        register(
+            &registry,
+            name,
+            &provider_copy(dir, name),
+            "good",
+            index,
+            5_000,
+        );
+        name_object(&registry, index, name);
+    }
+    root
+}
+
+#[test]
+fn raw_bytes_written_by_query_decode_to_the_same_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = setup(dir.path());
+    let raw = dir.path().join("block.bin");
+    let raw_arg = raw.display().to_string();
+
+    let query = prfmon(&root, &["query", "--raw", &raw_arg, "--json"]);
+    assert_eq!(query.code, 0, "{}", query.stderr);
+    let bytes = std::fs::read(&raw).unwrap();
+    assert_eq!(&bytes[..8], b"P\0E\0R\0F\0");
+    let decoded = prfmon(&root, &["decode", &raw_arg, "--json"]);
+    assert_eq!(decoded.code, 0, "{}", decoded.stderr);
+    // The same output, but for the service of each object, which query knows and a
+    // PERF_DATA_BLOCK has no room for.
+    let mut queried: serde_json::Value = serde_json::from_str(&query.stdout).unwrap();
+    let mut services = Vec::new();
+    for object in queried["objects"].as_array_mut().unwrap() {
+        let service = object.as_object_mut().unwrap().remove("service");
+        services.push(service.and_then(|s| s.as_str().map(str::to_owned)));
+    }
+    assert_eq!(services, [Some("Jobs".into()), Some("Workers".into())]);
+    let json: serde_json::Value = serde_json::from_str(&decoded.stdout).unwrap();
+    assert_eq!(json, queried);
+
+    assert_eq!(json["total_byte_length"].as_u64(), Some(bytes.len() as u64));
+    let jobs = &json["objects"][0];
+    assert_eq!(jobs["name"], "Jobs");
+    assert_eq!(jobs["help"], "Jobs help.");
+    assert_eq!(jobs["counters"][0]["name"], "Jobs Count");
+    assert_eq!(jobs["counters"][0]["type_name"], "PERF_COUNTER_RAWCOUNT");
+    assert_eq!(jobs["counters"][1]["differentiate"], true);
+    assert_eq!(jobs["instances"][1]["name"], "beta");
+    assert_eq!(jobs["instances"][2]["name"], "alpha#1");
+    assert_eq!(jobs["instances"][2]["values"][0], 30);
+    assert_eq!(json["objects"][1]["name"], "Workers");
+
+    // The table: query (without --raw) and decode print the same layout.
+    let table = prfmon(&root, &["decode", &raw_arg]);
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    assert!(
+        table
+            .stdout
+            .contains("Object Jobs (1848), detail novice, 2 counters, 3 instances"),
+        "{}",
+        table.stdout
+    );
+    let row = table
+        .stdout
+        .lines()
+        .find(|l| l.contains("Jobs Count") && l.contains("alpha#1"))
+        .unwrap_or_else(|| panic!("{}", table.stdout));
+    assert!(
+        row.contains("PERF_COUNTER_RAWCOUNT") && row.trim_end().ends_with("30"),
+        "{row}"
+    );
+}
+
+#[test]
+fn query_takes_object_indexes_or_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = setup(dir.path());
+    let objects = |args: &[&str]| -> Vec<String> {
+        let run = prfmon(&root, args);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        json["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(objects(&["query", "1860", "--json"]), ["Workers"]);
+    assert_eq!(
+        objects(&["query", "workers", "Jobs", "--json"]),
+        ["Jobs", "Workers"]
+    );
+    assert_eq!(
+        objects(&["query", "Costly", "--json"]),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        objects(&["query", "--in-process", "--json"]),
+        ["Jobs", "Workers"]
+    );
+    let unknown = prfmon(&root, &["query", "Nothing"]);
+    assert_eq!(unknown.code, 1);
+    assert!(
+        unknown.stderr.contains("no object named `Nothing`"),
+        "{}",
+        unknown.stderr
+    );
+}
+
+#[test]
+fn decode_refuses_garbage_and_truncated_files_naming_the_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = setup(dir.path());
+    let raw = dir.path().join("block.bin");
+    let raw_arg = raw.display().to_string();
+    assert_eq!(prfmon(&root, &["query", "--raw", &raw_arg]).code, 0);
+    let bytes = std::fs::read(&raw).unwrap();
+
+    let garbage = dir.path().join("garbage.bin");
+    std::fs::write(&garbage, b"this is not a perf data block, not at all, no").unwrap();
+    let run = prfmon(&root, &["decode", &garbage.display().to_string()]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("at offset 0"), "{}", run.stderr);
+
+    // Cut inside the second object and fix TotalByteLength to match: the error names where
+    // the object runs out.
+    let cut = bytes.len() - 40;
+    let mut truncated = bytes[..cut].to_vec();
+    truncated[20..24].copy_from_slice(&(cut as u32).to_le_bytes());
+    let short = dir.path().join("short.bin");
+    std::fs::write(&short, &truncated).unwrap();
+    let run = prfmon(&root, &["decode", &short.display().to_string()]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr
+            .contains("truncated PERF_OBJECT_TYPE (TotalByteLength) at offset"),
+        "{}",
+        run.stderr
+    );
+
+    let missing = prfmon(&root, &["decode", "/nonexistent/block.bin"]);
+    assert_eq!(missing.code, 1);
+    assert!(missing.stderr.contains("cannot read"), "{}", missing.stderr);
+}

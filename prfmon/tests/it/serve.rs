@@ -1,0 +1,212 @@
+//! `prfmon serve` as a process: the exact values of a real app, labels, types, costly
+//! objects, concurrent scrapes, 404 / 405 / 400, the loopback default, and `promtool check
+//! metrics` on the output when Prometheus' tools are installed.
+
+use crate::serve_common;
+
+use serve_common::*;
+
+const SVC: &str = "prfdata_serve_test_service";
+const APP: &str = "app=\"ServeTestApp\"";
+
+#[test]
+fn metrics_carry_the_apps_raw_values_exactly_with_types_help_and_labels() {
+    let setup = setup();
+    let _app = setup.start_app("static");
+    let (_serve, addr, log) = setup.start_serve(&["--listen", "127.0.0.1:0"]);
+    let addr = addr.expect("listening");
+    let r = get(addr, "/metrics");
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(
+        r.head
+            .to_ascii_lowercase()
+            .contains("content-type: application/openmetrics-text; version=1.0.0"),
+        "{}",
+        r.head
+    );
+    let text = r.body;
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    let s = samples(&text);
+    let want = [
+        (
+            format!("{SVC}_requests_per_second_total{{{APP}}}"),
+            FIXED_REQUESTS.to_string(),
+        ),
+        (
+            format!("{SVC}_avg_latency_total{{{APP}}}"),
+            LATENCY.to_string(),
+        ),
+        (
+            format!("{SVC}_avg_latency_base_total{{{APP}}}"),
+            LATENCY_BASE.to_string(),
+        ),
+        (format!("{SVC}_queue_length{{{APP}}}"), QUEUE.to_string()),
+        (
+            format!("prfdata_serve_test_pool_size{{{APP},instance=\"pool A\"}}"),
+            "2".into(),
+        ),
+        (
+            format!("prfdata_serve_test_pool_size{{{APP},instance=\"pool B\"}}"),
+            "1".into(),
+        ),
+        (
+            format!(
+                "prfdata_serve_test_worker_jobs_done{{{APP},instance=\"w1\",parent=\"pool A\"}}"
+            ),
+            "5".into(),
+        ),
+        (
+            format!(
+                "prfdata_serve_test_worker_jobs_done{{{APP},instance=\"w2\",parent=\"pool A\"}}"
+            ),
+            "6".into(),
+        ),
+        (
+            format!(
+                "prfdata_serve_test_worker_jobs_done{{{APP},instance=\"w1\",parent=\"pool B\"}}"
+            ),
+            (1i64 << 40).to_string(),
+        ),
+    ];
+    for (series, value) in &want {
+        assert_eq!(
+            s.get(series),
+            Some(value),
+            "{series} in\n{text}\nserve log:\n{}",
+            log.lock().unwrap()
+        );
+    }
+    assert_eq!(s.len(), want.len(), "no other series:\n{text}");
+    for line in [
+        format!("# TYPE {SVC}_requests_per_second counter"),
+        format!("# TYPE {SVC}_avg_latency_base counter"),
+        format!("# TYPE {SVC}_queue_length gauge"),
+        format!("# HELP {SVC}_queue_length Requests waiting right now. [Serve Test Service\\\\Queue length, PERF_COUNTER_RAWCOUNT]"),
+        "# TYPE prfdata_serve_test_worker_jobs_done gauge".to_owned(),
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+    }
+    assert!(
+        !text.contains("scans"),
+        "costly objects are not in a Global scrape"
+    );
+
+    // What `curl` and `promtool` get: the classic text format, the same series and values.
+    let classic = request(addr, "GET", "/metrics", "*/*");
+    assert_eq!(classic.status, 200);
+    assert!(
+        classic
+            .head
+            .to_ascii_lowercase()
+            .contains("content-type: text/plain; version=0.0.4"),
+        "{}",
+        classic.head
+    );
+    assert!(!classic.body.contains("# EOF"));
+    assert!(classic
+        .body
+        .lines()
+        .any(|l| l == format!("# TYPE {SVC}_requests_per_second_total counter")));
+    assert_eq!(samples(&classic.body), s);
+    if let Some(promtool) = require_tool("promtool") {
+        let (ok, said) = promtool_check(&promtool, &classic.body);
+        assert!(ok, "promtool check metrics: {said}\n{}", classic.body);
+    }
+}
+
+#[test]
+fn costly_objects_come_with_query_costly_and_bad_queries_are_400() {
+    let setup = setup();
+    let _app = setup.start_app("static");
+    let (_serve, addr, _log) = setup.start_serve(&["--listen", "127.0.0.1:0"]);
+    let addr = addr.expect("listening");
+    let r = get(addr, "/metrics?query=Costly");
+    assert_eq!(r.status, 200);
+    let s = samples(&r.body);
+    assert_eq!(
+        s.get(&format!("prfdata_serve_test_debug_scans{{{APP}}}")),
+        Some(&SCANS.to_string()),
+        "{}",
+        r.body
+    );
+    assert_eq!(get(addr, "/metrics?query=Foreign%20box").status, 400);
+    assert_eq!(get(addr, "/metrics?query=%zz").status, 400);
+}
+
+#[test]
+fn unknown_paths_are_404_and_other_methods_405() {
+    let setup = setup();
+    let (_serve, addr, _log) = setup.start_serve(&["--listen", "127.0.0.1:0"]);
+    let addr = addr.expect("listening");
+    for path in ["/nothing", "/metrics/", "/metricsx", "/favicon.ico"] {
+        assert_eq!(get(addr, path).status, 404, "{path}");
+    }
+    let post = http(addr, "POST", "/metrics");
+    assert_eq!(post.status, 405);
+    assert!(
+        post.head.to_ascii_lowercase().contains("allow: get, head"),
+        "{}",
+        post.head
+    );
+    assert_eq!(get(addr, "/").status, 200);
+    let head = http(addr, "HEAD", "/metrics");
+    assert_eq!(head.status, 200);
+    assert!(head.body.is_empty());
+}
+
+#[test]
+fn concurrent_scrapes_all_get_complete_valid_output() {
+    const SCRAPERS: usize = 8;
+    const ROUNDS: usize = 5;
+    let setup = setup();
+    let _app = setup.start_app("ticking");
+    let (_serve, addr, _log) = setup.start_serve(&["--listen", "127.0.0.1:0"]);
+    let addr = addr.expect("listening");
+    let threads: Vec<_> = (0..SCRAPERS)
+        .map(|_| {
+            std::thread::spawn(move || {
+                (0..ROUNDS)
+                    .map(|_| {
+                        let r = get(addr, "/metrics");
+                        assert_eq!(r.status, 200);
+                        assert!(r.body.ends_with("# EOF\n"));
+                        let s = samples(&r.body);
+                        let v: u64 = s[&format!("{SVC}_requests_per_second_total{{{APP}}}")]
+                            .parse()
+                            .expect("a number");
+                        assert_eq!(
+                            s[&format!("{SVC}_queue_length{{{APP}}}")],
+                            QUEUE.to_string()
+                        );
+                        v
+                    })
+                    .collect::<Vec<u64>>()
+            })
+        })
+        .collect();
+    for t in threads {
+        let values = t.join().expect("a scraper thread");
+        assert!(
+            values.windows(2).all(|w| w[0] <= w[1]),
+            "a counter never goes back: {values:?}"
+        );
+    }
+}
+
+#[test]
+fn serve_listens_on_loopback_by_default() {
+    let setup = setup();
+    let (_serve, addr, log) = setup.start_serve(&[]);
+    match addr {
+        Ok(addr) => {
+            assert_eq!(addr, "127.0.0.1:9358".parse().unwrap());
+            assert_eq!(get(addr, "/nothing").status, 404);
+        }
+        // Another server holds the port on this machine: the attempt still names loopback.
+        Err(line) => assert!(
+            line.contains("127.0.0.1:9358"),
+            "{line}\n{}",
+            log.lock().unwrap()
+        ),
+    }
+}

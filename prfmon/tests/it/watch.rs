@@ -1,0 +1,210 @@
+//! `prfmon watch` as a person uses it: the real binary in an 80×24 tmux pane, against a real
+//! app and the real provider; keys typed with `send-keys`, the screen read with
+//! `capture-pane`. Without tmux these tests say so loudly and pass (install Debian's `tmux`).
+//! The rendering itself is unit-tested with ratatui's `TestBackend` in `src/watch.rs`.
+
+use crate::common;
+use crate::sampling_app;
+
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::finish;
+use sampling_app::{shell_env, tp, App};
+
+/// How long the screen may take to show what a test waits for.
+const SCREEN_WAIT: Duration = Duration::from_secs(30);
+
+fn tmux_missing() -> bool {
+    let ok = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "SKIPPED: tmux is not installed, so `prfmon watch` was not tested in a terminal \
+             (apt-get install tmux)"
+        );
+    }
+    !ok
+}
+
+/// A tmux server of its own (`-L`), killed when dropped.
+struct Pane {
+    socket: String,
+}
+
+impl Pane {
+    /// Runs `prfmon watch ARGS` in a new 80×24 pane; when it exits the pane shows
+    /// `EXITED <code>`.
+    fn start(app: &App, args: &str) -> Pane {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let socket = format!(
+            "prfmon-watch-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let command = format!(
+            "{} '{}' watch {args}; echo \"EXITED $?\"; sleep 120",
+            shell_env(app),
+            env!("CARGO_BIN_EXE_prfmon")
+        );
+        let status = Command::new("tmux")
+            .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
+            .args(["-x", "80", "-y", "24", &command])
+            .env_remove("TMUX")
+            .status()
+            .expect("run tmux");
+        assert!(status.success(), "tmux new-session failed");
+        Pane { socket }
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .expect("run tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p"])
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys"];
+        args.extend_from_slice(keys);
+        self.tmux(&args);
+    }
+
+    /// Waits (bounded) until the screen satisfies `ok`; returns it.
+    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + SCREEN_WAIT;
+        loop {
+            let screen = self.screen();
+            if ok(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the screen never showed {what}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+#[test]
+fn the_chart_follows_instances_changes_interval_and_quits_on_q() {
+    if tmux_missing() {
+        return;
+    }
+    let app = App::start();
+    let pane = Pane::start(
+        &app,
+        r"'\TP Service\Queue length' '\TP Service\Jobs/sec' '\TP Worker(*)\Done' --interval 0.25",
+    );
+    let screen = pane.wait_for("the legend with the app's values", |s| {
+        s.contains("Legend") && s.contains("42.000") && s.contains(r"Worker(w2)\Done")
+    });
+    let lines: Vec<&str> = screen.lines().collect();
+    assert!(lines.len() <= 24, "{screen}");
+    assert!(lines.iter().all(|l| l.chars().count() <= 80), "{screen}");
+    assert!(screen.contains("every 250 ms"), "{screen}");
+    let jobs = lines
+        .iter()
+        .find(|l| l.contains(r"\Jobs/sec"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(
+        jobs.contains("0.1"),
+        "Jobs/sec's DefaultScale -1 in the legend: {jobs}"
+    );
+    let w1 = lines
+        .iter()
+        .find(|l| l.contains(r"Worker(w1)\Done"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(w1.contains("7.000"), "{w1}");
+
+    // w2 goes, w3 comes.
+    let w2 = app
+        .prf
+        .instances(tp::WORKER)
+        .expect("list the workers")
+        .into_iter()
+        .find(|i| app.prf.instance_name(*i).as_deref() == Some("w2"))
+        .expect("w2");
+    app.prf.remove_instance(w2).expect("remove w2");
+    let w3 = app.prf.add_instance(tp::WORKER, "w3").expect("add w3");
+    app.prf
+        .get_ctr32(tp::DONE, w3)
+        .store(11, std::sync::atomic::Ordering::Relaxed);
+    let screen = pane.wait_for("w2 gone and w3 added", |s| {
+        s.contains(r"Worker(w2)\Done (gone)") && s.contains(r"Worker(w3)\Done")
+    });
+    assert!(screen.contains("11.000"), "{screen}");
+
+    pane.keys(&["+"]);
+    pane.wait_for("the longer interval", |s| s.contains("every 500 ms"));
+    pane.keys(&["-", "-"]);
+    pane.wait_for("the shorter interval", |s| s.contains("every 250 ms"));
+
+    pane.keys(&["q"]);
+    let screen = pane.wait_for("a clean exit", |s| s.contains("EXITED 0"));
+    assert!(
+        !screen.contains("Legend"),
+        "the chart is gone, the screen restored:\n{screen}"
+    );
+}
+
+#[test]
+fn escape_and_ctrl_c_quit_too() {
+    if tmux_missing() {
+        return;
+    }
+    let app = App::start();
+    for key in ["Escape", "C-c"] {
+        let pane = Pane::start(&app, r"'\TP Service\Queue length' --interval 0.25");
+        pane.wait_for("the legend", |s| s.contains("42.000"));
+        pane.keys(&[key]);
+        pane.wait_for(&format!("a clean exit on {key}"), |s| {
+            s.contains("EXITED 0")
+        });
+    }
+}
+
+#[test]
+fn frames_quits_by_itself_after_that_many_samples() {
+    if tmux_missing() {
+        return;
+    }
+    let app = App::start();
+    let pane = Pane::start(
+        &app,
+        r"'\TP Worker(*)\Done' --interval 0.1 --frames 5 --no-scale",
+    );
+    let screen = pane.wait_for("a clean exit", |s| s.contains("EXITED 0"));
+    assert!(!screen.contains("Legend"), "{screen}");
+}
+
+#[test]
+fn a_path_that_matches_nothing_fails_before_taking_the_terminal() {
+    let app = App::start();
+    let run = finish(app.spawn(&["watch", r"\TP Worker(*)\Dome", "--frames", "1"]));
+    assert_ne!(run.code, 0);
+    assert!(
+        run.stderr.contains("matches no available counter")
+            && run.stderr.contains(r"\TP Worker(*)\Done"),
+        "{}",
+        run.stderr
+    );
+}
