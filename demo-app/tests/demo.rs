@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use prfdata::registry::FileRegistry;
+use prfdata_registry::FileRegistry;
 use prfmon::collector::{Collector, CollectorOptions, Isolation};
 use prfmon::decode::{decode, DataSnapshot};
 use prfmon::names::{instance_names, Names};

@@ -210,7 +210,7 @@ pub enum Error {
     #[error("invalid map: {0}")]
     Map(#[from] MapError),
     /// An app name that cannot name a block file (it came from the registry's
-    /// `Linkage\Export`, or a map built by hand): see [`crate::untrusted::check_name`].
+    /// `Linkage\Export`, or a map built by hand): see [`prfdata_untrusted::check_name`].
     #[error("{0}")]
-    BadName(#[from] crate::untrusted::BadName),
+    BadName(#[from] prfdata_untrusted::BadName),
 }

@@ -62,12 +62,11 @@ compile_error!("prfdata's shared block and the perflib wire format are little-en
 pub mod block;
 pub mod clock;
 pub mod counter_type;
+#[cfg(feature = "install")]
 pub mod install;
 pub mod map;
 pub mod optex;
 pub mod process;
-pub mod registry;
-pub mod untrusted;
 pub mod winperf;
 
 mod error;

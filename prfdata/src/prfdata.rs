@@ -408,6 +408,7 @@ impl<M: PerfDataMap> PrfData<M> {
     }
 
     /// Installs this map (CPrfData's `Install`): see [`install::install`](crate::install::install).
+    /// Feature `install`.
     ///
     /// # Errors
     ///
@@ -428,14 +429,15 @@ impl<M: PerfDataMap> PrfData<M> {
     /// })?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[cfg(feature = "install")]
     pub fn install(
         options: &crate::install::InstallOptions,
-    ) -> Result<crate::registry::CounterRange, crate::install::InstallError> {
+    ) -> Result<crate::install::CounterRange, crate::install::InstallError> {
         crate::install::install(M::DEF, options)
     }
 
     /// Uninstalls this map (CPrfData's `Uninstall`): see
-    /// [`install::uninstall`](crate::install::uninstall).
+    /// [`install::uninstall`](crate::install::uninstall). Feature `install`.
     ///
     /// # Errors
     ///
@@ -450,7 +452,8 @@ impl<M: PerfDataMap> PrfData<M> {
     /// m::PrfData::uninstall()?;
     /// # Ok::<(), prfdata::install::InstallError>(())
     /// ```
-    pub fn uninstall() -> Result<crate::registry::CounterRange, crate::install::InstallError> {
+    #[cfg(feature = "install")]
+    pub fn uninstall() -> Result<crate::install::CounterRange, crate::install::InstallError> {
         crate::install::uninstall(M::DEF)
     }
 

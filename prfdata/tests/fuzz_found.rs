@@ -55,7 +55,7 @@ fn a_counter_offset_near_u32_max_is_refused_without_overflow() {
 /// refused, with the path, wherever it is in the path.
 #[test]
 fn a_key_name_ending_in_whitespace_is_refused_wherever_it_is() {
-    use prfdata::registry::{
+    use prfdata_registry::{
         lodctr, update, FileRegistry, LodctrOptions, Registry, RegistryError, Value,
     };
 

@@ -8,11 +8,11 @@ mod common;
 use common::testmap;
 use prfdata::install::{install_in, InstallError, InstallOptions};
 use prfdata::map::MapDef;
-use prfdata::registry::{
+use prfdata_registry::{
     lodctr, register_service, set_service_enabled, unlodctr, FileRegistry, LodctrError,
     LodctrOptions, Registry, RegistryError, ServiceConfig,
 };
-use prfdata::untrusted::{BadName, NameKind, NameRule};
+use prfdata_untrusted::{BadName, NameKind, NameRule};
 
 /// Names that could leave their key or folder, with the rule each breaks.
 fn hostile() -> Vec<(String, NameRule)> {
@@ -76,7 +76,7 @@ fn registry_calls_refuse_service_names_that_are_not_one_key() {
         };
         bad(register_service(&reg, &name, &config).unwrap_err());
         bad(set_service_enabled(&reg, &name, false).unwrap_err());
-        bad(prfdata::registry::first_counter_help(&reg, &name).unwrap_err());
+        bad(prfdata_registry::first_counter_help(&reg, &name).unwrap_err());
         match unlodctr(&reg, &name).unwrap_err() {
             LodctrError::Registry(e) => bad(e),
             other => panic!("{name:?}: {other:?}"),

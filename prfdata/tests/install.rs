@@ -4,7 +4,7 @@ mod common;
 
 use common::testmap;
 use prfdata::install::{install_in, uninstall_in, InstallError, InstallOptions};
-use prfdata::registry::{
+use prfdata_registry::{
     first_counter_help, lodctr, paths, perflib, FileRegistry, LodctrError, LodctrOptions, Registry,
     Value,
 };

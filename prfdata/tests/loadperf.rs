@@ -2,7 +2,7 @@
 //! command lines as lodctr / unlodctr take them, against the default registry
 //! (`PRFDATA_REGISTRY`). One test only, since it sets a process-wide variable.
 
-use prfdata::registry::{
+use prfdata_registry::{
     first_counter_help, load_perf_counter_text_strings, unload_perf_counter_text_strings,
     FileRegistry, LodctrError, Registry,
 };

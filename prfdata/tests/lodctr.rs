@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use prfdata::registry::{
+use prfdata_registry::{
     first_counter_help, lodctr, paths, perflib, performance_services, restore_settings,
     save_settings, unlodctr, FileRegistry, LodctrError, LodctrOptions, Registry, Value,
 };
@@ -443,7 +443,7 @@ fn eight_lodctr_processes_get_disjoint_ranges() {
     let text = perflib::counter_text(&hive, "009").unwrap();
     let mut ranges: Vec<(u32, u32)> = Vec::new();
     for i in 0..PROCESSES {
-        let svc = prfdata::registry::service::read_service(&hive, &format!("Drv{i}"))
+        let svc = prfdata_registry::service::read_service(&hive, &format!("Drv{i}"))
             .unwrap()
             .expect("service loaded");
         let (fc, lh) = (svc.first_counter.unwrap(), svc.last_help.unwrap());

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use prfdata::registry::{lodctr, FileRegistry, LodctrError, LodctrOptions, Registry};
+use prfdata_registry::{lodctr, FileRegistry, LodctrError, LodctrOptions, Registry};
 
 /// devdef.h as seed 001 gives it.
 const DEVDEF_H: &str = "\
@@ -124,7 +124,7 @@ fn non_ascii_text_survives_utf16() {
     let dir = tempfile::tempdir().unwrap();
     let (result, reg) = load(dir.path(), &ini, Encoding::Utf16Le, Encoding::Utf8);
     result.unwrap();
-    let text = prfdata::registry::perflib::counter_text(&reg.snapshot().unwrap(), "00C").unwrap();
+    let text = prfdata_registry::perflib::counter_text(&reg.snapshot().unwrap(), "00C").unwrap();
     assert!(
         text.counter
             .values()

@@ -1,7 +1,7 @@
 //! A service's Performance and Linkage values: register / unregister, lodctr writing them in
 //! the same update (what Install will use), and the readers providers and collectors use.
 
-use prfdata::registry::{
+use prfdata_registry::{
     first_counter_help, lodctr, paths, performance_services, register_service, unlodctr,
     unregister_service, update, FileRegistry, LodctrOptions, Registry, RegistryError,
     ServiceConfig, Value,
@@ -111,7 +111,7 @@ fn values_of_the_wrong_type_are_errors_not_panics() {
         )
     })
     .unwrap();
-    let err = prfdata::registry::perflib::read_counter_text(&reg, "009").unwrap_err();
+    let err = prfdata_registry::perflib::read_counter_text(&reg, "009").unwrap_err();
     assert!(
         matches!(err, RegistryError::BadTextTable { entry: 0, .. }),
         "{err:?}"

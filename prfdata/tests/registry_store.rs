@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use prfdata::registry::{
+use prfdata_registry::{
     paths, update, FileRegistry, Hive, Registry, RegistryError, Value, FAULT_ENV,
 };
 

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use common::{bounded, TEST_WAIT};
 use prfdata::block::layout::{self, slot};
-use prfdata::registry::FileRegistry;
+use prfdata_registry::FileRegistry;
 use prfdata_app::Installed;
 use prfmon::collector::{Collector, CollectorOptions, Isolation};
 use prfmon::decode::{decode, DataSnapshot};
@@ -362,8 +362,8 @@ fn workers(snap: &DataSnapshot) -> Vec<String> {
 /// Whether the registry says the service is disabled.
 fn disabled_in_registry(service: &str) -> bool {
     let registry = FileRegistry::open(&setup().registry).unwrap();
-    let hive = prfdata::registry::Registry::snapshot(&registry).unwrap();
-    prfdata::registry::service::services_in(&hive)
+    let hive = prfdata_registry::Registry::snapshot(&registry).unwrap();
+    prfdata_registry::service::services_in(&hive)
         .unwrap()
         .iter()
         .any(|s| s.name == service && s.disabled)
@@ -373,10 +373,10 @@ fn disabled_in_registry(service: &str) -> bool {
 fn enable_all() {
     let registry = FileRegistry::open(&setup().registry).unwrap();
     for service in [bf::MAP.app, fifo_app::MAP.app] {
-        prfdata::registry::update(&registry, |hive| {
+        prfdata_registry::update(&registry, |hive| {
             hive.delete_value(
-                &prfdata::registry::paths::performance(service),
-                prfdata::registry::service::DISABLE,
+                &prfdata_registry::paths::performance(service),
+                prfdata_registry::service::DISABLE,
             )
         })
         .ok();

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use prfdata::install::{install_in, InstallOptions};
-use prfdata::registry::FileRegistry;
+use prfdata_registry::FileRegistry;
 use prfmon::collector::{Collector, Isolation};
 use prfmon::decode::{decode, DataSnapshot, ObjectData};
 use prfmon::names::{instance_names, Names};

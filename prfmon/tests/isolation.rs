@@ -22,7 +22,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use common::{c_large, c_provider, finish, name_c_object, register_c};
 use prfdata::install::{install_in, InstallOptions};
-use prfdata::registry::{performance_services, FileRegistry};
+use prfdata_registry::{performance_services, FileRegistry};
 use prfmon::serve::naming::metric_stem;
 use serve_common::{get, samples, Setup};
 

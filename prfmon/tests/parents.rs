@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use prfdata::registry::FileRegistry;
+use prfdata_registry::FileRegistry;
 use prfdata::InstanceSpec;
 use prfdata_app::Installed;
 use prfmon::collector::{Collector, CollectorOptions, Isolation};

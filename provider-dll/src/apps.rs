@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use prfdata::block::reader::{BlockReader, BlockView, ReadError};
-use prfdata::registry::{first_counter_help, FileRegistry};
+use prfdata_registry::{first_counter_help, FileRegistry};
 use prfdata::Error as PrfError;
 
 use crate::serialize::TitleBase;

@@ -86,7 +86,7 @@ pub fn shm_dir() -> Result<PathBuf, Error> {
 /// # Ok::<(), prfdata::Error>(())
 /// ```
 pub fn block_path(app: &str) -> Result<PathBuf, Error> {
-    crate::untrusted::check_name(crate::untrusted::NameKind::App, app)?;
+    prfdata_untrusted::check_name(prfdata_untrusted::NameKind::App, app)?;
     Ok(shm_dir()?.join(format!("{app}.blk")))
 }
 

@@ -22,7 +22,7 @@
 //!
 //! ```
 //! use std::io::{Read, Write};
-//! use prfdata::registry::FileRegistry;
+//! use prfdata_registry::FileRegistry;
 //! use prfmon::collector::Collector;
 //! use prfmon::serve::server::{MetricsServer, ServeOptions};
 //!
@@ -52,7 +52,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use prfdata::registry::Registry;
+use prfdata_registry::Registry;
 use tiny_http::{Header, Method, Request, Response, Server};
 
 use super::exposition::{Exposition, CONTENT_TYPE, TEXT_CONTENT_TYPE};

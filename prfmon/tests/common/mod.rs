@@ -68,7 +68,7 @@ pub fn prfmon_with_input(root: &Path, args: &[&str], stdin: &str) -> Run {
 
 use std::path::PathBuf;
 
-use prfdata::registry::{
+use prfdata_registry::{
     paths, register_service, update, FileRegistry, RegistryError, ServiceConfig, Value,
 };
 use prfmon::collector::CollectorOptions;

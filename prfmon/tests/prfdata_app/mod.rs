@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use prfdata::registry::FileRegistry;
+use prfdata_registry::FileRegistry;
 
 use super::common::{finish, Run, TEST_WAIT};
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use prfdata::install::{install_in, InstallOptions};
-use prfdata::registry::FileRegistry;
+use prfdata_registry::FileRegistry;
 
 prfdata::prfdata_map! {
     pub mod tp {

@@ -12,7 +12,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use prfdata::install::{install_in, InstallOptions};
-use prfdata::registry::FileRegistry;
+use prfdata_registry::FileRegistry;
 use prfdata::InstanceSpec;
 
 prfdata::prfdata_map! {

@@ -8,7 +8,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use libloading::{Library, Symbol};
 use prfdata::install::{install_in, InstallOptions};
-use prfdata::registry::FileRegistry;
+use prfdata_registry::FileRegistry;
 use prfdata::winperf::{PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType};
 use zerocopy::FromBytes;
 

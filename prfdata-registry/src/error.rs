@@ -4,14 +4,14 @@
 use std::path::PathBuf;
 
 use super::value::ValueType;
-use crate::untrusted::{BadName, UntrustedFileError};
+use prfdata_untrusted::{BadName, UntrustedFileError};
 
 /// Something wrong with the registry store or with a value read from it.
 ///
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::RegistryError;
+/// use prfdata_registry::RegistryError;
 ///
 /// let err = RegistryError::KeyNotFound(r"HKLM\Nope".into());
 /// assert!(err.to_string().contains(r"HKLM\Nope"));
@@ -128,7 +128,7 @@ pub enum RegistryError {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::LodctrError;
+/// use prfdata_registry::LodctrError;
 ///
 /// let err = LodctrError::NotLoaded { driver: "Foo".into() };
 /// assert!(err.to_string().contains("Foo"));

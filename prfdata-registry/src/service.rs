@@ -13,7 +13,7 @@ use super::paths;
 use super::perflib::{read_optional_dword, LAST_COUNTER, LAST_HELP};
 use super::store::{update, Registry};
 use super::value::{Value, ValueType};
-use crate::untrusted::{check_name, NameKind};
+use prfdata_untrusted::{check_name, NameKind};
 
 /// Value name `Library`.
 pub const LIBRARY: &str = "Library";
@@ -48,7 +48,7 @@ pub const DEFAULT_COLLECT_TIMEOUT_MS: u32 = 10_000;
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::ServiceConfig;
+/// use prfdata_registry::ServiceConfig;
 ///
 /// let cfg = ServiceConfig::new("/opt/app/libapp_perf.so", "Open", "Collect", "Close");
 /// assert_eq!(cfg.open_timeout_ms, 10_000);
@@ -78,7 +78,7 @@ impl ServiceConfig {
     /// # Examples
     ///
     /// ```
-    /// let cfg = prfdata::registry::ServiceConfig::new("lib.so", "O", "C", "X");
+    /// let cfg = prfdata_registry::ServiceConfig::new("lib.so", "O", "C", "X");
     /// assert_eq!(cfg.collect, "C");
     /// ```
     pub fn new(
@@ -102,7 +102,7 @@ impl ServiceConfig {
 /// Writes `config` into `hive` (the body of [`register_service`], for callers composing a
 /// larger update).
 ///
-/// `driver` must be a valid service name ([`crate::untrusted::check_name`]). The `export`
+/// `driver` must be a valid service name ([`prfdata_untrusted::check_name`]). The `export`
 /// strings are the provider's to interpret (Windows drivers pass device names with `\` in
 /// them), so they are stored as given; prfdata's own provider checks each as an app name before
 /// it names a block ([`crate::block::block_path`]).
@@ -110,12 +110,12 @@ impl ServiceConfig {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{paths, perflib, service, ServiceConfig, Value};
+/// use prfdata_registry::{paths, perflib, service, ServiceConfig, Value};
 ///
 /// let mut hive = perflib::new_hive();
 /// service::write_service(&mut hive, "App", &ServiceConfig::new("a.so", "O", "C", "X"))?;
 /// assert_eq!(hive.value(&paths::performance("App"), "Library")?, Some(&Value::Sz("a.so".into())));
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn write_service(
     hive: &mut Hive,
@@ -147,7 +147,7 @@ pub fn write_service(
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{performance_services, register_service, FileRegistry, ServiceConfig};
+/// use prfdata_registry::{performance_services, register_service, FileRegistry, ServiceConfig};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let reg = FileRegistry::open(dir.path())?;
@@ -172,14 +172,14 @@ pub fn register_service<R: Registry + ?Sized>(
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{paths, perflib, service, ServiceConfig};
+/// use prfdata_registry::{paths, perflib, service, ServiceConfig};
 ///
 /// let mut hive = perflib::new_hive();
 /// let before = hive.clone();
 /// service::write_service(&mut hive, "App", &ServiceConfig::new("a.so", "O", "C", "X"))?;
 /// service::erase_service(&mut hive, "App")?;
 /// assert_eq!(hive, before);
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn erase_service(hive: &mut Hive, driver: &str) -> Result<(), RegistryError> {
     check_name(NameKind::Service, driver)?;
@@ -214,8 +214,8 @@ pub(crate) fn prune_service_keys(hive: &mut Hive, driver: &str) -> Result<(), Re
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{performance_services, register_service, unregister_service};
-/// use prfdata::registry::{FileRegistry, ServiceConfig};
+/// use prfdata_registry::{performance_services, register_service, unregister_service};
+/// use prfdata_registry::{FileRegistry, ServiceConfig};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let reg = FileRegistry::open(dir.path())?;
@@ -237,7 +237,7 @@ pub fn unregister_service<R: Registry + ?Sized>(
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{first_counter_help, FileRegistry, RegistryError};
+/// use prfdata_registry::{first_counter_help, FileRegistry, RegistryError};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let reg = FileRegistry::open(dir.path())?;
@@ -269,7 +269,7 @@ pub fn first_counter_help<R: Registry + ?Sized>(
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{perflib, service, ServiceConfig};
+/// use prfdata_registry::{perflib, service, ServiceConfig};
 ///
 /// let mut hive = perflib::new_hive();
 /// service::write_service(&mut hive, "App", &ServiceConfig::new("a.so", "O", "C", "X"))?;
@@ -278,7 +278,7 @@ pub fn first_counter_help<R: Registry + ?Sized>(
 /// service::enable_service(&mut hive, "App", true)?;
 /// assert!(!service::read_service(&hive, "App")?.unwrap().disabled);
 /// assert!(service::enable_service(&mut hive, "Nope", true).is_err());
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn enable_service(hive: &mut Hive, driver: &str, enabled: bool) -> Result<(), RegistryError> {
     check_name(NameKind::Service, driver)?;
@@ -307,8 +307,8 @@ pub fn enable_service(hive: &mut Hive, driver: &str, enabled: bool) -> Result<()
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{performance_services, register_service, set_service_enabled};
-/// use prfdata::registry::{FileRegistry, RegistryError, ServiceConfig};
+/// use prfdata_registry::{performance_services, register_service, set_service_enabled};
+/// use prfdata_registry::{FileRegistry, RegistryError, ServiceConfig};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let reg = FileRegistry::open(dir.path())?;
@@ -332,7 +332,7 @@ pub fn set_service_enabled<R: Registry + ?Sized>(
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::PerformanceService;
+/// use prfdata_registry::PerformanceService;
 /// let s = PerformanceService::default();
 /// assert!(!s.disabled && s.library.is_none());
 /// ```
@@ -385,9 +385,9 @@ fn read_string(hive: &Hive, key: &str, name: &str) -> Result<Option<String>, Reg
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{perflib, service};
+/// use prfdata_registry::{perflib, service};
 /// assert!(service::read_service(&perflib::new_hive(), "App")?.is_none());
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn read_service(
     hive: &Hive,
@@ -436,9 +436,9 @@ pub fn read_service(
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{perflib, service};
+/// use prfdata_registry::{perflib, service};
 /// assert!(service::services_in(&perflib::new_hive())?.is_empty());
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn services_in(hive: &Hive) -> Result<Vec<PerformanceService>, RegistryError> {
     let mut out = Vec::new();
@@ -458,7 +458,7 @@ pub fn services_in(hive: &Hive) -> Result<Vec<PerformanceService>, RegistryError
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{performance_services, FileRegistry};
+/// use prfdata_registry::{performance_services, FileRegistry};
 /// let dir = tempfile::tempdir()?;
 /// let reg = FileRegistry::open(dir.path())?;
 /// assert!(performance_services(&reg)?.is_empty());

@@ -13,7 +13,7 @@ use super::hive::Hive;
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::Commit;
+/// use prfdata_registry::Commit;
 /// assert_ne!(Commit::Write, Commit::Discard);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,7 +38,7 @@ pub enum Commit {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{update, FileRegistry, Registry, RegistryError, Value};
+/// use prfdata_registry::{update, FileRegistry, Registry, RegistryError, Value};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let reg = FileRegistry::open(dir.path())?;
@@ -62,7 +62,7 @@ pub trait Registry {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{update, FileRegistry, Registry, RegistryError, Value};
+/// use prfdata_registry::{update, FileRegistry, Registry, RegistryError, Value};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let reg = FileRegistry::open(dir.path())?;

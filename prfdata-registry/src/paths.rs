@@ -34,7 +34,7 @@ pub const LOCK_FILE: &str = "registry.lock";
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::paths;
+/// use prfdata_registry::paths;
 /// assert!(paths::perflib_language("009").ends_with(r"Perflib\009"));
 /// ```
 pub fn perflib_language(lang: &str) -> String {
@@ -46,7 +46,7 @@ pub fn perflib_language(lang: &str) -> String {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::paths;
+/// use prfdata_registry::paths;
 /// assert_eq!(paths::service("Foo"), r"HKLM\SYSTEM\CurrentControlSet\Services\Foo");
 /// ```
 pub fn service(driver: &str) -> String {
@@ -58,7 +58,7 @@ pub fn service(driver: &str) -> String {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::paths;
+/// use prfdata_registry::paths;
 /// assert!(paths::performance("Foo").ends_with(r"Services\Foo\Performance"));
 /// ```
 pub fn performance(driver: &str) -> String {
@@ -70,7 +70,7 @@ pub fn performance(driver: &str) -> String {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::paths;
+/// use prfdata_registry::paths;
 /// assert!(paths::linkage("Foo").ends_with(r"Services\Foo\Linkage"));
 /// ```
 pub fn linkage(driver: &str) -> String {
@@ -84,9 +84,9 @@ pub fn linkage(driver: &str) -> String {
 ///
 /// ```
 /// // Under `cargo test` HOME is set, so a folder is always found.
-/// let root = prfdata::registry::paths::registry_root()?;
+/// let root = prfdata_registry::paths::registry_root()?;
 /// assert!(root.is_absolute() || std::env::var_os("PRFDATA_REGISTRY").is_some());
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn registry_root() -> Result<PathBuf, RegistryError> {
     let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());

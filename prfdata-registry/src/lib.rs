@@ -18,8 +18,13 @@
 //! - [`perflib`]: Base Index, Last Counter / Last Help, the `Counter` / `Help` tables.
 //! - [`service`]: a service's Performance and Linkage values; [`register_service`],
 //!   [`first_counter_help`], [`performance_services`], [`set_service_enabled`] (lodctr `/E:`
-//!   and `/D:`). Service names are checked ([`crate::untrusted::check_name`]) before they
+//!   and `/D:`). Service names are checked ([`prfdata_untrusted::check_name`]) before they
 //!   become keys.
+//!
+//! **Install / Uninstall**
+//! - [`install`]: a [`CounterSet`](install::CounterSet) (an app's objects and counters, names
+//!   and help per language, symbolic offsets) written as .INI and .h, loaded, and its provider
+//!   registered, in one update; prfdata's `install` feature builds one from a map.
 //!
 //! **lodctr / unlodctr**
 //! - [`ini`]: the counter .INI file and its symbol .h file.
@@ -27,11 +32,38 @@
 //!   [`unload_perf_counter_text_strings`] (`lodctr.rs`).
 //! - [`save_settings`], [`restore_settings`]: lodctr `/S:` and `/R:` (`settings.rs`).
 //! - [`reg_cli`]: `reg query` output and `reg add` data, as Windows' reg.exe has them.
+//!
+//! Messages (lodctr's outcome when not quiet) go through the [`log`](https://docs.rs/log)
+//! facade; the program decides where they go.
+//!
+//! # Cargo features
+//!
+//! - `fault-injection` (tests only): `FAULT_ENV` makes an update kill itself at a named point
+//!   (see [`FileRegistry`]). No release build enables it.
+//!
+//! # Examples
+//!
+//! ```
+//! use prfdata_registry::{paths, perflib, update, FileRegistry, Registry, Value};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let reg = FileRegistry::open(dir.path().join("registry"))?;
+//! update(&reg, |hive| {
+//!     hive.set_value(r"HKLM\SOFTWARE\Example", "Answer", Value::Dword(42))
+//! })?;
+//! let hive = reg.snapshot()?;
+//! assert_eq!(hive.value(r"HKLM\SOFTWARE\Example", "Answer")?, Some(&Value::Dword(42)));
+//! # let _ = (paths::PERFLIB, perflib::BASE_INDEX);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
 
 mod error;
 mod file;
 mod hive;
 pub mod ini;
+pub mod install;
 mod lodctr;
 pub mod paths;
 pub mod perflib;
@@ -42,7 +74,9 @@ mod store;
 mod value;
 
 pub use error::{LodctrError, RegistryError};
-pub use file::{decode_hive, encode_hive, FileRegistry, FAULT_ENV, LOCK_WAIT, MAX_STORE_SIZE};
+#[cfg(feature = "fault-injection")]
+pub use file::FAULT_ENV;
+pub use file::{decode_hive, encode_hive, FileRegistry, LOCK_WAIT, MAX_STORE_SIZE};
 pub use hive::{display_key, normalize_key, Hive, MAX_KEY_NAME};
 pub use lodctr::{
     apply_lodctr, apply_unlodctr, enabled_message, load_perf_counter_text_strings, lodctr,

@@ -13,7 +13,7 @@
 //! # Files from elsewhere
 //!
 //! The folder may be shared with other processes, so its files are opened as untrusted
-//! ([`crate::untrusted::file`]): `registry.toml` and `registry.lock` must be regular files, not
+//! ([`prfdata_untrusted::file`]): `registry.toml` and `registry.lock` must be regular files, not
 //! symbolic links (`O_NOFOLLOW`), and are opened without blocking (`O_NONBLOCK`: a FIFO planted
 //! there is refused, not waited on); the store is read only up to [`MAX_STORE_SIZE`], and a new
 //! version over that size is never written. A temporary file is created with
@@ -51,9 +51,11 @@
 //! from before it creates its temporary file until after it renames it, so a temporary file seen
 //! while holding the lock is never a live writer's.
 //!
-//! The environment variable [`FAULT_ENV`] makes an updating process SIGKILL itself at a named
-//! point, so tests can prove this: `after-lock`, `mid-temp-write`, `after-temp-write`,
-//! `after-rename`.
+//! With the cargo feature `fault-injection` (enabled by the tests only, never by a release build
+//! of an app or of prfmon), the environment variable `FAULT_ENV` (`PRFDATA_REGISTRY_FAULT`)
+//! makes an updating process SIGKILL itself at a named point, so tests can prove this:
+//! `after-lock`, `mid-temp-write`, `after-temp-write`, `after-rename`. Without the feature the
+//! hook is not compiled in.
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -68,16 +70,23 @@ use super::paths;
 use super::perflib;
 use super::store::{Commit, Registry};
 use super::value::{Value, ValueType};
-use crate::untrusted::file::create_new;
-use crate::untrusted::{Symlinks, UntrustedFile};
+use prfdata_untrusted::create_new;
+use prfdata_untrusted::{Symlinks, UntrustedFile};
 
 /// The longest an update waits for another process's lock before failing with
 /// [`RegistryError::LockTimeout`]. An update holds the lock for milliseconds; 30 s only trips
 /// when a process is stuck while holding it.
 pub const LOCK_WAIT: Duration = Duration::from_secs(30);
 
-/// The fault-injection variable: set it to a fault point (see the module docs) to make the
-/// next update in this process kill itself there.
+/// The fault-injection variable (feature `fault-injection`, for tests only): set it to a fault
+/// point (see the module docs) to make the next update in this process kill itself there.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(prfdata_registry::FAULT_ENV, "PRFDATA_REGISTRY_FAULT");
+/// ```
+#[cfg(feature = "fault-injection")]
 pub const FAULT_ENV: &str = "PRFDATA_REGISTRY_FAULT";
 
 /// The largest store read or written, in bytes (16 MiB). The store is read whole and parsed
@@ -91,7 +100,7 @@ pub const MAX_STORE_SIZE: u64 = 16 * 1024 * 1024;
 const STORE_RULE: UntrustedFile = UntrustedFile {
     what: "registry store",
     max_size: MAX_STORE_SIZE,
-    limit_name: "prfdata::registry::MAX_STORE_SIZE, 16 MiB",
+    limit_name: "prfdata_registry::MAX_STORE_SIZE, 16 MiB",
     symlinks: Symlinks::Refuse,
 };
 
@@ -100,7 +109,7 @@ const STORE_RULE: UntrustedFile = UntrustedFile {
 const LOCK_RULE: UntrustedFile = UntrustedFile {
     what: "registry lock file",
     max_size: MAX_STORE_SIZE,
-    limit_name: "prfdata::registry::MAX_STORE_SIZE, 16 MiB",
+    limit_name: "prfdata_registry::MAX_STORE_SIZE, 16 MiB",
     symlinks: Symlinks::Refuse,
 };
 
@@ -118,7 +127,7 @@ const HEADER: &str = "\
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{perflib, FileRegistry, Registry};
+/// use prfdata_registry::{perflib, FileRegistry, Registry};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let reg = FileRegistry::open(dir.path())?;
@@ -140,7 +149,7 @@ impl FileRegistry {
     ///
     /// ```
     /// let dir = tempfile::tempdir()?;
-    /// let reg = prfdata::registry::FileRegistry::open(dir.path().join("nested/root"))?;
+    /// let reg = prfdata_registry::FileRegistry::open(dir.path().join("nested/root"))?;
     /// assert!(reg.root().ends_with("nested/root"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -173,7 +182,7 @@ impl FileRegistry {
     /// ```
     /// let dir = tempfile::tempdir()?;
     /// std::env::set_var("PRFDATA_REGISTRY", dir.path());
-    /// let reg = prfdata::registry::FileRegistry::open_default()?;
+    /// let reg = prfdata_registry::FileRegistry::open_default()?;
     /// assert_eq!(reg.root(), dir.path());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -187,7 +196,7 @@ impl FileRegistry {
     ///
     /// ```
     /// let dir = tempfile::tempdir()?;
-    /// let reg = prfdata::registry::FileRegistry::open(dir.path())?;
+    /// let reg = prfdata_registry::FileRegistry::open(dir.path())?;
     /// assert_eq!(reg.root(), dir.path());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -201,7 +210,7 @@ impl FileRegistry {
     ///
     /// ```
     /// let dir = tempfile::tempdir()?;
-    /// let reg = prfdata::registry::FileRegistry::open(dir.path())?;
+    /// let reg = prfdata_registry::FileRegistry::open(dir.path())?;
     /// assert!(reg.store_path().ends_with("registry.toml"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -376,8 +385,17 @@ impl Registry for FileRegistry {
     }
 }
 
+/// Whether [`FAULT_ENV`] names the fault point `name`.
+#[cfg(feature = "fault-injection")]
 fn fault_point(name: &str) -> bool {
     std::env::var_os(FAULT_ENV).is_some_and(|v| v == name)
+}
+
+/// Without the feature `fault-injection` there is no hook: never a fault point.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+fn fault_point(_name: &str) -> bool {
+    false
 }
 
 /// Dies the way a killed process does: no destructors, no flushing, no unlock.
@@ -446,14 +464,14 @@ struct ValueIn {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{decode_hive, encode_hive, Hive, Value};
+/// use prfdata_registry::{decode_hive, encode_hive, Hive, Value};
 ///
 /// let mut hive = Hive::new();
 /// hive.set_value(r"HKLM\SYSTEM\X", "Export", Value::MultiSz(vec!["a".into()]))?;
 /// let text = encode_hive(&hive)?;
 /// assert!(text.contains(r"path = 'HKLM\SYSTEM\X'"));
 /// assert_eq!(decode_hive(&text, "mem.toml")?, hive);
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn encode_hive(hive: &Hive) -> Result<String, RegistryError> {
     let key = hive
@@ -490,7 +508,7 @@ pub fn encode_hive(hive: &Hive) -> Result<String, RegistryError> {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{decode_hive, RegistryError};
+/// use prfdata_registry::{decode_hive, RegistryError};
 ///
 /// let err = decode_hive("format = 1\n[[key]]\npath = 'HKXX\\Nope'\n", "r.toml").unwrap_err();
 /// assert!(matches!(err, RegistryError::Corrupt { line: Some(3), .. }), "{err}");

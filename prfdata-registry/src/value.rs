@@ -17,7 +17,7 @@ use std::fmt;
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::ValueType;
+/// use prfdata_registry::ValueType;
 ///
 /// assert_eq!("REG_DWORD".parse::<ValueType>(), Ok(ValueType::Dword));
 /// assert_eq!(ValueType::MultiSz.to_string(), "REG_MULTI_SZ");
@@ -44,7 +44,7 @@ impl ValueType {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(prfdata::registry::ValueType::ExpandSz.name(), "REG_EXPAND_SZ");
+    /// assert_eq!(prfdata_registry::ValueType::ExpandSz.name(), "REG_EXPAND_SZ");
     /// ```
     pub fn name(self) -> &'static str {
         match self {
@@ -60,7 +60,7 @@ impl ValueType {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(prfdata::registry::ValueType::MultiSz.code(), 7);
+    /// assert_eq!(prfdata_registry::ValueType::MultiSz.code(), 7);
     /// ```
     pub fn code(self) -> u32 {
         match self {
@@ -83,7 +83,7 @@ impl fmt::Display for ValueType {
 /// # Examples
 ///
 /// ```
-/// let err = "REG_BINARY".parse::<prfdata::registry::ValueType>().unwrap_err();
+/// let err = "REG_BINARY".parse::<prfdata_registry::ValueType>().unwrap_err();
 /// assert!(err.to_string().contains("REG_BINARY"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -108,7 +108,7 @@ impl std::str::FromStr for ValueType {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{Value, ValueType};
+/// use prfdata_registry::{Value, ValueType};
 ///
 /// let v = Value::MultiSz(vec!["1848".into(), "Device Name".into()]);
 /// assert_eq!(v.value_type(), ValueType::MultiSz);
@@ -132,7 +132,7 @@ pub enum Value {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{Value, ValueType};
+/// use prfdata_registry::{Value, ValueType};
 ///
 /// let err = Value::from_reg_bytes(ValueType::Dword, &[1, 2]).unwrap_err();
 /// assert!(err.to_string().contains("4 bytes"));
@@ -166,7 +166,7 @@ impl Value {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::registry::{Value, ValueType};
+    /// use prfdata_registry::{Value, ValueType};
     /// assert_eq!(Value::Sz("x".into()).value_type(), ValueType::Sz);
     /// ```
     pub fn value_type(&self) -> ValueType {
@@ -183,7 +183,7 @@ impl Value {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::registry::Value;
+    /// use prfdata_registry::Value;
     /// assert_eq!(Value::Dword(7).as_dword(), Some(7));
     /// assert_eq!(Value::Sz("7".into()).as_dword(), None);
     /// ```
@@ -199,7 +199,7 @@ impl Value {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::registry::Value;
+    /// use prfdata_registry::Value;
     /// assert_eq!(Value::ExpandSz("%HOME%/x.so".into()).as_str(), Some("%HOME%/x.so"));
     /// ```
     pub fn as_str(&self) -> Option<&str> {
@@ -214,7 +214,7 @@ impl Value {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::registry::Value;
+    /// use prfdata_registry::Value;
     /// let v = Value::MultiSz(vec!["a".into()]);
     /// assert_eq!(v.as_multi_sz(), Some(&["a".to_string()][..]));
     /// ```
@@ -231,7 +231,7 @@ impl Value {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::registry::Value;
+    /// use prfdata_registry::Value;
     /// assert_eq!(Value::Dword(0).display_data(), "0x0");
     /// assert_eq!(Value::MultiSz(vec!["a".into(), "b".into()]).display_data(), r"a\0b");
     /// ```
@@ -248,7 +248,7 @@ impl Value {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::registry::Value;
+    /// use prfdata_registry::Value;
     ///
     /// let v = Value::MultiSz(vec!["1848".into(), "Obj".into()]);
     /// let bytes = v.to_reg_bytes();
@@ -283,7 +283,7 @@ impl Value {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::registry::{Value, ValueType};
+    /// use prfdata_registry::{Value, ValueType};
     ///
     /// let v = Value::MultiSz(vec!["1848".into(), "Device Name".into()]);
     /// assert_eq!(Value::from_reg_bytes(ValueType::MultiSz, &v.to_reg_bytes()), Ok(v));
@@ -353,7 +353,7 @@ impl Value {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::registry::{Value, ValueType};
+    /// use prfdata_registry::{Value, ValueType};
     ///
     /// assert_eq!(Value::parse_reg_data(ValueType::Dword, "0x738", r"\0"), Ok(Value::Dword(1848)));
     /// assert_eq!(Value::parse_reg_data(ValueType::Dword, "1848", r"\0"), Ok(Value::Dword(1848)));
@@ -403,7 +403,7 @@ impl Value {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{Value, ValueType};
+/// use prfdata_registry::{Value, ValueType};
 /// let err = Value::parse_reg_data(ValueType::Dword, "-1", r"\0").unwrap_err();
 /// assert!(err.to_string().contains("REG_DWORD"));
 /// ```

@@ -20,19 +20,34 @@ use std::fmt;
 
 /// The longest service (driver) name, in UTF-16 code units: a Windows registry key name holds
 /// at most 255 characters ("Registry Element Size Limits"), and a service name is a key name.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_untrusted::{check_name, NameKind, MAX_SERVICE_NAME};
+/// assert!(check_name(NameKind::Service, &"s".repeat(MAX_SERVICE_NAME)).is_ok());
+/// ```
 pub const MAX_SERVICE_NAME: usize = 255;
 
-/// The longest app name, in bytes: the block header keeps the app name in 64 bytes
-/// (`BlockHeader::app_name`), and the map's own rule ([`crate::map::validate()`]) allows as many.
+/// The longest app name, in bytes: a prfdata block's header keeps the app name in 64 bytes, and
+/// prfdata's map rule allows as many (prfdata checks at compile time that the two agree).
 /// Well inside a file name's 255 bytes with the `.blk` suffix and the temporary names beside it.
-pub const MAX_APP_NAME: usize = crate::map::validate::MAX_APP_NAME;
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_untrusted::{check_name, NameKind, MAX_APP_NAME};
+/// assert!(check_name(NameKind::App, &"a".repeat(MAX_APP_NAME)).is_ok());
+/// assert!(check_name(NameKind::App, &"a".repeat(MAX_APP_NAME + 1)).is_err());
+/// ```
+pub const MAX_APP_NAME: usize = 64;
 
 /// What a name names, which sets its length limit and how messages call it.
 ///
 /// # Examples
 ///
 /// ```
-/// use prfdata::untrusted::NameKind;
+/// use prfdata_untrusted::NameKind;
 /// assert_eq!(NameKind::Service.max_len(), 255);
 /// assert_eq!(NameKind::App.to_string(), "app");
 /// ```
@@ -50,7 +65,7 @@ impl NameKind {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(prfdata::untrusted::NameKind::App.max_len(), 64);
+    /// assert_eq!(prfdata_untrusted::NameKind::App.max_len(), 64);
     /// ```
     pub fn max_len(self) -> usize {
         match self {
@@ -89,7 +104,7 @@ impl fmt::Display for NameKind {
 /// # Examples
 ///
 /// ```
-/// use prfdata::untrusted::NameRule;
+/// use prfdata_untrusted::NameRule;
 /// assert!(NameRule::DotDot.to_string().contains(".."));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,7 +152,7 @@ impl fmt::Display for NameRule {
 /// # Examples
 ///
 /// ```
-/// use prfdata::untrusted::{check_name, NameKind};
+/// use prfdata_untrusted::{check_name, NameKind};
 /// let err = check_name(NameKind::Service, r"Evil\Performance").unwrap_err();
 /// assert!(err.to_string().contains(r#""Evil\\Performance""#), "{err}");
 /// ```
@@ -167,7 +182,7 @@ pub struct BadName {
 /// # Examples
 ///
 /// ```
-/// use prfdata::untrusted::{check_name, NameKind, NameRule};
+/// use prfdata_untrusted::{check_name, NameKind, NameRule};
 ///
 /// assert!(check_name(NameKind::Service, "PrfDataDemo").is_ok());
 /// assert!(check_name(NameKind::Service, "My Service (x86)").is_ok());

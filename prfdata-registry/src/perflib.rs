@@ -47,11 +47,11 @@ pub const HELP: &str = "Help";
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::perflib;
+/// use prfdata_registry::perflib;
 /// let hive = perflib::new_hive();
 /// assert_eq!(perflib::last_counter_help(&hive)?, (1846, 1847));
 /// assert!(perflib::counter_text(&hive, "009")?.counter.is_empty());
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn new_hive() -> Hive {
     let mut hive = Hive::new();
@@ -90,11 +90,11 @@ pub fn new_hive() -> Hive {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{perflib, paths};
+/// use prfdata_registry::{perflib, paths};
 /// let hive = perflib::new_hive();
 /// assert_eq!(perflib::read_dword(&hive, paths::PERFLIB, "Base Index")?, 1847);
 /// assert!(perflib::read_dword(&hive, paths::PERFLIB, "Nope").is_err());
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn read_dword(hive: &Hive, key: &str, name: &str) -> Result<u32, RegistryError> {
     read_optional_dword(hive, key, name)?.ok_or_else(|| RegistryError::ValueNotFound {
@@ -108,10 +108,10 @@ pub fn read_dword(hive: &Hive, key: &str, name: &str) -> Result<u32, RegistryErr
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{perflib, paths};
+/// use prfdata_registry::{perflib, paths};
 /// let hive = perflib::new_hive();
 /// assert_eq!(perflib::read_optional_dword(&hive, paths::PERFLIB, "Nope")?, None);
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn read_optional_dword(
     hive: &Hive,
@@ -135,9 +135,9 @@ pub fn read_optional_dword(
 /// # Examples
 ///
 /// ```
-/// let hive = prfdata::registry::perflib::new_hive();
-/// assert_eq!(prfdata::registry::perflib::last_counter_help(&hive)?, (1846, 1847));
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// let hive = prfdata_registry::perflib::new_hive();
+/// assert_eq!(prfdata_registry::perflib::last_counter_help(&hive)?, (1846, 1847));
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn last_counter_help(hive: &Hive) -> Result<(u32, u32), RegistryError> {
     Ok((
@@ -151,9 +151,9 @@ pub fn last_counter_help(hive: &Hive) -> Result<(u32, u32), RegistryError> {
 /// # Examples
 ///
 /// ```
-/// let hive = prfdata::registry::perflib::new_hive();
-/// assert_eq!(prfdata::registry::perflib::base_index(&hive)?, 1847);
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// let hive = prfdata_registry::perflib::new_hive();
+/// assert_eq!(prfdata_registry::perflib::base_index(&hive)?, 1847);
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn base_index(hive: &Hive) -> Result<u32, RegistryError> {
     Ok(read_optional_dword(hive, PERFLIB, BASE_INDEX_VALUE)?.unwrap_or(BASE_INDEX))
@@ -164,7 +164,7 @@ pub fn base_index(hive: &Hive) -> Result<u32, RegistryError> {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::CounterText;
+/// use prfdata_registry::CounterText;
 /// let text = CounterText::default();
 /// assert!(text.counter.is_empty() && text.help.is_empty());
 /// ```
@@ -181,13 +181,13 @@ pub struct CounterText {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::perflib;
+/// use prfdata_registry::perflib;
 ///
 /// let entries = vec!["1848".to_string(), "Device Name".to_string()];
 /// let map = perflib::parse_text_table(&entries, "Perflib\\009", "Counter")?;
 /// assert_eq!(map[&1848], "Device Name");
 /// assert!(perflib::parse_text_table(&["x".to_string()], "k", "Counter").is_err());
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn parse_text_table(
     entries: &[String],
@@ -225,7 +225,7 @@ pub fn parse_text_table(
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use prfdata::registry::perflib;
+/// use prfdata_registry::perflib;
 ///
 /// let map = BTreeMap::from([(1850, "B".to_string()), (1848, "A".to_string())]);
 /// assert_eq!(perflib::format_text_table(&map), ["1848", "A", "1850", "B"]);
@@ -241,10 +241,10 @@ pub fn format_text_table(map: &BTreeMap<u32, String>) -> Vec<String> {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::perflib;
+/// use prfdata_registry::perflib;
 /// let hive = perflib::new_hive();
 /// assert!(perflib::read_text_table(&hive, "009", "Help")?.is_empty());
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn read_text_table(
     hive: &Hive,
@@ -269,10 +269,10 @@ pub fn read_text_table(
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::perflib;
+/// use prfdata_registry::perflib;
 /// let text = perflib::counter_text(&perflib::new_hive(), "009")?;
 /// assert!(text.counter.is_empty());
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn counter_text(hive: &Hive, lang: &str) -> Result<CounterText, RegistryError> {
     Ok(CounterText {
@@ -286,7 +286,7 @@ pub fn counter_text(hive: &Hive, lang: &str) -> Result<CounterText, RegistryErro
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{perflib, FileRegistry};
+/// use prfdata_registry::{perflib, FileRegistry};
 /// let dir = tempfile::tempdir()?;
 /// let reg = FileRegistry::open(dir.path())?;
 /// assert!(perflib::read_counter_text(&reg, "009")?.help.is_empty());
@@ -304,9 +304,9 @@ pub fn read_counter_text<R: Registry + ?Sized>(
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::perflib;
+/// use prfdata_registry::perflib;
 /// assert_eq!(perflib::languages(&perflib::new_hive())?, ["009"]);
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn languages(hive: &Hive) -> Result<Vec<String>, RegistryError> {
     let mut out = Vec::new();

@@ -10,7 +10,7 @@
 //! The file is the one the user named (a symbolic link there is followed). It is written and
 //! read only as a regular file, never waiting on a FIFO, and read only up to
 //! [`MAX_STORE_SIZE`](super::MAX_STORE_SIZE), the store's own limit
-//! ([`crate::untrusted::file`]).
+//! ([`prfdata_untrusted::file`]).
 
 use std::path::Path;
 
@@ -22,13 +22,13 @@ use super::perflib::{self, LAST_COUNTER, LAST_HELP};
 use super::service::{self, FIRST_COUNTER, FIRST_HELP};
 use super::store::{update, Registry};
 use super::MAX_STORE_SIZE;
-use crate::untrusted::{Symlinks, UntrustedFile};
+use prfdata_untrusted::{Symlinks, UntrustedFile};
 
 /// How a settings file is written and read: a path the user named, at most the store's size.
 const SETTINGS_RULE: UntrustedFile = UntrustedFile {
     what: "lodctr settings file",
     max_size: MAX_STORE_SIZE,
-    limit_name: "prfdata::registry::MAX_STORE_SIZE, 16 MiB",
+    limit_name: "prfdata_registry::MAX_STORE_SIZE, 16 MiB",
     symlinks: Symlinks::Follow,
 };
 
@@ -67,13 +67,13 @@ fn saved_part(hive: &Hive) -> Result<Hive, LodctrError> {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{restore_settings, save_settings, FileRegistry, Registry};
+/// use prfdata_registry::{restore_settings, save_settings, FileRegistry, Registry};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let reg = FileRegistry::open(dir.path().join("reg"))?;
 /// save_settings(&reg, dir.path().join("saved.toml"))?;
 /// restore_settings(&reg, dir.path().join("saved.toml"))?;
-/// assert_eq!(reg.snapshot()?, prfdata::registry::perflib::new_hive());
+/// assert_eq!(reg.snapshot()?, prfdata_registry::perflib::new_hive());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn save_settings<R: Registry + ?Sized>(
@@ -93,7 +93,7 @@ pub fn save_settings<R: Registry + ?Sized>(
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{restore_settings, FileRegistry, LodctrError};
+/// use prfdata_registry::{restore_settings, FileRegistry, LodctrError};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let reg = FileRegistry::open(dir.path().join("reg"))?;

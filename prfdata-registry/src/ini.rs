@@ -37,14 +37,14 @@
 //! The .INI file is the one the user named: a symbolic link there is followed. The symbol file
 //! is found through the .INI (`symbolfile=`, relative to the .INI's folder): a link there is
 //! refused. Both must be regular files no larger than [`MAX_INI_SIZE`] and
-//! [`MAX_SYMBOL_FILE_SIZE`], opened without blocking ([`crate::untrusted::file`]).
-//! `drivername=` must be a valid service name ([`crate::untrusted::check_name`]).
+//! [`MAX_SYMBOL_FILE_SIZE`], opened without blocking ([`prfdata_untrusted::file`]).
+//! `drivername=` must be a valid service name ([`prfdata_untrusted::check_name`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::error::LodctrError;
-use crate::untrusted::{check_name, NameKind, Symlinks, UntrustedFile};
+use prfdata_untrusted::{check_name, NameKind, Symlinks, UntrustedFile};
 
 /// The largest counter .INI file read (8 MiB). The file is read whole; the counter .INI files
 /// that ship with large server products (one line per name and per explain text, in UTF-16)
@@ -59,7 +59,7 @@ pub const MAX_SYMBOL_FILE_SIZE: u64 = 8 * 1024 * 1024;
 const INI_RULE: UntrustedFile = UntrustedFile {
     what: "counter .INI file",
     max_size: MAX_INI_SIZE,
-    limit_name: "prfdata::registry::ini::MAX_INI_SIZE, 8 MiB",
+    limit_name: "prfdata_registry::ini::MAX_INI_SIZE, 8 MiB",
     symlinks: Symlinks::Follow,
 };
 
@@ -67,7 +67,7 @@ const INI_RULE: UntrustedFile = UntrustedFile {
 const SYMBOL_RULE: UntrustedFile = UntrustedFile {
     what: "symbol file",
     max_size: MAX_SYMBOL_FILE_SIZE,
-    limit_name: "prfdata::registry::ini::MAX_SYMBOL_FILE_SIZE, 8 MiB",
+    limit_name: "prfdata_registry::ini::MAX_SYMBOL_FILE_SIZE, 8 MiB",
     symlinks: Symlinks::Refuse,
 };
 
@@ -124,7 +124,7 @@ fn decode_utf16(
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::ini::decode_text;
+/// use prfdata_registry::ini::decode_text;
 ///
 /// let utf16le: Vec<u8> = [0xFF, 0xFE].into_iter()
 ///     .chain("[info]\r\n".encode_utf16().flat_map(u16::to_le_bytes)).collect();
@@ -132,7 +132,7 @@ fn decode_utf16(
 /// assert_eq!(decode_text("d.ini".as_ref(), b"\xEF\xBB\xBFx=1")?, "x=1");
 /// assert_eq!(decode_text("d.ini".as_ref(), b"caf\xE9")?, "caf\u{FFFD}"); // ANSI, no BOM
 /// assert!(decode_text("d.ini".as_ref(), b"\xEF\xBB\xBFa\n\xE9").is_err());
-/// # Ok::<(), prfdata::registry::LodctrError>(())
+/// # Ok::<(), prfdata_registry::LodctrError>(())
 /// ```
 pub fn decode_text(path: &Path, bytes: &[u8]) -> Result<String, LodctrError> {
     if let Some(rest) = bytes.strip_prefix(&[0xFF, 0xFE]) {
@@ -168,7 +168,7 @@ pub fn decode_text(path: &Path, bytes: &[u8]) -> Result<String, LodctrError> {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::ini::TextKind;
+/// use prfdata_registry::ini::TextKind;
 /// assert_ne!(TextKind::Name, TextKind::Help);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -184,7 +184,7 @@ pub enum TextKind {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::ini::{TextEntry, TextKind};
+/// use prfdata_registry::ini::{TextEntry, TextKind};
 /// let e = TextEntry {
 ///     symbol: "OBJECT_1".into(), offset: 0, language: "009".into(),
 ///     kind: TextKind::Name, text: "Device Name".into(), line: 12,
@@ -212,7 +212,7 @@ pub struct TextEntry {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::ini::CounterIni;
+/// use prfdata_registry::ini::CounterIni;
 ///
 /// let dir = tempfile::tempdir()?;
 /// std::fs::write(dir.path().join("d.h"), "#define OBJ 0 // the object\n")?;
@@ -245,7 +245,7 @@ pub struct CounterIni {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::ini::{parse_symbols, Symbol};
+/// use prfdata_registry::ini::{parse_symbols, Symbol};
 /// assert_eq!(parse_symbols("#define OBJ 2\n")["OBJ"], Symbol { value: 2, line: 1 });
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -262,7 +262,7 @@ pub struct Symbol {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::ini::parse_symbols;
+/// use prfdata_registry::ini::parse_symbols;
 ///
 /// let syms = parse_symbols("// devdef.h\n#define OBJECT_1 0\n#define DEVICE_COUNTER_1 2 // A\n#define X 0x4\nint y;\n");
 /// assert_eq!(syms["OBJECT_1"].value, 0);
@@ -375,7 +375,7 @@ impl CounterIni {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::registry::{ini::CounterIni, LodctrError};
+    /// use prfdata_registry::{ini::CounterIni, LodctrError};
     ///
     /// let dir = tempfile::tempdir()?;
     /// std::fs::write(dir.path().join("d.h"), "#define OBJ 1\n")?;
@@ -506,7 +506,7 @@ impl CounterIni {
     /// std::fs::write(dir.path().join("d.h"), "#define A 0\n#define B 6\n")?;
     /// std::fs::write(dir.path().join("d.ini"), "[info]\ndrivername=D\nsymbolfile=d.h\n\
     ///     [languages]\n009=\n[text]\nA_009_NAME=a\nB_009_HELP=b\n")?;
-    /// let ini = prfdata::registry::ini::CounterIni::read(dir.path().join("d.ini"))?;
+    /// let ini = prfdata_registry::ini::CounterIni::read(dir.path().join("d.ini"))?;
     /// assert_eq!(ini.largest_offset(), 6);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -33,7 +33,7 @@ pub const MAX_KEY_NAME: usize = 255;
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::normalize_key;
+/// use prfdata_registry::normalize_key;
 ///
 /// assert_eq!(normalize_key(r"HKEY_LOCAL_MACHINE\SOFTWARE\").unwrap(), r"HKLM\SOFTWARE");
 /// assert_eq!(normalize_key(r"hklm\System").unwrap(), r"HKLM\System");
@@ -92,7 +92,7 @@ pub fn normalize_key(path: &str) -> Result<String, RegistryError> {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::display_key;
+/// use prfdata_registry::display_key;
 /// assert_eq!(display_key(r"HKLM\SOFTWARE"), r"HKEY_LOCAL_MACHINE\SOFTWARE");
 /// ```
 pub fn display_key(normalized: &str) -> String {
@@ -133,14 +133,14 @@ struct Key {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{Hive, Value};
+/// use prfdata_registry::{Hive, Value};
 ///
 /// let mut hive = Hive::new();
 /// hive.set_value(r"HKLM\SYSTEM\Foo", "Bar", Value::Dword(1))?;
 /// assert!(hive.key_exists(r"HKLM\system"));
 /// assert_eq!(hive.value(r"hklm\system\foo", "bar")?, Some(&Value::Dword(1)));
 /// assert_eq!(hive.subkeys(r"HKLM\SYSTEM")?, vec![r"HKLM\SYSTEM\Foo".to_string()]);
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Hive {
@@ -154,7 +154,7 @@ impl Hive {
     /// # Examples
     ///
     /// ```
-    /// let hive = prfdata::registry::Hive::new();
+    /// let hive = prfdata_registry::Hive::new();
     /// assert!(hive.key_exists("HKLM"));
     /// assert!(!hive.key_exists(r"HKLM\SOFTWARE"));
     /// ```
@@ -167,10 +167,10 @@ impl Hive {
     /// # Examples
     ///
     /// ```
-    /// let mut hive = prfdata::registry::Hive::new();
+    /// let mut hive = prfdata_registry::Hive::new();
     /// hive.create_key(r"HKLM\A\B")?;
     /// assert!(hive.key_exists(r"HKLM\A"));
-    /// # Ok::<(), prfdata::registry::RegistryError>(())
+    /// # Ok::<(), prfdata_registry::RegistryError>(())
     /// ```
     pub fn key_exists(&self, path: &str) -> bool {
         match normalize_key(path) {
@@ -184,10 +184,10 @@ impl Hive {
     /// # Examples
     ///
     /// ```
-    /// let mut hive = prfdata::registry::Hive::new();
+    /// let mut hive = prfdata_registry::Hive::new();
     /// hive.create_key(r"HKLM\SYSTEM\CurrentControlSet")?;
     /// assert!(hive.key_exists(r"HKLM\SYSTEM"));
-    /// # Ok::<(), prfdata::registry::RegistryError>(())
+    /// # Ok::<(), prfdata_registry::RegistryError>(())
     /// ```
     pub fn create_key(&mut self, path: &str) -> Result<(), RegistryError> {
         let p = normalize_key(path)?;
@@ -212,11 +212,11 @@ impl Hive {
     /// # Examples
     ///
     /// ```
-    /// let mut hive = prfdata::registry::Hive::new();
+    /// let mut hive = prfdata_registry::Hive::new();
     /// hive.create_key(r"HKLM\A\B")?;
     /// assert!(hive.delete_key(r"HKLM\A")?);
     /// assert!(!hive.key_exists(r"HKLM\A\B"));
-    /// # Ok::<(), prfdata::registry::RegistryError>(())
+    /// # Ok::<(), prfdata_registry::RegistryError>(())
     /// ```
     pub fn delete_key(&mut self, path: &str) -> Result<bool, RegistryError> {
         let p = normalize_key(path)?;
@@ -246,13 +246,13 @@ impl Hive {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::registry::{Hive, Value};
+    /// use prfdata_registry::{Hive, Value};
     /// let mut hive = Hive::new();
     /// hive.set_value(r"HKLM\K", "B", Value::Dword(2))?;
     /// hive.set_value(r"HKLM\K", "A", Value::Dword(1))?;
     /// let names: Vec<&str> = hive.values(r"HKLM\K")?.unwrap().iter().map(|(n, _)| n.as_str()).collect();
     /// assert_eq!(names, ["B", "A"]);
-    /// # Ok::<(), prfdata::registry::RegistryError>(())
+    /// # Ok::<(), prfdata_registry::RegistryError>(())
     /// ```
     pub fn values(&self, path: &str) -> Result<Option<&[(String, Value)]>, RegistryError> {
         let p = normalize_key(path)?;
@@ -267,10 +267,10 @@ impl Hive {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::registry::{Hive, Value};
+    /// use prfdata_registry::{Hive, Value};
     /// let hive = Hive::new();
     /// assert_eq!(hive.value(r"HKLM\Nope", "x")?, None);
-    /// # Ok::<(), prfdata::registry::RegistryError>(())
+    /// # Ok::<(), prfdata_registry::RegistryError>(())
     /// ```
     pub fn value(&self, path: &str, name: &str) -> Result<Option<&Value>, RegistryError> {
         Ok(self.values(path)?.and_then(|vals| {
@@ -286,12 +286,12 @@ impl Hive {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::registry::{Hive, Value};
+    /// use prfdata_registry::{Hive, Value};
     /// let mut hive = Hive::new();
     /// hive.set_value(r"HKLM\K", "Name", Value::Sz("a".into()))?;
     /// hive.set_value(r"HKLM\K", "NAME", Value::Sz("b".into()))?;
     /// assert_eq!(hive.values(r"HKLM\K")?.unwrap(), &[("Name".to_string(), Value::Sz("b".into()))]);
-    /// # Ok::<(), prfdata::registry::RegistryError>(())
+    /// # Ok::<(), prfdata_registry::RegistryError>(())
     /// ```
     pub fn set_value(&mut self, path: &str, name: &str, value: Value) -> Result<(), RegistryError> {
         let p = normalize_key(path)?;
@@ -319,12 +319,12 @@ impl Hive {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::registry::{Hive, Value};
+    /// use prfdata_registry::{Hive, Value};
     /// let mut hive = Hive::new();
     /// hive.set_value(r"HKLM\K", "x", Value::Dword(1))?;
     /// assert!(hive.delete_value(r"HKLM\K", "X")?);
     /// assert!(!hive.delete_value(r"HKLM\K", "X")?);
-    /// # Ok::<(), prfdata::registry::RegistryError>(())
+    /// # Ok::<(), prfdata_registry::RegistryError>(())
     /// ```
     pub fn delete_value(&mut self, path: &str, name: &str) -> Result<bool, RegistryError> {
         let p = normalize_key(path)?;
@@ -342,11 +342,11 @@ impl Hive {
     /// # Examples
     ///
     /// ```
-    /// let mut hive = prfdata::registry::Hive::new();
+    /// let mut hive = prfdata_registry::Hive::new();
     /// hive.create_key(r"HKLM\S\b\deep")?;
     /// hive.create_key(r"HKLM\S\A")?;
     /// assert_eq!(hive.subkeys(r"HKLM\S")?, vec![r"HKLM\S\A".to_string(), r"HKLM\S\b".to_string()]);
-    /// # Ok::<(), prfdata::registry::RegistryError>(())
+    /// # Ok::<(), prfdata_registry::RegistryError>(())
     /// ```
     pub fn subkeys(&self, path: &str) -> Result<Vec<String>, RegistryError> {
         let p = normalize_key(path)?;
@@ -365,10 +365,10 @@ impl Hive {
     /// # Examples
     ///
     /// ```
-    /// let mut hive = prfdata::registry::Hive::new();
+    /// let mut hive = prfdata_registry::Hive::new();
     /// hive.create_key(r"HKLM\Software")?;
     /// assert_eq!(hive.key_path(r"hklm\SOFTWARE").as_deref(), Some(r"HKLM\Software"));
-    /// # Ok::<(), prfdata::registry::RegistryError>(())
+    /// # Ok::<(), prfdata_registry::RegistryError>(())
     /// ```
     pub fn key_path(&self, path: &str) -> Option<String> {
         let p = normalize_key(path).ok()?;
@@ -383,11 +383,11 @@ impl Hive {
     /// # Examples
     ///
     /// ```
-    /// let mut hive = prfdata::registry::Hive::new();
+    /// let mut hive = prfdata_registry::Hive::new();
     /// hive.create_key(r"HKLM\A\B")?;
     /// let paths: Vec<&str> = hive.keys().map(|(p, _)| p).collect();
     /// assert_eq!(paths, [r"HKLM\A", r"HKLM\A\B"]);
-    /// # Ok::<(), prfdata::registry::RegistryError>(())
+    /// # Ok::<(), prfdata_registry::RegistryError>(())
     /// ```
     pub fn keys(&self) -> impl Iterator<Item = (&str, &[(String, Value)])> {
         self.keys
@@ -400,11 +400,11 @@ impl Hive {
     /// # Examples
     ///
     /// ```
-    /// let mut hive = prfdata::registry::Hive::new();
+    /// let mut hive = prfdata_registry::Hive::new();
     /// hive.create_key(r"HKLM\A\B")?;
     /// assert!(!hive.is_empty_key(r"HKLM\A"));
     /// assert!(hive.is_empty_key(r"HKLM\A\B"));
-    /// # Ok::<(), prfdata::registry::RegistryError>(())
+    /// # Ok::<(), prfdata_registry::RegistryError>(())
     /// ```
     pub fn is_empty_key(&self, path: &str) -> bool {
         match (self.values(path), self.subkeys(path)) {

@@ -1,9 +1,9 @@
 //! [`UntrustedFile`]: read (or write) a file that another process could have placed, without
 //! hanging, without unbounded memory, and without being led elsewhere by a symbolic link.
 //!
-//! Every file prfdata reads from a folder it does not own alone (the registry store, its lock
-//! file, a counter .INI and its symbol file, a lodctr `/R:` file, a `decode` input) goes through
-//! one rule, in this order:
+//! Every file the prfdata crates read from a folder they do not own alone (the registry store,
+//! its lock file, a counter .INI and its symbol file, a lodctr `/R:` file, a `decode` input)
+//! goes through one rule, in this order:
 //!
 //! 1. `lstat` (or `stat`, see [`Symlinks`]) the path, so a device, FIFO or socket is refused
 //!    before it is even opened (opening some devices has effects).
@@ -38,7 +38,7 @@ use rustix::io::Errno;
 /// # Examples
 ///
 /// ```
-/// use prfdata::untrusted::Symlinks;
+/// use prfdata_untrusted::Symlinks;
 /// assert_ne!(Symlinks::Follow, Symlinks::Refuse);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +56,7 @@ pub enum Symlinks {
 /// # Examples
 ///
 /// ```
-/// use prfdata::untrusted::{Symlinks, UntrustedFile, UntrustedFileError};
+/// use prfdata_untrusted::{Symlinks, UntrustedFile, UntrustedFileError};
 ///
 /// let rule = UntrustedFile { what: "test input", max_size: 16, limit_name: "the test's 16 bytes",
 ///                            symlinks: Symlinks::Follow };
@@ -130,7 +130,7 @@ impl UntrustedFileError {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::untrusted::{Symlinks, UntrustedFile};
+    /// use prfdata_untrusted::{Symlinks, UntrustedFile};
     /// let rule = UntrustedFile { what: "x", max_size: 1, limit_name: "1", symlinks: Symlinks::Refuse };
     /// assert_eq!(rule.read("/nonexistent/x").unwrap_err().path(), std::path::Path::new("/nonexistent/x"));
     /// ```
@@ -149,7 +149,7 @@ impl UntrustedFileError {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::untrusted::{Symlinks, UntrustedFile};
+    /// use prfdata_untrusted::{Symlinks, UntrustedFile};
     /// let rule = UntrustedFile { what: "x", max_size: 1, limit_name: "1", symlinks: Symlinks::Refuse };
     /// assert!(rule.read("/nonexistent/x").unwrap_err().is_not_found());
     /// assert!(!rule.read("/dev/null").unwrap_err().is_not_found());
@@ -165,7 +165,7 @@ impl UntrustedFileError {
 /// # Examples
 ///
 /// ```
-/// use prfdata::untrusted::{Symlinks, UntrustedFile};
+/// use prfdata_untrusted::{Symlinks, UntrustedFile};
 ///
 /// const NOTES: UntrustedFile = UntrustedFile {
 ///     what: "notes file",
@@ -306,7 +306,7 @@ impl UntrustedFile {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::untrusted::{Symlinks, UntrustedFile, UntrustedFileError};
+    /// use prfdata_untrusted::{Symlinks, UntrustedFile, UntrustedFileError};
     ///
     /// let rule = UntrustedFile { what: "input", max_size: 4, limit_name: "4 bytes", symlinks: Symlinks::Follow };
     /// let dir = tempfile::tempdir()?;
@@ -341,7 +341,7 @@ impl UntrustedFile {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::untrusted::{Symlinks, UntrustedFile, UntrustedFileError};
+    /// use prfdata_untrusted::{Symlinks, UntrustedFile, UntrustedFileError};
     ///
     /// let rule = UntrustedFile { what: "input", max_size: 1 << 20, limit_name: "1 MiB", symlinks: Symlinks::Follow };
     /// let dir = tempfile::tempdir()?;
@@ -378,7 +378,7 @@ impl UntrustedFile {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::untrusted::{Symlinks, UntrustedFile};
+    /// use prfdata_untrusted::{Symlinks, UntrustedFile};
     ///
     /// let rule = UntrustedFile { what: "lock file", max_size: 0, limit_name: "0", symlinks: Symlinks::Refuse };
     /// let dir = tempfile::tempdir()?;
@@ -415,7 +415,7 @@ impl UntrustedFile {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::untrusted::{Symlinks, UntrustedFile, UntrustedFileError};
+    /// use prfdata_untrusted::{Symlinks, UntrustedFile, UntrustedFileError};
     ///
     /// let rule = UntrustedFile { what: "output", max_size: 1 << 20, limit_name: "1 MiB", symlinks: Symlinks::Follow };
     /// let dir = tempfile::tempdir()?;
@@ -450,7 +450,22 @@ impl UntrustedFile {
 /// Creates a new file for writing that is neither an existing file nor a link
 /// (`O_CREAT | O_EXCL | O_NOFOLLOW`), with `mode` less the umask: a temporary file beside the
 /// file it will replace, which nothing planted at its name can redirect.
-pub(crate) fn create_new(path: &Path, mode: u32) -> io::Result<File> {
+///
+/// # Errors
+///
+/// The `open` error: `EEXIST` if anything (a file, a link, even a dangling one) has the name.
+///
+/// # Examples
+///
+/// ```
+/// use std::io::Write;
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("new.tmp");
+/// prfdata_untrusted::create_new(&path, 0o600)?.write_all(b"x")?;
+/// assert!(prfdata_untrusted::create_new(&path, 0o600).is_err(), "it exists now");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn create_new(path: &Path, mode: u32) -> io::Result<File> {
     let fd = rfs::open(
         path,
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,

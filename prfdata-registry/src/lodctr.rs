@@ -30,14 +30,14 @@ use super::service::{self, set_service_enabled, ServiceConfig, FIRST_COUNTER, FI
 use super::settings::{restore_settings, save_settings};
 use super::store::{update, Registry};
 use super::value::Value;
-use crate::untrusted::{check_name, NameKind};
+use prfdata_untrusted::{check_name, NameKind};
 
 /// How [`lodctr()`] loads a file.
 ///
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::LodctrOptions;
+/// use prfdata_registry::LodctrOptions;
 /// let opts = LodctrOptions { replace: true, ..Default::default() };
 /// assert!(opts.service.is_none());
 /// ```
@@ -56,7 +56,7 @@ pub struct LodctrOptions {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::CounterRange;
+/// use prfdata_registry::CounterRange;
 /// let r = CounterRange { driver: "D".into(), first_counter: 1848, last_counter: 1852,
 ///                        first_help: 1849, last_help: 1853 };
 /// assert!(r.contains(1850) && !r.contains(1854));
@@ -81,7 +81,7 @@ impl CounterRange {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::registry::CounterRange;
+    /// use prfdata_registry::CounterRange;
     /// let r = CounterRange { driver: "D".into(), first_counter: 1848, last_counter: 1848,
     ///                        first_help: 1849, last_help: 1849 };
     /// assert!(r.contains(1849) && !r.contains(1847));
@@ -115,7 +115,7 @@ fn write_table(
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{apply_lodctr, ini::CounterIni, perflib, LodctrOptions};
+/// use prfdata_registry::{apply_lodctr, ini::CounterIni, perflib, LodctrOptions};
 ///
 /// let dir = tempfile::tempdir()?;
 /// std::fs::write(dir.path().join("d.h"), "#define OBJ 0\n#define CTR 2\n")?;
@@ -226,7 +226,7 @@ pub fn apply_lodctr(
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{first_counter_help, lodctr, FileRegistry, LodctrOptions};
+/// use prfdata_registry::{first_counter_help, lodctr, FileRegistry, LodctrOptions};
 ///
 /// let dir = tempfile::tempdir()?;
 /// std::fs::write(dir.path().join("devdef.h"), "#define OBJECT_1 0\n")?;
@@ -252,7 +252,7 @@ pub fn lodctr<R: Registry + ?Sized>(
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{apply_unlodctr, perflib, LodctrError};
+/// use prfdata_registry::{apply_unlodctr, perflib, LodctrError};
 /// let mut hive = perflib::new_hive();
 /// assert!(matches!(apply_unlodctr(&mut hive, "Nope"), Err(LodctrError::NotLoaded { .. })));
 /// ```
@@ -320,7 +320,7 @@ pub fn apply_unlodctr(hive: &mut Hive, driver: &str) -> Result<CounterRange, Lod
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{lodctr, unlodctr, FileRegistry, LodctrOptions, Registry};
+/// use prfdata_registry::{lodctr, unlodctr, FileRegistry, LodctrOptions, Registry};
 ///
 /// let dir = tempfile::tempdir()?;
 /// std::fs::write(dir.path().join("d.h"), "#define OBJ 0\n")?;
@@ -417,8 +417,8 @@ fn report<T>(
     ok: impl FnOnce(&T) -> String,
 ) -> Result<(), LodctrError> {
     match &result {
-        Ok(v) if !quiet => println!("{}", ok(v)),
-        Err(e) if !quiet => eprintln!("lodctr: {e}"),
+        Ok(v) if !quiet => log::info!(target: "lodctr", "{}", ok(v)),
+        Err(e) if !quiet => log::error!(target: "lodctr", "{e}"),
         _ => {}
     }
     result.map(|_| ())
@@ -429,7 +429,7 @@ fn report<T>(
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::CounterRange;
+/// use prfdata_registry::CounterRange;
 /// let r = CounterRange { driver: "D".into(), first_counter: 1848, last_counter: 1852,
 ///                        first_help: 1849, last_help: 1853 };
 /// assert!(r.to_string().contains("First Counter 1848"));
@@ -449,7 +449,7 @@ impl std::fmt::Display for CounterRange {
 /// # Examples
 ///
 /// ```
-/// let m = prfdata::registry::enabled_message("App", false);
+/// let m = prfdata_registry::enabled_message("App", false);
 /// assert_eq!(m, "Disabled the performance counters of service App");
 /// ```
 pub fn enabled_message(service: &str, enabled: bool) -> String {
@@ -461,13 +461,14 @@ pub fn enabled_message(service: &str, enabled: bool) -> String {
 /// default registry ([`FileRegistry::open_default`]). As in LoadPerf, the first word is the
 /// program name and is ignored; the rest is `[--replace] FILE.ini`, `/S:FILE` (save the
 /// settings), `/R:FILE` (restore them), `/E:SERVICE` or `/D:SERVICE` (enable or disable a
-/// service's provider). Unless `quiet`, the outcome is printed (success on
-/// stdout, the error on stderr).
+/// service's provider). Unless `quiet`, the outcome is logged through the `log` facade (target
+/// `lodctr`: success at `Info`, the error at `Error`), as LoadPerf reports it; the program
+/// decides where log messages go.
 ///
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{first_counter_help, load_perf_counter_text_strings, FileRegistry};
+/// use prfdata_registry::{first_counter_help, load_perf_counter_text_strings, FileRegistry};
 ///
 /// let dir = tempfile::tempdir()?;
 /// std::env::set_var("PRFDATA_REGISTRY", dir.path().join("reg"));
@@ -518,7 +519,7 @@ pub fn load_perf_counter_text_strings(command_line: &str, quiet: bool) -> Result
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{unload_perf_counter_text_strings, LodctrError};
+/// use prfdata_registry::{unload_perf_counter_text_strings, LodctrError};
 ///
 /// let dir = tempfile::tempdir()?;
 /// std::env::set_var("PRFDATA_REGISTRY", dir.path());

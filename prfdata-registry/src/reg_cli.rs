@@ -43,7 +43,7 @@ pub const VALUE_NOT_SET: &str = "(value not set)";
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::reg_cli::QueryOptions;
+/// use prfdata_registry::reg_cli::QueryOptions;
 /// let opts = QueryOptions { recurse: true, ..Default::default() };
 /// assert_eq!(opts.separator, "\\0");
 /// ```
@@ -76,7 +76,7 @@ impl Default for QueryOptions<'_> {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{reg_cli, Value};
+/// use prfdata_registry::{reg_cli, Value};
 /// assert_eq!(reg_cli::value_line("First Counter", &Value::Dword(1848)),
 ///            "    First Counter    REG_DWORD    0x738");
 /// ```
@@ -106,13 +106,13 @@ fn line_with(name: &str, value: &Value, opts: &QueryOptions<'_>) -> String {
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{paths, perflib, reg_cli};
+/// use prfdata_registry::{paths, perflib, reg_cli};
 ///
 /// let hive = perflib::new_hive();
 /// let out = reg_cli::query(&hive, paths::PERFLIB, Some("Last Counter"))?;
 /// assert_eq!(out, "\nHKEY_LOCAL_MACHINE\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\\Perflib\n    Last Counter    REG_DWORD    0x736\n\n");
 /// assert!(reg_cli::query(&hive, r"HKLM\Nope", None).is_err());
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn query(hive: &Hive, key: &str, value: Option<&str>) -> Result<String, RegistryError> {
     query_with(
@@ -136,7 +136,7 @@ pub fn query(hive: &Hive, key: &str, value: Option<&str>) -> Result<String, Regi
 /// # Examples
 ///
 /// ```
-/// use prfdata::registry::{reg_cli::{self, QueryOptions}, Hive, Value};
+/// use prfdata_registry::{reg_cli::{self, QueryOptions}, Hive, Value};
 ///
 /// let mut hive = Hive::new();
 /// hive.set_value(r"HKLM\Test", "A", Value::Dword(1))?;
@@ -145,7 +145,7 @@ pub fn query(hive: &Hive, key: &str, value: Option<&str>) -> Result<String, Regi
 /// assert_eq!(reg_cli::query_with(&hive, r"HKLM\Test", &opts)?,
 ///     "\nHKEY_LOCAL_MACHINE\\Test\n    A    REG_DWORD    0x1\n\n\
 ///      HKEY_LOCAL_MACHINE\\Test\\Sub\n    B    REG_MULTI_SZ    x,y\n\n");
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn query_with(
     hive: &Hive,
@@ -251,7 +251,7 @@ fn query_value_below(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{paths, perflib};
+    use crate::{paths, perflib};
 
     #[test]
     fn full_query_lists_values_then_subkeys() {
