@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use prfdata::block::reader::{BlockReader, Snapshot};
+use prfdata::reader::{BlockReader, Snapshot};
 
 fn main() {
     let file = std::env::args().nth(1).expect("usage: inspect FILE");

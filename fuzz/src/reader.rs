@@ -17,7 +17,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use prfdata::block::reader::{
+use prfdata::reader::{
     counter_value, BlockReader, BlockView, InstanceTable, ParentLink, ReadError, Snapshot,
 };
 

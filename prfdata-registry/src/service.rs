@@ -105,7 +105,7 @@ impl ServiceConfig {
 /// `driver` must be a valid service name ([`prfdata_untrusted::check_name`]). The `export`
 /// strings are the provider's to interpret (Windows drivers pass device names with `\` in
 /// them), so they are stored as given; prfdata's own provider checks each as an app name before
-/// it names a block ([`crate::block::block_path`]).
+/// it names a block (`prfdata::block_path`).
 ///
 /// # Examples
 ///

@@ -59,14 +59,27 @@
 #[cfg(not(target_endian = "little"))]
 compile_error!("prfdata's shared block and the perflib wire format are little-endian");
 
-pub mod block;
+mod block;
 pub mod clock;
 pub mod counter_type;
 #[cfg(feature = "install")]
 pub mod install;
+/// The raw block layout (feature `layout`, off by default): the `#[repr(C)]` records, their
+/// named offsets and the limits, and where a map's objects lie in its block. For tests and
+/// fuzzers that write blocks by hand; publishing and reading counters never need it (readers
+/// get what they need of the format from [`reader`]). Not covered by semver.
+#[cfg(feature = "layout")]
+pub mod layout {
+    pub use crate::block::layout::*;
+    pub use crate::map::offsets::{
+        counter_block_size, counter_offset, counters_offset, data_offset, object_base,
+        object_regions, regions_offset, slot_size, total_size, ObjectRegions,
+    };
+}
 pub mod map;
 pub mod optex;
 pub mod process;
+pub mod reader;
 pub mod winperf;
 
 mod error;
@@ -77,5 +90,6 @@ mod write_lock;
 
 pub use crate::prfdata::{CtrsGuard, InstanceId, InstanceSpec, PrfData};
 pub use error::Error;
+pub use block::open::{block_path, shm_dir};
 pub use optex::{Optex, OptexGuard};
 pub use process::ProcessId;

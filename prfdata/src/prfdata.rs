@@ -316,7 +316,7 @@ impl<M: PerfDataMap> PrfData<M> {
     }
 
     /// [`PrfData::activate`] with the block in `dir` instead of
-    /// [`shm_dir`](crate::block::shm_dir) (tests, or several setups side by side).
+    /// [`shm_dir`](crate::shm_dir) (tests, or several setups side by side).
     ///
     /// # Errors
     ///
@@ -853,7 +853,7 @@ impl<M: PerfDataMap> PrfData<M> {
     {
         let def = &M::DEF.objects[O::INDEX];
         let name: Vec<u16> = spec.name.encode_utf16().collect();
-        let max = layout::max_instances(def) as u32;
+        let max = crate::map::offsets::max_instances(def) as u32;
         let max_name_len = match def.instances {
             crate::map::Instances::Max { max_name_len, .. } => max_name_len,
             crate::map::Instances::None => 0,

@@ -18,7 +18,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::{bounded, TEST_WAIT};
-use prfdata::block::layout::{self, slot};
+use prfdata::layout::{self, slot};
 use prfdata_registry::FileRegistry;
 use prfdata_app::Installed;
 use prfmon::collector::{Collector, CollectorOptions, Isolation};
@@ -104,7 +104,7 @@ fn serial() -> MutexGuard<'static, ()> {
 
 /// An app's block path, from `PRFDATA_SHM_DIR` (set by [`setup`], inherited by children).
 fn block_path(app: &str) -> PathBuf {
-    prfdata::block::block_path(app).unwrap()
+    prfdata::block_path(app).unwrap()
 }
 
 /// A child process, killed when dropped.

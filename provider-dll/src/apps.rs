@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-use prfdata::block::reader::{BlockReader, BlockView, ReadError};
+use prfdata::reader::{BlockReader, BlockView, ReadError};
 use prfdata_registry::{first_counter_help, FileRegistry};
 use prfdata::Error as PrfError;
 

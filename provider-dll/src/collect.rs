@@ -23,7 +23,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use prfdata::block::reader::{BlockReader, ReadError};
+use prfdata::reader::{BlockReader, ReadError};
 use prfdata::clock;
 
 use crate::apps;

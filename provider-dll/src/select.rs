@@ -15,7 +15,7 @@
 //! that do not resolve (the parent's slot is not live with the generation the child recorded)
 //! add nothing; the serialiser writes no parent for them.
 
-use prfdata::block::reader::{BlockView, ReadError};
+use prfdata::reader::{BlockView, ReadError};
 
 use crate::query::Query;
 use crate::serialize::TitleBase;
@@ -25,7 +25,7 @@ use crate::serialize::TitleBase;
 /// # Examples
 ///
 /// ```no_run
-/// use prfdata::block::reader::BlockReader;
+/// use prfdata::reader::BlockReader;
 /// use prfdata_provider::query::Query;
 /// use prfdata_provider::select::Selection;
 /// use prfdata_provider::serialize::TitleBase;
@@ -37,7 +37,7 @@ use crate::serialize::TitleBase;
 ///     selection.select(view, &Query::Items(vec![1866]), titles)
 /// })?;
 /// println!("{:?}", selection.objects());
-/// # Ok::<(), prfdata::block::reader::ReadError>(())
+/// # Ok::<(), prfdata::reader::ReadError>(())
 /// ```
 #[derive(Debug, Default)]
 pub struct Selection {

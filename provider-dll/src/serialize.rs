@@ -25,7 +25,7 @@
 //! parent is live in the window and its object is among those written
 //! ([`Selection`] makes sure it is); otherwise both are 0.
 
-use prfdata::block::reader::{BlockView, ReadError};
+use prfdata::reader::{BlockView, ReadError};
 use prfdata::clock::OBJECT_FREQUENCY;
 use prfdata::winperf::{
     PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType, PERF_NO_INSTANCES,

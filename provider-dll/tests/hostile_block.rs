@@ -8,7 +8,7 @@ mod common;
 use std::os::unix::fs::FileExt;
 
 use common::{app_a, app_c, env, parse, populate_c, resolved, serial, Provider, ERROR_SUCCESS};
-use prfdata::block::layout::{self, slot};
+use prfdata::layout::{self, slot};
 use prfdata::map::PerfDataMap;
 use prfdata::InstanceSpec;
 use proptest::prelude::*;

@@ -9,15 +9,14 @@
 //!
 //! Before issue 13, a `PrfData` dropped in a forked child deleted the parent's block.
 
-mod common;
-
+use crate::common;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use common::testmap::{self, PrfData, ITEMS};
-use prfdata::block::layout::SEQ_OFFSET;
+use prfdata::layout::SEQ_OFFSET;
 
 /// Forks: after the fork each process owns its own copy of `value`. The child passes its copy
 /// to `child` and exits with the code it returns (through `exit`, running exit handlers, if
@@ -193,7 +192,7 @@ fn guard_across_fork() {
 
 fn run(role: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let child = common::spawn_child("child_entry", role, dir.path(), &[]);
+    let child = common::spawn_child("fork::child_entry", role, dir.path(), &[]);
     common::wait_ok(child, Duration::from_secs(60));
 }
 

@@ -108,7 +108,7 @@ fn a_map_whose_block_would_be_too_large_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     match prfdata::PrfData::<Huge>::activate_in(dir.path()).unwrap_err() {
         Error::Map(MapError::BlockTooLarge { size }) => {
-            assert!(size > prfdata::block::layout::MAX_BLOCK_SIZE)
+            assert!(size > prfdata::layout::MAX_BLOCK_SIZE)
         }
         other => panic!("expected Error::Map(BlockTooLarge), got {other:?}"),
     }

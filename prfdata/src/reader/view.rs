@@ -1,16 +1,163 @@
-//! Reading the live block inside one sequence window: [`BlockView`] and its per-object
-//! [`InstanceTable`]s, straight from the mapping, every offset checked.
+//! Reading the live block inside one sequence window: [`BlockReader::read_with`], the window
+//! loop, and what it hands its closure, [`BlockView`] and its per-object [`InstanceTable`]s,
+//! read straight from the mapping, every offset checked.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{fence, Ordering};
+use std::time::{Duration, Instant};
 
+use super::block_reader::{truncated, watch, BlockReader, DEAD_HOLDER_CHECK};
+use super::error::{field, ReadError};
+use super::records::{CounterInfo, ObjectInfo};
 use super::utf16;
-use super::{BlockReader, ObjectInfo, ReadError};
-use crate::block::layout::*;
+use crate::block::fault::Watch;
+use crate::block::layout::{
+    slot, GENERATION_OFFSET, LIVE_COUNT_OFFSET, SEQ_OFFSET, SLOT_HEADER_SIZE, SLOT_LIVE,
+};
+use crate::block::recover::{self, Recovery};
+
+/// The read window.
+impl BlockReader {
+    /// Runs `f` on a [`BlockView`] inside one sequence window, retrying until a window in which
+    /// the sequence was even and did not move, for up to `deadline`; returns what `f` returned in
+    /// that window (an error too: a consistent block that is invalid stays invalid).
+    ///
+    /// This is the single-pass interface: `f` reads what it needs straight from the mapping
+    /// (every load checked, through atomics) and may write it wherever it likes, e.g. into a
+    /// caller's buffer. `f` may run several times: whatever it produced in a window that was
+    /// then rejected must be thrown away or overwritten by the next run.
+    ///
+    /// Each window registers the mapping with the `SIGBUS` handler (see the
+    /// [module docs](self)): if the
+    /// file is truncated under `f`, `f` reads zeros from then on, and its result is thrown away
+    /// for [`ReadError::Truncated`]. If the sequence stays odd for [`DEAD_HOLDER_CHECK`], the
+    /// read checks once whether the lock's holder died, and recovers the block if so.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Replaced`] if the block's generation changed (the file was rewritten),
+    /// [`ReadError::Truncated`] if it was truncated under the read, [`ReadError::OwnerGone`]
+    /// if its owner is dead, [`ReadError::Busy`] if no consistent window came in time; and
+    /// whatever `f` returns ([`ReadError::Field`] for an invalid live value).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let reader = prfdata::reader::BlockReader::open("App")?;
+    /// // How many instances each object has, all counted in the same consistent state.
+    /// let counts = reader.read_with(std::time::Duration::from_millis(5), |view| {
+    ///     (0..reader.objects().len()).map(|k| view.live_count(k)).collect::<Result<Vec<_>, _>>()
+    /// })?;
+    /// # Ok::<(), prfdata::reader::ReadError>(())
+    /// ```
+    pub fn read_with<T>(
+        &self,
+        deadline: Duration,
+        mut f: impl FnMut(&BlockView<'_>) -> Result<T, ReadError>,
+    ) -> Result<T, ReadError> {
+        let start = Instant::now();
+        let end = start.checked_add(deadline);
+        let check_after = DEAD_HOLDER_CHECK.min(deadline / 2);
+        let mut attempt = 0u32;
+        // Since when the sequence has been odd at every look, and whether this read has
+        // checked the lock's holder yet.
+        let mut odd_since: Option<Instant> = None;
+        let mut checked_holder = false;
+        loop {
+            if self.spent.load(Ordering::Relaxed) {
+                return Err(truncated(&self.file, self.identity.size));
+            }
+            let window = watch(&self.raw, false, end.unwrap_or(start))?;
+            if self.generation() != Some(self.records.header.generation) {
+                return Err(self.end_window(window, ReadError::Replaced));
+            }
+            if attempt == 0 && !self.owner_alive() {
+                return Err(ReadError::OwnerGone);
+            }
+            let seq = self.seq_load();
+            if seq & 1 == 0 {
+                odd_since = None;
+                fence(Ordering::Acquire);
+                let result = f(&BlockView { reader: self, seq });
+                fence(Ordering::Acquire);
+                let kept = self.seq_relaxed() == seq;
+                // A truncation, even one regrown since, zeroes the generation with the rest:
+                // checked after the copy, it vouches for everything the copy read before.
+                if window.faulted() || self.generation() != Some(self.records.header.generation) {
+                    return Err(self.end_window(window, ReadError::Replaced));
+                }
+                if kept {
+                    return result;
+                }
+            } else {
+                let now = Instant::now();
+                let since = *odd_since.get_or_insert(now);
+                if !checked_holder && now.saturating_duration_since(since) >= check_after {
+                    checked_holder = true;
+                    drop(window);
+                    if self.recover_dead_holder() {
+                        continue; // recovered: read again at once
+                    }
+                }
+            }
+            attempt += 1;
+            if start.elapsed() >= deadline {
+                return Err(ReadError::Busy(deadline));
+            }
+            backoff(attempt);
+        }
+    }
+
+    /// Ends a window that read something it must not keep: if the mapping faulted, the reader is
+    /// spent and the error is [`ReadError::Truncated`], else `error`.
+    #[cold]
+    fn end_window(&self, window: Watch<'_>, error: ReadError) -> ReadError {
+        if window.faulted() {
+            self.spent.store(true, Ordering::Relaxed);
+            return truncated(&self.file, self.identity.size);
+        }
+        error
+    }
+
+    /// Recovers the block if the lock's holder died inside a write section
+    /// ([`crate::block::recover`]); `true` if it did.
+    #[cold]
+    fn recover_dead_holder(&self) -> bool {
+        let layouts: Vec<_> = self
+            .records
+            .objects
+            .iter()
+            .map(ObjectInfo::table_layout)
+            .collect();
+        matches!(
+            recover::dead_holder(&self.app, &self.path, self.identity, &layouts),
+            Ok(Recovery::Recovered)
+        )
+    }
+
+    /// The block's generation as mapped now (zero once the mapping faulted).
+    #[inline]
+    fn generation(&self) -> Option<u64> {
+        self.raw.load_u64(GENERATION_OFFSET)
+    }
+
+    #[inline]
+    fn seq_load(&self) -> u64 {
+        // SAFETY: SEQ_OFFSET + 8 <= HEADER_SIZE <= mapping length (checked at open), 8-aligned.
+        unsafe { self.raw.u64_at(SEQ_OFFSET) }.load(Ordering::Acquire)
+    }
+
+    #[inline]
+    fn seq_relaxed(&self) -> u64 {
+        // SAFETY: as in `seq_load`.
+        unsafe { self.raw.u64_at(SEQ_OFFSET) }.load(Ordering::Relaxed)
+    }
+}
+
 
 /// A child's link to its parent, as its slot stores it: the parent's object index, slot and
 /// generation. It was checked to name an object with instances and a slot below its limit;
 /// whether that slot is live with that generation now is for [`BlockView::parent_position`] (or
-/// the snapshot's other instances) to say.
+/// the other instances of the window) to say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ParentLink {
     /// The parent's object index (into [`BlockReader::objects`]).
@@ -72,7 +219,7 @@ impl<'a> BlockView<'a> {
     /// If `obj` is not an object index of the reader.
     #[inline]
     pub fn live_count(&self, obj: usize) -> Result<u32, ReadError> {
-        let o = &self.reader.objects[obj];
+        let o = &self.reader.records.objects[obj];
         if !o.instanced {
             return Ok(0);
         }
@@ -95,7 +242,7 @@ impl<'a> BlockView<'a> {
     /// If `obj` is not an object index of the reader.
     #[inline]
     pub fn instances(&self, obj: usize) -> Result<InstanceTable<'a>, ReadError> {
-        let o = &self.reader.objects[obj];
+        let o = &self.reader.records.objects[obj];
         let count = self.live_count(obj)?;
         let len = self.reader.raw.len() as u64;
         let max = u64::from(o.max_instances);
@@ -125,7 +272,7 @@ impl<'a> BlockView<'a> {
     /// if that slot is not live now, or holds another generation (the parent went and another
     /// instance took its slot).
     pub fn parent_position(&self, link: ParentLink) -> Option<u32> {
-        let o = self.reader.objects.get(link.object as usize)?;
+        let o = self.reader.records.objects.get(link.object as usize)?;
         if !o.instanced || link.slot >= o.max_instances {
             return None;
         }
@@ -149,6 +296,33 @@ impl<'a> BlockView<'a> {
         (listed == link.slot).then_some(pos)
     }
 
+    /// The value of counter `counter` (its position among object `obj`'s counters) of object
+    /// `obj`, which has no instances: a DWORD sign-extended from 32 bits, a LARGE as it is.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Field`] if the object has instances, `counter` is not one of its counters,
+    /// or the counter is not a number (text).
+    ///
+    /// # Panics
+    ///
+    /// If `obj` is not an object index of the reader.
+    ///
+    /// # Examples
+    ///
+    /// See [`BlockReader`].
+    pub fn global_value(&self, obj: usize, counter: usize) -> Result<i64, ReadError> {
+        let o = &self.reader.records.objects[obj];
+        if o.instanced {
+            return Err(field(
+                o.record_offset,
+                "global value of an instanced object",
+                1u32,
+            ));
+        }
+        self.reader.value_at(o, o.data_offset, counter)
+    }
+
     /// Writes the counter block of object `obj`, which has no instances, into `out`, as
     /// [`InstanceTable::copy_counter_block`] does for an instance.
     ///
@@ -158,7 +332,7 @@ impl<'a> BlockView<'a> {
     /// [`ObjectInfo::counter_block_size`] long.
     #[inline]
     pub fn copy_global_block(&self, obj: usize, out: &mut [u8]) -> Result<(), ReadError> {
-        let o = &self.reader.objects[obj];
+        let o = &self.reader.records.objects[obj];
         assert_eq!(
             out.len(),
             o.counter_block_size as usize,
@@ -365,6 +539,27 @@ impl InstanceTable<'_> {
         Ok(())
     }
 
+    /// The value of counter `counter` (its position among the object's counters) of `inst`: a
+    /// DWORD sign-extended from 32 bits, a LARGE as it is.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Field`] if `inst` is not an instance of this table's object, `counter` is
+    /// not one of its counters, or the counter is not a number (text).
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](super).
+    pub fn value(&self, inst: &LiveInstance, counter: usize) -> Result<i64, ReadError> {
+        let o = self.info;
+        if inst.slot >= o.max_instances {
+            return Err(field(o.record_offset, "instance of the object", inst.slot));
+        }
+        // slot < max_instances <= 2^20 and the stride <= 2^20: no overflow in u64.
+        let block = o.data_offset + u64::from(inst.slot) * u64::from(o.counter_block_size);
+        self.reader.value_at(o, block, counter)
+    }
+
     /// Writes the counter block of `inst` into `out`, which must be exactly
     /// [`ObjectInfo::counter_block_size`] long; its ByteLength word is set to that size (the
     /// writer's own value is not trusted).
@@ -403,7 +598,7 @@ impl InstanceTable<'_> {
     /// # Examples
     ///
     /// ```no_run
-    /// # let reader = prfdata::block::reader::BlockReader::open("App")?;
+    /// # let reader = prfdata::reader::BlockReader::open("App")?;
     /// // The names of the first object's instances, all from one consistent window.
     /// let names = reader.read_with(std::time::Duration::from_millis(5), |view| {
     ///     let table = view.instances(0)?;
@@ -415,7 +610,7 @@ impl InstanceTable<'_> {
     ///     }
     ///     Ok(names)
     /// })?;
-    /// # Ok::<(), prfdata::block::reader::ReadError>(())
+    /// # Ok::<(), prfdata::reader::ReadError>(())
     /// ```
     pub fn name_units(&self, inst: &LiveInstance, out: &mut Vec<u16>) -> Result<(), ReadError> {
         let o = self.info;
@@ -455,14 +650,6 @@ fn fix_text(o: &ObjectInfo, out: &mut [u8]) {
     }
 }
 
-fn field(offset: u64, what: &'static str, value: impl Into<u64>) -> ReadError {
-    ReadError::Field {
-        offset,
-        what,
-        value: value.into(),
-    }
-}
-
 /// The mask of the first `n` bytes (in memory order, `n < 8`) of a native `u64`.
 #[inline]
 fn first_bytes(n: usize) -> u64 {
@@ -476,6 +663,27 @@ fn first_bytes(n: usize) -> u64 {
 
 /// Loads and checks shared by the view and its tables.
 impl BlockReader {
+    /// The value of counter `counter` of object `o` in the counter block at `block`.
+    fn value_at(&self, o: &ObjectInfo, block: u64, counter: usize) -> Result<i64, ReadError> {
+        let info: &CounterInfo = o
+            .counters
+            .clone()
+            .nth(counter)
+            .and_then(|i| self.records.counters.get(i))
+            .ok_or_else(|| field(o.record_offset, "counter of the object", counter as u64))?;
+        // Checked at open: the value lies inside the counter block, aligned to its size.
+        let at = block + u64::from(info.block_offset);
+        match info.size {
+            4 => Ok(i64::from(self.u32(at, "counter value")? as i32)),
+            8 => usize::try_from(at)
+                .ok()
+                .and_then(|a| self.raw.load_u64(a))
+                .map(|v| v as i64)
+                .ok_or_else(|| field(at, "counter value", at)),
+            size => Err(field(at, "counter that is not a number", size)),
+        }
+    }
+
     /// The relaxed load of the `u32` at `off`, or [`ReadError::Field`] naming `what` if it lies
     /// outside the mapping or is misaligned.
     #[inline]
@@ -492,7 +700,7 @@ impl BlockReader {
     #[inline]
     pub(super) fn parent(&self, pobj: u32, pslot: u32, pgen: u32) -> Option<ParentLink> {
         let object = pobj.checked_sub(1)?;
-        let o = self.objects.get(object as usize)?;
+        let o = self.records.objects.get(object as usize)?;
         (pslot < o.max_instances).then_some(ParentLink {
             object,
             slot: pslot,
@@ -503,9 +711,19 @@ impl BlockReader {
     /// `children`, read at `at`, if no more than the block's instances.
     #[inline]
     pub(super) fn check_children(&self, at: u64, children: u32) -> Result<u32, ReadError> {
-        if u64::from(children) > self.capacity {
+        if u64::from(children) > self.records.capacity {
             return Err(field(at, "children count", children));
         }
         Ok(children)
+    }
+}
+
+/// Spin briefly, then yield, then sleep: a writer's section lasts microseconds, `lock_ctrs` may
+/// last longer.
+fn backoff(attempt: u32) {
+    match attempt {
+        0..=3 => std::hint::spin_loop(),
+        4..=10 => std::thread::yield_now(),
+        _ => std::thread::sleep(Duration::from_micros(200)),
     }
 }

@@ -1,8 +1,7 @@
 //! The block file: created owner-only, stale blocks replaced, live ones and symlinks refused,
 //! removed on drop and at exit.
 
-mod common;
-
+use crate::common;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
@@ -32,7 +31,7 @@ fn child_entry() {
 }
 
 fn spawn_holder(dir: &std::path::Path) -> std::process::Child {
-    let child = common::spawn_child("child_entry", "hold", dir, &[]);
+    let child = common::spawn_child("block::child_entry", "hold", dir, &[]);
     assert!(
         common::wait_until(Duration::from_secs(20), || dir.join(BLOCK).exists()),
         "the child published its block"
@@ -82,8 +81,8 @@ fn a_stale_block_of_a_killed_process_is_replaced() {
         "a killed owner leaves its block behind"
     );
     let prf = PrfData::activate_in(dir.path()).expect("the stale block is replaced");
-    let reader = prfdata::block::reader::BlockReader::open_path("PrfDataTest", prf.path()).unwrap();
-    assert_eq!(reader.header().owner_pid, std::process::id());
+    let reader = prfdata::reader::BlockReader::open_path("PrfDataTest", prf.path()).unwrap();
+    assert_eq!(reader.owner_pid(), std::process::id());
 }
 
 #[test]
@@ -121,7 +120,7 @@ fn a_symlink_at_the_block_path_is_refused() {
 #[test]
 fn a_normal_exit_removes_the_block_even_without_drop() {
     let dir = tempfile::tempdir().unwrap();
-    let child = common::spawn_child("child_entry", "exit", dir.path(), &[]);
+    let child = common::spawn_child("block::child_entry", "exit", dir.path(), &[]);
     common::wait_ok(child, Duration::from_secs(30));
     assert!(!dir.path().join(BLOCK).exists());
 }

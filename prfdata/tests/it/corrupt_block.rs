@@ -7,14 +7,13 @@
 //! Before issue 13, a live count beyond the object's limit made `add_instance` panic on a debug
 //! assertion in debug builds and write past the live list (SIGSEGV) in release builds.
 
-mod common;
-
+use crate::common;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::Duration;
 
 use common::testmap::{PrfData, ITEMS, PARTS};
-use prfdata::block::layout::{self, slot};
+use prfdata::layout::{self, slot};
 use prfdata::map::PerfDataMap;
 use prfdata::{Error, InstanceSpec};
 
@@ -48,7 +47,7 @@ fn child_entry() {
 fn scribble(dir: &Path, writes: &[(u64, u32)]) {
     let list: Vec<String> = writes.iter().map(|(o, v)| format!("{o}={v}")).collect();
     let child = common::spawn_child(
-        "child_entry",
+        "corrupt_block::child_entry",
         "scribble",
         dir,
         &[(WRITES_ENV, list.join(","))],

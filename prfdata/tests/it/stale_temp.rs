@@ -7,8 +7,7 @@
 //! these tests only exist in debug builds.
 #![cfg(debug_assertions)]
 
-mod common;
-
+use crate::common;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -41,7 +40,7 @@ fn names(dir: &Path) -> Vec<String> {
 /// Activates in a child that is killed half-way; returns its pid.
 fn killed_half_way(dir: &Path) -> u32 {
     let mut child = common::spawn_child(
-        "child_entry",
+        "stale_temp::child_entry",
         "activate",
         dir,
         &[("PRFDATA_BLOCK_FAULT", "before-publish".into())],

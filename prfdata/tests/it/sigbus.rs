@@ -3,14 +3,14 @@
 //! before it, or, if there was none, kills the process with `SIGBUS` as it would have without
 //! prfdata.
 
-mod common;
-
+use crate::common;
 use std::ffi::c_int;
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
 use common::testmap::PrfData;
-use prfdata::block::reader::{BlockReader, ReadError, Snapshot};
+use crate::common::snapshot::{ReadAll, Snapshot};
+use prfdata::reader::{BlockReader, ReadError};
 
 /// What the application's own handler exits with.
 const APP_HANDLER_EXIT: i32 = 42;
@@ -105,7 +105,7 @@ fn child_entry() {
 
 fn run(role: &str) -> std::process::ExitStatus {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = common::spawn_child("child_entry", role, dir.path(), &[]);
+    let mut child = common::spawn_child("sigbus::child_entry", role, dir.path(), &[]);
     let start = std::time::Instant::now();
     loop {
         if let Some(status) = child.try_wait().unwrap() {

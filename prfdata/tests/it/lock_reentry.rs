@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use prfdata::block::layout::SEQ_OFFSET;
+use prfdata::layout::SEQ_OFFSET;
 use prfdata::{Error, InstanceSpec};
 
 prfdata::prfdata_map! {

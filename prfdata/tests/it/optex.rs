@@ -153,7 +153,7 @@ impl ChildProc {
         let mut cmd = Command::new(std::env::current_exe().unwrap());
         cmd.args([
             "--exact",
-            "child_process_entry",
+            "optex::child_process_entry",
             "--nocapture",
             "--test-threads=1",
             "-q",

@@ -6,8 +6,7 @@
 //! Before issue 13, a FIFO at the block path made `activate` (and `demo-app run`) wait forever
 //! in `open`, for a writer that never came.
 
-mod common;
-
+use crate::common;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -15,7 +14,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use common::testmap::PrfData;
-use prfdata::block::layout::MAX_BLOCK_SIZE;
+use prfdata::layout::MAX_BLOCK_SIZE;
 use prfdata::Error;
 
 const APP: &str = "PrfDataTest";
@@ -70,7 +69,7 @@ fn assert_refused(dir: &Path, kind: &str) {
     }
     let p = path.clone();
     let read = bounded("the reader's open", move || {
-        prfdata::block::reader::BlockReader::open_path(APP, &p).is_err()
+        prfdata::reader::BlockReader::open_path(APP, &p).is_err()
     });
     assert!(read, "the reader refuses it too");
 }
@@ -97,7 +96,7 @@ fn a_fifo_at_the_block_path_is_refused_without_waiting() {
 fn a_fifo_at_the_block_path_does_not_hang_a_separate_process() {
     let dir = tempfile::tempdir().unwrap();
     mkfifo(&dir.path().join(BLOCK));
-    let child = common::spawn_child("child_entry", "activate-refused", dir.path(), &[]);
+    let child = common::spawn_child("block_files::child_entry", "activate-refused", dir.path(), &[]);
     common::wait_ok(child, LIMIT);
 }
 

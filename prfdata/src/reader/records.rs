@@ -12,11 +12,10 @@ use std::ops::Range;
 
 use zerocopy::FromBytes;
 
-use super::{ReadError, MAX_COUNTERS, MAX_COUNTER_BLOCK, MAX_OBJECTS};
+use super::error::{field, ReadError};
 use crate::block::layout::*;
 use crate::block::raw::RawBlock;
 use crate::instances::TableLayout;
-use crate::map::validate::{MAX_INSTANCES, MAX_INSTANCE_NAME};
 use crate::winperf;
 
 /// A validated object record.
@@ -94,15 +93,16 @@ pub struct CounterInfo {
     pub detail_level: u32,
 }
 
-/// What [`parse`] returns: the header as read, the objects and the counters.
-pub(super) type Records = (BlockHeader, Vec<ObjectInfo>, Vec<CounterInfo>);
-
-fn field(offset: u64, what: &'static str, value: impl Into<u64>) -> ReadError {
-    ReadError::Field {
-        offset,
-        what,
-        value: value.into(),
-    }
+/// What [`parse`] returns: the header as read, the objects and the counters, validated.
+#[derive(Debug)]
+pub(super) struct Records {
+    /// The header as it was when the block was opened.
+    pub(super) header: BlockHeader,
+    pub(super) objects: Vec<ObjectInfo>,
+    pub(super) counters: Vec<CounterInfo>,
+    /// The most instances the block can hold (all objects' limits together): no instance can
+    /// have more children. At most `MAX_OBJECTS × MAX_INSTANCES` = 2^32.
+    pub(super) capacity: u64,
 }
 
 /// Offset of a header field.
@@ -219,7 +219,13 @@ pub(super) fn parse(raw: &RawBlock, file_size: u64) -> Result<Records, ReadError
         let rec = ObjectRecord::read_from_bytes(rec).map_err(|_| truncated(records_end))?;
         objects.push(check_object(&rec, at, &counters, counters_at, file_size)?);
     }
-    Ok((header, objects, counters))
+    let capacity = objects.iter().map(|o| u64::from(o.max_instances)).sum();
+    Ok(Records {
+        header,
+        objects,
+        counters,
+        capacity,
+    })
 }
 
 /// Checks the counter record at offset `at`.

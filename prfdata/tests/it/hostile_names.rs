@@ -3,8 +3,7 @@
 //! naming the value and the rule, before anything is written; and install never writes through
 //! a symbolic link planted where its .INI / .h go.
 
-mod common;
-
+use crate::common;
 use common::testmap;
 use prfdata::install::{install_in, InstallError, InstallOptions};
 use prfdata::map::MapDef;
@@ -88,13 +87,13 @@ fn registry_calls_refuse_service_names_that_are_not_one_key() {
 #[test]
 fn a_block_path_never_leaves_the_block_folder() {
     for app in ["../escape", "a/b", "..", "", "x\u{1b}"] {
-        match prfdata::block::block_path(app) {
+        match prfdata::block_path(app) {
             Err(prfdata::Error::BadName(b)) => assert_eq!(b.kind, NameKind::App, "{app:?}"),
             other => panic!("{app:?}: {other:?}"),
         }
     }
     let too_long = "x".repeat(65);
-    assert!(prfdata::block::block_path(&too_long).is_err());
+    assert!(prfdata::block_path(&too_long).is_err());
 }
 
 #[test]

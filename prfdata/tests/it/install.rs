@@ -1,7 +1,6 @@
 //! Install / Uninstall from a map: the .INI and .h, lodctr, the provider's registration.
 
-mod common;
-
+use crate::common;
 use common::testmap;
 use prfdata::install::{install_in, uninstall_in, InstallError, InstallOptions};
 use prfdata_registry::{

@@ -8,9 +8,10 @@ use std::mem::offset_of;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use prfdata::block::layout::MAX_BLOCK_SIZE;
-use prfdata::block::layout::{self, BlockHeader, CounterRecord, ObjectRecord};
-use prfdata::block::reader::{BlockReader, ReadError, Snapshot};
+use prfdata::layout::MAX_BLOCK_SIZE;
+use prfdata::layout::{self, BlockHeader, CounterRecord, ObjectRecord};
+use crate::common::snapshot::{ReadAll, Snapshot};
+use prfdata::reader::{BlockReader, ReadError};
 use proptest::prelude::*;
 
 prfdata::prfdata_map! {

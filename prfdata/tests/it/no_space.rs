@@ -9,8 +9,7 @@
 //! Before issue 13, the block was created sparse on the full tmpfs, `activate` succeeded, and
 //! the child died of SIGBUS when it updated the counters of its instances.
 
-mod common;
-
+use crate::common;
 use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -143,7 +142,7 @@ fn fill(dir: &Path, spare: u64) -> PathBuf {
 
 /// Runs the `activate-full` child on `dir` and waits for it (bounded).
 fn run_child(dir: &Path, env: &[(&str, String)]) -> std::process::ExitStatus {
-    let mut child = common::spawn_child("child_entry", "activate-full", dir, env);
+    let mut child = common::spawn_child("no_space::child_entry", "activate-full", dir, env);
     let start = Instant::now();
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -184,7 +183,7 @@ fn leftovers(dir: &Path) -> Vec<String> {
 #[test]
 fn a_full_tmpfs_fails_activate_with_enospc_instead_of_sigbus_later() {
     let block_size =
-        prfdata::block::layout::total_size(<testmap::Map as prfdata::map::PerfDataMap>::DEF) as u64;
+        prfdata::layout::total_size(<testmap::Map as prfdata::map::PerfDataMap>::DEF) as u64;
     match Tmpfs::mount(256 * 1024) {
         Ok(fs) => {
             // One page free: room for the header and records, not for the whole block.

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use prfdata::block::reader::{BlockReader, ReadError};
+use prfdata::reader::{BlockReader, ReadError};
 
 /// A committed fuzz input.
 fn committed(target: &str, name: &str) -> Vec<u8> {

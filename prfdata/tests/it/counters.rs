@@ -1,7 +1,6 @@
 //! Counter updates from several processes and threads at once: the totals are exact.
 
-mod common;
-
+use crate::common;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
@@ -44,7 +43,7 @@ fn four_processes_two_threads_each_lose_no_increment() {
     let a = prf.add_instance(testmap::ITEMS, "a").unwrap();
     let b = prf.add_instance(testmap::ITEMS, "b").unwrap();
     let children: Vec<_> = (0..CHILDREN)
-        .map(|_| common::spawn_child("child_entry", "increment", dir.path(), &[]))
+        .map(|_| common::spawn_child("counters::child_entry", "increment", dir.path(), &[]))
         .collect();
     for child in children {
         common::wait_ok(child, Duration::from_secs(120));
@@ -89,11 +88,11 @@ fn a_kept_reference_is_the_live_counter_in_the_block() {
     hits.fetch_add(41, Relaxed);
     hits.fetch_add(1, Relaxed);
     // A reader in this or another process sees it at the counter's offset in the block.
-    let reader = prfdata::block::reader::BlockReader::open_path("PrfDataTest", prf.path()).unwrap();
-    let mut snap = prfdata::block::reader::Snapshot::default();
-    reader.read(&mut snap).unwrap();
+    let reader = prfdata::reader::BlockReader::open_path("PrfDataTest", prf.path()).unwrap();
+    let mut snap = common::snapshot::Snapshot::default();
+    common::snapshot::ReadAll::read(&reader, &mut snap).unwrap();
     let block = snap.global_block(&snap.objects[0]);
-    let value = prfdata::block::reader::counter_value(block, testmap::HITS.offset() as u32, 8);
+    let value = common::snapshot::counter_value(block, testmap::HITS.offset() as u32, 8);
     assert_eq!(value, Some(42));
 }
 

@@ -1,14 +1,14 @@
 //! Instances: adding and removing, their limits and errors, parents, and readers in other
 //! processes that never see a torn instance.
 
-mod common;
-
+use crate::common;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use common::testmap::{self, PrfData};
-use prfdata::block::reader::{BlockReader, ReadError, Snapshot};
+use crate::common::snapshot::{ReadAll, Snapshot};
+use prfdata::reader::{BlockReader, ReadError};
 use prfdata::{Error, InstanceSpec};
 
 /// Names whose length and content depend on `k`, so a torn copy cannot look whole.
@@ -73,7 +73,7 @@ fn readers_in_another_process_never_see_a_torn_instance() {
     let children: Vec<_> = (1..=2)
         .map(|seed| {
             common::spawn_child(
-                "child_entry",
+                "instances::child_entry",
                 "churn",
                 dir.path(),
                 &[("SEED", seed.to_string())],
@@ -139,7 +139,7 @@ fn views_in_another_process_never_see_a_torn_instance() {
     let children: Vec<_> = (1..=2)
         .map(|seed| {
             common::spawn_child(
-                "child_entry",
+                "instances::child_entry",
                 "churn",
                 dir.path(),
                 &[("SEED", seed.to_string())],
@@ -300,7 +300,7 @@ fn a_writer_killed_inside_lock_ctrs_is_recovered_from() {
     let dir = tempfile::tempdir().unwrap();
     let prf = PrfData::activate_in(dir.path()).unwrap();
     let keep = prf.add_instance(testmap::ITEMS, "keep").unwrap();
-    let mut child = common::spawn_child("child_entry", "die-locked", dir.path(), &[]);
+    let mut child = common::spawn_child("instances::child_entry", "die-locked", dir.path(), &[]);
     assert!(common::wait_until(Duration::from_secs(20), || {
         prf.get_global_ctr64(testmap::UNGUARDED).load(Relaxed) == 1
     }));

@@ -3,8 +3,7 @@
 //! half-removed tree, and a writer killed inside a write section leaves the children counts
 //! right once the block is recovered.
 
-mod common;
-
+use crate::common;
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -13,8 +12,9 @@ use std::process::Child;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use prfdata::block::layout::{self, slot, SEQ_OFFSET};
-use prfdata::block::reader::{BlockReader, InstanceSnapshot, ReadError, Snapshot};
+use prfdata::layout::{self, slot, SEQ_OFFSET};
+use crate::common::snapshot::{counter_value, InstanceSnapshot, ReadAll, Snapshot};
+use prfdata::reader::{BlockReader, ReadError};
 use prfdata::map::PerfDataMap;
 use prfdata::{Error, InstanceSpec};
 
@@ -353,7 +353,7 @@ fn remove_instance_tree_removes_the_subtree_and_nothing_else() {
 fn readers_in_another_process_never_see_a_half_removed_tree() {
     let dir = tempfile::tempdir().unwrap();
     let prf = PrfData::activate_in(dir.path()).unwrap();
-    let child = common::spawn_child("child_entry", "trees", dir.path(), &[]);
+    let child = common::spawn_child("parents::child_entry", "trees", dir.path(), &[]);
     let reader = BlockReader::open_path("PrfDataParents", prf.path()).unwrap();
     let mut snap = Snapshot::default();
     let (mut whole_trees, mut good) = (0, 0);
@@ -371,12 +371,12 @@ fn readers_in_another_process_never_see_a_half_removed_tree() {
             &snap.objects[2].instances,
         );
         for host in hosts {
-            let built = prfdata::block::reader::counter_value(snap.instance_block(host), 8, 4);
+            let built = counter_value(snap.instance_block(host), 8, 4);
             if built != Some(1) {
                 continue;
             }
             whole_trees += 1;
-            let under = |p: prfdata::block::reader::ParentLink, o: u32, i: &InstanceSnapshot| {
+            let under = |p: prfdata::reader::ParentLink, o: u32, i: &InstanceSnapshot| {
                 (p.object, p.slot, p.generation) == (o, i.slot, i.generation)
             };
             let my_jobs: Vec<_> = jobs
@@ -416,7 +416,7 @@ fn a_writer_killed_inside_a_write_section_leaves_the_children_counts_right() {
     let host = build(&prf, "h").unwrap();
     let bare = prf.add_instance(HOSTS, "bare").unwrap();
     let job = prf.instances(JOBS).unwrap()[0];
-    let mut child = common::spawn_child("child_entry", "die-counting", dir.path(), &[]);
+    let mut child = common::spawn_child("parents::child_entry", "die-counting", dir.path(), &[]);
     assert!(
         common::wait_until(Duration::from_secs(20), || dir
             .path()
@@ -498,7 +498,7 @@ fn writers_killed_mid_change_always_leave_a_consistent_tree() {
     let reader = BlockReader::open_path("PrfDataParents", prf.path()).unwrap();
     let mut kills = 0;
     for _ in 0..6 {
-        let mut child = common::spawn_child("child_entry", "churn", dir.path(), &[]);
+        let mut child = common::spawn_child("parents::child_entry", "churn", dir.path(), &[]);
         if !kill_inside_a_write_section(&mut child, prf.path()) {
             let _ = child.kill();
             let _ = child.wait();
