@@ -55,7 +55,7 @@ pub enum Error {
         kind: &'static str,
     },
     /// The file at the block's path is larger than any block
-    /// ([`MAX_BLOCK_SIZE`](crate::block::layout::MAX_BLOCK_SIZE)).
+    /// ([`MAX_BLOCK_SIZE`](crate::reader::MAX_BLOCK_SIZE)).
     #[error(
         "{path} is {size} bytes long, more than the {max} bytes a block may have: it is not a \
          block, remove it"

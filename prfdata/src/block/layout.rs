@@ -80,7 +80,7 @@ pub const MAX_INSTANCES: u32 = 1 << 20;
 /// The longest instance name perflib accepts (winperf.h `PERF_MAX_INSTANCE_NAME`), in UTF-16
 /// code units.
 pub const MAX_INSTANCE_NAME: u32 = 1024;
-/// The longest app name, in bytes: what the header's [`BlockHeader::app_name`] holds. It names
+/// The longest app name, in bytes: what the block header's `app_name` field holds. It names
 /// the block file and the `Services` key, so it is also the app-name limit of
 /// [`prfdata_untrusted::check_name`].
 pub const MAX_APP_NAME: usize = 64;

@@ -84,12 +84,12 @@ impl BlockReader {
     /// (`O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC`), then, from `fstat` of what was opened, only a
     /// regular file ([`Error::NotRegular`](crate::Error::NotRegular) otherwise: a FIFO planted
     /// at the path is refused at once) owned by this user with mode 0600
-    /// ([`Error::NotABlock`](crate::Error::NotABlock)) and no larger than [`MAX_BLOCK_SIZE`]
+    /// ([`Error::NotABlock`](crate::Error::NotABlock)) and no larger than [`MAX_BLOCK_SIZE`](super::MAX_BLOCK_SIZE)
     /// ([`Error::TooLarge`](crate::Error::TooLarge)); only then is it mapped, read-only, and its
     /// records validated.
     ///
     /// The first open in a process installs prfdata's process-wide `SIGBUS` handler (see the
-    /// [module docs](self)): faults in mappings being read are repaired, any other goes on to
+    /// [module docs](super)): faults in mappings being read are repaired, any other goes on to
     /// the handler installed before, or kills the process as it would have.
     ///
     /// # Errors

@@ -58,7 +58,7 @@ pub enum ReadError {
     Busy(Duration),
     /// The block was rewritten since it was opened (its generation changed under the read):
     /// reopen it. (A file replaced at the path, or resized, is what
-    /// [`BlockReader::is_replaced`] tells.)
+    /// [`BlockReader::is_replaced`](super::BlockReader::is_replaced) tells.)
     #[error("the block was replaced or rewritten since it was opened")]
     Replaced,
     /// The instance tables changed inside one sequence window without the sequence moving (a

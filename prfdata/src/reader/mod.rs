@@ -25,7 +25,7 @@
 //! | truncated, or truncated and regrown, under a read | the `SIGBUS` is caught (see below): [`ReadError::Truncated`], the reader is spent ([`BlockReader::is_replaced`]) |
 //! | replaced (another file renamed over the path) | [`BlockReader::is_replaced`]; a new reader reads the new file |
 //! | a FIFO, socket, directory or symlink at the path | refused at open without blocking (`O_NOFOLLOW \| O_NONBLOCK`, then `fstat`: a regular file owned by this user, mode 0600) |
-//! | a file larger than a block may be (1 GiB) | [`Error::TooLarge`](crate::Error::TooLarge), never mapped |
+//! | a file larger than [`MAX_BLOCK_SIZE`] | [`Error::TooLarge`](crate::Error::TooLarge), never mapped |
 //! | any byte changed to anything | [`ReadError::Field`] naming the offset, or the values as written; lone surrogates in names and text served as U+FFFD |
 //! | a process killed holding the lock inside a write section | the reader takes the lock over through the optex's dead-owner path and repairs the tables as a writer would, within [`DEAD_HOLDER_CHECK`] of the sequence staying odd |
 //! | the owner killed | [`ReadError::OwnerGone`] |
@@ -82,7 +82,7 @@ mod records;
 mod utf16;
 mod view;
 
-pub use crate::block::layout::{MAX_COUNTERS, MAX_COUNTER_BLOCK, MAX_OBJECTS};
+pub use crate::block::layout::{MAX_BLOCK_SIZE, MAX_COUNTERS, MAX_COUNTER_BLOCK, MAX_OBJECTS};
 pub use block_reader::{BlockReader, DEAD_HOLDER_CHECK, DEFAULT_READ_DEADLINE};
 pub use error::ReadError;
 pub use records::{CounterInfo, ObjectInfo};

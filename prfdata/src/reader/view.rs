@@ -27,7 +27,7 @@ impl BlockReader {
     /// then rejected must be thrown away or overwritten by the next run.
     ///
     /// Each window registers the mapping with the `SIGBUS` handler (see the
-    /// [module docs](self)): if the
+    /// [module docs](super)): if the
     /// file is truncated under `f`, `f` reads zeros from then on, and its result is thrown away
     /// for [`ReadError::Truncated`]. If the sequence stays odd for [`DEAD_HOLDER_CHECK`], the
     /// read checks once whether the lock's holder died, and recovers the block if so.

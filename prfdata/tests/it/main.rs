@@ -20,5 +20,6 @@ mod map_validation;
 mod no_space;
 mod optex;
 mod parents;
+mod public_api;
 mod sigbus;
 mod stale_temp;

@@ -3,8 +3,8 @@
 //! them, transitively, so that every `ParentObjectTitleIndex` / `ParentObjectInstance` names an
 //! instance in the same buffer, as NT's providers do for Thread and Process.
 
-mod common;
 
+use crate::common;
 use std::collections::BTreeMap;
 
 use common::{

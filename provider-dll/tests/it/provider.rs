@@ -1,7 +1,7 @@
 //! The provider cdylib, dlopen'ed and driven exactly as perflib drives it.
 
-mod common;
 
+use crate::common;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
@@ -39,7 +39,7 @@ fn spawn_app(role: &str) -> Child {
     let child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "child_entry",
+            "provider::child_entry",
             "--include-ignored",
             "--test-threads=1",
         ])

@@ -3,8 +3,8 @@
 //! are well-formed UTF-16 whatever the block holds), and never panic, even in the provider's
 //! own code where no `catch_unwind` would hide it.
 
-mod common;
 
+use crate::common;
 use std::os::unix::fs::FileExt;
 
 use common::{app_a, app_c, env, parse, populate_c, resolved, serial, Provider, ERROR_SUCCESS};
