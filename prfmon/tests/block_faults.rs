@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use common::{bounded, TEST_WAIT};
 use prfdata::layout::{self, slot};
-use prfdata_registry::FileRegistry;
 use prfdata_app::Installed;
+use prfdata_registry::FileRegistry;
 use prfmon::collector::{Collector, CollectorOptions, Isolation};
 use prfmon::decode::{decode, DataSnapshot};
 use prfmon::names::Names;

@@ -12,9 +12,9 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use prfdata_registry::FileRegistry;
 use prfdata::InstanceSpec;
 use prfdata_app::Installed;
+use prfdata_registry::FileRegistry;
 use prfmon::collector::{Collector, CollectorOptions, Isolation};
 use prfmon::decode::{decode, DataSnapshot};
 use prfmon::names::{instance_names, Names};

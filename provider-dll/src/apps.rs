@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use prfdata::reader::{BlockReader, BlockView, ReadError};
-use prfdata_registry::{first_counter_help, FileRegistry};
 use prfdata::Error as PrfError;
+use prfdata_registry::{first_counter_help, FileRegistry};
 
 use crate::serialize::TitleBase;
 

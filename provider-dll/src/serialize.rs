@@ -25,8 +25,8 @@
 //! parent is live in the window and its object is among those written
 //! ([`Selection`] makes sure it is); otherwise both are 0.
 
-use prfdata::reader::{BlockView, ReadError};
 use prfdata::clock::OBJECT_FREQUENCY;
+use prfdata::reader::{BlockView, ReadError};
 use prfdata::winperf::{
     PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType, PERF_NO_INSTANCES,
 };

@@ -395,7 +395,12 @@ fn child_entry() {
 
 fn spawn_child(root: &Path, ini: &Path) -> Child {
     Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "lodctr::child_entry", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "lodctr::child_entry",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, format!("{}|{}", root.display(), ini.display()))
         .stdout(Stdio::null())
         .spawn()

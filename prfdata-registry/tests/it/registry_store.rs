@@ -39,7 +39,12 @@ fn child_entry() {
 
 fn spawn_child(root: &Path, fault: &str) -> Child {
     Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "registry_store::child_entry", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "registry_store::child_entry",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, root)
         .env(FAULT_ENV, fault)
         .stdout(Stdio::null())

@@ -36,9 +36,9 @@ use std::sync::{Mutex, Once};
 use zerocopy::{FromBytes, IntoBytes};
 
 use super::layout::*;
-use crate::map::offsets::*;
 use super::open::{block_path, open_block, remove_if_same};
 use super::raw::RawBlock;
+use crate::map::offsets::*;
 use crate::map::{Instances, MapDef};
 use crate::process::{Liveness, ProcessId};
 use crate::sys::shm;

@@ -26,7 +26,6 @@
 use core::mem::{offset_of, size_of};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-
 /// The block's magic: the first eight bytes of every block.
 pub const MAGIC: [u8; 8] = *b"PRFDATA\0";
 /// The layout version this crate writes and reads; a block of another version is refused.
@@ -53,6 +52,20 @@ pub const COUNTER_RECORD_SIZE: usize = 32;
 pub const SLOT_HEADER_SIZE: usize = 64;
 /// Bytes before the first counter of a counter block: ByteLength and padding to 8.
 pub const COUNTER_BLOCK_HEADER: usize = 8;
+/// Bytes of one live-list entry: a slot number (`u32`).
+pub const LIVE_ENTRY_SIZE: usize = size_of::<u32>();
+/// Bytes of one UTF-16 code unit of an instance name or a text counter.
+pub const NAME_UNIT_SIZE: usize = size_of::<u16>();
+/// The word blocks are laid out and copied in: slots, names (padded), counter blocks and 64-bit
+/// values are multiples of it and aligned to it, so a reader copies them as whole `u64`s.
+pub const WORD: usize = size_of::<u64>();
+/// Bytes of a counter block's ByteLength field (a `u32` at offset 0, perflib's
+/// `PERF_COUNTER_BLOCK`).
+pub const BYTE_LENGTH_SIZE: usize = size_of::<u32>();
+/// Bytes of a DWORD counter's value (`PERF_SIZE_DWORD`).
+pub const DWORD_SIZE: u32 = size_of::<u32>() as u32;
+/// Bytes of a LARGE counter's value (`PERF_SIZE_LARGE`).
+pub const LARGE_SIZE: u32 = size_of::<u64>() as u32;
 /// Alignment of every region: a cache line, so the regions of different objects never share one.
 pub const REGION_ALIGN: usize = 64;
 /// The largest block prfdata creates or opens: 1 GiB.
@@ -295,7 +308,9 @@ const _: () = {
     assert!(size_of::<SlotHeader>() == SLOT_HEADER_SIZE);
     assert!(slot::GENERATION == 28 && slot::PARENT_GENERATION == 32 && slot::CHILDREN == 36);
     assert!(SLOT_HEADER_SIZE.is_multiple_of(8));
-    assert!(size_of::<[u8; MAX_APP_NAME]>() == 64 && MAX_APP_NAME == prfdata_untrusted::MAX_APP_NAME);
+    assert!(
+        size_of::<[u8; MAX_APP_NAME]>() == 64 && MAX_APP_NAME == prfdata_untrusted::MAX_APP_NAME
+    );
 };
 
 /// Rounds `n` up to a multiple of `align` (a power of two): how every region and record is

@@ -106,4 +106,3 @@ pub(crate) fn remove_if_same(path: &Path, identity: shm::FileIdentity) {
         }
     }
 }
-

@@ -24,9 +24,9 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::open::open_block;
 use super::fault::Watch;
 use super::layout::{OPTEX_OFFSET, SEQ_OFFSET};
+use super::open::open_block;
 use super::raw::RawBlock;
 use crate::instances::{TableLayout, Tables};
 use crate::optex::Optex;

@@ -5,11 +5,11 @@
 
 use core::fmt;
 
-use super::{str_eq, CounterDef, Instances, MapDef, ObjectDef, Text};
 use super::offsets;
+use super::{str_eq, CounterDef, Instances, MapDef, ObjectDef, Text};
 use crate::block::layout::{
-    COUNTER_RECORD_SIZE, HEADER_SIZE, MAX_BLOCK_SIZE, MAX_COUNTERS, MAX_COUNTER_BLOCK,
-    MAX_OBJECTS, OBJECT_RECORD_SIZE, REGION_ALIGN,
+    COUNTER_RECORD_SIZE, HEADER_SIZE, MAX_BLOCK_SIZE, MAX_COUNTERS, MAX_COUNTER_BLOCK, MAX_OBJECTS,
+    OBJECT_RECORD_SIZE, REGION_ALIGN,
 };
 use crate::winperf;
 

@@ -250,7 +250,11 @@ impl BlockReader {
 /// Registers `raw` with the fault table for one read window, waiting for a free entry (every
 /// one taken means [`fault::ENTRIES`] threads are reading at once) until `until`.
 #[inline]
-pub(super) fn watch(raw: &RawBlock, writable: bool, until: Instant) -> Result<Watch<'_>, ReadError> {
+pub(super) fn watch(
+    raw: &RawBlock,
+    writable: bool,
+    until: Instant,
+) -> Result<Watch<'_>, ReadError> {
     if let Some(w) = Watch::new(raw, writable) {
         return Ok(w);
     }
@@ -279,4 +283,3 @@ pub(super) fn truncated(file: &File, mapped: u64) -> ReadError {
         expected: mapped,
     }
 }
-

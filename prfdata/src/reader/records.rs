@@ -93,6 +93,11 @@ pub struct CounterInfo {
     pub detail_level: u32,
 }
 
+/// The most padding a slot may have after its header and longest name: the writer pads the name
+/// to a [`WORD`] (at most 6 bytes); a reader accepts up to this much, no more, so that a slot
+/// size read from the block cannot place the slots anywhere it likes.
+const MAX_SLOT_PADDING: u64 = 64;
+
 /// What [`parse`] returns: the header as read, the objects and the counters, validated.
 #[derive(Debug)]
 pub(super) struct Records {
@@ -239,8 +244,8 @@ fn check_counter(rec: &CounterRecord, at: u64) -> Result<CounterInfo, ReadError>
         None => {
             is_text
                 && rec.size > 0
-                && rec.size.is_multiple_of(2)
-                && rec.size <= 2 * MAX_INSTANCE_NAME
+                && rec.size.is_multiple_of(NAME_UNIT_SIZE as u32)
+                && rec.size <= NAME_UNIT_SIZE as u32 * MAX_INSTANCE_NAME
         }
     };
     if !size_ok || rec.counter_type & winperf::PERF_COUNTER_HISTOGRAM_TYPE != 0 {
@@ -250,7 +255,7 @@ fn check_counter(rec: &CounterRecord, at: u64) -> Result<CounterInfo, ReadError>
             rec.counter_type,
         ));
     }
-    let align = if is_text { 8 } else { rec.size };
+    let align = if is_text { WORD as u32 } else { rec.size };
     if rec.size > 0
         && (rec.block_offset < COUNTER_BLOCK_HEADER as u32
             || !rec.block_offset.is_multiple_of(align))
@@ -319,7 +324,7 @@ fn check_object(
     }
     let stride = rec.counter_block_size;
     if stride < COUNTER_BLOCK_HEADER as u32
-        || !stride.is_multiple_of(8)
+        || !stride.is_multiple_of(WORD as u32)
         || stride > MAX_COUNTER_BLOCK
     {
         return Err(field(
@@ -360,9 +365,13 @@ fn check_object(
             ));
         }
         // max_name_len <= MAX_INSTANCE_NAME: no overflow.
-        let min_slot = u64::from(SLOT_HEADER_SIZE as u32 + 2 * rec.max_name_len);
+        let min_slot =
+            u64::from(SLOT_HEADER_SIZE as u32 + NAME_UNIT_SIZE as u32 * rec.max_name_len);
         let slot_size = u64::from(rec.slot_size);
-        if slot_size < min_slot || !slot_size.is_multiple_of(8) || slot_size > min_slot + 64 {
+        if slot_size < min_slot
+            || !slot_size.is_multiple_of(WORD as u64)
+            || slot_size > min_slot + MAX_SLOT_PADDING
+        {
             return Err(field(
                 object_at!(off, slot_size),
                 "slot size",
@@ -376,9 +385,9 @@ fn check_object(
     // max <= 2^20, slot_size < 2^12, stride <= 2^20: every product is below 2^41.
     let blocks = if instanced { max } else { 1 };
     let region_ok = |start: u64, len: u64| {
-        start.is_multiple_of(8) && start.checked_add(len).is_some_and(|e| e <= file_size)
+        start.is_multiple_of(WORD as u64) && start.checked_add(len).is_some_and(|e| e <= file_size)
     };
-    if !region_ok(rec.live_offset, max * 4) {
+    if !region_ok(rec.live_offset, max * LIVE_ENTRY_SIZE as u64) {
         return Err(field(
             object_at!(off, live_offset),
             "live list offset",

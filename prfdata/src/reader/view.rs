@@ -11,7 +11,8 @@ use super::records::{CounterInfo, ObjectInfo};
 use super::utf16;
 use crate::block::fault::Watch;
 use crate::block::layout::{
-    slot, GENERATION_OFFSET, LIVE_COUNT_OFFSET, SEQ_OFFSET, SLOT_HEADER_SIZE, SLOT_LIVE,
+    slot, BYTE_LENGTH_SIZE, DWORD_SIZE, GENERATION_OFFSET, LARGE_SIZE, LIVE_COUNT_OFFSET,
+    LIVE_ENTRY_SIZE, NAME_UNIT_SIZE, SEQ_OFFSET, SLOT_HEADER_SIZE, SLOT_LIVE, WORD,
 };
 use crate::block::recover::{self, Recovery};
 
@@ -153,7 +154,6 @@ impl BlockReader {
     }
 }
 
-
 /// A child's link to its parent, as its slot stores it: the parent's object index, slot and
 /// generation. It was checked to name an object with instances and a slot below its limit;
 /// whether that slot is live with that generation now is for [`BlockView::parent_position`] (or
@@ -247,16 +247,17 @@ impl<'a> BlockView<'a> {
         let len = self.reader.raw.len() as u64;
         let max = u64::from(o.max_instances);
         let fits = |start: u64, bytes: u64| start.checked_add(bytes).is_some_and(|e| e <= len);
-        let name_room = (2 * u64::from(o.max_name_len)).next_multiple_of(8);
+        let (entry, unit, word) = (LIVE_ENTRY_SIZE as u64, NAME_UNIT_SIZE as u64, WORD as u64);
+        let name_room = (unit * u64::from(o.max_name_len)).next_multiple_of(word);
         if !o.instanced
-            || !o.live_offset.is_multiple_of(4)
-            || !fits(o.live_offset, 4 * max)
-            || !o.slots_offset.is_multiple_of(8)
-            || !o.slot_size.is_multiple_of(8)
+            || !o.live_offset.is_multiple_of(entry)
+            || !fits(o.live_offset, entry * max)
+            || !o.slots_offset.is_multiple_of(word)
+            || !o.slot_size.is_multiple_of(word)
             || o.slot_size < SLOT_HEADER_SIZE as u64 + name_room
             || !fits(o.slots_offset, max * o.slot_size)
-            || !o.data_offset.is_multiple_of(8)
-            || !o.counter_block_size.is_multiple_of(8)
+            || !o.data_offset.is_multiple_of(word)
+            || !u64::from(o.counter_block_size).is_multiple_of(word)
             || !fits(o.data_offset, max * u64::from(o.counter_block_size))
         {
             return Err(field(o.record_offset, "object regions", o.record_offset));
@@ -291,7 +292,7 @@ impl<'a> BlockView<'a> {
         // entry is inside the live list.)
         let listed = self
             .reader
-            .u32(o.live_offset + u64::from(pos) * 4, "")
+            .u32(o.live_offset + u64::from(pos) * LIVE_ENTRY_SIZE as u64, "")
             .ok()?;
         (listed == link.slot).then_some(pos)
     }
@@ -384,7 +385,7 @@ impl InstanceTable<'_> {
     fn slot_of(&self, pos: u32) -> Result<(u32, usize), ReadError> {
         let o = self.info;
         // In u64, `pos` any u32: no overflow (the offset is below 2^31, 4 * pos below 2^34).
-        let at = o.live_offset + u64::from(pos) * 4;
+        let at = o.live_offset + u64::from(pos) * LIVE_ENTRY_SIZE as u64;
         if pos >= self.count {
             return Err(field(at, "live list position", pos));
         }
@@ -504,24 +505,29 @@ impl InstanceTable<'_> {
     #[inline]
     pub fn copy_name(&self, inst: &LiveInstance, out: &mut [u8]) -> Result<(), ReadError> {
         let o = self.info;
-        let bytes = inst.name_len as usize * 2;
-        assert_eq!(out.len(), (bytes + 2).next_multiple_of(8), "a name field");
+        let bytes = inst.name_len as usize * NAME_UNIT_SIZE;
+        // The name, its NUL, padded to a word.
+        assert_eq!(
+            out.len(),
+            (bytes + NAME_UNIT_SIZE).next_multiple_of(WORD),
+            "a name field"
+        );
         if inst.slot >= o.max_instances || inst.name_len > o.max_name_len {
             return Err(field(o.record_offset, "instance of the object", inst.slot));
         }
         let at = (o.slots_offset + u64::from(inst.slot) * o.slot_size) as usize + SLOT_HEADER_SIZE;
         // Whole words, the last one masked to the name's bytes: no `memset` for a few bytes.
-        let (name, rest) = out.split_at_mut(bytes.next_multiple_of(8));
+        let (name, rest) = out.split_at_mut(bytes.next_multiple_of(WORD));
         let mut surrogates = false;
-        for (i, chunk) in name.chunks_exact_mut(8).enumerate() {
+        for (i, chunk) in name.chunks_exact_mut(WORD).enumerate() {
             // SAFETY: `inst.slot < max_instances` and `name_len <= max_name_len` (checked
             // above); `BlockView::instances` checked that every slot lies inside the mapping,
             // is 8-aligned, and holds SLOT_HEADER_SIZE bytes then the longest name rounded up
-            // to 8: the word at `at + 8 * i < at + bytes.next_multiple_of(8)` is in bounds and
+            // to 8: the word at `at + WORD * i < at + bytes.next_multiple_of(WORD)` is in bounds and
             // 8-aligned.
-            let word = unsafe { self.reader.raw.u64_at(at + 8 * i) }.load(Ordering::Relaxed);
-            let keep = bytes - 8 * i; // name bytes in this word and after
-            let word = if keep >= 8 {
+            let word = unsafe { self.reader.raw.u64_at(at + WORD * i) }.load(Ordering::Relaxed);
+            let keep = bytes - WORD * i; // name bytes in this word and after
+            let word = if keep >= WORD {
                 word
             } else {
                 word & first_bytes(keep)
@@ -533,8 +539,8 @@ impl InstanceTable<'_> {
             utf16::make_well_formed(&mut name[..bytes]);
         }
         // The NUL when the name fills its last word: one more zero word.
-        if let Some(word) = rest.first_chunk_mut::<8>() {
-            *word = [0; 8];
+        if let Some(word) = rest.first_chunk_mut::<WORD>() {
+            *word = [0; WORD];
         }
         Ok(())
     }
@@ -576,12 +582,12 @@ impl InstanceTable<'_> {
             return Err(field(o.record_offset, "instance of the object", inst.slot));
         }
         let at = o.data_offset as usize + inst.slot as usize * stride;
-        for (i, chunk) in out.chunks_exact_mut(8).enumerate() {
+        for (i, chunk) in out.chunks_exact_mut(WORD).enumerate() {
             // SAFETY: `inst.slot < max_instances` (checked above), and `BlockView::instances`
             // checked that the `max_instances` blocks of `counter_block_size` bytes (a multiple
             // of 8, checked at open) at the 8-aligned `data_offset` are inside the mapping: the
-            // word at `at + 8 * i < at + stride` is in bounds and 8-aligned.
-            let word = unsafe { self.reader.raw.u64_at(at + 8 * i) }.load(Ordering::Relaxed);
+            // word at `at + WORD * i < at + stride` is in bounds and 8-aligned.
+            let word = unsafe { self.reader.raw.u64_at(at + WORD * i) }.load(Ordering::Relaxed);
             chunk.copy_from_slice(&word.to_ne_bytes());
         }
         finish_counter_block(o, out);
@@ -634,7 +640,7 @@ impl InstanceTable<'_> {
 /// well-formed UTF-16 (see [`utf16`]).
 #[inline]
 fn finish_counter_block(o: &ObjectInfo, out: &mut [u8]) {
-    out[..4].copy_from_slice(&o.counter_block_size.to_le_bytes());
+    out[..BYTE_LENGTH_SIZE].copy_from_slice(&o.counter_block_size.to_le_bytes());
     if !o.text.is_empty() {
         fix_text(o, out);
     }
@@ -674,8 +680,8 @@ impl BlockReader {
         // Checked at open: the value lies inside the counter block, aligned to its size.
         let at = block + u64::from(info.block_offset);
         match info.size {
-            4 => Ok(i64::from(self.u32(at, "counter value")? as i32)),
-            8 => usize::try_from(at)
+            DWORD_SIZE => Ok(i64::from(self.u32(at, "counter value")? as i32)),
+            LARGE_SIZE => usize::try_from(at)
                 .ok()
                 .and_then(|a| self.raw.load_u64(a))
                 .map(|v| v as i64)

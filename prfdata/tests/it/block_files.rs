@@ -96,7 +96,12 @@ fn a_fifo_at_the_block_path_is_refused_without_waiting() {
 fn a_fifo_at_the_block_path_does_not_hang_a_separate_process() {
     let dir = tempfile::tempdir().unwrap();
     mkfifo(&dir.path().join(BLOCK));
-    let child = common::spawn_child("block_files::child_entry", "activate-refused", dir.path(), &[]);
+    let child = common::spawn_child(
+        "block_files::child_entry",
+        "activate-refused",
+        dir.path(),
+        &[],
+    );
     common::wait_ok(child, LIMIT);
 }
 

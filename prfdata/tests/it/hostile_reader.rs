@@ -8,9 +8,9 @@ use std::mem::offset_of;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+use crate::common::snapshot::{ReadAll, Snapshot};
 use prfdata::layout::MAX_BLOCK_SIZE;
 use prfdata::layout::{self, BlockHeader, CounterRecord, ObjectRecord};
-use crate::common::snapshot::{ReadAll, Snapshot};
 use prfdata::reader::{BlockReader, ReadError};
 use proptest::prelude::*;
 

@@ -6,8 +6,8 @@ use std::collections::HashSet;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use common::testmap::{self, PrfData};
 use crate::common::snapshot::{ReadAll, Snapshot};
+use common::testmap::{self, PrfData};
 use prfdata::reader::{BlockReader, ReadError};
 use prfdata::{Error, InstanceSpec};
 

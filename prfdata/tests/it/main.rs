@@ -4,9 +4,9 @@
 //! Tests that need another process re-execute this binary with `--exact <module>::child_entry`
 //! (see `common::spawn_child`).
 
-mod common;
 mod block;
 mod block_files;
+mod common;
 mod corrupt_block;
 mod counters;
 mod fork;

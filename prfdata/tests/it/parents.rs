@@ -12,10 +12,10 @@ use std::process::Child;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use prfdata::layout::{self, slot, SEQ_OFFSET};
 use crate::common::snapshot::{counter_value, InstanceSnapshot, ReadAll, Snapshot};
-use prfdata::reader::{BlockReader, ReadError};
+use prfdata::layout::{self, slot, SEQ_OFFSET};
 use prfdata::map::PerfDataMap;
+use prfdata::reader::{BlockReader, ReadError};
 use prfdata::{Error, InstanceSpec};
 
 prfdata::prfdata_map! {

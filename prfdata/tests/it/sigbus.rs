@@ -8,8 +8,8 @@ use std::ffi::c_int;
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
-use common::testmap::PrfData;
 use crate::common::snapshot::{ReadAll, Snapshot};
+use common::testmap::PrfData;
 use prfdata::reader::{BlockReader, ReadError};
 
 /// What the application's own handler exits with.

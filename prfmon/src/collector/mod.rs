@@ -112,11 +112,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use prfdata::winperf::ERROR_SUCCESS;
 use prfdata_registry::service::{
     services_in, DEFAULT_COLLECT_TIMEOUT_MS, DEFAULT_OPEN_TIMEOUT_MS, DISABLE, LIBRARY,
 };
 use prfdata_registry::{paths, update, PerformanceService, Registry, RegistryError, Value};
-use prfdata::winperf::ERROR_SUCCESS;
 
 use crate::datablock::{build_data_block, host_name, CollectionTimes, ProviderOutput};
 use crate::trust::TrustPolicy;

@@ -12,8 +12,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use prfdata::install::{install_in, InstallOptions};
-use prfdata_registry::FileRegistry;
 use prfdata::InstanceSpec;
+use prfdata_registry::FileRegistry;
 
 prfdata::prfdata_map! {
     pub mod serve_app {

@@ -8,8 +8,8 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use libloading::{Library, Symbol};
 use prfdata::install::{install_in, InstallOptions};
-use prfdata_registry::FileRegistry;
 use prfdata::winperf::{PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType};
+use prfdata_registry::FileRegistry;
 use zerocopy::FromBytes;
 
 prfdata::prfdata_map! {

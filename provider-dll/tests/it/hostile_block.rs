@@ -3,7 +3,6 @@
 //! are well-formed UTF-16 whatever the block holds), and never panic, even in the provider's
 //! own code where no `catch_unwind` would hide it.
 
-
 use crate::common;
 use std::os::unix::fs::FileExt;
 

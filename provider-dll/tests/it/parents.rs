@@ -3,7 +3,6 @@
 //! them, transitively, so that every `ParentObjectTitleIndex` / `ParentObjectInstance` names an
 //! instance in the same buffer, as NT's providers do for Thread and Process.
 
-
 use crate::common;
 use std::collections::BTreeMap;
 

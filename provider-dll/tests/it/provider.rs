@@ -1,6 +1,5 @@
 //! The provider cdylib, dlopen'ed and driven exactly as perflib drives it.
 
-
 use crate::common;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering::Relaxed;
