@@ -4,7 +4,7 @@
 //!
 //! # Index
 //!
-//! - [`UntrustedFile`] (module [`file`]): opens a file without blocking and, where the rule says
+//! - [`UntrustedFile`] (module [`mod@file`]): opens a file without blocking and, where the rule says
 //!   so, without following a symbolic link, `fstat`s it and reads it only if it is a regular
 //!   file under a size cap; [`UntrustedFileError`] names the file and the rule it broke;
 //!   [`create_new`] makes the temporary file a replacement is written to.
