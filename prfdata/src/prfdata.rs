@@ -10,11 +10,11 @@ use crate::block::create::BlockFile;
 use crate::block::layout;
 use crate::clock;
 use crate::counter_type::{CounterType, Dword, ElapsedTime, Large, TextType};
+use crate::error::Error;
 use crate::instances::{Corrupt, NewInstance, SlotRef, Tables};
 use crate::map::{data_offset, CtrId, Global, Instanced, Object, PerfDataMap};
 use crate::optex::{Optex, OptexGuard};
 use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
-use crate::Error;
 
 /// An activated performance data block for map `M`: CPrfData's object after `Activate`.
 ///

@@ -38,11 +38,12 @@ use zerocopy::{FromBytes, IntoBytes};
 use super::layout::*;
 use super::open::{block_path, open_block, remove_if_same};
 use super::raw::RawBlock;
+use crate::clock;
+use crate::error::Error;
 use crate::map::offsets::*;
 use crate::map::{Instances, MapDef};
 use crate::process::{Liveness, ProcessId};
 use crate::sys::shm;
-use crate::{clock, Error};
 
 mod temp;
 

@@ -6,8 +6,8 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
 use super::layout::MAX_BLOCK_SIZE;
+use crate::error::Error;
 use crate::sys::shm;
-use crate::Error;
 
 /// The folder blocks live in: `PRFDATA_SHM_DIR` if set, else `/dev/shm/prfdata-<uid>`.
 ///

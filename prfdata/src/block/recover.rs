@@ -28,10 +28,10 @@ use super::fault::Watch;
 use super::layout::{OPTEX_OFFSET, SEQ_OFFSET};
 use super::open::open_block;
 use super::raw::RawBlock;
+use crate::error::Error;
 use crate::instances::{TableLayout, Tables};
 use crate::optex::Optex;
 use crate::sys::shm;
-use crate::Error;
 
 /// What a recovery attempt found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -41,7 +41,7 @@ pub const DEAD_HOLDER_CHECK: Duration = Duration::from_millis(1);
 /// use std::sync::atomic::Ordering::Relaxed;
 /// use prfdata::reader::{BlockReader, DEFAULT_READ_DEADLINE};
 /// # prfdata::prfdata_map! { pub mod app { app: "ReaderDoc", object JOBS = 0 { name: "Jobs",
-/// #   help: "Jobs.", instances: none, detail: Novice, default: none, costly: false, counters {
+/// #   help: "Jobs.", detail: Novice, default: none, instances: none, costly: false, counters {
 /// #   DONE = 2: RawCount { name: "Done", help: "Done.", detail: Novice, scale: 0 }, } } } }
 /// # std::env::set_var("PRFDATA_SHM_DIR", std::env::temp_dir());
 /// let prf = app::PrfData::activate()?; // in the app
@@ -121,7 +121,7 @@ impl BlockReader {
         // At most MAX_BLOCK_SIZE (checked by `open_block`; checked again below, since the file
         // may have grown since), which fits a usize on the 64-bit targets prfdata builds for.
         let too_large = || {
-            ReadError::Open(crate::Error::TooLarge {
+            ReadError::Open(crate::error::Error::TooLarge {
                 path: path.to_path_buf(),
                 size: identity.size,
                 max: MAX_BLOCK_SIZE,

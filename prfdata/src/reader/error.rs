@@ -11,7 +11,7 @@ use crate::block::layout::LAYOUT_VERSION;
 pub enum ReadError {
     /// The block could not be opened.
     #[error(transparent)]
-    Open(#[from] crate::Error),
+    Open(#[from] crate::error::Error),
     /// I/O on the block failed.
     #[error("I/O error on the block {path}: {source}")]
     Io {

@@ -4,5 +4,6 @@
 
 mod common;
 mod hostile_block;
+mod logging;
 mod parents;
 mod provider;
