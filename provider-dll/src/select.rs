@@ -18,7 +18,6 @@
 use prfdata::reader::{BlockView, ReadError};
 
 use crate::query::Query;
-use crate::serialize::TitleBase;
 
 /// The objects of one block to serialise, in block order, refilled for each window.
 ///
@@ -112,5 +111,25 @@ impl Selection {
         self.objects
             .extend((0..infos.len()).filter(|&k| self.chosen[k]));
         Ok(())
+    }
+}
+
+/// The name and help indexes an app was given by lodctr.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TitleBase {
+    /// `First Counter` of the app's `Performance` key.
+    pub first_counter: u32,
+    /// `First Help`.
+    pub first_help: u32,
+}
+
+impl TitleBase {
+    /// The name index of a symbolic offset.
+    pub fn name(&self, offset: u32) -> u32 {
+        self.first_counter.wrapping_add(offset)
+    }
+    /// The help index of a symbolic offset.
+    pub fn help(&self, offset: u32) -> u32 {
+        self.first_help.wrapping_add(offset)
     }
 }
