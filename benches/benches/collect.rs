@@ -24,7 +24,7 @@ use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use libloading::{Library, Symbol};
 use prfdata::install::{install_in, InstallOptions};
-use prfdata::registry::FileRegistry;
+use prfdata_registry::FileRegistry;
 
 prfdata::prfdata_map! {
     /// An app with one object of up to 1,024 instances and 16 64-bit counters each.

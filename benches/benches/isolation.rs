@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use prfdata::install::{install_in, InstallOptions};
-use prfdata::registry::{paths, update, FileRegistry, Value};
+use prfdata_registry::{paths, update, FileRegistry, Value};
 use prfmon::collector::{default_host_exe, Collector, CollectorOptions, Isolation};
 
 /// One app of this benchmark: `$module` with app name `$app`.
@@ -132,7 +132,7 @@ impl Fixture {
                     Value::Dword(off),
                 )?;
             }
-            Ok::<(), prfdata::registry::RegistryError>(())
+            Ok::<(), prfdata_registry::RegistryError>(())
         })
         .expect("enable the services");
     }

@@ -160,7 +160,7 @@ fn live(duration: Option<f64>, workers: usize) -> Result<(), String> {
         std::thread::spawn(move || service::run(workers, duration, stop))
     };
     // Wait until the block is there, so the first collection already sees the app.
-    let block = prfdata::block::block_path("PrfDataDemo").map_err(|e| e.to_string())?;
+    let block = prfdata::block_path("PrfDataDemo").map_err(|e| e.to_string())?;
     let start = std::time::Instant::now();
     while !block.exists() && start.elapsed() < Duration::from_secs(10) && !service.is_finished() {
         std::thread::sleep(Duration::from_millis(20));

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use prfdata::block::reader::{BlockReader, Snapshot};
+use prfdata::reader::BlockReader;
 
 fn main() {
     let file = std::env::args().nth(1).expect("usage: inspect FILE");
@@ -14,16 +14,20 @@ fn main() {
     match BlockReader::open_path("Inspect", placed.path()) {
         Err(e) => println!("open: {e}"),
         Ok(r) => {
-            println!("header: {:?}", r.header());
+            println!("owner pid: {}", r.owner_pid());
             for (k, o) in r.objects().iter().enumerate() {
                 println!("object {k}: {o:?}");
                 for c in &r.counters()[o.counters.clone()] {
                     println!("    {c:?}");
                 }
             }
-            let mut snap = Snapshot::default();
-            match r.read_within(&mut snap, Duration::ZERO) {
-                Ok(()) => println!("read: {} objects", snap.objects.len()),
+            let live = r.read_with(Duration::ZERO, |view| {
+                (0..r.objects().len())
+                    .map(|k| view.live_count(k))
+                    .collect::<Result<Vec<_>, _>>()
+            });
+            match live {
+                Ok(counts) => println!("read: live instances per object {counts:?}"),
                 Err(e) => println!("read: {e}"),
             }
         }

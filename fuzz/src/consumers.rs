@@ -29,7 +29,7 @@ pub fn names() -> &'static Names {
     static NAMES: OnceLock<Names> = OnceLock::new();
     NAMES.get_or_init(|| {
         let env = crate::env::get();
-        let reg = prfdata::registry::FileRegistry::open(&env.registry)
+        let reg = prfdata_registry::FileRegistry::open(&env.registry)
             .unwrap_or_else(|e| panic!("registry: {e}"));
         Names::load(&reg, "009").unwrap_or_else(|e| panic!("names: {e}"))
     })

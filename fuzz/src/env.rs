@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use prfdata::install::{install_in, InstallOptions};
-use prfdata::registry::{CounterRange, FileRegistry};
+use prfdata_registry::{CounterRange, FileRegistry};
 
 use crate::maps;
 

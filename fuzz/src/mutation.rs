@@ -13,7 +13,7 @@ use arbitrary::Arbitrary;
 use core::mem::offset_of;
 use zerocopy::FromBytes;
 
-use prfdata::block::layout::{
+use prfdata::layout::{
     BlockHeader, CounterRecord, ObjectRecord, SlotHeader, COUNTER_RECORD_SIZE, OBJECT_RECORD_SIZE,
     SLOT_HEADER_SIZE,
 };

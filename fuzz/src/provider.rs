@@ -26,8 +26,8 @@
 use std::ffi::c_void;
 use std::sync::Once;
 
-use prfdata::block::layout::SEQ_OFFSET;
-use prfdata::block::reader::BlockReader;
+use prfdata::layout::SEQ_OFFSET;
+use prfdata::reader::BlockReader;
 use prfdata::winperf::{ERROR_MORE_DATA, ERROR_SUCCESS};
 use prfdata_provider::{CollectPerformanceData, OpenPerformanceData};
 use prfmon::collector::library::{RawCollect, CANARY_BYTE, CANARY_LEN};

@@ -14,8 +14,8 @@
 
 use std::path::PathBuf;
 
-use prfdata::registry::ini::CounterIni;
-use prfdata::registry::{
+use prfdata_registry::ini::CounterIni;
+use prfdata_registry::{
     apply_lodctr, apply_unlodctr, decode_hive, encode_hive, perflib, performance_services, reg_cli,
     service, Commit, FileRegistry, Hive, LodctrOptions, Registry, RegistryError,
 };

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use prfdata::install::{install_in, InstallOptions};
 use prfdata::map::MapDef;
-use prfdata::registry::{paths, update, CounterRange, FileRegistry, RegistryError, Value};
+use prfdata_registry::{paths, update, CounterRange, FileRegistry, RegistryError, Value};
 
 /// A temp folder holding a registry (`registry/`), a block folder (`shm/`, created) and the
 /// `.ini` files installs write (`ini/`); removed when dropped.
@@ -147,11 +147,11 @@ impl Sandbox {
 /// let sandbox = prfdata_testkit::Sandbox::new();
 /// let registry = sandbox.open();
 /// prfdata_testkit::sandbox::write_names(&registry, 1848, &[("Probe".into(), "A probe.".into())]);
-/// use prfdata::registry::Registry;
+/// use prfdata_registry::Registry;
 /// let hive = registry.snapshot()?;
-/// let key = prfdata::registry::paths::perflib_language("009");
-/// assert!(matches!(hive.value(&key, "Counter")?, Some(prfdata::registry::Value::MultiSz(v)) if v == &["1848", "Probe"]));
-/// # Ok::<(), prfdata::registry::RegistryError>(())
+/// let key = prfdata_registry::paths::perflib_language("009");
+/// assert!(matches!(hive.value(&key, "Counter")?, Some(prfdata_registry::Value::MultiSz(v)) if v == &["1848", "Probe"]));
+/// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn write_names(registry: &FileRegistry, index: u32, entries: &[(String, String)]) {
     let key = paths::perflib_language("009");

@@ -55,7 +55,7 @@ pub enum Error {
         kind: &'static str,
     },
     /// The file at the block's path is larger than any block
-    /// ([`MAX_BLOCK_SIZE`](crate::block::layout::MAX_BLOCK_SIZE)).
+    /// ([`MAX_BLOCK_SIZE`](crate::reader::MAX_BLOCK_SIZE)).
     #[error(
         "{path} is {size} bytes long, more than the {max} bytes a block may have: it is not a \
          block, remove it"
@@ -210,7 +210,7 @@ pub enum Error {
     #[error("invalid map: {0}")]
     Map(#[from] MapError),
     /// An app name that cannot name a block file (it came from the registry's
-    /// `Linkage\Export`, or a map built by hand): see [`crate::untrusted::check_name`].
+    /// `Linkage\Export`, or a map built by hand): see [`prfdata_untrusted::check_name`].
     #[error("{0}")]
-    BadName(#[from] crate::untrusted::BadName),
+    BadName(#[from] prfdata_untrusted::BadName),
 }

@@ -1,204 +1,86 @@
-//! Install / Uninstall from a map: CPrfData's `Install(library)` and `Uninstall()`.
+//! Install / Uninstall a map (feature `install`): CPrfData's `Install(library)` and
+//! `Uninstall()`, for apps that install themselves.
 //!
-//! Install writes the map's counter .INI and symbol .h (to a folder the caller chooses, so they
-//! can be read and fed to `prfmon lodctr` by hand), loads them through the same lodctr code, and
-//! registers the provider library (Library, Open, Collect, Close, Linkage\Export) in the same
-//! atomic registry update. At run time the provider reads First Counter / First Help from the
-//! registry, as seed 001 prescribes.
-//!
-//! The map is validated first ([`crate::map::validate()`]: its app name becomes the file names).
-//! The two files are written whole under a temporary name created with
-//! `O_CREAT | O_EXCL | O_NOFOLLOW` and renamed over `<app>.ini` / `<app>.h`: a symbolic link
-//! planted at either name in a shared folder is replaced, never written through.
+//! The map is validated ([`crate::map::validate()`]: its app name becomes the file names),
+//! described as a [`CounterSet`] ([`counter_set`]) and handed to
+//! [`prfdata_registry::install`], which writes the .INI and .h, loads them and registers the
+//! provider library in one registry update. [`PrfData::install`](crate::PrfData::install) and
+//! [`PrfData::uninstall`](crate::PrfData::uninstall) do the same for a `prfdata_map!` map.
 
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use prfdata_registry::install as registry_install;
+use prfdata_registry::{FileRegistry, Registry};
 
-use crate::map::{MapDef, MapError, Text};
-use crate::registry::{
-    apply_unlodctr, lodctr, service, update, CounterRange, FileRegistry, LodctrError,
-    LodctrOptions, Registry, RegistryError, ServiceConfig,
+pub use prfdata_registry::install::{
+    CounterNames, CounterSet, InstallError, InstallOptions, ObjectNames, Text,
 };
+pub use prfdata_registry::CounterRange;
 
-/// The export names of the provider library (`libprfdata_provider.so`).
-pub const OPEN_FUNCTION: &str = "OpenPerformanceData";
-/// See [`OPEN_FUNCTION`].
-pub const COLLECT_FUNCTION: &str = "CollectPerformanceData";
-/// See [`OPEN_FUNCTION`].
-pub const CLOSE_FUNCTION: &str = "ClosePerformanceData";
+use crate::map::{self, MapDef};
 
-/// What went wrong installing or uninstalling.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum InstallError {
-    /// The .INI or .h could not be written.
-    #[error("cannot write {path}: {source}")]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The map is invalid (its app name cannot name the files, ...).
-    #[error("invalid map: {0}")]
-    Map(#[from] MapError),
-    /// lodctr / unlodctr refused (already installed, not installed, ...).
-    #[error(transparent)]
-    Lodctr(#[from] LodctrError),
-    /// The registry could not be opened or updated.
-    #[error(transparent)]
-    Registry(#[from] RegistryError),
-}
-
-/// How to install.
-#[derive(Clone, Debug)]
-pub struct InstallOptions {
-    /// The provider library to record as `Library` (usually `libprfdata_provider.so` next to the
-    /// app, as HWInputMon found its DLL).
-    pub library: PathBuf,
-    /// Where to write `<app>.ini` and `<app>.h`.
-    pub ini_dir: PathBuf,
-    /// Reinstall over an existing installation (lodctr `--replace`).
-    pub replace: bool,
-}
-
-/// The name a language id is listed under in `[languages]`.
-fn language_name(lang: &str) -> &'static str {
-    match lang.to_ascii_uppercase().as_str() {
-        "009" => "English",
-        "007" => "German",
-        "00A" => "Spanish",
-        "00C" => "French",
-        "010" => "Italian",
-        "011" => "Japanese",
-        "013" => "Dutch",
-        "016" => "Portuguese",
-        "019" => "Russian",
-        _ => "Language",
-    }
-}
-
-/// One line of INI text: the format allows no line breaks.
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// The symbol .h of a map: `#define SYMBOL offset` for every object and named counter.
+/// The counter set `map` installs: its app, and each object and named counter (bases have no
+/// name) with its symbol, symbolic offset and texts.
 ///
 /// # Examples
 ///
 /// ```
-/// prfdata::prfdata_map! { pub mod m { app: "SymDoc", object OBJ = 0 { name: "O", help: "o",
-///   detail: Novice, default: none, instances: none, costly: false, counters {
-///   CTR = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
-/// let h = prfdata::install::symbol_file(&m::MAP);
-/// assert!(h.contains("#define OBJ 0\n#define CTR 2\n"));
+/// prfdata::prfdata_map! { pub mod m { app: "CounterSetDoc", object OBJ = 0 { name: "O",
+///   help: "o", detail: Novice, default: none, instances: none, costly: false, counters {
+///   CTR = 2: AverageTimer { name: "C", help: "c", detail: Novice, scale: 0 },
+///   CTR_BASE: AverageBase, } } } }
+/// let set = prfdata::install::counter_set(&m::MAP);
+/// assert_eq!(set.app, "CounterSetDoc");
+/// assert_eq!(set.objects[0].counters.len(), 1, "the base has no name");
+/// assert_eq!(set.objects[0].counters[0].offset, 2);
 /// ```
-pub fn symbol_file(map: &MapDef) -> String {
-    let mut h = format!(
-        "// Symbolic offsets of the {} performance data map (generated by prfdata).\n",
-        map.app
-    );
-    for obj in map.objects {
-        let _ = writeln!(h, "#define {} {}", obj.symbol, obj.offset);
-        for ctr in obj.counters {
-            if let Some(offset) = ctr.offset {
-                let _ = writeln!(h, "#define {} {offset}", ctr.symbol);
-            }
-        }
-    }
-    h
-}
-
-/// The counter .INI of a map, in seed 001's format, naming `symbol_file` as its symbol file.
-///
-/// # Examples
-///
-/// ```
-/// prfdata::prfdata_map! { pub mod m { app: "IniDoc", object OBJ = 0 { name: "Obj", help: "An
-///   object.", lang "00C" { name: "Objet", help: "Un objet." }, detail: Novice, default: none,
-///   instances: none, costly: false, counters {
-///   CTR = 2: RawCount { name: "Ctr", help: "A counter.", detail: Novice, scale: 0 }, } } } }
-/// let ini = prfdata::install::ini_file(&m::MAP, "IniDoc.h");
-/// assert!(ini.starts_with("[info]\ndrivername=IniDoc\nsymbolfile=IniDoc.h\n"));
-/// assert!(ini.contains("009=English\n00C=French\n"));
-/// assert!(ini.contains("OBJ_009_HELP=An object.\n"));
-/// assert!(ini.contains("OBJ_00C_NAME=Objet\n"));
-/// ```
-pub fn ini_file(map: &MapDef, symbol_file: &str) -> String {
-    let mut langs: Vec<&str> = Vec::new();
-    let all_texts = map.objects.iter().flat_map(|o| {
-        o.texts
+pub fn counter_set(map: &MapDef) -> CounterSet {
+    let texts = |texts: &[map::Text]| {
+        texts
             .iter()
-            .chain(o.counters.iter().flat_map(|c| c.texts.iter()))
-    });
-    for t in all_texts {
-        if !langs.iter().any(|l| l.eq_ignore_ascii_case(t.lang)) {
-            langs.push(t.lang);
-        }
-    }
-    let mut ini = format!(
-        "[info]\ndrivername={}\nsymbolfile={symbol_file}\n\n[languages]\n",
-        map.app
-    );
-    for lang in &langs {
-        let _ = writeln!(ini, "{lang}={}", language_name(lang));
-    }
-    ini.push_str("\n[text]\n");
-    let mut entry = |symbol: &str, texts: &[Text]| {
-        for t in texts {
-            let _ = writeln!(ini, "{symbol}_{}_NAME={}", t.lang, one_line(t.name));
-            let _ = writeln!(ini, "{symbol}_{}_HELP={}", t.lang, one_line(t.help));
-        }
+            .map(|t| Text::new(t.lang, t.name, t.help))
+            .collect()
     };
-    for obj in map.objects {
-        entry(obj.symbol, obj.texts);
-        for ctr in obj.counters.iter().filter(|c| c.offset.is_some()) {
-            entry(ctr.symbol, ctr.texts);
-        }
+    CounterSet {
+        app: map.app.to_owned(),
+        objects: map
+            .objects
+            .iter()
+            .map(|obj| ObjectNames {
+                symbol: obj.symbol.to_owned(),
+                offset: obj.offset,
+                texts: texts(obj.texts),
+                counters: obj
+                    .counters
+                    .iter()
+                    .filter_map(|ctr| {
+                        Some(CounterNames {
+                            symbol: ctr.symbol.to_owned(),
+                            offset: ctr.offset?,
+                            texts: texts(ctr.texts),
+                        })
+                    })
+                    .collect(),
+            })
+            .collect(),
     }
-    ini
 }
 
-/// Writes `bytes` to `path` whole: into a new temporary file beside it (which nothing planted
-/// can redirect), flushed, then renamed over `path` (which replaces a link rather than follow
-/// it). The temporary file is removed if anything fails.
-fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let temp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    // One left by a killed install of an earlier process with this pid.
-    let _ = std::fs::remove_file(&temp);
-    let written = crate::untrusted::file::create_new(&temp, 0o666).and_then(|mut file| {
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)
-    });
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written
-}
-
-/// Installs `map` into `registry`: writes `<app>.ini` and `<app>.h` into `options.ini_dir`, loads
-/// them with lodctr and registers `options.library` as the app's provider, in one atomic update.
+/// Installs `map` into `registry`: validates it, then
+/// [`prfdata_registry::install::install_in`] with its [`counter_set`].
 ///
 /// # Errors
 ///
-/// [`InstallError::Map`] if the map is invalid; [`InstallError::Write`] if the files cannot be
-/// written; [`InstallError::Lodctr`] if the app is installed already (unless `replace`) or the
-/// text is refused.
+/// [`InstallError::Map`] (holding the [`MapError`](crate::map::MapError)) if the map is
+/// invalid; otherwise as [`prfdata_registry::install::install_in`].
 ///
 /// # Examples
 ///
 /// ```
 /// use prfdata::install::{install_in, uninstall_in, InstallOptions};
-/// use prfdata::registry::{first_counter_help, FileRegistry};
 /// prfdata::prfdata_map! { pub mod m { app: "InstallDoc", object OBJ = 0 { name: "O", help: "o",
 ///   detail: Novice, default: none, instances: none, costly: false, counters {
 ///   CTR = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
 /// let dir = tempfile::tempdir()?;
-/// let reg = FileRegistry::open(dir.path().join("registry"))?;
+/// let reg = prfdata_registry::FileRegistry::open(dir.path().join("registry"))?;
 /// let opts = InstallOptions {
 ///     library: "/opt/app/libprfdata_provider.so".into(),
 ///     ini_dir: dir.path().to_path_buf(),
@@ -206,7 +88,6 @@ fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// };
 /// let range = install_in(&reg, &m::MAP, &opts)?;
 /// assert_eq!((range.first_counter, range.first_help), (1848, 1849));
-/// assert_eq!(first_counter_help(&reg, "InstallDoc")?, (1848, 1849));
 /// uninstall_in(&reg, &m::MAP)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -215,32 +96,8 @@ pub fn install_in<R: Registry + ?Sized>(
     map: &MapDef,
     options: &InstallOptions,
 ) -> Result<CounterRange, InstallError> {
-    crate::map::validate(map)?;
-    let symbol_name = format!("{}.h", map.app);
-    let ini_path = options.ini_dir.join(format!("{}.ini", map.app));
-    let symbol_path = options.ini_dir.join(&symbol_name);
-    let write = |path: &Path, text: String| {
-        std::fs::create_dir_all(&options.ini_dir)
-            .and_then(|()| replace_file(path, text.as_bytes()))
-            .map_err(|source| InstallError::Write {
-                path: path.to_path_buf(),
-                source,
-            })
-    };
-    write(&symbol_path, symbol_file(map))?;
-    write(&ini_path, ini_file(map, &symbol_name))?;
-    let mut service = ServiceConfig::new(
-        options.library.to_string_lossy(),
-        OPEN_FUNCTION,
-        COLLECT_FUNCTION,
-        CLOSE_FUNCTION,
-    );
-    service.export = vec![map.app.to_string()];
-    let lodctr_options = LodctrOptions {
-        replace: options.replace,
-        service: Some(service),
-    };
-    Ok(lodctr(registry, &ini_path, &lodctr_options)?)
+    map::validate(map).map_err(|e| InstallError::Map(Box::new(e)))?;
+    registry_install::install_in(registry, &counter_set(map), options)
 }
 
 /// [`install_in`] the default registry (`PRFDATA_REGISTRY`, else the per-user state folder).
@@ -267,12 +124,12 @@ pub fn install(map: &MapDef, options: &InstallOptions) -> Result<CounterRange, I
     install_in(&FileRegistry::open_default()?, map, options)
 }
 
-/// Uninstalls `map` from `registry`: removes its names and help from every language and its
-/// provider registration, in one atomic update (CPrfData's `Uninstall`).
+/// Uninstalls `map` from `registry`: its names and help in every language and its provider
+/// registration, in one update (CPrfData's `Uninstall`).
 ///
 /// # Errors
 ///
-/// [`InstallError::Lodctr`] with [`LodctrError::NotLoaded`] if the app is not installed.
+/// As [`prfdata_registry::install::uninstall_in`].
 ///
 /// # Examples
 ///
@@ -281,11 +138,7 @@ pub fn uninstall_in<R: Registry + ?Sized>(
     registry: &R,
     map: &MapDef,
 ) -> Result<CounterRange, InstallError> {
-    Ok(update(registry, |hive| {
-        let range = apply_unlodctr(hive, map.app)?;
-        service::erase_service(hive, map.app)?;
-        Ok::<_, LodctrError>(range)
-    })?)
+    registry_install::uninstall_in(registry, map.app)
 }
 
 /// [`uninstall_in`] the default registry.

@@ -1,10 +1,10 @@
 //! Publish performance counters through shared memory at the cost of one atomic memory operation.
 //!
 //! `prfdata` is a Rust take on Jeffrey Richter's CPrfData (MSJ, August 1998), faithful to the NT
-//! extensible-counter protocol: an application declares a performance data map, installs it into
-//! the counter-name registry, activates a named shared-memory block laid out from the map, adds
-//! and removes instances, and updates counters through [`PrfData::get_ctr32`] /
-//! [`PrfData::get_ctr64`]. A perflib provider library maps the same block and serialises it.
+//! extensible-counter protocol: an application declares a performance data map, activates a
+//! named shared-memory block laid out from it, adds and removes instances, and updates counters
+//! through [`PrfData::get_ctr32`] / [`PrfData::get_ctr64`]; a perflib provider library reads the
+//! same block through [`reader`] and serialises it.
 //!
 //! # Index
 //!
@@ -13,23 +13,49 @@
 //! - [`counter_type`]: one marker type per winperf.h counter type, with its width.
 //! - [`map`]: the map's definitions, typed ids and validation.
 //!
-//! **Publishing counters**
-//! - [`PrfData`]: an activated block: instances ([`InstanceId`]) and live counters.
-//! - [`Optex`]: the cross-process lock that guards layout changes.
-//! - [`clock`]: the clock timer counters are measured against.
+//! **Publishing counters** (the app)
+//! - [`PrfData`]: an activated block: instances ([`InstanceId`], [`InstanceSpec`]), live
+//!   counters, [`CtrsGuard`] (`lock_ctrs`); [`Error`] says what went wrong and what to do.
+//! - [`Optex`]: the cross-process lock that guards layout changes ([`optex`]); [`ProcessId`]
+//!   ([`process`]): the identity (pid + start time) it records its owner by.
+//! - [`clock`]: the clocks timer counters are measured against.
+//! - [`shm_dir`], [`block_path`]: where blocks live (`PRFDATA_SHM_DIR`, else
+//!   `/dev/shm/prfdata-<uid>`).
 //!
-//! **Reading counters (providers, tools)**
-//! - [`block`]: the self-describing block layout and its validated reader, which survives a
-//!   block truncated, replaced or corrupted under it and recovers a lock whose holder died.
+//! **Reading counters** (providers, tools)
+//! - [`reader`]: a block another process publishes, read-only and validated, through one read
+//!   path ([`reader::BlockReader::read_with`]).
 //! - [`winperf`]: the perflib wire structures and counter-type bit fields.
-//! - [`registry`]: the counter-name registry, lodctr and unlodctr.
-//! - [`install`]: Install / Uninstall a map (its .INI, .h and provider registration).
-//! - [`process`]: process identity (pid + start time) for liveness checks.
 //!
-//! **Input from elsewhere**
-//! - [`untrusted`]: files another process could have placed, opened without blocking or
-//!   following a planted link, regular files under a size cap only; names that become paths or
-//!   registry keys, checked.
+//! **Installing** (feature `install`, off by default)
+//! - `install`: a map's names and help into the counter-name registry and its provider
+//!   registered (`PrfData::install` / `PrfData::uninstall`), through the `prfdata-registry`
+//!   crate, which holds the registry, lodctr and unlodctr.
+//!
+//! # Inside
+//!
+//! Modules depend one way, from the platform up; none imports from a layer above it:
+//!
+//! ```text
+//! sys (platform: tmpfs files, futex, SIGBUS)   winperf, clock, process
+//!   <- block::layout (the one description of the block: records, offsets, limits)
+//!   <- map (definitions, validation, typed ids; a map's offsets in map/offsets.rs)
+//!   <- block::{raw, fault, open}, optex, instances (the writer's tables)
+//!   <- block::{create, recover}, reader
+//!   <- write_lock, PrfData (prfdata.rs)
+//!   <- what prfdata_map! generates in the app's crate
+//! ```
+//!
+//! Shared memory is reached only through atomics (`block/raw.rs`); every `unsafe` block says why
+//! it is sound. Messages go through the [`log`](https://docs.rs/log) facade (prfdata itself logs
+//! nothing today); the program decides where they go.
+//!
+//! # Cargo features
+//!
+//! - `install`: `PrfData::install` / `uninstall` and the `install` module (adds
+//!   `prfdata-registry`, and with it serde and toml).
+//! - `layout`: `prfdata::layout`, the raw block layout, for tests and fuzzers that write blocks
+//!   by hand. Not covered by semver.
 //!
 //! # Examples
 //!
@@ -59,15 +85,27 @@
 #[cfg(not(target_endian = "little"))]
 compile_error!("prfdata's shared block and the perflib wire format are little-endian");
 
-pub mod block;
+mod block;
 pub mod clock;
 pub mod counter_type;
+#[cfg(feature = "install")]
 pub mod install;
+/// The raw block layout (feature `layout`, off by default): the `#[repr(C)]` records, their
+/// named offsets and the limits, and where a map's objects lie in its block. For tests and
+/// fuzzers that write blocks by hand; publishing and reading counters never need it (readers
+/// get what they need of the format from [`reader`]). Not covered by semver.
+#[cfg(feature = "layout")]
+pub mod layout {
+    pub use crate::block::layout::*;
+    pub use crate::map::offsets::{
+        counter_block_size, counter_offset, counters_offset, data_offset, object_base,
+        object_regions, regions_offset, slot_size, total_size, ObjectRegions,
+    };
+}
 pub mod map;
 pub mod optex;
 pub mod process;
-pub mod registry;
-pub mod untrusted;
+pub mod reader;
 pub mod winperf;
 
 mod error;
@@ -77,6 +115,7 @@ mod sys;
 mod write_lock;
 
 pub use crate::prfdata::{CtrsGuard, InstanceId, InstanceSpec, PrfData};
+pub use block::open::{block_path, shm_dir};
 pub use error::Error;
 pub use optex::{Optex, OptexGuard};
 pub use process::ProcessId;

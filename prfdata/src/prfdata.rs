@@ -10,11 +10,11 @@ use crate::block::create::BlockFile;
 use crate::block::layout;
 use crate::clock;
 use crate::counter_type::{CounterType, Dword, ElapsedTime, Large, TextType};
+use crate::error::Error;
 use crate::instances::{Corrupt, NewInstance, SlotRef, Tables};
 use crate::map::{data_offset, CtrId, Global, Instanced, Object, PerfDataMap};
 use crate::optex::{Optex, OptexGuard};
 use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
-use crate::Error;
 
 /// An activated performance data block for map `M`: CPrfData's object after `Activate`.
 ///
@@ -316,7 +316,7 @@ impl<M: PerfDataMap> PrfData<M> {
     }
 
     /// [`PrfData::activate`] with the block in `dir` instead of
-    /// [`shm_dir`](crate::block::shm_dir) (tests, or several setups side by side).
+    /// [`shm_dir`](crate::shm_dir) (tests, or several setups side by side).
     ///
     /// # Errors
     ///
@@ -408,6 +408,7 @@ impl<M: PerfDataMap> PrfData<M> {
     }
 
     /// Installs this map (CPrfData's `Install`): see [`install::install`](crate::install::install).
+    /// Feature `install`.
     ///
     /// # Errors
     ///
@@ -428,14 +429,15 @@ impl<M: PerfDataMap> PrfData<M> {
     /// })?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[cfg(feature = "install")]
     pub fn install(
         options: &crate::install::InstallOptions,
-    ) -> Result<crate::registry::CounterRange, crate::install::InstallError> {
+    ) -> Result<crate::install::CounterRange, crate::install::InstallError> {
         crate::install::install(M::DEF, options)
     }
 
     /// Uninstalls this map (CPrfData's `Uninstall`): see
-    /// [`install::uninstall`](crate::install::uninstall).
+    /// [`install::uninstall`](crate::install::uninstall). Feature `install`.
     ///
     /// # Errors
     ///
@@ -450,7 +452,8 @@ impl<M: PerfDataMap> PrfData<M> {
     /// m::PrfData::uninstall()?;
     /// # Ok::<(), prfdata::install::InstallError>(())
     /// ```
-    pub fn uninstall() -> Result<crate::registry::CounterRange, crate::install::InstallError> {
+    #[cfg(feature = "install")]
+    pub fn uninstall() -> Result<crate::install::CounterRange, crate::install::InstallError> {
         crate::install::uninstall(M::DEF)
     }
 
@@ -850,7 +853,7 @@ impl<M: PerfDataMap> PrfData<M> {
     {
         let def = &M::DEF.objects[O::INDEX];
         let name: Vec<u16> = spec.name.encode_utf16().collect();
-        let max = layout::max_instances(def) as u32;
+        let max = crate::map::offsets::max_instances(def) as u32;
         let max_name_len = match def.instances {
             crate::map::Instances::Max { max_name_len, .. } => max_name_len,
             crate::map::Instances::None => 0,

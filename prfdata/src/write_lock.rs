@@ -19,17 +19,9 @@ use core::marker::PhantomData;
 use std::cell::RefCell;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
+use crate::block::create::BlockKey;
 use crate::optex::OptexGuard;
 use crate::process::ProcessId;
-
-/// A block file, as the kernel names it: device and inode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct BlockKey {
-    /// Device.
-    pub dev: u64,
-    /// Inode.
-    pub ino: u64,
-}
 
 /// A block whose optex a thread holds through a guard, and the process that took it.
 #[derive(Clone, Copy, Debug)]

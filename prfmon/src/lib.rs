@@ -54,7 +54,7 @@
 //! # Examples
 //!
 //! ```
-//! use prfdata::registry::FileRegistry;
+//! use prfdata_registry::FileRegistry;
 //! use prfmon::collector::{Collector, CollectorOptions};
 //!
 //! let dir = tempfile::tempdir()?;

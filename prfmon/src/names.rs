@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use prfdata::registry::{perflib, Registry, RegistryError};
+use prfdata_registry::{perflib, Registry, RegistryError};
 
 use crate::decode::{DataSnapshot, InstanceData, ObjectData};
 
@@ -28,7 +28,7 @@ use crate::decode::{DataSnapshot, InstanceData, ObjectData};
 ///
 /// ```
 /// let dir = tempfile::tempdir()?;
-/// let reg = prfdata::registry::FileRegistry::open(dir.path())?;
+/// let reg = prfdata_registry::FileRegistry::open(dir.path())?;
 /// let names = prfmon::names::Names::load(&reg, "009")?;
 /// assert!(names.counter.is_empty());
 /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -77,7 +77,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use prfdata::registry::paths;
+use prfdata_registry::paths;
 
 /// The descriptor a provider host finds its library on: the collector opens and checks the
 /// library and the host inherits it there (`prfmon __provider-host --fd 3 LIBRARY`).
@@ -646,7 +646,7 @@ impl TrustPolicy {
     /// let dir = tempfile::tempdir()?;
     /// let policy = prfmon::trust::TrustPolicy::new(Vec::<std::path::PathBuf>::new());
     /// policy.check_registry(&dir.path().join("not/yet"))?;
-    /// let registry = prfdata::registry::FileRegistry::open(dir.path().join("not/yet"))?;
+    /// let registry = prfdata_registry::FileRegistry::open(dir.path().join("not/yet"))?;
     /// policy.check_registry(registry.root())?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

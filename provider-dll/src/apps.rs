@@ -8,9 +8,9 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-use prfdata::block::reader::{BlockReader, BlockView, ReadError};
-use prfdata::registry::{first_counter_help, FileRegistry};
+use prfdata::reader::{BlockReader, BlockView, ReadError};
 use prfdata::Error as PrfError;
+use prfdata_registry::{first_counter_help, FileRegistry};
 
 use crate::serialize::TitleBase;
 
@@ -99,7 +99,7 @@ impl App {
     fn log_once(&self, reason: &ReadError) {
         let mut logged = self.logged.lock().unwrap_or_else(PoisonError::into_inner);
         if logged.insert(reason.kind()) {
-            eprintln!("prfdata-provider: app {}: no data: {reason}", self.name);
+            log::warn!("app {}: no data: {reason}", self.name);
         }
     }
 }
@@ -126,7 +126,7 @@ pub fn open(names: Vec<String>) -> u32 {
     let registry = match FileRegistry::open_default() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("prfdata-provider: Open: cannot read the registry: {e}");
+            log::error!("Open: cannot read the registry: {e}");
             return ERROR_BAD_CONFIGURATION;
         }
     };
@@ -141,7 +141,7 @@ pub fn open(names: Vec<String>) -> u32 {
                 },
             )),
             Err(e) => {
-                eprintln!("prfdata-provider: Open: app {name} is not installed: {e}");
+                log::error!("Open: app {name} is not installed: {e}");
                 return ERROR_FILE_NOT_FOUND;
             }
         }

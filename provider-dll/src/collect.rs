@@ -23,8 +23,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use prfdata::block::reader::{BlockReader, ReadError};
 use prfdata::clock;
+use prfdata::reader::{BlockReader, ReadError};
 
 use crate::apps;
 use crate::query::Query;

@@ -17,10 +17,13 @@
 //! Module map: [`wide`] (UTF-16 arguments), [`query`] (the query string), [`apps`] (the apps
 //! served and their blocks), [`select`] (the objects asked for and their instances' parents),
 //! [`collect`] (sizing, ERROR_MORE_DATA, one sequence window per app), [`serialize`] (winperf.h
-//! structures, written straight from the mapped block).
+//! structures, written straight from the mapped block), [`logging`] (what it logs through
+//! `log`, and how a host that `dlopen`s it sees it: `PRFDATA_PROVIDER_LOG`). Blocks are read
+//! through [`prfdata::reader`]; names come from the registry through [`prfdata_registry`].
 
 pub mod apps;
 pub mod collect;
+pub mod logging;
 pub mod query;
 pub mod select;
 pub mod serialize;
@@ -46,6 +49,7 @@ const ERROR_INTERNAL_ERROR: u32 = 1359;
 #[no_mangle]
 pub unsafe extern "system" fn OpenPerformanceData(device_names: *const u16) -> u32 {
     let result = catch_unwind(|| {
+        logging::init_from_env();
         // SAFETY: the caller passes null or a double-NUL-terminated multi-string.
         let names = unsafe { wide::read_multi_sz(device_names, wide::MAX_MULTI_SZ) };
         apps::open(names)

@@ -15,17 +15,16 @@
 //! that do not resolve (the parent's slot is not live with the generation the child recorded)
 //! add nothing; the serialiser writes no parent for them.
 
-use prfdata::block::reader::{BlockView, ReadError};
+use prfdata::reader::{BlockView, ReadError};
 
 use crate::query::Query;
-use crate::serialize::TitleBase;
 
 /// The objects of one block to serialise, in block order, refilled for each window.
 ///
 /// # Examples
 ///
 /// ```no_run
-/// use prfdata::block::reader::BlockReader;
+/// use prfdata::reader::BlockReader;
 /// use prfdata_provider::query::Query;
 /// use prfdata_provider::select::Selection;
 /// use prfdata_provider::serialize::TitleBase;
@@ -37,7 +36,7 @@ use crate::serialize::TitleBase;
 ///     selection.select(view, &Query::Items(vec![1866]), titles)
 /// })?;
 /// println!("{:?}", selection.objects());
-/// # Ok::<(), prfdata::block::reader::ReadError>(())
+/// # Ok::<(), prfdata::reader::ReadError>(())
 /// ```
 #[derive(Debug, Default)]
 pub struct Selection {
@@ -112,5 +111,25 @@ impl Selection {
         self.objects
             .extend((0..infos.len()).filter(|&k| self.chosen[k]));
         Ok(())
+    }
+}
+
+/// The name and help indexes an app was given by lodctr.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TitleBase {
+    /// `First Counter` of the app's `Performance` key.
+    pub first_counter: u32,
+    /// `First Help`.
+    pub first_help: u32,
+}
+
+impl TitleBase {
+    /// The name index of a symbolic offset.
+    pub fn name(&self, offset: u32) -> u32 {
+        self.first_counter.wrapping_add(offset)
+    }
+    /// The help index of a symbolic offset.
+    pub fn help(&self, offset: u32) -> u32 {
+        self.first_help.wrapping_add(offset)
     }
 }

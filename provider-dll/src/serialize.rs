@@ -25,8 +25,8 @@
 //! parent is live in the window and its object is among those written
 //! ([`Selection`] makes sure it is); otherwise both are 0.
 
-use prfdata::block::reader::{BlockView, ReadError};
 use prfdata::clock::OBJECT_FREQUENCY;
+use prfdata::reader::{BlockView, ReadError};
 use prfdata::winperf::{
     PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType, PERF_NO_INSTANCES,
 };
@@ -41,25 +41,7 @@ const COUNTER_DEF: usize = 40;
 /// Size of PERF_INSTANCE_DEFINITION.
 const INSTANCE_DEF: usize = 24;
 
-/// The name and help indexes an app was given by lodctr.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TitleBase {
-    /// `First Counter` of the app's `Performance` key.
-    pub first_counter: u32,
-    /// `First Help`.
-    pub first_help: u32,
-}
-
-impl TitleBase {
-    /// The name index of a symbolic offset.
-    pub fn name(&self, offset: u32) -> u32 {
-        self.first_counter.wrapping_add(offset)
-    }
-    /// The help index of a symbolic offset.
-    pub fn help(&self, offset: u32) -> u32 {
-        self.first_help.wrapping_add(offset)
-    }
-}
+pub use crate::select::TitleBase;
 
 /// Bytes of an instance definition with its name: 24 + (len + 1) × 2, padded to 8. `name_units`
 /// is a length the reader checked against the object's limit (at most 1024).

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use prfdata::registry::FileRegistry;
+use prfdata_registry::FileRegistry;
 use prfdata_testkit::{ChildGuard, Sandbox};
 use prfmon::collector::{Collector, CollectorOptions, Isolation};
 use prfmon::decode::{decode, DataSnapshot};

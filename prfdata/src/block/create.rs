@@ -36,59 +36,20 @@ use std::sync::{Mutex, Once};
 use zerocopy::{FromBytes, IntoBytes};
 
 use super::layout::*;
+use super::open::{block_path, open_block, remove_if_same};
 use super::raw::RawBlock;
+use crate::clock;
+use crate::error::Error;
+use crate::map::offsets::*;
 use crate::map::{Instances, MapDef};
 use crate::process::{Liveness, ProcessId};
 use crate::sys::shm;
-use crate::write_lock::BlockKey;
-use crate::{clock, Error};
 
 mod temp;
 
 /// How many times a stale block is removed and publication retried before giving up (another
 /// process racing to activate the same app can win the name between our unlink and rename).
 const PUBLISH_ATTEMPTS: usize = 4;
-
-/// The folder blocks live in: `PRFDATA_SHM_DIR` if set, else `/dev/shm/prfdata-<uid>`.
-///
-/// # Errors
-///
-/// [`Error::ShmDir`] if the default folder cannot be created or is not ours.
-///
-/// # Examples
-///
-/// ```
-/// std::env::set_var("PRFDATA_SHM_DIR", std::env::temp_dir());
-/// assert_eq!(prfdata::block::shm_dir()?, std::env::temp_dir());
-/// # Ok::<(), prfdata::Error>(())
-/// ```
-pub fn shm_dir() -> Result<PathBuf, Error> {
-    if let Some(dir) = std::env::var_os("PRFDATA_SHM_DIR").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir));
-    }
-    shm::default_dir().map_err(|source| Error::ShmDir {
-        dir: PathBuf::from("/dev/shm"),
-        source,
-    })
-}
-
-/// The path of an app's block: `<shm_dir>/<app>.blk`.
-///
-/// # Errors
-///
-/// As [`shm_dir`].
-///
-/// # Examples
-///
-/// ```
-/// std::env::set_var("PRFDATA_SHM_DIR", "/tmp/blocks");
-/// assert_eq!(prfdata::block::block_path("MyApp")?, std::path::Path::new("/tmp/blocks/MyApp.blk"));
-/// # Ok::<(), prfdata::Error>(())
-/// ```
-pub fn block_path(app: &str) -> Result<PathBuf, Error> {
-    crate::untrusted::check_name(crate::untrusted::NameKind::App, app)?;
-    Ok(shm_dir()?.join(format!("{app}.blk")))
-}
 
 fn path_in(app: &str, dir: Option<&Path>) -> Result<PathBuf, Error> {
     match dir {
@@ -174,6 +135,15 @@ pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> 
     }
     image.resize(regions_offset(map), 0);
     image
+}
+
+/// A block file, as the kernel names it: device and inode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct BlockKey {
+    /// Device.
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
 }
 
 /// An open, mapped block.
@@ -341,63 +311,6 @@ fn fault_point(point: &str) {
             rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
         std::process::abort();
     }
-}
-
-/// Removes `path` if it is still the file we created (not one another process published since).
-fn remove_if_same(path: &Path, identity: shm::FileIdentity) {
-    if let Ok(Some((dev, ino))) = shm::path_identity(path) {
-        if dev == identity.dev && ino == identity.ino {
-            let _ = fs::remove_file(path);
-        }
-    }
-}
-
-/// Opens an existing block at `path` without following a symlink and without blocking
-/// ([`shm::open_regular`]), refusing anything but a regular file of ours (owned by this user,
-/// no access for others) of at most [`MAX_BLOCK_SIZE`] bytes. A FIFO, socket, device or
-/// directory at the path is refused by kind, at once.
-pub(crate) fn open_block(app: &str, path: &Path, write: bool) -> Result<File, Error> {
-    let (file, id) = match shm::open_regular(path, write) {
-        Ok(opened) => opened,
-        Err(shm::OpenError::Symlink) => {
-            return Err(Error::Symlink {
-                path: path.to_path_buf(),
-            })
-        }
-        Err(shm::OpenError::NotFound) => {
-            return Err(Error::NotActive {
-                app: app.to_string(),
-                path: path.to_path_buf(),
-            })
-        }
-        Err(shm::OpenError::NotRegular(kind)) => {
-            return Err(Error::NotRegular {
-                path: path.to_path_buf(),
-                kind,
-            })
-        }
-        Err(shm::OpenError::Io(source)) => {
-            return Err(Error::Io {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
-    };
-    let uid = shm::current_uid();
-    if id.uid != uid || id.mode & 0o077 != 0 {
-        return Err(Error::NotABlock {
-            path: path.to_path_buf(),
-            uid,
-        });
-    }
-    if id.size > MAX_BLOCK_SIZE {
-        return Err(Error::TooLarge {
-            path: path.to_path_buf(),
-            size: id.size,
-            max: MAX_BLOCK_SIZE,
-        });
-    }
-    Ok(file)
 }
 
 fn publish(app: &str, tmp: &Path, path: &Path) -> Result<(), Error> {

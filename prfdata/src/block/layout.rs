@@ -26,9 +26,6 @@
 use core::mem::{offset_of, size_of};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use crate::map::{Instances, MapDef, ObjectDef};
-use crate::winperf;
-
 /// The block's magic: the first eight bytes of every block.
 pub const MAGIC: [u8; 8] = *b"PRFDATA\0";
 /// The layout version this crate writes and reads; a block of another version is refused.
@@ -55,6 +52,20 @@ pub const COUNTER_RECORD_SIZE: usize = 32;
 pub const SLOT_HEADER_SIZE: usize = 64;
 /// Bytes before the first counter of a counter block: ByteLength and padding to 8.
 pub const COUNTER_BLOCK_HEADER: usize = 8;
+/// Bytes of one live-list entry: a slot number (`u32`).
+pub const LIVE_ENTRY_SIZE: usize = size_of::<u32>();
+/// Bytes of one UTF-16 code unit of an instance name or a text counter.
+pub const NAME_UNIT_SIZE: usize = size_of::<u16>();
+/// The word blocks are laid out and copied in: slots, names (padded), counter blocks and 64-bit
+/// values are multiples of it and aligned to it, so a reader copies them as whole `u64`s.
+pub const WORD: usize = size_of::<u64>();
+/// Bytes of a counter block's ByteLength field (a `u32` at offset 0, perflib's
+/// `PERF_COUNTER_BLOCK`).
+pub const BYTE_LENGTH_SIZE: usize = size_of::<u32>();
+/// Bytes of a DWORD counter's value (`PERF_SIZE_DWORD`).
+pub const DWORD_SIZE: u32 = size_of::<u32>() as u32;
+/// Bytes of a LARGE counter's value (`PERF_SIZE_LARGE`).
+pub const LARGE_SIZE: u32 = size_of::<u64>() as u32;
 /// Alignment of every region: a cache line, so the regions of different objects never share one.
 pub const REGION_ALIGN: usize = 64;
 /// The largest block prfdata creates or opens: 1 GiB.
@@ -67,6 +78,25 @@ pub const REGION_ALIGN: usize = 64;
 /// from the start: a counter block of 64 bytes for each of 1024 instances with 64-unit names
 /// takes about 260 KiB, and this cap is far above what counters need.
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
+
+// Limits: what a block may declare. A map past one of them does not compile (the map's
+// validation, [`crate::map::validate()`]); a block past one is refused by the reader.
+
+/// The most objects a block may declare.
+pub const MAX_OBJECTS: u32 = 4096;
+/// The most counters a block may declare, all objects together.
+pub const MAX_COUNTERS: u32 = 65536;
+/// The largest counter block (one instance's counters), in bytes: 1 MiB.
+pub const MAX_COUNTER_BLOCK: u32 = 1 << 20;
+/// The most instances one object may declare: keeps a block's size well inside `u32` offsets.
+pub const MAX_INSTANCES: u32 = 1 << 20;
+/// The longest instance name perflib accepts (winperf.h `PERF_MAX_INSTANCE_NAME`), in UTF-16
+/// code units.
+pub const MAX_INSTANCE_NAME: u32 = 1024;
+/// The longest app name, in bytes: what the block header's `app_name` field holds. It names
+/// the block file and the `Services` key, so it is also the app-name limit of
+/// [`prfdata_untrusted::check_name`].
+pub const MAX_APP_NAME: usize = 64;
 
 /// `CounterRecord::name_offset` of a base counter, which has no name of its own.
 pub const NO_NAME: u32 = u32::MAX;
@@ -127,6 +157,8 @@ pub struct BlockHeader {
 
 /// Offset of [`BlockHeader::seq`].
 pub const SEQ_OFFSET: usize = offset_of!(BlockHeader, seq);
+/// Offset of [`BlockHeader::generation`].
+pub const GENERATION_OFFSET: usize = offset_of!(BlockHeader, generation);
 /// Offset of [`BlockHeader::optex`].
 pub const OPTEX_OFFSET: usize = offset_of!(BlockHeader, optex);
 
@@ -276,266 +308,13 @@ const _: () = {
     assert!(size_of::<SlotHeader>() == SLOT_HEADER_SIZE);
     assert!(slot::GENERATION == 28 && slot::PARENT_GENERATION == 32 && slot::CHILDREN == 36);
     assert!(SLOT_HEADER_SIZE.is_multiple_of(8));
+    assert!(
+        size_of::<[u8; MAX_APP_NAME]>() == 64 && MAX_APP_NAME == prfdata_untrusted::MAX_APP_NAME
+    );
 };
 
-// ---------------------------------------------------------------------------------------------
-// Computing the layout from a map (const, so typed ids carry their offsets as constants).
-// ---------------------------------------------------------------------------------------------
-
-/// Rounds `n` up to a multiple of `align` (a power of two).
+/// Rounds `n` up to a multiple of `align` (a power of two): how every region and record is
+/// placed (the offsets of a map's block are computed with it in [`crate::map`]).
 pub const fn align_up(n: usize, align: usize) -> usize {
     (n + align - 1) & !(align - 1)
-}
-
-/// Bytes of a counter's value (0 for a size the map validation refuses).
-const fn value_size(ctr: &crate::map::CounterDef) -> usize {
-    match ctr.value_size() {
-        Some(n) => n as usize,
-        None => 0,
-    }
-}
-
-/// Alignment of a counter's value: its size for numbers (4 or 8), 8 for text, so that every
-/// value starts on a boundary its readers can load whole.
-const fn value_align(ctr: &crate::map::CounterDef) -> usize {
-    match winperf::counter_size(ctr.counter_type) {
-        Some(0) => 1,
-        Some(n) => n as usize,
-        None => 8,
-    }
-}
-
-/// The offset of counter `index` inside its object's counter block: after the 8-byte header,
-/// each value aligned to its own size.
-///
-/// # Examples
-///
-/// ```
-/// use prfdata::block::layout::counter_offset;
-/// use prfdata::map::{CounterDef, DetailLevel, Instances, ObjectDef};
-/// use prfdata::winperf::{PERF_COUNTER_RAWCOUNT, PERF_COUNTER_BULK_COUNT};
-/// const fn ctr(ty: u32) -> CounterDef {
-///     CounterDef { symbol: "C", offset: Some(2), texts: &[], detail: DetailLevel::Novice,
-///                  default_scale: 0, counter_type: ty, text_len: 0 }
-/// }
-/// const OBJ: ObjectDef = ObjectDef { symbol: "O", offset: 0, texts: &[],
-///     detail: DetailLevel::Novice, default_counter: None, instances: Instances::None,
-///     costly: false, counters: &[ctr(PERF_COUNTER_RAWCOUNT), ctr(PERF_COUNTER_BULK_COUNT)] };
-/// assert_eq!(counter_offset(&OBJ, 0), 8);
-/// assert_eq!(counter_offset(&OBJ, 1), 16); // 8-aligned after the 4-byte value at 8
-/// ```
-pub const fn counter_offset(obj: &ObjectDef, index: usize) -> usize {
-    let mut off = COUNTER_BLOCK_HEADER;
-    let mut i = 0;
-    while i <= index && i < obj.counters.len() {
-        let size = value_size(&obj.counters[i]);
-        if size > 0 {
-            off = align_up(off, value_align(&obj.counters[i]));
-        }
-        if i == index {
-            return off;
-        }
-        off += size;
-        i += 1;
-    }
-    off
-}
-
-/// Bytes of one counter block of the object: header and values, rounded up to 8.
-pub const fn counter_block_size(obj: &ObjectDef) -> usize {
-    let n = obj.counters.len();
-    if n == 0 {
-        return COUNTER_BLOCK_HEADER;
-    }
-    let last = counter_offset(obj, n - 1) + value_size(&obj.counters[n - 1]);
-    align_up(last, 8)
-}
-
-/// Bytes of one instance slot: header and name, rounded up to 8.
-pub const fn slot_size(obj: &ObjectDef) -> usize {
-    match obj.instances {
-        Instances::None => 0,
-        Instances::Max { max_name_len, .. } => {
-            SLOT_HEADER_SIZE + align_up(max_name_len as usize * 2, 8)
-        }
-    }
-}
-
-/// Number of counter blocks of the object: its instance limit, or 1 without instances.
-pub const fn block_count(obj: &ObjectDef) -> usize {
-    match obj.instances {
-        Instances::None => 1,
-        Instances::Max { max, .. } => max as usize,
-    }
-}
-
-/// The most instances the object can hold (0 without instances).
-pub const fn max_instances(obj: &ObjectDef) -> usize {
-    match obj.instances {
-        Instances::None => 0,
-        Instances::Max { max, .. } => max as usize,
-    }
-}
-
-/// The regions of one object, as offsets relative to the object's base.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ObjectRegions {
-    /// Offset of the live list.
-    pub live: usize,
-    /// Offset of the slots.
-    pub slots: usize,
-    /// Offset of the counter data.
-    pub data: usize,
-    /// Bytes of all three regions.
-    pub size: usize,
-}
-
-/// The regions of an object relative to its base.
-pub const fn object_regions(obj: &ObjectDef) -> ObjectRegions {
-    let n = max_instances(obj);
-    let live = 0;
-    let slots = align_up(live + n * 4, REGION_ALIGN);
-    let data = align_up(slots + n * slot_size(obj), REGION_ALIGN);
-    let size = align_up(
-        data + block_count(obj) * counter_block_size(obj),
-        REGION_ALIGN,
-    );
-    ObjectRegions {
-        live,
-        slots,
-        data,
-        size,
-    }
-}
-
-/// Total counters of a map.
-pub const fn total_counters(map: &MapDef) -> usize {
-    let mut n = 0;
-    let mut o = 0;
-    while o < map.objects.len() {
-        n += map.objects[o].counters.len();
-        o += 1;
-    }
-    n
-}
-
-/// Offset of the first counter record.
-pub const fn counters_offset(map: &MapDef) -> usize {
-    HEADER_SIZE + map.objects.len() * OBJECT_RECORD_SIZE
-}
-
-/// Offset where the per-object regions start.
-pub const fn regions_offset(map: &MapDef) -> usize {
-    align_up(
-        counters_offset(map) + total_counters(map) * COUNTER_RECORD_SIZE,
-        REGION_ALIGN,
-    )
-}
-
-/// Offset of object `index`'s regions.
-pub const fn object_base(map: &MapDef, index: usize) -> usize {
-    let mut off = regions_offset(map);
-    let mut o = 0;
-    while o < index && o < map.objects.len() {
-        off += object_regions(&map.objects[o]).size;
-        o += 1;
-    }
-    off
-}
-
-/// Offset of object `index`'s counter data: its first counter block.
-pub const fn data_offset(map: &MapDef, index: usize) -> usize {
-    object_base(map, index) + object_regions(&map.objects[index]).data
-}
-
-/// Bytes of the whole block.
-///
-/// # Examples
-///
-/// ```
-/// use prfdata::block::layout::{total_size, HEADER_SIZE};
-/// use prfdata::map::{CounterDef, DetailLevel, Instances, MapDef, ObjectDef};
-/// const CTR: CounterDef = CounterDef { symbol: "C", offset: Some(2), texts: &[],
-///     detail: DetailLevel::Novice, default_scale: 0,
-///     counter_type: prfdata::winperf::PERF_COUNTER_RAWCOUNT, text_len: 0 };
-/// const MAP: MapDef = MapDef { app: "A", objects: &[ObjectDef { symbol: "O", offset: 0,
-///     texts: &[], detail: DetailLevel::Novice, default_counter: None,
-///     instances: Instances::None, costly: false, counters: &[CTR] }] };
-/// // header, one object record, one counter record, one 64-byte data region
-/// assert_eq!(total_size(&MAP), HEADER_SIZE + 128 + 64 + 64);
-/// ```
-pub const fn total_size(map: &MapDef) -> usize {
-    object_base(map, map.objects.len())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::map::{CounterDef, DetailLevel};
-    use crate::winperf::*;
-
-    const fn ctr(ty: u32) -> CounterDef {
-        CounterDef {
-            symbol: "C",
-            offset: Some(2),
-            texts: &[],
-            detail: DetailLevel::Novice,
-            default_scale: 0,
-            counter_type: ty,
-            text_len: 0,
-        }
-    }
-
-    fn obj(counters: &'static [CounterDef], instances: Instances) -> ObjectDef {
-        ObjectDef {
-            symbol: "O",
-            offset: 0,
-            texts: &[],
-            detail: DetailLevel::Novice,
-            default_counter: None,
-            instances,
-            costly: false,
-            counters,
-        }
-    }
-
-    #[test]
-    fn large_values_are_8_aligned_and_blocks_padded_to_8() {
-        static C: [CounterDef; 4] = [
-            ctr(PERF_COUNTER_RAWCOUNT),
-            ctr(PERF_COUNTER_BULK_COUNT),
-            ctr(PERF_AVERAGE_TIMER),
-            ctr(PERF_AVERAGE_BASE),
-        ];
-        let o = obj(&C, Instances::None);
-        let offsets: Vec<usize> = (0..4).map(|i| counter_offset(&o, i)).collect();
-        assert_eq!(offsets, [8, 16, 24, 28]);
-        assert_eq!(counter_block_size(&o), 32);
-        static D: [CounterDef; 1] = [ctr(PERF_COUNTER_RAWCOUNT)];
-        assert_eq!(counter_block_size(&obj(&D, Instances::None)), 16);
-    }
-
-    #[test]
-    fn regions_are_cache_line_aligned_and_sized_from_the_limits() {
-        static C: [CounterDef; 1] = [ctr(PERF_COUNTER_LARGE_RAWCOUNT)];
-        let o = obj(
-            &C,
-            Instances::Max {
-                max: 3,
-                max_name_len: 5,
-            },
-        );
-        assert_eq!(slot_size(&o), 64 + 16);
-        let r = object_regions(&o);
-        // 3 slots of 80 bytes from 64 end at 304, so the data starts at 320; 3 blocks of 16.
-        assert_eq!(
-            r,
-            ObjectRegions {
-                live: 0,
-                slots: 64,
-                data: 320,
-                size: 384
-            }
-        );
-    }
 }

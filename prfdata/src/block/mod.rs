@@ -1,21 +1,17 @@
-//! The shared counter block: its layout, its creation by the app, and its validated reading.
+//! The shared counter block as the writer makes it, and the parts the reader shares with it.
 //!
-//! - [`layout`]: the raw `#[repr(C)]` records and the offsets computed from a map.
-//! - [`reader`]: [`BlockReader`](reader::BlockReader), the read-only, validated view providers
-//!   and tools use: a [`Snapshot`](reader::Snapshot) copy, or single-pass reads inside one
-//!   sequence window ([`BlockReader::read_with`](reader::BlockReader::read_with),
-//!   [`BlockView`](reader::BlockView), [`InstanceTable`](reader::InstanceTable)).
-//! - `fault` (private): the reader's survival of a block truncated under it (a `SIGBUS`
-//!   handler and the table of mappings being read); `recover` (private): a reader's recovery
-//!   of a block whose lock holder died.
-//! - [`shm_dir`] / [`block_path`]: where blocks live (`PRFDATA_SHM_DIR`, else
-//!   `/dev/shm/prfdata-<uid>`).
+//! - `layout`: the one description of the block: `#[repr(C)]` records, named offsets, limits.
+//! - `open`: where blocks live ([`crate::shm_dir`], [`crate::block_path`]) and the opening of an
+//!   existing block the writer and the reader share.
+//! - `raw`: a mapping reached only through atomics; `fault`: surviving a block truncated under a
+//!   read (the `SIGBUS` handler and the table of mappings being read).
+//! - `create`: the owner's side: records built from a map, the file created, published,
+//!   attached to, removed.
+//! - `recover`: a reader's recovery of a block whose lock holder died.
 
 pub(crate) mod create;
 pub(crate) mod fault;
-pub mod layout;
+pub(crate) mod layout;
+pub(crate) mod open;
 pub(crate) mod raw;
-pub mod reader;
 pub(crate) mod recover;
-
-pub use create::{block_path, shm_dir};

@@ -17,17 +17,18 @@
 //!    table layout it validated when it opened the block, and closes the write section;
 //! 4. it releases the optex and unmaps its read-write mapping.
 //!
-//! The read-write mapping is watched for truncation like any read ([`super::fault`]).
+//! The read-write mapping is watched for truncation like any read ([`super::fault`]). The reader
+//! ([`crate::reader`]) calls this; it knows nothing of the reader.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::create::open_block;
 use super::fault::Watch;
 use super::layout::{OPTEX_OFFSET, SEQ_OFFSET};
+use super::open::open_block;
 use super::raw::RawBlock;
-use super::reader::{ObjectInfo, ReadError};
+use crate::error::Error;
 use crate::instances::{TableLayout, Tables};
 use crate::optex::Optex;
 use crate::sys::shm;
@@ -45,14 +46,16 @@ pub(crate) enum Recovery {
 }
 
 /// Recovers the block of `app` at `path` (the file the reader mapped: `identity`) from a lock
-/// holder that died, if one did. `objects` are the reader's validated records.
+/// holder that died, if one did. `layouts` are the instance tables of the block's objects, from
+/// the records the reader validated against this file (`None` for an object without
+/// instances).
 pub(crate) fn dead_holder(
     app: &str,
     path: &Path,
     identity: shm::FileIdentity,
-    objects: &[ObjectInfo],
-) -> Result<Recovery, ReadError> {
-    let io = |source| ReadError::Io {
+    layouts: &[Option<TableLayout>],
+) -> Result<Recovery, Error> {
+    let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
     };
@@ -62,12 +65,13 @@ pub(crate) fn dead_holder(
         return Ok(Recovery::Replaced);
     }
     // The same length the reader mapped, which held the records validated at open.
-    let len = usize::try_from(identity.size).map_err(|_| ReadError::Replaced)?;
+    let Ok(len) = usize::try_from(identity.size) else {
+        return Ok(Recovery::Replaced);
+    };
     let raw = RawBlock::map(&file, len, true).map_err(io)?;
     let Some(watch) = Watch::new(&raw, true) else {
         return Ok(Recovery::NotNeeded); // the fault table is full: try another time
     };
-    let layouts: Vec<Option<TableLayout>> = objects.iter().map(ObjectInfo::table_layout).collect();
     // SAFETY:
     // - the header is inside the mapping (the reader checked the file holds at least
     //   HEADER_SIZE bytes, and this is the same file and length), OPTEX_OFFSET is a 64-aligned
@@ -92,7 +96,7 @@ pub(crate) fn dead_holder(
         // As a writer that finds its predecessor dead: repair inside the section the dead
         // writer left open, then close it. Each layout was validated against this file's size
         // at open (see `ObjectInfo::table_layout`).
-        Tables::with_layouts(&raw, &layouts).repair();
+        Tables::with_layouts(&raw, layouts).repair();
         seq.store(odd.wrapping_add(1), Ordering::Release);
     }
     drop(guard);

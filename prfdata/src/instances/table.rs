@@ -10,7 +10,7 @@
 //! every change happens inside a write section of the block's sequence counter (odd while
 //! changing), and within it a slot's `state` is written LIVE last when adding and FREE first when
 //! removing. A reader copies what it needs and keeps it only if the sequence was even and
-//! unchanged around the copy ([`crate::block::reader`]).
+//! unchanged around the copy ([`crate::reader`]).
 //!
 //! If the writer dies inside a write section, the sequence stays odd; the next process to take
 //! the optex (a writer, or a reader that found the holder dead) sees that its owner died and
@@ -32,7 +32,7 @@ use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use crate::block::layout::{self, slot, SLOT_FREE, SLOT_LIVE};
 use crate::block::raw::RawBlock;
-use crate::map::{Instances, MapDef};
+use crate::map::{offsets, Instances, MapDef};
 
 /// A contradiction found in an index read from the block: written by some process outside the
 /// protocol (a live writer never leaves one, and a dead one is repaired before anyone reads).
@@ -109,8 +109,8 @@ impl<'a> ObjectTable<'a> {
     /// The table of object `index` of `map`, in `raw`, which was laid out from `map`.
     pub(crate) fn new(raw: &'a RawBlock, map: &'static MapDef, index: usize) -> ObjectTable<'a> {
         let obj = &map.objects[index];
-        let base = layout::object_base(map, index);
-        let regions = layout::object_regions(obj);
+        let base = offsets::object_base(map, index);
+        let regions = offsets::object_regions(obj);
         let (max, max_name_len) = match obj.instances {
             Instances::None => (0, 0),
             Instances::Max { max, max_name_len } => (max, max_name_len),
@@ -124,8 +124,8 @@ impl<'a> ObjectTable<'a> {
                 live: base + regions.live,
                 slots: base + regions.slots,
                 data: base + regions.data,
-                slot_size: layout::slot_size(obj),
-                stride: layout::counter_block_size(obj),
+                slot_size: offsets::slot_size(obj),
+                stride: offsets::counter_block_size(obj),
                 max,
                 max_name_len,
             },

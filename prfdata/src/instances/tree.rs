@@ -15,9 +15,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::table::{Corrupt, NewInstance, ObjectTable, SlotRef, TableLayout};
-use crate::block::layout;
 use crate::block::raw::RawBlock;
-use crate::map::MapDef;
+use crate::map::{offsets, MapDef};
 
 /// All the instance tables of a writable block.
 pub(crate) struct Tables<'a> {
@@ -89,7 +88,7 @@ impl<'a> Tables<'a> {
                 .objects
                 .get(object)
                 .filter(|o| o.has_instances())
-                .map(layout::max_instances),
+                .map(offsets::max_instances),
             Layout::Tables(layouts) => layouts.get(object)?.map(|l| l.max as usize),
         }
     }

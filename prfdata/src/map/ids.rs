@@ -125,7 +125,7 @@ pub unsafe trait Object: Copy + 'static {
 /// computation at run time.
 #[inline(always)]
 pub(crate) const fn data_offset<O: Object>() -> usize {
-    crate::block::layout::data_offset(<O::Map as PerfDataMap>::DEF, O::INDEX)
+    super::offsets::data_offset(<O::Map as PerfDataMap>::DEF, O::INDEX)
 }
 
 /// A counter of object `O`, of counter type `T`.
@@ -167,7 +167,7 @@ impl<T: CounterType, O: Object> CtrId<T, O> {
             matches!(def.counters[index].value_size(), Some(n) if n == <T::Width as Width>::SIZE),
             "prfdata map: counter id typed with another value size"
         );
-        let offset = crate::block::layout::counter_offset(def, index);
+        let offset = super::offsets::counter_offset(def, index);
         CtrId {
             index: index as u32,
             offset: offset as u32,

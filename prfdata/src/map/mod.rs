@@ -38,6 +38,7 @@
 
 mod ids;
 mod macros;
+pub(crate) mod offsets;
 pub mod validate;
 
 pub(crate) use ids::data_offset;

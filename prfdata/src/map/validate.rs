@@ -5,19 +5,15 @@
 
 use core::fmt;
 
+use super::offsets;
 use super::{str_eq, CounterDef, Instances, MapDef, ObjectDef, Text};
 use crate::block::layout::{
-    self, COUNTER_RECORD_SIZE, HEADER_SIZE, MAX_BLOCK_SIZE, OBJECT_RECORD_SIZE, REGION_ALIGN,
+    COUNTER_RECORD_SIZE, HEADER_SIZE, MAX_BLOCK_SIZE, MAX_COUNTERS, MAX_COUNTER_BLOCK, MAX_OBJECTS,
+    OBJECT_RECORD_SIZE, REGION_ALIGN,
 };
-use crate::block::reader::{MAX_COUNTERS, MAX_COUNTER_BLOCK, MAX_OBJECTS};
 use crate::winperf;
 
-/// The longest app name: it names the block file and the `Services` key.
-pub const MAX_APP_NAME: usize = 64;
-/// The longest instance name perflib accepts (winperf.h `PERF_MAX_INSTANCE_NAME`).
-pub const MAX_INSTANCE_NAME: u32 = 1024;
-/// The most instances one object may declare: keeps a block's size well inside `u32` offsets.
-pub const MAX_INSTANCES: u32 = 1 << 20;
+pub use crate::block::layout::{MAX_APP_NAME, MAX_INSTANCES, MAX_INSTANCE_NAME};
 
 /// What is wrong with a map. Each variant names the symbol it is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,23 +188,23 @@ const fn check_size(map: &MapDef) -> Result<(), MapError> {
     let mut total = align(
         (HEADER_SIZE
             + map.objects.len() * OBJECT_RECORD_SIZE
-            + layout::total_counters(map) * COUNTER_RECORD_SIZE) as u64,
+            + offsets::total_counters(map) * COUNTER_RECORD_SIZE) as u64,
     );
     let mut o = 0;
     while o < map.objects.len() {
         let obj = &map.objects[o];
-        let stride = layout::counter_block_size(obj);
+        let stride = offsets::counter_block_size(obj);
         if stride > MAX_COUNTER_BLOCK as usize {
             return Err(MapError::CounterBlockTooLarge {
                 object: obj.symbol,
                 size: stride,
             });
         }
-        // As `layout::object_regions`: live list, slots, counter blocks, each 64-aligned.
-        let n = layout::max_instances(obj) as u64;
+        // As `offsets::object_regions`: live list, slots, counter blocks, each 64-aligned.
+        let n = offsets::max_instances(obj) as u64;
         let slots = align(n * 4);
-        let data = align(slots + n * layout::slot_size(obj) as u64);
-        total += align(data + layout::block_count(obj) as u64 * stride as u64);
+        let data = align(slots + n * offsets::slot_size(obj) as u64);
+        total += align(data + offsets::block_count(obj) as u64 * stride as u64);
         if total > MAX_BLOCK_SIZE {
             return Err(MapError::BlockTooLarge { size: total });
         }
@@ -832,7 +828,7 @@ mod tests {
         let fits = (MAX_BLOCK_SIZE / per_instance) as u32 - 16;
         let map = with(fits, 1024);
         assert_eq!(validate(map), Ok(()));
-        assert!(crate::block::layout::total_size(map) as u64 <= MAX_BLOCK_SIZE);
+        assert!(super::offsets::total_size(map) as u64 <= MAX_BLOCK_SIZE);
         match validate(with(fits + 32, 1024)) {
             Err(MapError::BlockTooLarge { size }) => assert!(size > MAX_BLOCK_SIZE),
             other => panic!("{other:?}"),

@@ -8,7 +8,10 @@
 //! which the host inherits.
 //!
 //! A provider library is not reached by this logger: a Rust cdylib carries its own copy of
-//! `log`, so it must write its own messages (see the provider's docs).
+//! `log`, so it writes its own messages, to stderr, at the level `PRFDATA_PROVIDER_LOG` names
+//! (see the provider's `logging` module). [`init`] sets that variable to the collector's own
+//! level when it is not set, before any thread starts, so that a provider loaded in process and
+//! every provider host (which inherits the environment) report at the same level.
 
 use std::io::Write;
 
@@ -62,11 +65,19 @@ pub fn init() {
         }),
         Err(_) => DEFAULT_LEVEL,
     };
+    if std::env::var_os(PROVIDER_LEVEL_ENV).is_none() {
+        // prfmon's main calls this first, while the process has one thread: nothing reads the
+        // environment concurrently.
+        std::env::set_var(PROVIDER_LEVEL_ENV, level.as_str());
+    }
     // Fails only if a logger is already installed, which then keeps its place.
     if log::set_logger(&LOGGER).is_ok() {
         log::set_max_level(level);
     }
 }
+
+/// The variable a `dlopen`ed prfdata provider reads for its own stderr logger's level.
+pub const PROVIDER_LEVEL_ENV: &str = "PRFDATA_PROVIDER_LOG";
 
 #[cfg(test)]
 mod tests {

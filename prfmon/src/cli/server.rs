@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use prfdata::registry::Registry;
+use prfdata_registry::Registry;
 use tiny_http::{Header, Method, Request, Response, Server};
 
 use super::token::BearerToken;
@@ -383,7 +383,7 @@ mod tests {
 
     #[test]
     fn example_module() -> Result<(), Box<dyn std::error::Error>> {
-        use prfdata::registry::FileRegistry;
+        use prfdata_registry::FileRegistry;
         use prfmon::collector::Collector;
         use std::io::{Read, Write};
 

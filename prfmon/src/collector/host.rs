@@ -144,6 +144,11 @@ impl HostProcess {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
+        // A `dlopen`ed prfdata provider logs to stderr only when asked (its own copy of `log`
+        // is out of reach of this process's logger): ask for its warnings unless told otherwise.
+        if std::env::var_os("PRFDATA_PROVIDER_LOG").is_none() {
+            command.env("PRFDATA_PROVIDER_LOG", "warn");
+        }
         // SAFETY: the closure runs in the child between fork and exec, where only
         // async-signal-safe calls are allowed: it makes only the system calls dup2, fcntl,
         // setgroups, setgid and setuid, on data made before the fork (`fd`, `credentials`),

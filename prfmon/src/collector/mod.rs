@@ -87,7 +87,7 @@
 //!
 //! ```
 //! use prfmon::collector::{Collector, CollectorOptions};
-//! use prfdata::registry::FileRegistry;
+//! use prfdata_registry::FileRegistry;
 //!
 //! let dir = tempfile::tempdir()?;
 //! let registry = FileRegistry::open(dir.path())?;
@@ -112,11 +112,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use prfdata::registry::service::{
+use prfdata::winperf::ERROR_SUCCESS;
+use prfdata_registry::service::{
     services_in, DEFAULT_COLLECT_TIMEOUT_MS, DEFAULT_OPEN_TIMEOUT_MS, DISABLE, LIBRARY,
 };
-use prfdata::registry::{paths, update, PerformanceService, Registry, RegistryError, Value};
-use prfdata::winperf::ERROR_SUCCESS;
+use prfdata_registry::{paths, update, PerformanceService, Registry, RegistryError, Value};
 
 use crate::datablock::{build_data_block, host_name, CollectionTimes, ProviderOutput};
 use crate::trust::TrustPolicy;
@@ -485,7 +485,7 @@ impl<R: Registry> Collector<R> {
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
-    /// # let reg = prfdata::registry::FileRegistry::open(dir.path())?;
+    /// # let reg = prfdata_registry::FileRegistry::open(dir.path())?;
     /// let c = prfmon::collector::Collector::open(reg, Default::default())?;
     /// assert!(c.open_services().is_empty());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -504,7 +504,7 @@ impl<R: Registry> Collector<R> {
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
-    /// # let reg = prfdata::registry::FileRegistry::open(dir.path())?;
+    /// # let reg = prfdata_registry::FileRegistry::open(dir.path())?;
     /// let c = prfmon::collector::Collector::open(reg, Default::default())?;
     /// assert!(c.disabled().is_empty());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -519,7 +519,7 @@ impl<R: Registry> Collector<R> {
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
-    /// let reg = prfdata::registry::FileRegistry::open(dir.path())?;
+    /// let reg = prfdata_registry::FileRegistry::open(dir.path())?;
     /// let c = prfmon::collector::Collector::open(reg, Default::default())?;
     /// assert_eq!(c.registry().root(), dir.path());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -547,7 +547,7 @@ impl<R: Registry> Collector<R> {
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
-    /// # let reg = prfdata::registry::FileRegistry::open(dir.path())?;
+    /// # let reg = prfdata_registry::FileRegistry::open(dir.path())?;
     /// let mut c = prfmon::collector::Collector::open(reg, Default::default())?;
     /// let collection = c.collect_with_services("Global");
     /// let snapshot = prfmon::decode::decode(&collection.bytes)?;

@@ -8,7 +8,7 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::{bounded, name_object, options, provider_copy, register, TEST_WAIT};
-use prfdata::registry::{performance_services, FileRegistry};
+use prfdata_registry::{performance_services, FileRegistry};
 use prfmon::collector::validate::{Call, ProviderFault};
 use prfmon::collector::Collector;
 use prfmon::decode::decode;

@@ -18,9 +18,9 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use common::{bounded, TEST_WAIT};
-use prfdata::block::layout::{self, slot};
-use prfdata::registry::FileRegistry;
+use prfdata::layout::{self, slot};
 use prfdata_app::Installed;
+use prfdata_registry::FileRegistry;
 use prfdata_testkit::ProcessEnv;
 use prfmon::collector::{Collector, CollectorOptions, Isolation};
 use prfmon::decode::{decode, DataSnapshot};
@@ -92,7 +92,7 @@ fn serial() -> ProcessEnv {
 
 /// An app's block path, from `PRFDATA_SHM_DIR` (set by [`serial`], inherited by children).
 fn block_path(app: &str) -> PathBuf {
-    prfdata::block::block_path(app).unwrap()
+    prfdata::block_path(app).unwrap()
 }
 
 /// A child process, killed when dropped.
@@ -348,8 +348,8 @@ fn workers(snap: &DataSnapshot) -> Vec<String> {
 /// Whether the registry says the service is disabled.
 fn disabled_in_registry(service: &str) -> bool {
     let registry = FileRegistry::open(&setup().registry).unwrap();
-    let hive = prfdata::registry::Registry::snapshot(&registry).unwrap();
-    prfdata::registry::service::services_in(&hive)
+    let hive = prfdata_registry::Registry::snapshot(&registry).unwrap();
+    prfdata_registry::service::services_in(&hive)
         .unwrap()
         .iter()
         .any(|s| s.name == service && s.disabled)
@@ -359,10 +359,10 @@ fn disabled_in_registry(service: &str) -> bool {
 fn enable_all() {
     let registry = FileRegistry::open(&setup().registry).unwrap();
     for service in [bf::MAP.app, fifo_app::MAP.app] {
-        prfdata::registry::update(&registry, |hive| {
+        prfdata_registry::update(&registry, |hive| {
             hive.delete_value(
-                &prfdata::registry::paths::performance(service),
-                prfdata::registry::service::DISABLE,
+                &prfdata_registry::paths::performance(service),
+                prfdata_registry::service::DISABLE,
             )
         })
         .ok();

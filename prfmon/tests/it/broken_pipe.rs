@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{name_object, prfmon, provider_copy, register, RUN_WAIT};
-use prfdata::registry::FileRegistry;
+use prfdata_registry::FileRegistry;
 
 /// Runs `prfmon args...` with its stdout a pipe whose read end is already closed; returns the
 /// exit status and stderr.

@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::{bounded, name_object, options, provider_copy, register, TEST_WAIT};
-use prfdata::registry::{paths, update, FileRegistry, RegistryError, Value};
+use prfdata_registry::{paths, update, FileRegistry, RegistryError, Value};
 use prfmon::collector::{Collector, CollectorOptions, Isolation};
 use prfmon::decode::{decode, DataSnapshot, RawValue};
 use prfmon::names::instance_names;
@@ -228,7 +228,7 @@ fn two_prfmon_processes_collect_at_once() {
         assert_eq!(json["objects"][0]["name"], "Shared");
         assert_eq!(json["objects"][0]["instances"][2]["name"], "alpha#1");
     }
-    let services = prfdata::registry::performance_services(&registry).unwrap();
+    let services = prfdata_registry::performance_services(&registry).unwrap();
     assert!(services.iter().any(|s| s.name == "Greedy" && s.disabled));
     assert!(services.iter().any(|s| s.name == "Shared" && !s.disabled));
 }
@@ -274,7 +274,7 @@ fn a_wrong_host_executable_skips_providers_without_disabling_them() {
                 .is_empty());
             assert!(collector.disabled().is_empty(), "{exe}");
         }
-        let services = prfdata::registry::performance_services(&registry).unwrap();
+        let services = prfdata_registry::performance_services(&registry).unwrap();
         assert!(!services[0].disabled);
     });
 }
@@ -329,14 +329,14 @@ fn open_is_called_once_and_close_when_the_collector_closes_or_drops() {
             let registry = FileRegistry::open(dir.path().join("reg")).unwrap();
             let log = dir.path().join("calls.log");
             let lib = provider_copy(dir.path(), &format!("life{isolation:?}{drop_it}"));
-            let mut cfg = prfdata::registry::ServiceConfig::new(
+            let mut cfg = prfdata_registry::ServiceConfig::new(
                 lib.display().to_string(),
                 "OpenPerformanceData",
                 "CollectPerformanceData",
                 "ClosePerformanceData",
             );
             cfg.export = vec!["good".into(), "1848".into(), log.display().to_string()];
-            prfdata::registry::register_service(&registry, "Life", &cfg).unwrap();
+            prfdata_registry::register_service(&registry, "Life", &cfg).unwrap();
             let opts = CollectorOptions {
                 isolation,
                 ..options()
@@ -362,13 +362,13 @@ fn a_service_without_linkage_export_gets_a_null_device_list() {
     bounded(TEST_WAIT, || {
         let dir = tempfile::tempdir().unwrap();
         let registry = FileRegistry::open(dir.path().join("reg")).unwrap();
-        let cfg = prfdata::registry::ServiceConfig::new(
+        let cfg = prfdata_registry::ServiceConfig::new(
             provider_copy(dir.path(), "noexport").display().to_string(),
             "OpenPerformanceData",
             "CollectPerformanceData",
             "ClosePerformanceData",
         );
-        prfdata::registry::register_service(&registry, "NoExport", &cfg).unwrap();
+        prfdata_registry::register_service(&registry, "NoExport", &cfg).unwrap();
         let mut collector = Collector::open(registry, options()).unwrap();
         // The test provider reads a NULL list as mode `good`, index 1848, and then reports
         // DefaultCounter -1.

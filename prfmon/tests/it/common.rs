@@ -56,7 +56,7 @@ pub fn prfmon_with_input(root: &Path, args: &[&str], stdin: &str) -> Run {
 
 use std::path::PathBuf;
 
-use prfdata::registry::{register_service, FileRegistry, ServiceConfig};
+use prfdata_registry::{register_service, FileRegistry, ServiceConfig};
 use prfmon::collector::CollectorOptions;
 
 /// How long a test waits for anything the collector does before it fails.

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{name_object, prfmon, provider_copy, register, Run, TEST_WAIT};
-use prfdata::registry::FileRegistry;
+use prfdata_registry::FileRegistry;
 
 /// A registry with two good providers: `Alpha` (object 1848, "Alpha Obj") and `Beta` (object
 /// 1860, "Beta Obj"), each with its own copy of the test provider library.

@@ -10,7 +10,7 @@
 use crate::common;
 
 use common::{bounded, c_large, c_provider, name_c_object, options, register_c, TEST_WAIT};
-use prfdata::registry::{performance_services, FileRegistry};
+use prfdata_registry::{performance_services, FileRegistry};
 use prfmon::collector::validate::ProviderFault;
 use prfmon::collector::{Collector, CollectorOptions, Isolation};
 use prfmon::decode::{decode, RawValue};

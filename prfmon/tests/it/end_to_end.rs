@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use prfdata::registry::FileRegistry;
+use prfdata_registry::FileRegistry;
 use prfdata_testkit::{ChildGuard, ProcessEnv, Sandbox};
 use prfmon::collector::{Collector, Isolation};
 use prfmon::decode::{decode, DataSnapshot, ObjectData};

@@ -12,7 +12,7 @@ use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
-use prfdata::registry::{performance_services, FileRegistry};
+use prfdata_registry::{performance_services, FileRegistry};
 use privilege::{
     copy, other_user_name, other_users_folder, public_prfmon, register_good, root_or_skip, run,
     shared_tempdir, test_provider_at, OTHER_UID,

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{finish, prfmon, Run};
-use prfdata::registry::{
+use prfdata_registry::{
     paths, register_service, update, FileRegistry, Registry, ServiceConfig, Value,
 };
 

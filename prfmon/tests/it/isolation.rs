@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 
 use common::{c_large, c_provider, finish, name_c_object, register_c};
-use prfdata::registry::{performance_services, FileRegistry};
+use prfdata_registry::{performance_services, FileRegistry};
 use prfmon::openmetrics::naming::metric_stem;
 use serve_common::{get, samples, Setup};
 

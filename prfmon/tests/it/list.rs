@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::{name_object, prfmon, provider_copy, register};
-use prfdata::registry::FileRegistry;
+use prfdata_registry::FileRegistry;
 
 fn setup(dir: &std::path::Path) -> std::path::PathBuf {
     let root = dir.join("reg");

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use prfdata::registry::{performance_services, register_service, FileRegistry, ServiceConfig};
+use prfdata_registry::{performance_services, register_service, FileRegistry, ServiceConfig};
 
 use crate::common::{self, finish, name_object, provider_copy, register, Run, PRFMON};
 

@@ -12,9 +12,9 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use prfdata::registry::FileRegistry;
 use prfdata::InstanceSpec;
 use prfdata_app::Installed;
+use prfdata_registry::FileRegistry;
 use prfdata_testkit::ProcessEnv;
 use prfmon::collector::{Collector, CollectorOptions, Isolation};
 use prfmon::decode::{decode, DataSnapshot};

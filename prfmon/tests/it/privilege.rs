@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use prfdata::registry::{register_service, FileRegistry, ServiceConfig};
+use prfdata_registry::{register_service, FileRegistry, ServiceConfig};
 
 use super::common::{finish, name_object, test_providers_library, Run};
 

@@ -6,7 +6,7 @@ use crate::common;
 use std::path::Path;
 
 use common::{name_object, prfmon, provider_copy, register};
-use prfdata::registry::FileRegistry;
+use prfdata_registry::FileRegistry;
 
 fn setup(dir: &Path) -> std::path::PathBuf {
     let root = dir.join("reg");

@@ -10,7 +10,7 @@ use crate::privilege;
 
 use std::path::Path;
 
-use prfdata::registry::{performance_services, FileRegistry};
+use prfdata_registry::{performance_services, FileRegistry};
 use privilege::{
     chmod, other_users_folder, register_good, root_or_skip, run, shared_tempdir, test_provider_at,
     OTHER_UID,

@@ -17,6 +17,7 @@ use std::ffi::OsStr;
 use std::fs;
 use std::path::Path;
 
+use crate::block::open::remove_if_same;
 use crate::map::validate::valid_app_name;
 use crate::process::{probe, Probe};
 use crate::sys::shm;
@@ -67,7 +68,7 @@ pub(super) fn remove_stale(dir: &Path) {
         }
         // Held while the file is removed: no activation that is still running can own it.
         if shm::try_lock_exclusive(&file).unwrap_or(false) {
-            super::remove_if_same(&path, id);
+            remove_if_same(&path, id);
         }
     }
 }

@@ -1,14 +1,10 @@
 //! The process-wide `SIGBUS` handler that lets a reader survive a block truncated under it.
 //!
-//! Linux raises `SIGBUS` (`si_code` `BUS_ADRERR`) when a process touches a page of a shared file
-//! mapping that lies past the end of the file: another process truncated the file. A reader
-//! cannot prevent that by checking the size first (the truncation can land between the check and
-//! the load), so the handler repairs the fault instead: it asks the [`FaultHook`] whether the
-//! address belongs to a mapping being read, and if so the hook maps anonymous zero pages over
-//! that mapping ([`map_zeros`]) and the handler returns: the faulting load runs again and reads
-//! zeros, and the reader learns from its table entry that what it read is void. This is what
-//! Wayland compositors do for the shared-memory pools of their clients (libwayland-server's
-//! `wl_shm_buffer_begin_access` and its `sigbus_handler`).
+//! Why readers need it, and the table of mappings being read it consults, are documented once,
+//! in `block/fault.rs`. Here: the platform part. On a `BUS_ADRERR` fault the handler asks the
+//! [`FaultHook`] whether the address belongs to a mapping being read; if so the hook maps
+//! anonymous zero pages over that mapping ([`map_zeros`]) and the handler returns, and the
+//! faulting load runs again and reads zeros.
 //!
 //! A fault the hook does not claim goes to the handler that was installed before ours (a
 //! Rust runtime's stack-overflow handler, another copy of this library, an application's own),

@@ -3,14 +3,14 @@
 //!
 //! FILE is the one the user named (a symbolic link is followed), read only if it is a regular
 //! file of at most [`MAX_DECODE_INPUT`] bytes, opened without blocking
-//! ([`prfdata::untrusted::file`]): `/dev/zero` or a FIFO is refused at once.
+//! ([`prfdata_untrusted::file`]): `/dev/zero` or a FIFO is refused at once.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use prfdata::registry::FileRegistry;
-use prfdata::untrusted::{Symlinks, UntrustedFile};
+use prfdata_registry::FileRegistry;
+use prfdata_untrusted::{Symlinks, UntrustedFile};
 use prfmon::collector::MAX_BUFFER;
 use prfmon::decode::DataSnapshot;
 use prfmon::names::Names;

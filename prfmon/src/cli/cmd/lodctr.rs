@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Args};
-use prfdata::registry::{
+use prfdata_registry::{
     enabled_message, lodctr, restore_settings, save_settings, set_service_enabled, unlodctr,
     FileRegistry, LodctrError, LodctrOptions,
 };

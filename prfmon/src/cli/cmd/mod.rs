@@ -12,7 +12,7 @@ pub mod watch;
 use std::path::PathBuf;
 
 use clap::Args;
-use prfdata::registry::{paths, performance_services, FileRegistry};
+use prfdata_registry::{paths, performance_services, FileRegistry};
 use prfmon::collector::host_user::HostUser;
 use prfmon::collector::{reenable_command, CollectorOptions, Isolation};
 use prfmon::names::Names;

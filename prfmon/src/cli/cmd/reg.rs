@@ -11,8 +11,8 @@ use std::io::BufRead;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use prfdata::registry::reg_cli::QueryOptions;
-use prfdata::registry::{
+use prfdata_registry::reg_cli::QueryOptions;
+use prfdata_registry::{
     display_key, normalize_key, reg_cli, update, FileRegistry, Registry, RegistryError, Value,
     ValueType,
 };

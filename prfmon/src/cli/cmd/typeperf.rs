@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use prfdata::registry::FileRegistry;
+use prfdata_registry::FileRegistry;
 use prfmon::collector::Collector;
 use prfmon::decode::DataSnapshot;
 use prfmon::merge::merge_missing;

@@ -1,0 +1,446 @@
+//! Install / Uninstall a counter set: CPrfData's `Install(library)` and `Uninstall()`, from a
+//! neutral description ([`CounterSet`]) so that this crate knows nothing of prfdata's map types
+//! (prfdata's `install` feature converts a map into one and offers `PrfData::install`).
+//!
+//! Install writes the set's counter .INI and symbol .h (to a folder the caller chooses, so they
+//! can be read and fed to `prfmon lodctr` by hand), loads them through the same lodctr code, and
+//! registers the provider library (Library, Open, Collect, Close, Linkage\Export) in the same
+//! atomic registry update. At run time the provider reads First Counter / First Help from the
+//! registry, as seed 001 prescribes.
+//!
+//! The app name is checked first ([`check_name`]: it becomes the file names). The two files are
+//! written whole under a temporary name created with `O_CREAT | O_EXCL | O_NOFOLLOW` and renamed
+//! over `<app>.ini` / `<app>.h`: a symbolic link planted at either name in a shared folder is
+//! replaced, never written through.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use prfdata_untrusted::{check_name, NameKind};
+
+use crate::{
+    apply_unlodctr, lodctr, service, update, CounterRange, FileRegistry, LodctrError,
+    LodctrOptions, Registry, RegistryError, ServiceConfig,
+};
+
+/// A counter set as install writes it: the app (the driver name under `Services` and the name
+/// of its block), and each object and named counter with its symbol, symbolic offset and
+/// texts. Base counters have no name of their own and are not listed.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_registry::install::{CounterNames, CounterSet, ObjectNames, Text};
+/// let set = CounterSet {
+///     app: "MyApp".into(),
+///     objects: vec![ObjectNames {
+///         symbol: "JOBS".into(),
+///         offset: 0,
+///         texts: vec![Text::new("009", "Jobs", "Jobs processed.")],
+///         counters: vec![CounterNames {
+///             symbol: "DONE".into(),
+///             offset: 2,
+///             texts: vec![Text::new("009", "Jobs/sec", "Jobs done per second.")],
+///         }],
+///     }],
+/// };
+/// assert!(prfdata_registry::install::symbol_file(&set).contains("#define DONE 2\n"));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CounterSet {
+    /// The app name: the driver name, and the `<app>.ini` / `<app>.h` file names.
+    pub app: String,
+    /// The objects, in declaration order.
+    pub objects: Vec<ObjectNames>,
+}
+
+/// One object of a [`CounterSet`].
+///
+/// # Examples
+///
+/// See [`CounterSet`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObjectNames {
+    /// The programmatic symbol (`#define` in the symbol file).
+    pub symbol: String,
+    /// The symbolic offset (even): name index = First Counter + this.
+    pub offset: u32,
+    /// Name and explain text per language; the first is 009 (English).
+    pub texts: Vec<Text>,
+    /// The object's named counters (bases left out), in declaration order.
+    pub counters: Vec<CounterNames>,
+}
+
+/// One named counter of an [`ObjectNames`].
+///
+/// # Examples
+///
+/// See [`CounterSet`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CounterNames {
+    /// The programmatic symbol.
+    pub symbol: String,
+    /// The symbolic offset (even).
+    pub offset: u32,
+    /// Name and explain text per language; the first is 009 (English).
+    pub texts: Vec<Text>,
+}
+
+/// A name and explain text in one language (`"009"` is English, `"00C"` French, ...).
+///
+/// # Examples
+///
+/// ```
+/// let t = prfdata_registry::install::Text::new("00C", "Travaux", "Travaux faits.");
+/// assert_eq!(t.lang, "00C");
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Text {
+    /// The perflib language id: three hexadecimal digits, as the registry's `Perflib\009`.
+    pub lang: String,
+    /// The name shown in monitors.
+    pub name: String,
+    /// The explain text.
+    pub help: String,
+}
+
+impl Text {
+    /// A text in language `lang`.
+    ///
+    /// # Examples
+    ///
+    /// See [`Text`].
+    pub fn new(lang: impl Into<String>, name: impl Into<String>, help: impl Into<String>) -> Text {
+        Text {
+            lang: lang.into(),
+            name: name.into(),
+            help: help.into(),
+        }
+    }
+}
+
+/// The export names of the provider library (`libprfdata_provider.so`).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(prfdata_registry::install::OPEN_FUNCTION, "OpenPerformanceData");
+/// ```
+pub const OPEN_FUNCTION: &str = "OpenPerformanceData";
+/// See [`OPEN_FUNCTION`].
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(prfdata_registry::install::COLLECT_FUNCTION, "CollectPerformanceData");
+/// ```
+pub const COLLECT_FUNCTION: &str = "CollectPerformanceData";
+/// See [`OPEN_FUNCTION`].
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(prfdata_registry::install::CLOSE_FUNCTION, "ClosePerformanceData");
+/// ```
+pub const CLOSE_FUNCTION: &str = "ClosePerformanceData";
+
+/// What went wrong installing or uninstalling.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_registry::install::{install_in, CounterSet, InstallError, InstallOptions};
+/// let dir = tempfile::tempdir()?;
+/// let reg = prfdata_registry::FileRegistry::open(dir.path().join("registry"))?;
+/// let set = CounterSet { app: "../evil".into(), objects: vec![] };
+/// let opts = InstallOptions { library: "/x.so".into(), ini_dir: dir.path().into(), replace: false };
+/// assert!(matches!(install_in(&reg, &set, &opts), Err(InstallError::Map(_))));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InstallError {
+    /// The .INI or .h could not be written.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The counter set cannot be installed as given: its app name cannot name the files
+    /// ([`prfdata_untrusted::BadName`]), or, from prfdata, the map's own validation error.
+    #[error("invalid map: {0}")]
+    Map(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// lodctr / unlodctr refused (already installed, not installed, ...).
+    #[error(transparent)]
+    Lodctr(#[from] LodctrError),
+    /// The registry could not be opened or updated.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+}
+
+/// How to install.
+///
+/// # Examples
+///
+/// See [`install_in`].
+#[derive(Clone, Debug)]
+pub struct InstallOptions {
+    /// The provider library to record as `Library` (usually `libprfdata_provider.so` next to the
+    /// app, as HWInputMon found its DLL).
+    pub library: PathBuf,
+    /// Where to write `<app>.ini` and `<app>.h`.
+    pub ini_dir: PathBuf,
+    /// Reinstall over an existing installation (lodctr `--replace`).
+    pub replace: bool,
+}
+
+/// The name a language id is listed under in `[languages]`.
+fn language_name(lang: &str) -> &'static str {
+    match lang.to_ascii_uppercase().as_str() {
+        "009" => "English",
+        "007" => "German",
+        "00A" => "Spanish",
+        "00C" => "French",
+        "010" => "Italian",
+        "011" => "Japanese",
+        "013" => "Dutch",
+        "016" => "Portuguese",
+        "019" => "Russian",
+        _ => "Language",
+    }
+}
+
+/// One line of INI text: the format allows no line breaks.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The symbol .h of a counter set: `#define SYMBOL offset` for every object and named counter.
+///
+/// # Examples
+///
+/// See [`CounterSet`].
+pub fn symbol_file(set: &CounterSet) -> String {
+    let mut h = format!(
+        "// Symbolic offsets of the {} performance data map (generated by prfdata).\n",
+        set.app
+    );
+    for obj in &set.objects {
+        let _ = writeln!(h, "#define {} {}", obj.symbol, obj.offset);
+        for ctr in &obj.counters {
+            let _ = writeln!(h, "#define {} {}", ctr.symbol, ctr.offset);
+        }
+    }
+    h
+}
+
+/// The counter .INI of a counter set, in seed 001's format, naming `symbol_file` as its symbol
+/// file.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_registry::install::{ini_file, CounterNames, CounterSet, ObjectNames, Text};
+/// let set = CounterSet {
+///     app: "IniDoc".into(),
+///     objects: vec![ObjectNames {
+///         symbol: "OBJ".into(),
+///         offset: 0,
+///         texts: vec![Text::new("009", "Obj", "An object."), Text::new("00C", "Objet", "Un objet.")],
+///         counters: vec![CounterNames {
+///             symbol: "CTR".into(),
+///             offset: 2,
+///             texts: vec![Text::new("009", "Ctr", "A counter.")],
+///         }],
+///     }],
+/// };
+/// let ini = ini_file(&set, "IniDoc.h");
+/// assert!(ini.starts_with("[info]\ndrivername=IniDoc\nsymbolfile=IniDoc.h\n"));
+/// assert!(ini.contains("009=English\n00C=French\n"));
+/// assert!(ini.contains("OBJ_009_HELP=An object.\n"));
+/// assert!(ini.contains("OBJ_00C_NAME=Objet\n"));
+/// ```
+pub fn ini_file(set: &CounterSet, symbol_file: &str) -> String {
+    let mut langs: Vec<&str> = Vec::new();
+    let all_texts = set.objects.iter().flat_map(|o| {
+        o.texts
+            .iter()
+            .chain(o.counters.iter().flat_map(|c| c.texts.iter()))
+    });
+    for t in all_texts {
+        if !langs.iter().any(|l| l.eq_ignore_ascii_case(&t.lang)) {
+            langs.push(&t.lang);
+        }
+    }
+    let mut ini = format!(
+        "[info]\ndrivername={}\nsymbolfile={symbol_file}\n\n[languages]\n",
+        set.app
+    );
+    for lang in &langs {
+        let _ = writeln!(ini, "{lang}={}", language_name(lang));
+    }
+    ini.push_str("\n[text]\n");
+    let mut entry = |symbol: &str, texts: &[Text]| {
+        for t in texts {
+            let _ = writeln!(ini, "{symbol}_{}_NAME={}", t.lang, one_line(&t.name));
+            let _ = writeln!(ini, "{symbol}_{}_HELP={}", t.lang, one_line(&t.help));
+        }
+    };
+    for obj in &set.objects {
+        entry(&obj.symbol, &obj.texts);
+        for ctr in &obj.counters {
+            entry(&ctr.symbol, &ctr.texts);
+        }
+    }
+    ini
+}
+
+/// Writes `bytes` to `path` whole: into a new temporary file beside it (which nothing planted
+/// can redirect), flushed, then renamed over `path` (which replaces a link rather than follow
+/// it). The temporary file is removed if anything fails.
+fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let temp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    // One left by a killed install of an earlier process with this pid.
+    let _ = std::fs::remove_file(&temp);
+    let written = prfdata_untrusted::create_new(&temp, 0o666).and_then(|mut file| {
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
+}
+
+/// Installs `set` into `registry`: writes `<app>.ini` and `<app>.h` into `options.ini_dir`, loads
+/// them with lodctr and registers `options.library` as the app's provider, in one atomic update.
+///
+/// # Errors
+///
+/// [`InstallError::Map`] if the app name cannot name the files; [`InstallError::Write`] if the
+/// files cannot be written; [`InstallError::Lodctr`] if the app is installed already (unless
+/// `replace`) or the text is refused.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_registry::install::{install_in, uninstall_in, CounterNames, CounterSet, InstallOptions, ObjectNames, Text};
+/// use prfdata_registry::{first_counter_help, FileRegistry};
+/// let set = CounterSet {
+///     app: "InstallDoc".into(),
+///     objects: vec![ObjectNames {
+///         symbol: "OBJ".into(),
+///         offset: 0,
+///         texts: vec![Text::new("009", "O", "o")],
+///         counters: vec![CounterNames { symbol: "CTR".into(), offset: 2, texts: vec![Text::new("009", "C", "c")] }],
+///     }],
+/// };
+/// let dir = tempfile::tempdir()?;
+/// let reg = FileRegistry::open(dir.path().join("registry"))?;
+/// let opts = InstallOptions {
+///     library: "/opt/app/libprfdata_provider.so".into(),
+///     ini_dir: dir.path().to_path_buf(),
+///     replace: false,
+/// };
+/// let range = install_in(&reg, &set, &opts)?;
+/// assert_eq!((range.first_counter, range.first_help), (1848, 1849));
+/// assert_eq!(first_counter_help(&reg, "InstallDoc")?, (1848, 1849));
+/// uninstall_in(&reg, "InstallDoc")?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn install_in<R: Registry + ?Sized>(
+    registry: &R,
+    set: &CounterSet,
+    options: &InstallOptions,
+) -> Result<CounterRange, InstallError> {
+    check_name(NameKind::App, &set.app).map_err(|e| InstallError::Map(Box::new(e)))?;
+    let symbol_name = format!("{}.h", set.app);
+    let ini_path = options.ini_dir.join(format!("{}.ini", set.app));
+    let symbol_path = options.ini_dir.join(&symbol_name);
+    let write = |path: &Path, text: String| {
+        std::fs::create_dir_all(&options.ini_dir)
+            .and_then(|()| replace_file(path, text.as_bytes()))
+            .map_err(|source| InstallError::Write {
+                path: path.to_path_buf(),
+                source,
+            })
+    };
+    write(&symbol_path, symbol_file(set))?;
+    write(&ini_path, ini_file(set, &symbol_name))?;
+    let mut service = ServiceConfig::new(
+        options.library.to_string_lossy(),
+        OPEN_FUNCTION,
+        COLLECT_FUNCTION,
+        CLOSE_FUNCTION,
+    );
+    service.export = vec![set.app.clone()];
+    let lodctr_options = LodctrOptions {
+        replace: options.replace,
+        service: Some(service),
+    };
+    Ok(lodctr(registry, &ini_path, &lodctr_options)?)
+}
+
+/// [`install_in`] the default registry (`PRFDATA_REGISTRY`, else the per-user state folder).
+///
+/// # Errors
+///
+/// As [`install_in`].
+///
+/// # Examples
+///
+/// ```no_run
+/// # let set = prfdata_registry::install::CounterSet::default();
+/// let opts = prfdata_registry::install::InstallOptions {
+///     library: "/opt/app/libprfdata_provider.so".into(),
+///     ini_dir: "/opt/app/counters".into(),
+///     replace: true,
+/// };
+/// prfdata_registry::install::install(&set, &opts)?;
+/// # Ok::<(), prfdata_registry::install::InstallError>(())
+/// ```
+pub fn install(set: &CounterSet, options: &InstallOptions) -> Result<CounterRange, InstallError> {
+    install_in(&FileRegistry::open_default()?, set, options)
+}
+
+/// Uninstalls the app `app` from `registry`: removes its names and help from every language and
+/// its provider registration, in one atomic update (CPrfData's `Uninstall`).
+///
+/// # Errors
+///
+/// [`InstallError::Lodctr`] with [`LodctrError::NotLoaded`] if the app is not installed.
+///
+/// # Examples
+///
+/// See [`install_in`].
+pub fn uninstall_in<R: Registry + ?Sized>(
+    registry: &R,
+    app: &str,
+) -> Result<CounterRange, InstallError> {
+    Ok(update(registry, |hive| {
+        let range = apply_unlodctr(hive, app)?;
+        service::erase_service(hive, app)?;
+        Ok::<_, LodctrError>(range)
+    })?)
+}
+
+/// [`uninstall_in`] the default registry.
+///
+/// # Errors
+///
+/// As [`uninstall_in`].
+///
+/// # Examples
+///
+/// ```no_run
+/// prfdata_registry::install::uninstall("MyApp")?;
+/// # Ok::<(), prfdata_registry::install::InstallError>(())
+/// ```
+pub fn uninstall(app: &str) -> Result<CounterRange, InstallError> {
+    uninstall_in(&FileRegistry::open_default()?, app)
+}

@@ -1,0 +1,234 @@
+//! Where a map's objects and counters lie in its block: the arithmetic of the block layout
+//! ([`crate::block::layout`]: records, sizes, alignments) applied to a map's definitions, in
+//! `const` so that typed ids carry their offsets as constants.
+//!
+//! The writer builds a block from these offsets; the reader never uses them (it reads the
+//! offsets the block's records state, and checks them).
+
+use crate::block::layout::{
+    align_up, COUNTER_BLOCK_HEADER, COUNTER_RECORD_SIZE, HEADER_SIZE, OBJECT_RECORD_SIZE,
+    REGION_ALIGN, SLOT_HEADER_SIZE,
+};
+use crate::map::{CounterDef, Instances, MapDef, ObjectDef};
+use crate::winperf;
+
+/// Bytes of a counter's value (0 for a size the map validation refuses).
+const fn value_size(ctr: &CounterDef) -> usize {
+    match ctr.value_size() {
+        Some(n) => n as usize,
+        None => 0,
+    }
+}
+
+/// Alignment of a counter's value: its size for numbers (4 or 8), 8 for text, so that every
+/// value starts on a boundary its readers can load whole.
+const fn value_align(ctr: &CounterDef) -> usize {
+    match winperf::counter_size(ctr.counter_type) {
+        Some(0) => 1,
+        Some(n) => n as usize,
+        None => 8,
+    }
+}
+
+/// The offset of counter `index` inside its object's counter block: after the 8-byte header,
+/// each value aligned to its own size.
+pub const fn counter_offset(obj: &ObjectDef, index: usize) -> usize {
+    let mut off = COUNTER_BLOCK_HEADER;
+    let mut i = 0;
+    while i <= index && i < obj.counters.len() {
+        let size = value_size(&obj.counters[i]);
+        if size > 0 {
+            off = align_up(off, value_align(&obj.counters[i]));
+        }
+        if i == index {
+            return off;
+        }
+        off += size;
+        i += 1;
+    }
+    off
+}
+
+/// Bytes of one counter block of the object: header and values, rounded up to 8.
+pub const fn counter_block_size(obj: &ObjectDef) -> usize {
+    let n = obj.counters.len();
+    if n == 0 {
+        return COUNTER_BLOCK_HEADER;
+    }
+    let last = counter_offset(obj, n - 1) + value_size(&obj.counters[n - 1]);
+    align_up(last, 8)
+}
+
+/// Bytes of one instance slot: header and name, rounded up to 8.
+pub const fn slot_size(obj: &ObjectDef) -> usize {
+    match obj.instances {
+        Instances::None => 0,
+        Instances::Max { max_name_len, .. } => {
+            SLOT_HEADER_SIZE + align_up(max_name_len as usize * 2, 8)
+        }
+    }
+}
+
+/// Number of counter blocks of the object: its instance limit, or 1 without instances.
+pub const fn block_count(obj: &ObjectDef) -> usize {
+    match obj.instances {
+        Instances::None => 1,
+        Instances::Max { max, .. } => max as usize,
+    }
+}
+
+/// The most instances the object can hold (0 without instances).
+pub const fn max_instances(obj: &ObjectDef) -> usize {
+    match obj.instances {
+        Instances::None => 0,
+        Instances::Max { max, .. } => max as usize,
+    }
+}
+
+/// The regions of one object, as offsets relative to the object's base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectRegions {
+    /// Offset of the live list.
+    pub live: usize,
+    /// Offset of the slots.
+    pub slots: usize,
+    /// Offset of the counter data.
+    pub data: usize,
+    /// Bytes of all three regions.
+    pub size: usize,
+}
+
+/// The regions of an object relative to its base.
+pub const fn object_regions(obj: &ObjectDef) -> ObjectRegions {
+    let n = max_instances(obj);
+    let live = 0;
+    let slots = align_up(live + n * 4, REGION_ALIGN);
+    let data = align_up(slots + n * slot_size(obj), REGION_ALIGN);
+    let size = align_up(
+        data + block_count(obj) * counter_block_size(obj),
+        REGION_ALIGN,
+    );
+    ObjectRegions {
+        live,
+        slots,
+        data,
+        size,
+    }
+}
+
+/// Total counters of a map.
+pub const fn total_counters(map: &MapDef) -> usize {
+    let mut n = 0;
+    let mut o = 0;
+    while o < map.objects.len() {
+        n += map.objects[o].counters.len();
+        o += 1;
+    }
+    n
+}
+
+/// Offset of the first counter record.
+pub const fn counters_offset(map: &MapDef) -> usize {
+    HEADER_SIZE + map.objects.len() * OBJECT_RECORD_SIZE
+}
+
+/// Offset where the per-object regions start.
+pub const fn regions_offset(map: &MapDef) -> usize {
+    align_up(
+        counters_offset(map) + total_counters(map) * COUNTER_RECORD_SIZE,
+        REGION_ALIGN,
+    )
+}
+
+/// Offset of object `index`'s regions.
+pub const fn object_base(map: &MapDef, index: usize) -> usize {
+    let mut off = regions_offset(map);
+    let mut o = 0;
+    while o < index && o < map.objects.len() {
+        off += object_regions(&map.objects[o]).size;
+        o += 1;
+    }
+    off
+}
+
+/// Offset of object `index`'s counter data: its first counter block.
+pub const fn data_offset(map: &MapDef, index: usize) -> usize {
+    object_base(map, index) + object_regions(&map.objects[index]).data
+}
+
+/// Bytes of the whole block.
+pub const fn total_size(map: &MapDef) -> usize {
+    object_base(map, map.objects.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::map::DetailLevel;
+    use crate::winperf::*;
+
+    const fn ctr(ty: u32) -> CounterDef {
+        CounterDef {
+            symbol: "C",
+            offset: Some(2),
+            texts: &[],
+            detail: DetailLevel::Novice,
+            default_scale: 0,
+            counter_type: ty,
+            text_len: 0,
+        }
+    }
+
+    fn obj(counters: &'static [CounterDef], instances: Instances) -> ObjectDef {
+        ObjectDef {
+            symbol: "O",
+            offset: 0,
+            texts: &[],
+            detail: DetailLevel::Novice,
+            default_counter: None,
+            instances,
+            costly: false,
+            counters,
+        }
+    }
+
+    #[test]
+    fn large_values_are_8_aligned_and_blocks_padded_to_8() {
+        static C: [CounterDef; 4] = [
+            ctr(PERF_COUNTER_RAWCOUNT),
+            ctr(PERF_COUNTER_BULK_COUNT),
+            ctr(PERF_AVERAGE_TIMER),
+            ctr(PERF_AVERAGE_BASE),
+        ];
+        let o = obj(&C, Instances::None);
+        let offsets: Vec<usize> = (0..4).map(|i| counter_offset(&o, i)).collect();
+        assert_eq!(offsets, [8, 16, 24, 28]);
+        assert_eq!(counter_block_size(&o), 32);
+        static D: [CounterDef; 1] = [ctr(PERF_COUNTER_RAWCOUNT)];
+        assert_eq!(counter_block_size(&obj(&D, Instances::None)), 16);
+    }
+
+    #[test]
+    fn regions_are_cache_line_aligned_and_sized_from_the_limits() {
+        static C: [CounterDef; 1] = [ctr(PERF_COUNTER_LARGE_RAWCOUNT)];
+        let o = obj(
+            &C,
+            Instances::Max {
+                max: 3,
+                max_name_len: 5,
+            },
+        );
+        assert_eq!(slot_size(&o), 64 + 16);
+        let r = object_regions(&o);
+        // 3 slots of 80 bytes from 64 end at 304, so the data starts at 320; 3 blocks of 16.
+        assert_eq!(
+            r,
+            ObjectRegions {
+                live: 0,
+                slots: 64,
+                data: 320,
+                size: 384
+            }
+        );
+    }
+}

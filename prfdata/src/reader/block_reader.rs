@@ -1,0 +1,285 @@
+//! [`BlockReader`]: a block opened read-only, its records copied out and validated once.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::error::ReadError;
+use super::records::{self, CounterInfo, ObjectInfo, Records};
+use crate::block::fault::{self, Watch};
+use crate::block::layout::{HEADER_SIZE, MAX_BLOCK_SIZE};
+use crate::block::open::{block_path, open_block};
+use crate::block::raw::RawBlock;
+use crate::sys::shm;
+
+/// A deadline for [`BlockReader::read_with`] that fits a provider's Collect: how long it keeps
+/// retrying while writers change the block, well under the 50 ms a Collect may take in all.
+pub const DEFAULT_READ_DEADLINE: Duration = Duration::from_millis(20);
+/// How long a read waits, with the sequence odd all along, before it checks whether the
+/// lock's holder is dead (and recovers the block if so). A writer's section lasts
+/// microseconds; one that has held the sequence odd for a millisecond is stopped, slow
+/// (`lock_ctrs`) or dead, and telling which costs one `/proc/<pid>/stat` read. Reads with a
+/// deadline shorter than twice this check at half their deadline, so every read that ends
+/// busy has checked once.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::reader::{DEAD_HOLDER_CHECK, DEFAULT_READ_DEADLINE};
+/// assert!(DEAD_HOLDER_CHECK < DEFAULT_READ_DEADLINE);
+/// ```
+pub const DEAD_HOLDER_CHECK: Duration = Duration::from_millis(1);
+
+/// A block opened read-only, with its records validated: the reader providers and tools use.
+///
+/// Everything is read through [`BlockReader::read_with`], inside one consistent window.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::Ordering::Relaxed;
+/// use prfdata::reader::{BlockReader, DEFAULT_READ_DEADLINE};
+/// # prfdata::prfdata_map! { pub mod app { app: "ReaderDoc", object JOBS = 0 { name: "Jobs",
+/// #   help: "Jobs.", detail: Novice, default: none, instances: none, costly: false, counters {
+/// #   DONE = 2: RawCount { name: "Done", help: "Done.", detail: Novice, scale: 0 }, } } } }
+/// # std::env::set_var("PRFDATA_SHM_DIR", std::env::temp_dir());
+/// let prf = app::PrfData::activate()?; // in the app
+/// prf.get_global_ctr32(app::DONE).store(7, Relaxed);
+///
+/// let reader = BlockReader::open("ReaderDoc")?; // in the provider
+/// let done = reader.read_with(DEFAULT_READ_DEADLINE, |view| view.global_value(0, 0))?;
+/// assert_eq!(done, 7);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct BlockReader {
+    pub(super) file: File,
+    pub(super) raw: RawBlock,
+    pub(super) app: String,
+    pub(super) path: PathBuf,
+    pub(super) identity: shm::FileIdentity,
+    pub(super) records: Records,
+    /// Set once a read found the mapping faulted (the file was truncated): it holds zeros now.
+    pub(super) spent: AtomicBool,
+}
+
+impl BlockReader {
+    /// Opens the block of `app` in [`shm_dir`](crate::shm_dir).
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Open`] with [`Error::NotActive`](crate::Error::NotActive) when the app is
+    /// not running; any other [`ReadError`] when the block is invalid.
+    ///
+    /// # Examples
+    ///
+    /// See [`BlockReader`].
+    pub fn open(app: &str) -> Result<BlockReader, ReadError> {
+        let path = block_path(app)?;
+        Self::open_path(app, &path)
+    }
+
+    /// Opens the block at `path`: without following a symlink and without blocking
+    /// (`O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC`), then, from `fstat` of what was opened, only a
+    /// regular file ([`Error::NotRegular`](crate::Error::NotRegular) otherwise: a FIFO planted
+    /// at the path is refused at once) owned by this user with mode 0600
+    /// ([`Error::NotABlock`](crate::Error::NotABlock)) and no larger than [`MAX_BLOCK_SIZE`](super::MAX_BLOCK_SIZE)
+    /// ([`Error::TooLarge`](crate::Error::TooLarge)); only then is it mapped, read-only, and its
+    /// records validated.
+    ///
+    /// The first open in a process installs prfdata's process-wide `SIGBUS` handler (see the
+    /// [module docs](super)): faults in mappings being read are repaired, any other goes on to
+    /// the handler installed before, or kills the process as it would have.
+    ///
+    /// # Errors
+    ///
+    /// As [`BlockReader::open`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let r = prfdata::reader::BlockReader::open_path("App", "/dev/shm/x/App.blk".as_ref())?;
+    /// # Ok::<(), prfdata::reader::ReadError>(())
+    /// ```
+    pub fn open_path(app: &str, path: &Path) -> Result<BlockReader, ReadError> {
+        let io = |source| ReadError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        // Before the first mapping: from here on, a truncation under a read is survivable.
+        fault::init().map_err(io)?;
+        // Regular, ours, at most MAX_BLOCK_SIZE: `open_block` checked.
+        let file = open_block(app, path, false)?;
+        let identity = shm::identity(&file).map_err(io)?;
+        if identity.size < HEADER_SIZE as u64 {
+            return Err(ReadError::Truncated {
+                actual: identity.size,
+                expected: HEADER_SIZE as u64,
+            });
+        }
+        // At most MAX_BLOCK_SIZE (checked by `open_block`; checked again below, since the file
+        // may have grown since), which fits a usize on the 64-bit targets prfdata builds for.
+        let too_large = || {
+            ReadError::Open(crate::error::Error::TooLarge {
+                path: path.to_path_buf(),
+                size: identity.size,
+                max: MAX_BLOCK_SIZE,
+            })
+        };
+        if identity.size > MAX_BLOCK_SIZE {
+            return Err(too_large());
+        }
+        let len = usize::try_from(identity.size).map_err(|_| too_large())?;
+        let raw = RawBlock::map(&file, len, false).map_err(io)?;
+        let parsed = {
+            let watch = watch(&raw, false, Instant::now() + DEFAULT_READ_DEADLINE)?;
+            let parsed = records::parse(&raw, identity.size);
+            if watch.faulted() {
+                return Err(truncated(&file, identity.size));
+            }
+            parsed
+        };
+        Ok(BlockReader {
+            file,
+            raw,
+            app: app.to_owned(),
+            path: path.to_path_buf(),
+            identity,
+            records: parsed?,
+            spent: AtomicBool::new(false),
+        })
+    }
+
+    /// The block's path.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let reader = prfdata::reader::BlockReader::open("App")?;
+    /// println!("reading {}", reader.path().display());
+    /// # Ok::<(), prfdata::reader::ReadError>(())
+    /// ```
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The pid of the process that activated the block, as its header says.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let reader = prfdata::reader::BlockReader::open("App")?;
+    /// println!("published by process {}", reader.owner_pid());
+    /// # Ok::<(), prfdata::reader::ReadError>(())
+    /// ```
+    pub fn owner_pid(&self) -> u32 {
+        self.records.header.owner_pid
+    }
+
+    /// The objects, as the block's records declare them (validated at open).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let reader = prfdata::reader::BlockReader::open("App")?;
+    /// for obj in reader.objects() {
+    ///     println!("object +{}: up to {} instances", obj.name_offset, obj.max_instances);
+    /// }
+    /// # Ok::<(), prfdata::reader::ReadError>(())
+    /// ```
+    pub fn objects(&self) -> &[ObjectInfo] {
+        &self.records.objects
+    }
+
+    /// All counters, in object order; an object's are `counters()[obj.counters.clone()]`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let reader = prfdata::reader::BlockReader::open("App")?;
+    /// let first = &reader.objects()[0];
+    /// for ctr in &reader.counters()[first.counters.clone()] {
+    ///     println!("counter type {:#x} at +{}", ctr.counter_type, ctr.block_offset);
+    /// }
+    /// # Ok::<(), prfdata::reader::ReadError>(())
+    /// ```
+    pub fn counters(&self) -> &[CounterInfo] {
+        &self.records.counters
+    }
+
+    /// Whether the block at the path is no longer the one opened (the app restarted or quit),
+    /// the file changed size, or a read found it truncated under it: reopen it.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let mut reader = prfdata::reader::BlockReader::open("App")?;
+    /// if reader.is_replaced() {
+    ///     reader = prfdata::reader::BlockReader::open("App")?;
+    /// }
+    /// # Ok::<(), prfdata::reader::ReadError>(())
+    /// ```
+    pub fn is_replaced(&self) -> bool {
+        if self.spent.load(Ordering::Relaxed) {
+            return true;
+        }
+        let same_path = matches!(shm::path_identity(&self.path),
+            Ok(Some((dev, ino))) if dev == self.identity.dev && ino == self.identity.ino);
+        let same_size = shm::identity(&self.file).is_ok_and(|id| id.size == self.identity.size);
+        !(same_path && same_size)
+    }
+
+    /// Whether the process that activated the block still holds it (its `flock`, which the kernel
+    /// releases however the process ends).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let reader = prfdata::reader::BlockReader::open("App")?;
+    /// if !reader.owner_alive() {
+    ///     println!("the app was killed; its counters are frozen");
+    /// }
+    /// # Ok::<(), prfdata::reader::ReadError>(())
+    /// ```
+    pub fn owner_alive(&self) -> bool {
+        shm::owner_holds_lock(&self.file).unwrap_or(false)
+    }
+}
+
+/// Registers `raw` with the fault table for one read window, waiting for a free entry (every
+/// one taken means [`fault::ENTRIES`] threads are reading at once) until `until`.
+#[inline]
+pub(super) fn watch(
+    raw: &RawBlock,
+    writable: bool,
+    until: Instant,
+) -> Result<Watch<'_>, ReadError> {
+    if let Some(w) = Watch::new(raw, writable) {
+        return Ok(w);
+    }
+    watch_slow(raw, writable, until)
+}
+
+#[cold]
+fn watch_slow(raw: &RawBlock, writable: bool, until: Instant) -> Result<Watch<'_>, ReadError> {
+    let start = Instant::now();
+    loop {
+        std::thread::yield_now();
+        if let Some(w) = Watch::new(raw, writable) {
+            return Ok(w);
+        }
+        if Instant::now() >= until {
+            return Err(ReadError::Busy(start.elapsed()));
+        }
+    }
+}
+
+/// The error for a block found truncated under a read: its size now, and the size mapped.
+#[cold]
+pub(super) fn truncated(file: &File, mapped: u64) -> ReadError {
+    ReadError::Truncated {
+        actual: shm::identity(file).map_or(0, |id| id.size),
+        expected: mapped,
+    }
+}

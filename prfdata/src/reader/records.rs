@@ -1,0 +1,428 @@
+//! The static part of a block (header, object and counter records), copied out of the mapping
+//! once when the block is opened and validated field by field.
+//!
+//! Every number here comes from a file another process wrote: each is checked against its
+//! limit before it is used in any arithmetic, and the arithmetic is done in `u64` on values
+//! whose bounds are stated beside it (or with `checked_*`), so no value can overflow, in debug
+//! builds (a panic) or release builds (a wrap that would pass a check). Every refusal is a
+//! [`ReadError`] naming the field's offset in the block.
+
+use std::mem::offset_of;
+use std::ops::Range;
+
+use zerocopy::FromBytes;
+
+use super::error::{field, ReadError};
+use crate::block::layout::*;
+use crate::block::raw::RawBlock;
+use crate::instances::TableLayout;
+use crate::winperf;
+
+/// A validated object record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectInfo {
+    /// Symbolic offset (name index = First Counter + this).
+    pub name_offset: u32,
+    /// `PERF_DETAIL_*`.
+    pub detail_level: u32,
+    /// Default counter index, or -1.
+    pub default_counter: i32,
+    /// Indexes of the object's counters in [`BlockReader::counters`](super::BlockReader::counters).
+    pub counters: Range<usize>,
+    /// Whether it has instances.
+    pub instanced: bool,
+    /// Whether only "Costly" queries collect it.
+    pub costly: bool,
+    /// Instance limit (0 without instances).
+    pub max_instances: u32,
+    /// Longest instance name, UTF-16 units.
+    pub max_name_len: u32,
+    /// Bytes of one counter block.
+    pub counter_block_size: u32,
+    /// Offset of the record in the block (at most `HEADER_SIZE + MAX_OBJECTS * 128`).
+    pub(super) record_offset: u64,
+    /// Bytes of one slot (at most `SLOT_HEADER_SIZE + 2 * MAX_INSTANCE_NAME + 64`).
+    pub(super) slot_size: u64,
+    /// The three regions, each checked to lie inside the file, aligned, at open: the live list
+    /// (`4 * max_instances` bytes), the slots (`max_instances * slot_size`), the counter blocks
+    /// (`max(max_instances, 1) * counter_block_size`).
+    pub(super) live_offset: u64,
+    pub(super) slots_offset: u64,
+    pub(super) data_offset: u64,
+    /// The text counters (`PERF_COUNTER_TEXT`) of the object's counter block: offset and bytes,
+    /// each range inside the block. Their UTF-16 is made well-formed when copied.
+    pub(super) text: Vec<(u32, u32)>,
+}
+
+impl ObjectInfo {
+    /// Where the object's instance table lies, for the reader's recovery from a dead lock
+    /// holder; `None` without instances.
+    pub(crate) fn table_layout(&self) -> Option<TableLayout> {
+        // Every value is bounded by the file size, which `MAX_BLOCK_SIZE` caps, so each fits a
+        // `usize` on the 64-bit targets this crate builds for; `try_from` says so anyway.
+        let us = |v: u64| usize::try_from(v).ok();
+        self.instanced.then_some(())?;
+        Some(TableLayout {
+            symbol: "an object of the block (from its records)",
+            record: us(self.record_offset)?,
+            live: us(self.live_offset)?,
+            slots: us(self.slots_offset)?,
+            data: us(self.data_offset)?,
+            slot_size: us(self.slot_size)?,
+            stride: self.counter_block_size as usize,
+            max: self.max_instances,
+            max_name_len: self.max_name_len,
+        })
+    }
+}
+
+/// A validated counter record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CounterInfo {
+    /// Symbolic offset, or `None` for a base.
+    pub name_offset: Option<u32>,
+    /// The winperf.h type.
+    pub counter_type: u32,
+    /// Bytes of the value.
+    pub size: u32,
+    /// Offset inside the counter block.
+    pub block_offset: u32,
+    /// `DefaultScale`.
+    pub default_scale: i32,
+    /// `PERF_DETAIL_*`.
+    pub detail_level: u32,
+}
+
+/// The most padding a slot may have after its header and longest name: the writer pads the name
+/// to a [`WORD`] (at most 6 bytes); a reader accepts up to this much, no more, so that a slot
+/// size read from the block cannot place the slots anywhere it likes.
+const MAX_SLOT_PADDING: u64 = 64;
+
+/// What [`parse`] returns: the header as read, the objects and the counters, validated.
+#[derive(Debug)]
+pub(super) struct Records {
+    /// The header as it was when the block was opened.
+    pub(super) header: BlockHeader,
+    pub(super) objects: Vec<ObjectInfo>,
+    pub(super) counters: Vec<CounterInfo>,
+    /// The most instances the block can hold (all objects' limits together): no instance can
+    /// have more children. At most `MAX_OBJECTS × MAX_INSTANCES` = 2^32.
+    pub(super) capacity: u64,
+}
+
+/// Offset of a header field.
+macro_rules! header_at {
+    ($field:ident) => {
+        offset_of!(BlockHeader, $field) as u64
+    };
+}
+
+/// Offset of a field of the object record at `rec`.
+macro_rules! object_at {
+    ($rec:expr, $field:ident) => {
+        $rec + offset_of!(ObjectRecord, $field) as u64
+    };
+}
+
+/// Copies the header and records out of `raw` (the whole file, `file_size` bytes, at most
+/// [`MAX_BLOCK_SIZE`]) and validates every field.
+pub(super) fn parse(raw: &RawBlock, file_size: u64) -> Result<Records, ReadError> {
+    let truncated = |expected: u64| ReadError::Truncated {
+        actual: file_size,
+        expected,
+    };
+    let head = raw
+        .snapshot_bytes(0, HEADER_SIZE)
+        .ok_or(truncated(HEADER_SIZE as u64))?;
+    let header = BlockHeader::read_from_bytes(&head).map_err(|_| ReadError::BadMagic)?;
+    if header.magic != MAGIC {
+        return Err(ReadError::BadMagic);
+    }
+    if header.layout_version != LAYOUT_VERSION {
+        return Err(ReadError::Version {
+            found: header.layout_version,
+        });
+    }
+    if header.header_size != HEADER_SIZE as u32 {
+        return Err(field(
+            header_at!(header_size),
+            "header size",
+            header.header_size,
+        ));
+    }
+    if header.total_size != file_size {
+        return Err(truncated(header.total_size));
+    }
+    if header.num_objects == 0 || header.num_objects > MAX_OBJECTS {
+        return Err(field(
+            header_at!(num_objects),
+            "object count",
+            header.num_objects,
+        ));
+    }
+    if header.num_counters > MAX_COUNTERS {
+        return Err(field(
+            header_at!(num_counters),
+            "counter count",
+            header.num_counters,
+        ));
+    }
+    if header.timer_freq != crate::clock::OBJECT_FREQUENCY as u64 {
+        return Err(field(
+            header_at!(timer_freq),
+            "object timer frequency",
+            header.timer_freq,
+        ));
+    }
+    if header.objects_offset != HEADER_SIZE as u32 {
+        return Err(field(
+            header_at!(objects_offset),
+            "objects offset",
+            header.objects_offset,
+        ));
+    }
+    // Both counts were bounded above: these are below 2^32.
+    let counters_at =
+        HEADER_SIZE as u64 + u64::from(header.num_objects) * OBJECT_RECORD_SIZE as u64;
+    if u64::from(header.counters_offset) != counters_at {
+        return Err(field(
+            header_at!(counters_offset),
+            "counters offset",
+            header.counters_offset,
+        ));
+    }
+    let records_end = counters_at + u64::from(header.num_counters) * COUNTER_RECORD_SIZE as u64;
+    if records_end > file_size {
+        return Err(truncated(records_end));
+    }
+    // Below the file size, which was mapped: fits a usize.
+    let records_len = usize::try_from(records_end.next_multiple_of(8) - HEADER_SIZE as u64)
+        .map_err(|_| truncated(records_end))?;
+    let recs = raw
+        .snapshot_bytes(HEADER_SIZE, records_len)
+        .ok_or(truncated(records_end))?;
+
+    let mut counters = Vec::with_capacity(header.num_counters as usize);
+    let first_counter = (counters_at - HEADER_SIZE as u64) as usize;
+    for (i, rec) in recs[first_counter..]
+        .chunks_exact(COUNTER_RECORD_SIZE)
+        .take(header.num_counters as usize)
+        .enumerate()
+    {
+        let at = counters_at + (i * COUNTER_RECORD_SIZE) as u64;
+        let rec = CounterRecord::read_from_bytes(rec).map_err(|_| truncated(records_end))?;
+        counters.push(check_counter(&rec, at)?);
+    }
+
+    let mut objects = Vec::with_capacity(header.num_objects as usize);
+    for (i, rec) in recs
+        .chunks_exact(OBJECT_RECORD_SIZE)
+        .take(header.num_objects as usize)
+        .enumerate()
+    {
+        let at = (HEADER_SIZE + i * OBJECT_RECORD_SIZE) as u64;
+        let rec = ObjectRecord::read_from_bytes(rec).map_err(|_| truncated(records_end))?;
+        objects.push(check_object(&rec, at, &counters, counters_at, file_size)?);
+    }
+    let capacity = objects.iter().map(|o| u64::from(o.max_instances)).sum();
+    Ok(Records {
+        header,
+        objects,
+        counters,
+        capacity,
+    })
+}
+
+/// Checks the counter record at offset `at`.
+fn check_counter(rec: &CounterRecord, at: u64) -> Result<CounterInfo, ReadError> {
+    let field_at = |offset: usize| at + offset as u64;
+    // Numbers have the size their type says; text (PERF_COUNTER_TEXT) an even size up to
+    // MAX_INSTANCE_NAME units, 8-aligned as the writer places it.
+    let is_text = rec.counter_type == winperf::PERF_COUNTER_TEXT;
+    let size_ok = match winperf::counter_size(rec.counter_type) {
+        Some(n) => n == rec.size,
+        None => {
+            is_text
+                && rec.size > 0
+                && rec.size.is_multiple_of(NAME_UNIT_SIZE as u32)
+                && rec.size <= NAME_UNIT_SIZE as u32 * MAX_INSTANCE_NAME
+        }
+    };
+    if !size_ok || rec.counter_type & winperf::PERF_COUNTER_HISTOGRAM_TYPE != 0 {
+        return Err(field(
+            field_at(offset_of!(CounterRecord, counter_type)),
+            "counter type / size",
+            rec.counter_type,
+        ));
+    }
+    let align = if is_text { WORD as u32 } else { rec.size };
+    if rec.size > 0
+        && (rec.block_offset < COUNTER_BLOCK_HEADER as u32
+            || !rec.block_offset.is_multiple_of(align))
+    {
+        return Err(field(
+            field_at(offset_of!(CounterRecord, block_offset)),
+            "counter offset",
+            rec.block_offset,
+        ));
+    }
+    let is_base = winperf::is_base(rec.counter_type);
+    let name_offset = (rec.name_offset != NO_NAME).then_some(rec.name_offset);
+    if is_base == name_offset.is_some() || name_offset.is_some_and(|n| n % 2 != 0) {
+        return Err(field(at, "counter name offset", rec.name_offset));
+    }
+    Ok(CounterInfo {
+        name_offset,
+        counter_type: rec.counter_type,
+        size: rec.size,
+        block_offset: rec.block_offset,
+        default_scale: rec.default_scale,
+        detail_level: rec.detail_level,
+    })
+}
+
+/// Checks the object record at offset `off` against the counters (whose records start at
+/// `counters_at`) and the file size.
+fn check_object(
+    rec: &ObjectRecord,
+    off: u64,
+    counters: &[CounterInfo],
+    counters_at: u64,
+    file_size: u64,
+) -> Result<ObjectInfo, ReadError> {
+    let first = rec.first_counter as usize;
+    if first >= counters.len() {
+        return Err(field(
+            object_at!(off, first_counter),
+            "object's first counter",
+            rec.first_counter,
+        ));
+    }
+    let end = first
+        .checked_add(rec.num_counters as usize)
+        .filter(|&e| e <= counters.len());
+    let Some(end) = end.filter(|&e| e > first) else {
+        return Err(field(
+            object_at!(off, num_counters),
+            "object's counter count",
+            rec.num_counters,
+        ));
+    };
+    if !rec.name_offset.is_multiple_of(2) {
+        return Err(field(off, "object name offset", rec.name_offset));
+    }
+    if rec.flags & !(OBJECT_INSTANCED | OBJECT_COSTLY) != 0 {
+        return Err(field(object_at!(off, flags), "object flags", rec.flags));
+    }
+    // `num_counters` is at most MAX_COUNTERS now (the range above is inside `counters`).
+    if rec.default_counter < -1 || i64::from(rec.default_counter) >= i64::from(rec.num_counters) {
+        return Err(field(
+            object_at!(off, default_counter),
+            "default counter",
+            rec.default_counter as u32,
+        ));
+    }
+    let stride = rec.counter_block_size;
+    if stride < COUNTER_BLOCK_HEADER as u32
+        || !stride.is_multiple_of(WORD as u32)
+        || stride > MAX_COUNTER_BLOCK
+    {
+        return Err(field(
+            object_at!(off, counter_block_size),
+            "counter block size",
+            stride,
+        ));
+    }
+    let mut text = Vec::new();
+    for (i, c) in counters[first..end].iter().enumerate() {
+        // In u64: a block offset near 2^32 must not wrap past the check.
+        if u64::from(c.block_offset) + u64::from(c.size) > u64::from(stride) {
+            let at = counters_at + ((first + i) * COUNTER_RECORD_SIZE) as u64;
+            return Err(field(
+                at + offset_of!(CounterRecord, block_offset) as u64,
+                "counter beyond its block",
+                c.block_offset,
+            ));
+        }
+        if c.counter_type == winperf::PERF_COUNTER_TEXT {
+            text.push((c.block_offset, c.size));
+        }
+    }
+    let instanced = rec.flags & OBJECT_INSTANCED != 0;
+    let (max, name_len, slot_size) = if instanced {
+        if rec.max_instances == 0 || rec.max_instances > MAX_INSTANCES {
+            return Err(field(
+                object_at!(off, max_instances),
+                "instance limit",
+                rec.max_instances,
+            ));
+        }
+        if rec.max_name_len == 0 || rec.max_name_len > MAX_INSTANCE_NAME {
+            return Err(field(
+                object_at!(off, max_name_len),
+                "instance name limit",
+                rec.max_name_len,
+            ));
+        }
+        // max_name_len <= MAX_INSTANCE_NAME: no overflow.
+        let min_slot =
+            u64::from(SLOT_HEADER_SIZE as u32 + NAME_UNIT_SIZE as u32 * rec.max_name_len);
+        let slot_size = u64::from(rec.slot_size);
+        if slot_size < min_slot
+            || !slot_size.is_multiple_of(WORD as u64)
+            || slot_size > min_slot + MAX_SLOT_PADDING
+        {
+            return Err(field(
+                object_at!(off, slot_size),
+                "slot size",
+                rec.slot_size,
+            ));
+        }
+        (u64::from(rec.max_instances), rec.max_name_len, slot_size)
+    } else {
+        (0, 0, 0)
+    };
+    // max <= 2^20, slot_size < 2^12, stride <= 2^20: every product is below 2^41.
+    let blocks = if instanced { max } else { 1 };
+    let region_ok = |start: u64, len: u64| {
+        start.is_multiple_of(WORD as u64) && start.checked_add(len).is_some_and(|e| e <= file_size)
+    };
+    if !region_ok(rec.live_offset, max * LIVE_ENTRY_SIZE as u64) {
+        return Err(field(
+            object_at!(off, live_offset),
+            "live list offset",
+            rec.live_offset,
+        ));
+    }
+    if !region_ok(rec.slots_offset, max * slot_size) {
+        return Err(field(
+            object_at!(off, slots_offset),
+            "slots offset",
+            rec.slots_offset,
+        ));
+    }
+    if !region_ok(rec.data_offset, blocks * u64::from(stride)) {
+        return Err(field(
+            object_at!(off, data_offset),
+            "data offset",
+            rec.data_offset,
+        ));
+    }
+    Ok(ObjectInfo {
+        name_offset: rec.name_offset,
+        detail_level: rec.detail_level,
+        default_counter: rec.default_counter,
+        counters: first..end,
+        instanced,
+        costly: rec.flags & OBJECT_COSTLY != 0,
+        max_instances: max as u32,
+        max_name_len: name_len,
+        counter_block_size: stride,
+        record_offset: off,
+        slot_size,
+        live_offset: rec.live_offset,
+        slots_offset: rec.slots_offset,
+        data_offset: rec.data_offset,
+        text,
+    })
+}

@@ -1,0 +1,735 @@
+//! Reading the live block inside one sequence window: [`BlockReader::read_with`], the window
+//! loop, and what it hands its closure, [`BlockView`] and its per-object [`InstanceTable`]s,
+//! read straight from the mapping, every offset checked.
+
+use std::sync::atomic::{fence, Ordering};
+use std::time::{Duration, Instant};
+
+use super::block_reader::{truncated, watch, BlockReader, DEAD_HOLDER_CHECK};
+use super::error::{field, ReadError};
+use super::records::{CounterInfo, ObjectInfo};
+use super::utf16;
+use crate::block::fault::Watch;
+use crate::block::layout::{
+    slot, BYTE_LENGTH_SIZE, DWORD_SIZE, GENERATION_OFFSET, LARGE_SIZE, LIVE_COUNT_OFFSET,
+    LIVE_ENTRY_SIZE, NAME_UNIT_SIZE, SEQ_OFFSET, SLOT_HEADER_SIZE, SLOT_LIVE, WORD,
+};
+use crate::block::recover::{self, Recovery};
+
+/// The read window.
+impl BlockReader {
+    /// Runs `f` on a [`BlockView`] inside one sequence window, retrying until a window in which
+    /// the sequence was even and did not move, for up to `deadline`; returns what `f` returned in
+    /// that window (an error too: a consistent block that is invalid stays invalid).
+    ///
+    /// This is the single-pass interface: `f` reads what it needs straight from the mapping
+    /// (every load checked, through atomics) and may write it wherever it likes, e.g. into a
+    /// caller's buffer. `f` may run several times: whatever it produced in a window that was
+    /// then rejected must be thrown away or overwritten by the next run.
+    ///
+    /// Each window registers the mapping with the `SIGBUS` handler (see the
+    /// [module docs](super)): if the
+    /// file is truncated under `f`, `f` reads zeros from then on, and its result is thrown away
+    /// for [`ReadError::Truncated`]. If the sequence stays odd for [`DEAD_HOLDER_CHECK`], the
+    /// read checks once whether the lock's holder died, and recovers the block if so.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Replaced`] if the block's generation changed (the file was rewritten),
+    /// [`ReadError::Truncated`] if it was truncated under the read, [`ReadError::OwnerGone`]
+    /// if its owner is dead, [`ReadError::Busy`] if no consistent window came in time; and
+    /// whatever `f` returns ([`ReadError::Field`] for an invalid live value).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let reader = prfdata::reader::BlockReader::open("App")?;
+    /// // How many instances each object has, all counted in the same consistent state.
+    /// let counts = reader.read_with(std::time::Duration::from_millis(5), |view| {
+    ///     (0..reader.objects().len()).map(|k| view.live_count(k)).collect::<Result<Vec<_>, _>>()
+    /// })?;
+    /// # Ok::<(), prfdata::reader::ReadError>(())
+    /// ```
+    pub fn read_with<T>(
+        &self,
+        deadline: Duration,
+        mut f: impl FnMut(&BlockView<'_>) -> Result<T, ReadError>,
+    ) -> Result<T, ReadError> {
+        let start = Instant::now();
+        let end = start.checked_add(deadline);
+        let check_after = DEAD_HOLDER_CHECK.min(deadline / 2);
+        let mut attempt = 0u32;
+        // Since when the sequence has been odd at every look, and whether this read has
+        // checked the lock's holder yet.
+        let mut odd_since: Option<Instant> = None;
+        let mut checked_holder = false;
+        loop {
+            if self.spent.load(Ordering::Relaxed) {
+                return Err(truncated(&self.file, self.identity.size));
+            }
+            let window = watch(&self.raw, false, end.unwrap_or(start))?;
+            if self.generation() != Some(self.records.header.generation) {
+                return Err(self.end_window(window, ReadError::Replaced));
+            }
+            if attempt == 0 && !self.owner_alive() {
+                return Err(ReadError::OwnerGone);
+            }
+            let seq = self.seq_load();
+            if seq & 1 == 0 {
+                odd_since = None;
+                fence(Ordering::Acquire);
+                let result = f(&BlockView { reader: self, seq });
+                fence(Ordering::Acquire);
+                let kept = self.seq_relaxed() == seq;
+                // A truncation, even one regrown since, zeroes the generation with the rest:
+                // checked after the copy, it vouches for everything the copy read before.
+                if window.faulted() || self.generation() != Some(self.records.header.generation) {
+                    return Err(self.end_window(window, ReadError::Replaced));
+                }
+                if kept {
+                    return result;
+                }
+            } else {
+                let now = Instant::now();
+                let since = *odd_since.get_or_insert(now);
+                if !checked_holder && now.saturating_duration_since(since) >= check_after {
+                    checked_holder = true;
+                    drop(window);
+                    if self.recover_dead_holder() {
+                        continue; // recovered: read again at once
+                    }
+                }
+            }
+            attempt += 1;
+            if start.elapsed() >= deadline {
+                return Err(ReadError::Busy(deadline));
+            }
+            backoff(attempt);
+        }
+    }
+
+    /// Ends a window that read something it must not keep: if the mapping faulted, the reader is
+    /// spent and the error is [`ReadError::Truncated`], else `error`.
+    #[cold]
+    fn end_window(&self, window: Watch<'_>, error: ReadError) -> ReadError {
+        if window.faulted() {
+            self.spent.store(true, Ordering::Relaxed);
+            return truncated(&self.file, self.identity.size);
+        }
+        error
+    }
+
+    /// Recovers the block if the lock's holder died inside a write section
+    /// ([`crate::block::recover`]); `true` if it did.
+    #[cold]
+    fn recover_dead_holder(&self) -> bool {
+        let layouts: Vec<_> = self
+            .records
+            .objects
+            .iter()
+            .map(ObjectInfo::table_layout)
+            .collect();
+        matches!(
+            recover::dead_holder(&self.app, &self.path, self.identity, &layouts),
+            Ok(Recovery::Recovered)
+        )
+    }
+
+    /// The block's generation as mapped now (zero once the mapping faulted).
+    #[inline]
+    fn generation(&self) -> Option<u64> {
+        self.raw.load_u64(GENERATION_OFFSET)
+    }
+
+    #[inline]
+    fn seq_load(&self) -> u64 {
+        // SAFETY: SEQ_OFFSET + 8 <= HEADER_SIZE <= mapping length (checked at open), 8-aligned.
+        unsafe { self.raw.u64_at(SEQ_OFFSET) }.load(Ordering::Acquire)
+    }
+
+    #[inline]
+    fn seq_relaxed(&self) -> u64 {
+        // SAFETY: as in `seq_load`.
+        unsafe { self.raw.u64_at(SEQ_OFFSET) }.load(Ordering::Relaxed)
+    }
+}
+
+/// A child's link to its parent, as its slot stores it: the parent's object index, slot and
+/// generation. It was checked to name an object with instances and a slot below its limit;
+/// whether that slot is live with that generation now is for [`BlockView::parent_position`] (or
+/// the other instances of the window) to say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ParentLink {
+    /// The parent's object index (into [`BlockReader::objects`]).
+    pub object: u32,
+    /// The parent's slot.
+    pub slot: u32,
+    /// The parent's generation when the child was added: a slot reused by another instance has
+    /// another one.
+    pub generation: u32,
+}
+
+/// An instance as a [`BlockView`] reads it from its slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LiveInstance {
+    /// Its slot.
+    pub slot: u32,
+    /// The slot's generation (a new one each time the slot is given to an instance).
+    pub generation: u32,
+    /// Unique id or -1.
+    pub unique_id: i32,
+    /// Its parent, if it has one (checked to name an instanced object and a slot below its
+    /// limit; [`BlockView::parent_position`] says whether it is live).
+    pub parent: Option<ParentLink>,
+    /// Name length in UTF-16 units, NUL not counted (checked against the object's limit).
+    pub name_len: u32,
+}
+
+/// The live block during one sequence window of [`BlockReader::read_with`].
+///
+/// Every method loads from the mapping through relaxed atomics, checks each offset against the
+/// mapping and each value against the validated records, and returns [`ReadError::Field`] naming
+/// the offset of a value that cannot be right. Values read in one window are consistent with
+/// each other only if the window is kept (the sequence did not move); `read_with` decides that.
+/// Object indexes are indexes into [`BlockReader::objects`].
+#[derive(Debug)]
+pub struct BlockView<'a> {
+    pub(super) reader: &'a BlockReader,
+    pub(super) seq: u64,
+}
+
+impl<'a> BlockView<'a> {
+    /// The reader this view reads through.
+    #[inline]
+    pub fn reader(&self) -> &'a BlockReader {
+        self.reader
+    }
+
+    /// The (even) sequence value of this window: two kept windows with the same value saw the
+    /// same instance tables.
+    #[inline]
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Live instances of object `obj` (0 for an object without instances).
+    ///
+    /// # Panics
+    ///
+    /// If `obj` is not an object index of the reader.
+    #[inline]
+    pub fn live_count(&self, obj: usize) -> Result<u32, ReadError> {
+        let o = &self.reader.records.objects[obj];
+        if !o.instanced {
+            return Ok(0);
+        }
+        let at = o.record_offset + LIVE_COUNT_OFFSET as u64;
+        let count = self.reader.u32(at, "live count")?;
+        if count > o.max_instances {
+            return Err(field(at, "live count", count));
+        }
+        Ok(count)
+    }
+
+    /// The live instances of object `obj`, which must have instances.
+    ///
+    /// The object's three regions (live list, slots, counter blocks) are checked against the
+    /// mapping here, once, so that each instance then costs only a check of its slot number
+    /// against the object's limit.
+    ///
+    /// # Panics
+    ///
+    /// If `obj` is not an object index of the reader.
+    #[inline]
+    pub fn instances(&self, obj: usize) -> Result<InstanceTable<'a>, ReadError> {
+        let o = &self.reader.records.objects[obj];
+        let count = self.live_count(obj)?;
+        let len = self.reader.raw.len() as u64;
+        let max = u64::from(o.max_instances);
+        let fits = |start: u64, bytes: u64| start.checked_add(bytes).is_some_and(|e| e <= len);
+        let (entry, unit, word) = (LIVE_ENTRY_SIZE as u64, NAME_UNIT_SIZE as u64, WORD as u64);
+        let name_room = (unit * u64::from(o.max_name_len)).next_multiple_of(word);
+        if !o.instanced
+            || !o.live_offset.is_multiple_of(entry)
+            || !fits(o.live_offset, entry * max)
+            || !o.slots_offset.is_multiple_of(word)
+            || !o.slot_size.is_multiple_of(word)
+            || o.slot_size < SLOT_HEADER_SIZE as u64 + name_room
+            || !fits(o.slots_offset, max * o.slot_size)
+            || !o.data_offset.is_multiple_of(word)
+            || !u64::from(o.counter_block_size).is_multiple_of(word)
+            || !fits(o.data_offset, max * u64::from(o.counter_block_size))
+        {
+            return Err(field(o.record_offset, "object regions", o.record_offset));
+        }
+        Ok(InstanceTable {
+            reader: self.reader,
+            info: o,
+            count,
+        })
+    }
+
+    /// The live-list position of a parent instance (as in [`LiveInstance::parent`]), or `None`
+    /// if that slot is not live now, or holds another generation (the parent went and another
+    /// instance took its slot).
+    pub fn parent_position(&self, link: ParentLink) -> Option<u32> {
+        let o = self.reader.records.objects.get(link.object as usize)?;
+        if !o.instanced || link.slot >= o.max_instances {
+            return None;
+        }
+        let count = self.live_count(link.object as usize).ok()?;
+        let slot_at = o.slots_offset + u64::from(link.slot) * o.slot_size;
+        let state = self.reader.u32(slot_at + slot::STATE as u64, "").ok()?;
+        let generation = self
+            .reader
+            .u32(slot_at + slot::GENERATION as u64, "")
+            .ok()?;
+        let pos = self.reader.u32(slot_at + slot::LIVE_POS as u64, "").ok()?;
+        if state != SLOT_LIVE || generation != link.generation || pos >= count {
+            return None;
+        }
+        // The slot says where it is listed; the list must agree. (pos < count <= max: the
+        // entry is inside the live list.)
+        let listed = self
+            .reader
+            .u32(o.live_offset + u64::from(pos) * LIVE_ENTRY_SIZE as u64, "")
+            .ok()?;
+        (listed == link.slot).then_some(pos)
+    }
+
+    /// The value of counter `counter` (its position among object `obj`'s counters) of object
+    /// `obj`, which has no instances: a DWORD sign-extended from 32 bits, a LARGE as it is.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Field`] if the object has instances, `counter` is not one of its counters,
+    /// or the counter is not a number (text).
+    ///
+    /// # Panics
+    ///
+    /// If `obj` is not an object index of the reader.
+    ///
+    /// # Examples
+    ///
+    /// See [`BlockReader`].
+    pub fn global_value(&self, obj: usize, counter: usize) -> Result<i64, ReadError> {
+        let o = &self.reader.records.objects[obj];
+        if o.instanced {
+            return Err(field(
+                o.record_offset,
+                "global value of an instanced object",
+                1u32,
+            ));
+        }
+        self.reader.value_at(o, o.data_offset, counter)
+    }
+
+    /// Writes the counter block of object `obj`, which has no instances, into `out`, as
+    /// [`InstanceTable::copy_counter_block`] does for an instance.
+    ///
+    /// # Panics
+    ///
+    /// If `obj` is not an object index of the reader, or `out` is not exactly
+    /// [`ObjectInfo::counter_block_size`] long.
+    #[inline]
+    pub fn copy_global_block(&self, obj: usize, out: &mut [u8]) -> Result<(), ReadError> {
+        let o = &self.reader.records.objects[obj];
+        assert_eq!(
+            out.len(),
+            o.counter_block_size as usize,
+            "one counter block"
+        );
+        if o.instanced {
+            return Err(field(
+                o.record_offset,
+                "global block of an instanced object",
+                1u32,
+            ));
+        }
+        let copied = usize::try_from(o.data_offset)
+            .ok()
+            .and_then(|a| self.reader.raw.copy_words_to(a, out));
+        if copied.is_none() {
+            return Err(field(o.data_offset, "counter block", o.counter_block_size));
+        }
+        finish_counter_block(o, out);
+        Ok(())
+    }
+}
+
+/// The live instances of one object in a [`BlockView`]'s window, from
+/// [`BlockView::instances`]: its regions checked against the mapping once, each instance
+/// checked against the object's limits.
+#[derive(Debug)]
+pub struct InstanceTable<'a> {
+    reader: &'a BlockReader,
+    info: &'a ObjectInfo,
+    count: u32,
+}
+
+impl InstanceTable<'_> {
+    /// Live instances (the live count read when the table was made).
+    #[inline]
+    pub fn len(&self) -> u32 {
+        self.count
+    }
+
+    /// Whether there are none.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The slot number at live-list position `pos` and the slot's offset.
+    #[inline]
+    fn slot_of(&self, pos: u32) -> Result<(u32, usize), ReadError> {
+        let o = self.info;
+        // In u64, `pos` any u32: no overflow (the offset is below 2^31, 4 * pos below 2^34).
+        let at = o.live_offset + u64::from(pos) * LIVE_ENTRY_SIZE as u64;
+        if pos >= self.count {
+            return Err(field(at, "live list position", pos));
+        }
+        // SAFETY: `pos < count <= max_instances`, and `BlockView::instances` checked that the
+        // live list (`4 * max_instances` bytes at the 4-aligned `live_offset`) is inside the
+        // mapping; so the `u32` at `at` is in bounds and 4-aligned.
+        let slot_no = unsafe { self.reader.raw.u32_at(at as usize) }.load(Ordering::Relaxed);
+        if slot_no >= o.max_instances {
+            return Err(field(at, "live list entry", slot_no));
+        }
+        Ok((
+            slot_no,
+            (o.slots_offset + u64::from(slot_no) * o.slot_size) as usize,
+        ))
+    }
+
+    /// The relaxed load of the slot header field at `field` of the slot at `slot_at`.
+    ///
+    /// # Safety
+    ///
+    /// `slot_at` comes from [`InstanceTable::slot_of`] and `field < SLOT_HEADER_SIZE` is a
+    /// multiple of 4.
+    #[inline]
+    unsafe fn slot_u32(&self, slot_at: usize, field: usize) -> u32 {
+        // SAFETY: `slot_of` checked `slot_no < max_instances`, and `BlockView::instances` that
+        // the `max_instances` slots of `slot_size >= SLOT_HEADER_SIZE` bytes (a multiple of 8)
+        // at the 8-aligned `slots_offset` are inside the mapping: the 4-aligned `u32` at
+        // `slot_at + field` is in bounds.
+        unsafe { self.reader.raw.u32_at(slot_at + field) }.load(Ordering::Relaxed)
+    }
+
+    /// The name length of the instance at live-list position `pos`: all that sizing an
+    /// instance needs.
+    #[inline]
+    pub fn name_len(&self, pos: u32) -> Result<u32, ReadError> {
+        let (_, slot_at) = self.slot_of(pos)?;
+        // SAFETY: `slot_at` from `slot_of`; NAME_LEN is a 4-aligned header field.
+        let len = unsafe { self.slot_u32(slot_at, slot::NAME_LEN) };
+        if len > self.info.max_name_len {
+            return Err(field((slot_at + slot::NAME_LEN) as u64, "name length", len));
+        }
+        Ok(len)
+    }
+
+    /// The parent link of the instance at live-list position `pos`: all that closing a
+    /// selection of objects over their parents needs.
+    #[inline]
+    pub fn parent(&self, pos: u32) -> Result<Option<ParentLink>, ReadError> {
+        let (_, slot_at) = self.slot_of(pos)?;
+        // SAFETY: `slot_at` from `slot_of`; each offset is a 4-aligned header field.
+        let (pobj, pslot, pgen) = unsafe {
+            (
+                self.slot_u32(slot_at, slot::PARENT_OBJECT),
+                self.slot_u32(slot_at, slot::PARENT_SLOT),
+                self.slot_u32(slot_at, slot::PARENT_GENERATION),
+            )
+        };
+        Ok(self.reader.parent(pobj, pslot, pgen))
+    }
+
+    /// The count of live children the writer keeps for the instance at live-list position
+    /// `pos`, checked to be no more than the block holds instances.
+    #[inline]
+    pub fn children(&self, pos: u32) -> Result<u32, ReadError> {
+        let (_, slot_at) = self.slot_of(pos)?;
+        // SAFETY: `slot_at` from `slot_of`; CHILDREN is a 4-aligned header field.
+        let children = unsafe { self.slot_u32(slot_at, slot::CHILDREN) };
+        self.reader
+            .check_children((slot_at + slot::CHILDREN) as u64, children)
+    }
+
+    /// The instance at live-list position `pos`.
+    #[inline]
+    pub fn get(&self, pos: u32) -> Result<LiveInstance, ReadError> {
+        let (slot_no, slot_at) = self.slot_of(pos)?;
+        // SAFETY: `slot_at` from `slot_of`; each offset is a 4-aligned header field.
+        let (state, unique_id, pobj, pslot, pgen, name_len, generation) = unsafe {
+            (
+                self.slot_u32(slot_at, slot::STATE),
+                self.slot_u32(slot_at, slot::UNIQUE_ID),
+                self.slot_u32(slot_at, slot::PARENT_OBJECT),
+                self.slot_u32(slot_at, slot::PARENT_SLOT),
+                self.slot_u32(slot_at, slot::PARENT_GENERATION),
+                self.slot_u32(slot_at, slot::NAME_LEN),
+                self.slot_u32(slot_at, slot::GENERATION),
+            )
+        };
+        if state != SLOT_LIVE {
+            // A slot in the live list that is not live: a writer is mid-change (the sequence
+            // check will reject this window) or the block is corrupt.
+            return Err(field(slot_at as u64, "state of a listed slot", state));
+        }
+        if name_len > self.info.max_name_len {
+            return Err(field(
+                (slot_at + slot::NAME_LEN) as u64,
+                "name length",
+                name_len,
+            ));
+        }
+        Ok(LiveInstance {
+            slot: slot_no,
+            generation,
+            unique_id: unique_id as i32,
+            parent: self.reader.parent(pobj, pslot, pgen),
+            name_len,
+        })
+    }
+
+    /// Writes the UTF-16 name of `inst` into `out` as bytes in memory order, then its NUL and
+    /// zeros to the end of `out`. `out` is the name field of a `PERF_INSTANCE_DEFINITION`: the
+    /// name and its NUL rounded up to 8 bytes, `(2 * name_len + 2).next_multiple_of(8)`. A lone
+    /// surrogate in the name is written as U+FFFD (see the [reader's docs](super)).
+    ///
+    /// # Panics
+    ///
+    /// If `out` does not have that length.
+    #[inline]
+    pub fn copy_name(&self, inst: &LiveInstance, out: &mut [u8]) -> Result<(), ReadError> {
+        let o = self.info;
+        let bytes = inst.name_len as usize * NAME_UNIT_SIZE;
+        // The name, its NUL, padded to a word.
+        assert_eq!(
+            out.len(),
+            (bytes + NAME_UNIT_SIZE).next_multiple_of(WORD),
+            "a name field"
+        );
+        if inst.slot >= o.max_instances || inst.name_len > o.max_name_len {
+            return Err(field(o.record_offset, "instance of the object", inst.slot));
+        }
+        let at = (o.slots_offset + u64::from(inst.slot) * o.slot_size) as usize + SLOT_HEADER_SIZE;
+        // Whole words, the last one masked to the name's bytes: no `memset` for a few bytes.
+        let (name, rest) = out.split_at_mut(bytes.next_multiple_of(WORD));
+        let mut surrogates = false;
+        for (i, chunk) in name.chunks_exact_mut(WORD).enumerate() {
+            // SAFETY: `inst.slot < max_instances` and `name_len <= max_name_len` (checked
+            // above); `BlockView::instances` checked that every slot lies inside the mapping,
+            // is 8-aligned, and holds SLOT_HEADER_SIZE bytes then the longest name rounded up
+            // to 8: the word at `at + WORD * i < at + bytes.next_multiple_of(WORD)` is in bounds and
+            // 8-aligned.
+            let word = unsafe { self.reader.raw.u64_at(at + WORD * i) }.load(Ordering::Relaxed);
+            let keep = bytes - WORD * i; // name bytes in this word and after
+            let word = if keep >= WORD {
+                word
+            } else {
+                word & first_bytes(keep)
+            };
+            surrogates |= utf16::has_surrogate(word);
+            chunk.copy_from_slice(&word.to_ne_bytes());
+        }
+        if surrogates {
+            utf16::make_well_formed(&mut name[..bytes]);
+        }
+        // The NUL when the name fills its last word: one more zero word.
+        if let Some(word) = rest.first_chunk_mut::<WORD>() {
+            *word = [0; WORD];
+        }
+        Ok(())
+    }
+
+    /// The value of counter `counter` (its position among the object's counters) of `inst`: a
+    /// DWORD sign-extended from 32 bits, a LARGE as it is.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Field`] if `inst` is not an instance of this table's object, `counter` is
+    /// not one of its counters, or the counter is not a number (text).
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](super).
+    pub fn value(&self, inst: &LiveInstance, counter: usize) -> Result<i64, ReadError> {
+        let o = self.info;
+        if inst.slot >= o.max_instances {
+            return Err(field(o.record_offset, "instance of the object", inst.slot));
+        }
+        // slot < max_instances <= 2^20 and the stride <= 2^20: no overflow in u64.
+        let block = o.data_offset + u64::from(inst.slot) * u64::from(o.counter_block_size);
+        self.reader.value_at(o, block, counter)
+    }
+
+    /// Writes the counter block of `inst` into `out`, which must be exactly
+    /// [`ObjectInfo::counter_block_size`] long; its ByteLength word is set to that size (the
+    /// writer's own value is not trusted).
+    ///
+    /// # Panics
+    ///
+    /// If `out` has the wrong length.
+    #[inline]
+    pub fn copy_counter_block(&self, inst: &LiveInstance, out: &mut [u8]) -> Result<(), ReadError> {
+        let o = self.info;
+        let stride = o.counter_block_size as usize;
+        assert_eq!(out.len(), stride, "one counter block");
+        if inst.slot >= o.max_instances {
+            return Err(field(o.record_offset, "instance of the object", inst.slot));
+        }
+        let at = o.data_offset as usize + inst.slot as usize * stride;
+        for (i, chunk) in out.chunks_exact_mut(WORD).enumerate() {
+            // SAFETY: `inst.slot < max_instances` (checked above), and `BlockView::instances`
+            // checked that the `max_instances` blocks of `counter_block_size` bytes (a multiple
+            // of 8, checked at open) at the 8-aligned `data_offset` are inside the mapping: the
+            // word at `at + WORD * i < at + stride` is in bounds and 8-aligned.
+            let word = unsafe { self.reader.raw.u64_at(at + WORD * i) }.load(Ordering::Relaxed);
+            chunk.copy_from_slice(&word.to_ne_bytes());
+        }
+        finish_counter_block(o, out);
+        Ok(())
+    }
+
+    /// Appends the UTF-16 name of `inst` to `out` (no NUL), lone surrogates replaced by U+FFFD
+    /// as in [`InstanceTable::copy_name`].
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Field`] if `inst` is not an instance of this table's object.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let reader = prfdata::reader::BlockReader::open("App")?;
+    /// // The names of the first object's instances, all from one consistent window.
+    /// let names = reader.read_with(std::time::Duration::from_millis(5), |view| {
+    ///     let table = view.instances(0)?;
+    ///     let mut names = Vec::new();
+    ///     for pos in 0..table.len() {
+    ///         let mut units = Vec::new();
+    ///         table.name_units(&table.get(pos)?, &mut units)?;
+    ///         names.push(String::from_utf16_lossy(&units));
+    ///     }
+    ///     Ok(names)
+    /// })?;
+    /// # Ok::<(), prfdata::reader::ReadError>(())
+    /// ```
+    pub fn name_units(&self, inst: &LiveInstance, out: &mut Vec<u16>) -> Result<(), ReadError> {
+        let o = self.info;
+        if inst.slot >= o.max_instances || inst.name_len > o.max_name_len {
+            return Err(field(o.record_offset, "instance of the object", inst.slot));
+        }
+        // slot < max and name_len <= max_name_len: inside the slot, checked by `instances`.
+        let at = o.slots_offset + u64::from(inst.slot) * o.slot_size + SLOT_HEADER_SIZE as u64;
+        let start = out.len();
+        usize::try_from(at)
+            .ok()
+            .and_then(|a| self.reader.raw.copy_u16s(a, inst.name_len as usize, out))
+            .ok_or_else(|| field(at, "instance name", at))?;
+        utf16::make_units_well_formed(&mut out[start..]);
+        Ok(())
+    }
+}
+
+/// Completes a counter block copied from the mapping: its ByteLength word set to the
+/// validated size (the writer's own value is not trusted) and its text counters made
+/// well-formed UTF-16 (see [`utf16`]).
+#[inline]
+fn finish_counter_block(o: &ObjectInfo, out: &mut [u8]) {
+    out[..BYTE_LENGTH_SIZE].copy_from_slice(&o.counter_block_size.to_le_bytes());
+    if !o.text.is_empty() {
+        fix_text(o, out);
+    }
+}
+
+fn fix_text(o: &ObjectInfo, out: &mut [u8]) {
+    for &(offset, size) in &o.text {
+        // Checked at open to lie inside the block.
+        let range = offset as usize..offset as usize + size as usize;
+        if let Some(text) = out.get_mut(range) {
+            utf16::make_well_formed(text);
+        }
+    }
+}
+
+/// The mask of the first `n` bytes (in memory order, `n < 8`) of a native `u64`.
+#[inline]
+fn first_bytes(n: usize) -> u64 {
+    let bits = (1u64 << (8 * n)) - 1;
+    if cfg!(target_endian = "little") {
+        bits
+    } else {
+        bits << (64 - 8 * n)
+    }
+}
+
+/// Loads and checks shared by the view and its tables.
+impl BlockReader {
+    /// The value of counter `counter` of object `o` in the counter block at `block`.
+    fn value_at(&self, o: &ObjectInfo, block: u64, counter: usize) -> Result<i64, ReadError> {
+        let info: &CounterInfo = o
+            .counters
+            .clone()
+            .nth(counter)
+            .and_then(|i| self.records.counters.get(i))
+            .ok_or_else(|| field(o.record_offset, "counter of the object", counter as u64))?;
+        // Checked at open: the value lies inside the counter block, aligned to its size.
+        let at = block + u64::from(info.block_offset);
+        match info.size {
+            DWORD_SIZE => Ok(i64::from(self.u32(at, "counter value")? as i32)),
+            LARGE_SIZE => usize::try_from(at)
+                .ok()
+                .and_then(|a| self.raw.load_u64(a))
+                .map(|v| v as i64)
+                .ok_or_else(|| field(at, "counter value", at)),
+            size => Err(field(at, "counter that is not a number", size)),
+        }
+    }
+
+    /// The relaxed load of the `u32` at `off`, or [`ReadError::Field`] naming `what` if it lies
+    /// outside the mapping or is misaligned.
+    #[inline]
+    pub(super) fn u32(&self, off: u64, what: &'static str) -> Result<u32, ReadError> {
+        usize::try_from(off)
+            .ok()
+            .and_then(|o| self.raw.load_u32(o))
+            // `ok_or_else`: this runs for every field of every instance, and a `ReadError` made
+            // eagerly has to be dropped again (a call: it has drop glue) on the success path.
+            .ok_or_else(|| field(off, what, off))
+    }
+
+    /// A slot's parent fields as a link, if they name a slot of an instanced object.
+    #[inline]
+    pub(super) fn parent(&self, pobj: u32, pslot: u32, pgen: u32) -> Option<ParentLink> {
+        let object = pobj.checked_sub(1)?;
+        let o = self.records.objects.get(object as usize)?;
+        (pslot < o.max_instances).then_some(ParentLink {
+            object,
+            slot: pslot,
+            generation: pgen,
+        })
+    }
+
+    /// `children`, read at `at`, if no more than the block's instances.
+    #[inline]
+    pub(super) fn check_children(&self, at: u64, children: u32) -> Result<u32, ReadError> {
+        if u64::from(children) > self.records.capacity {
+            return Err(field(at, "children count", children));
+        }
+        Ok(children)
+    }
+}
+
+/// Spin briefly, then yield, then sleep: a writer's section lasts microseconds, `lock_ctrs` may
+/// last longer.
+fn backoff(attempt: u32) {
+    match attempt {
+        0..=3 => std::hint::spin_loop(),
+        4..=10 => std::thread::yield_now(),
+        _ => std::thread::sleep(Duration::from_micros(200)),
+    }
+}

@@ -1,0 +1,25 @@
+//! prfdata's integration tests, in one binary (one module per feature; `common` holds what they
+//! share). The compile-fail tests (trybuild) are their own binary, `tests/compile_fail.rs`.
+//!
+//! Tests that need another process re-execute this binary with `--exact <module>::child_entry`
+//! (see `common::spawn_child`).
+
+mod block;
+mod block_files;
+mod common;
+mod corrupt_block;
+mod counters;
+mod fork;
+mod fuzz_found;
+mod hostile_names;
+mod hostile_reader;
+mod install;
+mod instances;
+mod lock_reentry;
+mod map_validation;
+mod no_space;
+mod optex;
+mod parents;
+mod public_api;
+mod sigbus;
+mod stale_temp;

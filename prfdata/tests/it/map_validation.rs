@@ -1,0 +1,133 @@
+//! `activate` and `attach` check the map they are given, even one whose `PerfDataMap`
+//! implementation was written by hand (which takes `unsafe`): its app name becomes a path, its
+//! limits the block's size.
+
+use prfdata::map::{
+    CounterDef, DetailLevel, Instances, MapDef, MapError, ObjectDef, PerfDataMap, Text,
+};
+use prfdata::Error;
+
+const EN: &[Text] = &[Text {
+    lang: "009",
+    name: "n",
+    help: "h",
+}];
+const RAW: CounterDef = CounterDef {
+    symbol: "C",
+    offset: Some(2),
+    texts: EN,
+    detail: DetailLevel::Novice,
+    default_scale: 0,
+    counter_type: prfdata::winperf::PERF_COUNTER_RAWCOUNT,
+    text_len: 0,
+};
+const fn object(instances: Instances, counters: &'static [CounterDef]) -> ObjectDef {
+    ObjectDef {
+        symbol: "O",
+        offset: 0,
+        texts: EN,
+        detail: DetailLevel::Novice,
+        default_counter: None,
+        instances,
+        costly: false,
+        counters,
+    }
+}
+
+/// Where the escaping map's block would land: outside the folder it is activated in.
+const ESCAPE_DIR: &str = "/tmp/prfdata-map-validation-escape";
+
+/// An app name that is an absolute path: `dir.join("<app>.blk")` is then that path.
+struct Escape;
+// SAFETY: deliberately broken (its DEF does not pass `validate`), to show that prfdata checks.
+unsafe impl PerfDataMap for Escape {
+    const DEF: &'static MapDef = &MapDef {
+        app: "/tmp/prfdata-map-validation-escape/Escaped",
+        objects: &[object(Instances::None, &[RAW])],
+    };
+}
+
+/// Limits that pass one by one but make a block of more than 2 GiB.
+struct Huge;
+// SAFETY: deliberately broken, as `Escape`.
+unsafe impl PerfDataMap for Huge {
+    const DEF: &'static MapDef = &MapDef {
+        app: "Huge",
+        objects: &[object(
+            Instances::Max {
+                max: 1 << 20,
+                max_name_len: 1024,
+            },
+            &[RAW],
+        )],
+    };
+}
+
+/// A text counter whose room in bytes does not fit in a `u32`.
+struct HugeText;
+// SAFETY: deliberately broken, as `Escape`.
+unsafe impl PerfDataMap for HugeText {
+    const DEF: &'static MapDef = &MapDef {
+        app: "HugeText",
+        objects: &[object(
+            Instances::None,
+            &[CounterDef {
+                counter_type: prfdata::winperf::PERF_COUNTER_TEXT,
+                text_len: u32::MAX,
+                ..RAW
+            }],
+        )],
+    };
+}
+
+#[test]
+fn an_app_name_that_is_a_path_is_refused_before_any_file_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    // Make every folder the escape needs, so that only the check can stop it (before issue
+    // 13 the block was published at ESCAPE_DIR/Escaped.blk).
+    std::fs::create_dir_all(format!("{ESCAPE_DIR}/tmp/prfdata-map-validation-escape")).unwrap();
+    let escaped = std::path::Path::new(ESCAPE_DIR).join("Escaped.blk");
+    let _ = std::fs::remove_file(&escaped);
+
+    let err = prfdata::PrfData::<Escape>::activate_in(dir.path()).unwrap_err();
+    let published = escaped.exists();
+    let _ = std::fs::remove_dir_all(ESCAPE_DIR);
+    assert!(!published, "a block was published outside the folder");
+    match err {
+        Error::Map(MapError::BadAppName { app }) => assert_eq!(app, Escape::DEF.app),
+        other => panic!("expected Error::Map(BadAppName), got {other:?}"),
+    }
+    assert!(matches!(
+        prfdata::PrfData::<Escape>::attach_in(dir.path()),
+        Err(Error::Map(MapError::BadAppName { .. }))
+    ));
+}
+
+#[test]
+fn a_map_whose_block_would_be_too_large_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    match prfdata::PrfData::<Huge>::activate_in(dir.path()).unwrap_err() {
+        Error::Map(MapError::BlockTooLarge { size }) => {
+            assert!(size > prfdata::layout::MAX_BLOCK_SIZE)
+        }
+        other => panic!("expected Error::Map(BlockTooLarge), got {other:?}"),
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_text_counter_without_a_size_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = prfdata::PrfData::<HugeText>::activate_in(dir.path()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Map(MapError::BadTextLength {
+                counter: "C",
+                text_len: u32::MAX
+            })
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("counter C"), "{err}");
+}
