@@ -114,7 +114,7 @@ mod prfdata;
 mod sys;
 mod write_lock;
 
-pub use crate::prfdata::{CtrsGuard, InstanceId, InstanceSpec, PrfData};
+pub use crate::prfdata::{CtrsGuard, Instance, InstanceId, InstanceSpec, PrfData};
 pub use block::open::{block_path, shm_dir};
 pub use error::Error;
 pub use optex::{Optex, OptexGuard};
