@@ -1,7 +1,7 @@
 //! `Instance`: the guard that removes its instance, and everything below it, when dropped; and
 //! the generic accessors it is used with.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::Ordering::Relaxed;
 
