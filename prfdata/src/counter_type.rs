@@ -1,10 +1,11 @@
 //! One marker type per counter type of winperf.h, carrying its value width.
 //!
 //! A counter in a [`prfdata_map!`](crate::prfdata_map) is declared with one of these types. Its
-//! width ([`Dword`], [`Large`] or [`NoValue`]) is part of the counter's id type, so
-//! [`PrfData::get_ctr32`](crate::PrfData::get_ctr32) on a 64-bit counter, or
-//! [`PrfData::get_ctr64`](crate::PrfData::get_ctr64) on a 32-bit one, does not compile (CPrfData
-//! only asserted this in debug builds).
+//! width ([`Dword`], [`Large`], [`NoValue`] or text's [`Utf16`]) is part of the counter's id
+//! type: [`PrfData::ctr`](crate::PrfData::ctr) returns the atomic of that width
+//! ([`AtomicWidth`]), and [`PrfData::get_ctr32`](crate::PrfData::get_ctr32) on a 64-bit counter,
+//! or [`PrfData::get_ctr64`](crate::PrfData::get_ctr64) on a 32-bit one, does not compile
+//! (CPrfData only asserted this in debug builds).
 //!
 //! # Examples
 //!
@@ -15,6 +16,8 @@
 //! assert_eq!(RawCount::TYPE, winperf::PERF_COUNTER_RAWCOUNT);
 //! assert_eq!(AverageTimer::BASE, Some(winperf::PERF_AVERAGE_BASE));
 //! ```
+
+use core::sync::atomic::{AtomicI32, AtomicI64};
 
 use crate::winperf::*;
 
@@ -51,6 +54,64 @@ impl Width for NoValue {
     const SIZE: u32 = 0;
 }
 
+/// A width whose value is one atomic integer: [`Dword`] (`AtomicI32`) or [`Large`]
+/// (`AtomicI64`). [`PrfData::ctr`](crate::PrfData::ctr) and
+/// [`PrfData::ctr_of`](crate::PrfData::ctr_of) return `&Self::Atomic` for a counter of this
+/// width.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::counter_type::{AtomicWidth, BulkCount, CounterType, RawCount};
+///
+/// fn atomic_of<T: CounterType>() -> &'static str
+/// where
+///     T::Width: AtomicWidth,
+/// {
+///     std::any::type_name::<<T::Width as AtomicWidth>::Atomic>()
+/// }
+/// assert!(atomic_of::<RawCount>().ends_with("AtomicI32"));
+/// assert!(atomic_of::<BulkCount>().ends_with("AtomicI64"));
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a counter of width `{Self}` has no atomic value to update",
+    label = "text and no-data counters are not reached through `ctr` / `ctr_of`",
+    note = "set a text counter with `set_text` / `set_global_text`; a `NoData` counter has no value"
+)]
+pub trait AtomicWidth: Width {
+    /// `AtomicI32` or `AtomicI64`.
+    type Atomic: Send + Sync + 'static;
+
+    /// The atomic at `ptr`: how prfdata reaches a counter of this width.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is valid for reads and writes of [`Width::SIZE`] bytes for `'a`, aligned to that
+    /// size, and only ever accessed atomically while the reference lives.
+    #[doc(hidden)]
+    unsafe fn __at<'a>(ptr: *mut u8) -> &'a Self::Atomic;
+}
+
+impl AtomicWidth for Dword {
+    type Atomic = AtomicI32;
+
+    #[inline(always)]
+    unsafe fn __at<'a>(ptr: *mut u8) -> &'a AtomicI32 {
+        // SAFETY: the caller gives a valid, 4-aligned, atomically accessed `i32` for `'a`.
+        unsafe { AtomicI32::from_ptr(ptr.cast()) }
+    }
+}
+
+impl AtomicWidth for Large {
+    type Atomic = AtomicI64;
+
+    #[inline(always)]
+    unsafe fn __at<'a>(ptr: *mut u8) -> &'a AtomicI64 {
+        // SAFETY: the caller gives a valid, 8-aligned, atomically accessed `i64` for `'a`.
+        unsafe { AtomicI64::from_ptr(ptr.cast()) }
+    }
+}
+
 /// A winperf.h counter type: its composed value and its width.
 pub trait CounterType: sealed::Sealed + 'static {
     /// The composed counter type (`PERF_COUNTER_COUNTER`, ...).
@@ -64,7 +125,11 @@ pub trait CounterType: sealed::Sealed + 'static {
 }
 
 macro_rules! counter_types {
-    ($($(#[$doc:meta])* $name:ident = $ty:ident, $width:ident;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident = $ty:ident, $width:ident;)*) => {
+        /// Every counter type with a value of fixed width: (name, composed type).
+        #[cfg(test)]
+        const FIXED: &[(&str, u32)] = &[$((stringify!($name), $ty)),*];
+        $(
         $(#[$doc])*
         #[derive(Debug)]
         pub enum $name {}
@@ -170,7 +235,11 @@ impl<const N: u32> Width for Utf16<N> {
 pub trait TextType: CounterType {}
 
 macro_rules! text_types {
-    ($($(#[$doc:meta])* $name:ident = $units:literal;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident = $units:literal;)*) => {
+        /// Every text counter type's name.
+        #[cfg(test)]
+        const TEXT: &[&str] = &[$(stringify!($name)),*];
+        $(
         $(#[$doc])*
         #[derive(Debug)]
         pub enum $name {}
@@ -193,4 +262,53 @@ text_types! {
     Text64 = 64;
     /// `PERF_COUNTER_TEXT` with room for 127 UTF-16 units of text and the NUL.
     Text128 = 128;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The map macro's own table of counter types (it must know bases and the counters that
+    /// need them to point at a mistake) is this module's.
+    #[test]
+    fn the_map_macro_knows_every_counter_type_and_its_base() {
+        let table: &[(&str, &str, &str)] = prfdata_macros::__counter_type_table!();
+        let names: Vec<&str> = table.iter().map(|row| row.0).collect();
+        let ours: Vec<&str> = FIXED
+            .iter()
+            .map(|f| f.0)
+            .chain(TEXT.iter().copied())
+            .collect();
+        assert_eq!(names, ours);
+        let type_of = |name: &str| FIXED.iter().find(|f| f.0 == name).map(|f| f.1);
+        for &(name, kind, base) in table {
+            let Some(ty) = type_of(name) else {
+                assert_eq!((kind, base), ("plain", ""), "{name}");
+                continue;
+            };
+            let base_type = crate::winperf::counter_type_name(ty).filter(|_| is_base(ty));
+            match kind {
+                "plain" => assert!(required_base(ty).is_none() && !is_base(ty), "{name}"),
+                "needs" => assert_eq!(
+                    required_base(ty).and_then(crate::winperf::counter_type_name),
+                    Some(base),
+                    "{name}"
+                ),
+                _ => assert_eq!(kind, "base", "{name}"),
+            }
+            if kind == "base" {
+                assert!(is_base(ty), "{name}");
+                // PERF_PRECISION_TIMESTAMP is PERF_LARGE_RAW_BASE's value and name.
+                assert_eq!(base_type, Some(base), "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_map_macro_checks_prfdata_s_limits() {
+        let (app, instances, name): (usize, u64, u64) = prfdata_macros::__limits!();
+        assert_eq!(app, crate::map::validate::MAX_APP_NAME);
+        assert_eq!(instances, u64::from(crate::map::validate::MAX_INSTANCES));
+        assert_eq!(name, u64::from(crate::map::validate::MAX_INSTANCE_NAME));
+    }
 }

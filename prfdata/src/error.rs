@@ -20,7 +20,10 @@ pub enum Error {
         source: io::Error,
     },
     /// The block file could not be created, sized, mapped or published.
-    #[error("cannot create the block {path}: {source}")]
+    #[error(
+        "cannot create the block {path}: {source}; check that its folder exists and is writable \
+         by this user, or set PRFDATA_SHM_DIR to one that is"
+    )]
     Create {
         /// The block's path.
         path: PathBuf,
@@ -116,7 +119,10 @@ pub enum Error {
         reason: String,
     },
     /// I/O on an existing block failed.
-    #[error("I/O error on the block {path}: {source}")]
+    #[error(
+        "I/O error on the block {path}: {source}; if the file was removed or replaced, activate \
+         the app again"
+    )]
     Io {
         /// The block's path.
         path: PathBuf,
@@ -132,7 +138,10 @@ pub enum Error {
         max: u32,
     },
     /// An instance name longer than the map allows.
-    #[error("instance name \"{name}\" is {len} UTF-16 units long; object {object} allows {max}")]
+    #[error(
+        "instance name \"{name}\" is {len} UTF-16 units long; object {object} allows {max}: \
+         shorten the name, or raise the object's name_len in the map"
+    )]
     NameTooLong {
         /// The object's symbol.
         object: &'static str,
@@ -144,15 +153,33 @@ pub enum Error {
         max: u32,
     },
     /// An instance name with a NUL character (perflib names are NUL-terminated).
-    #[error("instance name {name:?} of object {object} contains a NUL character")]
+    #[error(
+        "instance name {name:?} of object {object} contains a NUL character, which ends a name \
+         in perflib: remove it"
+    )]
     NameHasNul {
         /// The object's symbol.
         object: &'static str,
         /// The name.
         name: String,
     },
+    /// A unique id below 0 ([`InstanceSpec::unique_id`](crate::InstanceSpec::unique_id)):
+    /// perflib reserves -1 (`PERF_NO_UNIQUE_ID`) for "no id" and monitors show no negative id.
+    #[error(
+        "unique id {id} of a new instance of object {object} is negative: use 0 or more, or no \
+         unique id (InstanceSpec::named alone)"
+    )]
+    BadUniqueId {
+        /// The object's symbol.
+        object: &'static str,
+        /// The id given.
+        id: i32,
+    },
     /// The parent instance given is not live.
-    #[error("the parent instance given for object {object} is not live")]
+    #[error(
+        "the parent instance given for a new instance of object {object} is not live (removed \
+         already?): add the parent again and pass its new id"
+    )]
     UnknownParent {
         /// The child's object symbol.
         object: &'static str,
@@ -176,7 +203,10 @@ pub enum Error {
         child: String,
     },
     /// The instance is not live (already removed, or from an earlier activation).
-    #[error("the instance of object {object} is not live: removed already?")]
+    #[error(
+        "the instance of object {object} is not live: it was removed already (by \
+         remove_instance, or with its parent by remove_instance_tree); its id is stale, drop it"
+    )]
     UnknownInstance {
         /// The object's symbol.
         object: &'static str,
@@ -204,10 +234,15 @@ pub enum Error {
         reason: &'static str,
     },
     /// A timed lock of the block did not succeed in time.
-    #[error("the block's lock is held by another process and was not released within {0:?}")]
+    #[error(
+        "the block's lock is held by another thread or process and was not released within \
+         {0:?}: retry later, or wait longer"
+    )]
     LockTimeout(std::time::Duration),
     /// The map is invalid (maps built at run time only; `prfdata_map!` checks at compile time).
-    #[error("invalid map: {0}")]
+    #[error(
+        "invalid map: {0}; declare the map with prfdata_map!, which checks it at compile time"
+    )]
     Map(#[from] MapError),
     /// An app name that cannot name a block file (it came from the registry's
     /// `Linkage\Export`, or a map built by hand): see [`prfdata_untrusted::check_name`].

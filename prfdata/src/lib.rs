@@ -9,13 +9,16 @@
 //! # Index
 //!
 //! **Declaring counters**
-//! - [`prfdata_map!`]: the performance data map (objects, counters, types, detail levels).
+//! - [`prfdata_map!`]: the performance data map (objects, counters, types, detail levels), with
+//!   defaults and computed offsets, checked at compile time (a procedural macro, crate
+//!   `prfdata-macros`).
 //! - [`counter_type`]: one marker type per winperf.h counter type, with its width.
 //! - [`map`]: the map's definitions, typed ids and validation.
 //!
 //! **Publishing counters** (the app)
-//! - [`PrfData`]: an activated block: instances ([`InstanceId`], [`InstanceSpec`]), live
-//!   counters, [`CtrsGuard`] (`lock_ctrs`); [`Error`] says what went wrong and what to do.
+//! - [`PrfData`]: an activated block: instances ([`InstanceId`], [`InstanceSpec`], the
+//!   [`Instance`] guard), live counters ([`PrfData::ctr`], [`PrfData::ctr_of`], `get_ctr32` /
+//!   `get_ctr64`), [`CtrsGuard`] (`lock_ctrs`); [`Error`] says what went wrong and what to do.
 //! - [`Optex`]: the cross-process lock that guards layout changes ([`optex`]); [`ProcessId`]
 //!   ([`process`]): the identity (pid + start time) it records its owner by.
 //! - [`clock`]: the clocks timer counters are measured against.
@@ -43,12 +46,13 @@
 //!   <- block::{raw, fault, open}, optex, instances (the writer's tables)
 //!   <- block::{create, recover}, reader
 //!   <- write_lock, PrfData (prfdata.rs)
-//!   <- what prfdata_map! generates in the app's crate
+//!   <- what prfdata_map! (prfdata-macros) generates in the app's crate
 //! ```
 //!
 //! Shared memory is reached only through atomics (`block/raw.rs`); every `unsafe` block says why
-//! it is sound. Messages go through the [`log`](https://docs.rs/log) facade (prfdata itself logs
-//! nothing today); the program decides where they go.
+//! it is sound. Messages go through the [`log`](https://docs.rs/log) facade (prfdata logs one
+//! thing: an [`Instance`] guard whose removal failed when dropped); the program decides where
+//! they go.
 //!
 //! # Cargo features
 //!
@@ -114,7 +118,7 @@ mod prfdata;
 mod sys;
 mod write_lock;
 
-pub use crate::prfdata::{CtrsGuard, InstanceId, InstanceSpec, PrfData};
+pub use crate::prfdata::{CtrsGuard, Instance, InstanceId, InstanceSpec, PrfData};
 pub use block::open::{block_path, shm_dir};
 pub use error::Error;
 pub use optex::{Optex, OptexGuard};

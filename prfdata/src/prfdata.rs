@@ -2,6 +2,7 @@
 
 use core::fmt;
 use core::marker::PhantomData;
+use core::ops::Deref;
 use std::path::Path;
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
@@ -9,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use crate::block::create::BlockFile;
 use crate::block::layout;
 use crate::clock;
-use crate::counter_type::{CounterType, Dword, ElapsedTime, Large, TextType};
+use crate::counter_type::{AtomicWidth, CounterType, Dword, ElapsedTime, Large, TextType, Width};
 use crate::error::Error;
 use crate::instances::{Corrupt, NewInstance, SlotRef, Tables};
 use crate::map::{data_offset, CtrId, Global, Instanced, Object, PerfDataMap};
@@ -134,6 +135,152 @@ impl<O: Object> fmt::Debug for InstanceId<O> {
     }
 }
 
+/// A live instance that is removed when this guard is dropped: the opt-in scoped form of
+/// [`InstanceId`], made by [`PrfData::add_instance_guarded`] or [`PrfData::guard_instance`].
+///
+/// It dereferences to its id, so `*guard` goes wherever an [`InstanceId`] goes
+/// ([`PrfData::ctr_of`], [`PrfData::get_ctr64`], the parent of
+/// [`PrfData::add_child_instance`], ...). The plain id API stays for instances whose life is not
+/// a scope.
+///
+/// # Dropping
+///
+/// Dropping the guard removes the instance **and every instance below it**
+/// ([`PrfData::remove_instance_tree`]), so an error path never leaves children that name a
+/// parent that is gone, nor an instance monitors would show until the process exits. The ids of
+/// the instances removed with it are stale afterwards (a guard of one of them, dropped later,
+/// finds its instance gone and does nothing: the removal checks the slot's generation, so it
+/// never removes an instance that took the slot since). Drop child guards before their parent's
+/// (declare them after it in the same scope) to remove them one by one.
+///
+/// A removal that fails on drop can only be [`Error::Corrupt`] (the block was written outside
+/// prfdata): it is logged through the [`log`] facade at `warn` level and the instance stays.
+/// To handle the error, call [`Instance::remove`] instead of dropping the guard; to keep the
+/// instance, [`Instance::into_id`].
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::Ordering::Relaxed;
+/// prfdata::prfdata_map! { pub mod m { app: "InstanceGuardDoc",
+///   object CONN { name: "Connection", help: "One client connection.",
+///     instances: { max: 16, name_len: 32 }, counters {
+///     BYTES: BulkCount { name: "Bytes/sec", help: "Bytes sent." },
+///   } } } }
+/// # let dir = tempfile::tempdir()?;
+/// let prf = m::PrfData::activate_in(dir.path())?;
+/// {
+///     let conn = prf.add_instance_guarded(m::CONN, "10.0.0.7:51234")?;
+///     prf.ctr_of(m::BYTES, *conn).fetch_add(1500, Relaxed);
+///     assert_eq!(prf.instance_name(*conn).as_deref(), Some("10.0.0.7:51234"));
+/// } // the connection's instance is removed here
+/// assert!(prf.instances(m::CONN)?.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use = "dropping the guard removes the instance at once"]
+pub struct Instance<'a, O: Object<Scope = Instanced>> {
+    prf: &'a PrfData<O::Map>,
+    id: InstanceId<O>,
+}
+
+impl<O: Object<Scope = Instanced>> Instance<'_, O> {
+    /// The instance's id (also `*guard`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # prfdata::prfdata_map! { pub mod m { app: "InstanceIdDoc", object W { name: "W",
+    /// #   help: name, instances: { max: 2, name_len: 8 }, counters {
+    /// #   C: RawCount { name: "C", help: name } } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let w = prf.add_instance_guarded(m::W, "w")?;
+    /// assert_eq!(w.id(), *w);
+    /// assert_eq!(w.id().slot(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn id(&self) -> InstanceId<O> {
+        self.id
+    }
+
+    /// Removes the instance and every instance below it now, as dropping the guard does, but
+    /// returns the outcome: how many instances were removed.
+    ///
+    /// # Errors
+    ///
+    /// As [`PrfData::remove_instance_tree`]: [`Error::UnknownInstance`] if it was removed
+    /// already (with an ancestor), [`Error::Corrupt`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # prfdata::prfdata_map! { pub mod m { app: "InstanceRemoveDoc", object W { name: "W",
+    /// #   help: name, instances: { max: 2, name_len: 8 }, counters {
+    /// #   C: RawCount { name: "C", help: name } } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let w = prf.add_instance_guarded(m::W, "w")?;
+    /// assert_eq!(w.remove()?, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn remove(self) -> Result<usize, Error> {
+        let (prf, id) = (self.prf, self.into_id());
+        prf.remove_instance_tree(id)
+    }
+
+    /// Gives up the guard and keeps the instance: it lives until removed through its id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # prfdata::prfdata_map! { pub mod m { app: "InstanceIntoIdDoc", object W { name: "W",
+    /// #   help: name, instances: { max: 2, name_len: 8 }, counters {
+    /// #   C: RawCount { name: "C", help: name } } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let w = prf.add_instance_guarded(m::W, "w")?.into_id();
+    /// assert_eq!(prf.instances(m::W)?, [w]);
+    /// prf.remove_instance(w)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn into_id(self) -> InstanceId<O> {
+        let id = self.id;
+        // Nothing to release but the removal `Drop` would do.
+        core::mem::forget(self);
+        id
+    }
+}
+
+impl<O: Object<Scope = Instanced>> Deref for Instance<'_, O> {
+    type Target = InstanceId<O>;
+
+    fn deref(&self) -> &InstanceId<O> {
+        &self.id
+    }
+}
+
+impl<O: Object<Scope = Instanced>> Drop for Instance<'_, O> {
+    fn drop(&mut self) {
+        match self.prf.remove_instance_tree(self.id) {
+            Ok(_) => {}
+            // Removed already, with an ancestor whose guard was dropped first: nothing to do.
+            Err(Error::UnknownInstance { .. }) => {
+                log::debug!("{:?}: removed already, with an ancestor", self.id)
+            }
+            Err(e) => log::warn!(
+                "cannot remove {:?} when its guard is dropped; it stays in the block: {e}",
+                self.id
+            ),
+        }
+    }
+}
+
+impl<O: Object<Scope = Instanced>> fmt::Debug for Instance<'_, O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Instance").field(&self.id).finish()
+    }
+}
+
 /// How to name a new instance: by name, by unique id, with or without a parent.
 ///
 /// # Examples
@@ -142,13 +289,17 @@ impl<O: Object> fmt::Debug for InstanceId<O> {
 /// use prfdata::InstanceSpec;
 /// let spec = InstanceSpec::named("worker 3").unique_id(3);
 /// assert_eq!(spec.name, "worker 3");
+/// assert_eq!(spec.unique_id, Some(3));
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct InstanceSpec<'n> {
     /// The instance name (may be empty when a unique id identifies it).
     pub name: &'n str,
-    /// `PERF_NO_UNIQUE_ID` (-1), or an id monitors use instead of the name.
-    pub unique_id: i32,
+    /// An id monitors use instead of the name (perflib's `UniqueID`), or `None` (written to the
+    /// block as `PERF_NO_UNIQUE_ID`). A unique id is 0 or more:
+    /// [`add_instance_with`](PrfData::add_instance_with) refuses a negative one
+    /// ([`Error::BadUniqueId`]).
+    pub unique_id: Option<i32>,
 }
 
 impl<'n> InstanceSpec<'n> {
@@ -157,12 +308,12 @@ impl<'n> InstanceSpec<'n> {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(prfdata::InstanceSpec::named("a").unique_id, -1);
+    /// assert_eq!(prfdata::InstanceSpec::named("a").unique_id, None);
     /// ```
     pub fn named(name: &'n str) -> Self {
         InstanceSpec {
             name,
-            unique_id: crate::winperf::PERF_NO_UNIQUE_ID,
+            unique_id: None,
         }
     }
 
@@ -171,11 +322,11 @@ impl<'n> InstanceSpec<'n> {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(prfdata::InstanceSpec::named("").unique_id(7).unique_id, 7);
+    /// assert_eq!(prfdata::InstanceSpec::named("").unique_id(7).unique_id, Some(7));
     /// ```
     pub fn unique_id(self, id: i32) -> Self {
         InstanceSpec {
-            unique_id: id,
+            unique_id: Some(id),
             ..self
         }
     }
@@ -537,6 +688,105 @@ impl<M: PerfDataMap> PrfData<M> {
         unsafe { self.block.raw.i64_at(off) }
     }
 
+    /// The live counter `ctr` of an object without instances, as the atomic its type's width
+    /// gives: `&AtomicI32` for a 32-bit type, `&AtomicI64` for a 64-bit one. The generic form of
+    /// [`get_global_ctr32`](PrfData::get_global_ctr32) /
+    /// [`get_global_ctr64`](PrfData::get_global_ctr64), with the same cost (one atomic
+    /// instruction at an offset fixed at compile time).
+    ///
+    /// The width is the counter's: asking a 64-bit counter for an `AtomicI32` does not compile,
+    /// nor does a counter of an object with instances (use [`ctr_of`](PrfData::ctr_of)), nor a
+    /// text counter (use [`set_global_text`](PrfData::set_global_text)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
+    /// prfdata::prfdata_map! { pub mod m { app: "CtrDoc",
+    ///   object SERVER { name: "Server", help: name, counters {
+    ///     REQUESTS: CounterCounter { name: "Requests/sec", help: "Requests served." },
+    ///     BYTES: BulkCount { name: "Bytes/sec", help: "Bytes sent." },
+    ///   } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// prf.ctr(m::REQUESTS).fetch_add(1, Relaxed); // an AtomicI32
+    /// let bytes: &AtomicI64 = prf.ctr(m::BYTES);
+    /// bytes.fetch_add(1 << 40, Relaxed);
+    /// assert_eq!(prf.get_global_ctr64(m::BYTES).load(Relaxed), 1 << 40);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn ctr<T, O>(&self, ctr: CtrId<T, O>) -> &<T::Width as AtomicWidth>::Atomic
+    where
+        T: CounterType,
+        T::Width: AtomicWidth,
+        O: Object<Map = M, Scope = Global>,
+    {
+        // The single counter block of a global object `O` starts at its data offset in a block
+        // laid out from `M` (validated when the block was activated or attached).
+        self.atomic_at::<T::Width>(const { data_offset::<O>() } + ctr.offset())
+    }
+
+    /// The live counter `ctr` of instance `inst`, as the atomic its type's width gives: the
+    /// generic form of [`get_ctr32`](PrfData::get_ctr32) / [`get_ctr64`](PrfData::get_ctr64).
+    /// An [`Instance`] guard gives its id with `*guard`.
+    ///
+    /// A counter of another object than `inst`'s does not compile, nor a counter of an object
+    /// without instances (use [`ctr`](PrfData::ctr)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::Ordering::Relaxed;
+    /// prfdata::prfdata_map! { pub mod m { app: "CtrOfDoc",
+    ///   object WORKER { name: "Worker", help: "One worker.",
+    ///     instances: { max: 8, name_len: 16 }, counters {
+    ///     JOBS: RawCount { name: "Jobs", help: "Jobs done." },
+    ///     BUSY: Timer100Ns { name: "% Busy", help: "Time spent on jobs." },
+    ///   } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let worker = prf.add_instance_guarded(m::WORKER, "w1")?;
+    /// prf.ctr_of(m::JOBS, *worker).fetch_add(1, Relaxed); // an AtomicI32
+    /// prf.ctr_of(m::BUSY, *worker).fetch_add(12_345, Relaxed); // an AtomicI64
+    /// assert_eq!(prf.get_ctr32(m::JOBS, *worker).load(Relaxed), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn ctr_of<T, O>(
+        &self,
+        ctr: CtrId<T, O>,
+        inst: InstanceId<O>,
+    ) -> &<T::Width as AtomicWidth>::Atomic
+    where
+        T: CounterType,
+        T::Width: AtomicWidth,
+        O: Object<Map = M, Scope = Instanced>,
+    {
+        // `inst.block_offset` is the offset of a counter block of object `O` (made by
+        // `add_instance` from a slot below the object's limit, in a block laid out from `M`).
+        self.atomic_at::<T::Width>(inst.block_offset + ctr.offset())
+    }
+
+    /// The atomic of width `W` at `off`, which the callers computed from `M` and a counter id
+    /// whose width is `W` (checked against the map when the id was made).
+    #[inline(always)]
+    fn atomic_at<W: AtomicWidth>(&self, off: usize) -> &W::Atomic {
+        let size = <W as Width>::SIZE as usize;
+        debug_assert!(
+            off + size <= self.block.raw.len() && off.is_multiple_of(size),
+            "counter of {size} bytes at {off}"
+        );
+        // SAFETY:
+        // - in bounds: `off` is the offset of a counter of `W::SIZE` bytes inside a counter
+        //   block of the block laid out from `M` (validated at activation or attach), which
+        //   `self` keeps mapped whole for the returned lifetime;
+        // - aligned: counter blocks are 8-aligned and a value is placed at a multiple of its
+        //   size (`layout::counter_offset`);
+        // - only ever accessed atomically, by this process and the others that map the block.
+        unsafe { W::__at(self.block.raw.base().add(off)) }
+    }
+
     /// Sets the `PERF_ELAPSED_TIME` counter `ctr` of instance `inst` to the start time `start`
     /// (a FILETIME, [`clock::filetime`]): monitors show the seconds since then, against the
     /// object's clock, as they do for NT's Process "Elapsed Time". Pass `SystemTime::now()` when
@@ -729,8 +979,10 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// # Errors
     ///
-    /// [`Error::ObjectFull`], [`Error::NameTooLong`], [`Error::NameHasNul`]; [`Error::Corrupt`]
-    /// if the object's instance table was written outside prfdata (nothing is added).
+    /// [`Error::ObjectFull`], [`Error::NameTooLong`], [`Error::NameHasNul`],
+    /// [`Error::BadUniqueId`] (a negative unique id, from [`PrfData::add_instance_with`]);
+    /// [`Error::Corrupt`] if the object's instance table was written outside prfdata (nothing
+    /// is added).
     ///
     /// # Examples
     ///
@@ -842,6 +1094,76 @@ impl<M: PerfDataMap> PrfData<M> {
         )
     }
 
+    /// [`PrfData::add_instance`], returning an [`Instance`] guard that removes the instance
+    /// (and any below it) when dropped, for instances that live in a scope: a connection, a
+    /// job, a worker thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`PrfData::add_instance`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::Ordering::Relaxed;
+    /// prfdata::prfdata_map! { pub mod m { app: "GuardedDoc",
+    ///   object JOB { name: "Job", help: "One running job.",
+    ///     instances: { max: 8, name_len: 16 }, counters {
+    ///     STEPS: RawCount { name: "Steps", help: "Steps done." },
+    ///   } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// fn run(prf: &m::PrfData) -> Result<(), Box<dyn std::error::Error>> {
+    ///     let job = prf.add_instance_guarded(m::JOB, "nightly")?;
+    ///     prf.ctr_of(m::STEPS, *job).fetch_add(1, Relaxed);
+    ///     Err("step 2 failed")? // the job's instance is removed on the way out
+    /// }
+    /// assert!(run(&prf).is_err());
+    /// assert!(prf.instances(m::JOB)?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn add_instance_guarded<O>(&self, obj: O, name: &str) -> Result<Instance<'_, O>, Error>
+    where
+        O: Object<Map = M, Scope = Instanced>,
+    {
+        Ok(self.guard_instance(self.add_instance(obj, name)?))
+    }
+
+    /// Puts a live instance under an [`Instance`] guard: it is removed (with any instance below
+    /// it) when the guard is dropped. For instances added with a unique id or a parent
+    /// ([`add_instance_with`](PrfData::add_instance_with),
+    /// [`add_child_instance`](PrfData::add_child_instance)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata::InstanceSpec;
+    /// prfdata::prfdata_map! { pub mod m { app: "GuardInstanceDoc",
+    ///   object POOL { name: "Pool", help: name, instances: { max: 2, name_len: 8 },
+    ///     counters { SIZE: RawCount { name: "Size", help: name } } }
+    ///   object WORKER { name: "Worker", help: name, instances: { max: 8, name_len: 8 },
+    ///     counters { JOBS: RawCount { name: "Jobs", help: name } } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let pool = prf.add_instance_guarded(m::POOL, "pool A")?;
+    /// {
+    ///     let spec = InstanceSpec::named("w1").unique_id(1);
+    ///     let _w1 = prf.guard_instance(prf.add_child_instance(m::WORKER, spec, *pool)?);
+    ///     assert_eq!(prf.instances(m::WORKER)?.len(), 1);
+    /// }
+    /// assert!(prf.instances(m::WORKER)?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn guard_instance<O>(&self, inst: InstanceId<O>) -> Instance<'_, O>
+    where
+        O: Object<Map = M, Scope = Instanced>,
+    {
+        Instance {
+            prf: self,
+            id: inst,
+        }
+    }
+
     fn add<O>(
         &self,
         _obj: O,
@@ -872,6 +1194,12 @@ impl<M: PerfDataMap> PrfData<M> {
                 name: spec.name.to_string(),
             });
         }
+        if let Some(id) = spec.unique_id.filter(|id| *id < 0) {
+            return Err(Error::BadUniqueId {
+                object: def.symbol,
+                id,
+            });
+        }
         let lock = self.lock_layout();
         let tables = self.tables();
         if parent.is_some_and(|p| !tables.resolve(p)) {
@@ -880,7 +1208,7 @@ impl<M: PerfDataMap> PrfData<M> {
         let _section = lock.section(self.seq());
         let new = NewInstance {
             name: &name,
-            unique_id: spec.unique_id,
+            unique_id: spec.unique_id.unwrap_or(crate::winperf::PERF_NO_UNIQUE_ID),
             parent,
         };
         let table = tables.table(O::INDEX);

@@ -4,31 +4,34 @@
 ///
 /// The macro generates a module holding `MAP` (the [`MapDef`](crate::map::MapDef)), `Map` (the
 /// marker type for [`PrfData<Map>`](crate::PrfData)), `PrfData` (an alias of `PrfData<Map>`), one
-/// unit struct per object and one [`CtrId`](crate::map::CtrId) per counter. The map is validated
-/// at compile time ([`validate`](crate::map::validate())): an odd or duplicate offset, a duplicate
-/// symbol, a fraction, average, multi or precision counter not followed by its base, a base
-/// without its counter, all fail to compile with a message naming the symbol.
+/// unit struct per object and one [`CtrId`](crate::map::CtrId) constant per counter, typed with
+/// the counter's width and object.
 ///
-/// Syntax, every field in this order:
+/// # Syntax
 ///
 /// ```text
 /// prfdata_map! {
+///     /// docs of the module (any attributes)
 ///     pub mod NAME {
 ///         app: "AppName",
-///         object SYMBOL = OFFSET {
-///             name: "...", help: "...",
-///             lang "00C" { name: "...", help: "..." },     // zero or more
-///             detail: Novice | Advanced | Expert | Wizard,
-///             default: COUNTER_SYMBOL | none,
-///             instances: none | { max: N, name_len: N },
-///             costly: false | true,
+///         /// docs of the object (optional)
+///         object SYMBOL = OFFSET {                 // `= OFFSET` optional
+///             name: "...",                         // required
+///             help: "..." | name,                  // required; `help: name` = the name
+///             lang "00C" { name: "...", help: "..." },    // zero or more
+///             detail: Novice | Advanced | Expert | Wizard, // default Novice
+///             default: COUNTER_SYMBOL | none,      // default none
+///             instances: none | { max: N, name_len: N },  // default none
+///             costly: false | true,                // default false
 ///             counters {
-///                 SYMBOL = OFFSET: CounterType {   // a type of prfdata::counter_type
-///                     name: "...", help: "...",
-///                     lang "00C" { name: "...", help: "..." },  // zero or more
-///                     detail: Novice, scale: 0,
+///                 /// docs of the counter (optional)
+///                 SYMBOL = OFFSET: CounterType {   // `= OFFSET` optional
+///                     name: "...", help: "..." | name,            // required
+///                     lang "00C" { name: "...", help: "..." },    // zero or more
+///                     detail: Novice,              // default: the object's
+///                     scale: 0,                    // default 0
 ///                 },
-///                 BASE_SYMBOL: BaseType,                    // right after its counter
+///                 BASE_SYMBOL: BaseType,           // right after the counter it serves
 ///             }
 ///         }
 ///         // more objects
@@ -36,7 +39,64 @@
 /// }
 /// ```
 ///
+/// Fields come in any order, separated by commas. `CounterType` is a type of
+/// [`counter_type`](crate::counter_type). `max` and `name_len` may be constants of the
+/// enclosing module.
+///
+/// **Help text** is never made up: give it, or say `help: name` to show the name as the help.
+///
+/// **Symbolic offsets** (seed 001: the name's index is First Counter + offset, the help's the
+/// odd index after it) are computed when `= N` is left out, as the symbol .h file of lodctr
+/// numbers them: each object and named counter, in declaration order, takes the previous
+/// one's offset + 2, the first 0. An explicit offset is kept and must be even and unused; the
+/// symbols after it continue from it (as C enumerators do), so an explicit offset that lands on
+/// one given or computed before is a duplicate, reported at the later symbol. Base counters
+/// have no offset (no name of their own). Changing the order of a map with computed offsets
+/// changes the offsets: that is harmless, since installing a map writes its names again.
+///
+/// **Defaults**: an object is Novice, not costly, without instances or default counter; a
+/// counter takes its object's detail level and scale 0; a base counter is Novice (a detail
+/// filter never drops it while keeping the counter it serves).
+///
+/// # Errors at compile time
+///
+/// A mistake in the map fails to compile with a message at the token it is about: an odd or
+/// duplicate offset, a duplicate symbol (objects and counters share the module) or one the
+/// macro generates (`MAP`, `Map`, `PrfData`), an unknown counter type (with the nearest names),
+/// a fraction, average, multi or precision counter not followed by its base, a base without its
+/// counter or with an offset or texts, an unknown or repeated field (with the nearest names), a
+/// missing name, help or `counters`, a bad language id, instance limits out of range, a default
+/// counter that is not one of the object's, a bad app name. The map is then validated again in
+/// a `const` ([`MapError::assert_valid`](crate::map::MapError::assert_valid)), which also checks
+/// the size of the block laid out from it. `prfdata/tests/ui` shows each message.
+///
 /// # Examples
+///
+/// The shortest map: every field that has a default left out, offsets computed.
+///
+/// ```
+/// prfdata::prfdata_map! {
+///     pub mod jobs {
+///         app: "MacroDocJobs",
+///         object JOBS {
+///             name: "Jobs", help: "Jobs processed.",
+///             counters {
+///                 DONE: CounterCounter { name: "Jobs/sec", help: name },
+///                 LATENCY: AverageTimer { name: "Avg. job time", help: "Seconds per job." },
+///                 LATENCY_BASE: AverageBase,
+///             }
+///         }
+///     }
+/// }
+///
+/// assert_eq!(jobs::MAP.objects[0].offset, 0);
+/// assert_eq!(jobs::MAP.objects[0].counters[0].offset, Some(2));
+/// assert_eq!(jobs::MAP.objects[0].counters[1].offset, Some(4));
+/// assert_eq!(jobs::MAP.objects[0].counters[2].offset, None);
+/// assert_eq!(jobs::MAP.objects[0].counters[0].texts[0].help, "Jobs/sec");
+/// ```
+///
+/// Every field written out:
 ///
 /// ```
 /// prfdata::prfdata_map! {
@@ -78,179 +138,24 @@
 /// assert_eq!(web::MAP.objects[0].texts[1].name, "Serveur Web");
 /// assert_eq!(web::BYTES.offset(), 8);
 /// ```
+///
+/// A mistake points at its token:
+///
+/// ```compile_fail
+/// prfdata::prfdata_map! {
+///     pub mod m {
+///         app: "MacroDocBad",
+///         object O {
+///             name: "O", help: name,
+///             counters { C: RawCont { name: "C", help: name } } // unknown type: did you mean `RawCount`?
+///         }
+///     }
+/// }
+/// ```
 #[macro_export]
 macro_rules! prfdata_map {
-    (
-        $(#[$meta:meta])*
-        $vis:vis mod $module:ident {
-            app: $app:literal $(,)?
-            $(
-                object $osym:ident = $ooff:literal {
-                    name: $oname:literal, help: $ohelp:literal,
-                    $( lang $olang:literal { name: $olname:literal, help: $olhelp:literal $(,)? }, )*
-                    detail: $odetail:ident,
-                    default: $odefault:ident,
-                    instances: $oinst:tt,
-                    costly: $ocostly:literal $(,)?
-                    counters {
-                        $(
-                            $csym:ident $(= $coff:literal)? : $cty:ident
-                            $({
-                                name: $cname:literal, help: $chelp:literal,
-                                $( lang $clang:literal { name: $clname:literal, help: $clhelp:literal $(,)? }, )*
-                                detail: $cdetail:ident,
-                                scale: $cscale:literal $(,)?
-                            })?
-                        ),* $(,)?
-                    }
-                }
-            )*
-        }
-    ) => {
-        $(#[$meta])*
-        #[allow(dead_code)]
-        $vis mod $module {
-            #[allow(unused_imports)]
-            use super::*;
-
-            /// The map's definitions.
-            pub const MAP: $crate::map::MapDef = $crate::map::MapDef {
-                app: $app,
-                objects: &[$(
-                    $crate::map::ObjectDef {
-                        symbol: stringify!($osym),
-                        offset: $ooff,
-                        texts: &[
-                            $crate::map::Text { lang: "009", name: $oname, help: $ohelp },
-                            $( $crate::map::Text { lang: $olang, name: $olname, help: $olhelp }, )*
-                        ],
-                        detail: $crate::map::DetailLevel::$odetail,
-                        default_counter: $crate::map::__default_counter(
-                            $osym::COUNTERS,
-                            stringify!($odefault),
-                        ),
-                        instances: $crate::__prfdata_instances!($oinst),
-                        costly: $ocostly,
-                        counters: $osym::COUNTERS,
-                    },
-                )*],
-            };
-
-            const _: () = $crate::map::MapError::assert_valid(&MAP);
-
-            /// The marker type of this map.
-            #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-            pub struct Map;
-
-            // SAFETY: `MAP` is this map's definitions, validated at compile time just above.
-            unsafe impl $crate::map::PerfDataMap for Map {
-                const DEF: &'static $crate::map::MapDef = &MAP;
-            }
-
-            /// An activated block of this map.
-            pub type PrfData = $crate::PrfData<Map>;
-
-            $(
-                #[doc = concat!("The object `", stringify!($osym), "`: ", $oname, ".")]
-                #[allow(non_camel_case_types)]
-                #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-                pub struct $osym;
-
-                impl $osym {
-                    #[doc(hidden)]
-                    pub const COUNTERS: &'static [$crate::map::CounterDef] = &[$(
-                        $crate::map::CounterDef {
-                            symbol: stringify!($csym),
-                            offset: $crate::__prfdata_opt!($($coff)?),
-                            texts: &[$(
-                                $crate::map::Text { lang: "009", name: $cname, help: $chelp },
-                                $( $crate::map::Text { lang: $clang, name: $clname, help: $clhelp }, )*
-                            )?],
-                            detail: $crate::__prfdata_detail!($($cdetail)?),
-                            default_scale: $crate::__prfdata_scale!($($cscale)?),
-                            counter_type: <$crate::counter_type::$cty as $crate::counter_type::CounterType>::TYPE,
-                            text_len: <$crate::counter_type::$cty as $crate::counter_type::CounterType>::TEXT_LEN,
-                        },
-                    )*];
-                }
-
-                // SAFETY: `INDEX` is this object's position in `MAP`, and `Scope` comes from the
-                // same `instances:` the object's definition in `MAP` was made from.
-                unsafe impl $crate::map::Object for $osym {
-                    type Map = Map;
-                    type Scope = $crate::__prfdata_scope!($oinst);
-                    const INDEX: usize = MAP.object_index(stringify!($osym));
-                }
-
-                $(
-                    #[doc = concat!("The counter `", stringify!($csym), "` of `", stringify!($osym), "`.")]
-                    // SAFETY: `$osym` and `Map` implement `Object` and `PerfDataMap` here.
-                    pub const $csym: $crate::map::CtrId<$crate::counter_type::$cty, $osym> = unsafe {
-                        $crate::map::CtrId::__from_macro(
-                            MAP.objects[<$osym as $crate::map::Object>::INDEX]
-                                .counter_index(stringify!($csym)),
-                        )
-                    };
-                )*
-            )*
-        }
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __prfdata_instances {
-    (none) => {
-        $crate::map::Instances::None
-    };
-    ({ max: $max:expr, name_len: $len:expr $(,)? }) => {
-        $crate::map::Instances::Max {
-            max: $max,
-            max_name_len: $len,
-        }
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __prfdata_scope {
-    (none) => {
-        $crate::map::Global
-    };
-    ({ $($t:tt)* }) => {
-        $crate::map::Instanced
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __prfdata_opt {
-    () => {
-        None
-    };
-    ($v:literal) => {
-        Some($v)
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __prfdata_detail {
-    () => {
-        $crate::map::DetailLevel::Novice
-    };
-    ($d:ident) => {
-        $crate::map::DetailLevel::$d
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __prfdata_scale {
-    () => {
-        0
-    };
-    ($s:literal) => {
-        $s
+    ($($map:tt)*) => {
+        // The proc macro gets prfdata's path first: it names prfdata's items through it.
+        $crate::map::__prfdata_map! { $crate; $($map)* }
     };
 }

@@ -1,18 +1,21 @@
 //! The performance data map: what an application publishes, declared once at compile time.
 //!
 //! CPrfData declared its map with `PRFDATA_MAP_BEGIN` / `PRFDATA_MAP_OBJ` / `PRFDATA_MAP_CTR` /
-//! `PRFDATA_MAP_END`; here [`prfdata_map!`](crate::prfdata_map) generates a module holding:
+//! `PRFDATA_MAP_END`; here [`prfdata_map!`](crate::prfdata_map) (syntax, defaults and the
+//! mistakes it reports are in its docs) generates a module holding:
 //!
 //! - `MAP`: a [`MapDef`] (objects, counters, texts, detail levels, scales, instance limits),
 //!   validated at compile time by [`validate()`];
 //! - `Map`: the marker type that implements [`PerfDataMap`], so [`PrfData<Map>`](crate::PrfData)
 //!   only accepts ids from this map;
+//! - `PrfData`: an alias of `PrfData<Map>`;
 //! - one unit struct per object (implementing [`Object`]) and one [`CtrId`] constant per counter,
 //!   typed with the counter's width and object.
 //!
 //! Each object and named counter has a *symbolic offset* (an even number, as seed 001 requires):
 //! the name index it gets in the registry is First Counter + offset, its help index First Help +
-//! offset. Base counters carry no name (their name and help indexes are 0 on the wire).
+//! offset. The macro numbers them in declaration order when the map leaves them out. Base
+//! counters carry no name (their name and help indexes are 0 on the wire).
 //!
 //! # Examples
 //!
@@ -20,20 +23,17 @@
 //! prfdata::prfdata_map! {
 //!     pub mod my_map {
 //!         app: "MapDocExample",
-//!         object SERVER = 0 {
-//!             name: "My Server", help: "Requests served by my server.",
-//!             detail: Novice, default: REQUESTS, instances: none, costly: false,
+//!         object SERVER {
+//!             name: "My Server", help: "Requests served by my server.", default: REQUESTS,
 //!             counters {
-//!                 REQUESTS = 2: CounterCounter {
-//!                     name: "Requests/sec", help: "Requests completed per second.",
-//!                     detail: Novice, scale: 0,
-//!                 },
+//!                 REQUESTS: CounterCounter { name: "Requests/sec", help: name },
 //!             }
 //!         }
 //!     }
 //! }
 //! assert_eq!(my_map::MAP.app, "MapDocExample");
 //! assert_eq!(my_map::MAP.objects[0].counters[0].symbol, "REQUESTS");
+//! assert_eq!(my_map::MAP.objects[0].counters[0].offset, Some(2));
 //! ```
 
 mod ids;
@@ -43,6 +43,9 @@ pub mod validate;
 
 pub(crate) use ids::data_offset;
 pub use ids::{CtrId, Global, Instanced, Object, PerfDataMap, Scope};
+/// The proc macro behind [`prfdata_map!`](crate::prfdata_map), which passes it `$crate`.
+#[doc(hidden)]
+pub use prfdata_macros::prfdata_map as __prfdata_map;
 pub use validate::{validate, MapError};
 
 use crate::winperf;
@@ -300,25 +303,4 @@ pub(crate) const fn str_eq(a: &str, b: &str) -> bool {
         i += 1;
     }
     true
-}
-
-/// The index of an object's default counter, by symbol (`none` for no default). Used by
-/// [`prfdata_map!`](crate::prfdata_map).
-///
-/// # Panics
-///
-/// At compile time, if the symbol is not one of `counters`.
-#[doc(hidden)]
-pub const fn __default_counter(counters: &[CounterDef], symbol: &str) -> Option<usize> {
-    if str_eq(symbol, "none") {
-        return None;
-    }
-    let mut i = 0;
-    while i < counters.len() {
-        if str_eq(counters[i].symbol, symbol) {
-            return Some(i);
-        }
-        i += 1;
-    }
-    panic!("prfdata map: the default counter is not one of the object's counters")
 }

@@ -18,7 +18,8 @@ pub use crate::block::layout::{MAX_APP_NAME, MAX_INSTANCES, MAX_INSTANCE_NAME};
 /// What is wrong with a map. Each variant names the symbol it is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MapError {
-    /// The app name is empty, too long, or has characters other than `A-Za-z0-9_.-`.
+    /// The app name is empty, too long, has characters other than `A-Za-z0-9_.-`, starts with
+    /// `.` or holds `..`.
     BadAppName {
         /// The name given.
         app: &'static str,
@@ -247,8 +248,8 @@ impl MapError {
         let m = Msg::new().push("prfdata map \"").push(app).push("\": ");
         match *self {
             MapError::BadAppName { .. } => m.push(
-                "the app name must be 1 to 64 characters of A-Z a-z 0-9 _ . - (it names the block \
-                 file and the Services key)",
+                "the app name must be 1 to 64 characters of A-Z a-z 0-9 _ . -, not starting with \
+                 . and without .. (it names the block file and the Services key)",
             ),
             MapError::NoObjects => m.push("the map declares no object"),
             MapError::NoCounters { object } => {
@@ -350,6 +351,9 @@ const fn type_name(counter_type: u32) -> &'static str {
     }
 }
 
+/// 1 to [`MAX_APP_NAME`] characters of `A-Za-z0-9_.-`, not starting with `.`, without `..`
+/// (the name becomes a file name, and [`check_name`](crate::untrusted::check_name), which
+/// activation applies, refuses `..`).
 pub(crate) const fn valid_app_name(app: &str) -> bool {
     let b = app.as_bytes();
     if b.is_empty() || b.len() > MAX_APP_NAME || b[0] == b'.' {
@@ -359,6 +363,9 @@ pub(crate) const fn valid_app_name(app: &str) -> bool {
     while i < b.len() {
         let c = b[i];
         if !(c.is_ascii_alphanumeric() || c == b'_' || c == b'-' || c == b'.') {
+            return false;
+        }
+        if c == b'.' && i > 0 && b[i - 1] == b'.' {
             return false;
         }
         i += 1;
@@ -755,7 +762,7 @@ mod tests {
                 lang: "fr"
             })
         );
-        for bad in ["", "a/b", ".hidden", "with space"] {
+        for bad in ["", "a/b", ".hidden", "with space", "a..b"] {
             assert_eq!(
                 validate(&MapDef {
                     app: bad,

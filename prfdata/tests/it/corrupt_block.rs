@@ -296,3 +296,54 @@ fn a_cycle_of_parent_links_ends_a_tree_removal() {
     let _ = prf.remove_instance_tree(item);
     let _ = prf.instances(PARTS);
 }
+
+/// Records what prfdata logs, for the test below (other tests of this binary log into it too:
+/// the test keeps the messages about its own block).
+struct Capture(std::sync::Mutex<Vec<(log::Level, String)>>);
+
+impl log::Log for Capture {
+    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record<'_>) {
+        if let Ok(mut logged) = self.0.lock() {
+            logged.push((record.level(), record.args().to_string()));
+        }
+    }
+    fn flush(&self) {}
+}
+
+static LOGGED: Capture = Capture(std::sync::Mutex::new(Vec::new()));
+
+#[test]
+fn a_guard_whose_removal_finds_the_block_corrupt_warns_and_leaves_the_instance() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        log::set_logger(&LOGGED).expect("no other logger in this test binary");
+        log::set_max_level(log::LevelFilter::Debug);
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let prf = PrfData::activate_in(dir.path()).unwrap();
+    let guard = prf.add_instance_guarded(ITEMS, "a").unwrap();
+    let a = *guard;
+    let count = record(ITEMS_INDEX, layout::LIVE_COUNT_OFFSET);
+    scribble(dir.path(), &[(count, 0x0FFF_FFF0)]);
+    drop(guard); // must not panic
+    let block = prf.path().display().to_string();
+    let warnings: Vec<String> = LOGGED
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(level, msg)| *level == log::Level::Warn && msg.contains(&block))
+        .map(|(_, msg)| msg.clone())
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("ITEMS") && warnings[0].contains("live_count"),
+        "{warnings:?}"
+    );
+    // The instance stays: with the count repaired, it is still live.
+    scribble(dir.path(), &[(count, 1)]);
+    assert_eq!(prf.instances(ITEMS).unwrap(), [a]);
+}

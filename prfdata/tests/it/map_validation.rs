@@ -131,3 +131,26 @@ fn a_text_counter_without_a_size_is_refused() {
     );
     assert!(err.to_string().contains("counter C"), "{err}");
 }
+
+/// An app name with `..`: before, it passed the map's validation, so `activate_in` made
+/// `Dot..Dot.blk` while `activate` refused the same map (`untrusted::check_name`); the map
+/// macro compiled it. Now the validation refuses it everywhere.
+struct DotDot;
+// SAFETY: deliberately broken, as `Escape`.
+unsafe impl PerfDataMap for DotDot {
+    const DEF: &'static MapDef = &MapDef {
+        app: "Dot..Dot",
+        objects: &[object(Instances::None, &[RAW])],
+    };
+}
+
+#[test]
+fn an_app_name_with_two_dots_is_refused_by_activate_in_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = prfdata::PrfData::<DotDot>::activate_in(dir.path()).unwrap_err();
+    assert!(
+        matches!(err, Error::Map(MapError::BadAppName { app: "Dot..Dot" })),
+        "{err:?}"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}

@@ -1,0 +1,220 @@
+//! The code a checked map expands to: the module with `MAP`, `Map`, `PrfData`, one unit struct
+//! per object and one `CtrId` constant per counter (see prfdata's `map` module docs).
+//!
+//! Every `unsafe` token is made here with the call-site span of the macro, never with a span
+//! of the user's input, so that the `unsafe_code` lint (which skips code from external macros)
+//! leaves a crate that forbids unsafe code free to declare a map.
+
+use proc_macro2::{Group, Ident, Literal, Span, TokenStream, TokenTree};
+use quote::{format_ident, quote};
+
+use crate::model::{Ctr, Model, Obj, Text};
+
+pub(crate) fn expand(m: &Model) -> TokenStream {
+    let Model {
+        krate,
+        attrs,
+        vis,
+        module,
+        app,
+        objects,
+    } = m;
+    let object_defs = objects.iter().map(|o| object_def(krate, o));
+    let object_items = objects
+        .iter()
+        .enumerate()
+        .map(|(i, o)| object_items(krate, i, o));
+    // Located at the app name: what only the `const` validation finds (a block too large, too
+    // many counters) is reported there rather than at the whole map.
+    let assert_valid = located_at(
+        quote!(const _: () = #krate::map::MapError::assert_valid(&MAP);),
+        app.span(),
+    );
+    quote! {
+        #(#attrs)*
+        #[allow(dead_code)]
+        #vis mod #module {
+            #[allow(unused_imports)]
+            use super::*;
+
+            /// The map's definitions.
+            pub const MAP: #krate::map::MapDef = #krate::map::MapDef {
+                app: #app,
+                objects: &[#(#object_defs),*],
+            };
+
+            // The map's `const` validation: the rules the macro checked, again, and the sizes
+            // of the block laid out from it.
+            #assert_valid
+
+            /// The marker type of this map.
+            #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+            pub struct Map;
+
+            // SAFETY: `MAP` is this map's definitions, validated at compile time just above.
+            unsafe impl #krate::map::PerfDataMap for Map {
+                const DEF: &'static #krate::map::MapDef = &MAP;
+            }
+
+            /// An activated block of this map.
+            pub type PrfData = #krate::PrfData<Map>;
+
+            #(#object_items)*
+        }
+    }
+}
+
+fn texts(krate: &TokenStream, texts: &[Text]) -> TokenStream {
+    let texts = texts.iter().map(|Text { lang, name, help }| {
+        quote!(#krate::map::Text { lang: #lang, name: #name, help: #help })
+    });
+    quote!(&[#(#texts),*])
+}
+
+fn object_def(krate: &TokenStream, o: &Obj) -> TokenStream {
+    let symbol = o.symbol.to_string();
+    let offset = Literal::u32_unsuffixed(o.offset);
+    let texts = texts(krate, &o.texts);
+    let detail = format_ident!("{}", o.detail.name());
+    let default = match o.default {
+        Some(i) => {
+            let i = Literal::usize_unsuffixed(i);
+            quote!(::core::option::Option::Some(#i))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let instances = match &o.instances {
+        Some((max, name_len)) => quote! {
+            #krate::map::Instances::Max { max: #max, max_name_len: #name_len }
+        },
+        None => quote!(#krate::map::Instances::None),
+    };
+    let costly = o.costly;
+    let osym = &o.symbol;
+    quote! {
+        #krate::map::ObjectDef {
+            symbol: #symbol,
+            offset: #offset,
+            texts: #texts,
+            detail: #krate::map::DetailLevel::#detail,
+            default_counter: #default,
+            instances: #instances,
+            costly: #costly,
+            counters: #osym::COUNTERS,
+        }
+    }
+}
+
+fn counter_def(krate: &TokenStream, c: &Ctr) -> TokenStream {
+    let symbol = c.symbol.to_string();
+    let offset = match c.offset {
+        Some(n) => {
+            let n = Literal::u32_unsuffixed(n);
+            quote!(::core::option::Option::Some(#n))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let texts = texts(krate, &c.texts);
+    let detail = format_ident!("{}", c.detail.name());
+    let scale = Literal::i32_unsuffixed(c.scale);
+    let ty = &c.ty;
+    quote! {
+        #krate::map::CounterDef {
+            symbol: #symbol,
+            offset: #offset,
+            texts: #texts,
+            detail: #krate::map::DetailLevel::#detail,
+            default_scale: #scale,
+            counter_type:
+                <#krate::counter_type::#ty as #krate::counter_type::CounterType>::TYPE,
+            text_len:
+                <#krate::counter_type::#ty as #krate::counter_type::CounterType>::TEXT_LEN,
+        }
+    }
+}
+
+/// The English name, for generated docs.
+fn english(texts: &[Text]) -> &str {
+    texts.first().map_or("", |t| t.name.as_str())
+}
+
+fn object_items(krate: &TokenStream, index: usize, o: &Obj) -> TokenStream {
+    let osym = &o.symbol;
+    let docs = if o.docs.is_empty() {
+        let doc = format!("The object `{osym}`: {}.", english(&o.texts));
+        quote!(#[doc = #doc])
+    } else {
+        let docs = &o.docs;
+        quote!(#(#docs)*)
+    };
+    let counter_defs = o.counters.iter().map(|c| counter_def(krate, c));
+    // The scope's path is located at the object's `instances` field (its symbol when the field
+    // is left out), keeping the resolution of `$crate`, so that a counter used in the wrong
+    // scope gets "expected this to be `Global`" pointing there rather than at the whole map.
+    let scope_name = if o.instances.is_some() {
+        "Instanced"
+    } else {
+        "Global"
+    };
+    let scope_ident = Ident::new(scope_name, Span::call_site());
+    let scope = located_at(quote!(#krate::map::#scope_ident), o.scope_span);
+    let index = Literal::usize_unsuffixed(index);
+    let counters = o.counters.iter().enumerate().map(|(j, c)| {
+        let csym = &c.symbol;
+        let ty = &c.ty;
+        let docs = if !c.docs.is_empty() {
+            let docs = &c.docs;
+            quote!(#(#docs)*)
+        } else if let Some(served) = &c.serves {
+            let doc = format!("The base counter `{csym}` of `{osym}`: the base of `{served}`.");
+            quote!(#[doc = #doc])
+        } else {
+            let doc = format!("The counter `{csym}` of `{osym}`: {}.", english(&c.texts));
+            quote!(#[doc = #doc])
+        };
+        let j = Literal::usize_unsuffixed(j);
+        quote! {
+            #docs
+            // SAFETY: `#osym` and `Map` implement `Object` and `PerfDataMap` here, from `MAP`.
+            pub const #csym: #krate::map::CtrId<#krate::counter_type::#ty, #osym> =
+                unsafe { #krate::map::CtrId::__from_macro(#j) };
+        }
+    });
+    quote! {
+        #docs
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub struct #osym;
+
+        impl #osym {
+            #[doc(hidden)]
+            pub const COUNTERS: &'static [#krate::map::CounterDef] = &[#(#counter_defs),*];
+        }
+
+        // SAFETY: `INDEX` is this object's position in `MAP`, and `Scope` comes from the same
+        // `instances:` the object's definition in `MAP` was made from.
+        unsafe impl #krate::map::Object for #osym {
+            type Map = Map;
+            type Scope = #scope;
+            const INDEX: usize = #index;
+        }
+
+        #(#counters)*
+    }
+}
+
+/// `tokens` with every span moved to `at`'s location, each keeping its own name resolution.
+fn located_at(tokens: TokenStream, at: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tt| {
+            if let TokenTree::Group(g) = &tt {
+                let mut group = Group::new(g.delimiter(), located_at(g.stream(), at));
+                group.set_span(g.span().located_at(at));
+                return TokenTree::Group(group);
+            }
+            tt.set_span(tt.span().located_at(at));
+            tt
+        })
+        .collect()
+}

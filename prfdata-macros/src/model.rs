@@ -1,0 +1,632 @@
+//! The map as prfdata will see it: the checked [`MapAst`], with every default filled in and
+//! every symbolic offset computed. Each mistake is reported at the token it is about.
+//!
+//! Defaults: an object's detail level is Novice, a counter's its object's (a base counter's
+//! Novice: a detail filter never drops it while keeping its counter); scale 0; not costly; no
+//! instances; no default counter. Offsets: a symbol without `= N` (objects and named counters,
+//! in declaration order) takes the previous symbol's offset + 2, the first 0, as the symbol
+//! .h file of lodctr numbers them; an explicit offset is kept (it must be even and unused) and
+//! the ones after it follow from it, as C enumerators do.
+
+use std::collections::HashMap;
+
+use proc_macro2::{Span, TokenStream};
+use syn::{Attribute, Expr, Ident, LitInt, LitStr, Visibility};
+
+use crate::ast::{CounterAst, Help, InstancesAst, MapAst, ObjectAst, TextsAst};
+use crate::counter_types::{self, Kind};
+use crate::errors::{did_you_mean, one_of, Errors};
+use crate::limits::{MAX_APP_NAME, MAX_INSTANCES, MAX_INSTANCE_NAME};
+
+/// A checked map, ready to expand.
+pub(crate) struct Model {
+    pub(crate) krate: TokenStream,
+    pub(crate) attrs: Vec<Attribute>,
+    pub(crate) vis: Visibility,
+    pub(crate) module: Ident,
+    pub(crate) app: LitStr,
+    pub(crate) objects: Vec<Obj>,
+}
+
+pub(crate) struct Obj {
+    pub(crate) docs: Vec<Attribute>,
+    pub(crate) symbol: Ident,
+    pub(crate) offset: u32,
+    pub(crate) texts: Vec<Text>,
+    pub(crate) detail: Level,
+    pub(crate) default: Option<usize>,
+    /// `max` and `name_len`, or `None` for an object without instances.
+    pub(crate) instances: Option<(Expr, Expr)>,
+    /// Where the object's scope (instances or not) was decided: its `instances` field, or its
+    /// symbol when the field is left out. Type errors about the scope point there.
+    pub(crate) scope_span: Span,
+    pub(crate) costly: bool,
+    pub(crate) counters: Vec<Ctr>,
+}
+
+pub(crate) struct Ctr {
+    pub(crate) docs: Vec<Attribute>,
+    pub(crate) symbol: Ident,
+    /// `None` for a base counter.
+    pub(crate) offset: Option<u32>,
+    pub(crate) ty: Ident,
+    pub(crate) texts: Vec<Text>,
+    pub(crate) detail: Level,
+    pub(crate) scale: i32,
+    /// For a base: the symbol of the counter it serves.
+    pub(crate) serves: Option<String>,
+}
+
+pub(crate) struct Text {
+    pub(crate) lang: String,
+    pub(crate) name: String,
+    pub(crate) help: String,
+}
+
+/// `prfdata::map::DetailLevel`.
+#[derive(Clone, Copy)]
+pub(crate) enum Level {
+    Novice,
+    Advanced,
+    Expert,
+    Wizard,
+}
+
+const LEVELS: &[&str] = &["Novice", "Advanced", "Expert", "Wizard"];
+/// Names the macro generates in the map's module.
+const RESERVED: &[&str] = &["MAP", "Map", "PrfData"];
+
+impl Level {
+    pub(crate) fn name(self) -> &'static str {
+        LEVELS[self as usize]
+    }
+
+    fn parse(ident: &Ident, errors: &mut Errors) -> Level {
+        match ident.to_string().as_str() {
+            "Novice" => Level::Novice,
+            "Advanced" => Level::Advanced,
+            "Expert" => Level::Expert,
+            "Wizard" => Level::Wizard,
+            other => {
+                errors.at(
+                    ident.span(),
+                    format!(
+                        "unknown detail level `{other}`{}",
+                        did_you_mean(
+                            other,
+                            LEVELS.iter().copied(),
+                            &format!("the levels are {}", one_of(LEVELS))
+                        ),
+                    ),
+                );
+                Level::Novice
+            }
+        }
+    }
+}
+
+/// Checks `ast`: `None` if `errors` got anything.
+pub(crate) fn check(ast: MapAst, errors: &mut Errors) -> Option<Model> {
+    check_app(&ast.app, errors);
+    if ast.objects.is_empty() {
+        errors.at(
+            ast.module.span(),
+            "the map declares no object: add `object SYMBOL { name: ..., help: ..., counters { \
+             ... } }`",
+        );
+    }
+    let mut symbols = Symbols::default();
+    let objects: Vec<Obj> = ast
+        .objects
+        .into_iter()
+        .map(|o| check_object(o, &mut symbols, errors))
+        .collect();
+    if !errors.is_empty() {
+        return None;
+    }
+    Some(Model {
+        krate: ast.krate,
+        attrs: ast.attrs,
+        vis: ast.vis,
+        module: ast.module,
+        app: ast.app,
+        objects,
+    })
+}
+
+/// prfdata's app name rule (`map::validate`), and no `..` (`untrusted::check_name`, which
+/// `activate` applies).
+fn check_app(app: &LitStr, errors: &mut Errors) {
+    let name = app.value();
+    let ok_chars = name
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'));
+    if name.is_empty()
+        || name.len() > MAX_APP_NAME
+        || name.starts_with('.')
+        || name.contains("..")
+        || !ok_chars
+    {
+        errors.at(
+            app.span(),
+            format!(
+                "bad app name {:?}: it names the block file and the Services key, so it is 1 to \
+                 {MAX_APP_NAME} characters of A-Z a-z 0-9 _ . -, not starting with `.` and \
+                 without `..`",
+                name
+            ),
+        );
+    }
+}
+
+/// Symbols and symbolic offsets seen so far, in declaration order.
+#[derive(Default)]
+struct Symbols {
+    /// Symbol -> what it is ("object X", "counter Y of object X").
+    symbols: HashMap<String, String>,
+    /// Offset -> the symbol that has it.
+    offsets: HashMap<u32, String>,
+    /// The last offset given or computed.
+    previous: Option<u32>,
+}
+
+impl Symbols {
+    /// Records a symbol, reporting a duplicate or a name the macro generates.
+    fn symbol(&mut self, symbol: &Ident, what: String, errors: &mut Errors) {
+        let name = symbol.to_string();
+        if RESERVED.contains(&name.as_str()) {
+            errors.at(
+                symbol.span(),
+                format!(
+                    "`{name}` is a name the macro generates in the map's module ({}): choose \
+                     another symbol",
+                    one_of(RESERVED)
+                ),
+            );
+        }
+        if let Some(first) = self.symbols.get(&name) {
+            errors.at(
+                symbol.span(),
+                format!("the symbol {name} is declared twice: first as {first}, again as {what}"),
+            );
+        } else {
+            self.symbols.insert(name, what);
+        }
+    }
+
+    /// The offset of `symbol`: `explicit`, checked, or the previous one + 2.
+    fn offset(&mut self, symbol: &Ident, explicit: Option<&LitInt>, errors: &mut Errors) -> u32 {
+        let (offset, span) = match explicit {
+            Some(lit) => match lit.base10_parse::<u32>() {
+                Ok(n) if n % 2 == 1 => {
+                    errors.at(
+                        lit.span(),
+                        format!(
+                            "the symbolic offset {n} of {symbol} is odd: offsets are even (the \
+                             name gets First Counter + offset, its help the odd index after it)"
+                        ),
+                    );
+                    (n, lit.span())
+                }
+                Ok(n) => (n, lit.span()),
+                Err(_) => {
+                    errors.at(lit.span(), "a symbolic offset is a u32");
+                    return 0;
+                }
+            },
+            None => match self.previous.map_or(Some(0), |p| p.checked_add(2)) {
+                Some(n) => (n, symbol.span()),
+                None => {
+                    errors.at(
+                        symbol.span(),
+                        "the computed symbolic offset passes u32::MAX",
+                    );
+                    return 0;
+                }
+            },
+        };
+        self.previous = Some(offset);
+        let name = symbol.to_string();
+        match self.offsets.get(&offset) {
+            Some(first) => {
+                let how = if explicit.is_some() {
+                    ""
+                } else {
+                    " (computed: the previous symbol's + 2)"
+                };
+                errors.at(
+                    span,
+                    format!(
+                        "{first} and {name} have the same symbolic offset {offset}{how}: give \
+                         each object and named counter its own even offset, or omit every `= N` \
+                         to have them numbered in order"
+                    ),
+                );
+            }
+            None => {
+                self.offsets.insert(offset, name);
+            }
+        }
+        offset
+    }
+}
+
+fn check_object(o: ObjectAst, symbols: &mut Symbols, errors: &mut Errors) -> Obj {
+    let owner = format!("object {}", o.symbol);
+    symbols.symbol(&o.symbol, owner.clone(), errors);
+    let offset = symbols.offset(&o.symbol, o.offset.as_ref(), errors);
+    let texts = check_texts(&o.texts, &o.symbol, &owner, errors);
+    let detail = o
+        .detail
+        .as_ref()
+        .map_or(Level::Novice, |d| Level::parse(d, errors));
+    let scope_span = o
+        .instances
+        .as_ref()
+        .map_or(o.symbol.span(), |(keyword, _)| keyword.span());
+    let instances = match o.instances {
+        None | Some((_, InstancesAst::None)) => None,
+        Some((
+            _,
+            InstancesAst::Max {
+                brace,
+                max,
+                name_len,
+            },
+        )) => check_instances(brace, max, name_len, &owner, errors),
+    };
+    let counters = match o.counters {
+        Some((keyword, list)) => {
+            if list.is_empty() {
+                errors.at(
+                    keyword.span(),
+                    format!(
+                        "{owner} declares no counter: add `SYMBOL: CounterType {{ name: ..., help: \
+                         ... }}`"
+                    ),
+                );
+            }
+            check_counters(list, &o.symbol, detail, symbols, errors)
+        }
+        None => {
+            errors.at(
+                o.symbol.span(),
+                format!(
+                    "{owner} has no `counters {{ ... }}`: an object publishes at least one counter"
+                ),
+            );
+            Vec::new()
+        }
+    };
+    let default = o
+        .default
+        .as_ref()
+        .and_then(|d| check_default(d, &counters, &owner, errors));
+    Obj {
+        docs: o.docs,
+        symbol: o.symbol,
+        offset,
+        texts,
+        detail,
+        default,
+        instances,
+        scope_span,
+        costly: o.costly.is_some_and(|c| c.value),
+        counters,
+    }
+}
+
+/// The English name and help, then each `lang` block's.
+fn check_texts(texts: &TextsAst, symbol: &Ident, owner: &str, errors: &mut Errors) -> Vec<Text> {
+    let mut out = Vec::new();
+    if let Some((name, help)) = name_and_help(texts, symbol.span(), owner, errors) {
+        out.push(Text {
+            lang: "009".into(),
+            name,
+            help,
+        });
+    }
+    for lang in &texts.langs {
+        let id = lang.id.value();
+        let three_hex = id.len() == 3 && id.bytes().all(|b| b.is_ascii_hexdigit());
+        let lang_owner = format!("{owner}'s lang {id:?}");
+        if !three_hex {
+            errors.at(
+                lang.id.span(),
+                format!(
+                    "bad language id {id:?}: a perflib language id is three hexadecimal digits, \
+                     such as \"009\" (English), \"00C\" (French), \"007\" (German)"
+                ),
+            );
+        } else if id == "009" {
+            errors.at(
+                lang.id.span(),
+                format!(
+                    "{owner}: English (009) is given by `name` and `help`, not by a `lang` block"
+                ),
+            );
+        } else if out.iter().any(|t| t.lang.eq_ignore_ascii_case(&id)) {
+            errors.at(
+                lang.id.span(),
+                format!("{owner} gives language {id:?} twice"),
+            );
+        }
+        if let Some((name, help)) =
+            name_and_help(&lang.texts, lang.keyword.span(), &lang_owner, errors)
+        {
+            out.push(Text {
+                lang: id,
+                name,
+                help,
+            });
+        }
+    }
+    out
+}
+
+/// `name` and `help` (or `help: name`), each required.
+fn name_and_help(
+    texts: &TextsAst,
+    at: Span,
+    owner: &str,
+    errors: &mut Errors,
+) -> Option<(String, String)> {
+    let name = texts.name.as_ref().map(LitStr::value);
+    if name.is_none() {
+        errors.at(
+            at,
+            format!("{owner} has no `name`: add `name: \"...\"`, the name monitors show"),
+        );
+    }
+    let help = match &texts.help {
+        Some(Help::Text(help)) => Some(help.value()),
+        Some(Help::SameAsName) => name.clone(),
+        None => {
+            errors.at(
+                at,
+                format!(
+                    "{owner} has no `help`: add `help: \"...\"`, the explain text monitors show, \
+                     or `help: name` to use the name as the help"
+                ),
+            );
+            None
+        }
+    };
+    Some((name?, help?))
+}
+
+fn check_instances(
+    brace: Span,
+    max: Option<Box<Expr>>,
+    name_len: Option<Box<Expr>>,
+    owner: &str,
+    errors: &mut Errors,
+) -> Option<(Expr, Expr)> {
+    if max.is_none() {
+        errors.at(
+            brace,
+            format!("{owner}'s instances have no `max`: the most instances live at once"),
+        );
+    }
+    if name_len.is_none() {
+        errors.at(
+            brace,
+            format!("{owner}'s instances have no `name_len`: the longest name, in UTF-16 units"),
+        );
+    }
+    let (max, name_len) = (*max?, *name_len?);
+    let limit = |expr: &Expr, what: &str, top: u64, errors: &mut Errors| {
+        // A constant or an expression is checked by the map's `const` validation instead.
+        if let Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(lit),
+            ..
+        }) = expr
+        {
+            let ok = lit
+                .base10_parse::<u64>()
+                .is_ok_and(|n| (1..=top).contains(&n));
+            if !ok {
+                errors.at(
+                    lit.span(),
+                    format!("{owner}'s instance limit `{what}` must be 1 to {top}"),
+                );
+            }
+        }
+    };
+    limit(&max, "max", MAX_INSTANCES, errors);
+    limit(&name_len, "name_len", MAX_INSTANCE_NAME, errors);
+    Some((max, name_len))
+}
+
+fn check_counters(
+    list: Vec<CounterAst>,
+    object: &Ident,
+    object_detail: Level,
+    symbols: &mut Symbols,
+    errors: &mut Errors,
+) -> Vec<Ctr> {
+    let kinds: Vec<Option<Kind>> = list
+        .iter()
+        .map(|c| {
+            let name = c.ty.to_string();
+            let found = counter_types::find(&name);
+            if found.is_none() {
+                errors.at(
+                    c.ty.span(),
+                    format!(
+                        "unknown counter type `{name}`{}",
+                        did_you_mean(
+                            &name,
+                            counter_types::ALL.iter().map(|t| t.name),
+                            "the types are those of prfdata::counter_type"
+                        ),
+                    ),
+                );
+            }
+            found.map(|t| t.kind)
+        })
+        .collect();
+    let tys: Vec<String> = list.iter().map(|c| c.ty.to_string()).collect();
+    let mut out = Vec::new();
+    for (i, c) in list.into_iter().enumerate() {
+        let owner = format!("counter {}", c.symbol);
+        symbols.symbol(&c.symbol, format!("{owner} of object {object}"), errors);
+        let ty = c.ty.to_string();
+        let previous = i.checked_sub(1).map(|p| (kinds[p], &out));
+        let serves = match kinds[i] {
+            Some(Kind::Base { base_type }) => check_base(&c, &ty, base_type, previous, errors),
+            Some(Kind::NeedsBase { base_type, suggest }) => {
+                let next = kinds.get(i + 1).copied().flatten();
+                match next {
+                    Some(Kind::Base { base_type: b }) if b == base_type => {}
+                    Some(Kind::Base { .. }) => errors.at(
+                        c.ty.span(),
+                        format!(
+                            "counter {} ({ty}) must be followed by its own base counter, a \
+                             `{suggest}`, not `{}`",
+                            c.symbol,
+                            tys[i + 1]
+                        ),
+                    ),
+                    _ => errors.at(
+                        c.ty.span(),
+                        format!(
+                            "counter {} ({ty}) must be followed by its base counter: add `{}_BASE: \
+                             {suggest},` right after it",
+                            c.symbol, c.symbol
+                        ),
+                    ),
+                }
+                None
+            }
+            _ => None,
+        };
+        let is_base = matches!(kinds[i], Some(Kind::Base { .. }));
+        let offset = if is_base {
+            None
+        } else {
+            Some(symbols.offset(&c.symbol, c.offset.as_ref(), errors))
+        };
+        let (texts, detail, scale) = match &c.body {
+            Some(body) if !is_base => (
+                check_texts(&body.texts, &c.symbol, &owner, errors),
+                body.detail
+                    .as_ref()
+                    .map_or(object_detail, |d| Level::parse(d, errors)),
+                body.scale.as_ref().and_then(|s| s.value).unwrap_or(0),
+            ),
+            None if !is_base => {
+                errors.at(
+                    c.symbol.span(),
+                    format!(
+                        "{owner} has no `{{ name: \"...\", help: \"...\" }}`: every counter but a \
+                         base has a name and help"
+                    ),
+                );
+                (Vec::new(), object_detail, 0)
+            }
+            _ => (Vec::new(), Level::Novice, 0),
+        };
+        out.push(Ctr {
+            docs: c.docs,
+            symbol: c.symbol,
+            offset,
+            ty: c.ty,
+            texts,
+            detail,
+            scale,
+            serves,
+        });
+    }
+    out
+}
+
+/// A base counter: right after a counter that needs this base, no offset, no body. Returns the
+/// symbol of the counter it serves.
+fn check_base(
+    c: &CounterAst,
+    ty: &str,
+    base_type: &str,
+    previous: Option<(Option<Kind>, &Vec<Ctr>)>,
+    errors: &mut Errors,
+) -> Option<String> {
+    if let Some(lit) = &c.offset {
+        errors.at(
+            lit.span(),
+            format!(
+                "base counter {} has no symbolic offset: a base has no name of its own (remove \
+                 `= {}`)",
+                c.symbol,
+                lit.token()
+            ),
+        );
+    }
+    if let Some(body) = &c.body {
+        errors.at(
+            body.brace,
+            format!(
+                "base counter {} takes no `{{ ... }}`: a base has no name, help, detail or scale \
+                 of its own (monitors show it with the counter before it); write `{}: {ty},`",
+                c.symbol, c.symbol
+            ),
+        );
+    }
+    let served = counter_types::served_by(base_type);
+    match previous {
+        Some((Some(Kind::NeedsBase { base_type: b, .. }), out)) if b == base_type => {
+            out.last().map(|p| p.symbol.to_string())
+        }
+        _ => {
+            errors.at(
+                c.ty.span(),
+                format!(
+                    "base counter {} ({ty}) must come right after the counter it serves (it \
+                     serves {})",
+                    c.symbol,
+                    one_of(&served)
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// `default: SYMBOL`: one of the object's counters and not a base; `none` for none.
+fn check_default(d: &Ident, counters: &[Ctr], owner: &str, errors: &mut Errors) -> Option<usize> {
+    let name = d.to_string();
+    if name == "none" {
+        return None;
+    }
+    match counters.iter().position(|c| c.symbol == name) {
+        Some(i) if counters[i].offset.is_none() => {
+            errors.at(
+                d.span(),
+                format!(
+                    "{owner}'s default counter {name} is a base counter: name one monitors can \
+                     show, or `none`"
+                ),
+            );
+            None
+        }
+        Some(i) => Some(i),
+        None => {
+            let names: Vec<String> = counters
+                .iter()
+                .filter(|c| c.offset.is_some())
+                .map(|c| c.symbol.to_string())
+                .collect();
+            errors.at(
+                d.span(),
+                format!(
+                    "{owner}'s default counter `{name}` is not one of its counters{}",
+                    did_you_mean(
+                        &name,
+                        names.iter().map(String::as_str),
+                        "name one of them, or `none`"
+                    ),
+                ),
+            );
+            None
+        }
+    }
+}
