@@ -41,7 +41,7 @@
 //!
 //! ```text
 //! sys (platform: tmpfs files, futex, SIGBUS)   winperf, clock, process
-//!   <- block::layout (the one description of the block: records, offsets, limits)
+//!   <- layout (the one description of the block: records, offsets, limits)
 //!   <- map (definitions, validation, typed ids; a map's offsets in map/offsets.rs)
 //!   <- block::{raw, fault, open}, optex, instances (the writer's tables)
 //!   <- block::{create, recover}, reader
@@ -94,18 +94,15 @@ pub mod clock;
 pub mod counter_type;
 #[cfg(feature = "install")]
 pub mod install;
-/// The raw block layout (feature `layout`, off by default): the `#[repr(C)]` records, their
-/// named offsets and the limits, and where a map's objects lie in its block. For tests and
-/// fuzzers that write blocks by hand; publishing and reading counters never need it (readers
-/// get what they need of the format from [`reader`]). Not covered by semver.
+/// The raw block layout: the `#[repr(C)]` records, their named offsets and the limits. Public
+/// only with the feature `layout` (off by default), for tests and fuzzers that write blocks by
+/// hand (with [`map::offsets`], where a map's objects lie in its block); publishing and reading
+/// counters never need it (readers get what they need of the format from [`reader`]). Not
+/// covered by semver.
 #[cfg(feature = "layout")]
-pub mod layout {
-    pub use crate::block::layout::*;
-    pub use crate::map::offsets::{
-        counter_block_size, counter_offset, counters_offset, data_offset, object_base,
-        object_regions, regions_offset, slot_size, total_size, ObjectRegions,
-    };
-}
+pub mod layout;
+#[cfg(not(feature = "layout"))]
+pub(crate) mod layout;
 pub mod map;
 pub mod optex;
 pub mod process;

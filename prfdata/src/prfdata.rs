@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use crate::block::create::BlockFile;
-use crate::block::layout;
 use crate::clock;
 use crate::counter_type::{AtomicWidth, CounterType, Dword, ElapsedTime, Large, TextType, Width};
 use crate::error::Error;
 use crate::instances::{Corrupt, NewInstance, SlotRef, Tables};
+use crate::layout;
 use crate::map::{data_offset, CtrId, Global, Instanced, Object, PerfDataMap};
 use crate::optex::{Optex, OptexGuard};
 use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};

@@ -29,6 +29,7 @@ use prfdata::clock::OBJECT_FREQUENCY;
 use prfdata::reader::{BlockView, ReadError};
 use prfdata::winperf::{
     PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType, PERF_NO_INSTANCES,
+    PERF_NO_UNIQUE_ID,
 };
 use zerocopy::IntoBytes;
 
@@ -188,7 +189,7 @@ fn write_object(
                 byte_length: def_size as u32,
                 parent_object_title_index: parent_title,
                 parent_object_instance: parent_pos,
-                unique_id: inst.unique_id,
+                unique_id: inst.unique_id.unwrap_or(PERF_NO_UNIQUE_ID),
                 name_offset: INSTANCE_DEF as u32,
                 name_length: (inst.name_len + 1) * 2,
             };
@@ -215,7 +216,10 @@ fn write_object(
         object_help_title: 0,
         detail_level: info.detail_level,
         num_counters: counters.len() as u32,
-        default_counter: info.default_counter,
+        default_counter: info
+            .default_counter
+            .and_then(|c| i32::try_from(c).ok())
+            .unwrap_or(-1),
         num_instances,
         code_page: 0,
         perf_time,

@@ -35,11 +35,11 @@ use std::sync::{Mutex, Once};
 
 use zerocopy::{FromBytes, IntoBytes};
 
-use super::layout::*;
 use super::open::{block_path, open_block, remove_if_same};
 use super::raw::RawBlock;
 use crate::clock;
 use crate::error::Error;
+use crate::layout::*;
 use crate::map::offsets::*;
 use crate::map::{Instances, MapDef};
 use crate::process::{Liveness, ProcessId};

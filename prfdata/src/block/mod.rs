@@ -1,17 +1,15 @@
 //! The shared counter block as the writer makes it, and the parts the reader shares with it.
 //!
-//! - `layout`: the one description of the block: `#[repr(C)]` records, named offsets, limits.
+//! The one description of the block (`#[repr(C)]` records, named offsets, limits) is
+//! [`crate::layout`], below this module.
 //! - `open`: where blocks live ([`crate::shm_dir`], [`crate::block_path`]) and the opening of an
 //!   existing block the writer and the reader share.
 //! - `raw`: a mapping reached only through atomics; `fault`: surviving a block truncated under a
 //!   read (the `SIGBUS` handler and the table of mappings being read).
 //! - `create`: the owner's side: records built from a map, the file created, published,
 //!   attached to, removed.
-//! - `recover`: a reader's recovery of a block whose lock holder died.
 
 pub(crate) mod create;
 pub(crate) mod fault;
-pub(crate) mod layout;
 pub(crate) mod open;
 pub(crate) mod raw;
-pub(crate) mod recover;

@@ -5,8 +5,8 @@
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
-use super::layout::MAX_BLOCK_SIZE;
 use crate::error::Error;
+use crate::layout::MAX_BLOCK_SIZE;
 use crate::sys::shm;
 
 /// The folder blocks live in: `PRFDATA_SHM_DIR` if set, else `/dev/shm/prfdata-<uid>`.

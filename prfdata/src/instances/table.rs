@@ -30,8 +30,8 @@
 use std::sync::atomic::AtomicU32;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
-use crate::block::layout::{self, slot, SLOT_FREE, SLOT_LIVE};
 use crate::block::raw::RawBlock;
+use crate::layout::{self, slot, SLOT_FREE, SLOT_LIVE};
 use crate::map::{offsets, Instances, MapDef};
 
 /// A contradiction found in an index read from the block: written by some process outside the
@@ -84,7 +84,7 @@ pub(crate) struct NewInstance<'n> {
 
 /// Where one object's table lies in a block, as offsets: what [`ObjectTable`] is made of, from a
 /// trusted map ([`ObjectTable::new`]) or from records a reader validated against its mapping
-/// (the reader's recovery from a dead lock holder, [`crate::block::recover`]).
+/// (the reader's recovery from a dead lock holder, `crate::reader::recover`).
 ///
 /// Whoever makes one vouches that, in the mapping it is used with: the record (128 bytes at
 /// `record`) is inside; the live list (`max` u32s at the 4-aligned `live`), the `max` slots of

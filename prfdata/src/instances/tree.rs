@@ -1,7 +1,7 @@
 //! Parents and children across the instance tables of one block.
 //!
 //! A child stores its parent as object, slot and generation ([`SlotRef`]); the parent's slot
-//! counts its live children ([`layout::SlotHeader::children`](crate::block::layout::SlotHeader)).
+//! counts its live children ([`layout::SlotHeader::children`](crate::layout::SlotHeader)).
 //! The count makes the refusal to remove a parent that still has children O(1), the generation
 //! makes a link to a parent whose slot was reused resolve to nothing rather than to a stranger.
 //!
@@ -114,7 +114,7 @@ impl<'a> Tables<'a> {
     /// Derives every table's live and free lists from the slots' states, then every children
     /// count from the live links, after a writer died inside a write section: what the next
     /// locker does, be it a writer ([`PrfData`](crate::PrfData)) or a reader that found the
-    /// holder dead ([`crate::block::recover`]). Hold the optex and a write section.
+    /// holder dead (`crate::reader::recover`). Hold the optex and a write section.
     ///
     /// The rebuilt lists are consistent, so the recount finds nothing wrong unless a process
     /// scribbles on the block during the repair; the next operation that reads what it damaged

@@ -38,6 +38,11 @@
 
 mod ids;
 mod macros;
+/// Where a map's objects, slots and counters lie in its block (public with the feature
+/// `layout`, for tests and fuzzers that write blocks by hand; not covered by semver).
+#[cfg(feature = "layout")]
+pub mod offsets;
+#[cfg(not(feature = "layout"))]
 pub(crate) mod offsets;
 pub mod validate;
 

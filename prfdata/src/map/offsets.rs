@@ -1,11 +1,11 @@
 //! Where a map's objects and counters lie in its block: the arithmetic of the block layout
-//! ([`crate::block::layout`]: records, sizes, alignments) applied to a map's definitions, in
+//! ([`crate::layout`]: records, sizes, alignments) applied to a map's definitions, in
 //! `const` so that typed ids carry their offsets as constants.
 //!
 //! The writer builds a block from these offsets; the reader never uses them (it reads the
 //! offsets the block's records state, and checks them).
 
-use crate::block::layout::{
+use crate::layout::{
     align_up, COUNTER_BLOCK_HEADER, COUNTER_RECORD_SIZE, HEADER_SIZE, OBJECT_RECORD_SIZE,
     REGION_ALIGN, SLOT_HEADER_SIZE,
 };

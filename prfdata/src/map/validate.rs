@@ -7,13 +7,13 @@ use core::fmt;
 
 use super::offsets;
 use super::{str_eq, CounterDef, Instances, MapDef, ObjectDef, Text};
-use crate::block::layout::{
+use crate::layout::{
     COUNTER_RECORD_SIZE, HEADER_SIZE, MAX_BLOCK_SIZE, MAX_COUNTERS, MAX_COUNTER_BLOCK, MAX_OBJECTS,
     OBJECT_RECORD_SIZE, REGION_ALIGN,
 };
 use crate::winperf;
 
-pub use crate::block::layout::{MAX_APP_NAME, MAX_INSTANCES, MAX_INSTANCE_NAME};
+pub use crate::layout::{MAX_APP_NAME, MAX_INSTANCES, MAX_INSTANCE_NAME};
 
 /// What is wrong with a map. Each variant names the symbol it is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use super::error::ReadError;
 use super::records::{self, CounterInfo, ObjectInfo, Records};
 use crate::block::fault::{self, Watch};
-use crate::block::layout::{HEADER_SIZE, MAX_BLOCK_SIZE};
 use crate::block::open::{block_path, open_block};
 use crate::block::raw::RawBlock;
+use crate::layout::{HEADER_SIZE, MAX_BLOCK_SIZE};
 use crate::sys::shm;
 
 /// A deadline for [`BlockReader::read_with`] that fits a provider's Collect: how long it keeps

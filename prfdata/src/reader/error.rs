@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::block::layout::LAYOUT_VERSION;
+use crate::layout::LAYOUT_VERSION;
 
 /// What is wrong with a block, or why it could not be read now.
 #[derive(Debug, thiserror::Error)]

@@ -17,6 +17,7 @@
 //! - [`BlockReader::read_with`], [`BlockView`], [`InstanceTable`] (`view.rs`): the window.
 //! - [`ObjectInfo`], [`CounterInfo`] (`records.rs`): the validated records.
 //! - [`ReadError`] (`error.rs`): what is wrong with a block, or why it could not be read now.
+//! - `recover.rs`: taking over a block whose lock holder died (see the table below).
 //!
 //! # What a reader survives
 //!
@@ -79,10 +80,11 @@
 mod block_reader;
 mod error;
 mod records;
+mod recover;
 mod utf16;
 mod view;
 
-pub use crate::block::layout::{MAX_BLOCK_SIZE, MAX_COUNTERS, MAX_COUNTER_BLOCK, MAX_OBJECTS};
+pub use crate::layout::{MAX_BLOCK_SIZE, MAX_COUNTERS, MAX_COUNTER_BLOCK, MAX_OBJECTS};
 pub use block_reader::{BlockReader, DEAD_HOLDER_CHECK, DEFAULT_READ_DEADLINE};
 pub use error::ReadError;
 pub use records::{CounterInfo, ObjectInfo};

@@ -13,9 +13,9 @@ use std::ops::Range;
 use zerocopy::FromBytes;
 
 use super::error::{field, ReadError};
-use crate::block::layout::*;
 use crate::block::raw::RawBlock;
 use crate::instances::TableLayout;
+use crate::layout::*;
 use crate::winperf;
 
 /// A validated object record.
@@ -25,8 +25,9 @@ pub struct ObjectInfo {
     pub name_offset: u32,
     /// `PERF_DETAIL_*`.
     pub detail_level: u32,
-    /// Default counter index, or -1.
-    pub default_counter: i32,
+    /// The default counter's index among the object's counters, if it has one (the record and
+    /// perflib's `DefaultCounter` say -1 for none).
+    pub default_counter: Option<u32>,
     /// Indexes of the object's counters in [`BlockReader::counters`](super::BlockReader::counters).
     pub counters: Range<usize>,
     /// Whether it has instances.
@@ -411,7 +412,7 @@ fn check_object(
     Ok(ObjectInfo {
         name_offset: rec.name_offset,
         detail_level: rec.detail_level,
-        default_counter: rec.default_counter,
+        default_counter: u32::try_from(rec.default_counter).ok(),
         counters: first..end,
         instanced,
         costly: rec.flags & OBJECT_COSTLY != 0,

@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 use super::block_reader::{truncated, watch, BlockReader, DEAD_HOLDER_CHECK};
 use super::error::{field, ReadError};
 use super::records::{CounterInfo, ObjectInfo};
+use super::recover::{self, Recovery};
 use super::utf16;
 use crate::block::fault::Watch;
-use crate::block::layout::{
+use crate::layout::{
     slot, BYTE_LENGTH_SIZE, DWORD_SIZE, GENERATION_OFFSET, LARGE_SIZE, LIVE_COUNT_OFFSET,
     LIVE_ENTRY_SIZE, NAME_UNIT_SIZE, SEQ_OFFSET, SLOT_HEADER_SIZE, SLOT_LIVE, WORD,
 };
-use crate::block::recover::{self, Recovery};
 
 /// The read window.
 impl BlockReader {
@@ -120,7 +120,7 @@ impl BlockReader {
     }
 
     /// Recovers the block if the lock's holder died inside a write section
-    /// ([`crate::block::recover`]); `true` if it did.
+    /// ([`super::recover`]); `true` if it did.
     #[cold]
     fn recover_dead_holder(&self) -> bool {
         let layouts: Vec<_> = self
@@ -176,8 +176,9 @@ pub struct LiveInstance {
     pub slot: u32,
     /// The slot's generation (a new one each time the slot is given to an instance).
     pub generation: u32,
-    /// Unique id or -1.
-    pub unique_id: i32,
+    /// Its unique id, if it was given one (the slot and perflib's `UniqueID` say
+    /// `PERF_NO_UNIQUE_ID`, -1, for none).
+    pub unique_id: Option<i32>,
     /// Its parent, if it has one (checked to name an instanced object and a slot below its
     /// limit; [`BlockView::parent_position`] says whether it is live).
     pub parent: Option<ParentLink>,
@@ -488,7 +489,7 @@ impl InstanceTable<'_> {
         Ok(LiveInstance {
             slot: slot_no,
             generation,
-            unique_id: unique_id as i32,
+            unique_id: Some(unique_id as i32).filter(|id| *id >= 0),
             parent: self.reader.parent(pobj, pslot, pgen),
             name_len,
         })

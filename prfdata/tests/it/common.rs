@@ -120,7 +120,7 @@ pub mod snapshot {
         /// The slot's generation.
         pub generation: u32,
         /// Unique id or -1.
-        pub unique_id: i32,
+        pub unique_id: Option<i32>,
         /// Its parent, if it has one.
         pub parent: Option<ParentLink>,
         /// Its count of live children, as the writer keeps it.

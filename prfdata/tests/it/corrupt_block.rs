@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use common::testmap::{PrfData, ITEMS, PARTS};
 use prfdata::layout::{self, slot};
+use prfdata::map::offsets;
 use prfdata::map::PerfDataMap;
 use prfdata::{Error, InstanceSpec};
 
@@ -64,17 +65,17 @@ fn record(object: usize, field: usize) -> u64 {
 fn slot_field(object: usize, s: u32, field: usize) -> u64 {
     let map = common::testmap::Map::DEF;
     let obj = &map.objects[object];
-    (layout::object_base(map, object)
-        + layout::object_regions(obj).slots
-        + s as usize * layout::slot_size(obj)
+    (offsets::object_base(map, object)
+        + offsets::object_regions(obj).slots
+        + s as usize * offsets::slot_size(obj)
         + field) as u64
 }
 
 /// Offset of entry `pos` of object `object`'s live list.
 fn live_entry(object: usize, pos: u32) -> u64 {
     let map = common::testmap::Map::DEF;
-    (layout::object_base(map, object)
-        + layout::object_regions(&map.objects[object]).live
+    (offsets::object_base(map, object)
+        + offsets::object_regions(&map.objects[object]).live
         + pos as usize * 4) as u64
 }
 

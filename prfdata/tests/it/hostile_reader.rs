@@ -11,6 +11,7 @@ use std::path::Path;
 use crate::common::snapshot::{ReadAll, Snapshot};
 use prfdata::layout::MAX_BLOCK_SIZE;
 use prfdata::layout::{self, BlockHeader, CounterRecord, ObjectRecord};
+use prfdata::map::offsets;
 use prfdata::reader::{BlockReader, ReadError};
 use proptest::prelude::*;
 
@@ -66,16 +67,16 @@ fn object_field(object: usize, field: usize) -> u64 {
 
 /// Offset of field `field` of counter record `counter` (counters of all objects, in order).
 fn counter_field(counter: usize, field: usize) -> u64 {
-    (layout::counters_offset(&hm::MAP) + counter * layout::COUNTER_RECORD_SIZE + field) as u64
+    (offsets::counters_offset(&hm::MAP) + counter * layout::COUNTER_RECORD_SIZE + field) as u64
 }
 
 /// Offset of field `field` of item slot `s`.
 fn item_slot(s: usize, field: usize) -> u64 {
     let map = &hm::MAP;
     let obj = &map.objects[1];
-    (layout::object_base(map, 1)
-        + layout::object_regions(obj).slots
-        + s * layout::slot_size(obj)
+    (offsets::object_base(map, 1)
+        + offsets::object_regions(obj).slots
+        + s * offsets::slot_size(obj)
         + field) as u64
 }
 
@@ -184,8 +185,8 @@ fn overflowing_and_out_of_limit_record_fields_are_errors_naming_their_offset() {
 #[test]
 fn out_of_limit_live_values_are_errors_naming_their_offset() {
     let live_count = object_field(1, layout::LIVE_COUNT_OFFSET);
-    let live_list = (layout::object_base(&hm::MAP, 1)
-        + layout::object_regions(&hm::MAP.objects[1]).live) as u64;
+    let live_list = (offsets::object_base(&hm::MAP, 1)
+        + offsets::object_regions(&hm::MAP.objects[1]).live) as u64;
     let cases = [
         ("live count", live_count, u32::MAX),
         ("live list entry", live_list, u32::MAX),
@@ -229,9 +230,9 @@ fn lone_surrogates_are_read_as_replacement_characters() {
         .flat_map(|u| u.to_ne_bytes())
         .collect();
     write(&prf, item_slot(1, name), &units);
-    let note = layout::object_base(&hm::MAP, 0)
-        + layout::object_regions(&hm::MAP.objects[0]).data
-        + layout::counter_offset(&hm::MAP.objects[0], 1);
+    let note = offsets::object_base(&hm::MAP, 0)
+        + offsets::object_regions(&hm::MAP.objects[0]).data
+        + offsets::counter_offset(&hm::MAP.objects[0], 1);
     write(&prf, note as u64 + 2, &0xDBFFu16.to_ne_bytes());
     let snap = read_all(&prf).unwrap();
     let names: Vec<String> = snap.objects[1]
@@ -241,7 +242,7 @@ fn lone_surrogates_are_read_as_replacement_characters() {
         .collect();
     assert_eq!(names, ["\u{FFFD}irst", "s\u{1F600}\u{FFFD}on"]);
     let block = snap.global_block(&snap.objects[0]);
-    let text_at = layout::counter_offset(&hm::MAP.objects[0], 1);
+    let text_at = offsets::counter_offset(&hm::MAP.objects[0], 1);
     let text: Vec<u16> = block[text_at..text_at + 32]
         .chunks_exact(2)
         .map(|c| u16::from_ne_bytes([c[0], c[1]]))
@@ -273,8 +274,8 @@ fn a_block_past_the_size_cap_is_refused() {
 /// Where random writes go: anywhere in the header and records (where a wrong value changes
 /// how everything else is read), or anywhere at all.
 fn mutation() -> impl Strategy<Value = (u64, Vec<u8>)> {
-    let records = layout::regions_offset(&hm::MAP) as u64;
-    let total = layout::total_size(&hm::MAP) as u64;
+    let records = offsets::regions_offset(&hm::MAP) as u64;
+    let total = offsets::total_size(&hm::MAP) as u64;
     let value = prop_oneof![
         any::<u32>().prop_map(|v| v.to_ne_bytes().to_vec()),
         prop_oneof![
@@ -309,7 +310,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().unwrap();
         let prf = published(dir.path());
-        let total = layout::total_size(&hm::MAP) as u64;
+        let total = offsets::total_size(&hm::MAP) as u64;
         for (at, bytes) in &writes {
             let n = bytes.len().min((total - at) as usize);
             write(&prf, *at, &bytes[..n]);

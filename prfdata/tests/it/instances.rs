@@ -101,7 +101,11 @@ fn readers_in_another_process_never_see_a_torn_instance() {
         for item in items {
             seen_items += 1;
             let name = String::from_utf16(snap.name(item)).expect("a whole UTF-16 name");
-            let k = u32::try_from(item.unique_id).expect("a unique id was set before publication");
+            let k = u32::try_from(
+                item.unique_id
+                    .expect("a unique id was set before publication"),
+            )
+            .expect("a non-negative unique id");
             assert_eq!(
                 name,
                 item_name(k),
@@ -148,7 +152,7 @@ fn views_in_another_process_never_see_a_torn_instance() {
         .collect();
     let reader = BlockReader::open_path("PrfDataTest", prf.path()).unwrap();
     // (slot, unique id, name, name length as sizing reads it)
-    type Item = (u32, i32, String, u32);
+    type Item = (u32, Option<i32>, String, u32);
     let (mut good, mut seen_items) = (0, 0usize);
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(3) {
@@ -194,7 +198,8 @@ fn views_in_another_process_never_see_a_torn_instance() {
                 *sized as usize,
                 "sizing agrees"
             );
-            let k = u32::try_from(*unique_id).expect("a unique id was set before publication");
+            let k = u32::try_from(unique_id.expect("a unique id was set before publication"))
+                .expect("a non-negative unique id");
             assert_eq!(
                 *name,
                 item_name(k),

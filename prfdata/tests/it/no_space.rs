@@ -183,7 +183,7 @@ fn leftovers(dir: &Path) -> Vec<String> {
 #[test]
 fn a_full_tmpfs_fails_activate_with_enospc_instead_of_sigbus_later() {
     let block_size =
-        prfdata::layout::total_size(<testmap::Map as prfdata::map::PerfDataMap>::DEF) as u64;
+        prfdata::map::offsets::total_size(<testmap::Map as prfdata::map::PerfDataMap>::DEF) as u64;
     match Tmpfs::mount(256 * 1024) {
         Ok(fs) => {
             // One page free: room for the header and records, not for the whole block.

@@ -13,7 +13,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use crate::common::snapshot::{counter_value, InstanceSnapshot, ReadAll, Snapshot};
-use prfdata::layout::{self, slot, SEQ_OFFSET};
+use prfdata::layout::{slot, SEQ_OFFSET};
+use prfdata::map::offsets;
 use prfdata::map::PerfDataMap;
 use prfdata::reader::{BlockReader, ReadError};
 use prfdata::{Error, InstanceSpec};
@@ -149,9 +150,9 @@ fn die_counting() {
 fn children_offset(object: usize, s: u32) -> u64 {
     let map = tree::Map::DEF;
     let obj = &map.objects[object];
-    let at = layout::object_base(map, object)
-        + layout::object_regions(obj).slots
-        + s as usize * layout::slot_size(obj)
+    let at = offsets::object_base(map, object)
+        + offsets::object_regions(obj).slots
+        + s as usize * offsets::slot_size(obj)
         + slot::CHILDREN;
     at as u64
 }

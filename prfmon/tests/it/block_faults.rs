@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use common::{bounded, TEST_WAIT};
 use prfdata::layout::{self, slot};
+use prfdata::map::offsets;
 use prfdata_app::Installed;
 use prfdata_registry::FileRegistry;
 use prfdata_testkit::ProcessEnv;
@@ -233,9 +234,9 @@ fn attach_and_hold(half_add: bool) {
 fn worker_slot(s: u32, field: usize) -> u64 {
     let map = &bf::MAP;
     let obj = &map.objects[1];
-    (layout::object_base(map, 1)
-        + layout::object_regions(obj).slots
-        + s as usize * layout::slot_size(obj)
+    (offsets::object_base(map, 1)
+        + offsets::object_regions(obj).slots
+        + s as usize * offsets::slot_size(obj)
         + field) as u64
 }
 

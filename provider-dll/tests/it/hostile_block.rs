@@ -8,6 +8,7 @@ use std::os::unix::fs::FileExt;
 
 use common::{app_a, app_c, env, parse, populate_c, resolved, serial, Provider, ERROR_SUCCESS};
 use prfdata::layout::{self, slot};
+use prfdata::map::offsets;
 use prfdata::map::PerfDataMap;
 use prfdata::InstanceSpec;
 use proptest::prelude::*;
@@ -146,9 +147,9 @@ fn a_block_replaced_under_the_reader_is_reopened() {
 fn slot_field(object: usize, s: u32, field: usize) -> u64 {
     let map = app_c::Map::DEF;
     let obj = &map.objects[object];
-    (layout::object_base(map, object)
-        + layout::object_regions(obj).slots
-        + s as usize * layout::slot_size(obj)
+    (offsets::object_base(map, object)
+        + offsets::object_regions(obj).slots
+        + s as usize * offsets::slot_size(obj)
         + field) as u64
 }
 
@@ -290,9 +291,9 @@ fn lone_surrogates_in_names_are_collected_as_replacement_characters() {
     let map = &app_a::MAP;
     let worker = &map.objects[2];
     let name_at = |s: usize| {
-        (layout::object_base(map, 2)
-            + layout::object_regions(worker).slots
-            + s * layout::slot_size(worker)
+        (offsets::object_base(map, 2)
+            + offsets::object_regions(worker).slots
+            + s * offsets::slot_size(worker)
             + layout::SLOT_HEADER_SIZE) as u64
     };
     let file = std::fs::OpenOptions::new()

@@ -17,19 +17,19 @@
 //!    table layout it validated when it opened the block, and closes the write section;
 //! 4. it releases the optex and unmaps its read-write mapping.
 //!
-//! The read-write mapping is watched for truncation like any read ([`super::fault`]). The reader
-//! ([`crate::reader`]) calls this; it knows nothing of the reader.
+//! The read-write mapping is watched for truncation like any read ([`crate::block::fault`]). It
+//! sits with the reader, above the instance tables whose repair it borrows.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::fault::Watch;
-use super::layout::{OPTEX_OFFSET, SEQ_OFFSET};
-use super::open::open_block;
-use super::raw::RawBlock;
+use crate::block::fault::Watch;
+use crate::block::open::open_block;
+use crate::block::raw::RawBlock;
 use crate::error::Error;
 use crate::instances::{TableLayout, Tables};
+use crate::layout::{OPTEX_OFFSET, SEQ_OFFSET};
 use crate::optex::Optex;
 use crate::sys::shm;
 
