@@ -7,49 +7,7 @@ use std::path::Path;
 
 use prfdata_registry::{lodctr, FileRegistry, LodctrError, LodctrOptions, Registry};
 
-/// devdef.h as seed 001 gives it.
-const DEVDEF_H: &str = "\
-// begin devdef.H file
-
-// legal constant definitions
-
-#define OBJECT_1 0
-#define DEVICE_COUNTER_1 2
-#define DEVICE_COUNTER_2 4
-
-
-// end devdef.H file
-";
-
-/// The .INI example as seed 001 gives it.
-const DEVICE_INI: &str = "\
-// begin .INI file example
-[info]
-drivername=DriverName
-symbolfile=devdef.h
-
-[languages]
-009=English
-00C=OtherLanguage
-
-[text]
-OBJECT_1_009_NAME=Device Name
-OBJECT_1_009_HELP=Displays performance statistics on Device Name
-OBJECT_1_00C_NAME=Device Name in other language
-OBJECT_1_00C_HELP=Displays performance of Device Name in other language
-
-DEVICE_COUNTER_1_009_NAME=Counter A
-DEVICE_COUNTER_1_009_HELP=Displays the current value of Counter A
-DEVICE_COUNTER_1_00C_NAME=Counter A in other language
-DEVICE_COUNTER_1_00C_HELP=Displays the value of Counter A in other language
-
-DEVICE_COUNTER_2_009_NAME=Counter B
-DEVICE_COUNTER_2_009_HELP=Displays the current rate of Devices B
-DEVICE_COUNTER_2_00C_NAME=Counter B in other language
-DEVICE_COUNTER_2_00C_HELP=Displays the rate of Device B in other language
-
-// end .INI file
-";
+use crate::seed001::{DEVDEF_H, DEVICE_INI};
 
 /// The encodings, each as its byte order mark and the bytes of a text.
 #[derive(Clone, Copy, Debug)]

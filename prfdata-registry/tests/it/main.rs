@@ -8,3 +8,4 @@ mod lodctr;
 mod lodctr_encodings;
 mod registry_service;
 mod registry_store;
+mod seed001;
