@@ -119,15 +119,8 @@ pub struct Env {
     pub first_c: (u32, u32),
 }
 
-/// The `libprfdata_provider.so` built with these tests: `cargo test` leaves it in `deps/`,
-/// beside the test binary (only `cargo build` copies it up to `target/<profile>/`).
-pub fn library_path() -> PathBuf {
-    let exe = std::env::current_exe().expect("test exe path");
-    let deps = exe.parent().expect("target/<profile>/deps");
-    let lib = deps.join("libprfdata_provider.so");
-    assert!(lib.exists(), "{} is built with the tests", lib.display());
-    lib
-}
+/// The `libprfdata_provider.so` built with these tests (the shared helper).
+pub use prfdata_testkit::provider_library as library_path;
 
 /// Sets up the registry (both apps installed) and shm folder for this process, once.
 pub fn env() -> &'static Env {
