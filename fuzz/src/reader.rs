@@ -74,7 +74,9 @@ fn numbers_only(counters: &[CounterInfo]) -> bool {
 fn in_block(block: &[u8], c: &CounterInfo) -> Option<i64> {
     let at = c.block_offset as usize;
     match c.size {
-        4 => Some(i64::from(i32::from_le_bytes(block.get(at..at + 4)?.try_into().ok()?))),
+        4 => Some(i64::from(i32::from_le_bytes(
+            block.get(at..at + 4)?.try_into().ok()?,
+        ))),
         8 => Some(i64::from_le_bytes(block.get(at..at + 8)?.try_into().ok()?)),
         _ => None,
     }
@@ -94,7 +96,11 @@ fn walk(view: &BlockView<'_>) -> Vec<Result<u32, String>> {
                 view.copy_global_block(k, &mut block)
                     .map_err(|e| e.to_string())?;
                 let counters = &reader.counters()[info.counters.clone()];
-                for (i, c) in counters.iter().enumerate().filter(|_| numbers_only(counters)) {
+                for (i, c) in counters
+                    .iter()
+                    .enumerate()
+                    .filter(|_| numbers_only(counters))
+                {
                     let value = view.global_value(k, i).ok();
                     assert_eq!(value, in_block(&block, c), "object {k}, counter {i}");
                 }
@@ -139,9 +145,18 @@ fn walk_table(
             .map_err(|e| e.to_string())?;
         // Text is made well-formed in the copy, and a corrupt record may lay text over a number:
         // compare only blocks of numbers.
-        for (i, c) in counters.iter().enumerate().filter(|_| numbers_only(counters)) {
+        for (i, c) in counters
+            .iter()
+            .enumerate()
+            .filter(|_| numbers_only(counters))
+        {
             let value = table.value(&inst, i).ok();
-            assert_eq!(value, in_block(&block, c), "slot {}, counter {i}", inst.slot);
+            assert_eq!(
+                value,
+                in_block(&block, c),
+                "slot {}, counter {i}",
+                inst.slot
+            );
         }
         let _ = (children, inst.unique_id, &name);
     }
