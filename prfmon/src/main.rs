@@ -46,7 +46,8 @@ enum Command {
     /// Chart counters live in the terminal, with a legend of last, average, minimum, maximum
     /// (keys: `+` / `-` sample less / more often, `q` quits).
     Watch(cmd::watch::WatchArgs),
-    /// Serve the raw counter values at /metrics for Prometheus (OpenMetrics text format).
+    /// Serve the raw counter values at /metrics for Prometheus (OpenMetrics text format), and
+    /// raw collections, names and registry keys to other machines' `--computer` (TLS, token).
     Serve(cmd::serve::ServeArgs),
     /// Run one provider library in this process for a collector (perfhost.exe's role).
     #[command(name = "__provider-host", hide = true)]

@@ -90,6 +90,14 @@ pub enum ServeError {
         /// Why.
         source: std::io::Error,
     },
+    /// The certificate or key file holds no usable PEM block.
+    #[error("{}: {reason}", path.display())]
+    TlsPem {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// The socket is not an IP socket (never for [`MetricsServer::bind`]).
     #[error("the server is not listening on an IP address")]
     NotIp,
@@ -194,6 +202,7 @@ where
                     certificate: read(&files.cert)?,
                     private_key: read(&files.key)?,
                 };
+                check_pem(&files.cert, &config.certificate, &files.key, &config.private_key)?;
                 Server::https(options.listen, config).map_err(bind_error)?
             }
         };
@@ -247,6 +256,37 @@ where
             collector.close();
         }
     }
+}
+
+/// Checks that the certificate file holds a certificate and the key file a PKCS#8 or RSA key,
+/// before tiny_http reads them (it panics on a key file without one).
+fn check_pem(
+    cert_path: &std::path::Path,
+    cert: &[u8],
+    key_path: &std::path::Path,
+    key: &[u8],
+) -> Result<(), ServeError> {
+    use ureq::tls::{parse_pem, PemItem};
+    let has_cert = parse_pem(cert).any(|item| matches!(item, Ok(PemItem::Certificate(_))));
+    if !has_cert {
+        return Err(ServeError::TlsPem {
+            path: cert_path.to_path_buf(),
+            reason: "no CERTIFICATE block: give the server's certificate chain in PEM",
+        });
+    }
+    // tiny_http reads PKCS#8, else PKCS#1 (RSA); a SEC1 EC key it cannot read.
+    let text = String::from_utf8_lossy(key);
+    let has_key = parse_pem(key).any(|item| matches!(item, Ok(PemItem::PrivateKey(_))))
+        && (text.contains("-----BEGIN PRIVATE KEY-----")
+            || text.contains("-----BEGIN RSA PRIVATE KEY-----"));
+    if !has_key {
+        return Err(ServeError::TlsPem {
+            path: key_path.to_path_buf(),
+            reason: "no PRIVATE KEY or RSA PRIVATE KEY block (PKCS#8 or PKCS#1, unencrypted); \
+                     convert an EC key with `openssl pkcs8 -topk8 -nocrypt`",
+        });
+    }
+    Ok(())
 }
 
 /// One worker: answers requests until the stop flag is set.

@@ -37,6 +37,7 @@ mod logging;
 mod parents;
 mod query_decode;
 mod reg;
+mod remote;
 mod serve;
 mod serve_auth;
 mod serve_prometheus;
