@@ -27,6 +27,7 @@ mod disabled_providers;
 mod dword_rule;
 mod elapsed_time;
 mod end_to_end;
+mod event_log;
 mod host_user;
 mod hostile_files;
 mod hostile_names;
