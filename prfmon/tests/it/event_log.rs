@@ -121,3 +121,55 @@ fn without_a_system_log_messages_go_to_stderr_saying_so() {
     );
     assert_eq!(run.stderr.matches(FAILED).count(), 1, "{}", run.stderr);
 }
+
+#[test]
+fn the_provider_library_reports_a_killed_app_once_to_the_system_log() {
+    use crate::serve_common::{get, setup, Guard, WAIT};
+    use std::io::{BufRead, BufReader};
+
+    // The real provider library, in a provider host process; the app killed, its block left
+    // behind.
+    let setup = setup();
+    let app = setup.start_app("static");
+    // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(app.id() as i32, libc::SIGKILL) }, 0);
+    drop(app);
+    let socket = setup.path("log.sock");
+    let receiver = UnixDatagram::bind(&socket).unwrap();
+    let mut command = Command::new(PRFMON);
+    command
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("PRFDATA_SYSLOG_SOCKET", &socket)
+        .env_remove("PRFMON_LOG")
+        .env_remove("PRFMON_LOG_TO")
+        .env_remove("PRFDATA_PROVIDER_LOG")
+        .env_remove("PRFDATA_PROVIDER_LOG_TO")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    setup.apply_env(&mut command);
+    let mut child = command.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let _serve = Guard::new(child, "prfmon serve");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.strip_prefix("prfmon serve: listening on http://") {
+                let _ = tx.send(rest.trim_end_matches("/metrics").to_owned());
+            }
+        }
+    });
+    let addr = rx.recv_timeout(WAIT).expect("serve printed its address");
+    let addr = addr.parse().unwrap();
+    for _ in 0..20 {
+        assert_eq!(get(addr, "/metrics").status, 200);
+    }
+    let messages = received(&receiver);
+    let provider: Vec<&String> = messages
+        .iter()
+        .filter(|m| m.contains("prfdata-provider[") && m.contains("ServeTestApp"))
+        .collect();
+    assert_eq!(provider.len(), 1, "{messages:#?}");
+    // Facility daemon (3), severity warning (4).
+    assert!(provider[0].starts_with("<28>prfdata-provider["), "{}", provider[0]);
+}
