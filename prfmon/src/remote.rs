@@ -1,7 +1,7 @@
 //! Another machine's counters, through its `prfmon serve`: what Windows' remote registry
 //! service gives a monitor that opens `HKEY_PERFORMANCE_DATA` on another computer.
 //!
-//! [`Remote`] is a second [`PerfSource`](crate::source::PerfSource): it asks the server for
+//! [`Remote`] is a second [`PerfSource`]: it asks the server for
 //! the exact PERF_DATA_BLOCK its collector returns, and for the names that go with it, so that
 //! decoding, sampling, typeperf and watch run unchanged on the bytes. It also reads any
 //! registry key the server's `reg query` would show ([`Remote::reg_query`]).

@@ -266,9 +266,11 @@ pub fn route(choice: Option<LogTo>, service: bool) {
     let inherited = std::env::var(DEST_ENV)
         .ok()
         .and_then(|v| LogTo::from_name(&v));
-    let to = choice
-        .or(inherited)
-        .unwrap_or(if service { LogTo::Syslog } else { LogTo::Stderr });
+    let to = choice.or(inherited).unwrap_or(if service {
+        LogTo::Syslog
+    } else {
+        LogTo::Stderr
+    });
     let facility = if service { LOG_DAEMON } else { LOG_USER };
     let to = set_destination(to, facility);
     // Still one thread (see `init`).

@@ -202,7 +202,12 @@ where
                     certificate: read(&files.cert)?,
                     private_key: read(&files.key)?,
                 };
-                check_pem(&files.cert, &config.certificate, &files.key, &config.private_key)?;
+                check_pem(
+                    &files.cert,
+                    &config.certificate,
+                    &files.key,
+                    &config.private_key,
+                )?;
                 Server::https(options.listen, config).map_err(bind_error)?
             }
         };
@@ -416,7 +421,10 @@ fn perfdata<R: Registry>(shared: &Shared<R>, query: &str) -> Response<std::io::C
 }
 
 /// `/names?lang=009`: the names of one language as JSON.
-fn names_answer<R: Registry>(shared: &Shared<R>, query: &str) -> Response<std::io::Cursor<Vec<u8>>> {
+fn names_answer<R: Registry>(
+    shared: &Shared<R>,
+    query: &str,
+) -> Response<std::io::Cursor<Vec<u8>>> {
     let lang = match param(query, "lang") {
         Ok(lang) => lang.unwrap_or_else(|| shared.lang.clone()),
         Err(message) => return text(400, &message),
@@ -449,7 +457,13 @@ fn reg_answer<R: Registry>(shared: &Shared<R>, query: &str) -> Response<std::io:
             (None, None) => None,
         };
         let separator = get("se")?;
-        Ok((key, value, get("s")?.is_some(), separator, get("z")?.is_some()))
+        Ok((
+            key,
+            value,
+            get("s")?.is_some(),
+            separator,
+            get("z")?.is_some(),
+        ))
     })();
     let (key, value, recurse, separator, type_numbers) = match parsed {
         Ok(p) => p,

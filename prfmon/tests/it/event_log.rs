@@ -82,15 +82,22 @@ fn a_provider_failing_every_collect_is_logged_once_to_the_system_log() {
     let receiver = UnixDatagram::bind(&socket).unwrap();
     let run = twenty_collections(&root, &["--log-to", "syslog"], &socket);
     assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(run.stdout.lines().count(), 21, "20 rows and a header: {run:?}");
+    assert_eq!(
+        run.stdout.lines().count(),
+        21,
+        "20 rows and a header: {run:?}"
+    );
     assert!(!run.stderr.contains(FAILED), "{run:?}");
     let messages = received(&receiver);
     let failed: Vec<&String> = messages.iter().filter(|m| m.contains(FAILED)).collect();
     assert_eq!(failed.len(), 1, "{messages:#?}");
     // syslog(3)'s local format: facility user (1), severity warning (4).
-    let expected = format!("<12>prfmon[");
-    assert!(failed[0].starts_with(&expected), "{}", failed[0]);
-    assert!(failed[0].ends_with(&format!("]: {FAILED}")), "{}", failed[0]);
+    assert!(failed[0].starts_with("<12>prfmon["), "{}", failed[0]);
+    assert!(
+        failed[0].ends_with(&format!("]: {FAILED}")),
+        "{}",
+        failed[0]
+    );
 }
 
 #[test]
@@ -171,5 +178,9 @@ fn the_provider_library_reports_a_killed_app_once_to_the_system_log() {
         .collect();
     assert_eq!(provider.len(), 1, "{messages:#?}");
     // Facility daemon (3), severity warning (4).
-    assert!(provider[0].starts_with("<28>prfdata-provider["), "{}", provider[0]);
+    assert!(
+        provider[0].starts_with("<28>prfdata-provider["),
+        "{}",
+        provider[0]
+    );
 }

@@ -117,7 +117,10 @@ fn paths_naming_the_host_query_and_list_reach_it() {
     let path = format!(r"\\{host}\Serve Test Service\Queue length");
     let run = client(&["typeperf", &path, "-sc", "1"]);
     assert_eq!(run.code, 0, "{run:?}");
-    assert!(run.stdout.contains(&format!("\"{QUEUE}.000000\"")), "{run:?}");
+    assert!(
+        run.stdout.contains(&format!("\"{QUEUE}.000000\"")),
+        "{run:?}"
+    );
 
     let query = client(&["query", "--computer", &host, "--json", "Serve Test Service"]);
     assert_eq!(query.code, 0, "{query:?}");
@@ -165,12 +168,21 @@ fn reg_query_reads_the_remote_registry() {
         "Last Counter",
     ]);
     assert_eq!(perflib.code, 0, "{perflib:?}");
-    assert!(perflib.stdout.contains("Last Counter    REG_DWORD"), "{perflib:?}");
+    assert!(
+        perflib.stdout.contains("Last Counter    REG_DWORD"),
+        "{perflib:?}"
+    );
 
-    let missing = client(&["reg", "query", &format!(r"\\{host}\HKLM\SOFTWARE\NoSuchKey")]);
+    let missing = client(&[
+        "reg",
+        "query",
+        &format!(r"\\{host}\HKLM\SOFTWARE\NoSuchKey"),
+    ]);
     assert_eq!(missing.code, 1, "{missing:?}");
     assert!(
-        missing.stderr.contains(prfdata_registry::reg_cli::NOT_FOUND),
+        missing
+            .stderr
+            .contains(prfdata_registry::reg_cli::NOT_FOUND),
         "{missing:?}"
     );
 }
@@ -222,7 +234,10 @@ fn the_token_is_required_and_checked() {
         "1",
     ]);
     assert_eq!(run.code, 0, "{run:?}");
-    assert!(run.stdout.contains(&format!("\"{QUEUE}.000000\"")), "{run:?}");
+    assert!(
+        run.stdout.contains(&format!("\"{QUEUE}.000000\"")),
+        "{run:?}"
+    );
 
     // The client reads its token file with the server's rules.
     std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).unwrap();
@@ -290,7 +305,10 @@ fn tls_with_a_test_ca() {
     args.extend_from_slice(&tls);
     let run = client(&args);
     assert_eq!(run.code, 0, "{run:?}");
-    assert!(run.stdout.contains(&format!("\"{QUEUE}.000000\"")), "{run:?}");
+    assert!(
+        run.stdout.contains(&format!("\"{QUEUE}.000000\"")),
+        "{run:?}"
+    );
 
     let key_path = prfdata_registry::paths::performance("ServeTestApp");
     let mut args = vec!["reg", "query", &key_path, "--computer", &host];
@@ -309,7 +327,10 @@ fn tls_with_a_test_ca() {
         token.to_str().unwrap(),
     ]);
     assert_eq!(run.code, 1, "{run:?}");
-    assert!(run.stderr.contains(&format!("cannot reach {host}")), "{run:?}");
+    assert!(
+        run.stderr.contains(&format!("cannot reach {host}")),
+        "{run:?}"
+    );
 
     // Plain HTTP to a TLS server is not answered as HTTP.
     let run = client(&[
@@ -362,10 +383,16 @@ fn a_down_remote_is_an_error_naming_it() {
     let host = format!("127.0.0.1:{port}");
     let run = client(&["typeperf", "-s", &host, PATHS[0], "-sc", "1"]);
     assert_eq!(run.code, 1, "{run:?}");
-    assert!(run.stderr.contains(&format!("cannot reach {host}")), "{run:?}");
+    assert!(
+        run.stderr.contains(&format!("cannot reach {host}")),
+        "{run:?}"
+    );
     let run = client(&["reg", "query", &format!(r"\\{host}\HKLM\SOFTWARE")]);
     assert_eq!(run.code, 1, "{run:?}");
-    assert!(run.stderr.contains(&format!("cannot reach {host}")), "{run:?}");
+    assert!(
+        run.stderr.contains(&format!("cannot reach {host}")),
+        "{run:?}"
+    );
 }
 
 #[test]
@@ -377,11 +404,15 @@ fn a_stalled_remote_times_out() {
     let run = client(&["query", "--computer", &host, "--timeout", "1"]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
-        run.stderr.contains(&format!("{host} did not answer within 1 s")),
+        run.stderr
+            .contains(&format!("{host} did not answer within 1 s")),
         "{run:?}"
     );
     let run = client(&["list", "--computer", &host, "--timeout", "0.5"]);
     assert_eq!(run.code, 1, "{run:?}");
-    assert!(run.stderr.contains("did not answer within 0.5 s"), "{run:?}");
+    assert!(
+        run.stderr.contains("did not answer within 0.5 s"),
+        "{run:?}"
+    );
     drop(listener);
 }

@@ -261,13 +261,14 @@ fn query_remote(
     machine: &super::RemoteMachine,
     query: &RegQuery,
 ) -> ExitCode {
-    let answer = remote
-        .connect(&machine.address)
-        .and_then(|client| match client.reg_query(query) {
-            Ok(text) => Ok(Ok(text)),
-            Err(RemoteError::NotFound { .. }) => Ok(Err(())),
-            Err(e) => Err(e.to_string()),
-        });
+    let answer =
+        remote
+            .connect(&machine.address)
+            .and_then(|client| match client.reg_query(query) {
+                Ok(text) => Ok(Ok(text)),
+                Err(RemoteError::NotFound { .. }) => Ok(Err(())),
+                Err(e) => Err(e.to_string()),
+            });
     match answer {
         Ok(Ok(text)) => {
             out!("{}", with_machine(&text, &machine.label));

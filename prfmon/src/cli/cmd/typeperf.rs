@@ -106,7 +106,10 @@ impl Source {
         remote: &super::RemoteArgs,
         requests: &[CounterPath],
     ) -> Result<Self, String> {
-        let machines: Vec<&str> = requests.iter().filter_map(|r| r.machine.as_deref()).collect();
+        let machines: Vec<&str> = requests
+            .iter()
+            .filter_map(|r| r.machine.as_deref())
+            .collect();
         let source = super::OpenSource::open(command, lang, collector, remote, &machines)?;
         Ok(Source {
             names: source.names.clone(),
