@@ -416,3 +416,29 @@ fn a_stalled_remote_times_out() {
     );
     drop(listener);
 }
+
+#[test]
+fn watch_reads_the_remote_machine_before_taking_the_terminal() {
+    let m = remote_machine(&[]);
+    let host = m.addr.to_string();
+    // The path is resolved against the remote's collection and names: a counter it lacks is
+    // refused with the near matches the remote offers, before the terminal is taken.
+    let run = client(&[
+        "watch",
+        "--computer",
+        &host,
+        r"\Serve Test Service\Queue lenght",
+        "--frames",
+        "1",
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("Queue length"), "{run:?}");
+
+    let down = format!("127.0.0.1:{}", free_port());
+    let run = client(&["watch", "--computer", &down, PATHS[0], "--frames", "1"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains(&format!("cannot reach {down}")),
+        "{run:?}"
+    );
+}
