@@ -27,6 +27,9 @@
 //! - [`trust`]: which provider libraries and registries the collector trusts (owner and
 //!   mode checks on the file and every folder above it, as OpenSSH's StrictModes).
 //! - [`datablock`]: the PERF_DATA_BLOCK that heads a collection.
+//! - [`source`]: the one role "a PERF_DATA_BLOCK for this query, and its names", played by
+//!   the [`Collector`](collector::Collector) or by `remote::Remote` (another machine's
+//!   `prfmon serve`, with the `remote` feature, on by default).
 //!
 //! **Reading a collection**
 //! - [`decode`]: PERF_DATA_BLOCK bytes → [`DataSnapshot`](decode::DataSnapshot), as untrusted
@@ -77,7 +80,10 @@ pub mod merge;
 pub mod names;
 pub mod openmetrics;
 pub mod pdh;
+#[cfg(feature = "remote")]
+pub mod remote;
 pub mod report;
 pub mod sampler;
+pub mod source;
 pub mod trust;
 pub mod typeperf;

@@ -18,9 +18,15 @@ use clap::{Parser, Subcommand};
     name = "prfmon",
     version,
     about,
-    after_help = "Messages go to stderr; PRFMON_LOG=off|error|warn|info|debug|trace sets how many (info)."
+    after_help = "Messages (a provider disabled, a service skipped) are written once per condition, to \
+                  stderr, or to the system log for `serve` (--log-to chooses); \
+                  PRFMON_LOG=off|error|warn|info|debug|trace sets how many (info)."
 )]
 struct Cli {
+    /// Where messages go: stderr, or syslog (/dev/log: journald, rsyslog). Default: syslog
+    /// for `serve`, stderr for the other commands.
+    #[arg(long, value_enum, global = true, value_name = "stderr|syslog")]
+    log_to: Option<cli::logger::LogTo>,
     #[command(subcommand)]
     command: Command,
 }
@@ -46,7 +52,8 @@ enum Command {
     /// Chart counters live in the terminal, with a legend of last, average, minimum, maximum
     /// (keys: `+` / `-` sample less / more often, `q` quits).
     Watch(cmd::watch::WatchArgs),
-    /// Serve the raw counter values at /metrics for Prometheus (OpenMetrics text format).
+    /// Serve the raw counter values at /metrics for Prometheus (OpenMetrics text format), and
+    /// raw collections, names and registry keys to other machines' `--computer` (TLS, token).
     Serve(cmd::serve::ServeArgs),
     /// Run one provider library in this process for a collector (perfhost.exe's role).
     #[command(name = "__provider-host", hide = true)]
@@ -69,6 +76,7 @@ fn main() -> ExitCode {
         return prfmon::collector::perfhost::run_host_args(args);
     }
     let cli = Cli::parse_from(winargs::to_dashed(std::env::args_os()));
+    cli::logger::route(cli.log_to, matches!(cli.command, Command::Serve(_)));
     match cli.command {
         Command::Reg(args) => cmd::reg::run(args),
         Command::Lodctr(args) => cmd::lodctr::run_lodctr(args),

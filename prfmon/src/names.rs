@@ -33,7 +33,7 @@ use crate::decode::{DataSnapshot, InstanceData, ObjectData};
 /// assert!(names.counter.is_empty());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Names {
     /// `Counter`: even indexes → names.
     pub counter: BTreeMap<u32, String>,

@@ -15,6 +15,14 @@
 //! in the library's environment; at its first Open the library then logs to standard error,
 //! each line prefixed `prfdata-provider: `. `prfmon`'s provider host processes set it to
 //! `warn` unless it is set already.
+//!
+//! With [`DEST_ENV`] (`PRFDATA_PROVIDER_LOG_TO`) set to `syslog` (prfmon sets it to its own
+//! `--log-to`), the messages go to the system log instead: one datagram each on `/dev/log`
+//! (or the socket [`SYSLOG_SOCKET_ENV`] names), in syslog(3)'s local format
+//! `<PRI>prfdata-provider[PID]: message`, facility `daemon`. The socket does not block: a
+//! message the log cannot take now goes to standard error, as do all of them when no system
+//! log listens. (A datagram and a format line are all syslog needs; a syslog crate would add
+//! a clock and a host-name lookup to every collector that loads this library.)
 
 use std::io::Write as _;
 use std::str::FromStr;
@@ -29,6 +37,80 @@ use std::sync::Once;
 /// assert_eq!(prfdata_provider::logging::LOG_ENV, "PRFDATA_PROVIDER_LOG");
 /// ```
 pub const LOG_ENV: &str = "PRFDATA_PROVIDER_LOG";
+
+/// `syslog` sends the messages to the system log instead of standard error.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(prfdata_provider::logging::DEST_ENV, "PRFDATA_PROVIDER_LOG_TO");
+/// ```
+pub const DEST_ENV: &str = "PRFDATA_PROVIDER_LOG_TO";
+
+/// The system log's socket, if not `/dev/log`.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(prfdata_provider::logging::SYSLOG_SOCKET_ENV, "PRFDATA_SYSLOG_SOCKET");
+/// ```
+pub const SYSLOG_SOCKET_ENV: &str = "PRFDATA_SYSLOG_SOCKET";
+
+/// The system log, connected and non-blocking.
+struct Syslog(std::os::unix::net::UnixDatagram);
+
+impl Syslog {
+    fn connect() -> Option<Self> {
+        let path = std::env::var_os(SYSLOG_SOCKET_ENV).unwrap_or_else(|| "/dev/log".into());
+        let socket = std::os::unix::net::UnixDatagram::unbound().ok()?;
+        socket.connect(path).ok()?;
+        socket.set_nonblocking(true).ok()?;
+        Some(Self(socket))
+    }
+
+    /// Whether the log took the message.
+    fn send(&self, level: log::Level, message: &str) -> bool {
+        let severity = match level {
+            log::Level::Error => 3,
+            log::Level::Warn => 4,
+            log::Level::Info => 6,
+            log::Level::Debug | log::Level::Trace => 7,
+        };
+        let text: String = message
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .take(2048)
+            .collect();
+        // Facility daemon (3).
+        let datagram = format!(
+            "<{}>prfdata-provider[{}]: {text}",
+            3 * 8 + severity,
+            std::process::id()
+        );
+        self.0.send(datagram.as_bytes()).is_ok()
+    }
+}
+
+/// The system-log logger [`init_from_env`] installs with [`DEST_ENV`]` = syslog`.
+struct SyslogLogger(Syslog);
+
+impl log::Log for SyslogLogger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= log::max_level()
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            let message = record.args().to_string();
+            if !self.0.send(record.level(), &message) {
+                let line = format!("prfdata-provider: {message}\n");
+                let _ = std::io::stderr().lock().write_all(line.as_bytes());
+            }
+        }
+    }
+
+    fn flush(&self) {}
+}
 
 /// The logger [`init_from_env`] installs: one line per message on standard error.
 struct Stderr;
@@ -70,7 +152,16 @@ pub fn init_from_env() {
             return;
         };
         static LOGGER: Stderr = Stderr;
-        if log::set_logger(&LOGGER).is_ok() {
+        let syslog = std::env::var(DEST_ENV)
+            .is_ok_and(|d| d.trim().eq_ignore_ascii_case("syslog"))
+            .then(Syslog::connect)
+            .flatten();
+        let installed = match syslog {
+            // Once per process (`ONCE`): the logger lives as long as the library.
+            Some(s) => log::set_boxed_logger(Box::new(SyslogLogger(s))).is_ok(),
+            None => log::set_logger(&LOGGER).is_ok(),
+        };
+        if installed {
             log::set_max_level(level);
         }
     });

@@ -1,21 +1,41 @@
 //! Where the libraries' messages go: the `log` records of `prfmon`'s library, `prfdata` and
-//! the registry (a provider disabled, a service skipped, a duplicate object) are written to
-//! stderr, one line each, as `prfmon: <message>`.
+//! the registry (a provider disabled, a service skipped, a duplicate object), once per
+//! condition, to stderr as `prfmon: <message>` or to the system log (seed 004's event log).
+//!
+//! # Once per condition
+//!
+//! A message is written the first time it is logged; the same message (same level, source and
+//! text: the same service with the same problem) again is dropped for the life of the process,
+//! so that a provider failing on every Collect of a long `serve` or `typeperf` is reported
+//! once, not once per collection (seed 004: "do not flood the event log"). The memory is
+//! bounded ([`MAX_CONDITIONS`]).
+//!
+//! # Destination
+//!
+//! `--log-to stderr|syslog` chooses. Without it: the system log for `prfmon serve` (a
+//! service, whose stderr nobody reads), stderr for every other command (someone is
+//! watching). The system log is the datagram socket `/dev/log` (journald's or rsyslog's;
+//! [`SYSLOG_SOCKET_ENV`] names another, for tests), one datagram per message in syslog(3)'s
+//! local format, `<PRI>prfmon[PID]: message`, facility `daemon` for serve and `user`
+//! otherwise. When no system log listens there, messages go to stderr, saying so once.
+//!
+//! The choice is passed on in the environment ([`DEST_ENV`], [`PROVIDER_DEST_ENV`]), so that
+//! the provider host processes (`prfmon __provider-host`) and a provider library loaded by
+//! them or in process write to the same place.
 //!
 //! The level is `info` unless `PRFMON_LOG` names another (`off`, `error`, `warn`, `info`,
-//! `debug`, `trace`, any case). The provider host process (`prfmon __provider-host`) installs
-//! the same logger, so what its side of the collector logs reaches the collector's stderr,
-//! which the host inherits.
-//!
-//! A provider library is not reached by this logger: a Rust cdylib carries its own copy of
-//! `log`, so it writes its own messages, to stderr, at the level `PRFDATA_PROVIDER_LOG` names
-//! (see the provider's `logging` module). [`init`] sets that variable to the collector's own
-//! level when it is not set, before any thread starts, so that a provider loaded in process and
-//! every provider host (which inherits the environment) report at the same level.
+//! `debug`, `trace`, any case). A provider library is not reached by this logger: a Rust
+//! cdylib carries its own copy of `log`, so it writes its own messages at the level
+//! `PRFDATA_PROVIDER_LOG` names (see the provider's `logging` module). [`init`] sets that
+//! variable to the collector's own level when it is not set, before any thread starts.
 
+use std::collections::BTreeSet;
 use std::io::Write;
+use std::os::unix::net::UnixDatagram;
+use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
 
-use log::{LevelFilter, Log, Metadata, Record};
+use log::{Level, LevelFilter, Log, Metadata, Record};
 
 /// The environment variable that sets the level.
 pub const LEVEL_ENV: &str = "PRFMON_LOG";
@@ -23,12 +43,149 @@ pub const LEVEL_ENV: &str = "PRFMON_LOG";
 /// The level without [`LEVEL_ENV`]: everything the libraries say to an operator.
 pub const DEFAULT_LEVEL: LevelFilter = LevelFilter::Info;
 
-/// Writes each record to stderr as `prfmon: <message>`.
-struct StderrLogger;
+/// Where messages go, `stderr` or `syslog`: set by `--log-to` (or its default) for the
+/// provider host processes, which inherit it.
+pub const DEST_ENV: &str = "PRFMON_LOG_TO";
 
-static LOGGER: StderrLogger = StderrLogger;
+/// The same choice for a provider library (`prfdata-provider`'s `logging` module).
+pub const PROVIDER_DEST_ENV: &str = "PRFDATA_PROVIDER_LOG_TO";
 
-impl Log for StderrLogger {
+/// The system log's socket, if not `/dev/log` (tests point it at their own receiver).
+pub const SYSLOG_SOCKET_ENV: &str = "PRFDATA_SYSLOG_SOCKET";
+
+/// The system log's socket.
+pub const DEFAULT_SYSLOG_SOCKET: &str = "/dev/log";
+
+/// How many distinct conditions are remembered; past that the memory starts again (a
+/// condition may then be reported once more).
+pub const MAX_CONDITIONS: usize = 4096;
+
+/// The longest message sent to the system log, in bytes (longer ones are cut).
+const MAX_SYSLOG_MESSAGE: usize = 2048;
+
+/// `syslog(3)` facilities.
+const LOG_USER: u8 = 1;
+const LOG_DAEMON: u8 = 3;
+
+/// Where messages go.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogTo {
+    /// Standard error, `prfmon: <message>`.
+    Stderr,
+    /// The system log (`/dev/log`: journald, rsyslog).
+    Syslog,
+}
+
+impl LogTo {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Stderr => "stderr",
+            Self::Syslog => "syslog",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Self> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "stderr" => Some(Self::Stderr),
+            "syslog" => Some(Self::Syslog),
+            _ => None,
+        }
+    }
+}
+
+/// The system log connection.
+struct Syslog {
+    socket: UnixDatagram,
+    path: PathBuf,
+    facility: u8,
+}
+
+impl Syslog {
+    fn connect(facility: u8) -> std::io::Result<Self> {
+        let path = std::env::var_os(SYSLOG_SOCKET_ENV)
+            .map_or_else(|| PathBuf::from(DEFAULT_SYSLOG_SOCKET), PathBuf::from);
+        let socket = UnixDatagram::unbound()?;
+        socket.connect(&path)?;
+        // A stalled log daemon must not stall the collector.
+        socket.set_nonblocking(true)?;
+        Ok(Self {
+            socket,
+            path,
+            facility,
+        })
+    }
+
+    /// Sends one message; reconnects once if the log went away (a daemon restarted). A full
+    /// queue (the daemon is behind) is `WouldBlock`: the caller writes that message to
+    /// stderr instead of waiting.
+    fn send(&mut self, level: Level, message: &str) -> std::io::Result<()> {
+        let datagram = syslog_datagram(self.facility, level, std::process::id(), message);
+        match self.socket.send(datagram.as_bytes()) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Err(e),
+            Err(_) => {}
+        }
+        let socket = UnixDatagram::unbound()?;
+        socket.connect(&self.path)?;
+        socket.set_nonblocking(true)?;
+        self.socket = socket;
+        self.socket.send(datagram.as_bytes()).map(|_| ())
+    }
+}
+
+/// One syslog(3) datagram: `<PRI>prfmon[PID]: message`, the message on one line and cut at
+/// [`MAX_SYSLOG_MESSAGE`] bytes.
+fn syslog_datagram(facility: u8, level: Level, pid: u32, message: &str) -> String {
+    let severity = match level {
+        Level::Error => 3,
+        Level::Warn => 4,
+        Level::Info => 6,
+        Level::Debug | Level::Trace => 7,
+    };
+    let mut text: String = message
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if text.len() > MAX_SYSLOG_MESSAGE {
+        let mut end = MAX_SYSLOG_MESSAGE;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    format!(
+        "<{}>prfmon[{pid}]: {text}",
+        u16::from(facility) * 8 + severity
+    )
+}
+
+/// What the logger holds.
+struct State {
+    syslog: Option<Syslog>,
+    /// The conditions reported so far.
+    seen: BTreeSet<String>,
+}
+
+/// Writes each new condition to the system log or stderr.
+struct Logger {
+    state: Mutex<State>,
+}
+
+static LOGGER: Logger = Logger {
+    state: Mutex::new(State {
+        syslog: None,
+        seen: BTreeSet::new(),
+    }),
+};
+
+fn stderr_line(message: &str) {
+    // One write per line, so that lines of concurrent threads (and of provider hosts sharing
+    // the collector's stderr) do not interleave; a failed write has nowhere to go.
+    let line = format!("prfmon: {message}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+impl Log for Logger {
     fn enabled(&self, metadata: &Metadata<'_>) -> bool {
         metadata.level() <= log::max_level()
     }
@@ -37,10 +194,29 @@ impl Log for StderrLogger {
         if !self.enabled(record.metadata()) {
             return;
         }
-        // One write per line, so that lines of concurrent threads (and of provider hosts
-        // sharing the collector's stderr) do not interleave; a failed write has nowhere to go.
-        let line = format!("prfmon: {}\n", record.args());
-        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        let message = record.args().to_string();
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let condition = format!("{}|{}|{message}", record.level(), record.target());
+        if state.seen.len() >= MAX_CONDITIONS {
+            state.seen.clear();
+        }
+        if !state.seen.insert(condition) {
+            return;
+        }
+        if let Some(syslog) = &mut state.syslog {
+            match syslog.send(record.level(), &message) {
+                Ok(()) => return,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => {
+                    let path = syslog.path.display().to_string();
+                    state.syslog = None;
+                    stderr_line(&format!(
+                        "cannot write to the system log at {path} ({e}): messages go to stderr"
+                    ));
+                }
+            }
+        }
+        stderr_line(&message);
     }
 
     fn flush(&self) {
@@ -55,7 +231,8 @@ fn parse_level(value: &str) -> Result<LevelFilter, String> {
     })
 }
 
-/// Installs the logger, at the level [`LEVEL_ENV`] asks for (else [`DEFAULT_LEVEL`]). A
+/// Installs the logger, at the level [`LEVEL_ENV`] asks for (else [`DEFAULT_LEVEL`]), writing
+/// where [`DEST_ENV`] says (a provider host inherits it), else to stderr until [`route`]. A
 /// level that cannot be read is reported and the default used.
 pub fn init() {
     let level = match std::env::var(LEVEL_ENV) {
@@ -74,6 +251,61 @@ pub fn init() {
     if log::set_logger(&LOGGER).is_ok() {
         log::set_max_level(level);
     }
+    let inherited = std::env::var(DEST_ENV)
+        .ok()
+        .and_then(|v| LogTo::from_name(&v));
+    if inherited == Some(LogTo::Syslog) {
+        set_destination(LogTo::Syslog, LOG_USER);
+    }
+}
+
+/// Sends messages where `--log-to` (`choice`) says, else to the system log for a service
+/// (`service`: `prfmon serve`) and stderr otherwise; passes the choice on to provider hosts
+/// and provider libraries. Called once the command line is read, before any thread starts.
+pub fn route(choice: Option<LogTo>, service: bool) {
+    let inherited = std::env::var(DEST_ENV)
+        .ok()
+        .and_then(|v| LogTo::from_name(&v));
+    let to = choice.or(inherited).unwrap_or(if service {
+        LogTo::Syslog
+    } else {
+        LogTo::Stderr
+    });
+    let facility = if service { LOG_DAEMON } else { LOG_USER };
+    let to = set_destination(to, facility);
+    // Still one thread (see `init`).
+    std::env::set_var(DEST_ENV, to.name());
+    std::env::set_var(PROVIDER_DEST_ENV, to.name());
+}
+
+/// Connects to the system log for `LogTo::Syslog`; what was set up.
+fn set_destination(to: LogTo, facility: u8) -> LogTo {
+    let syslog = match to {
+        LogTo::Stderr => None,
+        LogTo::Syslog => match Syslog::connect(facility) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                let path = std::env::var_os(SYSLOG_SOCKET_ENV)
+                    .map_or_else(|| PathBuf::from(DEFAULT_SYSLOG_SOCKET), PathBuf::from);
+                stderr_line(&format!(
+                    "no system log at {} ({e}): messages go to stderr",
+                    path.display()
+                ));
+                None
+            }
+        },
+    };
+    let set = if syslog.is_some() {
+        LogTo::Syslog
+    } else {
+        LogTo::Stderr
+    };
+    LOGGER
+        .state
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .syslog = syslog;
+    set
 }
 
 /// The variable a `dlopen`ed prfdata provider reads for its own stderr logger's level.
@@ -90,5 +322,19 @@ mod tests {
         assert_eq!(parse_level("off"), Ok(LevelFilter::Off));
         let e = parse_level("loud").unwrap_err();
         assert!(e.contains("PRFMON_LOG") && e.contains("trace"), "{e}");
+    }
+
+    #[test]
+    fn syslog_datagrams_carry_priority_tag_and_pid_on_one_line() {
+        assert_eq!(
+            syslog_datagram(LOG_DAEMON, Level::Warn, 42, "service X: bad\nnext"),
+            "<28>prfmon[42]: service X: bad next"
+        );
+        assert_eq!(
+            syslog_datagram(LOG_USER, Level::Error, 1, "e"),
+            "<11>prfmon[1]: e"
+        );
+        let long = "é".repeat(MAX_SYSLOG_MESSAGE);
+        assert!(syslog_datagram(LOG_USER, Level::Info, 1, &long).len() <= MAX_SYSLOG_MESSAGE + 20);
     }
 }

@@ -8,6 +8,9 @@
 //! | `GET /metrics?query=Costly`     | 200, a `Costly` collection (also `Global`, indexes)  |
 //! | `GET /metrics?query=<other>`    | 400                                                  |
 //! | a collection that does not decode (a bug) | 500, with the reason                       |
+//! | `GET /perfdata?query=Global`    | 200, the raw PERF_DATA_BLOCK ([`prfmon::remote`]'s wire) |
+//! | `GET /names?lang=009`           | 200, the names and explain texts as JSON             |
+//! | `GET /reg?key=KEY&...`          | 200, what `reg query KEY` prints here; 404 if absent |
 //! | `GET /`                         | 200, a line of text that points to `/metrics`        |
 //! | any request without the bearer token, when [`ServeOptions::token`] is set | 401, `WWW-Authenticate: Bearer realm="prfmon"` |
 //! | other methods on those paths    | 405                                                  |
@@ -27,6 +30,15 @@
 //! `WWW-Authenticate: Bearer`; Prometheus sends it with `authorization: { credentials_file:
 //! FILE }` in the scrape job. What is exported, and how it is named and typed:
 //! [`prfmon::openmetrics`].
+//!
+//! # Remote monitoring
+//!
+//! `/perfdata`, `/names` and `/reg` are what another machine's `prfmon query | list |
+//! typeperf | watch --computer HOST:PORT` and `prfmon reg query \\HOST\KEY` read
+//! ([`prfmon::remote`]): the collector's bytes as they are, the Perflib names, and any key
+//! through the same read path as the local `reg query` ([`super::cmd::reg::query_text`]).
+//! They take the same token. With [`ServeOptions::tls`] (`--tls-cert FILE --tls-key FILE`)
+//! every answer goes over TLS (rustls, through tiny_http's `ssl-rustls`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -70,6 +82,22 @@ pub enum ServeError {
         /// Why.
         message: String,
     },
+    /// The certificate or key file cannot be read.
+    #[error("{}: cannot read it: {source}", path.display())]
+    TlsFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The certificate or key file holds no usable PEM block.
+    #[error("{}: {reason}", path.display())]
+    TlsPem {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// The socket is not an IP socket (never for [`MetricsServer::bind`]).
     #[error("the server is not listening on an IP address")]
     NotIp,
@@ -87,6 +115,17 @@ pub struct ServeOptions {
     /// The token every request must carry (`Authorization: Bearer <token>`); `None` lets
     /// every client in.
     pub token: Option<BearerToken>,
+    /// Serve over TLS with this certificate chain and key (PEM files); `None`: plain HTTP.
+    pub tls: Option<TlsFiles>,
+}
+
+/// The PEM files `--tls-cert` and `--tls-key` name.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// The certificate chain, the server's first.
+    pub cert: std::path::PathBuf,
+    /// The private key (PKCS#8 or RSA).
+    pub key: std::path::PathBuf,
 }
 
 impl Default for ServeOptions {
@@ -96,6 +135,7 @@ impl Default for ServeOptions {
             lang: "009".into(),
             workers: WORKERS,
             token: None,
+            tls: None,
         }
     }
 }
@@ -145,10 +185,32 @@ where
 {
     /// Opens the listening socket. Port 0 picks a free port: see [`local_addr`](Self::local_addr).
     pub fn bind(collector: Collector<R>, options: ServeOptions) -> Result<Self, ServeError> {
-        let server = Server::http(options.listen).map_err(|e| ServeError::Bind {
+        let bind_error = |e: Box<dyn std::error::Error + Send + Sync>| ServeError::Bind {
             addr: options.listen,
             message: e.to_string(),
-        })?;
+        };
+        let server = match &options.tls {
+            None => Server::http(options.listen).map_err(bind_error)?,
+            Some(files) => {
+                let read = |path: &std::path::Path| {
+                    std::fs::read(path).map_err(|source| ServeError::TlsFile {
+                        path: path.to_path_buf(),
+                        source,
+                    })
+                };
+                let config = tiny_http::SslConfig {
+                    certificate: read(&files.cert)?,
+                    private_key: read(&files.key)?,
+                };
+                check_pem(
+                    &files.cert,
+                    &config.certificate,
+                    &files.key,
+                    &config.private_key,
+                )?;
+                Server::https(options.listen, config).map_err(bind_error)?
+            }
+        };
         let addr = server.server_addr().to_ip().ok_or(ServeError::NotIp)?;
         let names = Names::load(collector.registry(), &options.lang).unwrap_or_default();
         Ok(Self {
@@ -199,6 +261,37 @@ where
             collector.close();
         }
     }
+}
+
+/// Checks that the certificate file holds a certificate and the key file a PKCS#8 or RSA key,
+/// before tiny_http reads them (it panics on a key file without one).
+fn check_pem(
+    cert_path: &std::path::Path,
+    cert: &[u8],
+    key_path: &std::path::Path,
+    key: &[u8],
+) -> Result<(), ServeError> {
+    use ureq::tls::{parse_pem, PemItem};
+    let has_cert = parse_pem(cert).any(|item| matches!(item, Ok(PemItem::Certificate(_))));
+    if !has_cert {
+        return Err(ServeError::TlsPem {
+            path: cert_path.to_path_buf(),
+            reason: "no CERTIFICATE block: give the server's certificate chain in PEM",
+        });
+    }
+    // tiny_http reads PKCS#8, else PKCS#1 (RSA); a SEC1 EC key it cannot read.
+    let text = String::from_utf8_lossy(key);
+    let has_key = parse_pem(key).any(|item| matches!(item, Ok(PemItem::PrivateKey(_))))
+        && (text.contains("-----BEGIN PRIVATE KEY-----")
+            || text.contains("-----BEGIN RSA PRIVATE KEY-----"));
+    if !has_key {
+        return Err(ServeError::TlsPem {
+            path: key_path.to_path_buf(),
+            reason: "no PRIVATE KEY or RSA PRIVATE KEY block (PKCS#8 or PKCS#1, unencrypted); \
+                     convert an EC key with `openssl pkcs8 -topk8 -nocrypt`",
+        });
+    }
+    Ok(())
 }
 
 /// One worker: answers requests until the stop flag is set.
@@ -273,8 +366,14 @@ fn answer<R: Registry>(request: Request, shared: &Shared<R>) {
             }
             Err(message) => text(400, &message),
         },
+        "/perfdata" if allowed => match collect_query(query) {
+            Ok(value) => perfdata(shared, &value),
+            Err(message) => text(400, &message),
+        },
+        "/names" if allowed => names_answer(shared, query),
+        "/reg" if allowed => reg_answer(shared, query),
         "/" if allowed => text(200, "prfmon serve: the metrics are at /metrics\n"),
-        "/" | "/metrics" => {
+        "/" | "/metrics" | "/perfdata" | "/names" | "/reg" => {
             let mut r = text(405, "only GET and HEAD\n");
             if let Some(h) = header("Allow", "GET, HEAD") {
                 r.add_header(h);
@@ -285,6 +384,112 @@ fn answer<R: Registry>(request: Request, shared: &Shared<R>) {
     };
     // The client may have gone; nothing to do about it.
     let _ = request.respond(response);
+}
+
+/// The value of `key` in a URL query, decoded; `None` if absent.
+fn param(query: &str, key: &str) -> Result<Option<String>, String> {
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        if k == key {
+            return percent_decode(v).map(Some);
+        }
+    }
+    Ok(None)
+}
+
+fn binary(body: Vec<u8>, content_type: &str) -> Response<std::io::Cursor<Vec<u8>>> {
+    let mut r = Response::from_data(body);
+    if let Some(h) = header("Content-Type", content_type) {
+        r.add_header(h);
+    }
+    r
+}
+
+/// `/perfdata`: one collection, the bytes as collected, the services in a header.
+fn perfdata<R: Registry>(shared: &Shared<R>, query: &str) -> Response<std::io::Cursor<Vec<u8>>> {
+    let collection = shared
+        .collector
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .collect_with_services(query);
+    let mut r = binary(collection.bytes, "application/octet-stream");
+    let services = prfmon::remote::encode_services(&collection.services);
+    if let Some(h) = header(prfmon::remote::SERVICES_HEADER, &services) {
+        r.add_header(h);
+    }
+    r
+}
+
+/// `/names?lang=009`: the names of one language as JSON.
+fn names_answer<R: Registry>(
+    shared: &Shared<R>,
+    query: &str,
+) -> Response<std::io::Cursor<Vec<u8>>> {
+    let lang = match param(query, "lang") {
+        Ok(lang) => lang.unwrap_or_else(|| shared.lang.clone()),
+        Err(message) => return text(400, &message),
+    };
+    if lang.is_empty() || !lang.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return text(400, "lang must be a Perflib language subkey such as 009\n");
+    }
+    let names = {
+        let collector = shared
+            .collector
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Names::load(collector.registry(), &lang)
+    };
+    match names.map(|n| serde_json::to_vec(&n)) {
+        Ok(Ok(body)) => binary(body, "application/json"),
+        Ok(Err(e)) => text(500, &format!("cannot encode the names: {e}\n")),
+        Err(e) => text(404, &format!("no names for language {lang}: {e}\n")),
+    }
+}
+
+/// `/reg?key=KEY[&v=NAME][&ve=1][&s=1][&se=SEP][&z=1]`: what `reg query` prints.
+fn reg_answer<R: Registry>(shared: &Shared<R>, query: &str) -> Response<std::io::Cursor<Vec<u8>>> {
+    let get = |k: &str| param(query, k);
+    let parsed = (|| -> Result<_, String> {
+        let key = get("key")?.ok_or("key= is required\n")?;
+        let value = match (get("v")?, get("ve")?) {
+            (Some(v), _) => Some(v),
+            (None, Some(_)) => Some(String::new()),
+            (None, None) => None,
+        };
+        let separator = get("se")?;
+        Ok((
+            key,
+            value,
+            get("s")?.is_some(),
+            separator,
+            get("z")?.is_some(),
+        ))
+    })();
+    let (key, value, recurse, separator, type_numbers) = match parsed {
+        Ok(p) => p,
+        Err(message) => return text(400, &message),
+    };
+    let options = prfdata_registry::reg_cli::QueryOptions {
+        value: value.as_deref(),
+        recurse,
+        separator: separator.as_deref().unwrap_or("\\0"),
+        type_numbers,
+    };
+    let result = {
+        let collector = shared
+            .collector
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        super::cmd::reg::query_text(collector.registry(), &key, &options)
+    };
+    match result {
+        Ok(out) => text(200, &out),
+        Err(
+            prfdata_registry::RegistryError::KeyNotFound(_)
+            | prfdata_registry::RegistryError::ValueNotFound { .. },
+        ) => text(404, &format!("{}\n", prfdata_registry::reg_cli::NOT_FOUND)),
+        Err(e) => text(400, &format!("ERROR: {e}\n")),
+    }
 }
 
 /// Whether the client's `Accept` names OpenMetrics (Prometheus' does); others get the

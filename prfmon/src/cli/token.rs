@@ -9,8 +9,9 @@
 //! not carry it is answered 401 with `WWW-Authenticate: Bearer realm="prfmon"`; the
 //! comparison takes the same time wherever the first difference is (`subtle`).
 //!
-//! The token travels in clear over plain HTTP: beyond a trusted network, put a TLS proxy in
-//! front of `prfmon serve`.
+//! The token travels in clear over plain HTTP: beyond a trusted network, serve over TLS
+//! (`--tls-cert FILE --tls-key FILE`). The collecting subcommands read their `--token-file`
+//! with the same rules to send it to a remote `prfmon serve`.
 
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
@@ -137,6 +138,13 @@ impl BearerToken {
             ));
         }
         Ok(Self(token.to_vec()))
+    }
+
+    /// The token, for a client to send (`prfmon query --computer HOST --token-file FILE`): the
+    /// file is read with the same rules on both sides.
+    pub fn secret(&self) -> String {
+        // `read` accepted visible ASCII only.
+        String::from_utf8_lossy(&self.0).into_owned()
     }
 
     /// Whether an `Authorization` header value carries the token: `Bearer <token>` (the scheme

@@ -13,7 +13,7 @@
 //! | `reg add` | `/v NAME`, `/ve`, `/t TYPE`, `/s SEP`, `/d DATA`, `/f`, `/reg:32`, `/reg:64` |
 //! | `reg delete` | `/v NAME`, `/ve`, `/va`, `/f`, `/reg:32`, `/reg:64` |
 //! | `lodctr` | `/S:FILE`, `/R:FILE`, `/E:SERVICE`, `/D:SERVICE` |
-//! | `typeperf` | `-si`, `-sc`, `-o`, `-f`, `-q`, `-qx` (typeperf's own single-dash switches) |
+//! | `typeperf` | `-si`, `-sc`, `-o`, `-f`, `-q`, `-qx`, `-s HOST:PORT` (typeperf's own single-dash switches) |
 
 use std::ffi::OsString;
 
@@ -62,7 +62,8 @@ const REG_DELETE: [Switch; 6] = [
 
 /// typeperf's single-dash switches → the long flags of `prfmon typeperf` (`-q` / `-qx` take an
 /// optional OBJECT, which clap reads as it is).
-const TYPEPERF: [Switch; 6] = [
+const TYPEPERF: [Switch; 7] = [
+    ("-s", "--computer", true),
     ("-si", "--si", true),
     ("-sc", "--sc", true),
     ("-o", "--output", true),

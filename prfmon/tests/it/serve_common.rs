@@ -192,7 +192,10 @@ impl Setup {
         let log2 = Arc::clone(&log);
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(rest) = line.strip_prefix("prfmon serve: listening on http://") {
+                let rest = line
+                    .strip_prefix("prfmon serve: listening on http://")
+                    .or_else(|| line.strip_prefix("prfmon serve: listening on https://"));
+                if let Some(rest) = rest {
                     let addr = rest.trim_end_matches("/metrics").to_owned();
                     let _ = tx.send(Ok(addr));
                 } else if line.starts_with("prfmon serve: cannot listen") {

@@ -256,7 +256,8 @@ fn a_path_that_matches_nothing_fails_with_near_matches() {
 }
 
 /// Regression (issue 12): a path naming another machine was answered with this machine's data
-/// under the other machine's name.
+/// under the other machine's name. Since remote monitoring (issue 15) such a path is collected
+/// on that machine's `prfmon serve`; none answers here, so it is an error naming the host.
 #[test]
 fn a_path_naming_another_machine_is_refused_not_answered_with_local_data() {
     let app = App::start();
@@ -269,8 +270,7 @@ fn a_path_naming_another_machine_is_refused_not_answered_with_local_data() {
     assert_ne!(remote.code, 0, "{}", remote.stdout);
     assert!(remote.stdout.is_empty(), "{}", remote.stdout);
     assert!(
-        remote.stderr.contains("names machine `db-remote-7`")
-            && remote.stderr.contains("remote collection is not supported"),
+        remote.stderr.contains("cannot reach db-remote-7:9358"),
         "{}",
         remote.stderr
     );

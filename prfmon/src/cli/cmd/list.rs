@@ -11,7 +11,6 @@ use prfdata::winperf::{
     PERF_DETAIL_ADVANCED, PERF_DETAIL_EXPERT, PERF_DETAIL_NOVICE, PERF_DETAIL_WIZARD,
 };
 use prfmon::catalog::catalog_with_services;
-use prfmon::collector::Collector;
 
 use crate::cli::stdout::outln;
 
@@ -54,18 +53,21 @@ pub struct ListArgs {
     json: bool,
     #[command(flatten)]
     collector: super::CollectorArgs,
+    #[command(flatten)]
+    remote: super::RemoteArgs,
 }
 
 /// Runs `prfmon list`.
 pub fn run(args: ListArgs) -> ExitCode {
-    let registry = match args.collector.open_registry() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("prfmon list: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let names = super::load_names(&registry, &args.lang);
+    let mut source =
+        match super::OpenSource::open("list", &args.lang, &args.collector, &args.remote, &[]) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("prfmon list: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+    let names = source.names.clone();
     let wanted = match &args.object {
         None => None,
         Some(o) => match names.index_of(o) {
@@ -76,27 +78,16 @@ pub fn run(args: ListArgs) -> ExitCode {
             }
         },
     };
-    super::report_disabled("list", &registry);
-    let mut collector = match Collector::open(
-        registry,
-        match args.collector.options() {
-            Ok(o) => o,
+    let mut snapshots = Vec::new();
+    let mut services = Vec::new();
+    for value in ["Global", "Costly"] {
+        let collection = match source.collect(value) {
+            Ok(c) => c,
             Err(e) => {
                 eprintln!("prfmon list: {e}");
                 return ExitCode::FAILURE;
             }
-        },
-    ) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("prfmon list: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let mut snapshots = Vec::new();
-    let mut services = Vec::new();
-    for value in ["Global", "Costly"] {
-        let collection = collector.collect_with_services(value);
+        };
         services.push(collection.services);
         match prfmon::decode::decode(&collection.bytes) {
             Ok(s) => snapshots.push(s),
@@ -106,7 +97,7 @@ pub fn run(args: ListArgs) -> ExitCode {
             }
         }
     }
-    collector.close();
+    drop(source);
     let mut objects = catalog_with_services(&snapshots, &services, &names, args.detail.level());
     if let Some(index) = wanted {
         objects.retain(|o| o.index == index);

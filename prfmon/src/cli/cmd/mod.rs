@@ -10,13 +10,20 @@ pub mod typeperf;
 pub mod watch;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 use prfdata_registry::{paths, performance_services, FileRegistry};
 use prfmon::collector::host_user::HostUser;
+use prfmon::collector::Collector;
 use prfmon::collector::{reenable_command, CollectorOptions, Isolation};
 use prfmon::names::Names;
+use prfmon::remote::{parse_address, Remote, RemoteOptions};
+use prfmon::sampler::is_local_machine;
+use prfmon::source::PerfSource;
 use prfmon::trust::TrustPolicy;
+
+use crate::cli::token::BearerToken;
 
 /// The options of every collecting subcommand (`query`, `list`, `typeperf`, `watch`,
 /// `serve`): where providers run, which paths are trusted whoever owns them, which user
@@ -128,4 +135,179 @@ pub fn query_value(words: &[String], names: &Names) -> Result<String, String> {
         }
     }
     Ok(indexes.join(" "))
+}
+
+/// The options of the subcommands that can read another machine (`query`, `list`,
+/// `typeperf`, `watch`, `reg query`): which machine, and how to reach its `prfmon serve`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct RemoteArgs {
+    /// Collect on another machine, from its `prfmon serve`: HOST (port 9358), HOST:PORT or
+    /// https://HOST:PORT. A counter path `\\HOST\Object\Counter` names the machine too.
+    /// typeperf: `-s`.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub computer: Option<String>,
+    /// Send the bearer token in FILE to the remote `prfmon serve` (same rules as serve's
+    /// --token-file: owner root or this user, mode 600).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Reach the remote over TLS, trusting the certificate authorities in FILE (PEM) instead
+    /// of Mozilla's roots (https://HOST:PORT uses those).
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// Seconds a remote request may take, connecting included (fractions allowed).
+    #[arg(long, value_name = "SECONDS", default_value = "5", value_parser = parse_timeout)]
+    pub timeout: Duration,
+}
+
+/// A positive number of seconds.
+fn parse_timeout(text: &str) -> Result<Duration, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("bad timeout `{text}`: a number of seconds above 0, e.g. 5 or 0.5"))
+}
+
+/// A remote machine a subcommand reads: the name its paths and output use, and the address
+/// of its `prfmon serve`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteMachine {
+    /// The name as the user wrote it (`\\db1\...` gives `db1`; `--computer db1:9000` gives
+    /// `db1:9000` unless a path names `db1`).
+    pub label: String,
+    /// `HOST`, `HOST:PORT` or `https://HOST:PORT`.
+    pub address: String,
+}
+
+impl RemoteArgs {
+    /// The machine to read, from `--computer` and the machines the paths name (`machines`):
+    /// `None` for this one. One machine per command: paths naming two machines, or another
+    /// machine than `--computer`, are refused with a message naming both.
+    pub fn machine(&self, machines: &[&str]) -> Result<Option<RemoteMachine>, String> {
+        let local = prfmon::datablock::host_name();
+        let mut named: Option<&str> = None;
+        for m in machines {
+            match named {
+                Some(n) if !n.eq_ignore_ascii_case(m) => {
+                    return Err(format!(
+                        "the paths name two machines, {n} and {m}: give the paths of one \
+                         machine per command"
+                    ))
+                }
+                _ => named = Some(m),
+            }
+        }
+        let Some(computer) = &self.computer else {
+            return Ok(match named {
+                Some(m) if !is_local_machine(m, &local) => Some(RemoteMachine {
+                    label: m.to_owned(),
+                    address: m.to_owned(),
+                }),
+                _ => None,
+            });
+        };
+        let (_, host, port) = parse_address(computer).map_err(|e| e.to_string())?;
+        let written = computer
+            .split_once("://")
+            .map_or(computer.as_str(), |(_, rest)| rest)
+            .trim_end_matches('/');
+        let label = match named {
+            None => written.to_owned(),
+            Some(m)
+                if m.eq_ignore_ascii_case(written)
+                    || m.eq_ignore_ascii_case(&host)
+                    || m.eq_ignore_ascii_case(&format!("{host}:{port}")) =>
+            {
+                m.to_owned()
+            }
+            Some(m) => {
+                return Err(format!(
+                    "a path names machine {m} but --computer is {computer}: name one machine"
+                ))
+            }
+        };
+        Ok(Some(RemoteMachine {
+            label,
+            address: computer.clone(),
+        }))
+    }
+
+    /// A client of `address`'s `prfmon serve` with these options (the token file read and
+    /// checked now).
+    pub fn connect(&self, address: &str) -> Result<Remote, String> {
+        let token = match &self.token_file {
+            Some(file) => Some(BearerToken::read(file).map_err(|e| e.to_string())?.secret()),
+            None => None,
+        };
+        let options = RemoteOptions {
+            token,
+            tls_ca: self.tls_ca.clone(),
+            timeout: self.timeout,
+        };
+        Remote::new(address, &options).map_err(|e| e.to_string())
+    }
+}
+
+/// A collecting subcommand's source of collections, with its names: the local collector, or
+/// the remote machine the options and paths name.
+pub struct OpenSource {
+    /// Where collections come from.
+    pub source: Box<dyn PerfSource>,
+    /// The names of counters and objects, from the same machine.
+    pub names: Names,
+    /// The remote machine, if any: its collections' `SystemName` is replaced by its label so
+    /// that paths naming it match.
+    pub remote: Option<RemoteMachine>,
+}
+
+impl OpenSource {
+    /// Opens the source for `command` (named in messages): the remote machine if
+    /// [`RemoteArgs::machine`] gives one (its names read from it), else the local registry,
+    /// checked, and a collector (disabled providers reported).
+    pub fn open(
+        command: &str,
+        lang: &str,
+        collector: &CollectorArgs,
+        remote: &RemoteArgs,
+        machines: &[&str],
+    ) -> Result<Self, String> {
+        if let Some(machine) = remote.machine(machines)? {
+            let client = remote.connect(&machine.address)?;
+            let names = client.names(lang).map_err(|e| e.to_string())?;
+            return Ok(Self {
+                source: Box::new(client),
+                names,
+                remote: Some(machine),
+            });
+        }
+        let registry = collector.open_registry()?;
+        report_disabled(command, &registry);
+        let names = load_names(&registry, lang);
+        let options = collector.options()?;
+        let collector = Collector::open(registry, options).map_err(|e| e.to_string())?;
+        Ok(Self {
+            source: Box::new(collector),
+            names,
+            remote: None,
+        })
+    }
+
+    /// One collection of `query`, with the services of its objects.
+    pub fn collect(&mut self, query: &str) -> Result<prfmon::collector::Collection, String> {
+        self.source
+            .collect_with_services(query)
+            .map_err(|e| e.to_string())
+    }
+
+    /// One collection of `query`, decoded, its `SystemName` the remote's label.
+    pub fn collect_decoded(&mut self, query: &str) -> Result<prfmon::decode::DataSnapshot, String> {
+        let collection = self.collect(query)?;
+        let mut snapshot = prfmon::decode::decode(&collection.bytes)
+            .map_err(|e| format!("the collection does not decode: {e}"))?;
+        if let Some(m) = &self.remote {
+            snapshot.system_name = m.label.clone();
+        }
+        Ok(snapshot)
+    }
 }

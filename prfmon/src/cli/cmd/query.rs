@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use prfmon::collector::Collector;
 
 /// `prfmon query ...`.
 #[derive(Args, Debug)]
@@ -29,18 +28,21 @@ pub struct QueryArgs {
     lang: String,
     #[command(flatten)]
     collector: super::CollectorArgs,
+    #[command(flatten)]
+    remote: super::RemoteArgs,
 }
 
 /// Runs `prfmon query`.
 pub fn run(args: QueryArgs) -> ExitCode {
-    let registry = match args.collector.open_registry() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("prfmon query: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let names = super::load_names(&registry, &args.lang);
+    let mut source =
+        match super::OpenSource::open("query", &args.lang, &args.collector, &args.remote, &[]) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("prfmon query: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+    let names = source.names.clone();
     let value = match super::query_value(&args.query, &names) {
         Ok(v) => v,
         Err(e) => {
@@ -48,23 +50,14 @@ pub fn run(args: QueryArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    super::report_disabled("query", &registry);
-    let options = match args.collector.options() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("prfmon query: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let mut collector = match Collector::open(registry, options) {
+    let collection = match source.collect(&value) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("prfmon query: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let collection = collector.collect_with_services(&value);
-    collector.close();
+    drop(source);
     let bytes = collection.bytes;
     if let Some(file) = &args.raw {
         if let Err(e) = std::fs::write(file, &bytes) {

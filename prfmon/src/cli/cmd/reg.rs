@@ -18,6 +18,7 @@ use prfdata_registry::{
 };
 
 use crate::cli::stdout::{out, outln};
+use prfmon::remote::{RegQuery, RemoteError};
 
 /// `prfmon reg ...`.
 #[derive(Args, Debug)]
@@ -113,6 +114,9 @@ enum RegOp {
         search: Search,
         #[command(flatten)]
         view: View,
+        /// `\\HOST\KEY` (or `--computer HOST:PORT`) reads the key on HOST's `prfmon serve`.
+        #[command(flatten)]
+        remote: super::RemoteArgs,
     },
     /// Create a key or set a value:
     /// `reg add KEY [/v NAME | /ve] [/t TYPE] [/s SEP] [/d DATA] [/f] [/reg:32 | /reg:64]`.
@@ -232,7 +236,107 @@ fn value_name(value: Option<String>, empty_value: bool) -> Option<String> {
     }
 }
 
+/// What `reg query KEY` prints, read from `registry`: the one read path of `reg query`, which
+/// `prfmon serve` answers remote readers with too (`GET /reg`), so that a key readable here is
+/// readable from another machine the same way.
+pub fn query_text<R: Registry + ?Sized>(
+    registry: &R,
+    key: &str,
+    options: &QueryOptions<'_>,
+) -> Result<String, RegistryError> {
+    reg_cli::query_with(&registry.snapshot()?, key, options)
+}
+
+/// `reg query \\HOST\KEY`: the machine (`HOST` or `HOST:PORT`) and the key; `None` for a
+/// key of this machine.
+fn remote_key(key: &str) -> Option<(&str, &str)> {
+    let rest = key.strip_prefix("\\\\")?;
+    let (host, key) = rest.split_once('\\').unwrap_or((rest, ""));
+    Some((host, key))
+}
+
+/// `reg query` on another machine; reg.exe's messages and exit codes.
+fn query_remote(
+    remote: &super::RemoteArgs,
+    machine: &super::RemoteMachine,
+    query: &RegQuery,
+) -> ExitCode {
+    let answer =
+        remote
+            .connect(&machine.address)
+            .and_then(|client| match client.reg_query(query) {
+                Ok(text) => Ok(Ok(text)),
+                Err(RemoteError::NotFound { .. }) => Ok(Err(())),
+                Err(e) => Err(e.to_string()),
+            });
+    match answer {
+        Ok(Ok(text)) => {
+            out!("{}", with_machine(&text, &machine.label));
+            ExitCode::SUCCESS
+        }
+        Ok(Err(())) => {
+            eprintln!("{}", reg_cli::NOT_FOUND);
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("ERROR: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// reg.exe prints a remote key with its machine: `\\HOST\HKEY_LOCAL_MACHINE\...`.
+fn with_machine(text: &str, machine: &str) -> String {
+    text.split_inclusive('\n')
+        .map(|line| {
+            if line.starts_with("HKEY_") {
+                format!("\\\\{machine}\\{line}")
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect()
+}
+
 fn execute(op: RegOp) -> Result<ExitCode, RegistryError> {
+    let mut op = op;
+    if let RegOp::Query {
+        key,
+        value,
+        empty_value,
+        recursive,
+        separator,
+        type_numbers,
+        remote,
+        ..
+    } = &mut op
+    {
+        let (host, local_key) = match remote_key(key) {
+            Some((host, k)) => (Some(host), k),
+            None => (None, key.as_str()),
+        };
+        let machines: Vec<&str> = host.into_iter().collect();
+        let machine = match remote.machine(&machines) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("ERROR: {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        };
+        let local_key = local_key.to_owned();
+        if let Some(machine) = machine {
+            let query = RegQuery {
+                key: local_key,
+                value: value_name(value.clone(), *empty_value),
+                recurse: *recursive,
+                separator: separator.clone(),
+                type_numbers: *type_numbers,
+            };
+            return Ok(query_remote(remote, &machine, &query));
+        }
+        // `\\THIS-MACHINE\KEY`: the key here.
+        *key = local_key;
+    }
     let registry = FileRegistry::open_default()?;
     match op {
         RegOp::Query {
@@ -244,7 +348,6 @@ fn execute(op: RegOp) -> Result<ExitCode, RegistryError> {
             type_numbers,
             ..
         } => {
-            let hive = registry.snapshot()?;
             let name = value_name(value, empty_value);
             let options = QueryOptions {
                 value: name.as_deref(),
@@ -252,7 +355,7 @@ fn execute(op: RegOp) -> Result<ExitCode, RegistryError> {
                 separator: separator.as_deref().unwrap_or("\\0"),
                 type_numbers,
             };
-            out!("{}", reg_cli::query_with(&hive, &key, &options)?);
+            out!("{}", query_text(&registry, &key, &options)?);
             Ok(ExitCode::SUCCESS)
         }
         RegOp::Add {

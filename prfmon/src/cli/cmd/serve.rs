@@ -1,11 +1,13 @@
-//! `prfmon serve [--listen 127.0.0.1:9358] [--token-file FILE] [--lang 009] [--in-process]`:
-//! `/metrics` for Prometheus, collected on each scrape (see [`crate::cli::server`] and [`prfmon::openmetrics`]).
+//! `prfmon serve [--listen 127.0.0.1:9358] [--token-file FILE] [--tls-cert FILE --tls-key FILE]
+//! [--lang 009] [--in-process]`: `/metrics` for Prometheus, collected on each scrape, and the
+//! raw collections, names and registry keys other machines' `prfmon --computer` read (see
+//! [`crate::cli::server`], [`prfmon::openmetrics`] and [`prfmon::remote`]).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::cli::server::{MetricsServer, ServeOptions, DEFAULT_LISTEN, WORKERS};
+use crate::cli::server::{MetricsServer, ServeOptions, TlsFiles, DEFAULT_LISTEN, WORKERS};
 use crate::cli::token::BearerToken;
 use clap::Args;
 use prfmon::collector::Collector;
@@ -22,6 +24,13 @@ pub struct ServeArgs {
     /// loopback prints a warning.
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
+    /// Serve over TLS with this certificate chain (PEM, the server's certificate first);
+    /// needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM, PKCS#8 or RSA; keep it mode 600).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// The language of names and explain texts (a Perflib subkey).
     #[arg(long, default_value = "009")]
     lang: String,
@@ -68,6 +77,15 @@ pub fn run(args: ServeArgs) -> ExitCode {
         lang: args.lang,
         workers: WORKERS,
         token,
+        tls: match (args.tls_cert, args.tls_key) {
+            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            _ => None,
+        },
+    };
+    let scheme = if serve_options.tls.is_some() {
+        "https"
+    } else {
+        "http"
     };
     let server = match MetricsServer::bind(collector, serve_options) {
         Ok(s) => s,
@@ -90,7 +108,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     }
     // Tests and scripts read the address from this line (port 0 picks one).
     eprintln!(
-        "prfmon serve: listening on http://{}/metrics",
+        "prfmon serve: listening on {scheme}://{}/metrics",
         server.local_addr()
     );
     server.run();

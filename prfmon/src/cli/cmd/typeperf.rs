@@ -15,8 +15,6 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use prfdata_registry::FileRegistry;
-use prfmon::collector::Collector;
 use prfmon::decode::DataSnapshot;
 use prfmon::merge::merge_missing;
 use prfmon::names::Names;
@@ -53,6 +51,8 @@ pub struct TypeperfArgs {
     lang: String,
     #[command(flatten)]
     collector: super::CollectorArgs,
+    #[command(flatten)]
+    remote: super::RemoteArgs,
 }
 
 fn parse_format(s: &str) -> Result<LogFormat, String> {
@@ -83,10 +83,11 @@ pub fn parse_interval(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
-/// Where the sampling subcommands get their collections: the collector over the registry,
-/// the names of one language, and the costly objects the paths name.
+/// Where the sampling subcommands get their collections: the collector over the registry or
+/// a remote machine ([`super::OpenSource`]), the names of one language, and the costly objects
+/// the paths name.
 pub struct Source {
-    collector: Collector<FileRegistry>,
+    source: super::OpenSource,
     /// The names of counters and objects.
     pub names: Names,
     /// Object indexes collected after `Global` at every collection: the objects the paths name
@@ -95,22 +96,24 @@ pub struct Source {
 }
 
 impl Source {
-    /// Opens the registry (checked: see [`super::CollectorArgs::open_registry`]), the names
-    /// of `lang` and a collector; `command` names the subcommand in the message that lists
-    /// disabled providers.
+    /// Opens the source of `requests` ([`super::OpenSource::open`]: the remote machine that
+    /// `--computer` or the paths name, else the checked local registry and a collector) and
+    /// its names of `lang`; `command` names the subcommand in messages.
     pub fn open(
         command: &str,
         lang: &str,
         collector: &super::CollectorArgs,
+        remote: &super::RemoteArgs,
+        requests: &[CounterPath],
     ) -> Result<Self, String> {
-        let registry = collector.open_registry()?;
-        super::report_disabled(command, &registry);
-        let names = super::load_names(&registry, lang);
-        let options = collector.options()?;
-        let collector = Collector::open(registry, options).map_err(|e| e.to_string())?;
+        let machines: Vec<&str> = requests
+            .iter()
+            .filter_map(|r| r.machine.as_deref())
+            .collect();
+        let source = super::OpenSource::open(command, lang, collector, remote, &machines)?;
         Ok(Source {
-            collector,
-            names,
+            names: source.names.clone(),
+            source,
             extra: None,
         })
     }
@@ -148,13 +151,12 @@ impl Source {
 
     /// One collection of `query`, decoded.
     pub fn collect_query(&mut self, query: &str) -> Result<DataSnapshot, String> {
-        prfmon::decode::decode(&self.collector.collect(query))
-            .map_err(|e| format!("the collection does not decode: {e}"))
+        self.source.collect_decoded(query)
     }
 
-    /// Closes the collector (providers' Close, host processes stopped).
+    /// Closes the collector (providers' Close, host processes stopped) or the connection.
     pub fn close(self) {
-        self.collector.close();
+        drop(self.source);
     }
 }
 
@@ -207,7 +209,13 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
         ),
         None => Box::new(std::io::stdout().lock()),
     };
-    let mut source = Source::open("typeperf", &args.lang, &args.collector)?;
+    let mut source = Source::open(
+        "typeperf",
+        &args.lang,
+        &args.collector,
+        &args.remote,
+        &requests,
+    )?;
 
     if let Some((object, expanded)) = query {
         let mut both = source.collect_query("Global")?;

@@ -38,6 +38,8 @@ pub struct WatchArgs {
     nocap100: bool,
     #[command(flatten)]
     collector: super::CollectorArgs,
+    #[command(flatten)]
+    remote: super::RemoteArgs,
     /// Quit after this many samples (for tests).
     #[arg(long, hide = true)]
     frames: Option<u64>,
@@ -61,7 +63,13 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
         .map(|p| pdh::parse(p))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
-    let mut source = super::typeperf::Source::open("watch", &args.lang, &args.collector)?;
+    let mut source = super::typeperf::Source::open(
+        "watch",
+        &args.lang,
+        &args.collector,
+        &args.remote,
+        &requests,
+    )?;
     let mut first = source.collect()?;
     if source.include_missing(&requests, &first) {
         first = source.collect()?;

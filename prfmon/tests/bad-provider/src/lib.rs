@@ -13,6 +13,7 @@
 //! | `good`      | a valid object (2 counters, instances `alpha`, `beta`, `alpha`)          |
 //! | `hang-open` | Open never returns                                                       |
 //! | `hang`      | Collect never returns                                                    |
+//! | `fail-collect` | Collect returns ERROR_ACCESS_DENIED (5), every time                   |
 //! | `panic`     | Collect panics (across `extern "system"`: the process aborts)             |
 //! | `abort`     | Collect calls `abort()`                                                  |
 //! | `exit`      | Collect calls `exit(0)` (seed 002's provider that calls ExitProcess)     |
@@ -264,6 +265,11 @@ pub unsafe extern "system" fn CollectPerformanceData(
     }
     // SAFETY: `bytes` and `num_objects` are valid (the caller's contract).
     let (available, out_bytes, out_num) = unsafe { (*bytes, &mut *bytes, &mut *num_objects) };
+    if mode == "fail-collect" {
+        *out_bytes = 0;
+        *out_num = 0;
+        return ERROR_ACCESS_DENIED;
+    }
     if mode == "greedy" {
         *out_bytes = 0;
         *out_num = 0;
