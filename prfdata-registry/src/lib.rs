@@ -61,6 +61,7 @@
 
 mod error;
 mod file;
+mod fit;
 mod hive;
 pub mod ini;
 pub mod install;
@@ -77,6 +78,7 @@ pub use error::{LodctrError, RegistryError};
 #[cfg(feature = "fault-injection")]
 pub use file::FAULT_ENV;
 pub use file::{decode_hive, encode_hive, FileRegistry, LOCK_WAIT, MAX_STORE_SIZE};
+pub use fit::{check_names_fit, NamesMismatch};
 pub use hive::{display_key, normalize_key, Hive, MAX_KEY_NAME};
 pub use lodctr::{
     apply_lodctr, apply_unlodctr, enabled_message, load_perf_counter_text_strings, lodctr,

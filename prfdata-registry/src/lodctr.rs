@@ -288,7 +288,13 @@ pub fn apply_unlodctr(hive: &mut Hive, driver: &str) -> Result<CounterRange, Lod
             write_table(hive, &lang_key, HELP, &helps)?;
         }
     }
-    for name in [FIRST_COUNTER, LAST_COUNTER, FIRST_HELP, LAST_HELP] {
+    for name in [
+        FIRST_COUNTER,
+        LAST_COUNTER,
+        FIRST_HELP,
+        LAST_HELP,
+        service::MAP_FINGERPRINT,
+    ] {
         hive.delete_value(&perf, name)?;
     }
     service::prune_service_keys(hive, driver)?;

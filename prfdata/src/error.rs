@@ -118,6 +118,23 @@ pub enum Error {
         /// What differs.
         reason: String,
     },
+    /// The app is installed with the names of another map: its map needs names past the
+    /// installed range (objects or counters added), or install recorded another map's
+    /// fingerprint (offsets or names changed). Checked by `activate` with the feature `install`;
+    /// the message names the range, the map's need and the fix (reinstall).
+    #[error("{reason}")]
+    InstalledNames {
+        /// The app.
+        app: String,
+        /// Its installed `First Counter`.
+        first_counter: u32,
+        /// Its installed `Last Counter`.
+        last_counter: u32,
+        /// The last name index the map needs: First Counter + its highest symbolic offset.
+        needed_last_counter: u32,
+        /// The whole explanation, with both fingerprints and the fix.
+        reason: String,
+    },
     /// I/O on an existing block failed.
     #[error(
         "I/O error on the block {path}: {source}; if the file was removed or replaced, activate \

@@ -41,7 +41,10 @@ pub const MAGIC: [u8; 8] = *b"PRFDATA\0";
 ///   parent's slot), then reserved zeroed room. The object timer ([`BlockHeader::timer_freq`])
 ///   became the wall clock in FILETIME units (see [`crate::clock`]), where it was
 ///   `CLOCK_MONOTONIC` in the same 100 ns units.
-pub const LAYOUT_VERSION: u32 = 3;
+/// - 4: the header's reserved room holds the map's fingerprint
+///   ([`BlockHeader::map_fingerprint`]), so that a provider never labels a block's counters with
+///   the names of another map than the one installed.
+pub const LAYOUT_VERSION: u32 = 4;
 /// Size of [`BlockHeader`].
 pub const HEADER_SIZE: usize = 256;
 /// Size of [`ObjectRecord`].
@@ -149,8 +152,12 @@ pub struct BlockHeader {
     pub generation: u64,
     /// The app name, UTF-8, NUL-padded.
     pub app_name: [u8; 64],
+    /// The fingerprint of the map's names (`MapDef::fingerprint`): install records the same
+    /// number in the registry, and a provider serves no data for a block whose fingerprint is
+    /// not the one installed ([`LAYOUT_VERSION`] 4).
+    pub map_fingerprint: u64,
     /// Reserved, zero.
-    pub _reserved: [u8; 48],
+    pub _reserved: [u8; 40],
     /// The [`Optex`](crate::Optex) guarding layout changes (atomic, 64 bytes).
     pub optex: [u8; 64],
 }

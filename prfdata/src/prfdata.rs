@@ -453,7 +453,10 @@ impl<M: PerfDataMap> PrfData<M> {
     /// its path (refused at once: a FIFO there is never waited on); [`Error::NoSpace`] if the
     /// block's folder has no room for it (its pages are reserved now, so that a full tmpfs
     /// cannot kill the app with `SIGBUS` later); [`Error::Create`] or [`Error::ShmDir`] for
-    /// other file-system failures.
+    /// other file-system failures. With the feature `install`: [`Error::InstalledNames`] if
+    /// the app is installed (in `PRFDATA_REGISTRY`, else the per-user registry) with the names
+    /// of another map, one that lacks this map's counters or has them at other offsets: the
+    /// message names the installed range and what the map needs; reinstall the app.
     ///
     /// Activation also removes the temporary files (`.<app>.<pid>.<n>.tmp`) that activations
     /// killed half-way left in the folder: those whose creator is gone (no process has its pid,
@@ -492,6 +495,8 @@ impl<M: PerfDataMap> PrfData<M> {
     }
 
     fn activate_impl(dir: Option<&Path>) -> Result<Self, Error> {
+        #[cfg(feature = "install")]
+        crate::install::check_installed(M::DEF)?;
         let block = BlockFile::create(M::DEF, dir)?;
         let prf = PrfData {
             block,

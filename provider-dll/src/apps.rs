@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use prfdata::reader::{BlockReader, BlockView, ReadError};
 use prfdata::Error as PrfError;
-use prfdata_registry::{first_counter_help, FileRegistry};
+use prfdata_registry::{check_names_fit, first_counter_help, service, FileRegistry, Registry};
+use prfdata_registry::{NamesMismatch, PerformanceService};
 
 use crate::serialize::TitleBase;
 
@@ -21,15 +22,19 @@ pub struct App {
     pub name: String,
     /// First Counter / First Help from its Performance key.
     pub titles: TitleBase,
+    /// Everything its Performance key says, read at Open: the installed name range and map
+    /// fingerprint that every block is checked against before its counters are labelled.
+    installed: PerformanceService,
     reader: Mutex<Option<Arc<BlockReader>>>,
     logged: Mutex<HashSet<&'static str>>,
 }
 
 impl App {
-    fn new(name: String, titles: TitleBase) -> App {
+    fn new(name: String, titles: TitleBase, installed: PerformanceService) -> App {
         App {
             name,
             titles,
+            installed,
             reader: Mutex::new(None),
             logged: Mutex::new(HashSet::new()),
         }
@@ -55,6 +60,10 @@ impl App {
                     return None;
                 }
             };
+            if let Err(e) = self.names_fit(&reader) {
+                self.log_mismatch_once(&e);
+                return None;
+            }
             if !wanted(&reader) {
                 return None;
             }
@@ -91,6 +100,29 @@ impl App {
         let mut slot = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
         if slot.as_ref().is_some_and(|r| Arc::ptr_eq(r, reader)) {
             *slot = None;
+        }
+    }
+
+    /// Whether the installed names are this block's: its highest symbolic offset inside the
+    /// installed range and its map fingerprint the one install recorded. A block laid out from
+    /// another map (the app rebuilt and not reinstalled, or reinstalled from an older build)
+    /// would have its counters shown under other counters' names, or another app's.
+    fn names_fit(&self, reader: &BlockReader) -> Result<(), NamesMismatch> {
+        check_names_fit(
+            &self.installed,
+            reader.highest_name_offset(),
+            reader.map_fingerprint(),
+        )
+    }
+
+    /// Logs, once while the app is served, that its block does not fit its installed names.
+    fn log_mismatch_once(&self, e: &NamesMismatch) {
+        let mut logged = self.logged.lock().unwrap_or_else(PoisonError::into_inner);
+        if logged.insert("names mismatch") {
+            log::warn!(
+                "app {}: no data, its block does not fit its installed names: {e}",
+                self.name
+            );
         }
     }
 
@@ -132,13 +164,21 @@ pub fn open(names: Vec<String>) -> u32 {
     };
     let mut new = Vec::new();
     for name in names {
-        match first_counter_help(&registry, &name) {
-            Ok((first_counter, first_help)) => new.push(App::new(
+        let installed = first_counter_help(&registry, &name).and_then(|titles| {
+            let hive = registry.snapshot()?;
+            Ok((
+                titles,
+                service::read_service(&hive, &name)?.unwrap_or_default(),
+            ))
+        });
+        match installed {
+            Ok(((first_counter, first_help), installed)) => new.push(App::new(
                 name,
                 TitleBase {
                     first_counter,
                     first_help,
                 },
+                installed,
             )),
             Err(e) => {
                 log::error!("Open: app {name} is not installed: {e}");
@@ -149,8 +189,13 @@ pub fn open(names: Vec<String>) -> u32 {
     let mut served = SERVED.write().unwrap_or_else(PoisonError::into_inner);
     for app in new {
         match served.apps.iter().position(|a| a.name == app.name) {
-            // Reopened with new indexes (lodctr ran again): the latest wins.
-            Some(i) if served.apps[i].titles != app.titles => served.apps[i] = Arc::new(app),
+            // Reopened with new indexes or another map (lodctr ran again): the latest wins.
+            Some(i)
+                if served.apps[i].titles != app.titles
+                    || served.apps[i].installed != app.installed =>
+            {
+                served.apps[i] = Arc::new(app)
+            }
             Some(_) => {}
             None => served.apps.push(Arc::new(app)),
         }

@@ -79,7 +79,8 @@ pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> 
         seq: 0,
         generation,
         app_name,
-        _reserved: [0; 48],
+        map_fingerprint: map.fingerprint(),
+        _reserved: [0; 40],
         optex: [0; 64],
     };
     let mut image = Vec::with_capacity(regions_offset(map));

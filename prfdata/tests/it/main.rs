@@ -19,6 +19,7 @@ mod instances;
 mod lock_reentry;
 mod map_macro;
 mod map_validation;
+mod names_fit;
 mod no_space;
 mod optex;
 mod parents;

@@ -5,5 +5,6 @@
 mod common;
 mod hostile_block;
 mod logging;
+mod names_fit;
 mod parents;
 mod provider;
