@@ -69,6 +69,7 @@ mod lodctr;
 pub mod paths;
 pub mod perflib;
 pub mod reg_cli;
+mod runtime;
 pub mod service;
 mod settings;
 mod store;
@@ -85,6 +86,7 @@ pub use lodctr::{
     unload_perf_counter_text_strings, unlodctr, CounterRange, LodctrOptions,
 };
 pub use perflib::CounterText;
+pub use runtime::{apply_runtime_names, register_runtime_names};
 pub use service::{
     first_counter_help, performance_services, register_service, set_service_enabled,
     unregister_service, PerformanceService, ServiceConfig,

@@ -91,13 +91,13 @@ impl CounterRange {
     }
 }
 
-fn overflow(driver: &str) -> LodctrError {
+pub(crate) fn overflow(driver: &str) -> LodctrError {
     LodctrError::IndexOverflow {
         driver: driver.to_owned(),
     }
 }
 
-fn write_table(
+pub(crate) fn write_table(
     hive: &mut Hive,
     lang_key: &str,
     name: &str,
@@ -294,6 +294,7 @@ pub fn apply_unlodctr(hive: &mut Hive, driver: &str) -> Result<CounterRange, Lod
         FIRST_HELP,
         LAST_HELP,
         service::MAP_FINGERPRINT,
+        service::DYNAMIC_FINGERPRINT,
     ] {
         hive.delete_value(&perf, name)?;
     }

@@ -32,6 +32,12 @@ pub const FIRST_HELP: &str = "First Help";
 /// Counter; unlodctr deletes it, and a hand-run lodctr leaves none (its .INI says nothing of a
 /// map). A provider serves no data from a block whose header carries another fingerprint.
 pub const MAP_FINGERPRINT: &str = "Map Fingerprint";
+/// Value name `Dynamic Fingerprint` (REG_SZ, 16 hexadecimal digits): the fingerprint of the
+/// map of the objects the app added at run time, whose names
+/// [`register_runtime_names`](crate::register_runtime_names) wrote; absent without any. A
+/// provider checks the app's run-time block against it as it checks the installed block against
+/// [`MAP_FINGERPRINT`].
+pub const DYNAMIC_FINGERPRINT: &str = "Dynamic Fingerprint";
 /// Value name `Open Timeout` (ms).
 pub const OPEN_TIMEOUT: &str = "Open Timeout";
 /// Value name `Collect Timeout` (ms).
@@ -364,6 +370,9 @@ pub struct PerformanceService {
     /// `Map Fingerprint` ([`MAP_FINGERPRINT`]), when install recorded one; `None` without it or
     /// when it is not 16 hexadecimal digits.
     pub map_fingerprint: Option<u64>,
+    /// `Dynamic Fingerprint` ([`DYNAMIC_FINGERPRINT`]): the run-time objects' map, when the app
+    /// registered run-time names.
+    pub dynamic_fingerprint: Option<u64>,
     /// `Open Timeout` (ms).
     pub open_timeout_ms: Option<u32>,
     /// `Collect Timeout` (ms).
@@ -459,6 +468,9 @@ pub fn read_service(
         first_help: dword(FIRST_HELP)?,
         last_help: dword(LAST_HELP)?,
         map_fingerprint: read_string(hive, &perf, MAP_FINGERPRINT)?
+            .as_deref()
+            .and_then(parse_fingerprint),
+        dynamic_fingerprint: read_string(hive, &perf, DYNAMIC_FINGERPRINT)?
             .as_deref()
             .and_then(parse_fingerprint),
         open_timeout_ms: dword(OPEN_TIMEOUT)?,

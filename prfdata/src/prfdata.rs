@@ -85,6 +85,9 @@ use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
 /// ```
 pub struct PrfData<M: PerfDataMap> {
     block: BlockFile,
+    /// The objects and counters added at run time (feature `install`).
+    #[cfg(feature = "install")]
+    pub(crate) dynamic: crate::dynamic::Shared,
     _map: PhantomData<fn() -> M>,
 }
 
@@ -499,6 +502,8 @@ impl<M: PerfDataMap> PrfData<M> {
         crate::install::check_installed(M::DEF)?;
         let block = BlockFile::create(M::DEF, dir)?;
         let prf = PrfData {
+            #[cfg(feature = "install")]
+            dynamic: crate::dynamic::Shared::new(M::DEF, block.path(), true),
             block,
             _map: PhantomData,
         };
@@ -530,10 +535,7 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # Ok::<(), prfdata::Error>(())
     /// ```
     pub fn attach() -> Result<Self, Error> {
-        Ok(PrfData {
-            block: BlockFile::attach(M::DEF, None)?,
-            _map: PhantomData,
-        })
+        Self::attached(BlockFile::attach(M::DEF, None)?)
     }
 
     /// [`PrfData::attach`] to the block in `dir`.
@@ -557,8 +559,14 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn attach_in(dir: &Path) -> Result<Self, Error> {
+        Self::attached(BlockFile::attach(M::DEF, Some(dir))?)
+    }
+
+    fn attached(block: BlockFile) -> Result<Self, Error> {
         Ok(PrfData {
-            block: BlockFile::attach(M::DEF, Some(dir))?,
+            #[cfg(feature = "install")]
+            dynamic: crate::dynamic::Shared::new(M::DEF, block.path(), false),
+            block,
             _map: PhantomData,
         })
     }

@@ -3,6 +3,13 @@
 //! Open may be called once per app (once per service whose `Library` is this file), with the
 //! app names from that service's `Linkage\Export`; Close as many times. The set of apps lives
 //! until the last Close, which drops every mapping.
+//!
+//! Each app is served from two blocks: `<app>` (its installed map) and `<app>.dyn`, the objects
+//! it added at run time (`prfdata::dynamic`), which it lays out again on every change. Both
+//! share the app's names ([`Names`]): read at Open, and read again whenever a new run-time block
+//! appears (the app registers a change's names before it publishes the block, and may have moved
+//! its whole range to do so). The run-time part comes first in [`apps`], so a Collect reads the
+//! names again before it labels either part.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -15,28 +22,79 @@ use prfdata_registry::{NamesMismatch, PerformanceService};
 
 use crate::serialize::TitleBase;
 
-/// One app served: where its names start, and its block when it runs.
+/// An app's names: First Counter / First Help and everything its Performance key says (the
+/// installed range and the map fingerprints every block is checked against before its counters
+/// are labelled).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Names {
+    /// First Counter / First Help.
+    pub titles: TitleBase,
+    /// The app's Performance values.
+    pub installed: PerformanceService,
+}
+
+impl Names {
+    /// Reads `app`'s names from the registry.
+    fn read(registry: &FileRegistry, app: &str) -> Result<Names, prfdata_registry::RegistryError> {
+        let (first_counter, first_help) = first_counter_help(registry, app)?;
+        let hive = registry.snapshot()?;
+        Ok(Names {
+            titles: TitleBase {
+                first_counter,
+                first_help,
+            },
+            installed: service::read_service(&hive, app)?.unwrap_or_default(),
+        })
+    }
+}
+
+/// One block served: the installed or the run-time part of an app.
 #[derive(Debug)]
 pub struct App {
     /// The app (driver) name.
     pub name: String,
-    /// First Counter / First Help from its Performance key.
-    pub titles: TitleBase,
-    /// Everything its Performance key says, read at Open: the installed name range and map
-    /// fingerprint that every block is checked against before its counters are labelled.
-    installed: PerformanceService,
+    /// Whether this is the app's run-time block (`<app>.dyn`).
+    dynamic: bool,
+    /// The app's names, shared by its two parts.
+    names: Arc<RwLock<Names>>,
     reader: Mutex<Option<Arc<BlockReader>>>,
     logged: Mutex<HashSet<&'static str>>,
 }
 
 impl App {
-    fn new(name: String, titles: TitleBase, installed: PerformanceService) -> App {
+    fn new(name: String, dynamic: bool, names: Arc<RwLock<Names>>) -> App {
         App {
             name,
-            titles,
-            installed,
+            dynamic,
+            names,
             reader: Mutex::new(None),
             logged: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// First Counter / First Help, as last read.
+    pub fn titles(&self) -> TitleBase {
+        self.names
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .titles
+    }
+
+    /// The block's app name.
+    fn block_name(&self) -> String {
+        if self.dynamic {
+            format!("{}.dyn", self.name)
+        } else {
+            self.name.clone()
+        }
+    }
+
+    /// Reads the app's names again (a new run-time block appeared). On failure the old ones
+    /// stay, and the block is checked against them.
+    fn refresh_names(&self) {
+        match FileRegistry::open_default().and_then(|reg| Names::read(&reg, &self.name)) {
+            Ok(names) => *self.names.write().unwrap_or_else(PoisonError::into_inner) = names,
+            Err(e) => log::debug!("app {}: cannot read its names again: {e}", self.name),
         }
     }
 
@@ -91,8 +149,11 @@ impl App {
             }
         }
         *slot = None;
-        let reader = Arc::new(BlockReader::open(&self.name)?);
+        let reader = Arc::new(BlockReader::open(&self.block_name())?);
         *slot = Some(Arc::clone(&reader));
+        if self.dynamic {
+            self.refresh_names();
+        }
         Ok(reader)
     }
 
@@ -107,12 +168,27 @@ impl App {
     /// installed range and its map fingerprint the one install recorded. A block laid out from
     /// another map (the app rebuilt and not reinstalled, or reinstalled from an older build)
     /// would have its counters shown under other counters' names, or another app's.
+    /// The run-time block is checked against the run-time names' fingerprint
+    /// ([`service::DYNAMIC_FINGERPRINT`]) and the same range.
     fn names_fit(&self, reader: &BlockReader) -> Result<(), NamesMismatch> {
-        check_names_fit(
-            &self.installed,
-            reader.highest_name_offset(),
-            reader.map_fingerprint(),
-        )
+        let names = self.names.read().unwrap_or_else(PoisonError::into_inner);
+        if self.dynamic {
+            let installed = PerformanceService {
+                map_fingerprint: names.installed.dynamic_fingerprint,
+                ..names.installed.clone()
+            };
+            check_names_fit(
+                &installed,
+                reader.highest_name_offset(),
+                reader.map_fingerprint(),
+            )
+        } else {
+            check_names_fit(
+                &names.installed,
+                reader.highest_name_offset(),
+                reader.map_fingerprint(),
+            )
+        }
     }
 
     /// Logs, once while the app is served, that its block does not fit its installed names.
@@ -164,22 +240,8 @@ pub fn open(names: Vec<String>) -> u32 {
     };
     let mut new = Vec::new();
     for name in names {
-        let installed = first_counter_help(&registry, &name).and_then(|titles| {
-            let hive = registry.snapshot()?;
-            Ok((
-                titles,
-                service::read_service(&hive, &name)?.unwrap_or_default(),
-            ))
-        });
-        match installed {
-            Ok(((first_counter, first_help), installed)) => new.push(App::new(
-                name,
-                TitleBase {
-                    first_counter,
-                    first_help,
-                },
-                installed,
-            )),
+        match Names::read(&registry, &name) {
+            Ok(names) => new.push((name, names)),
             Err(e) => {
                 log::error!("Open: app {name} is not installed: {e}");
                 return ERROR_FILE_NOT_FOUND;
@@ -187,18 +249,26 @@ pub fn open(names: Vec<String>) -> u32 {
         }
     }
     let mut served = SERVED.write().unwrap_or_else(PoisonError::into_inner);
-    for app in new {
-        match served.apps.iter().position(|a| a.name == app.name) {
-            // Reopened with new indexes or another map (lodctr ran again): the latest wins.
-            Some(i)
-                if served.apps[i].titles != app.titles
-                    || served.apps[i].installed != app.installed =>
-            {
-                served.apps[i] = Arc::new(app)
+    for (name, names) in new {
+        let known = served.apps.iter().position(|a| a.name == name);
+        // Reopened with new indexes or another map (lodctr ran again): the latest wins.
+        if let Some(i) = known {
+            let current = served.apps[i]
+                .names
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            if current == names {
+                continue;
             }
-            Some(_) => {}
-            None => served.apps.push(Arc::new(app)),
+            served.apps.retain(|a| a.name != name);
         }
+        // The run-time part first: it reads the names again before either part is labelled.
+        let names = Arc::new(RwLock::new(names));
+        served
+            .apps
+            .push(Arc::new(App::new(name.clone(), true, Arc::clone(&names))));
+        served.apps.push(Arc::new(App::new(name, false, names)));
     }
     served.opens += 1;
     0
