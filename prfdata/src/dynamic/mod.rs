@@ -273,7 +273,17 @@ impl Shared {
             crate::map::validate(map)?;
         }
         self.register_names(map)?;
-        self.relayout(map)?;
+        if let Err(e) = self.relayout(map) {
+            // Put the registry back to the block that stays, so that the provider keeps
+            // labelling it.
+            if let Err(undo) = self.register_names(leak_map(self.app, &defs)) {
+                log::warn!(
+                    "app {}: run-time names left for a layout that failed: {undo}",
+                    self.app
+                );
+            }
+            return Err(e);
+        }
         *defs = next;
         Ok(out)
     }

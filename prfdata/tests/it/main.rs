@@ -9,6 +9,7 @@ mod block_files;
 mod common;
 mod corrupt_block;
 mod counters;
+mod dynamic;
 mod fork;
 mod fuzz_found;
 mod hostile_names;

@@ -3,6 +3,7 @@
 //! feature; `common` holds the library loader, the test maps and the helpers).
 
 mod common;
+mod dynamic;
 mod hostile_block;
 mod logging;
 mod names_fit;
