@@ -61,7 +61,7 @@
 
 mod error;
 mod file;
-mod fit;
+pub mod fit;
 mod hive;
 pub mod ini;
 pub mod install;
@@ -69,7 +69,7 @@ mod lodctr;
 pub mod paths;
 pub mod perflib;
 pub mod reg_cli;
-mod runtime;
+pub mod runtime;
 pub mod service;
 mod settings;
 mod store;

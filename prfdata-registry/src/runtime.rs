@@ -15,7 +15,7 @@
 //!    when the app's run-time block changes);
 //! 3. the new names are written, the app's `Last Counter` / `Last Help` and Perflib's updated,
 //!    and the run-time map's fingerprint recorded as
-//!    [`DYNAMIC_FINGERPRINT`](crate::service::DYNAMIC_FINGERPRINT) (deleted with an empty set).
+//!    [`DYNAMIC_FINGERPRINT`] (deleted with an empty set).
 
 use std::collections::BTreeMap;
 

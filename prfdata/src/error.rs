@@ -136,7 +136,7 @@ pub enum Error {
         reason: String,
     },
     /// No run-time object or counter has this symbolic offset (it was removed, or never
-    /// added): [`crate::dynamic`].
+    /// added): `prfdata::dynamic`.
     #[error("app {app} has no run-time object or counter at offset {offset} (removed?)")]
     NoSuchStatistic {
         /// The app.

@@ -25,7 +25,7 @@
 //! 1. registers the run-time names in the registry
 //!    ([`prfdata_registry::register_runtime_names`]: the app's range extended or shrunk, or moved
 //!    as lodctr would move it, in one update; skipped when the app is not installed);
-//! 2. takes the old run-time block's [`Optex`](crate::Optex): every write through a
+//! 2. takes the old run-time block's [`Optex`]: every write through a
 //!    [`DynCounter`] holds it, in this process and in attached ones, so no value changes from
 //!    here on;
 //! 3. lays the new block out under a temporary name, copies every surviving value into it, and
@@ -38,7 +38,7 @@
 //! The cost is one uncontended lock per run-time counter update (a compare-and-swap and a
 //! store): run-time statistics are for values that change at human rates, the compile-time map
 //! for hot paths. Each layout leaks its few hundred bytes of definitions (a
-//! [`MapDef`](crate::map::MapDef) holds `'static` texts); layouts are rare.
+//! [`MapDef`] holds `'static` texts); layouts are rare.
 
 mod handle;
 mod spec;
