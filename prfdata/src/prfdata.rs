@@ -512,6 +512,8 @@ impl<M: PerfDataMap> PrfData<M> {
                 prf.tables().table(i).init_block(0);
             }
         }
+        #[cfg(feature = "install")]
+        prf.dynamic.clear_stale();
         Ok(prf)
     }
 

@@ -183,6 +183,29 @@ impl Shared {
         }
     }
 
+    /// At activation: removes the run-time block a previous activation of the app left (it was
+    /// killed, or did not exit normally), and its run-time names, so that a collector never
+    /// serves a dead process's run-time statistics beside this one's. Only the process that
+    /// holds the app's block creates its run-time block, and this one just activated it: any
+    /// run-time block there is a previous one's.
+    pub(crate) fn clear_stale(&self) {
+        let path = self.path();
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_file() => {
+                log::debug!(
+                    "app {}: removing a previous run's {}",
+                    self.app,
+                    path.display()
+                );
+                let _ = std::fs::remove_file(&path);
+                if let Err(e) = self.register_names(None) {
+                    log::warn!("{e}");
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn path(&self) -> PathBuf {
         self.dir.join(format!("{}.blk", dyn_app(self.app)))
     }

@@ -105,3 +105,39 @@ fn run_time_statistics_are_refused_where_they_cannot_be() {
         "an object is not a counter"
     );
 }
+
+/// Child: adds a run-time counter, says so, and waits to be killed.
+#[test]
+#[ignore = "entry point for child processes"]
+fn child_entry() {
+    if crate::common::role().as_deref() != Some("runtime") {
+        return;
+    }
+    let prf = rt::PrfData::activate().unwrap();
+    let obj = prf.add_object(&ObjectSpec::new("Plugin", "p")).unwrap();
+    prf.add_counter(obj, &CounterSpec::new("C", "c", PERF_COUNTER_RAWCOUNT))
+        .unwrap()
+        .store(5)
+        .unwrap();
+    std::fs::write(crate::common::child_dir().join("ready"), b"").unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(60));
+}
+
+/// Regression: a killed app's run-time block stayed, and was served beside the next
+/// activation's statistics as if they were its own.
+#[test]
+fn a_killed_apps_run_time_block_is_removed_by_the_next_activation() {
+    let dir = tempfile::tempdir().unwrap();
+    let dyn_path = dir.path().join("PrfDataRunTime.dyn.blk");
+    let mut child = crate::common::spawn_child("dynamic::child_entry", "runtime", dir.path(), &[]);
+    assert!(crate::common::wait_until(
+        std::time::Duration::from_secs(30),
+        || dir.path().join("ready").exists()
+    ));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(dyn_path.exists(), "SIGKILL leaves it");
+    let prf = rt::PrfData::activate_in(dir.path()).unwrap();
+    assert!(!dyn_path.exists(), "the next activation removes it");
+    drop(prf);
+}
