@@ -6,10 +6,10 @@
 //!
 //! Each app is served from two blocks: `<app>` (its installed map) and `<app>.dyn`, the objects
 //! it added at run time (`prfdata::dynamic`), which it lays out again on every change. Both
-//! share the app's names ([`Names`]): read at Open, and read again whenever a new run-time block
-//! appears (the app registers a change's names before it publishes the block, and may have moved
-//! its whole range to do so). The run-time part comes first in [`apps`], so a Collect reads the
-//! names again before it labels either part.
+//! share the app's names ([`Names`]): read at Open, and read again before a block is labelled
+//! whenever the registry's store file changed since (every update renames a new file into
+//! place, so one `stat` tells): an app that registers run-time names may move its whole range,
+//! and a lodctr may change it, while the library stays open.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -31,6 +31,38 @@ pub struct Names {
     pub titles: TitleBase,
     /// The app's Performance values.
     pub installed: PerformanceService,
+}
+
+/// The registry store file as `stat` saw it: every update replaces the file, so a change of any
+/// of these says the names may have changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct StoreStamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+}
+
+impl StoreStamp {
+    /// The default registry's store file now; `None` if it cannot be found or `stat`ed.
+    fn now() -> Option<StoreStamp> {
+        use std::os::unix::fs::MetadataExt;
+        let root = prfdata_registry::paths::registry_root().ok()?;
+        let meta = std::fs::metadata(root.join(prfdata_registry::paths::STORE_FILE)).ok()?;
+        Some(StoreStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+        })
+    }
+}
+
+/// An app's names and the store file they were read from.
+#[derive(Debug)]
+struct Known {
+    names: Names,
+    stamp: Option<StoreStamp>,
 }
 
 impl Names {
@@ -56,13 +88,13 @@ pub struct App {
     /// Whether this is the app's run-time block (`<app>.dyn`).
     dynamic: bool,
     /// The app's names, shared by its two parts.
-    names: Arc<RwLock<Names>>,
+    names: Arc<RwLock<Known>>,
     reader: Mutex<Option<Arc<BlockReader>>>,
     logged: Mutex<HashSet<&'static str>>,
 }
 
 impl App {
-    fn new(name: String, dynamic: bool, names: Arc<RwLock<Names>>) -> App {
+    fn new(name: String, dynamic: bool, names: Arc<RwLock<Known>>) -> App {
         App {
             name,
             dynamic,
@@ -77,6 +109,7 @@ impl App {
         self.names
             .read()
             .unwrap_or_else(PoisonError::into_inner)
+            .names
             .titles
     }
 
@@ -89,11 +122,25 @@ impl App {
         }
     }
 
-    /// Reads the app's names again (a new run-time block appeared). On failure the old ones
-    /// stay, and the block is checked against them.
+    /// Reads the app's names again if the registry changed since they were read. On failure
+    /// (the app uninstalled, the store unreadable) the old ones stay, and blocks are checked
+    /// against them.
     fn refresh_names(&self) {
-        match FileRegistry::open_default().and_then(|reg| Names::read(&reg, &self.name)) {
-            Ok(names) => *self.names.write().unwrap_or_else(PoisonError::into_inner) = names,
+        let stamp = StoreStamp::now();
+        if self
+            .names
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .stamp
+            == stamp
+        {
+            return;
+        }
+        let read = FileRegistry::open_default().and_then(|reg| Names::read(&reg, &self.name));
+        let mut known = self.names.write().unwrap_or_else(PoisonError::into_inner);
+        known.stamp = stamp;
+        match read {
+            Ok(names) => known.names = names,
             Err(e) => log::debug!("app {}: cannot read its names again: {e}", self.name),
         }
     }
@@ -109,6 +156,7 @@ impl App {
         wanted: impl Fn(&BlockReader) -> bool,
         mut f: impl FnMut(&BlockView<'_>) -> Result<T, ReadError>,
     ) -> Option<(Arc<BlockReader>, T)> {
+        self.refresh_names();
         for _ in 0..2 {
             let reader = match self.current_reader() {
                 Ok(r) => r,
@@ -151,9 +199,6 @@ impl App {
         *slot = None;
         let reader = Arc::new(BlockReader::open(&self.block_name())?);
         *slot = Some(Arc::clone(&reader));
-        if self.dynamic {
-            self.refresh_names();
-        }
         Ok(reader)
     }
 
@@ -171,7 +216,8 @@ impl App {
     /// The run-time block is checked against the run-time names' fingerprint
     /// ([`service::DYNAMIC_FINGERPRINT`]) and the same range.
     fn names_fit(&self, reader: &BlockReader) -> Result<(), NamesMismatch> {
-        let names = self.names.read().unwrap_or_else(PoisonError::into_inner);
+        let known = self.names.read().unwrap_or_else(PoisonError::into_inner);
+        let names = &known.names;
         if self.dynamic {
             let installed = PerformanceService {
                 map_fingerprint: names.installed.dynamic_fingerprint,
@@ -240,8 +286,9 @@ pub fn open(names: Vec<String>) -> u32 {
     };
     let mut new = Vec::new();
     for name in names {
+        let stamp = StoreStamp::now();
         match Names::read(&registry, &name) {
-            Ok(names) => new.push((name, names)),
+            Ok(names) => new.push((name, names, stamp)),
             Err(e) => {
                 log::error!("Open: app {name} is not installed: {e}");
                 return ERROR_FILE_NOT_FOUND;
@@ -249,7 +296,7 @@ pub fn open(names: Vec<String>) -> u32 {
         }
     }
     let mut served = SERVED.write().unwrap_or_else(PoisonError::into_inner);
-    for (name, names) in new {
+    for (name, names, stamp) in new {
         let known = served.apps.iter().position(|a| a.name == name);
         // Reopened with new indexes or another map (lodctr ran again): the latest wins.
         if let Some(i) = known {
@@ -257,14 +304,14 @@ pub fn open(names: Vec<String>) -> u32 {
                 .names
                 .read()
                 .unwrap_or_else(PoisonError::into_inner)
+                .names
                 .clone();
             if current == names {
                 continue;
             }
             served.apps.retain(|a| a.name != name);
         }
-        // The run-time part first: it reads the names again before either part is labelled.
-        let names = Arc::new(RwLock::new(names));
+        let names = Arc::new(RwLock::new(Known { names, stamp }));
         served
             .apps
             .push(Arc::new(App::new(name.clone(), true, Arc::clone(&names))));

@@ -114,3 +114,55 @@ fn a_block_of_another_map_than_the_installed_one_gets_no_data() {
     drop(prf);
     uninstall_in(&reg, &fit_new::MAP).unwrap();
 }
+
+prfdata::prfdata_map! {
+    /// Another app, installed where `fit_new`'s names were.
+    pub mod squatter {
+        app: "ProvTestSquatter",
+        object OTHER = 0 {
+            name: "Squatter", help: "s", detail: Novice, default: none, instances: none, costly: false,
+            counters {
+                A = 2: RawCount { name: "Squatter A", help: "a", detail: Novice, scale: 0 },
+                B = 4: RawCount { name: "Squatter B", help: "b", detail: Novice, scale: 0 },
+            }
+        }
+    }
+}
+
+/// Regression: the provider read First Counter at Open only, so an app reinstalled while the
+/// library stayed open (its old indexes now another app's) had its counters labelled with the
+/// other app's names until the next Open.
+#[test]
+fn names_moved_while_open_are_followed_never_the_old_indexes() {
+    let _s = serial();
+    let reg = FileRegistry::open(env().root.join("registry")).unwrap();
+    let old_first = install(&fit_new::MAP);
+    let prf = fit_new::PrfData::activate().unwrap();
+    prf.get_global_ctr32(fit_new::REQUESTS).store(8, Relaxed);
+    let p = Provider::load();
+    assert_eq!(p.open(&["ProvTestFit"]), ERROR_SUCCESS);
+    let titles = |p: &Provider| {
+        let (out, data) = p.collect("Global");
+        parse(&data, out.objects)
+            .iter()
+            .map(|o| (o.header.object_name_title_index, o.value(0, 0)))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(titles(&p), [(old_first, 8)]);
+
+    // Reinstalled while the library stays open: another app takes the old indexes.
+    uninstall_in(&reg, &fit_new::MAP).unwrap();
+    let squatter_first = install(&squatter::MAP);
+    assert_eq!(
+        squatter_first, old_first,
+        "the other app has the old indexes"
+    );
+    let new_first = install(&fit_new::MAP);
+    assert_ne!(new_first, old_first);
+    assert_eq!(titles(&p), [(new_first, 8)], "labelled from the new range");
+
+    assert_eq!(p.close(), ERROR_SUCCESS);
+    drop(prf);
+    uninstall_in(&reg, &fit_new::MAP).unwrap();
+    uninstall_in(&reg, &squatter::MAP).unwrap();
+}
