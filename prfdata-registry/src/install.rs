@@ -371,19 +371,21 @@ pub fn install_in<R: Registry + ?Sized>(
     options: &InstallOptions,
 ) -> Result<CounterRange, InstallError> {
     check_name(NameKind::App, &set.app).map_err(|e| InstallError::Map(Box::new(e)))?;
-    let symbol_name = format!("{}.h", set.app);
-    let ini_path = options.ini_dir.join(format!("{}.ini", set.app));
-    let symbol_path = options.ini_dir.join(&symbol_name);
-    let write = |path: &Path, text: String| {
-        std::fs::create_dir_all(&options.ini_dir)
-            .and_then(|()| replace_file(path, text.as_bytes()))
-            .map_err(|source| InstallError::Write {
-                path: path.to_path_buf(),
-                source,
-            })
+    let highest_offset = highest_offset(set);
+    let refuse_changed = |hive: &crate::Hive| -> Result<(), InstallError> {
+        if !options.replace {
+            if let (Some(installed), Some(fingerprint)) =
+                (service::read_service(hive, &set.app)?, set.fingerprint)
+            {
+                check_names_fit(&installed, highest_offset, fingerprint)
+                    .map_err(|e| InstallError::MapChanged(Box::new(e)))?;
+            }
+        }
+        Ok(())
     };
-    write(&symbol_path, symbol_file(set))?;
-    write(&ini_path, ini_file(set, &symbol_name))?;
+    // Before the files are written: a refused install leaves the installed .INI as it was.
+    refuse_changed(&registry.snapshot()?)?;
+    let ini_path = write_counter_files(set, &options.ini_dir)?;
     let mut service = ServiceConfig::new(
         options.library.to_string_lossy(),
         OPEN_FUNCTION,
@@ -396,22 +398,15 @@ pub fn install_in<R: Registry + ?Sized>(
         service: Some(service),
     };
     let ini = CounterIni::read(&ini_path)?;
-    let highest_offset = set
-        .objects
-        .iter()
-        .flat_map(|o| std::iter::once(o.offset).chain(o.counters.iter().map(|c| c.offset)))
-        .max()
-        .unwrap_or(0);
+    let ini_value = std::fs::canonicalize(&ini_path).unwrap_or_else(|_| ini_path.clone());
     update(registry, |hive| {
-        if !options.replace {
-            if let (Some(installed), Some(fingerprint)) =
-                (service::read_service(hive, &set.app)?, set.fingerprint)
-            {
-                check_names_fit(&installed, highest_offset, fingerprint)
-                    .map_err(|e| InstallError::MapChanged(Box::new(e)))?;
-            }
-        }
+        refuse_changed(hive)?;
         let range = apply_lodctr(hive, &ini, &lodctr_options)?;
+        hive.set_value(
+            &paths::performance(&set.app),
+            service::INI_FILE,
+            Value::Sz(ini_value.to_string_lossy().into_owned()),
+        )?;
         if let Some(fingerprint) = set.fingerprint {
             hive.set_value(
                 &paths::performance(&set.app),
@@ -421,6 +416,49 @@ pub fn install_in<R: Registry + ?Sized>(
         }
         Ok(range)
     })
+}
+
+/// The highest symbolic offset of `set`.
+fn highest_offset(set: &CounterSet) -> u32 {
+    set.objects
+        .iter()
+        .flat_map(|o| std::iter::once(o.offset).chain(o.counters.iter().map(|c| c.offset)))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Writes `set`'s `<app>.h` and `<app>.ini` into `dir` (each whole, under a temporary name
+/// renamed over the old file), as install does; returns the .INI's path.
+///
+/// # Errors
+///
+/// [`InstallError::Write`] naming the file that could not be written.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_registry::install::{write_counter_files, CounterSet};
+/// let dir = tempfile::tempdir()?;
+/// let set = CounterSet { app: "FilesDoc".into(), objects: vec![], fingerprint: None };
+/// let ini = write_counter_files(&set, dir.path())?;
+/// assert!(ini.ends_with("FilesDoc.ini") && dir.path().join("FilesDoc.h").exists());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_counter_files(set: &CounterSet, dir: &Path) -> Result<PathBuf, InstallError> {
+    let symbol_name = format!("{}.h", set.app);
+    let ini_path = dir.join(format!("{}.ini", set.app));
+    let symbol_path = dir.join(&symbol_name);
+    let write = |path: &Path, text: String| {
+        std::fs::create_dir_all(dir)
+            .and_then(|()| replace_file(path, text.as_bytes()))
+            .map_err(|source| InstallError::Write {
+                path: path.to_path_buf(),
+                source,
+            })
+    };
+    write(&symbol_path, symbol_file(set))?;
+    write(&ini_path, ini_file(set, &symbol_name))?;
+    Ok(ini_path)
 }
 
 /// [`install_in`] the default registry (`PRFDATA_REGISTRY`, else the per-user state folder).

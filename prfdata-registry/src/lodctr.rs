@@ -295,6 +295,7 @@ pub fn apply_unlodctr(hive: &mut Hive, driver: &str) -> Result<CounterRange, Lod
         LAST_HELP,
         service::MAP_FINGERPRINT,
         service::DYNAMIC_FINGERPRINT,
+        service::INI_FILE,
     ] {
         hive.delete_value(&perf, name)?;
     }

@@ -38,6 +38,10 @@ pub const MAP_FINGERPRINT: &str = "Map Fingerprint";
 /// provider checks the app's run-time block against it as it checks the installed block against
 /// [`MAP_FINGERPRINT`].
 pub const DYNAMIC_FINGERPRINT: &str = "Dynamic Fingerprint";
+/// Value name `Ini File` (REG_SZ): the counter .INI install wrote for the app (its .h beside
+/// it). An app that registers run-time names rewrites both, so that they describe what the
+/// registry holds; unlodctr deletes the value.
+pub const INI_FILE: &str = "Ini File";
 /// Value name `Open Timeout` (ms).
 pub const OPEN_TIMEOUT: &str = "Open Timeout";
 /// Value name `Collect Timeout` (ms).
@@ -373,6 +377,8 @@ pub struct PerformanceService {
     /// `Dynamic Fingerprint` ([`DYNAMIC_FINGERPRINT`]): the run-time objects' map, when the app
     /// registered run-time names.
     pub dynamic_fingerprint: Option<u64>,
+    /// `Ini File` ([`INI_FILE`]): the .INI install wrote, if any.
+    pub ini_file: Option<String>,
     /// `Open Timeout` (ms).
     pub open_timeout_ms: Option<u32>,
     /// `Collect Timeout` (ms).
@@ -473,6 +479,7 @@ pub fn read_service(
         dynamic_fingerprint: read_string(hive, &perf, DYNAMIC_FINGERPRINT)?
             .as_deref()
             .and_then(parse_fingerprint),
+        ini_file: read_string(hive, &perf, INI_FILE)?,
         open_timeout_ms: dword(OPEN_TIMEOUT)?,
         collect_timeout_ms: dword(COLLECT_TIMEOUT)?,
         disabled: dword(DISABLE)?.is_some_and(|d| d != 0),

@@ -155,6 +155,8 @@ impl Current {
 #[derive(Debug)]
 pub(crate) struct Shared {
     app: &'static str,
+    /// The installed map (its names go into the rewritten .INI with the run-time ones).
+    map: &'static MapDef,
     dir: PathBuf,
     owner: bool,
     installed_highest: u32,
@@ -169,6 +171,7 @@ impl Shared {
         let installed_highest = map.highest_offset();
         Shared {
             app: map.app,
+            map,
             dir: block_path
                 .parent()
                 .map(Path::to_path_buf)
@@ -346,6 +349,7 @@ impl Shared {
         match registered {
             Ok(range) => {
                 log::debug!("app {}: run-time names registered: {range:?}", self.app);
+                self.rewrite_ini(&root, map);
                 Ok(())
             }
             Err(LodctrError::NotLoaded { .. }) => Ok(()),
@@ -353,6 +357,30 @@ impl Shared {
                 app: self.app.to_owned(),
                 reason: e.to_string(),
             }),
+        }
+    }
+
+    /// Rewrites the app's counter .INI and .h (where install recorded them, `Ini File`) with
+    /// the installed map's names and the run-time ones of `map`, so that the files describe what
+    /// the registry holds. The registry is what collectors read: a file that cannot be written
+    /// is logged, not an error.
+    fn rewrite_ini(&self, root: &Path, map: Option<&'static MapDef>) {
+        use prfdata_registry::{service, FileRegistry, Registry};
+        let ini = FileRegistry::open(root)
+            .and_then(|reg| reg.snapshot())
+            .and_then(|hive| service::read_service(&hive, self.app))
+            .ok()
+            .flatten()
+            .and_then(|s| s.ini_file);
+        let Some(dir) = ini.as_deref().map(Path::new).and_then(Path::parent) else {
+            return;
+        };
+        let mut set = crate::install::counter_set(self.map);
+        if let Some(map) = map {
+            set.objects.extend(crate::install::counter_set(map).objects);
+        }
+        if let Err(e) = prfdata_registry::install::write_counter_files(&set, dir) {
+            log::warn!("app {}: run-time names registered, but {e}", self.app);
         }
     }
 

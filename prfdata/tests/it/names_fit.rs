@@ -204,6 +204,11 @@ fn install_refuses_another_map_over_an_installation_unless_replacing() {
         }
         other => panic!("{other}"),
     }
+    let h = std::fs::read_to_string(s.ini_dir.join("PrfDataFit.h")).unwrap();
+    assert!(
+        h.contains("#define REQUESTS 2\n") && h.contains("#define ERRORS 4\n"),
+        "a refused install leaves the installed files as they were: {h}"
+    );
     match install_in(&s.reg(), &grown::MAP, &s.options(false)).unwrap_err() {
         InstallError::MapChanged(e) => assert_eq!(e.needed_last_counter, 1854),
         other => panic!("{other}"),

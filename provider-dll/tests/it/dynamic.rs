@@ -93,12 +93,22 @@ fn run_time_names_that_move_the_range_are_followed_without_another_open() {
         !names.counter.contains_key(&old_first),
         "the old range is free again"
     );
+    // The app's .INI and .h say what the registry holds.
+    let ini_path = env().root.join("ini").join("ProvTestMoving.ini");
+    let ini = std::fs::read_to_string(&ini_path).unwrap();
+    assert!(ini.contains("=Plugin Calls"), "{ini}");
+    assert!(ini.contains("=Moving Base"), "{ini}");
+    let h = std::fs::read_to_string(env().root.join("ini").join("ProvTestMoving.h")).unwrap();
+    assert!(h.contains(&format!(" {}\n", calls.offset())), "{h}");
 
     // Removed: the run-time block is gone and so are its names.
     prf.remove_object(plugin).unwrap();
     assert_eq!(objects(&p), [(new_first, 3)]);
     let names = prfdata_registry::perflib::read_counter_text(&reg, "009").unwrap();
     assert!(!names.counter.contains_key(&(new_first + calls.offset())));
+    let ini = std::fs::read_to_string(&ini_path).unwrap();
+    assert!(!ini.contains("Plugin"), "{ini}");
+    assert!(ini.contains("=Moving Base"), "{ini}");
 
     assert_eq!(p.close(), ERROR_SUCCESS);
     drop(prf);
