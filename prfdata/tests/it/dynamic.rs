@@ -141,3 +141,38 @@ fn a_killed_apps_run_time_block_is_removed_by_the_next_activation() {
     assert!(!dyn_path.exists(), "the next activation removes it");
     drop(prf);
 }
+
+/// A run-time block is read by attached processes as untrusted input: garbage at its path is
+/// refused with an error, never mapped into counters.
+#[test]
+fn an_attached_process_refuses_a_corrupt_run_time_block() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let prf = rt::PrfData::activate_in(dir.path()).unwrap();
+    let obj = prf.add_object(&ObjectSpec::new("Plugin", "p")).unwrap();
+    let ctr = prf
+        .add_counter(obj, &CounterSpec::new("C", "c", PERF_COUNTER_RAWCOUNT))
+        .unwrap();
+    let path = dir.path().join("PrfDataRunTime.dyn.blk");
+    let len = std::fs::metadata(&path).unwrap().len() as usize;
+    // Another file of the same size, its header's magic intact and the rest scribbled on.
+    let mut bytes = std::fs::read(&path).unwrap();
+    for b in &mut bytes[16..] {
+        *b = 0xA5;
+    }
+    assert_eq!(bytes.len(), len);
+    let fake = dir.path().join("fake");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&fake)
+        .unwrap();
+    std::fs::write(&fake, &bytes).unwrap();
+    std::fs::rename(&fake, &path).unwrap();
+
+    let attached = rt::PrfData::attach_in(dir.path()).unwrap();
+    let err = attached.dyn_counter(ctr.offset()).unwrap_err();
+    assert!(matches!(err, Error::MapMismatch { .. }), "{err}");
+    drop(prf);
+}
