@@ -16,13 +16,13 @@ fn set(app: &str) -> CounterSet {
             symbol: "OBJ".into(),
             offset: 0,
             texts: vec![
-                Text::new("009", &format!("{app} Obj"), "o"),
-                Text::new("00C", &format!("{app} Objet"), "o"),
+                Text::new("009", format!("{app} Obj"), "o"),
+                Text::new("00C", format!("{app} Objet"), "o"),
             ],
             counters: vec![CounterNames {
                 symbol: "CTR".into(),
                 offset: 2,
-                texts: vec![Text::new("009", &format!("{app} Ctr"), "c")],
+                texts: vec![Text::new("009", format!("{app} Ctr"), "c")],
             }],
         }],
         fingerprint: Some(1),
@@ -44,7 +44,7 @@ fn runtime(offset: u32, name: &str) -> CounterNames {
         offset,
         texts: vec![
             Text::new("009", name, "h"),
-            Text::new("00C", &format!("{name} fr"), "h"),
+            Text::new("00C", format!("{name} fr"), "h"),
         ],
     }
 }
