@@ -266,6 +266,22 @@ pub enum LodctrError {
         /// The index.
         index: u32,
     },
+    /// A run-time name's symbolic offset is odd or not above the app's installed names
+    /// ([`register_runtime_names`](crate::register_runtime_names)).
+    #[error(
+        "app {driver}: run-time counter {symbol} has offset {offset}; run-time offsets are even \
+         and above the installed map's highest ({installed_highest})"
+    )]
+    BadRuntimeOffset {
+        /// The app.
+        driver: String,
+        /// The counter's symbol.
+        symbol: String,
+        /// Its offset.
+        offset: u32,
+        /// The installed map's highest offset.
+        installed_highest: u32,
+    },
     /// The indexes would pass `u32::MAX`.
     #[error("driver {driver}: counter indexes would overflow 32 bits")]
     IndexOverflow {

@@ -18,9 +18,10 @@ use std::path::{Path, PathBuf};
 
 use prfdata_untrusted::{check_name, NameKind};
 
+use crate::ini::CounterIni;
 use crate::{
-    apply_unlodctr, lodctr, service, update, CounterRange, FileRegistry, LodctrError,
-    LodctrOptions, Registry, RegistryError, ServiceConfig,
+    apply_lodctr, apply_unlodctr, check_names_fit, paths, service, update, CounterRange,
+    FileRegistry, LodctrError, LodctrOptions, Registry, RegistryError, ServiceConfig, Value,
 };
 
 /// A counter set as install writes it: the app (the driver name under `Services` and the name
@@ -43,6 +44,7 @@ use crate::{
 ///             texts: vec![Text::new("009", "Jobs/sec", "Jobs done per second.")],
 ///         }],
 ///     }],
+///     fingerprint: None,
 /// };
 /// assert!(prfdata_registry::install::symbol_file(&set).contains("#define DONE 2\n"));
 /// ```
@@ -52,6 +54,10 @@ pub struct CounterSet {
     pub app: String,
     /// The objects, in declaration order.
     pub objects: Vec<ObjectNames>,
+    /// The fingerprint of the map the set comes from (prfdata's `MapDef::fingerprint`), which
+    /// install records as [`MAP_FINGERPRINT`](crate::service::MAP_FINGERPRINT); `None` records
+    /// none (then only the name range is checked against a block).
+    pub fingerprint: Option<u64>,
 }
 
 /// One object of a [`CounterSet`].
@@ -152,7 +158,7 @@ pub const CLOSE_FUNCTION: &str = "ClosePerformanceData";
 /// use prfdata_registry::install::{install_in, CounterSet, InstallError, InstallOptions};
 /// let dir = tempfile::tempdir()?;
 /// let reg = prfdata_registry::FileRegistry::open(dir.path().join("registry"))?;
-/// let set = CounterSet { app: "../evil".into(), objects: vec![] };
+/// let set = CounterSet { app: "../evil".into(), objects: vec![], fingerprint: None };
 /// let opts = InstallOptions { library: "/x.so".into(), ini_dir: dir.path().into(), replace: false };
 /// assert!(matches!(install_in(&reg, &set, &opts), Err(InstallError::Map(_))));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -172,6 +178,10 @@ pub enum InstallError {
     /// ([`prfdata_untrusted::BadName`]), or, from prfdata, the map's own validation error.
     #[error("invalid map: {0}")]
     Map(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The app is installed already, with the names of another map than this one (see
+    /// [`NamesMismatch`](crate::NamesMismatch)): install with `replace` to load this map's.
+    #[error("{0}")]
+    MapChanged(Box<crate::NamesMismatch>),
     /// lodctr / unlodctr refused (already installed, not installed, ...).
     #[error(transparent)]
     Lodctr(#[from] LodctrError),
@@ -255,6 +265,7 @@ pub fn symbol_file(set: &CounterSet) -> String {
 ///             texts: vec![Text::new("009", "Ctr", "A counter.")],
 ///         }],
 ///     }],
+///     fingerprint: None,
 /// };
 /// let ini = ini_file(&set, "IniDoc.h");
 /// assert!(ini.starts_with("[info]\ndrivername=IniDoc\nsymbolfile=IniDoc.h\n"));
@@ -339,6 +350,7 @@ fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 ///         texts: vec![Text::new("009", "O", "o")],
 ///         counters: vec![CounterNames { symbol: "CTR".into(), offset: 2, texts: vec![Text::new("009", "C", "c")] }],
 ///     }],
+///     fingerprint: None,
 /// };
 /// let dir = tempfile::tempdir()?;
 /// let reg = FileRegistry::open(dir.path().join("registry"))?;
@@ -359,19 +371,21 @@ pub fn install_in<R: Registry + ?Sized>(
     options: &InstallOptions,
 ) -> Result<CounterRange, InstallError> {
     check_name(NameKind::App, &set.app).map_err(|e| InstallError::Map(Box::new(e)))?;
-    let symbol_name = format!("{}.h", set.app);
-    let ini_path = options.ini_dir.join(format!("{}.ini", set.app));
-    let symbol_path = options.ini_dir.join(&symbol_name);
-    let write = |path: &Path, text: String| {
-        std::fs::create_dir_all(&options.ini_dir)
-            .and_then(|()| replace_file(path, text.as_bytes()))
-            .map_err(|source| InstallError::Write {
-                path: path.to_path_buf(),
-                source,
-            })
+    let highest_offset = highest_offset(set);
+    let refuse_changed = |hive: &crate::Hive| -> Result<(), InstallError> {
+        if !options.replace {
+            if let (Some(installed), Some(fingerprint)) =
+                (service::read_service(hive, &set.app)?, set.fingerprint)
+            {
+                check_names_fit(&installed, highest_offset, fingerprint)
+                    .map_err(|e| InstallError::MapChanged(Box::new(e)))?;
+            }
+        }
+        Ok(())
     };
-    write(&symbol_path, symbol_file(set))?;
-    write(&ini_path, ini_file(set, &symbol_name))?;
+    // Before the files are written: a refused install leaves the installed .INI as it was.
+    refuse_changed(&registry.snapshot()?)?;
+    let ini_path = write_counter_files(set, &options.ini_dir)?;
     let mut service = ServiceConfig::new(
         options.library.to_string_lossy(),
         OPEN_FUNCTION,
@@ -383,7 +397,68 @@ pub fn install_in<R: Registry + ?Sized>(
         replace: options.replace,
         service: Some(service),
     };
-    Ok(lodctr(registry, &ini_path, &lodctr_options)?)
+    let ini = CounterIni::read(&ini_path)?;
+    let ini_value = std::fs::canonicalize(&ini_path).unwrap_or_else(|_| ini_path.clone());
+    update(registry, |hive| {
+        refuse_changed(hive)?;
+        let range = apply_lodctr(hive, &ini, &lodctr_options)?;
+        hive.set_value(
+            &paths::performance(&set.app),
+            service::INI_FILE,
+            Value::Sz(ini_value.to_string_lossy().into_owned()),
+        )?;
+        if let Some(fingerprint) = set.fingerprint {
+            hive.set_value(
+                &paths::performance(&set.app),
+                service::MAP_FINGERPRINT,
+                Value::Sz(service::fingerprint_value(fingerprint)),
+            )?;
+        }
+        Ok(range)
+    })
+}
+
+/// The highest symbolic offset of `set`.
+fn highest_offset(set: &CounterSet) -> u32 {
+    set.objects
+        .iter()
+        .flat_map(|o| std::iter::once(o.offset).chain(o.counters.iter().map(|c| c.offset)))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Writes `set`'s `<app>.h` and `<app>.ini` into `dir` (each whole, under a temporary name
+/// renamed over the old file), as install does; returns the .INI's path.
+///
+/// # Errors
+///
+/// [`InstallError::Write`] naming the file that could not be written.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_registry::install::{write_counter_files, CounterSet};
+/// let dir = tempfile::tempdir()?;
+/// let set = CounterSet { app: "FilesDoc".into(), objects: vec![], fingerprint: None };
+/// let ini = write_counter_files(&set, dir.path())?;
+/// assert!(ini.ends_with("FilesDoc.ini") && dir.path().join("FilesDoc.h").exists());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_counter_files(set: &CounterSet, dir: &Path) -> Result<PathBuf, InstallError> {
+    let symbol_name = format!("{}.h", set.app);
+    let ini_path = dir.join(format!("{}.ini", set.app));
+    let symbol_path = dir.join(&symbol_name);
+    let write = |path: &Path, text: String| {
+        std::fs::create_dir_all(dir)
+            .and_then(|()| replace_file(path, text.as_bytes()))
+            .map_err(|source| InstallError::Write {
+                path: path.to_path_buf(),
+                source,
+            })
+    };
+    write(&symbol_path, symbol_file(set))?;
+    write(&ini_path, ini_file(set, &symbol_name))?;
+    Ok(ini_path)
 }
 
 /// [`install_in`] the default registry (`PRFDATA_REGISTRY`, else the per-user state folder).

@@ -61,6 +61,7 @@
 
 mod error;
 mod file;
+pub mod fit;
 mod hive;
 pub mod ini;
 pub mod install;
@@ -68,6 +69,7 @@ mod lodctr;
 pub mod paths;
 pub mod perflib;
 pub mod reg_cli;
+pub mod runtime;
 pub mod service;
 mod settings;
 mod store;
@@ -77,12 +79,14 @@ pub use error::{LodctrError, RegistryError};
 #[cfg(feature = "fault-injection")]
 pub use file::FAULT_ENV;
 pub use file::{decode_hive, encode_hive, FileRegistry, LOCK_WAIT, MAX_STORE_SIZE};
+pub use fit::{check_names_fit, NamesMismatch};
 pub use hive::{display_key, normalize_key, Hive, MAX_KEY_NAME};
 pub use lodctr::{
     apply_lodctr, apply_unlodctr, enabled_message, load_perf_counter_text_strings, lodctr,
     unload_perf_counter_text_strings, unlodctr, CounterRange, LodctrOptions,
 };
 pub use perflib::CounterText;
+pub use runtime::{apply_runtime_names, register_runtime_names};
 pub use service::{
     first_counter_help, performance_services, register_service, set_service_enabled,
     unregister_service, PerformanceService, ServiceConfig,

@@ -91,13 +91,13 @@ impl CounterRange {
     }
 }
 
-fn overflow(driver: &str) -> LodctrError {
+pub(crate) fn overflow(driver: &str) -> LodctrError {
     LodctrError::IndexOverflow {
         driver: driver.to_owned(),
     }
 }
 
-fn write_table(
+pub(crate) fn write_table(
     hive: &mut Hive,
     lang_key: &str,
     name: &str,
@@ -288,7 +288,15 @@ pub fn apply_unlodctr(hive: &mut Hive, driver: &str) -> Result<CounterRange, Lod
             write_table(hive, &lang_key, HELP, &helps)?;
         }
     }
-    for name in [FIRST_COUNTER, LAST_COUNTER, FIRST_HELP, LAST_HELP] {
+    for name in [
+        FIRST_COUNTER,
+        LAST_COUNTER,
+        FIRST_HELP,
+        LAST_HELP,
+        service::MAP_FINGERPRINT,
+        service::DYNAMIC_FINGERPRINT,
+        service::INI_FILE,
+    ] {
         hive.delete_value(&perf, name)?;
     }
     service::prune_service_keys(hive, driver)?;

@@ -27,6 +27,21 @@ pub const CLOSE: &str = "Close";
 pub const FIRST_COUNTER: &str = "First Counter";
 /// Value name `First Help`.
 pub const FIRST_HELP: &str = "First Help";
+/// Value name `Map Fingerprint` (REG_SZ, 16 hexadecimal digits): the fingerprint of the map
+/// whose names install loaded (prfdata's `MapDef::fingerprint`). Install writes it beside First
+/// Counter; unlodctr deletes it, and a hand-run lodctr leaves none (its .INI says nothing of a
+/// map). A provider serves no data from a block whose header carries another fingerprint.
+pub const MAP_FINGERPRINT: &str = "Map Fingerprint";
+/// Value name `Dynamic Fingerprint` (REG_SZ, 16 hexadecimal digits): the fingerprint of the
+/// map of the objects the app added at run time, whose names
+/// [`register_runtime_names`](crate::register_runtime_names) wrote; absent without any. A
+/// provider checks the app's run-time block against it as it checks the installed block against
+/// [`MAP_FINGERPRINT`].
+pub const DYNAMIC_FINGERPRINT: &str = "Dynamic Fingerprint";
+/// Value name `Ini File` (REG_SZ): the counter .INI install wrote for the app (its .h beside
+/// it). An app that registers run-time names rewrites both, so that they describe what the
+/// registry holds; unlodctr deletes the value.
+pub const INI_FILE: &str = "Ini File";
 /// Value name `Open Timeout` (ms).
 pub const OPEN_TIMEOUT: &str = "Open Timeout";
 /// Value name `Collect Timeout` (ms).
@@ -356,6 +371,14 @@ pub struct PerformanceService {
     pub first_help: Option<u32>,
     /// `Last Help`.
     pub last_help: Option<u32>,
+    /// `Map Fingerprint` ([`MAP_FINGERPRINT`]), when install recorded one; `None` without it or
+    /// when it is not 16 hexadecimal digits.
+    pub map_fingerprint: Option<u64>,
+    /// `Dynamic Fingerprint` ([`DYNAMIC_FINGERPRINT`]): the run-time objects' map, when the app
+    /// registered run-time names.
+    pub dynamic_fingerprint: Option<u64>,
+    /// `Ini File` ([`INI_FILE`]): the .INI install wrote, if any.
+    pub ini_file: Option<String>,
     /// `Open Timeout` (ms).
     pub open_timeout_ms: Option<u32>,
     /// `Collect Timeout` (ms).
@@ -364,6 +387,32 @@ pub struct PerformanceService {
     pub disabled: bool,
     /// `Linkage\Export` (empty if absent).
     pub export: Vec<String>,
+}
+
+/// A fingerprint as [`MAP_FINGERPRINT`] stores it: 16 hexadecimal digits.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_registry::service::{fingerprint_value, parse_fingerprint};
+/// assert_eq!(parse_fingerprint(&fingerprint_value(0xabc)), Some(0xabc));
+/// assert_eq!(parse_fingerprint("xyz"), None);
+/// ```
+pub fn parse_fingerprint(text: &str) -> Option<u64> {
+    (text.len() == 16)
+        .then(|| u64::from_str_radix(text, 16).ok())
+        .flatten()
+}
+
+/// The text [`MAP_FINGERPRINT`] stores for `fingerprint`: 16 lower-case hexadecimal digits.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(prfdata_registry::service::fingerprint_value(255), "00000000000000ff");
+/// ```
+pub fn fingerprint_value(fingerprint: u64) -> String {
+    format!("{fingerprint:016x}")
 }
 
 fn read_string(hive: &Hive, key: &str, name: &str) -> Result<Option<String>, RegistryError> {
@@ -424,6 +473,13 @@ pub fn read_service(
         last_counter: dword(LAST_COUNTER)?,
         first_help: dword(FIRST_HELP)?,
         last_help: dword(LAST_HELP)?,
+        map_fingerprint: read_string(hive, &perf, MAP_FINGERPRINT)?
+            .as_deref()
+            .and_then(parse_fingerprint),
+        dynamic_fingerprint: read_string(hive, &perf, DYNAMIC_FINGERPRINT)?
+            .as_deref()
+            .and_then(parse_fingerprint),
+        ini_file: read_string(hive, &perf, INI_FILE)?,
         open_timeout_ms: dword(OPEN_TIMEOUT)?,
         collect_timeout_ms: dword(COLLECT_TIMEOUT)?,
         disabled: dword(DISABLE)?.is_some_and(|d| d != 0),

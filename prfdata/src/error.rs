@@ -118,6 +118,53 @@ pub enum Error {
         /// What differs.
         reason: String,
     },
+    /// The app is installed with the names of another map: its map needs names past the
+    /// installed range (objects or counters added), or install recorded another map's
+    /// fingerprint (offsets or names changed). Checked by `activate` with the feature `install`;
+    /// the message names the range, the map's need and the fix (reinstall).
+    #[error("{reason}")]
+    InstalledNames {
+        /// The app.
+        app: String,
+        /// Its installed `First Counter`.
+        first_counter: u32,
+        /// Its installed `Last Counter`.
+        last_counter: u32,
+        /// The last name index the map needs: First Counter + its highest symbolic offset.
+        needed_last_counter: u32,
+        /// The whole explanation, with both fingerprints and the fix.
+        reason: String,
+    },
+    /// No run-time object or counter has this symbolic offset (it was removed, or never
+    /// added): `prfdata::dynamic`.
+    #[error("app {app} has no run-time object or counter at offset {offset} (removed?)")]
+    NoSuchStatistic {
+        /// The app.
+        app: String,
+        /// The symbolic offset.
+        offset: u32,
+    },
+    /// Only the process that activated the block defines run-time objects and counters; an
+    /// attached process reaches them with `PrfData::dyn_counter`.
+    #[error(
+        "this process attached to app {app}: only the process that activated it adds and removes \
+         run-time objects and counters"
+    )]
+    NotOwner {
+        /// The app.
+        app: String,
+    },
+    /// The names of run-time objects and counters could not be registered.
+    #[error(
+        "cannot register the run-time names of app {app}: {reason}; nothing was changed \
+         (check that the registry in PRFDATA_REGISTRY is writable)"
+    )]
+    RuntimeNames {
+        /// The app.
+        app: String,
+        /// Why.
+        reason: String,
+    },
     /// I/O on an existing block failed.
     #[error(
         "I/O error on the block {path}: {source}; if the file was removed or replaced, activate \

@@ -8,7 +8,7 @@
 //! [`PrfData::uninstall`](crate::PrfData::uninstall) do the same for a `prfdata_map!` map.
 
 use prfdata_registry::install as registry_install;
-use prfdata_registry::{FileRegistry, Registry};
+use prfdata_registry::{check_names_fit, paths, service, FileRegistry, Registry};
 
 pub use prfdata_registry::install::{
     CounterNames, CounterSet, InstallError, InstallOptions, ObjectNames, Text,
@@ -16,6 +16,7 @@ pub use prfdata_registry::install::{
 pub use prfdata_registry::CounterRange;
 
 use crate::map::{self, MapDef};
+use crate::Error;
 
 /// The counter set `map` installs: its app, and each object and named counter (bases have no
 /// name) with its symbol, symbolic offset and texts.
@@ -61,6 +62,44 @@ pub fn counter_set(map: &MapDef) -> CounterSet {
                     .collect(),
             })
             .collect(),
+        fingerprint: Some(map.fingerprint()),
+    }
+}
+
+/// The check `activate` makes with this feature: if the default registry
+/// (`PRFDATA_REGISTRY`, else the per-user state folder) has the app installed, its names must
+/// fit `map` ([`prfdata_registry::check_names_fit`]: the range holds the map's highest offset,
+/// and the fingerprint install recorded is the map's). No registry, or the app not installed,
+/// is fine (an app may run before it is installed, or never be); a registry that cannot be read
+/// is logged and not held against the app (the provider checks again before it labels anything).
+pub(crate) fn check_installed(map: &MapDef) -> Result<(), Error> {
+    let Ok(root) = paths::registry_root() else {
+        return Ok(());
+    };
+    if !root.join(paths::STORE_FILE).exists() {
+        return Ok(());
+    }
+    let installed = FileRegistry::open(&root)
+        .and_then(|reg| reg.snapshot())
+        .and_then(|hive| service::read_service(&hive, map.app));
+    match installed {
+        Ok(Some(installed)) => check_names_fit(&installed, map.highest_offset(), map.fingerprint())
+            .map_err(|e| Error::InstalledNames {
+                app: e.app.clone(),
+                first_counter: e.first_counter,
+                last_counter: e.last_counter,
+                needed_last_counter: e.needed_last_counter,
+                reason: e.to_string(),
+            }),
+        Ok(None) => Ok(()),
+        Err(e) => {
+            log::warn!(
+                "app {}: cannot check its installed names in {}: {e}",
+                map.app,
+                root.display()
+            );
+            Ok(())
+        }
     }
 }
 

@@ -41,7 +41,11 @@ pub const MAGIC: [u8; 8] = *b"PRFDATA\0";
 ///   parent's slot), then reserved zeroed room. The object timer ([`BlockHeader::timer_freq`])
 ///   became the wall clock in FILETIME units (see [`crate::clock`]), where it was
 ///   `CLOCK_MONOTONIC` in the same 100 ns units.
-pub const LAYOUT_VERSION: u32 = 3;
+/// - 4: the header's reserved room holds the map's fingerprint
+///   ([`BlockHeader::map_fingerprint`]), so that a provider never labels a block's counters with
+///   the names of another map than the one installed, and the `superseded` word
+///   ([`BlockHeader::superseded`]) of a run-time block replaced by a new layout.
+pub const LAYOUT_VERSION: u32 = 4;
 /// Size of [`BlockHeader`].
 pub const HEADER_SIZE: usize = 256;
 /// Size of [`ObjectRecord`].
@@ -149,8 +153,18 @@ pub struct BlockHeader {
     pub generation: u64,
     /// The app name, UTF-8, NUL-padded.
     pub app_name: [u8; 64],
+    /// The fingerprint of the map's names (`MapDef::fingerprint`): install records the same
+    /// number in the registry, and a provider serves no data for a block whose fingerprint is
+    /// not the one installed ([`LAYOUT_VERSION`] 4).
+    pub map_fingerprint: u64,
+    /// Nonzero once a newer layout of the block was published over its path (atomic; run-time
+    /// objects, `crate::dynamic`): the processes that write it reopen the path. Written under
+    /// the optex, after the last value was copied to the new block ([`LAYOUT_VERSION`] 4).
+    pub superseded: u32,
+    /// Explicit padding.
+    pub _pad1: u32,
     /// Reserved, zero.
-    pub _reserved: [u8; 48],
+    pub _reserved: [u8; 32],
     /// The [`Optex`](crate::Optex) guarding layout changes (atomic, 64 bytes).
     pub optex: [u8; 64],
 }
@@ -159,6 +173,9 @@ pub struct BlockHeader {
 pub const SEQ_OFFSET: usize = offset_of!(BlockHeader, seq);
 /// Offset of [`BlockHeader::generation`].
 pub const GENERATION_OFFSET: usize = offset_of!(BlockHeader, generation);
+/// Offset of [`BlockHeader::superseded`].
+#[cfg_attr(not(feature = "install"), allow(dead_code))]
+pub const SUPERSEDED_OFFSET: usize = offset_of!(BlockHeader, superseded);
 /// Offset of [`BlockHeader::optex`].
 pub const OPTEX_OFFSET: usize = offset_of!(BlockHeader, optex);
 

@@ -30,6 +30,11 @@
 //!   path ([`reader::BlockReader::read_with`]).
 //! - [`winperf`]: the perflib wire structures and counter-type bit fields.
 //!
+//! **Run-time statistics** (feature `install`)
+//! - `dynamic`: objects and counters added and removed after activation
+//!   (`PrfData::add_object`, `add_counter`, `DynCounter`), in a second block laid out again on
+//!   each change, their names registered at run time.
+//!
 //! **Installing** (feature `install`, off by default)
 //! - `install`: a map's names and help into the counter-name registry and its provider
 //!   registered (`PrfData::install` / `PrfData::uninstall`), through the `prfdata-registry`
@@ -92,6 +97,8 @@ compile_error!("prfdata's shared block and the perflib wire format are little-en
 mod block;
 pub mod clock;
 pub mod counter_type;
+#[cfg(feature = "install")]
+pub mod dynamic;
 #[cfg(feature = "install")]
 pub mod install;
 /// The raw block layout: the `#[repr(C)]` records, their named offsets and the limits. Public

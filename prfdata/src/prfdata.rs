@@ -85,6 +85,9 @@ use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
 /// ```
 pub struct PrfData<M: PerfDataMap> {
     block: BlockFile,
+    /// The objects and counters added at run time (feature `install`).
+    #[cfg(feature = "install")]
+    pub(crate) dynamic: crate::dynamic::Shared,
     _map: PhantomData<fn() -> M>,
 }
 
@@ -453,7 +456,10 @@ impl<M: PerfDataMap> PrfData<M> {
     /// its path (refused at once: a FIFO there is never waited on); [`Error::NoSpace`] if the
     /// block's folder has no room for it (its pages are reserved now, so that a full tmpfs
     /// cannot kill the app with `SIGBUS` later); [`Error::Create`] or [`Error::ShmDir`] for
-    /// other file-system failures.
+    /// other file-system failures. With the feature `install`: [`Error::InstalledNames`] if
+    /// the app is installed (in `PRFDATA_REGISTRY`, else the per-user registry) with the names
+    /// of another map, one that lacks this map's counters or has them at other offsets: the
+    /// message names the installed range and what the map needs; reinstall the app.
     ///
     /// Activation also removes the temporary files (`.<app>.<pid>.<n>.tmp`) that activations
     /// killed half-way left in the folder: those whose creator is gone (no process has its pid,
@@ -492,8 +498,12 @@ impl<M: PerfDataMap> PrfData<M> {
     }
 
     fn activate_impl(dir: Option<&Path>) -> Result<Self, Error> {
+        #[cfg(feature = "install")]
+        crate::install::check_installed(M::DEF)?;
         let block = BlockFile::create(M::DEF, dir)?;
         let prf = PrfData {
+            #[cfg(feature = "install")]
+            dynamic: crate::dynamic::Shared::new(M::DEF, block.path(), true),
             block,
             _map: PhantomData,
         };
@@ -502,6 +512,8 @@ impl<M: PerfDataMap> PrfData<M> {
                 prf.tables().table(i).init_block(0);
             }
         }
+        #[cfg(feature = "install")]
+        prf.dynamic.clear_stale();
         Ok(prf)
     }
 
@@ -525,10 +537,7 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # Ok::<(), prfdata::Error>(())
     /// ```
     pub fn attach() -> Result<Self, Error> {
-        Ok(PrfData {
-            block: BlockFile::attach(M::DEF, None)?,
-            _map: PhantomData,
-        })
+        Self::attached(BlockFile::attach(M::DEF, None)?)
     }
 
     /// [`PrfData::attach`] to the block in `dir`.
@@ -552,8 +561,14 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn attach_in(dir: &Path) -> Result<Self, Error> {
+        Self::attached(BlockFile::attach(M::DEF, Some(dir))?)
+    }
+
+    fn attached(block: BlockFile) -> Result<Self, Error> {
         Ok(PrfData {
-            block: BlockFile::attach(M::DEF, Some(dir))?,
+            #[cfg(feature = "install")]
+            dynamic: crate::dynamic::Shared::new(M::DEF, block.path(), false),
+            block,
             _map: PhantomData,
         })
     }

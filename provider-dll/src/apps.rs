@@ -3,6 +3,13 @@
 //! Open may be called once per app (once per service whose `Library` is this file), with the
 //! app names from that service's `Linkage\Export`; Close as many times. The set of apps lives
 //! until the last Close, which drops every mapping.
+//!
+//! Each app is served from two blocks: `<app>` (its installed map) and `<app>.dyn`, the objects
+//! it added at run time (`prfdata::dynamic`), which it lays out again on every change. Both
+//! share the app's names ([`Names`]): read at Open, and read again before a block is labelled
+//! whenever the registry's store file changed since (every update renames a new file into
+//! place, so one `stat` tells): an app that registers run-time names may move its whole range,
+//! and a lodctr may change it, while the library stays open.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -10,28 +17,131 @@ use std::time::Duration;
 
 use prfdata::reader::{BlockReader, BlockView, ReadError};
 use prfdata::Error as PrfError;
-use prfdata_registry::{first_counter_help, FileRegistry};
+use prfdata_registry::{check_names_fit, first_counter_help, service, FileRegistry, Registry};
+use prfdata_registry::{NamesMismatch, PerformanceService};
 
 use crate::serialize::TitleBase;
 
-/// One app served: where its names start, and its block when it runs.
+/// An app's names: First Counter / First Help and everything its Performance key says (the
+/// installed range and the map fingerprints every block is checked against before its counters
+/// are labelled).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Names {
+    /// First Counter / First Help.
+    pub titles: TitleBase,
+    /// The app's Performance values.
+    pub installed: PerformanceService,
+}
+
+/// The registry store file as `stat` saw it: every update replaces the file, so a change of any
+/// of these says the names may have changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct StoreStamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+}
+
+impl StoreStamp {
+    /// The default registry's store file now; `None` if it cannot be found or `stat`ed.
+    fn now() -> Option<StoreStamp> {
+        use std::os::unix::fs::MetadataExt;
+        let root = prfdata_registry::paths::registry_root().ok()?;
+        let meta = std::fs::metadata(root.join(prfdata_registry::paths::STORE_FILE)).ok()?;
+        Some(StoreStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+        })
+    }
+}
+
+/// An app's names and the store file they were read from.
+#[derive(Debug)]
+struct Known {
+    names: Names,
+    stamp: Option<StoreStamp>,
+}
+
+impl Names {
+    /// Reads `app`'s names from the registry.
+    fn read(registry: &FileRegistry, app: &str) -> Result<Names, prfdata_registry::RegistryError> {
+        let (first_counter, first_help) = first_counter_help(registry, app)?;
+        let hive = registry.snapshot()?;
+        Ok(Names {
+            titles: TitleBase {
+                first_counter,
+                first_help,
+            },
+            installed: service::read_service(&hive, app)?.unwrap_or_default(),
+        })
+    }
+}
+
+/// One block served: the installed or the run-time part of an app.
 #[derive(Debug)]
 pub struct App {
     /// The app (driver) name.
     pub name: String,
-    /// First Counter / First Help from its Performance key.
-    pub titles: TitleBase,
+    /// Whether this is the app's run-time block (`<app>.dyn`).
+    dynamic: bool,
+    /// The app's names, shared by its two parts.
+    names: Arc<RwLock<Known>>,
     reader: Mutex<Option<Arc<BlockReader>>>,
     logged: Mutex<HashSet<&'static str>>,
 }
 
 impl App {
-    fn new(name: String, titles: TitleBase) -> App {
+    fn new(name: String, dynamic: bool, names: Arc<RwLock<Known>>) -> App {
         App {
             name,
-            titles,
+            dynamic,
+            names,
             reader: Mutex::new(None),
             logged: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// First Counter / First Help, as last read.
+    pub fn titles(&self) -> TitleBase {
+        self.names
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .names
+            .titles
+    }
+
+    /// The block's app name.
+    fn block_name(&self) -> String {
+        if self.dynamic {
+            format!("{}.dyn", self.name)
+        } else {
+            self.name.clone()
+        }
+    }
+
+    /// Reads the app's names again if the registry changed since they were read. On failure
+    /// (the app uninstalled, the store unreadable) the old ones stay, and blocks are checked
+    /// against them.
+    fn refresh_names(&self) {
+        let stamp = StoreStamp::now();
+        if self
+            .names
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .stamp
+            == stamp
+        {
+            return;
+        }
+        let read = FileRegistry::open_default().and_then(|reg| Names::read(&reg, &self.name));
+        let mut known = self.names.write().unwrap_or_else(PoisonError::into_inner);
+        known.stamp = stamp;
+        match read {
+            Ok(names) => known.names = names,
+            Err(e) => log::debug!("app {}: cannot read its names again: {e}", self.name),
         }
     }
 
@@ -46,6 +156,7 @@ impl App {
         wanted: impl Fn(&BlockReader) -> bool,
         mut f: impl FnMut(&BlockView<'_>) -> Result<T, ReadError>,
     ) -> Option<(Arc<BlockReader>, T)> {
+        self.refresh_names();
         for _ in 0..2 {
             let reader = match self.current_reader() {
                 Ok(r) => r,
@@ -55,6 +166,10 @@ impl App {
                     return None;
                 }
             };
+            if let Err(e) = self.names_fit(&reader) {
+                self.log_mismatch_once(&e);
+                return None;
+            }
             if !wanted(&reader) {
                 return None;
             }
@@ -82,7 +197,7 @@ impl App {
             }
         }
         *slot = None;
-        let reader = Arc::new(BlockReader::open(&self.name)?);
+        let reader = Arc::new(BlockReader::open(&self.block_name())?);
         *slot = Some(Arc::clone(&reader));
         Ok(reader)
     }
@@ -91,6 +206,45 @@ impl App {
         let mut slot = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
         if slot.as_ref().is_some_and(|r| Arc::ptr_eq(r, reader)) {
             *slot = None;
+        }
+    }
+
+    /// Whether the installed names are this block's: its highest symbolic offset inside the
+    /// installed range and its map fingerprint the one install recorded. A block laid out from
+    /// another map (the app rebuilt and not reinstalled, or reinstalled from an older build)
+    /// would have its counters shown under other counters' names, or another app's.
+    /// The run-time block is checked against the run-time names' fingerprint
+    /// ([`service::DYNAMIC_FINGERPRINT`]) and the same range.
+    fn names_fit(&self, reader: &BlockReader) -> Result<(), NamesMismatch> {
+        let known = self.names.read().unwrap_or_else(PoisonError::into_inner);
+        let names = &known.names;
+        if self.dynamic {
+            let installed = PerformanceService {
+                map_fingerprint: names.installed.dynamic_fingerprint,
+                ..names.installed.clone()
+            };
+            check_names_fit(
+                &installed,
+                reader.highest_name_offset(),
+                reader.map_fingerprint(),
+            )
+        } else {
+            check_names_fit(
+                &names.installed,
+                reader.highest_name_offset(),
+                reader.map_fingerprint(),
+            )
+        }
+    }
+
+    /// Logs, once while the app is served, that its block does not fit its installed names.
+    fn log_mismatch_once(&self, e: &NamesMismatch) {
+        let mut logged = self.logged.lock().unwrap_or_else(PoisonError::into_inner);
+        if logged.insert("names mismatch") {
+            log::warn!(
+                "app {}: no data, its block does not fit its installed names: {e}",
+                self.name
+            );
         }
     }
 
@@ -132,14 +286,9 @@ pub fn open(names: Vec<String>) -> u32 {
     };
     let mut new = Vec::new();
     for name in names {
-        match first_counter_help(&registry, &name) {
-            Ok((first_counter, first_help)) => new.push(App::new(
-                name,
-                TitleBase {
-                    first_counter,
-                    first_help,
-                },
-            )),
+        let stamp = StoreStamp::now();
+        match Names::read(&registry, &name) {
+            Ok(names) => new.push((name, names, stamp)),
             Err(e) => {
                 log::error!("Open: app {name} is not installed: {e}");
                 return ERROR_FILE_NOT_FOUND;
@@ -147,13 +296,26 @@ pub fn open(names: Vec<String>) -> u32 {
         }
     }
     let mut served = SERVED.write().unwrap_or_else(PoisonError::into_inner);
-    for app in new {
-        match served.apps.iter().position(|a| a.name == app.name) {
-            // Reopened with new indexes (lodctr ran again): the latest wins.
-            Some(i) if served.apps[i].titles != app.titles => served.apps[i] = Arc::new(app),
-            Some(_) => {}
-            None => served.apps.push(Arc::new(app)),
+    for (name, names, stamp) in new {
+        let known = served.apps.iter().position(|a| a.name == name);
+        // Reopened with new indexes or another map (lodctr ran again): the latest wins.
+        if let Some(i) = known {
+            let current = served.apps[i]
+                .names
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .names
+                .clone();
+            if current == names {
+                continue;
+            }
+            served.apps.retain(|a| a.name != name);
         }
+        let names = Arc::new(RwLock::new(Known { names, stamp }));
+        served
+            .apps
+            .push(Arc::new(App::new(name.clone(), true, Arc::clone(&names))));
+        served.apps.push(Arc::new(App::new(name, false, names)));
     }
     served.opens += 1;
     0

@@ -79,7 +79,7 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
             reader
                 .objects()
                 .iter()
-                .any(|info| query.wants(app.titles.name(info.name_offset), info.costly))
+                .any(|info| query.wants(app.titles().name(info.name_offset), info.costly))
         }
     }
 
@@ -88,7 +88,7 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
     if apps.len() > 1 {
         for app in &apps {
             let read = app.read(left(), wanted(query, app), |view| {
-                selected.select(view, query, app.titles)?;
+                selected.select(view, query, app.titles())?;
                 Ok((view.seq(), objects_size(view, selected.objects())?))
             });
             sized.push(read.map(|(reader, (seq, bytes))| Sized { reader, seq, bytes }));
@@ -122,7 +122,7 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
             .flatten()
             .fold(0usize, |sum, s| sum.saturating_add(s.bytes));
         let read = app.read(left(), wanted(query, app), |view| {
-            selected.select(view, query, app.titles)?;
+            selected.select(view, query, app.titles())?;
             let room = buf.len().saturating_sub(at.saturating_add(later));
             // The exact size is only needed when the buffer might be too small: the bound
             // (from the live counts alone) usually settles it without reading every slot.
@@ -138,7 +138,7 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
             }
             let end = at + exact.unwrap_or(room);
             let (bytes, n) =
-                write_objects(view, &selected, app.titles, perf_time, &mut buf[at..end])?;
+                write_objects(view, &selected, app.titles(), perf_time, &mut buf[at..end])?;
             if exact.is_some_and(|e| e != bytes) {
                 return Err(ReadError::Inconsistent);
             }

@@ -8,4 +8,5 @@ mod lodctr;
 mod lodctr_encodings;
 mod registry_service;
 mod registry_store;
+mod runtime_names;
 mod seed001;

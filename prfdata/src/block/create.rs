@@ -79,7 +79,10 @@ pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> 
         seq: 0,
         generation,
         app_name,
-        _reserved: [0; 48],
+        map_fingerprint: map.fingerprint(),
+        superseded: 0,
+        _pad1: 0,
+        _reserved: [0; 32],
         optex: [0; 64],
     };
     let mut image = Vec::with_capacity(regions_offset(map));
@@ -177,59 +180,36 @@ impl BlockFile {
     /// Creates and publishes the block of `map` in `dir` (default: [`shm_dir`]), replacing a
     /// stale one.
     pub(crate) fn create(map: &MapDef, dir: Option<&Path>) -> Result<BlockFile, Error> {
-        crate::map::validate(map)?;
-        let path = path_in(map.app, dir)?;
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        fs::create_dir_all(&dir).map_err(|source| Error::ShmDir {
-            dir: dir.clone(),
-            source,
-        })?;
-        temp::remove_stale(&dir);
-        let me = ProcessId::current();
-        let generation = next_generation(me);
-        let tmp = dir.join(temp::name(map.app, me.pid, generation));
-        let create_err = |source: io::Error| Error::Create {
-            path: path.clone(),
-            source,
-        };
-
-        let file = shm::create_exclusive(&tmp).map_err(create_err)?;
-        let total = total_size(map);
-        let staged = (|| -> Result<(RawBlock, shm::FileIdentity), Error> {
-            // Locked before anything else, so that no other activation takes the file for one
-            // that a killed process left (see `temp`).
-            if !shm::try_lock_exclusive(&file).map_err(create_err)? {
-                return Err(create_err(io::Error::other(
-                    "could not lock the new block file",
-                )));
-            }
-            shm::reserve(&file, total as u64).map_err(|source| no_space(&path, total, source))?;
-            file.write_all_at(&records_image(map, me, generation), 0)
-                .map_err(create_err)?;
-            let raw = RawBlock::map(&file, total, true).map_err(create_err)?;
-            Ok((raw, shm::identity(&file).map_err(create_err)?))
-        })();
-        let (raw, identity) = match staged {
-            Ok(v) => v,
-            Err(e) => {
-                let _ = fs::remove_file(&tmp);
-                return Err(e);
-            }
-        };
+        let staged = Staged::new(map, dir)?;
         #[cfg(debug_assertions)]
         fault_point("before-publish");
-        if let Err(e) = publish(map.app, &tmp, &path) {
-            let _ = fs::remove_file(&tmp);
+        if let Err(e) = publish(map.app, &staged.tmp, &staged.path) {
+            let _ = fs::remove_file(&staged.tmp);
             return Err(e);
         }
-        exit_cleanup::register(&path, identity);
-        Ok(BlockFile {
-            raw,
-            _file: file,
-            path,
-            identity,
-            owner: Some(me.pid),
-        })
+        Ok(staged.published())
+    }
+
+    /// Lays `map` out in a new file, lets `fill` write its first values (the new mapping,
+    /// before anyone else can see it), then renames it over this process's own block at the
+    /// same path: a new generation of a block this process owns (run-time objects,
+    /// `crate::dynamic`). The caller marks the old block superseded.
+    #[cfg_attr(not(feature = "install"), allow(dead_code))]
+    pub(crate) fn replace(
+        map: &MapDef,
+        dir: Option<&Path>,
+        fill: impl FnOnce(&RawBlock),
+    ) -> Result<BlockFile, Error> {
+        let staged = Staged::new(map, dir)?;
+        fill(&staged.raw);
+        if let Err(source) = fs::rename(&staged.tmp, &staged.path) {
+            let _ = fs::remove_file(&staged.tmp);
+            return Err(Error::Create {
+                path: staged.path.clone(),
+                source,
+            });
+        }
+        Ok(staged.published())
     }
 
     /// Opens the live block of `map` read-write, checking that it was laid out from this map.
@@ -269,12 +249,125 @@ impl BlockFile {
     }
 }
 
+/// A block laid out and mapped under its temporary name, locked by this process, not yet
+/// published.
+struct Staged {
+    raw: RawBlock,
+    file: File,
+    tmp: PathBuf,
+    path: PathBuf,
+    identity: shm::FileIdentity,
+    pid: u32,
+}
+
+impl Staged {
+    fn new(map: &MapDef, dir: Option<&Path>) -> Result<Staged, Error> {
+        crate::map::validate(map)?;
+        let path = path_in(map.app, dir)?;
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        fs::create_dir_all(&dir).map_err(|source| Error::ShmDir {
+            dir: dir.clone(),
+            source,
+        })?;
+        temp::remove_stale(&dir);
+        let me = ProcessId::current();
+        let generation = next_generation(me);
+        let tmp = dir.join(temp::name(map.app, me.pid, generation));
+        let create_err = |source: io::Error| Error::Create {
+            path: path.clone(),
+            source,
+        };
+
+        let file = shm::create_exclusive(&tmp).map_err(create_err)?;
+        let total = total_size(map);
+        let staged = (|| -> Result<(RawBlock, shm::FileIdentity), Error> {
+            // Locked before anything else, so that no other activation takes the file for one
+            // that a killed process left (see `temp`).
+            if !shm::try_lock_exclusive(&file).map_err(create_err)? {
+                return Err(create_err(io::Error::other(
+                    "could not lock the new block file",
+                )));
+            }
+            shm::reserve(&file, total as u64).map_err(|source| no_space(&path, total, source))?;
+            file.write_all_at(&records_image(map, me, generation), 0)
+                .map_err(create_err)?;
+            let raw = RawBlock::map(&file, total, true).map_err(create_err)?;
+            Ok((raw, shm::identity(&file).map_err(create_err)?))
+        })();
+        match staged {
+            Ok((raw, identity)) => Ok(Staged {
+                raw,
+                file,
+                tmp,
+                path,
+                identity,
+                pid: me.pid,
+            }),
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                Err(e)
+            }
+        }
+    }
+
+    /// The handle of the block once it is at its path.
+    fn published(self) -> BlockFile {
+        exit_cleanup::register(&self.path, self.identity);
+        BlockFile {
+            raw: self.raw,
+            _file: self.file,
+            path: self.path,
+            identity: self.identity,
+            owner: Some(self.pid),
+        }
+    }
+}
+
+impl BlockFile {
+    /// Opens the live block at `path` read-write without a map to compare it with (a run-time
+    /// block, `crate::dynamic`, whose layout only its owner knows): its records are validated as
+    /// a reader validates them, and returned.
+    #[cfg_attr(not(feature = "install"), allow(dead_code))]
+    pub(crate) fn attach_unmapped(
+        app: &str,
+        path: &Path,
+    ) -> Result<(BlockFile, crate::reader::records::Records), Error> {
+        let file = open_block(app, path, true)?;
+        let io = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let identity = shm::identity(&file).map_err(io)?;
+        let mismatch = |reason: String| Error::MapMismatch {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let size = usize::try_from(identity.size)
+            .ok()
+            .filter(|&n| n >= HEADER_SIZE)
+            .ok_or_else(|| mismatch(format!("its size is {} bytes", identity.size)))?;
+        let raw = RawBlock::map(&file, size, true).map_err(io)?;
+        let records = crate::reader::records::parse(&raw, identity.size)
+            .map_err(|e| mismatch(e.to_string()))?;
+        Ok((
+            BlockFile {
+                raw,
+                _file: file,
+                path: path.to_path_buf(),
+                identity,
+                owner: None,
+            },
+            records,
+        ))
+    }
+}
+
 impl Drop for BlockFile {
     fn drop(&mut self) {
         // Only the process that created the block removes it: a child that inherited the
         // handle through `fork` has another pid (the kernel's, not a cached one).
         if self.owner == Some(std::process::id()) {
-            exit_cleanup::unregister(&self.path);
+            exit_cleanup::unregister(self.identity);
             remove_if_same(&self.path, self.identity);
         }
     }
@@ -458,9 +551,11 @@ mod exit_cleanup {
         }
     }
 
-    pub(super) fn unregister(path: &Path) {
+    /// Forgets the block with this identity (a newer generation at the same path stays
+    /// registered).
+    pub(super) fn unregister(identity: shm::FileIdentity) {
         if let Ok(mut list) = OWNED.lock() {
-            list.retain(|e| e.path != path);
+            list.retain(|e| (e.identity.dev, e.identity.ino) != (identity.dev, identity.ino));
         }
     }
 }

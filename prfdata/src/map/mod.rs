@@ -36,6 +36,7 @@
 //! assert_eq!(my_map::MAP.objects[0].counters[0].offset, Some(2));
 //! ```
 
+mod fingerprint;
 mod ids;
 mod macros;
 /// Where a map's objects, slots and counters lie in its block (public with the feature
@@ -204,6 +205,43 @@ pub struct MapDef {
 }
 
 impl MapDef {
+    /// The fingerprint of the names this map installs: FNV-1a over the app name and every
+    /// object's and named counter's symbolic offset and texts, in order (counter types and
+    /// limits do not count). Install records it in the registry and activation in the block, so
+    /// that an app rebuilt with other names but not reinstalled is caught at `activate` and by
+    /// the provider.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// prfdata::prfdata_map! { pub mod a { app: "FingerprintDoc", object O = 0 { name: "O",
+    ///   help: "o", detail: Novice, default: none, instances: none, costly: false, counters {
+    ///   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+    /// prfdata::prfdata_map! { pub mod b { app: "FingerprintDoc", object O = 0 { name: "O",
+    ///   help: "o", detail: Novice, default: none, instances: none, costly: false, counters {
+    ///   C = 4: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+    /// assert_ne!(a::MAP.fingerprint(), b::MAP.fingerprint(), "an offset moved");
+    /// assert_eq!(a::MAP.fingerprint(), a::MAP.fingerprint());
+    /// ```
+    pub fn fingerprint(&self) -> u64 {
+        fingerprint::fingerprint(self)
+    }
+
+    /// The highest symbolic offset the map names: installed, its names run from First Counter
+    /// to First Counter + this (help texts from First Help likewise).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// prfdata::prfdata_map! { pub mod m { app: "HighestOffsetDoc", object O = 0 { name: "O",
+    ///   help: "o", detail: Novice, default: none, instances: none, costly: false, counters {
+    ///   C = 6: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+    /// assert_eq!(m::MAP.highest_offset(), 6);
+    /// ```
+    pub fn highest_offset(&self) -> u32 {
+        fingerprint::highest_offset(self)
+    }
+
     /// The index of the object with this symbol. Usable in constants.
     ///
     /// # Panics

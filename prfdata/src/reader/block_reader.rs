@@ -177,6 +177,38 @@ impl BlockReader {
         self.records.header.owner_pid
     }
 
+    /// The fingerprint of the names of the map the block was laid out from
+    /// ([`MapDef::fingerprint`](crate::map::MapDef::fingerprint)), as its header says: a provider
+    /// compares it with the one install recorded in the registry before it labels any counter.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let reader = prfdata::reader::BlockReader::open("App")?;
+    /// println!("map {:016x}", reader.map_fingerprint());
+    /// # Ok::<(), prfdata::reader::ReadError>(())
+    /// ```
+    pub fn map_fingerprint(&self) -> u64 {
+        self.records.header.map_fingerprint
+    }
+
+    /// The highest symbolic offset the block's objects and counters name (bases, which have no
+    /// name, left out): the block needs the registry to hold names from First Counter to First
+    /// Counter + this.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let reader = prfdata::reader::BlockReader::open("App")?;
+    /// println!("names up to First Counter + {}", reader.highest_name_offset());
+    /// # Ok::<(), prfdata::reader::ReadError>(())
+    /// ```
+    pub fn highest_name_offset(&self) -> u32 {
+        let objects = self.records.objects.iter().map(|o| o.name_offset);
+        let counters = self.records.counters.iter().filter_map(|c| c.name_offset);
+        objects.chain(counters).max().unwrap_or(0)
+    }
+
     /// The objects, as the block's records declare them (validated at open).
     ///
     /// # Examples

@@ -79,7 +79,7 @@
 
 mod block_reader;
 mod error;
-mod records;
+pub(crate) mod records;
 mod recover;
 mod utf16;
 mod view;

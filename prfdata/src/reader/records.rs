@@ -49,7 +49,7 @@ pub struct ObjectInfo {
     /// (`max(max_instances, 1) * counter_block_size`).
     pub(super) live_offset: u64,
     pub(super) slots_offset: u64,
-    pub(super) data_offset: u64,
+    pub(crate) data_offset: u64,
     /// The text counters (`PERF_COUNTER_TEXT`) of the object's counter block: offset and bytes,
     /// each range inside the block. Their UTF-16 is made well-formed when copied.
     pub(super) text: Vec<(u32, u32)>,
@@ -101,11 +101,11 @@ const MAX_SLOT_PADDING: u64 = 64;
 
 /// What [`parse`] returns: the header as read, the objects and the counters, validated.
 #[derive(Debug)]
-pub(super) struct Records {
+pub(crate) struct Records {
     /// The header as it was when the block was opened.
-    pub(super) header: BlockHeader,
-    pub(super) objects: Vec<ObjectInfo>,
-    pub(super) counters: Vec<CounterInfo>,
+    pub(crate) header: BlockHeader,
+    pub(crate) objects: Vec<ObjectInfo>,
+    pub(crate) counters: Vec<CounterInfo>,
     /// The most instances the block can hold (all objects' limits together): no instance can
     /// have more children. At most `MAX_OBJECTS × MAX_INSTANCES` = 2^32.
     pub(super) capacity: u64,
@@ -127,7 +127,7 @@ macro_rules! object_at {
 
 /// Copies the header and records out of `raw` (the whole file, `file_size` bytes, at most
 /// [`MAX_BLOCK_SIZE`]) and validates every field.
-pub(super) fn parse(raw: &RawBlock, file_size: u64) -> Result<Records, ReadError> {
+pub(crate) fn parse(raw: &RawBlock, file_size: u64) -> Result<Records, ReadError> {
     let truncated = |expected: u64| ReadError::Truncated {
         actual: file_size,
         expected,

@@ -25,6 +25,7 @@ mod broken_pipe;
 mod collector;
 mod disabled_providers;
 mod dword_rule;
+mod dynamic;
 mod elapsed_time;
 mod end_to_end;
 mod event_log;

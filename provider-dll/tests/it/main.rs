@@ -3,7 +3,9 @@
 //! feature; `common` holds the library loader, the test maps and the helpers).
 
 mod common;
+mod dynamic;
 mod hostile_block;
 mod logging;
+mod names_fit;
 mod parents;
 mod provider;

@@ -1,0 +1,317 @@
+//! Handles of run-time objects and counters, and the [`PrfData`] methods that make them.
+
+use std::fmt;
+use std::sync::atomic::Ordering;
+
+use super::{CounterSpec, CtrDef, Defs, ObjDef, ObjectSpec, Shared};
+use crate::map::PerfDataMap;
+use crate::{Error, PrfData};
+
+/// An object added at run time ([`PrfData::add_object`]): its symbolic offset, which its name
+/// index is First Counter + (an offset above the installed map's highest).
+///
+/// # Examples
+///
+/// See [`PrfData::add_object`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DynObject {
+    offset: u32,
+}
+
+impl DynObject {
+    /// The object's symbolic offset.
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData::add_object`].
+    pub fn offset(&self) -> u32 {
+        self.offset
+    }
+}
+
+/// A counter added at run time ([`PrfData::add_counter`]), or found by its offset in an
+/// attached process ([`PrfData::dyn_counter`]).
+///
+/// Every operation takes the run-time block's lock for the instant of one atomic operation, and
+/// follows the block when it is laid out again (see [`crate::dynamic`]): no update is lost to a
+/// re-layout. Once the counter is removed, operations fail with
+/// [`Error::NoSuchStatistic`].
+///
+/// # Examples
+///
+/// See [`PrfData::add_object`].
+pub struct DynCounter<'a> {
+    shared: &'a Shared,
+    offset: u32,
+}
+
+impl DynCounter<'_> {
+    /// The counter's symbolic offset: what another process of the app passes to
+    /// [`PrfData::dyn_counter`] to reach it.
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData::add_object`].
+    pub fn offset(&self) -> u32 {
+        self.offset
+    }
+
+    /// Adds `delta` (wrapping at the counter's width) and returns the previous value.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchStatistic`] once the counter was removed.
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData::add_object`].
+    pub fn fetch_add(&self, delta: i64) -> Result<i64, Error> {
+        self.shared.with_value(self.offset, |raw, slot| {
+            // SAFETY: `slot` was checked to lie inside this mapping at its natural alignment
+            // when the block was indexed (`Current::new`).
+            unsafe {
+                match slot.size {
+                    4 => i64::from(
+                        raw.i32_at(slot.at)
+                            .fetch_add(delta as i32, Ordering::Relaxed),
+                    ),
+                    _ => raw.i64_at(slot.at).fetch_add(delta, Ordering::Relaxed),
+                }
+            }
+        })
+    }
+
+    /// Sets the value (truncated to 32 bits for a DWORD counter).
+    ///
+    /// # Errors
+    ///
+    /// As [`DynCounter::fetch_add`].
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData::add_object`].
+    pub fn store(&self, value: i64) -> Result<(), Error> {
+        self.shared.with_value(self.offset, |raw, slot| {
+            // SAFETY: as in `fetch_add`.
+            unsafe {
+                match slot.size {
+                    4 => raw.i32_at(slot.at).store(value as i32, Ordering::Relaxed),
+                    _ => raw.i64_at(slot.at).store(value, Ordering::Relaxed),
+                }
+            }
+        })
+    }
+
+    /// The value (a DWORD counter's sign-extended).
+    ///
+    /// # Errors
+    ///
+    /// As [`DynCounter::fetch_add`].
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData::add_object`].
+    pub fn load(&self) -> Result<i64, Error> {
+        self.shared.with_value(self.offset, |raw, slot| {
+            // SAFETY: as in `fetch_add`.
+            unsafe {
+                match slot.size {
+                    4 => i64::from(raw.i32_at(slot.at).load(Ordering::Relaxed)),
+                    _ => raw.i64_at(slot.at).load(Ordering::Relaxed),
+                }
+            }
+        })
+    }
+}
+
+impl fmt::Debug for DynCounter<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DynCounter")
+            .field("app", &self.shared.app)
+            .field("offset", &self.offset)
+            .finish()
+    }
+}
+
+fn find(defs: &mut Defs, obj: DynObject) -> Option<&mut ObjDef> {
+    defs.objects.iter_mut().find(|o| o.offset == obj.offset)
+}
+
+impl<M: PerfDataMap> PrfData<M> {
+    /// Adds an object at run time (seed 000's statistics added "at any time"), without
+    /// counters yet: it is published with its first [`add_counter`](PrfData::add_counter).
+    /// Feature `install`; see [`crate::dynamic`] for where it lives and how its names reach
+    /// the registry.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotOwner`] in an attached process (only the activating process defines run-time
+    /// statistics).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata::dynamic::{CounterSpec, ObjectSpec};
+    /// # prfdata::prfdata_map! { pub mod m { app: "AddObjectDoc", object O = 0 { name: "O",
+    /// #   help: "o", detail: Novice, default: C, instances: none, costly: false, counters {
+    /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let plugin = prf.add_object(&ObjectSpec::new("Plug-in", "A plug-in's counters."))?;
+    /// let calls = prf.add_counter(plugin, &CounterSpec::new("Calls", "Calls so far.",
+    ///     prfdata::winperf::PERF_COUNTER_LARGE_RAWCOUNT))?;
+    /// calls.fetch_add(5)?;
+    /// // Another counter re-lays the run-time block out; the value follows.
+    /// let errors = prf.add_counter(plugin, &CounterSpec::new("Errors", "Errors so far.",
+    ///     prfdata::winperf::PERF_COUNTER_RAWCOUNT))?;
+    /// assert_eq!(calls.load()?, 5);
+    /// assert_eq!((plugin.offset(), calls.offset(), errors.offset()), (4, 6, 8));
+    /// prf.remove_counter(&calls)?;
+    /// assert!(calls.load().is_err());
+    /// prf.remove_object(plugin)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn add_object(&self, spec: &ObjectSpec<'_>) -> Result<DynObject, Error> {
+        let mut defs = self.dynamic.defs()?;
+        let offset = Shared::take_offset(&mut defs);
+        defs.objects.push(ObjDef {
+            offset,
+            name: spec.name.to_owned(),
+            help: spec.help.to_owned(),
+            detail: spec.detail,
+            costly: spec.costly,
+            counters: Vec::new(),
+        });
+        Ok(DynObject { offset })
+    }
+
+    /// Adds a counter to a run-time object: the run-time block is laid out again with it (its
+    /// other values kept) and its name registered. Feature `install`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchStatistic`] if `obj` was removed; [`Error::Map`] for a counter type that
+    /// is not a plain DWORD or LARGE number; [`Error::RuntimeNames`] if the registry could not
+    /// be updated; the file errors of [`PrfData::activate`]; [`Error::NotOwner`] in an attached
+    /// process.
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData::add_object`].
+    pub fn add_counter(
+        &self,
+        obj: DynObject,
+        spec: &CounterSpec<'_>,
+    ) -> Result<DynCounter<'_>, Error> {
+        let shared = &self.dynamic;
+        let offset = shared.change(|defs| {
+            let offset = Shared::take_offset(defs);
+            let target = find(defs, obj).ok_or_else(|| Error::NoSuchStatistic {
+                app: shared.app.to_owned(),
+                offset: obj.offset,
+            })?;
+            target.counters.push(CtrDef {
+                offset,
+                name: spec.name.to_owned(),
+                help: spec.help.to_owned(),
+                counter_type: spec.counter_type,
+                detail: spec.detail,
+                scale: spec.default_scale,
+            });
+            Ok(offset)
+        })?;
+        Ok(DynCounter { shared, offset })
+    }
+
+    /// Removes a run-time counter: the run-time block is laid out again without it and its name
+    /// leaves the registry. Feature `install`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchStatistic`] if it was removed already; otherwise as
+    /// [`PrfData::add_counter`].
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData::add_object`].
+    pub fn remove_counter(&self, ctr: &DynCounter<'_>) -> Result<(), Error> {
+        let shared = &self.dynamic;
+        shared.change(|defs| {
+            for obj in &mut defs.objects {
+                if let Some(i) = obj.counters.iter().position(|c| c.offset == ctr.offset) {
+                    obj.counters.remove(i);
+                    return Ok(());
+                }
+            }
+            Err(Error::NoSuchStatistic {
+                app: shared.app.to_owned(),
+                offset: ctr.offset,
+            })
+        })
+    }
+
+    /// Removes a run-time object and its counters. Feature `install`.
+    ///
+    /// # Errors
+    ///
+    /// As [`PrfData::remove_counter`].
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData::add_object`].
+    pub fn remove_object(&self, obj: DynObject) -> Result<(), Error> {
+        let shared = &self.dynamic;
+        shared.change(|defs| {
+            let i = defs
+                .objects
+                .iter()
+                .position(|o| o.offset == obj.offset)
+                .ok_or_else(|| Error::NoSuchStatistic {
+                    app: shared.app.to_owned(),
+                    offset: obj.offset,
+                })?;
+            defs.objects.remove(i);
+            Ok(())
+        })
+    }
+
+    /// The run-time counter at symbolic offset `offset` ([`DynCounter::offset`]), as the
+    /// activating process published it: how an attached process reaches run-time counters.
+    /// Feature `install`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchStatistic`] if there is no such run-time counter now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata::dynamic::{CounterSpec, ObjectSpec};
+    /// # prfdata::prfdata_map! { pub mod m { app: "DynCounterDoc", object O = 0 { name: "O",
+    /// #   help: "o", detail: Novice, default: C, instances: none, costly: false, counters {
+    /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let owner = m::PrfData::activate_in(dir.path())?;
+    /// let obj = owner.add_object(&ObjectSpec::new("Plug-in", "p"))?;
+    /// let calls = owner.add_counter(obj, &CounterSpec::new("Calls", "c",
+    ///     prfdata::winperf::PERF_COUNTER_LARGE_RAWCOUNT))?;
+    /// // In a worker process (here the same one):
+    /// let worker = m::PrfData::attach_in(dir.path())?;
+    /// worker.dyn_counter(calls.offset())?.fetch_add(2)?;
+    /// assert_eq!(calls.load()?, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn dyn_counter(&self, offset: u32) -> Result<DynCounter<'_>, Error> {
+        if self.dynamic.has_counter(offset)? {
+            Ok(DynCounter {
+                shared: &self.dynamic,
+                offset,
+            })
+        } else {
+            Err(Error::NoSuchStatistic {
+                app: self.dynamic.app.to_owned(),
+                offset,
+            })
+        }
+    }
+}

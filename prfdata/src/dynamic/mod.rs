@@ -1,0 +1,513 @@
+//! Objects and counters added and removed at run time (feature `install`).
+//!
+//! Seed 000: "stat servers and statistics may be added and removed at any time". A
+//! `prfdata_map!` map is fixed at compile time, and the counters it declares are reached through
+//! `&AtomicI32` / `&AtomicI64` references into the app's block that the app may keep for as long
+//! as its [`PrfData`](crate::PrfData) lives. Moving those counters to a new block would leave
+//! those references pointing at the old one, and whatever was written there after the copy
+//! would be lost. So the installed map's block never moves, and what the app adds at run time
+//! lives in a second block beside it:
+//!
+//! ```text
+//! <dir>/<App>.blk       the installed map (never re-laid out)
+//! <dir>/<App>.dyn.blk   the run-time objects, laid out again on every add and remove
+//! ```
+//!
+//! The run-time block is an ordinary block (the same layout, read by the same
+//! [`reader`](crate::reader)), with objects without instances. Its objects and counters take
+//! symbolic offsets above the installed map's highest, handed out in increasing order and never
+//! reused while the process lives, so that a handle of a removed counter never reaches another.
+//!
+//! # A new generation, no value lost
+//!
+//! Adding or removing a run-time object or counter:
+//!
+//! 1. registers the run-time names in the registry
+//!    ([`prfdata_registry::register_runtime_names`]: the app's range extended or shrunk, or moved
+//!    as lodctr would move it, in one update; skipped when the app is not installed);
+//! 2. takes the old run-time block's [`Optex`]: every write through a
+//!    [`DynCounter`] holds it, in this process and in attached ones, so no value changes from
+//!    here on;
+//! 3. lays the new block out under a temporary name, copies every surviving value into it, and
+//!    renames it over the old path (a new file: readers see the path's inode change and reopen,
+//!    as they do when an app restarts);
+//! 4. sets the old block's `superseded` word, swaps the new block in and releases the optex. A
+//!    writer that was waiting finds `superseded` set and redoes its write on the new block (an
+//!    attached process reopens the path first).
+//!
+//! The cost is one uncontended lock per run-time counter update (a compare-and-swap and a
+//! store): run-time statistics are for values that change at human rates, the compile-time map
+//! for hot paths. Each layout leaks its few hundred bytes of definitions (a
+//! [`MapDef`] holds `'static` texts); layouts are rare.
+
+mod handle;
+mod spec;
+
+pub use handle::{DynCounter, DynObject};
+pub use spec::{CounterSpec, ObjectSpec};
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use crate::block::create::BlockFile;
+use crate::block::raw::RawBlock;
+use crate::layout::{OPTEX_OFFSET, SUPERSEDED_OFFSET};
+use crate::map::offsets::{counter_offset, data_offset};
+use crate::map::{CounterDef, DetailLevel, Instances, MapDef, ObjectDef, Text};
+use crate::{Error, Optex};
+
+/// How many times a write follows a superseded block before it gives up: each round means
+/// another whole re-layout happened during the write, which takes far longer than a write.
+const FOLLOW_LIMIT: usize = 64;
+
+/// The run-time block's app name: `<app>.dyn`.
+fn dyn_app(app: &str) -> String {
+    format!("{app}.dyn")
+}
+
+/// One run-time counter's definition.
+#[derive(Clone, Debug)]
+struct CtrDef {
+    offset: u32,
+    name: String,
+    help: String,
+    counter_type: u32,
+    detail: DetailLevel,
+    scale: i32,
+}
+
+/// One run-time object's definition.
+#[derive(Clone, Debug)]
+struct ObjDef {
+    offset: u32,
+    name: String,
+    help: String,
+    detail: DetailLevel,
+    costly: bool,
+    counters: Vec<CtrDef>,
+}
+
+/// The owner's run-time definitions.
+#[derive(Clone, Debug, Default)]
+struct Defs {
+    next_offset: u32,
+    objects: Vec<ObjDef>,
+}
+
+/// A value of the current run-time block: byte offset and size (4 or 8).
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    at: usize,
+    size: u32,
+}
+
+/// The current run-time block and where its counters are, by symbolic offset.
+#[derive(Debug)]
+struct Current {
+    block: BlockFile,
+    values: HashMap<u32, Slot>,
+}
+
+impl Current {
+    /// Indexes a run-time block by its own (validated) records; every value is checked to lie
+    /// inside the mapping at its natural alignment, since an attached process reads records
+    /// another process wrote.
+    fn new(block: BlockFile, records: &crate::reader::records::Records) -> Current {
+        let mut values = HashMap::new();
+        let len = block.raw.len() as u64;
+        for obj in records.objects.iter().filter(|o| !o.instanced) {
+            for ctr in &records.counters[obj.counters.clone()] {
+                let (Some(offset), size @ (4 | 8)) = (ctr.name_offset, ctr.size) else {
+                    continue;
+                };
+                let at = obj.data_offset + u64::from(ctr.block_offset);
+                if at + u64::from(size) <= len && at % u64::from(size) == 0 {
+                    values.insert(
+                        offset,
+                        Slot {
+                            at: at as usize,
+                            size,
+                        },
+                    );
+                }
+            }
+        }
+        Current { block, values }
+    }
+
+    fn optex(&self) -> &Optex {
+        // SAFETY: `OPTEX_OFFSET` is a 64-aligned, 64-byte field of the header, inside the
+        // mapping (a block is larger than its header), which `self` keeps alive for the returned
+        // lifetime; it is only ever changed through the optex's atomics.
+        unsafe { Optex::from_ptr(self.block.raw.base().add(OPTEX_OFFSET).cast::<Optex>()) }
+    }
+
+    fn superseded(&self) -> &AtomicU32 {
+        // SAFETY: `SUPERSEDED_OFFSET` is a 4-aligned u32 of the header, inside the mapping.
+        unsafe { self.block.raw.u32_at(SUPERSEDED_OFFSET) }
+    }
+}
+
+/// The run-time statistics of one [`PrfData`](crate::PrfData): its definitions (owner) and the
+/// current run-time block.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    app: &'static str,
+    /// The installed map (its names go into the rewritten .INI with the run-time ones).
+    map: &'static MapDef,
+    dir: PathBuf,
+    owner: bool,
+    installed_highest: u32,
+    defs: Mutex<Defs>,
+    current: RwLock<Option<Arc<Current>>>,
+}
+
+impl Shared {
+    /// The run-time part of the block of `map` at `block_path`; `owner` for the activating
+    /// process (which defines run-time objects), else attached.
+    pub(crate) fn new(map: &'static MapDef, block_path: &Path, owner: bool) -> Shared {
+        let installed_highest = map.highest_offset();
+        Shared {
+            app: map.app,
+            map,
+            dir: block_path
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default(),
+            owner,
+            installed_highest,
+            defs: Mutex::new(Defs {
+                next_offset: installed_highest + 2,
+                objects: Vec::new(),
+            }),
+            current: RwLock::new(None),
+        }
+    }
+
+    /// At activation: removes the run-time block a previous activation of the app left (it was
+    /// killed, or did not exit normally), and its run-time names, so that a collector never
+    /// serves a dead process's run-time statistics beside this one's. Only the process that
+    /// holds the app's block creates its run-time block, and this one just activated it: any
+    /// run-time block there is a previous one's.
+    pub(crate) fn clear_stale(&self) {
+        let path = self.path();
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_file() => {
+                log::debug!(
+                    "app {}: removing a previous run's {}",
+                    self.app,
+                    path.display()
+                );
+                let _ = std::fs::remove_file(&path);
+                if let Err(e) = self.register_names(None) {
+                    log::warn!("{e}");
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.join(format!("{}.blk", dyn_app(self.app)))
+    }
+
+    /// The current block: the owner's, or (attached) the one at the path, opened if needed.
+    fn current(&self) -> Result<Option<Arc<Current>>, Error> {
+        let held = self
+            .current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if held.is_some() || self.owner {
+            return Ok(held);
+        }
+        let path = self.path();
+        let (block, records) = match BlockFile::attach_unmapped(&dyn_app(self.app), &path) {
+            Ok(opened) => opened,
+            Err(Error::NotActive { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let current = Arc::new(Current::new(block, &records));
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&current));
+        Ok(Some(current))
+    }
+
+    /// An attached process drops a superseded block, to reopen the path.
+    fn forget(&self, old: &Arc<Current>) {
+        if self.owner {
+            return;
+        }
+        let mut slot = self.current.write().unwrap_or_else(PoisonError::into_inner);
+        if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, old)) {
+            *slot = None;
+        }
+    }
+
+    /// Runs `f` on the run-time counter `offset` with the block's optex held, following
+    /// re-layouts.
+    fn with_value<T>(&self, offset: u32, f: impl Fn(&RawBlock, Slot) -> T) -> Result<T, Error> {
+        for _ in 0..FOLLOW_LIMIT {
+            let Some(current) = self.current()? else {
+                break;
+            };
+            let guard = current.optex().lock();
+            if current.superseded().load(Ordering::Acquire) != 0 {
+                drop(guard);
+                self.forget(&current);
+                continue;
+            }
+            let Some(slot) = current.values.get(&offset).copied() else {
+                break;
+            };
+            let out = f(&current.block.raw, slot);
+            drop(guard);
+            return Ok(out);
+        }
+        Err(Error::NoSuchStatistic {
+            app: self.app.to_owned(),
+            offset,
+        })
+    }
+
+    /// Whether the run-time counter `offset` exists now.
+    fn has_counter(&self, offset: u32) -> Result<bool, Error> {
+        Ok(self
+            .current()?
+            .is_some_and(|c| c.values.contains_key(&offset)))
+    }
+
+    /// The owner's definitions, locked; `Err` in an attached process.
+    fn defs(&self) -> Result<std::sync::MutexGuard<'_, Defs>, Error> {
+        if !self.owner {
+            return Err(Error::NotOwner {
+                app: self.app.to_owned(),
+            });
+        }
+        Ok(self.defs.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Changes the definitions with `edit`, then registers the names and lays the run-time block
+    /// out again; the definitions change only if both succeed.
+    fn change<T>(&self, edit: impl FnOnce(&mut Defs) -> Result<T, Error>) -> Result<T, Error> {
+        let mut defs = self.defs()?;
+        let mut next = defs.clone();
+        let out = edit(&mut next)?;
+        let map = leak_map(self.app, &next);
+        if let Some(map) = map {
+            crate::map::validate(map)?;
+        }
+        self.register_names(map)?;
+        if let Err(e) = self.relayout(map) {
+            // Put the registry back to the block that stays, so that the provider keeps
+            // labelling it.
+            if let Err(undo) = self.register_names(leak_map(self.app, &defs)) {
+                log::warn!(
+                    "app {}: run-time names left for a layout that failed: {undo}",
+                    self.app
+                );
+            }
+            return Err(e);
+        }
+        *defs = next;
+        Ok(out)
+    }
+
+    fn register_names(&self, map: Option<&'static MapDef>) -> Result<(), Error> {
+        use prfdata_registry::{paths, FileRegistry, LodctrError};
+        let Ok(root) = paths::registry_root() else {
+            return Ok(());
+        };
+        if !root.join(paths::STORE_FILE).exists() {
+            return Ok(());
+        }
+        let names: Vec<_> = map
+            .map(|m| crate::install::counter_set(m).objects)
+            .unwrap_or_default()
+            .into_iter()
+            .flat_map(|o| {
+                let obj = prfdata_registry::install::CounterNames {
+                    symbol: o.symbol,
+                    offset: o.offset,
+                    texts: o.texts,
+                };
+                std::iter::once(obj).chain(o.counters)
+            })
+            .collect();
+        let registered = FileRegistry::open(&root)
+            .map_err(LodctrError::from)
+            .and_then(|reg| {
+                prfdata_registry::register_runtime_names(
+                    &reg,
+                    self.app,
+                    self.installed_highest,
+                    &names,
+                    map.map(MapDef::fingerprint),
+                )
+            });
+        match registered {
+            Ok(range) => {
+                log::debug!("app {}: run-time names registered: {range:?}", self.app);
+                self.rewrite_ini(&root, map);
+                Ok(())
+            }
+            Err(LodctrError::NotLoaded { .. }) => Ok(()),
+            Err(e) => Err(Error::RuntimeNames {
+                app: self.app.to_owned(),
+                reason: e.to_string(),
+            }),
+        }
+    }
+
+    /// Rewrites the app's counter .INI and .h (where install recorded them, `Ini File`) with
+    /// the installed map's names and the run-time ones of `map`, so that the files describe what
+    /// the registry holds. The registry is what collectors read: a file that cannot be written
+    /// is logged, not an error.
+    fn rewrite_ini(&self, root: &Path, map: Option<&'static MapDef>) {
+        use prfdata_registry::{service, FileRegistry, Registry};
+        let ini = FileRegistry::open(root)
+            .and_then(|reg| reg.snapshot())
+            .and_then(|hive| service::read_service(&hive, self.app))
+            .ok()
+            .flatten()
+            .and_then(|s| s.ini_file);
+        let Some(dir) = ini.as_deref().map(Path::new).and_then(Path::parent) else {
+            return;
+        };
+        let mut set = crate::install::counter_set(self.map);
+        if let Some(map) = map {
+            set.objects.extend(crate::install::counter_set(map).objects);
+        }
+        if let Err(e) = prfdata_registry::install::write_counter_files(&set, dir) {
+            log::warn!("app {}: run-time names registered, but {e}", self.app);
+        }
+    }
+
+    /// Publishes the layout of `map` (or removes the run-time block when `None`), copying every
+    /// value that survives, with the old block's optex held throughout (module docs).
+    fn relayout(&self, map: Option<&'static MapDef>) -> Result<(), Error> {
+        let mut slot = self.current.write().unwrap_or_else(PoisonError::into_inner);
+        let old = slot.clone();
+        let guard = old.as_ref().map(|c| c.optex().lock());
+        let new = match map {
+            None => None,
+            Some(map) => {
+                let fill = |raw: &RawBlock| {
+                    if let Some(old) = &old {
+                        copy_values(old, map, raw);
+                    }
+                };
+                let block = match &old {
+                    Some(_) => BlockFile::replace(map, Some(&self.dir), fill)?,
+                    None => BlockFile::create(map, Some(&self.dir))?,
+                };
+                let size = block.raw.len() as u64;
+                let records = crate::reader::records::parse(&block.raw, size).map_err(|e| {
+                    Error::MapMismatch {
+                        path: block.path().to_path_buf(),
+                        reason: e.to_string(),
+                    }
+                })?;
+                Some(Arc::new(Current::new(block, &records)))
+            }
+        };
+        if let Some(old) = &old {
+            old.superseded().store(1, Ordering::Release);
+        }
+        *slot = new;
+        drop(guard);
+        Ok(())
+    }
+
+    fn take_offset(defs: &mut Defs) -> u32 {
+        let offset = defs.next_offset;
+        defs.next_offset += 2;
+        offset
+    }
+}
+
+/// Copies, from `old` into the new block `raw` laid out from `map`, the value of every counter
+/// of `map` that `old` holds with the same size. The caller holds `old`'s optex.
+fn copy_values(old: &Current, map: &MapDef, raw: &RawBlock) {
+    for (i, obj) in map.objects.iter().enumerate() {
+        for (c, ctr) in obj.counters.iter().enumerate() {
+            let (Some(offset), Some(size)) = (ctr.offset, ctr.value_size()) else {
+                continue;
+            };
+            let Some(from) = old.values.get(&offset).filter(|s| s.size == size) else {
+                continue;
+            };
+            let to = data_offset(map, i) + counter_offset(obj, c);
+            // SAFETY: `from.at` was checked against the old mapping's length and alignment when
+            // it was indexed (`Current::new`); `to` is where `map` itself places the counter in
+            // the new block, which was laid out from `map` (in bounds, aligned to its size).
+            unsafe {
+                match size {
+                    4 => raw.i32_at(to).store(
+                        old.block.raw.i32_at(from.at).load(Ordering::Relaxed),
+                        Ordering::Relaxed,
+                    ),
+                    _ => raw.i64_at(to).store(
+                        old.block.raw.i64_at(from.at).load(Ordering::Relaxed),
+                        Ordering::Relaxed,
+                    ),
+                }
+            }
+        }
+    }
+}
+
+fn leak_str(s: &str) -> &'static str {
+    Box::leak(s.to_owned().into_boxed_str())
+}
+
+/// The run-time map of `defs` (objects without counters left out), leaked (module docs); `None`
+/// when nothing is left to lay out.
+fn leak_map(app: &str, defs: &Defs) -> Option<&'static MapDef> {
+    let objects: Vec<ObjectDef> = defs
+        .objects
+        .iter()
+        .filter(|o| !o.counters.is_empty())
+        .map(|o| {
+            let counters: Vec<CounterDef> = o
+                .counters
+                .iter()
+                .map(|c| CounterDef {
+                    symbol: leak_str(&format!("DYN_{}", c.offset)),
+                    offset: Some(c.offset),
+                    texts: Box::leak(Box::new([Text {
+                        lang: "009",
+                        name: leak_str(&c.name),
+                        help: leak_str(&c.help),
+                    }])),
+                    detail: c.detail,
+                    default_scale: c.scale,
+                    counter_type: c.counter_type,
+                    text_len: 0,
+                })
+                .collect();
+            ObjectDef {
+                symbol: leak_str(&format!("DYN_{}", o.offset)),
+                offset: o.offset,
+                texts: Box::leak(Box::new([Text {
+                    lang: "009",
+                    name: leak_str(&o.name),
+                    help: leak_str(&o.help),
+                }])),
+                detail: o.detail,
+                default_counter: None,
+                instances: Instances::None,
+                costly: o.costly,
+                counters: Box::leak(counters.into_boxed_slice()),
+            }
+        })
+        .collect();
+    if objects.is_empty() {
+        return None;
+    }
+    Some(Box::leak(Box::new(MapDef {
+        app: leak_str(&dyn_app(app)),
+        objects: Box::leak(objects.into_boxed_slice()),
+    })))
+}

@@ -1,0 +1,117 @@
+//! Run-time objects served by the provider: their names registered while the provider is open,
+//! the app's range moved (another app was installed after it), and both the installed and the
+//! run-time objects labelled from the new First Counter without another Open.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::common;
+use common::{env, parse, serial, Provider, ERROR_SUCCESS};
+use prfdata::dynamic::{CounterSpec, ObjectSpec};
+use prfdata::install::{install_in, uninstall_in, InstallOptions};
+use prfdata::winperf::PERF_COUNTER_RAWCOUNT;
+use prfdata_registry::{first_counter_help, FileRegistry};
+
+prfdata::prfdata_map! {
+    pub mod moving {
+        app: "ProvTestMoving",
+        object BASE = 0 {
+            name: "Moving Base", help: "b", detail: Novice, default: none, instances: none, costly: false,
+            counters {
+                TICKS = 2: RawCount { name: "Ticks", help: "t", detail: Novice, scale: 0 },
+            }
+        }
+    }
+}
+
+prfdata::prfdata_map! {
+    pub mod after {
+        app: "ProvTestAfter",
+        object OTHER = 0 {
+            name: "After", help: "a", detail: Novice, default: none, instances: none, costly: false,
+            counters {
+                C = 2: RawCount { name: "After C", help: "c", detail: Novice, scale: 0 },
+            }
+        }
+    }
+}
+
+/// (object title, first value) of each object Collect returns.
+fn objects(p: &Provider) -> Vec<(u32, i64)> {
+    let (out, data) = p.collect("Global");
+    parse(&data, out.objects)
+        .iter()
+        .map(|o| (o.header.object_name_title_index, o.value(0, 0)))
+        .collect()
+}
+
+#[test]
+fn run_time_names_that_move_the_range_are_followed_without_another_open() {
+    let _s = serial();
+    let reg = FileRegistry::open(env().root.join("registry")).unwrap();
+    let opts = InstallOptions {
+        library: common::library_path(),
+        ini_dir: env().root.join("ini"),
+        replace: true,
+    };
+    let old_first = install_in(&reg, &moving::MAP, &opts).unwrap().first_counter;
+    // Another app right after it: the run-time names cannot extend the range in place.
+    let after_first = install_in(&reg, &after::MAP, &opts).unwrap().first_counter;
+
+    let prf = moving::PrfData::activate().unwrap();
+    prf.get_global_ctr32(moving::TICKS).store(3, Relaxed);
+    let p = Provider::load();
+    assert_eq!(p.open(&["ProvTestMoving"]), ERROR_SUCCESS);
+    assert_eq!(objects(&p), [(old_first, 3)]);
+
+    let plugin = prf
+        .add_object(&ObjectSpec::new("Moving Plugin", "p"))
+        .unwrap();
+    let calls = prf
+        .add_counter(
+            plugin,
+            &CounterSpec::new("Plugin Calls", "c", PERF_COUNTER_RAWCOUNT),
+        )
+        .unwrap();
+    calls.store(9).unwrap();
+    let (new_first, _) = first_counter_help(&reg, "ProvTestMoving").unwrap();
+    assert_ne!(new_first, old_first, "the range moved past the other app's");
+
+    // Both parts labelled from the new range (the run-time part comes first).
+    assert_eq!(
+        objects(&p),
+        [(new_first + plugin.offset(), 9), (new_first, 3)]
+    );
+    let names = prfdata_registry::perflib::read_counter_text(&reg, "009").unwrap();
+    assert_eq!(names.counter[&new_first], "Moving Base");
+    assert_eq!(names.counter[&(new_first + calls.offset())], "Plugin Calls");
+    assert_eq!(
+        names.counter[&(after_first + 2)],
+        "After C",
+        "the other app untouched"
+    );
+    assert!(
+        !names.counter.contains_key(&old_first),
+        "the old range is free again"
+    );
+    // The app's .INI and .h say what the registry holds.
+    let ini_path = env().root.join("ini").join("ProvTestMoving.ini");
+    let ini = std::fs::read_to_string(&ini_path).unwrap();
+    assert!(ini.contains("=Plugin Calls"), "{ini}");
+    assert!(ini.contains("=Moving Base"), "{ini}");
+    let h = std::fs::read_to_string(env().root.join("ini").join("ProvTestMoving.h")).unwrap();
+    assert!(h.contains(&format!(" {}\n", calls.offset())), "{h}");
+
+    // Removed: the run-time block is gone and so are its names.
+    prf.remove_object(plugin).unwrap();
+    assert_eq!(objects(&p), [(new_first, 3)]);
+    let names = prfdata_registry::perflib::read_counter_text(&reg, "009").unwrap();
+    assert!(!names.counter.contains_key(&(new_first + calls.offset())));
+    let ini = std::fs::read_to_string(&ini_path).unwrap();
+    assert!(!ini.contains("Plugin"), "{ini}");
+    assert!(ini.contains("=Moving Base"), "{ini}");
+
+    assert_eq!(p.close(), ERROR_SUCCESS);
+    drop(prf);
+    uninstall_in(&reg, &moving::MAP).unwrap();
+    uninstall_in(&reg, &after::MAP).unwrap();
+}
