@@ -25,6 +25,11 @@
 //! - [`shm_dir`], [`block_path`]: where blocks live (`PRFDATA_SHM_DIR`, else
 //!   `/dev/shm/prfdata-<uid>`).
 //!
+//! **Watch notifications** (seed 000's `PMSG_START_STAT` / `PMSG_STOP_STAT`)
+//! - [`watch`]: the lease table beside each block; the app asks [`PrfData::is_watched`] or
+//!   registers [`PrfData::on_watch`] / [`PrfData::watch_events`]; collectors hold
+//!   [`watch::Lease`]s through [`watch::WatchTable`].
+//!
 //! **Reading counters** (providers, tools)
 //! - [`reader`]: a block another process publishes, read-only and validated, through one read
 //!   path ([`reader::BlockReader::read_with`]).
@@ -107,6 +112,7 @@ pub mod map;
 pub mod optex;
 pub mod process;
 pub mod reader;
+pub mod watch;
 pub mod winperf;
 
 mod error;
