@@ -196,6 +196,7 @@ impl WatchTable {
     /// See [`WatchTable::start_detached`].
     pub fn renew_detached(&self, set: &WatchSet, ttl: Duration) -> usize {
         let table = &self.inner.table;
+        let _guard = table.guard();
         let now = now();
         let expiry = expiry_after(ttl);
         let mut n = 0;
@@ -220,11 +221,11 @@ impl WatchTable {
     /// See [`WatchTable::start_detached`].
     pub fn stop_detached(&self, set: &WatchSet) -> bool {
         let table = &self.inner.table;
+        let _guard = table.guard();
         let now = now();
         for slot in 0..SLOTS {
             let s = table.read(slot);
-            if s.pid == DETACHED_PID && s.set == *set && s.expiry > now && table.free(slot, s.pid)
-            {
+            if s.pid == DETACHED_PID && s.set == *set && s.expiry > now && table.free(slot, s.pid) {
                 table.announce();
                 return true;
             }
@@ -240,6 +241,7 @@ impl WatchTable {
     /// See [`WatchTable`].
     pub fn watchers(&self, offset: u32) -> usize {
         let table = &self.inner.table;
+        let _guard = table.guard();
         let now = now();
         (0..SLOTS)
             .map(|slot| table.read(slot))
@@ -255,6 +257,7 @@ impl WatchTable {
         ttl: Duration,
     ) -> Result<usize, WatchError> {
         let table = &self.inner.table;
+        let _guard = table.guard();
         let now = now();
         // Two passes: free slots first, then lapsed ones (whose holders a reclaim would drop).
         for reclaim in [false, true] {
@@ -332,6 +335,7 @@ impl Lease {
     /// ```
     pub fn renew(&mut self, set: &WatchSet, ttl: Duration) -> Result<(), WatchError> {
         let table = &self.table.inner.table;
+        let guard = table.guard();
         let s = table.read(self.slot);
         let changed = s.set != *set;
         if s.pid == self.me.pid && s.start_time == self.me.start_time {
@@ -342,6 +346,7 @@ impl Lease {
                 table.set_expiry(self.slot, expiry_after(ttl));
             }
         } else {
+            drop(guard);
             self.slot = self
                 .table
                 .claim(self.me.pid, self.me.start_time, set, ttl)?;
@@ -363,8 +368,11 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         let table = &self.table.inner.table;
+        let _guard = table.guard();
         let s = table.read(self.slot);
-        if s.pid == self.me.pid && s.start_time == self.me.start_time && table.free(self.slot, s.pid)
+        if s.pid == self.me.pid
+            && s.start_time == self.me.start_time
+            && table.free(self.slot, s.pid)
         {
             table.announce();
         }

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::{WatchError, WatchSet, SLOTS, WATCH_WORDS};
+use crate::block::fault;
 use crate::block::raw::RawBlock;
 use crate::sys::{futex, shm};
 
@@ -128,17 +129,23 @@ impl Table {
         if id.size != FILE_SIZE as u64 {
             return Err(not(format!("{} bytes, expected {FILE_SIZE}", id.size)));
         }
-        let raw = RawBlock::map(&file, FILE_SIZE, true).map_err(|source| WatchError::Io {
+        let io = |source| WatchError::Io {
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        // Before the mapping: from here on, a truncation under an access is survivable.
+        fault::init().map_err(io)?;
+        let raw = RawBlock::map(&file, FILE_SIZE, true).map_err(io)?;
         let table = Table { raw };
-        let header = (
-            table.word(OFF_MAGIC).load(Ordering::Relaxed),
-            table.word(OFF_VERSION).load(Ordering::Relaxed),
-            table.word(OFF_SLOTS).load(Ordering::Relaxed),
-            table.word(OFF_SLOT_SIZE).load(Ordering::Relaxed),
-        );
+        let header = {
+            let _guard = table.guard();
+            (
+                table.word(OFF_MAGIC).load(Ordering::Relaxed),
+                table.word(OFF_VERSION).load(Ordering::Relaxed),
+                table.word(OFF_SLOTS).load(Ordering::Relaxed),
+                table.word(OFF_SLOT_SIZE).load(Ordering::Relaxed),
+            )
+        };
         if header != (MAGIC, VERSION, SLOTS as u32, SLOT_SIZE as u32) {
             return Err(not(format!(
                 "header (magic {:#x}, version {}, {} slots of {} bytes), expected \
@@ -147,6 +154,13 @@ impl Table {
             )));
         }
         Ok((table, id))
+    }
+
+    /// A read window over the table for the time the result lives: a truncation of the file
+    /// under it maps zero pages in instead of raising SIGBUS ([`fault`]). `None` if the
+    /// process-wide fault table is full (then the access is unguarded, as a block's writer is).
+    pub(crate) fn guard(&self) -> Option<fault::Watch<'_>> {
+        fault::Watch::new(&self.raw, true)
     }
 
     /// A header word (offsets are constants inside the fixed-size mapping).
@@ -190,7 +204,9 @@ impl Table {
         let pid = self.slot_u32(slot, SLOT_PID).load(Ordering::Acquire);
         let mut words = [0u64; WATCH_WORDS];
         for (i, w) in words.iter_mut().enumerate() {
-            *w = self.slot_u64(slot, SLOT_BITS + 8 * i).load(Ordering::Relaxed);
+            *w = self
+                .slot_u64(slot, SLOT_BITS + 8 * i)
+                .load(Ordering::Relaxed);
         }
         SlotImage {
             pid,

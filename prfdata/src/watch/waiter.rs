@@ -146,7 +146,10 @@ impl Waiter {
             }),
         });
         // The first count now, so that `is_watched` is right from its first call.
-        let generation = shared.table.generation().load(Ordering::Acquire);
+        let generation = {
+            let _guard = shared.table.guard();
+            shared.table.generation().load(Ordering::Acquire)
+        };
         let mut next = shared.recount();
         let worker = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -157,8 +160,12 @@ impl Waiter {
                     let timeout = next.map(|at| {
                         Duration::from_nanos(at.saturating_sub(now()).saturating_mul(100))
                     });
+                    // The kernel reads the word itself: a truncated table is EFAULT, not SIGBUS.
                     futex::wait(worker.table.generation(), seen, timeout);
-                    seen = worker.table.generation().load(Ordering::Acquire);
+                    seen = {
+                        let _guard = worker.table.guard();
+                        worker.table.generation().load(Ordering::Acquire)
+                    };
                     next = worker.recount();
                 }
             });
@@ -206,7 +213,10 @@ impl Waiter {
     fn stop(mut self) {
         self.shared.stop.store(true, Ordering::Release);
         // Bumped, not only woken: a waiter between its stop check and its wait sees a new value.
-        self.shared.table.announce();
+        {
+            let _guard = self.shared.table.guard();
+            self.shared.table.announce();
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -229,7 +239,7 @@ impl Shared {
         {
             // A truncation of the table under the count maps zeros in (no SIGBUS); a count
             // made from zeros is simply "nobody watches".
-            let guard = fault::Watch::new(&self.table.raw, true);
+            let guard = self.table.guard();
             let now = now();
             for slot in 0..SLOTS {
                 let s = self.table.read(slot);
