@@ -3,6 +3,7 @@
 pub mod decode;
 pub mod list;
 pub mod lodctr;
+pub mod perfstats;
 pub mod query;
 pub mod reg;
 pub mod serve;

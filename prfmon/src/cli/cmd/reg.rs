@@ -244,8 +244,21 @@ fn execute(op: RegOp) -> Result<ExitCode, RegistryError> {
             type_numbers,
             ..
         } => {
-            let hive = registry.snapshot()?;
             let name = value_name(value, empty_value);
+            if let Some(rest) = super::perfstats::dyn_data_path(&key) {
+                return super::perfstats::query_dyn(&registry, &rest, name.as_deref(), recursive);
+            }
+            let hive = if super::perfstats::is_enum_path(&key) {
+                match super::perfstats::view(&registry) {
+                    Ok(view) => view.enum_hive(),
+                    Err(e) => {
+                        eprintln!("ERROR: {e}");
+                        return Ok(ExitCode::FAILURE);
+                    }
+                }
+            } else {
+                registry.snapshot()?
+            };
             let options = QueryOptions {
                 value: name.as_deref(),
                 recurse: recursive,

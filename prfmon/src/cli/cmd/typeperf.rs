@@ -89,6 +89,8 @@ pub struct Source {
     collector: Collector<FileRegistry>,
     /// The names of counters and objects.
     pub names: Names,
+    /// The apps' name ranges, for the watch leases held on what is shown.
+    pub apps: prfmon::lease::AppRanges,
     /// Object indexes collected after `Global` at every collection: the objects the paths name
     /// that `Global` does not return (costly objects), as `"i1 i2"`.
     extra: Option<String>,
@@ -106,11 +108,13 @@ impl Source {
         let registry = collector.open_registry()?;
         super::report_disabled(command, &registry);
         let names = super::load_names(&registry, lang);
+        let apps = prfmon::lease::AppRanges::load(&registry).unwrap_or_default();
         let options = collector.options()?;
         let collector = Collector::open(registry, options).map_err(|e| e.to_string())?;
         Ok(Source {
             collector,
             names,
+            apps,
             extra: None,
         })
     }
@@ -256,12 +260,15 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
         scale: None,
     };
     let mut sampler = Sampler::new(columns.clone(), options);
+    // Watch leases on what is logged, renewed at every sample (seed 000's start/stop).
+    let mut leases = prfmon::lease::Leases::new(source.apps.clone(), interval);
     let headers: Vec<String> = columns.iter().map(ToString::to_string).collect();
 
     let start = Instant::now();
     let mut snapshot = first;
     let mut taken: u64 = 0;
     loop {
+        leases.hold(&sampler.titles(&snapshot, &names));
         let sample = sampler.sample(&snapshot, &names);
         let when = sample
             .wall_time()
@@ -299,6 +306,7 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
             }
         };
     }
+    leases.release();
     source.close();
     Ok(())
 }
