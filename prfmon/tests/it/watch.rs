@@ -217,7 +217,9 @@ fn the_chart_holds_a_watch_lease_on_what_it_shows_until_it_quits() {
     let app = App::start();
     let events = app.prf.watch_events();
     let pane = Pane::start(&app, r"'\TP Service\Queue length' --interval 0.25");
-    pane.wait_for("the legend", |s| s.contains("Legend") && s.contains("42.000"));
+    pane.wait_for("the legend", |s| {
+        s.contains("Legend") && s.contains("42.000")
+    });
     // The object's event and the counter's come in map order: wait for the counter's.
     let queue_event = || loop {
         let e = events

@@ -89,7 +89,10 @@ fn two_collectors_count_twice_and_the_stop_comes_after_the_last() {
     first.kill().expect("kill");
     first.wait().expect("reap");
     eventually("one lease left", LEASE_TTL * 4, || table.watchers(8) == 1);
-    assert!(app.prf.is_watched(tp::DONE), "the second typeperf still watches");
+    assert!(
+        app.prf.is_watched(tp::DONE),
+        "the second typeperf still watches"
+    );
     second.kill().expect("kill");
     second.wait().expect("reap");
     let stop = next_event(&events, LEASE_TTL * 4, |e| e.is_for(tp::DONE));
@@ -154,7 +157,10 @@ fn seed003_steps_through_reg_query_start_read_and_stop_a_stat() {
     let objects = reg(&[ENUM]);
     let full_enum = ENUM.replace("HKLM", "HKEY_LOCAL_MACHINE");
     for key in ["TPService", "TPWorker", "TPDebug"] {
-        assert!(objects.contains(&format!(r"{full_enum}\{key}")), "{objects}");
+        assert!(
+            objects.contains(&format!(r"{full_enum}\{key}")),
+            "{objects}"
+        );
     }
     // Step 2: an object's Name.
     let name = reg(&[&format!(r"{ENUM}\TPService"), "/v", "Name"]);
@@ -166,8 +172,14 @@ fn seed003_steps_through_reg_query_start_read_and_stop_a_stat() {
     // Step 4: a counter's Name, Description and Differentiate.
     let queue = reg(&[&format!(r"{ENUM}\TPService\Queuelength")]);
     assert!(queue.contains("Name    REG_SZ    Queue length"), "{queue}");
-    assert!(queue.contains("Description    REG_SZ    Jobs waiting."), "{queue}");
-    assert!(queue.contains("Differentiate    REG_SZ    FALSE"), "{queue}");
+    assert!(
+        queue.contains("Description    REG_SZ    Jobs waiting."),
+        "{queue}"
+    );
+    assert!(
+        queue.contains("Differentiate    REG_SZ    FALSE"),
+        "{queue}"
+    );
     let jobs = reg(&[&format!(r"{ENUM}\TPService\Jobssec"), "/v", "Differentiate"]);
     assert!(jobs.contains("Differentiate    REG_SZ    TRUE"), "{jobs}");
     let all = reg(&[ENUM, "/s"]);
@@ -175,12 +187,20 @@ fn seed003_steps_through_reg_query_start_read_and_stop_a_stat() {
 
     // Step 5: start the collection of TPService\Queuelength: the app is told.
     assert!(!app.prf.is_watched(tp::QUEUE));
-    reg(&[r"HKEY_DYN_DATA\PerfStats\StartStat", "/v", r"TPService\Queuelength"]);
+    reg(&[
+        r"HKEY_DYN_DATA\PerfStats\StartStat",
+        "/v",
+        r"TPService\Queuelength",
+    ]);
     let start = next_event(&events, START_WAIT, |e| e.is_for(tp::QUEUE));
     assert!(start.is_start(), "{start:?}");
 
     // Step 6: the value, a 4-byte REG_BINARY: 42.
-    let data = reg(&[r"HKEY_DYN_DATA\PerfStats\StatData", "/v", r"TPService\Queuelength"]);
+    let data = reg(&[
+        r"HKEY_DYN_DATA\PerfStats\StatData",
+        "/v",
+        r"TPService\Queuelength",
+    ]);
     assert!(
         data.contains(r"TPService\Queuelength    REG_BINARY    2A000000"),
         "{data}"
@@ -188,12 +208,23 @@ fn seed003_steps_through_reg_query_start_read_and_stop_a_stat() {
     app.prf
         .get_global_ctr32(tp::QUEUE)
         .store(7, std::sync::atomic::Ordering::Relaxed);
-    let data = reg(&[r"HKEY_DYN_DATA\PerfStats\StatData", "/v", r"tpservice\QUEUELENGTH"]);
+    let data = reg(&[
+        r"HKEY_DYN_DATA\PerfStats\StatData",
+        "/v",
+        r"tpservice\QUEUELENGTH",
+    ]);
     assert!(data.contains("REG_BINARY    07000000"), "{data}");
-    assert!(app.prf.is_watched(tp::QUEUE), "still watched between the reads");
+    assert!(
+        app.prf.is_watched(tp::QUEUE),
+        "still watched between the reads"
+    );
 
     // Step 7: stop: the app is told.
-    reg(&[r"HKEY_DYN_DATA\PerfStats\StopStat", "/v", r"TPService\Queuelength"]);
+    reg(&[
+        r"HKEY_DYN_DATA\PerfStats\StopStat",
+        "/v",
+        r"TPService\Queuelength",
+    ]);
     let stop = next_event(&events, START_WAIT, |e| e.is_for(tp::QUEUE));
     assert!(!stop.is_start(), "{stop:?}");
     assert!(!app.prf.is_watched(tp::QUEUE));
@@ -203,12 +234,18 @@ fn seed003_steps_through_reg_query_start_read_and_stop_a_stat() {
 fn perfstats_errors_are_reg_errors() {
     let app = App::start();
     let run = finish(
-        app.command(&["reg", "query", r"HKEY_DYN_DATA\PerfStats\StatData", "/v", r"No\Such"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn"),
+        app.command(&[
+            "reg",
+            "query",
+            r"HKEY_DYN_DATA\PerfStats\StatData",
+            "/v",
+            r"No\Such",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn"),
     );
     assert_eq!(run.code, 1);
     assert!(run.stderr.contains("unable to find"), "{}", run.stderr);
