@@ -49,7 +49,7 @@
 //!   <- layout (the one description of the block: records, offsets, limits)
 //!   <- map (definitions, validation, typed ids; a map's offsets in map/offsets.rs)
 //!   <- block::{raw, fault, open}, optex, instances (the writer's tables)
-//!   <- block::{create, recover}, reader
+//!   <- block::{create, recover}, reader, watch (the lease table beside the block)
 //!   <- write_lock, PrfData (prfdata.rs)
 //!   <- what prfdata_map! (prfdata-macros) generates in the app's crate
 //! ```

@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::lease::live;
 use super::table::{now, path_in, Table};
 use super::{bit, WatchEvent, SLOTS, WATCH_BITS};
+use crate::block::create::exit_cleanup;
 use crate::block::fault;
 use crate::map::MapDef;
 use crate::sys::{futex, shm};
@@ -37,7 +38,11 @@ impl Host {
     /// and nothing is ever reported watched.
     pub(crate) fn create(def: &'static MapDef, dir: &Path) -> Host {
         let created = match Table::create(dir, def.app) {
-            Ok((_table, path, identity)) => Some((path, identity, std::process::id())),
+            Ok((_table, path, identity)) => {
+                // Removed at a normal exit too, as the block is.
+                exit_cleanup::register(&path, identity);
+                Some((path, identity, std::process::id()))
+            }
             Err(e) => {
                 log::warn!(
                     "cannot create the watch table {}: {e}; watch notifications are off",
@@ -95,6 +100,7 @@ impl Drop for Host {
         }
         if let Some((path, identity, pid)) = &self.created {
             if *pid == std::process::id() {
+                exit_cleanup::unregister(path);
                 crate::block::open::remove_if_same(path, *identity);
             }
         }
