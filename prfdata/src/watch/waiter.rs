@@ -107,10 +107,20 @@ impl Drop for Host {
     }
 }
 
+/// How long dropping a `PrfData` waits for its waiter thread to stop. It stops at once when
+/// woken; only a table truncated by another process (the futex word's page replaced under the
+/// sleeping thread, so no wake can reach it) keeps it asleep: then it is left behind, asleep,
+/// rather than the drop hanging.
+const STOP_WAIT: Duration = Duration::from_secs(2);
+
 /// The background waiter and what it publishes.
 pub(crate) struct Waiter {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+    /// Told when the thread's loop ends.
+    done: Mutex<std::sync::mpsc::Receiver<()>>,
+    /// The process that started the thread (a forked child has no such thread).
+    pid: u32,
 }
 
 struct Shared {
@@ -158,6 +168,7 @@ impl Waiter {
         };
         let mut next = shared.recount();
         let worker = Arc::clone(&shared);
+        let (finished, done) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name(format!("prfdata-watch-{}", def.app))
             .spawn(move || {
@@ -174,11 +185,14 @@ impl Waiter {
                     };
                     next = worker.recount();
                 }
+                let _ = finished.send(());
             });
         match thread {
             Ok(handle) => Some(Waiter {
                 shared,
                 thread: Some(handle),
+                done: Mutex::new(done),
+                pid: std::process::id(),
             }),
             Err(e) => {
                 log::warn!("watch notifications are off: cannot start the waiter thread: {e}");
@@ -223,8 +237,26 @@ impl Waiter {
             let _guard = self.shared.table.guard();
             self.shared.table.announce();
         }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        if self.pid != std::process::id() {
+            return; // a forked child's copy: the thread is the parent's
+        }
+        let done = self
+            .done
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .recv_timeout(STOP_WAIT);
+        match done {
+            Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                let _ = thread.join();
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => log::warn!(
+                "the watch waiter of {} did not stop within {STOP_WAIT:?} (its table was \
+                 truncated?): left behind, asleep",
+                self.shared.def.app
+            ),
         }
     }
 }
