@@ -36,6 +36,11 @@ prfdata::prfdata_map! {
                     name: "Uptime", help: "Seconds since the service started.",
                     detail: Novice, scale: -2,
                 },
+                CACHE_SCANNED = 26: RawCount {
+                    name: "Cache entries scanned",
+                    help: "Cache entries the last scan of the cache visited. The scan is costly: the service runs it only while a monitor watches this counter (watch notifications), and leaves the counter at 0 otherwise.",
+                    detail: Advanced, scale: 0,
+                },
             }
         }
         object POOL = 14 {

@@ -91,6 +91,20 @@ pub fn run(
         .map(|name| shared.prf.add_instance(demo::POOL, name))
         .collect::<Result<_, _>>()?;
 
+    // Seed 000: a stat that is expensive to maintain is kept only while someone watches it.
+    shared.prf.on_watch(|event| {
+        if event.is_for(demo::CACHE_SCANNED) {
+            if event.is_start() {
+                eprintln!(
+                    "demo-app: a monitor watches \"Cache entries scanned\": scanning the cache"
+                );
+            } else {
+                eprintln!(
+                    "demo-app: nobody watches \"Cache entries scanned\": cache scans stopped"
+                );
+            }
+        }
+    });
     let producer = {
         let shared = Arc::clone(&shared);
         std::thread::spawn(move || produce(&shared))
@@ -189,8 +203,29 @@ fn produce(shared: &Shared) {
                 .store(jobs.len() as i32, Relaxed);
         }
         shared.queue.ready.notify_all();
+        if shared.prf.is_watched(demo::CACHE_SCANNED) {
+            scan_cache(shared);
+        } else {
+            shared.prf.ctr(demo::CACHE_SCANNED).store(0, Relaxed);
+        }
         std::thread::sleep(PRODUCE_EVERY);
     }
+}
+
+/// The costly statistic: walks every cache entry (under the cache's lock) and publishes how
+/// many it visited. Run only while a monitor watches `Cache entries scanned`.
+fn scan_cache(shared: &Shared) {
+    let visited = shared
+        .cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .filter(|(_, v)| std::hint::black_box(v) == v)
+        .count();
+    shared
+        .prf
+        .ctr(demo::CACHE_SCANNED)
+        .store(i32::try_from(visited).unwrap_or(i32::MAX), Relaxed);
 }
 
 /// A worker: takes jobs until retired, and accounts for each.

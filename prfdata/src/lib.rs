@@ -25,6 +25,11 @@
 //! - [`shm_dir`], [`block_path`]: where blocks live (`PRFDATA_SHM_DIR`, else
 //!   `/dev/shm/prfdata-<uid>`).
 //!
+//! **Watch notifications** (seed 000's `PMSG_START_STAT` / `PMSG_STOP_STAT`)
+//! - [`watch`]: the lease table beside each block; the app asks [`PrfData::is_watched`] or
+//!   registers [`PrfData::on_watch`] / [`PrfData::watch_events`]; collectors hold
+//!   [`watch::Lease`]s through [`watch::WatchTable`].
+//!
 //! **Reading counters** (providers, tools)
 //! - [`reader`]: a block another process publishes, read-only and validated, through one read
 //!   path ([`reader::BlockReader::read_with`]).
@@ -49,7 +54,7 @@
 //!   <- layout (the one description of the block: records, offsets, limits)
 //!   <- map (definitions, validation, typed ids; a map's offsets in map/offsets.rs)
 //!   <- block::{raw, fault, open}, optex, instances (the writer's tables)
-//!   <- block::{create, recover}, reader
+//!   <- block::{create, recover}, reader, watch (the lease table beside the block)
 //!   <- write_lock, PrfData (prfdata.rs)
 //!   <- what prfdata_map! (prfdata-macros) generates in the app's crate
 //! ```
@@ -114,6 +119,7 @@ pub mod map;
 pub mod optex;
 pub mod process;
 pub mod reader;
+pub mod watch;
 pub mod winperf;
 
 mod error;

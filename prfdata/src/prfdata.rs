@@ -15,6 +15,8 @@ use crate::instances::{Corrupt, NewInstance, SlotRef, Tables};
 use crate::layout;
 use crate::map::{data_offset, CtrId, Global, Instanced, Object, PerfDataMap};
 use crate::optex::{Optex, OptexGuard};
+use crate::watch::waiter::Host as WatchHost;
+use crate::watch::WatchEvent;
 use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
 
 /// An activated performance data block for map `M`: CPrfData's object after `Activate`.
@@ -88,7 +90,15 @@ pub struct PrfData<M: PerfDataMap> {
     /// The objects and counters added at run time (feature `install`).
     #[cfg(feature = "install")]
     pub(crate) dynamic: crate::dynamic::Shared,
+    /// The watch table beside the block and its waiter (dropped after the block: its drop stops
+    /// the waiter and removes the table).
+    watch: WatchHost,
     _map: PhantomData<fn() -> M>,
+}
+
+/// The folder a block lives in.
+fn block_dir(path: &Path) -> &Path {
+    path.parent().unwrap_or(Path::new("."))
 }
 
 /// A live instance of object `O`, returned by [`PrfData::add_instance`] (CPrfData's INSTID).
@@ -501,10 +511,12 @@ impl<M: PerfDataMap> PrfData<M> {
         #[cfg(feature = "install")]
         crate::install::check_installed(M::DEF)?;
         let block = BlockFile::create(M::DEF, dir)?;
+        let watch = WatchHost::create(M::DEF, block_dir(block.path()));
         let prf = PrfData {
             #[cfg(feature = "install")]
             dynamic: crate::dynamic::Shared::new(M::DEF, block.path(), true),
             block,
+            watch,
             _map: PhantomData,
         };
         for (i, obj) in M::DEF.objects.iter().enumerate() {
@@ -565,10 +577,12 @@ impl<M: PerfDataMap> PrfData<M> {
     }
 
     fn attached(block: BlockFile) -> Result<Self, Error> {
+        let watch = WatchHost::attached(M::DEF, block_dir(block.path()));
         Ok(PrfData {
             #[cfg(feature = "install")]
             dynamic: crate::dynamic::Shared::new(M::DEF, block.path(), false),
             block,
+            watch,
             _map: PhantomData,
         })
     }
@@ -621,6 +635,113 @@ impl<M: PerfDataMap> PrfData<M> {
     #[cfg(feature = "install")]
     pub fn uninstall() -> Result<crate::install::CounterRange, crate::install::InstallError> {
         crate::install::uninstall(M::DEF)
+    }
+
+    /// Whether a collector watches counter `ctr` now (seed 000's count of `PMSG_START_STAT`s
+    /// minus `PMSG_STOP_STAT`s is above zero): one atomic load of a count the background waiter
+    /// keeps, cheap on any path. Use it to compute a costly counter only while someone looks.
+    ///
+    /// The first call (of this or [`PrfData::is_object_watched`], [`PrfData::on_watch`],
+    /// [`PrfData::watch_events`]) starts the waiter (see [`watch`](crate::watch)). A counter
+    /// without a name offset (a base) or beyond offset 1022 is never watched; so is every
+    /// counter when the watch table cannot be used (logged once, at the first call).
+    ///
+    /// # Examples
+    ///
+    /// See [`WatchTable`](crate::watch::WatchTable).
+    #[inline]
+    pub fn is_watched<T, O>(&self, ctr: CtrId<T, O>) -> bool
+    where
+        T: CounterType,
+        O: Object<Map = M>,
+    {
+        let offset = M::DEF.objects[O::INDEX].counters[ctr.index()].offset;
+        self.watch.waiter().is_some_and(|w| w.count(offset) > 0)
+    }
+
+    /// Whether a collector watches object `obj` or any of its counters now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # prfdata::prfdata_map! { pub mod m { app: "IsObjectWatchedDoc", object O = 0 { name: "O",
+    /// #   help: "o", detail: Novice, default: C, instances: none, costly: false, counters {
+    /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// assert!(!prf.is_object_watched(m::O));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn is_object_watched<O: Object<Map = M>>(&self, _obj: O) -> bool {
+        self.watch
+            .waiter()
+            .is_some_and(|w| w.object_count(O::INDEX) > 0)
+    }
+
+    /// Calls `f` on the background waiter thread each time a stat starts or stops being watched
+    /// ([`WatchEvent`]: the first watcher came, the last one left or its lease lapsed). It first
+    /// gets a `Start` for every stat watched when it is registered. Keep `f` short: it delays
+    /// the next events. It lives as long as the `PrfData`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// # prfdata::prfdata_map! { pub mod m { app: "OnWatchDoc", object O = 0 { name: "O",
+    /// #   help: "o", detail: Novice, default: C, instances: none, costly: false, counters {
+    /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let log = Arc::clone(&seen);
+    /// prf.on_watch(move |event| {
+    ///     if event.is_for(m::C) {
+    ///         log.lock().unwrap().push(event.is_start());
+    ///     }
+    /// });
+    /// let table = prfdata::watch::WatchTable::open_in(dir.path(), "OnWatchDoc")?;
+    /// let mut set = prfdata::watch::WatchSet::new();
+    /// set.insert(2);
+    /// drop(table.lease(&set, prfdata::watch::LEASE_TTL)?);
+    /// # let t0 = std::time::Instant::now();
+    /// # while seen.lock().unwrap().len() < 2 && t0.elapsed().as_secs() < 10 { std::thread::sleep(std::time::Duration::from_millis(5)); }
+    /// // Usually [true, false]; a waiter slower than the lease sees neither.
+    /// assert!(seen.lock().unwrap().len() % 2 == 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn on_watch(&self, f: impl FnMut(WatchEvent) + Send + 'static) {
+        if let Some(w) = self.watch.waiter() {
+            w.subscribe(Box::new(f));
+        }
+    }
+
+    /// A channel of [`WatchEvent`]s, as [`PrfData::on_watch`] delivers them. The sender lives as
+    /// long as the `PrfData` (a dropped receiver costs nothing).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # prfdata::prfdata_map! { pub mod m { app: "WatchEventsDoc", object O = 0 { name: "O",
+    /// #   help: "o", detail: Novice, default: C, instances: none, costly: false, counters {
+    /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let events = prf.watch_events();
+    /// let table = prfdata::watch::WatchTable::open_in(dir.path(), "WatchEventsDoc")?;
+    /// let mut set = prfdata::watch::WatchSet::new();
+    /// set.insert(2);
+    /// let lease = table.lease(&set, prfdata::watch::LEASE_TTL)?;
+    /// let first = events.recv_timeout(std::time::Duration::from_secs(10))?;
+    /// assert!(first.is_start());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn watch_events(&self) -> std::sync::mpsc::Receiver<WatchEvent> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.on_watch(move |event| {
+            let _ = tx.send(event);
+        });
+        rx
     }
 
     /// The block's file.

@@ -45,6 +45,11 @@
 //!   previous and current raw samples, as a PDH query does.
 //! - [`typeperf`]: typeperf's PDH-CSV / PDH-TSV log format and `-q` listing.
 //!
+//! **Watching (seed 000's start/stop notifications)**
+//! - [`lease`]: the watch leases a collector holds on the apps' objects and counters it shows.
+//! - [`perfstats`]: the Windows 95 System Monitor's registry view (seed 003): `PerfStats\Enum`
+//!   and `HKEY_DYN_DATA\PerfStats\{StartStat, StatData, StopStat}`.
+//!
 //! **Values and paths as PDH sees them**
 //! - [`pdh`]: formatted values from raw samples ([`pdh::formula`]) and counter paths in PDH
 //!   syntax ([`pdh::path`]).
@@ -76,10 +81,12 @@ pub mod catalog;
 pub mod collector;
 pub mod datablock;
 pub mod decode;
+pub mod lease;
 pub mod merge;
 pub mod names;
 pub mod openmetrics;
 pub mod pdh;
+pub mod perfstats;
 #[cfg(feature = "remote")]
 pub mod remote;
 pub mod report;

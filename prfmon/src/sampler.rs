@@ -447,6 +447,40 @@ impl Sampler {
     }
 }
 
+impl Sampler {
+    /// The name (title) indexes of the objects and counters the requests match in `snapshot`,
+    /// each once, ascending: what a collector holds watch leases on ([`crate::lease`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// use prfmon::pdh::{parse, FormatOptions};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let sampler = prfmon::sampler::Sampler::new(vec![parse(r"\#1848(*)\#1850")?], FormatOptions::default());
+    /// assert_eq!(sampler.titles(&snap, &prfmon::names::Names::default()), [1848, 1850]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn titles(&self, snapshot: &DataSnapshot, names: &Names) -> Vec<u32> {
+        let offered = offers(snapshot, names);
+        let available: Vec<Available> = offered.iter().map(|o| o.available.clone()).collect();
+        let mut out = std::collections::BTreeSet::new();
+        for path in &self.requests {
+            for m in expand(path, &available).unwrap_or_default() {
+                let offer = &offered[m.index];
+                if let Some(object) = snapshot.objects.get(offer.object) {
+                    out.insert(object.name_index);
+                    if let Some(def) = object.counters.get(offer.counter) {
+                        out.insert(def.name_index);
+                    }
+                }
+            }
+        }
+        out.into_iter().collect()
+    }
+}
+
 /// The raw sample of one offered counter.
 fn raw_sample(
     snapshot: &DataSnapshot,
@@ -454,14 +488,53 @@ fn raw_sample(
     def: &CounterDef,
     offer: &Offer,
 ) -> Result<RawSample, ValueError> {
-    let values: &[RawValue] = match offer.instance {
+    raw_sample_of(snapshot, object, def, offer.counter, offer.instance)
+}
+
+/// The raw sample of counter `counter` (position in [`ObjectData::counters`]) of object
+/// `object` (position in [`DataSnapshot::objects`]), for instance `instance` (position in
+/// [`ObjectData::instances`]) or the object's own counter block: `None` if a position is out of
+/// range, else the sample or why there is none. What the PerfStats view reads one value with.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+/// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+/// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+/// assert!(prfmon::sampler::raw_sample_at(&snap, 0, 0, Some(0)).unwrap().is_ok());
+/// assert!(prfmon::sampler::raw_sample_at(&snap, 5, 0, None).is_none());
+/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// ```
+pub fn raw_sample_at(
+    snapshot: &DataSnapshot,
+    object: usize,
+    counter: usize,
+    instance: Option<usize>,
+) -> Option<Result<RawSample, ValueError>> {
+    let obj = snapshot.objects.get(object)?;
+    let def = obj.counters.get(counter)?;
+    if let Some(i) = instance {
+        obj.instances.get(i)?;
+    }
+    Some(raw_sample_of(snapshot, obj, def, counter, instance))
+}
+
+fn raw_sample_of(
+    snapshot: &DataSnapshot,
+    object: &ObjectData,
+    def: &CounterDef,
+    counter: usize,
+    instance: Option<usize>,
+) -> Result<RawSample, ValueError> {
+    let values: &[RawValue] = match instance {
         Some(i) => object
             .instances
             .get(i)
             .map_or(&[][..], |inst| &inst.values[..]),
         None => &object.values,
     };
-    let value = match values.get(offer.counter) {
+    let value = match values.get(counter) {
         Some(RawValue::Int(v)) => *v,
         _ => {
             // Types with nothing to format (text, NODATA) say so; others are unreadable.

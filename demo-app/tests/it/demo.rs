@@ -255,3 +255,111 @@ fn ctrl_c_stops_the_demo_cleanly_and_removes_its_block() {
     assert!(status.success(), "{status}");
     assert!(!block.exists(), "Ctrl-C removes the block");
 }
+
+/// Waits (bounded) until the demo's stderr log contains `text`.
+fn wait_for_log(log: &Path, text: &str) {
+    let start = Instant::now();
+    loop {
+        let got = std::fs::read_to_string(log).unwrap_or_default();
+        if got.contains(text) {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the demo never said {text:?}; its stderr:\n{got}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_demo_scans_its_cache_only_while_a_monitor_watches() {
+    let sandbox = Sandbox::new();
+    let root = sandbox.dir.path();
+    let _env = sandbox.process_env();
+    let lib = prfdata_testkit::provider_library();
+    let out = demo(
+        root,
+        &["install", "--library", lib.to_str().unwrap(), "--ini-dir"],
+    )
+    .arg(root.join("ini"))
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let log = root.join("demo.stderr");
+    let child = demo(root, &["run", "--duration", "60", "--workers", "3"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _running = ChildGuard::new(child, "the demo");
+    let table = root.join("shm/PrfDataDemo.watch");
+    let start = Instant::now();
+    while !table.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the demo published its watch table"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    // A collector's leases, mapped from the counter's name index through the registry.
+    let registry = FileRegistry::open(root.join("registry")).unwrap();
+    let names = Names::load(&registry, "009").unwrap();
+    let scanned = names
+        .index_of("Cache entries scanned")
+        .expect("the counter's name");
+    let ranges = prfmon::lease::AppRanges::load(&registry).unwrap();
+    assert_eq!(
+        ranges
+            .locate(scanned)
+            .map(|(app, off)| (app.to_string(), off)),
+        Some(("PrfDataDemo".to_string(), 26))
+    );
+    let mut leases = prfmon::lease::Leases::new(ranges, Duration::from_secs(1));
+    leases.hold(&[scanned]);
+    assert_eq!(leases.held(), 1);
+    wait_for_log(&log, "a monitor watches \"Cache entries scanned\"");
+
+    // Scanning: the value becomes the cache's size (workers fill the cache as they go).
+    let options = CollectorOptions {
+        isolation: Isolation::InProcess,
+        ..Default::default()
+    };
+    let mut collector = Collector::open(registry, options).unwrap();
+    let value = |collector: &mut Collector<FileRegistry>| {
+        let snap = decode(&collector.collect("Global")).unwrap();
+        samples(&snap, &names)
+            .get("PrfData Demo Service\\Cache entries scanned()")
+            .map(|s| s.value)
+    };
+    let start = Instant::now();
+    while value(&mut collector).unwrap_or(0) == 0 {
+        leases.hold(&[scanned]);
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the scan published a count"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    leases.release();
+    wait_for_log(
+        &log,
+        "nobody watches \"Cache entries scanned\": cache scans stopped",
+    );
+    let start = Instant::now();
+    while value(&mut collector) != Some(0) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the counter went back to 0"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    collector.close();
+}

@@ -510,9 +510,9 @@ fn next_generation(me: ProcessId) -> u64 {
             .wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// Removal of owned blocks when the process exits normally (`exit`, return from `main`), even if
+/// Removal of owned blocks (and their watch tables) when the process exits normally (`exit`, return from `main`), even if
 /// the [`PrfData`](crate::PrfData) was leaked or lives in a static.
-mod exit_cleanup {
+pub(crate) mod exit_cleanup {
     use super::*;
 
     struct Entry {
@@ -534,7 +534,7 @@ mod exit_cleanup {
         }
     }
 
-    pub(super) fn register(path: &Path, identity: shm::FileIdentity) {
+    pub(crate) fn register(path: &Path, identity: shm::FileIdentity) {
         REGISTER.call_once(|| {
             // SAFETY: `at_exit` is an `extern "C" fn()` that does not unwind (it only locks a
             // mutex, reads memory and unlinks files) and stays valid for the process lifetime.
@@ -551,9 +551,9 @@ mod exit_cleanup {
         }
     }
 
-    /// Forgets the block with this identity (a newer generation at the same path stays
+    /// Forgets the file with this identity (a newer generation at the same path stays
     /// registered).
-    pub(super) fn unregister(identity: shm::FileIdentity) {
+    pub(crate) fn unregister(identity: shm::FileIdentity) {
         if let Ok(mut list) = OWNED.lock() {
             list.retain(|e| (e.identity.dev, e.identity.ino) != (identity.dev, identity.ino));
         }

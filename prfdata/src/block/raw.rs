@@ -126,6 +126,27 @@ impl RawBlock {
         unsafe { AtomicU16::from_ptr(self.base().add(off).cast()) }
     }
 
+    /// The `AtomicU32` at `off`, or `None` if it is out of bounds or misaligned: for files whose
+    /// every word is read and written atomically by several processes (the watch table).
+    #[inline]
+    pub(crate) fn u32_checked(&self, off: usize) -> Option<&AtomicU32> {
+        if !off.is_multiple_of(4) || off.checked_add(4)? > self.len() {
+            return None;
+        }
+        // SAFETY: bounds and alignment were just checked.
+        Some(unsafe { self.u32_at(off) })
+    }
+
+    /// The `AtomicU64` at `off`, or `None` if it is out of bounds or misaligned.
+    #[inline]
+    pub(crate) fn u64_checked(&self, off: usize) -> Option<&AtomicU64> {
+        if !off.is_multiple_of(8) || off.checked_add(8)? > self.len() {
+            return None;
+        }
+        // SAFETY: bounds and alignment were just checked.
+        Some(unsafe { self.u64_at(off) })
+    }
+
     /// Checked relaxed load of the `u32` at `off`: `None` if out of bounds or misaligned.
     #[inline]
     pub(crate) fn load_u32(&self, off: usize) -> Option<u32> {

@@ -9,6 +9,7 @@ use common::testmap::PrfData;
 use prfdata::Error;
 
 const BLOCK: &str = "PrfDataTest.blk";
+const WATCH: &str = "PrfDataTest.watch";
 
 /// Child roles: `hold` activates and waits to be killed; `exit` activates and exits without
 /// dropping its handle.
@@ -46,14 +47,21 @@ fn the_block_is_owner_only_and_removed_on_drop() {
     let meta = std::fs::symlink_metadata(prf.path()).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
     assert!(meta.file_type().is_file());
-    // No temporary file is left beside it.
-    let names: Vec<_> = std::fs::read_dir(dir.path())
+    // No temporary file is left beside it; its watch table is (owner-only too).
+    let mut names: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert_eq!(names, [BLOCK]);
+    names.sort();
+    assert_eq!(names, [BLOCK, WATCH]);
+    let watch = std::fs::symlink_metadata(dir.path().join(WATCH)).unwrap();
+    assert_eq!(watch.permissions().mode() & 0o777, 0o600);
     drop(prf);
     assert!(!dir.path().join(BLOCK).exists());
+    assert!(
+        !dir.path().join(WATCH).exists(),
+        "the watch table goes with the block"
+    );
 }
 
 #[test]
@@ -123,6 +131,7 @@ fn a_normal_exit_removes_the_block_even_without_drop() {
     let child = common::spawn_child("block::child_entry", "exit", dir.path(), &[]);
     common::wait_ok(child, Duration::from_secs(30));
     assert!(!dir.path().join(BLOCK).exists());
+    assert!(!dir.path().join(WATCH).exists(), "nor its watch table");
 }
 
 prfdata::prfdata_map! {

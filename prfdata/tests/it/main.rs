@@ -27,3 +27,4 @@ mod parents;
 mod public_api;
 mod sigbus;
 mod stale_temp;
+mod watch;

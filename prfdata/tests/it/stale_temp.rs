@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use common::testmap::PrfData;
 
 const BLOCK: &str = "PrfDataTest.blk";
+const WATCH: &str = "PrfDataTest.watch";
 
 /// Child role `activate`: activate in the given folder (the parent sets the fault hook).
 #[test]
@@ -77,8 +78,8 @@ fn the_temporary_file_of_a_killed_activation_is_removed_by_the_next_one() {
     let prf = PrfData::activate_in(dir.path()).unwrap();
     assert_eq!(
         names(dir.path()),
-        [BLOCK],
-        "the stale temporary file is gone"
+        [BLOCK, WATCH],
+        "the stale temporary file is gone (the block and its watch table are there)"
     );
     drop(prf);
     assert!(names(dir.path()).is_empty());
@@ -106,6 +107,7 @@ fn stale_temporary_files_of_other_apps_go_too_and_nothing_else() {
     let _prf = PrfData::activate_in(dir.path()).unwrap();
     let mut expected: Vec<String> = unrelated.to_vec();
     expected.push(BLOCK.to_string());
+    expected.push(WATCH.to_string());
     expected.sort();
     assert_eq!(names(dir.path()), expected);
 }

@@ -476,18 +476,23 @@ fn reg_answer<R: Registry>(shared: &Shared<R>, query: &str) -> Response<std::io:
         type_numbers,
     };
     let result = {
-        let collector = shared
+        let mut collector = shared
             .collector
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        super::cmd::reg::query_text(collector.registry(), &key, &options)
+        // The PerfStats keys are computed from a collection (seed 003 step 8: a remote
+        // StartStat/StatData/StopStat acts on this machine's apps).
+        let view = super::cmd::perfstats::needs_view(&key)
+            .then(|| super::cmd::perfstats::view_with(&mut collector));
+        super::cmd::reg::query_text(collector.registry(), &key, &options, view.as_ref())
     };
+    use super::cmd::reg::QueryError;
     match result {
         Ok(out) => text(200, &out),
-        Err(
+        Err(QueryError::Registry(
             prfdata_registry::RegistryError::KeyNotFound(_)
             | prfdata_registry::RegistryError::ValueNotFound { .. },
-        ) => text(404, &format!("{}\n", prfdata_registry::reg_cli::NOT_FOUND)),
+        )) => text(404, &format!("{}\n", prfdata_registry::reg_cli::NOT_FOUND)),
         Err(e) => text(400, &format!("ERROR: {e}\n")),
     }
 }

@@ -46,3 +46,4 @@ mod serve_prometheus;
 mod trust;
 mod typeperf;
 mod watch;
+mod watch_leases;

@@ -187,6 +187,59 @@ fn reg_query_reads_the_remote_registry() {
     );
 }
 
+/// Seed 003 step 8: the PerfStats view of the remote machine, the `Enum` keys as its own
+/// `reg query` prints them and a `StartStat` / `StatData` / `StopStat` sequence on its apps.
+#[test]
+fn reg_query_reads_the_remote_perfstats_view() {
+    let m = remote_machine(&[]);
+    let host = m.addr.to_string();
+    let enum_key = r"HKLM\System\CurrentControlSet\Control\PerfStats\Enum";
+    let remote = client(&["reg", "query", &format!(r"\\{host}\{enum_key}"), "/s"]);
+    assert_eq!(remote.code, 0, "{remote:?}");
+    let here = local(&m.setup, &["reg", "query", enum_key, "/s"]);
+    assert_eq!(here.code, 0, "{here:?}");
+    assert!(here.stdout.contains("Differentiate    REG_SZ"), "{here:?}");
+    assert_eq!(
+        remote.stdout.replace(&format!(r"\\{host}\"), ""),
+        here.stdout,
+        "the remote Enum view is the local one"
+    );
+    // A stat of the remote's apps, named as the Enum view names it: its first object and counter.
+    let mut keys = here
+        .stdout
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix(r"HKEY_LOCAL_MACHINE\System\CurrentControlSet\Control\PerfStats\Enum\")
+        })
+        .filter(|k| k.contains('\\'));
+    let stat = keys
+        .next()
+        .expect("a counter key in the Enum view")
+        .to_owned();
+    for op in ["StartStat", "StatData", "StopStat"] {
+        let run = client(&[
+            "reg",
+            "query",
+            &format!(r"\\{host}\HKEY_DYN_DATA\PerfStats\{op}"),
+            "/v",
+            &stat,
+        ]);
+        assert_eq!(run.code, 0, "{op}: {run:?}");
+        assert!(
+            run.stdout.contains(&format!(r"{stat}    REG_BINARY    ")),
+            "{op}: {run:?}"
+        );
+    }
+    let missing = client(&[
+        "reg",
+        "query",
+        &format!(r"\\{host}\HKEY_DYN_DATA\PerfStats\StatData"),
+        "/v",
+        r"No\Such",
+    ]);
+    assert_eq!(missing.code, 1, "{missing:?}");
+}
+
 /// A token file holding `TOKEN`, mode 600.
 fn token_file(dir: &Path, content: &str) -> PathBuf {
     let file = dir.join("token");

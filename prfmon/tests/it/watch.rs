@@ -208,3 +208,35 @@ fn a_path_that_matches_nothing_fails_before_taking_the_terminal() {
         run.stderr
     );
 }
+
+#[test]
+fn the_chart_holds_a_watch_lease_on_what_it_shows_until_it_quits() {
+    if tmux_missing() {
+        return;
+    }
+    let app = App::start();
+    let events = app.prf.watch_events();
+    let pane = Pane::start(&app, r"'\TP Service\Queue length' --interval 0.25");
+    pane.wait_for("the legend", |s| {
+        s.contains("Legend") && s.contains("42.000")
+    });
+    // The object's event and the counter's come in map order: wait for the counter's.
+    let queue_event = || loop {
+        let e = events
+            .recv_timeout(SCREEN_WAIT)
+            .expect("the app is told of Queue length");
+        if e.is_for(tp::QUEUE) {
+            return e;
+        }
+    };
+    let first = queue_event();
+    assert!(first.is_for(tp::QUEUE) && first.is_start(), "{first:?}");
+    assert!(app.prf.is_watched(tp::QUEUE));
+    assert!(!app.prf.is_watched(tp::JOBS), "only what the chart shows");
+
+    pane.keys(&["q"]);
+    pane.wait_for("the exit", |s| s.contains("EXITED 0"));
+    // Quitting ends the lease at once (no lapse to wait for).
+    let stop = queue_event();
+    assert!(stop.is_for(tp::QUEUE) && !stop.is_start(), "{stop:?}");
+}

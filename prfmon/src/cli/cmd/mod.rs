@@ -3,6 +3,7 @@
 pub mod decode;
 pub mod list;
 pub mod lodctr;
+pub mod perfstats;
 pub mod query;
 pub mod reg;
 pub mod serve;
@@ -259,6 +260,9 @@ pub struct OpenSource {
     /// The remote machine, if any: its collections' `SystemName` is replaced by its label so
     /// that paths naming it match.
     pub remote: Option<RemoteMachine>,
+    /// The local apps' name ranges, for the watch leases held on what is shown (empty for a
+    /// remote machine: its `serve` holds leases on everything it exports).
+    pub apps: prfmon::lease::AppRanges,
 }
 
 impl OpenSource {
@@ -279,17 +283,20 @@ impl OpenSource {
                 source: Box::new(client),
                 names,
                 remote: Some(machine),
+                apps: prfmon::lease::AppRanges::default(),
             });
         }
         let registry = collector.open_registry()?;
         report_disabled(command, &registry);
         let names = load_names(&registry, lang);
+        let apps = prfmon::lease::AppRanges::load(&registry).unwrap_or_default();
         let options = collector.options()?;
         let collector = Collector::open(registry, options).map_err(|e| e.to_string())?;
         Ok(Self {
             source: Box::new(collector),
             names,
             remote: None,
+            apps,
         })
     }
 

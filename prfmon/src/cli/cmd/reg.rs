@@ -243,8 +243,29 @@ pub fn query_text<R: Registry + ?Sized>(
     registry: &R,
     key: &str,
     options: &QueryOptions<'_>,
-) -> Result<String, RegistryError> {
-    reg_cli::query_with(&registry.snapshot()?, key, options)
+    view: Option<&prfmon::perfstats::PerfStats>,
+) -> Result<String, QueryError> {
+    let perfstats = || QueryError::View(format!("{key} needs a PerfStats view (a collection)"));
+    if let Some(rest) = super::perfstats::dyn_data_path(key) {
+        let view = view.ok_or_else(perfstats)?;
+        return super::perfstats::dyn_text(view, &rest, options.value, options.recurse);
+    }
+    if super::perfstats::is_enum_path(key) {
+        let view = view.ok_or_else(perfstats)?;
+        return Ok(reg_cli::query_with(&view.enum_hive(), key, options)?);
+    }
+    Ok(reg_cli::query_with(&registry.snapshot()?, key, options)?)
+}
+
+/// Why [`query_text`] gave no text.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    /// The key or value is not there, or the registry could not be read.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// The PerfStats view could not answer (a stat that cannot be watched or read).
+    #[error("{0}")]
+    View(String),
 }
 
 /// `reg query \\HOST\KEY`: the machine (`HOST` or `HOST:PORT`) and the key; `None` for a
@@ -349,13 +370,31 @@ fn execute(op: RegOp) -> Result<ExitCode, RegistryError> {
             ..
         } => {
             let name = value_name(value, empty_value);
+            let view = if super::perfstats::needs_view(&key) {
+                match super::perfstats::view(&registry) {
+                    Ok(view) => Some(view),
+                    Err(e) => {
+                        eprintln!("ERROR: {e}");
+                        return Ok(ExitCode::FAILURE);
+                    }
+                }
+            } else {
+                None
+            };
             let options = QueryOptions {
                 value: name.as_deref(),
                 recurse: recursive,
                 separator: separator.as_deref().unwrap_or("\\0"),
                 type_numbers,
             };
-            out!("{}", query_text(&registry, &key, &options)?);
+            match query_text(&registry, &key, &options, view.as_ref()) {
+                Ok(text) => out!("{text}"),
+                Err(QueryError::Registry(e)) => return Err(e),
+                Err(e) => {
+                    eprintln!("ERROR: {e}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }
         RegOp::Add {

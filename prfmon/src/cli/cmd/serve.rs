@@ -10,7 +10,9 @@ use std::process::ExitCode;
 use crate::cli::server::{MetricsServer, ServeOptions, TlsFiles, DEFAULT_LISTEN, WORKERS};
 use crate::cli::token::BearerToken;
 use clap::Args;
+use prfdata::watch::RENEW_INTERVAL;
 use prfmon::collector::Collector;
+use prfmon::lease::{AppRanges, Leases};
 
 /// `prfmon serve ...`.
 #[derive(Args, Debug)]
@@ -65,6 +67,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let leases = hold_leases_on_everything(&registry);
     let collector = match Collector::open(registry, options) {
         Ok(c) => c,
         Err(e) => {
@@ -112,7 +115,43 @@ pub fn run(args: ServeArgs) -> ExitCode {
         server.local_addr()
     );
     server.run();
+    leases.stop();
     ExitCode::SUCCESS
+}
+
+/// The thread that holds watch leases on every object and counter of every app while `serve`
+/// runs (it exports them all), renewed every [`RENEW_INTERVAL`]; the registry is read again
+/// each time, so apps installed later are leased too.
+struct LeaseHolder {
+    stop: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl LeaseHolder {
+    fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.thread.join();
+    }
+}
+
+fn hold_leases_on_everything(registry: &prfdata_registry::FileRegistry) -> LeaseHolder {
+    let registry = registry.clone();
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let mut leases = Leases::new(AppRanges::default(), RENEW_INTERVAL);
+        loop {
+            let ranges = AppRanges::load(&registry).unwrap_or_default();
+            let titles = ranges.all_titles();
+            leases.set_ranges(ranges);
+            leases.hold(&titles);
+            match stopped.recv_timeout(RENEW_INTERVAL) {
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                _ => break,
+            }
+        }
+        leases.release();
+    });
+    LeaseHolder { stop, thread }
 }
 
 /// Whether to warn: a non-loopback address and no token.

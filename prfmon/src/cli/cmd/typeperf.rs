@@ -90,6 +90,8 @@ pub struct Source {
     source: super::OpenSource,
     /// The names of counters and objects.
     pub names: Names,
+    /// The apps' name ranges, for the watch leases held on what is shown.
+    pub apps: prfmon::lease::AppRanges,
     /// Object indexes collected after `Global` at every collection: the objects the paths name
     /// that `Global` does not return (costly objects), as `"i1 i2"`.
     extra: Option<String>,
@@ -113,6 +115,7 @@ impl Source {
         let source = super::OpenSource::open(command, lang, collector, remote, &machines)?;
         Ok(Source {
             names: source.names.clone(),
+            apps: source.apps.clone(),
             source,
             extra: None,
         })
@@ -264,12 +267,15 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
         scale: None,
     };
     let mut sampler = Sampler::new(columns.clone(), options);
+    // Watch leases on what is logged, renewed at every sample (seed 000's start/stop).
+    let mut leases = prfmon::lease::Leases::new(source.apps.clone(), interval);
     let headers: Vec<String> = columns.iter().map(ToString::to_string).collect();
 
     let start = Instant::now();
     let mut snapshot = first;
     let mut taken: u64 = 0;
     loop {
+        leases.hold(&sampler.titles(&snapshot, &names));
         let sample = sampler.sample(&snapshot, &names);
         let when = sample
             .wall_time()
@@ -307,6 +313,7 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
             }
         };
     }
+    leases.release();
     source.close();
     Ok(())
 }

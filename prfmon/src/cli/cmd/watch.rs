@@ -84,6 +84,9 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
     };
     let mut sampler = Sampler::new(requests, options);
     let mut state = WatchState::new(args.interval, !args.no_scale);
+    // Watch leases on what is charted, renewed at every sample (seed 000's start/stop).
+    let mut leases = prfmon::lease::Leases::new(source.apps.clone(), args.interval);
+    leases.hold(&sampler.titles(&first, &names));
     state.update(&sampler.sample(&first, &names));
 
     let mut terminal = ratatui::try_init().map_err(|e| format!("cannot use the terminal: {e}"))?;
@@ -119,15 +122,16 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
                 continue;
             }
             last = Instant::now();
-            let sample = match source.collect() {
-                Ok(snapshot) => sampler.sample(&snapshot, &names),
-                Err(_) => sampler.sample(&Default::default(), &names),
-            };
+            let snapshot = source.collect().unwrap_or_default();
+            leases.set_interval(state.interval);
+            leases.hold(&sampler.titles(&snapshot, &names));
+            let sample = sampler.sample(&snapshot, &names);
             state.update(&sample);
             draw(&state)?;
         }
     })();
     ratatui::restore();
+    leases.release();
     source.close();
     result
 }

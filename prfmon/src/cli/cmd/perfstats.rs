@@ -1,0 +1,185 @@
+//! `prfmon reg query` on the PerfStats keys (seed 003, [`prfmon::perfstats`]): the `Enum` view
+//! under `HKLM\System\CurrentControlSet\Control\PerfStats` and `HKEY_DYN_DATA\PerfStats`
+//! (`StartStat`, `StatData`, `StopStat`), computed from a collection made for the query.
+
+use prfdata_registry::{normalize_key, FileRegistry, Registry, RegistryError};
+use prfmon::collector::{Collector, CollectorOptions};
+use prfmon::lease::AppRanges;
+use prfmon::names::Names;
+use prfmon::perfstats::{PerfStats, PerfStatsError};
+
+/// The PerfStats key below `HKLM\System\CurrentControlSet\Control`.
+const PERFSTATS_UNDER_HKLM: &str = r"HKLM\System\CurrentControlSet\Control\PerfStats";
+
+/// Whether `key` is the PerfStats key under HKLM or below it (served by the view).
+pub fn is_enum_path(key: &str) -> bool {
+    normalize_key(key).is_ok_and(|k| {
+        let k = k.to_ascii_lowercase();
+        let base = PERFSTATS_UNDER_HKLM.to_ascii_lowercase();
+        k == base || k.starts_with(&format!("{base}\\"))
+    })
+}
+
+/// For a key under `HKEY_DYN_DATA` (or `HKDD`), the path below the root (`""` for the root).
+pub fn dyn_data_path(key: &str) -> Option<String> {
+    let trimmed = key.trim().trim_end_matches('\\');
+    let (root, rest) = trimmed.split_once('\\').unwrap_or((trimmed, ""));
+    (root.eq_ignore_ascii_case("HKEY_DYN_DATA") || root.eq_ignore_ascii_case("HKDD"))
+        .then(|| rest.to_string())
+}
+
+/// Whether `key` is served by the PerfStats view (the `Enum` keys or `HKEY_DYN_DATA`).
+pub fn needs_view(key: &str) -> bool {
+    is_enum_path(key) || dyn_data_path(key).is_some()
+}
+
+/// One collection (`Global`, then the costly objects) and the names, as a PerfStats view.
+pub fn view(registry: &FileRegistry) -> Result<PerfStats, String> {
+    let mut collector = Collector::open(registry.clone(), CollectorOptions::default())
+        .map_err(|e| format!("cannot collect the PerfStats view: {e}"))?;
+    let view = view_with(&mut collector);
+    collector.close();
+    Ok(view)
+}
+
+/// [`view`] through an open collector (`serve` answering a remote `reg query`).
+pub fn view_with<R: Registry>(collector: &mut Collector<R>) -> PerfStats {
+    let names = Names::load(collector.registry(), "009").unwrap_or_default();
+    let apps = AppRanges::load(collector.registry()).unwrap_or_default();
+    let decode = |bytes: &[u8]| prfmon::decode::decode(bytes).unwrap_or_default();
+    let mut snapshot = decode(&collector.collect("Global"));
+    let costly = decode(&collector.collect("Costly"));
+    prfmon::merge::merge_missing(&mut snapshot, costly);
+    PerfStats::new(&snapshot, &names, apps)
+}
+
+/// The three operations under `HKEY_DYN_DATA\PerfStats`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Start,
+    Data,
+    Stop,
+}
+
+const OPS: [(Op, &str); 3] = [
+    (Op::Start, "StartStat"),
+    (Op::Data, "StatData"),
+    (Op::Stop, "StopStat"),
+];
+
+/// `reg query HKEY_DYN_DATA\<rest> [/v NAME] [/s]`.
+pub fn dyn_text(
+    view: &PerfStats,
+    rest: &str,
+    value: Option<&str>,
+    recursive: bool,
+) -> Result<String, super::reg::QueryError> {
+    let parts: Vec<&str> = rest.split('\\').filter(|p| !p.is_empty()).collect();
+    let not_found = || RegistryError::KeyNotFound(format!(r"HKEY_DYN_DATA\{rest}"));
+    let op = match parts.as_slice() {
+        [] => None,
+        [p] if p.eq_ignore_ascii_case("PerfStats") => None,
+        [p, sub] if p.eq_ignore_ascii_case("PerfStats") => Some(
+            OPS.iter()
+                .find(|(_, n)| n.eq_ignore_ascii_case(sub))
+                .ok_or_else(not_found)?
+                .0,
+        ),
+        _ => return Err(not_found().into()),
+    };
+    let root_only = parts.is_empty();
+    let key_of = |name: &str| format!(r"HKEY_DYN_DATA\PerfStats\{name}");
+    let mut text = String::from("\n");
+    match (op, value) {
+        (Some(op), Some(stat)) => {
+            let name = OPS.iter().find(|(o, _)| *o == op).map_or("", |(_, n)| n);
+            let result = match op {
+                Op::Start => view.start_stat(stat),
+                Op::Data => view.stat_data(stat),
+                Op::Stop => view.stop_stat(stat),
+            };
+            let v = match result {
+                Ok(v) => v,
+                Err(PerfStatsError::NoSuchStat { .. }) => {
+                    return Err(RegistryError::ValueNotFound {
+                        key: key_of(name),
+                        name: stat.to_string(),
+                    }
+                    .into())
+                }
+                Err(e) => return Err(super::reg::QueryError::View(e.to_string())),
+            };
+            text.push_str(&format!("{}\n{}\n\n", key_of(name), binary_line(stat, v)));
+        }
+        (None, Some(_)) => return Err(not_found().into()),
+        (op, None) => {
+            if root_only {
+                text.push_str("HKEY_DYN_DATA\\PerfStats\n");
+            } else if let Some(op) = op {
+                // Listing StartStat or StopStat would start or stop every stat: only StatData
+                // lists its values; the others need /v Object\Counter.
+                let name = OPS.iter().find(|(o, _)| *o == op).map_or("", |(_, n)| n);
+                text.push_str(&data_listing(view, op, name, &key_of(name)));
+            } else {
+                for (op, name) in OPS {
+                    if recursive {
+                        text.push_str(&data_listing(view, op, name, &key_of(name)));
+                    } else {
+                        text.push_str(&key_of(name));
+                        text.push('\n');
+                    }
+                }
+            }
+        }
+    }
+    Ok(text)
+}
+
+/// A key of the dynamic view and, for `StatData`, every stat's value.
+fn data_listing(view: &PerfStats, op: Op, _name: &str, key: &str) -> String {
+    let mut text = format!("{key}\n");
+    if op == Op::Data {
+        for o in view.objects() {
+            for c in &o.counters {
+                if let Ok(v) = c.value {
+                    text.push_str(&binary_line(&format!(r"{}\{}", o.key, c.key), v));
+                    text.push('\n');
+                }
+            }
+        }
+    }
+    text.push('\n');
+    text
+}
+
+/// reg.exe's line for a REG_BINARY value: the bytes in hex, in memory order (a DWORD's
+/// little-endian bytes, as `RegQueryValueEx` fills the caller's buffer).
+fn binary_line(name: &str, v: u32) -> String {
+    let hex: String = v.to_le_bytes().iter().map(|b| format!("{b:02X}")).collect();
+    format!("    {name}    REG_BINARY    {hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dyn_paths_and_binary_lines() {
+        assert_eq!(
+            dyn_data_path(r"HKEY_DYN_DATA\PerfStats\StatData").as_deref(),
+            Some(r"PerfStats\StatData")
+        );
+        assert_eq!(dyn_data_path(r"hkdd").as_deref(), Some(""));
+        assert_eq!(dyn_data_path(r"HKLM\PerfStats"), None);
+        assert!(is_enum_path(
+            r"HKEY_LOCAL_MACHINE\System\CurrentControlSet\Control\PerfStats\Enum"
+        ));
+        assert!(!is_enum_path(
+            r"HKLM\System\CurrentControlSet\Control\PerfStatsX"
+        ));
+        assert_eq!(
+            binary_line(r"A\B", 100),
+            r"    A\B    REG_BINARY    64000000"
+        );
+    }
+}

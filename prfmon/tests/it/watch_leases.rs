@@ -1,0 +1,261 @@
+//! Watch leases held by real collectors (seed 000's start/stop notifications) and seed 003's
+//! PerfStats sequence through real `prfmon reg query` processes, against a real app (in this
+//! process, so the test sees what the app is told) and the real provider.
+
+use std::process::Stdio;
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use prfdata::watch::{WatchEvent, LEASE_TTL};
+
+use crate::common::finish;
+use crate::sampling_app::{tp, App};
+
+/// How long the app may take to be told a collector started watching (the collector starts,
+/// loads the provider and collects once first).
+const START_WAIT: Duration = Duration::from_secs(60);
+
+/// The next event about a counter for which `is` holds, within `limit`.
+fn next_event(
+    events: &Receiver<WatchEvent>,
+    limit: Duration,
+    is: impl Fn(&WatchEvent) -> bool,
+) -> WatchEvent {
+    let start = Instant::now();
+    loop {
+        let left = limit.saturating_sub(start.elapsed());
+        let e = events
+            .recv_timeout(left)
+            .unwrap_or_else(|e| panic!("no awaited watch event within {limit:?}: {e}"));
+        if is(&e) {
+            return e;
+        }
+    }
+}
+
+/// Waits (bounded) until `cond` holds.
+fn eventually(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn typeperf_holds_a_lease_on_what_it_logs_and_it_lapses_after_sigkill() {
+    let app = App::start();
+    let events = app.prf.watch_events();
+    assert!(!app.prf.is_watched(tp::QUEUE));
+    let mut typeperf = app
+        .command(&["typeperf", r"\TP Service\Queue length", "-si", "0.25"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn prfmon typeperf");
+    let start = next_event(&events, START_WAIT, |e| e.is_for(tp::QUEUE));
+    assert!(start.is_start(), "{start:?}");
+    assert!(app.prf.is_watched(tp::QUEUE));
+    assert!(app.prf.is_object_watched(tp::SERVICE));
+    assert!(!app.prf.is_watched(tp::JOBS), "only what typeperf logs");
+    assert!(!app.prf.is_object_watched(tp::WORKER));
+
+    typeperf.kill().expect("SIGKILL typeperf");
+    typeperf.wait().expect("reap typeperf");
+    let stop = next_event(&events, LEASE_TTL * 4, |e| e.is_for(tp::QUEUE));
+    assert!(!stop.is_start(), "{stop:?}");
+    assert!(!app.prf.is_watched(tp::QUEUE));
+}
+
+#[test]
+fn two_collectors_count_twice_and_the_stop_comes_after_the_last() {
+    let app = App::start();
+    let events = app.prf.watch_events();
+    let table = prfdata::watch::WatchTable::open_in(&app.shm, "SamplingTest").expect("table");
+    let spawn = || {
+        app.command(&["typeperf", r"\TP Worker(*)\Done", "-si", "0.25"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn prfmon typeperf")
+    };
+    let mut first = spawn();
+    let mut second = spawn();
+    // Name offset 8 is Done.
+    eventually("two leases on Done", START_WAIT, || table.watchers(8) == 2);
+    assert!(next_event(&events, START_WAIT, |e| e.is_for(tp::DONE)).is_start());
+    first.kill().expect("kill");
+    first.wait().expect("reap");
+    eventually("one lease left", LEASE_TTL * 4, || table.watchers(8) == 1);
+    assert!(
+        app.prf.is_watched(tp::DONE),
+        "the second typeperf still watches"
+    );
+    second.kill().expect("kill");
+    second.wait().expect("reap");
+    let stop = next_event(&events, LEASE_TTL * 4, |e| e.is_for(tp::DONE));
+    assert!(!stop.is_start(), "{stop:?}");
+}
+
+#[test]
+fn serve_holds_leases_on_everything_it_exports() {
+    let app = App::start();
+    let events = app.prf.watch_events();
+    let mut serve = app
+        .command(&["serve", "--listen", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn prfmon serve");
+    eventually("serve watching every counter", START_WAIT, || {
+        app.prf.is_watched(tp::QUEUE)
+            && app.prf.is_watched(tp::JOBS)
+            && app.prf.is_watched(tp::DONE)
+            && app.prf.is_watched(tp::SCANS)
+    });
+    serve.kill().expect("kill serve");
+    serve.wait().expect("reap serve");
+    eventually("serve's leases lapsed", LEASE_TTL * 4, || {
+        !app.prf.is_watched(tp::QUEUE) && !app.prf.is_watched(tp::SCANS)
+    });
+    let mut stopped = 0;
+    while let Ok(e) = events.try_recv() {
+        if !e.is_start() && e.stat().1.is_some() {
+            stopped += 1;
+        }
+    }
+    assert!(stopped >= 4, "a Stop per counter: {stopped}");
+}
+
+const ENUM: &str = r"HKLM\System\CurrentControlSet\Control\PerfStats\Enum";
+
+/// Seed 003, steps 1 to 7, each call a `prfmon reg query` process as a Windows 95 program's
+/// `RegEnumKeyEx` / `RegQueryValueEx` would be.
+#[test]
+fn seed003_steps_through_reg_query_start_read_and_stop_a_stat() {
+    let app = App::start();
+    let events = app.prf.watch_events();
+    let reg = |args: &[&str]| {
+        let mut all = vec!["reg", "query"];
+        all.extend_from_slice(args);
+        let run = finish(
+            app.command(&all)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn prfmon reg query"),
+        );
+        assert_eq!(run.code, 0, "reg query {args:?}: {}", run.stderr);
+        run.stdout
+    };
+
+    // Step 1: the objects.
+    let objects = reg(&[ENUM]);
+    let full_enum = ENUM.replace("HKLM", "HKEY_LOCAL_MACHINE");
+    for key in ["TPService", "TPWorker", "TPDebug"] {
+        assert!(
+            objects.contains(&format!(r"{full_enum}\{key}")),
+            "{objects}"
+        );
+    }
+    // Step 2: an object's Name.
+    let name = reg(&[&format!(r"{ENUM}\TPService"), "/v", "Name"]);
+    assert!(name.contains("Name    REG_SZ    TP Service"), "{name}");
+    // Step 3: its counters.
+    let counters = reg(&[&format!(r"{ENUM}\TPService")]);
+    assert!(counters.contains(r"\TPService\Queuelength"), "{counters}");
+    assert!(counters.contains(r"\TPService\Jobssec"), "{counters}");
+    // Step 4: a counter's Name, Description and Differentiate.
+    let queue = reg(&[&format!(r"{ENUM}\TPService\Queuelength")]);
+    assert!(queue.contains("Name    REG_SZ    Queue length"), "{queue}");
+    assert!(
+        queue.contains("Description    REG_SZ    Jobs waiting."),
+        "{queue}"
+    );
+    assert!(
+        queue.contains("Differentiate    REG_SZ    FALSE"),
+        "{queue}"
+    );
+    let jobs = reg(&[&format!(r"{ENUM}\TPService\Jobssec"), "/v", "Differentiate"]);
+    assert!(jobs.contains("Differentiate    REG_SZ    TRUE"), "{jobs}");
+    let all = reg(&[ENUM, "/s"]);
+    assert!(all.contains(r"\TPWorker\Done"), "{all}");
+
+    // Step 5: start the collection of TPService\Queuelength: the app is told.
+    assert!(!app.prf.is_watched(tp::QUEUE));
+    reg(&[
+        r"HKEY_DYN_DATA\PerfStats\StartStat",
+        "/v",
+        r"TPService\Queuelength",
+    ]);
+    let start = next_event(&events, START_WAIT, |e| e.is_for(tp::QUEUE));
+    assert!(start.is_start(), "{start:?}");
+
+    // Step 6: the value, a 4-byte REG_BINARY: 42.
+    let data = reg(&[
+        r"HKEY_DYN_DATA\PerfStats\StatData",
+        "/v",
+        r"TPService\Queuelength",
+    ]);
+    assert!(
+        data.contains(r"TPService\Queuelength    REG_BINARY    2A000000"),
+        "{data}"
+    );
+    app.prf
+        .get_global_ctr32(tp::QUEUE)
+        .store(7, std::sync::atomic::Ordering::Relaxed);
+    let data = reg(&[
+        r"HKEY_DYN_DATA\PerfStats\StatData",
+        "/v",
+        r"tpservice\QUEUELENGTH",
+    ]);
+    assert!(data.contains("REG_BINARY    07000000"), "{data}");
+    assert!(
+        app.prf.is_watched(tp::QUEUE),
+        "still watched between the reads"
+    );
+
+    // Step 7: stop: the app is told.
+    reg(&[
+        r"HKEY_DYN_DATA\PerfStats\StopStat",
+        "/v",
+        r"TPService\Queuelength",
+    ]);
+    let stop = next_event(&events, START_WAIT, |e| e.is_for(tp::QUEUE));
+    assert!(!stop.is_start(), "{stop:?}");
+    assert!(!app.prf.is_watched(tp::QUEUE));
+}
+
+#[test]
+fn perfstats_errors_are_reg_errors() {
+    let app = App::start();
+    let run = finish(
+        app.command(&[
+            "reg",
+            "query",
+            r"HKEY_DYN_DATA\PerfStats\StatData",
+            "/v",
+            r"No\Such",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn"),
+    );
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("unable to find"), "{}", run.stderr);
+    let run = finish(
+        app.command(&["reg", "query", r"HKEY_DYN_DATA\PerfStats\Nope"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn"),
+    );
+    assert_eq!(run.code, 1, "{}", run.stdout);
+}
