@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use prfdata_untrusted::{check_name, NameKind};
 
 use crate::{
-    apply_unlodctr, lodctr, service, update, CounterRange, FileRegistry, LodctrError,
-    LodctrOptions, Registry, RegistryError, ServiceConfig,
+    apply_lodctr, apply_unlodctr, ini::CounterIni, service, update, CounterRange, FileRegistry,
+    LodctrError, LodctrOptions, Registry, RegistryError, ServiceConfig,
 };
 
 /// A counter set as install writes it: the app (the driver name under `Services` and the name
@@ -41,6 +41,7 @@ use crate::{
 ///             symbol: "DONE".into(),
 ///             offset: 2,
 ///             texts: vec![Text::new("009", "Jobs/sec", "Jobs done per second.")],
+///             factor: None,
 ///         }],
 ///     }],
 /// };
@@ -84,6 +85,10 @@ pub struct CounterNames {
     pub offset: u32,
     /// Name and explain text per language; the first is 009 (English).
     pub texts: Vec<Text>,
+    /// The scale factor monitors apply to displayed values, `*N` or `/N` (seed 000's
+    /// `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`): written to `Performance\Factors`
+    /// ([`crate::stats`]).
+    pub factor: Option<String>,
 }
 
 /// A name and explain text in one language (`"009"` is English, `"00C"` French, ...).
@@ -253,6 +258,7 @@ pub fn symbol_file(set: &CounterSet) -> String {
 ///             symbol: "CTR".into(),
 ///             offset: 2,
 ///             texts: vec![Text::new("009", "Ctr", "A counter.")],
+///             factor: None,
 ///         }],
 ///     }],
 /// };
@@ -337,7 +343,7 @@ fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 ///         symbol: "OBJ".into(),
 ///         offset: 0,
 ///         texts: vec![Text::new("009", "O", "o")],
-///         counters: vec![CounterNames { symbol: "CTR".into(), offset: 2, texts: vec![Text::new("009", "C", "c")] }],
+///         counters: vec![CounterNames { symbol: "CTR".into(), offset: 2, texts: vec![Text::new("009", "C", "c")], factor: None }],
 ///     }],
 /// };
 /// let dir = tempfile::tempdir()?;
@@ -383,7 +389,22 @@ pub fn install_in<R: Registry + ?Sized>(
         replace: options.replace,
         service: Some(service),
     };
-    Ok(lodctr(registry, &ini_path, &lodctr_options)?)
+    // The names and the factors (keyed by the name indexes lodctr assigns) in one update.
+    let ini = CounterIni::read(&ini_path)?;
+    Ok(update(registry, |hive| {
+        let range = apply_lodctr(hive, &ini, &lodctr_options)?;
+        let factors: Vec<(u32, String)> = set
+            .objects
+            .iter()
+            .flat_map(|o| &o.counters)
+            .filter_map(|c| {
+                let f = c.factor.clone()?;
+                Some((range.first_counter.checked_add(c.offset)?, f))
+            })
+            .collect();
+        crate::stats::write_factors(hive, &set.app, &factors)?;
+        Ok::<_, LodctrError>(range)
+    })?)
 }
 
 /// [`install_in`] the default registry (`PRFDATA_REGISTRY`, else the per-user state folder).

@@ -70,6 +70,7 @@ pub mod perflib;
 pub mod reg_cli;
 pub mod service;
 mod settings;
+pub mod stats;
 mod store;
 mod value;
 
