@@ -8,9 +8,9 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-use prfdata::reader::{BlockReader, BlockView, ReadError};
+use prfdata::reader::{BlockReader, BlockView, ReadError, Refresh};
 use prfdata::Error as PrfError;
-use prfdata_registry::{first_counter_help, FileRegistry};
+use prfdata_registry::{first_counter_help, stats, FileRegistry, Registry};
 
 use crate::serialize::TitleBase;
 
@@ -21,15 +21,19 @@ pub struct App {
     pub name: String,
     /// First Counter / First Help from its Performance key.
     pub titles: TitleBase,
+    /// How long a Collect waits for the app's on-demand values: `OnDemand Timeout` from its
+    /// Performance key (20 ms by default, [`prfdata_registry::stats`]).
+    pub on_demand_bound: Duration,
     reader: Mutex<Option<Arc<BlockReader>>>,
     logged: Mutex<HashSet<&'static str>>,
 }
 
 impl App {
-    fn new(name: String, titles: TitleBase) -> App {
+    fn new(name: String, titles: TitleBase, on_demand_bound: Duration) -> App {
         App {
             name,
             titles,
+            on_demand_bound,
             reader: Mutex::new(None),
             logged: Mutex::new(HashSet::new()),
         }
@@ -72,6 +76,28 @@ impl App {
             }
         }
         None
+    }
+
+    /// Asks the app for fresh on-demand values (seed 000's `PSTF_FUNCPTR`) when `wanted` says
+    /// the query asks for an object that has some, waiting at most
+    /// [`on_demand_bound`](App::on_demand_bound); the last values are served otherwise. Nothing
+    /// when the app is not running; a failure is logged once.
+    pub fn refresh_on_demand(&self, wanted: impl Fn(&BlockReader) -> bool) {
+        let Ok(reader) = self.current_reader() else {
+            return; // `read` reports why, once
+        };
+        if !wanted(&reader) {
+            return;
+        }
+        match reader.refresh_on_demand(self.on_demand_bound) {
+            Ok(Refresh::TimedOut) => log::debug!(
+                "app {}: on-demand values not served within {:?}: the last ones are served",
+                self.name,
+                self.on_demand_bound
+            ),
+            Ok(_) => {}
+            Err(e) => self.log_once(&e),
+        }
     }
 
     fn current_reader(&self) -> Result<Arc<BlockReader>, ReadError> {
@@ -131,7 +157,12 @@ pub fn open(names: Vec<String>) -> u32 {
         }
     };
     let mut new = Vec::new();
+    let hive = registry.snapshot().ok();
     for name in names {
+        let bound = hive.as_ref().map_or(
+            Duration::from_millis(u64::from(stats::DEFAULT_ON_DEMAND_TIMEOUT_MS)),
+            |h| stats::on_demand_timeout(h, &name),
+        );
         match first_counter_help(&registry, &name) {
             Ok((first_counter, first_help)) => new.push(App::new(
                 name,
@@ -139,6 +170,7 @@ pub fn open(names: Vec<String>) -> u32 {
                     first_counter,
                     first_help,
                 },
+                bound,
             )),
             Err(e) => {
                 log::error!("Open: app {name} is not installed: {e}");
@@ -150,7 +182,12 @@ pub fn open(names: Vec<String>) -> u32 {
     for app in new {
         match served.apps.iter().position(|a| a.name == app.name) {
             // Reopened with new indexes (lodctr ran again): the latest wins.
-            Some(i) if served.apps[i].titles != app.titles => served.apps[i] = Arc::new(app),
+            Some(i)
+                if served.apps[i].titles != app.titles
+                    || served.apps[i].on_demand_bound != app.on_demand_bound =>
+            {
+                served.apps[i] = Arc::new(app)
+            }
             Some(_) => {}
             None => served.apps.push(Arc::new(app)),
         }

@@ -7,3 +7,4 @@ mod hostile_block;
 mod logging;
 mod parents;
 mod provider;
+mod stats;
