@@ -66,6 +66,8 @@ pub fn run(args: ListArgs) -> ExitCode {
         }
     };
     let names = super::load_names(&registry, &args.lang);
+    // Seed 000's scale factors, shown with each counter (`Factor:` and the JSON's `factor`).
+    let factors = prfmon::factor::Factors::load(&registry).unwrap_or_default();
     let wanted = match &args.object {
         None => None,
         Some(o) => match names.index_of(o) {
@@ -108,6 +110,7 @@ pub fn run(args: ListArgs) -> ExitCode {
     }
     collector.close();
     let mut objects = catalog_with_services(&snapshots, &services, &names, args.detail.level());
+    prfmon::catalog::with_factors(&mut objects, &factors);
     if let Some(index) = wanted {
         objects.retain(|o| o.index == index);
         if objects.is_empty() {
@@ -140,6 +143,9 @@ pub fn run(args: ListArgs) -> ExitCode {
                 if c.differentiate { "TRUE" } else { "FALSE" }
             );
             outln!("    Detail: {}", c.detail);
+            if let Some(f) = &c.factor {
+                outln!("    Factor: {f}");
+            }
             if args.verbose {
                 outln!("    Type code: 0x{:08X}", c.type_code);
                 outln!("    Default scale: {}", c.default_scale);

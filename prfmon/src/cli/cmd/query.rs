@@ -41,6 +41,8 @@ pub fn run(args: QueryArgs) -> ExitCode {
         }
     };
     let names = super::load_names(&registry, &args.lang);
+    // Seed 000's scale factors, for the JSON's counters (`--raw` and the values stay raw).
+    let factors = prfmon::factor::Factors::load(&registry).unwrap_or_default();
     let value = match super::query_value(&args.query, &names) {
         Ok(v) => v,
         Err(e) => {
@@ -74,7 +76,7 @@ pub fn run(args: QueryArgs) -> ExitCode {
     }
     match prfmon::decode::decode(&bytes) {
         Ok(snapshot) => {
-            super::decode::print(&snapshot, &names, &collection.services, args.json);
+            super::decode::print(&snapshot, &names, &collection.services, &factors, args.json);
             let missing: Vec<u32> = named_indexes(&value)
                 .into_iter()
                 .filter(|i| !snapshot.objects.iter().any(|o| o.name_index == *i))

@@ -29,7 +29,8 @@ pub struct WatchArgs {
     /// The language of counter names (a Perflib subkey).
     #[arg(long, default_value = "009")]
     lang: String,
-    /// Chart and list the true values instead of value × 10^DefaultScale.
+    /// Chart and list the true values instead of value × 10^DefaultScale (a counter's integer
+    /// scale factor, seed 000's `PSTF_FACTOR_*`, is applied either way).
     #[arg(long)]
     no_scale: bool,
     /// Do not cap percentages at 100 (PDH's `PDH_FMT_NOCAP100`): a multi-threaded busy time
@@ -76,6 +77,13 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
     };
     let mut sampler = Sampler::new(requests, options);
     let mut state = WatchState::new(args.interval, !args.no_scale);
+    // Seed 000's scale factors, from the registry the names came from.
+    state.factors = args
+        .collector
+        .open_registry()
+        .ok()
+        .and_then(|r| prfmon::factor::Factors::load(&r).ok())
+        .unwrap_or_default();
     state.update(&sampler.sample(&first, &names));
 
     let mut terminal = ratatui::try_init().map_err(|e| format!("cannot use the terminal: {e}"))?;
