@@ -40,6 +40,7 @@ mod reg;
 mod serve;
 mod serve_auth;
 mod serve_prometheus;
+mod stats;
 mod trust;
 mod typeperf;
 mod watch;
