@@ -16,7 +16,7 @@
 //!
 //! The thread starts with the first closure registered ([`PrfData::on_demand`]) and sleeps on
 //! the request word; it never polls. It is stopped and joined when its [`PrfData`] is dropped,
-//! before the block is unmapped. A closure that panics is logged and its counter keeps its last
+//! before the block is unmapped (a closure still running is waited for). A closure that panics is logged and its counter keeps its last
 //! value; the others are still served.
 //!
 //! [`BlockHeader::od_request`]: crate::layout::BlockHeader::od_request
@@ -35,9 +35,8 @@ use crate::sys::futex;
 /// One registered closure: runs the app's function and stores the value in its counter.
 pub(crate) type Closure = Box<dyn FnMut() + Send>;
 
-/// How long dropping a [`Server`] keeps waking its thread before it gives up joining it (a
-/// closure that never returns): the thread is then left detached, with the mapping still held
-/// by its `Arc`.
+/// How long dropping a [`Server`] waits for its thread before it logs that a closure has not
+/// returned (it keeps waiting: the thread writes into the mapping, which must outlive it).
 const STOP_LIMIT: Duration = Duration::from_secs(2);
 /// Pause between two wakes while stopping (the thread may have been between its check of the
 /// stop flag and its futex wait when the first wake came).
@@ -80,6 +79,8 @@ struct Shared {
 pub(crate) struct Server {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+    /// The process that started the thread: a forked child has the handle but not the thread.
+    pid: u32,
 }
 
 impl std::fmt::Debug for Server {
@@ -109,6 +110,7 @@ impl Server {
         Ok(Server {
             shared,
             thread: Some(thread),
+            pid: std::process::id(),
         })
     }
 
@@ -135,14 +137,23 @@ impl Drop for Server {
         let Some(thread) = self.thread.take() else {
             return;
         };
+        if self.pid != std::process::id() {
+            // A forked copy: the thread lives (or lived) in the parent only.
+            std::mem::forget(thread);
+            return;
+        }
         let start = Instant::now();
+        let mut warned = false;
+        // Woken again until it ends: the first wake may come between its check of `stop` and
+        // its futex wait. Joined whatever a closure does, since the thread writes into the
+        // mapping the caller unmaps next.
         while !thread.is_finished() {
-            if start.elapsed() > STOP_LIMIT {
+            if !warned && start.elapsed() > STOP_LIMIT {
+                warned = true;
                 log::warn!(
-                    "an on-demand closure has not returned within {STOP_LIMIT:?}: its thread is \
-                     left running"
+                    "an on-demand closure has not returned within {STOP_LIMIT:?}: still waiting \
+                     for it before the block is unmapped"
                 );
-                return;
             }
             futex::wake(self.shared.words.request(), u32::MAX);
             std::thread::sleep(STOP_RETRY);
