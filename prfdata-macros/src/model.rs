@@ -636,7 +636,7 @@ fn check_source(
                 );
             }
             match names.iter().position(|c| *c == name) {
-                Some(_) if name == symbol.to_string() => {
+                Some(_) if *symbol == name => {
                     errors.at(part.span(), format!("counter {symbol} cannot sum itself"))
                 }
                 Some(_) if out.iter().any(|(_, t)| *t == name) => errors.at(

@@ -188,7 +188,7 @@ fn run_all(shared: &Shared) {
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
     for (offset, closure) in closures.iter_mut() {
-        if catch_unwind(AssertUnwindSafe(|| closure())).is_err() {
+        if catch_unwind(AssertUnwindSafe(&mut *closure)).is_err() {
             log::error!(
                 "the on-demand closure of the counter at block offset {offset} panicked: the \
                  counter keeps its last value"

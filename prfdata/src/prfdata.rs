@@ -798,10 +798,12 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// The first registration starts the handle's servicing thread, which sleeps until a
     /// collector asks for fresh values, then runs every registered closure and stores each value
-    /// in its counter (see [`on_demand`](crate::layout::BlockHeader::od_request) for the
-    /// protocol). A collector waits for the answer at most its service's bound
+    /// in its counter (the collector's side is
+    /// [`BlockReader::refresh_on_demand`](crate::reader::BlockReader::refresh_on_demand)). A
+    /// collector waits for the answer at most its service's bound
     /// (`Services\<app>\Performance\OnDemand Timeout`, 20 ms by default), then serves the last
-    /// value: keep closures short. The thread stops when this handle is dropped.
+    /// value: keep closures short. The thread stops when this handle is dropped (waiting for a
+    /// closure still running).
     ///
     /// # Errors
     ///

@@ -303,7 +303,7 @@ pub enum Source {
     /// that gets no answer within the service's bound serves the last value.
     OnDemand,
     /// Seed 000's `PSTF_COMPLEX`: the sum of these counters of the same object (indexes among
-    /// its counters, at most [`MAX_SUM_PARTS`](validate::MAX_SUM_PARTS)), computed by the
+    /// its counters, at most [`MAX_SUM_PARTS`]), computed by the
     /// reader at each read (in 64 bits, then truncated to the counter's width), so that every
     /// consumer sees an ordinary counter. The app never writes it.
     SumOf(&'static [usize]),

@@ -140,7 +140,7 @@ pub enum MapError {
         /// The counter's symbol.
         counter: &'static str,
     },
-    /// A derived counter ([`Source::SumOf`](super::Source::SumOf)) with no part or more than
+    /// A derived counter ([`super::Source::SumOf`]) with no part or more than
     /// [`MAX_SUM_PARTS`], a part that is not another numeric, stored or on-demand, non-base
     /// counter of the object, a part of another width than the sum, or a sum that is a base or
     /// text.
@@ -148,7 +148,7 @@ pub enum MapError {
         /// The derived counter's symbol.
         counter: &'static str,
     },
-    /// An on-demand counter ([`Source::OnDemand`](super::Source::OnDemand)) of an object with
+    /// An on-demand counter ([`super::Source::OnDemand`]) of an object with
     /// instances, or that is a base or text.
     BadOnDemand {
         /// The counter's symbol.
