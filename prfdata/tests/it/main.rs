@@ -25,3 +25,4 @@ mod parents;
 mod public_api;
 mod sigbus;
 mod stale_temp;
+mod stats;
