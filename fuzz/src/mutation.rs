@@ -96,6 +96,8 @@ pub enum HeaderField {
     OdRequest,
     /// The on-demand served generation (layout 4).
     OdServed,
+    /// The objects of the on-demand request (layout 4).
+    OdObjects,
 }
 
 /// An object record field.
@@ -407,6 +409,7 @@ fn header_field(field: HeaderField) -> (usize, usize) {
         Optex(w) => of(offset_of!(BlockHeader, optex) + 8 * (w as usize % 8), 8),
         OdRequest => of(offset_of!(BlockHeader, od_request), 4),
         OdServed => of(offset_of!(BlockHeader, od_served), 4),
+        OdObjects => of(offset_of!(BlockHeader, od_objects), 8),
     }
 }
 

@@ -43,8 +43,9 @@ pub const MAGIC: [u8; 8] = *b"PRFDATA\0";
 ///   `CLOCK_MONOTONIC` in the same 100 ns units.
 /// - 4: seed 000's stat-server extras. The [`CounterRecord`] grew from 32 to 64 bytes: its stat
 ///   flags (`PSTF_FUNCPTR`, `PSTF_COMPLEX`, `PSTF_FACTOR_*`), scale factor and the parts of a
-///   sum. The header's reserved room gave 8 bytes to the on-demand request and served
-///   generations ([`BlockHeader::od_request`], [`BlockHeader::od_served`]).
+///   sum. The header's reserved room gave 16 bytes to the on-demand request and served
+///   generations and the requested objects ([`BlockHeader::od_request`],
+///   [`BlockHeader::od_served`], [`BlockHeader::od_objects`]).
 pub const LAYOUT_VERSION: u32 = 4;
 /// Size of [`BlockHeader`].
 pub const HEADER_SIZE: usize = 256;
@@ -162,8 +163,13 @@ pub struct BlockHeader {
     /// stores the request it read once every closure's value is in its counter, then wakes the
     /// collectors waiting on it.
     pub od_served: u32,
+    /// The objects whose on-demand counters are requested (atomic): bit `i % 64` for object
+    /// `i`. A collector sets its objects' bits before it raises or shares a request; the app
+    /// takes the mask (swapping in 0) with each request it serves and runs the closures of
+    /// those objects only. Objects 64 apart share a bit (both are served).
+    pub od_objects: u64,
     /// Reserved, zero.
-    pub _reserved: [u8; 40],
+    pub _reserved: [u8; 32],
     /// The [`Optex`](crate::Optex) guarding layout changes (atomic, 64 bytes).
     pub optex: [u8; 64],
 }
@@ -178,6 +184,8 @@ pub const OPTEX_OFFSET: usize = offset_of!(BlockHeader, optex);
 pub const OD_REQUEST_OFFSET: usize = offset_of!(BlockHeader, od_request);
 /// Offset of [`BlockHeader::od_served`].
 pub const OD_SERVED_OFFSET: usize = offset_of!(BlockHeader, od_served);
+/// Offset of [`BlockHeader::od_objects`].
+pub const OD_OBJECTS_OFFSET: usize = offset_of!(BlockHeader, od_objects);
 
 /// One object's record (128 bytes).
 #[repr(C)]
@@ -351,6 +359,7 @@ const _: () = {
     assert!(LIVE_COUNT_OFFSET == 64);
     assert!(size_of::<CounterRecord>() == COUNTER_RECORD_SIZE);
     assert!(OD_REQUEST_OFFSET.is_multiple_of(4) && OD_SERVED_OFFSET == OD_REQUEST_OFFSET + 4);
+    assert!(OD_OBJECTS_OFFSET.is_multiple_of(8) && OD_OBJECTS_OFFSET + 8 <= HEADER_SIZE);
     assert!(MAX_SUM_PARTS <= u16::MAX as usize && (MAX_COUNTERS - 1) as usize <= u16::MAX as usize);
     assert!(size_of::<SlotHeader>() == SLOT_HEADER_SIZE);
     assert!(slot::GENERATION == 28 && slot::PARENT_GENERATION == 32 && slot::CHILDREN == 36);

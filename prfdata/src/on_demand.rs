@@ -6,11 +6,14 @@
 //!
 //! ```text
 //! collector (reader::BlockReader::refresh_on_demand)      app (the servicing thread here)
-//!   r = od_request, s = od_served                           sleeps on od_request (futex)
-//!   r == s: CAS od_request r → r+1, wake   ───────────▶     wakes: r' = od_request != od_served
-//!   r != s: a request is pending, share it                  runs every registered closure,
-//!   sleeps on od_served (futex), at most                    stores each value in its counter
-//!   the service's bound                    ◀───────────     od_served = r' (Release), wake all
+//!   prev = od_objects.fetch_or(its objects)                 sleeps on od_request (futex)
+//!   r = od_request, s = od_served
+//!   r != s and prev had its objects: share r
+//!   else: CAS od_request r → r+1, wake     ───────────▶     wakes: r' = od_request != od_served
+//!                                                           mask = od_objects.swap(0)
+//!   sleeps on od_served (futex), at most                    runs the closures of the objects
+//!   the service's bound                                     in mask, stores each value
+//!                                          ◀───────────     od_served = r' (Release), wake all
 //!   serves the block: fresh values, or the last ones if the bound passed first
 //! ```
 //!
@@ -24,12 +27,12 @@
 //! [`PrfData::on_demand`]: crate::PrfData::on_demand
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::layout::{OD_REQUEST_OFFSET, OD_SERVED_OFFSET};
+use crate::layout::{OD_OBJECTS_OFFSET, OD_REQUEST_OFFSET, OD_SERVED_OFFSET};
 use crate::sys::futex;
 
 /// One registered closure: runs the app's function and stores the value in its counter.
@@ -67,11 +70,17 @@ impl Words {
         // SAFETY: as in `request`, for OD_SERVED_OFFSET.
         unsafe { AtomicU32::from_ptr(self.base.add(OD_SERVED_OFFSET).cast()) }
     }
+
+    fn objects(&self) -> &AtomicU64 {
+        // SAFETY: as in `request`, for OD_OBJECTS_OFFSET (8-aligned, checked in layout.rs).
+        unsafe { AtomicU64::from_ptr(self.base.add(OD_OBJECTS_OFFSET).cast()) }
+    }
 }
 
 struct Shared {
     words: Words,
-    closures: Mutex<Vec<(usize, Closure)>>,
+    /// (object index, counter offset, closure).
+    closures: Mutex<Vec<(usize, usize, Closure)>>,
     stop: AtomicBool,
 }
 
@@ -114,17 +123,17 @@ impl Server {
         })
     }
 
-    /// Registers (or replaces) the closure of the counter at block offset `offset`, then wakes
-    /// the thread so that a request already pending is served with it.
-    pub(crate) fn register(&self, offset: usize, closure: Closure) {
+    /// Registers (or replaces) the closure of the counter at block offset `offset` of object
+    /// `object`, then wakes the thread so that a request already pending is served with it.
+    pub(crate) fn register(&self, object: usize, offset: usize, closure: Closure) {
         let mut closures = self
             .shared
             .closures
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        match closures.iter_mut().find(|(o, _)| *o == offset) {
-            Some(slot) => slot.1 = closure,
-            None => closures.push((offset, closure)),
+        match closures.iter_mut().find(|(_, o, _)| *o == offset) {
+            Some(slot) => slot.2 = closure,
+            None => closures.push((object, offset, closure)),
         }
         drop(closures);
         futex::wake(self.shared.words.request(), u32::MAX);
@@ -174,7 +183,10 @@ fn serve(shared: &Shared) {
             futex::wait(request, r, None);
             continue;
         }
-        run_all(shared);
+        // The objects asked for since the last swap: every collector set its bits before it
+        // raised (or shared) the request now pending.
+        let mask = shared.words.objects().swap(0, Ordering::AcqRel);
+        run_requested(shared, mask);
         // Release: the values stored by the closures happen before a collector's Acquire load
         // of the served generation, hence before its read of the block.
         served.store(r, Ordering::Release);
@@ -182,12 +194,20 @@ fn serve(shared: &Shared) {
     }
 }
 
-fn run_all(shared: &Shared) {
+/// The bit of object `object` in [`BlockHeader::od_objects`](crate::layout::BlockHeader).
+pub(crate) fn object_bit(object: usize) -> u64 {
+    1 << (object % 64)
+}
+
+fn run_requested(shared: &Shared, mask: u64) {
     let mut closures = shared
         .closures
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
-    for (offset, closure) in closures.iter_mut() {
+    for (object, offset, closure) in closures.iter_mut() {
+        if mask & object_bit(*object) == 0 {
+            continue;
+        }
         if catch_unwind(AssertUnwindSafe(&mut *closure)).is_err() {
             log::error!(
                 "the on-demand closure of the counter at block offset {offset} panicked: the \

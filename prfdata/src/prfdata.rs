@@ -856,6 +856,7 @@ impl<M: PerfDataMap> PrfData<M> {
         let offset = const { data_offset::<O>() } + ctr.offset();
         let counter = CounterPtr(self.atomic_at::<T::Width>(offset) as *const _);
         server.register(
+            O::INDEX,
             offset,
             Box::new(move || {
                 let value = f();

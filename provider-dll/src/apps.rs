@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-use prfdata::reader::{BlockReader, BlockView, ReadError, Refresh};
+use prfdata::reader::{BlockReader, BlockView, ObjectInfo, ReadError, Refresh};
 use prfdata::Error as PrfError;
 use prfdata_registry::{first_counter_help, stats, FileRegistry, Registry};
 
@@ -78,18 +78,18 @@ impl App {
         None
     }
 
-    /// Asks the app for fresh on-demand values (seed 000's `PSTF_FUNCPTR`) when `wanted` says
-    /// the query asks for an object that has some, waiting at most
+    /// Asks the app for fresh on-demand values (seed 000's `PSTF_FUNCPTR`) of the objects
+    /// `wanted` says the query asks for, waiting at most
     /// [`on_demand_bound`](App::on_demand_bound); the last values are served otherwise. Nothing
-    /// when the app is not running; a failure is logged once.
-    pub fn refresh_on_demand(&self, wanted: impl Fn(&BlockReader) -> bool) {
+    /// when the app is not running or none of those objects has on-demand counters; a failure
+    /// is logged once.
+    pub fn refresh_on_demand(&self, wanted: impl Fn(&ObjectInfo) -> bool) {
         let Ok(reader) = self.current_reader() else {
             return; // `read` reports why, once
         };
-        if !wanted(&reader) {
-            return;
-        }
-        match reader.refresh_on_demand(self.on_demand_bound) {
+        let objects = reader.objects();
+        let wanted = |i: usize| objects.get(i).is_some_and(&wanted);
+        match reader.refresh_on_demand_of(wanted, self.on_demand_bound) {
             Ok(Refresh::TimedOut) => log::debug!(
                 "app {}: on-demand values not served within {:?}: the last ones are served",
                 self.name,

@@ -82,7 +82,8 @@ pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> 
         app_name,
         od_request: 0,
         od_served: 0,
-        _reserved: [0; 40],
+        od_objects: 0,
+        _reserved: [0; 32],
         optex: [0; 64],
     };
     let mut image = Vec::with_capacity(regions_offset(map));

@@ -13,7 +13,8 @@ use super::block_reader::{watch, BlockReader};
 use super::error::ReadError;
 use crate::block::open::open_block;
 use crate::block::raw::RawBlock;
-use crate::layout::{HEADER_SIZE, OD_REQUEST_OFFSET, OD_SERVED_OFFSET};
+use crate::layout::{HEADER_SIZE, OD_OBJECTS_OFFSET, OD_REQUEST_OFFSET, OD_SERVED_OFFSET};
+use crate::on_demand::object_bit;
 use crate::sys::{futex, shm};
 
 /// What [`BlockReader::refresh_on_demand`] found.
@@ -66,22 +67,56 @@ impl BlockReader {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn refresh_on_demand(&self, bound: Duration) -> Result<Refresh, ReadError> {
-        if !self.records.counters.iter().any(|c| c.on_demand) {
+        self.refresh_on_demand_of(|_| true, bound)
+    }
+
+    /// [`BlockReader::refresh_on_demand`] for the objects `wanted` says (by index among
+    /// [`BlockReader::objects`]) only: the app runs the closures of those objects (and of
+    /// objects 64 apart from them, which share their bit in the request).
+    ///
+    /// # Errors
+    ///
+    /// As [`BlockReader::refresh_on_demand`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let reader = prfdata::reader::BlockReader::open("App")?;
+    /// // Only the first object's on-demand counters.
+    /// reader.refresh_on_demand_of(|obj| obj == 0, std::time::Duration::from_millis(20))?;
+    /// # Ok::<(), prfdata::reader::ReadError>(())
+    /// ```
+    pub fn refresh_on_demand_of(
+        &self,
+        wanted: impl Fn(usize) -> bool,
+        bound: Duration,
+    ) -> Result<Refresh, ReadError> {
+        let counters = &self.records.counters;
+        let mask = self
+            .records
+            .objects
+            .iter()
+            .enumerate()
+            .filter(|(i, o)| wanted(*i) && counters[o.counters.clone()].iter().any(|c| c.on_demand))
+            .fold(0u64, |m, (i, _)| m | object_bit(i));
+        if mask == 0 {
             return Ok(Refresh::NotNeeded);
         }
         let deadline = Instant::now() + bound;
         let header = self.header_rw()?;
         let guard = watch(header, true, deadline)?;
-        // SAFETY: both words lie in the first HEADER_SIZE bytes of `header`, a mapping of at
-        // least that length, 4-aligned (layout.rs checks the offsets); they are only ever
-        // accessed atomically; `header` lives as long as `self`.
-        let (request, served) = unsafe {
+        // SAFETY: the three words lie in the first HEADER_SIZE bytes of `header`, a mapping of
+        // at least that length, aligned to their sizes (layout.rs checks the offsets); they are
+        // only ever accessed atomically; `header` lives as long as `self`.
+        let (request, served, objects) = unsafe {
             (
                 header.u32_at(OD_REQUEST_OFFSET),
                 header.u32_at(OD_SERVED_OFFSET),
+                header.u64_at(OD_OBJECTS_OFFSET),
             )
         };
-        let target = raise(request, served);
+        let prev = objects.fetch_or(mask, Ordering::AcqRel);
+        let target = raise(request, served, prev & mask == mask);
         let outcome = wait_served(served, target, deadline);
         if guard.faulted() {
             self.spent.store(true, Ordering::Relaxed);
@@ -118,19 +153,27 @@ impl BlockReader {
     }
 }
 
-/// The request generation to wait for: the pending one, or a new one raised here (and the
-/// app's thread woken).
-fn raise(request: &AtomicU32, served: &AtomicU32) -> u32 {
+/// The request generation to wait for: the pending one when `covered` (this collector's
+/// objects were already in the requested mask, so the app has not taken them yet and will
+/// with its next serve), or a new one raised here (and the app's thread woken).
+///
+/// A collector whose objects were not in the mask cannot share a pending request: the app
+/// may have taken the mask for it already. It raises the next generation, which the app
+/// serves after taking the mask again.
+fn raise(request: &AtomicU32, served: &AtomicU32, covered: bool) -> u32 {
     let r = request.load(Ordering::Acquire);
-    if r != served.load(Ordering::Acquire) {
-        return r; // pending: share it
+    if covered && r != served.load(Ordering::Acquire) {
+        return r; // pending, and it will cover this collector's objects: share it
     }
-    match request.compare_exchange(r, r.wrapping_add(1), Ordering::AcqRel, Ordering::Acquire) {
+    let next = r.wrapping_add(1);
+    match request.compare_exchange(r, next, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => {
             futex::wake(request, u32::MAX);
-            r.wrapping_add(1)
+            next
         }
-        Err(now) => now, // another collector raised it first
+        // Another collector raised it after this one's objects were in the mask: that
+        // request's serve takes the mask after the raise, so it covers them.
+        Err(now) => now,
     }
 }
 

@@ -196,3 +196,52 @@ fn dropping_the_handle_stops_its_thread() {
         .expect("every handle dropped, its thread stopped");
     assert!(!dir.path().join(format!("{APP}.blk")).exists());
 }
+
+prfdata::prfdata_map! {
+    pub mod two {
+        app: "StatsTwoObjectsTest",
+        object FIRST { name: "S2 First", help: "f", counters {
+            F: RawCount { name: "S2 F", help: name, on_demand: true },
+        } }
+        object SECOND { name: "S2 Second", help: "s", counters {
+            S: RawCount { name: "S2 S", help: name, on_demand: true },
+        } }
+    }
+}
+
+/// A request names its objects: the app runs the closures of those only.
+#[test]
+fn a_request_runs_the_closures_of_the_requested_objects_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let prf = two::PrfData::activate_in(dir.path()).unwrap();
+    let runs = std::sync::Arc::new([
+        std::sync::atomic::AtomicI32::new(0),
+        std::sync::atomic::AtomicI32::new(0),
+    ]);
+    let r = std::sync::Arc::clone(&runs);
+    prf.on_demand(two::F, move || r[0].fetch_add(1, Relaxed) + 1)
+        .unwrap();
+    let r = std::sync::Arc::clone(&runs);
+    prf.on_demand(two::S, move || r[1].fetch_add(1, Relaxed) + 1)
+        .unwrap();
+    let reader = BlockReader::open_path("StatsTwoObjectsTest", prf.path()).unwrap();
+    let bound = Duration::from_secs(20);
+    let counts = || (runs[0].load(Relaxed), runs[1].load(Relaxed));
+    assert_eq!(
+        reader.refresh_on_demand_of(|o| o == 0, bound).unwrap(),
+        Refresh::Served
+    );
+    assert_eq!(counts(), (1, 0));
+    assert_eq!(
+        reader.refresh_on_demand_of(|o| o == 1, bound).unwrap(),
+        Refresh::Served
+    );
+    assert_eq!(counts(), (1, 1));
+    assert_eq!(reader.refresh_on_demand(bound).unwrap(), Refresh::Served);
+    assert_eq!(counts(), (2, 2));
+    assert_eq!(
+        reader.refresh_on_demand_of(|_| false, bound).unwrap(),
+        Refresh::NotNeeded
+    );
+    assert_eq!(counts(), (2, 2));
+}
