@@ -244,6 +244,28 @@ fn a_stopped_or_silent_app_costs_a_collect_at_most_the_bound() {
         assert!(start.elapsed() < Duration::from_secs(20), "served once");
     }
     app.signal(libc::SIGSTOP);
+    // Every thread stopped for sure (state T) before the answer changes: a serve already under
+    // way when the signal came cannot read the new one.
+    let pid = app.0.id();
+    let stopped = || {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return false;
+        };
+        tasks.flatten().all(|t| {
+            std::fs::read_to_string(t.path().join("stat")).is_ok_and(|s| {
+                s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('T')
+            })
+        })
+    };
+    let start = Instant::now();
+    while !stopped() {
+        assert!(start.elapsed() < Duration::from_secs(20), "the app stopped");
+        std::thread::sleep(Duration::from_millis(2));
+    }
     std::fs::write(answer_file(), "6").unwrap();
     for _ in 0..3 {
         let (objs, took) = collect(&p);
