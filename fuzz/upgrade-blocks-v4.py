@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
-"""Rewrites layout-3 block files as layout 4 (counter records 32 -> 64 bytes; the regions after
-the records move by the difference, and the object records' region offsets with them).
+"""Rewrites block files whose counter records are 32 bytes (layout 3) with the 64-byte counter
+records of seed 000's stat-server extras (layout 4 on the `stats` branch): the regions after the
+records move by the difference, and the object records' region offsets with them; the header is
+copied as it is but for its version and total size.
 
 For committed corpus inputs that cannot be regenerated from a real run (the fuzzers' finds,
-`regression-*`): `fuzz/upgrade-blocks-v4.py FILE...` rewrites each in place; a file that is not
-a layout-3 block is left alone."""
+`regression-*`): `fuzz/upgrade-blocks-v4.py [--from 3 --to 4] FILE...` rewrites each in place;
+a file that is not a block of version `--from` is left alone. (When the header's own fields
+changed in another branch's layout bump, upgrade that branch's files: `--from` its version,
+`--to` the merged one.)"""
 import struct, sys
 
 def align64(n):
     return (n + 63) & ~63
 
-def upgrade(data):
-    if data[:8] != b"PRFDATA\0" or struct.unpack_from("<I", data, 8)[0] != 3:
+def upgrade(data, old_version, new_version):
+    if data[:8] != b"PRFDATA\0" or struct.unpack_from("<I", data, 8)[0] != old_version:
         return None
     total, = struct.unpack_from("<Q", data, 16)
     num_objects, = struct.unpack_from("<I", data, 28)
@@ -20,7 +24,7 @@ def upgrade(data):
     new_regions = align64(counters_offset + 64 * num_counters)
     delta = new_regions - old_regions
     head = bytearray(data[:counters_offset])
-    struct.pack_into("<I", head, 8, 4)
+    struct.pack_into("<I", head, 8, new_version)
     struct.pack_into("<Q", head, 16, total + delta)
     for i in range(num_objects):
         at = objects_offset + 128 * i
@@ -37,10 +41,15 @@ def upgrade(data):
     out = out.ljust(new_regions, b"\0") + data[old_regions:]
     return bytes(out)
 
-for path in sys.argv[1:]:
+args = sys.argv[1:]
+versions = {"--from": 3, "--to": 4}
+while args and args[0] in versions:
+    versions[args[0]] = int(args[1])
+    args = args[2:]
+for path in args:
     with open(path, "rb") as f:
-        new = upgrade(f.read())
+        new = upgrade(f.read(), versions["--from"], versions["--to"])
     if new is not None:
         with open(path, "wb") as f:
             f.write(new)
-        print(f"{path}: layout 4")
+        print(f"{path}: layout {versions['--to']}")
