@@ -36,7 +36,29 @@ prfdata::prfdata_map! {
                     name: "Uptime", help: "Seconds since the service started.",
                     detail: Novice, scale: -2,
                 },
-                CACHE_SCANNED = 26: RawCount {
+                // Seed 000's stat-server extras, one of each.
+                OPEN_FILES = 26: RawCount {
+                    name: "Open files",
+                    help: "Files the service has open, counted in /proc/self/fd when a monitor asks.",
+                    on_demand: true,
+                },
+                CACHE_HITS = 28: RawCount {
+                    name: "Cache hits", help: "Lookups answered from the cache.", detail: Advanced,
+                },
+                CACHE_MISSES = 30: RawCount {
+                    name: "Cache misses", help: "Lookups the cache could not answer.", detail: Advanced,
+                },
+                CACHE_TOTAL = 32: RawCount {
+                    name: "Cache lookups",
+                    help: "Every cache lookup: the sum of hits and misses, computed by the reader.",
+                    detail: Advanced, sum: [CACHE_HITS, CACHE_MISSES],
+                },
+                QUEUED_KIB = 34: LargeRawCount {
+                    name: "Queued payload KiB",
+                    help: "Payload waiting in the queue; the service counts bytes, monitors show KiB.",
+                    factor: / 1024,
+                },
+                CACHE_SCANNED = 36: RawCount {
                     name: "Cache entries scanned",
                     help: "Cache entries the last scan of the cache visited. The scan is costly: the service runs it only while a monitor watches this counter (watch notifications), and leaves the counter at 0 otherwise.",
                     detail: Advanced, scale: 0,

@@ -80,6 +80,10 @@ pub fn run(
     let prf = PrfData::activate()?;
     // PERF_ELAPSED_TIME holds the start time as a FILETIME; monitors show the seconds since.
     prf.set_global_elapsed_start(demo::UPTIME, SystemTime::now());
+    // Computed only when a monitor asks (seed 000's PSTF_FUNCPTR).
+    prf.on_demand(demo::OPEN_FILES, || {
+        std::fs::read_dir("/proc/self/fd").map_or(-1, |fds| fds.count() as i32)
+    })?;
     let shared = Arc::new(Shared {
         prf,
         queue: Queue::default(),
@@ -196,6 +200,10 @@ fn produce(shared: &Shared) {
                     payload: vec![(rng & 0xff) as u8; len],
                     key: rng % 512,
                 });
+                shared
+                    .prf
+                    .get_global_ctr64(demo::QUEUED_KIB)
+                    .fetch_add(len as i64, Relaxed);
             }
             shared
                 .prf
@@ -241,6 +249,8 @@ fn work(shared: &Shared, me: InstanceId<demo::WORKER>, retire: &AtomicBool, pool
                 if let Some(job) = jobs.pop_front() {
                     prf.get_global_ctr32(demo::QUEUE_LENGTH)
                         .store(jobs.len() as i32, Relaxed);
+                    prf.get_global_ctr64(demo::QUEUED_KIB)
+                        .fetch_sub(job.payload.len() as i64, Relaxed);
                     break job;
                 }
                 jobs = shared
@@ -282,6 +292,10 @@ fn work(shared: &Shared, me: InstanceId<demo::WORKER>, retire: &AtomicBool, pool
             .fetch_add(1, Relaxed);
         if hit {
             prf.get_global_ctr32(demo::CACHE_HIT_RATIO)
+                .fetch_add(1, Relaxed);
+            prf.get_global_ctr32(demo::CACHE_HITS).fetch_add(1, Relaxed);
+        } else {
+            prf.get_global_ctr32(demo::CACHE_MISSES)
                 .fetch_add(1, Relaxed);
         }
         {

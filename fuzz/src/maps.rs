@@ -34,6 +34,8 @@ prfdata::prfdata_map! {
                 UPTIME = 10: ElapsedTime { name: "Uptime", help: "u", detail: Novice, scale: 0 },
                 VERSION = 12: Text32 { name: "Version", help: "v", detail: Novice, scale: 0 },
                 QUEUE = 14: QueueLen100Ns { name: "Queue", help: "q", detail: Wizard, scale: 0 },
+                OPEN = 40: RawCount { name: "Open", help: "o", on_demand: true },
+                PAGES = 42: LargeRawCount { name: "Memory", help: "m", factor: * 4096 },
             }
         }
         object SHARD = 16 {
@@ -66,6 +68,7 @@ prfdata::prfdata_map! {
                 JOB_DONE = 32: LargeRawCount { name: "Job done", help: "d", detail: Novice, scale: 0 },
                 JOB_TIME = 34: MultiTimer100Ns { name: "Job time", help: "t", detail: Expert, scale: 0 },
                 JOB_THREADS: MultiBase,
+                JOB_ALL = 44: LargeRawCount { name: "Job total", help: "t", sum: [JOB_DONE, JOB_TIME] },
             }
         }
         object TASK = 36 {

@@ -92,6 +92,12 @@ pub enum HeaderField {
     Generation,
     /// A word of the optex (modulo its 8 words).
     Optex(u8),
+    /// The on-demand request generation (layout 4).
+    OdRequest,
+    /// The on-demand served generation (layout 4).
+    OdServed,
+    /// The objects of the on-demand request (layout 4).
+    OdObjects,
 }
 
 /// An object record field.
@@ -126,6 +132,14 @@ pub enum CounterField {
     BlockOffset,
     DefaultScale,
     DetailLevel,
+    /// Seed 000's `PSTF_*` flags (layout 4).
+    StatFlags,
+    /// The scale factor (layout 4).
+    Factor,
+    /// Two of a sum's parts (`u16` indexes, modulo its 4 pairs; layout 4).
+    Parts(u8),
+    /// How many parts a sum has (layout 4).
+    PartCount,
 }
 
 /// A slot header field.
@@ -393,6 +407,9 @@ fn header_field(field: HeaderField) -> (usize, usize) {
         Seq => of(offset_of!(BlockHeader, seq), 8),
         Generation => of(offset_of!(BlockHeader, generation), 8),
         Optex(w) => of(offset_of!(BlockHeader, optex) + 8 * (w as usize % 8), 8),
+        OdRequest => of(offset_of!(BlockHeader, od_request), 4),
+        OdServed => of(offset_of!(BlockHeader, od_served), 4),
+        OdObjects => of(offset_of!(BlockHeader, od_objects), 8),
     }
 }
 
@@ -427,6 +444,10 @@ fn counter_field(field: CounterField) -> (usize, usize) {
         BlockOffset => (offset_of!(CounterRecord, block_offset), 4),
         DefaultScale => (offset_of!(CounterRecord, default_scale), 4),
         DetailLevel => (offset_of!(CounterRecord, detail_level), 4),
+        StatFlags => (offset_of!(CounterRecord, stat_flags), 4),
+        Factor => (offset_of!(CounterRecord, factor), 4),
+        Parts(p) => (offset_of!(CounterRecord, parts) + 4 * (p as usize % 4), 4),
+        PartCount => (offset_of!(CounterRecord, part_count), 4),
     }
 }
 

@@ -7,6 +7,7 @@
 use proc_macro2::{Delimiter, Span, TokenStream, TokenTree};
 use syn::ext::IdentExt;
 use syn::parse::ParseStream;
+use syn::punctuated::Punctuated;
 use syn::{braced, Attribute, Expr, Ident, LitBool, LitInt, LitStr, Token, Visibility};
 
 use crate::errors::{did_you_mean, one_of, Errors};
@@ -83,6 +84,19 @@ pub(crate) struct CounterBody {
     pub(crate) texts: TextsAst,
     pub(crate) detail: Option<Ident>,
     pub(crate) scale: Option<Scale>,
+    /// `factor: * 4096` or `factor: / 1024`.
+    pub(crate) factor: Option<FactorAst>,
+    /// `on_demand: true`.
+    pub(crate) on_demand: Option<LitBool>,
+    /// `sum: [A, B, ...]`: the bracket's span and the parts.
+    pub(crate) sum: Option<(Span, Vec<Ident>)>,
+}
+
+/// `factor: * 4096`: whether it multiplies, and the factor (`None` when it is not a `u32` of at
+/// least 1, reported already).
+pub(crate) struct FactorAst {
+    pub(crate) multiply: bool,
+    pub(crate) value: Option<u32>,
 }
 
 /// `scale: -3`: the value, or `None` when it is not an `i32` (reported already).
@@ -100,7 +114,16 @@ const OBJECT_FIELDS: &[&str] = &[
     "costly",
     "counters",
 ];
-const COUNTER_FIELDS: &[&str] = &["name", "help", "lang", "detail", "scale"];
+const COUNTER_FIELDS: &[&str] = &[
+    "name",
+    "help",
+    "lang",
+    "detail",
+    "scale",
+    "factor",
+    "on_demand",
+    "sum",
+];
 const LANG_FIELDS: &[&str] = &["name", "help"];
 const INSTANCE_FIELDS: &[&str] = &["max", "name_len"];
 
@@ -432,6 +455,9 @@ fn parse_counter(input: ParseStream, errors: &mut Errors) -> syn::Result<Counter
             texts: TextsAst::default(),
             detail: None,
             scale: None,
+            factor: None,
+            on_demand: None,
+            sum: None,
         };
         parse_fields(
             &fields,
@@ -442,11 +468,29 @@ fn parse_counter(input: ParseStream, errors: &mut Errors) -> syn::Result<Counter
                 if parse_text_field(key, input, &mut b.texts, &owner, errors)? {
                     return Ok(key == "lang");
                 }
-                if key == "detail" {
-                    b.detail = Some(value(input)?);
-                } else {
-                    input.parse::<Token![:]>()?;
-                    b.scale = Some(parse_scale(input, errors)?);
+                match key.to_string().as_str() {
+                    "detail" => b.detail = Some(value(input)?),
+                    "factor" => {
+                        input.parse::<Token![:]>()?;
+                        b.factor = Some(parse_factor(input, errors)?);
+                    }
+                    "on_demand" => {
+                        input.parse::<Token![:]>()?;
+                        b.on_demand = Some(input.parse().map_err(|e: syn::Error| {
+                            syn::Error::new(e.span(), "expected `on_demand: true` or `false`")
+                        })?);
+                    }
+                    "sum" => {
+                        input.parse::<Token![:]>()?;
+                        let parts;
+                        let bracket = syn::bracketed!(parts in input);
+                        let list = Punctuated::<Ident, Token![,]>::parse_terminated(&parts)?;
+                        b.sum = Some((bracket.span.join(), list.into_iter().collect()));
+                    }
+                    _ => {
+                        input.parse::<Token![:]>()?;
+                        b.scale = Some(parse_scale(input, errors)?);
+                    }
                 }
                 Ok(false)
             },
@@ -460,6 +504,33 @@ fn parse_counter(input: ParseStream, errors: &mut Errors) -> syn::Result<Counter
         ty,
         body,
     })
+}
+
+/// `* 4096` or `/ 1024`: the integer displayed values are multiplied or divided by.
+fn parse_factor(input: ParseStream, errors: &mut Errors) -> syn::Result<FactorAst> {
+    let multiply = if input.peek(Token![*]) {
+        input.parse::<Token![*]>()?;
+        true
+    } else if input.peek(Token![/]) {
+        input.parse::<Token![/]>()?;
+        false
+    } else {
+        return Err(input.error("expected `* N` or `/ N`, such as `factor: / 1024`"));
+    };
+    let lit: LitInt = input.parse().map_err(|e| {
+        syn::Error::new(
+            e.span(),
+            "expected the factor as an integer, such as `/ 1024`",
+        )
+    })?;
+    let value = lit.base10_parse::<u32>().ok().filter(|&v| v >= 1);
+    if value.is_none() {
+        errors.at(
+            lit.span(),
+            "a scale factor is an integer from 1 to 4294967295",
+        );
+    }
+    Ok(FactorAst { multiply, value })
 }
 
 /// `-3`, `0`, `2`: the power of ten monitors scale the counter by.

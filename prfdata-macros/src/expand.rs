@@ -26,6 +26,7 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
         .map(|(i, o)| object_items(krate, i, o));
     // Located at the app name: what only the `const` validation finds (a block too large, too
     // many counters) is reported there rather than at the whole map.
+    let sum_checks = sum_width_checks(krate, objects);
     let assert_valid = located_at(
         quote!(const _: () = #krate::map::MapError::assert_valid(&MAP);),
         app.span(),
@@ -46,6 +47,7 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
             // The map's `const` validation: the rules the macro checked, again, and the sizes
             // of the block laid out from it.
             #assert_valid
+            #sum_checks
 
             /// The marker type of this map.
             #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -118,6 +120,25 @@ fn counter_def(krate: &TokenStream, c: &Ctr) -> TokenStream {
     let detail = format_ident!("{}", c.detail.name());
     let scale = Literal::i32_unsuffixed(c.scale);
     let ty = &c.ty;
+    let factor = match c.factor {
+        Some((true, n)) => {
+            let n = Literal::u32_unsuffixed(n);
+            quote!(::core::option::Option::Some(#krate::map::Factor::Multiply(#n)))
+        }
+        Some((false, n)) => {
+            let n = Literal::u32_unsuffixed(n);
+            quote!(::core::option::Option::Some(#krate::map::Factor::Divide(#n)))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let source = match &c.sum {
+        Some(parts) => {
+            let parts = parts.iter().map(|(i, _)| Literal::usize_unsuffixed(*i));
+            quote!(#krate::map::Source::SumOf(&[#(#parts),*]))
+        }
+        None if c.on_demand => quote!(#krate::map::Source::OnDemand),
+        None => quote!(#krate::map::Source::Stored),
+    };
     quote! {
         #krate::map::CounterDef {
             symbol: #symbol,
@@ -129,8 +150,41 @@ fn counter_def(krate: &TokenStream, c: &Ctr) -> TokenStream {
                 <#krate::counter_type::#ty as #krate::counter_type::CounterType>::TYPE,
             text_len:
                 <#krate::counter_type::#ty as #krate::counter_type::CounterType>::TEXT_LEN,
+            factor: #factor,
+            source: #source,
         }
     }
+}
+
+/// For each part of a sum, a compile-time check located at the part's token that it has the
+/// sum's width (the macro does not know the types' widths; prfdata's `CounterType` does).
+fn sum_width_checks(krate: &TokenStream, objects: &[Obj]) -> TokenStream {
+    let mut checks = TokenStream::new();
+    for o in objects {
+        for c in &o.counters {
+            let Some(parts) = &c.sum else { continue };
+            let sum_ty = &c.ty;
+            for (i, token) in parts {
+                let part_ty = &o.counters[*i].ty;
+                let msg = format!(
+                    "counter {} sums {token}, a counter of another width: a sum and its parts are \
+                     all 32-bit or all 64-bit",
+                    c.symbol
+                );
+                let check = quote! {
+                    const _: () = ::core::assert!(
+                        <<#krate::counter_type::#sum_ty as #krate::counter_type::CounterType>::Width
+                            as #krate::counter_type::Width>::SIZE
+                            == <<#krate::counter_type::#part_ty as #krate::counter_type::CounterType>::Width
+                            as #krate::counter_type::Width>::SIZE,
+                        #msg
+                    );
+                };
+                checks.extend(located_at(check, token.span()));
+            }
+        }
+    }
+    checks
 }
 
 /// The English name, for generated docs.

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use proc_macro2::{Span, TokenStream};
 use syn::{Attribute, Expr, Ident, LitInt, LitStr, Visibility};
 
-use crate::ast::{CounterAst, Help, InstancesAst, MapAst, ObjectAst, TextsAst};
+use crate::ast::{CounterAst, CounterBody, Help, InstancesAst, MapAst, ObjectAst, TextsAst};
 use crate::counter_types::{self, Kind};
 use crate::errors::{did_you_mean, one_of, Errors};
 use crate::limits::{MAX_APP_NAME, MAX_INSTANCES, MAX_INSTANCE_NAME};
@@ -55,6 +55,12 @@ pub(crate) struct Ctr {
     pub(crate) scale: i32,
     /// For a base: the symbol of the counter it serves.
     pub(crate) serves: Option<String>,
+    /// `factor: * N` (true) or `/ N` (false).
+    pub(crate) factor: Option<(bool, u32)>,
+    /// `on_demand: true`.
+    pub(crate) on_demand: bool,
+    /// `sum: [...]`: each part's index among the object's counters, and its token.
+    pub(crate) sum: Option<Vec<(usize, Ident)>>,
 }
 
 pub(crate) struct Text {
@@ -286,7 +292,8 @@ fn check_object(o: ObjectAst, symbols: &mut Symbols, errors: &mut Errors) -> Obj
                     ),
                 );
             }
-            check_counters(list, &o.symbol, detail, symbols, errors)
+            let instanced = instances.is_some();
+            check_counters(list, &o.symbol, detail, instanced, symbols, errors)
         }
         None => {
             errors.at(
@@ -442,6 +449,7 @@ fn check_counters(
     list: Vec<CounterAst>,
     object: &Ident,
     object_detail: Level,
+    instanced: bool,
     symbols: &mut Symbols,
     errors: &mut Errors,
 ) -> Vec<Ctr> {
@@ -467,6 +475,7 @@ fn check_counters(
         })
         .collect();
     let tys: Vec<String> = list.iter().map(|c| c.ty.to_string()).collect();
+    let names: Vec<String> = list.iter().map(|c| c.symbol.to_string()).collect();
     let mut out = Vec::new();
     for (i, c) in list.into_iter().enumerate() {
         let owner = format!("counter {}", c.symbol);
@@ -527,6 +536,10 @@ fn check_counters(
             }
             _ => (Vec::new(), Level::Novice, 0),
         };
+        let (factor, on_demand, sum) = match &c.body {
+            Some(body) if !is_base => check_source(body, &c.symbol, instanced, &names, errors),
+            _ => (None, false, None),
+        };
         out.push(Ctr {
             docs: c.docs,
             symbol: c.symbol,
@@ -536,10 +549,121 @@ fn check_counters(
             detail,
             scale,
             serves,
+            factor,
+            on_demand,
+            sum,
         });
+    }
+    // A part that is a base or itself a sum: known once every counter is.
+    for i in 0..out.len() {
+        let Some(parts) = &out[i].sum else { continue };
+        for (p, token) in parts {
+            let part = &out[*p];
+            let why = if part.offset.is_none() {
+                Some("a base counter")
+            } else if part.sum.is_some() {
+                Some("itself a sum (sums do not nest)")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                errors.at(
+                    token.span(),
+                    format!(
+                        "counter {} cannot sum {token}: it is {why}; a sum adds stored or \
+                         on-demand counters",
+                        out[i].symbol
+                    ),
+                );
+            }
+        }
     }
     out
 }
+
+/// A counter's `factor`, `on_demand` and `sum` (seed 000's scale factors, `PSTF_FUNCPTR` and
+/// `PSTF_COMPLEX`), each mistake at its token. `names` are the object's counter symbols.
+#[allow(clippy::type_complexity)]
+fn check_source(
+    body: &CounterBody,
+    symbol: &Ident,
+    instanced: bool,
+    names: &[String],
+    errors: &mut Errors,
+) -> (Option<(bool, u32)>, bool, Option<Vec<(usize, Ident)>>) {
+    let factor = body
+        .factor
+        .as_ref()
+        .and_then(|f| f.value.map(|v| (f.multiply, v)));
+    let on_demand = body.on_demand.as_ref().is_some_and(|b| b.value);
+    if let Some(lit) = body.on_demand.as_ref().filter(|b| b.value) {
+        if instanced {
+            errors.at(
+                lit.span(),
+                format!(
+                    "counter {symbol} is on demand in an object with instances: on-demand \
+                     counters belong to objects without instances (`instances: none`)"
+                ),
+            );
+        }
+        if body.sum.is_some() {
+            errors.at(
+                lit.span(),
+                format!(
+                    "counter {symbol} is both on demand and a sum: a sum is computed by the \
+                     reader from its parts"
+                ),
+            );
+        }
+    }
+    let sum = body.sum.as_ref().map(|(bracket, parts)| {
+        if parts.is_empty() {
+            errors.at(
+                *bracket,
+                format!("counter {symbol} sums nothing: name 1 to 8 of the object's counters"),
+            );
+        }
+        let mut out: Vec<(usize, Ident)> = Vec::new();
+        for (n, part) in parts.iter().enumerate() {
+            let name = part.to_string();
+            if n == MAX_SUM_PARTS {
+                errors.at(
+                    part.span(),
+                    format!(
+                        "counter {symbol} sums more than {MAX_SUM_PARTS} counters (seed 000's \
+                         MAXCOMPLEXSUBSTAT): split it into sums of at most {MAX_SUM_PARTS}"
+                    ),
+                );
+            }
+            match names.iter().position(|c| *c == name) {
+                Some(_) if *symbol == name => {
+                    errors.at(part.span(), format!("counter {symbol} cannot sum itself"))
+                }
+                Some(_) if out.iter().any(|(_, t)| *t == name) => errors.at(
+                    part.span(),
+                    format!("counter {symbol} names {name} twice in its sum"),
+                ),
+                Some(i) => out.push((i, part.clone())),
+                None => errors.at(
+                    part.span(),
+                    format!(
+                        "counter {symbol} sums `{name}`, which is not a counter of its object{}",
+                        did_you_mean(
+                            &name,
+                            names.iter().map(String::as_str),
+                            "a sum adds counters of its own object"
+                        ),
+                    ),
+                ),
+            }
+        }
+        out
+    });
+    (factor, on_demand, sum)
+}
+
+/// Seed 000's `MAXCOMPLEXSUBSTAT`: the most counters a sum adds.
+const MAX_SUM_PARTS: usize = 8;
 
 /// A base counter: right after a counter that needs this base, no offset, no body. Returns the
 /// symbol of the counter it serves.

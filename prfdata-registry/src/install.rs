@@ -42,6 +42,7 @@ use crate::{
 ///             symbol: "DONE".into(),
 ///             offset: 2,
 ///             texts: vec![Text::new("009", "Jobs/sec", "Jobs done per second.")],
+///             factor: None,
 ///         }],
 ///     }],
 ///     fingerprint: None,
@@ -90,6 +91,10 @@ pub struct CounterNames {
     pub offset: u32,
     /// Name and explain text per language; the first is 009 (English).
     pub texts: Vec<Text>,
+    /// The scale factor monitors apply to displayed values, `*N` or `/N` (seed 000's
+    /// `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`): written to `Performance\Factors`
+    /// ([`crate::stats`]).
+    pub factor: Option<String>,
 }
 
 /// A name and explain text in one language (`"009"` is English, `"00C"` French, ...).
@@ -263,6 +268,7 @@ pub fn symbol_file(set: &CounterSet) -> String {
 ///             symbol: "CTR".into(),
 ///             offset: 2,
 ///             texts: vec![Text::new("009", "Ctr", "A counter.")],
+///             factor: None,
 ///         }],
 ///     }],
 ///     fingerprint: None,
@@ -348,7 +354,7 @@ fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 ///         symbol: "OBJ".into(),
 ///         offset: 0,
 ///         texts: vec![Text::new("009", "O", "o")],
-///         counters: vec![CounterNames { symbol: "CTR".into(), offset: 2, texts: vec![Text::new("009", "C", "c")] }],
+///         counters: vec![CounterNames { symbol: "CTR".into(), offset: 2, texts: vec![Text::new("009", "C", "c")], factor: None }],
 ///     }],
 ///     fingerprint: None,
 /// };
@@ -407,6 +413,17 @@ pub fn install_in<R: Registry + ?Sized>(
             service::INI_FILE,
             Value::Sz(ini_value.to_string_lossy().into_owned()),
         )?;
+        // The factors, keyed by the name indexes lodctr assigned, in the same update.
+        let factors: Vec<(u32, String)> = set
+            .objects
+            .iter()
+            .flat_map(|o| &o.counters)
+            .filter_map(|c| {
+                let f = c.factor.clone()?;
+                Some((range.first_counter.checked_add(c.offset)?, f))
+            })
+            .collect();
+        crate::stats::write_factors(hive, &set.app, &factors)?;
         if let Some(fingerprint) = set.fingerprint {
             hive.set_value(
                 &paths::performance(&set.app),

@@ -72,6 +72,7 @@ pub mod reg_cli;
 pub mod runtime;
 pub mod service;
 mod settings;
+pub mod stats;
 mod store;
 mod value;
 

@@ -199,7 +199,16 @@ pub fn register_service<R: Registry + ?Sized>(
 pub fn erase_service(hive: &mut Hive, driver: &str) -> Result<(), RegistryError> {
     check_name(NameKind::Service, driver)?;
     let perf = paths::performance(driver);
-    for name in [LIBRARY, OPEN, COLLECT, CLOSE, OPEN_TIMEOUT, COLLECT_TIMEOUT] {
+    for name in [
+        LIBRARY,
+        OPEN,
+        COLLECT,
+        CLOSE,
+        OPEN_TIMEOUT,
+        COLLECT_TIMEOUT,
+        crate::stats::FACTORS,
+        crate::stats::ON_DEMAND_TIMEOUT,
+    ] {
         hive.delete_value(&perf, name)?;
     }
     hive.delete_value(&paths::linkage(driver), EXPORT)?;

@@ -81,6 +81,13 @@ impl Width for NoValue {
 pub trait AtomicWidth: Width {
     /// `AtomicI32` or `AtomicI64`.
     type Atomic: Send + Sync + 'static;
+    /// `i32` or `i64`: what an on-demand closure of this width returns
+    /// ([`PrfData::on_demand`](crate::PrfData::on_demand)).
+    type Value: Copy + Send + 'static;
+
+    /// Stores `value` in `atomic` (relaxed): how an on-demand value is published.
+    #[doc(hidden)]
+    fn __store(atomic: &Self::Atomic, value: Self::Value);
 
     /// The atomic at `ptr`: how prfdata reaches a counter of this width.
     ///
@@ -94,6 +101,12 @@ pub trait AtomicWidth: Width {
 
 impl AtomicWidth for Dword {
     type Atomic = AtomicI32;
+    type Value = i32;
+
+    #[inline]
+    fn __store(atomic: &AtomicI32, value: i32) {
+        atomic.store(value, core::sync::atomic::Ordering::Relaxed);
+    }
 
     #[inline(always)]
     unsafe fn __at<'a>(ptr: *mut u8) -> &'a AtomicI32 {
@@ -104,6 +117,12 @@ impl AtomicWidth for Dword {
 
 impl AtomicWidth for Large {
     type Atomic = AtomicI64;
+    type Value = i64;
+
+    #[inline]
+    fn __store(atomic: &AtomicI64, value: i64) {
+        atomic.store(value, core::sync::atomic::Ordering::Relaxed);
+    }
 
     #[inline(always)]
     unsafe fn __at<'a>(ptr: *mut u8) -> &'a AtomicI64 {

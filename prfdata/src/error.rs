@@ -291,6 +291,19 @@ pub enum Error {
         "invalid map: {0}; declare the map with prfdata_map!, which checks it at compile time"
     )]
     Map(#[from] MapError),
+    /// [`PrfData::on_demand`](crate::PrfData::on_demand) for a counter the map does not declare
+    /// `on_demand: true`.
+    #[error(
+        "counter {counter} is not an on-demand counter: declare it with `on_demand: true` in the \
+         map to compute it on request"
+    )]
+    NotOnDemand {
+        /// The counter's symbol.
+        counter: &'static str,
+    },
+    /// The on-demand servicing thread could not be started.
+    #[error("cannot start the on-demand servicing thread: {0}")]
+    OnDemandThread(#[source] std::io::Error),
     /// An app name that cannot name a block file (it came from the registry's
     /// `Linkage\Export`, or a map built by hand): see [`prfdata_untrusted::check_name`].
     #[error("{0}")]

@@ -57,6 +57,7 @@ pub fn counter_set(map: &MapDef) -> CounterSet {
                             symbol: ctr.symbol.to_owned(),
                             offset: ctr.offset?,
                             texts: texts(ctr.texts),
+                            factor: ctr.factor.map(|f| f.to_string()),
                         })
                     })
                     .collect(),

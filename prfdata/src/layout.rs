@@ -7,7 +7,7 @@
 //! offset 0    BlockHeader (256 bytes)    magic, layout version, sizes, owner pid + start time,
 //!                                        generation, the consistency sequence, the Optex
 //!        256  ObjectRecord × objects     128 bytes each: definitions + instance bookkeeping
-//!             CounterRecord × counters   32 bytes each, in object order
+//!             CounterRecord × counters   64 bytes each, in object order
 //!             (padding to 64)
 //!             per object, each region 64-aligned:
 //!               live list   u32 × max     slot numbers of live instances, dense
@@ -45,13 +45,19 @@ pub const MAGIC: [u8; 8] = *b"PRFDATA\0";
 ///   ([`BlockHeader::map_fingerprint`]), so that a provider never labels a block's counters with
 ///   the names of another map than the one installed, and the `superseded` word
 ///   ([`BlockHeader::superseded`]) of a run-time block replaced by a new layout.
-pub const LAYOUT_VERSION: u32 = 4;
+/// - 4 (stat-server branch): seed 000's stat-server extras. The [`CounterRecord`] grew from 32 to 64 bytes: its stat
+///   flags (`PSTF_FUNCPTR`, `PSTF_COMPLEX`, `PSTF_FACTOR_*`), scale factor and the parts of a
+///   sum. The header's reserved room gave 16 bytes to the on-demand request and served
+///   generations and the requested objects ([`BlockHeader::od_request`],
+///   [`BlockHeader::od_served`], [`BlockHeader::od_objects`]).
+/// - 5: both of the above (merged; the header's reserved room shrank to 16 bytes).
+pub const LAYOUT_VERSION: u32 = 5;
 /// Size of [`BlockHeader`].
 pub const HEADER_SIZE: usize = 256;
 /// Size of [`ObjectRecord`].
 pub const OBJECT_RECORD_SIZE: usize = 128;
 /// Size of [`CounterRecord`].
-pub const COUNTER_RECORD_SIZE: usize = 32;
+pub const COUNTER_RECORD_SIZE: usize = 64;
 /// Size of [`SlotHeader`], before the instance name.
 pub const SLOT_HEADER_SIZE: usize = 64;
 /// Bytes before the first counter of a counter block: ByteLength and padding to 8.
@@ -163,8 +169,22 @@ pub struct BlockHeader {
     pub superseded: u32,
     /// Explicit padding.
     pub _pad1: u32,
+    /// On-demand counters (seed 000's `PSTF_FUNCPTR`): the request generation (atomic, a futex
+    /// word). A collector that wants fresh on-demand values and finds no request pending
+    /// (`od_request == od_served`) increments it and wakes the app's servicing thread, which
+    /// sleeps on it. The only word of the block a reader writes.
+    pub od_request: u32,
+    /// The generation of the last request the app served (atomic, a futex word): the app
+    /// stores the request it read once every closure's value is in its counter, then wakes the
+    /// collectors waiting on it.
+    pub od_served: u32,
+    /// The objects whose on-demand counters are requested (atomic): bit `i % 64` for object
+    /// `i`. A collector sets its objects' bits before it raises or shares a request; the app
+    /// takes the mask (swapping in 0) with each request it serves and runs the closures of
+    /// those objects only. Objects 64 apart share a bit (both are served).
+    pub od_objects: u64,
     /// Reserved, zero.
-    pub _reserved: [u8; 32],
+    pub _reserved: [u8; 16],
     /// The [`Optex`](crate::Optex) guarding layout changes (atomic, 64 bytes).
     pub optex: [u8; 64],
 }
@@ -178,6 +198,12 @@ pub const GENERATION_OFFSET: usize = offset_of!(BlockHeader, generation);
 pub const SUPERSEDED_OFFSET: usize = offset_of!(BlockHeader, superseded);
 /// Offset of [`BlockHeader::optex`].
 pub const OPTEX_OFFSET: usize = offset_of!(BlockHeader, optex);
+/// Offset of [`BlockHeader::od_request`].
+pub const OD_REQUEST_OFFSET: usize = offset_of!(BlockHeader, od_request);
+/// Offset of [`BlockHeader::od_served`].
+pub const OD_SERVED_OFFSET: usize = offset_of!(BlockHeader, od_served);
+/// Offset of [`BlockHeader::od_objects`].
+pub const OD_OBJECTS_OFFSET: usize = offset_of!(BlockHeader, od_objects);
 
 /// One object's record (128 bytes).
 #[repr(C)]
@@ -228,7 +254,19 @@ pub const FREE_HEAD_OFFSET: usize = offset_of!(ObjectRecord, free_head);
 /// Offset of [`ObjectRecord::high_water`] inside the record.
 pub const HIGH_WATER_OFFSET: usize = offset_of!(ObjectRecord, high_water);
 
-/// One counter's record (32 bytes).
+/// One counter's record (64 bytes).
+///
+/// ```text
+///  0 name_offset   4 counter_type  8 size         12 block_offset
+/// 16 default_scale 20 detail_level 24 stat_flags   28 factor
+/// 32 parts: u16 × 8 (indexes among the object's counters)   48 part_count
+/// 52 reserved, zero (12 bytes)
+/// ```
+///
+/// `stat_flags` holds seed 000's `PSTF_FUNCPTR` (on demand), `PSTF_COMPLEX` (a sum of
+/// `parts[..part_count]`, which the reader computes; the app never writes its value) and
+/// `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE` (with `factor`, applied to displayed values
+/// only) ([`LAYOUT_VERSION`] 4).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct CounterRecord {
@@ -244,9 +282,25 @@ pub struct CounterRecord {
     pub default_scale: i32,
     /// `PERF_DETAIL_*`.
     pub detail_level: u32,
+    /// Seed 000's `PSTF_*` flags: [`STAT_FLAGS`] says which a block may hold.
+    pub stat_flags: u32,
+    /// The scale factor of `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`, else 0.
+    pub factor: u32,
+    /// With `PSTF_COMPLEX`: the summed counters, as indexes among the object's counters.
+    pub parts: [u16; MAX_SUM_PARTS],
+    /// With `PSTF_COMPLEX`: how many of `parts` are used (1 to [`MAX_SUM_PARTS`]), else 0.
+    pub part_count: u32,
     /// Reserved, zero.
-    pub _reserved: [u32; 2],
+    pub _reserved: [u32; 3],
 }
+
+/// The most parts of a sum (seed 000's `MAXCOMPLEXSUBSTAT`).
+pub const MAX_SUM_PARTS: usize = crate::winperf::MAXCOMPLEXSUBSTAT;
+/// The `PSTF_*` flags a [`CounterRecord`] may hold; a reader refuses others.
+pub const STAT_FLAGS: u32 = crate::winperf::PSTF_FUNCPTR
+    | crate::winperf::PSTF_COMPLEX
+    | crate::winperf::PSTF_FACTOR_MULTIPLY
+    | crate::winperf::PSTF_FACTOR_DIVIDE;
 
 /// The fixed part of an instance slot (64 bytes); the UTF-16 name follows, padded to 8.
 /// Every field is reached atomically.
@@ -322,6 +376,9 @@ const _: () = {
     assert!(size_of::<ObjectRecord>() == OBJECT_RECORD_SIZE);
     assert!(LIVE_COUNT_OFFSET == 64);
     assert!(size_of::<CounterRecord>() == COUNTER_RECORD_SIZE);
+    assert!(OD_REQUEST_OFFSET.is_multiple_of(4) && OD_SERVED_OFFSET == OD_REQUEST_OFFSET + 4);
+    assert!(OD_OBJECTS_OFFSET.is_multiple_of(8) && OD_OBJECTS_OFFSET + 8 <= HEADER_SIZE);
+    assert!(MAX_SUM_PARTS <= u16::MAX as usize && (MAX_COUNTERS - 1) as usize <= u16::MAX as usize);
     assert!(size_of::<SlotHeader>() == SLOT_HEADER_SIZE);
     assert!(slot::GENERATION == 28 && slot::PARENT_GENERATION == 32 && slot::CHILDREN == 36);
     assert!(SLOT_HEADER_SIZE.is_multiple_of(8));

@@ -124,6 +124,7 @@ pub mod winperf;
 
 mod error;
 mod instances;
+mod on_demand;
 mod prfdata;
 mod sys;
 mod write_lock;

@@ -5,6 +5,7 @@ use core::marker::PhantomData;
 use core::ops::Deref;
 use std::path::Path;
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use crate::block::create::BlockFile;
@@ -13,7 +14,8 @@ use crate::counter_type::{AtomicWidth, CounterType, Dword, ElapsedTime, Large, T
 use crate::error::Error;
 use crate::instances::{Corrupt, NewInstance, SlotRef, Tables};
 use crate::layout;
-use crate::map::{data_offset, CtrId, Global, Instanced, Object, PerfDataMap};
+use crate::map::{data_offset, CtrId, Global, Instanced, Object, PerfDataMap, Source};
+use crate::on_demand::Server;
 use crate::optex::{Optex, OptexGuard};
 use crate::watch::waiter::Host as WatchHost;
 use crate::watch::WatchEvent;
@@ -86,6 +88,9 @@ use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct PrfData<M: PerfDataMap> {
+    /// The on-demand servicing thread, started by the first [`PrfData::on_demand`]. Declared
+    /// before `block`: dropped (the thread joined) before the block is unmapped.
+    on_demand: OnceLock<Server>,
     block: BlockFile,
     /// The objects and counters added at run time (feature `install`).
     #[cfg(feature = "install")]
@@ -100,6 +105,20 @@ pub struct PrfData<M: PerfDataMap> {
 fn block_dir(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new("."))
 }
+
+/// A counter's atomic, carried to the on-demand thread.
+struct CounterPtr<A>(*const A);
+
+impl<A> CounterPtr<A> {
+    /// The pointer (a method, so that a closure captures the whole `Send` wrapper).
+    fn get(&self) -> *const A {
+        self.0
+    }
+}
+
+// SAFETY: `A` is `AtomicI32` or `AtomicI64` in shared memory that outlives the thread it is sent
+// to (see `PrfData::on_demand`); it is only accessed atomically.
+unsafe impl<A: Sync> Send for CounterPtr<A> {}
 
 /// A live instance of object `O`, returned by [`PrfData::add_instance`] (CPrfData's INSTID).
 ///
@@ -513,6 +532,7 @@ impl<M: PerfDataMap> PrfData<M> {
         let block = BlockFile::create(M::DEF, dir)?;
         let watch = WatchHost::create(M::DEF, block_dir(block.path()));
         let prf = PrfData {
+            on_demand: OnceLock::new(),
             #[cfg(feature = "install")]
             dynamic: crate::dynamic::Shared::new(M::DEF, block.path(), true),
             block,
@@ -579,6 +599,7 @@ impl<M: PerfDataMap> PrfData<M> {
     fn attached(block: BlockFile) -> Result<Self, Error> {
         let watch = WatchHost::attached(M::DEF, block_dir(block.path()));
         Ok(PrfData {
+            on_demand: OnceLock::new(),
             #[cfg(feature = "install")]
             dynamic: crate::dynamic::Shared::new(M::DEF, block.path(), false),
             block,
@@ -907,6 +928,82 @@ impl<M: PerfDataMap> PrfData<M> {
     /// The atomic of width `W` at `off`, which the callers computed from `M` and a counter id
     /// whose width is `W` (checked against the map when the id was made).
     #[inline(always)]
+    /// Registers `f` as the closure that computes the on-demand counter `ctr` (declared
+    /// `on_demand: true` in the map: seed 000's `PSTF_FUNCPTR`), replacing any earlier one.
+    ///
+    /// The first registration starts the handle's servicing thread, which sleeps until a
+    /// collector asks for fresh values, then runs every registered closure and stores each value
+    /// in its counter (the collector's side is
+    /// [`BlockReader::refresh_on_demand`](crate::reader::BlockReader::refresh_on_demand)). A
+    /// collector waits for the answer at most its service's bound
+    /// (`Services\<app>\Performance\OnDemand Timeout`, 20 ms by default), then serves the last
+    /// value: keep closures short. The thread stops when this handle is dropped (waiting for a
+    /// closure still running).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotOnDemand`] if the map does not declare `ctr` on demand;
+    /// [`Error::OnDemandThread`] if the servicing thread cannot be started.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// prfdata::prfdata_map! { pub mod m { app: "OnDemandDoc",
+    ///   object PROC { name: "Process", help: "This process.", counters {
+    ///     OPEN_FILES: RawCount { name: "Open files", help: name, on_demand: true },
+    ///   } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// prf.on_demand(m::OPEN_FILES, || {
+    ///     std::fs::read_dir("/proc/self/fd").map_or(-1, |d| d.count() as i32)
+    /// })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn on_demand<T, O, F>(&self, ctr: CtrId<T, O>, mut f: F) -> Result<(), Error>
+    where
+        T: CounterType,
+        T::Width: AtomicWidth,
+        O: Object<Map = M, Scope = Global>,
+        F: FnMut() -> <T::Width as AtomicWidth>::Value + Send + 'static,
+    {
+        let def = &M::DEF.objects[O::INDEX].counters[ctr.index()];
+        if def.source != Source::OnDemand {
+            return Err(Error::NotOnDemand {
+                counter: def.symbol,
+            });
+        }
+        let server = match self.on_demand.get() {
+            Some(server) => server,
+            None => {
+                // SAFETY: `base` is the start of the whole block's mapping, which `self.block`
+                // keeps until `self` is dropped; `self.on_demand` is declared before `block`,
+                // so the server (and its thread) is dropped first. The closures below touch
+                // only counters inside that mapping.
+                let server = unsafe { Server::start(self.block.raw.base()) }
+                    .map_err(Error::OnDemandThread)?;
+                // Another thread may have started one meanwhile: keep the first, drop ours.
+                let _ = self.on_demand.set(server);
+                self.on_demand.get().ok_or(Error::NotOnDemand {
+                    counter: def.symbol,
+                })?
+            }
+        };
+        let offset = const { data_offset::<O>() } + ctr.offset();
+        let counter = CounterPtr(self.atomic_at::<T::Width>(offset) as *const _);
+        server.register(
+            O::INDEX,
+            offset,
+            Box::new(move || {
+                let value = f();
+                // SAFETY: `counter` points at the counter's atomic in the block's mapping,
+                // which outlives the server's thread, the only caller (see above).
+                let atomic = unsafe { &*counter.get() };
+                <T::Width as AtomicWidth>::__store(atomic, value);
+            }),
+        );
+        Ok(())
+    }
+
     fn atomic_at<W: AtomicWidth>(&self, off: usize) -> &W::Atomic {
         let size = <W as Width>::SIZE as usize;
         debug_assert!(

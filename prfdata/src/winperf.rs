@@ -67,6 +67,20 @@ pub const PERF_DETAIL_EXPERT: u32 = ws::PERF_DETAIL_EXPERT;
 /// Detail level: for the system designer.
 pub const PERF_DETAIL_WIZARD: u32 = ws::PERF_DETAIL_WIZARD;
 
+/// Windows 95 perf.h (seed 000) `PSTF_FUNCPTR`: the stat's value is computed on request. In a
+/// block's counter record: an on-demand counter.
+pub const PSTF_FUNCPTR: u32 = 0x0000_0001;
+/// Windows 95 perf.h (seed 000) `PSTF_FACTOR_MULTIPLY`: displayed values are multiplied by the
+/// stat's scale factor.
+pub const PSTF_FACTOR_MULTIPLY: u32 = 0x0000_0040;
+/// Windows 95 perf.h (seed 000) `PSTF_FACTOR_DIVIDE`: displayed values are divided by the
+/// stat's scale factor.
+pub const PSTF_FACTOR_DIVIDE: u32 = 0x0000_0080;
+/// Windows 95 perf.h (seed 000) `PSTF_COMPLEX`: the stat is the sum of other stats.
+pub const PSTF_COMPLEX: u32 = 0x0000_0100;
+/// Windows 95 perf.h (seed 000) `MAXCOMPLEXSUBSTAT`: the most stats a complex stat sums.
+pub const MAXCOMPLEXSUBSTAT: usize = 8;
+
 /// Collect returned because the buffer was too small (winerror.h `ERROR_MORE_DATA`).
 pub const ERROR_MORE_DATA: u32 = 234;
 /// Success (winerror.h `ERROR_SUCCESS`).

@@ -30,6 +30,7 @@
 use serde::Serialize;
 
 use crate::decode::DataSnapshot;
+use crate::factor::Factors;
 use crate::names::Names;
 use crate::report::detail_name;
 
@@ -83,6 +84,33 @@ pub struct CatalogCounter {
     pub default_scale: i32,
     /// The displayed value's unit (`/sec`, `%`, `s`, or empty), from the type's display field.
     pub unit: &'static str,
+    /// Seed 000's scale factor (`*N` or `/N`) a monitor applies to the displayed value, when
+    /// the counter has one ([`crate::factor`]; filled by [`with_factors`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub factor: Option<String>,
+}
+
+/// Fills each counter's [`CatalogCounter::factor`] from `factors`.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::catalog::{catalog, with_factors};
+/// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+/// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+/// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+/// let mut objects = catalog(&[snap], &prfmon::names::Names::default(), 400);
+/// let index = objects[0].counters[0].index;
+/// let mut hive = prfdata_registry::perflib::new_hive();
+/// prfdata_registry::stats::write_factors(&mut hive, "App", &[(index, "*8".into())])?;
+/// with_factors(&mut objects, &prfmon::factor::Factors::from_hive(&hive)?);
+/// assert_eq!(objects[0].counters[0].factor.as_deref(), Some("*8"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn with_factors(objects: &mut [CatalogObject], factors: &Factors) {
+    for c in objects.iter_mut().flat_map(|o| o.counters.iter_mut()) {
+        c.factor = factors.of(c.index).map(|f| f.to_string());
+    }
 }
 
 /// The objects and counters in `snapshots` (first occurrence of each object wins) whose
@@ -147,6 +175,7 @@ pub fn catalog_with_services(
                 type_code: c.counter_type,
                 default_scale: c.default_scale,
                 unit: crate::pdh::unit(c.counter_type),
+                factor: None,
             })
             .collect();
         out.push(CatalogObject {

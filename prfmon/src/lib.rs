@@ -38,6 +38,7 @@
 //! - [`merge`]: a `Global` collection and one by index (or `Costly`) as one view, each object
 //!   once, parent links re-pointed.
 //! - [`names`]: names and explain texts from `Perflib\<lang>`; PDH-style instance names.
+//! - [`factor`]: seed 000's integer scale factors, from the registry, for displayed values.
 //! - [`report`]: a collection as a table or as JSON.
 //!
 //! **Sampling over time**
@@ -81,6 +82,7 @@ pub mod catalog;
 pub mod collector;
 pub mod datablock;
 pub mod decode;
+pub mod factor;
 pub mod lease;
 pub mod merge;
 pub mod names;

@@ -20,6 +20,7 @@
 use serde::Serialize;
 
 use crate::decode::{CounterDef, DataSnapshot, ObjectData, RawValue};
+use crate::factor::Factors;
 use crate::names::{instance_names, Names};
 
 /// The name of a `PERF_DETAIL_*` level.
@@ -112,6 +113,10 @@ struct JsonCounter {
     base: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     base_of: Option<usize>,
+    /// Seed 000's scale factor (`*N` or `/N`), for a consumer formatting the value; the values
+    /// here stay raw.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    factor: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -129,6 +134,7 @@ fn json_object<'a>(
     obj: &'a ObjectData,
     service: Option<&'a str>,
     names: &Names,
+    factors: &Factors,
 ) -> JsonObject<'a> {
     let counters = obj
         .counters
@@ -147,6 +153,7 @@ fn json_object<'a>(
             differentiate: prfdata::winperf::is_differentiated(c.counter_type),
             base: c.base,
             base_of: c.base_of,
+            factor: factors.of(c.name_index).map(|f| f.to_string()),
         })
         .collect();
     let instances = obj.has_instances().then(|| {
@@ -203,6 +210,35 @@ pub fn json_with_services(
     names: &Names,
     services: &[String],
 ) -> serde_json::Value {
+    json_with_factors(snap, names, services, &Factors::default())
+}
+
+/// [`json_with_services`], each counter with its scale factor (seed 000's
+/// `PSTF_FACTOR_MULTIPLY` / `DIVIDE`, from [`crate::factor`]) as `"factor": "*4096"` when it
+/// has one. The values stay raw, as everywhere in this JSON: a consumer formats them, then
+/// applies the factor to the displayed value.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+/// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+/// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+/// let counter = snap.objects[0].counters[0].name_index;
+/// let mut hive = prfdata_registry::perflib::new_hive();
+/// prfdata_registry::stats::write_factors(&mut hive, "App", &[(counter, "/1024".into())])?;
+/// let factors = prfmon::factor::Factors::from_hive(&hive)?;
+/// let names = prfmon::names::Names::default();
+/// let json = prfmon::report::json_with_factors(&snap, &names, &[], &factors);
+/// assert_eq!(json["objects"][0]["counters"][0]["factor"], "/1024");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn json_with_factors(
+    snap: &DataSnapshot,
+    names: &Names,
+    services: &[String],
+    factors: &Factors,
+) -> serde_json::Value {
     let view = JsonSnapshot {
         system_name: &snap.system_name,
         system_time: format!("{} UTC", snap.system_time),
@@ -215,7 +251,7 @@ pub fn json_with_services(
             .objects
             .iter()
             .enumerate()
-            .map(|(i, o)| json_object(snap, o, services.get(i).map(String::as_str), names))
+            .map(|(i, o)| json_object(snap, o, services.get(i).map(String::as_str), names, factors))
             .collect(),
     };
     serde_json::to_value(view).unwrap_or(serde_json::Value::Null)

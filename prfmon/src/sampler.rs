@@ -273,6 +273,9 @@ pub struct Reading {
     pub path: CounterPath,
     /// The counter type.
     pub counter_type: u32,
+    /// The counter's name index (`CounterNameTitleIndex`): the key of its scale factor
+    /// ([`crate::factor`]).
+    pub name_index: u32,
     /// The definition's `DefaultScale` (the chart shows value × 10^scale).
     pub default_scale: i32,
     /// The raw sample the value was computed from.
@@ -431,6 +434,7 @@ impl Sampler {
                     request,
                     path: m.path,
                     counter_type: def.counter_type,
+                    name_index: def.name_index,
                     default_scale: def.default_scale,
                     raw,
                     value,

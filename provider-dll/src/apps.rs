@@ -15,9 +15,11 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-use prfdata::reader::{BlockReader, BlockView, ReadError};
+use prfdata::reader::{BlockReader, BlockView, ObjectInfo, ReadError, Refresh};
 use prfdata::Error as PrfError;
-use prfdata_registry::{check_names_fit, first_counter_help, service, FileRegistry, Registry};
+use prfdata_registry::{
+    check_names_fit, first_counter_help, service, stats, FileRegistry, Registry,
+};
 use prfdata_registry::{NamesMismatch, PerformanceService};
 
 use crate::serialize::TitleBase;
@@ -31,6 +33,9 @@ pub struct Names {
     pub titles: TitleBase,
     /// The app's Performance values.
     pub installed: PerformanceService,
+    /// How long a Collect waits for the app's on-demand values: `OnDemand Timeout` from its
+    /// Performance key (20 ms by default, [`prfdata_registry::stats`]).
+    pub on_demand_bound: Duration,
 }
 
 /// The registry store file as `stat` saw it: every update replaces the file, so a change of any
@@ -76,6 +81,7 @@ impl Names {
                 first_help,
             },
             installed: service::read_service(&hive, app)?.unwrap_or_default(),
+            on_demand_bound: stats::on_demand_timeout(&hive, app),
         })
     }
 }
@@ -111,6 +117,15 @@ impl App {
             .unwrap_or_else(PoisonError::into_inner)
             .names
             .titles
+    }
+
+    /// How long a Collect waits for the app's on-demand values, as last read.
+    pub fn on_demand_bound(&self) -> Duration {
+        self.names
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .names
+            .on_demand_bound
     }
 
     /// The block's app name.
@@ -187,6 +202,28 @@ impl App {
             }
         }
         None
+    }
+
+    /// Asks the app for fresh on-demand values (seed 000's `PSTF_FUNCPTR`) of the objects
+    /// `wanted` says the query asks for, waiting at most
+    /// [`on_demand_bound`](App::on_demand_bound); the last values are served otherwise. Nothing
+    /// when the app is not running or none of those objects has on-demand counters; a failure
+    /// is logged once.
+    pub fn refresh_on_demand(&self, wanted: impl Fn(&ObjectInfo) -> bool) {
+        let Ok(reader) = self.current_reader() else {
+            return; // `read` reports why, once
+        };
+        let objects = reader.objects();
+        let wanted = |i: usize| objects.get(i).is_some_and(&wanted);
+        match reader.refresh_on_demand_of(wanted, self.on_demand_bound()) {
+            Ok(Refresh::TimedOut) => log::debug!(
+                "app {}: on-demand values not served within {:?}: the last ones are served",
+                self.name,
+                self.on_demand_bound()
+            ),
+            Ok(_) => {}
+            Err(e) => self.log_once(&e),
+        }
     }
 
     fn current_reader(&self) -> Result<Arc<BlockReader>, ReadError> {

@@ -65,6 +65,11 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
         };
     }
     let apps = apps::apps();
+    // On-demand values first (seed 000's PSTF_FUNCPTR), each app's wait bounded by its
+    // service's `OnDemand Timeout`, outside the read budget below.
+    for app in &apps {
+        app.refresh_on_demand(|info| query.wants(app.titles().name(info.name_offset), info.costly));
+    }
     let start = Instant::now();
     let left = || {
         COLLECT_BUDGET

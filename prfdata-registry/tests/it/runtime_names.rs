@@ -23,6 +23,7 @@ fn set(app: &str) -> CounterSet {
                 symbol: "CTR".into(),
                 offset: 2,
                 texts: vec![Text::new("009", format!("{app} Ctr"), "c")],
+                factor: None,
             }],
         }],
         fingerprint: Some(1),
@@ -46,6 +47,7 @@ fn runtime(offset: u32, name: &str) -> CounterNames {
             Text::new("009", name, "h"),
             Text::new("00C", format!("{name} fr"), "h"),
         ],
+        factor: None,
     }
 }
 

@@ -41,9 +41,10 @@ use crate::clock;
 use crate::error::Error;
 use crate::layout::*;
 use crate::map::offsets::*;
-use crate::map::{Instances, MapDef};
+use crate::map::{Instances, MapDef, Source};
 use crate::process::{Liveness, ProcessId};
 use crate::sys::shm;
+use crate::winperf;
 
 mod temp;
 
@@ -82,7 +83,10 @@ pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> 
         map_fingerprint: map.fingerprint(),
         superseded: 0,
         _pad1: 0,
-        _reserved: [0; 32],
+        od_request: 0,
+        od_served: 0,
+        od_objects: 0,
+        _reserved: [0; 16],
         optex: [0; 64],
     };
     let mut image = Vec::with_capacity(regions_offset(map));
@@ -131,13 +135,40 @@ pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> 
                 block_offset: counter_offset(obj, c) as u32,
                 default_scale: ctr.default_scale,
                 detail_level: ctr.detail.to_winperf(),
-                _reserved: [0; 2],
+                ..stat_fields(ctr)
             };
             image.extend_from_slice(record.as_bytes());
         }
     }
     image.resize(regions_offset(map), 0);
     image
+}
+
+/// A counter record's seed 000 fields (stat flags, factor, parts), the rest zero.
+fn stat_fields(ctr: &crate::map::CounterDef) -> CounterRecord {
+    let (mut flags, factor) = ctr.factor.map_or((0, 0), |f| f.to_flags());
+    let mut parts = [0u16; MAX_SUM_PARTS];
+    let mut part_count = 0;
+    match ctr.source {
+        Source::Stored => {}
+        Source::OnDemand => flags |= winperf::PSTF_FUNCPTR,
+        Source::SumOf(list) => {
+            flags |= winperf::PSTF_COMPLEX;
+            // The map's validation: 1 to MAX_SUM_PARTS parts, each an index among the object's
+            // counters (fewer than MAX_COUNTERS, so it fits a u16).
+            for (slot, &p) in parts.iter_mut().zip(list) {
+                *slot = p as u16;
+            }
+            part_count = list.len().min(MAX_SUM_PARTS) as u32;
+        }
+    }
+    CounterRecord {
+        stat_flags: flags,
+        factor,
+        parts,
+        part_count,
+        ..CounterRecord::default()
+    }
 }
 
 /// A block file, as the kernel names it: device and inode.

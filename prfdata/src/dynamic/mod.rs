@@ -331,6 +331,7 @@ impl Shared {
                     symbol: o.symbol,
                     offset: o.offset,
                     texts: o.texts,
+                    factor: None,
                 };
                 std::iter::once(obj).chain(o.counters)
             })
@@ -485,6 +486,8 @@ fn leak_map(app: &str, defs: &Defs) -> Option<&'static MapDef> {
                     default_scale: c.scale,
                     counter_type: c.counter_type,
                     text_len: 0,
+                    factor: None,
+                    source: crate::map::Source::Stored,
                 })
                 .collect();
             ObjectDef {

@@ -8,11 +8,13 @@
 //!
 //! The number is FNV-1a (64 bits) over what reaches the registry and nothing else: the app name,
 //! and for each object and named counter, in declaration order, its symbolic offset and its texts
-//! (language, name, help), each string preceded by its length so that no two maps run together.
+//! (language, name, help), each string preceded by its length so that no two maps run together,
+//! and a counter's scale factor (seed 000's `PSTF_FACTOR_*`, which install records beside the
+//! names in `Factors`).
 //! Counter types, detail levels and instance limits are left out: changing them does not change
 //! any name.
 
-use super::{MapDef, Text};
+use super::{Factor, MapDef, Text};
 
 /// FNV-1a's 64-bit offset basis (Fowler, Noll, Vo: <http://www.isthe.com/chongo/tech/comp/fnv/>).
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -62,6 +64,17 @@ pub(crate) fn fingerprint(map: &MapDef) -> u64 {
         for ctr in named {
             h.u32(ctr.offset.unwrap_or(0));
             h.texts(ctr.texts);
+            match ctr.factor {
+                None => h.u32(0),
+                Some(Factor::Multiply(n)) => {
+                    h.u32(1);
+                    h.u32(n);
+                }
+                Some(Factor::Divide(n)) => {
+                    h.u32(2);
+                    h.u32(n);
+                }
+            }
         }
     }
     h.0
@@ -94,6 +107,8 @@ mod tests {
         default_scale: 0,
         counter_type: crate::winperf::PERF_COUNTER_RAWCOUNT,
         text_len: 0,
+        factor: None,
+        source: crate::map::Source::Stored,
     };
     const OBJ: ObjectDef = ObjectDef {
         symbol: "O",
@@ -107,7 +122,7 @@ mod tests {
     };
 
     #[test]
-    fn names_change_the_fingerprint_and_types_do_not() {
+    fn names_and_factors_change_the_fingerprint_and_types_do_not() {
         let base = MapDef {
             app: "A",
             objects: &[OBJ],
@@ -152,7 +167,18 @@ mod tests {
             fingerprint(&base),
             fingerprint(&MapDef { app: "B", ..base })
         );
+        let scaled = MapDef {
+            app: "A",
+            objects: &[ObjectDef {
+                counters: &[CounterDef {
+                    factor: Some(crate::map::Factor::Divide(1024)),
+                    ..CTR
+                }],
+                ..OBJ
+            }],
+        };
         assert_eq!(fingerprint(&base), fingerprint(&retyped));
+        assert_ne!(fingerprint(&base), fingerprint(&scaled), "factors reach the registry");
         assert_eq!(highest_offset(&base), 2);
         assert_eq!(highest_offset(&moved), 4);
     }

@@ -30,6 +30,9 @@
 ///                     lang "00C" { name: "...", help: "..." },    // zero or more
 ///                     detail: Novice,              // default: the object's
 ///                     scale: 0,                    // default 0
+///                     factor: * N | / N,           // default none (seed 000's scale factor)
+///                     on_demand: false | true,     // default false (seed 000's PSTF_FUNCPTR)
+///                     sum: [COUNTER, ...],         // default none (seed 000's PSTF_COMPLEX)
 ///                 },
 ///                 BASE_SYMBOL: BaseType,           // right after the counter it serves
 ///             }
@@ -58,6 +61,18 @@
 /// counter takes its object's detail level and scale 0; a base counter is Novice (a detail
 /// filter never drops it while keeping the counter it serves).
 ///
+/// **Seed 000's stat-server extras** ([`Factor`](crate::map::Factor),
+/// [`Source`](crate::map::Source)):
+/// - `factor: * 4096` or `factor: / 1024`: monitors multiply or divide the *displayed* value by
+///   this integer, besides `scale` (raw values are never changed). It is kept in the block's
+///   counter record and, at install, in `Services\<app>\Performance\Factors`, where consumers
+///   look it up by counter name index (perflib's counter definition has no field for it).
+/// - `on_demand: true`: the app computes the value when a collector asks, with a closure given
+///   to [`PrfData::on_demand`](crate::PrfData::on_demand); objects without instances only.
+/// - `sum: [A, B, ...]`: the sum of 1 to 8 other counters of the object, of the same width,
+///   computed by the reader at every read (the app never writes it; a 32-bit sum wraps at 2^32
+///   as a 32-bit counter would). Sums do not nest.
+///
 /// # Errors at compile time
 ///
 /// A mistake in the map fails to compile with a message at the token it is about: an odd or
@@ -66,7 +81,10 @@
 /// a fraction, average, multi or precision counter not followed by its base, a base without its
 /// counter or with an offset or texts, an unknown or repeated field (with the nearest names), a
 /// missing name, help or `counters`, a bad language id, instance limits out of range, a default
-/// counter that is not one of the object's, a bad app name. The map is then validated again in
+/// counter that is not one of the object's, a bad app name, a sum of more than 8 counters or of
+/// a counter that is not one of the object's (or is itself, a base or a sum), a sum's part of
+/// another width, an on-demand counter of an object with instances, a factor of 0. The map is
+/// then validated again in
 /// a `const` ([`MapError::assert_valid`](crate::map::MapError::assert_valid)), which also checks
 /// the size of the block laid out from it. `prfdata/tests/ui` shows each message.
 ///

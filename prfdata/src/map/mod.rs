@@ -52,7 +52,7 @@ pub use ids::{CtrId, Global, Instanced, Object, PerfDataMap, Scope};
 /// The proc macro behind [`prfdata_map!`](crate::prfdata_map), which passes it `$crate`.
 #[doc(hidden)]
 pub use prfdata_macros::prfdata_map as __prfdata_map;
-pub use validate::{validate, MapError};
+pub use validate::{validate, MapError, MAX_SUM_PARTS};
 
 use crate::winperf;
 
@@ -149,6 +149,165 @@ pub struct CounterDef {
     /// For a `PERF_COUNTER_TEXT` counter: its room in UTF-16 code units, the terminating NUL
     /// included (see [`counter_type::Text32`](crate::counter_type::Text32)); 0 otherwise.
     pub text_len: u32,
+    /// The integer displayed values are multiplied or divided by (seed 000's
+    /// `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`), besides `default_scale`; `None` for 1.
+    pub factor: Option<Factor>,
+    /// Where the value comes from: the app's stores, a closure run on request, or a sum.
+    pub source: Source,
+}
+
+/// An integer scale factor (seed 000's `pst0_ScaleFactor` with `PSTF_FACTOR_MULTIPLY` or
+/// `PSTF_FACTOR_DIVIDE`): monitors multiply or divide the *displayed* value by it, never the
+/// raw value. Declared in a map as `factor: * 4096` or `factor: / 1024`.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::map::Factor;
+/// assert_eq!(Factor::Multiply(4096).apply(2.0), 8192.0);
+/// assert_eq!(Factor::Divide(1024).apply(2048.0), 2.0);
+/// assert_eq!("/1024".parse::<Factor>(), Ok(Factor::Divide(1024)));
+/// assert_eq!(Factor::Multiply(4096).to_string(), "*4096");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Factor {
+    /// `PSTF_FACTOR_MULTIPLY`: the displayed value is the value times this.
+    Multiply(u32),
+    /// `PSTF_FACTOR_DIVIDE`: the displayed value is the value divided by this.
+    Divide(u32),
+}
+
+impl Factor {
+    /// The factor applied to a displayed value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(prfdata::map::Factor::Divide(4).apply(10.0), 2.5);
+    /// ```
+    pub fn apply(self, value: f64) -> f64 {
+        match self {
+            Factor::Multiply(n) => value * f64::from(n),
+            Factor::Divide(n) => value / f64::from(n),
+        }
+    }
+
+    /// The factor a block's counter record describes (its stat flags and factor fields), if
+    /// it describes one: exactly one of the two flags and a factor of at least 1.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata::map::Factor;
+    /// use prfdata::winperf::PSTF_FACTOR_DIVIDE;
+    /// assert_eq!(Factor::from_flags(PSTF_FACTOR_DIVIDE, 8), Some(Factor::Divide(8)));
+    /// assert_eq!(Factor::from_flags(0, 8), None);
+    /// ```
+    pub const fn from_flags(flags: u32, factor: u32) -> Option<Factor> {
+        let mul = flags & winperf::PSTF_FACTOR_MULTIPLY != 0;
+        let div = flags & winperf::PSTF_FACTOR_DIVIDE != 0;
+        match (mul, div) {
+            _ if factor == 0 => None,
+            (true, false) => Some(Factor::Multiply(factor)),
+            (false, true) => Some(Factor::Divide(factor)),
+            _ => None,
+        }
+    }
+
+    /// The stat flag (`PSTF_FACTOR_MULTIPLY` or `PSTF_FACTOR_DIVIDE`) and the factor.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata::map::Factor;
+    /// assert_eq!(Factor::Multiply(3).to_flags(), (prfdata::winperf::PSTF_FACTOR_MULTIPLY, 3));
+    /// ```
+    pub const fn to_flags(self) -> (u32, u32) {
+        match self {
+            Factor::Multiply(n) => (winperf::PSTF_FACTOR_MULTIPLY, n),
+            Factor::Divide(n) => (winperf::PSTF_FACTOR_DIVIDE, n),
+        }
+    }
+}
+
+impl core::fmt::Display for Factor {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Factor::Multiply(n) => write!(f, "*{n}"),
+            Factor::Divide(n) => write!(f, "/{n}"),
+        }
+    }
+}
+
+impl core::str::FromStr for Factor {
+    type Err = FactorParseError;
+
+    /// `*N` or `/N` (spaces allowed around the operator), N a positive `u32`.
+    fn from_str(s: &str) -> Result<Factor, FactorParseError> {
+        let s = s.trim();
+        let bad = || FactorParseError(s.to_owned());
+        let (op, n) = s.split_at_checked(1).ok_or_else(bad)?;
+        let n: u32 = n.trim().parse().map_err(|_| bad())?;
+        match (op, n) {
+            (_, 0) => Err(bad()),
+            ("*", n) => Ok(Factor::Multiply(n)),
+            ("/", n) => Ok(Factor::Divide(n)),
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// A scale factor that is not `*N` or `/N` with N a positive `u32` (what [`Factor`]'s
+/// `FromStr` refused, as given).
+///
+/// # Examples
+///
+/// ```
+/// let err = "x3".parse::<prfdata::map::Factor>().unwrap_err();
+/// assert!(err.to_string().contains("x3"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a scale factor: write `*N` or `/N` with N a positive integer")]
+pub struct FactorParseError(pub String);
+
+/// Where a counter's value comes from.
+///
+/// # Examples
+///
+/// ```
+/// prfdata::prfdata_map! {
+///     pub mod m {
+///         app: "SourceDoc",
+///         object IO {
+///             name: "IO", help: "I/O.",
+///             counters {
+///                 READS: RawCount { name: "Reads", help: name },
+///                 WRITES: RawCount { name: "Writes", help: name },
+///                 TOTAL: RawCount { name: "Total", help: name, sum: [READS, WRITES] },
+///                 OPEN: RawCount { name: "Open", help: name, on_demand: true },
+///             }
+///         }
+///     }
+/// }
+/// use prfdata::map::Source;
+/// let c = m::MAP.objects[0].counters;
+/// assert_eq!(c[0].source, Source::Stored);
+/// assert_eq!(c[2].source, Source::SumOf(&[0, 1]));
+/// assert_eq!(c[3].source, Source::OnDemand);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The app stores the value (the ordinary counter).
+    Stored,
+    /// Seed 000's `PSTF_FUNCPTR`: the app computes the value when a collector asks, through a
+    /// closure registered with [`PrfData::on_demand`](crate::PrfData::on_demand); a collector
+    /// that gets no answer within the service's bound serves the last value.
+    OnDemand,
+    /// Seed 000's `PSTF_COMPLEX`: the sum of these counters of the same object (indexes among
+    /// its counters, at most [`MAX_SUM_PARTS`]), computed by the
+    /// reader at each read (in 64 bits, then truncated to the counter's width), so that every
+    /// consumer sees an ordinary counter. The app never writes it.
+    SumOf(&'static [usize]),
 }
 
 impl CounterDef {
@@ -160,7 +319,8 @@ impl CounterDef {
     /// ```
     /// use prfdata::map::{CounterDef, DetailLevel};
     /// let text = CounterDef { symbol: "T", offset: Some(2), texts: &[], detail: DetailLevel::Novice,
-    ///     default_scale: 0, counter_type: prfdata::winperf::PERF_COUNTER_TEXT, text_len: 32 };
+    ///     default_scale: 0, counter_type: prfdata::winperf::PERF_COUNTER_TEXT, text_len: 32,
+    ///     factor: None, source: prfdata::map::Source::Stored };
     /// assert_eq!(text.value_size(), Some(64));
     /// ```
     pub const fn value_size(&self) -> Option<u32> {
@@ -283,7 +443,8 @@ impl ObjectDef {
     /// use prfdata::map::{ObjectDef, CounterDef, DetailLevel, Instances};
     /// const CTR: CounterDef = CounterDef { symbol: "C", offset: Some(2), texts: &[],
     ///     detail: DetailLevel::Novice, default_scale: 0,
-    ///     counter_type: prfdata::winperf::PERF_COUNTER_RAWCOUNT, text_len: 0 };
+    ///     counter_type: prfdata::winperf::PERF_COUNTER_RAWCOUNT, text_len: 0,
+    ///     factor: None, source: prfdata::map::Source::Stored };
     /// const OBJ: ObjectDef = ObjectDef { symbol: "OBJ", offset: 0, texts: &[],
     ///     detail: DetailLevel::Novice, default_counter: None, instances: Instances::None,
     ///     costly: false, counters: &[CTR] };

@@ -176,6 +176,8 @@ mod tests {
             default_scale: 0,
             counter_type: ty,
             text_len: 0,
+            factor: None,
+            source: crate::map::Source::Stored,
         }
     }
 

@@ -6,7 +6,7 @@
 use core::fmt;
 
 use super::offsets;
-use super::{str_eq, CounterDef, Instances, MapDef, ObjectDef, Text};
+use super::{str_eq, CounterDef, Factor, Instances, MapDef, ObjectDef, Source, Text};
 use crate::layout::{
     COUNTER_RECORD_SIZE, HEADER_SIZE, MAX_BLOCK_SIZE, MAX_COUNTERS, MAX_COUNTER_BLOCK, MAX_OBJECTS,
     OBJECT_RECORD_SIZE, REGION_ALIGN,
@@ -135,7 +135,29 @@ pub enum MapError {
         /// The bytes the block would take.
         size: u64,
     },
+    /// A scale factor of 0.
+    BadFactor {
+        /// The counter's symbol.
+        counter: &'static str,
+    },
+    /// A derived counter ([`super::Source::SumOf`]) with no part or more than
+    /// [`MAX_SUM_PARTS`], a part that is not another numeric, stored or on-demand, non-base
+    /// counter of the object, a part of another width than the sum, or a sum that is a base or
+    /// text.
+    BadSum {
+        /// The derived counter's symbol.
+        counter: &'static str,
+    },
+    /// An on-demand counter ([`super::Source::OnDemand`]) of an object with
+    /// instances, or that is a base or text.
+    BadOnDemand {
+        /// The counter's symbol.
+        counter: &'static str,
+    },
 }
+
+/// The most counters a derived counter sums: seed 000's `MAXCOMPLEXSUBSTAT`.
+pub const MAX_SUM_PARTS: usize = winperf::MAXCOMPLEXSUBSTAT;
 
 /// Checks a map: every rule of seed 001 and winperf.h that a map can break.
 ///
@@ -329,6 +351,18 @@ impl MapError {
                 "the block would be larger than 1 GiB (MAX_BLOCK_SIZE): lower the objects' \
                  instance limits or name lengths",
             ),
+            MapError::BadFactor { counter } => m
+                .push("counter ")
+                .push(counter)
+                .push(": a scale factor multiplies or divides by an integer of at least 1"),
+            MapError::BadSum { counter } => m.push("counter ").push(counter).push(
+                ": a sum has 1 to 8 parts, each another stored or on-demand counter of the \
+                 object with the sum's width, and is itself neither a base nor text",
+            ),
+            MapError::BadOnDemand { counter } => m
+                .push("counter ")
+                .push(counter)
+                .push(": an on-demand counter belongs to an object without instances and is not a base or text"),
         }
     }
 }
@@ -429,9 +463,57 @@ const fn check_object(obj: &ObjectDef) -> Result<(), MapError> {
         if let Err(e) = check_counter(obj.counters, c) {
             return Err(e);
         }
+        if let Err(e) = check_source(obj, c) {
+            return Err(e);
+        }
         c += 1;
     }
     Ok(())
+}
+
+/// A counter's factor and source (seed 000's scale factors, `PSTF_FUNCPTR`, `PSTF_COMPLEX`).
+const fn check_source(obj: &ObjectDef, c: usize) -> Result<(), MapError> {
+    let ctr = &obj.counters[c];
+    let counter = ctr.symbol;
+    if let Some(Factor::Multiply(0) | Factor::Divide(0)) = ctr.factor {
+        return Err(MapError::BadFactor { counter });
+    }
+    let plain = !winperf::is_base(ctr.counter_type)
+        && ctr.counter_type != winperf::PERF_COUNTER_TEXT
+        && winperf::counter_size(ctr.counter_type).is_some();
+    match ctr.source {
+        Source::Stored => Ok(()),
+        Source::OnDemand if plain && !obj.has_instances() => Ok(()),
+        Source::OnDemand => Err(MapError::BadOnDemand { counter }),
+        Source::SumOf(parts) => {
+            if !plain || parts.is_empty() || parts.len() > MAX_SUM_PARTS {
+                return Err(MapError::BadSum { counter });
+            }
+            let mut i = 0;
+            while i < parts.len() {
+                let p = parts[i];
+                if p == c || p >= obj.counters.len() {
+                    return Err(MapError::BadSum { counter });
+                }
+                let part = &obj.counters[p];
+                let same_width = match (
+                    winperf::counter_size(part.counter_type),
+                    winperf::counter_size(ctr.counter_type),
+                ) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => false,
+                };
+                if !same_width
+                    || winperf::is_base(part.counter_type)
+                    || matches!(part.source, Source::SumOf(_))
+                {
+                    return Err(MapError::BadSum { counter });
+                }
+                i += 1;
+            }
+            Ok(())
+        }
+    }
 }
 
 const fn check_counter(counters: &'static [CounterDef], c: usize) -> Result<(), MapError> {
@@ -607,6 +689,8 @@ mod tests {
             default_scale: 0,
             counter_type: ty,
             text_len: 0,
+            factor: None,
+            source: crate::map::Source::Stored,
         }
     }
     const fn base(symbol: &'static str, ty: u32) -> CounterDef {
@@ -618,6 +702,8 @@ mod tests {
             default_scale: 0,
             counter_type: ty,
             text_len: 0,
+            factor: None,
+            source: crate::map::Source::Stored,
         }
     }
     const fn obj(symbol: &'static str, counters: &'static [CounterDef]) -> ObjectDef {

@@ -3,6 +3,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use super::error::ReadError;
@@ -62,6 +63,9 @@ pub struct BlockReader {
     pub(super) records: Records,
     /// Set once a read found the mapping faulted (the file was truncated): it holds zeros now.
     pub(super) spent: AtomicBool,
+    /// The block's first page mapped read-write, for the on-demand request word (mapped by the
+    /// first [`BlockReader::refresh_on_demand`]).
+    pub(super) header_rw: OnceLock<RawBlock>,
 }
 
 impl BlockReader {
@@ -148,6 +152,7 @@ impl BlockReader {
             identity,
             records: parsed?,
             spent: AtomicBool::new(false),
+            header_rw: OnceLock::new(),
         })
     }
 

@@ -79,6 +79,7 @@
 
 mod block_reader;
 mod error;
+mod on_demand;
 pub(crate) mod records;
 mod recover;
 mod utf16;
@@ -87,5 +88,6 @@ mod view;
 pub use crate::layout::{MAX_BLOCK_SIZE, MAX_COUNTERS, MAX_COUNTER_BLOCK, MAX_OBJECTS};
 pub use block_reader::{BlockReader, DEAD_HOLDER_CHECK, DEFAULT_READ_DEADLINE};
 pub use error::ReadError;
+pub use on_demand::Refresh;
 pub use records::{CounterInfo, ObjectInfo};
 pub use view::{BlockView, InstanceTable, LiveInstance, ParentLink};

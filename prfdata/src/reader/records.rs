@@ -16,6 +16,7 @@ use super::error::{field, ReadError};
 use crate::block::raw::RawBlock;
 use crate::instances::TableLayout;
 use crate::layout::*;
+use crate::map::Factor;
 use crate::winperf;
 
 /// A validated object record.
@@ -53,6 +54,8 @@ pub struct ObjectInfo {
     /// The text counters (`PERF_COUNTER_TEXT`) of the object's counter block: offset and bytes,
     /// each range inside the block. Their UTF-16 is made well-formed when copied.
     pub(super) text: Vec<(u32, u32)>,
+    /// The sums (seed 000's `PSTF_COMPLEX`) the reader fills in each copied counter block.
+    pub(super) sums: Vec<SumPlan>,
 }
 
 impl ObjectInfo {
@@ -92,6 +95,93 @@ pub struct CounterInfo {
     pub default_scale: i32,
     /// `PERF_DETAIL_*`.
     pub detail_level: u32,
+    /// The scale factor monitors apply to displayed values (seed 000's
+    /// `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`), if any.
+    pub factor: Option<Factor>,
+    /// Whether the app computes the value on request (seed 000's `PSTF_FUNCPTR`).
+    pub on_demand: bool,
+    /// With `PSTF_COMPLEX`: the summed counters (indexes among the object's counters, checked
+    /// at open to be other numeric, non-sum counters of the object with the sum's size).
+    parts: [u16; MAX_SUM_PARTS],
+    /// How many of `parts` are used; 0 for a counter that is not a sum.
+    part_count: u8,
+}
+
+impl CounterInfo {
+    /// The counters this one sums (seed 000's `PSTF_COMPLEX`), as indexes among its object's
+    /// counters; `None` for a counter that is not a sum. The reader fills a sum's value in
+    /// every read ([`BlockView::global_value`](super::BlockView::global_value), the copied
+    /// counter blocks): 64-bit sums wrap at 2^64, 32-bit sums at 2^32, as a counter of that
+    /// width would.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let reader = prfdata::reader::BlockReader::open("App")?;
+    /// for c in reader.counters() {
+    ///     if let Some(parts) = c.sum_parts() {
+    ///         println!("counter {:?} sums {parts:?}", c.name_offset);
+    ///     }
+    /// }
+    /// # Ok::<(), prfdata::reader::ReadError>(())
+    /// ```
+    pub fn sum_parts(&self) -> Option<&[u16]> {
+        (self.part_count > 0).then(|| &self.parts[..usize::from(self.part_count)])
+    }
+}
+
+/// A sum the reader fills in a counter block: the sum's place and size, and its parts'
+/// places, each checked inside the block at open.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct SumPlan {
+    /// The sum's index among the object's counters.
+    pub(super) counter: usize,
+    pub(super) offset: u32,
+    pub(super) size: u32,
+    pub(super) parts: Vec<u32>,
+}
+
+impl SumPlan {
+    /// The sum of the parts in `block` (a copied counter block), wrapped to the sum's width.
+    pub(super) fn sum_in(&self, block: &[u8]) -> u64 {
+        let mut sum = 0u64;
+        for &p in &self.parts {
+            sum = sum.wrapping_add(load(block, p, self.size));
+        }
+        sum
+    }
+
+    /// Writes `sum` at the sum's place in `block`.
+    pub(super) fn store(&self, block: &mut [u8], sum: u64) {
+        let at = self.offset as usize;
+        match self.size {
+            DWORD_SIZE => {
+                if let Some(b) = block.get_mut(at..at + 4) {
+                    b.copy_from_slice(&(sum as u32).to_ne_bytes());
+                }
+            }
+            _ => {
+                if let Some(b) = block.get_mut(at..at + 8) {
+                    b.copy_from_slice(&sum.to_ne_bytes());
+                }
+            }
+        }
+    }
+}
+
+/// The DWORD or LARGE value at `at` in a copied counter block (0 outside it: checked at open).
+fn load(block: &[u8], at: u32, size: u32) -> u64 {
+    let at = at as usize;
+    match size {
+        DWORD_SIZE => block
+            .get(at..at + 4)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, |b| u64::from(u32::from_ne_bytes(b))),
+        _ => block
+            .get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_ne_bytes),
+    }
 }
 
 /// The most padding a slot may have after its header and longest name: the writer pads the name
@@ -272,6 +362,42 @@ fn check_counter(rec: &CounterRecord, at: u64) -> Result<CounterInfo, ReadError>
     if is_base == name_offset.is_some() || name_offset.is_some_and(|n| n % 2 != 0) {
         return Err(field(at, "counter name offset", rec.name_offset));
     }
+    if rec.stat_flags & !STAT_FLAGS != 0 {
+        return Err(field(
+            field_at(offset_of!(CounterRecord, stat_flags)),
+            "counter stat flags",
+            rec.stat_flags,
+        ));
+    }
+    let factor = Factor::from_flags(rec.stat_flags, rec.factor);
+    let has_factor =
+        rec.stat_flags & (winperf::PSTF_FACTOR_MULTIPLY | winperf::PSTF_FACTOR_DIVIDE) != 0;
+    if has_factor != factor.is_some() {
+        return Err(field(
+            field_at(offset_of!(CounterRecord, factor)),
+            "counter scale factor",
+            rec.factor,
+        ));
+    }
+    let complex = rec.stat_flags & winperf::PSTF_COMPLEX != 0;
+    let part_count = if complex { rec.part_count } else { 0 };
+    let numeric = !is_base && !is_text;
+    let bad_parts = complex && (part_count == 0 || part_count as usize > MAX_SUM_PARTS || !numeric);
+    if bad_parts || (!complex && rec.part_count != 0) {
+        return Err(field(
+            field_at(offset_of!(CounterRecord, part_count)),
+            "counter sum parts",
+            rec.part_count,
+        ));
+    }
+    let on_demand = rec.stat_flags & winperf::PSTF_FUNCPTR != 0;
+    if on_demand && (complex || !numeric) {
+        return Err(field(
+            field_at(offset_of!(CounterRecord, stat_flags)),
+            "counter stat flags",
+            rec.stat_flags,
+        ));
+    }
     Ok(CounterInfo {
         name_offset,
         counter_type: rec.counter_type,
@@ -279,6 +405,11 @@ fn check_counter(rec: &CounterRecord, at: u64) -> Result<CounterInfo, ReadError>
         block_offset: rec.block_offset,
         default_scale: rec.default_scale,
         detail_level: rec.detail_level,
+        factor,
+        on_demand,
+        parts: rec.parts,
+        // At most MAX_SUM_PARTS (8), checked above.
+        part_count: part_count as u8,
     })
 }
 
@@ -348,6 +479,37 @@ fn check_object(
         if c.counter_type == winperf::PERF_COUNTER_TEXT {
             text.push((c.block_offset, c.size));
         }
+    }
+    let mut sums = Vec::new();
+    for (i, c) in counters[first..end].iter().enumerate() {
+        let Some(parts) = c.sum_parts() else { continue };
+        let at = counters_at + ((first + i) * COUNTER_RECORD_SIZE) as u64;
+        let bad = || {
+            field(
+                at + offset_of!(CounterRecord, parts) as u64,
+                "counter sum part",
+                i as u64,
+            )
+        };
+        let mut offsets = Vec::with_capacity(parts.len());
+        for &p in parts {
+            let p = usize::from(p);
+            let part = counters[first..end].get(p).ok_or_else(bad)?;
+            if p == i
+                || part.size != c.size
+                || part.sum_parts().is_some()
+                || winperf::is_base(part.counter_type)
+            {
+                return Err(bad());
+            }
+            offsets.push(part.block_offset);
+        }
+        sums.push(SumPlan {
+            counter: i,
+            offset: c.block_offset,
+            size: c.size,
+            parts: offsets,
+        });
     }
     let instanced = rec.flags & OBJECT_INSTANCED != 0;
     let (max, name_len, slot_size) = if instanced {
@@ -425,5 +587,6 @@ fn check_object(
         slots_offset: rec.slots_offset,
         data_offset: rec.data_offset,
         text,
+        sums,
     })
 }

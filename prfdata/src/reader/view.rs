@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::block_reader::{truncated, watch, BlockReader, DEAD_HOLDER_CHECK};
 use super::error::{field, ReadError};
-use super::records::{CounterInfo, ObjectInfo};
+use super::records::{CounterInfo, ObjectInfo, SumPlan};
 use super::recover::{self, Recovery};
 use super::utf16;
 use crate::block::fault::Watch;
@@ -645,6 +645,10 @@ fn finish_counter_block(o: &ObjectInfo, out: &mut [u8]) {
     if !o.text.is_empty() {
         fix_text(o, out);
     }
+    // Sums from the parts in this same copy: one consistent set of values.
+    for sum in &o.sums {
+        sum.store(out, sum.sum_in(out));
+    }
 }
 
 fn fix_text(o: &ObjectInfo, out: &mut [u8]) {
@@ -678,6 +682,9 @@ impl BlockReader {
             .nth(counter)
             .and_then(|i| self.records.counters.get(i))
             .ok_or_else(|| field(o.record_offset, "counter of the object", counter as u64))?;
+        if let Some(plan) = o.sums.iter().find(|s| s.counter == counter) {
+            return self.sum_at(block, plan, info.size);
+        }
         // Checked at open: the value lies inside the counter block, aligned to its size.
         let at = block + u64::from(info.block_offset);
         match info.size {
@@ -689,6 +696,29 @@ impl BlockReader {
                 .ok_or_else(|| field(at, "counter value", at)),
             size => Err(field(at, "counter that is not a number", size)),
         }
+    }
+
+    /// A sum's value (seed 000's `PSTF_COMPLEX`) in the counter block at `block`: its parts
+    /// loaded one by one, added in 64 bits, presented at the sum's width (a DWORD sign-extended
+    /// as [`BlockView::global_value`] presents every DWORD).
+    #[cold]
+    fn sum_at(&self, block: u64, plan: &SumPlan, size: u32) -> Result<i64, ReadError> {
+        let mut sum = 0u64;
+        for &p in &plan.parts {
+            let at = block + u64::from(p);
+            let v = match size {
+                DWORD_SIZE => u64::from(self.u32(at, "counter value")?),
+                _ => usize::try_from(at)
+                    .ok()
+                    .and_then(|a| self.raw.load_u64(a))
+                    .ok_or_else(|| field(at, "counter value", at))?,
+            };
+            sum = sum.wrapping_add(v);
+        }
+        Ok(match size {
+            DWORD_SIZE => i64::from(sum as u32 as i32),
+            _ => sum as i64,
+        })
     }
 
     /// The relaxed load of the `u32` at `off`, or [`ReadError::Field`] naming `what` if it lies

@@ -27,4 +27,5 @@ mod parents;
 mod public_api;
 mod sigbus;
 mod stale_temp;
+mod stats;
 mod watch;

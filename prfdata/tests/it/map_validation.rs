@@ -20,6 +20,8 @@ const RAW: CounterDef = CounterDef {
     default_scale: 0,
     counter_type: prfdata::winperf::PERF_COUNTER_RAWCOUNT,
     text_len: 0,
+    factor: None,
+    source: prfdata::map::Source::Stored,
 };
 const fn object(instances: Instances, counters: &'static [CounterDef]) -> ObjectDef {
     ObjectDef {

@@ -35,6 +35,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Cell, Chart, Dataset, GraphType, Row, Table};
 use ratatui::Frame;
 
+use prfmon::factor::Factors;
 use prfmon::pdh;
 use prfmon::sampler::Sample;
 
@@ -148,6 +149,9 @@ pub struct WatchState {
     pub unmatched: Vec<String>,
     /// Counters not charted because there were already [`MAX_SERIES`].
     pub dropped: usize,
+    /// Seed 000's scale factors, applied to every displayed value (with or without `scale`:
+    /// a factor gives the counter its unit, as pages × 4096 are bytes).
+    pub factors: Factors,
 }
 
 impl WatchState {
@@ -160,6 +164,7 @@ impl WatchState {
             scale,
             unmatched: Vec::new(),
             dropped: 0,
+            factors: Factors::default(),
         }
     }
 
@@ -192,6 +197,7 @@ impl WatchState {
             }
             seen[index] = true;
             let value = r.value.ok().map(|v| {
+                let v = self.factors.apply(r.name_index, v);
                 if self.scale {
                     pdh::scaled(v, r.default_scale)
                 } else {
@@ -490,6 +496,7 @@ mod tests {
             request: 0,
             path: CounterPath::new("PrfData Demo Service", "Bytes/sec"),
             counter_type: PERF_COUNTER_BULK_COUNT,
+            name_index: 1852,
             default_scale: -3,
             raw: RawSample::new(PERF_COUNTER_BULK_COUNT, 0),
             value: Ok(v),
@@ -512,6 +519,37 @@ mod tests {
     }
 
     #[test]
+    fn update_applies_a_counters_scale_factor_before_its_default_scale() {
+        let mut hive = prfdata_registry::perflib::new_hive();
+        prfdata_registry::stats::write_factors(&mut hive, "App", &[(1852, "*4096".into())])
+            .unwrap();
+        let mut state = WatchState::new(Duration::from_secs(1), true);
+        state.factors = Factors::from_hive(&hive).unwrap();
+        let reading = Reading {
+            request: 0,
+            path: CounterPath::new("PrfData Demo Service", "Pages"),
+            counter_type: PERF_COUNTER_BULK_COUNT,
+            name_index: 1852,
+            default_scale: -3,
+            raw: RawSample::new(PERF_COUNTER_BULK_COUNT, 0),
+            value: Ok(2.0),
+        };
+        let other = Reading {
+            name_index: 1854,
+            path: CounterPath::new("PrfData Demo Service", "Other"),
+            ..reading.clone()
+        };
+        state.update(&Sample {
+            perf_time_100nsec: 0,
+            system_name: "h".into(),
+            readings: vec![reading, other],
+            unmatched: vec![],
+        });
+        assert_eq!(state.series[0].last, Some(2.0 * 4096.0 / 1000.0));
+        assert_eq!(state.series[1].last, Some(2.0 / 1000.0), "no factor");
+    }
+
+    #[test]
     fn slower_and_faster_step_through_the_intervals() {
         let mut s = WatchState::new(Duration::from_secs(1), true);
         s.slower();
@@ -530,6 +568,7 @@ mod tests {
             request: 0,
             path,
             counter_type: PERF_COUNTER_COUNTER,
+            name_index: 1850,
             default_scale: scale,
             raw: RawSample::new(PERF_COUNTER_COUNTER, 0),
             value: value.ok_or(ValueError::NoValue(NoValue::FirstSample {

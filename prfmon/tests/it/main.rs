@@ -43,6 +43,7 @@ mod remote;
 mod serve;
 mod serve_auth;
 mod serve_prometheus;
+mod stats;
 mod trust;
 mod typeperf;
 mod watch;

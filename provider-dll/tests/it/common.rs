@@ -107,6 +107,36 @@ prfdata::prfdata_map! {
     }
 }
 
+prfdata::prfdata_map! {
+    /// Seed 000's stat-server extras: sums (of 32-bit and 64-bit counters, global and per
+    /// instance), an on-demand counter and a scale factor.
+    pub mod app_s {
+        app: "ProvTestS",
+        object STATS = 0 {
+            name: "Prov Stats", help: "Sums, on demand, factors.",
+            counters {
+                READS = 2: RawCount { name: "Reads", help: name },
+                WRITES = 4: RawCount { name: "Writes", help: name },
+                TOTAL = 6: RawCount { name: "Total", help: name, sum: [READS, WRITES] },
+                BIG_A = 8: LargeRawCount { name: "Big A", help: name },
+                BIG_B = 10: LargeRawCount { name: "Big B", help: name },
+                BIG_TOTAL = 12: LargeRawCount { name: "Big total", help: name, sum: [BIG_A, BIG_B] },
+                ANSWER = 14: RawCount { name: "Answer", help: name, on_demand: true },
+                MEMORY = 16: LargeRawCount { name: "Memory KiB", help: name, factor: / 1024 },
+            }
+        }
+        object SHELF = 18 {
+            name: "Prov Shelf", help: "Per-instance sums.",
+            instances: { max: 4, name_len: 16 },
+            counters {
+                LEFT = 20: RawCount { name: "Left", help: name },
+                RIGHT = 22: RawCount { name: "Right", help: name },
+                BOTH = 24: RawCount { name: "Both", help: name, sum: [LEFT, RIGHT] },
+            }
+        }
+    }
+}
+
 pub const ERROR_SUCCESS: u32 = 0;
 pub const ERROR_MORE_DATA: u32 = 234;
 
@@ -117,6 +147,7 @@ pub struct Env {
     pub first_a: (u32, u32),
     pub first_b: (u32, u32),
     pub first_c: (u32, u32),
+    pub first_s: (u32, u32),
 }
 
 /// The `libprfdata_provider.so` built with these tests (the shared helper).
@@ -142,12 +173,14 @@ pub fn env() -> &'static Env {
         let a = install_in(&reg, &app_a::MAP, &opts).unwrap();
         let b = install_in(&reg, &app_b::MAP, &opts).unwrap();
         let c = install_in(&reg, &app_c::MAP, &opts).unwrap();
+        let s = install_in(&reg, &app_s::MAP, &opts).unwrap();
         Env {
             root,
             shm,
             first_a: (a.first_counter, a.first_help),
             first_b: (b.first_counter, b.first_help),
             first_c: (c.first_counter, c.first_help),
+            first_s: (s.first_counter, s.first_help),
         }
     })
 }

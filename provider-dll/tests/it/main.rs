@@ -9,3 +9,4 @@ mod logging;
 mod names_fit;
 mod parents;
 mod provider;
+mod stats;

@@ -13,6 +13,7 @@ use prfdata_registry::FileRegistry;
 use prfdata_untrusted::{Symlinks, UntrustedFile};
 use prfmon::collector::MAX_BUFFER;
 use prfmon::decode::DataSnapshot;
+use prfmon::factor::Factors;
 use prfmon::names::Names;
 
 use crate::cli::stdout::{out, outln};
@@ -46,9 +47,15 @@ pub struct DecodeArgs {
 
 /// Prints a snapshot as a table or as JSON (shared with `query`); `services[i]` is the
 /// service that returned object `i` (empty when not known, as for a file).
-pub fn print(snapshot: &DataSnapshot, names: &Names, services: &[String], json: bool) {
+pub fn print(
+    snapshot: &DataSnapshot,
+    names: &Names,
+    services: &[String],
+    factors: &Factors,
+    json: bool,
+) {
     if json {
-        let value = prfmon::report::json_with_services(snapshot, names, services);
+        let value = prfmon::report::json_with_factors(snapshot, names, services, factors);
         outln!(
             "{}",
             serde_json::to_string_pretty(&value).unwrap_or_default()
@@ -77,10 +84,13 @@ pub fn run(args: DecodeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let names = match FileRegistry::open_default() {
-        Ok(registry) => super::load_names(&registry, &args.lang),
-        Err(_) => Names::default(),
+    let (names, factors) = match FileRegistry::open_default() {
+        Ok(registry) => (
+            super::load_names(&registry, &args.lang),
+            Factors::load(&registry).unwrap_or_default(),
+        ),
+        Err(_) => (Names::default(), Factors::default()),
     };
-    print(&snapshot, &names, &[], args.json);
+    print(&snapshot, &names, &[], &factors, args.json);
     ExitCode::SUCCESS
 }

@@ -68,6 +68,7 @@ pub fn run(args: ListArgs) -> ExitCode {
             }
         };
     let names = source.names.clone();
+    let factors = source.factors.clone();
     let wanted = match &args.object {
         None => None,
         Some(o) => match names.index_of(o) {
@@ -99,6 +100,7 @@ pub fn run(args: ListArgs) -> ExitCode {
     }
     drop(source);
     let mut objects = catalog_with_services(&snapshots, &services, &names, args.detail.level());
+    prfmon::catalog::with_factors(&mut objects, &factors);
     if let Some(index) = wanted {
         objects.retain(|o| o.index == index);
         if objects.is_empty() {
@@ -131,6 +133,9 @@ pub fn run(args: ListArgs) -> ExitCode {
                 if c.differentiate { "TRUE" } else { "FALSE" }
             );
             outln!("    Detail: {}", c.detail);
+            if let Some(f) = &c.factor {
+                outln!("    Factor: {f}");
+            }
             if args.verbose {
                 outln!("    Type code: 0x{:08X}", c.type_code);
                 outln!("    Default scale: {}", c.default_scale);

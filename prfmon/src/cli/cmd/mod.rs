@@ -263,6 +263,9 @@ pub struct OpenSource {
     /// The local apps' name ranges, for the watch leases held on what is shown (empty for a
     /// remote machine: its `serve` holds leases on everything it exports).
     pub apps: prfmon::lease::AppRanges,
+    /// Seed 000's scale factors of the local apps (none for a remote machine: its factors are
+    /// not fetched yet, so remote displays show unscaled values).
+    pub factors: prfmon::factor::Factors,
 }
 
 impl OpenSource {
@@ -284,12 +287,14 @@ impl OpenSource {
                 names,
                 remote: Some(machine),
                 apps: prfmon::lease::AppRanges::default(),
+                factors: prfmon::factor::Factors::default(),
             });
         }
         let registry = collector.open_registry()?;
         report_disabled(command, &registry);
         let names = load_names(&registry, lang);
         let apps = prfmon::lease::AppRanges::load(&registry).unwrap_or_default();
+        let factors = prfmon::factor::Factors::load(&registry).unwrap_or_default();
         let options = collector.options()?;
         let collector = Collector::open(registry, options).map_err(|e| e.to_string())?;
         Ok(Self {
@@ -297,6 +302,7 @@ impl OpenSource {
             names,
             remote: None,
             apps,
+            factors,
         })
     }
 

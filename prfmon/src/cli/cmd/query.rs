@@ -43,6 +43,7 @@ pub fn run(args: QueryArgs) -> ExitCode {
             }
         };
     let names = source.names.clone();
+    let factors = source.factors.clone();
     let value = match super::query_value(&args.query, &names) {
         Ok(v) => v,
         Err(e) => {
@@ -67,7 +68,7 @@ pub fn run(args: QueryArgs) -> ExitCode {
     }
     match prfmon::decode::decode(&bytes) {
         Ok(snapshot) => {
-            super::decode::print(&snapshot, &names, &collection.services, args.json);
+            super::decode::print(&snapshot, &names, &collection.services, &factors, args.json);
             let missing: Vec<u32> = named_indexes(&value)
                 .into_iter()
                 .filter(|i| !snapshot.objects.iter().any(|o| o.name_index == *i))

@@ -92,6 +92,8 @@ pub struct Source {
     pub names: Names,
     /// The apps' name ranges, for the watch leases held on what is shown.
     pub apps: prfmon::lease::AppRanges,
+    /// Seed 000's scale factors (for `watch`'s displayed values; typeperf's CSV stays as PDH's).
+    pub factors: prfmon::factor::Factors,
     /// Object indexes collected after `Global` at every collection: the objects the paths name
     /// that `Global` does not return (costly objects), as `"i1 i2"`.
     extra: Option<String>,
@@ -116,6 +118,7 @@ impl Source {
         Ok(Source {
             names: source.names.clone(),
             apps: source.apps.clone(),
+            factors: source.factors.clone(),
             source,
             extra: None,
         })

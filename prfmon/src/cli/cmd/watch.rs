@@ -29,7 +29,8 @@ pub struct WatchArgs {
     /// The language of counter names (a Perflib subkey).
     #[arg(long, default_value = "009")]
     lang: String,
-    /// Chart and list the true values instead of value × 10^DefaultScale.
+    /// Chart and list the true values instead of value × 10^DefaultScale (a counter's integer
+    /// scale factor, seed 000's `PSTF_FACTOR_*`, is applied either way).
     #[arg(long)]
     no_scale: bool,
     /// Do not cap percentages at 100 (PDH's `PDH_FMT_NOCAP100`): a multi-threaded busy time
@@ -87,6 +88,8 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
     // Watch leases on what is charted, renewed at every sample (seed 000's start/stop).
     let mut leases = prfmon::lease::Leases::new(source.apps.clone(), args.interval);
     leases.hold(&sampler.titles(&first, &names));
+    // Seed 000's scale factors, from the registry the names came from.
+    state.factors = source.factors.clone();
     state.update(&sampler.sample(&first, &names));
 
     let mut terminal = ratatui::try_init().map_err(|e| format!("cannot use the terminal: {e}"))?;

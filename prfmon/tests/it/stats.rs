@@ -1,0 +1,147 @@
+//! Seed 000's stat-server extras as the `prfmon` command shows them, against a real app child
+//! and the real provider: scale factors in `list` and the JSON of `query` and `list` (values
+//! stay raw, in `--raw` too), a sum served as an ordinary counter, an on-demand counter
+//! computed by the app when `prfmon` collects.
+
+use std::time::Duration;
+
+use super::prfdata_app::{self, Installed};
+
+prfdata::prfdata_map! {
+    pub mod st {
+        app: "PrfmonStatsApp",
+        object SRV = 0 {
+            name: "Stats Server", help: "A stat server.",
+            counters {
+                PAGES = 2: LargeRawCount { name: "Resident bytes", help: "Pages, shown as bytes.", factor: * 4096 },
+                BYTES = 4: LargeRawCount { name: "Heap KiB", help: "Bytes, shown as KiB.", factor: / 1024 },
+                READS = 6: RawCount { name: "Reads", help: name },
+                WRITES = 8: RawCount { name: "Writes", help: name },
+                TOTAL = 10: RawCount { name: "Reads and writes", help: name, sum: [READS, WRITES] },
+                ASKED = 12: RawCount { name: "Times asked", help: "Computed on request.", on_demand: true },
+            }
+        }
+    }
+}
+
+/// The app: publishes known values, counts the requests it serves, then waits to be killed.
+#[test]
+#[ignore = "entry point for the app child process"]
+fn app_child() {
+    if std::env::var_os(prfdata_app::APP_ROLE).is_none() {
+        return;
+    }
+    use std::sync::atomic::Ordering::Relaxed;
+    let prf = st::PrfData::activate().expect("the app activates");
+    prf.ctr(st::PAGES).store(3, Relaxed);
+    prf.ctr(st::BYTES).store(8192, Relaxed);
+    prf.ctr(st::READS).store(40, Relaxed);
+    prf.ctr(st::WRITES).store(2, Relaxed);
+    let mut asked = 0;
+    prf.on_demand(st::ASKED, move || {
+        asked += 1;
+        asked
+    })
+    .expect("register");
+    prfdata_app::app_ready(b"up");
+    std::thread::sleep(Duration::from_secs(60));
+}
+
+fn setup() -> (Installed, prfdata_app::AppProcess) {
+    let installed = prfdata_app::install(&st::MAP);
+    // A generous on-demand bound: the test checks the value was computed, not the timing.
+    let reg = installed.open();
+    prfdata_registry::update(&reg, |hive| {
+        hive.set_value(
+            &prfdata_registry::paths::performance("PrfmonStatsApp"),
+            prfdata_registry::stats::ON_DEMAND_TIMEOUT,
+            prfdata_registry::Value::Dword(5_000),
+        )
+    })
+    .unwrap();
+    let app = prfdata_app::spawn_app(&installed, &prfdata_testkit::test_path!("app_child"));
+    (installed, app)
+}
+
+#[test]
+fn query_json_carries_factors_and_raw_values_and_serves_sums_and_on_demand_values() {
+    let (installed, _app) = setup();
+    let first = installed.first_counter;
+    let raw = installed.dir.path().join("block.bin");
+    let run = prfdata_app::prfmon_for(
+        &installed,
+        &["query", "--json", "--raw", raw.to_str().unwrap()],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let obj = &v["objects"][0];
+    let counter = |offset: u32| {
+        let counters = obj["counters"].as_array().unwrap();
+        let k = counters
+            .iter()
+            .position(|c| c["index"] == first + offset)
+            .unwrap_or_else(|| panic!("counter +{offset} in {obj}"));
+        (counters[k].clone(), obj["values"][k].clone())
+    };
+    let (pages, pages_value) = counter(2);
+    assert_eq!(pages["factor"], "*4096");
+    assert_eq!(pages_value, 3, "the value stays raw");
+    let (bytes, bytes_value) = counter(4);
+    assert_eq!(bytes["factor"], "/1024");
+    assert_eq!(bytes_value, 8192);
+    let (reads, _) = counter(6);
+    assert!(reads.get("factor").is_none(), "no factor: no field");
+    assert_eq!(counter(10).1, 42, "the sum, served as an ordinary counter");
+    assert_eq!(
+        counter(12).1,
+        1,
+        "computed on request, once for this collect"
+    );
+
+    // The raw PERF_DATA_BLOCK decodes to the same raw values: no factor applied there.
+    let decoded = prfmon::decode::decode(&std::fs::read(&raw).unwrap()).unwrap();
+    let o = &decoded.objects[0];
+    let k = o
+        .counters
+        .iter()
+        .position(|c| c.name_index == first + 2)
+        .unwrap();
+    assert_eq!(o.values[k].as_i64(), Some(3));
+
+    let again = prfdata_app::prfmon_for(&installed, &["query", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&again.stdout).unwrap();
+    let counters = v["objects"][0]["counters"].as_array().unwrap();
+    let k = counters
+        .iter()
+        .position(|c| c["index"] == first + 12)
+        .unwrap();
+    assert_eq!(v["objects"][0]["values"][k], 2, "fresh: computed again");
+}
+
+#[test]
+fn list_shows_each_counters_factor() {
+    let (installed, _app) = setup();
+    let run = prfdata_app::prfmon_for(&installed, &["list", "Stats Server"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("Counter: Resident bytes (")
+            && run.stdout.contains("    Factor: *4096\n")
+            && run.stdout.contains("    Factor: /1024\n"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(run.stdout.matches("Factor:").count(), 2, "{}", run.stdout);
+    let json = prfdata_app::prfmon_for(&installed, &["list", "Stats Server", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let counters = v[0]["counters"].as_array().unwrap();
+    let factor_of = |name: &str| {
+        counters
+            .iter()
+            .find(|c| c["name"] == name)
+            .map(|c| c["factor"].clone())
+            .unwrap_or_else(|| panic!("{name} listed"))
+    };
+    assert_eq!(factor_of("Resident bytes"), "*4096");
+    assert_eq!(factor_of("Heap KiB"), "/1024");
+    assert_eq!(factor_of("Reads"), serde_json::Value::Null);
+}
