@@ -178,7 +178,11 @@ mod tests {
             }],
         };
         assert_eq!(fingerprint(&base), fingerprint(&retyped));
-        assert_ne!(fingerprint(&base), fingerprint(&scaled), "factors reach the registry");
+        assert_ne!(
+            fingerprint(&base),
+            fingerprint(&scaled),
+            "factors reach the registry"
+        );
         assert_eq!(highest_offset(&base), 2);
         assert_eq!(highest_offset(&moved), 4);
     }
