@@ -25,8 +25,9 @@
 //! two samples (`Differentiate` TRUE), its raw value (low 32 bits; the client differentiates);
 //! for the others the value a monitor displays from one sample (a fraction's percentage, an
 //! elapsed time's seconds; a raw count is itself), rounded and clamped to a DWORD. A counter of an
-//! object with instances is the sum over the instances. Scale factors (`PSTF_FACTOR_*`) are
-//! applied through [`factor`], the hook the scale-factor work fills in.
+//! object with instances is the sum over the instances. A counter's scale factor
+//! (`PSTF_FACTOR_*`, [`crate::factor`]) is applied to the value, as seed 000's stat server
+//! applies it ([`PerfStats::with_factors`]).
 //!
 //! **Watches.** A `StartStat` read takes a *detached* lease ([`prfdata::watch::WatchTable::start_detached`]):
 //! every `reg query` is its own process, so the lease cannot be bound to the reader; it lives
@@ -57,10 +58,12 @@ use std::time::Duration;
 use prfdata::watch::{WatchError, WatchSet, WatchTable};
 use prfdata_registry::{Hive, Value};
 
-use crate::decode::{CounterDef, DataSnapshot};
+use crate::decode::DataSnapshot;
+use crate::factor::Factors;
 use crate::lease::AppRanges;
 use crate::names::Names;
 use crate::pdh::{self, FormatOptions};
+use prfdata::map::Factor;
 
 /// The key a PerfStats client enumerates (seed 000's `PERF_REG_KEY` under HKLM), as prfmon's
 /// registry spells HKLM.
@@ -193,24 +196,6 @@ fn unique_key(display: &str, index: u32, taken: &mut Vec<String>) -> String {
     key
 }
 
-/// The scale factor of a counter (seed 000's `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`
-/// with `pst0_ScaleFactor`): `Some(f)` multiplies the value by `f` (a division is a fraction).
-/// None yet: counters carry no factor until the scale-factor work lands; that work replaces this
-/// body (TODO(stats): call its `factor_of`).
-///
-/// # Examples
-///
-/// ```
-/// let out = prfmon::datablock::ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-/// let block = prfmon::datablock::build_data_block("h", &prfmon::datablock::CollectionTimes::now(), &[out]);
-/// let snap = prfmon::decode::decode(&block)?;
-/// assert_eq!(prfmon::perfstats::factor(&snap.objects[0].counters[0]), None);
-/// # Ok::<(), prfmon::decode::DecodeError>(())
-/// ```
-pub fn factor(_counter: &CounterDef) -> Option<f64> {
-    None
-}
-
 impl PerfStats {
     /// The view of `snapshot` (objects in collection order, each name index once; base counters
     /// left out), with the apps' name ranges for watches.
@@ -219,6 +204,26 @@ impl PerfStats {
     ///
     /// See the [module docs](self).
     pub fn new(snapshot: &DataSnapshot, names: &Names, apps: AppRanges) -> Self {
+        Self::with_factors(snapshot, names, apps, &Factors::default())
+    }
+
+    /// [`PerfStats::new`], each counter's value with its scale factor applied (seed 000's
+    /// `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`, as install recorded them in the registry).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::factor::Factors;
+    /// let view = prfmon::perfstats::PerfStats::with_factors(
+    ///     &Default::default(), &Default::default(), Default::default(), &Factors::default());
+    /// assert!(view.objects().is_empty());
+    /// ```
+    pub fn with_factors(
+        snapshot: &DataSnapshot,
+        names: &Names,
+        apps: AppRanges,
+        factors: &Factors,
+    ) -> Self {
         let mut order: Vec<usize> = (0..snapshot.objects.len()).collect();
         order.sort_by_key(|&o| snapshot.objects[o].name_index);
         order.dedup_by_key(|o| snapshot.objects[*o].name_index);
@@ -247,7 +252,13 @@ impl PerfStats {
                             name: cname,
                             description: names.help(def.help_index),
                             differentiate,
-                            value: value_of(snapshot, o, c, differentiate),
+                            value: value_of(
+                                snapshot,
+                                o,
+                                c,
+                                differentiate,
+                                factors.of(def.name_index),
+                            ),
                         },
                     )
                 })
@@ -424,9 +435,9 @@ fn value_of(
     o: usize,
     c: usize,
     differentiate: bool,
+    factor: Option<Factor>,
 ) -> Result<u32, String> {
     let obj = &snapshot.objects[o];
-    let def = &obj.counters[c];
     let instances: Vec<Option<usize>> = if obj.has_instances() {
         (0..obj.instances.len()).map(Some).collect()
     } else {
@@ -450,8 +461,8 @@ fn value_of(
             pdh::format(None, &raw, options).map_err(|e| e.to_string())?
         };
     }
-    if let Some(f) = factor(def) {
-        total *= f;
+    if let Some(f) = factor {
+        total = f.apply(total);
     }
     Ok(if differentiate {
         // Wraps as the DWORD does.

@@ -145,3 +145,31 @@ fn list_shows_each_counters_factor() {
     assert_eq!(factor_of("Heap KiB"), "/1024");
     assert_eq!(factor_of("Reads"), serde_json::Value::Null);
 }
+
+/// Seed 000 applies a stat's scale factor to the value its stat server hands out: the PerfStats
+/// view's `StatData` (seed 003) carries it, while `query --json` above stays raw.
+#[test]
+fn perfstats_stat_data_applies_the_scale_factor() {
+    let (installed, _app) = setup();
+    let stat = |name: &str| {
+        let run = prfdata_app::prfmon_for(
+            &installed,
+            &[
+                "reg",
+                "query",
+                r"HKEY_DYN_DATA\PerfStats\StatData",
+                "/v",
+                &format!(r"StatsServer\{name}"),
+            ],
+        );
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        run.stdout
+    };
+    // 3 pages * 4096 = 12288 = 0x3000; 8192 bytes / 1024 = 8 KiB; 40 reads, no factor.
+    let pages = stat("Residentbytes");
+    assert!(pages.contains("REG_BINARY    00300000"), "{pages}");
+    let kib = stat("HeapKiB");
+    assert!(kib.contains("REG_BINARY    08000000"), "{kib}");
+    let reads = stat("Reads");
+    assert!(reads.contains("REG_BINARY    28000000"), "{reads}");
+}
