@@ -105,6 +105,43 @@ impl Factors {
         self.of(index).map_or(value, |f| f.apply(value))
     }
 
+    /// Each factor as seed 000's text (`*4096`, `/1024`) by name index: what `prfmon serve`
+    /// sends a remote consumer ([`crate::remote::FACTORS_PATH`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::factor::Factors;
+    /// let text = std::collections::BTreeMap::from([(1852, "/1024".to_string())]);
+    /// let factors = Factors::from_texts(&text);
+    /// assert_eq!(factors.to_texts(), text);
+    /// ```
+    pub fn to_texts(&self) -> BTreeMap<u32, String> {
+        self.by_index
+            .iter()
+            .map(|(i, f)| (*i, f.to_string()))
+            .collect()
+    }
+
+    /// The factors of [`to_texts`](Self::to_texts)'s form (from another machine: untrusted); a
+    /// text that is not `*N` or `/N` (N ≥ 1) is logged and left out.
+    ///
+    /// # Examples
+    ///
+    /// See [`to_texts`](Self::to_texts).
+    pub fn from_texts(texts: &BTreeMap<u32, String>) -> Factors {
+        let mut by_index = BTreeMap::new();
+        for (index, text) in texts {
+            match text.parse::<Factor>() {
+                Ok(f) => {
+                    by_index.insert(*index, f);
+                }
+                Err(e) => log::warn!("counter {index}'s scale factor from the remote: {e}"),
+            }
+        }
+        Factors { by_index }
+    }
+
     /// Whether no counter has a factor.
     ///
     /// # Examples

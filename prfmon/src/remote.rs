@@ -12,6 +12,7 @@
 //! |---|---|
 //! | `GET /perfdata?query=Global` ([`PERFDATA_PATH`]) | `application/octet-stream`: the PERF_DATA_BLOCK; header [`SERVICES_HEADER`]: the service of each object ([`encode_services`]) |
 //! | `GET /names?lang=009` ([`NAMES_PATH`]) | JSON: [`Names`] (`counter`, `help`: index → text) |
+//! | `GET /factors` ([`FACTORS_PATH`]) | JSON: seed 000's scale factors by name index (`{"1852": "/1024"}`, [`Factors::to_texts`](crate::factor::Factors::to_texts)) |
 //! | `GET /reg?key=KEY[&v=NAME][&ve=1][&s=1][&se=SEP][&z=1]` ([`REG_PATH`]) | `text/plain`: what `prfmon reg query` prints there; 404 for a key or value that does not exist |
 //!
 //! Every request carries `Authorization: Bearer <token>` when a token is given. Plain HTTP
@@ -59,6 +60,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const PERFDATA_PATH: &str = "/perfdata";
 /// The names and explain texts.
 pub const NAMES_PATH: &str = "/names";
+/// The counters' scale factors (seed 000's `PSTF_FACTOR_*`).
+pub const FACTORS_PATH: &str = "/factors";
 /// A registry key, as `reg query` prints it.
 pub const REG_PATH: &str = "/reg";
 /// The response header of [`PERFDATA_PATH`] that names the service of each object.
@@ -498,6 +501,23 @@ impl Remote {
         let answer = self.get(NAMES_PATH, &[("lang", lang)])?;
         serde_json::from_slice(&answer.body)
             .map_err(|e| self.bad_answer(format!("the names are not JSON: {e}")))
+    }
+
+    /// The remote machine's scale factors (seed 000), for its displayed values.
+    ///
+    /// # Errors
+    ///
+    /// As [`collect_with_services`](Self::collect_with_services).
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](self).
+    pub fn factors(&self) -> Result<crate::factor::Factors, RemoteError> {
+        let answer = self.get(FACTORS_PATH, &[])?;
+        let texts: std::collections::BTreeMap<u32, String> =
+            serde_json::from_slice(&answer.body)
+                .map_err(|e| self.bad_answer(format!("the factors are not JSON: {e}")))?;
+        Ok(crate::factor::Factors::from_texts(&texts))
     }
 
     /// What `prfmon reg query` prints on the remote machine for `query`.

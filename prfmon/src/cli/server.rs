@@ -371,9 +371,10 @@ fn answer<R: Registry>(request: Request, shared: &Shared<R>) {
             Err(message) => text(400, &message),
         },
         "/names" if allowed => names_answer(shared, query),
+        "/factors" if allowed => factors_answer(shared),
         "/reg" if allowed => reg_answer(shared, query),
         "/" if allowed => text(200, "prfmon serve: the metrics are at /metrics\n"),
-        "/" | "/metrics" | "/perfdata" | "/names" | "/reg" => {
+        "/" | "/metrics" | "/perfdata" | "/names" | "/factors" | "/reg" => {
             let mut r = text(405, "only GET and HEAD\n");
             if let Some(h) = header("Allow", "GET, HEAD") {
                 r.add_header(h);
@@ -443,6 +444,22 @@ fn names_answer<R: Registry>(
         Ok(Ok(body)) => binary(body, "application/json"),
         Ok(Err(e)) => text(500, &format!("cannot encode the names: {e}\n")),
         Err(e) => text(404, &format!("no names for language {lang}: {e}\n")),
+    }
+}
+
+/// `/factors`: the scale factors (seed 000) as JSON, name index to `*N` / `/N`.
+fn factors_answer<R: Registry>(shared: &Shared<R>) -> Response<std::io::Cursor<Vec<u8>>> {
+    let factors = {
+        let collector = shared
+            .collector
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        prfmon::factor::Factors::load(collector.registry())
+    };
+    match factors.map(|f| serde_json::to_vec(&f.to_texts())) {
+        Ok(Ok(body)) => binary(body, "application/json"),
+        Ok(Err(e)) => text(500, &format!("cannot encode the factors: {e}\n")),
+        Err(e) => text(500, &format!("cannot read the factors: {e}\n")),
     }
 }
 

@@ -173,3 +173,43 @@ fn perfstats_stat_data_applies_the_scale_factor() {
     let reads = stat("Reads");
     assert!(reads.contains("REG_BINARY    28000000"), "{reads}");
 }
+
+/// A remote machine's scale factors reach the consumer: `list --computer` against a real
+/// `prfmon serve`, from a client whose own registry is empty, shows them as `list` does there.
+#[test]
+fn a_remote_machines_factors_are_shown_through_its_serve() {
+    use std::io::{BufRead, BufReader};
+    let (installed, _app) = setup();
+    let mut command = std::process::Command::new(super::common::PRFMON);
+    installed
+        .apply_env(&mut command)
+        .args(["serve", "--listen", "127.0.0.1:0", "--log-to", "stderr"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().expect("spawn prfmon serve");
+    let stderr = child.stderr.take().expect("serve's stderr");
+    let _serve = prfdata_testkit::ChildGuard::new(child, "prfmon serve");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.strip_prefix("prfmon serve: listening on http://") {
+                let _ = tx.send(rest.trim_end_matches("/metrics").to_owned());
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(super::common::TEST_WAIT)
+        .expect("serve says where it listens");
+    let empty = tempfile::tempdir().unwrap();
+    let run = super::common::prfmon(
+        &empty.path().join("registry"),
+        &["list", "Stats Server", "--computer", &addr],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.contains("    Factor: *4096\n") && run.stdout.contains("    Factor: /1024\n"),
+        "{}",
+        run.stdout
+    );
+}

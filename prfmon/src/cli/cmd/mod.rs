@@ -263,8 +263,7 @@ pub struct OpenSource {
     /// The local apps' name ranges, for the watch leases held on what is shown (empty for a
     /// remote machine: its `serve` holds leases on everything it exports).
     pub apps: prfmon::lease::AppRanges,
-    /// Seed 000's scale factors of the local apps (none for a remote machine: its factors are
-    /// not fetched yet, so remote displays show unscaled values).
+    /// Seed 000's scale factors of the machine's apps (a remote's through its `serve`).
     pub factors: prfmon::factor::Factors,
 }
 
@@ -282,12 +281,13 @@ impl OpenSource {
         if let Some(machine) = remote.machine(machines)? {
             let client = remote.connect(&machine.address)?;
             let names = client.names(lang).map_err(|e| e.to_string())?;
+            let factors = client.factors().map_err(|e| e.to_string())?;
             return Ok(Self {
                 source: Box::new(client),
                 names,
                 remote: Some(machine),
                 apps: prfmon::lease::AppRanges::default(),
-                factors: prfmon::factor::Factors::default(),
+                factors,
             });
         }
         let registry = collector.open_registry()?;
