@@ -114,6 +114,36 @@ pub fn name_object(registry: &FileRegistry, index: u32, title: &str) {
     );
 }
 
+/// The name index of [`good_and_bad`]'s good provider's object.
+pub const GOOD_INDEX: u32 = 1848;
+/// The name index of [`good_and_bad`]'s bad provider's object.
+pub const BAD_INDEX: u32 = 1860;
+
+/// A registry under `dir/reg` with the test provider in mode `good` (service `Good`, its object
+/// named) and a copy in mode `bad_mode` (service `bad_service`); returns the registry's root.
+pub fn good_and_bad(dir: &Path, bad_service: &str, bad_mode: &str) -> PathBuf {
+    let root = dir.join("reg");
+    let registry = FileRegistry::open(&root).unwrap();
+    register(
+        &registry,
+        "Good",
+        &provider_copy(dir, "good"),
+        "good",
+        GOOD_INDEX,
+        5_000,
+    );
+    register(
+        &registry,
+        bad_service,
+        &provider_copy(dir, bad_mode),
+        bad_mode,
+        BAD_INDEX,
+        5_000,
+    );
+    name_object(&registry, GOOD_INDEX, "Good");
+    root
+}
+
 /// Collector options for tests: host processes run the `prfmon` built for this test.
 pub fn options() -> CollectorOptions {
     CollectorOptions {

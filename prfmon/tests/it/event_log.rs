@@ -8,37 +8,14 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use prfdata_registry::FileRegistry;
+use crate::common::{finish, Run, PRFMON};
 
-use crate::common::{finish, name_object, provider_copy, register, Run, PRFMON};
-
-const GOOD_INDEX: u32 = 1848;
-const FAILING_INDEX: u32 = 1860;
 const FAILED: &str = "service Failing: Collect returned 5; its data is ignored";
 const COLLECTIONS: &str = "20";
 
 /// A registry with a good provider and one whose Collect fails every time.
 fn good_and_failing(dir: &Path) -> std::path::PathBuf {
-    let root = dir.join("reg");
-    let registry = FileRegistry::open(&root).unwrap();
-    register(
-        &registry,
-        "Good",
-        &provider_copy(dir, "good"),
-        "good",
-        GOOD_INDEX,
-        5_000,
-    );
-    register(
-        &registry,
-        "Failing",
-        &provider_copy(dir, "failing"),
-        "fail-collect",
-        FAILING_INDEX,
-        5_000,
-    );
-    name_object(&registry, GOOD_INDEX, "Good");
-    root
+    crate::common::good_and_bad(dir, "Failing", "fail-collect")
 }
 
 /// `prfmon typeperf` making 20 collections, with `extra` arguments and the system log at

@@ -8,33 +8,11 @@ use std::process::{Command, Stdio};
 
 use prfdata_registry::{performance_services, register_service, FileRegistry, ServiceConfig};
 
-use crate::common::{self, finish, name_object, provider_copy, register, Run, PRFMON};
-
-const GOOD_INDEX: u32 = 1848;
-const BAD_INDEX: u32 = 1860;
+use crate::common::{self, finish, Run, PRFMON};
 
 /// A registry with a good provider and one that panics in Collect.
 fn good_and_panicking(dir: &Path) -> std::path::PathBuf {
-    let root = dir.join("reg");
-    let registry = FileRegistry::open(&root).unwrap();
-    register(
-        &registry,
-        "Good",
-        &provider_copy(dir, "good"),
-        "good",
-        GOOD_INDEX,
-        5_000,
-    );
-    register(
-        &registry,
-        "Panicky",
-        &provider_copy(dir, "panic"),
-        "panic",
-        BAD_INDEX,
-        5_000,
-    );
-    name_object(&registry, GOOD_INDEX, "Good");
-    root
+    crate::common::good_and_bad(dir, "Panicky", "panic")
 }
 
 /// `prfmon args...` against `root` with `PRFMON_LOG` set to `level` (or unset).
