@@ -108,7 +108,7 @@ mod tests {
         counter_type: crate::winperf::PERF_COUNTER_RAWCOUNT,
         text_len: 0,
         factor: None,
-        source: crate::map::Source::Stored,
+        source: crate::map::Source::Stored, aggregate: None,
     };
     const OBJ: ObjectDef = ObjectDef {
         symbol: "O",
@@ -117,7 +117,7 @@ mod tests {
         detail: DetailLevel::Novice,
         default_counter: None,
         instances: Instances::None,
-        costly: false,
+        costly: false, total: false,
         counters: &[CTR],
     };
 

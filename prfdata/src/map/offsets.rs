@@ -69,11 +69,13 @@ pub const fn slot_size(obj: &ObjectDef) -> usize {
     }
 }
 
-/// Number of counter blocks of the object: its instance limit, or 1 without instances.
+/// Number of counter blocks of the object: its instance limit and the retired accumulator
+/// after them (block number `max`, [`LAYOUT_VERSION`](crate::layout::LAYOUT_VERSION) 6), or 1
+/// without instances.
 pub const fn block_count(obj: &ObjectDef) -> usize {
     match obj.instances {
         Instances::None => 1,
-        Instances::Max { max, .. } => max as usize,
+        Instances::Max { max, .. } => max as usize + 1,
     }
 }
 
@@ -177,7 +179,7 @@ mod tests {
             counter_type: ty,
             text_len: 0,
             factor: None,
-            source: crate::map::Source::Stored,
+            source: crate::map::Source::Stored, aggregate: None,
         }
     }
 
@@ -189,7 +191,7 @@ mod tests {
             detail: DetailLevel::Novice,
             default_counter: None,
             instances,
-            costly: false,
+            costly: false, total: false,
             counters,
         }
     }

@@ -690,7 +690,7 @@ mod tests {
             counter_type: ty,
             text_len: 0,
             factor: None,
-            source: crate::map::Source::Stored,
+            source: crate::map::Source::Stored, aggregate: None,
         }
     }
     const fn base(symbol: &'static str, ty: u32) -> CounterDef {
@@ -703,7 +703,7 @@ mod tests {
             counter_type: ty,
             text_len: 0,
             factor: None,
-            source: crate::map::Source::Stored,
+            source: crate::map::Source::Stored, aggregate: None,
         }
     }
     const fn obj(symbol: &'static str, counters: &'static [CounterDef]) -> ObjectDef {
@@ -714,7 +714,7 @@ mod tests {
             detail: DetailLevel::Novice,
             default_counter: Some(0),
             instances: Instances::None,
-            costly: false,
+            costly: false, total: false,
             counters,
         }
     }
