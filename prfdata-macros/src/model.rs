@@ -724,7 +724,9 @@ fn check_aggregate(
     let ty_name = ty.to_string();
     let why = if ty_name.starts_with("Text") {
         Some("a text counter has no total: leave `aggregate` out")
-    } else if matches!(kind, Some(Kind::NeedsBase { .. })) && !matches!(name.as_str(), "sum" | "live") {
+    } else if matches!(kind, Some(Kind::NeedsBase { .. }))
+        && !matches!(name.as_str(), "sum" | "live")
+    {
         Some(
             "a counter read against a base aggregates with its base, as a sum: use `sum` (folds \
              departed instances) or `live` (live instances only)",

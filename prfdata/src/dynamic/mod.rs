@@ -487,7 +487,8 @@ fn leak_map(app: &str, defs: &Defs) -> Option<&'static MapDef> {
                     counter_type: c.counter_type,
                     text_len: 0,
                     factor: None,
-                    source: crate::map::Source::Stored, aggregate: None,
+                    source: crate::map::Source::Stored,
+                    aggregate: None,
                 })
                 .collect();
             ObjectDef {

@@ -31,8 +31,8 @@ use std::sync::atomic::AtomicU32;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use crate::block::raw::RawBlock;
-use crate::layout::{self, slot, SLOT_FREE, SLOT_LIVE};
 use crate::layout::AGG_SUM;
+use crate::layout::{self, slot, SLOT_FREE, SLOT_LIVE};
 use crate::map::{offsets, Instances, MapDef, ObjectDef};
 use crate::process::ProcessId;
 

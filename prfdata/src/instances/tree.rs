@@ -228,7 +228,9 @@ impl<'a> Tables<'a> {
                 continue;
             }
             for slot in table.live_slots()? {
-                let Some(owner) = table.owner(slot) else { continue };
+                let Some(owner) = table.owner(slot) else {
+                    continue;
+                };
                 let alive = *seen
                     .entry(owner)
                     .or_insert_with(|| owner.liveness().is_alive());
@@ -256,7 +258,8 @@ impl<'a> Tables<'a> {
     /// Whether any live instance is owned by a process: O(objects), from each object's
     /// owned count.
     pub(crate) fn has_owned(&self) -> bool {
-        self.instanced().any(|object| self.table(object).owned_count() > 0)
+        self.instanced()
+            .any(|object| self.table(object).owned_count() > 0)
     }
 
     /// A live child of `parent`, if it has one. Scans every live instance: only to name a child

@@ -108,7 +108,8 @@ mod tests {
         counter_type: crate::winperf::PERF_COUNTER_RAWCOUNT,
         text_len: 0,
         factor: None,
-        source: crate::map::Source::Stored, aggregate: None,
+        source: crate::map::Source::Stored,
+        aggregate: None,
     };
     const OBJ: ObjectDef = ObjectDef {
         symbol: "O",
@@ -117,7 +118,8 @@ mod tests {
         detail: DetailLevel::Novice,
         default_counter: None,
         instances: Instances::None,
-        costly: false, total: false,
+        costly: false,
+        total: false,
         counters: &[CTR],
     };
 

@@ -48,9 +48,9 @@ pub mod offsets;
 pub(crate) mod offsets;
 pub mod validate;
 
-pub(crate) use ids::data_offset;
-pub use aggregate::Aggregate;
 pub(crate) use aggregate::rule_code;
+pub use aggregate::Aggregate;
+pub(crate) use ids::data_offset;
 pub use ids::{CtrId, Global, Instanced, Object, PerfDataMap, Scope};
 /// The proc macro behind [`prfdata_map!`](crate::prfdata_map), which passes it `$crate`.
 #[doc(hidden)]

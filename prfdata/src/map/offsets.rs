@@ -179,7 +179,8 @@ mod tests {
             counter_type: ty,
             text_len: 0,
             factor: None,
-            source: crate::map::Source::Stored, aggregate: None,
+            source: crate::map::Source::Stored,
+            aggregate: None,
         }
     }
 
@@ -191,7 +192,8 @@ mod tests {
             detail: DetailLevel::Novice,
             default_counter: None,
             instances,
-            costly: false, total: false,
+            costly: false,
+            total: false,
             counters,
         }
     }

@@ -690,7 +690,8 @@ mod tests {
             counter_type: ty,
             text_len: 0,
             factor: None,
-            source: crate::map::Source::Stored, aggregate: None,
+            source: crate::map::Source::Stored,
+            aggregate: None,
         }
     }
     const fn base(symbol: &'static str, ty: u32) -> CounterDef {
@@ -703,7 +704,8 @@ mod tests {
             counter_type: ty,
             text_len: 0,
             factor: None,
-            source: crate::map::Source::Stored, aggregate: None,
+            source: crate::map::Source::Stored,
+            aggregate: None,
         }
     }
     const fn obj(symbol: &'static str, counters: &'static [CounterDef]) -> ObjectDef {
@@ -714,7 +716,8 @@ mod tests {
             detail: DetailLevel::Novice,
             default_counter: Some(0),
             instances: Instances::None,
-            costly: false, total: false,
+            costly: false,
+            total: false,
             counters,
         }
     }

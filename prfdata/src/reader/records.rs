@@ -509,7 +509,9 @@ fn check_object(
     let aggregates = counters[first..end]
         .iter()
         .filter(|c| {
-            c.sum_parts().is_none() && matches!(c.size, DWORD_SIZE | LARGE_SIZE) && c.aggregate != AGG_NONE
+            c.sum_parts().is_none()
+                && matches!(c.size, DWORD_SIZE | LARGE_SIZE)
+                && c.aggregate != AGG_NONE
         })
         .map(|c| AggPlan {
             offset: c.block_offset,

@@ -12,8 +12,9 @@ use super::recover::{self, Recovery};
 use super::utf16;
 use crate::block::fault::Watch;
 use crate::layout::{
-    slot, AGG_MAX, AGG_MIN, AGG_LIVE, AGG_SUM, BYTE_LENGTH_SIZE, DWORD_SIZE, GENERATION_OFFSET, LARGE_SIZE, LIVE_COUNT_OFFSET, OWNED_COUNT_OFFSET,
-    LIVE_ENTRY_SIZE, NAME_UNIT_SIZE, SEQ_OFFSET, SLOT_HEADER_SIZE, SLOT_LIVE, WORD,
+    slot, AGG_LIVE, AGG_MAX, AGG_MIN, AGG_SUM, BYTE_LENGTH_SIZE, DWORD_SIZE, GENERATION_OFFSET,
+    LARGE_SIZE, LIVE_COUNT_OFFSET, LIVE_ENTRY_SIZE, NAME_UNIT_SIZE, OWNED_COUNT_OFFSET, SEQ_OFFSET,
+    SLOT_HEADER_SIZE, SLOT_LIVE, WORD,
 };
 
 /// The read window.
@@ -388,7 +389,14 @@ pub struct InstanceTable<'a> {
 }
 
 /// `_Total`, the name readers give the synthesised total instance, in UTF-16 units.
-const TOTAL_UNITS: [u16; 6] = [b'_' as u16, b'T' as u16, b'o' as u16, b't' as u16, b'a' as u16, b'l' as u16];
+const TOTAL_UNITS: [u16; 6] = [
+    b'_' as u16,
+    b'T' as u16,
+    b'o' as u16,
+    b't' as u16,
+    b'a' as u16,
+    b'l' as u16,
+];
 
 impl InstanceTable<'_> {
     /// Instances shown: the live ones whose owner (if any) is running, and `_Total` if the
@@ -421,9 +429,10 @@ impl InstanceTable<'_> {
     fn hide_dead_owners(&mut self) -> Result<(), ReadError> {
         // The writer's count of owned instances: none, nothing to ask (a count written outside
         // prfdata can only show a dead owner's instance, as before reclamation).
-        let owned = self
-            .reader
-            .u32(self.info.record_offset + OWNED_COUNT_OFFSET as u64, "owned count")?;
+        let owned = self.reader.u32(
+            self.info.record_offset + OWNED_COUNT_OFFSET as u64,
+            "owned count",
+        )?;
         if owned == 0 {
             return Ok(());
         }
@@ -439,7 +448,9 @@ impl InstanceTable<'_> {
                     .raw
                     .load_u64(at)
                     .ok_or_else(|| field(at as u64, "owner start time", pid))?;
-                self.reader.owners.is_alive(crate::process::ProcessId { pid, start_time })
+                self.reader
+                    .owners
+                    .is_alive(crate::process::ProcessId { pid, start_time })
             };
             if alive {
                 if let Some(v) = visible.as_mut() {
@@ -688,7 +699,11 @@ impl InstanceTable<'_> {
             return match info.size {
                 DWORD_SIZE => Ok(i64::from(i32::from_ne_bytes(word_at(&block, at)))),
                 LARGE_SIZE => Ok(i64::from_ne_bytes(word_at(&block, at))),
-                size => Err(field(u64::from(info.block_offset), "counter that is not a number", size)),
+                size => Err(field(
+                    u64::from(info.block_offset),
+                    "counter that is not a number",
+                    size,
+                )),
             };
         }
         if inst.slot >= o.max_instances {

@@ -21,7 +21,8 @@ const RAW: CounterDef = CounterDef {
     counter_type: prfdata::winperf::PERF_COUNTER_RAWCOUNT,
     text_len: 0,
     factor: None,
-    source: prfdata::map::Source::Stored, aggregate: None,
+    source: prfdata::map::Source::Stored,
+    aggregate: None,
 };
 const fn object(instances: Instances, counters: &'static [CounterDef]) -> ObjectDef {
     ObjectDef {
@@ -31,7 +32,8 @@ const fn object(instances: Instances, counters: &'static [CounterDef]) -> Object
         detail: DetailLevel::Novice,
         default_counter: None,
         instances,
-        costly: false, total: false,
+        costly: false,
+        total: false,
         counters,
     }
 }
