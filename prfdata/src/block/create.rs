@@ -110,7 +110,11 @@ pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> 
             } else {
                 0
             } | if obj.costly { OBJECT_COSTLY } else { 0 }
-                | if obj.total { OBJECT_TOTAL } else { 0 },
+                | if obj.total && obj.has_instances() {
+                    OBJECT_TOTAL
+                } else {
+                    0
+                },
             max_instances: max,
             max_name_len,
             counter_block_size: counter_block_size(obj) as u32,

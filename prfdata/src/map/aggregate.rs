@@ -1,37 +1,38 @@
 //! How a counter aggregates across instances: what the retired accumulator keeps of an instance
 //! that leaves (removed, or reclaimed after its owner process died) and what the synthesised
 //! `_Total` instance shows (issue 16).
-//!
-//! A map names the rule per counter (`aggregate: sum | live | min | max | last`) or takes the
-//! default of the counter's winperf type. A base counter has no rule of its own: it follows the
-//! counter it serves, so a fraction's numerator and denominator stay paired; a precision
-//! timestamp (`PERF_PRECISION_TIMESTAMP`, a time, not an amount) takes the largest live value.
-//!
-//! | winperf type | default | retired accumulator | `_Total` |
-//! |---|---|---|---|
-//! | `PERF_COUNTER_COUNTER`, `PERF_SAMPLE_COUNTER`, `PERF_COUNTER_BULK_COUNT`, `PERF_COUNTER_DELTA`, `PERF_COUNTER_LARGE_DELTA` | `sum` | folded | live sum + retired |
-//! | `PERF_COUNTER_TIMER(_INV)`, `PERF_100NSEC_TIMER(_INV)`, `PERF_OBJ_TIME_TIMER` | `sum` | folded | live sum + retired |
-//! | the four queue-length accumulators (`PERF_COUNTER_*QUEUELEN_TYPE`: sums of lengths over time) | `sum` | folded | live sum + retired |
-//! | multi timers and `PERF_COUNTER_MULTI_BASE` | `sum` (the base follows) | folded | live sum + retired |
-//! | `PERF_SAMPLE_FRACTION` / `PERF_SAMPLE_BASE`, `PERF_AVERAGE_TIMER`, `PERF_AVERAGE_BULK` / `PERF_AVERAGE_BASE` | `sum` (the base follows) | folded | live sum + retired |
-//! | precision timers / `PERF_PRECISION_TIMESTAMP` | `sum` / `max` | numerator folded | live sum + retired / largest live timestamp |
-//! | `PERF_COUNTER_RAWCOUNT(_HEX)`, `PERF_COUNTER_LARGE_RAWCOUNT(_HEX)` (gauges) | `live` | dropped | live sum |
-//! | `PERF_RAW_FRACTION` / `PERF_RAW_BASE`, large raw fraction / base | `live` (the base follows) | dropped | live sums |
-//! | `PERF_ELAPSED_TIME` (a start time) | `min` | dropped | earliest live start |
-//! | `PERF_COUNTER_NODATA` | `live` | dropped | 0 |
-//! | `PERF_COUNTER_TEXT` | none | dropped | empty |
-//!
-//! `min`, `max` and `last` (the live instance listed last) never fold: they describe the live
-//! instances only. `sum` on a gauge is allowed (a gauge that must not drop when a worker goes);
-//! the macro refuses what cannot be meaningful: a rule on a base, `min`/`max`/`last` on a
-//! counter read against a base (its base could not pair with it), `sum`/`live` on an elapsed
-//! time, any rule on text.
+//! The rules and their defaults per winperf type are in [`Aggregate`]'s docs.
 
 use crate::layout::{AGG_LAST, AGG_LIVE, AGG_MAX, AGG_MIN, AGG_NONE, AGG_SUM};
 use crate::map::ObjectDef;
 use crate::winperf;
 
-/// A counter's aggregation rule (`aggregate:` in a map; see the module docs for the defaults).
+/// A counter's aggregation rule (`aggregate:` in a map).
+///
+/// A map names the rule per counter (`aggregate: sum | live | min | max | last`) or takes the
+/// default of the counter's winperf type. A base counter has no rule of its own: it follows the
+/// counter it serves, so a fraction's numerator and denominator stay paired; a precision
+/// timestamp (`PERF_PRECISION_TIMESTAMP`, a time, not an amount) takes the largest live value.
+///
+/// | winperf type | default | retired accumulator | `_Total` |
+/// |---|---|---|---|
+/// | `PERF_COUNTER_COUNTER`, `PERF_SAMPLE_COUNTER`, `PERF_COUNTER_BULK_COUNT`, `PERF_COUNTER_DELTA`, `PERF_COUNTER_LARGE_DELTA` | `sum` | folded | live sum + retired |
+/// | `PERF_COUNTER_TIMER(_INV)`, `PERF_100NSEC_TIMER(_INV)`, `PERF_OBJ_TIME_TIMER` | `sum` | folded | live sum + retired |
+/// | the four queue-length accumulators (`PERF_COUNTER_*QUEUELEN_TYPE`: sums of lengths over time) | `sum` | folded | live sum + retired |
+/// | multi timers and `PERF_COUNTER_MULTI_BASE` | `sum` (the base follows) | folded | live sum + retired |
+/// | `PERF_SAMPLE_FRACTION` / `PERF_SAMPLE_BASE`, `PERF_AVERAGE_TIMER`, `PERF_AVERAGE_BULK` / `PERF_AVERAGE_BASE` | `sum` (the base follows) | folded | live sum + retired |
+/// | precision timers / `PERF_PRECISION_TIMESTAMP` | `sum` / `max` | numerator folded | live sum + retired / largest live timestamp |
+/// | `PERF_COUNTER_RAWCOUNT(_HEX)`, `PERF_COUNTER_LARGE_RAWCOUNT(_HEX)` (gauges) | `live` | dropped | live sum |
+/// | `PERF_RAW_FRACTION` / `PERF_RAW_BASE`, large raw fraction / base | `live` (the base follows) | dropped | live sums |
+/// | `PERF_ELAPSED_TIME` (a start time) | `min` | dropped | earliest live start |
+/// | `PERF_COUNTER_NODATA` | `live` | dropped | 0 |
+/// | `PERF_COUNTER_TEXT` | none | dropped | empty |
+///
+/// `min`, `max` and `last` (the live instance listed last) never fold: they describe the live
+/// instances only. `sum` on a gauge is allowed (a gauge that must not drop when a worker goes);
+/// the macro refuses what cannot be meaningful: a rule on a base, `min`/`max`/`last` on a
+/// counter read against a base (its base could not pair with it), `sum`/`live` on an elapsed
+/// time, any rule on text.
 ///
 /// # Examples
 ///
@@ -58,7 +59,7 @@ pub enum Aggregate {
 
 impl Aggregate {
     /// The default rule of a counter of winperf type `counter_type`, or `None` for text. A
-    /// base's default is the rule of the counter it serves (see [`rule_code`]).
+    /// base's default is the rule of the counter it serves (the rule the reader applies is in each counter record).
     ///
     /// # Examples
     ///

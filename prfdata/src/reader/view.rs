@@ -425,7 +425,7 @@ impl InstanceTable<'_> {
     }
 
     /// Finds the listed instances whose owner died, and hides them (one pass over the live
-    /// list; each owner is asked once per [`super::owners::ALIVE_TTL`]).
+    /// list; each owner costs one `poll` of a process handle, see `super::owners`).
     fn hide_dead_owners(&mut self) -> Result<(), ReadError> {
         // The writer's count of owned instances: none, nothing to ask (a count written outside
         // prfdata can only show a dead owner's instance, as before reclamation).
