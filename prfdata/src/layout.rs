@@ -12,7 +12,8 @@
 //!             per object, each region 64-aligned:
 //!               live list   u32 × max     slot numbers of live instances, dense
 //!               slots       SlotHeader (64 bytes) + UTF-16 name, × max
-//!               data        counter block × max (or × 1 without instances)
+//!               data        counter block × (max + 1) (or × 1 without instances): the
+//!                           last one is the retired accumulator (LAYOUT_VERSION 6)
 //! ```
 //!
 //! A counter block is laid out as perflib's `PERF_COUNTER_BLOCK`: a `u32` ByteLength (padded to

@@ -7,7 +7,8 @@
 //! ([`ProcessHandle`], a pidfd) and only then compares that process's start time with the
 //! owner's: a match means the handle names the owner itself, whose exit then shows on the
 //! handle, whatever becomes of the pid. A dead owner stays dead (the answer is kept). Without
-//! pidfds (old kernels) every read asks `/proc`. The cache is bounded: past [`MAX_ENTRIES`]
+//! pidfds (old kernels), or past [`MAX_HANDLES`] live owners, every read asks `/proc`. The cache
+//! is bounded: past [`MAX_ENTRIES`]
 //! the owners not met for [`FORGET_AFTER`] are forgotten, or all if that is not enough.
 
 use std::collections::HashMap;
@@ -17,8 +18,12 @@ use std::time::{Duration, Instant};
 use crate::process::ProcessId;
 use crate::sys::process::ProcessHandle;
 
-/// The most owners remembered (each live one holds a file descriptor).
+/// The most owners remembered.
 const MAX_ENTRIES: usize = 1024;
+/// The most process handles (file descriptors) a reader holds: past it, further live owners
+/// are asked through `/proc` at each read. A block is untrusted input: it could name every
+/// process of its user as owners, and a provider host must not run out of descriptors.
+const MAX_HANDLES: usize = 64;
 /// How long an owner no read has met is kept when the cache is full.
 const FORGET_AFTER: Duration = Duration::from_secs(10);
 
@@ -68,14 +73,18 @@ impl OwnerCache {
             return alive;
         };
         // The handle names whoever has the pid now: the owner only if the start times agree.
-        let entry = if owner.liveness().is_alive() {
-            Seen::Alive { handle, met: now }
-        } else {
-            Seen::Dead { met: now }
-        };
-        let alive = matches!(entry, Seen::Alive { .. });
-        Self::insert(&mut seen, owner, entry, now);
-        alive
+        if !owner.liveness().is_alive() {
+            Self::insert(&mut seen, owner, Seen::Dead { met: now }, now);
+            return false;
+        }
+        let handles = seen
+            .values()
+            .filter(|e| matches!(e, Seen::Alive { .. }))
+            .count();
+        if handles < MAX_HANDLES {
+            Self::insert(&mut seen, owner, Seen::Alive { handle, met: now }, now);
+        }
+        true
     }
 
     fn insert(seen: &mut HashMap<ProcessId, Seen>, owner: ProcessId, entry: Seen, now: Instant) {

@@ -213,12 +213,6 @@ fn ten_thousand_deaths_leave_the_block_as_it_was() {
     let prf = PrfData::activate_in(dir.path()).unwrap();
     let reader = BlockReader::open_path(APP, prf.path()).unwrap();
     let size = std::fs::metadata(prf.path()).unwrap().len();
-    let live: Vec<_> = (0..8)
-        .map(|i| {
-            prf.add_process_instance(WORKERS, &format!("live{i}"))
-                .unwrap()
-        })
-        .collect();
     let time_reads = || {
         let start = Instant::now();
         for _ in 0..200 {
@@ -226,6 +220,19 @@ fn ten_thousand_deaths_leave_the_block_as_it_was() {
         }
         start.elapsed() / 200
     };
+    let plain: Vec<_> = (0..8)
+        .map(|i| prf.add_instance(WORKERS, &format!("plain{i}")).unwrap())
+        .collect();
+    let unowned = time_reads();
+    for p in plain {
+        prf.remove_instance(p).unwrap();
+    }
+    let live: Vec<_> = (0..8)
+        .map(|i| {
+            prf.add_process_instance(WORKERS, &format!("live{i}"))
+                .unwrap()
+        })
+        .collect();
     let before = time_reads();
     for k in 0..10_000u32 {
         // Each add reclaims the previous dead worker: one slot serves them all.
@@ -237,7 +244,8 @@ fn ten_thousand_deaths_leave_the_block_as_it_was() {
     assert_eq!(prf.reclaim_dead().unwrap(), 1);
     let after = time_reads();
     eprintln!(
-        "read of 8 live owned instances + _Total: {before:?} before, {after:?} after 10,000 deaths"
+        "read of 8 instances + _Total: {unowned:?} unowned; owned: {before:?} before, {after:?} \
+         after 10,000 deaths"
     );
     assert_eq!(std::fs::metadata(prf.path()).unwrap().len(), size);
     let r = rows(&reader);
