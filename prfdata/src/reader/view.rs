@@ -79,7 +79,12 @@ impl BlockReader {
             if seq & 1 == 0 {
                 odd_since = None;
                 fence(Ordering::Acquire);
-                let result = f(&BlockView { reader: self, seq });
+                let result = f(&BlockView {
+                    reader: self,
+                    seq,
+                    shown: Default::default(),
+                    hidden: Default::default(),
+                });
                 fence(Ordering::Acquire);
                 let kept = self.seq_relaxed() == seq;
                 // A truncation, even one regrown since, zeroes the generation with the rest:
@@ -198,6 +203,23 @@ pub struct LiveInstance {
 pub struct BlockView<'a> {
     pub(super) reader: &'a BlockReader,
     pub(super) seq: u64,
+    /// Per object with process-owned instances, once asked: each live-list position's shown
+    /// position ([`InstanceTable`] numbering), `u32::MAX` for an instance hidden because its
+    /// owner died. For [`BlockView::parent_position`].
+    pub(super) shown: std::cell::RefCell<std::collections::HashMap<u32, Vec<u32>>>,
+    /// Per object with process-owned instances, once asked: which listed instances are hidden
+    /// (their owner died), so that every [`BlockView::instances`] of one window agrees (a
+    /// provider sizes, then writes, from two tables of the same window).
+    pub(super) hidden: std::cell::RefCell<std::collections::HashMap<u32, Hidden>>,
+}
+
+/// The listed instances of one object hidden in a window because their owner died.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Hidden {
+    /// The live-list positions shown, when some listed instances are hidden; `None`: all.
+    visible: Option<Vec<u32>>,
+    /// The slots of listed instances whose owner died.
+    dead: Vec<u32>,
 }
 
 impl<'a> BlockView<'a> {
@@ -273,13 +295,27 @@ impl<'a> BlockView<'a> {
             dead: Vec::new(),
             shown: count,
         };
-        table.hide_dead_owners()?;
+        let memo = self.hidden.borrow().get(&(obj as u32)).cloned();
+        let hidden = match memo {
+            Some(h) => h,
+            None => {
+                let h = table.dead_owners()?;
+                self.hidden.borrow_mut().insert(obj as u32, h.clone());
+                h
+            }
+        };
+        if let Some(v) = &hidden.visible {
+            table.shown = v.len() as u32;
+        }
+        table.visible = hidden.visible;
+        table.dead = hidden.dead;
         Ok(table)
     }
 
-    /// The live-list position of a parent instance (as in [`LiveInstance::parent`]), or `None`
-    /// if that slot is not live now, or holds another generation (the parent went and another
-    /// instance took its slot).
+    /// The position of a parent instance (as in [`LiveInstance::parent`]) in its object's
+    /// [`InstanceTable`], or `None` if that slot is not live now, holds another generation (the
+    /// parent went and another instance took its slot), or is hidden because its owner process
+    /// died.
     pub fn parent_position(&self, link: ParentLink) -> Option<u32> {
         let o = self.reader.records.objects.get(link.object as usize)?;
         if !o.instanced || link.slot >= o.max_instances {
@@ -302,7 +338,34 @@ impl<'a> BlockView<'a> {
             .reader
             .u32(o.live_offset + u64::from(pos) * LIVE_ENTRY_SIZE as u64, "")
             .ok()?;
-        (listed == link.slot).then_some(pos)
+        if listed != link.slot {
+            return None;
+        }
+        // Instances hidden because their owner died shift the positions after them.
+        let owned = self
+            .reader
+            .u32(o.record_offset + OWNED_COUNT_OFFSET as u64, "")
+            .ok()?;
+        if owned == 0 {
+            return Some(pos);
+        }
+        let mut shown = self.shown.borrow_mut();
+        if !shown.contains_key(&link.object) {
+            let table = self.instances(link.object as usize).ok()?;
+            let mut map = vec![u32::MAX; count as usize];
+            for p in 0..table.shown {
+                let listed = table.visible.as_ref().map_or(p, |v| v[p as usize]);
+                if let Some(m) = map.get_mut(listed as usize) {
+                    *m = p;
+                }
+            }
+            shown.insert(link.object, map);
+        }
+        shown
+            .get(&link.object)
+            .and_then(|m| m.get(pos as usize))
+            .copied()
+            .filter(|&p| p != u32::MAX)
     }
 
     /// The value of counter `counter` (its position among object `obj`'s counters) of object
@@ -424,9 +487,10 @@ impl InstanceTable<'_> {
         self.info.total && inst.slot == self.info.max_instances
     }
 
-    /// Finds the listed instances whose owner died, and hides them (one pass over the live
-    /// list; each owner costs one `poll` of a process handle, see `super::owners`).
-    fn hide_dead_owners(&mut self) -> Result<(), ReadError> {
+    /// The listed instances whose owner died (one pass over the live list; each owner costs
+    /// one `poll` of a process handle, see `super::owners`), for [`BlockView::instances`].
+    fn dead_owners(&self) -> Result<Hidden, ReadError> {
+        let mut hidden = Hidden::default();
         // The writer's count of owned instances: none, nothing to ask (a count written outside
         // prfdata can only show a dead owner's instance, as before reclamation).
         let owned = self.reader.u32(
@@ -434,9 +498,8 @@ impl InstanceTable<'_> {
             "owned count",
         )?;
         if owned == 0 {
-            return Ok(());
+            return Ok(hidden);
         }
-        let mut visible: Option<Vec<u32>> = None;
         for pos in 0..self.count {
             let (slot_no, slot_at) = self.listed(pos)?;
             // SAFETY: `slot_at` from `listed`; OWNER_PID is a 4-aligned header field.
@@ -453,19 +516,15 @@ impl InstanceTable<'_> {
                     .is_alive(crate::process::ProcessId { pid, start_time })
             };
             if alive {
-                if let Some(v) = visible.as_mut() {
+                if let Some(v) = hidden.visible.as_mut() {
                     v.push(pos);
                 }
             } else {
-                self.dead.push(slot_no);
-                visible.get_or_insert_with(|| (0..pos).collect());
+                hidden.dead.push(slot_no);
+                hidden.visible.get_or_insert_with(|| (0..pos).collect());
             }
         }
-        if let Some(v) = visible {
-            self.shown = v.len() as u32;
-            self.visible = Some(v);
-        }
-        Ok(())
+        Ok(hidden)
     }
 
     /// The slot number at shown position `pos` (not `_Total`) and the slot's offset.

@@ -482,3 +482,49 @@ fn eight_workers_with_sigkills_keep_an_exact_monotonic_total() {
     eprintln!("{kills} workers SIGKILLed, {samples} samples");
     assert!(kills > 0, "the seed killed nobody: {seed:#x}");
 }
+
+/// A dead owner's instance is hidden, so the positions after it move: a child's parent link
+/// resolves to the parent's shown position, and a child of the hidden instance to none; the
+/// writer's reclamation removes the dead instance with the instances below it.
+#[test]
+fn parent_links_follow_hidden_instances() {
+    let dir = tempfile::tempdir().unwrap();
+    let prf = PrfData::activate_in(dir.path()).unwrap();
+    let reader = BlockReader::open_path(APP, prf.path()).unwrap();
+    let dead = prf.add_process_instance(WORKERS, "dead").unwrap();
+    let live = prf.add_instance(WORKERS, "live").unwrap();
+    prf.add_child_instance(PLAIN, prfdata::InstanceSpec::named("kid"), live)
+        .unwrap();
+    prf.add_child_instance(PLAIN, prfdata::InstanceSpec::named("orphan"), dead)
+        .unwrap();
+    forge_reused_pid(prf.path(), slot_of(dead));
+    let links = |reader: &BlockReader| {
+        reader
+            .read_with(Duration::from_secs(5), |view| {
+                let table = view.instances(1)?;
+                let mut out = Vec::new();
+                for pos in 0..table.len() {
+                    let inst = table.get(pos)?;
+                    let mut name = Vec::new();
+                    table.name_units(&inst, &mut name)?;
+                    let parent = inst.parent.and_then(|p| view.parent_position(p));
+                    out.push((String::from_utf16_lossy(&name), parent));
+                }
+                Ok(out)
+            })
+            .unwrap()
+    };
+    let names: Vec<_> = rows(&reader).into_iter().map(|r| r.name).collect();
+    assert_eq!(names, ["live", "_Total"]);
+    assert_eq!(
+        links(&reader),
+        [("kid".to_string(), Some(0)), ("orphan".to_string(), None)],
+        "kid's parent is shown first now; orphan's is hidden"
+    );
+    assert_eq!(
+        prf.reclaim_dead().unwrap(),
+        2,
+        "the dead instance and its child"
+    );
+    assert_eq!(links(&reader), [("kid".to_string(), Some(0))]);
+}

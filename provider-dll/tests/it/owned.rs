@@ -105,3 +105,57 @@ fn a_killed_workers_instance_leaves_the_collect_and_its_counts_stay_in_total() {
     assert_eq!(prf.instances(app_o::POOL).unwrap(), vec![master]);
     assert_eq!(p.close(), ERROR_SUCCESS);
 }
+
+/// `_Total` is one more instance than the live count: a buffer too small by a few bytes is
+/// ERROR_MORE_DATA, never a Collect that drops the object (the size bound counted it).
+#[test]
+fn total_is_counted_when_sizing_the_buffer() {
+    let _s = serial();
+    let prf = app_o::PrfData::activate().unwrap();
+    for name in ["sixteen-chars-aa", "sixteen-chars-bb"] {
+        prf.add_process_instance(app_o::POOL, name).unwrap();
+    }
+    let p = Provider::load();
+    assert_eq!(p.open(&["ProvTestO"]), ERROR_SUCCESS);
+    let query = env().first_o.0.to_string();
+    let (full, data) = p.collect(&query);
+    assert_eq!(full.objects, 1);
+    let size = data.len();
+    for room in [size - 8, size - 64] {
+        let mut buf = vec![0u8; size + 64];
+        let out = p.collect_into(&query, &mut buf, room);
+        assert_eq!(
+            out.status,
+            crate::common::ERROR_MORE_DATA,
+            "{room} bytes for {size}: {out:?}"
+        );
+    }
+    let mut buf = vec![0u8; size + 64];
+    let out = p.collect_into(&query, &mut buf, size);
+    assert_eq!(
+        (out.status, out.bytes as usize, out.objects),
+        (ERROR_SUCCESS, size, 1)
+    );
+    assert_eq!(p.close(), ERROR_SUCCESS);
+}
+
+/// The size bound Collect uses to skip exact sizing counts `_Total`: never below the exact
+/// size, whose instances include it.
+#[test]
+fn the_size_bound_counts_total() {
+    let _s = serial();
+    let prf = app_o::PrfData::activate().unwrap();
+    for name in ["sixteen-chars-aa", "sixteen-chars-bb"] {
+        prf.add_process_instance(app_o::POOL, name).unwrap();
+    }
+    let reader = prfdata::reader::BlockReader::open("ProvTestO").unwrap();
+    let (bound, exact) = reader
+        .read_with(Duration::from_secs(5), |view| {
+            Ok((
+                prfdata_provider::serialize::objects_size_bound(view, &[0])?,
+                prfdata_provider::serialize::objects_size(view, &[0])?,
+            ))
+        })
+        .unwrap();
+    assert!(bound >= exact, "bound {bound} below the exact size {exact}");
+}
