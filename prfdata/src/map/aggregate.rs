@@ -85,6 +85,18 @@ impl Aggregate {
         }
     }
 
+    /// The rule of an `AGG_*` code ([`AGG_NONE`] and unknown codes: `None`).
+    pub(crate) const fn from_code(code: u32) -> Option<Aggregate> {
+        match code {
+            AGG_SUM => Some(Aggregate::Sum),
+            AGG_LIVE => Some(Aggregate::Live),
+            AGG_MIN => Some(Aggregate::Min),
+            AGG_MAX => Some(Aggregate::Max),
+            AGG_LAST => Some(Aggregate::Last),
+            _ => None,
+        }
+    }
+
     /// The `AGG_*` code a counter record holds.
     pub(crate) const fn code(self) -> u32 {
         match self {

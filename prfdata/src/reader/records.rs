@@ -16,7 +16,7 @@ use super::error::{field, ReadError};
 use crate::block::raw::RawBlock;
 use crate::instances::TableLayout;
 use crate::layout::*;
-use crate::map::Factor;
+use crate::map::{Aggregate, Factor};
 use crate::winperf;
 
 /// A validated object record.
@@ -56,7 +56,7 @@ pub struct ObjectInfo {
     pub(super) text: Vec<(u32, u32)>,
     /// The sums (seed 000's `PSTF_COMPLEX`) the reader fills in each copied counter block.
     pub(super) sums: Vec<SumPlan>,
-    /// Whether readers show a synthesised `_Total` instance ([`OBJECT_TOTAL`]).
+    /// Whether readers show a synthesised `_Total` instance (`total: true` in the map).
     pub total: bool,
     /// How `_Total` and departed instances aggregate each stored numeric counter (sums are
     /// computed again from their aggregated parts; text stays empty).
@@ -119,8 +119,9 @@ pub struct CounterInfo {
     parts: [u16; MAX_SUM_PARTS],
     /// How many of `parts` are used; 0 for a counter that is not a sum.
     part_count: u8,
-    /// How departed instances and `_Total` aggregate it: an `AGG_*` code.
-    pub aggregate: u32,
+    /// How departed instances and `_Total` aggregate it (as the block says: the map's rule or
+    /// its type's default, resolved by the writer); `None` for text.
+    pub aggregate: Option<Aggregate>,
 }
 
 impl CounterInfo {
@@ -433,7 +434,7 @@ fn check_counter(rec: &CounterRecord, at: u64) -> Result<CounterInfo, ReadError>
         parts: rec.parts,
         // At most MAX_SUM_PARTS (8), checked above.
         part_count: part_count as u8,
-        aggregate: rec.aggregate,
+        aggregate: Aggregate::from_code(rec.aggregate),
     })
 }
 
@@ -508,15 +509,13 @@ fn check_object(
     }
     let aggregates = counters[first..end]
         .iter()
-        .filter(|c| {
-            c.sum_parts().is_none()
-                && matches!(c.size, DWORD_SIZE | LARGE_SIZE)
-                && c.aggregate != AGG_NONE
-        })
-        .map(|c| AggPlan {
-            offset: c.block_offset,
-            size: c.size,
-            rule: c.aggregate,
+        .filter(|c| c.sum_parts().is_none() && matches!(c.size, DWORD_SIZE | LARGE_SIZE))
+        .filter_map(|c| {
+            Some(AggPlan {
+                offset: c.block_offset,
+                size: c.size,
+                rule: c.aggregate?.code(),
+            })
         })
         .collect();
     let mut sums = Vec::new();

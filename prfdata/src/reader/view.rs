@@ -350,7 +350,7 @@ impl<'a> BlockView<'a> {
             return Some(pos);
         }
         let mut shown = self.shown.borrow_mut();
-        if !shown.contains_key(&link.object) {
+        if let std::collections::hash_map::Entry::Vacant(entry) = shown.entry(link.object) {
             let table = self.instances(link.object as usize).ok()?;
             let mut map = vec![u32::MAX; count as usize];
             for p in 0..table.shown {
@@ -359,7 +359,7 @@ impl<'a> BlockView<'a> {
                     *m = p;
                 }
             }
-            shown.insert(link.object, map);
+            entry.insert(map);
         }
         shown
             .get(&link.object)

@@ -454,7 +454,7 @@ fn eight_workers_with_sigkills_keep_an_exact_monotonic_total() {
                 common::wait_ok(w.child, Duration::from_secs(30));
                 continue;
             }
-            if rng.next() % 8 == 0 {
+            if rng.next().is_multiple_of(8) {
                 w.child.kill().unwrap(); // SIGKILL, while it waits for `go`
                 w.child.wait().unwrap();
                 kills += 1;
