@@ -477,7 +477,7 @@ impl ObjectDef {
     /// # use prfdata::map::{ObjectDef, DetailLevel, Instances};
     /// let obj = ObjectDef { symbol: "OBJ", offset: 0, texts: &[], detail: DetailLevel::Novice,
     ///     default_counter: None, instances: Instances::Max { max: 4, max_name_len: 8 },
-    ///     costly: false, counters: &[] };
+    ///     costly: false, total: false, counters: &[] };
     /// assert!(obj.has_instances());
     /// ```
     pub const fn has_instances(&self) -> bool {
@@ -493,7 +493,7 @@ impl ObjectDef {
     /// let obj = ObjectDef { symbol: "OBJ", offset: 0,
     ///     texts: &[Text { lang: "009", name: "Object", help: "An object." }],
     ///     detail: DetailLevel::Novice, default_counter: None, instances: Instances::None,
-    ///     costly: false, counters: &[] };
+    ///     costly: false, total: false, counters: &[] };
     /// assert_eq!(obj.name(), "Object");
     /// ```
     pub fn name(&self) -> &'static str {
