@@ -1275,7 +1275,13 @@ impl<M: PerfDataMap> PrfData<M> {
     /// the object's `_Total` never goes backwards. The owner is the
     /// [`ProcessId`](crate::ProcessId) (pid and start time): a pid reused by another process
     /// does not keep the instance alive. For worker processes that
-    /// [`attach`](PrfData::attach) to the block.
+    /// [`attach`](PrfData::attach) to the block; put it under an [`Instance`] guard with
+    /// [`PrfData::guard_instance`] to remove it on an orderly exit too.
+    ///
+    /// Reclaiming an instance removes the instances below it (its children) with it, owned or
+    /// not, as [`PrfData::remove_instance_tree`] does. Readers hide a dead owner's instance at
+    /// once (a child of it then shows no parent) and count its `sum` counters in the object's
+    /// `_Total` until a writer reclaims it.
     ///
     /// # Errors
     ///
