@@ -34,6 +34,8 @@ pub(crate) struct ObjectAst {
     /// The `instances` keyword and its value.
     pub(crate) instances: Option<(Ident, InstancesAst)>,
     pub(crate) costly: Option<LitBool>,
+    /// `total: true`: readers synthesise a `_Total` instance.
+    pub(crate) total: Option<LitBool>,
     /// The `counters` keyword and the counters.
     pub(crate) counters: Option<(Ident, Vec<CounterAst>)>,
 }
@@ -90,6 +92,8 @@ pub(crate) struct CounterBody {
     pub(crate) on_demand: Option<LitBool>,
     /// `sum: [A, B, ...]`: the bracket's span and the parts.
     pub(crate) sum: Option<(Span, Vec<Ident>)>,
+    /// `aggregate: sum | live | min | max | last`.
+    pub(crate) aggregate: Option<Ident>,
 }
 
 /// `factor: * 4096`: whether it multiplies, and the factor (`None` when it is not a `u32` of at
@@ -112,6 +116,7 @@ const OBJECT_FIELDS: &[&str] = &[
     "default",
     "instances",
     "costly",
+    "total",
     "counters",
 ];
 const COUNTER_FIELDS: &[&str] = &[
@@ -123,6 +128,7 @@ const COUNTER_FIELDS: &[&str] = &[
     "factor",
     "on_demand",
     "sum",
+    "aggregate",
 ];
 const LANG_FIELDS: &[&str] = &["name", "help"];
 const INSTANCE_FIELDS: &[&str] = &["max", "name_len"];
@@ -233,6 +239,7 @@ fn parse_object(input: ParseStream, errors: &mut Errors) -> syn::Result<ObjectAs
         default: None,
         instances: None,
         costly: None,
+        total: None,
         counters: None,
     };
     parse_fields(
@@ -255,6 +262,10 @@ fn parse_object(input: ParseStream, errors: &mut Errors) -> syn::Result<ObjectAs
                 }
                 "costly" => {
                     object.costly = Some(value(input)?);
+                    Ok(false)
+                }
+                "total" => {
+                    object.total = Some(value(input)?);
                     Ok(false)
                 }
                 "instances" => {
@@ -458,6 +469,7 @@ fn parse_counter(input: ParseStream, errors: &mut Errors) -> syn::Result<Counter
             factor: None,
             on_demand: None,
             sum: None,
+            aggregate: None,
         };
         parse_fields(
             &fields,
@@ -470,6 +482,7 @@ fn parse_counter(input: ParseStream, errors: &mut Errors) -> syn::Result<Counter
                 }
                 match key.to_string().as_str() {
                     "detail" => b.detail = Some(value(input)?),
+                    "aggregate" => b.aggregate = Some(value(input)?),
                     "factor" => {
                         input.parse::<Token![:]>()?;
                         b.factor = Some(parse_factor(input, errors)?);

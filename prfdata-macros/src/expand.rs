@@ -92,6 +92,7 @@ fn object_def(krate: &TokenStream, o: &Obj) -> TokenStream {
         None => quote!(#krate::map::Instances::None),
     };
     let costly = o.costly;
+    let total = o.total;
     let osym = &o.symbol;
     quote! {
         #krate::map::ObjectDef {
@@ -102,6 +103,7 @@ fn object_def(krate: &TokenStream, o: &Obj) -> TokenStream {
             default_counter: #default,
             instances: #instances,
             costly: #costly,
+            total: #total,
             counters: #osym::COUNTERS,
         }
     }
@@ -139,6 +141,10 @@ fn counter_def(krate: &TokenStream, c: &Ctr) -> TokenStream {
         None if c.on_demand => quote!(#krate::map::Source::OnDemand),
         None => quote!(#krate::map::Source::Stored),
     };
+    let aggregate = match &c.aggregate {
+        Some(v) => quote!(::core::option::Option::Some(#krate::map::Aggregate::#v)),
+        None => quote!(::core::option::Option::None),
+    };
     quote! {
         #krate::map::CounterDef {
             symbol: #symbol,
@@ -152,6 +158,7 @@ fn counter_def(krate: &TokenStream, c: &Ctr) -> TokenStream {
                 <#krate::counter_type::#ty as #krate::counter_type::CounterType>::TEXT_LEN,
             factor: #factor,
             source: #source,
+            aggregate: #aggregate,
         }
     }
 }

@@ -41,6 +41,8 @@ pub(crate) struct Obj {
     /// symbol when the field is left out. Type errors about the scope point there.
     pub(crate) scope_span: Span,
     pub(crate) costly: bool,
+    /// `total: true`.
+    pub(crate) total: bool,
     pub(crate) counters: Vec<Ctr>,
 }
 
@@ -61,6 +63,8 @@ pub(crate) struct Ctr {
     pub(crate) on_demand: bool,
     /// `sum: [...]`: each part's index among the object's counters, and its token.
     pub(crate) sum: Option<Vec<(usize, Ident)>>,
+    /// `aggregate: ...`: the variant of `prfdata::map::Aggregate` (`Sum`, `Live`, ...).
+    pub(crate) aggregate: Option<Ident>,
 }
 
 pub(crate) struct Text {
@@ -305,6 +309,18 @@ fn check_object(o: ObjectAst, symbols: &mut Symbols, errors: &mut Errors) -> Obj
             Vec::new()
         }
     };
+    let total = o.total.as_ref().is_some_and(|t| t.value);
+    if let Some(t) = o.total.as_ref().filter(|t| t.value) {
+        if instances.is_none() {
+            errors.at(
+                t.span(),
+                format!(
+                    "{owner} asks for a `_Total` instance but has no instances: `total: true` \
+                     belongs to objects with `instances: {{ max: N, name_len: N }}`"
+                ),
+            );
+        }
+    }
     let default = o
         .default
         .as_ref()
@@ -319,6 +335,7 @@ fn check_object(o: ObjectAst, symbols: &mut Symbols, errors: &mut Errors) -> Obj
         instances,
         scope_span,
         costly: o.costly.is_some_and(|c| c.value),
+        total,
         counters,
     }
 }
@@ -540,7 +557,15 @@ fn check_counters(
             Some(body) if !is_base => check_source(body, &c.symbol, instanced, &names, errors),
             _ => (None, false, None),
         };
+        let aggregate = match &c.body {
+            Some(body) if !is_base => body
+                .aggregate
+                .as_ref()
+                .and_then(|a| check_aggregate(a, &c.symbol, &c.ty, kinds[i], errors)),
+            _ => None,
+        };
         out.push(Ctr {
+            aggregate,
             docs: c.docs,
             symbol: c.symbol,
             offset,
@@ -660,6 +685,65 @@ fn check_source(
         out
     });
     (factor, on_demand, sum)
+}
+
+/// `aggregate: sum | live | min | max | last`: the `prfdata::map::Aggregate` variant, or `None`
+/// (reported) for an unknown rule or one that cannot mean anything for the counter's type.
+fn check_aggregate(
+    rule: &Ident,
+    symbol: &Ident,
+    ty: &Ident,
+    kind: Option<Kind>,
+    errors: &mut Errors,
+) -> Option<Ident> {
+    const RULES: &[(&str, &str)] = &[
+        ("sum", "Sum"),
+        ("live", "Live"),
+        ("min", "Min"),
+        ("max", "Max"),
+        ("last", "Last"),
+    ];
+    let name = rule.to_string();
+    let Some((_, variant)) = RULES.iter().find(|(r, _)| *r == name) else {
+        errors.at(
+            rule.span(),
+            format!(
+                "unknown aggregation rule `{name}` for counter {symbol}{}",
+                did_you_mean(
+                    &name,
+                    RULES.iter().map(|(r, _)| *r),
+                    &format!(
+                        "a rule is {}",
+                        one_of(&RULES.iter().map(|(r, _)| *r).collect::<Vec<_>>())
+                    )
+                )
+            ),
+        );
+        return None;
+    };
+    let ty_name = ty.to_string();
+    let why = if ty_name.starts_with("Text") {
+        Some("a text counter has no total: leave `aggregate` out")
+    } else if matches!(kind, Some(Kind::NeedsBase { .. }))
+        && !matches!(name.as_str(), "sum" | "live")
+    {
+        Some(
+            "a counter read against a base aggregates with its base, as a sum: use `sum` (folds \
+             departed instances) or `live` (live instances only)",
+        )
+    } else if ty_name == "ElapsedTime" && matches!(name.as_str(), "sum" | "live") {
+        Some("an elapsed time is a start time: sums of start times mean nothing; use `min`, `max` or `last`")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        errors.at(
+            rule.span(),
+            format!("counter {symbol} ({ty_name}) cannot aggregate as `{name}`: {why}"),
+        );
+        return None;
+    }
+    Some(Ident::new(variant, rule.span()))
 }
 
 /// Seed 000's `MAXCOMPLEXSUBSTAT`: the most counters a sum adds.

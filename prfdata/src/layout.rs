@@ -12,7 +12,8 @@
 //!             per object, each region 64-aligned:
 //!               live list   u32 × max     slot numbers of live instances, dense
 //!               slots       SlotHeader (64 bytes) + UTF-16 name, × max
-//!               data        counter block × max (or × 1 without instances)
+//!               data        counter block × (max + 1) (or × 1 without instances): the
+//!                           last one is the retired accumulator (LAYOUT_VERSION 6)
 //! ```
 //!
 //! A counter block is laid out as perflib's `PERF_COUNTER_BLOCK`: a `u32` ByteLength (padded to
@@ -51,7 +52,14 @@ pub const MAGIC: [u8; 8] = *b"PRFDATA\0";
 ///   generations and the requested objects ([`BlockHeader::od_request`],
 ///   [`BlockHeader::od_served`], [`BlockHeader::od_objects`]).
 /// - 5: both of the above (merged; the header's reserved room shrank to 16 bytes).
-pub const LAYOUT_VERSION: u32 = 5;
+/// - 6 (owned branch): process-owned instances and aggregation (issue 16). The [`SlotHeader`]'s
+///   reserved room holds the owner of a process-owned instance ([`SlotHeader::owner_pid`],
+///   [`SlotHeader::owner_start`]); the [`CounterRecord`]'s reserved room its aggregation rule
+///   ([`CounterRecord::aggregate`], `AGG_*`); [`OBJECT_TOTAL`] asks readers for a `_Total`
+///   instance; an instanced object's data region holds one counter block more than its limit,
+///   the *retired accumulator* (block number `max_instances`), where the values of removed and
+///   reclaimed instances are folded by each counter's rule.
+pub const LAYOUT_VERSION: u32 = 6;
 /// Size of [`BlockHeader`].
 pub const HEADER_SIZE: usize = 256;
 /// Size of [`ObjectRecord`].
@@ -115,6 +123,24 @@ pub const NO_NAME: u32 = u32::MAX;
 pub const OBJECT_INSTANCED: u32 = 1;
 /// `ObjectRecord::flags`: the object is only collected by a "Costly" query.
 pub const OBJECT_COSTLY: u32 = 2;
+/// `ObjectRecord::flags`: readers show a synthesised `_Total` instance, last ([`LAYOUT_VERSION`]
+/// 6).
+pub const OBJECT_TOTAL: u32 = 4;
+
+/// `CounterRecord::aggregate`: no aggregation (text counters): `_Total` shows zeros.
+pub const AGG_NONE: u32 = 0;
+/// `CounterRecord::aggregate`: `_Total` is the sum of the live instances plus the retired
+/// accumulator, into which every departed instance's value is folded (counts, timers).
+pub const AGG_SUM: u32 = 1;
+/// `CounterRecord::aggregate`: `_Total` is the sum of the live instances (gauges): a departed
+/// instance's share is dropped.
+pub const AGG_LIVE: u32 = 2;
+/// `CounterRecord::aggregate`: `_Total` is the smallest value of a live instance.
+pub const AGG_MIN: u32 = 3;
+/// `CounterRecord::aggregate`: `_Total` is the largest value of a live instance.
+pub const AGG_MAX: u32 = 4;
+/// `CounterRecord::aggregate`: `_Total` is the value of the live instance listed last.
+pub const AGG_LAST: u32 = 5;
 
 /// `SlotHeader::state` of a free slot.
 pub const SLOT_FREE: u32 = 0;
@@ -243,8 +269,14 @@ pub struct ObjectRecord {
     pub high_water: u32,
     /// Explicit padding.
     pub _pad: u32,
+    /// Live instances owned by a process (atomic; kept by the writer under the optex, derived
+    /// again by the repair after a dead writer): the writer looks for dead owners only while it
+    /// is nonzero ([`LAYOUT_VERSION`] 6).
+    pub owned_count: u32,
+    /// Explicit padding.
+    pub _pad2: u32,
     /// Reserved, zero.
-    pub _reserved: [u8; 48],
+    pub _reserved: [u8; 40],
 }
 
 /// Offset of [`ObjectRecord::live_count`] inside the record.
@@ -253,6 +285,8 @@ pub const LIVE_COUNT_OFFSET: usize = offset_of!(ObjectRecord, live_count);
 pub const FREE_HEAD_OFFSET: usize = offset_of!(ObjectRecord, free_head);
 /// Offset of [`ObjectRecord::high_water`] inside the record.
 pub const HIGH_WATER_OFFSET: usize = offset_of!(ObjectRecord, high_water);
+/// Offset of [`ObjectRecord::owned_count`] inside the record.
+pub const OWNED_COUNT_OFFSET: usize = offset_of!(ObjectRecord, owned_count);
 
 /// One counter's record (64 bytes).
 ///
@@ -260,7 +294,7 @@ pub const HIGH_WATER_OFFSET: usize = offset_of!(ObjectRecord, high_water);
 ///  0 name_offset   4 counter_type  8 size         12 block_offset
 /// 16 default_scale 20 detail_level 24 stat_flags   28 factor
 /// 32 parts: u16 × 8 (indexes among the object's counters)   48 part_count
-/// 52 reserved, zero (12 bytes)
+/// 52 aggregate     56 reserved, zero (8 bytes)
 /// ```
 ///
 /// `stat_flags` holds seed 000's `PSTF_FUNCPTR` (on demand), `PSTF_COMPLEX` (a sum of
@@ -290,8 +324,11 @@ pub struct CounterRecord {
     pub parts: [u16; MAX_SUM_PARTS],
     /// With `PSTF_COMPLEX`: how many of `parts` are used (1 to [`MAX_SUM_PARTS`]), else 0.
     pub part_count: u32,
+    /// How departed instances and `_Total` aggregate this counter: `AGG_*` ([`LAYOUT_VERSION`]
+    /// 6).
+    pub aggregate: u32,
     /// Reserved, zero.
-    pub _reserved: [u32; 3],
+    pub _reserved: [u32; 2],
 }
 
 /// The most parts of a sum (seed 000's `MAXCOMPLEXSUBSTAT`).
@@ -308,8 +345,13 @@ pub const STAT_FLAGS: u32 = crate::winperf::PSTF_FUNCPTR
 /// ```text
 ///  0 state              4 live_pos           8 next_free         12 unique_id
 /// 16 parent_object     20 parent_slot       24 name_len          28 generation
-/// 32 parent_generation 36 children          40 reserved, zero (24 bytes)
+/// 32 parent_generation 36 children          40 owner_pid          44 reserved, zero
+/// 48 owner_start (u64)                       56 reserved, zero (8 bytes)
 /// ```
+///
+/// A process-owned instance ([`LAYOUT_VERSION`] 6) records its owner, pid and start time
+/// (`crate::process::ProcessId`); `owner_pid` 0 is an instance no process owns. Both are written
+/// before the slot's state turns LIVE and never change while it is live.
 ///
 /// A child names its parent by object, slot *and* generation: a slot reused by another instance
 /// has another generation, so a stale link never resolves to the wrong parent. `children` counts
@@ -340,8 +382,14 @@ pub struct SlotHeader {
     pub parent_generation: u32,
     /// Live instances whose parent is this one.
     pub children: u32,
+    /// The owner's pid for a process-owned instance, else 0.
+    pub owner_pid: u32,
     /// Reserved, zero.
-    pub _reserved: [u32; 6],
+    pub _reserved0: u32,
+    /// The owner's start time (clock ticks since boot) for a process-owned instance, else 0.
+    pub owner_start: u64,
+    /// Reserved, zero.
+    pub _reserved: [u32; 2],
 }
 
 /// Offsets of the [`SlotHeader`] fields.
@@ -367,6 +415,10 @@ pub mod slot {
     pub const PARENT_GENERATION: usize = offset_of!(SlotHeader, parent_generation);
     /// [`SlotHeader::children`].
     pub const CHILDREN: usize = offset_of!(SlotHeader, children);
+    /// [`SlotHeader::owner_pid`].
+    pub const OWNER_PID: usize = offset_of!(SlotHeader, owner_pid);
+    /// [`SlotHeader::owner_start`].
+    pub const OWNER_START: usize = offset_of!(SlotHeader, owner_start);
 }
 
 const _: () = {
@@ -381,6 +433,7 @@ const _: () = {
     assert!(MAX_SUM_PARTS <= u16::MAX as usize && (MAX_COUNTERS - 1) as usize <= u16::MAX as usize);
     assert!(size_of::<SlotHeader>() == SLOT_HEADER_SIZE);
     assert!(slot::GENERATION == 28 && slot::PARENT_GENERATION == 32 && slot::CHILDREN == 36);
+    assert!(slot::OWNER_PID == 40 && slot::OWNER_START == 48);
     assert!(SLOT_HEADER_SIZE.is_multiple_of(8));
     assert!(
         size_of::<[u8; MAX_APP_NAME]>() == 64 && MAX_APP_NAME == prfdata_untrusted::MAX_APP_NAME

@@ -1264,7 +1264,93 @@ impl<M: PerfDataMap> PrfData<M> {
     where
         O: Object<Map = M, Scope = Instanced>,
     {
-        self.add(obj, spec, None)
+        self.add(obj, spec, None, None)
+    }
+
+    /// Adds an instance owned by the calling process: when this process dies (a `SIGKILL`
+    /// included), readers stop showing the instance and count its values into the object's
+    /// retired share, and the next writer of the block (any process that adds or removes an
+    /// instance) reclaims its slot, folding its `sum` counters (counts, timers: see
+    /// [`map::Aggregate`](crate::map::Aggregate)) into the object's retired accumulator, so
+    /// the object's `_Total` never goes backwards. The owner is the
+    /// [`ProcessId`](crate::ProcessId) (pid and start time): a pid reused by another process
+    /// does not keep the instance alive. For worker processes that
+    /// [`attach`](PrfData::attach) to the block; put it under an [`Instance`] guard with
+    /// [`PrfData::guard_instance`] to remove it on an orderly exit too.
+    ///
+    /// Reclaiming an instance removes the instances below it (its children) with it, owned or
+    /// not, as [`PrfData::remove_instance_tree`] does. Readers hide a dead owner's instance at
+    /// once (a child of it then shows no parent) and count its `sum` counters in the object's
+    /// `_Total` until a writer reclaims it.
+    ///
+    /// # Errors
+    ///
+    /// As [`PrfData::add_instance`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::Ordering::Relaxed;
+    /// prfdata::prfdata_map! { pub mod m { app: "OwnedDoc",
+    ///   object WORKER { name: "Worker", help: name, instances: { max: 8, name_len: 16 },
+    ///     total: true, counters {
+    ///     DONE: CounterCounter { name: "Done", help: name },
+    ///     QUEUE: RawCount { name: "Queue", help: name, aggregate: max },
+    ///   } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let me = prf.add_process_instance(m::WORKER, "worker 1")?;
+    /// prf.ctr_of(m::DONE, me).fetch_add(5, Relaxed);
+    /// prf.remove_instance(me)?; // its 5 stay in the object's retired accumulator
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn add_process_instance<O>(&self, obj: O, name: &str) -> Result<InstanceId<O>, Error>
+    where
+        O: Object<Map = M, Scope = Instanced>,
+    {
+        self.add(
+            obj,
+            InstanceSpec::named(name),
+            None,
+            Some(crate::ProcessId::current()),
+        )
+    }
+
+    /// Reclaims the instances whose owner process died ([`PrfData::add_process_instance`]):
+    /// their `sum` counters are folded into their objects' retired accumulators and their slots
+    /// freed. Adding and removing instances does it too; call this from a supervisor that adds
+    /// nothing for a while. Returns how many instances were reclaimed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] if the block's instance tables were written outside prfdata.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// prfdata::prfdata_map! { pub mod m { app: "ReclaimDoc",
+    ///   object WORKER { name: "Worker", help: name, instances: { max: 8, name_len: 16 },
+    ///     counters { DONE: CounterCounter { name: "Done", help: name } } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// prf.add_process_instance(m::WORKER, "me")?;
+    /// assert_eq!(prf.reclaim_dead()?, 0, "we are alive");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reclaim_dead(&self) -> Result<usize, Error> {
+        let lock = self.lock_layout();
+        self.reclaim_locked(&lock)
+    }
+
+    /// [`PrfData::reclaim_dead`] holding the optex: a write section only if some instance is
+    /// owned by a process.
+    fn reclaim_locked(&self, lock: &Acquisition<'_>) -> Result<usize, Error> {
+        let tables = self.tables();
+        if !tables.has_owned() {
+            return Ok(0);
+        }
+        let _section = lock.section(self.seq());
+        tables.reclaim_dead().map_err(|c| self.corrupt(c))
     }
 
     /// Adds an instance of `obj` whose parent is `parent`, an instance of object `P`
@@ -1324,6 +1410,7 @@ impl<M: PerfDataMap> PrfData<M> {
                 slot: parent.slot,
                 generation: parent.generation,
             }),
+            None,
         )
     }
 
@@ -1402,6 +1489,7 @@ impl<M: PerfDataMap> PrfData<M> {
         _obj: O,
         spec: InstanceSpec<'_>,
         parent: Option<SlotRef>,
+        owner: Option<crate::ProcessId>,
     ) -> Result<InstanceId<O>, Error>
     where
         O: Object<Map = M, Scope = Instanced>,
@@ -1434,6 +1522,7 @@ impl<M: PerfDataMap> PrfData<M> {
             });
         }
         let lock = self.lock_layout();
+        self.reclaim_locked(&lock)?;
         let tables = self.tables();
         if parent.is_some_and(|p| !tables.resolve(p)) {
             return Err(Error::UnknownParent { object: def.symbol });
@@ -1443,6 +1532,7 @@ impl<M: PerfDataMap> PrfData<M> {
             name: &name,
             unique_id: spec.unique_id.unwrap_or(crate::winperf::PERF_NO_UNIQUE_ID),
             parent,
+            owner,
         };
         let table = tables.table(O::INDEX);
         let (slot, generation) = tables
@@ -1504,6 +1594,7 @@ impl<M: PerfDataMap> PrfData<M> {
         O: Object<Map = M, Scope = Instanced>,
     {
         let lock = self.lock_layout();
+        self.reclaim_locked(&lock)?;
         let tables = self.tables();
         let table = tables.table(O::INDEX);
         if table.live_generation(inst.slot) != Some(inst.generation) {

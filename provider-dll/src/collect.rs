@@ -144,7 +144,11 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
             let end = at + exact.unwrap_or(room);
             let (bytes, n) =
                 write_objects(view, &selected, app.titles(), perf_time, &mut buf[at..end])?;
-            if exact.is_some_and(|e| e != bytes) {
+            // A size from an earlier window of the same sequence can differ by the instances
+            // whose owner process died in between (hidden without a layout change): the size
+            // of this window must match.
+            if exact.is_some_and(|e| e != bytes) && objects_size(view, selected.objects())? != bytes
+            {
                 return Err(ReadError::Inconsistent);
             }
             Ok(Some((bytes, n)))

@@ -91,8 +91,9 @@ pub fn objects_size_bound(view: &BlockView<'_>, objects: &[usize]) -> Result<usi
         total = total.saturating_add(OBJECT_HEADER + COUNTER_DEF * info.counters.len());
         let block = info.counter_block_size as usize;
         total = total.saturating_add(if info.instanced {
-            let one = instance_def_size(info.max_name_len as usize) + block;
-            (view.live_count(k)? as usize).saturating_mul(one)
+            // The synthesised `_Total` (its name is shorter than any limit) is one more.
+            let one = instance_def_size(info.max_name_len.max(6) as usize) + block;
+            (view.live_count(k)? as usize + usize::from(info.total)).saturating_mul(one)
         } else {
             block
         });

@@ -109,7 +109,12 @@ pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> 
                 OBJECT_INSTANCED
             } else {
                 0
-            } | if obj.costly { OBJECT_COSTLY } else { 0 },
+            } | if obj.costly { OBJECT_COSTLY } else { 0 }
+                | if obj.total && obj.has_instances() {
+                    OBJECT_TOTAL
+                } else {
+                    0
+                },
             max_instances: max,
             max_name_len,
             counter_block_size: counter_block_size(obj) as u32,
@@ -121,7 +126,9 @@ pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> 
             free_head: 0,
             high_water: 0,
             _pad: 0,
-            _reserved: [0; 48],
+            owned_count: 0,
+            _pad2: 0,
+            _reserved: [0; 40],
         };
         image.extend_from_slice(record.as_bytes());
         first_counter += obj.counters.len() as u32;
@@ -135,6 +142,7 @@ pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> 
                 block_offset: counter_offset(obj, c) as u32,
                 default_scale: ctr.default_scale,
                 detail_level: ctr.detail.to_winperf(),
+                aggregate: crate::map::rule_code(obj, c),
                 ..stat_fields(ctr)
             };
             image.extend_from_slice(record.as_bytes());

@@ -488,6 +488,7 @@ fn leak_map(app: &str, defs: &Defs) -> Option<&'static MapDef> {
                     text_len: 0,
                     factor: None,
                     source: crate::map::Source::Stored,
+                    aggregate: None,
                 })
                 .collect();
             ObjectDef {
@@ -502,6 +503,7 @@ fn leak_map(app: &str, defs: &Defs) -> Option<&'static MapDef> {
                 default_counter: None,
                 instances: Instances::None,
                 costly: o.costly,
+                total: false,
                 counters: Box::leak(counters.into_boxed_slice()),
             }
         })

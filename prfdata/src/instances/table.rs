@@ -31,8 +31,10 @@ use std::sync::atomic::AtomicU32;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use crate::block::raw::RawBlock;
+use crate::layout::AGG_SUM;
 use crate::layout::{self, slot, SLOT_FREE, SLOT_LIVE};
-use crate::map::{offsets, Instances, MapDef};
+use crate::map::{offsets, Instances, MapDef, ObjectDef};
+use crate::process::ProcessId;
 
 /// A contradiction found in an index read from the block: written by some process outside the
 /// protocol (a live writer never leaves one, and a dead one is repaired before anyone reads).
@@ -60,6 +62,9 @@ pub(crate) struct ObjectTable<'a> {
     stride: usize,
     max: u32,
     max_name_len: u32,
+    /// The object's definition, when the table comes from a trusted map: its counters' rules
+    /// say what a removal folds into the retired accumulator.
+    def: Option<&'static ObjectDef>,
 }
 
 /// A live instance named by its object, slot and generation: a parent link as a slot stores
@@ -80,6 +85,8 @@ pub(crate) struct NewInstance<'n> {
     pub unique_id: i32,
     /// Its parent, live when the instance is added.
     pub parent: Option<SlotRef>,
+    /// The process that owns it (`add_process_instance`), or `None`.
+    pub owner: Option<ProcessId>,
 }
 
 /// Where one object's table lies in a block, as offsets: what [`ObjectTable`] is made of, from a
@@ -116,7 +123,7 @@ impl<'a> ObjectTable<'a> {
             Instances::Max { max, max_name_len } => (max, max_name_len),
         };
         debug_assert!(base + regions.size <= raw.len());
-        ObjectTable::with_layout(
+        let mut table = ObjectTable::with_layout(
             raw,
             &TableLayout {
                 symbol: obj.symbol,
@@ -129,7 +136,9 @@ impl<'a> ObjectTable<'a> {
                 max,
                 max_name_len,
             },
-        )
+        );
+        table.def = Some(obj);
+        table
     }
 
     /// The table at `at` in `raw` (see [`TableLayout`] for what `at` must guarantee).
@@ -146,6 +155,57 @@ impl<'a> ObjectTable<'a> {
             stride: at.stride,
             max: at.max,
             max_name_len: at.max_name_len,
+            def: None,
+        }
+    }
+
+    /// The owner of live slot `slot_no` (below `max`), if a process owns it.
+    pub(crate) fn owner(&self, slot_no: u32) -> Option<ProcessId> {
+        let pid = self.slot_u32(slot_no, slot::OWNER_PID).load(Relaxed);
+        (pid != 0).then(|| ProcessId {
+            pid,
+            start_time: self.slot_u64(slot_no, slot::OWNER_START).load(Relaxed),
+        })
+    }
+
+    /// A u64 field of slot `slot_no`'s header, checked as [`ObjectTable::slot_u32`] is.
+    fn slot_u64(&self, slot_no: u32, field: usize) -> &'a std::sync::atomic::AtomicU64 {
+        assert!(slot_no < self.max, "slot {slot_no} of {}", self.symbol);
+        // SAFETY: as in `slot_u32`; `field` is an 8-aligned offset inside the header, and slots
+        // start 8-aligned (their size is a multiple of 8, the region 64-aligned).
+        unsafe {
+            self.raw
+                .u64_at(self.slots + slot_no as usize * self.slot_size + field)
+        }
+    }
+
+    /// Folds the values of live slot `slot_no` into the retired accumulator (counter block
+    /// number `max`), by each counter's rule: `sum` counters are added, the others dropped.
+    /// Only for tables from a trusted map; call inside the write section that removes it.
+    fn fold_into_retired(&self, slot_no: u32) {
+        let Some(def) = self.def else { return };
+        let from = self.block_offset(slot_no);
+        let to = self.data + self.max as usize * self.stride;
+        for i in 0..def.counters.len() {
+            if crate::map::rule_code(def, i) != AGG_SUM {
+                continue;
+            }
+            let at = offsets::counter_offset(def, i);
+            match def.counters[i].value_size() {
+                // SAFETY: both blocks are counter blocks of this object (slot `slot_no` below
+                // `max`, and the retired block `max`, which the data region holds), and `at` is
+                // the counter's offset inside one, aligned to its size.
+                Some(4) => unsafe {
+                    let v = self.raw.u32_at(from + at).load(Relaxed);
+                    self.raw.u32_at(to + at).fetch_add(v, Relaxed);
+                },
+                // SAFETY: as above, for an 8-byte value.
+                Some(8) => unsafe {
+                    let v = self.raw.u64_at(from + at).load(Relaxed);
+                    self.raw.u64_at(to + at).fetch_add(v, Relaxed);
+                },
+                _ => {}
+            }
         }
     }
 
@@ -353,6 +413,18 @@ impl<'a> ObjectTable<'a> {
         self.slot_u32(slot_no, slot::PARENT_GENERATION)
             .store(pgen, Relaxed);
         self.children(slot_no).store(0, Relaxed);
+        let owner = new.owner.unwrap_or(ProcessId {
+            pid: 0,
+            start_time: 0,
+        });
+        self.slot_u32(slot_no, slot::OWNER_PID)
+            .store(owner.pid, Relaxed);
+        self.slot_u64(slot_no, slot::OWNER_START)
+            .store(owner.start_time, Relaxed);
+        if owner.pid != 0 {
+            let owned = self.rec_u32(layout::OWNED_COUNT_OFFSET);
+            owned.store(owned.load(Relaxed).saturating_add(1), Relaxed);
+        }
         let name_off = self.slots + slot_no as usize * self.slot_size + layout::SLOT_HEADER_SIZE;
         for (i, unit) in new.name.iter().enumerate() {
             // SAFETY: the caller checked `name.len() <= max_name_len`; the slot reserves that
@@ -405,6 +477,11 @@ impl<'a> ObjectTable<'a> {
             ));
         }
         let last = self.checked_live_entry(count - 1)?;
+        self.fold_into_retired(slot_no);
+        if self.owner(slot_no).is_some() {
+            let owned = self.rec_u32(layout::OWNED_COUNT_OFFSET);
+            owned.store(owned.load(Relaxed).saturating_sub(1), Relaxed);
+        }
         self.slot_u32(slot_no, slot::STATE)
             .store(SLOT_FREE, Release);
         self.live_entry(pos).store(last, Relaxed);
@@ -484,8 +561,10 @@ impl<'a> ObjectTable<'a> {
         self.rec_u32(layout::HIGH_WATER_OFFSET).store(hw, Relaxed);
         self.rec_u32(layout::FREE_HEAD_OFFSET).store(0, Relaxed);
         let mut count = 0;
+        let mut owned = 0;
         for slot_no in (0..hw).rev() {
             if self.slot_u32(slot_no, slot::STATE).load(Relaxed) == SLOT_LIVE {
+                owned += u32::from(self.owner(slot_no).is_some());
                 self.live_entry(count).store(slot_no, Relaxed);
                 self.slot_u32(slot_no, slot::LIVE_POS).store(count, Relaxed);
                 count += 1;
@@ -495,8 +574,16 @@ impl<'a> ObjectTable<'a> {
                 self.push_free(slot_no);
             }
         }
+        self.rec_u32(layout::OWNED_COUNT_OFFSET)
+            .store(owned, Relaxed);
         self.rec_u32(layout::LIVE_COUNT_OFFSET)
             .store(count, Release);
+    }
+
+    /// Live instances owned by a process, as the record counts them (a hint: a wrong count
+    /// only makes the writer look for dead owners in vain, or not yet).
+    pub(crate) fn owned_count(&self) -> u32 {
+        self.rec_u32(layout::OWNED_COUNT_OFFSET).load(Relaxed)
     }
 }
 

@@ -214,6 +214,54 @@ impl<'a> Tables<'a> {
         Ok(true)
     }
 
+    /// Reclaims every live instance whose owner process died (a reused pid has another start
+    /// time: dead too), with the instances below it: each is removed as
+    /// [`Tables::remove`] does, its `sum` counters folded into its object's retired
+    /// accumulator. Hold the optex and a write section. O(live instances); each owner's
+    /// liveness is asked once per call. Returns how many instances were removed.
+    pub(crate) fn reclaim_dead(&self) -> Result<usize, Corrupt> {
+        let mut dead = Vec::new();
+        let mut seen: HashMap<crate::process::ProcessId, bool> = HashMap::new();
+        for object in self.instanced() {
+            let table = self.table(object);
+            if table.owned_count() == 0 {
+                continue;
+            }
+            for slot in table.live_slots()? {
+                let Some(owner) = table.owner(slot) else {
+                    continue;
+                };
+                let alive = *seen
+                    .entry(owner)
+                    .or_insert_with(|| owner.liveness().is_alive());
+                if let (false, Some(generation)) = (alive, table.live_generation(slot)) {
+                    dead.push(SlotRef {
+                        object: object as u32,
+                        slot,
+                        generation,
+                    });
+                }
+            }
+        }
+        let mut removed = 0;
+        for root in dead {
+            for n in self.subtree(root)? {
+                let table = self.table(n.object as usize);
+                if self.remove(&table, n.slot, n.generation)? {
+                    removed += 1;
+                }
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Whether any live instance is owned by a process: O(objects), from each object's
+    /// owned count.
+    pub(crate) fn has_owned(&self) -> bool {
+        self.instanced()
+            .any(|object| self.table(object).owned_count() > 0)
+    }
+
     /// A live child of `parent`, if it has one. Scans every live instance: only to name a child
     /// in an error.
     #[cold]

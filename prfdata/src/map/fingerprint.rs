@@ -109,6 +109,7 @@ mod tests {
         text_len: 0,
         factor: None,
         source: crate::map::Source::Stored,
+        aggregate: None,
     };
     const OBJ: ObjectDef = ObjectDef {
         symbol: "O",
@@ -118,6 +119,7 @@ mod tests {
         default_counter: None,
         instances: Instances::None,
         costly: false,
+        total: false,
         counters: &[CTR],
     };
 

@@ -23,6 +23,7 @@
 ///             default: COUNTER_SYMBOL | none,      // default none
 ///             instances: none | { max: N, name_len: N },  // default none
 ///             costly: false | true,                // default false
+///             total: false | true,                 // default false (a `_Total` instance)
 ///             counters {
 ///                 /// docs of the counter (optional)
 ///                 SYMBOL = OFFSET: CounterType {   // `= OFFSET` optional
@@ -33,6 +34,7 @@
 ///                     factor: * N | / N,           // default none (seed 000's scale factor)
 ///                     on_demand: false | true,     // default false (seed 000's PSTF_FUNCPTR)
 ///                     sum: [COUNTER, ...],         // default none (seed 000's PSTF_COMPLEX)
+///                     aggregate: sum | live | min | max | last, // default: by type
 ///                 },
 ///                 BASE_SYMBOL: BaseType,           // right after the counter it serves
 ///             }
@@ -73,6 +75,18 @@
 ///   computed by the reader at every read (the app never writes it; a 32-bit sum wraps at 2^32
 ///   as a 32-bit counter would). Sums do not nest.
 ///
+/// **Worker processes and totals** (issue 16, [`Aggregate`](crate::map::Aggregate)):
+/// - `total: true` (objects with instances): every reader shows a synthesised instance named
+///   `_Total`, last, computed at each read from the live instances and the object's retired
+///   share.
+/// - `aggregate: sum | live | min | max | last`: how `_Total` and departed instances (removed,
+///   or reclaimed after their owner process died, see
+///   [`PrfData::add_process_instance`](crate::PrfData::add_process_instance)) aggregate the
+///   counter. `sum` folds a departed instance into the object's retired accumulator (counts and
+///   timers never go backwards); `live` sums the live instances only (gauges); `min`, `max`,
+///   `last` take one live value. Left out, the counter's type decides (the table is in
+///   [`Aggregate`](crate::map::Aggregate)'s module docs); a base follows the counter it serves.
+///
 /// # Errors at compile time
 ///
 /// A mistake in the map fails to compile with a message at the token it is about: an odd or
@@ -83,7 +97,10 @@
 /// missing name, help or `counters`, a bad language id, instance limits out of range, a default
 /// counter that is not one of the object's, a bad app name, a sum of more than 8 counters or of
 /// a counter that is not one of the object's (or is itself, a base or a sum), a sum's part of
-/// another width, an on-demand counter of an object with instances, a factor of 0. The map is
+/// another width, an on-demand counter of an object with instances, a factor of 0, an unknown
+/// aggregation rule or one that cannot mean anything for the counter's type (any on text,
+/// `min`/`max`/`last` on a counter read against a base, `sum`/`live` on an elapsed time),
+/// `total: true` on an object without instances. The map is
 /// then validated again in
 /// a `const` ([`MapError::assert_valid`](crate::map::MapError::assert_valid)), which also checks
 /// the size of the block laid out from it. `prfdata/tests/ui` shows each message.

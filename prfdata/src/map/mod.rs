@@ -36,6 +36,7 @@
 //! assert_eq!(my_map::MAP.objects[0].counters[0].offset, Some(2));
 //! ```
 
+mod aggregate;
 mod fingerprint;
 mod ids;
 mod macros;
@@ -47,6 +48,8 @@ pub mod offsets;
 pub(crate) mod offsets;
 pub mod validate;
 
+pub(crate) use aggregate::rule_code;
+pub use aggregate::Aggregate;
 pub(crate) use ids::data_offset;
 pub use ids::{CtrId, Global, Instanced, Object, PerfDataMap, Scope};
 /// The proc macro behind [`prfdata_map!`](crate::prfdata_map), which passes it `$crate`.
@@ -154,6 +157,9 @@ pub struct CounterDef {
     pub factor: Option<Factor>,
     /// Where the value comes from: the app's stores, a closure run on request, or a sum.
     pub source: Source,
+    /// How departed instances and `_Total` aggregate it (`aggregate:` in a map); `None` takes
+    /// the default of its type ([`Aggregate::default_for`]); a base follows its counter.
+    pub aggregate: Option<Aggregate>,
 }
 
 /// An integer scale factor (seed 000's `pst0_ScaleFactor` with `PSTF_FACTOR_MULTIPLY` or
@@ -320,7 +326,7 @@ impl CounterDef {
     /// use prfdata::map::{CounterDef, DetailLevel};
     /// let text = CounterDef { symbol: "T", offset: Some(2), texts: &[], detail: DetailLevel::Novice,
     ///     default_scale: 0, counter_type: prfdata::winperf::PERF_COUNTER_TEXT, text_len: 32,
-    ///     factor: None, source: prfdata::map::Source::Stored };
+    ///     factor: None, source: prfdata::map::Source::Stored, aggregate: None, };
     /// assert_eq!(text.value_size(), Some(64));
     /// ```
     pub const fn value_size(&self) -> Option<u32> {
@@ -351,6 +357,8 @@ pub struct ObjectDef {
     pub instances: Instances,
     /// Whether the object is only collected on a "Costly" query.
     pub costly: bool,
+    /// Whether readers show a synthesised `_Total` instance (`total: true` in a map).
+    pub total: bool,
     /// The counters, each base right after the counter it belongs to.
     pub counters: &'static [CounterDef],
 }
@@ -414,7 +422,7 @@ impl MapDef {
     /// use prfdata::map::{MapDef, ObjectDef, DetailLevel, Instances};
     /// const MAP: MapDef = MapDef { app: "x", objects: &[ObjectDef {
     ///     symbol: "OBJ", offset: 0, texts: &[], detail: DetailLevel::Novice,
-    ///     default_counter: None, instances: Instances::None, costly: false, counters: &[] }] };
+    ///     default_counter: None, instances: Instances::None, costly: false, total: false, counters: &[] }] };
     /// const OBJ: usize = MAP.object_index("OBJ");
     /// assert_eq!(OBJ, 0);
     /// ```
@@ -444,10 +452,10 @@ impl ObjectDef {
     /// const CTR: CounterDef = CounterDef { symbol: "C", offset: Some(2), texts: &[],
     ///     detail: DetailLevel::Novice, default_scale: 0,
     ///     counter_type: prfdata::winperf::PERF_COUNTER_RAWCOUNT, text_len: 0,
-    ///     factor: None, source: prfdata::map::Source::Stored };
+    ///     factor: None, source: prfdata::map::Source::Stored, aggregate: None, };
     /// const OBJ: ObjectDef = ObjectDef { symbol: "OBJ", offset: 0, texts: &[],
     ///     detail: DetailLevel::Novice, default_counter: None, instances: Instances::None,
-    ///     costly: false, counters: &[CTR] };
+    ///     costly: false, total: false, counters: &[CTR] };
     /// assert_eq!(OBJ.counter_index("C"), 0);
     /// ```
     pub const fn counter_index(&self, symbol: &str) -> usize {
@@ -469,7 +477,7 @@ impl ObjectDef {
     /// # use prfdata::map::{ObjectDef, DetailLevel, Instances};
     /// let obj = ObjectDef { symbol: "OBJ", offset: 0, texts: &[], detail: DetailLevel::Novice,
     ///     default_counter: None, instances: Instances::Max { max: 4, max_name_len: 8 },
-    ///     costly: false, counters: &[] };
+    ///     costly: false, total: false, counters: &[] };
     /// assert!(obj.has_instances());
     /// ```
     pub const fn has_instances(&self) -> bool {
@@ -485,7 +493,7 @@ impl ObjectDef {
     /// let obj = ObjectDef { symbol: "OBJ", offset: 0,
     ///     texts: &[Text { lang: "009", name: "Object", help: "An object." }],
     ///     detail: DetailLevel::Novice, default_counter: None, instances: Instances::None,
-    ///     costly: false, counters: &[] };
+    ///     costly: false, total: false, counters: &[] };
     /// assert_eq!(obj.name(), "Object");
     /// ```
     pub fn name(&self) -> &'static str {

@@ -69,11 +69,13 @@ pub const fn slot_size(obj: &ObjectDef) -> usize {
     }
 }
 
-/// Number of counter blocks of the object: its instance limit, or 1 without instances.
+/// Number of counter blocks of the object: its instance limit and the retired accumulator
+/// after them (block number `max`, [`LAYOUT_VERSION`](crate::layout::LAYOUT_VERSION) 6), or 1
+/// without instances.
 pub const fn block_count(obj: &ObjectDef) -> usize {
     match obj.instances {
         Instances::None => 1,
-        Instances::Max { max, .. } => max as usize,
+        Instances::Max { max, .. } => max as usize + 1,
     }
 }
 
@@ -178,6 +180,7 @@ mod tests {
             text_len: 0,
             factor: None,
             source: crate::map::Source::Stored,
+            aggregate: None,
         }
     }
 
@@ -190,6 +193,7 @@ mod tests {
             default_counter: None,
             instances,
             costly: false,
+            total: false,
             counters,
         }
     }

@@ -691,6 +691,7 @@ mod tests {
             text_len: 0,
             factor: None,
             source: crate::map::Source::Stored,
+            aggregate: None,
         }
     }
     const fn base(symbol: &'static str, ty: u32) -> CounterDef {
@@ -704,6 +705,7 @@ mod tests {
             text_len: 0,
             factor: None,
             source: crate::map::Source::Stored,
+            aggregate: None,
         }
     }
     const fn obj(symbol: &'static str, counters: &'static [CounterDef]) -> ObjectDef {
@@ -715,6 +717,7 @@ mod tests {
             default_counter: Some(0),
             instances: Instances::None,
             costly: false,
+            total: false,
             counters,
         }
     }

@@ -66,6 +66,8 @@ pub struct BlockReader {
     /// The block's first page mapped read-write, for the on-demand request word (mapped by the
     /// first [`BlockReader::refresh_on_demand`]).
     pub(super) header_rw: OnceLock<RawBlock>,
+    /// The owners of process-owned instances this reader has asked about.
+    pub(super) owners: super::owners::OwnerCache,
 }
 
 impl BlockReader {
@@ -153,6 +155,7 @@ impl BlockReader {
             records: parsed?,
             spent: AtomicBool::new(false),
             header_rw: OnceLock::new(),
+            owners: Default::default(),
         })
     }
 

@@ -80,6 +80,7 @@
 mod block_reader;
 mod error;
 mod on_demand;
+mod owners;
 pub(crate) mod records;
 mod recover;
 mod utf16;

@@ -16,7 +16,7 @@ use super::error::{field, ReadError};
 use crate::block::raw::RawBlock;
 use crate::instances::TableLayout;
 use crate::layout::*;
-use crate::map::Factor;
+use crate::map::{Aggregate, Factor};
 use crate::winperf;
 
 /// A validated object record.
@@ -56,6 +56,20 @@ pub struct ObjectInfo {
     pub(super) text: Vec<(u32, u32)>,
     /// The sums (seed 000's `PSTF_COMPLEX`) the reader fills in each copied counter block.
     pub(super) sums: Vec<SumPlan>,
+    /// Whether readers show a synthesised `_Total` instance (`total: true` in the map).
+    pub total: bool,
+    /// How `_Total` and departed instances aggregate each stored numeric counter (sums are
+    /// computed again from their aggregated parts; text stays empty).
+    pub(super) aggregates: Vec<AggPlan>,
+}
+
+/// One counter's aggregation, checked at open: its place and size in the counter block and its
+/// `AGG_*` rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct AggPlan {
+    pub(super) offset: u32,
+    pub(super) size: u32,
+    pub(super) rule: u32,
 }
 
 impl ObjectInfo {
@@ -105,6 +119,9 @@ pub struct CounterInfo {
     parts: [u16; MAX_SUM_PARTS],
     /// How many of `parts` are used; 0 for a counter that is not a sum.
     part_count: u8,
+    /// How departed instances and `_Total` aggregate it (as the block says: the map's rule or
+    /// its type's default, resolved by the writer); `None` for text.
+    pub aggregate: Option<Aggregate>,
 }
 
 impl CounterInfo {
@@ -390,6 +407,13 @@ fn check_counter(rec: &CounterRecord, at: u64) -> Result<CounterInfo, ReadError>
             rec.part_count,
         ));
     }
+    if rec.aggregate > AGG_LAST || (is_text && rec.aggregate != AGG_NONE) {
+        return Err(field(
+            field_at(offset_of!(CounterRecord, aggregate)),
+            "counter aggregation rule",
+            rec.aggregate,
+        ));
+    }
     let on_demand = rec.stat_flags & winperf::PSTF_FUNCPTR != 0;
     if on_demand && (complex || !numeric) {
         return Err(field(
@@ -410,6 +434,7 @@ fn check_counter(rec: &CounterRecord, at: u64) -> Result<CounterInfo, ReadError>
         parts: rec.parts,
         // At most MAX_SUM_PARTS (8), checked above.
         part_count: part_count as u8,
+        aggregate: Aggregate::from_code(rec.aggregate),
     })
 }
 
@@ -443,7 +468,9 @@ fn check_object(
     if !rec.name_offset.is_multiple_of(2) {
         return Err(field(off, "object name offset", rec.name_offset));
     }
-    if rec.flags & !(OBJECT_INSTANCED | OBJECT_COSTLY) != 0 {
+    if rec.flags & !(OBJECT_INSTANCED | OBJECT_COSTLY | OBJECT_TOTAL) != 0
+        || (rec.flags & OBJECT_TOTAL != 0 && rec.flags & OBJECT_INSTANCED == 0)
+    {
         return Err(field(object_at!(off, flags), "object flags", rec.flags));
     }
     // `num_counters` is at most MAX_COUNTERS now (the range above is inside `counters`).
@@ -480,6 +507,17 @@ fn check_object(
             text.push((c.block_offset, c.size));
         }
     }
+    let aggregates = counters[first..end]
+        .iter()
+        .filter(|c| c.sum_parts().is_none() && matches!(c.size, DWORD_SIZE | LARGE_SIZE))
+        .filter_map(|c| {
+            Some(AggPlan {
+                offset: c.block_offset,
+                size: c.size,
+                rule: c.aggregate?.code(),
+            })
+        })
+        .collect();
     let mut sums = Vec::new();
     for (i, c) in counters[first..end].iter().enumerate() {
         let Some(parts) = c.sum_parts() else { continue };
@@ -546,7 +584,8 @@ fn check_object(
         (0, 0, 0)
     };
     // max <= 2^20, slot_size < 2^12, stride <= 2^20: every product is below 2^41.
-    let blocks = if instanced { max } else { 1 };
+    // An instanced object's data region ends with its retired accumulator (LAYOUT_VERSION 6).
+    let blocks = if instanced { max + 1 } else { 1 };
     let region_ok = |start: u64, len: u64| {
         start.is_multiple_of(WORD as u64) && start.checked_add(len).is_some_and(|e| e <= file_size)
     };
@@ -588,5 +627,7 @@ fn check_object(
         data_offset: rec.data_offset,
         text,
         sums,
+        total: rec.flags & OBJECT_TOTAL != 0,
+        aggregates,
     })
 }

@@ -7,13 +7,14 @@ use std::time::{Duration, Instant};
 
 use super::block_reader::{truncated, watch, BlockReader, DEAD_HOLDER_CHECK};
 use super::error::{field, ReadError};
-use super::records::{CounterInfo, ObjectInfo, SumPlan};
+use super::records::{AggPlan, CounterInfo, ObjectInfo, SumPlan};
 use super::recover::{self, Recovery};
 use super::utf16;
 use crate::block::fault::Watch;
 use crate::layout::{
-    slot, BYTE_LENGTH_SIZE, DWORD_SIZE, GENERATION_OFFSET, LARGE_SIZE, LIVE_COUNT_OFFSET,
-    LIVE_ENTRY_SIZE, NAME_UNIT_SIZE, SEQ_OFFSET, SLOT_HEADER_SIZE, SLOT_LIVE, WORD,
+    slot, AGG_LIVE, AGG_MAX, AGG_MIN, AGG_SUM, BYTE_LENGTH_SIZE, DWORD_SIZE, GENERATION_OFFSET,
+    LARGE_SIZE, LIVE_COUNT_OFFSET, LIVE_ENTRY_SIZE, NAME_UNIT_SIZE, OWNED_COUNT_OFFSET, SEQ_OFFSET,
+    SLOT_HEADER_SIZE, SLOT_LIVE, WORD,
 };
 
 /// The read window.
@@ -78,7 +79,12 @@ impl BlockReader {
             if seq & 1 == 0 {
                 odd_since = None;
                 fence(Ordering::Acquire);
-                let result = f(&BlockView { reader: self, seq });
+                let result = f(&BlockView {
+                    reader: self,
+                    seq,
+                    shown: Default::default(),
+                    hidden: Default::default(),
+                });
                 fence(Ordering::Acquire);
                 let kept = self.seq_relaxed() == seq;
                 // A truncation, even one regrown since, zeroes the generation with the rest:
@@ -197,6 +203,23 @@ pub struct LiveInstance {
 pub struct BlockView<'a> {
     pub(super) reader: &'a BlockReader,
     pub(super) seq: u64,
+    /// Per object with process-owned instances, once asked: each live-list position's shown
+    /// position ([`InstanceTable`] numbering), `u32::MAX` for an instance hidden because its
+    /// owner died. For [`BlockView::parent_position`].
+    pub(super) shown: std::cell::RefCell<std::collections::HashMap<u32, Vec<u32>>>,
+    /// Per object with process-owned instances, once asked: which listed instances are hidden
+    /// (their owner died), so that every [`BlockView::instances`] of one window agrees (a
+    /// provider sizes, then writes, from two tables of the same window).
+    pub(super) hidden: std::cell::RefCell<std::collections::HashMap<u32, Hidden>>,
+}
+
+/// The listed instances of one object hidden in a window because their owner died.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Hidden {
+    /// The live-list positions shown, when some listed instances are hidden; `None`: all.
+    visible: Option<Vec<u32>>,
+    /// The slots of listed instances whose owner died.
+    dead: Vec<u32>,
 }
 
 impl<'a> BlockView<'a> {
@@ -259,20 +282,40 @@ impl<'a> BlockView<'a> {
             || !fits(o.slots_offset, max * o.slot_size)
             || !o.data_offset.is_multiple_of(word)
             || !u64::from(o.counter_block_size).is_multiple_of(word)
-            || !fits(o.data_offset, max * u64::from(o.counter_block_size))
+            // The blocks and the retired accumulator after them.
+            || !fits(o.data_offset, (max + 1) * u64::from(o.counter_block_size))
         {
             return Err(field(o.record_offset, "object regions", o.record_offset));
         }
-        Ok(InstanceTable {
+        let mut table = InstanceTable {
             reader: self.reader,
             info: o,
             count,
-        })
+            visible: None,
+            dead: Vec::new(),
+            shown: count,
+        };
+        let memo = self.hidden.borrow().get(&(obj as u32)).cloned();
+        let hidden = match memo {
+            Some(h) => h,
+            None => {
+                let h = table.dead_owners()?;
+                self.hidden.borrow_mut().insert(obj as u32, h.clone());
+                h
+            }
+        };
+        if let Some(v) = &hidden.visible {
+            table.shown = v.len() as u32;
+        }
+        table.visible = hidden.visible;
+        table.dead = hidden.dead;
+        Ok(table)
     }
 
-    /// The live-list position of a parent instance (as in [`LiveInstance::parent`]), or `None`
-    /// if that slot is not live now, or holds another generation (the parent went and another
-    /// instance took its slot).
+    /// The position of a parent instance (as in [`LiveInstance::parent`]) in its object's
+    /// [`InstanceTable`], or `None` if that slot is not live now, holds another generation (the
+    /// parent went and another instance took its slot), or is hidden because its owner process
+    /// died.
     pub fn parent_position(&self, link: ParentLink) -> Option<u32> {
         let o = self.reader.records.objects.get(link.object as usize)?;
         if !o.instanced || link.slot >= o.max_instances {
@@ -295,7 +338,34 @@ impl<'a> BlockView<'a> {
             .reader
             .u32(o.live_offset + u64::from(pos) * LIVE_ENTRY_SIZE as u64, "")
             .ok()?;
-        (listed == link.slot).then_some(pos)
+        if listed != link.slot {
+            return None;
+        }
+        // Instances hidden because their owner died shift the positions after them.
+        let owned = self
+            .reader
+            .u32(o.record_offset + OWNED_COUNT_OFFSET as u64, "")
+            .ok()?;
+        if owned == 0 {
+            return Some(pos);
+        }
+        let mut shown = self.shown.borrow_mut();
+        if let std::collections::hash_map::Entry::Vacant(entry) = shown.entry(link.object) {
+            let table = self.instances(link.object as usize).ok()?;
+            let mut map = vec![u32::MAX; count as usize];
+            for p in 0..table.shown {
+                let listed = table.visible.as_ref().map_or(p, |v| v[p as usize]);
+                if let Some(m) = map.get_mut(listed as usize) {
+                    *m = p;
+                }
+            }
+            entry.insert(map);
+        }
+        shown
+            .get(&link.object)
+            .and_then(|m| m.get(pos as usize))
+            .copied()
+            .filter(|&p| p != u32::MAX)
     }
 
     /// The value of counter `counter` (its position among object `obj`'s counters) of object
@@ -361,29 +431,119 @@ impl<'a> BlockView<'a> {
 /// The live instances of one object in a [`BlockView`]'s window, from
 /// [`BlockView::instances`]: its regions checked against the mapping once, each instance
 /// checked against the object's limits.
+///
+/// The positions it numbers are those of the instances shown: the live list without the
+/// instances whose owner process died ([`PrfData::add_process_instance`](crate::PrfData::add_process_instance);
+/// they are reclaimed by the app's next writer, and until then their values count in the
+/// object's retired share), then, for an object that asks for one, the synthesised `_Total`
+/// instance, last (see [`crate::map::Aggregate`] for how each counter is totalled).
 #[derive(Debug)]
 pub struct InstanceTable<'a> {
     reader: &'a BlockReader,
     info: &'a ObjectInfo,
+    /// The live count read when the table was made.
     count: u32,
+    /// The live-list positions shown, when some listed instances are hidden; `None`: all.
+    visible: Option<Vec<u32>>,
+    /// The slots of listed instances whose owner died.
+    dead: Vec<u32>,
+    /// Instances shown, `_Total` not counted.
+    shown: u32,
 }
 
+/// `_Total`, the name readers give the synthesised total instance, in UTF-16 units.
+const TOTAL_UNITS: [u16; 6] = [
+    b'_' as u16,
+    b'T' as u16,
+    b'o' as u16,
+    b't' as u16,
+    b'a' as u16,
+    b'l' as u16,
+];
+
 impl InstanceTable<'_> {
-    /// Live instances (the live count read when the table was made).
+    /// Instances shown: the live ones whose owner (if any) is running, and `_Total` if the
+    /// object asks for it.
     #[inline]
     pub fn len(&self) -> u32 {
-        self.count
+        self.shown + u32::from(self.info.total)
     }
 
     /// Whether there are none.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.len() == 0
+    }
+
+    /// Whether position `pos` is the synthesised `_Total` instance.
+    #[inline]
+    pub fn is_total(&self, pos: u32) -> bool {
+        self.info.total && pos == self.shown
+    }
+
+    /// Whether `inst` is the synthesised `_Total` instance.
+    #[inline]
+    fn is_total_inst(&self, inst: &LiveInstance) -> bool {
+        self.info.total && inst.slot == self.info.max_instances
+    }
+
+    /// The listed instances whose owner died (one pass over the live list; each owner costs
+    /// one `poll` of a process handle, see `super::owners`), for [`BlockView::instances`].
+    fn dead_owners(&self) -> Result<Hidden, ReadError> {
+        let mut hidden = Hidden::default();
+        // The writer's count of owned instances: none, nothing to ask (a count written outside
+        // prfdata can only show a dead owner's instance, as before reclamation).
+        let owned = self.reader.u32(
+            self.info.record_offset + OWNED_COUNT_OFFSET as u64,
+            "owned count",
+        )?;
+        if owned == 0 {
+            return Ok(hidden);
+        }
+        for pos in 0..self.count {
+            let (slot_no, slot_at) = self.listed(pos)?;
+            // SAFETY: `slot_at` from `listed`; OWNER_PID is a 4-aligned header field.
+            let pid = unsafe { self.slot_u32(slot_at, slot::OWNER_PID) };
+            let alive = pid == 0 || {
+                let at = slot_at + slot::OWNER_START;
+                let start_time = self
+                    .reader
+                    .raw
+                    .load_u64(at)
+                    .ok_or_else(|| field(at as u64, "owner start time", pid))?;
+                self.reader
+                    .owners
+                    .is_alive(crate::process::ProcessId { pid, start_time })
+            };
+            if alive {
+                if let Some(v) = hidden.visible.as_mut() {
+                    v.push(pos);
+                }
+            } else {
+                hidden.dead.push(slot_no);
+                hidden.visible.get_or_insert_with(|| (0..pos).collect());
+            }
+        }
+        Ok(hidden)
+    }
+
+    /// The slot number at shown position `pos` (not `_Total`) and the slot's offset.
+    #[inline]
+    fn slot_of(&self, pos: u32) -> Result<(u32, usize), ReadError> {
+        if pos >= self.shown {
+            let at = self.info.live_offset + u64::from(pos) * LIVE_ENTRY_SIZE as u64;
+            return Err(field(at, "instance position", pos));
+        }
+        let listed = match &self.visible {
+            Some(v) => v[pos as usize],
+            None => pos,
+        };
+        self.listed(listed)
     }
 
     /// The slot number at live-list position `pos` and the slot's offset.
     #[inline]
-    fn slot_of(&self, pos: u32) -> Result<(u32, usize), ReadError> {
+    fn listed(&self, pos: u32) -> Result<(u32, usize), ReadError> {
         let o = self.info;
         // In u64, `pos` any u32: no overflow (the offset is below 2^31, 4 * pos below 2^34).
         let at = o.live_offset + u64::from(pos) * LIVE_ENTRY_SIZE as u64;
@@ -422,6 +582,9 @@ impl InstanceTable<'_> {
     /// instance needs.
     #[inline]
     pub fn name_len(&self, pos: u32) -> Result<u32, ReadError> {
+        if self.is_total(pos) {
+            return Ok(TOTAL_UNITS.len() as u32);
+        }
         let (_, slot_at) = self.slot_of(pos)?;
         // SAFETY: `slot_at` from `slot_of`; NAME_LEN is a 4-aligned header field.
         let len = unsafe { self.slot_u32(slot_at, slot::NAME_LEN) };
@@ -435,6 +598,9 @@ impl InstanceTable<'_> {
     /// selection of objects over their parents needs.
     #[inline]
     pub fn parent(&self, pos: u32) -> Result<Option<ParentLink>, ReadError> {
+        if self.is_total(pos) {
+            return Ok(None);
+        }
         let (_, slot_at) = self.slot_of(pos)?;
         // SAFETY: `slot_at` from `slot_of`; each offset is a 4-aligned header field.
         let (pobj, pslot, pgen) = unsafe {
@@ -451,6 +617,9 @@ impl InstanceTable<'_> {
     /// `pos`, checked to be no more than the block holds instances.
     #[inline]
     pub fn children(&self, pos: u32) -> Result<u32, ReadError> {
+        if self.is_total(pos) {
+            return Ok(0);
+        }
         let (_, slot_at) = self.slot_of(pos)?;
         // SAFETY: `slot_at` from `slot_of`; CHILDREN is a 4-aligned header field.
         let children = unsafe { self.slot_u32(slot_at, slot::CHILDREN) };
@@ -461,6 +630,16 @@ impl InstanceTable<'_> {
     /// The instance at live-list position `pos`.
     #[inline]
     pub fn get(&self, pos: u32) -> Result<LiveInstance, ReadError> {
+        if self.is_total(pos) {
+            // The retired accumulator's block number: no slot has it.
+            return Ok(LiveInstance {
+                slot: self.info.max_instances,
+                generation: 0,
+                unique_id: None,
+                parent: None,
+                name_len: TOTAL_UNITS.len() as u32,
+            });
+        }
         let (slot_no, slot_at) = self.slot_of(pos)?;
         // SAFETY: `slot_at` from `slot_of`; each offset is a 4-aligned header field.
         let (state, unique_id, pobj, pslot, pgen, name_len, generation) = unsafe {
@@ -513,6 +692,13 @@ impl InstanceTable<'_> {
             (bytes + NAME_UNIT_SIZE).next_multiple_of(WORD),
             "a name field"
         );
+        if self.is_total_inst(inst) {
+            out.fill(0);
+            for (i, unit) in TOTAL_UNITS.iter().take(inst.name_len as usize).enumerate() {
+                out[2 * i..2 * i + 2].copy_from_slice(&unit.to_ne_bytes());
+            }
+            return Ok(());
+        }
         if inst.slot >= o.max_instances || inst.name_len > o.max_name_len {
             return Err(field(o.record_offset, "instance of the object", inst.slot));
         }
@@ -559,6 +745,26 @@ impl InstanceTable<'_> {
     /// See the [module docs](super).
     pub fn value(&self, inst: &LiveInstance, counter: usize) -> Result<i64, ReadError> {
         let o = self.info;
+        if self.is_total_inst(inst) {
+            let mut block = vec![0u8; o.counter_block_size as usize];
+            self.total_block(&mut block)?;
+            let info = o
+                .counters
+                .clone()
+                .nth(counter)
+                .and_then(|i| self.reader.records.counters.get(i))
+                .ok_or_else(|| field(o.record_offset, "counter of the object", counter as u64))?;
+            let at = info.block_offset as usize;
+            return match info.size {
+                DWORD_SIZE => Ok(i64::from(i32::from_ne_bytes(word_at(&block, at)))),
+                LARGE_SIZE => Ok(i64::from_ne_bytes(word_at(&block, at))),
+                size => Err(field(
+                    u64::from(info.block_offset),
+                    "counter that is not a number",
+                    size,
+                )),
+            };
+        }
         if inst.slot >= o.max_instances {
             return Err(field(o.record_offset, "instance of the object", inst.slot));
         }
@@ -579,6 +785,9 @@ impl InstanceTable<'_> {
         let o = self.info;
         let stride = o.counter_block_size as usize;
         assert_eq!(out.len(), stride, "one counter block");
+        if self.is_total_inst(inst) {
+            return self.total_block(out);
+        }
         if inst.slot >= o.max_instances {
             return Err(field(o.record_offset, "instance of the object", inst.slot));
         }
@@ -621,6 +830,10 @@ impl InstanceTable<'_> {
     /// ```
     pub fn name_units(&self, inst: &LiveInstance, out: &mut Vec<u16>) -> Result<(), ReadError> {
         let o = self.info;
+        if self.is_total_inst(inst) {
+            out.extend_from_slice(&TOTAL_UNITS);
+            return Ok(());
+        }
         if inst.slot >= o.max_instances || inst.name_len > o.max_name_len {
             return Err(field(o.record_offset, "instance of the object", inst.slot));
         }
@@ -634,6 +847,85 @@ impl InstanceTable<'_> {
         utf16::make_units_well_formed(&mut out[start..]);
         Ok(())
     }
+}
+
+/// The synthesised `_Total` (see [`crate::map::Aggregate`]).
+impl InstanceTable<'_> {
+    /// Writes the `_Total` counter block into `out` (one counter block long): each counter
+    /// aggregated over the instances shown by its rule, plus, for `sum` counters, the retired
+    /// share (the retired accumulator and the instances whose owner died but are not reclaimed
+    /// yet); sums (`PSTF_COMPLEX`) computed again from the totalled parts; text empty.
+    pub fn total_block(&self, out: &mut [u8]) -> Result<(), ReadError> {
+        let o = self.info;
+        let stride = o.counter_block_size as usize;
+        assert_eq!(out.len(), stride, "one counter block");
+        out.fill(0);
+        let mut values: Vec<Option<i64>> = vec![None; o.aggregates.len()];
+        let mut sums: Vec<u64> = vec![0; o.aggregates.len()];
+        // The retired accumulator (block number `max_instances`), then the dead owners'.
+        let retired = std::iter::once(o.max_instances).chain(self.dead.iter().copied());
+        for block in retired {
+            for (k, plan) in o.aggregates.iter().enumerate() {
+                if plan.rule == AGG_SUM {
+                    sums[k] = sums[k].wrapping_add(self.load(block, plan)? as u64);
+                }
+            }
+        }
+        for pos in 0..self.shown {
+            let (slot_no, _) = self.slot_of(pos)?;
+            for (k, plan) in o.aggregates.iter().enumerate() {
+                let v = self.load(slot_no, plan)?;
+                match plan.rule {
+                    AGG_SUM | AGG_LIVE => sums[k] = sums[k].wrapping_add(v as u64),
+                    AGG_MIN => values[k] = Some(values[k].map_or(v, |m| m.min(v))),
+                    AGG_MAX => values[k] = Some(values[k].map_or(v, |m| m.max(v))),
+                    _ => values[k] = Some(v), // AGG_LAST
+                }
+            }
+        }
+        for (k, plan) in o.aggregates.iter().enumerate() {
+            let v = match plan.rule {
+                AGG_SUM | AGG_LIVE => sums[k],
+                _ => values[k].unwrap_or(0) as u64,
+            };
+            let at = plan.offset as usize;
+            // Checked at open: the value lies inside the block, aligned to its size.
+            match plan.size {
+                DWORD_SIZE => out[at..at + 4].copy_from_slice(&(v as u32).to_ne_bytes()),
+                _ => out[at..at + 8].copy_from_slice(&v.to_ne_bytes()),
+            }
+        }
+        finish_counter_block(o, out);
+        Ok(())
+    }
+
+    /// The value `plan` describes in counter block `block` (a slot below the limit, or the
+    /// retired accumulator at the limit): a DWORD sign-extended.
+    fn load(&self, block: u32, plan: &AggPlan) -> Result<i64, ReadError> {
+        let o = self.info;
+        // block <= max_instances <= 2^20 and the stride <= 2^20: no overflow in u64; the
+        // region of `max_instances + 1` blocks was checked by `BlockView::instances`.
+        let at = o.data_offset
+            + u64::from(block) * u64::from(o.counter_block_size)
+            + u64::from(plan.offset);
+        match plan.size {
+            DWORD_SIZE => Ok(i64::from(self.reader.u32(at, "counter value")? as i32)),
+            _ => usize::try_from(at)
+                .ok()
+                .and_then(|a| self.reader.raw.load_u64(a))
+                .map(|v| v as i64)
+                .ok_or_else(|| field(at, "counter value", at)),
+        }
+    }
+}
+
+/// The `N` bytes at `at` of a copied counter block (inside it: checked at open).
+fn word_at<const N: usize>(block: &[u8], at: usize) -> [u8; N] {
+    let mut out = [0; N];
+    if let Some(b) = block.get(at..at + N) {
+        out.copy_from_slice(b);
+    }
+    out
 }
 
 /// Completes a counter block copied from the mapping: its ByteLength word set to the

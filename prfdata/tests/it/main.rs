@@ -23,6 +23,7 @@ mod map_validation;
 mod names_fit;
 mod no_space;
 mod optex;
+mod owned;
 mod parents;
 mod public_api;
 mod sigbus;

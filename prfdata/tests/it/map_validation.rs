@@ -22,6 +22,7 @@ const RAW: CounterDef = CounterDef {
     text_len: 0,
     factor: None,
     source: prfdata::map::Source::Stored,
+    aggregate: None,
 };
 const fn object(instances: Instances, counters: &'static [CounterDef]) -> ObjectDef {
     ObjectDef {
@@ -32,6 +33,7 @@ const fn object(instances: Instances, counters: &'static [CounterDef]) -> Object
         default_counter: None,
         instances,
         costly: false,
+        total: false,
         counters,
     }
 }

@@ -137,6 +137,21 @@ prfdata::prfdata_map! {
     }
 }
 
+prfdata::prfdata_map! {
+    /// Worker processes with their own instances and a `_Total` (issue 16).
+    pub mod app_o {
+        app: "ProvTestO",
+        object POOL = 0 {
+            name: "Prov Pool", help: "One instance per worker process.",
+            instances: { max: 8, name_len: 16 }, total: true,
+            counters {
+                DONE = 2: CounterCounter { name: "Done", help: name },
+                QUEUE = 4: RawCount { name: "Queue", help: name },
+            }
+        }
+    }
+}
+
 pub const ERROR_SUCCESS: u32 = 0;
 pub const ERROR_MORE_DATA: u32 = 234;
 
@@ -148,6 +163,7 @@ pub struct Env {
     pub first_b: (u32, u32),
     pub first_c: (u32, u32),
     pub first_s: (u32, u32),
+    pub first_o: (u32, u32),
 }
 
 /// The `libprfdata_provider.so` built with these tests (the shared helper).
@@ -174,6 +190,7 @@ pub fn env() -> &'static Env {
         let b = install_in(&reg, &app_b::MAP, &opts).unwrap();
         let c = install_in(&reg, &app_c::MAP, &opts).unwrap();
         let s = install_in(&reg, &app_s::MAP, &opts).unwrap();
+        let o = install_in(&reg, &app_o::MAP, &opts).unwrap();
         Env {
             root,
             shm,
@@ -181,6 +198,7 @@ pub fn env() -> &'static Env {
             first_b: (b.first_counter, b.first_help),
             first_c: (c.first_counter, c.first_help),
             first_s: (s.first_counter, s.first_help),
+            first_o: (o.first_counter, o.first_help),
         }
     })
 }

@@ -7,6 +7,7 @@ mod dynamic;
 mod hostile_block;
 mod logging;
 mod names_fit;
+mod owned;
 mod parents;
 mod provider;
 mod stats;
