@@ -299,7 +299,7 @@ impl<'a> BlockView<'a> {
         let hidden = match memo {
             Some(h) => h,
             None => {
-                let h = table.dead_owners()?;
+                let h = table.dead_owners(self.seq)?;
                 self.hidden.borrow_mut().insert(obj as u32, h.clone());
                 h
             }
@@ -489,7 +489,8 @@ impl InstanceTable<'_> {
 
     /// The listed instances whose owner died (one pass over the live list; each owner costs
     /// one `poll` of a process handle, see `super::owners`), for [`BlockView::instances`].
-    fn dead_owners(&self) -> Result<Hidden, ReadError> {
+    /// `seq` is the window's sequence value (the owner cache's read window).
+    fn dead_owners(&self, seq: u64) -> Result<Hidden, ReadError> {
         let mut hidden = Hidden::default();
         // The writer's count of owned instances: none, nothing to ask (a count written outside
         // prfdata can only show a dead owner's instance, as before reclamation).
@@ -513,7 +514,7 @@ impl InstanceTable<'_> {
                     .ok_or_else(|| field(at as u64, "owner start time", pid))?;
                 self.reader
                     .owners
-                    .is_alive(crate::process::ProcessId { pid, start_time })
+                    .is_alive(crate::process::ProcessId { pid, start_time }, seq)
             };
             if alive {
                 if let Some(v) = hidden.visible.as_mut() {
