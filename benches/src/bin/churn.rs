@@ -16,8 +16,9 @@
 //!   first death and after the last;
 //! - `files_{start,end}`, `bytes_{start,end}`, `allocated_{start,end}`: what the block
 //!   directory holds then (apparent size, and blocks allocated);
-//! - `samples`, `decreases`: a thread reads `_Total` during the whole churn, and counts the
-//!   samples that were below the one before;
+//! - `samples`, `decreases`: a thread reads `_Total` every `--sample-us` during the whole
+//!   churn, through the same reader as the timed reads (as a provider or `prfmon` that samples
+//!   while workers come and go), and counts the samples that were below the one before;
 //! - `reported`, `total_end`: the increments the workers reported, and the final `_Total`;
 //! - `files_after_exit`: what the directory holds once every process is gone.
 //!
@@ -57,14 +58,17 @@ struct Options {
     k: u64,
     kill_every: u64,
     reads: usize,
+    sample_us: u64,
     dir: Option<PathBuf>,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: churn [--deaths N] [--pool P] [--k K] [--kill-every M] [--reads R] [--dir DIR]\n\
+        "usage: churn [--deaths N] [--pool P] [--k K] [--kill-every M] [--reads R] [--sample-us U] \
+         [--dir DIR]\n\
          defaults: 1000 deaths, a pool of 8, 10000 increments per worker, every 3rd worker \
-         SIGKILLed, 2000 timed reads, a new directory under the temporary directory"
+         SIGKILLed, 2000 timed reads, a sample every 5000 us, a new directory under the \
+         temporary directory"
     );
     std::process::exit(2)
 }
@@ -76,6 +80,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Options {
         k: 10_000,
         kill_every: 3,
         reads: 2000,
+        sample_us: 5000,
         dir: None,
     };
     while let Some(flag) = args.next() {
@@ -87,6 +92,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Options {
             "--k" => o.k = num(),
             "--kill-every" => o.kill_every = num().max(1),
             "--reads" => o.reads = num().max(1) as usize,
+            "--sample-us" => o.sample_us = num(),
             "--dir" => o.dir = Some(PathBuf::from(&value)),
             _ => usage(),
         }
@@ -104,7 +110,10 @@ fn main() {
         args.next();
         let dir = args.next().unwrap_or_else(|| usage());
         let name = args.next().unwrap_or_else(|| usage());
-        let k = args.next().and_then(|k| k.parse().ok()).unwrap_or_else(|| usage());
+        let k = args
+            .next()
+            .and_then(|k| k.parse().ok())
+            .unwrap_or_else(|| usage());
         worker(Path::new(&dir), &name, k);
         return;
     }
@@ -166,10 +175,7 @@ fn spawn(dir: &Path, no: u64, k: u64, reports: &mpsc::Sender<(usize, u64)>, slot
 /// `_Total`'s `Jobs`, and the number of rows read, from one consistent read of every
 /// instance's name and counter: what a Collect of the object does.
 /// (`None` for `_Total` if the read did not show one: the scenario then fails.)
-fn collect(
-    reader: &BlockReader,
-    names: &mut Vec<u16>,
-) -> Result<(Option<i64>, u32), ReadError> {
+fn collect(reader: &BlockReader, names: &mut Vec<u16>) -> Result<(Option<i64>, u32), ReadError> {
     reader.read_with(Duration::from_secs(5), |view| {
         let table = view.instances(0)?;
         let mut total = None;
@@ -223,7 +229,7 @@ fn run(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
     };
     std::fs::create_dir_all(&dir)?;
     let prf = PrfData::activate_in(&dir)?;
-    let reader = BlockReader::open_path("PrfDataChurn", prf.path())?;
+    let reader = Arc::new(BlockReader::open_path("PrfDataChurn", prf.path())?);
     let (tx, rx) = mpsc::channel();
     let mut started = 0u64;
     let mut reported = 0u64;
@@ -239,7 +245,10 @@ fn run(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
     let print = |key: &str, value: String| println!("{key} {value}");
     let rows_start = collect(&reader, &mut Vec::new())?.1;
     print("rows_start", rows_start.to_string());
-    print("collect_us_start", format!("{:.2}", time_collect(&reader, o.reads)?));
+    print(
+        "collect_us_start",
+        format!("{:.2}", time_collect(&reader, o.reads)?),
+    );
     let start_usage = dir_usage(&dir);
     print("files_start", start_usage.0.to_string());
     print("bytes_start", start_usage.1.to_string());
@@ -252,7 +261,8 @@ fn run(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
     let decreases = Arc::new(AtomicU64::new(0));
     let sampler = {
         let (stop, samples, decreases) = (stop.clone(), samples.clone(), decreases.clone());
-        let reader = BlockReader::open_path("PrfDataChurn", prf.path())?;
+        let reader = reader.clone();
+        let every = Duration::from_micros(o.sample_us);
         std::thread::spawn(move || -> Result<(), String> {
             let mut names = Vec::new();
             let mut last = i64::MIN;
@@ -267,7 +277,7 @@ fn run(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
                 }
                 last = total;
                 samples.fetch_add(1, Ordering::Relaxed);
-                std::thread::sleep(Duration::from_micros(200));
+                std::thread::sleep(every);
             }
             Ok(())
         })
@@ -313,7 +323,10 @@ fn run(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
     print("deaths", deaths.to_string());
     print("churn_s", format!("{:.2}", churn.as_secs_f64()));
     print("rows_end", rows_end.to_string());
-    print("collect_us_end", format!("{:.2}", time_collect(&reader, o.reads)?));
+    print(
+        "collect_us_end",
+        format!("{:.2}", time_collect(&reader, o.reads)?),
+    );
     let end_usage = dir_usage(&dir);
     print("files_end", end_usage.0.to_string());
     print("bytes_end", end_usage.1.to_string());
