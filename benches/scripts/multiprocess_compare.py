@@ -128,7 +128,7 @@ out("bytes_start", nbytes)
 out("allocated_start", allocated)
 
 # The churn; `_Total`'s counterpart sampled at most every sample_ms, between deaths.
-deaths = pending = samples = decreases = 0
+deaths = pending = samples = decreases = errors = 0
 ready = list(range(args.pool))
 last = float("-inf")
 next_sample = time.monotonic()
@@ -150,7 +150,13 @@ while deaths < args.deaths:
     pool[slot] = spawn(slot)
     pending += 1
     if time.monotonic() >= next_sample:
-        t = total()
+        try:
+            t = total()
+        except Exception as e:  # a scrape that raced a new worker's file: counted, not fatal
+            errors += 1
+            if errors <= 3:
+                print(f"scrape failed: {type(e).__name__}: {e}", file=sys.stderr)
+            continue
         samples += 1
         if t < last:
             decreases += 1
@@ -169,6 +175,7 @@ out("bytes_end", nbytes)
 out("allocated_end", allocated)
 out("samples", samples)
 out("decreases", decreases)
+out("scrape_errors", errors)
 out("reported", reported)
 out("total_end", int(total()))
 for pid, ctl_w in pool:

@@ -50,6 +50,7 @@ rows = [
     (f"collect / scrape median (µs), {deaths} deaths", "collect_us_end"),
     ("samples of the total during the churn", "samples"),
     ("samples below the one before", "decreases"),
+    ("samples that failed", "scrape_errors"),
     ("increments the workers reported", "reported"),
     ("final total", "total_end"),
     ("files left once every process exited", "files_after_exit"),

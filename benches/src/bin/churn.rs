@@ -19,6 +19,7 @@
 //! - `samples`, `decreases`: a thread reads `_Total` every `--sample-us` during the whole
 //!   churn, through the same reader as the timed reads (as a provider or `prfmon` that samples
 //!   while workers come and go), and counts the samples that were below the one before;
+//!   `scrape_errors`: the reads that failed (an error, or no `_Total`);
 //! - `reported`, `total_end`: the increments the workers reported, and the final `_Total`;
 //! - `files_after_exit`: what the directory holds once every process is gone.
 //!
@@ -259,18 +260,24 @@ fn run(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
     let stop = Arc::new(AtomicBool::new(false));
     let samples = Arc::new(AtomicU64::new(0));
     let decreases = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
     let sampler = {
         let (stop, samples, decreases) = (stop.clone(), samples.clone(), decreases.clone());
+        let errors = errors.clone();
         let reader = reader.clone();
         let every = Duration::from_micros(o.sample_us);
-        std::thread::spawn(move || -> Result<(), String> {
+        std::thread::spawn(move || {
             let mut names = Vec::new();
             let mut last = i64::MIN;
             while !stop.load(Ordering::Relaxed) {
-                let total = collect(&reader, &mut names)
-                    .map_err(|e| e.to_string())?
-                    .0
-                    .ok_or("a read showed no _Total")?;
+                let total = match collect(&reader, &mut names) {
+                    Ok((Some(total), _)) => total,
+                    failed => {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                        eprintln!("a sample failed: {failed:?}");
+                        continue;
+                    }
+                };
                 if total < last {
                     decreases.fetch_add(1, Ordering::Relaxed);
                     eprintln!("_Total went from {last} to {total}");
@@ -279,7 +286,6 @@ fn run(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
                 samples.fetch_add(1, Ordering::Relaxed);
                 std::thread::sleep(every);
             }
-            Ok(())
         })
     };
 
@@ -316,7 +322,7 @@ fn run(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
     }
     let churn = churn_start.elapsed();
     stop.store(true, Ordering::Relaxed);
-    sampler.join().expect("the sampler thread")?;
+    sampler.join().expect("the sampler thread");
 
     let (total_end, rows_end) = collect(&reader, &mut Vec::new())?;
     let total_end = total_end.ok_or("the last read showed no _Total")?;
@@ -335,6 +341,7 @@ fn run(o: &Options) -> Result<(), Box<dyn std::error::Error>> {
     print("block_bytes_max", max_size.to_string());
     print("samples", samples.load(Ordering::Relaxed).to_string());
     print("decreases", decreases.load(Ordering::Relaxed).to_string());
+    print("scrape_errors", errors.load(Ordering::Relaxed).to_string());
     print("reported", reported.to_string());
     print("total_end", total_end.to_string());
 
