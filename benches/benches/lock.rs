@@ -401,7 +401,9 @@ impl<L: SharedLock> TwoProcesses<L> {
         self.region.u64_at(GO).store(self.round, Ordering::Release);
         self.wait_for(ACK, "take the round");
         let start = Instant::now();
-        self.region.u64_at(START).store(self.round, Ordering::Release);
+        self.region
+            .u64_at(START)
+            .store(self.round, Ordering::Release);
         for _ in 0..iters {
             black_box(&self.lock).with(|| self.region.bump());
         }
