@@ -17,9 +17,12 @@
 //! The two-process variants run a second process: this benchmark binary, re-executed with
 //! [`CHILD_ENV`] naming the lock and [`FILE_ENV`] the shared file. The processes meet in that
 //! file's [`Region`]: for each Criterion sample the parent posts a round and its iteration count,
-//! waits until the child has taken the round, and both run their iterations at once; the time is
-//! the parent's wall time until both have finished, per iteration (so: what one lock + unlock
-//! costs each of two processes that want the lock all the time). Every wait is bounded: the
+//! waits until the child has taken the round, starts its clock, then tells the child to start,
+//! and both run their iterations at once; the time is the parent's wall time until both have
+//! finished, per iteration (so: what one lock + unlock costs each of two processes that want the
+//! lock all the time). The child starts only once the clock runs, so none of its iterations
+//! escape the measurement (before the start word, a child could run part of a round while the
+//! parent was still waiting for its acknowledgement, and a round looked faster than it was). Every wait is bounded: the
 //! parent gives the child [`ROUND_LIMIT`] per round and kills it after, a watchdog aborts a
 //! parent stuck in a lock (a child that died holding a raw_sync mutex would leave it locked
 //! forever), and the child exits when its parent is gone or no round comes for [`IDLE_LIMIT`].
@@ -165,6 +168,7 @@ impl SharedLock for RawSyncMutex {
 ///     144  ack      u64 the child's last round taken
 ///     152  done     u64 the child's last round finished
 ///     160  quit     u32 the parent says the child may exit
+///     168  start    u64 the parent's last round whose clock runs: the child may begin
 /// ```
 struct Region {
     map: MmapRaw,
@@ -176,6 +180,7 @@ const ITERS: usize = 136;
 const ACK: usize = 144;
 const DONE: usize = 152;
 const QUIT: usize = 160;
+const START: usize = 168;
 const REGION_BYTES: usize = 4096;
 
 impl Region {
@@ -248,6 +253,20 @@ fn child<L: SharedLock>(path: &Path) {
         round = go;
         let iters = region.u64_at(ITERS).load(Ordering::Relaxed);
         region.u64_at(ACK).store(round, Ordering::Release);
+        // The parent starts its clock right after it sees the acknowledgement: wait for that.
+        let mut spins = 0u32;
+        while region.u64_at(START).load(Ordering::Acquire) < round {
+            if std::os::unix::process::parent_id() != parent || idle_since.elapsed() > IDLE_LIMIT {
+                eprintln!("lock benchmark child: parent gone or silent, exiting");
+                std::process::exit(2);
+            }
+            spins += 1;
+            if spins < 1000 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
         for _ in 0..iters {
             black_box(&lock).with(|| region.bump());
         }
@@ -382,6 +401,9 @@ impl<L: SharedLock> TwoProcesses<L> {
         self.region.u64_at(GO).store(self.round, Ordering::Release);
         self.wait_for(ACK, "take the round");
         let start = Instant::now();
+        self.region
+            .u64_at(START)
+            .store(self.round, Ordering::Release);
         for _ in 0..iters {
             black_box(&self.lock).with(|| self.region.bump());
         }

@@ -46,7 +46,8 @@
 //!  ------  ----  -----------  --------------------------------------------------------------
 //!       0     8  state        owner pid, WAITERS bit, owner start tag (table at the constants)
 //!       8     4  recoveries   number of take-overs from a dead owner (wrapping)
-//!      12    52  reserved     zero
+//!      12     4  sleepers     threads in a futex wait on the state word now (a hint)
+//!      16    48  reserved     zero
 //!
 //!  state, as the little-endian word it is in memory:
 //!
@@ -58,6 +59,24 @@
 //! ```
 //!
 //! All zero is an unlocked optex, so a zero-filled block needs no initialisation.
+//!
+//! # Contention
+//!
+//! Taking a free optex and releasing one nobody waits for are one atomic instruction each, and
+//! no system call. A locker that finds the optex held spins a little ([`SPIN_LIMIT`] rounds of
+//! exponential backoff, as crossbeam-utils' `Backoff::spin`), reading the word once per round
+//! and trying the compare-and-exchange only when it reads the optex free; it sleeps in the
+//! kernel (a futex wait) only when the spin ends, when it loses the race for a release to
+//! another locker, or at once when others already sleep. Only a sleeper sets the WAITERS bit,
+//! and only an unlock that finds it set makes a system call (a futex wake). A sleeper that
+//! acquires keeps WAITERS set only while others still sleep (the `sleepers` count), so the last
+//! one does not leave a wake behind that nobody needs.
+//!
+//! The spinning is deliberately short and gives up after one lost race: two processes that lock
+//! in a tight loop would otherwise hand the optex back and forth on every iteration, paying a
+//! cache-line transfer each time, where letting the loser sleep lets the winner run its
+//! critical sections from its own cache (the `lock/*_two_processes` benchmarks). A woken
+//! sleeper spins again before it sleeps once more, so it competes for the next release.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -92,30 +111,23 @@ const WAITERS: u64 = 1 << 30;
 /// Shift of the owner's start tag in the state word (its high half).
 const TAG_SHIFT: u32 = 32;
 
-/// Busy-wait rounds before a locker starts to yield: round `n` spins `2 << n` times (2, 4, 8).
+/// Busy-wait rounds before a locker that finds the optex held sleeps in the kernel: round `n`
+/// executes `1 << n` spin-loop hints (1, 2, 4, ... 32: 63 in all), then reads the word once.
 ///
-/// From parking_lot_core's `SpinWait`, which spins for three rounds of doubling length: long
-/// enough to ride out a short critical section on another core, short enough not to matter
-/// when the owner is descheduled.
-///
-/// # Examples
-///
-/// ```
-/// assert!(prfdata::optex::SPIN_LIMIT <= prfdata::optex::YIELD_LIMIT);
-/// ```
-pub const SPIN_LIMIT: u32 = 3;
-
-/// Rounds (spinning ones included) before a locker stops yielding and sleeps in the kernel.
-///
-/// Also parking_lot_core's `SpinWait` (ten rounds in all). A locker skips spinning altogether
-/// when others already sleep: the lock is contended and spinning would only burn a core.
+/// crossbeam-utils' `Backoff::spin` (whose `SPIN_LIMIT` is also 6): long enough to ride out a
+/// short critical section on another core, a few microseconds at most, and with the word read
+/// only six times, too few to slow its owner down. Unlike parking_lot's `SpinWait` and
+/// crossbeam's `snooze`, no round yields: `sched_yield` is a system call that either returns at
+/// once (an idle machine) or gives the core away for a whole time slice (a busy one), and
+/// sleeping on the futex is cheaper than both. A locker skips spinning altogether when others
+/// already sleep, and stops at the first release it loses to another locker.
 ///
 /// # Examples
 ///
 /// ```
-/// assert_eq!(prfdata::optex::YIELD_LIMIT, 10);
+/// assert_eq!(prfdata::optex::SPIN_LIMIT, 6);
 /// ```
-pub const YIELD_LIMIT: u32 = 10;
+pub const SPIN_LIMIT: u32 = 6;
 
 /// How long a waiter sleeps on one owner before it checks whether that owner's process died.
 ///
@@ -198,15 +210,20 @@ pub struct Optex {
     state: AtomicU64,
     /// Take-overs from a dead owner, for diagnostics.
     recoveries: AtomicU32,
+    /// Threads between the start and the end of a futex wait on `state` (wrapping). Only a
+    /// hint: a sleeper that acquires keeps WAITERS set when it is nonzero. A process killed in
+    /// its wait leaves it too high, which costs wakes nobody needs, never a missed one.
+    sleepers: AtomicU32,
     /// Zero; room for later fields.
-    _reserved: [u8; 52],
+    _reserved: [u8; 48],
 }
 
 const _: () = assert!(size_of::<Optex>() == 64);
 const _: () = assert!(align_of::<Optex>() == 64);
 const _: () = assert!(offset_of!(Optex, state) == 0);
 const _: () = assert!(offset_of!(Optex, recoveries) == 8);
-const _: () = assert!(offset_of!(Optex, _reserved) == 12);
+const _: () = assert!(offset_of!(Optex, sleepers) == 12);
+const _: () = assert!(offset_of!(Optex, _reserved) == 16);
 // The futex waits on the state word's first four bytes, which hold OWNER_MASK and WAITERS only
 // on a little-endian target (see `sys::futex::low_half`).
 const _: () = assert!(cfg!(target_endian = "little"));
@@ -269,7 +286,8 @@ impl Optex {
         Optex {
             state: AtomicU64::new(0),
             recoveries: AtomicU32::new(0),
-            _reserved: [0; 52],
+            sleepers: AtomicU32::new(0),
+            _reserved: [0; 48],
         }
     }
 
@@ -557,49 +575,56 @@ impl Optex {
         futex::wake_low(&self.state, 1);
     }
 
-    /// Spins, yields, then sleeps until the optex is free or its owner is found dead; gives up
-    /// at `deadline`.
+    /// Spins, then sleeps until the optex is free or its owner is found dead; gives up at
+    /// `deadline`.
     #[cold]
     fn lock_slow(&self, me: ProcessId, deadline: Option<Instant>) -> Option<Acquired> {
         let mine = owner_word(me);
-        let mut rounds = 0u32;
+        // Spin rounds done since this call began or this thread last woke (see SPIN_LIMIT).
+        let mut spins = 0u32;
         // Whether this thread has slept: then others may sleep too, and the WAITERS bit must
-        // survive our acquisition so that our unlock wakes them (Drepper, "Futexes Are Tricky",
-        // mutex 3, which takes the lock as "locked, maybe waiters" after sleeping).
+        // survive our acquisition while they do, so that our unlock wakes one (Drepper,
+        // "Futexes Are Tricky", mutex 3, which takes the lock as "locked, maybe waiters" after
+        // sleeping; here only while `sleepers` says so).
         let mut slept = false;
         // The owner (state word without WAITERS) this thread is waiting on, and since when.
         let mut watched: Option<(u64, Instant)> = None;
         // Whether this call has checked an owner's liveness yet.
         let mut checked = false;
-        let mut state = self.state.load(Ordering::Relaxed);
+        let mut state = self.state.load(Ordering::Acquire);
         loop {
             if state & OWNER_MASK == 0 {
-                let new = mine | if slept { WAITERS } else { state & WAITERS };
+                let keep = if slept && self.others_sleep() {
+                    WAITERS
+                } else {
+                    state & WAITERS
+                };
                 match self.state.compare_exchange_weak(
                     state,
-                    new,
+                    mine | keep,
                     Ordering::Acquire,
-                    Ordering::Relaxed,
+                    Ordering::Acquire,
                 ) {
                     Ok(_) => return Some(Acquired { owner_died: false }),
                     Err(now) => {
+                        // Another locker took the release: leave it the optex for a while
+                        // rather than fight for the next one (see "Contention" above).
+                        if now & OWNER_MASK != 0 {
+                            spins = SPIN_LIMIT;
+                        }
                         state = now;
                         continue;
                     }
                 }
             }
 
-            // Held. Spin, then yield, while nobody sleeps.
-            if state & WAITERS == 0 && rounds < YIELD_LIMIT {
-                if rounds < SPIN_LIMIT {
-                    for _ in 0..(2u32 << rounds) {
-                        std::hint::spin_loop();
-                    }
-                } else {
-                    std::thread::yield_now();
+            // Held. Spin while nobody sleeps, reading the word once per round.
+            if state & WAITERS == 0 && spins < SPIN_LIMIT {
+                for _ in 0..(1u32 << spins) {
+                    std::hint::spin_loop();
                 }
-                rounds += 1;
-                state = self.state.load(Ordering::Relaxed);
+                spins += 1;
+                state = self.state.load(Ordering::Acquire);
                 continue;
             }
 
@@ -641,21 +666,32 @@ impl Optex {
                         }
                     }
                 }
-                state = self.state.load(Ordering::Relaxed);
+                state = self.state.load(Ordering::Acquire);
                 continue;
             }
             if expired {
+                // We may have been woken by an unlock that meant to hand the optex to a
+                // sleeper: pass the wake on to another one rather than leave it asleep until
+                // its check interval.
+                if slept && self.others_sleep() {
+                    self.wake_one();
+                }
                 return None;
             }
 
-            // Announce that we are going to sleep.
+            // Announce that we are going to sleep: count ourselves first, so that a sleeper that
+            // acquires after the unlock our WAITERS bit causes sees the count (SeqCst here and
+            // in `others_sleep`; on x86-64 still one `lock xadd` and one plain load). The count
+            // is a hint: the futex word alone decides whether we sleep.
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
             if state & WAITERS == 0 {
                 if let Err(now) = self.state.compare_exchange_weak(
                     state,
                     state | WAITERS,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
+                    Ordering::Release,
+                    Ordering::Acquire,
                 ) {
+                    self.sleepers.fetch_sub(1, Ordering::Relaxed);
                     state = now;
                     continue;
                 }
@@ -670,9 +706,19 @@ impl Optex {
             // pid and WAITERS lets us sleep on, but its unlock wakes one since WAITERS is set,
             // as with a 32-bit word; the timeout bounds the sleep in any case.
             futex::wait_low(&self.state, state as u32, Some(timeout));
+            self.sleepers.fetch_sub(1, Ordering::Relaxed);
             slept = true;
-            state = self.state.load(Ordering::Relaxed);
+            // Woken (or timed out): spin again for the release that woke us before sleeping on.
+            spins = 0;
+            state = self.state.load(Ordering::Acquire);
         }
+    }
+
+    /// Whether some other thread may be asleep on the state word, for a sleeper that is about
+    /// to acquire or give up (its own wait has ended and is no longer counted).
+    #[inline]
+    fn others_sleep(&self) -> bool {
+        self.sleepers.load(Ordering::SeqCst) != 0
     }
 
     /// Whether the process named by `word` (a locked state word) has died holding the optex.
@@ -736,6 +782,7 @@ impl fmt::Debug for Optex {
             .field("owner_pid", &owner_pid(state))
             .field("owner_start_tag", &owner_tag(state))
             .field("waiters", &(state & WAITERS != 0))
+            .field("sleepers", &self.sleepers.load(Ordering::Relaxed))
             .field("recoveries", &self.recoveries())
             .finish()
     }
@@ -1246,6 +1293,81 @@ mod tests {
             }
         }
         assert_eq!(optex.state.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_lone_sleeper_acquires_without_the_waiters_bit() {
+        // One thread sleeps on the optex; when it acquires nobody else sleeps, so it must not
+        // keep WAITERS: its unlock would make a futex wake that wakes nobody. (Before the
+        // `sleepers` count, every sleeper that acquired kept the bit.)
+        let _watchdog = Watchdog::new(Duration::from_secs(60), "lone sleeper");
+        let optex = Arc::new(Optex::new());
+        let guard = optex.lock();
+        let tid = Arc::new(AtomicI32::new(0));
+        let handle = {
+            let (optex, tid) = (Arc::clone(&optex), Arc::clone(&tid));
+            std::thread::spawn(move || {
+                tid.store(
+                    rustix::thread::gettid().as_raw_nonzero().get(),
+                    Ordering::Release,
+                );
+                let g = optex.lock();
+                let state = optex.state.load(Ordering::Relaxed);
+                drop(g);
+                state
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            assert!(Instant::now() < deadline, "the waiter never went to sleep");
+            let tid = tid.load(Ordering::Acquire);
+            if tid != 0
+                && thread_state(tid) == Some(b'S')
+                && optex.sleepers.load(Ordering::Relaxed) == 1
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_ne!(optex.state.load(Ordering::Relaxed) & WAITERS, 0);
+        drop(guard);
+        let state = handle.join().unwrap();
+        assert_eq!(state & OWNER_MASK, u64::from(ProcessId::current().pid));
+        assert_eq!(state & WAITERS, 0, "a lone sleeper kept the WAITERS bit");
+        assert_eq!(optex.sleepers.load(Ordering::Relaxed), 0);
+        assert_eq!(optex.state.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn contention_leaves_the_optex_free_with_no_sleepers_counted() {
+        // Four threads hammer one optex with a non-atomic critical section: exclusion holds,
+        // and afterwards the word is free and the sleeper count back at zero.
+        let _watchdog = Watchdog::new(Duration::from_secs(120), "contention");
+        let optex = Optex::new();
+        let counter = std::cell::UnsafeCell::new(0u64);
+        struct Shared<'a>(&'a std::cell::UnsafeCell<u64>);
+        // SAFETY: the cell is only touched under the optex.
+        unsafe impl Sync for Shared<'_> {}
+        let shared = Shared(&counter);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    let shared = &shared;
+                    for i in 0..20_000u32 {
+                        let _g = optex.lock();
+                        // SAFETY: the optex excludes the other threads.
+                        unsafe { *shared.0.get() += 1 };
+                        if i % 1000 == 0 {
+                            // A longer section now and then, so that some lockers sleep.
+                            std::thread::sleep(Duration::from_micros(200));
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(counter.into_inner(), 80_000);
+        assert_eq!(optex.state.load(Ordering::Relaxed), 0);
+        assert_eq!(optex.sleepers.load(Ordering::Relaxed), 0);
     }
 
     /// The scheduler state (`S` sleeping, `R` running, ...) of one of our threads.
