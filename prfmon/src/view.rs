@@ -248,6 +248,16 @@ fn is_utf16(raw: &[u8]) -> bool {
     true
 }
 
+/// Whether `raw` holds no surrogate code unit at all (whole units; an odd last byte is not
+/// one): then it is valid UTF-16LE whatever follows its NUL. A loop over the high bytes that the
+/// compiler vectorizes: the fast path of [`check_utf16`] for names and text.
+#[inline]
+fn has_no_surrogate(raw: &[u8]) -> bool {
+    // A unit is a surrogate (D800–DFFF) when its high byte (the second, little-endian) is D8–DF.
+    raw.chunks_exact(2)
+        .fold(true, |ok, unit| ok & (unit[1] & 0xF8 != 0xD8))
+}
+
 /// Checks that `bytes[start..end]` up to its first NUL is valid UTF-16LE.
 #[inline]
 fn check_utf16(
@@ -257,7 +267,7 @@ fn check_utf16(
     what: &'static str,
 ) -> Result<(), DecodeError> {
     match bytes.get(start..end) {
-        Some(raw) if is_utf16(raw) => Ok(()),
+        Some(raw) if has_no_surrogate(raw) || is_utf16(raw) => Ok(()),
         _ => Err(DecodeError::Utf16 {
             offset: start,
             what,
@@ -876,6 +886,7 @@ impl<'a> DataView<'a> {
     /// # Examples
     ///
     /// See the [module docs](self).
+    #[inline]
     pub fn objects(&self) -> impl Iterator<Item = ObjectView<'_>> + '_ {
         (0..self.objects.len()).filter_map(|i| self.object(i))
     }
@@ -885,6 +896,7 @@ impl<'a> DataView<'a> {
     /// # Examples
     ///
     /// See the [module docs](self).
+    #[inline]
     pub fn object(&self, index: usize) -> Option<ObjectView<'_>> {
         let entry = self.objects.get(index)?;
         Some(ObjectView {
@@ -1067,6 +1079,7 @@ impl<'v> ObjectView<'v> {
     /// # Examples
     ///
     /// See [`ObjectView::num_counters`].
+    #[inline]
     pub fn counters(&self) -> impl Iterator<Item = CounterView<'v>> + 'v {
         let this = *self;
         (0..self.definitions.len()).filter_map(move |i| this.counter(i))
@@ -1077,12 +1090,15 @@ impl<'v> ObjectView<'v> {
     /// # Examples
     ///
     /// See the [module docs](self).
+    #[inline]
     pub fn counter(&self, index: usize) -> Option<CounterView<'v>> {
-        let def = checked(self.bytes, *self.definitions.get(index)?)?;
+        let def: &CounterDefinitionLe = checked(self.bytes, *self.definitions.get(index)?)?;
         Some(CounterView {
             def,
             index,
             object: *self,
+            offset: def.counter_offset.get(),
+            int: IntKind::of(def.counter_type.get(), def.counter_size.get()),
         })
     }
 
@@ -1110,6 +1126,7 @@ impl<'v> ObjectView<'v> {
     /// # Examples
     ///
     /// See [`ObjectView::instance_count`].
+    #[inline]
     pub fn instances(&self) -> impl Iterator<Item = InstanceView<'v>> + 'v {
         let this = *self;
         (0..self.instances.len()).filter_map(move |i| this.instance(i))
@@ -1120,6 +1137,7 @@ impl<'v> ObjectView<'v> {
     /// # Examples
     ///
     /// See the [module docs](self).
+    #[inline]
     pub fn instance(&self, index: usize) -> Option<InstanceView<'v>> {
         let at = *self.instances.get(index)?;
         let def: &InstanceDefinitionLe = checked(self.bytes, at)?;
@@ -1138,6 +1156,7 @@ impl<'v> ObjectView<'v> {
     /// # Examples
     ///
     /// See [`ObjectView::offset`].
+    #[inline]
     pub fn values(&self) -> Option<BlockView<'v>> {
         block(self.bytes, self.entry.block?)
     }
@@ -1208,6 +1227,32 @@ pub struct CounterView<'v> {
     def: &'v CounterDefinitionLe,
     index: usize,
     object: ObjectView<'v>,
+    /// `CounterOffset`, read once: what [`BlockView::int`] needs, at hand.
+    offset: u32,
+    /// How [`BlockView::int`] reads the value.
+    int: IntKind,
+}
+
+/// How a counter's raw integer is read (winperf.h `PERF_SIZE_*`, text excluded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IntKind {
+    /// A DWORD, zero-extended.
+    Dword,
+    /// A LARGE_INTEGER.
+    Large,
+    /// Not an integer: text, or another size.
+    None,
+}
+
+impl IntKind {
+    fn of(counter_type: u32, size: u32) -> IntKind {
+        match size {
+            _ if counter_type & PERF_TYPE_MASK == PERF_TYPE_TEXT => IntKind::None,
+            4 => IntKind::Dword,
+            8 => IntKind::Large,
+            _ => IntKind::None,
+        }
+    }
 }
 
 impl std::fmt::Debug for CounterView<'_> {
@@ -1268,7 +1313,7 @@ impl CounterView<'_> {
     ///
     /// See [`CounterView::index`].
     pub fn offset(&self) -> u32 {
-        self.def.counter_offset.get()
+        self.offset
     }
 
     /// Whether the type is a base (the denominator of the counter before it).
@@ -1416,6 +1461,7 @@ impl<'v> InstanceView<'v> {
     /// # Examples
     ///
     /// See the [module docs](self).
+    #[inline]
     pub fn values(&self) -> BlockView<'v> {
         self.values
     }
@@ -1460,13 +1506,17 @@ impl<'v> BlockView<'v> {
     /// ```
     #[inline]
     pub fn int(&self, counter: &CounterView<'_>) -> Option<i64> {
-        if counter.counter_type() & PERF_TYPE_MASK == PERF_TYPE_TEXT {
-            return None;
-        }
-        match *self.value_bytes(counter) {
-            [a, b, c, d] => Some(u32::from_le_bytes([a, b, c, d]).into()),
-            [a, b, c, d, e, f, g, h] => Some(i64::from_le_bytes([a, b, c, d, e, f, g, h])),
-            _ => None,
+        let start = counter.offset as usize;
+        match counter.int {
+            IntKind::Large => {
+                let raw: [u8; 8] = self.bytes.get(start..start + 8)?.try_into().ok()?;
+                Some(i64::from_le_bytes(raw))
+            }
+            IntKind::Dword => {
+                let raw: [u8; 4] = self.bytes.get(start..start + 4)?.try_into().ok()?;
+                Some(u32::from_le_bytes(raw).into())
+            }
+            IntKind::None => None,
         }
     }
 
