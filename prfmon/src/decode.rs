@@ -3,7 +3,9 @@
 //!
 //! The bytes are untrusted input (a file, another process's buffer): every offset and length
 //! is checked before it is used, nothing is indexed unchecked, and every error names the byte
-//! offset (from the start of the input) where the problem is.
+//! offset (from the start of the input) where the problem is. The checks are
+//! [`crate::view`]'s: [`decode`] is a [`DataView`] copied out into owned data; a consumer that
+//! only reads values can use the view and allocate nothing per instance.
 //!
 //! The layout, from winperf.h (x64 sizes):
 //!

@@ -241,7 +241,7 @@ fn is_utf16(raw: &[u8]) -> bool {
             continue;
         }
         // A surrogate: a high one (D800–DBFF) must have a low one (DC00–DFFF) after it.
-        if u >= 0xDC00 || !it.next().is_some_and(|v| v & 0xFC00 == 0xDC00) {
+        if u >= 0xDC00 || it.next().is_none_or(|v| v & 0xFC00 != 0xDC00) {
             return false;
         }
     }
