@@ -6,8 +6,10 @@
 //! |                      | library on an app with 1,000 instances × 16 counters              |
 //! | `memcpy_same_bytes`  | copying as many bytes as that Collect returns: the floor          |
 //! | `decode_1000x16`     | prfmon decoding that Collect's output in its PERF_DATA_BLOCK     |
+//! |                      | (`prfmon::view::DataView::parse`: every check) and reading every |
+//! |                      | counter value of every instance (the real work of a consumer)    |
 //! | `end_to_end_1000x16` | prfmon's collector (in process): Collect through the dlopen'ed   |
-//! |                      | provider into a PERF_DATA_BLOCK, then decode                      |
+//! |                      | provider into a PERF_DATA_BLOCK, then decode and read as above    |
 //!
 //! The fixture ([`Fixture`]) is what all four share: a registry and a shm folder of their own,
 //! the app installed there and running (its block activated, 1,000 instances with non-zero
@@ -224,8 +226,32 @@ fn bench_memcpy(group: &mut BenchmarkGroup<'_, WallTime>, collected: &[u8]) {
     });
 }
 
+/// Every counter value of every instance (and of every object without instances) in `view`,
+/// summed: what a consumer of the collection reads, so that a decode is measured with its use.
+fn touch_every_value(view: &prfmon::view::DataView<'_>) -> i64 {
+    let mut sum = 0i64;
+    let mut counters = Vec::new();
+    for object in view.objects() {
+        counters.clear();
+        counters.extend(object.counters());
+        if let Some(values) = object.values() {
+            for c in &counters {
+                sum = sum.wrapping_add(values.int(c).unwrap_or(0));
+            }
+        }
+        for instance in object.instances() {
+            let values = instance.values();
+            for c in &counters {
+                sum = sum.wrapping_add(values.int(c).unwrap_or(0));
+            }
+        }
+    }
+    sum
+}
+
 /// `decode_1000x16`: prfmon's decoder on the provider's output inside a PERF_DATA_BLOCK, as the
-/// collector returns it.
+/// collector returns it: the zero-copy view (every check of the decoder), then every counter
+/// value read ([`touch_every_value`]).
 fn bench_decode(group: &mut BenchmarkGroup<'_, WallTime>, collected: &[u8]) {
     let block = prfmon::datablock::build_data_block(
         "bench",
@@ -237,13 +263,21 @@ fn bench_decode(group: &mut BenchmarkGroup<'_, WallTime>, collected: &[u8]) {
     );
     let snap = prfmon::decode::decode(&block).expect("the collection decodes");
     assert_eq!(snap.objects[0].instances.len(), INSTANCES);
+    let view = prfmon::view::DataView::parse(&block).expect("the collection decodes");
+    let expected: i64 = snap.objects[0]
+        .instances
+        .iter()
+        .flat_map(|i| i.values.iter().filter_map(|v| v.as_i64()))
+        .sum();
+    assert_eq!(touch_every_value(&view), expected, "every value is read");
     group.bench_function("decode_1000x16", |b| {
-        b.iter(|| prfmon::decode::decode(black_box(&block)).map(|s| s.objects.len()))
+        b.iter(|| prfmon::view::DataView::parse(black_box(&block)).map(|v| touch_every_value(&v)))
     });
 }
 
 /// `end_to_end_1000x16`: the collector, as `prfmon query --in-process` runs it: Collect through
-/// the dlopen'ed provider (found through the registry), the PERF_DATA_BLOCK, then decode.
+/// the dlopen'ed provider (found through the registry), the PERF_DATA_BLOCK, then decode and
+/// read every value, as `decode_1000x16` does.
 fn bench_end_to_end(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) {
     use prfmon::collector::{Collector, CollectorOptions, Isolation};
     let registry = FileRegistry::open(fx.root.join("registry")).expect("open the registry");
@@ -261,7 +295,7 @@ fn bench_end_to_end(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) {
     group.bench_function("end_to_end_1000x16", |b| {
         b.iter(|| {
             let bytes = collector.collect(black_box("Global"));
-            prfmon::decode::decode(&bytes).map(|s| s.objects.len())
+            prfmon::view::DataView::parse(&bytes).map(|v| touch_every_value(&v))
         })
     });
 }

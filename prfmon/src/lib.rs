@@ -33,7 +33,8 @@
 //!
 //! **Reading a collection**
 //! - [`decode`]: PERF_DATA_BLOCK bytes → [`DataSnapshot`](decode::DataSnapshot), as untrusted
-//!   input.
+//!   input; [`view`]: the same checks, then the bytes read in place
+//!   ([`DataView`](view::DataView)), nothing allocated per instance or value.
 //! - [`catalog`]: the objects and counters on offer, with Name / Description / Differentiate.
 //! - [`merge`]: a `Global` collection and one by index (or `Costly`) as one view, each object
 //!   once, parent links re-pointed.
@@ -82,6 +83,8 @@ pub mod catalog;
 pub mod collector;
 pub mod datablock;
 pub mod decode;
+#[cfg(test)]
+mod decode_reference;
 pub mod factor;
 pub mod lease;
 pub mod merge;
@@ -96,3 +99,4 @@ pub mod sampler;
 pub mod source;
 pub mod trust;
 pub mod typeperf;
+pub mod view;

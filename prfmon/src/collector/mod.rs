@@ -124,7 +124,7 @@ use host::{HostError, HostProcess};
 use host_user::HostUser;
 use library::{EntryNames, EntryPoints, RawCollect};
 use protocol::{Request, Response};
-use validate::{check_collect, Call, ProviderFault, Verdict};
+use validate::{check_collect_owned, Call, ProviderFault, Verdict};
 
 /// The first Collect buffer a service gets; after that, the size that last sufficed. 64 KiB
 /// holds a typical application object (a few dozen instances of a few dozen counters) in one
@@ -783,7 +783,7 @@ impl<R: Registry> Collector<R> {
         let mut size = self.services[i].buffer.min(max);
         loop {
             let raw = self.call_collect(i, query, size)?;
-            match check_collect(&raw)? {
+            match check_collect_owned(raw)? {
                 Verdict::MoreData if size >= max => {
                     return Err(ProviderFault::BufferCap { cap: max })
                 }

@@ -206,6 +206,57 @@ pub enum Verdict {
 /// assert!(matches!(check_collect(&raw), Ok(Verdict::Data(_))));
 /// ```
 pub fn check_collect(raw: &RawCollect) -> Result<Verdict, ProviderFault> {
+    Ok(match judge(raw)? {
+        Judged::MoreData => Verdict::MoreData,
+        Judged::Failed(status) => Verdict::Failed(status),
+        Judged::Data(lengths) => Verdict::Data(output(raw.data.clone(), &lengths, raw.num_objects)),
+    })
+}
+
+/// [`check_collect`], taking the call's record: valid data that needs no realigning becomes the
+/// [`ProviderOutput`] as it is, without a copy (what the collector does with every Collect).
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::collector::library::RawCollect;
+/// use prfmon::collector::validate::{check_collect_owned, Verdict};
+/// let object = prfdata_testkit::sample::sample_object(1848);
+/// let n = object.len() as u32;
+/// let raw = RawCollect {
+///     status: 0, buffer_len: 4096, bytes: n, num_objects: 1, advance: n.into(),
+///     canary_intact: true, data: object.clone(),
+/// };
+/// let Ok(Verdict::Data(out)) = check_collect_owned(raw) else { panic!("valid") };
+/// assert_eq!(out.bytes, object);
+/// ```
+pub fn check_collect_owned(raw: RawCollect) -> Result<Verdict, ProviderFault> {
+    Ok(match judge(&raw)? {
+        Judged::MoreData => Verdict::MoreData,
+        Judged::Failed(status) => Verdict::Failed(status),
+        Judged::Data(lengths) => Verdict::Data(output(raw.data, &lengths, raw.num_objects)),
+    })
+}
+
+/// The valid output `data` of `num_objects` objects of `lengths`, 8-aligned.
+fn output(data: Vec<u8>, lengths: &[usize], num_objects: u32) -> ProviderOutput {
+    let bytes = if realign::needed(lengths) {
+        realign::to_qword(&data, lengths)
+    } else {
+        data
+    };
+    ProviderOutput { bytes, num_objects }
+}
+
+/// What [`check_collect`] found: the verdict, with the objects' lengths for data.
+enum Judged {
+    MoreData,
+    Failed(u32),
+    Data(Vec<usize>),
+}
+
+/// The checks of [`check_collect`].
+fn judge(raw: &RawCollect) -> Result<Judged, ProviderFault> {
     if !raw.canary_intact {
         return Err(ProviderFault::Overrun {
             buffer_len: raw.buffer_len,
@@ -219,10 +270,10 @@ pub fn check_collect(raw: &RawCollect) -> Result<Verdict, ProviderFault> {
                 num_objects: raw.num_objects,
             });
         }
-        return Ok(Verdict::MoreData);
+        return Ok(Judged::MoreData);
     }
     if raw.status != ERROR_SUCCESS {
-        return Ok(Verdict::Failed(raw.status));
+        return Ok(Judged::Failed(raw.status));
     }
     if raw.advance < 0 || raw.advance > i64::from(raw.buffer_len) {
         return Err(ProviderFault::PointerOutOfBuffer {
@@ -273,15 +324,7 @@ pub fn check_collect(raw: &RawCollect) -> Result<Verdict, ProviderFault> {
             bytes: raw.bytes,
         });
     }
-    let bytes = if realign::needed(&lengths) {
-        realign::to_qword(&raw.data, &lengths)
-    } else {
-        raw.data.clone()
-    };
-    Ok(Verdict::Data(ProviderOutput {
-        bytes,
-        num_objects: raw.num_objects,
-    }))
+    Ok(Judged::Data(lengths))
 }
 
 #[cfg(test)]

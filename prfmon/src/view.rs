@@ -1,0 +1,1719 @@
+//! A zero-copy view of PERF_DATA_BLOCK bytes: the decoder's one pass of checks, then objects,
+//! counter definitions, instances and values read in place, names decoded only when asked for.
+//!
+//! [`DataView::parse`] checks the whole block once, exactly as [`crate::decode`] always has
+//! (every offset, length, count, name and text value, with the same [`DecodeError`] at the
+//! same offset) and keeps only where things are: one `Vec` of counter-definition offsets and
+//! one of instance offsets for the whole block, one entry per object. Nothing is allocated per
+//! instance or per counter value. The structures are read through zerocopy views of
+//! little-endian, unaligned mirrors of winperf.h's (`PERF_OBJECT_TYPE` and the rest): a view
+//! is a reference into the input, valid at any alignment (a Windows provider's objects are
+//! only DWORD-aligned), and a field read is one load.
+//!
+//! [`crate::decode::decode`] is this view turned into owned data
+//! ([`DataView::to_snapshot`]); reading the view directly is for hot paths that touch values,
+//! not names (a bench, a sampler).
+//!
+//! ```text
+//! DataView ─ objects() ─▶ ObjectView ─ counters()  ─▶ CounterView (a PERF_COUNTER_DEFINITION)
+//!                                    ├ instances() ─▶ InstanceView ─ values() ─▶ BlockView
+//!                                    └ values()    ─▶ BlockView (an object without instances)
+//! BlockView::int(&CounterView) → the raw integer; BlockView::raw(&CounterView) → RawValue
+//! ```
+//!
+//! # Examples
+//!
+//! ```
+//! use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+//! use prfmon::view::DataView;
+//!
+//! // The sample object: counters "#1850" (RAWCOUNT) and a fraction with its base; instances
+//! // "alpha" and "beta".
+//! let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+//! let bytes = build_data_block("box", &CollectionTimes::now(), &[out]);
+//! let view = DataView::parse(&bytes)?;
+//! let object = view.object(0).unwrap();
+//! let first = object.counter(0).unwrap();
+//! let values: Vec<Option<i64>> = object.instances().map(|i| i.values().int(&first)).collect();
+//! assert_eq!(values, [Some(7), Some(0xFFFF_FFFF)]);
+//! assert_eq!(object.instance(0).unwrap().name(), "alpha");
+//! assert_eq!(view.to_snapshot(), prfmon::decode::decode(&bytes)?);
+//! # Ok::<(), prfmon::decode::DecodeError>(())
+//! ```
+
+use std::ops::Range;
+
+use prfdata::winperf::{
+    self, PerfCounterBlock, PerfCounterDefinition, PerfDataBlock, PerfInstanceDefinition,
+    PerfObjectType, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK, PERF_TYPE_TEXT,
+};
+use zerocopy::little_endian::{I32, I64, U16, U32};
+use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
+
+use crate::decode::{
+    CounterDef, DataSnapshot, DecodeError, InstanceData, ObjectData, RawValue, SystemTimeFields,
+    SIGNATURE,
+};
+
+// ---------------------------------------------------------------------------------------------
+// winperf.h's structures as they lie in the bytes: little-endian, any alignment.
+// ---------------------------------------------------------------------------------------------
+
+/// `PERF_DATA_BLOCK` ([`PerfDataBlock`]) in place.
+#[repr(C)]
+#[derive(FromBytes, Immutable, KnownLayout, Unaligned)]
+struct DataBlockLe {
+    signature: [U16; 4],
+    little_endian: U32,
+    version: U32,
+    revision: U32,
+    total_byte_length: U32,
+    header_length: U32,
+    num_object_types: U32,
+    default_object: I32,
+    /// `SYSTEMTIME`: year, month, day of week, day, hour, minute, second, milliseconds.
+    system_time: [U16; 8],
+    _pad: U32,
+    perf_time: I64,
+    perf_freq: I64,
+    perf_time_100nsec: I64,
+    system_name_length: U32,
+    system_name_offset: U32,
+}
+
+/// `PERF_OBJECT_TYPE` ([`PerfObjectType`]) in place.
+#[repr(C)]
+#[derive(FromBytes, Immutable, KnownLayout, Unaligned)]
+struct ObjectTypeLe {
+    total_byte_length: U32,
+    definition_length: U32,
+    header_length: U32,
+    object_name_title_index: U32,
+    object_name_title: U32,
+    object_help_title_index: U32,
+    object_help_title: U32,
+    detail_level: U32,
+    num_counters: U32,
+    default_counter: I32,
+    num_instances: I32,
+    code_page: U32,
+    perf_time: I64,
+    perf_freq: I64,
+}
+
+/// `PERF_COUNTER_DEFINITION` ([`PerfCounterDefinition`]) in place.
+#[repr(C)]
+#[derive(FromBytes, Immutable, KnownLayout, Unaligned)]
+struct CounterDefinitionLe {
+    byte_length: U32,
+    counter_name_title_index: U32,
+    counter_name_title: U32,
+    counter_help_title_index: U32,
+    counter_help_title: U32,
+    default_scale: I32,
+    detail_level: U32,
+    counter_type: U32,
+    counter_size: U32,
+    counter_offset: U32,
+}
+
+/// `PERF_INSTANCE_DEFINITION` ([`PerfInstanceDefinition`]) in place.
+#[repr(C)]
+#[derive(FromBytes, Immutable, KnownLayout, Unaligned)]
+struct InstanceDefinitionLe {
+    byte_length: U32,
+    parent_object_title_index: U32,
+    parent_object_instance: U32,
+    unique_id: I32,
+    name_offset: U32,
+    name_length: U32,
+}
+
+/// `PERF_COUNTER_BLOCK` ([`PerfCounterBlock`]) in place.
+#[repr(C)]
+#[derive(FromBytes, Immutable, KnownLayout, Unaligned)]
+struct CounterBlockLe {
+    byte_length: U32,
+}
+
+// The mirrors have winperf.h's sizes (the field order is the same, and none has padding).
+const _: () = {
+    use core::mem::size_of;
+    assert!(size_of::<DataBlockLe>() == size_of::<PerfDataBlock>());
+    assert!(size_of::<ObjectTypeLe>() == size_of::<PerfObjectType>());
+    assert!(size_of::<CounterDefinitionLe>() == size_of::<PerfCounterDefinition>());
+    assert!(size_of::<InstanceDefinitionLe>() == size_of::<PerfInstanceDefinition>());
+    assert!(size_of::<CounterBlockLe>() == size_of::<PerfCounterBlock>());
+};
+
+/// `PERF_OBJECT_TYPE`'s size: the least `HeaderLength` and `TotalByteLength`.
+const OBJECT_HEADER: usize = core::mem::size_of::<ObjectTypeLe>();
+/// `PERF_COUNTER_DEFINITION`'s size: the least `ByteLength`.
+const COUNTER_DEFINITION: usize = core::mem::size_of::<CounterDefinitionLe>();
+/// `PERF_INSTANCE_DEFINITION`'s size: the least `ByteLength`.
+const INSTANCE_DEFINITION: usize = core::mem::size_of::<InstanceDefinitionLe>();
+/// `PERF_COUNTER_BLOCK`'s size: the least `ByteLength`.
+const COUNTER_BLOCK: usize = core::mem::size_of::<CounterBlockLe>();
+
+// ---------------------------------------------------------------------------------------------
+// Checked reads.
+// ---------------------------------------------------------------------------------------------
+
+/// A view of the `T` at `offset`, which must end by `limit` (≤ `bytes.len()`).
+#[inline]
+fn view<'a, T: FromBytes + KnownLayout + Immutable + Unaligned>(
+    bytes: &'a [u8],
+    offset: usize,
+    limit: usize,
+    what: &'static str,
+) -> Result<&'a T, DecodeError> {
+    let need = core::mem::size_of::<T>();
+    let available = limit.saturating_sub(offset);
+    let truncated = || DecodeError::Truncated {
+        offset,
+        what,
+        need: need as u64,
+        available: available as u64,
+    };
+    if available < need {
+        return Err(truncated());
+    }
+    let raw = bytes.get(offset..offset + need).ok_or_else(truncated)?;
+    T::ref_from_bytes(raw).map_err(|_| truncated())
+}
+
+/// A view of the `T` at `offset` that [`view`] has already accepted; `None` only if the bytes
+/// changed under a caller that broke that promise (never, with a shared borrow).
+#[inline]
+fn checked<T: FromBytes + KnownLayout + Immutable + Unaligned>(
+    bytes: &[u8],
+    offset: usize,
+) -> Option<&T> {
+    let raw = bytes.get(offset..offset.checked_add(core::mem::size_of::<T>())?)?;
+    T::ref_from_bytes(raw).ok()
+}
+
+/// `start + len` as an end offset that must not pass `limit`.
+#[inline]
+fn span(
+    start: usize,
+    len: u64,
+    limit: usize,
+    at: usize,
+    what: &'static str,
+) -> Result<usize, DecodeError> {
+    let available = limit.saturating_sub(start) as u64;
+    if len > available {
+        return Err(DecodeError::Truncated {
+            offset: at,
+            what,
+            need: len,
+            available,
+        });
+    }
+    Ok(start + len as usize)
+}
+
+fn field(offset: usize, what: &'static str, value: i64, expected: &'static str) -> DecodeError {
+    DecodeError::Field {
+        offset,
+        what,
+        value,
+        expected,
+    }
+}
+
+/// The UTF-16LE code units of `raw` (an odd last byte left out) up to the first NUL.
+#[inline]
+fn units(raw: &[u8]) -> impl Iterator<Item = u16> + '_ {
+    raw.chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .take_while(|&u| u != 0)
+}
+
+/// Whether `raw` up to its first NUL is valid UTF-16LE: every high surrogate followed by a low
+/// one, no low surrogate alone. What `char::decode_utf16` accepts, without building chars.
+#[inline]
+fn is_utf16(raw: &[u8]) -> bool {
+    let mut it = units(raw);
+    while let Some(u) = it.next() {
+        if u & 0xF800 != 0xD800 {
+            continue;
+        }
+        // A surrogate: a high one (D800–DBFF) must have a low one (DC00–DFFF) after it.
+        if u >= 0xDC00 || it.next().is_none_or(|v| v & 0xFC00 != 0xDC00) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Whether `raw` holds no surrogate code unit at all (whole units; an odd last byte is not
+/// one): then it is valid UTF-16LE whatever follows its NUL. A loop over the high bytes that the
+/// compiler vectorizes: the fast path of [`check_utf16`] for names and text.
+#[inline]
+fn has_no_surrogate(raw: &[u8]) -> bool {
+    // A unit is a surrogate (D800–DFFF) when its high byte (the second, little-endian) is D8–DF.
+    raw.chunks_exact(2)
+        .fold(true, |ok, unit| ok & (unit[1] & 0xF8 != 0xD8))
+}
+
+/// Checks that `bytes[start..end]` up to its first NUL is valid UTF-16LE.
+#[inline]
+fn check_utf16(
+    bytes: &[u8],
+    start: usize,
+    end: usize,
+    what: &'static str,
+) -> Result<(), DecodeError> {
+    match bytes.get(start..end) {
+        Some(raw) if has_no_surrogate(raw) || is_utf16(raw) => Ok(()),
+        _ => Err(DecodeError::Utf16 {
+            offset: start,
+            what,
+        }),
+    }
+}
+
+/// `raw` up to its first NUL as UTF-16LE, invalid units replaced (never, once checked).
+fn utf16_lossy(raw: &[u8]) -> String {
+    let mut out = String::with_capacity(raw.len() / 2);
+    out.extend(char::decode_utf16(units(raw)).map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER)));
+    out
+}
+
+/// `raw` up to its first NUL as 8-bit text (a code page other than UTF-16), lossily.
+fn ascii_lossy(raw: &[u8]) -> String {
+    let text = raw.split(|&b| b == 0).next().unwrap_or(raw);
+    String::from_utf8_lossy(text).into_owned()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The one pass of checks.
+// ---------------------------------------------------------------------------------------------
+
+/// Where the walk keeps what it found: offsets for a view, nothing for a check.
+trait Record {
+    /// A counter definition at `at`.
+    fn definition(&mut self, at: usize);
+    /// Room for `n` more instances.
+    fn reserve_instances(&mut self, n: usize);
+    /// An instance definition at `at`.
+    fn instance(&mut self, at: usize);
+}
+
+/// [`check_object`]'s: keeps nothing.
+impl Record for () {
+    #[inline]
+    fn definition(&mut self, _: usize) {}
+    #[inline]
+    fn reserve_instances(&mut self, _: usize) {}
+    #[inline]
+    fn instance(&mut self, _: usize) {}
+}
+
+/// [`DataView`]'s: the offsets of every definition and instance, in order.
+struct Offsets {
+    definitions: Vec<usize>,
+    instances: Vec<usize>,
+}
+
+impl Record for Offsets {
+    #[inline]
+    fn definition(&mut self, at: usize) {
+        self.definitions.push(at);
+    }
+    #[inline]
+    fn reserve_instances(&mut self, n: usize) {
+        self.instances.reserve(n);
+    }
+    #[inline]
+    fn instance(&mut self, at: usize) {
+        self.instances.push(at);
+    }
+}
+
+/// One checked object: where it and its parts are.
+#[derive(Debug, Clone)]
+struct ObjectEntry {
+    /// Offset of the PERF_OBJECT_TYPE.
+    offset: usize,
+    /// Its counter definitions in [`DataView::definitions`].
+    definitions: Range<usize>,
+    /// Its instances in [`DataView::instances`].
+    instances: Range<usize>,
+    /// For an object without instances, the offset of its counter block.
+    block: Option<usize>,
+}
+
+/// What the values of every counter block of an object must satisfy, from its definitions.
+struct Needs {
+    /// The largest `CounterOffset + CounterSize`: a block at least this long holds every value.
+    end: u64,
+    /// Whether some counter is UTF-16 text, checked in every block.
+    utf16_text: bool,
+}
+
+/// Checks the PERF_OBJECT_TYPE at `offset` (ending by `limit`) and everything in it, recording
+/// its definitions and instances in `rec`; returns the entry and the next object's offset.
+fn walk_object<R: Record>(
+    bytes: &[u8],
+    offset: usize,
+    limit: usize,
+    rec: &mut R,
+    definitions_before: usize,
+    instances_before: usize,
+) -> Result<(ObjectEntry, usize), DecodeError> {
+    let limit = limit.min(bytes.len());
+    let obj: &ObjectTypeLe = view(bytes, offset, limit, "PERF_OBJECT_TYPE")?;
+    let total = obj.total_byte_length.get() as usize;
+    let def_len = obj.definition_length.get() as usize;
+    let hdr_len = obj.header_length.get() as usize;
+    if total < OBJECT_HEADER {
+        return Err(field(
+            offset,
+            "PERF_OBJECT_TYPE.TotalByteLength",
+            total as i64,
+            "must be at least 64",
+        ));
+    }
+    let end = span(
+        offset,
+        total as u64,
+        limit,
+        offset,
+        "PERF_OBJECT_TYPE (TotalByteLength)",
+    )?;
+    if hdr_len < OBJECT_HEADER || hdr_len > def_len {
+        return Err(field(
+            offset + 8,
+            "PERF_OBJECT_TYPE.HeaderLength",
+            hdr_len as i64,
+            "must be at least 64 and at most DefinitionLength",
+        ));
+    }
+    if def_len > total {
+        return Err(field(
+            offset + 4,
+            "PERF_OBJECT_TYPE.DefinitionLength",
+            def_len as i64,
+            "must be at most TotalByteLength",
+        ));
+    }
+    let defs_end = offset + def_len;
+
+    // Counter definitions, each ByteLength long.
+    let mut needs = Needs {
+        end: 0,
+        utf16_text: false,
+    };
+    let mut at = offset + hdr_len;
+    let num_counters = obj.num_counters.get();
+    for _ in 0..num_counters {
+        let def: &CounterDefinitionLe = view(bytes, at, defs_end, "PERF_COUNTER_DEFINITION")?;
+        let byte_length = def.byte_length.get();
+        if (byte_length as usize) < COUNTER_DEFINITION {
+            return Err(field(
+                at,
+                "PERF_COUNTER_DEFINITION.ByteLength",
+                byte_length.into(),
+                "must be at least 40",
+            ));
+        }
+        let next = span(
+            at,
+            byte_length.into(),
+            defs_end,
+            at,
+            "PERF_COUNTER_DEFINITION (ByteLength)",
+        )?;
+        rec.definition(at);
+        let value_end = u64::from(def.counter_offset.get()) + u64::from(def.counter_size.get());
+        needs.end = needs.end.max(value_end);
+        needs.utf16_text |= is_utf16_text(def.counter_type.get());
+        at = next;
+    }
+    let first_def = offset + hdr_len;
+
+    let instances_start = instances_before;
+    let mut instances_end = instances_before;
+    let mut block = None;
+    let mut at = defs_end;
+    let num_instances = obj.num_instances.get();
+    if num_instances == PERF_NO_INSTANCES {
+        check_block(bytes, at, end, first_def, num_counters, &needs)?;
+        block = Some(at);
+    } else if num_instances < 0 {
+        return Err(field(
+            offset + 40,
+            "PERF_OBJECT_TYPE.NumInstances",
+            num_instances.into(),
+            "must be -1 (PERF_NO_INSTANCES) or a count",
+        ));
+    } else {
+        // Each instance takes at least 28 bytes (definition and block), which bounds what an
+        // untrusted NumInstances can make us reserve.
+        let most = (end - at) / (INSTANCE_DEFINITION + COUNTER_BLOCK);
+        rec.reserve_instances((num_instances as usize).min(most));
+        let code_page = obj.code_page.get();
+        for _ in 0..num_instances {
+            let block_at = check_instance(bytes, at, end, code_page)?;
+            rec.instance(at);
+            at = check_block(bytes, block_at, end, first_def, num_counters, &needs)?;
+            instances_end += 1;
+        }
+    }
+    Ok((
+        ObjectEntry {
+            offset,
+            definitions: definitions_before..definitions_before + num_counters as usize,
+            instances: instances_start..instances_end,
+            block,
+        },
+        end,
+    ))
+}
+
+/// Whether a counter type is text in UTF-16 (checked as such in every block).
+#[inline]
+fn is_utf16_text(counter_type: u32) -> bool {
+    counter_type & PERF_TYPE_MASK == PERF_TYPE_TEXT && counter_type & PERF_TEXT_ASCII == 0
+}
+
+/// Checks the instance definition at `at` (ending by `limit`) and its name; returns the offset
+/// of its counter block.
+#[inline]
+fn check_instance(
+    bytes: &[u8],
+    at: usize,
+    limit: usize,
+    code_page: u32,
+) -> Result<usize, DecodeError> {
+    let inst: &InstanceDefinitionLe = view(bytes, at, limit, "PERF_INSTANCE_DEFINITION")?;
+    let byte_length = inst.byte_length.get();
+    if (byte_length as usize) < INSTANCE_DEFINITION {
+        return Err(field(
+            at,
+            "PERF_INSTANCE_DEFINITION.ByteLength",
+            byte_length.into(),
+            "must be at least 24",
+        ));
+    }
+    let def_end = span(
+        at,
+        byte_length.into(),
+        limit,
+        at,
+        "PERF_INSTANCE_DEFINITION (ByteLength)",
+    )?;
+    let name_length = inst.name_length.get();
+    if name_length != 0 {
+        let name_start = span(
+            at,
+            inst.name_offset.get().into(),
+            def_end,
+            at + 16,
+            "instance name (NameOffset)",
+        )?;
+        let name_end = span(
+            name_start,
+            name_length.into(),
+            def_end,
+            at + 20,
+            "instance name (NameLength)",
+        )?;
+        if code_page == 0 {
+            check_utf16(bytes, name_start, name_end, "instance name")?;
+        }
+    }
+    Ok(def_end)
+}
+
+/// Checks the PERF_COUNTER_BLOCK at `at` (ending by `limit`) and the values in it of the
+/// `num_counters` definitions from `first_def`; returns the offset after the block.
+#[inline]
+fn check_block(
+    bytes: &[u8],
+    at: usize,
+    limit: usize,
+    first_def: usize,
+    num_counters: u32,
+    needs: &Needs,
+) -> Result<usize, DecodeError> {
+    let block: &CounterBlockLe = view(bytes, at, limit, "PERF_COUNTER_BLOCK")?;
+    let byte_length = block.byte_length.get();
+    if (byte_length as usize) < COUNTER_BLOCK {
+        return Err(field(
+            at,
+            "PERF_COUNTER_BLOCK.ByteLength",
+            byte_length.into(),
+            "must be at least 4",
+        ));
+    }
+    let end = span(
+        at,
+        byte_length.into(),
+        limit,
+        at,
+        "PERF_COUNTER_BLOCK (ByteLength)",
+    )?;
+    // The usual case: the block holds every value and no value is UTF-16 text, so no value can
+    // fail. Else every value in order, as the definitions list them.
+    if u64::from(byte_length) < needs.end || needs.utf16_text {
+        check_values(bytes, at, end, first_def, num_counters)?;
+    }
+    Ok(end)
+}
+
+/// Checks every value of a counter block (`bytes[at..end]`) in definition order: in the block,
+/// and UTF-16 text valid.
+#[cold]
+fn check_values(
+    bytes: &[u8],
+    at: usize,
+    end: usize,
+    first_def: usize,
+    num_counters: u32,
+) -> Result<(), DecodeError> {
+    let mut def_at = first_def;
+    for _ in 0..num_counters {
+        // Checked by the walk of the definitions.
+        let Some(def) = checked::<CounterDefinitionLe>(bytes, def_at) else {
+            break;
+        };
+        def_at += def.byte_length.get() as usize;
+        let start = span(
+            at,
+            def.counter_offset.get().into(),
+            end,
+            at,
+            "counter value (CounterOffset)",
+        )?;
+        let stop = span(
+            start,
+            def.counter_size.get().into(),
+            end,
+            start,
+            "counter value (CounterSize)",
+        )?;
+        if is_utf16_text(def.counter_type.get()) {
+            // UTF-16 text: whole units only.
+            let text_end = stop - (stop - start) % 2;
+            check_utf16(bytes, start, text_end, "text counter")?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks the PERF_OBJECT_TYPE at `offset`, which must end by `limit`, and everything in it,
+/// without keeping anything; returns the offset of the next object. See
+/// [`crate::decode::check_object`].
+pub(crate) fn check_object(
+    bytes: &[u8],
+    offset: usize,
+    limit: usize,
+) -> Result<usize, DecodeError> {
+    walk_object(bytes, offset, limit, &mut (), 0, 0).map(|(_, next)| next)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The views.
+// ---------------------------------------------------------------------------------------------
+
+/// A checked PERF_DATA_BLOCK, read in place (see the [module docs](self)).
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::datablock::{build_data_block, CollectionTimes};
+/// use prfmon::view::DataView;
+/// let bytes = build_data_block("host", &CollectionTimes::now(), &[]);
+/// let view = DataView::parse(&bytes)?;
+/// assert_eq!(view.system_name(), "host");
+/// assert_eq!(view.object_count(), 0);
+/// assert!(DataView::parse(&bytes[..40]).is_err());
+/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// ```
+pub struct DataView<'a> {
+    bytes: &'a [u8],
+    header: &'a DataBlockLe,
+    /// The system name's bytes.
+    name: Range<usize>,
+    objects: Vec<ObjectEntry>,
+    /// Offsets of every object's counter definitions, object after object.
+    definitions: Vec<usize>,
+    /// Offsets of every object's instance definitions, object after object.
+    instances: Vec<usize>,
+}
+
+impl std::fmt::Debug for DataView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataView")
+            .field("bytes", &self.bytes.len())
+            .field("objects", &self.objects.len())
+            .field("instances", &self.instances.len())
+            .finish()
+    }
+}
+
+impl<'a> DataView<'a> {
+    /// Checks `bytes` as a whole PERF_DATA_BLOCK (bytes after `TotalByteLength` are ignored)
+    /// and returns the view of it.
+    ///
+    /// # Errors
+    ///
+    /// The first thing wrong, with its offset: what [`crate::decode::decode`] returns for the
+    /// same bytes.
+    ///
+    /// # Examples
+    ///
+    /// See [`DataView`].
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, DecodeError> {
+        const WHAT: &str = "PERF_DATA_BLOCK";
+        let header: &DataBlockLe = view(bytes, 0, bytes.len(), WHAT)?;
+        if header.signature.map(|u| u.get()) != SIGNATURE {
+            return Err(DecodeError::Signature { offset: 0 });
+        }
+        if header.little_endian.get() != 1 {
+            return Err(field(
+                8,
+                "PERF_DATA_BLOCK.LittleEndian",
+                header.little_endian.get().into(),
+                "must be 1",
+            ));
+        }
+        let total = span(
+            0,
+            header.total_byte_length.get().into(),
+            bytes.len(),
+            20,
+            "PERF_DATA_BLOCK (TotalByteLength)",
+        )?;
+        let header_len = header.header_length.get() as usize;
+        if header_len < core::mem::size_of::<DataBlockLe>() || header_len > total {
+            return Err(field(
+                24,
+                "PERF_DATA_BLOCK.HeaderLength",
+                header.header_length.get().into(),
+                "must be at least 88 and at most TotalByteLength",
+            ));
+        }
+        let name_start = header.system_name_offset.get() as usize;
+        if name_start > header_len {
+            return Err(field(
+                84,
+                "PERF_DATA_BLOCK.SystemNameOffset",
+                header.system_name_offset.get().into(),
+                "must lie inside the header (HeaderLength)",
+            ));
+        }
+        let name_end = span(
+            name_start,
+            header.system_name_length.get().into(),
+            header_len,
+            80,
+            "system name (SystemNameLength)",
+        )?;
+        check_utf16(bytes, name_start, name_end, "system name")?;
+
+        let mut offsets = Offsets {
+            definitions: Vec::new(),
+            instances: Vec::new(),
+        };
+        let mut objects = Vec::new();
+        let mut offset = header_len;
+        for _ in 0..header.num_object_types.get() {
+            let before = (offsets.definitions.len(), offsets.instances.len());
+            let (entry, next) =
+                walk_object(bytes, offset, total, &mut offsets, before.0, before.1)?;
+            objects.push(entry);
+            offset = next;
+        }
+        Ok(DataView {
+            bytes,
+            header,
+            name: name_start..name_end,
+            objects,
+            definitions: offsets.definitions,
+            instances: offsets.instances,
+        })
+    }
+
+    /// `Version`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
+    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[]);
+    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// assert_eq!((view.version(), view.revision()), (1, 1));
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn version(&self) -> u32 {
+        self.header.version.get()
+    }
+
+    /// `Revision`. See [`DataView::version`].
+    ///
+    /// # Examples
+    ///
+    /// See [`DataView::version`].
+    pub fn revision(&self) -> u32 {
+        self.header.revision.get()
+    }
+
+    /// `TotalByteLength`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
+    /// let bytes = build_data_block("abcd", &CollectionTimes::now(), &[]);
+    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// assert_eq!((view.total_byte_length(), view.header_length()), (104, 104));
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn total_byte_length(&self) -> u32 {
+        self.header.total_byte_length.get()
+    }
+
+    /// `HeaderLength`.
+    ///
+    /// # Examples
+    ///
+    /// See [`DataView::total_byte_length`].
+    pub fn header_length(&self) -> u32 {
+        self.header.header_length.get()
+    }
+
+    /// `DefaultObject`: the name index of the default object, or -1.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
+    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[]);
+    /// assert_eq!(prfmon::view::DataView::parse(&bytes)?.default_object(), -1);
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn default_object(&self) -> i32 {
+        self.header.default_object.get()
+    }
+
+    /// `SystemTime` (UTC).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
+    /// let times = CollectionTimes::now();
+    /// let bytes = build_data_block("h", &times, &[]);
+    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// assert_eq!(view.system_time(), times.system_time.into());
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn system_time(&self) -> SystemTimeFields {
+        let [year, month, day_of_week, day, hour, minute, second, milliseconds] =
+            self.header.system_time.map(|u| u.get());
+        SystemTimeFields {
+            year,
+            month,
+            day_of_week,
+            day,
+            hour,
+            minute,
+            second,
+            milliseconds,
+        }
+    }
+
+    /// `PerfTime`: the high-resolution clock at collection.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
+    /// let times = CollectionTimes::now();
+    /// let bytes = build_data_block("h", &times, &[]);
+    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// assert_eq!((view.perf_time(), view.perf_freq()), (times.perf_time, times.perf_freq));
+    /// assert_eq!(view.perf_time_100nsec(), times.perf_time_100nsec);
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn perf_time(&self) -> i64 {
+        self.header.perf_time.get()
+    }
+
+    /// `PerfFreq`: ticks per second of [`perf_time`](Self::perf_time).
+    ///
+    /// # Examples
+    ///
+    /// See [`DataView::perf_time`].
+    pub fn perf_freq(&self) -> i64 {
+        self.header.perf_freq.get()
+    }
+
+    /// `PerfTime100nSec`: the collection time in 100 ns units since 1601 (FILETIME).
+    ///
+    /// # Examples
+    ///
+    /// See [`DataView::perf_time`].
+    pub fn perf_time_100nsec(&self) -> i64 {
+        self.header.perf_time_100nsec.get()
+    }
+
+    /// The system name, decoded now.
+    ///
+    /// # Examples
+    ///
+    /// See [`DataView`].
+    pub fn system_name(&self) -> String {
+        utf16_lossy(self.bytes.get(self.name.clone()).unwrap_or_default())
+    }
+
+    /// The number of objects (`NumObjectTypes`).
+    ///
+    /// # Examples
+    ///
+    /// See [`DataView`].
+    pub fn object_count(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// The objects, in order.
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](self).
+    #[inline]
+    pub fn objects(&self) -> impl Iterator<Item = ObjectView<'_>> + '_ {
+        (0..self.objects.len()).filter_map(|i| self.object(i))
+    }
+
+    /// The object at position `index`, if there is one.
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](self).
+    #[inline]
+    pub fn object(&self, index: usize) -> Option<ObjectView<'_>> {
+        let entry = self.objects.get(index)?;
+        Some(ObjectView {
+            bytes: self.bytes,
+            header: checked(self.bytes, entry.offset)?,
+            entry,
+            definitions: self.definitions.get(entry.definitions.clone())?,
+            instances: self.instances.get(entry.instances.clone())?,
+        })
+    }
+
+    /// The whole collection as owned data: what [`crate::decode::decode`] returns.
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](self).
+    pub fn to_snapshot(&self) -> DataSnapshot {
+        DataSnapshot {
+            version: self.version(),
+            revision: self.revision(),
+            total_byte_length: self.total_byte_length(),
+            header_length: self.header_length(),
+            default_object: self.default_object(),
+            system_time: self.system_time(),
+            perf_time: self.perf_time(),
+            perf_freq: self.perf_freq(),
+            perf_time_100nsec: self.perf_time_100nsec(),
+            system_name: self.system_name(),
+            objects: self.objects().map(|o| o.to_data()).collect(),
+        }
+    }
+}
+
+/// One PERF_OBJECT_TYPE of a [`DataView`].
+///
+/// # Examples
+///
+/// See the [module docs](self).
+#[derive(Clone, Copy)]
+pub struct ObjectView<'v> {
+    bytes: &'v [u8],
+    header: &'v ObjectTypeLe,
+    entry: &'v ObjectEntry,
+    definitions: &'v [usize],
+    instances: &'v [usize],
+}
+
+impl std::fmt::Debug for ObjectView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectView")
+            .field("offset", &self.entry.offset)
+            .field("name_index", &self.name_index())
+            .field("counters", &self.definitions.len())
+            .field("instances", &self.instances.len())
+            .finish()
+    }
+}
+
+impl<'v> ObjectView<'v> {
+    /// Offset of the PERF_OBJECT_TYPE from the start of the input.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let object = view.object(0).unwrap();
+    /// assert_eq!(object.offset(), view.header_length() as usize);
+    /// assert_eq!((object.name_index(), object.num_instances()), (1848, 2));
+    /// assert!(object.has_instances() && object.values().is_none());
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn offset(&self) -> usize {
+        self.entry.offset
+    }
+
+    /// `ObjectNameTitleIndex`. See [`ObjectView::offset`].
+    ///
+    /// # Examples
+    ///
+    /// See [`ObjectView::offset`].
+    pub fn name_index(&self) -> u32 {
+        self.header.object_name_title_index.get()
+    }
+
+    /// `ObjectHelpTitleIndex`.
+    ///
+    /// # Examples
+    ///
+    /// See [`ObjectView::to_data`].
+    pub fn help_index(&self) -> u32 {
+        self.header.object_help_title_index.get()
+    }
+
+    /// `DetailLevel` (`PERF_DETAIL_*`).
+    ///
+    /// # Examples
+    ///
+    /// See [`ObjectView::to_data`].
+    pub fn detail_level(&self) -> u32 {
+        self.header.detail_level.get()
+    }
+
+    /// `DefaultCounter`: index into the counters, or -1.
+    ///
+    /// # Examples
+    ///
+    /// See [`ObjectView::to_data`].
+    pub fn default_counter(&self) -> i32 {
+        self.header.default_counter.get()
+    }
+
+    /// `NumInstances` as written: -1 (`PERF_NO_INSTANCES`) or the instance count.
+    ///
+    /// # Examples
+    ///
+    /// See [`ObjectView::offset`].
+    pub fn num_instances(&self) -> i32 {
+        self.header.num_instances.get()
+    }
+
+    /// Whether the object has instances (`NumInstances` is not `PERF_NO_INSTANCES`).
+    ///
+    /// # Examples
+    ///
+    /// See [`ObjectView::offset`].
+    pub fn has_instances(&self) -> bool {
+        self.num_instances() != PERF_NO_INSTANCES
+    }
+
+    /// `CodePage`: 0 for UTF-16 instance names.
+    ///
+    /// # Examples
+    ///
+    /// See [`ObjectView::to_data`].
+    pub fn code_page(&self) -> u32 {
+        self.header.code_page.get()
+    }
+
+    /// `PerfTime`: the object's timer, for object-timer counters.
+    ///
+    /// # Examples
+    ///
+    /// See [`ObjectView::to_data`].
+    pub fn perf_time(&self) -> i64 {
+        self.header.perf_time.get()
+    }
+
+    /// `PerfFreq`.
+    ///
+    /// # Examples
+    ///
+    /// See [`ObjectView::to_data`].
+    pub fn perf_freq(&self) -> i64 {
+        self.header.perf_freq.get()
+    }
+
+    /// The number of counter definitions.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let object = view.object(0).unwrap();
+    /// assert_eq!(object.num_counters(), 3);
+    /// assert_eq!(object.counters().filter(|c| c.is_base()).count(), 1);
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn num_counters(&self) -> usize {
+        self.definitions.len()
+    }
+
+    /// The counter definitions, in order.
+    ///
+    /// # Examples
+    ///
+    /// See [`ObjectView::num_counters`].
+    #[inline]
+    pub fn counters(&self) -> impl Iterator<Item = CounterView<'v>> + 'v {
+        let this = *self;
+        (0..self.definitions.len()).filter_map(move |i| this.counter(i))
+    }
+
+    /// The counter definition at position `index`, if there is one.
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](self).
+    #[inline]
+    pub fn counter(&self, index: usize) -> Option<CounterView<'v>> {
+        let def: &CounterDefinitionLe = checked(self.bytes, *self.definitions.get(index)?)?;
+        Some(CounterView {
+            def,
+            index,
+            object: *self,
+            offset: def.counter_offset.get(),
+            int: IntKind::of(def.counter_type.get(), def.counter_size.get()),
+        })
+    }
+
+    /// The number of instances (0 for an object without instances).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let object = view.object(0).unwrap();
+    /// assert_eq!(object.instance_count(), 2);
+    /// let names: Vec<String> = object.instances().map(|i| i.name()).collect();
+    /// assert_eq!(names, ["alpha", "beta"]);
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn instance_count(&self) -> usize {
+        self.instances.len()
+    }
+
+    /// The instances, in order.
+    ///
+    /// # Examples
+    ///
+    /// See [`ObjectView::instance_count`].
+    #[inline]
+    pub fn instances(&self) -> impl Iterator<Item = InstanceView<'v>> + 'v {
+        let this = *self;
+        (0..self.instances.len()).filter_map(move |i| this.instance(i))
+    }
+
+    /// The instance at position `index`, if there is one.
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](self).
+    #[inline]
+    pub fn instance(&self, index: usize) -> Option<InstanceView<'v>> {
+        let at = *self.instances.get(index)?;
+        let def: &InstanceDefinitionLe = checked(self.bytes, at)?;
+        let block_at = at.checked_add(def.byte_length.get() as usize)?;
+        Some(InstanceView {
+            bytes: self.bytes,
+            at,
+            def,
+            code_page: self.code_page(),
+            values: block(self.bytes, block_at)?,
+        })
+    }
+
+    /// The counter block of an object without instances; `None` for one with instances.
+    ///
+    /// # Examples
+    ///
+    /// See [`ObjectView::offset`].
+    #[inline]
+    pub fn values(&self) -> Option<BlockView<'v>> {
+        block(self.bytes, self.entry.block?)
+    }
+
+    /// The object as owned data: what [`crate::decode::decode`] holds for it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let object = view.object(0).unwrap();
+    /// let data = object.to_data();
+    /// assert_eq!((data.help_index, data.detail_level), (object.help_index(), object.detail_level()));
+    /// assert_eq!((data.default_counter, data.code_page), (object.default_counter(), object.code_page()));
+    /// assert_eq!((data.perf_time, data.perf_freq), (object.perf_time(), object.perf_freq()));
+    /// assert_eq!(data.instances[1].values[1], prfmon::decode::RawValue::Int(-5));
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn to_data(&self) -> ObjectData {
+        let counters: Vec<CounterView<'v>> = self.counters().collect();
+        let values_of = |block: BlockView<'_>| counters.iter().map(|c| block.raw(c)).collect();
+        ObjectData {
+            offset: self.offset(),
+            name_index: self.name_index(),
+            help_index: self.help_index(),
+            detail_level: self.detail_level(),
+            default_counter: self.default_counter(),
+            num_instances: self.num_instances(),
+            code_page: self.code_page(),
+            perf_time: self.perf_time(),
+            perf_freq: self.perf_freq(),
+            counters: counters.iter().map(CounterView::to_def).collect(),
+            values: self.values().map(values_of).unwrap_or_default(),
+            instances: self
+                .instances()
+                .map(|i| InstanceData {
+                    name: i.name(),
+                    unique_id: i.unique_id(),
+                    parent_object_title_index: i.parent_object_title_index(),
+                    parent_object_instance: i.parent_object_instance(),
+                    values: values_of(i.values()),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The checked counter block at `at`: its whole `ByteLength`.
+#[inline]
+fn block(bytes: &[u8], at: usize) -> Option<BlockView<'_>> {
+    let header: &CounterBlockLe = checked(bytes, at)?;
+    let end = at.checked_add(header.byte_length.get() as usize)?;
+    Some(BlockView {
+        bytes: bytes.get(at..end)?,
+    })
+}
+
+/// One PERF_COUNTER_DEFINITION of an [`ObjectView`].
+///
+/// # Examples
+///
+/// See the [module docs](self) and [`ObjectView::num_counters`].
+#[derive(Clone, Copy)]
+pub struct CounterView<'v> {
+    def: &'v CounterDefinitionLe,
+    index: usize,
+    object: ObjectView<'v>,
+    /// `CounterOffset`, read once: what [`BlockView::int`] needs, at hand.
+    offset: u32,
+    /// How [`BlockView::int`] reads the value.
+    int: IntKind,
+}
+
+/// How a counter's raw integer is read (winperf.h `PERF_SIZE_*`, text excluded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IntKind {
+    /// A DWORD, zero-extended.
+    Dword,
+    /// A LARGE_INTEGER.
+    Large,
+    /// Not an integer: text, or another size.
+    None,
+}
+
+impl IntKind {
+    fn of(counter_type: u32, size: u32) -> IntKind {
+        match size {
+            _ if counter_type & PERF_TYPE_MASK == PERF_TYPE_TEXT => IntKind::None,
+            4 => IntKind::Dword,
+            8 => IntKind::Large,
+            _ => IntKind::None,
+        }
+    }
+}
+
+impl std::fmt::Debug for CounterView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.to_def(), f)
+    }
+}
+
+impl CounterView<'_> {
+    /// The counter's position among its object's definitions.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let c = view.object(0).unwrap().counter(1).unwrap();
+    /// assert_eq!((c.index(), c.base(), c.base_of()), (1, Some(2), None));
+    /// assert_eq!(c.to_def(), prfmon::decode::decode(&bytes)?.objects[0].counters[1]);
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// `CounterNameTitleIndex` (0 for a base).
+    ///
+    /// # Examples
+    ///
+    /// See [`CounterView::index`].
+    pub fn name_index(&self) -> u32 {
+        self.def.counter_name_title_index.get()
+    }
+
+    /// `CounterType`.
+    ///
+    /// # Examples
+    ///
+    /// See [`CounterView::index`].
+    pub fn counter_type(&self) -> u32 {
+        self.def.counter_type.get()
+    }
+
+    /// `CounterSize`.
+    ///
+    /// # Examples
+    ///
+    /// See [`CounterView::index`].
+    pub fn size(&self) -> u32 {
+        self.def.counter_size.get()
+    }
+
+    /// `CounterOffset` within the counter block.
+    ///
+    /// # Examples
+    ///
+    /// See [`CounterView::index`].
+    pub fn offset(&self) -> u32 {
+        self.offset
+    }
+
+    /// Whether the type is a base (the denominator of the counter before it).
+    ///
+    /// # Examples
+    ///
+    /// See [`ObjectView::num_counters`].
+    pub fn is_base(&self) -> bool {
+        winperf::is_base(self.counter_type())
+    }
+
+    /// For a counter that needs a base, the position of that base (the definition right after
+    /// it, if it is a base); see [`CounterDef::base`].
+    ///
+    /// # Examples
+    ///
+    /// See [`CounterView::index`].
+    pub fn base(&self) -> Option<usize> {
+        let next = self.object.counter(self.index + 1)?;
+        (winperf::required_base(self.counter_type()).is_some() && next.is_base())
+            .then_some(self.index + 1)
+    }
+
+    /// For a base, the position of the counter before it that it is the base of.
+    ///
+    /// # Examples
+    ///
+    /// See [`CounterView::index`].
+    pub fn base_of(&self) -> Option<usize> {
+        let before = self.object.counter(self.index.checked_sub(1)?)?;
+        (before.base() == Some(self.index)).then_some(self.index - 1)
+    }
+
+    /// The definition as owned data.
+    ///
+    /// # Examples
+    ///
+    /// See [`CounterView::index`].
+    pub fn to_def(&self) -> CounterDef {
+        CounterDef {
+            name_index: self.name_index(),
+            help_index: self.def.counter_help_title_index.get(),
+            default_scale: self.def.default_scale.get(),
+            detail_level: self.def.detail_level.get(),
+            counter_type: self.counter_type(),
+            size: self.size(),
+            offset: self.offset(),
+            is_base: self.is_base(),
+            base: self.base(),
+            base_of: self.base_of(),
+        }
+    }
+}
+
+/// One PERF_INSTANCE_DEFINITION of an [`ObjectView`], with its counter block.
+///
+/// # Examples
+///
+/// See [`ObjectView::instance_count`].
+#[derive(Clone, Copy)]
+pub struct InstanceView<'v> {
+    bytes: &'v [u8],
+    at: usize,
+    def: &'v InstanceDefinitionLe,
+    code_page: u32,
+    values: BlockView<'v>,
+}
+
+impl std::fmt::Debug for InstanceView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InstanceView")
+            .field("offset", &self.at)
+            .field("name", &self.name())
+            .finish()
+    }
+}
+
+impl<'v> InstanceView<'v> {
+    /// The name as written (without its NUL), decoded now: UTF-16 for code page 0, else 8-bit
+    /// text (lossily).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let beta = view.object(0).unwrap().instance(1).unwrap();
+    /// assert_eq!(beta.name(), "beta");
+    /// assert_eq!((beta.parent_object_title_index(), beta.parent_object_instance()), (0, 0));
+    /// assert_eq!(beta.unique_id(), -1);
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn name(&self) -> String {
+        let raw = self.name_bytes();
+        if self.code_page == 0 {
+            utf16_lossy(raw)
+        } else {
+            ascii_lossy(raw)
+        }
+    }
+
+    /// The name's bytes (`NameOffset`, `NameLength`), empty if it has none.
+    fn name_bytes(&self) -> &'v [u8] {
+        let length = self.def.name_length.get() as usize;
+        if length == 0 {
+            return &[];
+        }
+        let start = self.at.saturating_add(self.def.name_offset.get() as usize);
+        self.bytes
+            .get(start..start.saturating_add(length))
+            .unwrap_or_default()
+    }
+
+    /// `UniqueID`, or -1 (`PERF_NO_UNIQUE_ID`).
+    ///
+    /// # Examples
+    ///
+    /// See [`InstanceView::name`].
+    pub fn unique_id(&self) -> i32 {
+        self.def.unique_id.get()
+    }
+
+    /// `ParentObjectTitleIndex`: the name index of the parent's object, or 0.
+    ///
+    /// # Examples
+    ///
+    /// See [`InstanceView::name`].
+    pub fn parent_object_title_index(&self) -> u32 {
+        self.def.parent_object_title_index.get()
+    }
+
+    /// `ParentObjectInstance`: the parent's position among its object's instances.
+    ///
+    /// # Examples
+    ///
+    /// See [`InstanceView::name`].
+    pub fn parent_object_instance(&self) -> u32 {
+        self.def.parent_object_instance.get()
+    }
+
+    /// The instance's counter block.
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](self).
+    #[inline]
+    pub fn values(&self) -> BlockView<'v> {
+        self.values
+    }
+}
+
+/// A checked PERF_COUNTER_BLOCK: every value of its object's definitions lies inside it.
+///
+/// # Examples
+///
+/// See the [module docs](self).
+#[derive(Clone, Copy, Debug)]
+pub struct BlockView<'v> {
+    /// The whole block, `ByteLength` bytes from the PERF_COUNTER_BLOCK.
+    bytes: &'v [u8],
+}
+
+impl<'v> BlockView<'v> {
+    /// The bytes of `counter`'s value (empty only if it has size 0).
+    #[inline]
+    fn value_bytes(&self, counter: &CounterView<'_>) -> &'v [u8] {
+        let start = counter.offset() as usize;
+        self.bytes
+            .get(start..start.saturating_add(counter.size() as usize))
+            .unwrap_or_default()
+    }
+
+    /// `counter`'s raw integer: a DWORD zero-extended or a LARGE_INTEGER (see
+    /// [`crate::decode`]'s sign rules); `None` for text and other sizes. Allocates nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let object = view.object(0).unwrap();
+    /// let beta = object.instance(1).unwrap().values();
+    /// assert_eq!(beta.int(&object.counter(1).unwrap()), Some(-5));
+    /// assert_eq!(beta.raw(&object.counter(1).unwrap()), prfmon::decode::RawValue::Int(-5));
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    #[inline]
+    pub fn int(&self, counter: &CounterView<'_>) -> Option<i64> {
+        let start = counter.offset as usize;
+        match counter.int {
+            IntKind::Large => {
+                let raw: [u8; 8] = self.bytes.get(start..start + 8)?.try_into().ok()?;
+                Some(i64::from_le_bytes(raw))
+            }
+            IntKind::Dword => {
+                let raw: [u8; 4] = self.bytes.get(start..start + 4)?.try_into().ok()?;
+                Some(u32::from_le_bytes(raw).into())
+            }
+            IntKind::None => None,
+        }
+    }
+
+    /// `counter`'s raw value, as [`crate::decode`] decodes it (text and odd sizes allocate).
+    ///
+    /// # Examples
+    ///
+    /// See [`BlockView::int`].
+    pub fn raw(&self, counter: &CounterView<'_>) -> RawValue {
+        let raw = self.value_bytes(counter);
+        let counter_type = counter.counter_type();
+        if counter_type & PERF_TYPE_MASK == PERF_TYPE_TEXT {
+            return RawValue::Text(if counter_type & PERF_TEXT_ASCII != 0 {
+                ascii_lossy(raw)
+            } else {
+                utf16_lossy(raw)
+            });
+        }
+        match *raw {
+            [] => RawValue::Empty,
+            [a, b, c, d] => RawValue::Int(u32::from_le_bytes([a, b, c, d]).into()),
+            [a, b, c, d, e, f, g, h] => RawValue::Int(i64::from_le_bytes([a, b, c, d, e, f, g, h])),
+            _ => RawValue::Bytes(raw.to_vec()),
+        }
+    }
+}
+
+/// Decodes the PERF_OBJECT_TYPE at `offset` (see [`crate::decode::decode_object`]).
+pub(crate) fn decode_object(
+    bytes: &[u8],
+    offset: usize,
+    limit: usize,
+) -> Result<(ObjectData, usize), DecodeError> {
+    let mut offsets = Offsets {
+        definitions: Vec::new(),
+        instances: Vec::new(),
+    };
+    let (entry, next) = walk_object(bytes, offset, limit, &mut offsets, 0, 0)?;
+    let object = ObjectView {
+        bytes,
+        header: checked(bytes, offset).ok_or(DecodeError::Truncated {
+            offset,
+            what: "PERF_OBJECT_TYPE",
+            need: OBJECT_HEADER as u64,
+            available: 0,
+        })?,
+        entry: &entry,
+        definitions: &offsets.definitions,
+        instances: &offsets.instances,
+    };
+    Ok((object.to_data(), next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    use crate::decode_reference as reference;
+
+    /// Real collections (the fuzz seeds: the demo, and the rich map with text counters, objects
+    /// without instances and parents) and the sample object in a block.
+    fn blocks() -> Vec<Vec<u8>> {
+        let sample = build_data_block(
+            "unit-host",
+            &CollectionTimes::now(),
+            &[ProviderOutput {
+                bytes: prfdata_testkit::sample::sample_object(1848),
+                num_objects: 1,
+            }],
+        );
+        vec![
+            sample,
+            include_bytes!("../../fuzz/corpus/decode/demo-global.raw").to_vec(),
+            include_bytes!("../../fuzz/corpus/decode/demo-worker.raw").to_vec(),
+            include_bytes!("../../fuzz/corpus/decode/rich-costly.raw").to_vec(),
+            include_bytes!("../../fuzz/corpus/decode/rich-global.raw").to_vec(),
+        ]
+    }
+
+    /// The view, owned, against the decoder it replaced: same data, same error.
+    fn agrees(bytes: &[u8]) -> Result<(), proptest::test_runner::TestCaseError> {
+        let view = DataView::parse(bytes).map(|v| v.to_snapshot());
+        proptest::prop_assert_eq!(view, reference::decode(bytes));
+        for offset in [0, 88, 96, 104, 112] {
+            let limit = bytes.len();
+            proptest::prop_assert_eq!(
+                crate::decode::decode_object(bytes, offset, limit),
+                reference::decode_object(bytes, offset, limit)
+            );
+            proptest::prop_assert_eq!(
+                check_object(bytes, offset, limit),
+                reference::check_object(bytes, offset, limit)
+            );
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn the_real_collections_decode_as_before() {
+        for bytes in blocks() {
+            let snap = DataView::parse(&bytes).unwrap().to_snapshot();
+            assert!(!snap.objects.is_empty());
+            assert_eq!(Ok(snap), reference::decode(&bytes));
+        }
+    }
+
+    #[test]
+    fn every_truncation_fails_as_before() {
+        for bytes in blocks() {
+            for len in 0..bytes.len() {
+                agrees(&bytes[..len]).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn a_dword_aligned_block_reads_in_place() {
+        // The same block one byte further on: the views need no alignment.
+        for bytes in blocks() {
+            let mut shifted = vec![0u8; bytes.len() + 1];
+            shifted[1..].copy_from_slice(&bytes);
+            assert_eq!(
+                DataView::parse(&shifted[1..]).map(|v| v.to_snapshot()),
+                reference::decode(&bytes)
+            );
+        }
+    }
+
+    #[test]
+    fn the_utf16_check_agrees_with_std() {
+        let cases: [&[u16]; 9] = [
+            &[0x61, 0x62],
+            &[0xD83D, 0xDE00, 0x61],
+            &[0xD83D],
+            &[0xDE00],
+            &[0xD83D, 0x61],
+            &[0xD83D, 0],
+            &[0x61, 0, 0xDE00],
+            &[0xDBFF, 0xDFFF],
+            &[0xFFFF, 0xE000, 0xD7FF],
+        ];
+        for units in cases {
+            let bytes: Vec<u8> = units.iter().flat_map(|u| u.to_le_bytes()).collect();
+            let std = char::decode_utf16(units.iter().copied().take_while(|&u| u != 0))
+                .all(|c| c.is_ok());
+            assert_eq!(is_utf16(&bytes), std, "{units:x?}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn a_word_overwritten_fails_or_decodes_as_before(
+            which in 0usize..5,
+            at in 0usize..4096,
+            value in proptest::num::u32::ANY,
+        ) {
+            let mut bytes = blocks().swap_remove(which);
+            let at = at % (bytes.len() - 3);
+            bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
+            agrees(&bytes)?;
+        }
+
+        #[test]
+        fn a_small_word_overwritten_fails_or_decodes_as_before(
+            which in 0usize..5,
+            at in 0usize..1024,
+            value in 0u32..300,
+        ) {
+            // Small values hit lengths and offsets that still fit.
+            let mut bytes = blocks().swap_remove(which);
+            let at = (at * 4) % (bytes.len() - 3);
+            bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
+            agrees(&bytes)?;
+        }
+
+        #[test]
+        fn a_byte_overwritten_fails_or_decodes_as_before(
+            which in 0usize..5,
+            at in 0usize..4096,
+            value in proptest::num::u8::ANY,
+        ) {
+            let mut bytes = blocks().swap_remove(which);
+            let at = at % bytes.len();
+            bytes[at] = value;
+            agrees(&bytes)?;
+        }
+
+        #[test]
+        fn the_utf16_check_agrees_with_std_on_any_units(
+            units in proptest::collection::vec(proptest::num::u16::ANY, 0..12),
+        ) {
+            let bytes: Vec<u8> = units.iter().flat_map(|u| u.to_le_bytes()).collect();
+            let std = char::decode_utf16(units.iter().copied().take_while(|&u| u != 0))
+                .all(|c| c.is_ok());
+            proptest::prop_assert_eq!(is_utf16(&bytes), std);
+        }
+    }
+}
