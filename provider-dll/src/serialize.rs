@@ -33,7 +33,10 @@
 //!   are written only when an instance is added), for the same objects, with the same count of
 //!   instances shown in each (instances hidden because their owner died change that count, and
 //!   a dead owner stays dead), writes them again as they were. Recorded only in a window that was
-//!   then kept: a rejected window's bytes are never reused.
+//!   then kept, and reused only once two kept windows recorded the same bytes: a window can pass
+//!   the sequence check over a block truncated, regrown and written back under it with the same
+//!   sequence value, and what it read must not outlive that one Collect. A table whose count
+//!   does not match the recording is written from the window.
 //!
 //! Per instance, a Collect then copies its definition and name (its own memory), then its counter
 //! block out of the mapping in one bulk copy ([`InstanceTable::copy_counter_block`]: every word
@@ -188,9 +191,11 @@ pub fn write_prepared(
     let mut lens = std::mem::take(&mut prepared.lens);
     lens.clear();
     for &k in selection.objects() {
-        if view.reader().objects()[k].instanced {
-            lens.push(view.instances(k)?.len());
-        }
+        lens.push(if view.reader().objects()[k].instanced {
+            view.instances(k)?.len()
+        } else {
+            0
+        });
     }
     let hit = prepared.kept.as_ref().is_some_and(|kept| {
         kept.seq == view.seq() && kept.objects == selection.objects() && kept.lens == lens
@@ -208,6 +213,10 @@ pub fn write_prepared(
         r.per_object
             .resize_with(selection.objects().len(), Recorded::default);
         r.per_object.truncate(selection.objects().len());
+        for o in &mut r.per_object {
+            o.bytes.clear();
+            o.entries.clear();
+        }
         Some(r)
     };
     let titles = prepared.titles;
@@ -229,6 +238,12 @@ pub fn write_prepared(
             &mut out[at..],
         )?;
     }
+    if let Some(r) = record.as_mut() {
+        // The key is what was written: the counts of the tables the instances came from.
+        r.lens.clear();
+        r.lens
+            .extend(r.per_object.iter().map(|o| o.entries.len() as u32));
+    }
     prepared.pending = record;
     prepared.lens = lens;
     Ok((at, selection.objects().len() as u32))
@@ -242,8 +257,10 @@ pub struct Prepared {
     titles: TitleBase,
     /// Per object of the block.
     objects: Vec<ObjectParts>,
-    /// The instance parts of the last kept window.
+    /// The instance parts reused: recorded by two kept windows alike.
     kept: Option<InstanceParts>,
+    /// Recorded by the last kept window, reused once another window records the same.
+    candidate: Option<InstanceParts>,
     /// Recorded by the last [`write_prepared`], not known to be kept yet.
     pending: Option<InstanceParts>,
     /// Scratch for the key of each write.
@@ -258,6 +275,7 @@ impl Prepared {
             reader,
             titles,
             kept: None,
+            candidate: None,
             pending: None,
             lens: Vec::new(),
         }
@@ -268,12 +286,20 @@ impl Prepared {
         std::ptr::eq(Arc::as_ptr(&self.reader), reader) && self.titles == titles
     }
 
-    /// The last [`write_prepared`] wrote in a window that was kept: its instance parts may be
-    /// reused.
+    /// The last [`write_prepared`] wrote in a window that was kept: its instance parts are
+    /// reused once a second kept window has recorded the same. A window can pass the sequence
+    /// check and still have read a block rewritten under it (truncated, regrown and written
+    /// back with the same sequence value); a recording is trusted only when two agree.
     pub fn keep(&mut self) {
-        if let Some(p) = self.pending.take() {
+        let Some(p) = self.pending.take() else {
+            return;
+        };
+        if self.candidate.as_ref() == Some(&p) {
+            self.candidate = None;
             // The old kept buffers become the next recording's.
             self.pending = self.kept.replace(p);
+        } else {
+            self.pending = self.candidate.replace(p);
         }
     }
 }
@@ -287,7 +313,7 @@ struct ObjectParts {
 }
 
 /// The instance definitions and names of the objects of one kept window, and their key.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 struct InstanceParts {
     seq: u64,
     objects: Vec<usize>,
@@ -298,7 +324,7 @@ struct InstanceParts {
 
 /// One object's instances as written: definitions and names one after the other, and each
 /// instance's slot (the reader's `_Total` number for `_Total`) and definition size.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 struct Recorded {
     bytes: Vec<u8>,
     entries: Vec<(u32, u32)>,
@@ -391,7 +417,10 @@ fn write_object(
     let num_instances = if info.instanced {
         let table = view.instances(index)?;
         match source {
-            Some(Instances::Reuse(rec)) => {
+            // A table that does not hold as many instances as recorded (a block that changed
+            // without moving its sequence) is written from the window: the output always
+            // agrees with its own header.
+            Some(Instances::Reuse(rec)) if rec.entries.len() == table.len() as usize => {
                 let mut h = 0;
                 for &(slot, def_size) in &rec.entries {
                     let def_size = def_size as usize;
@@ -415,7 +444,7 @@ fn write_object(
                 rec.entries.clear();
                 pos = write_instances(view, &table, selection, titles, pos, block, out, Some(rec))?;
             }
-            None => {
+            Some(Instances::Reuse(_)) | None => {
                 pos = write_instances(view, &table, selection, titles, pos, block, out, None)?;
             }
         }
