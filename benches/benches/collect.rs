@@ -10,6 +10,8 @@
 //! |                      | counter value of every instance (the real work of a consumer)    |
 //! | `end_to_end_1000x16` | prfmon's collector (in process): Collect through the dlopen'ed   |
 //! |                      | provider into a PERF_DATA_BLOCK, then decode and read as above    |
+//! | `provider_100000x16` | `provider_1000x16` with 100,000 instances: linear means at most  |
+//! |                      | about 100 times `provider_1000x16`                                |
 //!
 //! The fixture ([`Fixture`]) is what all four share: a registry and a shm folder of their own,
 //! the app installed there and running (its block activated, 1,000 instances with non-zero
@@ -57,8 +59,72 @@ prfdata::prfdata_map! {
     }
 }
 
+prfdata::prfdata_map! {
+    /// `bench_map` with room for 100,000 instances.
+    pub mod big_map {
+        app: "PrfDataBenchCollectBig",
+        object WORKER = 0 {
+            name: "Bench Collect Big Worker", help: "A worker of the big collect benchmark.",
+            detail: Novice, default: C00, instances: { max: 100000, name_len: 32 }, costly: false,
+            counters {
+                C00 = 2: LargeRawCount { name: "Counter 00", help: "c", detail: Novice, scale: 0 },
+                C01 = 4: LargeRawCount { name: "Counter 01", help: "c", detail: Novice, scale: 0 },
+                C02 = 6: LargeRawCount { name: "Counter 02", help: "c", detail: Novice, scale: 0 },
+                C03 = 8: LargeRawCount { name: "Counter 03", help: "c", detail: Novice, scale: 0 },
+                C04 = 10: LargeRawCount { name: "Counter 04", help: "c", detail: Novice, scale: 0 },
+                C05 = 12: LargeRawCount { name: "Counter 05", help: "c", detail: Novice, scale: 0 },
+                C06 = 14: LargeRawCount { name: "Counter 06", help: "c", detail: Novice, scale: 0 },
+                C07 = 16: LargeRawCount { name: "Counter 07", help: "c", detail: Novice, scale: 0 },
+                C08 = 18: LargeRawCount { name: "Counter 08", help: "c", detail: Novice, scale: 0 },
+                C09 = 20: LargeRawCount { name: "Counter 09", help: "c", detail: Novice, scale: 0 },
+                C10 = 22: LargeRawCount { name: "Counter 10", help: "c", detail: Novice, scale: 0 },
+                C11 = 24: LargeRawCount { name: "Counter 11", help: "c", detail: Novice, scale: 0 },
+                C12 = 26: LargeRawCount { name: "Counter 12", help: "c", detail: Novice, scale: 0 },
+                C13 = 28: LargeRawCount { name: "Counter 13", help: "c", detail: Novice, scale: 0 },
+                C14 = 30: LargeRawCount { name: "Counter 14", help: "c", detail: Novice, scale: 0 },
+                C15 = 32: LargeRawCount { name: "Counter 15", help: "c", detail: Novice, scale: 0 },
+            }
+        }
+    }
+}
+
 /// Instances the app runs with.
 const INSTANCES: usize = 1_000;
+/// Instances the big app runs with.
+const BIG_INSTANCES: usize = 100_000;
+
+/// Adds `$n` instances of `$m::WORKER` to `$prf`, every counter non-zero.
+macro_rules! fill {
+    ($m:ident, $prf:expr, $n:expr) => {{
+        let counters = [
+            $m::C00,
+            $m::C01,
+            $m::C02,
+            $m::C03,
+            $m::C04,
+            $m::C05,
+            $m::C06,
+            $m::C07,
+            $m::C08,
+            $m::C09,
+            $m::C10,
+            $m::C11,
+            $m::C12,
+            $m::C13,
+            $m::C14,
+            $m::C15,
+        ];
+        for i in 0..$n {
+            let inst = $prf
+                .add_instance($m::WORKER, &format!("worker {i:04}"))
+                .expect("room for every instance");
+            for (k, ctr) in counters.iter().enumerate() {
+                $prf.get_ctr64(*ctr, inst)
+                    .store((i * 16 + k) as i64, Relaxed);
+            }
+        }
+    }};
+}
 
 /// Win32 `ERROR_SUCCESS`.
 const ERROR_SUCCESS: u32 = 0;
@@ -128,13 +194,41 @@ struct Fixture {
     root: PathBuf,
     provider: Provider,
     /// The running app's block (kept alive: the provider reads it).
-    _prf: bench_map::PrfData,
+    _prf: Box<dyn std::any::Any>,
 }
 
 impl Fixture {
+    /// `bench_map` with [`INSTANCES`] instances.
     fn new() -> Fixture {
-        let root =
-            std::env::temp_dir().join(format!("prfdata-bench-collect-{}", std::process::id()));
+        let (root, shm, library) = Fixture::install("small", &bench_map::MAP);
+        let prf = bench_map::PrfData::activate_in(&shm).expect("activate the app's block");
+        fill!(bench_map, prf, INSTANCES);
+        Fixture {
+            provider: Provider::open(&library, bench_map::MAP.app),
+            root,
+            _prf: Box::new(prf),
+        }
+    }
+
+    /// `big_map` with [`BIG_INSTANCES`] instances.
+    fn big() -> Fixture {
+        let (root, shm, library) = Fixture::install("big", &big_map::MAP);
+        let prf = big_map::PrfData::activate_in(&shm).expect("activate the app's block");
+        fill!(big_map, prf, BIG_INSTANCES);
+        Fixture {
+            provider: Provider::open(&library, big_map::MAP.app),
+            root,
+            _prf: Box::new(prf),
+        }
+    }
+
+    /// A registry and a shm folder of their own (named by `tag`), `map` installed there;
+    /// returns the root, the shm folder and the provider library.
+    fn install(tag: &str, map: &'static prfdata::map::MapDef) -> (PathBuf, PathBuf, PathBuf) {
+        let root = std::env::temp_dir().join(format!(
+            "prfdata-bench-collect-{tag}-{}",
+            std::process::id()
+        ));
         let _ = std::fs::remove_dir_all(&root);
         let shm = root.join("shm");
         std::fs::create_dir_all(&shm).expect("create the shm folder");
@@ -145,7 +239,7 @@ impl Fixture {
         let registry = FileRegistry::open(root.join("registry")).expect("open the registry");
         install_in(
             &registry,
-            &bench_map::MAP,
+            map,
             &InstallOptions {
                 library: library.clone(),
                 ini_dir: root.join("ini"),
@@ -153,40 +247,7 @@ impl Fixture {
             },
         )
         .expect("install the benchmark app");
-
-        let prf = bench_map::PrfData::activate_in(&shm).expect("activate the app's block");
-        let counters = [
-            bench_map::C00,
-            bench_map::C01,
-            bench_map::C02,
-            bench_map::C03,
-            bench_map::C04,
-            bench_map::C05,
-            bench_map::C06,
-            bench_map::C07,
-            bench_map::C08,
-            bench_map::C09,
-            bench_map::C10,
-            bench_map::C11,
-            bench_map::C12,
-            bench_map::C13,
-            bench_map::C14,
-            bench_map::C15,
-        ];
-        for i in 0..INSTANCES {
-            let inst = prf
-                .add_instance(bench_map::WORKER, &format!("worker {i:04}"))
-                .expect("room for 1,000 instances");
-            for (k, ctr) in counters.iter().enumerate() {
-                prf.get_ctr64(*ctr, inst)
-                    .store((i * 16 + k) as i64, Relaxed);
-            }
-        }
-        Fixture {
-            provider: Provider::open(&library, bench_map::MAP.app),
-            root,
-            _prf: prf,
-        }
+        (root, shm, library)
     }
 }
 
@@ -300,6 +361,22 @@ fn bench_end_to_end(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) {
     });
 }
 
+/// `provider_100000x16`: `provider_1000x16` with 100 times the instances.
+fn bench_provider_big(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) {
+    let query: Vec<u16> = "Global".encode_utf16().chain([0]).collect();
+    let mut out = vec![0u8; 64 << 20];
+    let bytes = fx.provider.collect_into(&query, &mut out);
+    eprintln!(
+        "collect: one Collect of {BIG_INSTANCES} instances x 16 counters returns {bytes} bytes"
+    );
+    group.bench_function("provider_100000x16", |b| {
+        b.iter(|| {
+            fx.provider
+                .collect_into(black_box(&query), black_box(&mut out))
+        })
+    });
+}
+
 fn collect(c: &mut Criterion) {
     let fx = Fixture::new();
     let mut group = c.benchmark_group("collect");
@@ -314,6 +391,10 @@ fn collect(c: &mut Criterion) {
     bench_memcpy(&mut group, &collected);
     bench_decode(&mut group, &collected);
     bench_end_to_end(&mut group, &fx);
+    // One app served at a time: the small app's provider is closed before the big one opens.
+    drop(fx);
+    let big = Fixture::big();
+    bench_provider_big(&mut group, &big);
     group.finish();
 }
 

@@ -10,8 +10,15 @@
 //! whenever the registry's store file changed since (every update renames a new file into
 //! place, so one `stat` tells): an app that registers run-time names may move its whole range,
 //! and a lodctr may change it, while the library stays open.
+//!
+//! Those checks cost system calls (a `stat` of the store file; an `lstat` and an `fstat` to tell
+//! whether a block was replaced; an `open` of a block not there yet), so a Collect makes each once:
+//! it takes a number ([`next_collect`]), and an app remembers under that number what it found, for
+//! the rest of the same Collect. A read that finds its block replaced or gone checks again at
+//! once, whatever the number says.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -63,6 +70,37 @@ impl StoreStamp {
     }
 }
 
+/// Numbers the Collects of this library (see the module docs); 0 is no Collect.
+static COLLECTS: AtomicU64 = AtomicU64::new(1);
+
+/// A new Collect's number: what [`App::read`] and [`App::refresh_on_demand`] check once per
+/// Collect, they check once per number.
+pub fn next_collect() -> u64 {
+    COLLECTS.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The store file's stamp and the Collect that took it: every app of a Collect compares its
+/// names with one `stat`.
+static STAMP: Mutex<(u64, Option<StoreStamp>)> = Mutex::new((0, None));
+
+/// The store file's stamp, taken once per Collect `collect`.
+fn store_stamp(collect: u64) -> Option<StoreStamp> {
+    let mut stamp = STAMP.lock().unwrap_or_else(PoisonError::into_inner);
+    if stamp.0 != collect || collect == 0 {
+        *stamp = (collect, StoreStamp::now());
+    }
+    stamp.1
+}
+
+/// An app's block as the last check found it, and the Collect that checked.
+#[derive(Debug, Default)]
+struct Current {
+    /// The block, open; `None` when the app was not running at the last check.
+    reader: Option<Arc<BlockReader>>,
+    /// The Collect whose check this is (0: none, check at the next use).
+    checked_in: u64,
+}
+
 /// An app's names and the store file they were read from.
 #[derive(Debug)]
 struct Known {
@@ -95,8 +133,11 @@ pub struct App {
     dynamic: bool,
     /// The app's names, shared by its two parts.
     names: Arc<RwLock<Known>>,
-    reader: Mutex<Option<Arc<BlockReader>>>,
+    reader: Mutex<Current>,
     logged: Mutex<HashSet<&'static str>>,
+    /// What the last Collect serialised of this block, reused while it still holds
+    /// ([`crate::serialize::Prepared`]).
+    pub(crate) prepared: Mutex<Option<crate::serialize::Prepared>>,
 }
 
 impl App {
@@ -105,8 +146,9 @@ impl App {
             name,
             dynamic,
             names,
-            reader: Mutex::new(None),
+            reader: Mutex::new(Current::default()),
             logged: Mutex::new(HashSet::new()),
+            prepared: Mutex::new(None),
         }
     }
 
@@ -137,11 +179,11 @@ impl App {
         }
     }
 
-    /// Reads the app's names again if the registry changed since they were read. On failure
-    /// (the app uninstalled, the store unreadable) the old ones stay, and blocks are checked
-    /// against them.
-    fn refresh_names(&self) {
-        let stamp = StoreStamp::now();
+    /// Reads the app's names again if the registry changed since they were read (the store
+    /// file's stamp taken once in Collect `collect`). On failure (the app uninstalled, the store
+    /// unreadable) the old ones stay, and blocks are checked against them.
+    fn refresh_names(&self, collect: u64) {
+        let stamp = store_stamp(collect);
         if self
             .names
             .read()
@@ -161,26 +203,21 @@ impl App {
     }
 
     /// Runs `f` on a consistent window of the app's block ([`BlockReader::read_with`]), opening
-    /// the block if the app started since, and reopening it if it was replaced. `None` when there
+    /// the block if the app started since, and reopening it if it was replaced (checked once in
+    /// Collect `collect`, and again at once if the read finds it replaced). `None` when there
     /// is no data: the app is not running, its block is invalid or busy (the reason is logged
     /// once), or `wanted` says none of its objects is asked for (then the block is not read at
     /// all).
     pub fn read<T>(
         &self,
+        collect: u64,
         deadline: Duration,
         wanted: impl Fn(&BlockReader) -> bool,
         mut f: impl FnMut(&BlockView<'_>) -> Result<T, ReadError>,
     ) -> Option<(Arc<BlockReader>, T)> {
-        self.refresh_names();
+        self.refresh_names(collect);
         for _ in 0..2 {
-            let reader = match self.current_reader() {
-                Ok(r) => r,
-                Err(ReadError::Open(PrfError::NotActive { .. })) => return None,
-                Err(e) => {
-                    self.log_once(&e);
-                    return None;
-                }
-            };
+            let reader = self.block(collect)?;
             if let Err(e) = self.names_fit(&reader) {
                 self.log_mismatch_once(&e);
                 return None;
@@ -209,9 +246,9 @@ impl App {
     /// [`on_demand_bound`](App::on_demand_bound); the last values are served otherwise. Nothing
     /// when the app is not running or none of those objects has on-demand counters; a failure
     /// is logged once.
-    pub fn refresh_on_demand(&self, wanted: impl Fn(&ObjectInfo) -> bool) {
-        let Ok(reader) = self.current_reader() else {
-            return; // `read` reports why, once
+    pub fn refresh_on_demand(&self, collect: u64, wanted: impl Fn(&ObjectInfo) -> bool) {
+        let Some(reader) = self.block(collect) else {
+            return;
         };
         let objects = reader.objects();
         let wanted = |i: usize| objects.get(i).is_some_and(&wanted);
@@ -226,23 +263,52 @@ impl App {
         }
     }
 
-    fn current_reader(&self) -> Result<Arc<BlockReader>, ReadError> {
-        let mut slot = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(r) = slot.as_ref() {
-            if !r.is_replaced() {
-                return Ok(Arc::clone(r));
+    /// The app's block in Collect `collect`: checked (opened, or found not replaced) once per
+    /// Collect. `None` when the app is not running, or its block cannot be opened (the reason
+    /// is logged once).
+    pub fn block(&self, collect: u64) -> Option<Arc<BlockReader>> {
+        match self.current_reader(collect) {
+            Ok(r) => r,
+            Err(e) => {
+                self.log_once(&e);
+                None
             }
         }
-        *slot = None;
-        let reader = Arc::new(BlockReader::open(&self.block_name())?);
-        *slot = Some(Arc::clone(&reader));
-        Ok(reader)
     }
 
+    /// The block, checked once in Collect `collect`; `Ok(None)` when the app is not running.
+    fn current_reader(&self, collect: u64) -> Result<Option<Arc<BlockReader>>, ReadError> {
+        let mut slot = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.checked_in == collect && collect != 0 {
+            return Ok(slot.reader.clone());
+        }
+        if let Some(r) = slot.reader.clone() {
+            if !r.is_replaced() {
+                slot.checked_in = collect;
+                return Ok(Some(r));
+            }
+        }
+        *slot = Current::default();
+        let reader = match BlockReader::open(&self.block_name()) {
+            Ok(r) => Arc::new(r),
+            Err(ReadError::Open(PrfError::NotActive { .. })) => {
+                slot.checked_in = collect;
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        *slot = Current {
+            reader: Some(Arc::clone(&reader)),
+            checked_in: collect,
+        };
+        Ok(Some(reader))
+    }
+
+    /// Drops `reader` if it is the current block: the next use opens the block again.
     fn forget(&self, reader: &Arc<BlockReader>) {
         let mut slot = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
-        if slot.as_ref().is_some_and(|r| Arc::ptr_eq(r, reader)) {
-            *slot = None;
+        if slot.reader.as_ref().is_some_and(|r| Arc::ptr_eq(r, reader)) {
+            *slot = Current::default();
         }
     }
 

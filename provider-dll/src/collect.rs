@@ -9,18 +9,26 @@
 //! retried; the bytes it left in the buffer are overwritten by the retry, and only a kept window
 //! advances the output.
 //!
-//! With several apps, a first pass sizes every app (each in its own window) so that
-//! ERROR_MORE_DATA is decided before any app is written; the writing pass then reuses an app's
-//! size when its sequence has not moved since, and sizes it again otherwise.
+//! With several blocks to write (each app has two: its installed map's and its run-time
+//! objects', which often does not exist), a first pass sizes every block (each in its own window)
+//! so that ERROR_MORE_DATA is decided before any block is written: with the upper bounds from the
+//! live counts when they all fit, exactly otherwise; the writing pass then reuses an app's exact
+//! size when its sequence has not moved since, and sizes it again otherwise. With one block to
+//! write, there is no first pass: its window checks the room before it writes.
+//!
+//! What a Collect checks with system calls (whether a block was replaced, whether the names
+//! changed) it checks once per app ([`apps::next_collect`]); what it serialises again and again
+//! (object and counter definitions, instance definitions and names) it copies from what the
+//! last Collect of the block left ([`Prepared`]).
 //!
 //! ERROR_MORE_DATA writes nothing when the block holds still between sizing and writing. The one
 //! case that writes inside the buffer (never past it) and still answers ERROR_MORE_DATA is a
-//! race: an app adds instances between a window whose copy was written and rejected (or an
-//! earlier app's write) and the retry, so that the data no longer fits. perflib ignores the
-//! buffer's contents on ERROR_MORE_DATA (seed 004 only asks that the pointer stay put and both
-//! counts be 0, which they are).
+//! race: an app adds instances (or starts, its block appearing) between a window whose copy was
+//! written and rejected (or an earlier app's write) and the retry, so that the data no longer
+//! fits. perflib ignores the buffer's contents on ERROR_MORE_DATA (seed 004 only asks that the
+//! pointer stay put and both counts be 0, which they are).
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use prfdata::clock;
@@ -29,7 +37,7 @@ use prfdata::reader::{BlockReader, ReadError};
 use crate::apps;
 use crate::query::Query;
 use crate::select::Selection;
-use crate::serialize::{objects_size, objects_size_bound, write_objects};
+use crate::serialize::{objects_size, objects_size_bound, write_prepared, Prepared};
 
 /// How long one Collect may spend waiting for consistent windows of all its apps together: a
 /// stopped or lock-holding app costs at most this, and Collect stays well under 50 ms.
@@ -54,6 +62,8 @@ struct Sized {
     reader: Arc<BlockReader>,
     seq: u64,
     bytes: usize,
+    /// Whether `bytes` is the exact size, or an upper bound.
+    exact: bool,
 }
 
 /// Collects `query` into `buf`.
@@ -65,10 +75,13 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
         };
     }
     let apps = apps::apps();
+    let collect = apps::next_collect();
     // On-demand values first (seed 000's PSTF_FUNCPTR), each app's wait bounded by its
     // service's `OnDemand Timeout`, outside the read budget below.
     for app in &apps {
-        app.refresh_on_demand(|info| query.wants(app.titles().name(info.name_offset), info.costly));
+        app.refresh_on_demand(collect, |info| {
+            query.wants(app.titles().name(info.name_offset), info.costly)
+        });
     }
     let start = Instant::now();
     let left = || {
@@ -88,22 +101,44 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
         }
     }
 
-    // Pass 1 (several apps only): size each app, so ERROR_MORE_DATA comes before any write.
+    // Pass 1 (several blocks to write only): size each app, so ERROR_MORE_DATA comes before
+    // any write. The blocks were checked once for this Collect by the on-demand step.
+    let blocks = apps
+        .iter()
+        .filter(|app| app.block(collect).is_some_and(|r| wanted(query, app)(&r)))
+        .count();
     let mut sized: Vec<Option<Sized>> = Vec::new();
-    if apps.len() > 1 {
-        for app in &apps {
-            let read = app.read(left(), wanted(query, app), |view| {
-                selected.select(view, query, app.titles())?;
-                Ok((view.seq(), objects_size(view, selected.objects())?))
-            });
-            sized.push(read.map(|(reader, (seq, bytes))| Sized { reader, seq, bytes }));
-        }
-        let total = sized
-            .iter()
-            .flatten()
-            .fold(0usize, |sum, s| sum.saturating_add(s.bytes));
-        if total > buf.len() {
-            return Collected::MoreData;
+    if blocks > 1 {
+        // Upper bounds first (live counts only); exact sizes only if they do not all fit.
+        for exact in [false, true] {
+            sized.clear();
+            for app in &apps {
+                let read = app.read(collect, left(), wanted(query, app), |view| {
+                    selected.select(view, query, app.titles())?;
+                    let bytes = if exact {
+                        objects_size(view, selected.objects())?
+                    } else {
+                        objects_size_bound(view, selected.objects())?
+                    };
+                    Ok((view.seq(), bytes))
+                });
+                sized.push(read.map(|(reader, (seq, bytes))| Sized {
+                    reader,
+                    seq,
+                    bytes,
+                    exact,
+                }));
+            }
+            let total = sized
+                .iter()
+                .flatten()
+                .fold(0usize, |sum, s| sum.saturating_add(s.bytes));
+            if total <= buf.len() {
+                break;
+            }
+            if exact {
+                return Collected::MoreData;
+            }
         }
     }
 
@@ -126,13 +161,24 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
             .skip(i + 1)
             .flatten()
             .fold(0usize, |sum, s| sum.saturating_add(s.bytes));
-        let read = app.read(left(), wanted(query, app), |view| {
-            selected.select(view, query, app.titles())?;
+        let titles = app.titles();
+        // What the last Collect of this block left, if it is still this block's.
+        let mut prepared = app
+            .prepared
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let read = app.read(collect, left(), wanted(query, app), |view| {
+            selected.select(view, query, titles)?;
             let room = buf.len().saturating_sub(at.saturating_add(later));
             // The exact size is only needed when the buffer might be too small: the bound
             // (from the live counts alone) usually settles it without reading every slot.
             let exact = match presized {
-                Some(s) if std::ptr::eq(&*s.reader, view.reader()) && s.seq == view.seq() => {
+                Some(s)
+                    if s.exact
+                        && std::ptr::eq(&*s.reader, view.reader())
+                        && s.seq == view.seq() =>
+                {
                     Some(s.bytes)
                 }
                 _ if objects_size_bound(view, selected.objects())? <= room => None,
@@ -142,8 +188,27 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
                 return Ok(None);
             }
             let end = at + exact.unwrap_or(room);
-            let (bytes, n) =
-                write_objects(view, &selected, app.titles(), perf_time, &mut buf[at..end])?;
+            if !prepared
+                .as_ref()
+                .is_some_and(|p| p.is_for(view.reader(), titles))
+            {
+                // A new block (or new names): its parts once, kept for the next Collects.
+                prepared = app
+                    .block(collect)
+                    .filter(|r| std::ptr::eq(&**r, view.reader()))
+                    .map(|r| Prepared::new(r, titles));
+            }
+            let (bytes, n) = match prepared.as_mut() {
+                Some(p) => write_prepared(view, &selected, p, perf_time, &mut buf[at..end])?,
+                // The block was replaced during this Collect: nothing to keep.
+                None => crate::serialize::write_objects(
+                    view,
+                    &selected,
+                    titles,
+                    perf_time,
+                    &mut buf[at..end],
+                )?,
+            };
             // A size from an earlier window of the same sequence can differ by the instances
             // whose owner process died in between (hidden without a layout change): the size
             // of this window must match.
@@ -153,6 +218,13 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
             }
             Ok(Some((bytes, n)))
         });
+        if matches!(read, Some((_, Some(_)))) {
+            // The window that wrote was kept: what it recorded may be reused.
+            if let Some(p) = prepared.as_mut() {
+                p.keep();
+            }
+        }
+        *app.prepared.lock().unwrap_or_else(PoisonError::into_inner) = prepared;
         match read {
             Some((_, Some((bytes, n)))) => {
                 at += bytes;

@@ -19,14 +19,42 @@
 //! exactly that many bytes in the same kind of window, and refuses to write a byte past the slice
 //! it is given whatever the block says.
 //!
+//! # What a Collect reuses ([`Prepared`])
+//!
+//! Most of the output does not change between two Collects; only the counter values do. A
+//! [`Prepared`] keeps, per app block:
+//!
+//! - each object's PERF_OBJECT_TYPE and PERF_COUNTER_DEFINITIONs, title indexes filled in: made
+//!   once per block and First Counter / First Help, copied into each Collect's output, the
+//!   header patched with the lengths, the instance count and the time;
+//! - the PERF_INSTANCE_DEFINITIONs with their names, and the slot of each instance, as the last
+//!   kept window wrote them. A window whose sequence value is the one they were recorded in
+//!   (the writer moves it for every change of an instance table: names, parents and unique ids
+//!   are written only when an instance is added), for the same objects, with the same count of
+//!   instances shown in each (instances hidden because their owner died change that count, and
+//!   a dead owner stays dead), writes them again as they were. Recorded only in a window that was
+//!   then kept, and reused only once two kept windows recorded the same bytes: a window can pass
+//!   the sequence check over a block truncated, regrown and written back under it with the same
+//!   sequence value, and what it read must not outlive that one Collect. A table whose count
+//!   does not match the recording is written from the window.
+//!
+//! Per instance, a Collect then copies its definition and name (its own memory), then its counter
+//! block out of the mapping in one bulk copy ([`InstanceTable::copy_counter_block`]: every word
+//! read whole, wide loads where the processor guarantees that), then patches the counters a
+//! plain copy cannot give (text, sums, `_Total`: the reader's fix-up after the bulk copy). A
+//! block that lies about its sequence can make the names served stale, never out of bounds: every
+//! slot is checked again when its counter block is copied.
+//!
 //! Every object's PerfTime is the object timer at collection, the wall clock as a FILETIME, and
 //! its PerfFreq [`OBJECT_FREQUENCY`] (see [`prfdata::clock`]), as NT's Process object has them.
 //! An instance's `ParentObjectTitleIndex` / `ParentObjectInstance` are written only when its
 //! parent is live in the window and its object is among those written
 //! ([`Selection`] makes sure it is); otherwise both are 0.
 
+use std::sync::Arc;
+
 use prfdata::clock::OBJECT_FREQUENCY;
-use prfdata::reader::{BlockView, ReadError};
+use prfdata::reader::{BlockReader, BlockView, InstanceTable, LiveInstance, ReadError};
 use prfdata::winperf::{
     PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType, PERF_NO_INSTANCES,
     PERF_NO_UNIQUE_ID,
@@ -106,7 +134,7 @@ pub fn objects_size_bound(view: &BlockView<'_>, objects: &[usize]) -> Result<usi
 /// the bytes are exactly that size.
 ///
 /// `perf_time` is the object timer at collection ([`prfdata::clock::filetime_now`]), every
-/// object's PerfTime.
+/// object's PerfTime. Nothing is reused from an earlier Collect: see [`write_prepared`].
 ///
 /// # Errors
 ///
@@ -120,26 +148,260 @@ pub fn write_objects(
     perf_time: i64,
     out: &mut [u8],
 ) -> Result<(usize, u32), ReadError> {
+    let parts = object_parts(view.reader(), titles);
     let mut at = 0;
     for &k in selection.objects() {
-        at += write_object(view, k, selection, titles, perf_time, &mut out[at..])?;
+        at += write_object(
+            view,
+            k,
+            selection,
+            &parts[k],
+            titles,
+            perf_time,
+            None,
+            &mut out[at..],
+        )?;
     }
     Ok((at, selection.objects().len() as u32))
 }
 
-/// Writes object `index` at the start of `out`; returns its bytes.
+/// [`write_objects`] with what `prepared` keeps of earlier Collects of the same block (see the
+/// [module docs](self)); what this window writes is recorded in `prepared`, to be reused once
+/// [`Prepared::keep`] says the window was kept.
+///
+/// # Errors
+///
+/// As [`write_objects`].
+///
+/// # Panics
+///
+/// If `prepared` was made for another block or names ([`Prepared::is_for`] says).
+pub fn write_prepared(
+    view: &BlockView<'_>,
+    selection: &Selection,
+    prepared: &mut Prepared,
+    perf_time: i64,
+    out: &mut [u8],
+) -> Result<(usize, u32), ReadError> {
+    assert!(
+        prepared.is_for(view.reader(), prepared.titles),
+        "parts prepared for this block"
+    );
+    // The count shown of each selected object with instances: part of the key.
+    let mut lens = std::mem::take(&mut prepared.lens);
+    lens.clear();
+    for &k in selection.objects() {
+        lens.push(if view.reader().objects()[k].instanced {
+            view.instances(k)?.len()
+        } else {
+            0
+        });
+    }
+    let hit = prepared.kept.as_ref().is_some_and(|kept| {
+        kept.seq == view.seq() && kept.objects == selection.objects() && kept.lens == lens
+    });
+    let mut record = if hit {
+        None
+    } else {
+        // Reuse the buffers of the last recording.
+        let mut r = prepared.pending.take().unwrap_or_default();
+        r.seq = view.seq();
+        r.objects.clear();
+        r.objects.extend_from_slice(selection.objects());
+        r.lens.clear();
+        r.lens.extend_from_slice(&lens);
+        r.per_object
+            .resize_with(selection.objects().len(), Recorded::default);
+        r.per_object.truncate(selection.objects().len());
+        for o in &mut r.per_object {
+            o.bytes.clear();
+            o.entries.clear();
+        }
+        Some(r)
+    };
+    let titles = prepared.titles;
+    let mut at = 0;
+    for (j, &k) in selection.objects().iter().enumerate() {
+        let source = match (&mut record, &prepared.kept) {
+            (Some(r), _) => Some(Instances::Record(&mut r.per_object[j])),
+            (None, Some(kept)) => Some(Instances::Reuse(&kept.per_object[j])),
+            (None, None) => None,
+        };
+        at += write_object(
+            view,
+            k,
+            selection,
+            &prepared.objects[k],
+            titles,
+            perf_time,
+            source,
+            &mut out[at..],
+        )?;
+    }
+    if let Some(r) = record.as_mut() {
+        // The key is what was written: the counts of the tables the instances came from.
+        r.lens.clear();
+        r.lens
+            .extend(r.per_object.iter().map(|o| o.entries.len() as u32));
+    }
+    prepared.pending = record;
+    prepared.lens = lens;
+    Ok((at, selection.objects().len() as u32))
+}
+
+/// What an app's block needs serialised again and again: see the [module docs](self).
+#[derive(Debug)]
+pub struct Prepared {
+    /// The block these parts are for (held, so that no other block can take its address).
+    reader: Arc<BlockReader>,
+    titles: TitleBase,
+    /// Per object of the block.
+    objects: Vec<ObjectParts>,
+    /// The instance parts reused: recorded by two kept windows alike.
+    kept: Option<InstanceParts>,
+    /// Recorded by the last kept window, reused once another window records the same.
+    candidate: Option<InstanceParts>,
+    /// Recorded by the last [`write_prepared`], not known to be kept yet.
+    pending: Option<InstanceParts>,
+    /// Scratch for the key of each write.
+    lens: Vec<u32>,
+}
+
+impl Prepared {
+    /// The constant parts of `reader`'s objects under `titles`.
+    pub fn new(reader: Arc<BlockReader>, titles: TitleBase) -> Prepared {
+        Prepared {
+            objects: object_parts(&reader, titles),
+            reader,
+            titles,
+            kept: None,
+            candidate: None,
+            pending: None,
+            lens: Vec::new(),
+        }
+    }
+
+    /// Whether these are the parts of `reader` (the same open block) under `titles`.
+    pub fn is_for(&self, reader: &BlockReader, titles: TitleBase) -> bool {
+        std::ptr::eq(Arc::as_ptr(&self.reader), reader) && self.titles == titles
+    }
+
+    /// The last [`write_prepared`] wrote in a window that was kept: its instance parts are
+    /// reused once a second kept window has recorded the same. A window can pass the sequence
+    /// check and still have read a block rewritten under it (truncated, regrown and written
+    /// back with the same sequence value); a recording is trusted only when two agree.
+    pub fn keep(&mut self) {
+        let Some(p) = self.pending.take() else {
+            return;
+        };
+        if self.candidate.as_ref() == Some(&p) {
+            self.candidate = None;
+            // The old kept buffers become the next recording's.
+            self.pending = self.kept.replace(p);
+        } else {
+            self.pending = self.candidate.replace(p);
+        }
+    }
+}
+
+/// One object's PERF_OBJECT_TYPE (its per-Collect fields zero) and PERF_COUNTER_DEFINITIONs.
+#[derive(Debug)]
+struct ObjectParts {
+    head: PerfObjectType,
+    /// [`OBJECT_HEADER`] bytes of room, then the counter definitions.
+    defs: Vec<u8>,
+}
+
+/// The instance definitions and names of the objects of one kept window, and their key.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct InstanceParts {
+    seq: u64,
+    objects: Vec<usize>,
+    lens: Vec<u32>,
+    /// Per selected object, in selection order.
+    per_object: Vec<Recorded>,
+}
+
+/// One object's instances as written: definitions and names one after the other, and each
+/// instance's slot (the reader's `_Total` number for `_Total`) and definition size.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Recorded {
+    bytes: Vec<u8>,
+    entries: Vec<(u32, u32)>,
+}
+
+/// Where [`write_object`] takes or puts its instance definitions.
+enum Instances<'r> {
+    /// Write them from the window, recording them here.
+    Record(&'r mut Recorded),
+    /// Write these again.
+    Reuse(&'r Recorded),
+}
+
+/// Every object's constant parts.
+fn object_parts(reader: &BlockReader, titles: TitleBase) -> Vec<ObjectParts> {
+    reader
+        .objects()
+        .iter()
+        .map(|info| {
+            let counters = &reader.counters()[info.counters.clone()];
+            let mut defs = vec![0u8; OBJECT_HEADER];
+            defs.reserve(COUNTER_DEF * counters.len());
+            for c in counters {
+                let def = PerfCounterDefinition {
+                    byte_length: COUNTER_DEF as u32,
+                    counter_name_title_index: c.name_offset.map_or(0, |o| titles.name(o)),
+                    counter_name_title: 0,
+                    counter_help_title_index: c.name_offset.map_or(0, |o| titles.help(o)),
+                    counter_help_title: 0,
+                    default_scale: c.default_scale,
+                    detail_level: c.detail_level,
+                    counter_type: c.counter_type,
+                    counter_size: c.size,
+                    counter_offset: c.block_offset,
+                };
+                defs.extend_from_slice(def.as_bytes());
+            }
+            let head = PerfObjectType {
+                total_byte_length: 0,
+                definition_length: defs.len() as u32,
+                header_length: OBJECT_HEADER as u32,
+                object_name_title_index: titles.name(info.name_offset),
+                object_name_title: 0,
+                object_help_title_index: titles.help(info.name_offset),
+                object_help_title: 0,
+                detail_level: info.detail_level,
+                num_counters: counters.len() as u32,
+                default_counter: info
+                    .default_counter
+                    .and_then(|c| i32::try_from(c).ok())
+                    .unwrap_or(-1),
+                num_instances: 0,
+                code_page: 0,
+                perf_time: 0,
+                perf_freq: OBJECT_FREQUENCY,
+            };
+            ObjectParts { head, defs }
+        })
+        .collect()
+}
+
+/// Writes object `index` at the start of `out` from its constant `parts`; returns its bytes.
+/// Its instances come from the window, or from `source`.
+#[allow(clippy::too_many_arguments)]
 fn write_object(
     view: &BlockView<'_>,
     index: usize,
     selection: &Selection,
+    parts: &ObjectParts,
     titles: TitleBase,
     perf_time: i64,
+    source: Option<Instances<'_>>,
     out: &mut [u8],
 ) -> Result<usize, ReadError> {
     let reader = view.reader();
     let info = &reader.objects()[index];
-    let counters = &reader.counters()[info.counters.clone()];
-    let defs = OBJECT_HEADER + COUNTER_DEF * counters.len();
+    let defs = parts.defs.len();
     let block = info.counter_block_size as usize;
     let len = out.len();
     let fits = |end: usize| {
@@ -151,54 +413,40 @@ fn write_object(
     };
     let mut pos = fits(defs)?;
     // The header is written last, when its lengths are known.
-    let mut def_at = OBJECT_HEADER;
-    for c in counters {
-        let def = PerfCounterDefinition {
-            byte_length: COUNTER_DEF as u32,
-            counter_name_title_index: c.name_offset.map_or(0, |o| titles.name(o)),
-            counter_name_title: 0,
-            counter_help_title_index: c.name_offset.map_or(0, |o| titles.help(o)),
-            counter_help_title: 0,
-            default_scale: c.default_scale,
-            detail_level: c.detail_level,
-            counter_type: c.counter_type,
-            counter_size: c.size,
-            counter_offset: c.block_offset,
-        };
-        out[def_at..def_at + COUNTER_DEF].copy_from_slice(def.as_bytes());
-        def_at += COUNTER_DEF;
-    }
+    out[OBJECT_HEADER..defs].copy_from_slice(&parts.defs[OBJECT_HEADER..]);
     let num_instances = if info.instanced {
         let table = view.instances(index)?;
-        for p in 0..table.len() {
-            let inst = table.get(p)?;
-            let def_size = instance_def_size(inst.name_len as usize);
-            let end = fits(pos + def_size + block)?;
-            let (def, data) = out[pos..end].split_at_mut(def_size);
-            let (parent_title, parent_pos) = inst
-                .parent
-                .filter(|parent| selection.contains(parent.object as usize))
-                .and_then(|parent| {
-                    let pinfo = reader.objects().get(parent.object as usize)?;
-                    Some((
-                        titles.name(pinfo.name_offset),
-                        view.parent_position(parent)?,
-                    ))
-                })
-                .unwrap_or((0, 0));
-            let head = PerfInstanceDefinition {
-                byte_length: def_size as u32,
-                parent_object_title_index: parent_title,
-                parent_object_instance: parent_pos,
-                unique_id: inst.unique_id.unwrap_or(PERF_NO_UNIQUE_ID),
-                name_offset: INSTANCE_DEF as u32,
-                name_length: (inst.name_len + 1) * 2,
-            };
-            def[..INSTANCE_DEF].copy_from_slice(head.as_bytes());
-            // The name, then its NUL and padding as zeros.
-            table.copy_name(&inst, &mut def[INSTANCE_DEF..])?;
-            table.copy_counter_block(&inst, data)?;
-            pos = end;
+        match source {
+            // A table that does not hold as many instances as recorded (a block that changed
+            // without moving its sequence) is written from the window: the output always
+            // agrees with its own header.
+            Some(Instances::Reuse(rec)) if rec.entries.len() == table.len() as usize => {
+                let mut h = 0;
+                for &(slot, def_size) in &rec.entries {
+                    let def_size = def_size as usize;
+                    let end = fits(pos + def_size + block)?;
+                    let (def, data) = out[pos..end].split_at_mut(def_size);
+                    copy_def(def, &rec.bytes[h..h + def_size]);
+                    h += def_size;
+                    let inst = LiveInstance {
+                        slot,
+                        generation: 0,
+                        unique_id: None,
+                        parent: None,
+                        name_len: 0,
+                    };
+                    table.copy_counter_block(&inst, data)?;
+                    pos = end;
+                }
+            }
+            Some(Instances::Record(rec)) => {
+                rec.bytes.clear();
+                rec.entries.clear();
+                pos = write_instances(view, &table, selection, titles, pos, block, out, Some(rec))?;
+            }
+            Some(Instances::Reuse(_)) | None => {
+                pos = write_instances(view, &table, selection, titles, pos, block, out, None)?;
+            }
         }
         table.len() as i32
     } else {
@@ -209,23 +457,88 @@ fn write_object(
     };
     let header = PerfObjectType {
         total_byte_length: pos as u32,
-        definition_length: defs as u32,
-        header_length: OBJECT_HEADER as u32,
-        object_name_title_index: titles.name(info.name_offset),
-        object_name_title: 0,
-        object_help_title_index: titles.help(info.name_offset),
-        object_help_title: 0,
-        detail_level: info.detail_level,
-        num_counters: counters.len() as u32,
-        default_counter: info
-            .default_counter
-            .and_then(|c| i32::try_from(c).ok())
-            .unwrap_or(-1),
         num_instances,
-        code_page: 0,
         perf_time,
-        perf_freq: OBJECT_FREQUENCY,
+        ..parts.head
     };
     out[..OBJECT_HEADER].copy_from_slice(header.as_bytes());
+    Ok(pos)
+}
+
+/// Copies a recorded instance definition with its name (a multiple of 8 bytes, usually a few
+/// dozen) into `dst`, as long: the common sizes with inline moves, not a `memcpy` call each.
+#[inline(always)]
+fn copy_def(dst: &mut [u8], src: &[u8]) {
+    fn fixed<const N: usize>(dst: &mut [u8], src: &[u8]) {
+        if let (Some(d), Some(s)) = (dst.first_chunk_mut::<N>(), src.first_chunk::<N>()) {
+            *d = *s;
+        }
+    }
+    match src.len() {
+        32 => fixed::<32>(dst, src),
+        40 => fixed::<40>(dst, src),
+        48 => fixed::<48>(dst, src),
+        56 => fixed::<56>(dst, src),
+        64 => fixed::<64>(dst, src),
+        72 => fixed::<72>(dst, src),
+        80 => fixed::<80>(dst, src),
+        88 => fixed::<88>(dst, src),
+        96 => fixed::<96>(dst, src),
+        _ => dst.copy_from_slice(src),
+    }
+}
+
+/// Writes the instances of `table` from the window at `out[pos..]`, each counter block `block`
+/// bytes, recording their definitions in `record`; returns the end.
+#[allow(clippy::too_many_arguments)]
+fn write_instances(
+    view: &BlockView<'_>,
+    table: &InstanceTable<'_>,
+    selection: &Selection,
+    titles: TitleBase,
+    mut pos: usize,
+    block: usize,
+    out: &mut [u8],
+    mut record: Option<&mut Recorded>,
+) -> Result<usize, ReadError> {
+    let reader = view.reader();
+    let len = out.len();
+    for p in 0..table.len() {
+        let inst = table.get(p)?;
+        let def_size = instance_def_size(inst.name_len as usize);
+        let end = pos + def_size + block;
+        if end > len {
+            return Err(ReadError::Inconsistent);
+        }
+        let (def, data) = out[pos..end].split_at_mut(def_size);
+        let (parent_title, parent_pos) = inst
+            .parent
+            .filter(|parent| selection.contains(parent.object as usize))
+            .and_then(|parent| {
+                let pinfo = reader.objects().get(parent.object as usize)?;
+                Some((
+                    titles.name(pinfo.name_offset),
+                    view.parent_position(parent)?,
+                ))
+            })
+            .unwrap_or((0, 0));
+        let head = PerfInstanceDefinition {
+            byte_length: def_size as u32,
+            parent_object_title_index: parent_title,
+            parent_object_instance: parent_pos,
+            unique_id: inst.unique_id.unwrap_or(PERF_NO_UNIQUE_ID),
+            name_offset: INSTANCE_DEF as u32,
+            name_length: (inst.name_len + 1) * 2,
+        };
+        def[..INSTANCE_DEF].copy_from_slice(head.as_bytes());
+        // The name, then its NUL and padding as zeros.
+        table.copy_name(&inst, &mut def[INSTANCE_DEF..])?;
+        if let Some(rec) = record.as_deref_mut() {
+            rec.bytes.extend_from_slice(def);
+            rec.entries.push((inst.slot, def_size as u32));
+        }
+        table.copy_counter_block(&inst, data)?;
+        pos = end;
+    }
     Ok(pos)
 }

@@ -190,13 +190,31 @@ impl RawBlock {
         if !off.is_multiple_of(8) || !len.is_multiple_of(8) || off.checked_add(len)? > self.len() {
             return None;
         }
-        for (chunk, at) in out.chunks_exact_mut(8).zip((off..).step_by(8)) {
-            // SAFETY: `at` is 8-aligned and `at + 8 <= off + len <= self.len()`.
-            let word = unsafe { self.u64_at(at) }.load(Ordering::Relaxed);
-            // Memory order: this is a byte copy (names are native UTF-16, values native words).
-            chunk.copy_from_slice(&word.to_ne_bytes());
-        }
+        // SAFETY: `off + len <= self.len()` and both are multiples of 8 (checked above).
+        unsafe { self.load_words_to(off, out) };
         Some(())
+    }
+
+    /// Fills `out` with the bytes at `off` as [`RawBlock::copy_words_to`] does, without the
+    /// checks: each 8-byte word read whole, with the widest loads that guarantee it
+    /// ([`crate::sys::wide_copy`]).
+    ///
+    /// # Safety
+    ///
+    /// `off` and `out.len()` are multiples of 8 and `off + out.len() <= self.len()`.
+    #[inline]
+    pub(crate) unsafe fn load_words_to(&self, off: usize, out: &mut [u8]) {
+        debug_assert!(
+            off.is_multiple_of(8) && out.len().is_multiple_of(8) && off + out.len() <= self.len(),
+            "{} words at {off}",
+            out.len() / 8
+        );
+        // SAFETY:
+        // - `base + off` is 8-aligned (the mapping is page-aligned) and the `out.len()` bytes
+        //   from it are inside the mapping, which lives as long as `self` (caller's contract);
+        // - every write to block memory, by any process, is atomic;
+        // - `out.len()` is a multiple of 8.
+        unsafe { crate::sys::wide_copy::load_words(self.base().add(off), out) }
     }
 
     /// Appends the `n` UTF-16 units at `off` (2-aligned) to `out` with relaxed 16-bit atomic

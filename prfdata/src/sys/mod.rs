@@ -10,3 +10,6 @@ mod imp;
 
 #[allow(unused_imports)]
 pub(crate) use imp::*;
+
+/// Bulk copies out of shared memory with the widest untorn loads (per architecture).
+pub(crate) mod wide_copy;

@@ -10,4 +10,5 @@ mod names_fit;
 mod owned;
 mod parents;
 mod provider;
+mod reuse;
 mod stats;

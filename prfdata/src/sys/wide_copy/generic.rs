@@ -1,0 +1,15 @@
+//! Word-wise copies where no wider atomic load is guaranteed: the `AtomicU64` loop.
+
+/// Copies `out.len()` bytes (a multiple of 8) from `src` into `out`, each 8-byte word read whole.
+///
+/// # Safety
+///
+/// - `src` is 8-aligned and the `out.len()` bytes from it lie inside one live mapping (or
+///   allocation) for the duration of the call;
+/// - those bytes are only ever written with atomic operations (by any process);
+/// - `out.len()` is a multiple of 8.
+#[inline]
+pub(crate) unsafe fn load_words(src: *const u8, out: &mut [u8]) {
+    // SAFETY: the caller's contract is `load_words_atomic`'s.
+    unsafe { super::load_words_atomic(src, out) }
+}
