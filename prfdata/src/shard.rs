@@ -64,7 +64,7 @@ use crate::process::{probe, Probe, ProcessId};
 ///         });
 ///     }
 /// });
-/// let reader = prfdata::reader::BlockReader::open_in(dir.path(), "ShardedCtrDoc")?;
+/// let reader = prfdata::reader::BlockReader::open_path("ShardedCtrDoc", prf.path())?;
 /// let total = reader.read_with(std::time::Duration::from_secs(1), |v| v.global_value(0, 0))?;
 /// assert_eq!(total, 4 * 1000 * 1500); // the readers' sum: no increment lost
 /// # Ok::<(), Box<dyn std::error::Error>>(())
