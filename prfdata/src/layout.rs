@@ -485,6 +485,11 @@ const _: () = {
     assert!(size_of::<ObjectRecord>() == OBJECT_RECORD_SIZE);
     assert!(LIVE_COUNT_OFFSET == 64);
     assert!(size_of::<CounterRecord>() == COUNTER_RECORD_SIZE);
+    // LAYOUT_VERSION 8 (fuzz/upgrade-blocks-v8.py writes the stride at this offset).
+    assert!(offset_of!(ObjectRecord, block_stride) == 88);
+    assert!(offset_of!(ObjectRecord, shard_owners) == 104);
+    assert!(offset_of!(CounterRecord, shard) == 56);
+    assert!(MAX_BLOCK_STRIDE as u64 * (MAX_INSTANCES as u64 + 1) < 1 << 42);
     assert!(OD_REQUEST_OFFSET.is_multiple_of(4) && OD_SERVED_OFFSET == OD_REQUEST_OFFSET + 4);
     assert!(OD_OBJECTS_OFFSET.is_multiple_of(8) && OD_OBJECTS_OFFSET + 8 <= HEADER_SIZE);
     assert!(MAX_SUM_PARTS <= u16::MAX as usize && (MAX_COUNTERS - 1) as usize <= u16::MAX as usize);
