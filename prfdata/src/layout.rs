@@ -120,7 +120,8 @@ pub const CACHE_LINE: usize = 128;
 pub const SHARD_SLOTS: u32 = 16;
 /// The largest distance between two counter blocks: a counter block, padding and the shard
 /// lines of [`MAX_SHARDED`] counters.
-pub const MAX_BLOCK_STRIDE: u32 = MAX_COUNTER_BLOCK + 2 * CACHE_LINE as u32 + SHARD_SLOTS * MAX_SHARD_LINE;
+pub const MAX_BLOCK_STRIDE: u32 =
+    MAX_COUNTER_BLOCK + 2 * CACHE_LINE as u32 + SHARD_SLOTS * MAX_SHARD_LINE;
 /// The most sharded counters an object may declare.
 pub const MAX_SHARDED: u32 = 64;
 /// The longest shard line: one u64 per sharded counter.

@@ -132,8 +132,8 @@ mod sys;
 mod write_lock;
 
 pub use crate::prfdata::{CtrsGuard, Instance, InstanceId, InstanceSpec, PrfData};
-pub use shard::ShardedCtr;
 pub use block::open::{block_path, shm_dir};
 pub use error::Error;
 pub use optex::{Optex, OptexGuard};
 pub use process::ProcessId;
+pub use shard::ShardedCtr;

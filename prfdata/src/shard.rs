@@ -228,7 +228,10 @@ impl ShardHost {
             return owned;
         }
         let slot = claim(slots, tag, &word)?;
-        self.home.lock().claims.push((owners + 8 * slot as usize, tag));
+        self.home
+            .lock()
+            .claims
+            .push((owners + 8 * slot as usize, tag));
         let kept = CLAIMS.try_with(|claims| {
             claims.borrow_mut().0.push(Claim {
                 home: self.home.clone(),

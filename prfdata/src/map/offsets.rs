@@ -333,7 +333,11 @@ mod tests {
         let packed = ObjectDef { packed: true, ..o };
         assert_eq!(block_stride(&packed), 16, "packed: the dense stride");
         assert_eq!(object_regions(&packed).data, 320);
-        assert_eq!(block_stride(&obj(&C, Instances::None)), 16, "a global object");
+        assert_eq!(
+            block_stride(&obj(&C, Instances::None)),
+            16,
+            "a global object"
+        );
     }
 
     #[test]

@@ -8,8 +8,8 @@ use core::fmt;
 use super::offsets;
 use super::{str_eq, CounterDef, Factor, Instances, MapDef, ObjectDef, Source, Text};
 use crate::layout::{
-    COUNTER_RECORD_SIZE, HEADER_SIZE, MAX_BLOCK_SIZE, MAX_COUNTERS, MAX_COUNTER_BLOCK, MAX_OBJECTS,
-    MAX_SHARDED, OBJECT_RECORD_SIZE, CACHE_LINE,
+    CACHE_LINE, COUNTER_RECORD_SIZE, HEADER_SIZE, MAX_BLOCK_SIZE, MAX_COUNTERS, MAX_COUNTER_BLOCK,
+    MAX_OBJECTS, MAX_SHARDED, OBJECT_RECORD_SIZE,
 };
 use crate::winperf;
 
@@ -234,7 +234,11 @@ const fn check_size(map: &MapDef) -> Result<(), MapError> {
         // u64 (n <= 2^20 instances, slots < 2^12 bytes, strides < 2^21: no overflow).
         let n = offsets::max_instances(obj) as u64;
         let data = align(
-            n * 4 + 64 + n * offsets::slot_size(obj) as u64 + 64 + offsets::shard_slots(obj) as u64 * 8,
+            n * 4
+                + 64
+                + n * offsets::slot_size(obj) as u64
+                + 64
+                + offsets::shard_slots(obj) as u64 * 8,
         );
         total += align(data + offsets::block_count(obj) as u64 * offsets::block_stride(obj) as u64);
         if total > MAX_BLOCK_SIZE {

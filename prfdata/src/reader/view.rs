@@ -914,7 +914,9 @@ impl InstanceTable<'_> {
         let block_at = o.data_offset + u64::from(block) * o.block_stride;
         let at = block_at + u64::from(plan.offset);
         if let (Some(k), Some(shards)) = (plan.shard, o.shards) {
-            let own = usize::try_from(at).ok().and_then(|a| self.reader.raw.load_u64(a));
+            let own = usize::try_from(at)
+                .ok()
+                .and_then(|a| self.reader.raw.load_u64(a));
             let lines = shards.total(&self.reader.raw, block_at, k);
             return own
                 .zip(lines)

@@ -76,7 +76,11 @@ fn instances_of_a_padded_object_never_share_a_cache_line() {
         prf.ctr_of(N, b) as *const _ as usize,
     );
     assert!(pb.abs_diff(pa) >= CACHE_LINE, "{pa:#x} {pb:#x}");
-    assert_eq!(pa % CACHE_LINE, pb % CACHE_LINE, "each block on its own lines");
+    assert_eq!(
+        pa % CACHE_LINE,
+        pb % CACHE_LINE,
+        "each block on its own lines"
+    );
 
     let packed = packed_map::PrfData::activate_in(dir.path()).unwrap();
     let a = packed.add_instance(packed_map::CONN, "a").unwrap();
@@ -85,7 +89,11 @@ fn instances_of_a_padded_object_never_share_a_cache_line() {
         packed.ctr_of(packed_map::BYTES, a) as *const _ as usize,
         packed.ctr_of(packed_map::BYTES, b) as *const _ as usize,
     );
-    assert_eq!(pb.abs_diff(pa), 16, "packed: 8-byte header and one LARGE value");
+    assert_eq!(
+        pb.abs_diff(pa),
+        16,
+        "packed: 8-byte header and one LARGE value"
+    );
 }
 
 #[test]
@@ -101,7 +109,11 @@ fn readers_see_the_sum_of_the_slots_and_the_counter() {
     std::thread::scope(|s| {
         s.spawn(|| prf.sharded(HITS).add(30));
     });
-    assert_eq!(global_hits(&reader), (42, 1042), "the sum of the parts is summed too");
+    assert_eq!(
+        global_hits(&reader),
+        (42, 1042),
+        "the sum of the parts is summed too"
+    );
 
     // An instance: its value, its copied block, `_Total`, and the retired share once removed.
     let c = prf.add_instance(CONN, "c").unwrap();
@@ -123,7 +135,11 @@ fn readers_see_the_sum_of_the_slots_and_the_counter() {
     };
     assert_eq!(values(&reader), [111, 111], "the instance, then _Total");
     prf.remove_instance(c).unwrap();
-    assert_eq!(values(&reader), [111], "only _Total: the removed share was folded");
+    assert_eq!(
+        values(&reader),
+        [111],
+        "only _Total: the removed share was folded"
+    );
     let d = prf.add_instance(CONN, "d").unwrap();
     assert_eq!(values(&reader), [0, 111], "a reused slot starts from zero");
     prf.sharded_of(BYTES, d).add(1);
@@ -176,7 +192,10 @@ fn exited_threads_free_their_slots_and_exhausted_slots_share_the_counter() {
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    assert!(slots.iter().all(Option::is_some), "freed slots reused: {slots:?}");
+    assert!(
+        slots.iter().all(Option::is_some),
+        "freed slots reused: {slots:?}"
+    );
     assert_eq!(global_hits(&reader).0, total + i64::from(SHARD_SLOTS));
 }
 
@@ -201,7 +220,10 @@ fn shard_worker_entry() {
             for _ in 0..threads {
                 s.spawn(|| {
                     let (hits, bytes) = (prf.sharded(HITS), prf.sharded_of(BYTES, me));
-                    assert!(hits.slot().is_some() && bytes.slot().is_some(), "slots to spare");
+                    assert!(
+                        hits.slot().is_some() && bytes.slot().is_some(),
+                        "slots to spare"
+                    );
                     for _ in 0..iters {
                         hits.add(1);
                         bytes.add(2);
@@ -229,16 +251,13 @@ fn shard_worker_entry() {
     prf.remove_instance(me).expect("remove");
 }
 
-fn spawn_workers(dir: &std::path::Path, n: usize, env: &[(&str, String)]) -> Vec<std::process::Child> {
+fn spawn_workers(
+    dir: &std::path::Path,
+    n: usize,
+    env: &[(&str, String)],
+) -> Vec<std::process::Child> {
     (0..n)
-        .map(|_| {
-            common::spawn_child(
-                "sharded::shard_worker_entry",
-                "shard-worker",
-                dir,
-                env,
-            )
-        })
+        .map(|_| common::spawn_child("sharded::shard_worker_entry", "shard-worker", dir, env))
         .collect()
 }
 
@@ -265,7 +284,11 @@ fn processes_times_threads_lose_no_increment() {
             table.value(&table.get(table.len() - 1)?, 0)
         })
         .unwrap();
-    assert_eq!(total, 2 * expected, "_Total keeps the removed instances' slots");
+    assert_eq!(
+        total,
+        2 * expected,
+        "_Total keeps the removed instances' slots"
+    );
 }
 
 #[test]
@@ -299,7 +322,10 @@ fn a_killed_process_leaves_its_slots_and_values_to_the_next_owners() {
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    assert!(slots.iter().all(Option::is_some), "dead owner's slots taken: {slots:?}");
+    assert!(
+        slots.iter().all(Option::is_some),
+        "dead owner's slots taken: {slots:?}"
+    );
     assert_eq!(
         global_hits(&reader).0,
         before + 10 * i64::from(SHARD_SLOTS),
