@@ -948,8 +948,8 @@ mod tests {
             }))
         };
         // Just below and just above the cap: each 1024-unit slot takes 2112 bytes, each counter
-        // block 24, each live entry 4.
-        let per_instance = 2112 + 24 + 4;
+        // block 24 padded to a 128-byte line (LAYOUT_VERSION 8), each live entry 4.
+        let per_instance = 2112 + 128 + 4;
         let fits = (MAX_BLOCK_SIZE / per_instance) as u32 - 16;
         let map = with(fits, 1024);
         assert_eq!(validate(map), Ok(()));
