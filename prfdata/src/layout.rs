@@ -28,7 +28,7 @@
 //! bytes apart at least, so two threads updating two instances never share a line (the
 //! reasoning of crossbeam-utils' `CachePadded`: on x86-64 the adjacent-line prefetcher pairs
 //! 64-byte lines). A map's `packed: true` keeps the dense stride (the block size rounded to 8).
-//! A *sharded* counter ([`CounterRecord::shard`]) is the sum of its value in the counter block
+//! A *sharded* counter (`CounterRecord::shard`) is the sum of its value in the counter block
 //! and of one u64 in each shard line; a thread that owns shard slot `s` (its owner word, in the
 //! shard owners region, holds the thread's process) adds to line `s` with a plain load and
 //! store; readers add the lines up.

@@ -89,7 +89,7 @@
 ///   `last` take one live value. Left out, the counter's type decides (the table is in
 ///   [`Aggregate`](crate::map::Aggregate)'s module docs); a base follows the counter it serves.
 ///
-/// **Cache lines** (issue 17, [`layout`](crate::layout)):
+/// **Cache lines** (issue 17, layout version 8):
 /// - Each instance's counter block starts on its own 128-byte cache line (the stride is the
 ///   block rounded up to 128 bytes), so threads updating different instances never share a
 ///   line. `packed: true` keeps the dense stride (the block rounded up to 8 bytes) where

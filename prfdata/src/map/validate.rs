@@ -156,7 +156,7 @@ pub enum MapError {
     },
     /// A sharded counter ([`super::Source::Sharded`]) that is not a 64-bit number (a base,
     /// text, an elapsed time or a 32-bit type), or the object's sharded counter past
-    /// [`MAX_SHARDED`](crate::layout::MAX_SHARDED).
+    /// 64 (`layout::MAX_SHARDED`).
     BadSharded {
         /// The counter's symbol.
         counter: &'static str,
