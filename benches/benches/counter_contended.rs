@@ -4,6 +4,8 @@
 //! |-------------------------|----------------------------------------------------------------|
 //! | `prfdata_same_counter`  | the same prfdata counter (one instance), via `get_ctr64`        |
 //! | `prfdata_two_instances` | the same counter of two different instances, via `get_ctr64`    |
+//! | `prfdata_sharded_same_counter` | one sharded counter, each thread through its own slot    |
+//! |                         | (`prf.sharded(ctr).add(1)`: a relaxed load and store)            |
 //! | `raw_same_counter`      | one heap `AtomicU64`                                            |
 //! | `raw_two_counters`      | two heap `AtomicU64`s, each on its own cache line               |
 //!
@@ -11,10 +13,11 @@
 //! reported per iteration is the wall time until the slower thread finishes, divided by
 //! `iters`: the time it takes each of two threads to do one increment while the other does too.
 //!
-//! prfdata lays the counter blocks of an object's instances out contiguously (perflib's wire
-//! format, so that a provider copies them as they are): two instances with small counter blocks
-//! share a cache line, and `prfdata_two_instances` measures what that false sharing costs
-//! compared with `raw_two_counters`.
+//! prfdata lays the counter blocks of an object's instances out 128 bytes apart at least (layout
+//! version 8; `packed: true` in a map keeps them dense), so two instances never share a cache
+//! line: `prfdata_two_instances` should cost what `raw_two_counters` costs. A sharded counter
+//! gives each thread a cache line of its own for one counter: `prfdata_sharded_same_counter`
+//! against `raw_two_counters` (and `raw_same_counter`, what one unsharded counter costs).
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
@@ -24,7 +27,8 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 
 prfdata::prfdata_map! {
-    /// One instanced object with one 64-bit counter: 16-byte counter blocks, four to a line.
+    /// One instanced object with one 64-bit counter (16-byte counter blocks, 128 bytes apart),
+    /// and a global object with a sharded counter.
     pub mod bench_map {
         app: "PrfDataBenchCounterContended",
         object WORKER = 0 {
@@ -32,6 +36,12 @@ prfdata::prfdata_map! {
             detail: Novice, default: BYTES, instances: { max: 16, name_len: 16 }, costly: false,
             counters {
                 BYTES = 2: LargeRawCount { name: "Bytes", help: "b", detail: Novice, scale: 0 },
+            }
+        }
+        object SHARED = 4 {
+            name: "Bench Shared", help: "One counter all threads update.",
+            counters {
+                HITS = 6: BulkCount { name: "Hits", help: "h", sharded: true },
             }
         }
     }
@@ -78,6 +88,26 @@ fn timed<C: ThreadCounter>(barrier: &Barrier, counter: &C, iters: u64) -> Durati
         black_box(counter).inc();
     }
     start.elapsed()
+}
+
+/// Two threads, each through its own handle on the sharded counter HITS: wall time of `iters`
+/// increments each (the handle, which claims the thread's slot, is taken before the barrier).
+fn race_sharded(prf: &bench_map::PrfData, iters: u64) -> Duration {
+    let barrier = Barrier::new(2);
+    let run = || {
+        let hits = prf.sharded(bench_map::HITS);
+        barrier.wait();
+        let start = Instant::now();
+        for _ in 0..iters {
+            black_box(&hits).add(1);
+        }
+        start.elapsed()
+    };
+    std::thread::scope(|s| {
+        let other = s.spawn(run);
+        let mine = run();
+        mine.max(other.join().expect("the other thread"))
+    })
 }
 
 /// Two threads, one counter each (possibly the same one): wall time of `iters` increments each.
@@ -132,6 +162,9 @@ fn counter_contended(c: &mut Criterion) {
     });
     group.bench_function("prfdata_two_instances", |b| {
         b.iter_custom(|iters| race(&one, &two, iters))
+    });
+    group.bench_function("prfdata_sharded_same_counter", |b| {
+        b.iter_custom(|iters| race_sharded(&prf, iters))
     });
     group.bench_function("raw_same_counter", |b| {
         b.iter_custom(|iters| race(&shared.0, &shared.0, iters))

@@ -12,6 +12,8 @@
 //! | `prfdata_get_ctr64` | `prf.get_ctr64(ctr, inst)` then `fetch_add(1, Relaxed)`            |
 //! | `prfdata_get_ctr32` | `prf.get_ctr32(ctr, inst)` then `fetch_add(1, Relaxed)`            |
 //! | `prfdata_cached`    | `fetch_add(1, Relaxed)` on an `&AtomicI64` kept from `get_ctr64`   |
+//! | `prfdata_sharded`   | `ShardedCtr::add(1)` on a handle kept from `prf.sharded(ctr)`: a    |
+//! |                     | relaxed load and store of the thread's slot, no locked instruction |
 //! | `prometheus_client` | prometheus-client `Counter::inc`                                   |
 //! | `prometheus`        | prometheus `IntCounter::inc`                                       |
 //! | `metrics`           | metrics `Counter::increment(1)`, registered with metrics-util's    |
@@ -35,6 +37,12 @@ prfdata::prfdata_map! {
             counters {
                 DONE = 2: CounterCounter { name: "Done/sec", help: "d", detail: Novice, scale: 0 },
                 BYTES = 4: LargeRawCount { name: "Bytes", help: "b", detail: Novice, scale: 0 },
+            }
+        }
+        object SHARED = 6 {
+            name: "Bench Shared", help: "A sharded counter.",
+            counters {
+                HITS = 8: BulkCount { name: "Hits", help: "h", sharded: true },
             }
         }
     }
@@ -93,6 +101,14 @@ impl EventCounter for PrfCached<'_> {
     #[inline]
     fn inc(&self) {
         self.0.fetch_add(1, Relaxed);
+    }
+}
+
+/// `prfdata_sharded`: a sharded counter's handle, kept.
+impl EventCounter for prfdata::ShardedCtr<'_> {
+    #[inline]
+    fn inc(&self) {
+        self.add(1);
     }
 }
 
@@ -202,6 +218,8 @@ fn counter_update(c: &mut Criterion) {
         "prfdata_cached",
         &PrfCached(prf.get_ctr64(bench_map::BYTES, inst)),
     );
+    let sharded = prf.sharded(bench_map::HITS);
+    bench(&mut group, "prfdata_sharded", &sharded);
     bench(&mut group, "prometheus_client", &prom_client);
     bench(&mut group, "prometheus", &prom);
     bench(&mut group, "metrics", &metrics_counter);

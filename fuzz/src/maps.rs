@@ -55,8 +55,9 @@ prfdata::prfdata_map! {
             }
         }
         object HOST = 26 {
-            name: "Fuzz Host", help: "A host.",
+            name: "Fuzz Host", help: "A host (packed: counter blocks 8-aligned, not 128).",
             detail: Novice, default: none, instances: { max: 4, name_len: 16 }, costly: false,
+            packed: true,
             counters {
                 HOST_LOAD = 28: Timer100Ns { name: "% Load", help: "l", detail: Novice, scale: 0 },
             }
@@ -69,6 +70,7 @@ prfdata::prfdata_map! {
                 JOB_TIME = 34: MultiTimer100Ns { name: "Job time", help: "t", detail: Expert, scale: 0 },
                 JOB_THREADS: MultiBase,
                 JOB_ALL = 44: LargeRawCount { name: "Job total", help: "t", sum: [JOB_DONE, JOB_TIME] },
+                JOB_BYTES = 46: BulkCount { name: "Job bytes", help: "b", sharded: true },
             }
         }
         object TASK = 36 {
@@ -214,6 +216,9 @@ fn rich_block(populated: bool) -> Vec<u8> {
                 .expect("job");
             prf.get_ctr64(JOB_DONE, job).store(j.into(), Relaxed);
             prf.get_ctr64(JOB_THREADS, job).store(2, Relaxed);
+            // A sharded counter: a slot of this thread, and the counter's own word.
+            prf.sharded_of(JOB_BYTES, job).add(1000 * i64::from(j));
+            prf.get_ctr64(JOB_BYTES, job).store(7, Relaxed);
             for t in 0..2 {
                 prf.add_child_instance(TASK, InstanceSpec::named(&format!("t{t}")), job)
                     .expect("task");

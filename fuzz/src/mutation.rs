@@ -120,6 +120,12 @@ pub enum ObjectField {
     LiveCount,
     FreeHead,
     HighWater,
+    /// The distance between counter blocks (layout 8).
+    BlockStride,
+    /// The shard geometry (layout 8).
+    ShardStart,
+    ShardLine,
+    ShardSlots,
 }
 
 /// A counter record field.
@@ -140,6 +146,8 @@ pub enum CounterField {
     Parts(u8),
     /// How many parts a sum has (layout 4).
     PartCount,
+    /// A sharded counter's word in the shard lines (layout 8).
+    Shard,
 }
 
 /// A slot header field.
@@ -317,7 +325,8 @@ fn target(layout: &Layout, block: &[u8], edit: &Edit) -> Option<(usize, usize, V
         }
         Edit::Data(n, s, word, value) => {
             let (_, rec) = object(n)?;
-            let stride = rec.counter_block_size as usize;
+            // The whole stride: the counter block, padding and shard lines (layout 8).
+            let stride = rec.block_stride as usize;
             let blocks = if rec.max_instances == 0 {
                 1
             } else {
@@ -432,6 +441,10 @@ fn object_field(field: ObjectField) -> (usize, usize) {
         LiveCount => (offset_of!(ObjectRecord, live_count), 4),
         FreeHead => (offset_of!(ObjectRecord, free_head), 4),
         HighWater => (offset_of!(ObjectRecord, high_water), 4),
+        BlockStride => (offset_of!(ObjectRecord, block_stride), 4),
+        ShardStart => (offset_of!(ObjectRecord, shard_start), 4),
+        ShardLine => (offset_of!(ObjectRecord, shard_line), 4),
+        ShardSlots => (offset_of!(ObjectRecord, shard_slots), 4),
     }
 }
 
@@ -448,6 +461,7 @@ fn counter_field(field: CounterField) -> (usize, usize) {
         Factor => (offset_of!(CounterRecord, factor), 4),
         Parts(p) => (offset_of!(CounterRecord, parts) + 4 * (p as usize % 4), 4),
         PartCount => (offset_of!(CounterRecord, part_count), 4),
+        Shard => (offset_of!(CounterRecord, shard), 4),
     }
 }
 

@@ -36,6 +36,8 @@ pub(crate) struct ObjectAst {
     pub(crate) costly: Option<LitBool>,
     /// `total: true`: readers synthesise a `_Total` instance.
     pub(crate) total: Option<LitBool>,
+    /// `packed: true`: instances' counter blocks packed densely, not one per cache line.
+    pub(crate) packed: Option<LitBool>,
     /// The `counters` keyword and the counters.
     pub(crate) counters: Option<(Ident, Vec<CounterAst>)>,
 }
@@ -94,6 +96,8 @@ pub(crate) struct CounterBody {
     pub(crate) sum: Option<(Span, Vec<Ident>)>,
     /// `aggregate: sum | live | min | max | last`.
     pub(crate) aggregate: Option<Ident>,
+    /// `sharded: true`.
+    pub(crate) sharded: Option<LitBool>,
 }
 
 /// `factor: * 4096`: whether it multiplies, and the factor (`None` when it is not a `u32` of at
@@ -117,6 +121,7 @@ const OBJECT_FIELDS: &[&str] = &[
     "instances",
     "costly",
     "total",
+    "packed",
     "counters",
 ];
 const COUNTER_FIELDS: &[&str] = &[
@@ -129,6 +134,7 @@ const COUNTER_FIELDS: &[&str] = &[
     "on_demand",
     "sum",
     "aggregate",
+    "sharded",
 ];
 const LANG_FIELDS: &[&str] = &["name", "help"];
 const INSTANCE_FIELDS: &[&str] = &["max", "name_len"];
@@ -240,6 +246,7 @@ fn parse_object(input: ParseStream, errors: &mut Errors) -> syn::Result<ObjectAs
         instances: None,
         costly: None,
         total: None,
+        packed: None,
         counters: None,
     };
     parse_fields(
@@ -266,6 +273,10 @@ fn parse_object(input: ParseStream, errors: &mut Errors) -> syn::Result<ObjectAs
                 }
                 "total" => {
                     object.total = Some(value(input)?);
+                    Ok(false)
+                }
+                "packed" => {
+                    object.packed = Some(value(input)?);
                     Ok(false)
                 }
                 "instances" => {
@@ -470,6 +481,7 @@ fn parse_counter(input: ParseStream, errors: &mut Errors) -> syn::Result<Counter
             on_demand: None,
             sum: None,
             aggregate: None,
+            sharded: None,
         };
         parse_fields(
             &fields,
@@ -483,6 +495,7 @@ fn parse_counter(input: ParseStream, errors: &mut Errors) -> syn::Result<Counter
                 match key.to_string().as_str() {
                     "detail" => b.detail = Some(value(input)?),
                     "aggregate" => b.aggregate = Some(value(input)?),
+                    "sharded" => b.sharded = Some(value(input)?),
                     "factor" => {
                         input.parse::<Token![:]>()?;
                         b.factor = Some(parse_factor(input, errors)?);

@@ -93,6 +93,7 @@ fn object_def(krate: &TokenStream, o: &Obj) -> TokenStream {
     };
     let costly = o.costly;
     let total = o.total;
+    let packed = o.packed;
     let osym = &o.symbol;
     quote! {
         #krate::map::ObjectDef {
@@ -104,6 +105,7 @@ fn object_def(krate: &TokenStream, o: &Obj) -> TokenStream {
             instances: #instances,
             costly: #costly,
             total: #total,
+            packed: #packed,
             counters: #osym::COUNTERS,
         }
     }
@@ -138,6 +140,7 @@ fn counter_def(krate: &TokenStream, c: &Ctr) -> TokenStream {
             let parts = parts.iter().map(|(i, _)| Literal::usize_unsuffixed(*i));
             quote!(#krate::map::Source::SumOf(&[#(#parts),*]))
         }
+        None if c.sharded => quote!(#krate::map::Source::Sharded),
         None if c.on_demand => quote!(#krate::map::Source::OnDemand),
         None => quote!(#krate::map::Source::Stored),
     };

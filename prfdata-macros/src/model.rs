@@ -43,6 +43,8 @@ pub(crate) struct Obj {
     pub(crate) costly: bool,
     /// `total: true`.
     pub(crate) total: bool,
+    /// `packed: true`.
+    pub(crate) packed: bool,
     pub(crate) counters: Vec<Ctr>,
 }
 
@@ -65,6 +67,8 @@ pub(crate) struct Ctr {
     pub(crate) sum: Option<Vec<(usize, Ident)>>,
     /// `aggregate: ...`: the variant of `prfdata::map::Aggregate` (`Sum`, `Live`, ...).
     pub(crate) aggregate: Option<Ident>,
+    /// `sharded: true`.
+    pub(crate) sharded: bool,
 }
 
 pub(crate) struct Text {
@@ -336,6 +340,7 @@ fn check_object(o: ObjectAst, symbols: &mut Symbols, errors: &mut Errors) -> Obj
         scope_span,
         costly: o.costly.is_some_and(|c| c.value),
         total,
+        packed: o.packed.is_some_and(|p| p.value),
         counters,
     }
 }
@@ -564,8 +569,13 @@ fn check_counters(
                 .and_then(|a| check_aggregate(a, &c.symbol, &c.ty, kinds[i], errors)),
             _ => None,
         };
+        let sharded = match &c.body {
+            Some(body) if !is_base => check_sharded(body, &c.symbol, errors),
+            _ => false,
+        };
         out.push(Ctr {
             aggregate,
+            sharded,
             docs: c.docs,
             symbol: c.symbol,
             offset,
@@ -604,6 +614,24 @@ fn check_counters(
         }
     }
     out
+}
+
+/// `sharded: true`: not with `on_demand` or `sum` (the width and kind, a 64-bit count or timer,
+/// are checked by prfdata's map validation, which knows the types).
+fn check_sharded(body: &CounterBody, symbol: &Ident, errors: &mut Errors) -> bool {
+    let Some(lit) = body.sharded.as_ref().filter(|b| b.value) else {
+        return false;
+    };
+    if body.on_demand.as_ref().is_some_and(|b| b.value) || body.sum.is_some() {
+        errors.at(
+            lit.span(),
+            format!(
+                "counter {symbol} is sharded and on demand or a sum: a sharded counter is \
+                 stored by the app's threads, one slot each"
+            ),
+        );
+    }
+    true
 }
 
 /// A counter's `factor`, `on_demand` and `sum` (seed 000's scale factors, `PSTF_FUNCPTR` and

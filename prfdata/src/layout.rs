@@ -12,9 +12,26 @@
 //!             per object, each region 64-aligned:
 //!               live list   u32 × max     slot numbers of live instances, dense
 //!               slots       SlotHeader (64 bytes) + UTF-16 name, × max
+//!               shard owners u64 × SHARD_SLOTS, only with sharded counters (LAYOUT_VERSION 8)
 //!               data        counter block × (max + 1) (or × 1 without instances): the
-//!                           last one is the retired accumulator (LAYOUT_VERSION 6)
+//!                           last one is the retired accumulator (LAYOUT_VERSION 6), one
+//!                           every `block_stride` bytes (LAYOUT_VERSION 8):
+//!
+//!   block_stride (a multiple of CACHE_LINE unless the object is `packed`)
+//!   ├─ counter block (counter_block_size)   the PERF_COUNTER_BLOCK a provider copies
+//!   ├─ padding to shard_start (CACHE_LINE-aligned)
+//!   ├─ shard line 0 .. SHARD_SLOTS-1        shard_line bytes each: one u64 per sharded counter
+//!   └─ padding to the stride
 //! ```
+//!
+//! Cache lines (LAYOUT_VERSION 8): an instanced object's counter blocks are `CACHE_LINE` (128)
+//! bytes apart at least, so two threads updating two instances never share a line (the
+//! reasoning of crossbeam-utils' `CachePadded`: on x86-64 the adjacent-line prefetcher pairs
+//! 64-byte lines). A map's `packed: true` keeps the dense stride (the block size rounded to 8).
+//! A *sharded* counter (`CounterRecord::shard`) is the sum of its value in the counter block
+//! and of one u64 in each shard line; a thread that owns shard slot `s` (its owner word, in the
+//! shard owners region, holds the thread's process) adds to line `s` with a plain load and
+//! store; readers add the lines up.
 //!
 //! A counter block is laid out as perflib's `PERF_COUNTER_BLOCK`: a `u32` ByteLength (padded to
 //! 8 bytes), then each counter at its `CounterOffset`, aligned to its size, so that 64-bit values
@@ -59,7 +76,14 @@ pub const MAGIC: [u8; 8] = *b"PRFDATA\0";
 ///   instance; an instanced object's data region holds one counter block more than its limit,
 ///   the *retired accumulator* (block number `max_instances`), where the values of removed and
 ///   reclaimed instances are folded by each counter's rule.
-pub const LAYOUT_VERSION: u32 = 6;
+/// - 8 (layout17 branch): cache-line padded instances and sharded counters (issue 17). The
+///   [`ObjectRecord`]'s reserved room holds the distance between two counter blocks
+///   ([`ObjectRecord::block_stride`], a multiple of [`CACHE_LINE`] unless the map packs the
+///   object, where it was the block size) and the shard geometry ([`ObjectRecord::shard_start`],
+///   [`ObjectRecord::shard_line`], [`ObjectRecord::shard_slots`], [`ObjectRecord::shard_owners`]);
+///   the [`CounterRecord`]'s reserved room a sharded counter's word in the shard lines
+///   ([`CounterRecord::shard`]).
+pub const LAYOUT_VERSION: u32 = 8;
 /// Size of [`BlockHeader`].
 pub const HEADER_SIZE: usize = 256;
 /// Size of [`ObjectRecord`].
@@ -86,6 +110,22 @@ pub const DWORD_SIZE: u32 = size_of::<u32>() as u32;
 pub const LARGE_SIZE: u32 = size_of::<u64>() as u32;
 /// Alignment of every region: a cache line, so the regions of different objects never share one.
 pub const REGION_ALIGN: usize = 64;
+/// The cache line instances are padded to: 128 bytes, as crossbeam-utils' `CachePadded` on
+/// x86-64 and aarch64 (Intel's adjacent-line prefetcher fetches 64-byte lines in pairs, Intel
+/// 64 and IA-32 Optimization Reference Manual, 2.5.5.4; Apple's M-series lines are 128 bytes).
+/// The same on every target, as a shared layout must be.
+pub const CACHE_LINE: usize = 128;
+/// Shard slots per object with sharded counters: threads that update its sharded counters
+/// without a locked instruction at once (more share the counter's own value with atomic adds).
+pub const SHARD_SLOTS: u32 = 16;
+/// The largest distance between two counter blocks: a counter block, padding and the shard
+/// lines of [`MAX_SHARDED`] counters.
+pub const MAX_BLOCK_STRIDE: u32 =
+    MAX_COUNTER_BLOCK + 2 * CACHE_LINE as u32 + SHARD_SLOTS * MAX_SHARD_LINE;
+/// The most sharded counters an object may declare.
+pub const MAX_SHARDED: u32 = 64;
+/// The longest shard line: one u64 per sharded counter.
+pub const MAX_SHARD_LINE: u32 = MAX_SHARDED * 8;
 /// The largest block prfdata creates or opens: 1 GiB.
 ///
 /// A map whose block would be larger does not compile
@@ -275,8 +315,23 @@ pub struct ObjectRecord {
     pub owned_count: u32,
     /// Explicit padding.
     pub _pad2: u32,
+    /// Bytes from one counter block to the next ([`LAYOUT_VERSION`] 8): at least
+    /// `counter_block_size`, a multiple of 8; a multiple of [`CACHE_LINE`] for an instanced object
+    /// the map does not pack, and for any object with sharded counters.
+    pub block_stride: u32,
+    /// Offset of shard line 0 inside each stride (0 without sharded counters).
+    pub shard_start: u32,
+    /// Bytes of one shard line: 8 per sharded counter, rounded up to [`CACHE_LINE`] (0 without
+    /// sharded counters).
+    pub shard_line: u32,
+    /// Shard slots: lines per counter block and owner words ([`SHARD_SLOTS`], or 0 without
+    /// sharded counters).
+    pub shard_slots: u32,
+    /// Offset of the shard owner words (`shard_slots` u64s, atomic): 0 for a free slot, else the
+    /// owning process (pid in the low half, the low half of its start time in the high half).
+    pub shard_owners: u64,
     /// Reserved, zero.
-    pub _reserved: [u8; 40],
+    pub _reserved: [u8; 16],
 }
 
 /// Offset of [`ObjectRecord::live_count`] inside the record.
@@ -294,7 +349,7 @@ pub const OWNED_COUNT_OFFSET: usize = offset_of!(ObjectRecord, owned_count);
 ///  0 name_offset   4 counter_type  8 size         12 block_offset
 /// 16 default_scale 20 detail_level 24 stat_flags   28 factor
 /// 32 parts: u16 × 8 (indexes among the object's counters)   48 part_count
-/// 52 aggregate     56 reserved, zero (8 bytes)
+/// 52 aggregate     56 shard         60 reserved, zero (4 bytes)
 /// ```
 ///
 /// `stat_flags` holds seed 000's `PSTF_FUNCPTR` (on demand), `PSTF_COMPLEX` (a sum of
@@ -327,8 +382,11 @@ pub struct CounterRecord {
     /// How departed instances and `_Total` aggregate this counter: `AGG_*` ([`LAYOUT_VERSION`]
     /// 6).
     pub aggregate: u32,
+    /// A sharded counter ([`LAYOUT_VERSION`] 8): 1 + the index of its u64 in the object's shard
+    /// lines; 0 for any other counter. Its value is the counter block's plus every line's.
+    pub shard: u32,
     /// Reserved, zero.
-    pub _reserved: [u32; 2],
+    pub _reserved: u32,
 }
 
 /// The most parts of a sum (seed 000's `MAXCOMPLEXSUBSTAT`).
@@ -428,6 +486,11 @@ const _: () = {
     assert!(size_of::<ObjectRecord>() == OBJECT_RECORD_SIZE);
     assert!(LIVE_COUNT_OFFSET == 64);
     assert!(size_of::<CounterRecord>() == COUNTER_RECORD_SIZE);
+    // LAYOUT_VERSION 8 (fuzz/upgrade-blocks-v8.py writes the stride at this offset).
+    assert!(offset_of!(ObjectRecord, block_stride) == 88);
+    assert!(offset_of!(ObjectRecord, shard_owners) == 104);
+    assert!(offset_of!(CounterRecord, shard) == 56);
+    assert!(MAX_BLOCK_STRIDE as u64 * (MAX_INSTANCES as u64 + 1) < 1 << 42);
     assert!(OD_REQUEST_OFFSET.is_multiple_of(4) && OD_SERVED_OFFSET == OD_REQUEST_OFFSET + 4);
     assert!(OD_OBJECTS_OFFSET.is_multiple_of(8) && OD_OBJECTS_OFFSET + 8 <= HEADER_SIZE);
     assert!(MAX_SUM_PARTS <= u16::MAX as usize && (MAX_COUNTERS - 1) as usize <= u16::MAX as usize);

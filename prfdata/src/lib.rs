@@ -18,7 +18,8 @@
 //! **Publishing counters** (the app)
 //! - [`PrfData`]: an activated block: instances ([`InstanceId`], [`InstanceSpec`], the
 //!   [`Instance`] guard), live counters ([`PrfData::ctr`], [`PrfData::ctr_of`], `get_ctr32` /
-//!   `get_ctr64`), [`CtrsGuard`] (`lock_ctrs`); [`Error`] says what went wrong and what to do.
+//!   `get_ctr64`), [`ShardedCtr`] ([`PrfData::sharded`]: a counter spread over per-thread
+//!   cache lines), [`CtrsGuard`] (`lock_ctrs`); [`Error`] says what went wrong and what to do.
 //! - [`Optex`]: the cross-process lock that guards layout changes ([`optex`]); [`ProcessId`]
 //!   ([`process`]): the identity (pid + start time) it records its owner by.
 //! - [`clock`]: the clocks timer counters are measured against.
@@ -126,6 +127,7 @@ mod error;
 mod instances;
 mod on_demand;
 mod prfdata;
+mod shard;
 mod sys;
 mod write_lock;
 
@@ -134,3 +136,4 @@ pub use block::open::{block_path, shm_dir};
 pub use error::Error;
 pub use optex::{Optex, OptexGuard};
 pub use process::ProcessId;
+pub use shard::ShardedCtr;

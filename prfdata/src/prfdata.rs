@@ -17,6 +17,7 @@ use crate::layout;
 use crate::map::{data_offset, CtrId, Global, Instanced, Object, PerfDataMap, Source};
 use crate::on_demand::Server;
 use crate::optex::{Optex, OptexGuard};
+use crate::shard::{ShardHost, ShardedCtr};
 use crate::watch::waiter::Host as WatchHost;
 use crate::watch::WatchEvent;
 use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
@@ -91,6 +92,9 @@ pub struct PrfData<M: PerfDataMap> {
     /// The on-demand servicing thread, started by the first [`PrfData::on_demand`]. Declared
     /// before `block`: dropped (the thread joined) before the block is unmapped.
     on_demand: OnceLock<Server>,
+    /// The shard slots this handle's threads own ([`PrfData::sharded`]). Declared before
+    /// `block`: released before the block is unmapped.
+    shards: ShardHost,
     block: BlockFile,
     /// The objects and counters added at run time (feature `install`).
     #[cfg(feature = "install")]
@@ -533,6 +537,7 @@ impl<M: PerfDataMap> PrfData<M> {
         let watch = WatchHost::create(M::DEF, block_dir(block.path()));
         let prf = PrfData {
             on_demand: OnceLock::new(),
+            shards: ShardHost::new(block.raw.base()),
             #[cfg(feature = "install")]
             dynamic: crate::dynamic::Shared::new(M::DEF, block.path(), true),
             block,
@@ -600,6 +605,7 @@ impl<M: PerfDataMap> PrfData<M> {
         let watch = WatchHost::attached(M::DEF, block_dir(block.path()));
         Ok(PrfData {
             on_demand: OnceLock::new(),
+            shards: ShardHost::new(block.raw.base()),
             #[cfg(feature = "install")]
             dynamic: crate::dynamic::Shared::new(M::DEF, block.path(), false),
             block,
@@ -923,6 +929,98 @@ impl<M: PerfDataMap> PrfData<M> {
         // `inst.block_offset` is the offset of a counter block of object `O` (made by
         // `add_instance` from a slot below the object's limit, in a block laid out from `M`).
         self.atomic_at::<T::Width>(inst.block_offset + ctr.offset())
+    }
+
+    /// A handle on the sharded counter `ctr` of an object without instances, for this thread:
+    /// [`ShardedCtr::add`] is a relaxed load and store of the thread's own cache-line slot, no
+    /// locked instruction (see [`ShardedCtr`] and the `shard` module docs for slots, their
+    /// owners across processes and the fallback when every slot is taken). Readers see the
+    /// sum. The first call of a thread claims its slot (a compare-and-swap); take the handle
+    /// once per thread, outside the hot loop.
+    ///
+    /// On a 64-bit counter that is not sharded (`sharded: true` in the map), the handle adds
+    /// to the counter with `fetch_add`, as [`ctr`](PrfData::ctr) would.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// prfdata::prfdata_map! { pub mod m { app: "ShardedDoc",
+    ///   object SERVER { name: "Server", help: name, counters {
+    ///     REQUESTS: BulkCount { name: "Requests/sec", help: name, sharded: true },
+    ///   } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let requests = prf.sharded(m::REQUESTS);
+    /// requests.add(1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sharded<T, O>(&self, ctr: CtrId<T, O>) -> ShardedCtr<'_>
+    where
+        T: CounterType<Width = Large>,
+        O: Object<Map = M, Scope = Global>,
+    {
+        self.sharded_at::<O>(const { data_offset::<O>() }, ctr.index(), ctr.offset())
+    }
+
+    /// A handle on the sharded counter `ctr` of instance `inst`, for this thread: as
+    /// [`sharded`](PrfData::sharded). The thread's slot is the object's, for every instance.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// prfdata::prfdata_map! { pub mod m { app: "ShardedOfDoc",
+    ///   object CONN { name: "Connection", help: name, instances: { max: 8, name_len: 16 },
+    ///     counters { BYTES: BulkCount { name: "Bytes/sec", help: name, sharded: true } } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let conn = prf.add_instance_guarded(m::CONN, "c1")?;
+    /// prf.sharded_of(m::BYTES, *conn).add(4096);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sharded_of<T, O>(&self, ctr: CtrId<T, O>, inst: InstanceId<O>) -> ShardedCtr<'_>
+    where
+        T: CounterType<Width = Large>,
+        O: Object<Map = M, Scope = Instanced>,
+    {
+        self.sharded_at::<O>(inst.block_offset, ctr.index(), ctr.offset())
+    }
+
+    /// The handle on counter `index` (at `offset` in its block) of the counter block at `block`
+    /// of object `O`: the thread's shard word, or the counter's own for a counter that is not
+    /// sharded or a thread without a slot.
+    fn sharded_at<O: Object<Map = M>>(
+        &self,
+        block: usize,
+        index: usize,
+        offset: usize,
+    ) -> ShardedCtr<'_> {
+        use crate::map::offsets;
+        let def = &M::DEF.objects[O::INDEX];
+        // SAFETY: `block` is a counter block of object `O` in a block laid out from `M`
+        // (validated when it was activated or attached), and the 64-bit counter at `offset`
+        // lies inside it, 8-aligned.
+        let own = unsafe { self.block.raw.u64_at(block + offset) };
+        let Some(k) = offsets::shard_index(def, index) else {
+            return ShardedCtr::new(own, None);
+        };
+        let owners = offsets::object_base(M::DEF, O::INDEX) + offsets::object_regions(def).owners;
+        let slots = offsets::shard_slots(def) as u32;
+        // SAFETY: the object has sharded counters, so its owner region holds `slots` u64s at
+        // `owners` (8-aligned), and `s < slots` (the only values `slot_for` passes).
+        let owner = |s: u32| unsafe { self.block.raw.u64_at(owners + 8 * s as usize) };
+        match self.shards.slot_for(owners, slots, owner) {
+            Some(s) => {
+                let at = block
+                    + offsets::shard_start(def)
+                    + s as usize * offsets::shard_line(def)
+                    + 8 * k;
+                // SAFETY: the shard lines of the counter block at `block` lie inside its
+                // stride (`offsets::block_stride`), line `s < slots`, word `k` below the
+                // object's sharded count: 8-aligned, in bounds.
+                ShardedCtr::new(unsafe { self.block.raw.u64_at(at) }, Some(s))
+            }
+            None => ShardedCtr::new(own, None),
+        }
     }
 
     /// The atomic of width `W` at `off`, which the callers computed from `M` and a counter id

@@ -128,7 +128,16 @@ pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> 
             _pad: 0,
             owned_count: 0,
             _pad2: 0,
-            _reserved: [0; 40],
+            block_stride: block_stride(obj) as u32,
+            shard_start: shard_start(obj) as u32,
+            shard_line: shard_line(obj) as u32,
+            shard_slots: shard_slots(obj) as u32,
+            shard_owners: if shard_slots(obj) > 0 {
+                base + regions.owners as u64
+            } else {
+                0
+            },
+            _reserved: [0; 16],
         };
         image.extend_from_slice(record.as_bytes());
         first_counter += obj.counters.len() as u32;
@@ -143,6 +152,7 @@ pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> 
                 default_scale: ctr.default_scale,
                 detail_level: ctr.detail.to_winperf(),
                 aggregate: crate::map::rule_code(obj, c),
+                shard: shard_index(obj, c).map_or(0, |k| k as u32 + 1),
                 ..stat_fields(ctr)
             };
             image.extend_from_slice(record.as_bytes());
@@ -158,7 +168,7 @@ fn stat_fields(ctr: &crate::map::CounterDef) -> CounterRecord {
     let mut parts = [0u16; MAX_SUM_PARTS];
     let mut part_count = 0;
     match ctr.source {
-        Source::Stored => {}
+        Source::Stored | Source::Sharded => {}
         Source::OnDemand => flags |= winperf::PSTF_FUNCPTR,
         Source::SumOf(list) => {
             flags |= winperf::PSTF_COMPLEX;

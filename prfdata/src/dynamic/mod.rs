@@ -504,6 +504,7 @@ fn leak_map(app: &str, defs: &Defs) -> Option<&'static MapDef> {
                 instances: Instances::None,
                 costly: o.costly,
                 total: false,
+                packed: false,
                 counters: Box::leak(counters.into_boxed_slice()),
             }
         })

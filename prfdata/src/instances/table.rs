@@ -60,6 +60,7 @@ pub(crate) struct ObjectTable<'a> {
     data: usize,
     slot_size: usize,
     stride: usize,
+    block_size: usize,
     max: u32,
     max_name_len: u32,
     /// The object's definition, when the table comes from a trusted map: its counters' rules
@@ -96,8 +97,9 @@ pub(crate) struct NewInstance<'n> {
 /// Whoever makes one vouches that, in the mapping it is used with: the record (128 bytes at
 /// `record`) is inside; the live list (`max` u32s at the 4-aligned `live`), the `max` slots of
 /// `slot_size` bytes (a multiple of 8, at least the slot header and `max_name_len` UTF-16
-/// units) at the 8-aligned `slots`, and the `max` counter blocks of `stride` bytes (a
-/// multiple of 8) at the 8-aligned `data` are inside.
+/// units) at the 8-aligned `slots`, and the `max` counter blocks `stride` bytes apart (a
+/// multiple of 8, at least `block_size`, itself a multiple of 8) at the 8-aligned `data` are
+/// inside.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TableLayout {
     /// How errors name the object: its symbol in the map, or a description.
@@ -107,7 +109,10 @@ pub(crate) struct TableLayout {
     pub slots: usize,
     pub data: usize,
     pub slot_size: usize,
+    /// Bytes from one counter block to the next (shard lines and padding included).
     pub stride: usize,
+    /// Bytes of one counter block (its ByteLength).
+    pub block_size: usize,
     pub max: u32,
     pub max_name_len: u32,
 }
@@ -132,7 +137,8 @@ impl<'a> ObjectTable<'a> {
                 slots: base + regions.slots,
                 data: base + regions.data,
                 slot_size: offsets::slot_size(obj),
-                stride: offsets::counter_block_size(obj),
+                stride: offsets::block_stride(obj),
+                block_size: offsets::counter_block_size(obj),
                 max,
                 max_name_len,
             },
@@ -153,6 +159,7 @@ impl<'a> ObjectTable<'a> {
             data: at.data,
             slot_size: at.slot_size,
             stride: at.stride,
+            block_size: at.block_size,
             max: at.max,
             max_name_len: at.max_name_len,
             def: None,
@@ -199,9 +206,15 @@ impl<'a> ObjectTable<'a> {
                     let v = self.raw.u32_at(from + at).load(Relaxed);
                     self.raw.u32_at(to + at).fetch_add(v, Relaxed);
                 },
-                // SAFETY: as above, for an 8-byte value.
+                // SAFETY: as above, for an 8-byte value; a sharded counter's words are in the
+                // shard lines of the same stride (`shard_words`).
                 Some(8) => unsafe {
-                    let v = self.raw.u64_at(from + at).load(Relaxed);
+                    let mut v = self.raw.u64_at(from + at).load(Relaxed);
+                    if let Some(k) = offsets::shard_index(def, i) {
+                        for word in shard_words(def, from, k) {
+                            v = v.wrapping_add(self.raw.u64_at(word).load(Relaxed));
+                        }
+                    }
                     self.raw.u64_at(to + at).fetch_add(v, Relaxed);
                 },
                 _ => {}
@@ -365,12 +378,13 @@ impl<'a> ObjectTable<'a> {
             .collect()
     }
 
-    /// Sets the `ByteLength` of a counter block (done once per block, when it is handed out).
+    /// Sets the `ByteLength` of a counter block and zeroes the rest of its stride (its values
+    /// and shard lines; done once per block, when it is handed out).
     pub(crate) fn init_block(&self, slot_no: u32) {
         let off = self.block_offset(slot_no);
         // SAFETY: the counter block of a slot below `max` (or slot 0 of a global object) is
         // inside the data region; its first u32 is the ByteLength, 8-aligned.
-        unsafe { self.raw.u32_at(off) }.store(self.stride as u32, Relaxed);
+        unsafe { self.raw.u32_at(off) }.store(self.block_size as u32, Relaxed);
         let mut at = off + 8;
         while at < off + self.stride {
             // SAFETY: `at` is 8-aligned and below the end of this counter block.
@@ -594,4 +608,11 @@ enum Free {
     Listed { slot_no: u32, next: u32 },
     /// The first slot never used (the high water mark).
     Unused(u32),
+}
+
+/// The offsets of sharded counter `k`'s word in each shard line of the counter block at `block`
+/// of object `def` (laid out from a trusted map: see [`crate::layout`]).
+pub(crate) fn shard_words(def: &ObjectDef, block: usize, k: usize) -> impl Iterator<Item = usize> {
+    let (start, line) = (offsets::shard_start(def), offsets::shard_line(def));
+    (0..offsets::shard_slots(def)).map(move |s| block + start + s * line + 8 * k)
 }

@@ -71,6 +71,7 @@ impl<'a> Tables<'a> {
                     data: 0,
                     slot_size: 0,
                     stride: 0,
+                    block_size: 0,
                     max: 0,
                     max_name_len: 0,
                 };

@@ -120,6 +120,7 @@ mod tests {
         instances: Instances::None,
         costly: false,
         total: false,
+        packed: false,
         counters: &[CTR],
     };
 

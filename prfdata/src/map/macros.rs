@@ -24,6 +24,7 @@
 ///             instances: none | { max: N, name_len: N },  // default none
 ///             costly: false | true,                // default false
 ///             total: false | true,                 // default false (a `_Total` instance)
+///             packed: false | true,                // default false (128-byte instance stride)
 ///             counters {
 ///                 /// docs of the counter (optional)
 ///                 SYMBOL = OFFSET: CounterType {   // `= OFFSET` optional
@@ -35,6 +36,7 @@
 ///                     on_demand: false | true,     // default false (seed 000's PSTF_FUNCPTR)
 ///                     sum: [COUNTER, ...],         // default none (seed 000's PSTF_COMPLEX)
 ///                     aggregate: sum | live | min | max | last, // default: by type
+///                     sharded: false | true,       // default false (per-thread slots)
 ///                 },
 ///                 BASE_SYMBOL: BaseType,           // right after the counter it serves
 ///             }
@@ -86,6 +88,17 @@
 ///   timers never go backwards); `live` sums the live instances only (gauges); `min`, `max`,
 ///   `last` take one live value. Left out, the counter's type decides (the table is in
 ///   [`Aggregate`](crate::map::Aggregate)'s module docs); a base follows the counter it serves.
+///
+/// **Cache lines** (issue 17, layout version 8):
+/// - Each instance's counter block starts on its own 128-byte cache line (the stride is the
+///   block rounded up to 128 bytes), so threads updating different instances never share a
+///   line. `packed: true` keeps the dense stride (the block rounded up to 8 bytes) where
+///   memory matters more: 16 instead of 128 bytes per instance for one 64-bit counter.
+/// - `sharded: true` (64-bit counts and timers, not on demand or a sum): the value is spread
+///   over 16 per-thread cache-line slots after each counter block, updated through
+///   [`PrfData::sharded`](crate::PrfData::sharded) with no locked instruction and added up by
+///   every reader. It costs 16 × 128 bytes per counter block (up to 16 sharded counters share
+///   those lines), whatever `packed` says.
 ///
 /// # Errors at compile time
 ///

@@ -314,6 +314,12 @@ pub enum Source {
     /// reader at each read (in 64 bits, then truncated to the counter's width), so that every
     /// consumer sees an ordinary counter. The app never writes it.
     SumOf(&'static [usize]),
+    /// A sharded counter (`sharded: true` in a map; 64-bit counts and timers): its value is
+    /// spread over per-thread cache-line slots of the counter block, which readers add up, so
+    /// that threads updating it at once never share a line. Updated through
+    /// [`PrfData::sharded`](crate::PrfData::sharded) (a relaxed load and store of the thread's
+    /// own slot); an update through [`ctr`](crate::PrfData::ctr) still counts.
+    Sharded,
 }
 
 impl CounterDef {
@@ -359,6 +365,11 @@ pub struct ObjectDef {
     pub costly: bool,
     /// Whether readers show a synthesised `_Total` instance (`total: true` in a map).
     pub total: bool,
+    /// Whether the counter blocks of its instances are packed densely (`packed: true` in a map)
+    /// rather than each on its own 128-byte cache line (the default: two threads updating two
+    /// instances never share a line). Packed: a block costs its size rounded up to 8 bytes per
+    /// instance; padded, rounded up to 128.
+    pub packed: bool,
     /// The counters, each base right after the counter it belongs to.
     pub counters: &'static [CounterDef],
 }
@@ -422,7 +433,7 @@ impl MapDef {
     /// use prfdata::map::{MapDef, ObjectDef, DetailLevel, Instances};
     /// const MAP: MapDef = MapDef { app: "x", objects: &[ObjectDef {
     ///     symbol: "OBJ", offset: 0, texts: &[], detail: DetailLevel::Novice,
-    ///     default_counter: None, instances: Instances::None, costly: false, total: false, counters: &[] }] };
+    ///     default_counter: None, instances: Instances::None, costly: false, total: false, packed: false, counters: &[] }] };
     /// const OBJ: usize = MAP.object_index("OBJ");
     /// assert_eq!(OBJ, 0);
     /// ```
@@ -455,7 +466,7 @@ impl ObjectDef {
     ///     factor: None, source: prfdata::map::Source::Stored, aggregate: None, };
     /// const OBJ: ObjectDef = ObjectDef { symbol: "OBJ", offset: 0, texts: &[],
     ///     detail: DetailLevel::Novice, default_counter: None, instances: Instances::None,
-    ///     costly: false, total: false, counters: &[CTR] };
+    ///     costly: false, total: false, packed: false, counters: &[CTR] };
     /// assert_eq!(OBJ.counter_index("C"), 0);
     /// ```
     pub const fn counter_index(&self, symbol: &str) -> usize {
@@ -477,7 +488,7 @@ impl ObjectDef {
     /// # use prfdata::map::{ObjectDef, DetailLevel, Instances};
     /// let obj = ObjectDef { symbol: "OBJ", offset: 0, texts: &[], detail: DetailLevel::Novice,
     ///     default_counter: None, instances: Instances::Max { max: 4, max_name_len: 8 },
-    ///     costly: false, total: false, counters: &[] };
+    ///     costly: false, total: false, packed: false, counters: &[] };
     /// assert!(obj.has_instances());
     /// ```
     pub const fn has_instances(&self) -> bool {
@@ -493,7 +504,7 @@ impl ObjectDef {
     /// let obj = ObjectDef { symbol: "OBJ", offset: 0,
     ///     texts: &[Text { lang: "009", name: "Object", help: "An object." }],
     ///     detail: DetailLevel::Novice, default_counter: None, instances: Instances::None,
-    ///     costly: false, total: false, counters: &[] };
+    ///     costly: false, total: false, packed: false, counters: &[] };
     /// assert_eq!(obj.name(), "Object");
     /// ```
     pub fn name(&self) -> &'static str {

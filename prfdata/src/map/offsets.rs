@@ -6,10 +6,10 @@
 //! offsets the block's records state, and checks them).
 
 use crate::layout::{
-    align_up, COUNTER_BLOCK_HEADER, COUNTER_RECORD_SIZE, HEADER_SIZE, OBJECT_RECORD_SIZE,
-    REGION_ALIGN, SLOT_HEADER_SIZE,
+    align_up, CACHE_LINE, COUNTER_BLOCK_HEADER, COUNTER_RECORD_SIZE, HEADER_SIZE,
+    OBJECT_RECORD_SIZE, REGION_ALIGN, SHARD_SLOTS, SLOT_HEADER_SIZE,
 };
-use crate::map::{CounterDef, Instances, MapDef, ObjectDef};
+use crate::map::{CounterDef, Instances, MapDef, ObjectDef, Source};
 use crate::winperf;
 
 /// Bytes of a counter's value (0 for a size the map validation refuses).
@@ -59,6 +59,82 @@ pub const fn counter_block_size(obj: &ObjectDef) -> usize {
     align_up(last, 8)
 }
 
+/// Number of sharded counters of the object ([`Source::Sharded`]).
+pub const fn sharded_count(obj: &ObjectDef) -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < obj.counters.len() {
+        if matches!(obj.counters[i].source, Source::Sharded) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// The index of counter `index`'s u64 in a shard line, if it is sharded.
+pub const fn shard_index(obj: &ObjectDef, index: usize) -> Option<usize> {
+    if !matches!(obj.counters[index].source, Source::Sharded) {
+        return None;
+    }
+    let mut n = 0;
+    let mut i = 0;
+    while i < index {
+        if matches!(obj.counters[i].source, Source::Sharded) {
+            n += 1;
+        }
+        i += 1;
+    }
+    Some(n)
+}
+
+/// Shard slots of the object: [`SHARD_SLOTS`] with sharded counters, else 0.
+pub const fn shard_slots(obj: &ObjectDef) -> usize {
+    if sharded_count(obj) == 0 {
+        0
+    } else {
+        SHARD_SLOTS as usize
+    }
+}
+
+/// Bytes of one shard line: a u64 per sharded counter, rounded up to a cache line (0 without).
+pub const fn shard_line(obj: &ObjectDef) -> usize {
+    align_up(sharded_count(obj) * 8, CACHE_LINE)
+}
+
+/// Offset of shard line 0 inside a stride: the counter block rounded up to a cache line (0
+/// without sharded counters).
+pub const fn shard_start(obj: &ObjectDef) -> usize {
+    if sharded_count(obj) == 0 {
+        0
+    } else {
+        align_up(counter_block_size(obj), CACHE_LINE)
+    }
+}
+
+/// Whether the object's counter blocks start on their own cache lines: an instanced object
+/// the map does not pack, or any object with sharded counters.
+pub const fn padded(obj: &ObjectDef) -> bool {
+    (obj.has_instances() && !obj.packed) || sharded_count(obj) > 0
+}
+
+/// Bytes from one counter block to the next ([`LAYOUT_VERSION`](crate::layout::LAYOUT_VERSION)
+/// 8): the block, its shard lines, rounded up to [`CACHE_LINE`] when [`padded`]; the block
+/// alone (a multiple of 8) for a packed or global object.
+pub const fn block_stride(obj: &ObjectDef) -> usize {
+    let end = shard_start(obj) + shard_slots(obj) * shard_line(obj);
+    let end = if end == 0 {
+        counter_block_size(obj)
+    } else {
+        end
+    };
+    if padded(obj) {
+        align_up(end, CACHE_LINE)
+    } else {
+        end
+    }
+}
+
 /// Bytes of one instance slot: header and name, rounded up to 8.
 pub const fn slot_size(obj: &ObjectDef) -> usize {
     match obj.instances {
@@ -94,6 +170,8 @@ pub struct ObjectRegions {
     pub live: usize,
     /// Offset of the slots.
     pub slots: usize,
+    /// Offset of the shard owner words ([`shard_slots`] u64s; empty without sharded counters).
+    pub owners: usize,
     /// Offset of the counter data.
     pub data: usize,
     /// Bytes of all three regions.
@@ -105,14 +183,19 @@ pub const fn object_regions(obj: &ObjectDef) -> ObjectRegions {
     let n = max_instances(obj);
     let live = 0;
     let slots = align_up(live + n * 4, REGION_ALIGN);
-    let data = align_up(slots + n * slot_size(obj), REGION_ALIGN);
-    let size = align_up(
-        data + block_count(obj) * counter_block_size(obj),
-        REGION_ALIGN,
-    );
+    let owners = align_up(slots + n * slot_size(obj), REGION_ALIGN);
+    let data_align = if padded(obj) {
+        CACHE_LINE
+    } else {
+        REGION_ALIGN
+    };
+    let data = align_up(owners + shard_slots(obj) * 8, data_align);
+    // Every object's base is a multiple of CACHE_LINE, so `data` is one in the block too.
+    let size = align_up(data + block_count(obj) * block_stride(obj), CACHE_LINE);
     ObjectRegions {
         live,
         slots,
+        owners,
         data,
         size,
     }
@@ -138,7 +221,7 @@ pub const fn counters_offset(map: &MapDef) -> usize {
 pub const fn regions_offset(map: &MapDef) -> usize {
     align_up(
         counters_offset(map) + total_counters(map) * COUNTER_RECORD_SIZE,
-        REGION_ALIGN,
+        CACHE_LINE,
     )
 }
 
@@ -184,6 +267,13 @@ mod tests {
         }
     }
 
+    const fn sharded(ty: u32) -> CounterDef {
+        CounterDef {
+            source: Source::Sharded,
+            ..ctr(ty)
+        }
+    }
+
     fn obj(counters: &'static [CounterDef], instances: Instances) -> ObjectDef {
         ObjectDef {
             symbol: "O",
@@ -194,6 +284,7 @@ mod tests {
             instances,
             costly: false,
             total: false,
+            packed: false,
             counters,
         }
     }
@@ -226,15 +317,42 @@ mod tests {
         );
         assert_eq!(slot_size(&o), 64 + 16);
         let r = object_regions(&o);
-        // 3 slots of 80 bytes from 64 end at 304, so the data starts at 320; 3 blocks of 16.
+        // 3 slots of 80 bytes from 64 end at 304, so the data starts on the next cache line,
+        // 384; 4 blocks (3 and the retired one) of 16 bytes padded to 128.
         assert_eq!(
             r,
             ObjectRegions {
                 live: 0,
                 slots: 64,
-                data: 320,
-                size: 384
+                owners: 320,
+                data: 384,
+                size: 384 + 4 * 128
             }
         );
+        assert_eq!(block_stride(&o), 128);
+        let packed = ObjectDef { packed: true, ..o };
+        assert_eq!(block_stride(&packed), 16, "packed: the dense stride");
+        assert_eq!(object_regions(&packed).data, 320);
+        assert_eq!(
+            block_stride(&obj(&C, Instances::None)),
+            16,
+            "a global object"
+        );
+    }
+
+    #[test]
+    fn sharded_counters_get_a_cache_line_per_slot_after_the_block() {
+        static C: [CounterDef; 3] = [
+            ctr(PERF_COUNTER_RAWCOUNT),
+            sharded(PERF_COUNTER_BULK_COUNT),
+            sharded(PERF_100NSEC_TIMER),
+        ];
+        let o = obj(&C, Instances::None);
+        assert_eq!(counter_block_size(&o), 32);
+        assert_eq!((shard_index(&o, 0), shard_index(&o, 2)), (None, Some(1)));
+        assert_eq!((shard_start(&o), shard_line(&o)), (128, 128));
+        assert_eq!(block_stride(&o), 128 + SHARD_SLOTS as usize * 128);
+        let r = object_regions(&o);
+        assert_eq!((r.owners, r.data), (0, 128));
     }
 }

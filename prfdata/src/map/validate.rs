@@ -8,8 +8,8 @@ use core::fmt;
 use super::offsets;
 use super::{str_eq, CounterDef, Factor, Instances, MapDef, ObjectDef, Source, Text};
 use crate::layout::{
-    COUNTER_RECORD_SIZE, HEADER_SIZE, MAX_BLOCK_SIZE, MAX_COUNTERS, MAX_COUNTER_BLOCK, MAX_OBJECTS,
-    OBJECT_RECORD_SIZE, REGION_ALIGN,
+    CACHE_LINE, COUNTER_RECORD_SIZE, HEADER_SIZE, MAX_BLOCK_SIZE, MAX_COUNTERS, MAX_COUNTER_BLOCK,
+    MAX_OBJECTS, MAX_SHARDED, OBJECT_RECORD_SIZE,
 };
 use crate::winperf;
 
@@ -154,6 +154,13 @@ pub enum MapError {
         /// The counter's symbol.
         counter: &'static str,
     },
+    /// A sharded counter ([`super::Source::Sharded`]) that is not a 64-bit number (a base,
+    /// text, an elapsed time or a 32-bit type), or the object's sharded counter past
+    /// 64 (`layout::MAX_SHARDED`).
+    BadSharded {
+        /// The counter's symbol.
+        counter: &'static str,
+    },
 }
 
 /// The most counters a derived counter sums: seed 000's `MAXCOMPLEXSUBSTAT`.
@@ -223,11 +230,17 @@ const fn check_size(map: &MapDef) -> Result<(), MapError> {
                 size: stride,
             });
         }
-        // As `offsets::object_regions`: live list, slots, counter blocks, each 64-aligned.
+        // As `offsets::object_regions`: live list, slots, shard owners, counter blocks, in
+        // u64 (n <= 2^20 instances, slots < 2^12 bytes, strides < 2^21: no overflow).
         let n = offsets::max_instances(obj) as u64;
-        let slots = align(n * 4);
-        let data = align(slots + n * offsets::slot_size(obj) as u64);
-        total += align(data + offsets::block_count(obj) as u64 * stride as u64);
+        let data = align(
+            n * 4
+                + 64
+                + n * offsets::slot_size(obj) as u64
+                + 64
+                + offsets::shard_slots(obj) as u64 * 8,
+        );
+        total += align(data + offsets::block_count(obj) as u64 * offsets::block_stride(obj) as u64);
         if total > MAX_BLOCK_SIZE {
             return Err(MapError::BlockTooLarge { size: total });
         }
@@ -363,6 +376,10 @@ impl MapError {
                 .push("counter ")
                 .push(counter)
                 .push(": an on-demand counter belongs to an object without instances and is not a base or text"),
+            MapError::BadSharded { counter } => m.push("counter ").push(counter).push(
+                ": a sharded counter is a 64-bit count or timer (not a base, text or elapsed \
+                 time; use a LARGE type such as BulkCount or Timer100Ns), at most 64 per object",
+            ),
         }
     }
 }
@@ -483,6 +500,17 @@ const fn check_source(obj: &ObjectDef, c: usize) -> Result<(), MapError> {
         && winperf::counter_size(ctr.counter_type).is_some();
     match ctr.source {
         Source::Stored => Ok(()),
+        Source::Sharded => {
+            let ok = plain
+                && matches!(winperf::counter_size(ctr.counter_type), Some(8))
+                && ctr.counter_type != winperf::PERF_ELAPSED_TIME
+                && offsets::sharded_count(obj) <= MAX_SHARDED as usize;
+            if ok {
+                Ok(())
+            } else {
+                Err(MapError::BadSharded { counter })
+            }
+        }
         Source::OnDemand if plain && !obj.has_instances() => Ok(()),
         Source::OnDemand => Err(MapError::BadOnDemand { counter }),
         Source::SumOf(parts) => {
@@ -629,7 +657,7 @@ const fn check_uniqueness(map: &MapDef) -> Result<(), MapError> {
 
 /// Rounds `n` up to a multiple of [`REGION_ALIGN`], in `u64`.
 const fn align(n: u64) -> u64 {
-    (n + REGION_ALIGN as u64 - 1) & !(REGION_ALIGN as u64 - 1)
+    (n + CACHE_LINE as u64 - 1) & !(CACHE_LINE as u64 - 1)
 }
 
 /// A fixed-capacity message buffer usable in `const`.
@@ -718,6 +746,7 @@ mod tests {
             instances: Instances::None,
             costly: false,
             total: false,
+            packed: false,
             counters,
         }
     }
@@ -919,8 +948,8 @@ mod tests {
             }))
         };
         // Just below and just above the cap: each 1024-unit slot takes 2112 bytes, each counter
-        // block 24, each live entry 4.
-        let per_instance = 2112 + 24 + 4;
+        // block 24 padded to a 128-byte line (LAYOUT_VERSION 8), each live entry 4.
+        let per_instance = 2112 + 128 + 4;
         let fits = (MAX_BLOCK_SIZE / per_instance) as u32 - 16;
         let map = with(fits, 1024);
         assert_eq!(validate(map), Ok(()));

@@ -41,6 +41,13 @@ pub struct ObjectInfo {
     pub max_name_len: u32,
     /// Bytes of one counter block.
     pub counter_block_size: u32,
+    /// Bytes from one counter block to the next in the block (at least `counter_block_size`,
+    /// a multiple of 8, at most `MAX_BLOCK_STRIDE`; [`LAYOUT_VERSION`] 8).
+    pub(crate) block_stride: u64,
+    /// The shard lines of the sharded counters, if the object has any.
+    pub(super) shards: Option<Shards>,
+    /// The sharded counters: place in the counter block and word in the shard lines.
+    pub(super) sharded: Vec<(u32, u32)>,
     /// Offset of the record in the block (at most `HEADER_SIZE + MAX_OBJECTS * 128`).
     pub(super) record_offset: u64,
     /// Bytes of one slot (at most `SLOT_HEADER_SIZE + 2 * MAX_INSTANCE_NAME + 64`).
@@ -70,6 +77,31 @@ pub(super) struct AggPlan {
     pub(super) offset: u32,
     pub(super) size: u32,
     pub(super) rule: u32,
+    /// Its word in the shard lines, for a sharded counter.
+    pub(super) shard: Option<u32>,
+}
+
+/// Where an object's shard lines lie in each stride, checked at open: `slots` lines of `line`
+/// bytes from `start`, inside the stride, after the counter block, 8-aligned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Shards {
+    pub(super) start: u64,
+    pub(super) line: u64,
+    pub(super) slots: u64,
+}
+
+impl Shards {
+    /// The sum of word `k` of every shard line of the counter block at `block` (wrapping, as
+    /// the counter does); `None` if a word is outside the mapping.
+    pub(super) fn total(&self, raw: &RawBlock, block: u64, k: u32) -> Option<u64> {
+        let mut sum = 0u64;
+        for s in 0..self.slots {
+            // block < 2^30, start + slots * line <= stride <= MAX_BLOCK_STRIDE: no overflow.
+            let at = block + self.start + s * self.line + 8 * u64::from(k);
+            sum = sum.wrapping_add(raw.load_u64(usize::try_from(at).ok()?)?);
+        }
+        Some(sum)
+    }
 }
 
 impl ObjectInfo {
@@ -87,7 +119,8 @@ impl ObjectInfo {
             slots: us(self.slots_offset)?,
             data: us(self.data_offset)?,
             slot_size: us(self.slot_size)?,
-            stride: self.counter_block_size as usize,
+            stride: usize::try_from(self.block_stride).ok()?,
+            block_size: self.counter_block_size as usize,
             max: self.max_instances,
             max_name_len: self.max_name_len,
         })
@@ -122,6 +155,8 @@ pub struct CounterInfo {
     /// How departed instances and `_Total` aggregate it (as the block says: the map's rule or
     /// its type's default, resolved by the writer); `None` for text.
     pub aggregate: Option<Aggregate>,
+    /// For a sharded counter: its word in the object's shard lines.
+    pub(super) shard: Option<u32>,
 }
 
 impl CounterInfo {
@@ -422,6 +457,16 @@ fn check_counter(rec: &CounterRecord, at: u64) -> Result<CounterInfo, ReadError>
             rec.stat_flags,
         ));
     }
+    let shard = rec.shard.checked_sub(1);
+    if shard.is_some_and(|k| {
+        k >= MAX_SHARDED || !numeric || complex || on_demand || rec.size != LARGE_SIZE
+    }) {
+        return Err(field(
+            field_at(offset_of!(CounterRecord, shard)),
+            "counter shard word",
+            rec.shard,
+        ));
+    }
     Ok(CounterInfo {
         name_offset,
         counter_type: rec.counter_type,
@@ -435,6 +480,7 @@ fn check_counter(rec: &CounterRecord, at: u64) -> Result<CounterInfo, ReadError>
         // At most MAX_SUM_PARTS (8), checked above.
         part_count: part_count as u8,
         aggregate: Aggregate::from_code(rec.aggregate),
+        shard,
     })
 }
 
@@ -492,6 +538,56 @@ fn check_object(
             stride,
         ));
     }
+    let block_stride = u64::from(rec.block_stride);
+    if block_stride < u64::from(stride)
+        || !block_stride.is_multiple_of(WORD as u64)
+        || rec.block_stride > MAX_BLOCK_STRIDE
+    {
+        return Err(field(
+            object_at!(off, block_stride),
+            "counter block stride",
+            rec.block_stride,
+        ));
+    }
+    let sharded: Vec<(u32, u32)> = counters[first..end]
+        .iter()
+        .filter_map(|c| Some((c.block_offset, c.shard?)))
+        .collect();
+    let shards = if sharded.is_empty() {
+        if rec.shard_slots != 0 {
+            return Err(field(
+                object_at!(off, shard_slots),
+                "shard slots",
+                rec.shard_slots,
+            ));
+        }
+        None
+    } else {
+        // Each check bounds its value, so the products below stay under 2^32.
+        let words = sharded.iter().map(|&(_, k)| k + 1).max().unwrap_or(0);
+        let shards = Shards {
+            start: u64::from(rec.shard_start),
+            line: u64::from(rec.shard_line),
+            slots: u64::from(rec.shard_slots),
+        };
+        let bad = |at: u64, what: &'static str, v: u32| Err(field(at, what, v));
+        if rec.shard_slots == 0 || rec.shard_slots > SHARD_SLOTS {
+            return bad(object_at!(off, shard_slots), "shard slots", rec.shard_slots);
+        }
+        if rec.shard_line < 8 * words
+            || rec.shard_line > MAX_SHARD_LINE
+            || !shards.line.is_multiple_of(WORD as u64)
+        {
+            return bad(object_at!(off, shard_line), "shard line", rec.shard_line);
+        }
+        if shards.start < u64::from(stride)
+            || !shards.start.is_multiple_of(WORD as u64)
+            || shards.start + shards.slots * shards.line > block_stride
+        {
+            return bad(object_at!(off, shard_start), "shard start", rec.shard_start);
+        }
+        Some(shards)
+    };
     let mut text = Vec::new();
     for (i, c) in counters[first..end].iter().enumerate() {
         // In u64: a block offset near 2^32 must not wrap past the check.
@@ -515,6 +611,7 @@ fn check_object(
                 offset: c.block_offset,
                 size: c.size,
                 rule: c.aggregate?.code(),
+                shard: c.shard,
             })
         })
         .collect();
@@ -603,7 +700,7 @@ fn check_object(
             rec.slots_offset,
         ));
     }
-    if !region_ok(rec.data_offset, blocks * u64::from(stride)) {
+    if !region_ok(rec.data_offset, blocks * block_stride) {
         return Err(field(
             object_at!(off, data_offset),
             "data offset",
@@ -620,6 +717,9 @@ fn check_object(
         max_instances: max as u32,
         max_name_len: name_len,
         counter_block_size: stride,
+        block_stride,
+        shards,
+        sharded,
         record_offset: off,
         slot_size,
         live_offset: rec.live_offset,

@@ -281,9 +281,10 @@ impl<'a> BlockView<'a> {
             || o.slot_size < SLOT_HEADER_SIZE as u64 + name_room
             || !fits(o.slots_offset, max * o.slot_size)
             || !o.data_offset.is_multiple_of(word)
-            || !u64::from(o.counter_block_size).is_multiple_of(word)
+            || !o.block_stride.is_multiple_of(word)
+            || o.block_stride < u64::from(o.counter_block_size)
             // The blocks and the retired accumulator after them.
-            || !fits(o.data_offset, (max + 1) * u64::from(o.counter_block_size))
+            || !fits(o.data_offset, (max + 1) * o.block_stride)
         {
             return Err(field(o.record_offset, "object regions", o.record_offset));
         }
@@ -423,6 +424,7 @@ impl<'a> BlockView<'a> {
         if copied.is_none() {
             return Err(field(o.data_offset, "counter block", o.counter_block_size));
         }
+        self.reader.add_shards(o, o.data_offset, out)?;
         finish_counter_block(o, out);
         Ok(())
     }
@@ -772,8 +774,8 @@ impl InstanceTable<'_> {
         if inst.slot >= o.max_instances {
             return Err(field(o.record_offset, "instance of the object", inst.slot));
         }
-        // slot < max_instances <= 2^20 and the stride <= 2^20: no overflow in u64.
-        let block = o.data_offset + u64::from(inst.slot) * u64::from(o.counter_block_size);
+        // slot < max_instances <= 2^20 and the stride < 2^21: no overflow in u64.
+        let block = o.data_offset + u64::from(inst.slot) * o.block_stride;
         self.reader.value_at(o, block, counter)
     }
 
@@ -787,22 +789,29 @@ impl InstanceTable<'_> {
     #[inline]
     pub fn copy_counter_block(&self, inst: &LiveInstance, out: &mut [u8]) -> Result<(), ReadError> {
         let o = self.info;
-        let stride = o.counter_block_size as usize;
-        assert_eq!(out.len(), stride, "one counter block");
+        assert_eq!(
+            out.len(),
+            o.counter_block_size as usize,
+            "one counter block"
+        );
         if self.is_total_inst(inst) {
             return self.total_block(out);
         }
         if inst.slot >= o.max_instances {
             return Err(field(o.record_offset, "instance of the object", inst.slot));
         }
-        let at = o.data_offset as usize + inst.slot as usize * stride;
+        let at = o.data_offset as usize + inst.slot as usize * o.block_stride as usize;
         // The whole block in one bulk copy (each 8-byte word whole, wide loads where the
         // processor guarantees that), then the fix-ups of its special counters.
         // SAFETY: `inst.slot < max_instances` (checked above), and `BlockView::instances`
-        // checked that the `max_instances` blocks of `counter_block_size` bytes (a multiple of
-        // 8, checked at open) at the 8-aligned `data_offset` are inside the mapping: the block
-        // at `at` is in bounds, 8-aligned, a multiple of 8 long (`out.len() == stride`).
+        // checked that the `max_instances` blocks `block_stride` bytes apart (a multiple of 8, at
+        // least `counter_block_size`, itself a multiple of 8, checked at open) at the 8-aligned
+        // `data_offset` are inside the mapping: the block of `counter_block_size` bytes at `at`
+        // is in bounds, 8-aligned, a multiple of 8 long (`out.len() == counter_block_size`).
         unsafe { self.reader.raw.load_words_to(at, out) };
+        if !o.sharded.is_empty() {
+            self.reader.add_shards(o, at as u64, out)?;
+        }
         finish_counter_block(o, out);
         Ok(())
     }
@@ -906,11 +915,20 @@ impl InstanceTable<'_> {
     /// retired accumulator at the limit): a DWORD sign-extended.
     fn load(&self, block: u32, plan: &AggPlan) -> Result<i64, ReadError> {
         let o = self.info;
-        // block <= max_instances <= 2^20 and the stride <= 2^20: no overflow in u64; the
+        // block <= max_instances <= 2^20 and the stride < 2^21: no overflow in u64; the
         // region of `max_instances + 1` blocks was checked by `BlockView::instances`.
-        let at = o.data_offset
-            + u64::from(block) * u64::from(o.counter_block_size)
-            + u64::from(plan.offset);
+        let block_at = o.data_offset + u64::from(block) * o.block_stride;
+        let at = block_at + u64::from(plan.offset);
+        if let (Some(k), Some(shards)) = (plan.shard, o.shards) {
+            let own = usize::try_from(at)
+                .ok()
+                .and_then(|a| self.reader.raw.load_u64(a));
+            let lines = shards.total(&self.reader.raw, block_at, k);
+            return own
+                .zip(lines)
+                .map(|(v, s)| v.wrapping_add(s) as i64)
+                .ok_or_else(|| field(at, "counter value", at));
+        }
         match plan.size {
             DWORD_SIZE => Ok(i64::from(self.reader.u32(at, "counter value")? as i32)),
             _ => usize::try_from(at)
@@ -976,6 +994,56 @@ fn first_bytes(n: usize) -> u64 {
 
 /// Loads and checks shared by the view and its tables.
 impl BlockReader {
+    /// Adds the shard lines of the counter block at `block` to each sharded counter's value in
+    /// `out`, a copy of that counter block ([`LAYOUT_VERSION`](crate::layout::LAYOUT_VERSION)
+    /// 8): every consumer sees the sum.
+    fn add_shards(&self, o: &ObjectInfo, block: u64, out: &mut [u8]) -> Result<(), ReadError> {
+        let Some(shards) = o.shards else {
+            return Ok(());
+        };
+        for &(offset, k) in &o.sharded {
+            let lines = shards
+                .total(&self.raw, block, k)
+                .ok_or_else(|| field(block, "shard line", k))?;
+            // Checked at open: an 8-byte value inside the block.
+            let at = offset as usize;
+            if let Some(value) = out.get_mut(at..at + 8) {
+                let v = u64::from_ne_bytes(word_at(value, 0)).wrapping_add(lines);
+                value.copy_from_slice(&v.to_ne_bytes());
+            }
+        }
+        Ok(())
+    }
+
+    /// The value of counter `info` of object `o` (which has sharded counters) in the counter
+    /// block at `block`, read from a whole copy of the block: shards added, sums computed
+    /// from the summed parts.
+    #[cold]
+    fn value_in_copy(
+        &self,
+        o: &ObjectInfo,
+        block: u64,
+        info: &CounterInfo,
+    ) -> Result<i64, ReadError> {
+        let mut copy = vec![0u8; o.counter_block_size as usize];
+        usize::try_from(block)
+            .ok()
+            .and_then(|a| self.raw.copy_words_to(a, &mut copy))
+            .ok_or_else(|| field(block, "counter block", o.counter_block_size))?;
+        self.add_shards(o, block, &mut copy)?;
+        finish_counter_block(o, &mut copy);
+        let at = info.block_offset as usize;
+        match info.size {
+            DWORD_SIZE => Ok(i64::from(i32::from_ne_bytes(word_at(&copy, at)))),
+            LARGE_SIZE => Ok(i64::from_ne_bytes(word_at(&copy, at))),
+            size => Err(field(
+                u64::from(info.block_offset),
+                "counter that is not a number",
+                size,
+            )),
+        }
+    }
+
     /// The value of counter `counter` of object `o` in the counter block at `block`.
     fn value_at(&self, o: &ObjectInfo, block: u64, counter: usize) -> Result<i64, ReadError> {
         let info: &CounterInfo = o
@@ -984,6 +1052,9 @@ impl BlockReader {
             .nth(counter)
             .and_then(|i| self.records.counters.get(i))
             .ok_or_else(|| field(o.record_offset, "counter of the object", counter as u64))?;
+        if !o.sharded.is_empty() {
+            return self.value_in_copy(o, block, info);
+        }
         if let Some(plan) = o.sums.iter().find(|s| s.counter == counter) {
             return self.sum_at(block, plan, info.size);
         }

@@ -26,6 +26,7 @@ mod optex;
 mod owned;
 mod parents;
 mod public_api;
+mod sharded;
 mod sigbus;
 mod stale_temp;
 mod stats;

@@ -34,6 +34,7 @@ const fn object(instances: Instances, counters: &'static [CounterDef]) -> Object
         instances,
         costly: false,
         total: false,
+        packed: false,
         counters,
     }
 }

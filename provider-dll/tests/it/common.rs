@@ -147,6 +147,7 @@ prfdata::prfdata_map! {
             counters {
                 DONE = 2: CounterCounter { name: "Done", help: name },
                 QUEUE = 4: RawCount { name: "Queue", help: name },
+                BYTES = 6: BulkCount { name: "Bytes", help: name, sharded: true },
             }
         }
     }

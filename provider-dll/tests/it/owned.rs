@@ -159,3 +159,35 @@ fn the_size_bound_counts_total() {
         .unwrap();
     assert!(bound >= exact, "bound {bound} below the exact size {exact}");
 }
+
+/// A sharded counter (issue 17) reaches perflib's buffer as one value: the provider writes the
+/// sum of its per-thread slots and its own word into each `PERF_COUNTER_BLOCK`, `_Total`
+/// included.
+#[test]
+fn a_sharded_counter_is_collected_as_the_sum_of_its_slots() {
+    let _s = serial();
+    let prf = app_o::PrfData::activate().unwrap();
+    let a = prf.add_instance(app_o::POOL, "a").unwrap();
+    let b = prf.add_instance(app_o::POOL, "b").unwrap();
+    prf.sharded_of(app_o::BYTES, a).add(100);
+    std::thread::scope(|s| {
+        s.spawn(|| prf.sharded_of(app_o::BYTES, a).add(20));
+        s.spawn(|| prf.sharded_of(app_o::BYTES, b).add(5));
+    });
+    prf.ctr_of(app_o::BYTES, a).fetch_add(3, Relaxed);
+    let p = Provider::load();
+    assert_eq!(p.open(&["ProvTestO"]), ERROR_SUCCESS);
+    let (out, data) = p.collect("Global");
+    let objs: Vec<Obj> = parse(&data, out.objects);
+    let title = env().first_o.0;
+    let obj = objs
+        .iter()
+        .find(|o| o.header.object_name_title_index == title)
+        .expect("the pool object");
+    let bytes: Vec<(String, i64)> = (0..obj.instances.len())
+        .map(|i| (obj.instances[i].1.clone(), obj.value(i, 2)))
+        .collect();
+    let row = |name: &str, v| (name.to_string(), v);
+    assert_eq!(bytes, vec![row("a", 123), row("b", 5), row("_Total", 128)]);
+    assert_eq!(p.close(), ERROR_SUCCESS);
+}
