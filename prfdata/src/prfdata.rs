@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
-use crate::block::create::BlockFile;
+use crate::block::create::{BlockFile, Joined};
 use crate::clock;
 use crate::counter_type::{AtomicWidth, CounterType, Dword, ElapsedTime, Large, TextType, Width};
 use crate::error::Error;
@@ -104,6 +104,11 @@ pub struct PrfData<M: PerfDataMap> {
 /// The folder a block lives in.
 fn block_dir(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new("."))
+}
+
+/// The watch table beside an app's block.
+fn watch_path(def: &crate::map::MapDef, dir: &Path) -> std::path::PathBuf {
+    dir.join(format!("{}.watch", def.app))
 }
 
 /// A counter's atomic, carried to the on-demand thread.
@@ -530,22 +535,45 @@ impl<M: PerfDataMap> PrfData<M> {
         #[cfg(feature = "install")]
         crate::install::check_installed(M::DEF)?;
         let block = BlockFile::create(M::DEF, dir)?;
-        let watch = WatchHost::create(M::DEF, block_dir(block.path()));
-        let prf = PrfData {
-            on_demand: OnceLock::new(),
-            #[cfg(feature = "install")]
-            dynamic: crate::dynamic::Shared::new(M::DEF, block.path(), true),
-            block,
-            watch,
-            _map: PhantomData,
+        let how = block.joined();
+        let prf = match how {
+            Some(Joined::Shared) => Self::attached(block)?,
+            _ => {
+                let dir = block_dir(block.path());
+                let watch = if how == Some(Joined::Adopted) && watch_path(M::DEF, dir).is_file() {
+                    WatchHost::attached(M::DEF, dir)
+                } else {
+                    WatchHost::create(M::DEF, dir)
+                };
+                PrfData {
+                    on_demand: OnceLock::new(),
+                    #[cfg(feature = "install")]
+                    dynamic: crate::dynamic::Shared::new(M::DEF, block.path(), true),
+                    block,
+                    watch,
+                    _map: PhantomData,
+                }
+            }
         };
-        for (i, obj) in M::DEF.objects.iter().enumerate() {
-            if !obj.has_instances() {
-                prf.tables().table(i).init_block(0);
+        match how {
+            Some(Joined::Created) => {
+                for (i, obj) in M::DEF.objects.iter().enumerate() {
+                    if !obj.has_instances() {
+                        prf.tables().table(i).init_block(0);
+                    }
+                }
+            }
+            // Adopted: the dead processes' own instances are folded into the retired
+            // accumulators (totals never go backwards); instances no process owns stay, values
+            // and all, for this process to find again (`instances`, `instance_name`).
+            _ => {
+                prf.reclaim_dead()?;
             }
         }
         #[cfg(feature = "install")]
-        prf.dynamic.clear_stale();
+        if how != Some(Joined::Shared) {
+            prf.dynamic.clear_stale();
+        }
         Ok(prf)
     }
 
