@@ -225,7 +225,8 @@ struct Member {
 #[derive(Debug)]
 pub(crate) struct BlockFile {
     pub(crate) raw: Arc<RawBlock>,
-    /// Kept open (for the publisher: it holds the temporary file's `flock`).
+    /// Kept open: it holds this member's shared `flock` (a run-time block: its publisher's
+    /// exclusive one), which readers probe.
     _file: File,
     path: PathBuf,
     identity: shm::FileIdentity,
@@ -262,7 +263,14 @@ impl BlockFile {
         fault_point("before-publish");
         let outcome = publish(map, &staged.tmp, &staged.path);
         match outcome {
-            Ok(None) => Ok(staged.published(Some(map))),
+            Ok(None) => {
+                // From the publisher's exclusive lock to a member's shared one.
+                shm::lock_shared(&staged.file).map_err(|source| Error::Io {
+                    path: staged.path.clone(),
+                    source,
+                })?;
+                Ok(staged.published(Some(map)))
+            }
             Ok(Some(joined)) => {
                 let _ = fs::remove_file(&staged.tmp);
                 Ok(joined)
@@ -326,6 +334,11 @@ impl BlockFile {
 /// Maps the existing block `file` at `path` (of the same map, else [`Error::MapMismatch`]) and
 /// joins its members table. `Ok(None)` if its last member is removing it.
 fn join(map: &'static MapDef, path: &Path, file: File) -> Result<Option<BlockFile>, Error> {
+    // A member's shared lock, for life: readers tell a block some process still writes by it.
+    shm::lock_shared(&file).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let identity = shm::identity(&file).map_err(|source| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -423,11 +436,21 @@ fn leave(raw: &RawBlock, path: &Path, identity: shm::FileIdentity, me: ProcessId
         dev: identity.dev,
         ino: identity.ino,
     };
+    // Another process of this user may have truncated the file: a fault here reads zeros
+    // instead of killing this process (at exit, or dropping its handle), and the block is
+    // then left alone.
+    let window = super::fault::init()
+        .ok()
+        .and_then(|()| super::fault::Watch::new(raw, true));
     let _guard = lock_members(raw, def, key);
     let Some(members) = Members::new(raw, members_offset(def)) else {
         return;
     };
-    if members.leave(me) > 0 || closed(raw).swap(1, Ordering::AcqRel) != 0 {
+    let live = members.leave(me);
+    if live > 0
+        || window.as_ref().is_some_and(super::fault::Watch::faulted)
+        || closed(raw).swap(1, Ordering::AcqRel) != 0
+    {
         return;
     }
     // The last one out. Companions first: a process activating the app meanwhile waits for the

@@ -321,8 +321,10 @@ impl BlockReader {
         !(same_path && same_size)
     }
 
-    /// Whether the process that activated the block still holds it (its `flock`, which the kernel
-    /// releases however the process ends).
+    /// Whether a process of the app still holds the block: every member (the process that
+    /// activated it and each attached one) holds a shared `flock` on it, which the kernel
+    /// releases however the process ends. The process that activated the block may be gone
+    /// while others write on.
     ///
     /// # Examples
     ///
@@ -334,7 +336,7 @@ impl BlockReader {
     /// # Ok::<(), prfdata::reader::ReadError>(())
     /// ```
     pub fn owner_alive(&self) -> bool {
-        shm::owner_holds_lock(&self.file).unwrap_or(false)
+        shm::any_lock_held(&self.file).unwrap_or(false)
     }
 }
 
