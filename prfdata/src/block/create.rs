@@ -53,9 +53,9 @@ use crate::map::offsets::*;
 use crate::map::{Instances, MapDef, Source};
 use crate::optex::{Optex, OptexGuard};
 use crate::process::{Liveness, ProcessId};
-use crate::write_lock::{held_here, WriteSection};
 use crate::sys::shm;
 use crate::winperf;
+use crate::write_lock::{held_here, WriteSection};
 
 mod temp;
 
@@ -371,10 +371,11 @@ fn join(map: &'static MapDef, path: &Path, file: File) -> Result<Option<BlockFil
         if closed(&raw).load(Ordering::Acquire) != 0 {
             return Ok(None);
         }
-        let members = Members::new(&raw, members_offset(map)).ok_or_else(|| Error::MapMismatch {
-            path: path.to_path_buf(),
-            reason: "its members table lies outside it".into(),
-        })?;
+        let members =
+            Members::new(&raw, members_offset(map)).ok_or_else(|| Error::MapMismatch {
+                path: path.to_path_buf(),
+                reason: "its members table lies outside it".into(),
+            })?;
         members.join(me).map_err(|Full| Error::TooManyProcesses {
             app: map.app.to_string(),
             path: path.to_path_buf(),
@@ -412,7 +413,11 @@ fn closed(raw: &RawBlock) -> &AtomicU32 {
 /// Takes the block's optex to change its members table, repairing the instance tables if a
 /// writer died inside a write section; `None` if this thread holds it already (inside
 /// `lock_ctrs`).
-fn lock_members<'a>(raw: &'a RawBlock, def: &'static MapDef, key: BlockKey) -> Option<OptexGuard<'a>> {
+fn lock_members<'a>(
+    raw: &'a RawBlock,
+    def: &'static MapDef,
+    key: BlockKey,
+) -> Option<OptexGuard<'a>> {
     if held_here(key) {
         return None;
     }
@@ -431,7 +436,13 @@ fn lock_members<'a>(raw: &'a RawBlock, def: &'static MapDef, key: BlockKey) -> O
 
 /// Leaves the members table of the block mapped at `raw`; the last live member out marks it
 /// closed and removes its companions, then the block.
-fn leave(raw: &RawBlock, path: &Path, identity: shm::FileIdentity, me: ProcessId, def: &'static MapDef) {
+fn leave(
+    raw: &RawBlock,
+    path: &Path,
+    identity: shm::FileIdentity,
+    me: ProcessId,
+    def: &'static MapDef,
+) {
     let key = BlockKey {
         dev: identity.dev,
         ino: identity.ino,

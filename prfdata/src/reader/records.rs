@@ -306,8 +306,8 @@ pub(crate) fn parse(raw: &RawBlock, file_size: u64) -> Result<Records, ReadError
     // The members table (LAYOUT_VERSION 7): right after the records, inside the file. Readers
     // only list it (`BlockReader::members`), but a block that misplaces it was not laid out by
     // prfdata.
-    let members_end = u64::from(header.members_offset)
-        + u64::from(header.max_members) * MEMBER_ENTRY_SIZE as u64;
+    let members_end =
+        u64::from(header.members_offset) + u64::from(header.max_members) * MEMBER_ENTRY_SIZE as u64;
     if u64::from(header.members_offset) != records_end.next_multiple_of(REGION_ALIGN as u64)
         || header.max_members != MAX_MEMBERS
     {

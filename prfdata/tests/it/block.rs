@@ -84,7 +84,11 @@ fn a_live_block_of_the_same_map_is_joined() {
     let mut child = spawn_holder(dir.path());
     let prf = PrfData::activate_in(dir.path()).expect("joins the live block");
     let reader = prfdata::reader::BlockReader::open_path("PrfDataTest", prf.path()).unwrap();
-    assert_eq!(reader.owner_pid(), child.id(), "the header names its publisher");
+    assert_eq!(
+        reader.owner_pid(),
+        child.id(),
+        "the header names its publisher"
+    );
     let mut members: Vec<u32> = reader.members().unwrap().iter().map(|p| p.pid).collect();
     members.sort_unstable();
     let mut expected = vec![child.id(), std::process::id()];
@@ -134,7 +138,11 @@ fn a_block_whose_member_pid_was_reused_is_stale() {
     let path = dir.path().join(BLOCK);
     let mut bytes = std::fs::read(&path).unwrap();
     let members = u32::from_le_bytes(bytes[176..180].try_into().unwrap()) as usize;
-    assert_eq!(bytes[members..members + 4], dead.to_le_bytes(), "the child's entry");
+    assert_eq!(
+        bytes[members..members + 4],
+        dead.to_le_bytes(),
+        "the child's entry"
+    );
     bytes[members..members + 4].copy_from_slice(&std::process::id().to_le_bytes());
     bytes[members + 8..members + 16].copy_from_slice(&1u64.to_le_bytes());
     std::fs::write(&path, &bytes).unwrap();

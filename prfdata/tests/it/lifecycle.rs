@@ -78,7 +78,8 @@ fn child_entry() {
             let name = format!("churn {}", std::process::id());
             for _ in 0..rounds {
                 let item = prf.add_instance(testmap::ITEMS, &name).expect("add");
-                prf.get_ctr64(testmap::ITEM_HITS, item).fetch_add(1, Relaxed);
+                prf.get_ctr64(testmap::ITEM_HITS, item)
+                    .fetch_add(1, Relaxed);
                 prf.get_global_ctr64(testmap::HITS).fetch_add(1, Relaxed);
                 prf.remove_instance(item).expect("remove");
             }
@@ -221,7 +222,10 @@ fn the_last_member_out_removes_the_block_and_its_companions() {
     let master = PrfData::activate_in(dir.path()).unwrap();
     let plugin = master.add_object(&ObjectSpec::new("Plugin", "p")).unwrap();
     let ctr = master
-        .add_counter(plugin, &CounterSpec::new("Loaded", "l", PERF_COUNTER_RAWCOUNT))
+        .add_counter(
+            plugin,
+            &CounterSpec::new("Loaded", "l", PERF_COUNTER_RAWCOUNT),
+        )
         .unwrap();
     ctr.store(4).unwrap();
     let worker = Proc::spawn("attach", dir.path(), &[]);
@@ -383,7 +387,10 @@ fn eight_processes_survive_members_killed_while_holding_the_lock() {
     // The lock is free and the block usable.
     let item = prf.add_instance(testmap::ITEMS, "after").unwrap();
     prf.remove_instance(item).unwrap();
-    drop(prf.lock_ctrs_for(Duration::from_secs(5)).expect("the lock is free"));
+    drop(
+        prf.lock_ctrs_for(Duration::from_secs(5))
+            .expect("the lock is free"),
+    );
     // The dead members are pruned by the next join or leave.
     let late = PrfData::attach_in(dir.path()).unwrap();
     drop(late);
