@@ -30,8 +30,10 @@ use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
 /// removed under the block's cross-process [`Optex`].
 ///
 /// `PrfData` is `Send + Sync`: share it between threads with `&` or an `Arc`. Other processes of
-/// the same app open the same block with [`PrfData::attach`]. The block is removed when the
-/// handle that created it is dropped, and when the process exits normally.
+/// the same app open the same block with [`PrfData::attach`] (or [`PrfData::activate`], which
+/// joins a live block of the same map). Every such process is a member of the block, none
+/// special: the block stays while one is alive, and the last one out (its handle dropped, or
+/// its normal exit) removes it.
 ///
 /// # Forked children
 ///
@@ -39,8 +41,8 @@ use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
 /// shared with the parent. It may use the handle as an [attached](PrfData::attach) process
 /// does: update counters, add and remove instances, take [`lock_ctrs`](PrfData::lock_ctrs). Its
 /// locks are taken in its own name (its pid and start time), so the parent recovers the block if
-/// the child dies holding one. It never owns the block: dropping the handle in the child, or
-/// the child's exit, leaves the parent's block in place, and a guard or write section that
+/// the child dies holding one. It is not a member in its own name: dropping the handle in the
+/// child, or the child's exit, leaves the block and its members table alone, and a guard or write section that
 /// the child's copy of a thread held at the fork is not released or closed by the child (the
 /// parent's thread still holds it).
 ///
@@ -485,7 +487,9 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # Errors
     ///
     /// [`Error::Map`] if the map is invalid (only a hand-written, `unsafe`, map can be);
-    /// [`Error::AlreadyActive`] if a live process holds the app's block; [`Error::Symlink`],
+    /// [`Error::AlreadyActive`] if a live process holds a block of the app laid out from another
+    /// map; [`Error::TooManyProcesses`] if 256 live processes are members of its block already;
+    /// [`Error::Symlink`],
     /// [`Error::NotRegular`], [`Error::NotABlock`] or [`Error::TooLarge`] if something else is at
     /// its path (refused at once: a FIFO there is never waited on); [`Error::NoSpace`] if the
     /// block's folder has no room for it (its pages are reserved now, so that a full tmpfs
@@ -494,6 +498,13 @@ impl<M: PerfDataMap> PrfData<M> {
     /// the app is installed (in `PRFDATA_REGISTRY`, else the per-user registry) with the names
     /// of another map, one that lacks this map's counters or has them at other offsets: the
     /// message names the installed range and what the map needs; reinstall the app.
+    ///
+    /// If the app's block is there already, laid out from this map, activation joins it: a
+    /// block with a live member is shared (the values stay), and a block whose members are all
+    /// dead (killed) is adopted: its counters continue, the dead processes' own instances
+    /// ([`add_process_instance`](PrfData::add_process_instance)) are folded into the retired
+    /// accumulators, and the instances no process owned stay for this process to find again
+    /// ([`instances`](PrfData::instances)).
     ///
     /// Activation also removes the temporary files (`.<app>.<pid>.<n>.tmp`) that activations
     /// killed half-way left in the folder: those whose creator is gone (no process has its pid,
@@ -583,7 +594,8 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # Errors
     ///
     /// [`Error::NotActive`] if there is no block, [`Error::MapMismatch`] if it was laid out from
-    /// another map, and the map and file errors of [`PrfData::activate`].
+    /// another map, [`Error::TooManyProcesses`] if its members table is full, and the map and
+    /// file errors of [`PrfData::activate`].
     ///
     /// # Examples
     ///
