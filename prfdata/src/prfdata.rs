@@ -500,11 +500,11 @@ impl<M: PerfDataMap> PrfData<M> {
     /// message names the installed range and what the map needs; reinstall the app.
     ///
     /// If the app's block is there already, laid out from this map, activation joins it: a
-    /// block with a live member is shared (the values stay), and a block whose members are all
-    /// dead (killed) is adopted: its counters continue, the dead processes' own instances
-    /// ([`add_process_instance`](PrfData::add_process_instance)) are folded into the retired
-    /// accumulators, and the instances no process owned stay for this process to find again
-    /// ([`instances`](PrfData::instances)).
+    /// block with a live member is shared (its values and instances stay), and a block whose
+    /// members are all dead (killed) is adopted: its global counters continue, and the dead
+    /// processes' instances are removed, their counts folded into their objects' retired
+    /// accumulators, so that a `_Total` never goes backwards; the restarted process adds its
+    /// instances again.
     ///
     /// Activation also removes the temporary files (`.<app>.<pid>.<n>.tmp`) that activations
     /// killed half-way left in the folder: those whose creator is gone (no process has its pid,
@@ -545,6 +545,22 @@ impl<M: PerfDataMap> PrfData<M> {
     fn activate_impl(dir: Option<&Path>) -> Result<Self, Error> {
         #[cfg(feature = "install")]
         crate::install::check_installed(M::DEF)?;
+        match Self::activate_once(dir) {
+            // An orphaned block whose instance tables are corrupt is not worth adopting: this
+            // process, its only member, dropped it (removing it); publish a fresh one.
+            Err(Error::Corrupt { path, reason, .. }) => {
+                log::warn!(
+                    "app {}: not adopting {} ({reason}); publishing a new block",
+                    M::DEF.app,
+                    path.display()
+                );
+                Self::activate_once(dir)
+            }
+            other => other,
+        }
+    }
+
+    fn activate_once(dir: Option<&Path>) -> Result<Self, Error> {
         let block = BlockFile::create(M::DEF, dir)?;
         let how = block.joined();
         let prf = match how {
@@ -574,9 +590,15 @@ impl<M: PerfDataMap> PrfData<M> {
                     }
                 }
             }
-            // Adopted: the dead processes' own instances are folded into the retired
-            // accumulators (totals never go backwards); instances no process owns stay, values
-            // and all, for this process to find again (`instances`, `instance_name`).
+            // Adopted: the dead processes' instances, owned or not, are removed, their `sum`
+            // counters folded into the retired accumulators (totals and `_Total` never go
+            // backwards); global counters keep their values. This process adds its instances
+            // again, as a restarted app does.
+            Some(Joined::Adopted) => {
+                let lock = prf.lock_layout();
+                let _section = lock.section(prf.seq());
+                prf.tables().retire_all().map_err(|c| prf.corrupt(c))?;
+            }
             _ => {
                 prf.reclaim_dead()?;
             }

@@ -50,6 +50,16 @@ fn child_entry() {
             std::mem::forget(prf);
             std::process::exit(0);
         }
+        // Activates, counts 10 and adds an instance, then waits to be killed.
+        "activate-then-hang" => {
+            let prf = PrfData::activate_in(&dir).expect("activate");
+            prf.get_global_ctr64(testmap::HITS).fetch_add(10, Relaxed);
+            prf.add_instance(testmap::ITEMS, "left behind")
+                .expect("add");
+            say("ready".into());
+            std::thread::sleep(Duration::from_secs(60));
+            panic!("the parent should have killed this child");
+        }
         // Attaches, counts 5, and drops its handle once stdin closes.
         "attach" => {
             let prf = PrfData::attach_in(&dir).expect("attach");
@@ -282,12 +292,9 @@ fn a_killed_last_member_is_adopted_and_totals_continue() {
     assert!(path.exists());
 
     let prf = PrfData::activate_in(dir.path()).expect("adopts the orphaned block");
-    // The dead master's own worker was folded into the retired share, not dropped.
+    // The dead master's instances, owned or not, were folded into the retired share.
     assert!(prf.instances(WORKERS).unwrap().is_empty());
-    let pool = prf.instances(PLAIN).unwrap();
-    assert_eq!(pool.len(), 1, "an instance no process owns stays");
-    assert_eq!(prf.instance_name(pool[0]).as_deref(), Some("pool"));
-    assert_eq!(prf.ctr_of(N, pool[0]).load(Relaxed), 5, "with its value");
+    assert!(prf.instances(PLAIN).unwrap().is_empty());
     let me = prf.add_process_instance(WORKERS, "master 2").unwrap();
     prf.ctr_of(DONE, me).fetch_add(3, Relaxed);
 
@@ -395,4 +402,24 @@ fn eight_processes_survive_members_killed_while_holding_the_lock() {
     let late = PrfData::attach_in(dir.path()).unwrap();
     drop(late);
     assert_eq!(members(prf.path()), [std::process::id()]);
+}
+
+#[test]
+fn an_adopted_block_keeps_its_global_counters_and_sheds_its_instances() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = Proc::spawn("activate-then-hang", dir.path(), &[]);
+    assert_eq!(master.expect_line(), "ready");
+    master.kill();
+    let prf = PrfData::activate_in(dir.path()).expect("adopts the orphaned block");
+    assert_eq!(
+        prf.get_global_ctr64(testmap::HITS).load(Relaxed),
+        10,
+        "the count continues"
+    );
+    assert!(
+        prf.instances(testmap::ITEMS).unwrap().is_empty(),
+        "the dead master's instances are not this process's"
+    );
+    // Its instances can be added again by name, as a restarted app does.
+    prf.add_instance(testmap::ITEMS, "left behind").unwrap();
 }
