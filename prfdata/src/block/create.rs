@@ -369,6 +369,10 @@ fn join(map: &'static MapDef, path: &Path, file: File) -> Result<Option<BlockFil
     let live_before = {
         let _guard = lock_members(&raw, map, key);
         if closed(&raw).load(Ordering::Acquire) != 0 {
+            // Its last member removes the file before it releases the optex: a closed block
+            // still at the path was left by a member that died half-way (or its word was
+            // scribbled on). It goes; the caller looks again.
+            remove_if_same(path, identity);
             return Ok(None);
         }
         let members =
@@ -458,12 +462,10 @@ fn leave(
         return;
     };
     let live = members.leave(me);
-    if live > 0
-        || window.as_ref().is_some_and(super::fault::Watch::faulted)
-        || closed(raw).swap(1, Ordering::AcqRel) != 0
-    {
+    if live > 0 || window.as_ref().is_some_and(super::fault::Watch::faulted) {
         return;
     }
+    closed(raw).store(1, Ordering::Release);
     // The last one out. Companions first: a process activating the app meanwhile waits for the
     // optex, finds the block closed, and publishes its own block (and companions) only after.
     let dir = path.parent().unwrap_or(Path::new("."));

@@ -423,3 +423,30 @@ fn an_adopted_block_keeps_its_global_counters_and_sheds_its_instances() {
     // Its instances can be added again by name, as a restarted app does.
     prf.add_instance(testmap::ITEMS, "left behind").unwrap();
 }
+
+/// Regression (found by the provider's random block mutations): a nonzero `closed` word made
+/// the last member keep the block and every later activation retry until it gave up.
+#[test]
+fn a_scribbled_closed_word_neither_keeps_a_block_nor_blocks_activation() {
+    use std::os::unix::fs::FileExt;
+    let closed_at = std::mem::offset_of!(prfdata::layout::BlockHeader, closed) as u64;
+    let scribble = |path: &Path| {
+        let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        file.write_all_at(&7u32.to_le_bytes(), closed_at).unwrap();
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let prf = PrfData::activate_in(dir.path()).unwrap();
+    scribble(prf.path());
+    drop(prf);
+    assert!(
+        !dir.path().join(BLOCK).exists(),
+        "the last member removed it"
+    );
+
+    let master = Proc::spawn("activate-then-hang", dir.path(), &[]);
+    assert_eq!(master.expect_line(), "ready");
+    master.kill();
+    scribble(&dir.path().join(BLOCK));
+    let prf = PrfData::activate_in(dir.path()).expect("a closed block is not waited on");
+    assert_eq!(members(prf.path()), [std::process::id()]);
+}
