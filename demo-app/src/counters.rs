@@ -75,6 +75,23 @@ prfdata::prfdata_map! {
                 },
             }
         }
+        object PROCESS = 38 {
+            name: "PrfData Demo Process",
+            help: "One worker process of `demo-app run --processes N`; processes are recycled and sometimes killed, and _Total keeps what the departed ones completed.",
+            detail: Novice, default: PROC_JOBS_DONE, instances: { max: 32, name_len: 16 }, costly: false,
+            total: true,
+            counters {
+                PROC_JOBS_DONE = 40: LargeRawCount {
+                    name: "Jobs completed",
+                    help: "Jobs this process completed; in _Total, every job any worker process ever completed (it never goes backwards).",
+                    detail: Novice, scale: -2, aggregate: sum,
+                },
+                PROC_JOBS_PER_SEC = 42: CounterCounter {
+                    name: "Jobs/sec", help: "Jobs this process completes per second.",
+                    detail: Novice, scale: 0,
+                },
+            }
+        }
         object WORKER = 18 {
             name: "PrfData Demo Worker", help: "One worker thread; workers come and go.",
             detail: Novice, default: BUSY, instances: { max: 64, name_len: 32 }, costly: false,

@@ -3,14 +3,17 @@
 //!
 //! - `demo-app install` puts the map's names and help into the registry and records the provider
 //!   library found next to this executable (`libprfdata_provider.so`).
-//! - `demo-app run [--duration S] [--workers N]` publishes counters while it works; Ctrl-C stops
-//!   it cleanly and removes its block.
+//! - `demo-app run [--duration S] [--workers N] [--processes P]` publishes counters while it
+//!   works; Ctrl-C stops it cleanly and removes its block. With `--processes P`, P worker
+//!   processes attach to the block too, each with its own instance of "PrfData Demo Process",
+//!   recycled every few seconds and now and then killed (`processes`).
 //! - `demo-app uninstall` removes it from the registry.
 //! - `demo-app live [--duration S] [--workers N]` is the whole tour in one command: install, run,
 //!   and watch the counters live through the collector (`prfmon watch` in a terminal,
 //!   `prfmon typeperf` otherwise), which loads the provider library as perflib would.
 
 mod counters;
+mod processes;
 mod service;
 
 use std::path::PathBuf;
@@ -62,6 +65,17 @@ enum Command {
         /// Worker threads.
         #[arg(long, default_value_t = 4)]
         workers: usize,
+        /// Worker processes besides the threads (recycled every few seconds, one killed now
+        /// and then): see "PrfData Demo Process" and its _Total.
+        #[arg(long, default_value_t = 0)]
+        processes: usize,
+    },
+    /// A worker process of `run --processes` (started by it).
+    #[command(hide = true)]
+    Worker {
+        /// Milliseconds to work before exiting.
+        #[arg(long)]
+        lifetime_ms: u64,
     },
 }
 
@@ -77,7 +91,17 @@ fn main() -> ExitCode {
                 )
             })
             .map_err(|e| e.to_string()),
-        Command::Run { duration, workers } => run(duration, workers),
+        Command::Run {
+            duration,
+            workers,
+            processes,
+        } => run(duration, workers, processes),
+        Command::Worker { lifetime_ms } => {
+            // Ctrl-C reaches the whole process group: a worker stops when the supervisor
+            // closes its stdin instead.
+            let _ = ctrlc::set_handler(|| {});
+            processes::worker(Duration::from_millis(lifetime_ms))
+        }
         Command::Live { duration, workers } => live(duration, workers),
     };
     match result {
@@ -201,7 +225,7 @@ fn parse_duration(duration: Option<f64>) -> Result<Option<Duration>, String> {
     }
 }
 
-fn run(duration: Option<f64>, workers: usize) -> Result<(), String> {
+fn run(duration: Option<f64>, workers: usize, processes: usize) -> Result<(), String> {
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = Arc::clone(&stop);
@@ -209,8 +233,23 @@ fn run(duration: Option<f64>, workers: usize) -> Result<(), String> {
             .map_err(|e| format!("cannot handle Ctrl-C: {e}"))?;
     }
     let duration = parse_duration(duration)?;
-    eprintln!("demo-app: running with {workers} workers; Ctrl-C to stop");
-    let done = service::run(workers, duration, stop).map_err(|e| e.to_string())?;
+    eprintln!(
+        "demo-app: running with {workers} workers and {processes} worker processes; Ctrl-C to stop"
+    );
+    let service_done = Arc::new(AtomicBool::new(false));
+    let supervisor = (processes > 0).then(|| {
+        let done = Arc::clone(&service_done);
+        std::thread::spawn(move || processes::supervise(processes, &done))
+    });
+    let result = service::run(workers, duration, stop);
+    // The main process has left the block; the worker processes still attached keep it until
+    // the last of them exits.
+    service_done.store(true, Ordering::Relaxed);
+    if let Some(s) = supervisor {
+        s.join()
+            .map_err(|_| "the supervisor thread panicked".to_string())??;
+    }
+    let done = result.map_err(|e| e.to_string())?;
     eprintln!("demo-app: stopped after {done} jobs; block removed");
     Ok(())
 }

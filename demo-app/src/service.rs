@@ -317,7 +317,7 @@ fn work(shared: &Shared, me: InstanceId<demo::WORKER>, retire: &AtomicBool, pool
     }
 }
 
-fn xorshift(mut x: u64) -> u64 {
+pub(crate) fn xorshift(mut x: u64) -> u64 {
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;

@@ -98,6 +98,12 @@ pub enum HeaderField {
     OdServed,
     /// The objects of the on-demand request (layout 4).
     OdObjects,
+    /// The members table's offset (layout 7).
+    MembersOffset,
+    /// The members table's length (layout 7).
+    MaxMembers,
+    /// The word the last member sets before it removes the block (layout 7).
+    Closed,
 }
 
 /// An object record field.
@@ -419,6 +425,9 @@ fn header_field(field: HeaderField) -> (usize, usize) {
         OdRequest => of(offset_of!(BlockHeader, od_request), 4),
         OdServed => of(offset_of!(BlockHeader, od_served), 4),
         OdObjects => of(offset_of!(BlockHeader, od_objects), 8),
+        MembersOffset => of(offset_of!(BlockHeader, members_offset), 4),
+        MaxMembers => of(offset_of!(BlockHeader, max_members), 4),
+        Closed => of(offset_of!(BlockHeader, closed), 4),
     }
 }
 

@@ -89,18 +89,35 @@ pub enum Error {
         /// The error.
         source: io::Error,
     },
-    /// Another live process has activated this app's block.
+    /// Live processes of the app use its block, laid out from another map (other counters or
+    /// limits, or another layout version): it is neither joined nor replaced.
     #[error(
-        "the block of app {app} ({path}) is in use by process {pid}; stop that process or \
-         attach to its block instead"
+        "the block of app {app} ({path}) is in use by process {pid} with another map or layout \
+         version; stop the app's running processes (or run this build with the same map) and \
+         activate again"
     )]
     AlreadyActive {
         /// The app.
         app: String,
-        /// The owner's pid, as its block header says.
+        /// A live process of the block (a member of its table, or for another layout version the
+        /// publisher its header names).
         pid: u32,
         /// The block's path.
         path: PathBuf,
+    },
+    /// The block's members table is full: its 256 entries (`layout::MAX_MEMBERS`) name live
+    /// processes attached to it already.
+    #[error(
+        "the block of app {app} ({path}) has {max} live processes attached, its most; \
+         let some exit (or drop their handles) before starting more"
+    )]
+    TooManyProcesses {
+        /// The app.
+        app: String,
+        /// The block's path.
+        path: PathBuf,
+        /// The members table's length.
+        max: u32,
     },
     /// No block to attach to.
     #[error("no block for app {app} at {path}: is the app running and activated?")]

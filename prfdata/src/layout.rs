@@ -9,6 +9,7 @@
 //!        256  ObjectRecord × objects     128 bytes each: definitions + instance bookkeeping
 //!             CounterRecord × counters   64 bytes each, in object order
 //!             (padding to 64)
+//!             MemberEntry × MAX_MEMBERS  16 bytes each: the attached processes (LAYOUT_VERSION 7)
 //!             per object, each region 64-aligned:
 //!               live list   u32 × max     slot numbers of live instances, dense
 //!               slots       SlotHeader (64 bytes) + UTF-16 name, × max
@@ -76,6 +77,11 @@ pub const MAGIC: [u8; 8] = *b"PRFDATA\0";
 ///   instance; an instanced object's data region holds one counter block more than its limit,
 ///   the *retired accumulator* (block number `max_instances`), where the values of removed and
 ///   reclaimed instances are folded by each counter's rule.
+/// - 7 (lifecycle branch): the owner is not special (issue 16). A *members table*
+///   ([`MemberEntry`] × [`MAX_MEMBERS`], at [`BlockHeader::members_offset`], between the counter
+///   records and the object regions) lists every process attached to the block, pid and start
+///   time; the header's reserved room holds its offset and length and the
+///   [`closed`](BlockHeader::closed) word the last member sets before it removes the block.
 /// - 8 (layout17 branch): cache-line padded instances and sharded counters (issue 17). The
 ///   [`ObjectRecord`]'s reserved room holds the distance between two counter blocks
 ///   ([`ObjectRecord::block_stride`], a multiple of [`CACHE_LINE`] unless the map packs the
@@ -83,7 +89,9 @@ pub const MAGIC: [u8; 8] = *b"PRFDATA\0";
 ///   [`ObjectRecord::shard_line`], [`ObjectRecord::shard_slots`], [`ObjectRecord::shard_owners`]);
 ///   the [`CounterRecord`]'s reserved room a sharded counter's word in the shard lines
 ///   ([`CounterRecord::shard`]).
-pub const LAYOUT_VERSION: u32 = 8;
+/// - 9: 7 and 8 merged. The [`Optex`](crate::Optex)'s zeroed room also counts its sleepers
+///   (offset 12), so that the last waiter to acquire clears the WAITERS bit.
+pub const LAYOUT_VERSION: u32 = 9;
 /// Size of [`BlockHeader`].
 pub const HEADER_SIZE: usize = 256;
 /// Size of [`ObjectRecord`].
@@ -182,6 +190,39 @@ pub const AGG_MAX: u32 = 4;
 /// `CounterRecord::aggregate`: `_Total` is the value of the live instance listed last.
 pub const AGG_LAST: u32 = 5;
 
+/// The most processes attached to one block at a time (the members table's length): a process
+/// past it is refused ([`Error::TooManyProcesses`](crate::Error::TooManyProcesses)). 256 entries
+/// of 16 bytes: one 4 KiB page per block.
+pub const MAX_MEMBERS: u32 = 256;
+/// Size of [`MemberEntry`].
+pub const MEMBER_ENTRY_SIZE: usize = 16;
+
+/// One entry of the members table: a process attached to the block ([`LAYOUT_VERSION`] 7).
+///
+/// ```text
+///  0 pid (0: free)   4 reserved, zero   8 start_time (u64)
+/// ```
+///
+/// Written and cleared only under the block's optex. Joining writes `start_time` first, then
+/// `pid`; leaving clears `pid` first: a process killed half-way leaves a free entry or a whole
+/// one, never a pid with another process's start time. Readers treat the table as untrusted
+/// (an entry is only a claim; its process is checked by pid *and* start time).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct MemberEntry {
+    /// The member's pid, 0 for a free entry.
+    pub pid: u32,
+    /// Reserved, zero.
+    pub _reserved: u32,
+    /// The member's start time (clock ticks since boot, `crate::process::ProcessId`).
+    pub start_time: u64,
+}
+
+/// Offset of [`MemberEntry::pid`].
+pub const MEMBER_PID_OFFSET: usize = offset_of!(MemberEntry, pid);
+/// Offset of [`MemberEntry::start_time`].
+pub const MEMBER_START_OFFSET: usize = offset_of!(MemberEntry, start_time);
+
 /// `SlotHeader::state` of a free slot.
 pub const SLOT_FREE: u32 = 0;
 /// `SlotHeader::state` of a live instance: written last when adding, first when removing.
@@ -199,7 +240,8 @@ pub struct BlockHeader {
     pub header_size: u32,
     /// Bytes of the whole block; the file is exactly this long.
     pub total_size: u64,
-    /// Pid of the process that activated the block.
+    /// Pid of the process that published the block (its first member; the members table lists
+    /// every process attached now, and the block outlives this one).
     pub owner_pid: u32,
     /// Number of object records.
     pub num_objects: u32,
@@ -249,8 +291,17 @@ pub struct BlockHeader {
     /// takes the mask (swapping in 0) with each request it serves and runs the closures of
     /// those objects only. Objects 64 apart share a bit (both are served).
     pub od_objects: u64,
+    /// Offset of the members table ([`MemberEntry`] × [`max_members`](BlockHeader::max_members)):
+    /// right after the counter records, 64-aligned ([`LAYOUT_VERSION`] 7).
+    pub members_offset: u32,
+    /// Entries of the members table: [`MAX_MEMBERS`].
+    pub max_members: u32,
+    /// Nonzero once the last member decided to remove the block (atomic, written under the
+    /// optex): a process that joins after that finds it set and opens the path again
+    /// ([`LAYOUT_VERSION`] 7).
+    pub closed: u32,
     /// Reserved, zero.
-    pub _reserved: [u8; 16],
+    pub _reserved: u32,
     /// The [`Optex`](crate::Optex) guarding layout changes (atomic, 64 bytes).
     pub optex: [u8; 64],
 }
@@ -262,6 +313,8 @@ pub const GENERATION_OFFSET: usize = offset_of!(BlockHeader, generation);
 /// Offset of [`BlockHeader::superseded`].
 #[cfg_attr(not(feature = "install"), allow(dead_code))]
 pub const SUPERSEDED_OFFSET: usize = offset_of!(BlockHeader, superseded);
+/// Offset of [`BlockHeader::closed`].
+pub const CLOSED_OFFSET: usize = offset_of!(BlockHeader, closed);
 /// Offset of [`BlockHeader::optex`].
 pub const OPTEX_OFFSET: usize = offset_of!(BlockHeader, optex);
 /// Offset of [`BlockHeader::od_request`].
@@ -495,6 +548,9 @@ const _: () = {
     assert!(OD_OBJECTS_OFFSET.is_multiple_of(8) && OD_OBJECTS_OFFSET + 8 <= HEADER_SIZE);
     assert!(MAX_SUM_PARTS <= u16::MAX as usize && (MAX_COUNTERS - 1) as usize <= u16::MAX as usize);
     assert!(size_of::<SlotHeader>() == SLOT_HEADER_SIZE);
+    assert!(size_of::<MemberEntry>() == MEMBER_ENTRY_SIZE && MEMBER_START_OFFSET == 8);
+    assert!((MAX_MEMBERS as usize * MEMBER_ENTRY_SIZE).is_multiple_of(REGION_ALIGN));
+    assert!(CLOSED_OFFSET.is_multiple_of(4));
     assert!(slot::GENERATION == 28 && slot::PARENT_GENERATION == 32 && slot::CHILDREN == 36);
     assert!(slot::OWNER_PID == 40 && slot::OWNER_START == 48);
     assert!(SLOT_HEADER_SIZE.is_multiple_of(8));

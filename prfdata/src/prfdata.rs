@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
-use crate::block::create::BlockFile;
+use crate::block::create::{BlockFile, Joined};
 use crate::clock;
 use crate::counter_type::{AtomicWidth, CounterType, Dword, ElapsedTime, Large, TextType, Width};
 use crate::error::Error;
@@ -31,8 +31,10 @@ use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
 /// removed under the block's cross-process [`Optex`].
 ///
 /// `PrfData` is `Send + Sync`: share it between threads with `&` or an `Arc`. Other processes of
-/// the same app open the same block with [`PrfData::attach`]. The block is removed when the
-/// handle that created it is dropped, and when the process exits normally.
+/// the same app open the same block with [`PrfData::attach`] (or [`PrfData::activate`], which
+/// joins a live block of the same map). Every such process is a member of the block, none
+/// special: the block stays while one is alive, and the last one out (its handle dropped, or
+/// its normal exit) removes it.
 ///
 /// # Forked children
 ///
@@ -40,8 +42,8 @@ use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
 /// shared with the parent. It may use the handle as an [attached](PrfData::attach) process
 /// does: update counters, add and remove instances, take [`lock_ctrs`](PrfData::lock_ctrs). Its
 /// locks are taken in its own name (its pid and start time), so the parent recovers the block if
-/// the child dies holding one. It never owns the block: dropping the handle in the child, or
-/// the child's exit, leaves the parent's block in place, and a guard or write section that
+/// the child dies holding one. It is not a member in its own name: dropping the handle in the
+/// child, or the child's exit, leaves the block and its members table alone, and a guard or write section that
 /// the child's copy of a thread held at the fork is not released or closed by the child (the
 /// parent's thread still holds it).
 ///
@@ -108,6 +110,11 @@ pub struct PrfData<M: PerfDataMap> {
 /// The folder a block lives in.
 fn block_dir(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new("."))
+}
+
+/// The watch table beside an app's block.
+fn watch_path(def: &crate::map::MapDef, dir: &Path) -> std::path::PathBuf {
+    dir.join(format!("{}.watch", def.app))
 }
 
 /// A counter's atomic, carried to the on-demand thread.
@@ -484,7 +491,9 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # Errors
     ///
     /// [`Error::Map`] if the map is invalid (only a hand-written, `unsafe`, map can be);
-    /// [`Error::AlreadyActive`] if a live process holds the app's block; [`Error::Symlink`],
+    /// [`Error::AlreadyActive`] if a live process holds a block of the app laid out from another
+    /// map; [`Error::TooManyProcesses`] if 256 live processes are members of its block already;
+    /// [`Error::Symlink`],
     /// [`Error::NotRegular`], [`Error::NotABlock`] or [`Error::TooLarge`] if something else is at
     /// its path (refused at once: a FIFO there is never waited on); [`Error::NoSpace`] if the
     /// block's folder has no room for it (its pages are reserved now, so that a full tmpfs
@@ -493,6 +502,13 @@ impl<M: PerfDataMap> PrfData<M> {
     /// the app is installed (in `PRFDATA_REGISTRY`, else the per-user registry) with the names
     /// of another map, one that lacks this map's counters or has them at other offsets: the
     /// message names the installed range and what the map needs; reinstall the app.
+    ///
+    /// If the app's block is there already, laid out from this map, activation joins it: a
+    /// block with a live member is shared (its values and instances stay), and a block whose
+    /// members are all dead (killed) is adopted: its global counters continue, and the dead
+    /// processes' instances are removed, their counts folded into their objects' retired
+    /// accumulators, so that a `_Total` never goes backwards; the restarted process adds its
+    /// instances again.
     ///
     /// Activation also removes the temporary files (`.<app>.<pid>.<n>.tmp`) that activations
     /// killed half-way left in the folder: those whose creator is gone (no process has its pid,
@@ -533,24 +549,69 @@ impl<M: PerfDataMap> PrfData<M> {
     fn activate_impl(dir: Option<&Path>) -> Result<Self, Error> {
         #[cfg(feature = "install")]
         crate::install::check_installed(M::DEF)?;
+        match Self::activate_once(dir) {
+            // An orphaned block whose instance tables are corrupt is not worth adopting: this
+            // process, its only member, dropped it (removing it); publish a fresh one.
+            Err(Error::Corrupt { path, reason, .. }) => {
+                log::warn!(
+                    "app {}: not adopting {} ({reason}); publishing a new block",
+                    M::DEF.app,
+                    path.display()
+                );
+                Self::activate_once(dir)
+            }
+            other => other,
+        }
+    }
+
+    fn activate_once(dir: Option<&Path>) -> Result<Self, Error> {
         let block = BlockFile::create(M::DEF, dir)?;
-        let watch = WatchHost::create(M::DEF, block_dir(block.path()));
-        let prf = PrfData {
-            on_demand: OnceLock::new(),
-            shards: ShardHost::new(block.raw.base()),
-            #[cfg(feature = "install")]
-            dynamic: crate::dynamic::Shared::new(M::DEF, block.path(), true),
-            block,
-            watch,
-            _map: PhantomData,
+        let how = block.joined();
+        let prf = match how {
+            Some(Joined::Shared) => Self::attached(block)?,
+            _ => {
+                let dir = block_dir(block.path());
+                let watch = if how == Some(Joined::Adopted) && watch_path(M::DEF, dir).is_file() {
+                    WatchHost::attached(M::DEF, dir)
+                } else {
+                    WatchHost::create(M::DEF, dir)
+                };
+                PrfData {
+                    on_demand: OnceLock::new(),
+                    shards: ShardHost::new(block.raw.base()),
+                    #[cfg(feature = "install")]
+                    dynamic: crate::dynamic::Shared::new(M::DEF, block.path(), true),
+                    block,
+                    watch,
+                    _map: PhantomData,
+                }
+            }
         };
-        for (i, obj) in M::DEF.objects.iter().enumerate() {
-            if !obj.has_instances() {
-                prf.tables().table(i).init_block(0);
+        match how {
+            Some(Joined::Created) => {
+                for (i, obj) in M::DEF.objects.iter().enumerate() {
+                    if !obj.has_instances() {
+                        prf.tables().table(i).init_block(0);
+                    }
+                }
+            }
+            // Adopted: the dead processes' instances, owned or not, are removed, their `sum`
+            // counters folded into the retired accumulators (totals and `_Total` never go
+            // backwards); global counters keep their values. This process adds its instances
+            // again, as a restarted app does.
+            Some(Joined::Adopted) => {
+                let lock = prf.lock_layout();
+                let _section = lock.section(prf.seq());
+                prf.tables().retire_all().map_err(|c| prf.corrupt(c))?;
+            }
+            _ => {
+                prf.reclaim_dead()?;
             }
         }
         #[cfg(feature = "install")]
-        prf.dynamic.clear_stale();
+        if how != Some(Joined::Shared) {
+            prf.dynamic.clear_stale();
+        }
         Ok(prf)
     }
 
@@ -560,7 +621,8 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # Errors
     ///
     /// [`Error::NotActive`] if there is no block, [`Error::MapMismatch`] if it was laid out from
-    /// another map, and the map and file errors of [`PrfData::activate`].
+    /// another map, [`Error::TooManyProcesses`] if its members table is full, and the map and
+    /// file errors of [`PrfData::activate`].
     ///
     /// # Examples
     ///

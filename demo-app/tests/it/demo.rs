@@ -386,3 +386,92 @@ fn the_demo_scans_its_cache_only_while_a_monitor_watches() {
     }
     collector.close();
 }
+
+/// `run --processes 3`: worker processes come and go (recycled, one killed now and then); the
+/// "PrfData Demo Process" object's `_Total` of "Jobs completed" never decreases between samples,
+/// and no more than 3 worker instances are ever shown.
+#[test]
+fn worker_processes_churn_and_the_total_never_goes_backwards() {
+    use prfdata::reader::BlockReader;
+    let sandbox = Sandbox::new();
+    let root = sandbox.dir.path();
+    let child = demo(
+        root,
+        &[
+            "run",
+            "--workers",
+            "1",
+            "--processes",
+            "3",
+            "--duration",
+            "12",
+        ],
+    )
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let mut child = ChildGuard::new(child, "demo-app run --processes 3");
+    let block = root.join("shm/PrfDataDemo.blk");
+    let start = Instant::now();
+    while !block.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the demo published its block"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let reader = BlockReader::open_path("PrfDataDemo", &block).unwrap();
+    let process = reader
+        .objects()
+        .iter()
+        .position(|o| o.max_instances == 32)
+        .expect("the Process object");
+    let mut last_total = 0;
+    let mut samples = Vec::new();
+    for _ in 0..16 {
+        std::thread::sleep(Duration::from_millis(500));
+        let (workers, total) = reader
+            .read_with(Duration::from_secs(2), |view| {
+                let table = view.instances(process)?;
+                let mut workers = 0;
+                let mut total = None;
+                for pos in 0..table.len() {
+                    let inst = table.get(pos)?;
+                    let mut name = Vec::new();
+                    table.name_units(&inst, &mut name)?;
+                    if String::from_utf16_lossy(&name) == "_Total" {
+                        total = Some(table.value(&inst, 0)?);
+                    } else {
+                        workers += 1;
+                    }
+                }
+                Ok((workers, total))
+            })
+            .expect("a consistent read");
+        let total = total.expect("_Total is shown");
+        assert!(workers <= 3, "at most 3 worker processes: {workers}");
+        assert!(
+            total >= last_total,
+            "the total went backwards: {last_total} then {total} ({samples:?})"
+        );
+        last_total = total;
+        samples.push((workers, total));
+    }
+    assert!(
+        samples.first().unwrap().1 < samples.last().unwrap().1,
+        "the workers completed jobs: {samples:?}"
+    );
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.child().try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the demo stops after its duration"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+    assert!(!block.exists(), "the last process out removed the block");
+}

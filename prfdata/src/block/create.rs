@@ -1,5 +1,6 @@
-//! The owner's side of a block file: build the records, create the file owner-only, publish it
-//! without ever replacing a live block, replace a stale one, and remove it when done.
+//! The writer's side of a block file: build the records, create the file owner-only, publish it
+//! without ever replacing a live block, join a live block of the same map, adopt or replace a
+//! stale one, and remove it when the last member leaves.
 //!
 //! Publication protocol (every step fails safe):
 //!
@@ -7,20 +8,27 @@
 //!    and its limits the file's size. Remove the temporary files of activations killed half-way
 //!    in the folder ([`temp`]).
 //! 1. Create `.<app>.<pid>.<n>.tmp` beside the block with `O_CREAT | O_EXCL | O_NOFOLLOW`, mode
-//!    0600, and take its `flock` at once (held for the owner's whole life: the kernel drops it
-//!    when the owner dies, however it dies). Reserve its pages (`fallocate`, [`shm::reserve`]):
-//!    a full tmpfs fails the activation with [`Error::NoSpace`] here, instead of killing the app
-//!    with `SIGBUS` the first time it touches a page of the block later. Write the header and
-//!    records, map it.
+//!    0600, and take its `flock` at once (so that no other activation takes the file for one a
+//!    killed process left). Reserve its pages (`fallocate`, [`shm::reserve`]): a full tmpfs
+//!    fails the activation with [`Error::NoSpace`] here, instead of killing the app with
+//!    `SIGBUS` the first time it touches a page of the block later. Write the header and
+//!    records, this process as the first entry of the members table ([`super::members`]), map
+//!    it.
 //! 2. `rename(tmp, block, RENAME_NOREPLACE)`: readers only ever see a complete block.
 //! 3. If a block is already there: open it without following a symlink and without blocking
-//!    ([`open_block`]: anything but a regular file of ours is refused, by kind); if its `flock`
-//!    is free or its header's owner (pid + start time) is dead, it is stale: unlink it while
-//!    holding its lock and go back to 2; otherwise its owner is alive: refuse.
+//!    ([`open_block`]: anything but a regular file of ours is refused, by kind).
+//!    - Laid out from the same map (layout version, fingerprint, records): *join* it, under its
+//!      optex: if some member is alive the block is shared; if all are dead (`SIGKILL`ed) this
+//!      process *adopts* it, and its counters continue. If its last member is removing it
+//!      ([`BlockHeader::closed`]), go back to 2.
+//!    - Another map or layout: if a member is alive (for an older layout: its `flock` is held
+//!      and its header's owner is alive), refuse; else it is stale: unlink it and go back to 2.
 //!
-//! The handle that created the block removes it when dropped, and at the normal exit of the
-//! process; both only in the process that created it (the pid is checked), never in a child
-//! that inherited the handle through `fork`.
+//! Every member handle (activated or attached) leaves the members table when dropped, and at
+//! the normal exit of the process (both only in the process that joined: a child that
+//! inherited the handle through `fork` has another pid and leaves the table alone). The last
+//! live member out marks the block closed and removes its companions (`<app>.watch`,
+//! `<app>.dyn.blk`) then the block.
 //!
 //! In debug builds only, the environment variable `PRFDATA_BLOCK_FAULT=before-publish` makes an
 //! activating process kill itself (`SIGKILL`) between steps 1 and 2, as a crash would: the
@@ -30,11 +38,12 @@ use std::fs::{self, File};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, Once};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Once};
 
 use zerocopy::{FromBytes, IntoBytes};
 
+use super::members::{Full, Members};
 use super::open::{block_path, open_block, remove_if_same};
 use super::raw::RawBlock;
 use crate::clock;
@@ -42,9 +51,11 @@ use crate::error::Error;
 use crate::layout::*;
 use crate::map::offsets::*;
 use crate::map::{Instances, MapDef, Source};
+use crate::optex::{Optex, OptexGuard};
 use crate::process::{Liveness, ProcessId};
 use crate::sys::shm;
 use crate::winperf;
+use crate::write_lock::{held_here, WriteSection};
 
 mod temp;
 
@@ -86,7 +97,10 @@ pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> 
         od_request: 0,
         od_served: 0,
         od_objects: 0,
-        _reserved: [0; 16],
+        members_offset: members_offset(map) as u32,
+        max_members: MAX_MEMBERS,
+        closed: 0,
+        _reserved: 0,
         optex: [0; 64],
     };
     let mut image = Vec::with_capacity(regions_offset(map));
@@ -198,18 +212,38 @@ pub(crate) struct BlockKey {
     pub ino: u64,
 }
 
+/// How a member handle came to the block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Joined {
+    /// This process published the block.
+    Created,
+    /// The block had live members.
+    Shared,
+    /// Every member of the block was dead: this process took it over, values and all.
+    Adopted,
+}
+
+/// This process's entry in a block's members table, held by its handle.
+#[derive(Debug)]
+struct Member {
+    me: ProcessId,
+    def: &'static MapDef,
+    how: Joined,
+}
+
 /// An open, mapped block.
 #[derive(Debug)]
 pub(crate) struct BlockFile {
-    pub(crate) raw: RawBlock,
-    /// Kept open: it holds the owner's `flock`.
+    pub(crate) raw: Arc<RawBlock>,
+    /// Kept open: it holds this member's shared `flock` (a run-time block: its publisher's
+    /// exclusive one), which readers probe.
     _file: File,
     path: PathBuf,
     identity: shm::FileIdentity,
-    /// The pid of the process that created the block through this handle (and removes it on
-    /// drop), or `None` for an attached handle. A forked child's copy of the handle sees another
-    /// pid and leaves the block alone.
-    owner: Option<u32>,
+    /// This process's membership, for a handle of a map's block; `None` for a run-time block
+    /// (`crate::dynamic`), which the last member of the app's block removes. A forked child's
+    /// copy of the handle sees another pid and leaves the table alone.
+    member: Option<Member>,
 }
 
 impl BlockFile {
@@ -226,30 +260,50 @@ impl BlockFile {
         }
     }
 
-    /// Creates and publishes the block of `map` in `dir` (default: [`shm_dir`]), replacing a
-    /// stale one.
-    pub(crate) fn create(map: &MapDef, dir: Option<&Path>) -> Result<BlockFile, Error> {
-        let staged = Staged::new(map, dir)?;
+    /// How this handle joined its block (`None` for a run-time block).
+    pub(crate) fn joined(&self) -> Option<Joined> {
+        self.member.as_ref().map(|m| m.how)
+    }
+
+    /// Creates and publishes the block of `map` in `dir` (default: [`shm_dir`]), or joins (or
+    /// adopts) the block of the same map already there, or replaces a stale one of another map.
+    pub(crate) fn create(map: &'static MapDef, dir: Option<&Path>) -> Result<BlockFile, Error> {
+        let staged = Staged::new(map, dir, true)?;
         #[cfg(debug_assertions)]
         fault_point("before-publish");
-        if let Err(e) = publish(map.app, &staged.tmp, &staged.path) {
-            let _ = fs::remove_file(&staged.tmp);
-            return Err(e);
+        let outcome = publish(map, &staged.tmp, &staged.path);
+        match outcome {
+            Ok(None) => {
+                // From the publisher's exclusive lock to a member's shared one.
+                shm::lock_shared(&staged.file).map_err(|source| Error::Io {
+                    path: staged.path.clone(),
+                    source,
+                })?;
+                Ok(staged.published(Some(map)))
+            }
+            Ok(Some(joined)) => {
+                let _ = fs::remove_file(&staged.tmp);
+                Ok(joined)
+            }
+            Err(e) => {
+                let _ = fs::remove_file(&staged.tmp);
+                Err(e)
+            }
         }
-        Ok(staged.published())
     }
 
     /// Lays `map` out in a new file, lets `fill` write its first values (the new mapping,
     /// before anyone else can see it), then renames it over this process's own block at the
-    /// same path: a new generation of a block this process owns (run-time objects,
-    /// `crate::dynamic`). The caller marks the old block superseded.
+    /// same path: a new generation of a run-time block (`crate::dynamic`), left in place when
+    /// dropped (the last member of the app's block removes it). The caller marks the old block
+    /// superseded.
     #[cfg_attr(not(feature = "install"), allow(dead_code))]
     pub(crate) fn replace(
         map: &MapDef,
         dir: Option<&Path>,
         fill: impl FnOnce(&RawBlock),
     ) -> Result<BlockFile, Error> {
-        let staged = Staged::new(map, dir)?;
+        let staged = Staged::new(map, dir, false)?;
         fill(&staged.raw);
         if let Err(source) = fs::rename(&staged.tmp, &staged.path) {
             let _ = fs::remove_file(&staged.tmp);
@@ -258,44 +312,187 @@ impl BlockFile {
                 source,
             });
         }
-        Ok(staged.published())
+        Ok(staged.published(None))
     }
 
-    /// Opens the live block of `map` read-write, checking that it was laid out from this map.
-    pub(crate) fn attach(map: &MapDef, dir: Option<&Path>) -> Result<BlockFile, Error> {
+    /// Removes the block's file now if it is still this one (a run-time block with nothing
+    /// left to publish).
+    #[cfg_attr(not(feature = "install"), allow(dead_code))]
+    pub(crate) fn remove_now(&self) {
+        remove_if_same(&self.path, self.identity);
+    }
+
+    /// Opens the live block of `map` read-write, checking that it was laid out from this map,
+    /// and joins its members.
+    pub(crate) fn attach(map: &'static MapDef, dir: Option<&Path>) -> Result<BlockFile, Error> {
         crate::map::validate(map)?;
         let path = path_in(map.app, dir)?;
-        let file = open_block(map.app, &path, true)?;
-        let identity = shm::identity(&file).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
-        let total = total_size(map);
-        if identity.size != total as u64 {
-            return Err(Error::MapMismatch {
-                path,
-                reason: format!(
-                    "its size is {} bytes, this map needs {total}",
-                    identity.size
-                ),
-            });
+        for _ in 0..PUBLISH_ATTEMPTS {
+            let file = open_block(map.app, &path, true)?;
+            if let Some(block) = join(map, &path, file)? {
+                return Ok(block);
+            }
+            // Its last member was removing it: look again.
         }
-        let raw = RawBlock::map(&file, total, true).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
-        check_same_map(map, &raw).map_err(|reason| Error::MapMismatch {
-            path: path.clone(),
-            reason,
-        })?;
-        Ok(BlockFile {
-            raw,
-            _file: file,
+        Err(Error::NotActive {
+            app: map.app.to_string(),
             path,
-            identity,
-            owner: None,
         })
     }
+}
+
+/// Maps the existing block `file` at `path` (of the same map, else [`Error::MapMismatch`]) and
+/// joins its members table. `Ok(None)` if its last member is removing it.
+fn join(map: &'static MapDef, path: &Path, file: File) -> Result<Option<BlockFile>, Error> {
+    // A member's shared lock, for life: readers tell a block some process still writes by it.
+    shm::lock_shared(&file).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let identity = shm::identity(&file).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let total = total_size(map);
+    if identity.size != total as u64 {
+        return Err(Error::MapMismatch {
+            path: path.to_path_buf(),
+            reason: format!(
+                "its size is {} bytes, this map needs {total}",
+                identity.size
+            ),
+        });
+    }
+    let raw = RawBlock::map(&file, total, true).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    check_same_map(map, &raw).map_err(|reason| Error::MapMismatch {
+        path: path.to_path_buf(),
+        reason,
+    })?;
+    let key = BlockKey {
+        dev: identity.dev,
+        ino: identity.ino,
+    };
+    let me = ProcessId::current();
+    let live_before = {
+        let _guard = lock_members(&raw, map, key);
+        if closed(&raw).load(Ordering::Acquire) != 0 {
+            // Its last member removes the file before it releases the optex: a closed block
+            // still at the path was left by a member that died half-way (or its word was
+            // scribbled on). It goes; the caller looks again.
+            remove_if_same(path, identity);
+            return Ok(None);
+        }
+        let members =
+            Members::new(&raw, members_offset(map)).ok_or_else(|| Error::MapMismatch {
+                path: path.to_path_buf(),
+                reason: "its members table lies outside it".into(),
+            })?;
+        members.join(me).map_err(|Full| Error::TooManyProcesses {
+            app: map.app.to_string(),
+            path: path.to_path_buf(),
+            max: MAX_MEMBERS,
+        })?
+    };
+    let how = if live_before == 0 {
+        log::info!(
+            "app {}: adopting {} (its processes are gone; its counters continue)",
+            map.app,
+            path.display()
+        );
+        Joined::Adopted
+    } else {
+        Joined::Shared
+    };
+    let raw = Arc::new(raw);
+    exit_cleanup::register(&raw, path, identity, me, map);
+    Ok(Some(BlockFile {
+        raw,
+        _file: file,
+        path: path.to_path_buf(),
+        identity,
+        member: Some(Member { me, def: map, how }),
+    }))
+}
+
+/// The block's `closed` word.
+fn closed(raw: &RawBlock) -> &AtomicU32 {
+    // SAFETY: `CLOSED_OFFSET` is a 4-aligned u32 of the header, inside every mapping of a block
+    // (the caller mapped at least the header).
+    unsafe { raw.u32_at(CLOSED_OFFSET) }
+}
+
+/// Takes the block's optex to change its members table, repairing the instance tables if a
+/// writer died inside a write section; `None` if this thread holds it already (inside
+/// `lock_ctrs`).
+fn lock_members<'a>(
+    raw: &'a RawBlock,
+    def: &'static MapDef,
+    key: BlockKey,
+) -> Option<OptexGuard<'a>> {
+    if held_here(key) {
+        return None;
+    }
+    // SAFETY: `OPTEX_OFFSET` is a 64-aligned, 64-byte field of the header inside the mapping,
+    // which `raw` keeps alive for `'a`; the optex is only ever changed through its atomics.
+    let optex = unsafe { Optex::from_ptr(raw.base().add(OPTEX_OFFSET).cast::<Optex>()) };
+    let guard = optex.lock();
+    // SAFETY: the sequence is an 8-aligned u64 of the header, inside the mapping.
+    let seq = unsafe { raw.u64_at(SEQ_OFFSET) };
+    if guard.owner_died() && seq.load(Ordering::Relaxed) & 1 == 1 {
+        let _section = WriteSection::begin(seq);
+        crate::instances::Tables::new(raw, def).repair();
+    }
+    Some(guard)
+}
+
+/// Leaves the members table of the block mapped at `raw`; the last live member out marks it
+/// closed and removes its companions, then the block.
+fn leave(
+    raw: &RawBlock,
+    path: &Path,
+    identity: shm::FileIdentity,
+    me: ProcessId,
+    def: &'static MapDef,
+) {
+    let key = BlockKey {
+        dev: identity.dev,
+        ino: identity.ino,
+    };
+    // Another process of this user may have truncated the file: a fault here reads zeros
+    // instead of killing this process (at exit, or dropping its handle), and the block is
+    // then left alone.
+    let window = super::fault::init()
+        .ok()
+        .and_then(|()| super::fault::Watch::new(raw, true));
+    let _guard = lock_members(raw, def, key);
+    let Some(members) = Members::new(raw, members_offset(def)) else {
+        return;
+    };
+    let live = members.leave(me);
+    if live > 0 || window.as_ref().is_some_and(super::fault::Watch::faulted) {
+        return;
+    }
+    closed(raw).store(1, Ordering::Release);
+    // The last one out. Companions first: a process activating the app meanwhile waits for the
+    // optex, finds the block closed, and publishes its own block (and companions) only after.
+    let dir = path.parent().unwrap_or(Path::new("."));
+    for companion in companions(dir, def.app) {
+        if fs::symlink_metadata(&companion).is_ok_and(|m| m.is_file()) {
+            let _ = fs::remove_file(&companion);
+        }
+    }
+    remove_if_same(path, identity);
+}
+
+/// The files beside an app's block that go with it: its watch table and run-time block.
+fn companions(dir: &Path, app: &str) -> [PathBuf; 2] {
+    [
+        dir.join(format!("{app}.watch")),
+        dir.join(format!("{app}.dyn.blk")),
+    ]
 }
 
 /// A block laid out and mapped under its temporary name, locked by this process, not yet
@@ -306,11 +503,12 @@ struct Staged {
     tmp: PathBuf,
     path: PathBuf,
     identity: shm::FileIdentity,
-    pid: u32,
+    me: ProcessId,
 }
 
 impl Staged {
-    fn new(map: &MapDef, dir: Option<&Path>) -> Result<Staged, Error> {
+    /// `member`: this process is the first entry of the block's members table.
+    fn new(map: &MapDef, dir: Option<&Path>, member: bool) -> Result<Staged, Error> {
         crate::map::validate(map)?;
         let path = path_in(map.app, dir)?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -338,8 +536,17 @@ impl Staged {
                 )));
             }
             shm::reserve(&file, total as u64).map_err(|source| no_space(&path, total, source))?;
-            file.write_all_at(&records_image(map, me, generation), 0)
-                .map_err(create_err)?;
+            let mut image = records_image(map, me, generation);
+            if member {
+                let entry = MemberEntry {
+                    pid: me.pid,
+                    _reserved: 0,
+                    start_time: me.start_time,
+                };
+                let at = members_offset(map);
+                image[at..at + MEMBER_ENTRY_SIZE].copy_from_slice(entry.as_bytes());
+            }
+            file.write_all_at(&image, 0).map_err(create_err)?;
             let raw = RawBlock::map(&file, total, true).map_err(create_err)?;
             Ok((raw, shm::identity(&file).map_err(create_err)?))
         })();
@@ -350,7 +557,7 @@ impl Staged {
                 tmp,
                 path,
                 identity,
-                pid: me.pid,
+                me,
             }),
             Err(e) => {
                 let _ = fs::remove_file(&tmp);
@@ -359,15 +566,24 @@ impl Staged {
         }
     }
 
-    /// The handle of the block once it is at its path.
-    fn published(self) -> BlockFile {
-        exit_cleanup::register(&self.path, self.identity);
+    /// The handle of the block once it is at its path; a member of it for a map's block
+    /// (`def`).
+    fn published(self, def: Option<&'static MapDef>) -> BlockFile {
+        let raw = Arc::new(self.raw);
+        let member = def.map(|def| {
+            exit_cleanup::register(&raw, &self.path, self.identity, self.me, def);
+            Member {
+                me: self.me,
+                def,
+                how: Joined::Created,
+            }
+        });
         BlockFile {
-            raw: self.raw,
+            raw,
             _file: self.file,
             path: self.path,
             identity: self.identity,
-            owner: Some(self.pid),
+            member,
         }
     }
 }
@@ -400,11 +616,11 @@ impl BlockFile {
             .map_err(|e| mismatch(e.to_string()))?;
         Ok((
             BlockFile {
-                raw,
+                raw: Arc::new(raw),
                 _file: file,
                 path: path.to_path_buf(),
                 identity,
-                owner: None,
+                member: None,
             },
             records,
         ))
@@ -413,11 +629,13 @@ impl BlockFile {
 
 impl Drop for BlockFile {
     fn drop(&mut self) {
-        // Only the process that created the block removes it: a child that inherited the
-        // handle through `fork` has another pid (the kernel's, not a cached one).
-        if self.owner == Some(std::process::id()) {
-            exit_cleanup::unregister(self.identity);
-            remove_if_same(&self.path, self.identity);
+        // Only the process that joined leaves: a child that inherited the handle through
+        // `fork` has another pid (the kernel's, not a cached one).
+        if let Some(m) = &self.member {
+            if m.me.pid == std::process::id() {
+                exit_cleanup::unregister(&self.raw);
+                leave(&self.raw, &self.path, self.identity, m.me, m.def);
+            }
         }
     }
 }
@@ -455,10 +673,13 @@ fn fault_point(point: &str) {
     }
 }
 
-fn publish(app: &str, tmp: &Path, path: &Path) -> Result<(), Error> {
+/// Publishes the staged block `tmp` at `map`'s `path`: `Ok(None)` once it is there, or
+/// `Ok(Some(handle))` if a block of the same map was there and this process joined it.
+fn publish(map: &'static MapDef, tmp: &Path, path: &Path) -> Result<Option<BlockFile>, Error> {
+    let app = map.app;
     for _ in 0..PUBLISH_ATTEMPTS {
         match shm::rename_noreplace(tmp, path) {
-            Ok(()) => return Ok(()),
+            Ok(()) => return Ok(None),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(source) => {
                 return Err(Error::Create {
@@ -467,26 +688,49 @@ fn publish(app: &str, tmp: &Path, path: &Path) -> Result<(), Error> {
                 })
             }
         }
-        let existing = match open_block(app, path, false) {
+        let existing = match open_block(app, path, true) {
             Ok(f) => f,
             Err(Error::NotActive { .. }) => continue, // removed meanwhile: try again
             Err(e) => return Err(e),
         };
-        let locked = shm::try_lock_exclusive(&existing).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let owner = read_owner(&existing);
-        let owner_alive = owner.is_some_and(|o| o.liveness() == Liveness::Alive);
-        if !locked && owner_alive {
+        let header = read_header(&existing);
+        let ours = header.is_some_and(|h| h.layout_version == LAYOUT_VERSION);
+        if ours && header.is_some_and(|h| h.map_fingerprint == map.fingerprint()) {
+            match join(map, path, existing) {
+                Ok(Some(block)) => return Ok(Some(block)),
+                Ok(None) => continue, // its last member is removing it
+                // Same names, other limits: judged as a block of another map below.
+                Err(Error::MapMismatch { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let existing = match open_block(app, path, false) {
+            Ok(f) => f,
+            Err(Error::NotActive { .. }) => continue,
+            Err(e) => return Err(e),
+        };
+        let live = if ours {
+            live_member(&existing)
+        } else {
+            // Another layout version: its publisher holds its `flock` for life.
+            let locked = shm::try_lock_exclusive(&existing).map_err(|source| Error::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            let owner = header.map(|h| ProcessId {
+                pid: h.owner_pid,
+                start_time: h.owner_start_time,
+            });
+            owner.filter(|o| !locked && o.liveness() == Liveness::Alive)
+        };
+        if let Some(member) = live {
             return Err(Error::AlreadyActive {
                 app: app.to_string(),
-                pid: owner.map_or(0, |o| o.pid),
+                pid: member.pid,
                 path: path.to_path_buf(),
             });
         }
-        // Stale: its owner is gone (the lock was free) or its pid is dead or reused. We hold its
-        // lock if it was free, so no other activator judges it live while we remove it.
+        // Stale: every process of it is gone (their pids dead or reused).
         if let Ok(id) = shm::identity(&existing) {
             remove_if_same(path, id);
         }
@@ -497,15 +741,31 @@ fn publish(app: &str, tmp: &Path, path: &Path) -> Result<(), Error> {
     })
 }
 
-/// The owner recorded in a block's header, if the header can be read.
-fn read_owner(file: &File) -> Option<ProcessId> {
+/// A block's header, if it can be read and has our magic.
+fn read_header(file: &File) -> Option<BlockHeader> {
     let mut buf = [0u8; HEADER_SIZE];
     file.read_exact_at(&mut buf, 0).ok()?;
     let header = BlockHeader::read_from_bytes(&buf).ok()?;
-    (header.magic == MAGIC).then_some(ProcessId {
-        pid: header.owner_pid,
-        start_time: header.owner_start_time,
-    })
+    (header.magic == MAGIC).then_some(header)
+}
+
+/// A live process among the members of a block of this layout version (read from the file, as
+/// untrusted input: a table outside the file names no one).
+fn live_member(file: &File) -> Option<ProcessId> {
+    let header = read_header(file)?;
+    let len = header.max_members.min(MAX_MEMBERS) as usize * MEMBER_ENTRY_SIZE;
+    let mut table = vec![0u8; len];
+    file.read_exact_at(&mut table, u64::from(header.members_offset))
+        .ok()?;
+    table
+        .chunks_exact(MEMBER_ENTRY_SIZE)
+        .filter_map(|e| MemberEntry::read_from_bytes(e).ok())
+        .filter(|e| e.pid != 0)
+        .map(|e| ProcessId {
+            pid: e.pid,
+            start_time: e.start_time,
+        })
+        .find(|p| p.liveness() == Liveness::Alive)
 }
 
 /// Compares the records of an existing block with those `map` would produce.
@@ -534,9 +794,17 @@ fn check_same_map(map: &MapDef, raw: &RawBlock) -> Result<(), String> {
         },
         0,
     );
-    // Compare the records, masking what changes after creation: the object records' live state.
-    let mut a = actual[HEADER_SIZE..].to_vec();
-    let mut e = expected[HEADER_SIZE..].to_vec();
+    // Compare the records, masking what changes after creation: the object records' live state
+    // and the members table.
+    let members = members_offset(map);
+    if header.members_offset as usize != members || header.max_members != MAX_MEMBERS {
+        return Err(format!(
+            "its members table is at {} with {} entries (this map: {members}, {MAX_MEMBERS})",
+            header.members_offset, header.max_members
+        ));
+    }
+    let mut a = actual[HEADER_SIZE..members].to_vec();
+    let mut e = expected[HEADER_SIZE..members].to_vec();
     for i in 0..map.objects.len() {
         let dynamic = i * OBJECT_RECORD_SIZE + LIVE_COUNT_OFFSET..(i + 1) * OBJECT_RECORD_SIZE;
         a[dynamic.clone()].fill(0);
@@ -559,52 +827,67 @@ fn next_generation(me: ProcessId) -> u64 {
             .wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// Removal of owned blocks (and their watch tables) when the process exits normally (`exit`, return from `main`), even if
-/// the [`PrfData`](crate::PrfData) was leaked or lives in a static.
+/// Leaving the members tables of this process's blocks when it exits normally (`exit`, return
+/// from `main`), even if the [`PrfData`](crate::PrfData) was leaked or lives in a static: the
+/// last member out removes the block as a drop would.
 pub(crate) mod exit_cleanup {
     use super::*;
 
     struct Entry {
+        raw: Arc<RawBlock>,
         path: PathBuf,
         identity: shm::FileIdentity,
-        pid: u32,
+        me: ProcessId,
+        def: &'static MapDef,
     }
 
-    static OWNED: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+    static MEMBERSHIPS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
     static REGISTER: Once = Once::new();
 
     extern "C" fn at_exit() {
-        // A forked child inherits the list: only the process that created a block removes it.
+        // A forked child inherits the list: only the process that joined a block leaves it.
         let me = std::process::id();
-        if let Ok(list) = OWNED.lock() {
-            for e in list.iter().filter(|e| e.pid == me) {
-                remove_if_same(&e.path, e.identity);
-            }
+        let list = match MEMBERSHIPS.lock() {
+            Ok(mut list) => std::mem::take(&mut *list),
+            Err(_) => return,
+        };
+        for e in list.iter().filter(|e| e.me.pid == me) {
+            leave(&e.raw, &e.path, e.identity, e.me, e.def);
         }
+        // The mappings stay: another exit handler may still read through a leaked handle.
+        std::mem::forget(list);
     }
 
-    pub(crate) fn register(path: &Path, identity: shm::FileIdentity) {
+    pub(crate) fn register(
+        raw: &Arc<RawBlock>,
+        path: &Path,
+        identity: shm::FileIdentity,
+        me: ProcessId,
+        def: &'static MapDef,
+    ) {
         REGISTER.call_once(|| {
-            // SAFETY: `at_exit` is an `extern "C" fn()` that does not unwind (it only locks a
-            // mutex, reads memory and unlinks files) and stays valid for the process lifetime.
+            // SAFETY: `at_exit` is an `extern "C" fn()` that does not unwind (it locks mutexes,
+            // reads and writes the mapped members table and unlinks files) and stays valid for
+            // the process lifetime.
             unsafe {
                 libc::atexit(at_exit);
             }
         });
-        if let Ok(mut list) = OWNED.lock() {
+        if let Ok(mut list) = MEMBERSHIPS.lock() {
             list.push(Entry {
+                raw: Arc::clone(raw),
                 path: path.to_path_buf(),
                 identity,
-                pid: std::process::id(),
+                me,
+                def,
             });
         }
     }
 
-    /// Forgets the file with this identity (a newer generation at the same path stays
-    /// registered).
-    pub(crate) fn unregister(identity: shm::FileIdentity) {
-        if let Ok(mut list) = OWNED.lock() {
-            list.retain(|e| (e.identity.dev, e.identity.ino) != (identity.dev, identity.ino));
+    /// Forgets the membership of the handle mapping `raw` (its drop leaves the table itself).
+    pub(crate) fn unregister(raw: &Arc<RawBlock>) {
+        if let Ok(mut list) = MEMBERSHIPS.lock() {
+            list.retain(|e| !Arc::ptr_eq(&e.raw, raw));
         }
     }
 }

@@ -6,10 +6,12 @@
 //!   existing block the writer and the reader share.
 //! - `raw`: a mapping reached only through atomics; `fault`: surviving a block truncated under a
 //!   read (the `SIGBUS` handler and the table of mappings being read).
-//! - `create`: the owner's side: records built from a map, the file created, published,
-//!   attached to, removed.
+//! - `create`: the writer's side: records built from a map, the file created, published,
+//!   joined, adopted, removed by its last member; `members`: the table of the processes
+//!   attached to a block.
 
 pub(crate) mod create;
 pub(crate) mod fault;
+pub(crate) mod members;
 pub(crate) mod open;
 pub(crate) mod raw;

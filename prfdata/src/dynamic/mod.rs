@@ -392,17 +392,23 @@ impl Shared {
         let old = slot.clone();
         let guard = old.as_ref().map(|c| c.optex().lock());
         let new = match map {
-            None => None,
+            None => {
+                // Nothing left to publish: the run-time block goes (a block is never removed
+                // on drop: the last member of the app's block removes it).
+                if let Some(old) = &old {
+                    old.block.remove_now();
+                }
+                None
+            }
             Some(map) => {
                 let fill = |raw: &RawBlock| {
                     if let Some(old) = &old {
                         copy_values(old, map, raw);
                     }
                 };
-                let block = match &old {
-                    Some(_) => BlockFile::replace(map, Some(&self.dir), fill)?,
-                    None => BlockFile::create(map, Some(&self.dir))?,
-                };
+                // Only the process that defines run-time objects writes this path (a previous
+                // one's block was cleared at activation): a new layout replaces the old.
+                let block = BlockFile::replace(map, Some(&self.dir), fill)?;
                 let size = block.raw.len() as u64;
                 let records = crate::reader::records::parse(&block.raw, size).map_err(|e| {
                     Error::MapMismatch {

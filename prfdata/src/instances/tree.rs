@@ -256,6 +256,43 @@ impl<'a> Tables<'a> {
         Ok(removed)
     }
 
+    /// Removes every live instance, children before their parents, folding each one's `sum`
+    /// counters into its object's retired accumulator: what a process adopting a block whose
+    /// processes all died does with their instances (they were theirs; the totals keep them).
+    /// Call inside a write section, holding the optex. Returns how many were removed.
+    pub(crate) fn retire_all(&self) -> Result<usize, Corrupt> {
+        let mut removed = 0;
+        // Roots first (their subtrees go with them); then whatever a parent link that resolves
+        // to nothing left behind.
+        for roots_only in [true, false] {
+            let mut roots = Vec::new();
+            for object in self.instanced() {
+                let table = self.table(object);
+                for slot in table.live_slots()? {
+                    if roots_only && table.parent(slot).is_some() {
+                        continue;
+                    }
+                    if let Some(generation) = table.live_generation(slot) {
+                        roots.push(SlotRef {
+                            object: object as u32,
+                            slot,
+                            generation,
+                        });
+                    }
+                }
+            }
+            for root in roots {
+                for n in self.subtree(root)? {
+                    let table = self.table(n.object as usize);
+                    if self.remove(&table, n.slot, n.generation)? {
+                        removed += 1;
+                    }
+                }
+            }
+        }
+        Ok(removed)
+    }
+
     /// Whether any live instance is owned by a process: O(objects), from each object's
     /// owned count.
     pub(crate) fn has_owned(&self) -> bool {

@@ -6,8 +6,8 @@
 //! offsets the block's records state, and checks them).
 
 use crate::layout::{
-    align_up, CACHE_LINE, COUNTER_BLOCK_HEADER, COUNTER_RECORD_SIZE, HEADER_SIZE,
-    OBJECT_RECORD_SIZE, REGION_ALIGN, SHARD_SLOTS, SLOT_HEADER_SIZE,
+    align_up, CACHE_LINE, COUNTER_BLOCK_HEADER, COUNTER_RECORD_SIZE, HEADER_SIZE, MAX_MEMBERS,
+    MEMBER_ENTRY_SIZE, OBJECT_RECORD_SIZE, REGION_ALIGN, SHARD_SLOTS, SLOT_HEADER_SIZE,
 };
 use crate::map::{CounterDef, Instances, MapDef, ObjectDef, Source};
 use crate::winperf;
@@ -217,12 +217,17 @@ pub const fn counters_offset(map: &MapDef) -> usize {
     HEADER_SIZE + map.objects.len() * OBJECT_RECORD_SIZE
 }
 
-/// Offset where the per-object regions start.
-pub const fn regions_offset(map: &MapDef) -> usize {
+/// Offset of the members table: after the counter records, 64-aligned.
+pub const fn members_offset(map: &MapDef) -> usize {
     align_up(
         counters_offset(map) + total_counters(map) * COUNTER_RECORD_SIZE,
         CACHE_LINE,
     )
+}
+
+/// Offset where the per-object regions start: after the members table.
+pub const fn regions_offset(map: &MapDef) -> usize {
+    members_offset(map) + MAX_MEMBERS as usize * MEMBER_ENTRY_SIZE
 }
 
 /// Offset of object `index`'s regions.

@@ -11,7 +11,10 @@ use super::records::{self, CounterInfo, ObjectInfo, Records};
 use crate::block::fault::{self, Watch};
 use crate::block::open::{block_path, open_block};
 use crate::block::raw::RawBlock;
-use crate::layout::{HEADER_SIZE, MAX_BLOCK_SIZE};
+use crate::layout::{
+    HEADER_SIZE, MAX_BLOCK_SIZE, MAX_MEMBERS, MEMBER_ENTRY_SIZE, MEMBER_PID_OFFSET,
+    MEMBER_START_OFFSET,
+};
 use crate::sys::shm;
 
 /// A deadline for [`BlockReader::read_with`] that fits a provider's Collect: how long it keeps
@@ -185,6 +188,54 @@ impl BlockReader {
         self.records.header.owner_pid
     }
 
+    /// The processes the block's members table names now: every process of the app attached to
+    /// it (its activator and attached workers alike), as claims (a member killed with `SIGKILL`
+    /// stays listed until the next process joins or leaves; check each with
+    /// [`ProcessId::liveness`](crate::process::ProcessId::liveness)).
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Truncated`] if the block was truncated under the read.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let reader = prfdata::reader::BlockReader::open("App")?;
+    /// let live = reader.members()?.iter().filter(|p| p.liveness().is_alive()).count();
+    /// println!("{live} processes attached");
+    /// # Ok::<(), prfdata::reader::ReadError>(())
+    /// ```
+    pub fn members(&self) -> Result<Vec<crate::process::ProcessId>, ReadError> {
+        let window = watch(&self.raw, false, Instant::now() + DEFAULT_READ_DEADLINE)?;
+        let header = &self.records.header;
+        // `parse` checked that the table lies inside the block; the loads are checked again.
+        let mut out = Vec::new();
+        for i in 0..header.max_members.min(MAX_MEMBERS) as usize {
+            let at = header.members_offset as usize + i * MEMBER_ENTRY_SIZE;
+            let pid = self.raw.load_u32(at + MEMBER_PID_OFFSET);
+            let start = self.raw.load_u64(at + MEMBER_START_OFFSET);
+            match (pid, start) {
+                (Some(0), _) => {}
+                (Some(pid), Some(start_time)) => {
+                    out.push(crate::process::ProcessId { pid, start_time })
+                }
+                _ => {
+                    return Err(ReadError::Truncated {
+                        actual: self.raw.len() as u64,
+                        expected: (at + MEMBER_ENTRY_SIZE) as u64,
+                    })
+                }
+            }
+        }
+        if window.faulted() {
+            return Err(ReadError::Truncated {
+                actual: 0,
+                expected: header.total_size,
+            });
+        }
+        Ok(out)
+    }
+
     /// The fingerprint of the names of the map the block was laid out from
     /// ([`MapDef::fingerprint`](crate::map::MapDef::fingerprint)), as its header says: a provider
     /// compares it with the one install recorded in the registry before it labels any counter.
@@ -270,8 +321,10 @@ impl BlockReader {
         !(same_path && same_size)
     }
 
-    /// Whether the process that activated the block still holds it (its `flock`, which the kernel
-    /// releases however the process ends).
+    /// Whether a process of the app still holds the block: every member (the process that
+    /// activated it and each attached one) holds a shared `flock` on it, which the kernel
+    /// releases however the process ends. The process that activated the block may be gone
+    /// while others write on.
     ///
     /// # Examples
     ///
@@ -283,7 +336,7 @@ impl BlockReader {
     /// # Ok::<(), prfdata::reader::ReadError>(())
     /// ```
     pub fn owner_alive(&self) -> bool {
-        shm::owner_holds_lock(&self.file).unwrap_or(false)
+        shm::any_lock_held(&self.file).unwrap_or(false)
     }
 }
 

@@ -48,9 +48,10 @@ pub enum ReadError {
         /// Its value.
         value: u64,
     },
-    /// The process that activated the block is gone (killed: it could not remove its block), so
-    /// the values are frozen.
-    #[error("the app that published this block has exited without removing it")]
+    /// Every process of the block is gone (killed: the last could not remove it), so the
+    /// values are frozen. The process that activated it alone gone is not this: the block
+    /// stays live while any member lives.
+    #[error("every process of the app that published this block has exited without removing it")]
     OwnerGone,
     /// The writer kept changing the instance tables (or held `lock_ctrs`) for the whole
     /// deadline.

@@ -29,7 +29,7 @@
 //! | a file larger than [`MAX_BLOCK_SIZE`] | [`Error::TooLarge`](crate::Error::TooLarge), never mapped |
 //! | any byte changed to anything | [`ReadError::Field`] naming the offset, or the values as written; lone surrogates in names and text served as U+FFFD |
 //! | a process killed holding the lock inside a write section | the reader takes the lock over through the optex's dead-owner path and repairs the tables as a writer would, within [`DEAD_HOLDER_CHECK`] of the sequence staying odd |
-//! | the owner killed | [`ReadError::OwnerGone`] |
+//! | every member of the block killed (the activating process alone gone is not enough) | [`ReadError::OwnerGone`] |
 //!
 //! A load from a page of a block truncated under the read would raise `SIGBUS` and kill the
 //! reader; no size check can close that race. Each read window therefore registers its mapping

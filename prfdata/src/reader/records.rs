@@ -338,6 +338,23 @@ pub(crate) fn parse(raw: &RawBlock, file_size: u64) -> Result<Records, ReadError
     if records_end > file_size {
         return Err(truncated(records_end));
     }
+    // The members table (LAYOUT_VERSION 7): right after the records, inside the file. Readers
+    // only list it (`BlockReader::members`), but a block that misplaces it was not laid out by
+    // prfdata.
+    let members_end =
+        u64::from(header.members_offset) + u64::from(header.max_members) * MEMBER_ENTRY_SIZE as u64;
+    if u64::from(header.members_offset) != records_end.next_multiple_of(REGION_ALIGN as u64)
+        || header.max_members != MAX_MEMBERS
+    {
+        return Err(field(
+            header_at!(members_offset),
+            "members table",
+            header.members_offset,
+        ));
+    }
+    if members_end > file_size {
+        return Err(truncated(members_end));
+    }
     // Below the file size, which was mapped: fits a usize.
     let records_len = usize::try_from(records_end.next_multiple_of(8) - HEADER_SIZE as u64)
         .map_err(|_| truncated(records_end))?;

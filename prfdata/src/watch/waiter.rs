@@ -10,20 +10,19 @@ use std::time::Duration;
 use super::lease::live;
 use super::table::{now, path_in, Table};
 use super::{bit, WatchEvent, SLOTS, WATCH_BITS};
-use crate::block::create::exit_cleanup;
 use crate::block::fault;
 use crate::map::MapDef;
-use crate::sys::{futex, shm};
+use crate::sys::futex;
 
 /// A callback told of [`WatchEvent`]s.
 type Subscriber = Box<dyn FnMut(WatchEvent) + Send>;
 
-/// What a [`PrfData`](crate::PrfData) keeps for watching: the table it created (removed on drop
-/// by the process that created it) and the waiter, started on first use.
+/// What a [`PrfData`](crate::PrfData) keeps for watching: the waiter, started on first use. The
+/// table is the block's companion: the last member of the block removes it
+/// (`crate::block::create`).
 pub(crate) struct Host {
     def: &'static MapDef,
     dir: PathBuf,
-    created: Option<(PathBuf, shm::FileIdentity, u32)>,
     waiter: OnceLock<Option<Waiter>>,
 }
 
@@ -37,26 +36,13 @@ impl Host {
     /// At activate: creates `<dir>/<app>.watch`. A failure is logged, not fatal: the app runs,
     /// and nothing is ever reported watched.
     pub(crate) fn create(def: &'static MapDef, dir: &Path) -> Host {
-        let created = match Table::create(dir, def.app) {
-            Ok((_table, path, identity)) => {
-                // Removed at a normal exit too, as the block is.
-                exit_cleanup::register(&path, identity);
-                Some((path, identity, std::process::id()))
-            }
-            Err(e) => {
-                log::warn!(
-                    "cannot create the watch table {}: {e}; watch notifications are off",
-                    path_in(dir, def.app).display()
-                );
-                None
-            }
-        };
-        Host {
-            def,
-            dir: dir.to_path_buf(),
-            created,
-            waiter: OnceLock::new(),
+        if let Err(e) = Table::create(dir, def.app) {
+            log::warn!(
+                "cannot create the watch table {}: {e}; watch notifications are off",
+                path_in(dir, def.app).display()
+            );
         }
+        Host::attached(def, dir)
     }
 
     /// At attach: uses the table the activating process created, if any.
@@ -64,7 +50,6 @@ impl Host {
         Host {
             def,
             dir: dir.to_path_buf(),
-            created: None,
             waiter: OnceLock::new(),
         }
     }
@@ -97,12 +82,6 @@ impl Drop for Host {
     fn drop(&mut self) {
         if let Some(Some(w)) = self.waiter.take() {
             w.stop();
-        }
-        if let Some((path, identity, pid)) = &self.created {
-            if *pid == std::process::id() {
-                exit_cleanup::unregister(*identity);
-                crate::block::open::remove_if_same(path, *identity);
-            }
         }
     }
 }

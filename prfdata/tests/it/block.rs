@@ -65,10 +65,10 @@ fn the_block_is_owner_only_and_removed_on_drop() {
 }
 
 #[test]
-fn a_live_block_is_refused_with_its_owner_pid() {
+fn a_live_block_of_another_map_is_refused_with_a_live_pid() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = spawn_holder(dir.path());
-    let err = PrfData::activate_in(dir.path()).unwrap_err();
+    let err = other_map::PrfData::activate_in(dir.path()).unwrap_err();
     let pid = child.id();
     let _ = child.kill();
     let _ = child.wait();
@@ -79,33 +79,74 @@ fn a_live_block_is_refused_with_its_owner_pid() {
 }
 
 #[test]
-fn a_stale_block_of_a_killed_process_is_replaced() {
+fn a_live_block_of_the_same_map_is_joined() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = spawn_holder(dir.path());
+    let prf = PrfData::activate_in(dir.path()).expect("joins the live block");
+    let reader = prfdata::reader::BlockReader::open_path("PrfDataTest", prf.path()).unwrap();
+    assert_eq!(
+        reader.owner_pid(),
+        child.id(),
+        "the header names its publisher"
+    );
+    let mut members: Vec<u32> = reader.members().unwrap().iter().map(|p| p.pid).collect();
+    members.sort_unstable();
+    let mut expected = vec![child.id(), std::process::id()];
+    expected.sort_unstable();
+    assert_eq!(members, expected);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn a_stale_block_of_a_killed_process_is_adopted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_holder(dir.path());
+    let dead = child.id();
     child.kill().unwrap(); // SIGKILL: no destructor, no atexit
     child.wait().unwrap();
     assert!(
         dir.path().join(BLOCK).exists(),
         "a killed owner leaves its block behind"
     );
-    let prf = PrfData::activate_in(dir.path()).expect("the stale block is replaced");
+    let prf = PrfData::activate_in(dir.path()).expect("the stale block is adopted");
+    let reader = prfdata::reader::BlockReader::open_path("PrfDataTest", prf.path()).unwrap();
+    assert_eq!(reader.owner_pid(), dead, "the same block");
+    let members: Vec<u32> = reader.members().unwrap().iter().map(|p| p.pid).collect();
+    assert_eq!(members, [std::process::id()], "the dead member was pruned");
+}
+
+#[test]
+fn a_stale_block_of_another_map_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_holder(dir.path());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let prf = other_map::PrfData::activate_in(dir.path()).expect("the stale block is replaced");
     let reader = prfdata::reader::BlockReader::open_path("PrfDataTest", prf.path()).unwrap();
     assert_eq!(reader.owner_pid(), std::process::id());
 }
 
 #[test]
-fn a_block_whose_owner_pid_was_reused_is_stale() {
+fn a_block_whose_member_pid_was_reused_is_stale() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = spawn_holder(dir.path());
+    let dead = child.id();
     child.kill().unwrap();
     child.wait().unwrap();
-    // Make the header name a live pid (ours) with another start time: a reused pid.
+    // Make the members table name a live pid (ours) with another start time: a reused pid.
     let path = dir.path().join(BLOCK);
     let mut bytes = std::fs::read(&path).unwrap();
-    bytes[24..28].copy_from_slice(&std::process::id().to_le_bytes());
-    bytes[32..40].copy_from_slice(&1u64.to_le_bytes());
+    let members = u32::from_le_bytes(bytes[176..180].try_into().unwrap()) as usize;
+    assert_eq!(
+        bytes[members..members + 4],
+        dead.to_le_bytes(),
+        "the child's entry"
+    );
+    bytes[members..members + 4].copy_from_slice(&std::process::id().to_le_bytes());
+    bytes[members + 8..members + 16].copy_from_slice(&1u64.to_le_bytes());
     std::fs::write(&path, &bytes).unwrap();
-    PrfData::activate_in(dir.path()).expect("a reused pid does not keep a block alive");
+    other_map::PrfData::activate_in(dir.path()).expect("a reused pid does not keep a block alive");
 }
 
 #[test]

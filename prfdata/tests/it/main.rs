@@ -17,6 +17,7 @@ mod hostile_reader;
 mod install;
 mod instance_guard;
 mod instances;
+mod lifecycle;
 mod lock_reentry;
 mod map_macro;
 mod map_validation;

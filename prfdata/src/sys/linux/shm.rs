@@ -153,10 +153,20 @@ pub(crate) fn try_lock_exclusive(file: &File) -> io::Result<bool> {
     }
 }
 
-/// Whether a process holds the owner's exclusive `flock` on the file: probed with a shared,
-/// non-blocking lock that is released at once.
-pub(crate) fn owner_holds_lock(file: &File) -> io::Result<bool> {
-    match rfs::flock(file, FlockOperation::NonBlockingLockShared) {
+/// Takes a shared `flock` on the file, waiting for an exclusive one to go (only ever held for
+/// a moment once a block is published: [`any_lock_held`]'s probe). A member of a block holds it
+/// for its whole life through its own open file description (a publisher converts its
+/// exclusive lock to it); the kernel drops it when the process dies, however it dies.
+pub(crate) fn lock_shared(file: &File) -> io::Result<()> {
+    rfs::flock(file, FlockOperation::LockShared)?;
+    Ok(())
+}
+
+/// Whether a process holds a `flock` on the file (a member's shared lock, or the exclusive lock
+/// of a process publishing a run-time block): probed with an exclusive, non-blocking lock that
+/// is released at once.
+pub(crate) fn any_lock_held(file: &File) -> io::Result<bool> {
+    match rfs::flock(file, FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => {
             rfs::flock(file, FlockOperation::Unlock)?;
             Ok(false)

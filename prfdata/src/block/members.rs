@@ -1,0 +1,108 @@
+//! The members table: every process attached to a block (the owner is not special, issue 16).
+//!
+//! ```text
+//! members_offset   MemberEntry × MAX_MEMBERS   { pid u32 (0: free), reserved u32, start_time u64 }
+//! ```
+//!
+//! Each process that activates or attaches a block joins its table and leaves it when its handle
+//! is dropped or the process exits normally. The table changes only under the block's optex,
+//! whose recovery survives a member killed while holding it. A member that died without leaving
+//! (`SIGKILL`) is pruned by whoever joins or leaves next: liveness is its pid *and* start time
+//! ([`ProcessId::liveness`]), so a reused pid never keeps a dead member's entry.
+//!
+//! The last live member out removes the block and its companions; a process that activates a
+//! block of the same map whose members are all dead adopts it (see [`super::create`]).
+
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+use super::raw::RawBlock;
+use crate::layout::{MAX_MEMBERS, MEMBER_ENTRY_SIZE, MEMBER_PID_OFFSET, MEMBER_START_OFFSET};
+use crate::process::ProcessId;
+
+/// The members table of a mapped block. Its methods that change it are called holding the
+/// block's optex.
+pub(crate) struct Members<'a> {
+    raw: &'a RawBlock,
+    offset: usize,
+}
+
+/// The table has no free entry for a live process.
+#[derive(Debug)]
+pub(crate) struct Full;
+
+impl<'a> Members<'a> {
+    /// The table at `offset`, or `None` if it does not lie inside the mapping (a block whose
+    /// header says otherwise was not laid out by this crate).
+    pub(crate) fn new(raw: &'a RawBlock, offset: usize) -> Option<Members<'a>> {
+        let end = offset.checked_add(MAX_MEMBERS as usize * MEMBER_ENTRY_SIZE)?;
+        (offset.is_multiple_of(MEMBER_ENTRY_SIZE) && end <= raw.len())
+            .then_some(Members { raw, offset })
+    }
+
+    fn entry(&self, i: usize) -> (&AtomicU32, &AtomicU64) {
+        let at = self.offset + i * MEMBER_ENTRY_SIZE;
+        // SAFETY: `new` checked that the whole table lies inside the mapping and that `offset`
+        // is 16-aligned (the mapping is page-aligned), so entry `i < MAX_MEMBERS` has its u32
+        // at `at` and its u64 at `at + 8`, both aligned and inside; the table is only reached
+        // through atomics.
+        unsafe {
+            (
+                self.raw.u32_at(at + MEMBER_PID_OFFSET),
+                self.raw.u64_at(at + MEMBER_START_OFFSET),
+            )
+        }
+    }
+
+    /// Clears the entries of dead processes; returns how many live members remain.
+    pub(crate) fn prune(&self) -> usize {
+        let mut live = 0;
+        for i in 0..MAX_MEMBERS as usize {
+            let (pid, start) = self.entry(i);
+            let p = pid.load(Acquire);
+            if p == 0 {
+                continue;
+            }
+            let id = ProcessId {
+                pid: p,
+                start_time: start.load(Relaxed),
+            };
+            if id.liveness().is_alive() {
+                live += 1;
+            } else {
+                log::debug!("pruning dead member {} of a block", id.pid);
+                pid.store(0, Release);
+                start.store(0, Relaxed);
+            }
+        }
+        live
+    }
+
+    /// Adds `me` (pruning the dead first). Returns how many live members there were before.
+    pub(crate) fn join(&self, me: ProcessId) -> Result<usize, Full> {
+        let live = self.prune();
+        for i in 0..MAX_MEMBERS as usize {
+            let (pid, start) = self.entry(i);
+            if pid.load(Relaxed) == 0 {
+                start.store(me.start_time, Relaxed);
+                pid.store(me.pid, Release);
+                return Ok(live);
+            }
+        }
+        Err(Full)
+    }
+
+    /// Removes one entry of `me` (a process with two handles on the block has two) and prunes
+    /// the dead; returns how many live members remain.
+    pub(crate) fn leave(&self, me: ProcessId) -> usize {
+        for i in 0..MAX_MEMBERS as usize {
+            let (pid, start) = self.entry(i);
+            if pid.load(Relaxed) == me.pid && start.load(Relaxed) == me.start_time {
+                pid.store(0, Release);
+                start.store(0, Relaxed);
+                break;
+            }
+        }
+        self.prune()
+    }
+}

@@ -1,0 +1,452 @@
+//! The owner is not special (issue 16): every process of the app is a member of its block, the
+//! block outlives the process that activated it, the last member out removes it and its
+//! companions, a restarted master joins or adopts it and the counters continue, and a process
+//! killed while holding the block's lock never blocks the others. Real processes throughout.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use prfdata::dynamic::{CounterSpec, ObjectSpec};
+use prfdata::reader::BlockReader;
+use prfdata::winperf::PERF_COUNTER_RAWCOUNT;
+use prfdata::{Error, ProcessId};
+
+use super::common;
+use super::owned::owned_map;
+use common::testmap::{self, PrfData};
+
+const BLOCK: &str = "PrfDataTest.blk";
+const WATCH: &str = "PrfDataTest.watch";
+const DYN: &str = "PrfDataTest.dyn.blk";
+/// What a child prints when it reaches a step; the parent looks for it (libtest may print on
+/// the same line first).
+const MARK: &str = "@@";
+
+/// Child roles, chosen by `PRFDATA_TEST_ROLE`.
+#[test]
+#[ignore = "entry point for child processes"]
+fn child_entry() {
+    let Some(role) = common::role() else { return };
+    let dir = common::child_dir();
+    let say = |what: String| {
+        println!("{MARK}{what}");
+        std::io::stdout().flush().unwrap();
+    };
+    let wait_stdin = || {
+        let mut line = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut line);
+    };
+    match role.as_str() {
+        // Activates, counts 10, and exits normally (no drop) once stdin closes.
+        "activate-then-exit" => {
+            let prf = PrfData::activate_in(&dir).expect("activate");
+            prf.get_global_ctr64(testmap::HITS).fetch_add(10, Relaxed);
+            say("ready".into());
+            wait_stdin();
+            std::mem::forget(prf);
+            std::process::exit(0);
+        }
+        // Activates, counts 10 and adds an instance, then waits to be killed.
+        "activate-then-hang" => {
+            let prf = PrfData::activate_in(&dir).expect("activate");
+            prf.get_global_ctr64(testmap::HITS).fetch_add(10, Relaxed);
+            prf.add_instance(testmap::ITEMS, "left behind")
+                .expect("add");
+            say("ready".into());
+            std::thread::sleep(Duration::from_secs(60));
+            panic!("the parent should have killed this child");
+        }
+        // Attaches, counts 5, and drops its handle once stdin closes.
+        "attach" => {
+            let prf = PrfData::attach_in(&dir).expect("attach");
+            prf.get_global_ctr64(testmap::HITS).fetch_add(5, Relaxed);
+            say("ready".into());
+            wait_stdin();
+        }
+        // Activates the owned map, adds a process-owned worker (7 done) and an instance no
+        // process owns (5), then waits to be killed.
+        "owned-master" => {
+            let prf = owned_map::PrfData::activate_in(&dir).expect("activate");
+            let me = prf
+                .add_process_instance(owned_map::WORKERS, "master")
+                .expect("add");
+            prf.ctr_of(owned_map::DONE, me).fetch_add(7, Relaxed);
+            let pool = prf.add_instance(owned_map::PLAIN, "pool").expect("add");
+            prf.ctr_of(owned_map::N, pool).fetch_add(5, Relaxed);
+            say("ready".into());
+            std::thread::sleep(Duration::from_secs(60));
+            panic!("the parent should have killed this child");
+        }
+        // Adds and removes instances in a loop, counting each round, `ROUNDS` times.
+        "churn" => {
+            let rounds: u64 = std::env::var("ROUNDS").unwrap().parse().unwrap();
+            let prf = PrfData::attach_in(&dir).expect("attach");
+            let name = format!("churn {}", std::process::id());
+            for _ in 0..rounds {
+                let item = prf.add_instance(testmap::ITEMS, &name).expect("add");
+                prf.get_ctr64(testmap::ITEM_HITS, item)
+                    .fetch_add(1, Relaxed);
+                prf.get_global_ctr64(testmap::HITS).fetch_add(1, Relaxed);
+                prf.remove_instance(item).expect("remove");
+            }
+            say(format!("done {rounds}"));
+        }
+        // Churns `ROUNDS` times, then takes the lock, adds an instance inside its write section
+        // and says so, holding it until killed.
+        "victim" => {
+            let rounds: u64 = std::env::var("ROUNDS").unwrap().parse().unwrap();
+            let prf = PrfData::attach_in(&dir).expect("attach");
+            let name = format!("victim {}", std::process::id());
+            for _ in 0..rounds {
+                let item = prf.add_instance(testmap::ITEMS, &name).expect("add");
+                prf.get_global_ctr64(testmap::HITS).fetch_add(1, Relaxed);
+                prf.remove_instance(item).expect("remove");
+            }
+            let guard = prf.lock_ctrs();
+            prf.add_instance(testmap::ITEMS, &name).expect("add inside");
+            say(format!("holding {rounds}"));
+            std::thread::sleep(Duration::from_secs(60));
+            drop(guard);
+            panic!("the parent should have killed this child");
+        }
+        other => panic!("unknown role {other}"),
+    }
+}
+
+/// A child with a pipe to its stdin and its marked lines, in order.
+struct Proc {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Proc {
+    fn spawn(role: &str, dir: &Path, env: &[(&str, String)]) -> Proc {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args([
+            "--exact",
+            "lifecycle::child_entry",
+            "--include-ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(common::ROLE, role)
+        .env("PRFDATA_SHM_DIR", dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn a child");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some((_, said)) = line.split_once(MARK) {
+                    if tx.send(said.to_string()).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        Proc {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    /// The next marked line, within 60 s.
+    fn expect_line(&self) -> String {
+        self.lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the child reports within 60 s")
+    }
+
+    /// Closes its stdin and waits (at most 60 s) for a successful exit.
+    fn finish(mut self) {
+        drop(self.stdin.take());
+        common::wait_ok(self.child, Duration::from_secs(60));
+    }
+
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+/// The pids the block's members table names, sorted.
+fn members(path: &Path) -> Vec<u32> {
+    let reader = BlockReader::open_path("PrfDataTest", path).expect("the block is readable");
+    let mut pids: Vec<u32> = reader.members().unwrap().iter().map(|p| p.pid).collect();
+    pids.sort_unstable();
+    pids
+}
+
+fn sorted(mut pids: Vec<u32>) -> Vec<u32> {
+    pids.sort_unstable();
+    pids
+}
+
+#[test]
+fn the_block_outlives_the_process_that_activated_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = Proc::spawn("activate-then-exit", dir.path(), &[]);
+    assert_eq!(master.expect_line(), "ready");
+    let master_pid = master.child.id();
+    let worker = PrfData::attach_in(dir.path()).unwrap();
+    worker.get_global_ctr64(testmap::HITS).fetch_add(1, Relaxed);
+    assert_eq!(
+        members(worker.path()),
+        sorted(vec![master_pid, std::process::id()])
+    );
+    master.finish(); // a normal exit, without dropping its handle
+
+    let path = dir.path().join(BLOCK);
+    assert!(path.exists(), "the block stays while a member lives");
+    assert!(dir.path().join(WATCH).exists(), "and its watch table");
+    assert_eq!(members(&path), [std::process::id()], "the master left");
+    let reader = BlockReader::open_path("PrfDataTest", &path).unwrap();
+    let hits = reader
+        .read_with(Duration::from_secs(5), |view| view.global_value(0, 0))
+        .expect("readers still see it");
+    assert_eq!(hits, 11);
+    worker.get_global_ctr64(testmap::HITS).fetch_add(1, Relaxed);
+    assert_eq!(worker.get_global_ctr64(testmap::HITS).load(Relaxed), 12);
+
+    drop(worker);
+    assert!(!path.exists(), "the last member out removes the block");
+    assert!(!dir.path().join(WATCH).exists(), "and its watch table");
+}
+
+#[test]
+fn the_last_member_out_removes_the_block_and_its_companions() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = PrfData::activate_in(dir.path()).unwrap();
+    let plugin = master.add_object(&ObjectSpec::new("Plugin", "p")).unwrap();
+    let ctr = master
+        .add_counter(
+            plugin,
+            &CounterSpec::new("Loaded", "l", PERF_COUNTER_RAWCOUNT),
+        )
+        .unwrap();
+    ctr.store(4).unwrap();
+    let worker = Proc::spawn("attach", dir.path(), &[]);
+    assert_eq!(worker.expect_line(), "ready");
+    for name in [BLOCK, WATCH, DYN] {
+        assert!(dir.path().join(name).exists(), "{name} is there");
+    }
+    drop(master);
+    for name in [BLOCK, WATCH, DYN] {
+        assert!(
+            dir.path().join(name).exists(),
+            "{name} stays while the worker is attached"
+        );
+    }
+    worker.finish();
+    for name in [BLOCK, WATCH, DYN] {
+        assert!(
+            !dir.path().join(name).exists(),
+            "{name} went with the last member"
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "nothing left behind: {left:?}");
+}
+
+#[test]
+fn a_restarted_master_joins_the_live_block_and_counters_continue() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = PrfData::activate_in(dir.path()).unwrap();
+    master.get_global_ctr64(testmap::HITS).fetch_add(3, Relaxed);
+    let worker = Proc::spawn("attach", dir.path(), &[]);
+    assert_eq!(worker.expect_line(), "ready");
+    drop(master);
+    let master = PrfData::activate_in(dir.path()).expect("joins the worker's block");
+    assert_eq!(master.get_global_ctr64(testmap::HITS).load(Relaxed), 8);
+    assert_eq!(
+        members(master.path()),
+        sorted(vec![worker.child.id(), std::process::id()])
+    );
+    worker.finish();
+    assert!(master.path().exists(), "the master is a member again");
+    drop(master);
+    assert!(!dir.path().join(BLOCK).exists());
+}
+
+#[test]
+fn a_killed_last_member_is_adopted_and_totals_continue() {
+    use owned_map::*;
+    let dir = tempfile::tempdir().unwrap();
+    let master = Proc::spawn("owned-master", dir.path(), &[]);
+    assert_eq!(master.expect_line(), "ready");
+    master.kill(); // SIGKILL: no drop, no atexit: the block is left with a dead member
+    let path = dir.path().join("PrfDataOwned.blk");
+    assert!(path.exists());
+
+    let prf = PrfData::activate_in(dir.path()).expect("adopts the orphaned block");
+    // The dead master's instances, owned or not, were folded into the retired share.
+    assert!(prf.instances(WORKERS).unwrap().is_empty());
+    assert!(prf.instances(PLAIN).unwrap().is_empty());
+    let me = prf.add_process_instance(WORKERS, "master 2").unwrap();
+    prf.ctr_of(DONE, me).fetch_add(3, Relaxed);
+
+    let reader = BlockReader::open_path("PrfDataOwned", &path).unwrap();
+    let total = reader
+        .read_with(Duration::from_secs(5), |view| {
+            let table = view.instances(0)?;
+            let last = table.get(table.len() - 1)?;
+            let mut name = Vec::new();
+            table.name_units(&last, &mut name)?;
+            Ok((String::from_utf16_lossy(&name), table.value(&last, 0)?))
+        })
+        .unwrap();
+    assert_eq!(total, ("_Total".to_string(), 10), "7 retired + 3 live");
+    let members: Vec<u32> = reader.members().unwrap().iter().map(|p| p.pid).collect();
+    assert_eq!(members, [std::process::id()]);
+}
+
+#[test]
+fn a_full_members_table_refuses_with_a_typed_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let prf = PrfData::activate_in(dir.path()).unwrap();
+    // Fill the other 255 entries with a live process (this one), through the file.
+    let me = ProcessId::current();
+    let at = prfdata::map::offsets::members_offset(&testmap::MAP);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(prf.path())
+        .unwrap();
+    for i in 1..prfdata::layout::MAX_MEMBERS as usize {
+        let mut entry = [0u8; 16];
+        entry[0..4].copy_from_slice(&me.pid.to_le_bytes());
+        entry[8..16].copy_from_slice(&me.start_time.to_le_bytes());
+        std::os::unix::fs::FileExt::write_all_at(&file, &entry, (at + i * 16) as u64).unwrap();
+    }
+    match PrfData::attach_in(dir.path()).unwrap_err() {
+        Error::TooManyProcesses { max, .. } => assert_eq!(max, 256),
+        other => panic!("expected TooManyProcesses, got {other}"),
+    }
+    match PrfData::activate_in(dir.path()).unwrap_err() {
+        Error::TooManyProcesses { .. } => {}
+        other => panic!("expected TooManyProcesses, got {other}"),
+    }
+}
+
+/// Issue 16: "a crash of any one process never blocks the others: test it with 8 processes".
+/// Eight processes add and remove instances under the block's lock; four of them, one at a
+/// time, are killed while holding it inside a write section; the other four finish, and the
+/// block is consistent afterwards.
+#[test]
+fn eight_processes_survive_members_killed_while_holding_the_lock() {
+    const CHURN_ROUNDS: u64 = 400;
+    let dir = tempfile::tempdir().unwrap();
+    let prf = PrfData::activate_in(dir.path()).unwrap();
+    let churners: Vec<Proc> = (0..4)
+        .map(|_| Proc::spawn("churn", dir.path(), &[("ROUNDS", CHURN_ROUNDS.to_string())]))
+        .collect();
+    let mut victims_rounds = 0;
+    let mut victims = Vec::new();
+    for v in 0..4u64 {
+        let victim = Proc::spawn("victim", dir.path(), &[("ROUNDS", (50 * v).to_string())]);
+        let said = victim.expect_line();
+        let rounds: u64 = said
+            .strip_prefix("holding ")
+            .expect("holding <rounds>")
+            .parse()
+            .unwrap();
+        victims_rounds += rounds;
+        victims.push(victim.child.id());
+        victim.kill(); // holding the optex, inside its write section
+    }
+    for c in churners {
+        assert_eq!(c.expect_line(), format!("done {CHURN_ROUNDS}"));
+        c.finish();
+    }
+    assert_eq!(
+        prf.get_global_ctr64(testmap::HITS).load(Relaxed),
+        (4 * CHURN_ROUNDS + victims_rounds) as i64,
+        "every completed round counted once"
+    );
+    // The victims' last instances were added inside their sections: the repair keeps them
+    // (their slots are live), and nothing else is left.
+    let mut names: Vec<String> = prf
+        .instances(testmap::ITEMS)
+        .unwrap()
+        .into_iter()
+        .map(|i| prf.instance_name(i).unwrap())
+        .collect();
+    names.sort();
+    let mut expected: Vec<String> = victims.iter().map(|p| format!("victim {p}")).collect();
+    expected.sort();
+    assert_eq!(names, expected);
+    let reader = BlockReader::open_path("PrfDataTest", prf.path()).unwrap();
+    let mut snapshot = common::snapshot::Snapshot::default();
+    common::snapshot::ReadAll::read(&reader, &mut snapshot).expect("a consistent read");
+    assert_eq!(snapshot.objects[1].instances.len(), 4, "{snapshot:?}");
+    // The lock is free and the block usable.
+    let item = prf.add_instance(testmap::ITEMS, "after").unwrap();
+    prf.remove_instance(item).unwrap();
+    drop(
+        prf.lock_ctrs_for(Duration::from_secs(5))
+            .expect("the lock is free"),
+    );
+    // The dead members are pruned by the next join or leave.
+    let late = PrfData::attach_in(dir.path()).unwrap();
+    drop(late);
+    assert_eq!(members(prf.path()), [std::process::id()]);
+}
+
+#[test]
+fn an_adopted_block_keeps_its_global_counters_and_sheds_its_instances() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = Proc::spawn("activate-then-hang", dir.path(), &[]);
+    assert_eq!(master.expect_line(), "ready");
+    master.kill();
+    let prf = PrfData::activate_in(dir.path()).expect("adopts the orphaned block");
+    assert_eq!(
+        prf.get_global_ctr64(testmap::HITS).load(Relaxed),
+        10,
+        "the count continues"
+    );
+    assert!(
+        prf.instances(testmap::ITEMS).unwrap().is_empty(),
+        "the dead master's instances are not this process's"
+    );
+    // Its instances can be added again by name, as a restarted app does.
+    prf.add_instance(testmap::ITEMS, "left behind").unwrap();
+}
+
+/// Regression (found by the provider's random block mutations): a nonzero `closed` word made
+/// the last member keep the block and every later activation retry until it gave up.
+#[test]
+fn a_scribbled_closed_word_neither_keeps_a_block_nor_blocks_activation() {
+    use std::os::unix::fs::FileExt;
+    let closed_at = std::mem::offset_of!(prfdata::layout::BlockHeader, closed) as u64;
+    let scribble = |path: &Path| {
+        let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        file.write_all_at(&7u32.to_le_bytes(), closed_at).unwrap();
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let prf = PrfData::activate_in(dir.path()).unwrap();
+    scribble(prf.path());
+    drop(prf);
+    assert!(
+        !dir.path().join(BLOCK).exists(),
+        "the last member removed it"
+    );
+
+    let master = Proc::spawn("activate-then-hang", dir.path(), &[]);
+    assert_eq!(master.expect_line(), "ready");
+    master.kill();
+    scribble(&dir.path().join(BLOCK));
+    let prf = PrfData::activate_in(dir.path()).expect("a closed block is not waited on");
+    assert_eq!(members(prf.path()), [std::process::id()]);
+}
