@@ -221,13 +221,17 @@ pub const fn counters_offset(map: &MapDef) -> usize {
 pub const fn members_offset(map: &MapDef) -> usize {
     align_up(
         counters_offset(map) + total_counters(map) * COUNTER_RECORD_SIZE,
-        CACHE_LINE,
+        REGION_ALIGN,
     )
 }
 
-/// Offset where the per-object regions start: after the members table.
+/// Offset where the per-object regions start: after the members table, on a cache line (the
+/// counter blocks of padded objects are [`CACHE_LINE`]-aligned).
 pub const fn regions_offset(map: &MapDef) -> usize {
-    members_offset(map) + MAX_MEMBERS as usize * MEMBER_ENTRY_SIZE
+    align_up(
+        members_offset(map) + MAX_MEMBERS as usize * MEMBER_ENTRY_SIZE,
+        CACHE_LINE,
+    )
 }
 
 /// Offset of object `index`'s regions.
