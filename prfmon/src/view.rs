@@ -41,6 +41,7 @@
 //! # Ok::<(), prfmon::decode::DecodeError>(())
 //! ```
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use prfdata::winperf::{
@@ -293,7 +294,9 @@ fn ascii_lossy(raw: &[u8]) -> String {
 // ---------------------------------------------------------------------------------------------
 
 /// Where the walk keeps what it found: offsets for a view, nothing for a check.
-trait Record {
+pub(crate) trait Record {
+    /// How many definitions and instances are recorded so far.
+    fn counts(&self) -> (usize, usize);
     /// A counter definition at `at`.
     fn definition(&mut self, at: usize);
     /// Room for `n` more instances.
@@ -305,6 +308,10 @@ trait Record {
 /// [`check_object`]'s: keeps nothing.
 impl Record for () {
     #[inline]
+    fn counts(&self) -> (usize, usize) {
+        (0, 0)
+    }
+    #[inline]
     fn definition(&mut self, _: usize) {}
     #[inline]
     fn reserve_instances(&mut self, _: usize) {}
@@ -313,12 +320,36 @@ impl Record for () {
 }
 
 /// [`DataView`]'s: the offsets of every definition and instance, in order.
-struct Offsets {
-    definitions: Vec<usize>,
-    instances: Vec<usize>,
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Offsets {
+    pub(crate) definitions: Vec<usize>,
+    pub(crate) instances: Vec<usize>,
+}
+
+impl Offsets {
+    /// Drops what was recorded after `counts` (a [`Record::counts`]).
+    pub(crate) fn truncate(&mut self, counts: (usize, usize)) {
+        self.definitions.truncate(counts.0);
+        self.instances.truncate(counts.1);
+    }
+
+    /// Adds `by` to every offset recorded after `counts`: what was recorded in a part of the
+    /// bytes now at `by` in a bigger buffer.
+    pub(crate) fn shift(&mut self, counts: (usize, usize), by: usize) {
+        for at in self.definitions[counts.0..]
+            .iter_mut()
+            .chain(&mut self.instances[counts.1..])
+        {
+            *at += by;
+        }
+    }
 }
 
 impl Record for Offsets {
+    #[inline]
+    fn counts(&self) -> (usize, usize) {
+        (self.definitions.len(), self.instances.len())
+    }
     #[inline]
     fn definition(&mut self, at: usize) {
         self.definitions.push(at);
@@ -335,15 +366,26 @@ impl Record for Offsets {
 
 /// One checked object: where it and its parts are.
 #[derive(Debug, Clone)]
-struct ObjectEntry {
+pub(crate) struct ObjectEntry {
     /// Offset of the PERF_OBJECT_TYPE.
-    offset: usize,
+    pub(crate) offset: usize,
     /// Its counter definitions in [`DataView::definitions`].
     definitions: Range<usize>,
     /// Its instances in [`DataView::instances`].
     instances: Range<usize>,
     /// For an object without instances, the offset of its counter block.
     block: Option<usize>,
+}
+
+impl ObjectEntry {
+    /// The entry of the same object moved `by` bytes further (see [`Offsets::shift`]).
+    pub(crate) fn shifted(self, by: usize) -> ObjectEntry {
+        ObjectEntry {
+            offset: self.offset + by,
+            block: self.block.map(|b| b + by),
+            ..self
+        }
+    }
 }
 
 /// What the values of every counter block of an object must satisfy, from its definitions.
@@ -356,14 +398,13 @@ struct Needs {
 
 /// Checks the PERF_OBJECT_TYPE at `offset` (ending by `limit`) and everything in it, recording
 /// its definitions and instances in `rec`; returns the entry and the next object's offset.
-fn walk_object<R: Record>(
+pub(crate) fn walk_object<R: Record>(
     bytes: &[u8],
     offset: usize,
     limit: usize,
     rec: &mut R,
-    definitions_before: usize,
-    instances_before: usize,
 ) -> Result<(ObjectEntry, usize), DecodeError> {
+    let (definitions_before, instances_before) = rec.counts();
     let limit = limit.min(bytes.len());
     let obj: &ObjectTypeLe = view(bytes, offset, limit, "PERF_OBJECT_TYPE")?;
     let total = obj.total_byte_length.get() as usize;
@@ -613,7 +654,7 @@ pub(crate) fn check_object(
     offset: usize,
     limit: usize,
 ) -> Result<usize, DecodeError> {
-    walk_object(bytes, offset, limit, &mut (), 0, 0).map(|(_, next)| next)
+    walk_object(bytes, offset, limit, &mut ()).map(|(_, next)| next)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -639,11 +680,11 @@ pub struct DataView<'a> {
     header: &'a DataBlockLe,
     /// The system name's bytes.
     name: Range<usize>,
-    objects: Vec<ObjectEntry>,
+    objects: Cow<'a, [ObjectEntry]>,
     /// Offsets of every object's counter definitions, object after object.
-    definitions: Vec<usize>,
+    definitions: Cow<'a, [usize]>,
     /// Offsets of every object's instance definitions, object after object.
-    instances: Vec<usize>,
+    instances: Cow<'a, [usize]>,
 }
 
 impl std::fmt::Debug for DataView<'_> {
@@ -716,16 +757,11 @@ impl<'a> DataView<'a> {
         )?;
         check_utf16(bytes, name_start, name_end, "system name")?;
 
-        let mut offsets = Offsets {
-            definitions: Vec::new(),
-            instances: Vec::new(),
-        };
+        let mut offsets = Offsets::default();
         let mut objects = Vec::new();
         let mut offset = header_len;
         for _ in 0..header.num_object_types.get() {
-            let before = (offsets.definitions.len(), offsets.instances.len());
-            let (entry, next) =
-                walk_object(bytes, offset, total, &mut offsets, before.0, before.1)?;
+            let (entry, next) = walk_object(bytes, offset, total, &mut offsets)?;
             objects.push(entry);
             offset = next;
         }
@@ -733,9 +769,9 @@ impl<'a> DataView<'a> {
             bytes,
             header,
             name: name_start..name_end,
-            objects,
-            definitions: offsets.definitions,
-            instances: offsets.instances,
+            objects: Cow::Owned(objects),
+            definitions: Cow::Owned(offsets.definitions),
+            instances: Cow::Owned(offsets.instances),
         })
     }
 
@@ -927,6 +963,118 @@ impl<'a> DataView<'a> {
             system_name: self.system_name(),
             objects: self.objects().map(|o| o.to_data()).collect(),
         }
+    }
+}
+
+/// A PERF_DATA_BLOCK that has passed every check of [`DataView::parse`], kept with where its
+/// parts are: [`view`](Self::view) reads it again without a second pass of checks. The
+/// collector returns one ([`crate::collector::Collector::collect_checked`]): it checked each
+/// provider's output as it came, which is what the view's pass would check again.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+/// use prfmon::view::CheckedBlock;
+/// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+/// let block = CheckedBlock::parse(build_data_block("box", &CollectionTimes::now(), &[out]))?;
+/// let object = block.view().object(0).unwrap();
+/// assert_eq!(object.instance(1).unwrap().name(), "beta");
+/// assert!(CheckedBlock::parse(vec![0; 40]).is_err());
+/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct CheckedBlock {
+    bytes: Vec<u8>,
+    name: Range<usize>,
+    objects: Vec<ObjectEntry>,
+    offsets: Offsets,
+}
+
+impl CheckedBlock {
+    /// Checks `bytes` as [`DataView::parse`] does and keeps them with what the check found.
+    ///
+    /// # Errors
+    ///
+    /// What [`DataView::parse`] returns for the same bytes.
+    ///
+    /// # Examples
+    ///
+    /// See [`CheckedBlock`].
+    pub fn parse(bytes: Vec<u8>) -> Result<Self, DecodeError> {
+        let view = DataView::parse(&bytes)?;
+        let name = view.name.clone();
+        let objects = view.objects.into_owned();
+        let offsets = Offsets {
+            definitions: view.definitions.into_owned(),
+            instances: view.instances.into_owned(),
+        };
+        Ok(CheckedBlock {
+            bytes,
+            name,
+            objects,
+            offsets,
+        })
+    }
+
+    /// A block whose header the caller wrote (with the system name at `name`) and whose
+    /// objects it checked with [`walk_object`], recording `objects` and `offsets`.
+    pub(crate) fn from_checked(
+        bytes: Vec<u8>,
+        name: Range<usize>,
+        objects: Vec<ObjectEntry>,
+        offsets: Offsets,
+    ) -> Self {
+        CheckedBlock {
+            bytes,
+            name,
+            objects,
+            offsets,
+        }
+    }
+
+    /// The view of the block, with no new pass of checks.
+    ///
+    /// # Examples
+    ///
+    /// See [`CheckedBlock`].
+    pub fn view(&self) -> DataView<'_> {
+        // Both constructors hold a whole header: `parse` checked it, the collector wrote it.
+        let header = checked::<DataBlockLe>(&self.bytes, 0)
+            .expect("a CheckedBlock starts with a whole PERF_DATA_BLOCK header");
+        DataView {
+            bytes: &self.bytes,
+            header,
+            name: self.name.clone(),
+            objects: Cow::Borrowed(&self.objects),
+            definitions: Cow::Borrowed(&self.offsets.definitions),
+            instances: Cow::Borrowed(&self.offsets.instances),
+        }
+    }
+
+    /// The PERF_DATA_BLOCK's bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
+    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[]);
+    /// let block = prfmon::view::CheckedBlock::parse(bytes.clone())?;
+    /// assert_eq!(block.bytes(), &bytes[..]);
+    /// assert_eq!(block.into_bytes(), bytes);
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The PERF_DATA_BLOCK's bytes, kept. See [`CheckedBlock::bytes`].
+    ///
+    /// # Examples
+    ///
+    /// See [`CheckedBlock::bytes`].
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
     }
 }
 
@@ -1550,11 +1698,8 @@ pub(crate) fn decode_object(
     offset: usize,
     limit: usize,
 ) -> Result<(ObjectData, usize), DecodeError> {
-    let mut offsets = Offsets {
-        definitions: Vec::new(),
-        instances: Vec::new(),
-    };
-    let (entry, next) = walk_object(bytes, offset, limit, &mut offsets, 0, 0)?;
+    let mut offsets = Offsets::default();
+    let (entry, next) = walk_object(bytes, offset, limit, &mut offsets)?;
     let object = ObjectView {
         bytes,
         header: checked(bytes, offset).ok_or(DecodeError::Truncated {
