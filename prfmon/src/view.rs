@@ -255,8 +255,24 @@ fn is_utf16(raw: &[u8]) -> bool {
 #[inline]
 fn has_no_surrogate(raw: &[u8]) -> bool {
     // A unit is a surrogate (D800–DFFF) when its high byte (the second, little-endian) is D8–DF.
-    raw.chunks_exact(2)
-        .fold(true, |ok, unit| ok & (unit[1] & 0xF8 != 0xD8))
+    // Four units a word: a unit's lane of `x` is zero exactly when it is a surrogate, and the
+    // usual "has a zero lane" test (no false positive: a lane is 0 or at least 0x0800) finds one.
+    const ONES: u64 = 0x0001_0001_0001_0001;
+    const HIGH: u64 = 0x8000_8000_8000_8000;
+    let mut words = raw.chunks_exact(8);
+    let mut found = 0u64;
+    for word in &mut words {
+        let w = u64::from_le_bytes([
+            word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7],
+        ]);
+        let x = (w & 0xF800_F800_F800_F800) ^ 0xD800_D800_D800_D800;
+        found |= x.wrapping_sub(ONES) & !x & HIGH;
+    }
+    found == 0
+        && words
+            .remainder()
+            .chunks_exact(2)
+            .all(|unit| unit[1] & 0xF8 != 0xD8)
 }
 
 /// Checks that `bytes[start..end]` up to its first NUL is valid UTF-16LE.
@@ -1241,12 +1257,20 @@ impl<'v> ObjectView<'v> {
     #[inline]
     pub fn counter(&self, index: usize) -> Option<CounterView<'v>> {
         let def: &CounterDefinitionLe = checked(self.bytes, *self.definitions.get(index)?)?;
+        let int = IntKind::of(def.counter_type.get(), def.counter_size.get());
         Some(CounterView {
             def,
             index,
             object: *self,
             offset: def.counter_offset.get(),
-            int: IntKind::of(def.counter_type.get(), def.counter_size.get()),
+            int,
+            wide_end: match int {
+                IntKind::None => usize::MAX,
+                IntKind::Dword | IntKind::Large => {
+                    (def.counter_offset.get() as usize).saturating_add(8)
+                }
+            },
+            mask: int.mask(),
         })
     }
 
@@ -1379,6 +1403,12 @@ pub struct CounterView<'v> {
     offset: u32,
     /// How [`BlockView::int`] reads the value.
     int: IntKind,
+    /// For an integer, `CounterOffset + 8`: a block at least this long lets [`BlockView::int`]
+    /// load 8 bytes and mask them (`mask`), with no branch on the kind. `usize::MAX` for
+    /// anything else (the slow path, which says `None`).
+    wide_end: usize,
+    /// [`IntKind::mask`] of `int`.
+    mask: u64,
 }
 
 /// How a counter's raw integer is read (winperf.h `PERF_SIZE_*`, text excluded).
@@ -1393,6 +1423,15 @@ enum IntKind {
 }
 
 impl IntKind {
+    /// The bits of an 8-byte little-endian load that are the value.
+    fn mask(self) -> u64 {
+        match self {
+            IntKind::Dword => 0xFFFF_FFFF,
+            IntKind::Large => u64::MAX,
+            IntKind::None => 0,
+        }
+    }
+
     fn of(counter_type: u32, size: u32) -> IntKind {
         match size {
             _ if counter_type & PERF_TYPE_MASK == PERF_TYPE_TEXT => IntKind::None,
@@ -1655,6 +1694,15 @@ impl<'v> BlockView<'v> {
     #[inline]
     pub fn int(&self, counter: &CounterView<'_>) -> Option<i64> {
         let start = counter.offset as usize;
+        // The usual case: 8 bytes from the value's start lie in the block (a DWORD's other 4
+        // are masked off), one load and no branch on the kind.
+        if let Some(raw) = self
+            .bytes
+            .get(..counter.wide_end)
+            .and_then(|b| b.last_chunk::<8>())
+        {
+            return Some((u64::from_le_bytes(*raw) & counter.mask) as i64);
+        }
         match counter.int {
             IntKind::Large => {
                 let raw: [u8; 8] = self.bytes.get(start..start + 8)?.try_into().ok()?;
@@ -1811,8 +1859,104 @@ mod tests {
         }
     }
 
+    /// Every integer value of `view`, read by [`BlockView::int`], is what [`BlockView::raw`]
+    /// reads, and `int` is `None` exactly where `raw` is not an integer.
+    fn ints_agree(view: &DataView<'_>) {
+        for object in view.objects() {
+            let counters: Vec<_> = object.counters().collect();
+            let blocks = object
+                .values()
+                .into_iter()
+                .chain(object.instances().map(|i| i.values()));
+            for values in blocks {
+                for c in &counters {
+                    let raw = match values.raw(c) {
+                        RawValue::Int(v) => Some(v),
+                        _ => None,
+                    };
+                    assert_eq!(values.int(c), raw, "counter {}", c.index());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn int_reads_what_raw_reads() {
+        for bytes in blocks() {
+            ints_agree(&DataView::parse(&bytes).unwrap());
+            // One byte further on: a DWORD's 8-byte load is then unaligned too.
+            let mut shifted = vec![0u8; bytes.len() + 1];
+            shifted[1..].copy_from_slice(&bytes);
+            ints_agree(&DataView::parse(&shifted[1..]).unwrap());
+        }
+    }
+
+    #[test]
+    fn a_dword_last_in_its_block_and_one_followed_by_bytes_read_right() {
+        // The sample's first counter is a DWORD inside its block: its 8-byte load takes 4 more
+        // bytes, masked off. Then the same block with that DWORD moved to the block's last 4
+        // bytes, where no 8-byte load fits (the slow path).
+        let bytes = &blocks()[0];
+        let view = DataView::parse(bytes).unwrap();
+        let object = view.object(0).unwrap();
+        let dword = object.counter(0).unwrap();
+        assert_eq!(dword.size(), 4);
+        let beta = object.instance(1).unwrap().values();
+        assert_eq!(beta.int(&dword), Some(0xFFFF_FFFF));
+        assert_eq!(beta.int(&object.counter(1).unwrap()), Some(-5));
+        let block_len = beta.bytes.len();
+        let def_at = object.definitions[0];
+        let mut moved = bytes.clone();
+        moved[def_at + 36..def_at + 40].copy_from_slice(&(block_len as u32 - 4).to_le_bytes());
+        let view = DataView::parse(&moved).unwrap();
+        ints_agree(&view);
+        let object = view.object(0).unwrap();
+        let dword = object.counter(0).unwrap();
+        let last = object.instance(1).unwrap().values();
+        let tail: [u8; 4] = last.bytes[block_len - 4..].try_into().unwrap();
+        assert_eq!(last.int(&dword), Some(u32::from_le_bytes(tail).into()));
+    }
+
+    #[test]
+    fn a_checked_block_views_what_a_parse_finds() {
+        for bytes in blocks() {
+            let parsed = DataView::parse(&bytes).unwrap().to_snapshot();
+            let block = CheckedBlock::parse(bytes.clone()).unwrap();
+            assert_eq!(block.view().to_snapshot(), parsed);
+            assert_eq!(block.into_bytes(), bytes);
+        }
+    }
+
+    #[test]
+    fn a_surrogate_in_any_unit_of_a_word_is_found() {
+        for len in 0..12 {
+            for at in 0..len {
+                for high in [0xD8u8, 0xDB, 0xDC, 0xDF] {
+                    let mut bytes = vec![0x41u8; len * 2];
+                    bytes[at * 2 + 1] = high;
+                    assert!(!has_no_surrogate(&bytes), "{len} units, at {at}");
+                }
+                let mut near = vec![0x41u8; len * 2];
+                near[at * 2 + 1] = 0xD7;
+                near[at * 2] = 0xFF;
+                assert!(has_no_surrogate(&near), "{len} units, D7FF at {at}");
+            }
+        }
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn the_surrogate_scan_agrees_with_a_unit_by_unit_one(
+            bytes in proptest::collection::vec(
+                proptest::prop_oneof![proptest::num::u8::ANY, 0xD8u8..0xE0],
+                0..40,
+            ),
+        ) {
+            let each = bytes.chunks_exact(2).all(|u| u[1] & 0xF8 != 0xD8);
+            proptest::prop_assert_eq!(has_no_surrogate(&bytes), each);
+        }
 
         #[test]
         fn a_word_overwritten_fails_or_decodes_as_before(
