@@ -259,20 +259,13 @@ fn has_no_surrogate(raw: &[u8]) -> bool {
     // usual "has a zero lane" test (no false positive: a lane is 0 or at least 0x0800) finds one.
     const ONES: u64 = 0x0001_0001_0001_0001;
     const HIGH: u64 = 0x8000_8000_8000_8000;
-    let mut words = raw.chunks_exact(8);
+    let (words, rest) = raw.as_chunks::<8>();
     let mut found = 0u64;
-    for word in &mut words {
-        let w = u64::from_le_bytes([
-            word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7],
-        ]);
-        let x = (w & 0xF800_F800_F800_F800) ^ 0xD800_D800_D800_D800;
+    for word in words {
+        let x = (u64::from_le_bytes(*word) & 0xF800_F800_F800_F800) ^ 0xD800_D800_D800_D800;
         found |= x.wrapping_sub(ONES) & !x & HIGH;
     }
-    found == 0
-        && words
-            .remainder()
-            .chunks_exact(2)
-            .all(|unit| unit[1] & 0xF8 != 0xD8)
+    found == 0 && rest.chunks_exact(2).all(|unit| unit[1] & 0xF8 != 0xD8)
 }
 
 /// Checks that `bytes[start..end]` up to its first NUL is valid UTF-16LE.
