@@ -6,7 +6,10 @@
 //! [Isolation](#isolation)), resolves the exports the `Open`, `Collect` and `Close` values name,
 //! and calls Open once per service with its `Linkage\Export` strings. [`Collector::collect`] calls every opened service's Collect,
 //! growing its buffer on ERROR_MORE_DATA (doubling up to [`CollectorOptions::max_buffer`]),
-//! validates the output ([`validate`]) and assembles the PERF_DATA_BLOCK ([`crate::datablock`]).
+//! validates the output where Collect wrote it (a buffer kept per service; [`validate`], with
+//! every check of the decoder's pass) and copies it once into the PERF_DATA_BLOCK
+//! ([`crate::datablock`]); [`Collector::collect_checked`] returns that block with what the checks
+//! found, so that its view needs no second pass.
 //! [`Collector::close`] (or dropping it) calls Close, as `RegCloseKey(HKEY_PERFORMANCE_DATA)`
 //! does.
 //!
