@@ -987,8 +987,8 @@ impl<'a> DataView<'a> {
 /// use prfmon::view::CheckedBlock;
 /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
 /// let block = CheckedBlock::parse(build_data_block("box", &CollectionTimes::now(), &[out]))?;
-/// let object = block.view().object(0).unwrap();
-/// assert_eq!(object.instance(1).unwrap().name(), "beta");
+/// let view = block.view();
+/// assert_eq!(view.object(0).unwrap().instance(1).unwrap().name(), "beta");
 /// assert!(CheckedBlock::parse(vec![0; 40]).is_err());
 /// # Ok::<(), prfmon::decode::DecodeError>(())
 /// ```
