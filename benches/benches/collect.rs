@@ -9,7 +9,7 @@
 //! |                      | (`prfmon::view::DataView::parse`: every check) and reading every |
 //! |                      | counter value of every instance (the real work of a consumer)    |
 //! | `end_to_end_1000x16` | prfmon's collector (in process): Collect through the dlopen'ed   |
-//! |                      | provider into a PERF_DATA_BLOCK, then decode and read as above    |
+//! |                      | provider into a checked PERF_DATA_BLOCK, then read as above       |
 //! | `provider_100000x16` | `provider_1000x16` with 100,000 instances: linear means at most  |
 //! |                      | about 100 times `provider_1000x16`                                |
 //!
@@ -337,8 +337,9 @@ fn bench_decode(group: &mut BenchmarkGroup<'_, WallTime>, collected: &[u8]) {
 }
 
 /// `end_to_end_1000x16`: the collector, as `prfmon query --in-process` runs it: Collect through
-/// the dlopen'ed provider (found through the registry), the PERF_DATA_BLOCK, then decode and
-/// read every value, as `decode_1000x16` does.
+/// the dlopen'ed provider (found through the registry), the PERF_DATA_BLOCK, checked as each
+/// provider's output comes (`Collector::collect_checked`: the checks of `DataView::parse`, once),
+/// then every value read through its view, as `decode_1000x16` does.
 fn bench_end_to_end(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) {
     use prfmon::collector::{Collector, CollectorOptions, Isolation};
     let registry = FileRegistry::open(fx.root.join("registry")).expect("open the registry");
@@ -353,10 +354,17 @@ fn bench_end_to_end(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) {
         INSTANCES,
         "the collector reaches the app"
     );
+    let checked = collector.collect_checked("Global");
+    let reparsed = prfmon::view::DataView::parse(checked.bytes()).expect("decodes");
+    assert_eq!(
+        checked.view().to_snapshot(),
+        reparsed.to_snapshot(),
+        "the checked view is the parsed one"
+    );
     group.bench_function("end_to_end_1000x16", |b| {
         b.iter(|| {
-            let bytes = collector.collect(black_box("Global"));
-            prfmon::view::DataView::parse(&bytes).map(|v| touch_every_value(&v))
+            let block = collector.collect_checked(black_box("Global"));
+            touch_every_value(&block.view())
         })
     });
 }

@@ -159,46 +159,81 @@ pub fn build_data_block(
     times: &CollectionTimes,
     providers: &[ProviderOutput],
 ) -> Vec<u8> {
-    const HEADER: usize = core::mem::size_of::<PerfDataBlock>();
-    let name: Vec<u8> = system_name
-        .encode_utf16()
-        .chain([0])
-        .flat_map(u16::to_le_bytes)
-        .collect();
-    let header_length = (HEADER + name.len()).next_multiple_of(8);
     let data_len: usize = providers.iter().map(|p| p.bytes.len()).sum();
-    let total = header_length + data_len;
+    let (mut out, head) = start_block(system_name, data_len);
+    for p in providers {
+        out.extend_from_slice(&p.bytes);
+    }
     let default_object = providers
         .iter()
         .find(|p| p.num_objects > 0 && p.bytes.len() >= 16)
         .map_or(-1, |p| {
             i32::from_le_bytes([p.bytes[12], p.bytes[13], p.bytes[14], p.bytes[15]])
         });
+    let num_objects = providers.iter().map(|p| p.num_objects).sum();
+    finish_block(&mut out, &head, times, num_objects, default_object);
+    out
+}
+
+/// Where [`start_block`] put the system name, for [`finish_block`].
+#[derive(Debug, Clone)]
+pub(crate) struct BlockHead {
+    /// The system name's bytes (UTF-16 with its NUL).
+    pub(crate) name: std::ops::Range<usize>,
+    /// `HeaderLength`: the header and the name, 8-aligned.
+    header_length: usize,
+}
+
+/// A PERF_DATA_BLOCK's first `HeaderLength` bytes, the header itself still zero, with room
+/// for `data_len` more: the objects are appended, then [`finish_block`] writes the header.
+pub(crate) fn start_block(system_name: &str, data_len: usize) -> (Vec<u8>, BlockHead) {
+    const HEADER: usize = core::mem::size_of::<PerfDataBlock>();
+    let name_len = system_name.encode_utf16().count().saturating_add(1) * 2;
+    let header_length = (HEADER + name_len).next_multiple_of(8);
+    let mut out = Vec::with_capacity(header_length + data_len);
+    out.resize(HEADER, 0);
+    out.extend(
+        system_name
+            .encode_utf16()
+            .chain([0])
+            .flat_map(u16::to_le_bytes),
+    );
+    out.resize(header_length, 0);
+    let head = BlockHead {
+        name: HEADER..HEADER + name_len,
+        header_length,
+    };
+    (out, head)
+}
+
+/// Writes the PERF_DATA_BLOCK header of `out` ([`start_block`]'s, objects appended):
+/// `TotalByteLength` is `out`'s length.
+pub(crate) fn finish_block(
+    out: &mut [u8],
+    head: &BlockHead,
+    times: &CollectionTimes,
+    num_objects: u32,
+    default_object: i32,
+) {
+    const HEADER: usize = core::mem::size_of::<PerfDataBlock>();
     let header = PerfDataBlock {
         signature: SIGNATURE,
         little_endian: 1,
         version: 1,
         revision: 1,
-        total_byte_length: u32::try_from(total).unwrap_or(u32::MAX),
-        header_length: header_length as u32,
-        num_object_types: providers.iter().map(|p| p.num_objects).sum(),
+        total_byte_length: u32::try_from(out.len()).unwrap_or(u32::MAX),
+        header_length: head.header_length as u32,
+        num_object_types: num_objects,
         default_object,
         system_time: times.system_time,
         _pad: 0,
         perf_time: times.perf_time,
         perf_freq: times.perf_freq,
         perf_time_100nsec: times.perf_time_100nsec,
-        system_name_length: name.len() as u32,
+        system_name_length: head.name.len() as u32,
         system_name_offset: HEADER as u32,
     };
-    let mut out = Vec::with_capacity(total);
-    out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(&name);
-    out.resize(header_length, 0);
-    for p in providers {
-        out.extend_from_slice(&p.bytes);
-    }
-    out
+    out[..HEADER].copy_from_slice(header.as_bytes());
 }
 
 /// One provider's validated Collect output.

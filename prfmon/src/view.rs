@@ -41,6 +41,7 @@
 //! # Ok::<(), prfmon::decode::DecodeError>(())
 //! ```
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use prfdata::winperf::{
@@ -254,8 +255,17 @@ fn is_utf16(raw: &[u8]) -> bool {
 #[inline]
 fn has_no_surrogate(raw: &[u8]) -> bool {
     // A unit is a surrogate (D800–DFFF) when its high byte (the second, little-endian) is D8–DF.
-    raw.chunks_exact(2)
-        .fold(true, |ok, unit| ok & (unit[1] & 0xF8 != 0xD8))
+    // Four units a word: a unit's lane of `x` is zero exactly when it is a surrogate, and the
+    // usual "has a zero lane" test (no false positive: a lane is 0 or at least 0x0800) finds one.
+    const ONES: u64 = 0x0001_0001_0001_0001;
+    const HIGH: u64 = 0x8000_8000_8000_8000;
+    let (words, rest) = raw.as_chunks::<8>();
+    let mut found = 0u64;
+    for word in words {
+        let x = (u64::from_le_bytes(*word) & 0xF800_F800_F800_F800) ^ 0xD800_D800_D800_D800;
+        found |= x.wrapping_sub(ONES) & !x & HIGH;
+    }
+    found == 0 && rest.chunks_exact(2).all(|unit| unit[1] & 0xF8 != 0xD8)
 }
 
 /// Checks that `bytes[start..end]` up to its first NUL is valid UTF-16LE.
@@ -293,7 +303,9 @@ fn ascii_lossy(raw: &[u8]) -> String {
 // ---------------------------------------------------------------------------------------------
 
 /// Where the walk keeps what it found: offsets for a view, nothing for a check.
-trait Record {
+pub(crate) trait Record {
+    /// How many definitions and instances are recorded so far.
+    fn counts(&self) -> (usize, usize);
     /// A counter definition at `at`.
     fn definition(&mut self, at: usize);
     /// Room for `n` more instances.
@@ -305,6 +317,10 @@ trait Record {
 /// [`check_object`]'s: keeps nothing.
 impl Record for () {
     #[inline]
+    fn counts(&self) -> (usize, usize) {
+        (0, 0)
+    }
+    #[inline]
     fn definition(&mut self, _: usize) {}
     #[inline]
     fn reserve_instances(&mut self, _: usize) {}
@@ -313,12 +329,36 @@ impl Record for () {
 }
 
 /// [`DataView`]'s: the offsets of every definition and instance, in order.
-struct Offsets {
-    definitions: Vec<usize>,
-    instances: Vec<usize>,
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Offsets {
+    pub(crate) definitions: Vec<usize>,
+    pub(crate) instances: Vec<usize>,
+}
+
+impl Offsets {
+    /// Drops what was recorded after `counts` (a [`Record::counts`]).
+    pub(crate) fn truncate(&mut self, counts: (usize, usize)) {
+        self.definitions.truncate(counts.0);
+        self.instances.truncate(counts.1);
+    }
+
+    /// Adds `by` to every offset recorded after `counts`: what was recorded in a part of the
+    /// bytes now at `by` in a bigger buffer.
+    pub(crate) fn shift(&mut self, counts: (usize, usize), by: usize) {
+        for at in self.definitions[counts.0..]
+            .iter_mut()
+            .chain(&mut self.instances[counts.1..])
+        {
+            *at += by;
+        }
+    }
 }
 
 impl Record for Offsets {
+    #[inline]
+    fn counts(&self) -> (usize, usize) {
+        (self.definitions.len(), self.instances.len())
+    }
     #[inline]
     fn definition(&mut self, at: usize) {
         self.definitions.push(at);
@@ -335,15 +375,26 @@ impl Record for Offsets {
 
 /// One checked object: where it and its parts are.
 #[derive(Debug, Clone)]
-struct ObjectEntry {
+pub(crate) struct ObjectEntry {
     /// Offset of the PERF_OBJECT_TYPE.
-    offset: usize,
+    pub(crate) offset: usize,
     /// Its counter definitions in [`DataView::definitions`].
     definitions: Range<usize>,
     /// Its instances in [`DataView::instances`].
     instances: Range<usize>,
     /// For an object without instances, the offset of its counter block.
     block: Option<usize>,
+}
+
+impl ObjectEntry {
+    /// The entry of the same object moved `by` bytes further (see [`Offsets::shift`]).
+    pub(crate) fn shifted(self, by: usize) -> ObjectEntry {
+        ObjectEntry {
+            offset: self.offset + by,
+            block: self.block.map(|b| b + by),
+            ..self
+        }
+    }
 }
 
 /// What the values of every counter block of an object must satisfy, from its definitions.
@@ -356,14 +407,13 @@ struct Needs {
 
 /// Checks the PERF_OBJECT_TYPE at `offset` (ending by `limit`) and everything in it, recording
 /// its definitions and instances in `rec`; returns the entry and the next object's offset.
-fn walk_object<R: Record>(
+pub(crate) fn walk_object<R: Record>(
     bytes: &[u8],
     offset: usize,
     limit: usize,
     rec: &mut R,
-    definitions_before: usize,
-    instances_before: usize,
 ) -> Result<(ObjectEntry, usize), DecodeError> {
+    let (definitions_before, instances_before) = rec.counts();
     let limit = limit.min(bytes.len());
     let obj: &ObjectTypeLe = view(bytes, offset, limit, "PERF_OBJECT_TYPE")?;
     let total = obj.total_byte_length.get() as usize;
@@ -613,7 +663,7 @@ pub(crate) fn check_object(
     offset: usize,
     limit: usize,
 ) -> Result<usize, DecodeError> {
-    walk_object(bytes, offset, limit, &mut (), 0, 0).map(|(_, next)| next)
+    walk_object(bytes, offset, limit, &mut ()).map(|(_, next)| next)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -639,11 +689,11 @@ pub struct DataView<'a> {
     header: &'a DataBlockLe,
     /// The system name's bytes.
     name: Range<usize>,
-    objects: Vec<ObjectEntry>,
+    objects: Cow<'a, [ObjectEntry]>,
     /// Offsets of every object's counter definitions, object after object.
-    definitions: Vec<usize>,
+    definitions: Cow<'a, [usize]>,
     /// Offsets of every object's instance definitions, object after object.
-    instances: Vec<usize>,
+    instances: Cow<'a, [usize]>,
 }
 
 impl std::fmt::Debug for DataView<'_> {
@@ -716,16 +766,11 @@ impl<'a> DataView<'a> {
         )?;
         check_utf16(bytes, name_start, name_end, "system name")?;
 
-        let mut offsets = Offsets {
-            definitions: Vec::new(),
-            instances: Vec::new(),
-        };
+        let mut offsets = Offsets::default();
         let mut objects = Vec::new();
         let mut offset = header_len;
         for _ in 0..header.num_object_types.get() {
-            let before = (offsets.definitions.len(), offsets.instances.len());
-            let (entry, next) =
-                walk_object(bytes, offset, total, &mut offsets, before.0, before.1)?;
+            let (entry, next) = walk_object(bytes, offset, total, &mut offsets)?;
             objects.push(entry);
             offset = next;
         }
@@ -733,9 +778,9 @@ impl<'a> DataView<'a> {
             bytes,
             header,
             name: name_start..name_end,
-            objects,
-            definitions: offsets.definitions,
-            instances: offsets.instances,
+            objects: Cow::Owned(objects),
+            definitions: Cow::Owned(offsets.definitions),
+            instances: Cow::Owned(offsets.instances),
         })
     }
 
@@ -930,6 +975,118 @@ impl<'a> DataView<'a> {
     }
 }
 
+/// A PERF_DATA_BLOCK that has passed every check of [`DataView::parse`], kept with where its
+/// parts are: [`view`](Self::view) reads it again without a second pass of checks. The
+/// collector returns one ([`crate::collector::Collector::collect_checked`]): it checked each
+/// provider's output as it came, which is what the view's pass would check again.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+/// use prfmon::view::CheckedBlock;
+/// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+/// let block = CheckedBlock::parse(build_data_block("box", &CollectionTimes::now(), &[out]))?;
+/// let view = block.view();
+/// assert_eq!(view.object(0).unwrap().instance(1).unwrap().name(), "beta");
+/// assert!(CheckedBlock::parse(vec![0; 40]).is_err());
+/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct CheckedBlock {
+    bytes: Vec<u8>,
+    name: Range<usize>,
+    objects: Vec<ObjectEntry>,
+    offsets: Offsets,
+}
+
+impl CheckedBlock {
+    /// Checks `bytes` as [`DataView::parse`] does and keeps them with what the check found.
+    ///
+    /// # Errors
+    ///
+    /// What [`DataView::parse`] returns for the same bytes.
+    ///
+    /// # Examples
+    ///
+    /// See [`CheckedBlock`].
+    pub fn parse(bytes: Vec<u8>) -> Result<Self, DecodeError> {
+        let view = DataView::parse(&bytes)?;
+        let name = view.name.clone();
+        let objects = view.objects.into_owned();
+        let offsets = Offsets {
+            definitions: view.definitions.into_owned(),
+            instances: view.instances.into_owned(),
+        };
+        Ok(CheckedBlock {
+            bytes,
+            name,
+            objects,
+            offsets,
+        })
+    }
+
+    /// A block whose header the caller wrote (with the system name at `name`) and whose
+    /// objects it checked with [`walk_object`], recording `objects` and `offsets`.
+    pub(crate) fn from_checked(
+        bytes: Vec<u8>,
+        name: Range<usize>,
+        objects: Vec<ObjectEntry>,
+        offsets: Offsets,
+    ) -> Self {
+        CheckedBlock {
+            bytes,
+            name,
+            objects,
+            offsets,
+        }
+    }
+
+    /// The view of the block, with no new pass of checks.
+    ///
+    /// # Examples
+    ///
+    /// See [`CheckedBlock`].
+    pub fn view(&self) -> DataView<'_> {
+        // Both constructors hold a whole header: `parse` checked it, the collector wrote it.
+        let header = checked::<DataBlockLe>(&self.bytes, 0)
+            .expect("a CheckedBlock starts with a whole PERF_DATA_BLOCK header");
+        DataView {
+            bytes: &self.bytes,
+            header,
+            name: self.name.clone(),
+            objects: Cow::Borrowed(&self.objects),
+            definitions: Cow::Borrowed(&self.offsets.definitions),
+            instances: Cow::Borrowed(&self.offsets.instances),
+        }
+    }
+
+    /// The PERF_DATA_BLOCK's bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
+    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[]);
+    /// let block = prfmon::view::CheckedBlock::parse(bytes.clone())?;
+    /// assert_eq!(block.bytes(), &bytes[..]);
+    /// assert_eq!(block.into_bytes(), bytes);
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The PERF_DATA_BLOCK's bytes, kept. See [`CheckedBlock::bytes`].
+    ///
+    /// # Examples
+    ///
+    /// See [`CheckedBlock::bytes`].
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
 /// One PERF_OBJECT_TYPE of a [`DataView`].
 ///
 /// # Examples
@@ -1093,12 +1250,20 @@ impl<'v> ObjectView<'v> {
     #[inline]
     pub fn counter(&self, index: usize) -> Option<CounterView<'v>> {
         let def: &CounterDefinitionLe = checked(self.bytes, *self.definitions.get(index)?)?;
+        let int = IntKind::of(def.counter_type.get(), def.counter_size.get());
         Some(CounterView {
             def,
             index,
             object: *self,
             offset: def.counter_offset.get(),
-            int: IntKind::of(def.counter_type.get(), def.counter_size.get()),
+            int,
+            wide_end: match int {
+                IntKind::None => usize::MAX,
+                IntKind::Dword | IntKind::Large => {
+                    (def.counter_offset.get() as usize).saturating_add(8)
+                }
+            },
+            mask: int.mask(),
         })
     }
 
@@ -1231,6 +1396,12 @@ pub struct CounterView<'v> {
     offset: u32,
     /// How [`BlockView::int`] reads the value.
     int: IntKind,
+    /// For an integer, `CounterOffset + 8`: a block at least this long lets [`BlockView::int`]
+    /// load 8 bytes and mask them (`mask`), with no branch on the kind. `usize::MAX` for
+    /// anything else (the slow path, which says `None`).
+    wide_end: usize,
+    /// [`IntKind::mask`] of `int`.
+    mask: u64,
 }
 
 /// How a counter's raw integer is read (winperf.h `PERF_SIZE_*`, text excluded).
@@ -1245,6 +1416,15 @@ enum IntKind {
 }
 
 impl IntKind {
+    /// The bits of an 8-byte little-endian load that are the value.
+    fn mask(self) -> u64 {
+        match self {
+            IntKind::Dword => 0xFFFF_FFFF,
+            IntKind::Large => u64::MAX,
+            IntKind::None => 0,
+        }
+    }
+
     fn of(counter_type: u32, size: u32) -> IntKind {
         match size {
             _ if counter_type & PERF_TYPE_MASK == PERF_TYPE_TEXT => IntKind::None,
@@ -1507,6 +1687,15 @@ impl<'v> BlockView<'v> {
     #[inline]
     pub fn int(&self, counter: &CounterView<'_>) -> Option<i64> {
         let start = counter.offset as usize;
+        // The usual case: 8 bytes from the value's start lie in the block (a DWORD's other 4
+        // are masked off), one load and no branch on the kind.
+        if let Some(raw) = self
+            .bytes
+            .get(..counter.wide_end)
+            .and_then(|b| b.last_chunk::<8>())
+        {
+            return Some((u64::from_le_bytes(*raw) & counter.mask) as i64);
+        }
         match counter.int {
             IntKind::Large => {
                 let raw: [u8; 8] = self.bytes.get(start..start + 8)?.try_into().ok()?;
@@ -1550,11 +1739,8 @@ pub(crate) fn decode_object(
     offset: usize,
     limit: usize,
 ) -> Result<(ObjectData, usize), DecodeError> {
-    let mut offsets = Offsets {
-        definitions: Vec::new(),
-        instances: Vec::new(),
-    };
-    let (entry, next) = walk_object(bytes, offset, limit, &mut offsets, 0, 0)?;
+    let mut offsets = Offsets::default();
+    let (entry, next) = walk_object(bytes, offset, limit, &mut offsets)?;
     let object = ObjectView {
         bytes,
         header: checked(bytes, offset).ok_or(DecodeError::Truncated {
@@ -1666,8 +1852,104 @@ mod tests {
         }
     }
 
+    /// Every integer value of `view`, read by [`BlockView::int`], is what [`BlockView::raw`]
+    /// reads, and `int` is `None` exactly where `raw` is not an integer.
+    fn ints_agree(view: &DataView<'_>) {
+        for object in view.objects() {
+            let counters: Vec<_> = object.counters().collect();
+            let blocks = object
+                .values()
+                .into_iter()
+                .chain(object.instances().map(|i| i.values()));
+            for values in blocks {
+                for c in &counters {
+                    let raw = match values.raw(c) {
+                        RawValue::Int(v) => Some(v),
+                        _ => None,
+                    };
+                    assert_eq!(values.int(c), raw, "counter {}", c.index());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn int_reads_what_raw_reads() {
+        for bytes in blocks() {
+            ints_agree(&DataView::parse(&bytes).unwrap());
+            // One byte further on: a DWORD's 8-byte load is then unaligned too.
+            let mut shifted = vec![0u8; bytes.len() + 1];
+            shifted[1..].copy_from_slice(&bytes);
+            ints_agree(&DataView::parse(&shifted[1..]).unwrap());
+        }
+    }
+
+    #[test]
+    fn a_dword_last_in_its_block_and_one_followed_by_bytes_read_right() {
+        // The sample's first counter is a DWORD inside its block: its 8-byte load takes 4 more
+        // bytes, masked off. Then the same block with that DWORD moved to the block's last 4
+        // bytes, where no 8-byte load fits (the slow path).
+        let bytes = &blocks()[0];
+        let view = DataView::parse(bytes).unwrap();
+        let object = view.object(0).unwrap();
+        let dword = object.counter(0).unwrap();
+        assert_eq!(dword.size(), 4);
+        let beta = object.instance(1).unwrap().values();
+        assert_eq!(beta.int(&dword), Some(0xFFFF_FFFF));
+        assert_eq!(beta.int(&object.counter(1).unwrap()), Some(-5));
+        let block_len = beta.bytes.len();
+        let def_at = object.definitions[0];
+        let mut moved = bytes.clone();
+        moved[def_at + 36..def_at + 40].copy_from_slice(&(block_len as u32 - 4).to_le_bytes());
+        let view = DataView::parse(&moved).unwrap();
+        ints_agree(&view);
+        let object = view.object(0).unwrap();
+        let dword = object.counter(0).unwrap();
+        let last = object.instance(1).unwrap().values();
+        let tail: [u8; 4] = last.bytes[block_len - 4..].try_into().unwrap();
+        assert_eq!(last.int(&dword), Some(u32::from_le_bytes(tail).into()));
+    }
+
+    #[test]
+    fn a_checked_block_views_what_a_parse_finds() {
+        for bytes in blocks() {
+            let parsed = DataView::parse(&bytes).unwrap().to_snapshot();
+            let block = CheckedBlock::parse(bytes.clone()).unwrap();
+            assert_eq!(block.view().to_snapshot(), parsed);
+            assert_eq!(block.into_bytes(), bytes);
+        }
+    }
+
+    #[test]
+    fn a_surrogate_in_any_unit_of_a_word_is_found() {
+        for len in 0..12 {
+            for at in 0..len {
+                for high in [0xD8u8, 0xDB, 0xDC, 0xDF] {
+                    let mut bytes = vec![0x41u8; len * 2];
+                    bytes[at * 2 + 1] = high;
+                    assert!(!has_no_surrogate(&bytes), "{len} units, at {at}");
+                }
+                let mut near = vec![0x41u8; len * 2];
+                near[at * 2 + 1] = 0xD7;
+                near[at * 2] = 0xFF;
+                assert!(has_no_surrogate(&near), "{len} units, D7FF at {at}");
+            }
+        }
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn the_surrogate_scan_agrees_with_a_unit_by_unit_one(
+            bytes in proptest::collection::vec(
+                proptest::prop_oneof![proptest::num::u8::ANY, 0xD8u8..0xE0],
+                0..40,
+            ),
+        ) {
+            let each = bytes.chunks_exact(2).all(|u| u[1] & 0xF8 != 0xD8);
+            proptest::prop_assert_eq!(has_no_surrogate(&bytes), each);
+        }
 
         #[test]
         fn a_word_overwritten_fails_or_decodes_as_before(

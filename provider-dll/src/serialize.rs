@@ -425,8 +425,8 @@ fn write_object(
                 for &(slot, def_size) in &rec.entries {
                     let def_size = def_size as usize;
                     let end = fits(pos + def_size + block)?;
-                    let (def, data) = out[pos..end].split_at_mut(def_size);
-                    copy_def(def, &rec.bytes[h..h + def_size]);
+                    copy_def(&mut out[pos..end], &rec.bytes[h..], def_size);
+                    let data = &mut out[pos + def_size..end];
                     h += def_size;
                     let inst = LiveInstance {
                         slot,
@@ -465,26 +465,31 @@ fn write_object(
     Ok(pos)
 }
 
-/// Copies a recorded instance definition with its name (a multiple of 8 bytes, usually a few
-/// dozen) into `dst`, as long: the common sizes with inline moves, not a `memcpy` call each.
+/// Copies a recorded instance definition with its name, the first `n` bytes of `src` (a
+/// multiple of 8, usually a few dozen), to the start of `dst`, the instance's whole part of the
+/// output (definition, then counter block). Where both hold 64 (or 128) bytes, that many are
+/// moved, inline, whatever `n`: the bytes past `n` land in the counter block, which is written
+/// whole right after. A copy of `n` bytes (what several fixed sizes become: LLVM merges them
+/// back into one call of glibc's `memmove` with a variable length) is left for the rest.
 #[inline(always)]
-fn copy_def(dst: &mut [u8], src: &[u8]) {
-    fn fixed<const N: usize>(dst: &mut [u8], src: &[u8]) {
-        if let (Some(d), Some(s)) = (dst.first_chunk_mut::<N>(), src.first_chunk::<N>()) {
-            *d = *s;
+fn copy_def(dst: &mut [u8], src: &[u8], n: usize) {
+    #[inline(always)]
+    fn fixed<const N: usize>(dst: &mut [u8], src: &[u8]) -> bool {
+        match (dst.first_chunk_mut::<N>(), src.first_chunk::<N>()) {
+            (Some(d), Some(s)) => {
+                // Word by word: no aggregate copy for LLVM to turn into a call.
+                for (d, s) in d.chunks_exact_mut(8).zip(s.chunks_exact(8)) {
+                    let word = u64::from_ne_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]);
+                    d.copy_from_slice(&word.to_ne_bytes());
+                }
+                true
+            }
+            _ => false,
         }
     }
-    match src.len() {
-        32 => fixed::<32>(dst, src),
-        40 => fixed::<40>(dst, src),
-        48 => fixed::<48>(dst, src),
-        56 => fixed::<56>(dst, src),
-        64 => fixed::<64>(dst, src),
-        72 => fixed::<72>(dst, src),
-        80 => fixed::<80>(dst, src),
-        88 => fixed::<88>(dst, src),
-        96 => fixed::<96>(dst, src),
-        _ => dst.copy_from_slice(src),
+    let done = (n <= 64 && fixed::<64>(dst, src)) || (n <= 128 && fixed::<128>(dst, src));
+    if !done {
+        dst[..n].copy_from_slice(&src[..n]);
     }
 }
 

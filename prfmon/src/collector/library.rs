@@ -580,10 +580,30 @@ impl EntryPoints {
     ///
     /// See [`ProviderLibrary`].
     pub fn collect(&self, value: &str, buffer_len: u32) -> RawCollect {
+        let mut words = Vec::new();
+        let (mut raw, data) = self.collect_in(value, buffer_len, &mut words);
+        raw.data = data.to_vec();
+        raw
+    }
+
+    /// [`collect`](Self::collect) into `words`, a buffer the caller keeps from call to call
+    /// (grown as needed, never shrunk, and not cleared: the provider writes over what an
+    /// earlier call of the same service left there). Returns the record with an empty `data`
+    /// and the data itself, the buffer's first `advance` bytes (clamped), where Collect wrote
+    /// them.
+    pub(crate) fn collect_in<'w>(
+        &self,
+        value: &str,
+        buffer_len: u32,
+        words: &'w mut Vec<u64>,
+    ) -> (RawCollect, &'w [u8]) {
         let len = buffer_len as usize;
         let mut value: Vec<u16> = value.encode_utf16().chain([0]).collect();
         // u64 words: the buffer is 8-aligned as perflib's is.
-        let mut words = vec![0u64; (len + CANARY_LEN).div_ceil(8)];
+        let needed = (len + CANARY_LEN).div_ceil(8);
+        if words.len() < needed {
+            words.resize(needed, 0);
+        }
         let buf = words.as_mut_bytes();
         buf[len..len + CANARY_LEN].fill(CANARY_BYTE);
         let start = buf.as_mut_ptr();
@@ -593,7 +613,8 @@ impl EntryPoints {
         // SAFETY: `entry_points`' caller guaranteed Collect has the PM_COLLECT_PROC
         // signature. Its arguments:
         // - `value` is a NUL-terminated UTF-16 string alive for the call;
-        // - `data` points at `buffer_len` writable bytes (and the guard after them);
+        // - `data` points at `buffer_len` writable, initialised bytes (and the guard after
+        //   them), which nothing else uses during the call;
         // - `bytes` and `num_objects` are valid, writable u32s.
         // The provider's obligations (seed 004) are checked afterwards, not trusted.
         let status =
@@ -602,15 +623,18 @@ impl EntryPoints {
         let buf = words.as_bytes();
         let canary_intact = buf[len..len + CANARY_LEN].iter().all(|&b| b == CANARY_BYTE);
         let keep = advance.clamp(0, i64::from(buffer_len)) as usize;
-        RawCollect {
-            status,
-            buffer_len,
-            bytes,
-            num_objects,
-            advance,
-            canary_intact,
-            data: buf[..keep].to_vec(),
-        }
+        (
+            RawCollect {
+                status,
+                buffer_len,
+                bytes,
+                num_objects,
+                advance,
+                canary_intact,
+                data: Vec::new(),
+            },
+            &buf[..keep],
+        )
     }
 
     /// Calls Close, if the service names one (else returns `ERROR_SUCCESS`).

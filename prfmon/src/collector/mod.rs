@@ -6,7 +6,10 @@
 //! [Isolation](#isolation)), resolves the exports the `Open`, `Collect` and `Close` values name,
 //! and calls Open once per service with its `Linkage\Export` strings. [`Collector::collect`] calls every opened service's Collect,
 //! growing its buffer on ERROR_MORE_DATA (doubling up to [`CollectorOptions::max_buffer`]),
-//! validates the output ([`validate`]) and assembles the PERF_DATA_BLOCK ([`crate::datablock`]).
+//! validates the output where Collect wrote it (a buffer kept per service; [`validate`], with
+//! every check of the decoder's pass) and copies it once into the PERF_DATA_BLOCK
+//! ([`crate::datablock`]); [`Collector::collect_checked`] returns that block with what the checks
+//! found, so that its view needs no second pass.
 //! [`Collector::close`] (or dropping it) calls Close, as `RegCloseKey(HKEY_PERFORMANCE_DATA)`
 //! does.
 //!
@@ -118,13 +121,14 @@ use prfdata_registry::service::{
 };
 use prfdata_registry::{paths, update, PerformanceService, Registry, RegistryError, Value};
 
-use crate::datablock::{build_data_block, host_name, CollectionTimes, ProviderOutput};
+use crate::datablock::{finish_block, host_name, start_block, CollectionTimes};
 use crate::trust::TrustPolicy;
+use crate::view::{CheckedBlock, Offsets};
 use host::{HostError, HostProcess};
 use host_user::HostUser;
-use library::{EntryNames, EntryPoints, RawCollect};
+use library::{EntryNames, EntryPoints};
 use protocol::{Request, Response};
-use validate::{check_collect_owned, Call, ProviderFault, Verdict};
+use validate::{append_checked, Appended, Call, ProviderFault};
 
 /// The first Collect buffer a service gets; after that, the size that last sufficed. 64 KiB
 /// holds a typical application object (a few dozen instances of a few dozen counters) in one
@@ -369,6 +373,10 @@ struct Service {
     slot: u32,
     state: State,
     buffer: u32,
+    /// Collect's buffer in process, kept from one collection to the next.
+    scratch: Vec<u64>,
+    /// The bytes of the service's last output: room to reserve in the next PERF_DATA_BLOCK.
+    last_len: usize,
     backend: Backend,
 }
 
@@ -456,6 +464,8 @@ impl<R: Registry> Collector<R> {
                 slot: services.len() as u32,
                 state: State::Pending,
                 buffer: options.initial_buffer.max(8),
+                scratch: Vec::new(),
+                last_len: 0,
                 backend: match options.isolation {
                     Isolation::HostProcess => Backend::Host(None),
                     Isolation::InProcess => Backend::InProcess(None),
@@ -555,8 +565,41 @@ impl<R: Registry> Collector<R> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn collect_with_services(&mut self, query: &str) -> Collection {
+        let (block, services) = self.collect_block(query);
+        Collection {
+            bytes: block.into_bytes(),
+            services,
+        }
+    }
+
+    /// Makes one collection, as [`collect`](Self::collect) does, and returns it checked: each
+    /// provider's output was checked once, as it came out of Collect, with every check of
+    /// [`DataView::parse`](crate::view::DataView::parse), so its
+    /// [`view`](CheckedBlock::view) needs no second pass.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let reg = prfdata_registry::FileRegistry::open(dir.path())?;
+    /// let mut c = prfmon::collector::Collector::open(reg, Default::default())?;
+    /// let block = c.collect_checked("Global");
+    /// assert_eq!(block.view().object_count(), 0); // no providers registered
+    /// assert!(prfmon::view::DataView::parse(block.bytes()).is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn collect_checked(&mut self, query: &str) -> CheckedBlock {
+        self.collect_block(query).0
+    }
+
+    /// One collection: the checked PERF_DATA_BLOCK and the service of each object. Each
+    /// output is checked in Collect's buffer and copied once, into the block.
+    fn collect_block(&mut self, query: &str) -> (CheckedBlock, Vec<String>) {
         let times = CollectionTimes::now();
-        let mut outputs = Vec::new();
+        let room = self.services.iter().map(|s| s.last_len).sum();
+        let (mut out, head) = start_block(&self.system_name, room);
+        let mut objects = Vec::new();
+        let mut offsets = Offsets::default();
         let mut services: Vec<String> = Vec::new();
         for i in 0..self.services.len() {
             if self.services[i].state == State::Pending {
@@ -565,26 +608,29 @@ impl<R: Registry> Collector<R> {
             if self.services[i].state != State::Open {
                 continue;
             }
-            match self.collect_service(i, query) {
-                Ok(Some(out)) => {
-                    // `check_collect` made sure the output holds exactly `num_objects`.
+            let at = out.len();
+            match self.collect_service(i, query, &mut out, &mut objects, &mut offsets) {
+                Ok(n) => {
+                    // `append_checked` made sure the output holds exactly `n` objects.
                     let name = &self.services[i].config.name;
-                    services.extend((0..out.num_objects).map(|_| name.clone()));
-                    outputs.push(out);
+                    services.extend((0..n).map(|_| name.clone()));
+                    self.services[i].last_len = out.len() - at;
                 }
-                Ok(None) => {}
                 Err(fault) => self.disable(i, fault),
             }
         }
-        let indexes: Vec<u32> = outputs
+        // Each object's name index, at offset 12 of its PERF_OBJECT_TYPE (checked by the walk).
+        let indexes: Vec<u32> = objects
             .iter()
-            .flat_map(ProviderOutput::object_indexes)
+            .filter_map(|o| out.get(o.offset + 12..o.offset + 16))
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
         self.log_duplicates(&indexes, &services);
-        Collection {
-            bytes: build_data_block(&self.system_name, &times, &outputs),
-            services,
-        }
+        let default_object = indexes.first().map_or(-1, |&i| i as i32);
+        let num_objects = u32::try_from(objects.len()).unwrap_or(u32::MAX);
+        finish_block(&mut out, &head, &times, num_objects, default_object);
+        let block = CheckedBlock::from_checked(out, head.name, objects, offsets);
+        (block, services)
     }
 
     /// Logs, once per index, an object index that more than one object of a collection has
@@ -773,45 +819,56 @@ impl<R: Registry> Collector<R> {
         }
     }
 
-    /// One service's Collect, with the buffer grown on ERROR_MORE_DATA.
+    /// One service's Collect, with the buffer grown on ERROR_MORE_DATA; its checked output is
+    /// appended to `out` ([`append_checked`]). Returns the number of objects appended.
     fn collect_service(
         &mut self,
         i: usize,
         query: &str,
-    ) -> Result<Option<ProviderOutput>, ProviderFault> {
+        out: &mut Vec<u8>,
+        objects: &mut Vec<crate::view::ObjectEntry>,
+        offsets: &mut Offsets,
+    ) -> Result<u32, ProviderFault> {
         let max = self.options.max_buffer.max(8);
         let mut size = self.services[i].buffer.min(max);
         loop {
-            let raw = self.call_collect(i, query, size)?;
-            match check_collect_owned(raw)? {
-                Verdict::MoreData if size >= max => {
+            let appended = self.call_collect(i, query, size, out, objects, offsets)?;
+            match appended {
+                Appended::MoreData if size >= max => {
                     return Err(ProviderFault::BufferCap { cap: max })
                 }
-                Verdict::MoreData => size = size.saturating_mul(2).min(max),
-                Verdict::Data(out) => {
+                Appended::MoreData => size = size.saturating_mul(2).min(max),
+                Appended::Objects(n) => {
                     self.services[i].buffer = size;
-                    return Ok(Some(out));
+                    return Ok(n);
                 }
-                Verdict::Failed(status) => {
+                Appended::Failed(status) => {
                     log::warn!(
                         "service {}: Collect returned {status}; its data is ignored",
                         self.services[i].config.name
                     );
-                    return Ok(None);
+                    return Ok(0);
                 }
             }
         }
     }
 
+    /// One Collect call with a `size`-byte buffer, judged, its output appended if valid.
     fn call_collect(
         &mut self,
         i: usize,
         query: &str,
         size: u32,
-    ) -> Result<RawCollect, ProviderFault> {
+        out: &mut Vec<u8>,
+        objects: &mut Vec<crate::view::ObjectEntry>,
+        offsets: &mut Offsets,
+    ) -> Result<Appended, ProviderFault> {
         let service = &mut self.services[i];
         let host = match &mut service.backend {
-            Backend::InProcess(Some((entry, _))) => return Ok(entry.collect(query, size)),
+            Backend::InProcess(Some((entry, _))) => {
+                let (raw, data) = entry.collect_in(query, size, &mut service.scratch);
+                return append_checked(&raw, data, out, objects, offsets);
+            }
             Backend::Host(Some(host)) => host,
             Backend::InProcess(None) | Backend::Host(None) => {
                 return Err(ProviderFault::Protocol {
@@ -830,7 +887,9 @@ impl<R: Registry> Collector<R> {
             buffer_len: size,
         };
         match host.call(&request, timeout) {
-            Ok(Response::Collected { raw, .. }) => Ok(raw),
+            Ok(Response::Collected { raw, .. }) => {
+                append_checked(&raw, &raw.data, out, objects, offsets)
+            }
             Ok(other) => Err(protocol_fault(Call::Collect, &other)),
             Err(e) => Err(host_fault(Call::Collect, timeout, e)),
         }

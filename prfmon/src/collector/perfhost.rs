@@ -174,6 +174,8 @@ fn serve(library: &Path, fd: Option<i32>) -> Result<ExitCode, ProtocolError> {
     };
     write_frame(&mut output, &Response::Ready)?;
     let mut slots: HashMap<u32, EntryPoints> = HashMap::new();
+    // Collect's buffer, kept from one call to the next (a host serves one service).
+    let mut buffer: Vec<u64> = Vec::new();
     let unknown = |slot| Response::Failed {
         message: format!("no service is open in slot {slot}"),
     };
@@ -200,10 +202,11 @@ fn serve(library: &Path, fd: Option<i32>) -> Result<ExitCode, ProtocolError> {
                 value,
                 buffer_len,
             } => match slots.get(&slot) {
-                Some(entry) => Response::Collected {
-                    slot,
-                    raw: entry.collect(&value, buffer_len),
-                },
+                Some(entry) => {
+                    let (mut raw, data) = entry.collect_in(&value, buffer_len, &mut buffer);
+                    raw.data = data.to_vec();
+                    Response::Collected { slot, raw }
+                }
                 None => unknown(slot),
             },
             Request::Close { slot } => match slots.remove(&slot) {

@@ -35,7 +35,8 @@ use prfdata::winperf::{ERROR_MORE_DATA, ERROR_SUCCESS};
 use super::library::RawCollect;
 use super::realign;
 use crate::datablock::ProviderOutput;
-use crate::decode::{check_object, DecodeError};
+use crate::decode::DecodeError;
+use crate::view::{walk_object, ObjectEntry, Offsets, Record};
 
 /// One of the three provider calls.
 ///
@@ -206,7 +207,7 @@ pub enum Verdict {
 /// assert!(matches!(check_collect(&raw), Ok(Verdict::Data(_))));
 /// ```
 pub fn check_collect(raw: &RawCollect) -> Result<Verdict, ProviderFault> {
-    Ok(match judge(raw)? {
+    Ok(match judge(raw, &raw.data, &mut (), &mut Vec::new())? {
         Judged::MoreData => Verdict::MoreData,
         Judged::Failed(status) => Verdict::Failed(status),
         Judged::Data(lengths) => Verdict::Data(output(raw.data.clone(), &lengths, raw.num_objects)),
@@ -231,11 +232,69 @@ pub fn check_collect(raw: &RawCollect) -> Result<Verdict, ProviderFault> {
 /// assert_eq!(out.bytes, object);
 /// ```
 pub fn check_collect_owned(raw: RawCollect) -> Result<Verdict, ProviderFault> {
-    Ok(match judge(&raw)? {
+    Ok(match judge(&raw, &raw.data, &mut (), &mut Vec::new())? {
         Judged::MoreData => Verdict::MoreData,
         Judged::Failed(status) => Verdict::Failed(status),
         Judged::Data(lengths) => Verdict::Data(output(raw.data, &lengths, raw.num_objects)),
     })
+}
+
+/// What [`append_checked`] did with a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Appended {
+    /// ERROR_MORE_DATA: call again with a bigger buffer; nothing appended.
+    MoreData,
+    /// Another status than success: nothing appended (see [`Verdict::Failed`]).
+    Failed(u32),
+    /// Success: this many objects appended.
+    Objects(u32),
+}
+
+/// [`check_collect_owned`] for a call whose output `data` is still in Collect's buffer: a valid
+/// output is appended to `out` (a PERF_DATA_BLOCK being built; realigned if it must be) and the
+/// walk's findings to `objects` and `offsets`, moved to where the output now lies in `out`, so
+/// that [`crate::view::CheckedBlock`] needs no second pass. On a fault nothing is appended.
+pub(crate) fn append_checked(
+    raw: &RawCollect,
+    data: &[u8],
+    out: &mut Vec<u8>,
+    objects: &mut Vec<ObjectEntry>,
+    offsets: &mut Offsets,
+) -> Result<Appended, ProviderFault> {
+    let at = out.len();
+    let counts = offsets.counts();
+    let first = objects.len();
+    let judged = judge(raw, data, offsets, objects);
+    if !matches!(judged, Ok(Judged::Data(_))) {
+        offsets.truncate(counts);
+        objects.truncate(first);
+    }
+    let lengths = match judged? {
+        Judged::MoreData => return Ok(Appended::MoreData),
+        Judged::Failed(status) => return Ok(Appended::Failed(status)),
+        Judged::Data(lengths) => lengths,
+    };
+    if realign::needed(&lengths) {
+        // Rare: DWORD-aligned objects padded to 8, then walked again where they now lie.
+        offsets.truncate(counts);
+        objects.truncate(first);
+        let aligned = realign::to_qword(data, &lengths);
+        let mut offset = 0;
+        for _ in 0..raw.num_objects {
+            let (entry, next) = walk_object(&aligned, offset, aligned.len(), offsets)
+                .map_err(ProviderFault::BadObject)?;
+            objects.push(entry);
+            offset = next;
+        }
+        out.extend_from_slice(&aligned);
+    } else {
+        out.extend_from_slice(data);
+    }
+    offsets.shift(counts, at);
+    for entry in &mut objects[first..] {
+        *entry = entry.clone().shifted(at);
+    }
+    Ok(Appended::Objects(raw.num_objects))
 }
 
 /// The valid output `data` of `num_objects` objects of `lengths`, 8-aligned.
@@ -255,8 +314,14 @@ enum Judged {
     Data(Vec<usize>),
 }
 
-/// The checks of [`check_collect`].
-fn judge(raw: &RawCollect) -> Result<Judged, ProviderFault> {
+/// The checks of [`check_collect`] on the call's record and its output `data` (the record's
+/// own `data` is not read), the walk of each object recorded in `rec` and `entries`.
+fn judge<R: Record>(
+    raw: &RawCollect,
+    data: &[u8],
+    rec: &mut R,
+    entries: &mut Vec<ObjectEntry>,
+) -> Result<Judged, ProviderFault> {
     if !raw.canary_intact {
         return Err(ProviderFault::Overrun {
             buffer_len: raw.buffer_len,
@@ -291,12 +356,12 @@ fn judge(raw: &RawCollect) -> Result<Judged, ProviderFault> {
         return Err(ProviderFault::Misaligned { bytes: raw.bytes });
     }
     let bytes = raw.bytes as usize;
-    if raw.data.len() != bytes {
+    if data.len() != bytes {
         return Err(ProviderFault::Protocol {
             call: Call::Collect,
             message: format!(
                 "{} bytes of data for a reported {} bytes",
-                raw.data.len(),
+                data.len(),
                 raw.bytes
             ),
         });
@@ -305,7 +370,9 @@ fn judge(raw: &RawCollect) -> Result<Judged, ProviderFault> {
     let mut count = 0u32;
     let mut lengths = Vec::new();
     while count < raw.num_objects && offset < bytes {
-        let next = check_object(&raw.data, offset, bytes).map_err(ProviderFault::BadObject)?;
+        let (entry, next) =
+            walk_object(data, offset, bytes, rec).map_err(ProviderFault::BadObject)?;
+        entries.push(entry);
         let length = next - offset;
         if !length.is_multiple_of(4) {
             return Err(ProviderFault::ObjectMisaligned {

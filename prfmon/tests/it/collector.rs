@@ -409,3 +409,35 @@ fn collect_with_services_names_the_service_of_every_object() {
         collector.close();
     });
 }
+
+#[test]
+fn a_checked_collection_views_what_a_parse_of_its_bytes_finds() {
+    bounded(TEST_WAIT, || {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = with_good(dir.path(), &[("First", 1848), ("Second", 1860)]);
+        for isolation in [Isolation::InProcess, Isolation::HostProcess] {
+            // A 16-byte first buffer: every output comes after a few ERROR_MORE_DATA calls,
+            // in a buffer kept from the calls before.
+            let opts = CollectorOptions {
+                isolation,
+                initial_buffer: 16,
+                ..options()
+            };
+            let mut collector = Collector::open(registry.clone(), opts).unwrap();
+            for _ in 0..3 {
+                let block = collector.collect_checked("Global");
+                let view = block.view();
+                let parsed = prfmon::view::DataView::parse(block.bytes()).unwrap();
+                let snap = view.to_snapshot();
+                assert_eq!(snap, parsed.to_snapshot(), "{isolation:?}");
+                assert_eq!(snap.objects.len(), 2, "{isolation:?}");
+                // The second service's parts were found in its own output, then moved.
+                let second = view.object(1).unwrap();
+                assert_eq!(second.offset(), parsed.object(1).unwrap().offset());
+                assert_eq!(second.instance(2).unwrap().name(), "alpha");
+            }
+            assert!(collector.disabled().is_empty(), "{isolation:?}");
+            collector.close();
+        }
+    });
+}

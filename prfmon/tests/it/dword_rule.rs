@@ -93,6 +93,14 @@ fn a_provider_returning_dword_multiples_is_kept_and_realigned_and_a_word_multipl
                     assert_eq!(large % 8, 0, "the LARGE_INTEGER value is 8-aligned");
                 }
             }
+            // Checked as it came, realigned, then viewed: what a parse of the bytes finds.
+            let block = collector.collect_checked("Global");
+            let parsed = prfmon::view::DataView::parse(block.bytes()).expect("the block decodes");
+            assert_eq!(
+                block.view().to_snapshot(),
+                parsed.to_snapshot(),
+                "{isolation:?}"
+            );
             // The WORD provider: disabled, for its byte count.
             let disabled = collector.disabled().to_vec();
             assert_eq!(disabled.len(), 1, "{isolation:?}: {disabled:?}");
