@@ -30,63 +30,49 @@ use libloading::{Library, Symbol};
 use prfdata::install::{install_in, InstallOptions};
 use prfdata_registry::FileRegistry;
 
-prfdata::prfdata_map! {
-    /// An app with one object of up to 1,024 instances and 16 64-bit counters each.
-    pub mod bench_map {
-        app: "PrfDataBenchCollect",
-        object WORKER = 0 {
-            name: "Bench Collect Worker", help: "A worker of the collect benchmark.",
-            detail: Novice, default: C00, instances: { max: 1024, name_len: 32 }, costly: false,
-            counters {
-                C00 = 2: LargeRawCount { name: "Counter 00", help: "c", detail: Novice, scale: 0 },
-                C01 = 4: LargeRawCount { name: "Counter 01", help: "c", detail: Novice, scale: 0 },
-                C02 = 6: LargeRawCount { name: "Counter 02", help: "c", detail: Novice, scale: 0 },
-                C03 = 8: LargeRawCount { name: "Counter 03", help: "c", detail: Novice, scale: 0 },
-                C04 = 10: LargeRawCount { name: "Counter 04", help: "c", detail: Novice, scale: 0 },
-                C05 = 12: LargeRawCount { name: "Counter 05", help: "c", detail: Novice, scale: 0 },
-                C06 = 14: LargeRawCount { name: "Counter 06", help: "c", detail: Novice, scale: 0 },
-                C07 = 16: LargeRawCount { name: "Counter 07", help: "c", detail: Novice, scale: 0 },
-                C08 = 18: LargeRawCount { name: "Counter 08", help: "c", detail: Novice, scale: 0 },
-                C09 = 20: LargeRawCount { name: "Counter 09", help: "c", detail: Novice, scale: 0 },
-                C10 = 22: LargeRawCount { name: "Counter 10", help: "c", detail: Novice, scale: 0 },
-                C11 = 24: LargeRawCount { name: "Counter 11", help: "c", detail: Novice, scale: 0 },
-                C12 = 26: LargeRawCount { name: "Counter 12", help: "c", detail: Novice, scale: 0 },
-                C13 = 28: LargeRawCount { name: "Counter 13", help: "c", detail: Novice, scale: 0 },
-                C14 = 30: LargeRawCount { name: "Counter 14", help: "c", detail: Novice, scale: 0 },
-                C15 = 32: LargeRawCount { name: "Counter 15", help: "c", detail: Novice, scale: 0 },
+/// A map of one object of up to `$max` instances and 16 64-bit counters each.
+macro_rules! collect_map {
+    ($(#[$doc:meta])* $m:ident, $app:tt, $object:tt, $max:tt) => {
+        prfdata::prfdata_map! {
+            $(#[$doc])*
+            pub mod $m {
+                app: $app,
+                object WORKER = 0 {
+                    name: $object, help: "A worker of the collect benchmark.",
+                    detail: Novice, default: C00, instances: { max: $max, name_len: 32 },
+                    costly: false,
+                    counters {
+                        C00 = 2: LargeRawCount { name: "Counter 00", help: "c", detail: Novice, scale: 0 },
+                        C01 = 4: LargeRawCount { name: "Counter 01", help: "c", detail: Novice, scale: 0 },
+                        C02 = 6: LargeRawCount { name: "Counter 02", help: "c", detail: Novice, scale: 0 },
+                        C03 = 8: LargeRawCount { name: "Counter 03", help: "c", detail: Novice, scale: 0 },
+                        C04 = 10: LargeRawCount { name: "Counter 04", help: "c", detail: Novice, scale: 0 },
+                        C05 = 12: LargeRawCount { name: "Counter 05", help: "c", detail: Novice, scale: 0 },
+                        C06 = 14: LargeRawCount { name: "Counter 06", help: "c", detail: Novice, scale: 0 },
+                        C07 = 16: LargeRawCount { name: "Counter 07", help: "c", detail: Novice, scale: 0 },
+                        C08 = 18: LargeRawCount { name: "Counter 08", help: "c", detail: Novice, scale: 0 },
+                        C09 = 20: LargeRawCount { name: "Counter 09", help: "c", detail: Novice, scale: 0 },
+                        C10 = 22: LargeRawCount { name: "Counter 10", help: "c", detail: Novice, scale: 0 },
+                        C11 = 24: LargeRawCount { name: "Counter 11", help: "c", detail: Novice, scale: 0 },
+                        C12 = 26: LargeRawCount { name: "Counter 12", help: "c", detail: Novice, scale: 0 },
+                        C13 = 28: LargeRawCount { name: "Counter 13", help: "c", detail: Novice, scale: 0 },
+                        C14 = 30: LargeRawCount { name: "Counter 14", help: "c", detail: Novice, scale: 0 },
+                        C15 = 32: LargeRawCount { name: "Counter 15", help: "c", detail: Novice, scale: 0 },
+                    }
+                }
             }
         }
-    }
+    };
 }
 
-prfdata::prfdata_map! {
+collect_map!(
+    /// An app with one object of up to 1,024 instances and 16 64-bit counters each.
+    bench_map, "PrfDataBenchCollect", "Bench Collect Worker", 1024
+);
+collect_map!(
     /// `bench_map` with room for 100,000 instances.
-    pub mod big_map {
-        app: "PrfDataBenchCollectBig",
-        object WORKER = 0 {
-            name: "Bench Collect Big Worker", help: "A worker of the big collect benchmark.",
-            detail: Novice, default: C00, instances: { max: 100000, name_len: 32 }, costly: false,
-            counters {
-                C00 = 2: LargeRawCount { name: "Counter 00", help: "c", detail: Novice, scale: 0 },
-                C01 = 4: LargeRawCount { name: "Counter 01", help: "c", detail: Novice, scale: 0 },
-                C02 = 6: LargeRawCount { name: "Counter 02", help: "c", detail: Novice, scale: 0 },
-                C03 = 8: LargeRawCount { name: "Counter 03", help: "c", detail: Novice, scale: 0 },
-                C04 = 10: LargeRawCount { name: "Counter 04", help: "c", detail: Novice, scale: 0 },
-                C05 = 12: LargeRawCount { name: "Counter 05", help: "c", detail: Novice, scale: 0 },
-                C06 = 14: LargeRawCount { name: "Counter 06", help: "c", detail: Novice, scale: 0 },
-                C07 = 16: LargeRawCount { name: "Counter 07", help: "c", detail: Novice, scale: 0 },
-                C08 = 18: LargeRawCount { name: "Counter 08", help: "c", detail: Novice, scale: 0 },
-                C09 = 20: LargeRawCount { name: "Counter 09", help: "c", detail: Novice, scale: 0 },
-                C10 = 22: LargeRawCount { name: "Counter 10", help: "c", detail: Novice, scale: 0 },
-                C11 = 24: LargeRawCount { name: "Counter 11", help: "c", detail: Novice, scale: 0 },
-                C12 = 26: LargeRawCount { name: "Counter 12", help: "c", detail: Novice, scale: 0 },
-                C13 = 28: LargeRawCount { name: "Counter 13", help: "c", detail: Novice, scale: 0 },
-                C14 = 30: LargeRawCount { name: "Counter 14", help: "c", detail: Novice, scale: 0 },
-                C15 = 32: LargeRawCount { name: "Counter 15", help: "c", detail: Novice, scale: 0 },
-            }
-        }
-    }
-}
+    big_map, "PrfDataBenchCollectBig", "Bench Collect Big Worker", 100000
+);
 
 /// Instances the app runs with.
 const INSTANCES: usize = 1_000;
