@@ -1804,7 +1804,7 @@ impl<'v> BlockView<'v> {
     /// let object = view.object(0).unwrap();
     /// let plan = object.plan();
     /// let beta: Vec<Option<i64>> = object.instance(1).unwrap().values().ints(&plan).collect();
-    /// assert_eq!(beta, [Some(0xFFFF_FFFF), Some(-5), Some(10)]);
+    /// assert_eq!(beta, [Some(0xFFFF_FFFF), Some(-5), Some(1)]);
     /// # Ok::<(), prfmon::decode::DecodeError>(())
     /// ```
     #[inline]
