@@ -277,20 +277,17 @@ fn bench_memcpy(group: &mut BenchmarkGroup<'_, WallTime>, collected: &[u8]) {
 /// summed: what a consumer of the collection reads, so that a decode is measured with its use.
 fn touch_every_value(view: &prfmon::view::DataView<'_>) -> i64 {
     let mut sum = 0i64;
-    let mut counters = Vec::new();
     for object in view.objects() {
-        counters.clear();
-        counters.extend(object.counters());
-        if let Some(values) = object.values() {
-            for c in &counters {
-                sum = sum.wrapping_add(values.int(c).unwrap_or(0));
-            }
-        }
-        for instance in object.instances() {
-            let values = instance.values();
-            for c in &counters {
-                sum = sum.wrapping_add(values.int(c).unwrap_or(0));
-            }
+        // One plan per object: each value is then one load (`BlockView::ints`).
+        let plan = object.plan();
+        let blocks = object
+            .values()
+            .into_iter()
+            .chain(object.instances().map(|i| i.values()));
+        for values in blocks {
+            sum = values
+                .ints(&plan)
+                .fold(sum, |sum, v| sum.wrapping_add(v.unwrap_or(0)));
         }
     }
     sum

@@ -2,7 +2,8 @@
 //! decoded collection, and PDH counter paths resolved against one.
 //!
 //! - [`check_data_block`]: bytes as `prfmon decode FILE` reads them ([`prfmon::decode::decode`]);
-//!   a block that decodes goes to [`check_snapshot`].
+//!   a block that decodes goes to [`check_snapshot`], and its view's bulk value read
+//!   (`BlockView::ints`) must read what `BlockView::int` does.
 //! - [`check_snapshot`]: everything the CLI does with a decoded collection: the table and JSON
 //!   reports, `list`'s catalog, `/metrics` (OpenMetrics and text), `typeperf -q`'s listing,
 //!   and two samples of a PDH sampler over every object's counters (wildcards). No panic, and
@@ -47,6 +48,28 @@ pub fn names() -> &'static Names {
 /// prfdata_fuzz::consumers::check_data_block(b"PERF\x01\0\0\0");
 /// ```
 pub fn check_data_block(bytes: &[u8]) {
+    // The view's bulk value read agrees with its value-by-value one.
+    if let Ok(view) = prfmon::view::DataView::parse(bytes) {
+        for object in view.objects() {
+            let counters: Vec<_> = object.counters().collect();
+            let plan = object.plan();
+            let blocks = object
+                .values()
+                .into_iter()
+                .chain(object.instances().map(|i| i.values()));
+            for values in blocks {
+                let one_by_one: Vec<Option<i64>> = counters.iter().map(|c| values.int(c)).collect();
+                let bulk = values.ints(&plan).fold(Vec::new(), |mut read, v| {
+                    read.push(v);
+                    read
+                });
+                assert_eq!(
+                    bulk, one_by_one,
+                    "BlockView::ints reads what BlockView::int reads"
+                );
+            }
+        }
+    }
     match decode(bytes) {
         Ok(snapshot) => check_snapshot(&snapshot),
         Err(e) => {

@@ -19,6 +19,7 @@
 //!                                    ├ instances() ─▶ InstanceView ─ values() ─▶ BlockView
 //!                                    └ values()    ─▶ BlockView (an object without instances)
 //! BlockView::int(&CounterView) → the raw integer; BlockView::raw(&CounterView) → RawValue
+//! BlockView::ints(&ValuePlan)  → every raw integer in turn (ObjectView::plan, once per object)
 //! ```
 //!
 //! # Examples
@@ -250,26 +251,39 @@ fn is_utf16(raw: &[u8]) -> bool {
 }
 
 /// Whether `raw` holds no surrogate code unit at all (whole units; an odd last byte is not
-/// one): then it is valid UTF-16LE whatever follows its NUL. A loop over the high bytes that the
-/// compiler vectorizes: the fast path of [`check_utf16`] for names and text.
-#[inline]
+/// one): then it is valid UTF-16LE whatever follows its NUL. The fast path of [`check_utf16`]
+/// for names and text: four units a word, the last word overlapping the one before it rather
+/// than a unit-by-unit tail (a 24-byte name is four loads, no loop set-up).
+#[inline(always)]
 fn has_no_surrogate(raw: &[u8]) -> bool {
     // A unit is a surrogate (D800–DFFF) when its high byte (the second, little-endian) is D8–DF.
     // Four units a word: a unit's lane of `x` is zero exactly when it is a surrogate, and the
     // usual "has a zero lane" test (no false positive: a lane is 0 or at least 0x0800) finds one.
     const ONES: u64 = 0x0001_0001_0001_0001;
     const HIGH: u64 = 0x8000_8000_8000_8000;
-    let (words, rest) = raw.as_chunks::<8>();
-    let mut found = 0u64;
-    for word in words {
-        let x = (u64::from_le_bytes(*word) & 0xF800_F800_F800_F800) ^ 0xD800_D800_D800_D800;
-        found |= x.wrapping_sub(ONES) & !x & HIGH;
+    #[inline(always)]
+    fn surrogates(word: [u8; 8]) -> u64 {
+        let x = (u64::from_le_bytes(word) & 0xF800_F800_F800_F800) ^ 0xD800_D800_D800_D800;
+        x.wrapping_sub(ONES) & !x & HIGH
     }
-    found == 0 && rest.chunks_exact(2).all(|unit| unit[1] & 0xF8 != 0xD8)
+    // Whole units only; the words below then start on a unit (every offset is even).
+    let raw = raw.get(..raw.len() & !1).unwrap_or_default();
+    let Some(last) = raw.last_chunk::<8>() else {
+        // Under four units: padded with zero units, which are not surrogates.
+        let mut word = [0u8; 8];
+        word[..raw.len()].copy_from_slice(raw);
+        return surrogates(word) == 0;
+    };
+    let (words, _) = raw.as_chunks::<8>();
+    let mut found = surrogates(*last);
+    for word in words {
+        found |= surrogates(*word);
+    }
+    found == 0
 }
 
 /// Checks that `bytes[start..end]` up to its first NUL is valid UTF-16LE.
-#[inline]
+#[inline(always)]
 fn check_utf16(
     bytes: &[u8],
     start: usize,
@@ -277,7 +291,22 @@ fn check_utf16(
     what: &'static str,
 ) -> Result<(), DecodeError> {
     match bytes.get(start..end) {
-        Some(raw) if has_no_surrogate(raw) || is_utf16(raw) => Ok(()),
+        Some(raw) if has_no_surrogate(raw) => Ok(()),
+        _ => check_utf16_exactly(bytes, start, end, what),
+    }
+}
+
+/// [`check_utf16`] unit by unit: text with a surrogate in it (rare), or out of the bytes.
+#[cold]
+#[inline(never)]
+fn check_utf16_exactly(
+    bytes: &[u8],
+    start: usize,
+    end: usize,
+    what: &'static str,
+) -> Result<(), DecodeError> {
+    match bytes.get(start..end) {
+        Some(raw) if is_utf16(raw) => Ok(()),
         _ => Err(DecodeError::Utf16 {
             offset: start,
             what,
@@ -1326,6 +1355,35 @@ impl<'v> ObjectView<'v> {
         block(self.bytes, self.entry.block?)
     }
 
+    /// The plan for reading this object's values in bulk ([`BlockView::ints`]): made once per
+    /// object (one allocation), used for every instance's block.
+    ///
+    /// # Examples
+    ///
+    /// See [`BlockView::ints`].
+    pub fn plan(&self) -> ValuePlan {
+        let slots: Vec<Slot> = self
+            .counters()
+            .map(|c| Slot {
+                offset: if c.int == IntKind::None { 0 } else { c.offset },
+                mask: c.mask,
+                int: c.int,
+            })
+            .collect();
+        let end = slots
+            .iter()
+            .map(|s| (s.offset as usize).saturating_add(8))
+            .max()
+            .unwrap_or(0);
+        let dense = slots.first().map(|s| s.offset as usize).filter(|&first| {
+            slots
+                .iter()
+                .enumerate()
+                .all(|(i, s)| s.int == IntKind::Large && s.offset as usize == first + 8 * i)
+        });
+        ValuePlan { slots, end, dense }
+    }
+
     /// The object as owned data: what [`crate::decode::decode`] holds for it.
     ///
     /// # Examples
@@ -1731,7 +1789,169 @@ impl<'v> BlockView<'v> {
             _ => RawValue::Bytes(raw.to_vec()),
         }
     }
+    /// Every value of the block in definition order, read by `plan` (its object's
+    /// [`ObjectView::plan`]): what [`BlockView::int`] returns for each counter, with one 8-byte
+    /// load and a mask per value when the block is as long as the plan needs (the usual case,
+    /// checked once per block) and `int`'s checked reads otherwise. Allocates nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let object = view.object(0).unwrap();
+    /// let plan = object.plan();
+    /// let beta: Vec<Option<i64>> = object.instance(1).unwrap().values().ints(&plan).collect();
+    /// assert_eq!(beta, [Some(0xFFFF_FFFF), Some(-5), Some(1)]);
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    #[inline]
+    pub fn ints<'p>(&self, plan: &'p ValuePlan) -> Ints<'v, 'p> {
+        Ints {
+            // The fast path's promise: every slot's 8 bytes lie in `whole`.
+            whole: self.bytes.get(..plan.end),
+            bytes: self.bytes,
+            slots: plan.slots.iter(),
+            dense: plan.dense,
+        }
+    }
 }
+
+/// How to read every value of an object's counter blocks: one (offset, mask) slot per counter
+/// definition, made once per object by [`ObjectView::plan`] and used by [`BlockView::ints`].
+///
+/// # Examples
+///
+/// See [`BlockView::ints`].
+#[derive(Clone, Debug)]
+pub struct ValuePlan {
+    slots: Vec<Slot>,
+    /// The largest `offset + 8` of the slots: a block at least this long holds every slot's
+    /// 8-byte load.
+    end: usize,
+    /// When every counter is a LARGE_INTEGER and each lies right after the one before (the
+    /// usual layout, prfdata's), where the first one starts: the values are then one run of
+    /// 8-byte words, read with no per-value lookup.
+    dense: Option<usize>,
+}
+
+/// One counter of a [`ValuePlan`].
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// `CounterOffset`; 0 for a value that is not an integer (its load is masked to nothing).
+    offset: u32,
+    /// [`IntKind::mask`]: 0 for a value that is not an integer.
+    mask: u64,
+    /// How the value is read when the block is shorter than the plan's `end`.
+    int: IntKind,
+}
+
+// Four slots a cache line: the plan of 16 counters is four lines.
+const _: () = assert!(core::mem::size_of::<Slot>() == 16);
+
+impl Slot {
+    /// The value read with `int`'s checks (a block shorter than the plan's end).
+    #[cold]
+    fn read_checked(&self, bytes: &[u8]) -> Option<i64> {
+        let start = self.offset as usize;
+        match self.int {
+            IntKind::Large => {
+                let raw: [u8; 8] = bytes.get(start..start.checked_add(8)?)?.try_into().ok()?;
+                Some(i64::from_le_bytes(raw))
+            }
+            IntKind::Dword => {
+                let raw: [u8; 4] = bytes.get(start..start.checked_add(4)?)?.try_into().ok()?;
+                Some(u32::from_le_bytes(raw).into())
+            }
+            IntKind::None => None,
+        }
+    }
+}
+
+/// The values of one counter block, in definition order: see [`BlockView::ints`].
+///
+/// # Examples
+///
+/// See [`BlockView::ints`].
+#[derive(Clone, Debug)]
+pub struct Ints<'v, 'p> {
+    /// The block's first `plan.end` bytes, if it has them.
+    whole: Option<&'v [u8]>,
+    /// The whole block.
+    bytes: &'v [u8],
+    slots: std::slice::Iter<'p, Slot>,
+    /// [`ValuePlan::dense`].
+    dense: Option<usize>,
+}
+
+impl Ints<'_, '_> {
+    /// The value of `slot` in `whole` (the block's first `plan.end` bytes).
+    #[inline(always)]
+    fn read_fast(whole: &[u8], slot: &Slot) -> Option<i64> {
+        let start = slot.offset as usize;
+        debug_assert!(start + 8 <= whole.len());
+        // SAFETY: `whole` is `plan.end` bytes long (`BlockView::ints` took it with `get`), and
+        // `ObjectView::plan` made `end` at least every slot's `offset + 8`; the slot comes from
+        // that same plan (`Ints` borrows it), so the 8 bytes at `start` lie inside `whole`.
+        // `[u8; 8]` has alignment 1, so the read is aligned.
+        let raw = unsafe { whole.as_ptr().add(start).cast::<[u8; 8]>().read() };
+        // A mask of 0 is a value that is not an integer.
+        (slot.mask != 0).then_some((u64::from_le_bytes(raw) & slot.mask) as i64)
+    }
+}
+
+impl Iterator for Ints<'_, '_> {
+    type Item = Option<i64>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Option<i64>> {
+        let slot = self.slots.next()?;
+        Some(match self.whole {
+            Some(whole) => Self::read_fast(whole, slot),
+            None => slot.read_checked(self.bytes),
+        })
+    }
+
+    /// The whole block in one loop (`sum`, `collect`, `for_each` and the like come here),
+    /// the block's length checked once before it.
+    #[inline]
+    fn fold<B, F: FnMut(B, Option<i64>) -> B>(self, init: B, mut f: F) -> B {
+        // Dense: the slots still to come are one run of words from the next one's offset.
+        let run = self
+            .dense
+            .zip(self.slots.as_slice().first())
+            .and_then(|(_, next)| {
+                let start = next.offset as usize;
+                let words = self.slots.len().checked_mul(8)?;
+                self.whole?.get(start..start.checked_add(words)?)
+            });
+        if let Some(run) = run {
+            let (words, _) = run.as_chunks::<8>();
+            return words
+                .iter()
+                .fold(init, |acc, word| f(acc, Some(i64::from_le_bytes(*word))));
+        }
+        match self.whole {
+            Some(whole) => self
+                .slots
+                .fold(init, |acc, slot| f(acc, Self::read_fast(whole, slot))),
+            None => {
+                let bytes = self.bytes;
+                self.slots
+                    .fold(init, |acc, slot| f(acc, slot.read_checked(bytes)))
+            }
+        }
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.slots.size_hint()
+    }
+}
+
+impl ExactSizeIterator for Ints<'_, '_> {}
 
 /// Decodes the PERF_OBJECT_TYPE at `offset` (see [`crate::decode::decode_object`]).
 pub(crate) fn decode_object(
@@ -1861,6 +2081,7 @@ mod tests {
                 .values()
                 .into_iter()
                 .chain(object.instances().map(|i| i.values()));
+            let plan = object.plan();
             for values in blocks {
                 for c in &counters {
                     let raw = match values.raw(c) {
@@ -1869,8 +2090,40 @@ mod tests {
                     };
                     assert_eq!(values.int(c), raw, "counter {}", c.index());
                 }
+                let one_by_one: Vec<Option<i64>> = counters.iter().map(|c| values.int(c)).collect();
+                let bulk: Vec<Option<i64>> = values.ints(&plan).collect();
+                assert_eq!(bulk, one_by_one, "ints reads what int reads");
+                // `fold` (the one loop, or the run of words of a dense plan), from the start
+                // and after each number of values already taken one by one.
+                for taken in 0..=counters.len() {
+                    let mut ints = values.ints(&plan);
+                    let mut read: Vec<Option<i64>> = ints.by_ref().take(taken).collect();
+                    read = ints.fold(read, |mut read, v| {
+                        read.push(v);
+                        read
+                    });
+                    assert_eq!(read, one_by_one, "fold after {taken}");
+                }
             }
         }
+    }
+
+    #[test]
+    fn the_real_collections_have_dense_plans_and_the_sample_has_not() {
+        // `int_reads_what_raw_reads` then covers both of `BlockView::ints`'s fast paths.
+        let dense: Vec<bool> = blocks()
+            .iter()
+            .map(|b| {
+                let view = DataView::parse(b).unwrap();
+                let any = view.objects().any(|o| o.plan().dense.is_some());
+                any
+            })
+            .collect();
+        assert!(!dense[0], "the sample mixes DWORDs and LARGE_INTEGERs");
+        assert!(
+            dense[1..].iter().any(|&d| d),
+            "prfdata lays counters out densely"
+        );
     }
 
     #[test]
