@@ -202,7 +202,7 @@ impl RawBlock {
     /// # Safety
     ///
     /// `off` and `out.len()` are multiples of 8 and `off + out.len() <= self.len()`.
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn load_words_to(&self, off: usize, out: &mut [u8]) {
         debug_assert!(
             off.is_multiple_of(8) && out.len().is_multiple_of(8) && off + out.len() <= self.len(),

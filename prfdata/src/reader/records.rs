@@ -68,6 +68,9 @@ pub struct ObjectInfo {
     /// How `_Total` and departed instances aggregate each stored numeric counter (sums are
     /// computed again from their aggregated parts; text stays empty).
     pub(super) aggregates: Vec<AggPlan>,
+    /// No sharded, text or sum counter: a copied counter block needs no fix-up but its
+    /// ByteLength word (computed once here, tested once per instance copied).
+    pub(super) plain: bool,
 }
 
 /// One counter's aggregation, checked at open: its place and size in the counter block and its
@@ -724,6 +727,7 @@ fn check_object(
             rec.data_offset,
         ));
     }
+    let plain = sharded.is_empty() && text.is_empty() && sums.is_empty();
     Ok(ObjectInfo {
         name_offset: rec.name_offset,
         detail_level: rec.detail_level,
@@ -746,5 +750,6 @@ fn check_object(
         sums,
         total: rec.flags & OBJECT_TOTAL != 0,
         aggregates,
+        plain,
     })
 }

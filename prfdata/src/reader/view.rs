@@ -786,7 +786,7 @@ impl InstanceTable<'_> {
     /// # Panics
     ///
     /// If `out` has the wrong length.
-    #[inline]
+    #[inline(always)]
     pub fn copy_counter_block(&self, inst: &LiveInstance, out: &mut [u8]) -> Result<(), ReadError> {
         let o = self.info;
         assert_eq!(
@@ -794,6 +794,34 @@ impl InstanceTable<'_> {
             o.counter_block_size as usize,
             "one counter block"
         );
+        // The common case inline, with no call per instance: a slot below the limit (so not
+        // `_Total`, whose block number is the limit) of an object with no counter to fix up.
+        if inst.slot < o.max_instances && o.plain {
+            let at = o.data_offset as usize + inst.slot as usize * o.block_stride as usize;
+            // SAFETY: as in `copy_counter_block_checked`: `inst.slot < max_instances` (just
+            // tested), and `BlockView::instances` checked that the `max_instances` blocks
+            // `block_stride` bytes apart (a multiple of 8, at least `counter_block_size`, itself
+            // a multiple of 8, checked at open) at the 8-aligned `data_offset` are inside the
+            // mapping: the `out.len() == counter_block_size` bytes at `at` are in bounds and
+            // 8-aligned, a multiple of 8 long.
+            unsafe { self.reader.raw.load_words_to(at, out) };
+            // The ByteLength word: the validated size (`finish_counter_block`'s only effect on
+            // a plain object).
+            out[..BYTE_LENGTH_SIZE].copy_from_slice(&o.counter_block_size.to_le_bytes());
+            return Ok(());
+        }
+        self.copy_counter_block_checked(inst, out)
+    }
+
+    /// [`InstanceTable::copy_counter_block`] for `_Total`, an invalid slot, or an object whose
+    /// counter blocks need fix-ups (shards, text, sums). `out` has the block's length.
+    #[inline(never)]
+    fn copy_counter_block_checked(
+        &self,
+        inst: &LiveInstance,
+        out: &mut [u8],
+    ) -> Result<(), ReadError> {
+        let o = self.info;
         if self.is_total_inst(inst) {
             return self.total_block(out);
         }

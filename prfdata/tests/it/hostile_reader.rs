@@ -88,6 +88,49 @@ fn read_all(prf: &hm::PrfData) -> Result<Snapshot, ReadError> {
     Ok(snap)
 }
 
+/// A ByteLength word forged in an instance's counter block (an object with no counter to fix
+/// up: the copy's inline path) is copied as the validated size; the counters around it as
+/// written.
+#[test]
+fn a_forged_counter_block_byte_length_is_replaced_by_the_checked_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let prf = published(dir.path());
+    let third = prf.add_instance(hm::ITEM, "third").unwrap();
+    prf.get_ctr32(hm::HITS, third)
+        .store(77, std::sync::atomic::Ordering::Relaxed);
+    let map = &hm::MAP;
+    let obj = &map.objects[1];
+    let size = offsets::counter_block_size(obj);
+    // Every listed slot's block: ByteLength forged.
+    for s in 0..3 {
+        let at = offsets::data_offset(map, 1) + s * offsets::block_stride(obj);
+        write(&prf, at as u64, &0xdead_beef_u32.to_le_bytes());
+    }
+    let reader = open(&prf).unwrap();
+    let blocks = reader
+        .read_with(std::time::Duration::from_secs(1), |view| {
+            let table = view.instances(1)?;
+            let mut blocks = Vec::new();
+            for pos in 0..table.len() {
+                let mut block = vec![0u8; size];
+                table.copy_counter_block(&table.get(pos)?, &mut block)?;
+                blocks.push(block);
+            }
+            Ok(blocks)
+        })
+        .unwrap();
+    assert_eq!(blocks.len(), 3);
+    for block in &blocks {
+        assert_eq!(
+            &block[..4],
+            &(size as u32).to_le_bytes(),
+            "the checked size"
+        );
+    }
+    let hits = offsets::counter_offset(obj, 0);
+    assert_eq!(&blocks[2][hits..hits + 4], &77u32.to_le_bytes());
+}
+
 /// Each hostile record field, written alone into a fresh block: the open fails with a field
 /// error naming exactly that offset. (Before issue 13 the counter offset near 2^32 panicked
 /// in debug builds: `block_offset + size` overflowed a u32.)

@@ -13,7 +13,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 ///   allocation) for the duration of the call;
 /// - those bytes are only ever written with atomic operations (by any process);
 /// - `out.len()` is a multiple of 8.
-#[inline]
+///
+/// Inlined into its callers (a counter block is a few dozen bytes: a call would cost as much as
+/// the copy).
+#[inline(always)]
 pub(crate) unsafe fn load_words(src: *const u8, out: &mut [u8]) {
     debug_assert!(src.addr().is_multiple_of(8) && out.len().is_multiple_of(8));
     // `std` caches the CPUID answer: one load and a bit test after the first call.
@@ -35,34 +38,59 @@ pub(crate) unsafe fn load_words(src: *const u8, out: &mut [u8]) {
         }
         left -= 8;
     }
-    let blocks = left / 16;
-    if blocks > 0 {
+    // 64 bytes per step, four loads then four stores (no loop inside the `asm!`: straight-line
+    // code LLVM can schedule around, the trip count known to the branch predictor as Rust's).
+    while left >= 64 {
         // SAFETY:
-        // - reads: `blocks` 16-byte loads from the 16-aligned `src` (aligned just above),
-        //   `16 * blocks <= left` bytes the caller guarantees are mapped; `MOVDQA` on a 16-aligned
-        //   address is one atomic access on a processor with AVX (checked above), so each 8-byte
-        //   word is read whole while other processes update it atomically; no Rust reference to
-        //   the source is made;
-        // - writes: `16 * blocks` bytes to `dst`, inside `out` (`dst + left` is its end), with
-        //   unaligned stores (`MOVDQU`);
-        // - the block clobbers one xmm register and the flags, declared; it uses no stack.
+        // - reads: four 16-byte loads at `src`, `src + 16`, `src + 32`, `src + 48`, 16-aligned
+        //   (`src` was aligned above and only ever moves by multiples of 16), `64 <= left`
+        //   bytes the caller guarantees are mapped; `MOVDQA` on a 16-aligned address is one
+        //   atomic access on a processor with AVX (checked above), so each 8-byte word is read
+        //   whole while other processes update it atomically; no Rust reference to the source
+        //   is made;
+        // - writes: 64 bytes at `dst`, inside `out` (`dst + left` is its end), with unaligned
+        //   stores (`MOVDQU`);
+        // - the block clobbers four xmm registers, declared; it uses no stack and keeps the
+        //   flags.
         unsafe {
             asm!(
-                "2:",
+                "movdqa {a}, xmmword ptr [{src}]",
+                "movdqa {b}, xmmword ptr [{src} + 16]",
+                "movdqa {c}, xmmword ptr [{src} + 32]",
+                "movdqa {d}, xmmword ptr [{src} + 48]",
+                "movdqu xmmword ptr [{dst}], {a}",
+                "movdqu xmmword ptr [{dst} + 16], {b}",
+                "movdqu xmmword ptr [{dst} + 32], {c}",
+                "movdqu xmmword ptr [{dst} + 48], {d}",
+                src = in(reg) src,
+                dst = in(reg) dst,
+                a = out(xmm_reg) _,
+                b = out(xmm_reg) _,
+                c = out(xmm_reg) _,
+                d = out(xmm_reg) _,
+                options(nostack, preserves_flags),
+            );
+            src = src.add(64);
+            dst = dst.add(64);
+        }
+        left -= 64;
+    }
+    while left >= 16 {
+        // SAFETY: as the step above, with one 16-byte load at the 16-aligned `src` and one
+        // store at `dst`, `16 <= left` bytes.
+        unsafe {
+            asm!(
                 "movdqa {x}, xmmword ptr [{src}]",
                 "movdqu xmmword ptr [{dst}], {x}",
-                "add {src}, 16",
-                "add {dst}, 16",
-                "dec {n}",
-                "jnz 2b",
-                src = inout(reg) src,
-                dst = inout(reg) dst,
-                n = inout(reg) blocks => _,
+                src = in(reg) src,
+                dst = in(reg) dst,
                 x = out(xmm_reg) _,
-                options(nostack),
+                options(nostack, preserves_flags),
             );
+            src = src.add(16);
+            dst = dst.add(16);
         }
-        left -= 16 * blocks;
+        left -= 16;
     }
     if left == 8 {
         // SAFETY: the last mapped word of the range, 8-aligned; `dst` has its 8 bytes.
