@@ -185,6 +185,10 @@ fn child_entry() {
 
 /// The owner: publishes its workers, then waits to be killed.
 fn app() {
+    // The app of an earlier test was killed and left its block: `activate` would adopt it, and
+    // its instances would come back in other slots than the ones `worker_slot` names. A fresh
+    // block for each test.
+    let _ = std::fs::remove_file(block_path(bf::MAP.app));
     let prf = bf::PrfData::activate().expect("activate the app");
     prf.get_global_ctr32(bf::DONE).store(42, Relaxed);
     for name in WORKERS {
