@@ -13,11 +13,12 @@ import sys
 GROUPS = {
     "counter_update": (
         ["raw_atomic_u64", "prfdata_get_ctr64", "prfdata_get_ctr32", "prfdata_cached",
-         "prometheus_client", "prometheus", "metrics"],
+         "prfdata_sharded", "prometheus_client", "prometheus", "metrics"],
         {"raw_atomic_u64": "raw_atomic_u64", "prometheus_client": "prometheus_client"},
     ),
     "counter_contended": (
-        ["prfdata_same_counter", "prfdata_two_instances", "raw_same_counter", "raw_two_counters"],
+        ["prfdata_same_counter", "prfdata_two_instances", "prfdata_sharded_same_counter",
+         "raw_same_counter", "raw_two_counters"],
         {"raw_same_counter": "raw_same_counter", "raw_two_counters": "raw_two_counters"},
     ),
     "lock": (
@@ -26,8 +27,9 @@ GROUPS = {
         {"std_mutex": "std_mutex", "raw_sync_mutex": "raw_sync_mutex"},
     ),
     "collect": (
-        ["provider_1000x16", "memcpy_same_bytes", "decode_1000x16", "end_to_end_1000x16"],
-        {"memcpy_same_bytes": "memcpy_same_bytes"},
+        ["provider_1000x16", "memcpy_same_bytes", "decode_1000x16", "end_to_end_1000x16",
+         "provider_100000x16"],
+        {"memcpy_same_bytes": "memcpy_same_bytes", "provider_1000x16": "provider_1000x16"},
     ),
     "instances": (
         ["add_remove_at_10", "add_remove_at_100k"],
@@ -56,8 +58,41 @@ def load(root, group, ident):
     return median["point_estimate"], ci["lower_bound"], ci["upper_bound"]
 
 
+# Issue 17's targets: (numerator, denominator, target ratio).
+TARGETS = [
+    ("collect/provider_1000x16", "collect/memcpy_same_bytes", 1.5),
+    ("collect/decode_1000x16", "collect/memcpy_same_bytes", 4.0),
+    ("collect/end_to_end_1000x16", "collect/memcpy_same_bytes", 8.0),
+    ("counter_contended/prfdata_two_instances", "counter_contended/raw_two_counters", 1.15),
+    ("counter_contended/prfdata_sharded_same_counter", "counter_contended/raw_two_counters", 1.3),
+    ("lock/optex_two_processes", "lock/raw_sync_two_processes", 1.0),
+    ("collect/provider_100000x16", "collect/provider_1000x16", 110.0),
+    ("counter_update/prfdata_get_ctr64", "counter_update/raw_atomic_u64", 1.05),
+    ("counter_update/prfdata_sharded", "counter_update/raw_atomic_u64", 0.3),
+]
+
+
+def targets(root):
+    """The issue-17 table: each ratio of medians, with the range its two 95% CIs allow."""
+    print("| ratio | medians | ratio (CI range) | target | |")
+    print("|---|---:|---:|---:|---|")
+    for num, den, target in TARGETS:
+        a = load(root, *num.split("/"))
+        b = load(root, *den.split("/"))
+        if a is None or b is None:
+            print(f"| `{num}` ÷ `{den}` | not run | | ≤ {target}× | |")
+            continue
+        r = a[0] / b[0]
+        lo, hi = a[1] / b[2], a[2] / b[1]
+        met = "met" if r <= target else "**missed**"
+        print(f"| `{num}` ÷ `{den}` | {fmt(a[0])} ÷ {fmt(b[0])} | {r:.2f}× ({lo:.2f}–{hi:.2f}) "
+              f"| ≤ {target}× | {met} |")
+    print()
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "target/criterion"
+    targets(root)
     for group, (ids, baselines) in GROUPS.items():
         found = {i: load(root, group, i) for i in ids}
         base = {name: found[b][0] for name, b in baselines.items() if found.get(b)}
