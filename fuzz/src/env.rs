@@ -99,6 +99,17 @@ fn make() -> Env {
     let install = |map| install_in(&reg, map, &options).unwrap_or_else(|e| panic!("install: {e}"));
     let demo = install(&maps::demo::MAP);
     let fuzz = install(&maps::rich::MAP);
+    // The fuzz app's block is a file this process places (its lock held, so the app looks
+    // alive) and nobody serves its on-demand counters: with the default bound every Collect of
+    // an input would wait 20 ms for values that never come. A bound of 0 serves the last ones.
+    prfdata_registry::update(&reg, |hive| {
+        hive.set_value(
+            &prfdata_registry::paths::performance(maps::rich::MAP.app),
+            prfdata_registry::stats::ON_DEMAND_TIMEOUT,
+            prfdata_registry::Value::Dword(0),
+        )
+    })
+    .unwrap_or_else(|e: prfdata_registry::RegistryError| panic!("OnDemand Timeout: {e}"));
     Env {
         root,
         shm,
