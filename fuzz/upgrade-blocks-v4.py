@@ -9,7 +9,7 @@ For committed corpus inputs that cannot be regenerated from a real run (the fuzz
 a file that is not a block of version `--from` is left alone. (When the header's own fields
 changed in another branch's layout bump, upgrade that branch's files: `--from` its version,
 `--to` the merged one.)"""
-import struct, sys
+import struct
 
 def align64(n):
     return (n + 63) & ~63
@@ -41,15 +41,6 @@ def upgrade(data, old_version, new_version):
     out = out.ljust(new_regions, b"\0") + data[old_regions:]
     return bytes(out)
 
-args = sys.argv[1:]
-versions = {"--from": 3, "--to": 4}
-while args and args[0] in versions:
-    versions[args[0]] = int(args[1])
-    args = args[2:]
-for path in args:
-    with open(path, "rb") as f:
-        new = upgrade(f.read(), versions["--from"], versions["--to"])
-    if new is not None:
-        with open(path, "wb") as f:
-            f.write(new)
-        print(f"{path}: layout {versions['--to']}")
+import upgrade_cli
+
+upgrade_cli.run(upgrade, 3, 4)

@@ -10,7 +10,7 @@ For committed corpus inputs that cannot be regenerated from a real run (the fuzz
 a file that is not a block of version `--from` is left alone. (Merged with another branch's
 layout bump, e.g. 7's header members table: upgrade with that branch's script first, then this
 one with `--from 7`.)"""
-import struct, sys
+import struct
 
 def upgrade(data, old_version, new_version):
     if data[:8] != b"PRFDATA\0" or struct.unpack_from("<I", data, 8)[0] != old_version:
@@ -27,15 +27,6 @@ def upgrade(data, old_version, new_version):
         struct.pack_into("<I", out, at + 88, block_size)
     return bytes(out)
 
-args = sys.argv[1:]
-versions = {"--from": 6, "--to": 8}
-while args and args[0] in versions:
-    versions[args[0]] = int(args[1])
-    args = args[2:]
-for path in args:
-    with open(path, "rb") as f:
-        new = upgrade(f.read(), versions["--from"], versions["--to"])
-    if new is not None:
-        with open(path, "wb") as f:
-            f.write(new)
-        print(f"{path}: layout {versions['--to']}")
+import upgrade_cli
+
+upgrade_cli.run(upgrade, 6, 8)

@@ -264,19 +264,29 @@ fn ctrl_c_stops_the_demo_cleanly_and_removes_its_block() {
     }
     // SAFETY: sending SIGINT (what Ctrl-C sends) to our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "the demo stops on Ctrl-C"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_exit(
+        &mut child,
+        Duration::from_secs(10),
+        "the demo stops on Ctrl-C",
+    );
     assert!(status.success(), "{status}");
     assert!(!block.exists(), "Ctrl-C removes the block");
+}
+
+/// Waits (at most `limit`, else fails saying `what`) for `child` to exit.
+fn wait_exit(
+    child: &mut std::process::Child,
+    limit: Duration,
+    what: &str,
+) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(start.elapsed() < limit, "{what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Waits (bounded) until the demo's stderr log contains `text`.
@@ -461,17 +471,11 @@ fn worker_processes_churn_and_the_total_never_goes_backwards() {
         samples.first().unwrap().1 < samples.last().unwrap().1,
         "the workers completed jobs: {samples:?}"
     );
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.child().try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "the demo stops after its duration"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_exit(
+        child.child(),
+        Duration::from_secs(30),
+        "the demo stops after its duration",
+    );
     assert!(status.success(), "{status}");
     assert!(!block.exists(), "the last process out removed the block");
 }
