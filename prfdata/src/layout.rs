@@ -311,7 +311,6 @@ pub const SEQ_OFFSET: usize = offset_of!(BlockHeader, seq);
 /// Offset of [`BlockHeader::generation`].
 pub const GENERATION_OFFSET: usize = offset_of!(BlockHeader, generation);
 /// Offset of [`BlockHeader::superseded`].
-#[cfg_attr(not(feature = "install"), allow(dead_code))]
 pub const SUPERSEDED_OFFSET: usize = offset_of!(BlockHeader, superseded);
 /// Offset of [`BlockHeader::closed`].
 pub const CLOSED_OFFSET: usize = offset_of!(BlockHeader, closed);

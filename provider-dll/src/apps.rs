@@ -12,15 +12,22 @@
 //! and a lodctr may change it, while the library stays open.
 //!
 //! Those checks cost system calls (a `stat` of the store file; an `lstat` and an `fstat` to tell
-//! whether a block was replaced; an `open` of a block not there yet), so a Collect makes each once:
-//! it takes a number ([`next_collect`]), and an app remembers under that number what it found, for
-//! the rest of the same Collect. A read that finds its block replaced or gone checks again at
-//! once, whatever the number says.
+//! whether a block was replaced; an `open` of a block not there yet; a `flock` probe telling
+//! whether a process of the app still holds its block), about a third of a Collect of a thousand
+//! instances. So they stand for [`FRESHNESS`]: a Collect takes a number ([`next_collect`]), new
+//! only when the last new one is that old, and an app remembers under that number what it found.
+//! A monitor sampling every second pays them at every Collect; a tight loop of Collects pays them
+//! once per [`FRESHNESS`]. What an app's own processes do is seen at once all the same: the last
+//! one out marks its block closed, a run-time block replaced by a newer layout is marked
+//! superseded, and a read that finds its block so marked, replaced or gone checks again at once,
+//! whatever the number says; and an app whose block is not there is looked for again at every
+//! Collect, so that it is served as soon as it starts. Only what nobody announces (an app
+//! killed, a lodctr, a block removed by hand, run-time objects an app adds for the first time)
+//! waits up to [`FRESHNESS`] to be seen.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use prfdata::reader::{BlockReader, BlockView, ObjectInfo, ReadError, Refresh};
 use prfdata::Error as PrfError;
@@ -70,13 +77,27 @@ impl StoreStamp {
     }
 }
 
-/// Numbers the Collects of this library (see the module docs); 0 is no Collect.
-static COLLECTS: AtomicU64 = AtomicU64::new(1);
+/// How long what a Collect found of the registry and the apps' blocks stands for the Collects
+/// after it (see the module docs): far below any sampling interval a monitor uses (perfmon's
+/// shortest is a second), far above the Collect of a thousand instances (about ten
+/// microseconds).
+pub const FRESHNESS: Duration = Duration::from_millis(10);
 
-/// A new Collect's number: what [`App::read`] and [`App::refresh_on_demand`] check once per
-/// Collect, they check once per number.
+/// The number of the checks now (0 is none) and when it was taken.
+static CHECKS: Mutex<(u64, Option<Instant>)> = Mutex::new((0, None));
+
+/// A Collect's number: a new one when the last new one is [`FRESHNESS`] old. What
+/// [`App::read`] and [`App::refresh_on_demand`] check, they check once per number.
 pub fn next_collect() -> u64 {
-    COLLECTS.fetch_add(1, Ordering::Relaxed)
+    let mut checks = CHECKS.lock().unwrap_or_else(PoisonError::into_inner);
+    let now = Instant::now();
+    if checks
+        .1
+        .is_none_or(|taken| now.saturating_duration_since(taken) >= FRESHNESS)
+    {
+        *checks = (checks.0.wrapping_add(1).max(1), Some(now));
+    }
+    checks.0
 }
 
 /// The store file's stamp and the Collect that took it: every app of a Collect compares its
@@ -290,9 +311,13 @@ impl App {
         }
         *slot = Current::default();
         let reader = match BlockReader::open(&self.block_name()) {
-            Ok(r) => Arc::new(r),
+            Ok(r) => Arc::new(r.with_liveness_interval(FRESHNESS)),
             Err(ReadError::Open(PrfError::NotActive { .. })) => {
-                slot.checked_in = collect;
+                // An app that starts is seen at the next Collect: its block's absence is
+                // asked again each time (one failed `open`, paid only while it is not
+                // running). The run-time block, absent in most apps that run, is asked
+                // once per number.
+                slot.checked_in = if self.dynamic { collect } else { 0 };
                 return Ok(None);
             }
             Err(e) => return Err(e),

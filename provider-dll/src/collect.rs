@@ -17,7 +17,8 @@
 //! write, there is no first pass: its window checks the room before it writes.
 //!
 //! What a Collect checks with system calls (whether a block was replaced, whether the names
-//! changed) it checks once per app ([`apps::next_collect`]); what it serialises again and again
+//! changed, whether the app still runs) it checks once per app and at most once per
+//! [`apps::FRESHNESS`] ([`apps::next_collect`]); what it serialises again and again
 //! (object and counter definitions, instance definitions and names) it copies from what the
 //! last Collect of the block left ([`Prepared`]).
 //!

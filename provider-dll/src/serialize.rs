@@ -38,10 +38,11 @@
 //!   sequence value, and what it read must not outlive that one Collect. A table whose count
 //!   does not match the recording is written from the window.
 //!
-//! Per instance, a Collect then copies its definition and name (its own memory), then its counter
-//! block out of the mapping in one bulk copy ([`InstanceTable::copy_counter_block`]: every word
-//! read whole, wide loads where the processor guarantees that), then patches the counters a
-//! plain copy cannot give (text, sums, `_Total`: the reader's fix-up after the bulk copy). A
+//! A Collect then writes all the instances of an object in one call
+//! ([`InstanceTable::copy_blocks_after`]): per instance its definition and name (its own memory),
+//! then its counter block out of the mapping in one bulk copy (every word read whole, wide loads
+//! where the processor guarantees that), then the counters a plain copy cannot give (text, sums,
+//! `_Total`: the reader's fix-up after the bulk copy), with the sizes checked once for all. A
 //! block that lies about its sequence can make the names served stale, never out of bounds: every
 //! slot is checked again when its counter block is copied.
 //!
@@ -54,7 +55,7 @@
 use std::sync::Arc;
 
 use prfdata::clock::OBJECT_FREQUENCY;
-use prfdata::reader::{BlockReader, BlockView, InstanceTable, LiveInstance, ReadError};
+use prfdata::reader::{BlockReader, BlockView, InstanceTable, ReadError};
 use prfdata::winperf::{
     PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType, PERF_NO_INSTANCES,
     PERF_NO_UNIQUE_ID,
@@ -421,23 +422,7 @@ fn write_object(
             // without moving its sequence) is written from the window: the output always
             // agrees with its own header.
             Some(Instances::Reuse(rec)) if rec.entries.len() == table.len() as usize => {
-                let mut h = 0;
-                for &(slot, def_size) in &rec.entries {
-                    let def_size = def_size as usize;
-                    let end = fits(pos + def_size + block)?;
-                    copy_def(&mut out[pos..end], &rec.bytes[h..], def_size);
-                    let data = &mut out[pos + def_size..end];
-                    h += def_size;
-                    let inst = LiveInstance {
-                        slot,
-                        generation: 0,
-                        unique_id: None,
-                        parent: None,
-                        name_len: 0,
-                    };
-                    table.copy_counter_block(&inst, data)?;
-                    pos = end;
-                }
+                pos += table.copy_blocks_after(&rec.entries, &rec.bytes, &mut out[pos..])?;
             }
             Some(Instances::Record(rec)) => {
                 rec.bytes.clear();
@@ -463,34 +448,6 @@ fn write_object(
     };
     out[..OBJECT_HEADER].copy_from_slice(header.as_bytes());
     Ok(pos)
-}
-
-/// Copies a recorded instance definition with its name, the first `n` bytes of `src` (a
-/// multiple of 8, usually a few dozen), to the start of `dst`, the instance's whole part of the
-/// output (definition, then counter block). Where both hold 64 (or 128) bytes, that many are
-/// moved, inline, whatever `n`: the bytes past `n` land in the counter block, which is written
-/// whole right after. A copy of `n` bytes (what several fixed sizes become: LLVM merges them
-/// back into one call of glibc's `memmove` with a variable length) is left for the rest.
-#[inline(always)]
-fn copy_def(dst: &mut [u8], src: &[u8], n: usize) {
-    #[inline(always)]
-    fn fixed<const N: usize>(dst: &mut [u8], src: &[u8]) -> bool {
-        match (dst.first_chunk_mut::<N>(), src.first_chunk::<N>()) {
-            (Some(d), Some(s)) => {
-                // Word by word: no aggregate copy for LLVM to turn into a call.
-                for (d, s) in d.chunks_exact_mut(8).zip(s.chunks_exact(8)) {
-                    let word = u64::from_ne_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]);
-                    d.copy_from_slice(&word.to_ne_bytes());
-                }
-                true
-            }
-            _ => false,
-        }
-    }
-    let done = (n <= 64 && fixed::<64>(dst, src)) || (n <= 128 && fixed::<128>(dst, src));
-    if !done {
-        dst[..n].copy_from_slice(&src[..n]);
-    }
 }
 
 /// Writes the instances of `table` from the window at `out[pos..]`, each counter block `block`

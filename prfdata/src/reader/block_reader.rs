@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -71,6 +71,14 @@ pub struct BlockReader {
     pub(super) header_rw: OnceLock<RawBlock>,
     /// The owners of process-owned instances this reader has asked about.
     pub(super) owners: super::owners::OwnerCache,
+    /// How long a finding that a member holds the block stands ([`BlockReader::with_liveness_interval`]);
+    /// zero: every read asks the kernel.
+    pub(super) liveness_interval: Duration,
+    /// When a read last found a member holding the block: nanoseconds since `opened`, plus one
+    /// (zero: never).
+    pub(super) alive_seen: AtomicU64,
+    /// When the reader was opened: the origin of `alive_seen`.
+    pub(super) opened: Instant,
 }
 
 impl BlockReader {
@@ -159,6 +167,9 @@ impl BlockReader {
             spent: AtomicBool::new(false),
             header_rw: OnceLock::new(),
             owners: Default::default(),
+            liveness_interval: Duration::ZERO,
+            alive_seen: AtomicU64::new(0),
+            opened: Instant::now(),
         })
     }
 
@@ -337,6 +348,48 @@ impl BlockReader {
     /// ```
     pub fn owner_alive(&self) -> bool {
         shm::any_lock_held(&self.file).unwrap_or(false)
+    }
+
+    /// Lets [`BlockReader::read_with`] trust, for `interval`, that a member holds the block
+    /// once it found one: a reader that reads again and again (a provider's Collect in a tight
+    /// loop) then asks the kernel ([`BlockReader::owner_alive`], one `flock` call) at most once
+    /// per `interval`. A member's normal exit is seen at the next read all the same (the last
+    /// member out marks the block closed, and a read of a closed block ends with
+    /// [`ReadError::Replaced`]); only a killed app's frozen values may be served for up to
+    /// `interval` more. The default, zero, asks at every read.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// let reader = prfdata::reader::BlockReader::open("App")?
+    ///     .with_liveness_interval(Duration::from_millis(10));
+    /// # Ok::<(), prfdata::reader::ReadError>(())
+    /// ```
+    #[must_use]
+    pub fn with_liveness_interval(mut self, interval: Duration) -> BlockReader {
+        self.liveness_interval = interval;
+        self
+    }
+
+    /// [`BlockReader::owner_alive`], trusting a finding younger than the liveness interval.
+    #[inline]
+    pub(super) fn owner_alive_lately(&self) -> bool {
+        if self.liveness_interval.is_zero() {
+            return self.owner_alive();
+        }
+        let now = u64::try_from(self.opened.elapsed().as_nanos())
+            .unwrap_or(u64::MAX - 1)
+            .saturating_add(1);
+        let seen = self.alive_seen.load(Ordering::Relaxed);
+        let interval = u64::try_from(self.liveness_interval.as_nanos()).unwrap_or(u64::MAX);
+        if seen != 0 && now.saturating_sub(seen) < interval {
+            return true;
+        }
+        let alive = self.owner_alive();
+        self.alive_seen
+            .store(if alive { now } else { 0 }, Ordering::Relaxed);
+        alive
     }
 }
 

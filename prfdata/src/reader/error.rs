@@ -57,10 +57,11 @@ pub enum ReadError {
     /// deadline.
     #[error("the block stayed busy for {0:?} (a writer holds it, or died holding it)")]
     Busy(Duration),
-    /// The block was rewritten since it was opened (its generation changed under the read):
-    /// reopen it. (A file replaced at the path, or resized, is what
+    /// The block was rewritten since it was opened (its generation changed under the read), or
+    /// it says it ended (its last member closed it, or a newer layout of a run-time block was
+    /// published over it): reopen it. (A file replaced at the path, or resized, is what
     /// [`BlockReader::is_replaced`](super::BlockReader::is_replaced) tells.)
-    #[error("the block was replaced or rewritten since it was opened")]
+    #[error("the block was replaced, rewritten or closed since it was opened")]
     Replaced,
     /// The instance tables changed inside one sequence window without the sequence moving (a
     /// writer outside the protocol, or a corrupt block): what was read once no longer holds.

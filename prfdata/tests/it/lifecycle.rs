@@ -450,3 +450,55 @@ fn a_scribbled_closed_word_neither_keeps_a_block_nor_blocks_activation() {
     let prf = PrfData::activate_in(dir.path()).expect("a closed block is not waited on");
     assert_eq!(members(prf.path()), [std::process::id()]);
 }
+
+/// A reader that trusts a liveness finding for a while (`with_liveness_interval`, as the
+/// provider's does) serves a killed app's frozen values only until the interval passes, while a
+/// reader that asks at every read sees the kill at once; and the last member's normal exit
+/// (its block marked closed) ends every reader's reads at once, whatever its interval.
+#[test]
+fn a_trusted_liveness_finding_lasts_its_interval_and_a_closed_block_ends_reads_at_once() {
+    use prfdata::reader::ReadError;
+    let dir = tempfile::tempdir().unwrap();
+    let interval = Duration::from_millis(300);
+    let hits = |r: &BlockReader| r.read_with(Duration::from_secs(5), |v| v.global_value(0, 0));
+
+    let master = Proc::spawn("activate-then-hang", dir.path(), &[]);
+    assert_eq!(master.expect_line(), "ready");
+    let path = dir.path().join(BLOCK);
+    let exact = BlockReader::open_path("PrfDataTest", &path).unwrap();
+    let trusting = BlockReader::open_path("PrfDataTest", &path)
+        .unwrap()
+        .with_liveness_interval(interval);
+    assert_eq!(hits(&exact).unwrap(), 10);
+    let found_alive = std::time::Instant::now();
+    assert_eq!(hits(&trusting).unwrap(), 10);
+    master.kill();
+    assert!(
+        matches!(hits(&exact), Err(ReadError::OwnerGone)),
+        "asked at every read: the kill is seen at once"
+    );
+    if found_alive.elapsed() < interval {
+        assert_eq!(
+            hits(&trusting).unwrap(),
+            10,
+            "within the interval the last finding stands"
+        );
+    }
+    std::thread::sleep(interval.saturating_sub(found_alive.elapsed()));
+    assert!(
+        matches!(hits(&trusting), Err(ReadError::OwnerGone)),
+        "past the interval the kernel is asked again"
+    );
+
+    // A clean exit: the last member out marks the block closed before it removes it.
+    let prf = PrfData::activate_in(dir.path()).unwrap();
+    let reader = BlockReader::open_path("PrfDataTest", &path)
+        .unwrap()
+        .with_liveness_interval(Duration::from_secs(3600));
+    assert!(hits(&reader).is_ok());
+    drop(prf);
+    assert!(
+        matches!(hits(&reader), Err(ReadError::Replaced)),
+        "a closed block ends the reads at once"
+    );
+}

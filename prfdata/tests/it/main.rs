@@ -7,6 +7,7 @@
 mod block;
 mod block_files;
 mod common;
+mod copy_blocks;
 mod corrupt_block;
 mod counters;
 mod dynamic;

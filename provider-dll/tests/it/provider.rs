@@ -312,6 +312,9 @@ fn an_app_started_and_stopped_between_collections() {
         "picked up by a later Collect"
     );
     kill(child); // SIGKILL: the block stays behind, its owner gone
+                 // Nobody announces a kill: the provider finds it when it asks the kernel again, at most
+                 // FRESHNESS after the last time it asked.
+    std::thread::sleep(prfdata_provider::apps::FRESHNESS + Duration::from_millis(2));
     let out = p.collect_into("Global", &mut buf, 1 << 16);
     assert_eq!(
         (out.bytes, out.objects),
