@@ -12,6 +12,8 @@
 //! |                      | provider into a checked PERF_DATA_BLOCK, then read as above       |
 //! | `provider_100000x16` | `provider_1000x16` with 100,000 instances: linear means at most  |
 //! |                      | about 100 times `provider_1000x16`                                |
+//! | `memcpy_100000x16_bytes` | copying as many bytes as that Collect returns: how much the  |
+//! |                      | floor itself grows once the bytes outgrow the caches              |
 //!
 //! The fixture ([`Fixture`]) is what all four share: a registry and a shm folder of their own,
 //! the app installed there and running (its block activated, 1,000 instances with non-zero
@@ -267,10 +269,24 @@ fn bench_provider(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) -> Vec
 
 /// `memcpy_same_bytes`: the floor for `provider_1000x16`.
 fn bench_memcpy(group: &mut BenchmarkGroup<'_, WallTime>, collected: &[u8]) {
-    let mut out = vec![0u8; collected.len()];
+    let (mut out, at) = unaliased(collected);
     group.bench_function("memcpy_same_bytes", |b| {
-        b.iter(|| black_box(&mut out[..]).copy_from_slice(black_box(collected)))
+        b.iter(|| {
+            black_box(&mut out[at..at + collected.len()]).copy_from_slice(black_box(collected))
+        })
     });
+}
+
+/// A destination for a copy of `src` that does not 4K-alias it: its address is half a page
+/// away from `src`'s modulo 4096, so a load of the copy never waits on a store 4096 bytes
+/// apart (a copy from and to two fresh allocations, both page-aligned plus malloc's header,
+/// otherwise lands at the same page offset in some runs and not in others, and takes up to
+/// twice as long when it does). Returns the buffer and where in it the copy goes.
+fn unaliased(src: &[u8]) -> (Vec<u8>, usize) {
+    let out = vec![0u8; src.len() + 4096];
+    let want = (src.as_ptr() as usize + 2048) % 4096;
+    let at = (want + 4096 - out.as_ptr() as usize % 4096) % 4096;
+    (out, at)
 }
 
 /// Every counter value of every instance (and of every object without instances) in `view`,
@@ -364,6 +380,15 @@ fn bench_provider_big(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) {
         b.iter(|| {
             fx.provider
                 .collect_into(black_box(&query), black_box(&mut out))
+        })
+    });
+    // The floor's own growth: a copy of that Collect's bytes, which no longer fit the caches
+    // that hold the small one's.
+    let collected = out[..bytes].to_vec();
+    let (mut copy, at) = unaliased(&collected);
+    group.bench_function("memcpy_100000x16_bytes", |b| {
+        b.iter(|| {
+            black_box(&mut copy[at..at + collected.len()]).copy_from_slice(black_box(&collected))
         })
     });
 }
