@@ -10,6 +10,8 @@
 //! |                      | counter value of every instance (the real work of a consumer)    |
 //! | `end_to_end_1000x16` | prfmon's collector (in process): Collect through the dlopen'ed   |
 //! |                      | provider into a checked PERF_DATA_BLOCK, then read as above       |
+//! | `provider_1000x16_packed` | `provider_1000x16` on an object with `packed: true`: counter |
+//! |                      | blocks 136 bytes apart instead of 256                             |
 //! | `provider_100000x16` | `provider_1000x16` with 100,000 instances: linear means at most  |
 //! |                      | about 100 times `provider_1000x16`                                |
 //! | `memcpy_100000x16_bytes` | copying as many bytes as that Collect returns: how much the  |
@@ -34,7 +36,7 @@ use prfdata_registry::FileRegistry;
 
 /// A map of one object of up to `$max` instances and 16 64-bit counters each.
 macro_rules! collect_map {
-    ($(#[$doc:meta])* $m:ident, $app:tt, $object:tt, $max:tt) => {
+    ($(#[$doc:meta])* $m:ident, $app:tt, $object:tt, $max:tt $(, $opt:ident: $val:tt)*) => {
         prfdata::prfdata_map! {
             $(#[$doc])*
             pub mod $m {
@@ -42,7 +44,7 @@ macro_rules! collect_map {
                 object WORKER = 0 {
                     name: $object, help: "A worker of the collect benchmark.",
                     detail: Novice, default: C00, instances: { max: $max, name_len: 32 },
-                    costly: false,
+                    costly: false, $($opt: $val,)*
                     counters {
                         C00 = 2: LargeRawCount { name: "Counter 00", help: "c", detail: Novice, scale: 0 },
                         C01 = 4: LargeRawCount { name: "Counter 01", help: "c", detail: Novice, scale: 0 },
@@ -70,6 +72,10 @@ macro_rules! collect_map {
 collect_map!(
     /// An app with one object of up to 1,024 instances and 16 64-bit counters each.
     bench_map, "PrfDataBenchCollect", "Bench Collect Worker", 1024
+);
+collect_map!(
+    /// `bench_map` with its counter blocks packed densely (`packed: true`).
+    packed_map, "PrfDataBenchCollectPacked", "Bench Collect Packed Worker", 1024, packed: true
 );
 collect_map!(
     /// `bench_map` with room for 100,000 instances.
@@ -193,6 +199,18 @@ impl Fixture {
         fill!(bench_map, prf, INSTANCES);
         Fixture {
             provider: Provider::open(&library, bench_map::MAP.app),
+            root,
+            _prf: Box::new(prf),
+        }
+    }
+
+    /// `packed_map` with [`INSTANCES`] instances.
+    fn packed() -> Fixture {
+        let (root, shm, library) = Fixture::install("packed", &packed_map::MAP);
+        let prf = packed_map::PrfData::activate_in(&shm).expect("activate the app's block");
+        fill!(packed_map, prf, INSTANCES);
+        Fixture {
+            provider: Provider::open(&library, packed_map::MAP.app),
             root,
             _prf: Box::new(prf),
         }
@@ -368,6 +386,19 @@ fn bench_end_to_end(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) {
     });
 }
 
+/// `provider_1000x16_packed`: `provider_1000x16` on an object whose counter blocks are packed
+/// densely (136 bytes apart instead of 256).
+fn bench_provider_packed(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) {
+    let query: Vec<u16> = "Global".encode_utf16().chain([0]).collect();
+    let mut out = vec![0u8; 1 << 20];
+    group.bench_function("provider_1000x16_packed", |b| {
+        b.iter(|| {
+            fx.provider
+                .collect_into(black_box(&query), black_box(&mut out))
+        })
+    });
+}
+
 /// `provider_100000x16`: `provider_1000x16` with 100 times the instances.
 fn bench_provider_big(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) {
     let query: Vec<u16> = "Global".encode_utf16().chain([0]).collect();
@@ -407,8 +438,11 @@ fn collect(c: &mut Criterion) {
     bench_memcpy(&mut group, &collected);
     bench_decode(&mut group, &collected);
     bench_end_to_end(&mut group, &fx);
-    // One app served at a time: the small app's provider is closed before the big one opens.
+    // One app served at a time: the small app's provider is closed before the next one opens.
     drop(fx);
+    let packed = Fixture::packed();
+    bench_provider_packed(&mut group, &packed);
+    drop(packed);
     let big = Fixture::big();
     bench_provider_big(&mut group, &big);
     group.finish();

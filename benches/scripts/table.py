@@ -28,7 +28,7 @@ GROUPS = {
     ),
     "collect": (
         ["provider_1000x16", "memcpy_same_bytes", "decode_1000x16", "end_to_end_1000x16",
-         "provider_100000x16", "memcpy_100000x16_bytes"],
+         "provider_1000x16_packed", "provider_100000x16", "memcpy_100000x16_bytes"],
         {"memcpy_same_bytes": "memcpy_same_bytes", "provider_1000x16": "provider_1000x16"},
     ),
     "instances": (

@@ -3,7 +3,10 @@
 //! own open file) so that readers take it for a running app's block and not a dead one's.
 //!
 //! Each placement is a new file renamed over the old one, as an app that restarts makes it, so
-//! a reader that cached the previous block sees it replaced.
+//! a reader that cached the previous block sees it replaced; and, as the previous app's last
+//! process (or the activation that replaces a dead app's block) would, the old block is marked
+//! closed first, so that a reader that checks a block's path only now and then (the provider,
+//! every 10 ms) still opens the new one at its next read.
 
 use std::fs::File;
 use std::io::Write;
@@ -25,6 +28,21 @@ impl PlacedBlock {
     /// The block's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Sets the block's `closed` word, as the last process of an app does before it removes its
+    /// block (nothing for a file shorter than the header).
+    pub fn mark_closed(&self) {
+        use std::os::unix::fs::FileExt;
+        let long_enough = self
+            ._owner
+            .metadata()
+            .is_ok_and(|m| m.len() >= prfdata::layout::HEADER_SIZE as u64);
+        if long_enough {
+            let _ = self
+                ._owner
+                .write_all_at(&1u32.to_ne_bytes(), prfdata::layout::CLOSED_OFFSET as u64);
+        }
     }
 }
 
@@ -64,7 +82,8 @@ pub fn place(path: &Path, bytes: &[u8]) -> PlacedBlock {
 }
 
 /// Places `bytes` as the block of the provider's app (`PrfDataFuzz` in `PRFDATA_SHM_DIR`),
-/// releasing the previous placement's lock after the new one is in place.
+/// marking the previous placement closed first and releasing its lock after the new one is in
+/// place.
 ///
 /// # Examples
 ///
@@ -79,7 +98,9 @@ pub fn place_app_block(bytes: &[u8]) {
     let path = crate::env::get()
         .shm
         .join(format!("{}.blk", crate::maps::rich::MAP.app));
-    let placed = place(&path, bytes);
     let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
-    *current = Some(placed);
+    if let Some(previous) = current.as_ref() {
+        previous.mark_closed();
+    }
+    *current = Some(place(&path, bytes));
 }

@@ -300,11 +300,15 @@ impl App {
     /// The block, checked once in Collect `collect`; `Ok(None)` when the app is not running.
     fn current_reader(&self, collect: u64) -> Result<Option<Arc<BlockReader>>, ReadError> {
         let mut slot = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
-        if slot.checked_in == collect && collect != 0 {
+        // A block that says it ended (closed by its last process or by the activation that
+        // replaced it, a run-time block superseded) is opened again at once: two loads, no
+        // system call.
+        let ended = slot.reader.as_ref().is_some_and(|r| r.has_ended());
+        if slot.checked_in == collect && collect != 0 && !ended {
             return Ok(slot.reader.clone());
         }
         if let Some(r) = slot.reader.clone() {
-            if !r.is_replaced() {
+            if !ended && !r.is_replaced() {
                 slot.checked_in = collect;
                 return Ok(Some(r));
             }

@@ -730,7 +730,12 @@ fn publish(map: &'static MapDef, tmp: &Path, path: &Path) -> Result<Option<Block
                 path: path.to_path_buf(),
             });
         }
-        // Stale: every process of it is gone (their pids dead or reused).
+        // Stale: every process of it is gone (their pids dead or reused). A block of this
+        // layout is marked closed first, as its last member would have marked it: readers that
+        // still map it end their reads at once and open the path again.
+        if ours {
+            mark_closed(app, path);
+        }
         if let Ok(id) = shm::identity(&existing) {
             remove_if_same(path, id);
         }
@@ -739,6 +744,18 @@ fn publish(map: &'static MapDef, tmp: &Path, path: &Path) -> Result<Option<Block
         path: path.to_path_buf(),
         source: io::Error::other("another process keeps activating this app at the same time"),
     })
+}
+
+/// Sets the `closed` word of the stale block at `path` (every process of it gone), through the
+/// file rather than a mapping: nothing is mapped, and a file shorter than the header is left
+/// alone.
+fn mark_closed(app: &str, path: &Path) {
+    let Ok(file) = open_block(app, path, true) else {
+        return;
+    };
+    if shm::identity(&file).is_ok_and(|id| id.size >= HEADER_SIZE as u64) {
+        let _ = file.write_all_at(&1u32.to_ne_bytes(), CLOSED_OFFSET as u64);
+    }
 }
 
 /// A block's header, if it can be read and has our magic.

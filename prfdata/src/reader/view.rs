@@ -144,8 +144,38 @@ impl BlockReader {
         )
     }
 
-    /// Whether the block says it ended: its last member out closed it, or (a run-time block) a
-    /// newer layout was published over its path. Either way the path may hold another block.
+    /// Whether the block says it ended: its last member out closed it (or the activation that
+    /// replaced it, every process of it gone), or, a run-time block, a newer layout was
+    /// published over its path. Either way the path may hold another block: open it again.
+    /// Two loads from the mapping, no system call: a reader that keeps a block open across
+    /// reads asks this before trusting it (a read of an ended block ends with
+    /// [`ReadError::Replaced`] all the same). A block truncated under the question has ended.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let mut reader = prfdata::reader::BlockReader::open("App")?;
+    /// if reader.has_ended() {
+    ///     reader = prfdata::reader::BlockReader::open("App")?;
+    /// }
+    /// # Ok::<(), prfdata::reader::ReadError>(())
+    /// ```
+    pub fn has_ended(&self) -> bool {
+        if self.spent.load(Ordering::Relaxed) {
+            return true;
+        }
+        let Ok(window) = watch(&self.raw, false, Instant::now() + DEAD_HOLDER_CHECK) else {
+            return false;
+        };
+        let ended = self.ended();
+        if window.faulted() {
+            self.spent.store(true, Ordering::Relaxed);
+            return true;
+        }
+        ended
+    }
+
+    /// [`BlockReader::has_ended`] inside a read window.
     #[inline]
     fn ended(&self) -> bool {
         self.raw.load_u32(CLOSED_OFFSET).is_some_and(|c| c != 0)

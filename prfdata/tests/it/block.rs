@@ -201,3 +201,36 @@ fn attaching_with_another_map_is_refused() {
         other => panic!("expected NotActive, got {other}"),
     }
 }
+
+/// An activation that replaces a dead app's block of another map marks the old block closed
+/// first, as its last process would have: a reader that trusts a liveness finding for long (the
+/// provider's, 10 ms) and still maps the old block ends its reads at once instead of serving the
+/// dead app's values until it next looks at the path.
+#[test]
+fn a_stale_block_replaced_by_another_map_ends_its_readers_reads_at_once() {
+    use prfdata::reader::{BlockReader, ReadError};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = spawn_holder(dir.path());
+    let path = dir.path().join(BLOCK);
+    let reader = BlockReader::open_path("PrfDataTest", &path)
+        .unwrap()
+        .with_liveness_interval(Duration::from_secs(3600));
+    let read = |r: &BlockReader| r.read_with(Duration::from_secs(5), |_| Ok(()));
+    read(&reader).expect("a live app's block, found alive and trusted for an hour");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!reader.has_ended(), "a kill announces nothing");
+    let other = other_map::PrfData::activate_in(dir.path()).unwrap();
+    assert!(
+        reader.has_ended(),
+        "the replacing activation closed the stale block"
+    );
+    assert!(matches!(read(&reader), Err(ReadError::Replaced)));
+    let again = BlockReader::open_path("PrfDataTest", &path).unwrap();
+    assert_eq!(
+        again.objects().len(),
+        1,
+        "the path holds the other map's block"
+    );
+    drop(other);
+}
