@@ -946,6 +946,9 @@ impl InstanceTable<'_> {
                     .sum::<usize>()
                     <= out.len()
         );
+        // AVX asked once for all the copies, not once per block.
+        let wide = crate::sys::wide_copy::wide_loads();
+        let byte_length = o.counter_block_size.to_le_bytes();
         let (mut pos, mut h) = (0, 0);
         for &(slot, prefix) in entries {
             let prefix = prefix as usize;
@@ -959,6 +962,7 @@ impl InstanceTable<'_> {
             //   bytes apart (a multiple of 8, at least `counter_block_size`, itself a multiple
             //   of 8, checked at open) at the 8-aligned `data_offset` are inside the mapping:
             //   the `block` bytes at `at` are in bounds, 8-aligned, a multiple of 8 long;
+            // - `load_words_wide_to` only when `wide_loads()` said so.
             unsafe {
                 copy_prefix(
                     out.get_unchecked_mut(pos..),
@@ -969,7 +973,16 @@ impl InstanceTable<'_> {
                 pos += prefix;
                 h += prefix;
                 let dst = out.get_unchecked_mut(pos..pos + block);
-                self.load_plain_block(data + slot as usize * stride, dst);
+                let at = data + slot as usize * stride;
+                if wide {
+                    self.reader.raw.load_words_wide_to(at, dst);
+                } else {
+                    self.reader.raw.load_words_to(at, dst);
+                }
+                // The ByteLength word: the validated size (`finish_counter_block`'s only
+                // effect on a plain object; records with a block shorter than its 8-byte header
+                // are refused at open).
+                dst[..BYTE_LENGTH_SIZE].copy_from_slice(&byte_length);
             }
             pos += block;
         }

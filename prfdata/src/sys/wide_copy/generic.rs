@@ -13,3 +13,20 @@ pub(crate) unsafe fn load_words(src: *const u8, out: &mut [u8]) {
     // SAFETY: the caller's contract is `load_words_atomic`'s.
     unsafe { super::load_words_atomic(src, out) }
 }
+
+/// Whether [`load_words_wide`] may be called: never here (no wider load is guaranteed).
+#[inline]
+pub(crate) fn wide_loads() -> bool {
+    false
+}
+
+/// [`load_words`] for a caller that checked [`wide_loads`]: the same loop.
+///
+/// # Safety
+///
+/// As [`load_words`].
+#[inline]
+pub(crate) unsafe fn load_words_wide(src: *const u8, out: &mut [u8]) {
+    // SAFETY: the caller's contract is `load_words_atomic`'s.
+    unsafe { super::load_words_atomic(src, out) }
+}

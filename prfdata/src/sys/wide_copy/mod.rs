@@ -32,7 +32,7 @@
 #[cfg_attr(not(target_arch = "x86_64"), path = "generic.rs")]
 mod imp;
 
-pub(crate) use imp::load_words;
+pub(crate) use imp::{load_words, load_words_wide, wide_loads};
 
 /// The `AtomicU64` loop: `out.len() / 8` words from `src`.
 ///
@@ -58,9 +58,25 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-    /// Every length and both alignments of the source (8 and 16 mod 16) and of the destination.
+    /// Every length and both alignments of the source (8 and 16 mod 16) and of the destination,
+    /// through both entry points (`load_words_wide` where the processor allows it).
     #[test]
     fn copies_exactly_the_range_at_every_alignment() {
+        copies_exactly_the_range_with(|src, out| {
+            // SAFETY: the test's contract below: `src` and `out` as `load_words` requires.
+            unsafe { load_words(src, out) }
+        });
+        if wide_loads() {
+            copies_exactly_the_range_with(|src, out| {
+                // SAFETY: as above, and `wide_loads()` returned true.
+                unsafe { load_words_wide(src, out) }
+            });
+        }
+    }
+
+    /// Runs `copy(src, out)` (with `src` 8-aligned, the `out.len()` bytes from it inside a
+    /// vector nothing writes) over every length and alignment.
+    fn copies_exactly_the_range_with(copy: impl Fn(*const u8, &mut [u8])) {
         let words: Vec<u64> = (0..64u64)
             .map(|i| i.wrapping_mul(0x0101_0101_0101_0101))
             .collect();
@@ -69,8 +85,11 @@ mod tests {
             for n in 0..40 {
                 for dst_off in 0..3 {
                     let mut out = vec![0xAAu8; 8 * n + dst_off + 1];
-                    // SAFETY: `start + n <= 64` words of `words`, 8-aligned; nothing writes them.
-                    unsafe { load_words(src.add(8 * start), &mut out[dst_off..dst_off + 8 * n]) };
+                    // `start + n <= 64` words of `words`, 8-aligned; nothing writes them.
+                    copy(
+                        src.wrapping_add(8 * start),
+                        &mut out[dst_off..dst_off + 8 * n],
+                    );
                     let want: Vec<u8> = words[start..start + n]
                         .iter()
                         .flat_map(|w| w.to_ne_bytes())

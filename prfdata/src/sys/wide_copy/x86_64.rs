@@ -24,6 +24,40 @@ pub(crate) unsafe fn load_words(src: *const u8, out: &mut [u8]) {
         // SAFETY: the caller's contract is `load_words_atomic`'s.
         return unsafe { super::load_words_atomic(src, out) };
     }
+    // SAFETY: the caller's contract; AVX was just checked.
+    unsafe { load_words_unchecked(src, out) }
+}
+
+/// Whether [`load_words_wide`] may be called: the processor has AVX, whose aligned 16-byte
+/// loads are atomic (see the [module docs](super)).
+#[inline]
+pub(crate) fn wide_loads() -> bool {
+    std::is_x86_feature_detected!("avx")
+}
+
+/// [`load_words`] for a caller that checked [`wide_loads`] once for many copies.
+///
+/// # Safety
+///
+/// As [`load_words`], and [`wide_loads`] returned `true`.
+#[inline(always)]
+pub(crate) unsafe fn load_words_wide(src: *const u8, out: &mut [u8]) {
+    debug_assert!(wide_loads());
+    if out.len() < 16 {
+        // SAFETY: the caller's contract is `load_words_atomic`'s.
+        return unsafe { super::load_words_atomic(src, out) };
+    }
+    // SAFETY: the caller's contract, AVX included.
+    unsafe { load_words_unchecked(src, out) }
+}
+
+/// The copy of [`load_words`] once AVX is known and `out.len() >= 16`.
+///
+/// # Safety
+///
+/// As [`load_words`]; the processor has AVX; `out.len() >= 16`.
+#[inline(always)]
+unsafe fn load_words_unchecked(src: *const u8, out: &mut [u8]) {
     let mut src = src;
     let mut dst = out.as_mut_ptr();
     let mut left = out.len();
@@ -45,9 +79,9 @@ pub(crate) unsafe fn load_words(src: *const u8, out: &mut [u8]) {
         // - reads: four 16-byte loads at `src`, `src + 16`, `src + 32`, `src + 48`, 16-aligned
         //   (`src` was aligned above and only ever moves by multiples of 16), `64 <= left`
         //   bytes the caller guarantees are mapped; `MOVDQA` on a 16-aligned address is one
-        //   atomic access on a processor with AVX (checked above), so each 8-byte word is read
-        //   whole while other processes update it atomically; no Rust reference to the source
-        //   is made;
+        //   atomic access on a processor with AVX (this function's contract), so each 8-byte
+        //   word is read whole while other processes update it atomically; no Rust reference to
+        //   the source is made;
         // - writes: 64 bytes at `dst`, inside `out` (`dst + left` is its end), with unaligned
         //   stores (`MOVDQU`);
         // - the block clobbers four xmm registers, declared; it uses no stack and keeps the
