@@ -40,6 +40,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once};
+use std::time::Duration;
 
 use zerocopy::{FromBytes, IntoBytes};
 
@@ -432,20 +433,54 @@ fn lock_members<'a>(
     def: &'static MapDef,
     key: BlockKey,
 ) -> Option<OptexGuard<'a>> {
+    match lock_members_within(raw, def, key, None) {
+        MembersLock::Locked(guard) => Some(guard),
+        MembersLock::HeldHere | MembersLock::TimedOut => None,
+    }
+}
+
+/// How long a process leaving a block (a handle dropped, or the process exiting) waits for its
+/// optex: a live process that holds it that long (stopped, or an owner word written by someone
+/// else that names a live process) must not hang a drop or an exit. A member that gives up
+/// stays listed, as a killed one does, and the next process that joins or leaves prunes it.
+const LEAVE_BOUND: Duration = Duration::from_secs(1);
+
+/// What [`lock_members_within`] got.
+enum MembersLock<'a> {
+    Locked(OptexGuard<'a>),
+    /// This thread holds the optex already (inside `lock_ctrs`).
+    HeldHere,
+    /// The bound passed with another process holding it.
+    TimedOut,
+}
+
+/// [`lock_members`], waiting at most `bound` (`None`: as long as it takes).
+fn lock_members_within<'a>(
+    raw: &'a RawBlock,
+    def: &'static MapDef,
+    key: BlockKey,
+    bound: Option<Duration>,
+) -> MembersLock<'a> {
     if held_here(key) {
-        return None;
+        return MembersLock::HeldHere;
     }
     // SAFETY: `OPTEX_OFFSET` is a 64-aligned, 64-byte field of the header inside the mapping,
     // which `raw` keeps alive for `'a`; the optex is only ever changed through its atomics.
     let optex = unsafe { Optex::from_ptr(raw.base().add(OPTEX_OFFSET).cast::<Optex>()) };
-    let guard = optex.lock();
+    let guard = match bound {
+        None => optex.lock(),
+        Some(bound) => match optex.try_lock_for(bound) {
+            Some(guard) => guard,
+            None => return MembersLock::TimedOut,
+        },
+    };
     // SAFETY: the sequence is an 8-aligned u64 of the header, inside the mapping.
     let seq = unsafe { raw.u64_at(SEQ_OFFSET) };
     if guard.owner_died() && seq.load(Ordering::Relaxed) & 1 == 1 {
         let _section = WriteSection::begin(seq);
         crate::instances::Tables::new(raw, def).repair();
     }
-    Some(guard)
+    MembersLock::Locked(guard)
 }
 
 /// Leaves the members table of the block mapped at `raw`; the last live member out marks it
@@ -467,7 +502,19 @@ fn leave(
     let window = super::fault::init()
         .ok()
         .and_then(|()| super::fault::Watch::new(raw, true));
-    let _guard = lock_members(raw, def, key);
+    let _guard = match lock_members_within(raw, def, key, Some(LEAVE_BOUND)) {
+        MembersLock::Locked(guard) => Some(guard),
+        MembersLock::HeldHere => None,
+        MembersLock::TimedOut => {
+            log::warn!(
+                "{}: another process held the block's lock for {LEAVE_BOUND:?}; this process \
+                 leaves without taking itself off its members table (the next process to join \
+                 or leave prunes it)",
+                path.display()
+            );
+            return;
+        }
+    };
     let Some(members) = Members::new(raw, members_offset(def)) else {
         return;
     };

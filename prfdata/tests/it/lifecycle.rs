@@ -502,3 +502,24 @@ fn a_trusted_liveness_finding_lasts_its_interval_and_a_closed_block_ends_reads_a
         "a closed block ends the reads at once"
     );
 }
+
+/// A process that leaves a block (its handle dropped) while another live process holds the
+/// block's lock and does not let go (here: a worker that took `lock_ctrs` and hangs) gives up
+/// after a bound instead of hanging with it; it stays listed as a member, as a killed one would,
+/// until the next process that joins or leaves prunes it. Found by the hostile-block proptest,
+/// whose random writes can name a live process in the optex word.
+#[test]
+fn leaving_does_not_wait_forever_for_a_lock_another_live_process_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let prf = PrfData::activate_in(dir.path()).unwrap();
+    let victim = Proc::spawn("victim", dir.path(), &[("ROUNDS", "0".into())]);
+    assert_eq!(victim.expect_line(), "holding 0");
+    let start = std::time::Instant::now();
+    drop(prf);
+    let took = start.elapsed();
+    victim.kill();
+    assert!(
+        took < Duration::from_secs(20),
+        "the drop waited {took:?} for a lock a live process holds for 60 s"
+    );
+}
