@@ -845,7 +845,7 @@ impl InstanceTable<'_> {
             // a multiple of 8, checked at open) at the 8-aligned `data_offset` are inside the
             // mapping: the `out.len() == counter_block_size` bytes at `at` are in bounds and
             // 8-aligned, a multiple of 8 long.
-            unsafe { self.load_plain_block(at, out) };
+            unsafe { self.load_plain_block(at, out, crate::sys::wide_copy::wide_loads()) };
             return Ok(());
         }
         self.copy_counter_block_checked(inst, out)
@@ -948,7 +948,6 @@ impl InstanceTable<'_> {
         );
         // AVX asked once for all the copies, not once per block.
         let wide = crate::sys::wide_copy::wide_loads();
-        let byte_length = o.counter_block_size.to_le_bytes();
         let (mut pos, mut h) = (0, 0);
         for &(slot, prefix) in entries {
             let prefix = prefix as usize;
@@ -962,7 +961,7 @@ impl InstanceTable<'_> {
             //   bytes apart (a multiple of 8, at least `counter_block_size`, itself a multiple
             //   of 8, checked at open) at the 8-aligned `data_offset` are inside the mapping:
             //   the `block` bytes at `at` are in bounds, 8-aligned, a multiple of 8 long;
-            // - `load_words_wide_to` only when `wide_loads()` said so.
+            // - `wide` is what `wide_loads()` said.
             unsafe {
                 copy_prefix(
                     out.get_unchecked_mut(pos..),
@@ -973,16 +972,7 @@ impl InstanceTable<'_> {
                 pos += prefix;
                 h += prefix;
                 let dst = out.get_unchecked_mut(pos..pos + block);
-                let at = data + slot as usize * stride;
-                if wide {
-                    self.reader.raw.load_words_wide_to(at, dst);
-                } else {
-                    self.reader.raw.load_words_to(at, dst);
-                }
-                // The ByteLength word: the validated size (`finish_counter_block`'s only
-                // effect on a plain object; records with a block shorter than its 8-byte header
-                // are refused at open).
-                dst[..BYTE_LENGTH_SIZE].copy_from_slice(&byte_length);
+                self.load_plain_block(data + slot as usize * stride, dst, wide);
             }
             pos += block;
         }
@@ -991,16 +981,24 @@ impl InstanceTable<'_> {
 
     /// Copies the counter block of a plain object at `at` into `dst` (as long as the block)
     /// and sets its ByteLength word to the validated size (`finish_counter_block`'s only
-    /// effect on a plain object).
+    /// effect on a plain object). `wide`: 16-byte loads
+    /// ([`wide_loads`](crate::sys::wide_copy::wide_loads), asked once by callers that copy many
+    /// blocks).
     ///
     /// # Safety
     ///
     /// The `dst.len()` bytes at `at` lie inside the mapping, 8-aligned, and `dst.len()` is a
-    /// multiple of 8.
+    /// multiple of 8 (at least the 8-byte header: shorter blocks are refused at open); `wide`
+    /// only if `wide_loads()` returned `true`.
     #[inline(always)]
-    unsafe fn load_plain_block(&self, at: usize, dst: &mut [u8]) {
-        // SAFETY: the caller's contract.
-        unsafe { self.reader.raw.load_words_to(at, dst) };
+    unsafe fn load_plain_block(&self, at: usize, dst: &mut [u8], wide: bool) {
+        if wide {
+            // SAFETY: the caller's contract, `wide_loads()` included.
+            unsafe { self.reader.raw.load_words_wide_to(at, dst) };
+        } else {
+            // SAFETY: the caller's contract.
+            unsafe { self.reader.raw.load_words_to(at, dst) };
+        }
         dst[..BYTE_LENGTH_SIZE].copy_from_slice(&self.info.counter_block_size.to_le_bytes());
     }
 

@@ -18,14 +18,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// the copy).
 #[inline(always)]
 pub(crate) unsafe fn load_words(src: *const u8, out: &mut [u8]) {
-    debug_assert!(src.addr().is_multiple_of(8) && out.len().is_multiple_of(8));
     // `std` caches the CPUID answer: one load and a bit test after the first call.
-    if out.len() < 16 || !std::is_x86_feature_detected!("avx") {
+    if wide_loads() {
+        // SAFETY: the caller's contract, and AVX was just checked.
+        unsafe { load_words_wide(src, out) }
+    } else {
         // SAFETY: the caller's contract is `load_words_atomic`'s.
-        return unsafe { super::load_words_atomic(src, out) };
+        unsafe { super::load_words_atomic(src, out) }
     }
-    // SAFETY: the caller's contract; AVX was just checked.
-    unsafe { load_words_unchecked(src, out) }
 }
 
 /// Whether [`load_words_wide`] may be called: the processor has AVX, whose aligned 16-byte
@@ -42,22 +42,12 @@ pub(crate) fn wide_loads() -> bool {
 /// As [`load_words`], and [`wide_loads`] returned `true`.
 #[inline(always)]
 pub(crate) unsafe fn load_words_wide(src: *const u8, out: &mut [u8]) {
+    debug_assert!(src.addr().is_multiple_of(8) && out.len().is_multiple_of(8));
     debug_assert!(wide_loads());
     if out.len() < 16 {
         // SAFETY: the caller's contract is `load_words_atomic`'s.
         return unsafe { super::load_words_atomic(src, out) };
     }
-    // SAFETY: the caller's contract, AVX included.
-    unsafe { load_words_unchecked(src, out) }
-}
-
-/// The copy of [`load_words`] once AVX is known and `out.len() >= 16`.
-///
-/// # Safety
-///
-/// As [`load_words`]; the processor has AVX; `out.len() >= 16`.
-#[inline(always)]
-unsafe fn load_words_unchecked(src: *const u8, out: &mut [u8]) {
     let mut src = src;
     let mut dst = out.as_mut_ptr();
     let mut left = out.len();
