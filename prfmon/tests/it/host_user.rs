@@ -15,7 +15,7 @@ use std::time::Duration;
 use prfdata_registry::{performance_services, FileRegistry};
 use privilege::{
     copy, other_user_name, other_users_folder, public_prfmon, register_good, root_or_skip, run,
-    shared_tempdir, test_provider_at, OTHER_UID,
+    shared_tempdir, spawn_copied, test_provider_at, OTHER_UID,
 };
 
 prfdata::prfdata_map! {
@@ -121,20 +121,21 @@ fn data_flows_from_a_block_the_host_user_can_read() {
     // owner-only.
     let shm = other_users_folder(dir.path(), "shm");
     let app_exe = copy(&exe, &dir.path().join("app"), 0o755);
-    let child = std::process::Command::new(&app_exe)
-        .args([
-            "--exact",
-            &prfdata_testkit::test_path!("app_child"),
-            "--include-ignored",
-            "--test-threads=1",
-        ])
-        .env(prfdata_app::APP_ROLE, "1")
-        .env("PRFDATA_SHM_DIR", &shm)
-        .uid(OTHER_UID)
-        .gid(OTHER_UID)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn the app");
+    let child = spawn_copied(
+        std::process::Command::new(&app_exe)
+            .args([
+                "--exact",
+                &prfdata_testkit::test_path!("app_child"),
+                "--include-ignored",
+                "--test-threads=1",
+            ])
+            .env(prfdata_app::APP_ROLE, "1")
+            .env("PRFDATA_SHM_DIR", &shm)
+            .uid(OTHER_UID)
+            .gid(OTHER_UID)
+            .stdout(std::process::Stdio::null()),
+    )
+    .expect("spawn the app");
     let _app = KillOnDrop(child);
     let ready = prfdata_app::ready_file(&shm);
     let start = std::time::Instant::now();
@@ -231,17 +232,18 @@ fn a_collector_that_is_not_root_refuses_host_user() {
     let prfmon = public_prfmon(dir.path());
     let home = other_users_folder(dir.path(), "home");
     let registry_root = home.join("registry");
-    let child = std::process::Command::new(&prfmon)
-        .args(["query", "--host-user", &user])
-        .env("PRFDATA_REGISTRY", &registry_root)
-        .env("HOME", &home)
-        .uid(OTHER_UID)
-        .gid(OTHER_UID)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_copied(
+        std::process::Command::new(&prfmon)
+            .args(["query", "--host-user", &user])
+            .env("PRFDATA_REGISTRY", &registry_root)
+            .env("HOME", &home)
+            .uid(OTHER_UID)
+            .gid(OTHER_UID)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped()),
+    )
+    .unwrap();
     let out = common::finish(child);
     assert_ne!(out.code, 0, "{}", out.stdout);
     let expected = format!(

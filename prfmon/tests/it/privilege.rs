@@ -126,5 +126,24 @@ pub fn run(exe: &Path, registry: &Path, args: &[&str], env: &[(&str, &Path)]) ->
     for (k, v) in env {
         command.env(k, v);
     }
-    finish(command.spawn().expect("spawn prfmon"))
+    finish(spawn_copied(&mut command).expect("spawn prfmon"))
+}
+
+/// Spawns `command`, whose program this test process may have just written ([`copy`]): while
+/// another test thread forks, its child holds the copy's write descriptor until it execs, and
+/// exec of the copy fails with `ETXTBSY` meanwhile. Retried for up to 5 s; any other error at
+/// once.
+pub fn spawn_copied(command: &mut Command) -> std::io::Result<std::process::Child> {
+    let start = std::time::Instant::now();
+    loop {
+        match command.spawn() {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ExecutableFileBusy
+                    && start.elapsed() < std::time::Duration::from_secs(5) =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
 }
