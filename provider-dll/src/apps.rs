@@ -87,8 +87,10 @@ pub const FRESHNESS: Duration = Duration::from_millis(10);
 static CHECKS: Mutex<(u64, Option<Instant>)> = Mutex::new((0, None));
 
 /// A Collect's number: a new one when the last new one is [`FRESHNESS`] old. What
-/// [`App::read`] and [`App::refresh_on_demand`] check, they check once per number.
-pub fn next_collect() -> u64 {
+/// [`App::read`] and [`App::refresh_on_demand`] check, they check once per number. Returns
+/// the number and the instant it was asked at (the Collect's one read of the clock, when
+/// nothing makes it wait).
+pub fn next_collect() -> (u64, Instant) {
     let mut checks = CHECKS.lock().unwrap_or_else(PoisonError::into_inner);
     let now = Instant::now();
     if checks
@@ -97,7 +99,7 @@ pub fn next_collect() -> u64 {
     {
         *checks = (checks.0.wrapping_add(1).max(1), Some(now));
     }
-    checks.0
+    (checks.0, now)
 }
 
 /// The store file's stamp and the Collect that took it: every app of a Collect compares its
@@ -228,15 +230,17 @@ impl App {
     /// Collect `collect`, and again at once if the read finds it replaced). `None` when there
     /// is no data: the app is not running, its block is invalid or busy (the reason is logged
     /// once), or `wanted` says none of its objects is asked for (then the block is not read at
-    /// all).
+    /// all). `deadline` is asked only when the block is read.
     pub fn read<T>(
         &self,
         collect: u64,
-        deadline: Duration,
+        deadline: impl FnOnce() -> Duration,
         wanted: impl Fn(&BlockReader) -> bool,
         mut f: impl FnMut(&BlockView<'_>) -> Result<T, ReadError>,
     ) -> Option<(Arc<BlockReader>, T)> {
         self.refresh_names(collect);
+        let mut deadline = Some(deadline);
+        let mut budget = Duration::ZERO;
         for _ in 0..2 {
             let reader = self.block(collect)?;
             if let Err(e) = self.names_fit(&reader) {
@@ -246,7 +250,10 @@ impl App {
             if !wanted(&reader) {
                 return None;
             }
-            match reader.read_with(deadline, &mut f) {
+            if let Some(ask) = deadline.take() {
+                budget = ask();
+            }
+            match reader.read_with(budget, &mut f) {
                 Ok(t) => return Some((reader, t)),
                 Err(ReadError::Replaced) => self.forget(&reader),
                 Err(e) => {
@@ -266,21 +273,28 @@ impl App {
     /// `wanted` says the query asks for, waiting at most
     /// [`on_demand_bound`](App::on_demand_bound); the last values are served otherwise. Nothing
     /// when the app is not running or none of those objects has on-demand counters; a failure
-    /// is logged once.
-    pub fn refresh_on_demand(&self, collect: u64, wanted: impl Fn(&ObjectInfo) -> bool) {
+    /// is logged once. Returns whether it asked (and so may have waited).
+    pub fn refresh_on_demand(&self, collect: u64, wanted: impl Fn(&ObjectInfo) -> bool) -> bool {
         let Some(reader) = self.block(collect) else {
-            return;
+            return false;
         };
         let objects = reader.objects();
         let wanted = |i: usize| objects.get(i).is_some_and(&wanted);
         match reader.refresh_on_demand_of(wanted, self.on_demand_bound()) {
-            Ok(Refresh::TimedOut) => log::debug!(
-                "app {}: on-demand values not served within {:?}: the last ones are served",
-                self.name,
-                self.on_demand_bound()
-            ),
-            Ok(_) => {}
-            Err(e) => self.log_once(&e),
+            Ok(Refresh::NotNeeded) => false,
+            Ok(Refresh::TimedOut) => {
+                log::debug!(
+                    "app {}: on-demand values not served within {:?}: the last ones are served",
+                    self.name,
+                    self.on_demand_bound()
+                );
+                true
+            }
+            Ok(Refresh::Served) => true,
+            Err(e) => {
+                self.log_once(&e);
+                true
+            }
         }
     }
 

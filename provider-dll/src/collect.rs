@@ -76,16 +76,25 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
         };
     }
     let apps = apps::apps();
-    let collect = apps::next_collect();
+    let (collect, asked_at) = apps::next_collect();
     // On-demand values first (seed 000's PSTF_FUNCPTR), each app's wait bounded by its
     // service's `OnDemand Timeout`, outside the read budget below.
+    let mut waited = false;
     for app in &apps {
-        app.refresh_on_demand(collect, |info| {
+        waited |= app.refresh_on_demand(collect, |info| {
             query.wants(app.titles().name(info.name_offset), info.costly)
         });
     }
-    let start = Instant::now();
+    // The read budget starts now; the clock is read again only if the on-demand step may
+    // have waited, and not for the first read (which has the whole budget: only this
+    // function's own steps, microseconds, come before it).
+    let start = if waited { Instant::now() } else { asked_at };
+    let reads = std::cell::Cell::new(0u32);
     let left = || {
+        reads.set(reads.get() + 1);
+        if reads.get() == 1 {
+            return COLLECT_BUDGET;
+        }
         COLLECT_BUDGET
             .saturating_sub(start.elapsed())
             .max(Duration::from_millis(1))
@@ -114,7 +123,7 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
         for exact in [false, true] {
             sized.clear();
             for app in &apps {
-                let read = app.read(collect, left(), wanted(query, app), |view| {
+                let read = app.read(collect, left, wanted(query, app), |view| {
                     selected.select(view, query, app.titles())?;
                     let bytes = if exact {
                         objects_size(view, selected.objects())?
@@ -169,7 +178,7 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        let read = app.read(collect, left(), wanted(query, app), |view| {
+        let read = app.read(collect, left, wanted(query, app), |view| {
             selected.select(view, query, titles)?;
             let room = buf.len().saturating_sub(at.saturating_add(later));
             // The exact size is only needed when the buffer might be too small: the bound

@@ -150,7 +150,7 @@ impl BlockReader {
         let len = usize::try_from(identity.size).map_err(|_| too_large())?;
         let raw = RawBlock::map(&file, len, false).map_err(io)?;
         let parsed = {
-            let watch = watch(&raw, false, Instant::now() + DEFAULT_READ_DEADLINE)?;
+            let watch = watch(&raw, false, || Instant::now() + DEFAULT_READ_DEADLINE)?;
             let parsed = records::parse(&raw, identity.size);
             if watch.faulted() {
                 return Err(truncated(&file, identity.size));
@@ -217,7 +217,7 @@ impl BlockReader {
     /// # Ok::<(), prfdata::reader::ReadError>(())
     /// ```
     pub fn members(&self) -> Result<Vec<crate::process::ProcessId>, ReadError> {
-        let window = watch(&self.raw, false, Instant::now() + DEFAULT_READ_DEADLINE)?;
+        let window = watch(&self.raw, false, || Instant::now() + DEFAULT_READ_DEADLINE)?;
         let header = &self.records.header;
         // `parse` checked that the table lies inside the block; the loads are checked again.
         let mut out = Vec::new();
@@ -394,17 +394,19 @@ impl BlockReader {
 }
 
 /// Registers `raw` with the fault table for one read window, waiting for a free entry (every
-/// one taken means [`fault::ENTRIES`] threads are reading at once) until `until`.
+/// one taken means [`fault::ENTRIES`] threads are reading at once) until the instant `until`
+/// gives. `until` is only asked when an entry is not free at once: a window opened without
+/// waiting reads no clock.
 #[inline]
 pub(super) fn watch(
     raw: &RawBlock,
     writable: bool,
-    until: Instant,
+    until: impl FnOnce() -> Instant,
 ) -> Result<Watch<'_>, ReadError> {
     if let Some(w) = Watch::new(raw, writable) {
         return Ok(w);
     }
-    watch_slow(raw, writable, until)
+    watch_slow(raw, writable, until())
 }
 
 #[cold]

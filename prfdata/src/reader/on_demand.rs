@@ -104,7 +104,7 @@ impl BlockReader {
         }
         let deadline = Instant::now() + bound;
         let header = self.header_rw()?;
-        let guard = watch(header, true, deadline)?;
+        let guard = watch(header, true, || deadline)?;
         // SAFETY: the three words lie in the first HEADER_SIZE bytes of `header`, a mapping of
         // at least that length, aligned to their sizes (layout.rs checks the offsets); they are
         // only ever accessed atomically; `header` lives as long as `self`.

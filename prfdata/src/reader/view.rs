@@ -23,6 +23,11 @@ impl BlockReader {
     /// the sequence was even and did not move, for up to `deadline`; returns what `f` returned in
     /// that window (an error too: a consistent block that is invalid stays invalid).
     ///
+    /// The deadline counts from the first attempt that had to wait or be repeated: a read whose
+    /// first window holds reads no clock (a clock read costs as much as copying a few kilobytes
+    /// on some virtual machines), and one that fails takes at most its first attempt plus
+    /// `deadline`.
+    ///
     /// This is the single-pass interface: `f` reads what it needs straight from the mapping
     /// (every load checked, through atomics) and may write it wherever it likes, e.g. into a
     /// caller's buffer. `f` may run several times: whatever it produced in a window that was
@@ -56,8 +61,9 @@ impl BlockReader {
         deadline: Duration,
         mut f: impl FnMut(&BlockView<'_>) -> Result<T, ReadError>,
     ) -> Result<T, ReadError> {
-        let start = Instant::now();
-        let end = start.checked_add(deadline);
+        // When the read first had to wait (a window not opened at once, or one to repeat): the
+        // deadline counts from there, so a read that succeeds at once reads no clock.
+        let mut waited_from: Option<Instant> = None;
         let check_after = DEAD_HOLDER_CHECK.min(deadline / 2);
         let mut attempt = 0u32;
         // Since when the sequence has been odd at every look, and whether this read has
@@ -68,7 +74,10 @@ impl BlockReader {
             if self.spent.load(Ordering::Relaxed) {
                 return Err(truncated(&self.file, self.identity.size));
             }
-            let window = watch(&self.raw, false, end.unwrap_or(start))?;
+            let window = watch(&self.raw, false, || {
+                let from = *waited_from.get_or_insert_with(Instant::now);
+                from.checked_add(deadline).unwrap_or(from)
+            })?;
             if self.generation() != Some(self.records.header.generation) {
                 return Err(self.end_window(window, ReadError::Replaced));
             }
@@ -110,7 +119,7 @@ impl BlockReader {
                 }
             }
             attempt += 1;
-            if start.elapsed() >= deadline {
+            if waited_from.get_or_insert_with(Instant::now).elapsed() >= deadline {
                 return Err(ReadError::Busy(deadline));
             }
             backoff(attempt);
@@ -164,7 +173,7 @@ impl BlockReader {
         if self.spent.load(Ordering::Relaxed) {
             return true;
         }
-        let Ok(window) = watch(&self.raw, false, Instant::now() + DEAD_HOLDER_CHECK) else {
+        let Ok(window) = watch(&self.raw, false, || Instant::now() + DEAD_HOLDER_CHECK) else {
             return false;
         };
         let ended = self.ended();
@@ -889,23 +898,24 @@ impl InstanceTable<'_> {
     ) -> Result<usize, ReadError> {
         let o = self.info;
         let block = o.counter_block_size as usize;
-        // One pass, with no early exit (LLVM vectorises it): the prefixes' total and the
-        // highest slot.
-        let (prefix_total, top) = entries.iter().fold((0usize, 0u32), |(sum, top), &(s, p)| {
-            (sum + p as usize, top.max(s))
-        });
+        // One pass over the entries, with no early exit (LLVM vectorises it): the prefixes'
+        // total. Slots are checked as they are copied.
+        let prefix_total: u64 = entries.iter().map(|&(_, p)| u64::from(p)).sum();
         let total = entries
             .len()
             .checked_mul(block)
-            .and_then(|b| b.checked_add(prefix_total));
-        if prefix_total > prefixes.len() || total.is_none_or(|t| t > out.len()) {
+            .zip(usize::try_from(prefix_total).ok())
+            .and_then(|(b, p)| b.checked_add(p));
+        if prefix_total > prefixes.len() as u64 || total.is_none_or(|t| t > out.len()) {
             return Err(ReadError::Inconsistent);
         }
-        if o.plain && top < o.max_instances {
-            return Ok(self.copy_plain_blocks_after(entries, prefixes, out));
+        // A plain object's instances up to the first entry whose slot is not below the limit
+        // (`_Total`, or an invalid one), then, from there, one at a time.
+        let (mut done, mut pos, mut h) = (0, 0, 0);
+        if o.plain {
+            (done, pos, h) = self.copy_plain_blocks_after(entries, prefixes, out);
         }
-        let (mut pos, mut h) = (0, 0);
-        for &(slot, prefix) in entries {
+        for &(slot, prefix) in &entries[done..] {
             let prefix = prefix as usize;
             copy_prefix(&mut out[pos..], &prefixes[h..], prefix, block);
             pos += prefix;
@@ -923,21 +933,21 @@ impl InstanceTable<'_> {
         Ok(pos)
     }
 
-    /// [`InstanceTable::copy_blocks_after`] for a plain object (no counter to fix up) whose
-    /// every entry names a slot below its instance limit, with `out` and `prefixes` checked long
-    /// enough: a loop with no check per instance, the copy of a thousand instances within a few
-    /// tenths of a `memcpy` of the same bytes.
+    /// [`InstanceTable::copy_blocks_after`] for a plain object (no counter to fix up), with
+    /// `out` and `prefixes` checked long enough: a loop with no check per instance but its
+    /// slot's, the copy of a thousand instances within a few tenths of a `memcpy` of the same
+    /// bytes. Stops before the first entry whose slot is not below the instance limit; returns
+    /// how many entries it wrote, and where in `out` and in `prefixes` the next one goes.
     #[inline(never)]
     fn copy_plain_blocks_after(
         &self,
         entries: &[(u32, u32)],
         prefixes: &[u8],
         out: &mut [u8],
-    ) -> usize {
+    ) -> (usize, usize, usize) {
         let o = self.info;
         let block = o.counter_block_size as usize;
         let (data, stride) = (o.data_offset as usize, o.block_stride as usize);
-        debug_assert!(entries.iter().all(|&(slot, _)| slot < o.max_instances));
         debug_assert!(
             entries.iter().map(|&(_, p)| p as usize).sum::<usize>() <= prefixes.len()
                 && entries
@@ -946,37 +956,49 @@ impl InstanceTable<'_> {
                     .sum::<usize>()
                     <= out.len()
         );
-        // AVX asked once for all the copies, not once per block.
-        let wide = crate::sys::wide_copy::wide_loads();
-        let (mut pos, mut h) = (0, 0);
-        for &(slot, prefix) in entries {
-            let prefix = prefix as usize;
-            // SAFETY:
-            // - the caller checked that the prefix lengths add up to at most `prefixes.len()`
-            //   and, each with a block, to at most `out.len()`: before entry k, `h` is the sum
-            //   of the prefixes before it and `pos` that plus k blocks, so `h + prefix` and
-            //   `pos + prefix + block` are in bounds;
-            // - every slot is below `max_instances` (checked by the caller), and
-            //   `BlockView::instances` checked that the `max_instances` blocks `block_stride`
-            //   bytes apart (a multiple of 8, at least `counter_block_size`, itself a multiple
-            //   of 8, checked at open) at the 8-aligned `data_offset` are inside the mapping:
-            //   the `block` bytes at `at` are in bounds, 8-aligned, a multiple of 8 long;
-            // - `wide` is what `wide_loads()` said.
-            unsafe {
-                copy_prefix(
-                    out.get_unchecked_mut(pos..),
-                    prefixes.get_unchecked(h..),
-                    prefix,
-                    block,
-                );
-                pos += prefix;
-                h += prefix;
-                let dst = out.get_unchecked_mut(pos..pos + block);
-                self.load_plain_block(data + slot as usize * stride, dst, wide);
-            }
-            pos += block;
+        use crate::sys::wide_copy::{load_aligned_wide, load_words_atomic, load_words_wide};
+        let src = Blocks {
+            // SAFETY: `data_offset` is inside the mapping (checked at open).
+            first: unsafe { self.reader.raw.base().cast_const().add(data) },
+            stride,
+            len: block,
+            slots: o.max_instances,
+            byte_length: o.counter_block_size.to_le_bytes(),
+        };
+        // How each block is loaded, chosen once for all of them: AVX asked once, and when
+        // every block starts 16-aligned (the mapping is page-aligned), no alignment step.
+        // Each `load` is only called by `copy_plain`, with a block inside the mapping,
+        // 8-aligned, a multiple of 8 long, only ever written atomically, and as many writable
+        // bytes at `dst`, apart from the mapping.
+        // SAFETY (the three `copy_plain` calls): the caller checked the sizes (see above);
+        // `BlockView::instances` checked that the `max_instances` blocks `block_stride` bytes
+        // apart (a multiple of 8, at least `counter_block_size`, itself a multiple of 8,
+        // checked at open) from the 8-aligned `data_offset` are inside the mapping: `src`
+        // describes them.
+        if !crate::sys::wide_copy::wide_loads() {
+            let load = |from: *const u8, dst: *mut u8, n: usize| {
+                // SAFETY: what `copy_plain` gives `load`, said above.
+                unsafe { load_words_atomic(from, std::slice::from_raw_parts_mut(dst, n)) }
+            };
+            // SAFETY: see above.
+            unsafe { copy_plain(&src, entries, prefixes, out, load) }
+        } else if data.is_multiple_of(16) && stride.is_multiple_of(16) {
+            let load = |from: *const u8, dst: *mut u8, n: usize| {
+                // SAFETY: what `copy_plain` gives `load`, said above; AVX was checked and
+                // every block is 16-aligned (`data` and `stride` are multiples of 16, the
+                // mapping is page-aligned).
+                unsafe { load_aligned_wide(from, dst, n) }
+            };
+            // SAFETY: see above.
+            unsafe { copy_plain(&src, entries, prefixes, out, load) }
+        } else {
+            let load = |from: *const u8, dst: *mut u8, n: usize| {
+                // SAFETY: what `copy_plain` gives `load`, said above; AVX was checked.
+                unsafe { load_words_wide(from, std::slice::from_raw_parts_mut(dst, n)) }
+            };
+            // SAFETY: see above.
+            unsafe { copy_plain(&src, entries, prefixes, out, load) }
         }
-        pos
     }
 
     /// Copies the counter block of a plain object at `at` into `dst` (as long as the block)
@@ -1370,6 +1392,111 @@ fn copy_prefix(dst: &mut [u8], src: &[u8], n: usize, block: usize) {
         }
     }
     copy_exact(dst, src, n);
+}
+
+/// The counter blocks of a plain object, as [`copy_plain`] reads them.
+struct Blocks {
+    /// Slot 0's block, in the mapping.
+    first: *const u8,
+    /// Bytes from one slot's block to the next.
+    stride: usize,
+    /// Bytes in a block (ByteLength's validated value).
+    len: usize,
+    /// How many slots have a block (the object's instance limit).
+    slots: u32,
+    /// ByteLength, as written into every copy.
+    byte_length: [u8; BYTE_LENGTH_SIZE],
+}
+
+/// [`InstanceTable::copy_blocks_after`]'s loop for a plain object: each entry's prefix, then
+/// its slot's block copied by `load(block, dst, len)` and its ByteLength set, up to the first
+/// entry whose slot has no block in `src`; returns how many entries it wrote, the bytes written
+/// and the prefix bytes used. Everything it needs is in locals, none read through a reference per instance (such
+/// a reload, from the stack, can 4K-alias the stores into `out` and wait for them: the loop
+/// ran 10-20% slower that way).
+///
+/// # Safety
+///
+/// - the prefix lengths of `entries` add up to at most `prefixes.len()` and, each with a
+///   block of `src.len` bytes, to at most `out.len()`;
+/// - the `src.slots` blocks `src.stride` bytes apart from `src.first` are inside a live
+///   mapping, each 8-aligned, `src.len` bytes (a multiple of 8, at least [`BYTE_LENGTH_SIZE`]);
+/// - `load` copies the block it is given to `dst`, writing nothing else.
+#[inline(always)]
+unsafe fn copy_plain(
+    src: &Blocks,
+    entries: &[(u32, u32)],
+    prefixes: &[u8],
+    out: &mut [u8],
+    load: impl Fn(*const u8, *mut u8, usize),
+) -> (usize, usize, usize) {
+    const WIDE: usize = 64;
+    let Blocks {
+        first,
+        stride,
+        len: block,
+        slots,
+        byte_length,
+    } = *src;
+    // Pointers that move, and what the loop compares them with, all in registers: the prefix
+    // is copied 64 bytes at once when its length is in `least..=64` (its bytes past it then
+    // land in the block, which is written after it) and 64 bytes of `prefixes` are left.
+    let least = WIDE.saturating_sub(block);
+    let (out_start, pre_start) = (out.as_mut_ptr(), prefixes.as_ptr());
+    let wide_until = match prefixes.len().checked_sub(WIDE) {
+        Some(n) => pre_start.addr() + n,
+        None => 0,
+    };
+    let (mut dst, mut from) = (out_start, pre_start);
+    let mut done = entries.len();
+    let mut it = entries.iter();
+    while let Some(&(slot, prefix)) = it.next() {
+        if slot >= slots {
+            done = entries.len() - it.len() - 1;
+            break;
+        }
+        let prefix = prefix as usize;
+        // SAFETY (the function's contract):
+        // - before entry k, `from` is `prefixes` plus the prefixes before it, and `dst` is
+        //   `out` plus those and k blocks, so the `prefix` bytes at `from` and the `prefix +
+        //   block` bytes at `dst` are in bounds; the 64-byte copy is taken only when 64 bytes
+        //   are left in `prefixes` from `from` and `prefix + block >= 64` (so 64 in `out` from
+        //   `dst`), its bytes past `prefix` overwritten by the block;
+        // - the slot is below `slots` (tested above): its block is inside the mapping, and
+        //   `out`'s `block` bytes after the prefix are ours to write: `load` is given both.
+        unsafe {
+            if prefix.wrapping_sub(least) <= WIDE - least && from.addr() <= wide_until {
+                dst.cast::<[u8; WIDE]>()
+                    .write_unaligned(from.cast::<[u8; WIDE]>().read_unaligned());
+            } else {
+                copy_exact_raw(from, dst, prefix);
+            }
+            from = from.add(prefix);
+            dst = dst.add(prefix);
+            load(first.add(slot as usize * stride), dst, block);
+            dst.cast::<[u8; BYTE_LENGTH_SIZE]>()
+                .write_unaligned(byte_length);
+            dst = dst.add(block);
+        }
+    }
+    // Where the loop stopped: entries written, and the bytes of `out` and `prefixes` used.
+    (
+        done,
+        dst.addr() - out_start.addr(),
+        from.addr() - pre_start.addr(),
+    )
+}
+
+/// `n` bytes from `src` to `dst`, out of line.
+///
+/// # Safety
+///
+/// `src` has `n` readable bytes, `dst` `n` writable ones, not overlapping.
+#[cold]
+#[inline(never)]
+unsafe fn copy_exact_raw(src: *const u8, dst: *mut u8, n: usize) {
+    // SAFETY: the caller's contract.
+    unsafe { std::ptr::copy_nonoverlapping(src, dst, n) }
 }
 
 /// `dst[..n]` from `src[..n]`, out of line: see [`copy_prefix`].

@@ -166,12 +166,29 @@ fn checks_every_size_before_writing() {
             ));
             assert!(out.iter().all(|&b| b == 0xEE));
             // A slot past the object's limit: an error naming the object, not a read out of it.
+            // What came before it is written, and the bad entry's own prefix where it goes.
             let mut bad = entries.clone();
-            bad[1].0 = 1_000_000;
+            bad[2].0 = 1_000_000;
+            let mut out = vec![0xEEu8; need];
             assert!(matches!(
                 table.copy_blocks_after(&bad, &prefixes, &mut out),
                 Err(ReadError::Field { .. })
             ));
+            let before = one_by_one(&table, &entries[..2], &prefixes, block)?;
+            assert_eq!(
+                &out[..before.len()],
+                &before[..],
+                "the two entries before it"
+            );
+            let (h, p) = (
+                (entries[0].1 + entries[1].1) as usize,
+                entries[2].1 as usize,
+            );
+            assert_eq!(
+                &out[before.len()..before.len() + p],
+                &prefixes[h..h + p],
+                "its prefix, after them"
+            );
             // Nothing to write: nothing written.
             assert_eq!(table.copy_blocks_after(&[], &[], &mut [])?, 0);
             Ok(())

@@ -30,3 +30,14 @@ pub(crate) unsafe fn load_words_wide(src: *const u8, out: &mut [u8]) {
     // SAFETY: the caller's contract is `load_words_atomic`'s.
     unsafe { super::load_words_atomic(src, out) }
 }
+
+/// [`load_words_wide`] from a 16-aligned `src` into `len` bytes at `dst`: the same loop.
+///
+/// # Safety
+///
+/// As [`load_words`], with `dst` valid for `len` bytes of writes.
+#[inline]
+pub(crate) unsafe fn load_aligned_wide(src: *const u8, dst: *mut u8, len: usize) {
+    // SAFETY: the caller's contract is `load_words_atomic`'s, `dst` has `len` bytes.
+    unsafe { super::load_words_atomic(src, std::slice::from_raw_parts_mut(dst, len)) }
+}

@@ -25,14 +25,17 @@
 //! `asm!` block is not: to the compiler it is an opaque operation with the effect the hardware
 //! gives it (the same reasoning `portable-atomic` uses for its 128-bit atomic loads with
 //! `VMOVDQA`), and the hardware gives an atomic 16-byte load. What the compiler must know is
-//! said in the operands: the block reads memory (no `nomem`/`readonly` lie), writes only the
-//! caller's buffer, and the source is never turned into a Rust reference.
+//! said in the operands: the block only loads (`readonly`, which is true: it writes no memory;
+//! the loaded registers are stored into the caller's buffer by ordinary Rust stores), and the
+//! source is never turned into a Rust reference. `readonly` matters for speed too: an `asm!`
+//! block that may write memory makes LLVM reload, after every block, each value it holds
+//! behind a pointer, and a copy loop then spills to the stack.
 
 #[cfg_attr(target_arch = "x86_64", path = "x86_64.rs")]
 #[cfg_attr(not(target_arch = "x86_64"), path = "generic.rs")]
 mod imp;
 
-pub(crate) use imp::{load_words, load_words_wide, wide_loads};
+pub(crate) use imp::{load_aligned_wide, load_words, load_words_wide, wide_loads};
 
 /// The `AtomicU64` loop: `out.len() / 8` words from `src`.
 ///

@@ -2,6 +2,7 @@
 //! the guarantee), else the `AtomicU64` loop.
 
 use std::arch::asm;
+use std::arch::x86_64::{__m128i, _mm_storeu_si128};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Copies `out.len()` bytes (a multiple of 8) from `src` into `out`, each naturally aligned
@@ -62,55 +63,75 @@ pub(crate) unsafe fn load_words_wide(src: *const u8, out: &mut [u8]) {
         }
         left -= 8;
     }
-    // 64 bytes per step, four loads then four stores (no loop inside the `asm!`: straight-line
-    // code LLVM can schedule around, the trip count known to the branch predictor as Rust's).
+    // SAFETY: `src` is now 16-aligned, with `left` bytes (a multiple of 8) mapped from it and
+    // as many writable at `dst`; AVX was checked (the caller's contract).
+    unsafe { load_aligned_wide(src, dst, left) }
+}
+
+/// [`load_words_wide`] from a 16-aligned `src` into `len` bytes at `dst`.
+///
+/// # Safety
+///
+/// As [`load_words_wide`], with `src` 16-aligned and `dst` valid for `len` bytes of writes
+/// that overlap nothing the source is.
+#[inline(always)]
+pub(crate) unsafe fn load_aligned_wide(src: *const u8, dst: *mut u8, len: usize) {
+    debug_assert!(src.addr().is_multiple_of(16) && len.is_multiple_of(8));
+    let (mut src, mut dst, mut left) = (src, dst, len);
+    // 64 bytes per step: four loads in one `asm!` that only reads memory (`readonly`: LLVM
+    // keeps every value it holds in registers across it, where an `asm!` that may write memory
+    // made it reload them, some from the stack, from addresses that 4K-alias the stores into
+    // `out`), then four ordinary stores into `out`, our own buffer.
     while left >= 64 {
-        // SAFETY:
-        // - reads: four 16-byte loads at `src`, `src + 16`, `src + 32`, `src + 48`, 16-aligned
-        //   (`src` was aligned above and only ever moves by multiples of 16), `64 <= left`
-        //   bytes the caller guarantees are mapped; `MOVDQA` on a 16-aligned address is one
-        //   atomic access on a processor with AVX (this function's contract), so each 8-byte
-        //   word is read whole while other processes update it atomically; no Rust reference to
-        //   the source is made;
-        // - writes: 64 bytes at `dst`, inside `out` (`dst + left` is its end), with unaligned
-        //   stores (`MOVDQU`);
-        // - the block clobbers four xmm registers, declared; it uses no stack and keeps the
-        //   flags.
+        // SAFETY: four 16-byte loads at `src`, `src + 16`, `src + 32`, `src + 48`, 16-aligned
+        // (`src` was aligned above and only ever moves by multiples of 16), `64 <= left` bytes
+        // the caller guarantees are mapped; `MOVDQA` on a 16-aligned address is one atomic
+        // access on a processor with AVX (this function's contract), so each 8-byte word is
+        // read whole while other processes update it atomically; no Rust reference to the
+        // source is made; the block writes no memory, uses no stack and keeps the flags.
+        let (a, b, c, d): (__m128i, __m128i, __m128i, __m128i);
         unsafe {
             asm!(
                 "movdqa {a}, xmmword ptr [{src}]",
                 "movdqa {b}, xmmword ptr [{src} + 16]",
                 "movdqa {c}, xmmword ptr [{src} + 32]",
                 "movdqa {d}, xmmword ptr [{src} + 48]",
-                "movdqu xmmword ptr [{dst}], {a}",
-                "movdqu xmmword ptr [{dst} + 16], {b}",
-                "movdqu xmmword ptr [{dst} + 32], {c}",
-                "movdqu xmmword ptr [{dst} + 48], {d}",
                 src = in(reg) src,
-                dst = in(reg) dst,
-                a = out(xmm_reg) _,
-                b = out(xmm_reg) _,
-                c = out(xmm_reg) _,
-                d = out(xmm_reg) _,
-                options(nostack, preserves_flags),
+                a = out(xmm_reg) a,
+                b = out(xmm_reg) b,
+                c = out(xmm_reg) c,
+                d = out(xmm_reg) d,
+                options(readonly, nostack, preserves_flags),
             );
+        }
+        // SAFETY: 64 bytes at `dst`, inside `out` (`dst + left` is its end, `64 <= left`);
+        // unaligned stores; `src` stays inside the caller's range for the next step or ends
+        // at its end.
+        unsafe {
+            _mm_storeu_si128(dst.cast(), a);
+            _mm_storeu_si128(dst.add(16).cast(), b);
+            _mm_storeu_si128(dst.add(32).cast(), c);
+            _mm_storeu_si128(dst.add(48).cast(), d);
             src = src.add(64);
             dst = dst.add(64);
         }
         left -= 64;
     }
     while left >= 16 {
-        // SAFETY: as the step above, with one 16-byte load at the 16-aligned `src` and one
-        // store at `dst`, `16 <= left` bytes.
+        // SAFETY: as the loads above, one 16-byte load at the 16-aligned `src`, `16 <= left`
+        // bytes.
+        let x: __m128i;
         unsafe {
             asm!(
                 "movdqa {x}, xmmword ptr [{src}]",
-                "movdqu xmmword ptr [{dst}], {x}",
                 src = in(reg) src,
-                dst = in(reg) dst,
-                x = out(xmm_reg) _,
-                options(nostack, preserves_flags),
+                x = out(xmm_reg) x,
+                options(readonly, nostack, preserves_flags),
             );
+        }
+        // SAFETY: 16 bytes at `dst`, inside `out`; `src` moves inside the caller's range.
+        unsafe {
+            _mm_storeu_si128(dst.cast(), x);
             src = src.add(16);
             dst = dst.add(16);
         }
