@@ -346,8 +346,16 @@ impl<'a> BlockView<'a> {
             dead: Vec::new(),
             shown: count,
         };
-        let memo = self.hidden.borrow().get(&(obj as u32)).cloned();
+        // The writer's count of owned instances: with none, nothing is hidden (one load, and
+        // nothing to remember: no map filled and freed at every read).
+        let owned = self
+            .reader
+            .u32(o.record_offset + OWNED_COUNT_OFFSET as u64, "owned count")?;
+        let memo = (owned != 0)
+            .then(|| self.hidden.borrow().get(&(obj as u32)).cloned())
+            .flatten();
         let hidden = match memo {
+            _ if owned == 0 => Hidden::default(),
             Some(h) => h,
             None => {
                 let h = table.dead_owners(self.seq)?;
@@ -542,17 +550,11 @@ impl InstanceTable<'_> {
     /// The listed instances whose owner died (one pass over the live list; each owner costs
     /// one `poll` of a process handle, see `super::owners`), for [`BlockView::instances`].
     /// `seq` is the window's sequence value (the owner cache's read window).
+    /// Only asked when the writer's count of owned instances is not 0 (with none, nothing is
+    /// asked: a count written outside prfdata can only show a dead owner's instance, as before
+    /// reclamation).
     fn dead_owners(&self, seq: u64) -> Result<Hidden, ReadError> {
         let mut hidden = Hidden::default();
-        // The writer's count of owned instances: none, nothing to ask (a count written outside
-        // prfdata can only show a dead owner's instance, as before reclamation).
-        let owned = self.reader.u32(
-            self.info.record_offset + OWNED_COUNT_OFFSET as u64,
-            "owned count",
-        )?;
-        if owned == 0 {
-            return Ok(hidden);
-        }
         // Each owner asked once per window, however many instances it owns.
         let mut asked = std::collections::HashMap::new();
         for pos in 0..self.count {
