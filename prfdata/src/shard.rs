@@ -70,21 +70,34 @@ use crate::process::{probe, Probe, ProcessId};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct ShardedCtr<'a> {
-    /// The thread's slot word, or the counter's own value when it has no slot.
-    word: &'a AtomicU64,
+    /// The address of the word [`add`](ShardedCtr::add) updates (the thread's slot word, or the
+    /// counter's own value when it has no slot), its lowest bit set when that word is shared
+    /// (no slot): an update reads the handle once, where a reference and an `Option` took two
+    /// loads (a word is 8-aligned, so the bit is free).
+    tagged: *const AtomicU64,
     /// The slot, if the thread owns one.
     slot: Option<u32>,
-    /// Not `Send`, not `Sync`: the slot belongs to the thread that made the handle.
-    _thread: PhantomData<*const ()>,
+    /// The word's borrow, and not `Send`, not `Sync`: the slot belongs to the thread that made
+    /// the handle.
+    _word: PhantomData<(&'a AtomicU64, *const ())>,
 }
+
+/// [`ShardedCtr::tagged`]'s bit for a shared word.
+const SHARED: usize = 1;
 
 impl<'a> ShardedCtr<'a> {
     /// A handle on `word`, the thread's slot word (`slot`) or the counter itself (`None`).
     pub(crate) fn new(word: &'a AtomicU64, slot: Option<u32>) -> ShardedCtr<'a> {
+        let ptr = std::ptr::from_ref(word);
+        debug_assert_eq!(ptr.addr() & SHARED, 0, "an AtomicU64 is 8-aligned");
         ShardedCtr {
-            word,
+            tagged: if slot.is_some() {
+                ptr
+            } else {
+                ptr.wrapping_byte_add(SHARED)
+            },
             slot,
-            _thread: PhantomData,
+            _word: PhantomData,
         }
     }
 
@@ -95,12 +108,21 @@ impl<'a> ShardedCtr<'a> {
     /// See [`ShardedCtr`].
     #[inline]
     pub fn add(&self, n: i64) {
-        if self.slot.is_some() {
+        let tagged = self.tagged;
+        if tagged.addr() & SHARED == 0 {
+            // SAFETY: with its lowest bit clear, `tagged` is the pointer of the
+            // `&'a AtomicU64` the handle was made from (`new`), and that reference outlives
+            // the handle (`_word`'s lifetime).
+            let word = unsafe { &*tagged };
             // One writer per slot word: a plain load and store, no locked instruction.
-            let v = self.word.load(Ordering::Relaxed);
-            self.word.store(v.wrapping_add(n as u64), Ordering::Relaxed);
+            let v = word.load(Ordering::Relaxed);
+            word.store(v.wrapping_add(n as u64), Ordering::Relaxed);
         } else {
-            self.word.fetch_add(n as u64, Ordering::Relaxed);
+            // SAFETY: with its lowest bit set, `tagged` is that pointer plus one byte (`new`:
+            // an `AtomicU64` is 8-aligned, so the bit was clear); one byte back is the
+            // reference again, with its provenance.
+            let word = unsafe { &*tagged.wrapping_byte_sub(SHARED) };
+            word.fetch_add(n as u64, Ordering::Relaxed);
         }
     }
 
