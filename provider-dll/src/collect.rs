@@ -67,8 +67,22 @@ struct Sized {
     exact: bool,
 }
 
+std::thread_local! {
+    /// The selection the last Collect on this thread used, its vectors kept for the next one
+    /// (a Collect allocates nothing for it once warm).
+    static SELECTION: std::cell::Cell<Option<Selection>> = const { std::cell::Cell::new(None) };
+}
+
 /// Collects `query` into `buf`.
 pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
+    let mut selected = SELECTION.take().unwrap_or_default();
+    let collected = collect_with(query, buf, &mut selected);
+    SELECTION.set(Some(selected));
+    collected
+}
+
+/// [`collect`], choosing each app's objects into `selected`.
+fn collect_with(query: &Query, buf: &mut [u8], selected: &mut Selection) -> Collected {
     if *query == Query::Foreign {
         return Collected::Data {
             bytes: 0,
@@ -99,9 +113,8 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
             .saturating_sub(start.elapsed())
             .max(Duration::from_millis(1))
     };
-    // The objects of one app's block that the query asks for, with the objects of their
-    // instances' parents, chosen again in each window (the links are the window's).
-    let mut selected = Selection::default();
+    // `selected`: the objects of one app's block that the query asks for, with the objects of
+    // their instances' parents, chosen again in each window (the links are the window's).
     fn wanted<'a>(query: &'a Query, app: &'a apps::App) -> impl Fn(&BlockReader) -> bool + 'a {
         move |reader| {
             reader
@@ -209,11 +222,11 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
                     .map(|r| Prepared::new(r, titles));
             }
             let (bytes, n) = match prepared.as_mut() {
-                Some(p) => write_prepared(view, &selected, p, perf_time, &mut buf[at..end])?,
+                Some(p) => write_prepared(view, selected, p, perf_time, &mut buf[at..end])?,
                 // The block was replaced during this Collect: nothing to keep.
                 None => crate::serialize::write_objects(
                     view,
-                    &selected,
+                    selected,
                     titles,
                     perf_time,
                     &mut buf[at..end],

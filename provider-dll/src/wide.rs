@@ -17,17 +17,16 @@ pub unsafe fn read_sz(ptr: *const u16, max: usize) -> Option<String> {
     if ptr.is_null() {
         return None;
     }
-    let mut units = Vec::new();
-    for i in 0..max {
-        // SAFETY: the caller guarantees units up to the NUL (or `max`) are readable, and we stop
-        // at the first NUL.
-        let unit = unsafe { ptr.add(i).read_unaligned() };
-        if unit == 0 {
-            break;
-        }
-        units.push(unit);
-    }
-    Some(String::from_utf16_lossy(&units))
+    // SAFETY (both reads): the caller guarantees units up to the NUL (or `max`) are readable;
+    // the first pass stops at the first NUL, the second reads the `len` units before it.
+    let unit = |i: usize| unsafe { ptr.add(i).read_unaligned() };
+    let len = (0..max).position(|i| unit(i) == 0).unwrap_or(max);
+    // One allocation, sized for the usual all-ASCII name (a Collect reads one per call).
+    let mut out = String::with_capacity(len);
+    out.extend(
+        char::decode_utf16((0..len).map(unit)).map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER)),
+    );
+    Some(out)
 }
 
 /// Reads a REG_MULTI_SZ: strings separated by NUL, ended by an empty string (two NULs).
@@ -75,6 +74,18 @@ mod tests {
         assert_eq!(names, ["A", "Bé"]);
         // SAFETY: null is allowed.
         assert!(unsafe { read_multi_sz(std::ptr::null(), 10) }.is_empty());
+    }
+
+    #[test]
+    fn sz_decodes_as_from_utf16_lossy_does() {
+        // "Bé", a pair for U+1F600, a lone high surrogate, "x", then the NUL.
+        let units = [0x42, 0xE9, 0xD83D, 0xDE00, 0xD800, 0x78, 0, 0x41];
+        // SAFETY: the NUL is inside the buffer.
+        let read = unsafe { read_sz(units.as_ptr(), units.len()) };
+        assert_eq!(read.as_deref(), Some(String::from_utf16_lossy(&units[..6]).as_str()));
+        assert_eq!(read.as_deref(), Some("Bé\u{1F600}\u{FFFD}x"));
+        // SAFETY: null is allowed.
+        assert_eq!(unsafe { read_sz(std::ptr::null(), 4) }, None);
     }
 
     #[test]
