@@ -82,7 +82,10 @@ mod tests {
         let units = [0x42, 0xE9, 0xD83D, 0xDE00, 0xD800, 0x78, 0, 0x41];
         // SAFETY: the NUL is inside the buffer.
         let read = unsafe { read_sz(units.as_ptr(), units.len()) };
-        assert_eq!(read.as_deref(), Some(String::from_utf16_lossy(&units[..6]).as_str()));
+        assert_eq!(
+            read.as_deref(),
+            Some(String::from_utf16_lossy(&units[..6]).as_str())
+        );
         assert_eq!(read.as_deref(), Some("Bé\u{1F600}\u{FFFD}x"));
         // SAFETY: null is allowed.
         assert_eq!(unsafe { read_sz(std::ptr::null(), 4) }, None);
