@@ -103,10 +103,9 @@ fn collect_with(query: &Query, buf: &mut [u8], selected: &mut Selection) -> Coll
     // have waited, and not for the first read (which has the whole budget: only this
     // function's own steps, microseconds, come before it).
     let start = if waited { Instant::now() } else { asked_at };
-    let reads = std::cell::Cell::new(0u32);
+    let first = std::cell::Cell::new(true);
     let left = || {
-        reads.set(reads.get() + 1);
-        if reads.get() == 1 {
+        if first.replace(false) {
             return COLLECT_BUDGET;
         }
         COLLECT_BUDGET

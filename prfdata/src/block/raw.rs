@@ -217,23 +217,6 @@ impl RawBlock {
         unsafe { crate::sys::wide_copy::load_words(self.base().add(off), out) }
     }
 
-    /// [`RawBlock::load_words_to`] for a caller that checked
-    /// [`wide_loads`](crate::sys::wide_copy::wide_loads) once for many copies.
-    ///
-    /// # Safety
-    ///
-    /// As [`RawBlock::load_words_to`], and `wide_loads()` returned `true`.
-    #[inline(always)]
-    pub(crate) unsafe fn load_words_wide_to(&self, off: usize, out: &mut [u8]) {
-        debug_assert!(
-            off.is_multiple_of(8) && out.len().is_multiple_of(8) && off + out.len() <= self.len(),
-            "{} words at {off}",
-            out.len() / 8
-        );
-        // SAFETY: the caller's contract, as in `load_words_to`, with `wide_loads()` true.
-        unsafe { crate::sys::wide_copy::load_words_wide(self.base().add(off), out) }
-    }
-
     /// Appends the `n` UTF-16 units at `off` (2-aligned) to `out` with relaxed 16-bit atomic
     /// loads, as [`RawBlock::copy_words`] does with words. `None` if the range is outside the
     /// mapping.

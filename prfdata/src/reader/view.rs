@@ -351,16 +351,17 @@ impl<'a> BlockView<'a> {
         let owned = self
             .reader
             .u32(o.record_offset + OWNED_COUNT_OFFSET as u64, "owned count")?;
-        let memo = (owned != 0)
-            .then(|| self.hidden.borrow().get(&(obj as u32)).cloned())
-            .flatten();
-        let hidden = match memo {
-            _ if owned == 0 => Hidden::default(),
-            Some(h) => h,
-            None => {
-                let h = table.dead_owners(self.seq)?;
-                self.hidden.borrow_mut().insert(obj as u32, h.clone());
-                h
+        let hidden = if owned == 0 {
+            Hidden::default()
+        } else {
+            let memo = self.hidden.borrow().get(&(obj as u32)).cloned();
+            match memo {
+                Some(h) => h,
+                None => {
+                    let h = table.dead_owners(self.seq)?;
+                    self.hidden.borrow_mut().insert(obj as u32, h.clone());
+                    h
+                }
             }
         };
         if let Some(v) = &hidden.visible {
@@ -856,7 +857,10 @@ impl InstanceTable<'_> {
             // a multiple of 8, checked at open) at the 8-aligned `data_offset` are inside the
             // mapping: the `out.len() == counter_block_size` bytes at `at` are in bounds and
             // 8-aligned, a multiple of 8 long.
-            unsafe { self.load_plain_block(at, out, crate::sys::wide_copy::wide_loads()) };
+            unsafe { self.reader.raw.load_words_to(at, out) };
+            // The ByteLength word: the validated size (`finish_counter_block`'s only effect on
+            // a plain object).
+            out[..BYTE_LENGTH_SIZE].copy_from_slice(&o.counter_block_size.to_le_bytes());
             return Ok(());
         }
         self.copy_counter_block_checked(inst, out)
@@ -919,7 +923,7 @@ impl InstanceTable<'_> {
         }
         for &(slot, prefix) in &entries[done..] {
             let prefix = prefix as usize;
-            copy_prefix(&mut out[pos..], &prefixes[h..], prefix, block);
+            out[pos..pos + prefix].copy_from_slice(&prefixes[h..h + prefix]);
             pos += prefix;
             h += prefix;
             let inst = LiveInstance {
@@ -965,7 +969,6 @@ impl InstanceTable<'_> {
             stride,
             len: block,
             slots: o.max_instances,
-            byte_length: o.counter_block_size.to_le_bytes(),
         };
         // How each block is loaded, chosen once for all of them: AVX asked once, and when
         // every block starts 16-aligned (the mapping is page-aligned), no alignment step.
@@ -1001,29 +1004,6 @@ impl InstanceTable<'_> {
             // SAFETY: see above.
             unsafe { copy_plain(&src, entries, prefixes, out, load) }
         }
-    }
-
-    /// Copies the counter block of a plain object at `at` into `dst` (as long as the block)
-    /// and sets its ByteLength word to the validated size (`finish_counter_block`'s only
-    /// effect on a plain object). `wide`: 16-byte loads
-    /// ([`wide_loads`](crate::sys::wide_copy::wide_loads), asked once by callers that copy many
-    /// blocks).
-    ///
-    /// # Safety
-    ///
-    /// The `dst.len()` bytes at `at` lie inside the mapping, 8-aligned, and `dst.len()` is a
-    /// multiple of 8 (at least the 8-byte header: shorter blocks are refused at open); `wide`
-    /// only if `wide_loads()` returned `true`.
-    #[inline(always)]
-    unsafe fn load_plain_block(&self, at: usize, dst: &mut [u8], wide: bool) {
-        if wide {
-            // SAFETY: the caller's contract, `wide_loads()` included.
-            unsafe { self.reader.raw.load_words_wide_to(at, dst) };
-        } else {
-            // SAFETY: the caller's contract.
-            unsafe { self.reader.raw.load_words_to(at, dst) };
-        }
-        dst[..BYTE_LENGTH_SIZE].copy_from_slice(&self.info.counter_block_size.to_le_bytes());
     }
 
     /// [`InstanceTable::copy_counter_block`] for `_Total`, an invalid slot, or an object whose
@@ -1379,23 +1359,6 @@ fn backoff(attempt: u32) {
     }
 }
 
-/// Copies the first `n` bytes of `src` to the start of `dst`, an instance's part of the output
-/// (its prefix, then a counter block of `block` bytes that is written whole right after).
-/// Where both hold 64 bytes and the part is at least that long, 64 are moved, inline, whatever
-/// `n`: the bytes past `n` land in the counter block. Other lengths take a call out of line
-/// (inline, LLVM would merge both copies into one call of `memmove` with a variable length).
-#[inline(always)]
-fn copy_prefix(dst: &mut [u8], src: &[u8], n: usize, block: usize) {
-    const WIDE: usize = 64;
-    if n <= WIDE && n + block >= WIDE {
-        if let (Some(d), Some(s)) = (dst.first_chunk_mut::<WIDE>(), src.first_chunk::<WIDE>()) {
-            *d = *s;
-            return;
-        }
-    }
-    copy_exact(dst, src, n);
-}
-
 /// The counter blocks of a plain object, as [`copy_plain`] reads them.
 struct Blocks {
     /// Slot 0's block, in the mapping.
@@ -1406,16 +1369,14 @@ struct Blocks {
     len: usize,
     /// How many slots have a block (the object's instance limit).
     slots: u32,
-    /// ByteLength, as written into every copy.
-    byte_length: [u8; BYTE_LENGTH_SIZE],
 }
 
 /// [`InstanceTable::copy_blocks_after`]'s loop for a plain object: each entry's prefix, then
 /// its slot's block copied by `load(block, dst, len)` and its ByteLength set, up to the first
 /// entry whose slot has no block in `src`; returns how many entries it wrote, the bytes written
-/// and the prefix bytes used. Everything it needs is in locals, none read through a reference per instance (such
-/// a reload, from the stack, can 4K-alias the stores into `out` and wait for them: the loop
-/// ran 10-20% slower that way).
+/// and the prefix bytes used. Everything it needs is in locals, none read through a reference
+/// per instance (such a reload, from the stack, can 4K-alias the stores into `out` and wait
+/// for them: the loop ran about 10% slower that way).
 ///
 /// # Safety
 ///
@@ -1438,8 +1399,9 @@ unsafe fn copy_plain(
         stride,
         len: block,
         slots,
-        byte_length,
     } = *src;
+    // ByteLength, as written into every copy: the validated size, which `block` is.
+    let byte_length = (block as u32).to_le_bytes();
     // Pointers that move, and what the loop compares them with, all in registers: the prefix
     // is copied 64 bytes at once when its length is in `least..=64` (its bytes past it then
     // land in the block, which is written after it) and 64 bytes of `prefixes` are left.
@@ -1499,11 +1461,4 @@ unsafe fn copy_plain(
 unsafe fn copy_exact_raw(src: *const u8, dst: *mut u8, n: usize) {
     // SAFETY: the caller's contract.
     unsafe { std::ptr::copy_nonoverlapping(src, dst, n) }
-}
-
-/// `dst[..n]` from `src[..n]`, out of line: see [`copy_prefix`].
-#[cold]
-#[inline(never)]
-fn copy_exact(dst: &mut [u8], src: &[u8], n: usize) {
-    dst[..n].copy_from_slice(&src[..n]);
 }
