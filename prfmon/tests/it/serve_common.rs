@@ -177,6 +177,16 @@ impl Setup {
         &self,
         args: &[&str],
     ) -> (Guard, Result<SocketAddr, String>, Arc<Mutex<String>>) {
+        self.start_serve_limited(args, None)
+    }
+
+    /// [`Setup::start_serve`] with its open-files limit (`RLIMIT_NOFILE`, soft and hard) set
+    /// to `nofile` before it runs, as `prlimit --nofile=N` would.
+    pub fn start_serve_limited(
+        &self,
+        args: &[&str],
+        nofile: Option<u64>,
+    ) -> (Guard, Result<SocketAddr, String>, Arc<Mutex<String>>) {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_prfmon"));
         cmd.arg("serve")
             .args(args)
@@ -184,6 +194,21 @@ impl Setup {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         self.env(&mut cmd);
+        if let Some(n) = nofile {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: the closure runs in the forked child before exec and makes one system
+            // call (setrlimit), which is async-signal-safe; it allocates nothing, takes no lock.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let limit = rustix::process::Rlimit {
+                        current: Some(n),
+                        maximum: Some(n),
+                    };
+                    rustix::process::setrlimit(rustix::process::Resource::Nofile, limit)
+                        .map_err(std::io::Error::from)
+                });
+            }
+        }
         let mut child = cmd.spawn().expect("spawn prfmon serve");
         let stderr = child.stderr.take().expect("serve stderr");
         let guard = Guard::new(child, "prfmon serve");
