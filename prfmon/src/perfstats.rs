@@ -404,28 +404,113 @@ impl PerfStats {
         Ok(counter.value.clone().unwrap_or(0))
     }
 
+    /// What a watch on `stat` leases: its app, the watch set of its name offset, and its
+    /// value now (0 if none), for a server that holds the lease itself.
+    ///
+    /// # Errors
+    ///
+    /// [`PerfStatsError::NoSuchStat`], [`PerfStatsError::NotWatchable`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let view = prfmon::perfstats::PerfStats::new(&Default::default(), &Default::default(), Default::default());
+    /// assert!(view.watch_target(r"A\B").is_err());
+    /// ```
+    pub fn watch_target(&self, stat: &str) -> Result<WatchTarget, PerfStatsError> {
+        let (_, counter) = self.find(stat)?;
+        let not_watchable = || PerfStatsError::NotWatchable {
+            name: stat.to_string(),
+        };
+        let (app, offset) = self.apps.locate(counter.index).ok_or_else(not_watchable)?;
+        let mut set = WatchSet::new();
+        if !set.insert(offset) {
+            return Err(not_watchable());
+        }
+        Ok(WatchTarget {
+            app: app.to_string(),
+            set,
+            value: counter.value.clone().unwrap_or(0),
+        })
+    }
+
     fn table_of(
         &self,
         stat: &str,
-        counter: &StatCounter,
+        _counter: &StatCounter,
     ) -> Result<(WatchTable, WatchSet), PerfStatsError> {
-        let (app, offset) =
-            self.apps
-                .locate(counter.index)
-                .ok_or_else(|| PerfStatsError::NotWatchable {
-                    name: stat.to_string(),
-                })?;
-        let mut set = WatchSet::new();
-        if !set.insert(offset) {
-            return Err(PerfStatsError::NotWatchable {
-                name: stat.to_string(),
-            });
-        }
-        let table = WatchTable::open(app).map_err(|source| PerfStatsError::Watch {
+        let target = self.watch_target(stat)?;
+        let table = WatchTable::open(&target.app).map_err(|source| PerfStatsError::Watch {
             name: stat.to_string(),
             source,
         })?;
-        Ok((table, set))
+        Ok((table, target.set))
+    }
+}
+
+/// What a watch on one stat leases ([`PerfStats::watch_target`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchTarget {
+    /// The app whose watch table takes the lease.
+    pub app: String,
+    /// The stat's name offset in the app's range.
+    pub set: WatchSet,
+    /// The stat's `StatData` value now (0 if none).
+    pub value: u32,
+}
+
+/// The two writes under `HKEY_DYN_DATA\PerfStats`: reading a value of `StartStat` starts a
+/// watch, of `StopStat` ends one. Over HTTP they are POST requests ([`stat_write`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatWrite {
+    /// `StartStat\<stat>`.
+    Start,
+    /// `StopStat\<stat>`.
+    Stop,
+}
+
+/// For a key under `HKEY_DYN_DATA` (or `HKDD`), the path below the root (`""` for the root).
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::perfstats::dyn_data_path;
+/// assert_eq!(dyn_data_path(r"HKDD\PerfStats").as_deref(), Some("PerfStats"));
+/// assert_eq!(dyn_data_path(r"HKLM\PerfStats"), None);
+/// ```
+pub fn dyn_data_path(key: &str) -> Option<String> {
+    let trimmed = key.trim().trim_end_matches('\\');
+    let (root, rest) = trimmed.split_once('\\').unwrap_or((trimmed, ""));
+    (root.eq_ignore_ascii_case("HKEY_DYN_DATA") || root.eq_ignore_ascii_case("HKDD"))
+        .then(|| rest.to_string())
+}
+
+/// Whether reading `value` of `key` starts or ends a watch: a named value of
+/// `HKEY_DYN_DATA\PerfStats\StartStat` or `StopStat`. Listing those keys, and every other key,
+/// only reads.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::perfstats::{stat_write, StatWrite};
+/// let key = r"HKEY_DYN_DATA\PerfStats\StartStat";
+/// assert_eq!(stat_write(key, Some(r"A\B")), Some(StatWrite::Start));
+/// assert_eq!(stat_write(key, None), None);
+/// assert_eq!(stat_write(r"hkdd\perfstats\stopstat", Some("x")), Some(StatWrite::Stop));
+/// assert_eq!(stat_write(r"HKDD\PerfStats\StatData", Some("x")), None);
+/// ```
+pub fn stat_write(key: &str, value: Option<&str>) -> Option<StatWrite> {
+    let rest = dyn_data_path(key)?;
+    let (base, op) = rest.split_once('\\')?;
+    if value.is_none_or(str::is_empty) || !base.eq_ignore_ascii_case("PerfStats") {
+        return None;
+    }
+    if op.eq_ignore_ascii_case("StartStat") {
+        Some(StatWrite::Start)
+    } else if op.eq_ignore_ascii_case("StopStat") {
+        Some(StatWrite::Stop)
+    } else {
+        None
     }
 }
 

@@ -13,7 +13,7 @@
 //! | `GET /perfdata?query=Global` ([`PERFDATA_PATH`]) | `application/octet-stream`: the PERF_DATA_BLOCK; header [`SERVICES_HEADER`]: the service of each object ([`encode_services`]) |
 //! | `GET /names?lang=009` ([`NAMES_PATH`]) | JSON: [`Names`] (`counter`, `help`: index → text) |
 //! | `GET /factors` ([`FACTORS_PATH`]) | JSON: seed 000's scale factors by name index (`{"1852": "/1024"}`, [`Factors::to_texts`](crate::factor::Factors::to_texts)) |
-//! | `GET /reg?key=KEY[&v=NAME][&ve=1][&s=1][&se=SEP][&z=1]` ([`REG_PATH`]) | `text/plain`: what `prfmon reg query` prints there; 404 for a key or value that does not exist |
+//! | `GET /reg?key=KEY[&v=NAME][&ve=1][&s=1][&se=SEP][&z=1]` ([`REG_PATH`]) | `text/plain`: what `prfmon reg query` prints there; 404 for a key or value that does not exist; `POST` for a `StartStat` / `StopStat` value (a write) |
 //!
 //! Every request carries `Authorization: Bearer <token>` when a token is given. Plain HTTP
 //! unless the address starts with `https://` or a CA file is given; TLS is rustls (through
@@ -375,6 +375,11 @@ impl Remote {
 
     /// One GET of `path?query`; the status, the services header and the body.
     fn get(&self, path: &str, query: &[(&str, &str)]) -> Result<Answer, RemoteError> {
+        self.send(false, path, query)
+    }
+
+    /// One GET, or POST (a PerfStats write), of `path?query`.
+    fn send(&self, post: bool, path: &str, query: &[(&str, &str)]) -> Result<Answer, RemoteError> {
         let mut url = format!("{}{path}", self.base);
         for (i, (k, v)) in query.iter().enumerate() {
             url.push(if i == 0 { '?' } else { '&' });
@@ -382,11 +387,21 @@ impl Remote {
             url.push('=');
             url.push_str(&encode_component(v));
         }
-        let mut request = self.agent.get(&url);
-        if let Some(token) = &self.token {
-            request = request.header("Authorization", format!("Bearer {token}"));
-        }
-        let mut response = request.call().map_err(|e| self.transport(e))?;
+        let bearer = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let sent = if post {
+            let request = self.agent.post(&url);
+            match &bearer {
+                Some(b) => request.header("Authorization", b).send_empty(),
+                None => request.send_empty(),
+            }
+        } else {
+            let request = self.agent.get(&url);
+            match &bearer {
+                Some(b) => request.header("Authorization", b).call(),
+                None => request.call(),
+            }
+        };
+        let mut response = sent.map_err(|e| self.transport(e))?;
         let status = response.status().as_u16();
         let services = response
             .headers()
@@ -546,7 +561,9 @@ impl Remote {
         if query.type_numbers {
             params.push(("z", "1"));
         }
-        let answer = self.get(REG_PATH, &params)?;
+        // StartStat and StopStat start and end watches there: writes, sent as POST.
+        let write = crate::perfstats::stat_write(&query.key, query.value.as_deref()).is_some();
+        let answer = self.send(write, REG_PATH, &params)?;
         String::from_utf8(answer.body).map_err(|_| self.bad_answer("the key is not UTF-8".into()))
     }
 }

@@ -1,6 +1,6 @@
 //! What only the `prfmon` command needs, on top of the library: argument parsing (clap), one
 //! module per subcommand, the terminal chart of `watch` (ratatui), the HTTP server of `serve`
-//! (tiny_http), standard output that ends quietly when its reader goes, and the logger that
+//! (hyper on tokio), standard output that ends quietly when its reader goes, and the logger that
 //! writes the libraries' messages to stderr.
 //!
 //! | module | holds |

@@ -6,8 +6,14 @@
 //! others (`chmod 600`, as OpenSSH asks of a private key), and at most [`MAX_TOKEN_FILE`]
 //! bytes. Its content, with surrounding whitespace (a final newline) trimmed, is the token: at
 //! least [`MIN_TOKEN_LEN`] visible ASCII characters, no spaces. A request whose header does
-//! not carry it is answered 401 with `WWW-Authenticate: Bearer realm="prfmon"`; the
-//! comparison takes the same time wherever the first difference is (`subtle`).
+//! not carry it is answered 401 with `WWW-Authenticate: Bearer realm="prfmon"`.
+//!
+//! **The comparison.** The server keeps the SHA-256 digest of the token (ring), and compares
+//! the digest of what a request carries with it in constant time (`subtle`): 32 bytes against
+//! 32 bytes whatever the lengths, so neither where the first difference is nor the token's
+//! length shows in the time taken (a plain comparison of the texts stops at the first
+//! difference, or at once when the lengths differ). Hashing the request's credentials takes
+//! time that depends on their length only, which the client knows.
 //!
 //! The token travels in clear over plain HTTP: beyond a trusted network, serve over TLS
 //! (`--tls-cert FILE --tls-key FILE`). The collecting subcommands read their `--token-file`
@@ -67,9 +73,19 @@ pub enum TokenError {
     },
 }
 
-/// The token every request must carry.
+/// The token every request must carry: the token, and its SHA-256 digest for the comparison.
 #[derive(Clone)]
-pub struct BearerToken(Vec<u8>);
+pub struct BearerToken {
+    token: Vec<u8>,
+    digest: [u8; 32],
+}
+
+/// The SHA-256 digest of `bytes`.
+fn digest(bytes: &[u8]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    out.copy_from_slice(ring::digest::digest(&ring::digest::SHA256, bytes).as_ref());
+    out
+}
 
 impl std::fmt::Debug for BearerToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -137,24 +153,28 @@ impl BearerToken {
                 "the token must be visible ASCII characters without spaces".into(),
             ));
         }
-        Ok(Self(token.to_vec()))
+        Ok(Self {
+            token: token.to_vec(),
+            digest: digest(token),
+        })
     }
 
     /// The token, for a client to send (`prfmon query --computer HOST --token-file FILE`): the
     /// file is read with the same rules on both sides.
     pub fn secret(&self) -> String {
         // `read` accepted visible ASCII only.
-        String::from_utf8_lossy(&self.0).into_owned()
+        String::from_utf8_lossy(&self.token).into_owned()
     }
 
     /// Whether an `Authorization` header value carries the token: `Bearer <token>` (the scheme
-    /// in any case, RFC 7235), the token compared in constant time.
+    /// in any case, RFC 7235), the digests compared in constant time (see the
+    /// [module docs](self)).
     pub fn accepts(&self, authorization: &str) -> bool {
         let Some((scheme, credentials)) = authorization.trim().split_once(' ') else {
             return false;
         };
         scheme.eq_ignore_ascii_case("bearer")
-            && bool::from(credentials.trim().as_bytes().ct_eq(&self.0))
+            && bool::from(digest(credentials.trim().as_bytes()).ct_eq(&self.digest))
     }
 }
 
@@ -180,6 +200,33 @@ mod tests {
         // Readable by others: refused.
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644))?;
         assert!(BearerToken::read(&file).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn prefixes_extensions_and_other_lengths_are_refused() -> Result<(), Box<dyn std::error::Error>>
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir()?;
+        let file = dir.path().join("token");
+        let secret = "0123456789abcdef0123";
+        std::fs::write(&file, secret)?;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))?;
+        let token = BearerToken::read(&file)?;
+        assert!(token.accepts(&format!("bearer {secret}")));
+        assert!(token.accepts(&format!("Bearer  {secret} ")));
+        for wrong in [
+            &secret[..secret.len() - 1],
+            &secret[..1],
+            "",
+            &format!("{secret}0"),
+            &format!("{secret}{secret}"),
+            "0123456789abcdef0124",
+        ] {
+            assert!(!token.accepts(&format!("Bearer {wrong}")), "{wrong:?}");
+        }
+        assert!(!token.accepts(secret), "no scheme");
+        assert!(!token.accepts(&format!("Basic {secret}")));
         Ok(())
     }
 

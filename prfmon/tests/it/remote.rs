@@ -191,7 +191,8 @@ fn reg_query_reads_the_remote_registry() {
 /// `reg query` prints them and a `StartStat` / `StatData` / `StopStat` sequence on its apps.
 #[test]
 fn reg_query_reads_the_remote_perfstats_view() {
-    let m = remote_machine(&[]);
+    // StartStat and StopStat are writes: a server without a token allows them only so.
+    let m = remote_machine(&["--allow-remote-watch"]);
     let host = m.addr.to_string();
     let enum_key = r"HKLM\System\CurrentControlSet\Control\PerfStats\Enum";
     let remote = client(&["reg", "query", &format!(r"\\{host}\{enum_key}"), "/s"]);

@@ -20,13 +20,7 @@ pub fn is_enum_path(key: &str) -> bool {
     })
 }
 
-/// For a key under `HKEY_DYN_DATA` (or `HKDD`), the path below the root (`""` for the root).
-pub fn dyn_data_path(key: &str) -> Option<String> {
-    let trimmed = key.trim().trim_end_matches('\\');
-    let (root, rest) = trimmed.split_once('\\').unwrap_or((trimmed, ""));
-    (root.eq_ignore_ascii_case("HKEY_DYN_DATA") || root.eq_ignore_ascii_case("HKDD"))
-        .then(|| rest.to_string())
-}
+pub use prfmon::perfstats::dyn_data_path;
 
 /// Whether `key` is served by the PerfStats view (the `Enum` keys or `HKEY_DYN_DATA`).
 pub fn needs_view(key: &str) -> bool {
@@ -110,7 +104,7 @@ pub fn dyn_text(
                 }
                 Err(e) => return Err(super::reg::QueryError::View(e.to_string())),
             };
-            text.push_str(&format!("{}\n{}\n\n", key_of(name), binary_line(stat, v)));
+            text.push_str(&stat_text(name, stat, v));
         }
         (None, Some(_)) => return Err(not_found().into()),
         (op, None) => {
@@ -134,6 +128,15 @@ pub fn dyn_text(
         }
     }
     Ok(text)
+}
+
+/// The answer to a query of `value` under `HKEY_DYN_DATA\PerfStats\<op>`, as reg.exe prints a
+/// REG_BINARY value (the value after a newline, as the rest of `reg query`'s output).
+pub fn stat_text(op: &str, stat: &str, v: u32) -> String {
+    format!(
+        "HKEY_DYN_DATA\\PerfStats\\{op}\n{}\n\n",
+        binary_line(stat, v)
+    )
 }
 
 /// A key of the dynamic view and, for `StatData`, every stat's value.

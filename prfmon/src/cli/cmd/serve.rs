@@ -1,5 +1,5 @@
 //! `prfmon serve [--listen 127.0.0.1:9358] [--token-file FILE] [--tls-cert FILE --tls-key FILE]
-//! [--lang 009] [--in-process]`: `/metrics` for Prometheus, collected on each scrape, and the
+//! [--max-connections N] [--allow-remote-watch] [--lang 009] [--in-process]`: `/metrics` for Prometheus, collected on each scrape, and the
 //! raw collections, names and registry keys other machines' `prfmon --computer` read (see
 //! [`crate::cli::server`], [`prfmon::openmetrics`] and [`prfmon::remote`]).
 
@@ -7,7 +7,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::cli::server::{MetricsServer, ServeOptions, TlsFiles, DEFAULT_LISTEN, WORKERS};
+use crate::cli::server::{
+    raise_open_files_limit, MetricsServer, ServeOptions, TlsFiles, DEFAULT_LISTEN,
+};
 use crate::cli::token::BearerToken;
 use clap::Args;
 use prfdata::watch::RENEW_INTERVAL;
@@ -33,6 +35,14 @@ pub struct ServeArgs {
     /// The private key of --tls-cert (PEM, PKCS#8 or RSA; keep it mode 600).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// The most connections open at once [default: 512, at most half the open-files limit].
+    /// At the cap the oldest idle connection is closed to admit a new one.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: Option<u32>,
+    /// Let peers without a token start and stop watches (`POST` of `/reg` StartStat /
+    /// StopStat). Without a token and without this flag the server is read-only.
+    #[arg(long)]
+    allow_remote_watch: bool,
     /// The language of names and explain texts (a Perflib subkey).
     #[arg(long, default_value = "009")]
     lang: String,
@@ -75,15 +85,19 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Before the collector starts its provider hosts: they inherit the limit.
+    raise_open_files_limit();
     let serve_options = ServeOptions {
         listen: args.listen,
         lang: args.lang,
-        workers: WORKERS,
         token,
+        max_connections: args.max_connections.map(|n| n as usize),
+        allow_remote_watch: args.allow_remote_watch,
         tls: match (args.tls_cert, args.tls_key) {
             (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
             _ => None,
         },
+        ..ServeOptions::default()
     };
     let scheme = if serve_options.tls.is_some() {
         "https"
@@ -113,6 +127,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
     eprintln!(
         "prfmon serve: listening on {scheme}://{}/metrics",
         server.local_addr()
+    );
+    eprintln!(
+        "prfmon serve: at most {} connections at once (--max-connections)",
+        server.max_connections()
     );
     server.run();
     leases.stop();

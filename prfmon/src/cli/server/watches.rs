@@ -1,0 +1,175 @@
+//! The watches remote peers start through `/reg` (`POST` of a `StartStat` value, the Windows 95
+//! "HOWTO: access the performance registry" sequence), held by the server itself: one lease of
+//! this process per `StartStat` in the app's watch table ([`prfdata::watch`]), so that they end
+//! when the server does, and recorded with the peer's address, so that
+//!
+//! - a peer holds at most [`PER_PEER`] of them (across all apps);
+//! - peers together hold at most [`SHARE`] of one app's [`SLOTS`] slots: the rest stays for
+//!   local consumers (`typeperf`, `watch`, another collector), whatever the peers do;
+//! - a `StopStat` ends a watch the same peer started, and no other;
+//! - a watch not read again (`StatData`) within [`PERFSTATS_TTL`] ends, as a local one does.
+
+use std::net::IpAddr;
+use std::time::Instant;
+
+use prfdata::watch::{Lease, WatchError, WatchSet, WatchTable, SLOTS};
+use prfmon::perfstats::PERFSTATS_TTL;
+
+/// The most watch leases one peer (one address) holds through serve.
+pub const PER_PEER: usize = 4;
+
+/// The most slots of one app's watch table that remote peers hold through serve: a quarter.
+pub const SHARE: usize = SLOTS / 4;
+
+/// Why a remote `StartStat` or `StopStat` is refused; the text names apps and stats, never a
+/// local path (the full reason of a table error is logged here).
+#[derive(Debug, thiserror::Error)]
+pub enum PeerWatchError {
+    /// The server has no token and no `--allow-remote-watch`.
+    #[error(
+        "this prfmon serve is read-only: StartStat and StopStat over HTTP need the server's \
+         bearer token (--token-file) or --allow-remote-watch"
+    )]
+    ReadOnly,
+    /// The peer holds [`PER_PEER`] leases already.
+    #[error(
+        "peer {peer} already holds {PER_PEER} watch leases, the most one peer may hold here; \
+         StopStat one first"
+    )]
+    TooMany {
+        /// The peer's address.
+        peer: IpAddr,
+    },
+    /// Peers hold [`SHARE`] of the app's slots already.
+    #[error(
+        "{app}: remote peers already hold {SHARE} of its {SLOTS} watch slots, serve's share; \
+         the rest is kept for local consumers"
+    )]
+    ShareTaken {
+        /// The app.
+        app: String,
+    },
+    /// A `StopStat` of a stat this peer holds no watch on.
+    #[error("StopStat ends only the watches this peer started; it holds none on {stat}")]
+    NotYours {
+        /// The stat.
+        stat: String,
+    },
+    /// The app's watch table refused (not running, full, unusable).
+    #[error("{app}: {}", table_reason(.source))]
+    Table {
+        /// The app.
+        app: String,
+        /// Why (logged, not sent).
+        source: WatchError,
+    },
+}
+
+/// What a table error means, without its path.
+fn table_reason(e: &WatchError) -> &'static str {
+    match e {
+        WatchError::NotActive { .. } => "the app is not running (it has no watch table)",
+        WatchError::Full { .. } => "its watch table is full",
+        _ => "its watch table cannot be used now",
+    }
+}
+
+impl PeerWatchError {
+    /// The HTTP status of the refusal.
+    pub fn status(&self) -> u16 {
+        match self {
+            Self::ReadOnly | Self::NotYours { .. } => 403,
+            Self::TooMany { .. } => 429,
+            Self::ShareTaken { .. } | Self::Table { .. } => 503,
+        }
+    }
+}
+
+/// One lease held for a peer.
+struct Held {
+    peer: IpAddr,
+    app: String,
+    set: WatchSet,
+    lease: Lease,
+    renewed: Instant,
+}
+
+/// The leases held for remote peers (at most [`SHARE`] per app).
+#[derive(Default)]
+pub struct PeerWatches {
+    held: Vec<Held>,
+}
+
+impl PeerWatches {
+    /// Ends the leases not renewed within [`PERFSTATS_TTL`] and those of apps that exited.
+    fn prune(&mut self) {
+        self.held
+            .retain(|h| h.renewed.elapsed() < PERFSTATS_TTL && h.lease.table().is_current());
+    }
+
+    /// `StartStat` for `peer`: a lease on `set` in `app`'s table.
+    pub fn start(&mut self, peer: IpAddr, app: &str, set: WatchSet) -> Result<(), PeerWatchError> {
+        self.prune();
+        if self.held.iter().filter(|h| h.peer == peer).count() >= PER_PEER {
+            return Err(PeerWatchError::TooMany { peer });
+        }
+        if self.held.iter().filter(|h| h.app == app).count() >= SHARE {
+            return Err(PeerWatchError::ShareTaken { app: app.into() });
+        }
+        let table_error = |source: WatchError| {
+            log::warn!("remote StartStat for {peer} on {app}: {source}");
+            PeerWatchError::Table {
+                app: app.into(),
+                source,
+            }
+        };
+        let lease = WatchTable::open(app)
+            .and_then(|t| t.lease(&set, PERFSTATS_TTL))
+            .map_err(table_error)?;
+        self.held.push(Held {
+            peer,
+            app: app.into(),
+            set,
+            lease,
+            renewed: Instant::now(),
+        });
+        Ok(())
+    }
+
+    /// `StopStat` for `peer`: ends one of its leases on exactly `set` in `app`.
+    pub fn stop(
+        &mut self,
+        peer: IpAddr,
+        app: &str,
+        set: WatchSet,
+        stat: &str,
+    ) -> Result<(), PeerWatchError> {
+        self.prune();
+        let mine = self
+            .held
+            .iter()
+            .position(|h| h.peer == peer && h.app == app && h.set == set);
+        match mine {
+            // Dropping the lease frees its slot, and the app is told.
+            Some(i) => {
+                self.held.swap_remove(i);
+                Ok(())
+            }
+            None => Err(PeerWatchError::NotYours { stat: stat.into() }),
+        }
+    }
+
+    /// `StatData` for `peer`: renews its leases on exactly `set` in `app`.
+    pub fn renew(&mut self, peer: IpAddr, app: &str, set: WatchSet) {
+        self.prune();
+        for h in self
+            .held
+            .iter_mut()
+            .filter(|h| h.peer == peer && h.app == app && h.set == set)
+        {
+            if h.lease.renew(&set, PERFSTATS_TTL).is_ok() {
+                h.renewed = Instant::now();
+            }
+        }
+    }
+}
