@@ -323,6 +323,7 @@ fn an_endless_header_line_gets_431_and_memory_stays_bounded() {
     );
     assert_eq!(status, 431, "sent {sent} bytes; {}", t.log());
     let growth = rss.peak().saturating_sub(before);
+    eprintln!("RSS {before} KiB, grew by {growth} KiB");
     assert!(growth < GROWTH_BOUND_KIB, "RSS grew by {growth} KiB");
     assert_honest_scrapes(&t, 1, "after an endless header");
 }
@@ -340,6 +341,7 @@ fn a_10_mb_query_string_gets_414_and_memory_stays_bounded() {
     );
     assert_eq!(status, 414, "sent {sent} bytes; {}", t.log());
     let growth = rss.peak().saturating_sub(before);
+    eprintln!("RSS {before} KiB, grew by {growth} KiB");
     assert!(growth < GROWTH_BOUND_KIB, "RSS grew by {growth} KiB");
     assert_honest_scrapes(&t, 1, "after a 10 MB query string");
 }
@@ -404,6 +406,7 @@ fn all_attacks_at_once_leave_the_honest_client_answered_and_memory_bounded() {
         let _ = th.join();
     }
     let peak = rss.peak();
+    eprintln!("peak RSS under every attack at once: {peak} KiB");
     assert!(
         peak < RSS_BOUND_KIB,
         "peak RSS {peak} KiB under every attack at once, bound {RSS_BOUND_KIB} KiB"

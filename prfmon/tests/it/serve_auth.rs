@@ -60,18 +60,20 @@ fn with_a_token_file_every_request_needs_the_bearer_token() {
         setup.start_serve(&["--listen", "127.0.0.1:0", "--token-file", &file_arg]);
     let addr = addr.expect("prfmon serve listening");
 
-    let refused: [&[(&str, &str)]; 4] = [
+    let refused: [&[(&str, &str)]; 5] = [
         &[],
         &[("Authorization", "Bearer wrong-token-wrong-token")],
         &[("Authorization", &format!("Bearer {TOKEN}x"))],
+        &[("Authorization", &format!("Bearer {}", &TOKEN[..TOKEN.len() - 1]))],
         &[("Authorization", &format!("Basic {TOKEN}"))],
     ];
     for headers in refused {
         for target in ["/metrics", "/", "/nothing"] {
             let r = request_with(addr, "GET", target, headers);
             assert_eq!(r.status, 401, "{target} {headers:?}: {}", r.head);
+            // Header names are case-insensitive (RFC 9110 section 5.1).
             assert!(
-                r.head.contains("WWW-Authenticate: Bearer"),
+                r.head.to_ascii_lowercase().contains("www-authenticate: bearer"),
                 "{target}: {}",
                 r.head
             );
