@@ -185,12 +185,7 @@ fn idle_flood(addr: SocketAddr, n: usize) -> Vec<TcpStream> {
 /// Sends `head`, then `filler` in 64 KiB chunks up to `total` bytes, then `tail`, while a
 /// reader collects what the server answers; stops writing when the server stops taking bytes.
 /// Returns the answer's status (0 if none) and how many bytes were sent.
-fn stream_until_answered(
-    addr: SocketAddr,
-    head: &[u8],
-    total: usize,
-    tail: &[u8],
-) -> (u16, usize) {
+fn stream_until_answered(addr: SocketAddr, head: &[u8], total: usize, tail: &[u8]) -> (u16, usize) {
     let mut s = TcpStream::connect_timeout(&addr, WAIT).expect("connect");
     s.set_write_timeout(Some(Duration::from_secs(2)))
         .expect("write timeout");
@@ -231,7 +226,9 @@ fn slowloris(addr: SocketAddr, limit: Duration, stop: &AtomicBool) -> bool {
     };
     let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
     let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
-    if s.write_all(b"GET /metrics HTTP/1.1\r\nHost: slow\r\nX-Slow: ").is_err() {
+    if s.write_all(b"GET /metrics HTTP/1.1\r\nHost: slow\r\nX-Slow: ")
+        .is_err()
+    {
         return true;
     }
     let start = Instant::now();
@@ -362,7 +359,9 @@ fn a_slowloris_header_is_cut_off() {
 fn a_pipelining_client_that_never_reads_stalls_only_itself() {
     let t = Target::start(None, &[]);
     let stop = Arc::new(AtomicBool::new(false));
-    let pipeliners: Vec<_> = (0..8).map(|_| pipeliner(t.addr, Arc::clone(&stop))).collect();
+    let pipeliners: Vec<_> = (0..8)
+        .map(|_| pipeliner(t.addr, Arc::clone(&stop)))
+        .collect();
     std::thread::sleep(Duration::from_secs(2));
     assert_honest_scrapes(&t, 3, "8 pipelining clients that never read");
     stop.store(true, Ordering::Relaxed);

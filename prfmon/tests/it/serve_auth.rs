@@ -64,7 +64,10 @@ fn with_a_token_file_every_request_needs_the_bearer_token() {
         &[],
         &[("Authorization", "Bearer wrong-token-wrong-token")],
         &[("Authorization", &format!("Bearer {TOKEN}x"))],
-        &[("Authorization", &format!("Bearer {}", &TOKEN[..TOKEN.len() - 1]))],
+        &[(
+            "Authorization",
+            &format!("Bearer {}", &TOKEN[..TOKEN.len() - 1]),
+        )],
         &[("Authorization", &format!("Basic {TOKEN}"))],
     ];
     for headers in refused {
@@ -73,7 +76,9 @@ fn with_a_token_file_every_request_needs_the_bearer_token() {
             assert_eq!(r.status, 401, "{target} {headers:?}: {}", r.head);
             // Header names are case-insensitive (RFC 9110 section 5.1).
             assert!(
-                r.head.to_ascii_lowercase().contains("www-authenticate: bearer"),
+                r.head
+                    .to_ascii_lowercase()
+                    .contains("www-authenticate: bearer"),
                 "{target}: {}",
                 r.head
             );

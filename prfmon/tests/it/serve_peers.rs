@@ -99,7 +99,13 @@ impl Peers {
             prfmon::remote::encode_component(&key),
             prfmon::remote::encode_component(stat)
         );
-        request_from(Ipv4Addr::new(127, 0, 0, peer), self.addr, method, &target, token)
+        request_from(
+            Ipv4Addr::new(127, 0, 0, peer),
+            self.addr,
+            method,
+            &target,
+            token,
+        )
     }
 }
 
@@ -159,7 +165,10 @@ fn with_the_token_or_the_flag_a_peer_starts_and_stops_a_watch() {
     let (p, _dir) = Peers::with_token();
     let r = p.op(2, "POST", "StartStat", STAT, Some(TOKEN));
     assert_eq!(r.status, 200, "{r:?}");
-    assert!(r.body.contains(&format!("{STAT}    REG_BINARY    ")), "{r:?}");
+    assert!(
+        r.body.contains(&format!("{STAT}    REG_BINARY    ")),
+        "{r:?}"
+    );
     p.wait_watchers(2);
     let r = p.op(2, "POST", "StopStat", STAT, Some(TOKEN));
     assert_eq!(r.status, 200, "{r:?}");
@@ -177,7 +186,10 @@ fn a_get_on_start_stat_or_stop_stat_is_405_allowing_post() {
     for op in ["StartStat", "StopStat"] {
         let r = p.op(2, "GET", op, STAT, Some(TOKEN));
         assert_eq!(r.status, 405, "{op}: {r:?}");
-        assert!(r.head.to_ascii_lowercase().contains("allow: post"), "{op}: {r:?}");
+        assert!(
+            r.head.to_ascii_lowercase().contains("allow: post"),
+            "{op}: {r:?}"
+        );
     }
     assert_eq!(p.watchers(), 1, "a GET starts nothing");
 }
@@ -217,7 +229,12 @@ fn local_typeperf_gets_a_lease_when_peers_took_serves_share() {
     p.setup
         .sandbox
         .apply_env(&mut cmd)
-        .args(["typeperf", r"\Serve Test Service\Queue length", "-si", "0.25"])
+        .args([
+            "typeperf",
+            r"\Serve Test Service\Queue length",
+            "-si",
+            "0.25",
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -251,7 +268,10 @@ fn error_bodies_name_apps_and_never_local_paths() {
     let assert_no_path = |what: &str, r: &Http| {
         assert!(r.status >= 400, "{what}: {r:?}");
         for path in &paths {
-            assert!(!r.body.contains(path.as_str()), "{what} names {path}: {r:?}");
+            assert!(
+                !r.body.contains(path.as_str()),
+                "{what} names {path}: {r:?}"
+            );
         }
     };
     // The app's watch table is gone (moved away): the StartStat fails.

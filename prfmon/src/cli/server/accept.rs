@@ -98,7 +98,10 @@ impl AcceptErrors {
     fn record(&mut self, e: &std::io::Error) -> Duration {
         self.count += 1;
         let now = now_ms();
-        if self.last_log.is_none_or(|t| now.saturating_sub(t) >= 60_000) {
+        if self
+            .last_log
+            .is_none_or(|t| now.saturating_sub(t) >= 60_000)
+        {
             log::warn!(
                 "prfmon serve: cannot accept a connection: {e} ({} accept errors so far); idle \
                  connections are closed to make room and accept is retried",
@@ -170,11 +173,14 @@ where
 /// Returns when the connection has overstayed: a head or an unread answer for too long, or
 /// idle for too long.
 async fn watchdog(state: &ConnState) {
-    let over = |since: u64, limit: Duration| now_ms().saturating_sub(since) > limit.as_millis() as u64;
+    let over =
+        |since: u64, limit: Duration| now_ms().saturating_sub(since) > limit.as_millis() as u64;
     loop {
         tokio::time::sleep(WATCHDOG_TICK).await;
         let head = state.head_since().is_some_and(|t| over(t, HEADER_TIMEOUT));
-        let write = state.blocked_since().is_some_and(|t| over(t, WRITE_TIMEOUT));
+        let write = state
+            .blocked_since()
+            .is_some_and(|t| over(t, WRITE_TIMEOUT));
         let idle = state.is_idle() && over(state.last_activity(), IDLE_TIMEOUT);
         if head || write || idle {
             return;

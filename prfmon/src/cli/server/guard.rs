@@ -120,10 +120,11 @@ struct Refusal {
 }
 
 /// The canned answers (the connection closes after them).
-const URI_TOO_LONG: &[u8] = b"HTTP/1.1 414 URI Too Long\r\nContent-Type: text/plain; charset=utf-8\r\n\
-Content-Length: 48\r\nConnection: close\r\n\r\nthe request line is longer than 8 KiB: refused\n";
+const URI_TOO_LONG: &[u8] =
+    b"HTTP/1.1 414 URI Too Long\r\nContent-Type: text/plain; charset=utf-8\r\n\
+Content-Length: 47\r\nConnection: close\r\n\r\nthe request line is longer than 8 KiB: refused\n";
 const HEAD_TOO_LARGE: &[u8] = b"HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: \
-text/plain; charset=utf-8\r\nContent-Length: 46\r\nConnection: close\r\n\r\nthe request head \
+text/plain; charset=utf-8\r\nContent-Length: 48\r\nConnection: close\r\n\r\nthe request head \
 is larger than 16 KiB: refused\n";
 
 /// A connection's stream, scanned on the way in (see the [module docs](self)).
@@ -330,7 +331,10 @@ mod tests {
     #[test]
     fn heads_are_counted_and_limits_refused() {
         assert_eq!(scan(b"GET / HTTP/1.1\r\nA: b\r\n\r\n"), (None, 1, false));
-        assert_eq!(scan(b"\r\nGET / HTTP/1.0\n\nGET /x HTTP/1.0\r\n"), (None, 1, true));
+        assert_eq!(
+            scan(b"\r\nGET / HTTP/1.0\n\nGET /x HTTP/1.0\r\n"),
+            (None, 1, true)
+        );
         let mut long = b"GET /".to_vec();
         long.resize(MAX_REQUEST_LINE + 10, b'a');
         assert_eq!(scan(&long).0, Some(URI_TOO_LONG));
@@ -340,7 +344,10 @@ mod tests {
         for canned in [URI_TOO_LONG, HEAD_TOO_LARGE] {
             let text = String::from_utf8_lossy(canned);
             let (head, body) = text.split_once("\r\n\r\n").unwrap_or_default();
-            assert!(head.contains(&format!("Content-Length: {}", body.len())), "{text}");
+            assert!(
+                head.contains(&format!("Content-Length: {}", body.len())),
+                "{text}"
+            );
         }
     }
 }

@@ -85,7 +85,10 @@ fn watch<R: Registry>(shared: &Shared<R>, peer: IpAddr, write: StatWrite, q: &Re
         }
         Err(e) => return text(400, format!("ERROR: {e}\n")),
     };
-    let mut watches = shared.watches.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut watches = shared
+        .watches
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
     let (result, op) = match write {
         StatWrite::Start => (watches.start(peer, &target.app, target.set), "StartStat"),
         StatWrite::Stop => (
@@ -136,9 +139,9 @@ fn read<R: Registry>(shared: &Shared<R>, peer: IpAddr, q: &RegQuery) -> Answer {
 /// or the registry cannot be read (500; the reason, with its file, is logged here).
 fn query_error(key: &str, e: &QueryError) -> Answer {
     match e {
-        QueryError::Registry(RegistryError::KeyNotFound(_) | RegistryError::ValueNotFound { .. }) => {
-            text(404, format!("{}\n", prfdata_registry::reg_cli::NOT_FOUND))
-        }
+        QueryError::Registry(
+            RegistryError::KeyNotFound(_) | RegistryError::ValueNotFound { .. },
+        ) => text(404, format!("{}\n", prfdata_registry::reg_cli::NOT_FOUND)),
         QueryError::Registry(e @ RegistryError::BadKeyPath { .. }) => {
             text(400, format!("ERROR: {e}\n"))
         }

@@ -246,7 +246,10 @@ fn factors_answer<R: Registry>(shared: &Shared<R>) -> Answer {
         Ok(Err(e)) => text(500, format!("cannot encode the factors: {e}\n")),
         Err(e) => {
             log::warn!("/factors: {e}");
-            text(500, "cannot read the factors: the server's log has the reason\n")
+            text(
+                500,
+                "cannot read the factors: the server's log has the reason\n",
+            )
         }
     }
 }

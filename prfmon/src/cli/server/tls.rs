@@ -35,11 +35,7 @@ pub fn acceptor(files: &TlsFiles) -> Result<TlsAcceptor, ServeError> {
         .with_safe_default_protocol_versions()
         .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
         .map_err(|e| ServeError::Tls {
-            message: format!(
-                "{} and {}: {e}",
-                files.cert.display(),
-                files.key.display()
-            ),
+            message: format!("{} and {}: {e}", files.cert.display(), files.key.display()),
         })?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(TlsAcceptor::from(Arc::new(config)))
@@ -47,12 +43,7 @@ pub fn acceptor(files: &TlsFiles) -> Result<TlsAcceptor, ServeError> {
 
 /// Checks that the certificate file holds a certificate and the key file an unencrypted
 /// private key (PKCS#8, PKCS#1 RSA or SEC1 EC), with an error that names the file.
-fn check_pem(
-    cert_path: &Path,
-    cert: &[u8],
-    key_path: &Path,
-    key: &[u8],
-) -> Result<(), ServeError> {
+fn check_pem(cert_path: &Path, cert: &[u8], key_path: &Path, key: &[u8]) -> Result<(), ServeError> {
     if CertificateDer::pem_slice_iter(cert).next().is_none() {
         return Err(ServeError::TlsPem {
             path: cert_path.to_path_buf(),
