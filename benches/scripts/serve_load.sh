@@ -18,7 +18,8 @@ connections=${WRK_CONNECTIONS:-16}
 serve_port=${SERVE_PORT:-19358}
 node_port=${NODE_PORT:-19100}
 # Chosen so that node_exporter's payload is about the size of prfmon serve's for the demo app
-# (the sizes are printed below): every default collector off, then these on.
+# (the sizes are printed below): its own go_/process_/promhttp_ metrics and every default
+# collector off, then these on.
 node_collectors=${NODE_COLLECTORS:-"cpu loadavg meminfo"}
 
 for tool in wrk prometheus-node-exporter curl python3; do
@@ -50,7 +51,7 @@ pids+=($!)
 "$bin/prfmon" serve --log-to stderr --listen "127.0.0.1:$serve_port" 2>"$work/serve.log" &
 serve_pid=$!
 pids+=($serve_pid)
-node_args=(--web.listen-address="127.0.0.1:$node_port" --collector.disable-defaults)
+node_args=(--web.listen-address="127.0.0.1:$node_port" --web.disable-exporter-metrics --collector.disable-defaults)
 for c in $node_collectors; do node_args+=("--collector.$c"); done
 prometheus-node-exporter "${node_args[@]}" 2>"$work/node.log" &
 pids+=($!)
