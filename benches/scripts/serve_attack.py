@@ -75,9 +75,8 @@ def slowloris(addr, stop):
             s.close()
 
 
-def pipeliner(addr, stop):
-    """Pipelines /metrics requests as fast as the server takes them and never reads."""
-    request = b"GET /metrics HTTP/1.1\r\nHost: pipeliner\r\n\r\n" * 100
+def reconnecting(addr, stop, first, then):
+    """Sends `first`, then `then` again and again, reconnecting whenever the server cuts off."""
     while not stop.is_set():
         s = connect(addr)
         if s is None:
@@ -85,35 +84,28 @@ def pipeliner(addr, stop):
             continue
         s.settimeout(1)
         try:
+            s.sendall(first)
             while not stop.is_set():
                 try:
-                    s.sendall(request)
+                    s.sendall(then)
                 except socket.timeout:
                     pass  # blocked: the server stopped reading this connection
         except OSError:
             pass
         finally:
             s.close()
+        time.sleep(0.05)
+
+
+def pipeliner(addr, stop):
+    """Pipelines /metrics requests as fast as the server takes them and never reads."""
+    request = b"GET /metrics HTTP/1.1\r\nHost: pipeliner\r\n\r\n" * 100
+    reconnecting(addr, stop, b"", request)
 
 
 def endless(addr, stop):
-    """One header line that never ends, reconnecting when cut off."""
-    chunk = b"a" * 65536
-    while not stop.is_set():
-        s = connect(addr)
-        if s is None:
-            time.sleep(0.2)
-            continue
-        s.settimeout(1)
-        try:
-            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Endless: ")
-            while not stop.is_set():
-                s.sendall(chunk)
-        except OSError:
-            pass
-        finally:
-            s.close()
-        time.sleep(0.05)
+    """One header line that never ends."""
+    reconnecting(addr, stop, b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Endless: ", b"a" * 65536)
 
 
 def main():

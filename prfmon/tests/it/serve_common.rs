@@ -298,9 +298,24 @@ fn try_request_with(
     target: &str,
     headers: &[(&str, &str)],
 ) -> std::io::Result<Http> {
-    let mut stream = TcpStream::connect_timeout(&addr, WAIT)?;
+    exchange(
+        TcpStream::connect_timeout(&addr, WAIT)?,
+        method,
+        target,
+        headers,
+    )
+}
+
+/// One HTTP/1.0 request on `stream` (connected), bounded by [`WAIT`].
+pub fn exchange(
+    mut stream: TcpStream,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> std::io::Result<Http> {
     stream.set_read_timeout(Some(WAIT))?;
     stream.set_write_timeout(Some(WAIT))?;
+    let addr = stream.peer_addr()?;
     let mut head = format!("{method} {target} HTTP/1.0\r\nHost: {addr}\r\n");
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));

@@ -8,7 +8,6 @@
 
 use crate::serve_common::*;
 
-use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -121,29 +120,13 @@ fn request_from(
     let fd = socket(AddressFamily::INET, SocketType::STREAM, None).expect("socket");
     bind(&fd, &SocketAddr::V4(SocketAddrV4::new(source, 0))).expect("bind the peer address");
     connect(&fd, &addr).expect("connect");
-    let mut stream = TcpStream::from(fd);
-    stream.set_read_timeout(Some(WAIT)).unwrap();
-    stream.set_write_timeout(Some(WAIT)).unwrap();
-    let mut head = format!("{method} {target} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: 0\r\n");
-    if let Some(t) = token {
-        head.push_str(&format!("Authorization: Bearer {t}\r\n"));
+    let bearer = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("Content-Length", "0")];
+    if let Some(b) = &bearer {
+        headers.push(("Authorization", b));
     }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).expect("send");
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).expect("read the answer");
-    let raw = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    Http {
-        status,
-        head: head.to_owned(),
-        body: body.to_owned(),
-    }
+    exchange(TcpStream::from(fd), method, target, &headers)
+        .unwrap_or_else(|e| panic!("{method} {target} from {source}: {e}"))
 }
 
 #[test]
