@@ -90,8 +90,9 @@ pub fn run(args: ListArgs) -> ExitCode {
             }
         };
         services.push(collection.services);
-        match prfmon::decode::decode(&collection.bytes) {
-            Ok(s) => snapshots.push(s),
+        // Objects and counters only: an instance costs nothing here.
+        match prfmon::view::DataView::parse(&collection.bytes) {
+            Ok(view) => snapshots.push(view.to_definitions()),
             Err(e) => {
                 eprintln!("prfmon list: the {value} collection does not decode: {e}");
                 return ExitCode::FAILURE;
