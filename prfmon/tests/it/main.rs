@@ -25,6 +25,7 @@ mod bad_providers;
 mod block_faults;
 mod broken_pipe;
 mod collector;
+mod control_chars;
 mod disabled_providers;
 mod dword_rule;
 mod dynamic;

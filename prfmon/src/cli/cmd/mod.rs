@@ -24,6 +24,7 @@ use prfmon::sampler::is_local_machine;
 use prfmon::source::PerfSource;
 use prfmon::trust::TrustPolicy;
 
+use crate::cli::stdout::errln;
 use crate::cli::token::BearerToken;
 
 /// The options of every collecting subcommand (`query`, `list`, `typeperf`, `watch`,
@@ -91,7 +92,7 @@ pub fn report_disabled(command: &str, registry: &FileRegistry) {
         return; // The collector reports a registry it cannot read.
     };
     for s in services.iter().filter(|s| s.disabled) {
-        eprintln!(
+        errln!(
             "prfmon {command}: the provider of service {} is disabled (Disable Performance \
              Counters under {}) and is not collected; re-enable it with: {}",
             s.name,
@@ -105,7 +106,7 @@ pub fn report_disabled(command: &str, registry: &FileRegistry) {
 /// with a warning.
 pub fn load_names(registry: &FileRegistry, lang: &str) -> Names {
     Names::load(registry, lang).unwrap_or_else(|e| {
-        eprintln!("prfmon: no names for language {lang}: {e}");
+        errln!("prfmon: no names for language {lang}: {e}");
         Names::default()
     })
 }
