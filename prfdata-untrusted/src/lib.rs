@@ -1,5 +1,5 @@
 //! Input from elsewhere, checked before it is used: files another process could have placed,
-//! and names that become paths or registry keys. Shared by `prfdata` (a block's path) and
+//! names that become paths or registry keys, and text shown on a terminal. Shared by `prfdata` (a block's path) and
 //! `prfdata-registry` (the store, .INI files, service keys), and used by `prfmon`.
 //!
 //! # Index
@@ -11,6 +11,8 @@
 //! - [`check_name`] (module [`name`]): refuses a service or app name that could leave its folder
 //!   or its registry key (`/`, `\`, `..`, NUL, control characters, too long); [`BadName`] names
 //!   the value and the rule.
+//! - [`escape_controls`] (module [`text`]): text from elsewhere made safe to show: control
+//!   characters (C0, DEL, C1) written as `\x1b` / `\u{9b}`, or as JSON's `\u001b`.
 //!
 //! prfdata's own platform code (the futex, the `SIGBUS` handler, block files on tmpfs) is not
 //! here: it stays private to `prfdata`, whose invariants it keeps.
@@ -38,6 +40,8 @@
 
 pub mod file;
 pub mod name;
+pub mod text;
 
 pub use file::{create_new, Symlinks, UntrustedFile, UntrustedFileError};
 pub use name::{check_name, BadName, NameKind, NameRule, MAX_APP_NAME, MAX_SERVICE_NAME};
+pub use text::{escape_controls, is_control, Style};

@@ -22,6 +22,17 @@
 //! is down or stalled gives [`RemoteError::Unreachable`] or [`RemoteError::TimedOut`], never
 //! a hang.
 //!
+//! # A remote that lies
+//!
+//! An answer is untrusted input. Its body is read into one buffer sized from its
+//! `Content-Length`, at most [`RemoteOptions::max_answer`] bytes ([`DEFAULT_MAX_ANSWER`]):
+//! larger is [`RemoteError::TooLarge`] before a byte is read. A body that ends before its
+//! `Content-Length` is [`RemoteError::CutShort`] with both counts. A redirect is not followed
+//! ([`RemoteError::Redirected`], naming where it pointed): the token goes only to the address
+//! the user named. The PERF_DATA_BLOCK is checked in place ([`crate::view::DataView`]), not
+//! copied out, so an answer costs the client its size and the view's offsets (8 bytes per
+//! instance). An error's body is read up to [`MAX_MESSAGE`] bytes.
+//!
 //! # Examples
 //!
 //! ```
@@ -49,6 +60,10 @@ use crate::collector::Collection;
 use crate::names::Names;
 use crate::source::{PerfSource, SourceError};
 
+mod body;
+
+use body::BodyError;
+
 /// The port `prfmon serve` listens on unless told otherwise, and the one a `\\HOST` path
 /// without a port reaches.
 pub const DEFAULT_PORT: u16 = 9358;
@@ -67,9 +82,14 @@ pub const REG_PATH: &str = "/reg";
 /// The response header of [`PERFDATA_PATH`] that names the service of each object.
 pub const SERVICES_HEADER: &str = "Prfmon-Services";
 
-/// The largest answer read: far above any real collection, and a bound on what a hostile
-/// server can make the client hold.
-pub const MAX_ANSWER: u64 = 256 * 1024 * 1024;
+/// The largest answer read unless told otherwise ([`RemoteOptions::max_answer`], `--max-answer`):
+/// the largest block an app may publish ([`prfdata::reader::MAX_BLOCK_SIZE`], 1 GiB), the
+/// same bound the collector's Collect buffer has, so that whatever a collector may return
+/// crosses the wire, and a hostile server can make the client hold no more than that.
+pub const DEFAULT_MAX_ANSWER: u64 = prfdata::reader::MAX_BLOCK_SIZE;
+
+/// The most of an error answer's body read and shown (its first lines say what went wrong).
+pub const MAX_MESSAGE: u64 = 64 * 1024;
 
 /// How to reach a remote `prfmon serve`.
 ///
@@ -88,6 +108,8 @@ pub struct RemoteOptions {
     pub tls_ca: Option<PathBuf>,
     /// How long one request may take, connecting included.
     pub timeout: Duration,
+    /// The largest answer body read, in bytes ([`DEFAULT_MAX_ANSWER`]).
+    pub max_answer: u64,
 }
 
 impl Default for RemoteOptions {
@@ -96,6 +118,7 @@ impl Default for RemoteOptions {
             token: None,
             tls_ca: None,
             timeout: DEFAULT_TIMEOUT,
+            max_answer: DEFAULT_MAX_ANSWER,
         }
     }
 }
@@ -106,6 +129,7 @@ impl std::fmt::Debug for RemoteOptions {
             .field("token", &self.token.as_ref().map(|_| ".."))
             .field("tls_ca", &self.tls_ca)
             .field("timeout", &self.timeout)
+            .field("max_answer", &self.max_answer)
             .finish()
     }
 }
@@ -183,6 +207,50 @@ pub enum RemoteError {
         /// The body of the answer.
         message: String,
     },
+    /// The answer is larger than `--max-answer`.
+    #[error(
+        "{address} sent an answer of {}, more than --max-answer {limit} bytes allows; \
+         if that machine's collections are this large, raise it with --max-answer BYTES",
+        size.map_or_else(|| "more bytes".to_owned(), |s| format!("{s} bytes"))
+    )]
+    TooLarge {
+        /// The server.
+        address: String,
+        /// The announced size (`Content-Length`), if any.
+        size: Option<u64>,
+        /// The cap.
+        limit: u64,
+    },
+    /// The body ended before its `Content-Length` did.
+    #[error(
+        "{address} sent {received} bytes of an answer {}, then the connection ended{}: the \
+         answer was cut short",
+        expected.map_or_else(|| "of unknown length".to_owned(), |e| format!("whose Content-Length is {e} bytes")),
+        reason.as_ref().map_or_else(String::new, |r| format!(" ({r})"))
+    )]
+    CutShort {
+        /// The server.
+        address: String,
+        /// `Content-Length`, if given.
+        expected: Option<u64>,
+        /// The bytes that came.
+        received: u64,
+        /// What the connection said, if it failed.
+        reason: Option<String>,
+    },
+    /// A redirect, which is not followed.
+    #[error(
+        "{address} answered {status}, a redirect to {location}, which is not followed: give \
+         the address of the prfmon serve itself (--computer HOST:PORT or \\\\HOST:PORT)"
+    )]
+    Redirected {
+        /// The server.
+        address: String,
+        /// The HTTP status (3xx).
+        status: u16,
+        /// Where it pointed: its `Location` header.
+        location: String,
+    },
     /// The answer is not what the protocol says.
     #[error("{address} sent an answer that cannot be read: {reason}")]
     BadAnswer {
@@ -228,6 +296,7 @@ pub struct Remote {
     address: String,
     token: Option<String>,
     timeout: Duration,
+    max_answer: u64,
 }
 
 impl std::fmt::Debug for Remote {
@@ -348,6 +417,7 @@ impl Remote {
             .http_status_as_error(false)
             .timeout_global(Some(options.timeout))
             .https_only(https)
+            .max_redirects(0)
             .tls_config(TlsConfig::builder().root_certs(roots).build())
             .build();
         let address = format!("{host}:{port}");
@@ -357,6 +427,7 @@ impl Remote {
             address,
             token: options.token.clone(),
             timeout: options.timeout,
+            max_answer: options.max_answer,
         })
     }
 
@@ -403,44 +474,70 @@ impl Remote {
         };
         let mut response = sent.map_err(|e| self.transport(e))?;
         let status = response.status().as_u16();
-        let services = response
-            .headers()
-            .get(SERVICES_HEADER)
-            .map(|v| v.to_str().map(str::to_owned));
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(MAX_ANSWER)
-            .read_to_vec()
-            .map_err(|e| self.transport(e))?;
-        let message = || String::from_utf8_lossy(&body).trim().to_owned();
-        match status {
-            200 => {}
-            401 => {
-                return Err(RemoteError::Unauthorized {
-                    address: self.address.clone(),
-                })
-            }
-            404 => {
-                return Err(RemoteError::NotFound {
-                    address: self.address.clone(),
-                    message: message(),
-                })
-            }
-            _ => {
-                return Err(RemoteError::Status {
-                    address: self.address.clone(),
-                    status,
-                    message: message(),
-                })
-            }
-        }
-        let services = match services {
-            None => None,
-            Some(Ok(s)) => Some(s),
-            Some(Err(_)) => return Err(self.bad_answer(format!("{SERVICES_HEADER} is not ASCII"))),
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
         };
+        let services = header(SERVICES_HEADER);
+        let location = header("Location");
+        if status != 200 {
+            let body = response.body_mut().as_reader();
+            let message = String::from_utf8_lossy(&body::read_prefix(body, MAX_MESSAGE))
+                .trim()
+                .to_owned();
+            return Err(self.status_error(status, message, location));
+        }
+        let declared = response.body().content_length();
+        let reader = response.body_mut().as_reader();
+        let body =
+            body::read_capped(reader, declared, self.max_answer).map_err(|e| self.body_error(e))?;
         Ok(Answer { services, body })
+    }
+
+    /// The error for an answer of `status` (not 200) whose body says `message`.
+    fn status_error(&self, status: u16, message: String, location: Option<String>) -> RemoteError {
+        let address = self.address.clone();
+        match status {
+            401 => RemoteError::Unauthorized { address },
+            404 => RemoteError::NotFound { address, message },
+            300..=399 => RemoteError::Redirected {
+                address,
+                status,
+                location: location.unwrap_or_else(|| "nowhere (no Location header)".into()),
+            },
+            _ => RemoteError::Status {
+                address,
+                status,
+                message,
+            },
+        }
+    }
+
+    fn body_error(&self, e: BodyError) -> RemoteError {
+        let address = self.address.clone();
+        match e {
+            BodyError::TooLarge { size, limit } => RemoteError::TooLarge {
+                address,
+                size,
+                limit,
+            },
+            BodyError::CutShort {
+                expected,
+                received,
+                reason,
+            } => RemoteError::CutShort {
+                address,
+                expected,
+                received,
+                reason,
+            },
+            BodyError::TimedOut => RemoteError::TimedOut {
+                address,
+                timeout: self.timeout,
+            },
+        }
     }
 
     fn transport(&self, e: ureq::Error) -> RemoteError {
@@ -455,9 +552,11 @@ impl Remote {
                     timeout: self.timeout,
                 }
             }
-            ureq::Error::BodyExceedsLimit(limit) => {
-                self.bad_answer(format!("larger than {limit} bytes"))
-            }
+            ureq::Error::BodyExceedsLimit(limit) => RemoteError::TooLarge {
+                address: self.address.clone(),
+                size: None,
+                limit,
+            },
             other => RemoteError::Unreachable {
                 address: self.address.clone(),
                 reason: other.to_string(),
@@ -485,12 +584,15 @@ impl Remote {
     /// See the [module docs](self).
     pub fn collect_with_services(&self, query: &str) -> Result<Collection, RemoteError> {
         let answer = self.get(PERFDATA_PATH, &[("query", query)])?;
-        let services = decode_services(answer.services.as_deref().unwrap_or(""))
-            .map_err(|reason| self.bad_answer(reason))?;
-        let objects = crate::decode::decode(&answer.body)
+        let header = answer.services.as_deref().unwrap_or("");
+        if !header.is_ascii() {
+            return Err(self.bad_answer(format!("{SERVICES_HEADER} is not ASCII")));
+        }
+        let services = decode_services(header).map_err(|reason| self.bad_answer(reason))?;
+        // Checked in place: a copy of every instance would cost many times the answer.
+        let objects = crate::view::DataView::parse(&answer.body)
             .map_err(|e| self.bad_answer(format!("the PERF_DATA_BLOCK does not decode: {e}")))?
-            .objects
-            .len();
+            .object_count();
         if objects != services.len() {
             return Err(self.bad_answer(format!(
                 "{objects} objects but {} services in {SERVICES_HEADER}",
@@ -578,7 +680,7 @@ impl PerfSource for Remote {
     }
 }
 
-/// One answer.
+/// One answer: its services header (lossily decoded) and body.
 struct Answer {
     services: Option<String>,
     body: Vec<u8>,

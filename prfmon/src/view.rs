@@ -989,6 +989,27 @@ impl<'a> DataView<'a> {
     /// See the [module docs](self).
     pub fn to_snapshot(&self) -> DataSnapshot {
         DataSnapshot {
+            objects: self.objects().map(|o| o.to_data()).collect(),
+            ..self.to_definitions()
+        }
+    }
+
+    /// The collection's header fields and each object's [`ObjectView::to_definition`]: no
+    /// values or instances, so its cost does not grow with the instances.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let bytes = build_data_block("box", &CollectionTimes::now(), &[out]);
+    /// let outline = prfmon::view::DataView::parse(&bytes)?.to_definitions();
+    /// assert_eq!(outline.system_name, "box");
+    /// assert!(outline.objects[0].instances.is_empty());
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn to_definitions(&self) -> DataSnapshot {
+        DataSnapshot {
             version: self.version(),
             revision: self.revision(),
             total_byte_length: self.total_byte_length(),
@@ -999,7 +1020,7 @@ impl<'a> DataView<'a> {
             perf_freq: self.perf_freq(),
             perf_time_100nsec: self.perf_time_100nsec(),
             system_name: self.system_name(),
-            objects: self.objects().map(|o| o.to_data()).collect(),
+            objects: self.objects().map(|o| o.to_definition()).collect(),
         }
     }
 }
@@ -1405,16 +1426,6 @@ impl<'v> ObjectView<'v> {
         let counters: Vec<CounterView<'v>> = self.counters().collect();
         let values_of = |block: BlockView<'_>| counters.iter().map(|c| block.raw(c)).collect();
         ObjectData {
-            offset: self.offset(),
-            name_index: self.name_index(),
-            help_index: self.help_index(),
-            detail_level: self.detail_level(),
-            default_counter: self.default_counter(),
-            num_instances: self.num_instances(),
-            code_page: self.code_page(),
-            perf_time: self.perf_time(),
-            perf_freq: self.perf_freq(),
-            counters: counters.iter().map(CounterView::to_def).collect(),
             values: self.values().map(values_of).unwrap_or_default(),
             instances: self
                 .instances()
@@ -1426,6 +1437,41 @@ impl<'v> ObjectView<'v> {
                     values: values_of(i.values()),
                 })
                 .collect(),
+            ..self.to_definition()
+        }
+    }
+
+    /// The object's header fields and counter definitions as owned data, without its values
+    /// and instances ([`ObjectData::values`] and [`ObjectData::instances`] empty,
+    /// [`ObjectData::num_instances`] as written): what a catalog of objects and counters
+    /// needs, at a cost that does not grow with the instances.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let bytes = build_data_block("box", &CollectionTimes::now(), &[out]);
+    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let object = view.object(0).unwrap().to_definition();
+    /// assert_eq!((object.counters.len(), object.num_instances), (3, 2));
+    /// assert!(object.has_instances() && object.instances.is_empty());
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn to_definition(&self) -> ObjectData {
+        ObjectData {
+            offset: self.offset(),
+            name_index: self.name_index(),
+            help_index: self.help_index(),
+            detail_level: self.detail_level(),
+            default_counter: self.default_counter(),
+            num_instances: self.num_instances(),
+            code_page: self.code_page(),
+            perf_time: self.perf_time(),
+            perf_freq: self.perf_freq(),
+            counters: self.counters().map(|c| c.to_def()).collect(),
+            values: Vec::new(),
+            instances: Vec::new(),
         }
     }
 }

@@ -28,6 +28,8 @@ use std::io::Write as _;
 use std::str::FromStr;
 use std::sync::Once;
 
+use prfdata_untrusted::text::{escape_controls, Style};
+
 /// The environment variable that makes a `dlopen`ed provider log to standard error, at the
 /// level it names.
 ///
@@ -102,6 +104,7 @@ impl log::Log for SyslogLogger {
     fn log(&self, record: &log::Record<'_>) {
         if self.enabled(record.metadata()) {
             let message = record.args().to_string();
+            let message = escape_controls(&message, Style::Terminal);
             if !self.0.send(record.level(), &message) {
                 let line = format!("prfdata-provider: {message}\n");
                 let _ = std::io::stderr().lock().write_all(line.as_bytes());
@@ -123,7 +126,11 @@ impl log::Log for Stderr {
     fn log(&self, record: &log::Record<'_>) {
         if self.enabled(record.metadata()) {
             // One write per line, so that lines of several threads do not interleave.
-            let line = format!("prfdata-provider: {}\n", record.args());
+            let message = record.args().to_string();
+            let line = format!(
+                "prfdata-provider: {}\n",
+                escape_controls(&message, Style::Terminal)
+            );
             let _ = std::io::stderr().lock().write_all(line.as_bytes());
         }
     }

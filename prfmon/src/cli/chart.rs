@@ -28,6 +28,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use prfdata_untrusted::text::{escape_controls, Style as TextStyle};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::symbols::Marker;
@@ -175,11 +176,13 @@ impl WatchState {
         let x = self.samples as f64;
         let mut seen = vec![false; self.series.len()];
         for r in &sample.readings {
+            // Shown as the legend shows it: control characters escaped.
             let path = prfmon::pdh::CounterPath {
                 machine: None,
                 ..r.path.clone()
             }
             .to_string();
+            let path = escape_controls(&path, TextStyle::Terminal).into_owned();
             let index = match self.series.iter().position(|s| s.path == path) {
                 Some(i) => i,
                 None if self.series.len() < MAX_SERIES => {
@@ -219,6 +222,7 @@ impl WatchState {
                 pdh::PathError::NoMatch { path, .. } => path.clone(),
                 other => other.to_string(),
             })
+            .map(|text| escape_controls(&text, TextStyle::Terminal).into_owned())
             .collect();
     }
 

@@ -36,6 +36,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
+use prfdata_untrusted::text::{escape_controls, Style};
 
 /// The environment variable that sets the level.
 pub const LEVEL_ENV: &str = "PRFMON_LOG";
@@ -194,7 +195,10 @@ impl Log for Logger {
         if !self.enabled(record.metadata()) {
             return;
         }
+        // Names and paths from the registry and the blocks: control characters escaped, for
+        // the terminal and for the system log alike.
         let message = record.args().to_string();
+        let message = escape_controls(&message, Style::Terminal);
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let condition = format!("{}|{}|{message}", record.level(), record.target());
         if state.seen.len() >= MAX_CONDITIONS {
@@ -237,7 +241,7 @@ fn parse_level(value: &str) -> Result<LevelFilter, String> {
 pub fn init() {
     let level = match std::env::var(LEVEL_ENV) {
         Ok(value) => parse_level(&value).unwrap_or_else(|e| {
-            eprintln!("prfmon: {e}; using {DEFAULT_LEVEL}");
+            crate::cli::stdout::errln!("prfmon: {e}; using {DEFAULT_LEVEL}");
             DEFAULT_LEVEL
         }),
         Err(_) => DEFAULT_LEVEL,

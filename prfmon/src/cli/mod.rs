@@ -9,7 +9,7 @@
 //! | [`winargs`] | Windows-style switches (`/S:`, `-si`) mapped to clap's dashes |
 //! | [`chart`] | the live chart of `prfmon watch`: its series, statistics and drawing |
 //! | [`server`], [`token`] | `prfmon serve`'s HTTP server and its bearer token |
-//! | [`stdout`] | `out!` / `outln!`: standard output, quietly ended by a closed pipe |
+//! | [`stdout`] | `out!` / `outln!` / `errln!`: output with control characters escaped, quietly ended by a closed pipe |
 //! | [`logger`] | `log` records to stderr as `prfmon: <message>` (`PRFMON_LOG`) |
 //!
 //! Built with the `cli` feature (on by default); the library alone

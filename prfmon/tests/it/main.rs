@@ -6,6 +6,7 @@
 //! provider), [`prfdata_app`] (an app installed with the real provider, run as this binary
 //! re-executed), [`sampling_app`] (the app of the `typeperf` and `watch` tests),
 //! [`serve_common`] (the app, `prfmon serve` and an HTTP client for the `serve` tests),
+//! [`hostile_http`] (a lying server for the remote client's tests),
 //! [`privilege`] (files owned by another user, for the trust tests). What other crates' tests
 //! need too is in `prfdata-testkit`.
 //!
@@ -14,6 +15,7 @@
 //! `prfdata_testkit::ProcessEnv` for as long as the provider reads the environment.
 
 mod common;
+mod hostile_http;
 mod prfdata_app;
 mod privilege;
 mod sampling_app;
@@ -23,6 +25,7 @@ mod bad_providers;
 mod block_faults;
 mod broken_pipe;
 mod collector;
+mod control_chars;
 mod disabled_providers;
 mod dword_rule;
 mod dynamic;
@@ -40,6 +43,7 @@ mod parents;
 mod query_decode;
 mod reg;
 mod remote;
+mod remote_limits;
 mod serve;
 mod serve_attacks;
 mod serve_auth;

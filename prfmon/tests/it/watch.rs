@@ -16,7 +16,7 @@ use sampling_app::{shell_env, tp, App};
 /// How long the screen may take to show what a test waits for.
 const SCREEN_WAIT: Duration = Duration::from_secs(30);
 
-fn tmux_missing() -> bool {
+pub(crate) fn tmux_missing() -> bool {
     let ok = Command::new("tmux")
         .arg("-V")
         .output()
@@ -31,14 +31,20 @@ fn tmux_missing() -> bool {
 }
 
 /// A tmux server of its own (`-L`), killed when dropped.
-struct Pane {
+pub(crate) struct Pane {
     socket: String,
 }
 
 impl Pane {
-    /// Runs `prfmon watch ARGS` in a new 80×24 pane; when it exits the pane shows
-    /// `EXITED <code>`.
+    /// Runs `prfmon watch ARGS` in a new 80×24 pane, against the app's registry and blocks;
+    /// when it exits the pane shows `EXITED <code>`.
     fn start(app: &App, args: &str) -> Pane {
+        Pane::start_with(&shell_env(app), args)
+    }
+
+    /// Runs `ENV prfmon watch ARGS` in a new 80×24 pane (`ENV`: `NAME=value` words for the
+    /// shell); when it exits the pane shows `EXITED <code>`.
+    pub(crate) fn start_with(env: &str, args: &str) -> Pane {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let socket = format!(
             "prfmon-watch-{}-{}",
@@ -46,8 +52,7 @@ impl Pane {
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
         let command = format!(
-            "{} '{}' watch {args}; echo \"EXITED $?\"; sleep 120",
-            shell_env(app),
+            "{env} '{}' watch {args}; echo \"EXITED $?\"; sleep 120",
             env!("CARGO_BIN_EXE_prfmon")
         );
         let status = Command::new("tmux")
@@ -60,7 +65,7 @@ impl Pane {
         Pane { socket }
     }
 
-    fn tmux(&self, args: &[&str]) -> String {
+    pub(crate) fn tmux(&self, args: &[&str]) -> String {
         let out = Command::new("tmux")
             .args(["-L", &self.socket])
             .args(args)
@@ -69,7 +74,7 @@ impl Pane {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         self.tmux(&["capture-pane", "-p"])
     }
 
@@ -80,7 +85,7 @@ impl Pane {
     }
 
     /// Waits (bounded) until the screen satisfies `ok`; returns it.
-    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + SCREEN_WAIT;
         loop {
             let screen = self.screen();

@@ -16,7 +16,7 @@ use prfmon::decode::DataSnapshot;
 use prfmon::factor::Factors;
 use prfmon::names::Names;
 
-use crate::cli::stdout::{out, outln};
+use crate::cli::stdout::{errln, out, outln};
 
 /// The largest file `decode` reads: 256 MiB, four providers' worth at the collector's largest
 /// Collect buffer ([`MAX_BUFFER`], 64 MiB). `query --raw` writes one collection, which real
@@ -56,10 +56,7 @@ pub fn print(
 ) {
     if json {
         let value = prfmon::report::json_with_factors(snapshot, names, services, factors);
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&value).unwrap_or_default()
-        );
+        outln!("{}", crate::cli::stdout::json(&value));
     } else {
         out!(
             "{}",
@@ -73,14 +70,14 @@ pub fn run(args: DecodeArgs) -> ExitCode {
     let bytes = match INPUT_RULE.read(&args.file) {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("prfmon decode: {e}");
+            errln!("prfmon decode: {e}");
             return ExitCode::FAILURE;
         }
     };
     let snapshot = match prfmon::decode::decode(&bytes) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("prfmon decode: {}: {e}", args.file.display());
+            errln!("prfmon decode: {}: {e}", args.file.display());
             return ExitCode::FAILURE;
         }
     };

@@ -12,7 +12,7 @@ use prfdata::winperf::{
 };
 use prfmon::catalog::catalog_with_services;
 
-use crate::cli::stdout::outln;
+use crate::cli::stdout::{errln, outln};
 
 /// A detail level (winperf.h `PERF_DETAIL_*`).
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -63,7 +63,7 @@ pub fn run(args: ListArgs) -> ExitCode {
         match super::OpenSource::open("list", &args.lang, &args.collector, &args.remote, &[]) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("prfmon list: {e}");
+                errln!("prfmon list: {e}");
                 return ExitCode::FAILURE;
             }
         };
@@ -74,7 +74,7 @@ pub fn run(args: ListArgs) -> ExitCode {
         Some(o) => match names.index_of(o) {
             Some(i) => Some(i),
             None => {
-                eprintln!("prfmon list: no object named `{o}`");
+                errln!("prfmon list: no object named `{o}`");
                 return ExitCode::FAILURE;
             }
         },
@@ -85,15 +85,16 @@ pub fn run(args: ListArgs) -> ExitCode {
         let collection = match source.collect(value) {
             Ok(c) => c,
             Err(e) => {
-                eprintln!("prfmon list: {e}");
+                errln!("prfmon list: {e}");
                 return ExitCode::FAILURE;
             }
         };
         services.push(collection.services);
-        match prfmon::decode::decode(&collection.bytes) {
-            Ok(s) => snapshots.push(s),
+        // Objects and counters only: an instance costs nothing here.
+        match prfmon::view::DataView::parse(&collection.bytes) {
+            Ok(view) => snapshots.push(view.to_definitions()),
             Err(e) => {
-                eprintln!("prfmon list: the {value} collection does not decode: {e}");
+                errln!("prfmon list: the {value} collection does not decode: {e}");
                 return ExitCode::FAILURE;
             }
         }
@@ -104,7 +105,7 @@ pub fn run(args: ListArgs) -> ExitCode {
     if let Some(index) = wanted {
         objects.retain(|o| o.index == index);
         if objects.is_empty() {
-            eprintln!(
+            errln!(
                 "prfmon list: object {} is not collected by any provider (or is above the detail level)",
                 names.name(index)
             );
@@ -112,10 +113,7 @@ pub fn run(args: ListArgs) -> ExitCode {
         }
     }
     if args.json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&objects).unwrap_or_default()
-        );
+        outln!("{}", crate::cli::stdout::json(&objects));
         return ExitCode::SUCCESS;
     }
     for o in &objects {

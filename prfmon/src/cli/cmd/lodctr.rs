@@ -11,7 +11,7 @@ use prfdata_registry::{
     FileRegistry, LodctrError, LodctrOptions,
 };
 
-use crate::cli::stdout::outln;
+use crate::cli::stdout::{errln, outln};
 
 /// `prfmon lodctr FILE.ini [--replace] | /S:FILE | /R:FILE | /E:SERVICE | /D:SERVICE`.
 #[derive(Args, Debug)]
@@ -51,7 +51,7 @@ fn finish(result: Result<String, LodctrError>, tool: &str) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("{tool}: {e}");
+            errln!("{tool}: {e}");
             ExitCode::FAILURE
         }
     }

@@ -24,6 +24,7 @@ use prfmon::sampler::is_local_machine;
 use prfmon::source::PerfSource;
 use prfmon::trust::TrustPolicy;
 
+use crate::cli::stdout::errln;
 use crate::cli::token::BearerToken;
 
 /// The options of every collecting subcommand (`query`, `list`, `typeperf`, `watch`,
@@ -91,7 +92,7 @@ pub fn report_disabled(command: &str, registry: &FileRegistry) {
         return; // The collector reports a registry it cannot read.
     };
     for s in services.iter().filter(|s| s.disabled) {
-        eprintln!(
+        errln!(
             "prfmon {command}: the provider of service {} is disabled (Disable Performance \
              Counters under {}) and is not collected; re-enable it with: {}",
             s.name,
@@ -105,7 +106,7 @@ pub fn report_disabled(command: &str, registry: &FileRegistry) {
 /// with a warning.
 pub fn load_names(registry: &FileRegistry, lang: &str) -> Names {
     Names::load(registry, lang).unwrap_or_else(|e| {
-        eprintln!("prfmon: no names for language {lang}: {e}");
+        errln!("prfmon: no names for language {lang}: {e}");
         Names::default()
     })
 }
@@ -140,7 +141,7 @@ pub fn query_value(words: &[String], names: &Names) -> Result<String, String> {
 
 /// The options of the subcommands that can read another machine (`query`, `list`,
 /// `typeperf`, `watch`, `reg query`): which machine, and how to reach its `prfmon serve`.
-#[derive(Args, Debug, Clone, Default)]
+#[derive(Args, Debug, Clone)]
 pub struct RemoteArgs {
     /// Collect on another machine, from its `prfmon serve`: HOST (port 9358), HOST:PORT or
     /// https://HOST:PORT. A counter path `\\HOST\Object\Counter` names the machine too.
@@ -158,6 +159,28 @@ pub struct RemoteArgs {
     /// Seconds a remote request may take, connecting included (fractions allowed).
     #[arg(long, value_name = "SECONDS", default_value = "5", value_parser = parse_timeout)]
     pub timeout: Duration,
+    /// The largest answer read from the remote, in bytes (a suffix K, M or G multiplies by
+    /// 1024, 1024² or 1024³); a larger one is refused. The default, 1 GiB, is the largest
+    /// block an app may publish.
+    #[arg(long, value_name = "BYTES", default_value_t = prfmon::remote::DEFAULT_MAX_ANSWER, value_parser = parse_bytes)]
+    pub max_answer: u64,
+}
+
+/// A positive number of bytes, with an optional binary suffix `K`, `M` or `G`.
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    let (digits, unit) = match trimmed.char_indices().last() {
+        Some((i, c)) if c.eq_ignore_ascii_case(&'k') => (&trimmed[..i], 1 << 10),
+        Some((i, c)) if c.eq_ignore_ascii_case(&'m') => (&trimmed[..i], 1 << 20),
+        Some((i, c)) if c.eq_ignore_ascii_case(&'g') => (&trimmed[..i], 1 << 30),
+        _ => (trimmed, 1),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("bad size `{text}`: a number of bytes above 0, e.g. 1048576 or 64M"))
 }
 
 /// A positive number of seconds.
@@ -245,6 +268,7 @@ impl RemoteArgs {
             token,
             tls_ca: self.tls_ca.clone(),
             timeout: self.timeout,
+            max_answer: self.max_answer,
         };
         Remote::new(address, &options).map_err(|e| e.to_string())
     }

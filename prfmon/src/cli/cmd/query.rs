@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::cli::stdout::errln;
 use clap::Args;
 
 /// `prfmon query ...`.
@@ -38,7 +39,7 @@ pub fn run(args: QueryArgs) -> ExitCode {
         match super::OpenSource::open("query", &args.lang, &args.collector, &args.remote, &[]) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("prfmon query: {e}");
+                errln!("prfmon query: {e}");
                 return ExitCode::FAILURE;
             }
         };
@@ -47,14 +48,14 @@ pub fn run(args: QueryArgs) -> ExitCode {
     let value = match super::query_value(&args.query, &names) {
         Ok(v) => v,
         Err(e) => {
-            eprintln!("prfmon query: {e}");
+            errln!("prfmon query: {e}");
             return ExitCode::FAILURE;
         }
     };
     let collection = match source.collect(&value) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("prfmon query: {e}");
+            errln!("prfmon query: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -62,7 +63,7 @@ pub fn run(args: QueryArgs) -> ExitCode {
     let bytes = collection.bytes;
     if let Some(file) = &args.raw {
         if let Err(e) = std::fs::write(file, &bytes) {
-            eprintln!("prfmon query: cannot write {}: {e}", file.display());
+            errln!("prfmon query: cannot write {}: {e}", file.display());
             return ExitCode::FAILURE;
         }
     }
@@ -74,7 +75,7 @@ pub fn run(args: QueryArgs) -> ExitCode {
                 .filter(|i| !snapshot.objects.iter().any(|o| o.name_index == *i))
                 .collect();
             for index in &missing {
-                eprintln!(
+                errln!(
                     "prfmon query: object {} ({index}) was asked for, but no provider returned \
                      it (is its app running, and its provider enabled?)",
                     names.name(*index)
@@ -87,7 +88,7 @@ pub fn run(args: QueryArgs) -> ExitCode {
             }
         }
         Err(e) => {
-            eprintln!("prfmon query: the collection does not decode: {e}");
+            errln!("prfmon query: the collection does not decode: {e}");
             ExitCode::FAILURE
         }
     }

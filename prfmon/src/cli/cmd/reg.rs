@@ -17,7 +17,7 @@ use prfdata_registry::{
     ValueType,
 };
 
-use crate::cli::stdout::{out, outln};
+use crate::cli::stdout::{errln, out, outln};
 use prfmon::remote::{RegQuery, RemoteError};
 
 /// `prfmon reg ...`.
@@ -169,7 +169,7 @@ enum RegOp {
 /// Runs `prfmon reg ...`.
 pub fn run(args: RegArgs) -> ExitCode {
     if let Err(message) = check_switches(&args.op) {
-        eprintln!("{message}");
+        errln!("{message}");
         return ExitCode::FAILURE;
     }
     match execute(args.op) {
@@ -177,9 +177,9 @@ pub fn run(args: RegArgs) -> ExitCode {
         Err(e) => {
             match e {
                 RegistryError::KeyNotFound(_) | RegistryError::ValueNotFound { .. } => {
-                    eprintln!("{}", reg_cli::NOT_FOUND)
+                    errln!("{}", reg_cli::NOT_FOUND)
                 }
-                other => eprintln!("ERROR: {other}"),
+                other => errln!("ERROR: {other}"),
             }
             ExitCode::FAILURE
         }
@@ -296,11 +296,11 @@ fn query_remote(
             ExitCode::SUCCESS
         }
         Ok(Err(())) => {
-            eprintln!("{}", reg_cli::NOT_FOUND);
+            errln!("{}", reg_cli::NOT_FOUND);
             ExitCode::FAILURE
         }
         Err(e) => {
-            eprintln!("ERROR: {e}");
+            errln!("ERROR: {e}");
             ExitCode::FAILURE
         }
     }
@@ -340,7 +340,7 @@ fn execute(op: RegOp) -> Result<ExitCode, RegistryError> {
         let machine = match remote.machine(&machines) {
             Ok(m) => m,
             Err(e) => {
-                eprintln!("ERROR: {e}");
+                errln!("ERROR: {e}");
                 return Ok(ExitCode::FAILURE);
             }
         };
@@ -374,7 +374,7 @@ fn execute(op: RegOp) -> Result<ExitCode, RegistryError> {
                 match super::perfstats::view(&registry) {
                     Ok(view) => Some(view),
                     Err(e) => {
-                        eprintln!("ERROR: {e}");
+                        errln!("ERROR: {e}");
                         return Ok(ExitCode::FAILURE);
                     }
                 }
@@ -391,7 +391,7 @@ fn execute(op: RegOp) -> Result<ExitCode, RegistryError> {
                 Ok(text) => out!("{text}"),
                 Err(QueryError::Registry(e)) => return Err(e),
                 Err(e) => {
-                    eprintln!("ERROR: {e}");
+                    errln!("ERROR: {e}");
                     return Ok(ExitCode::FAILURE);
                 }
             }
@@ -415,14 +415,14 @@ fn execute(op: RegOp) -> Result<ExitCode, RegistryError> {
             let ty: ValueType = match ty.parse() {
                 Ok(t) => t,
                 Err(e) => {
-                    eprintln!("ERROR: {e}");
+                    errln!("ERROR: {e}");
                     return Ok(ExitCode::FAILURE);
                 }
             };
             let data = match Value::parse_reg_data(ty, data.as_deref().unwrap_or(""), &separator) {
                 Ok(d) => d,
                 Err(e) => {
-                    eprintln!("ERROR: {e}");
+                    errln!("ERROR: {e}");
                     return Ok(ExitCode::FAILURE);
                 }
             };

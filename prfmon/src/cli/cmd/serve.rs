@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use crate::cli::server::{
     raise_open_files_limit, MetricsServer, ServeOptions, TlsFiles, DEFAULT_LISTEN,
 };
+use crate::cli::stdout::errln;
 use crate::cli::token::BearerToken;
 use clap::Args;
 use prfdata::watch::RENEW_INTERVAL;
@@ -56,7 +57,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Some(file) => match BearerToken::read(file) {
             Ok(t) => Some(t),
             Err(e) => {
-                eprintln!("prfmon serve: {e}");
+                errln!("prfmon serve: {e}");
                 return ExitCode::FAILURE;
             }
         },
@@ -65,7 +66,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let registry = match args.collector.open_registry() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("prfmon serve: {e}");
+            errln!("prfmon serve: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -73,7 +74,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let options = match args.collector.options() {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("prfmon serve: {e}");
+            errln!("prfmon serve: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -81,7 +82,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let collector = match Collector::open(registry, options) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("prfmon serve: {e}");
+            errln!("prfmon serve: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -107,12 +108,12 @@ pub fn run(args: ServeArgs) -> ExitCode {
     let server = match MetricsServer::bind(collector, serve_options) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("prfmon serve: {e}");
+            errln!("prfmon serve: {e}");
             return ExitCode::FAILURE;
         }
     };
     if open_to_the_network(&server.local_addr(), args.token_file.is_none()) {
-        eprintln!(
+        errln!(
             "prfmon serve: warning: listening on {} without --token-file: anyone who can reach \
              this address reads every counter; listen on 127.0.0.1, or require a bearer token \
              with --token-file FILE",
@@ -121,14 +122,14 @@ pub fn run(args: ServeArgs) -> ExitCode {
     }
     let stopper = server.stopper();
     if let Err(e) = ctrlc::set_handler(move || stopper.stop()) {
-        eprintln!("prfmon serve: cannot handle SIGINT/SIGTERM: {e}");
+        errln!("prfmon serve: cannot handle SIGINT/SIGTERM: {e}");
     }
     // Tests and scripts read the address from this line (port 0 picks one).
-    eprintln!(
+    errln!(
         "prfmon serve: listening on {scheme}://{}/metrics",
         server.local_addr()
     );
-    eprintln!(
+    errln!(
         "prfmon serve: at most {} connections at once (--max-connections)",
         server.max_connections()
     );

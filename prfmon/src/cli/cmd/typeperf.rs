@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use crate::cli::stdout::errln;
 use clap::Args;
 use prfmon::decode::DataSnapshot;
 use prfmon::merge::merge_missing;
@@ -171,7 +172,7 @@ pub fn run(args: TypeperfArgs) -> ExitCode {
     match run_inner(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("prfmon typeperf: {e}");
+            errln!("prfmon typeperf: {e}");
             ExitCode::FAILURE
         }
     }
@@ -213,7 +214,11 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
             std::fs::File::create(file)
                 .map_err(|e| format!("cannot create {}: {e}", file.display()))?,
         ),
-        None => Box::new(std::io::stdout().lock()),
+        // The exact text in a file; on standard output, control characters escaped (a CSV
+        // field with `\x1b` is still CSV).
+        None => Box::new(crate::cli::stdout::EscapedWriter::new(
+            std::io::stdout().lock(),
+        )),
     };
     let mut source = Source::open(
         "typeperf",
@@ -311,7 +316,7 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
         snapshot = match source.collect() {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("prfmon typeperf: {e}");
+                errln!("prfmon typeperf: {e}");
                 DataSnapshot::default()
             }
         };

@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crate::cli::chart::{render, WatchState};
+use crate::cli::stdout::errln;
 use clap::Args;
 use prfmon::pdh::{self, FormatOptions};
 use prfmon::sampler::{self, Sampler};
@@ -51,7 +52,7 @@ pub fn run(args: WatchArgs) -> ExitCode {
     match run_inner(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("prfmon watch: {e}");
+            errln!("prfmon watch: {e}");
             ExitCode::FAILURE
         }
     }

@@ -1,0 +1,246 @@
+//! A remote that lies: the real `prfmon` against a hostile server on 127.0.0.1 (see
+//! [`crate::hostile_http`]). A huge answer costs the client at most about twice its size; an
+//! answer over `--max-answer` is refused naming both; redirects are not followed; a body cut
+//! short is said to be cut short, with both byte counts.
+
+use crate::hostile_http::{huge_names, many_instances, HostileServer, Reply};
+
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long one prfmon run may take before the test fails instead of hanging.
+const RUN_WAIT: Duration = Duration::from_secs(120);
+
+/// What a finished run left: its exit code, stderr, how many bytes it printed, and its peak
+/// resident memory (`ru_maxrss`: VmHWM) in bytes.
+#[derive(Debug)]
+struct Measured {
+    code: i32,
+    stderr: String,
+    stdout_len: u64,
+    peak: u64,
+}
+
+/// The variable that makes this test binary the measuring runner ([`measure_child`]): the
+/// folder with the arguments, where the results go.
+const MEASURE_DIR: &str = "PRFMON_MEASURE_DIR";
+
+/// Runs `prfmon args...` with an empty registry of its own, its stdout into a file (so that a
+/// large output never blocks on a pipe), and measures its peak memory.
+///
+/// The peak is `ru_maxrss` from `wait4`, which also counts the memory of the process that
+/// started prfmon (the kernel keeps the high-water mark of the address space an `exec`
+/// replaces, and `Command` spawns with `vfork`). So this test process, which holds the huge
+/// answers, does not start prfmon itself: a fresh copy of the test binary does
+/// ([`measure_child`]), holding next to nothing.
+fn run_measured(args: &[&str]) -> Measured {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("args"), args.join("\0")).unwrap();
+    let runner = prfdata_testkit::self_command(&prfdata_testkit::test_path!("measure_child"))
+        .env(MEASURE_DIR, dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the measuring runner");
+    let run = prfdata_testkit::finish(runner, RUN_WAIT + Duration::from_secs(10));
+    let result = std::fs::read_to_string(dir.path().join("result"))
+        .unwrap_or_else(|e| panic!("the runner left no result ({e}): {run:?}"));
+    let mut words = result.split_whitespace().map(|w| w.parse::<i64>().unwrap());
+    let (code, peak_kib) = (words.next().unwrap(), words.next().unwrap());
+    Measured {
+        code: code as i32,
+        stderr: std::fs::read_to_string(dir.path().join("err")).unwrap_or_default(),
+        stdout_len: std::fs::metadata(dir.path().join("out")).map_or(0, |m| m.len()),
+        peak: u64::try_from(peak_kib).unwrap_or(0) * 1024,
+    }
+}
+
+/// The measuring runner: starts prfmon with the arguments in `$PRFMON_MEASURE_DIR/args`,
+/// waits for it (killing it after [`RUN_WAIT`]) and writes its exit code and `ru_maxrss`
+/// (KiB) to `result`.
+#[test]
+#[ignore = "entry point for the measuring runner"]
+fn measure_child() {
+    let Some(dir) = std::env::var_os(MEASURE_DIR).map(std::path::PathBuf::from) else {
+        return;
+    };
+    let args = std::fs::read_to_string(dir.join("args")).unwrap();
+    // Reaped by `wait4` below, which gives its resource usage (`Child::wait` does not).
+    #[allow(clippy::zombie_processes)]
+    let child = Command::new(env!("CARGO_BIN_EXE_prfmon"))
+        .args(args.split('\0'))
+        .env("PRFDATA_REGISTRY", dir.join("registry"))
+        .env_remove("PRFDATA_SHM_DIR")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(dir.join("out")).unwrap())
+        .stderr(std::fs::File::create(dir.join("err")).unwrap())
+        .spawn()
+        .expect("spawn prfmon");
+    let pid = child.id() as libc::pid_t;
+    let deadline = Instant::now() + RUN_WAIT;
+    let (status, usage) = loop {
+        let mut status = 0;
+        // SAFETY: an all-zero `rusage` is a valid value of this plain C struct.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `pid` is our child, not yet reaped (`Child` never waited on it); `status`
+        // and `usage` are valid for writes.
+        let done = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        assert!(done >= 0, "wait4: {}", std::io::Error::last_os_error());
+        if done == pid {
+            break (status, usage);
+        }
+        if Instant::now() > deadline {
+            // SAFETY: kill(2) of our own child, not yet reaped.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("prfmon {args:?} did not finish within {RUN_WAIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    std::fs::write(dir.join("result"), format!("{code} {}", usage.ru_maxrss)).unwrap();
+}
+
+/// A server that answers `/perfdata` with `block` (one object, from service `Huge`), `/names`
+/// with its names and `/factors` with none.
+fn huge_server(block: Arc<Vec<u8>>) -> HostileServer {
+    HostileServer::start(move |target| {
+        if target.starts_with("/perfdata") {
+            Reply::perfdata(Arc::clone(&block), 1, "Huge")
+        } else if target.starts_with("/names") {
+            Reply::json(&huge_names())
+        } else if target.starts_with("/factors") {
+            Reply::json("{}")
+        } else {
+            Reply::text("404 Not Found", b"no such thing")
+        }
+    })
+}
+
+/// What a prfmon that read nothing large holds: the binary, its libraries, the allocator's
+/// arenas, the names. The bound on a huge answer is twice its size plus this.
+const BASE_MEMORY: u64 = 32 << 20;
+
+/// A server that answers `/names` and `/factors` as [`huge_server`] does, and everything else
+/// with `reply`.
+fn server_answering(reply: Reply) -> HostileServer {
+    HostileServer::start(move |target| {
+        if target.starts_with("/names") {
+            Reply::json(&huge_names())
+        } else if target.starts_with("/factors") {
+            Reply::json("{}")
+        } else {
+            reply.clone()
+        }
+    })
+}
+
+#[test]
+fn a_huge_answer_costs_at_most_twice_its_size() {
+    // 500,000 instances of 48 bytes: 24 MB that a per-instance copy would make many times larger.
+    let block = Arc::new(many_instances(500_000));
+    let size = block.len() as u64;
+    let server = huge_server(Arc::clone(&block));
+    let host = server.host();
+    let run = run_measured(&["list", "--computer", &host]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout_len > 0, "{run:?}");
+    let bound = 2 * size + BASE_MEMORY;
+    eprintln!(
+        "prfmon list: peak {} bytes for a {size}-byte answer",
+        run.peak
+    );
+    assert!(
+        run.peak <= bound,
+        "prfmon list held {} bytes at its peak for a {size}-byte answer (bound {bound})",
+        run.peak
+    );
+}
+
+#[test]
+fn an_answer_over_max_answer_is_refused_naming_both() {
+    let block = Arc::new(many_instances(100_000));
+    let size = block.len();
+    let server = huge_server(Arc::clone(&block));
+    let host = server.host();
+    let run = run_measured(&["query", "--computer", &host, "--max-answer", "1000000"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains(&size.to_string())
+            && run.stderr.contains("1000000")
+            && run.stderr.contains("--max-answer"),
+        "{run:?}"
+    );
+    // The same answer under a cap above it is read.
+    let cap = (size + 1).to_string();
+    let run = run_measured(&["list", "--computer", &host, "--max-answer", &cap]);
+    assert_eq!(run.code, 0, "{run:?}");
+}
+
+#[test]
+fn names_over_max_answer_are_refused() {
+    let names = format!(
+        r#"{{"counter":{{"2":"{}"}},"help":{{}}}}"#,
+        "x".repeat(200_000)
+    );
+    let server = HostileServer::start(move |_| Reply::json(&names));
+    let host = server.host();
+    let run = run_measured(&["list", "--computer", &host, "--max-answer", "100000"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("100000") && run.stderr.contains("--max-answer"),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn redirects_are_not_followed_and_named() {
+    // Where the redirect points answers as a real server would: following it would succeed.
+    let target = huge_server(Arc::new(many_instances(3)));
+    let location = format!("http://{}/perfdata?query=Global", target.host());
+    for status in [
+        "301 Moved Permanently",
+        "302 Found",
+        "307 Temporary Redirect",
+    ] {
+        let server = server_answering(Reply::new(
+            status,
+            &[format!("Location: {location}")],
+            Vec::new(),
+        ));
+        let run = run_measured(&["query", "--computer", &server.host()]);
+        assert_eq!(run.code, 1, "{status}: {run:?}");
+        assert!(
+            run.stderr.contains(&location) && run.stderr.contains(&status[..3]),
+            "{status}: {run:?}"
+        );
+        assert!(run.stderr.contains("redirect"), "{status}: {run:?}");
+        eprintln!("{}", run.stderr);
+    }
+}
+
+#[test]
+fn a_body_cut_short_names_both_counts() {
+    let block = many_instances(1000);
+    let announced = block.len();
+    let sent = announced / 2;
+    let mut reply = Reply::perfdata(Arc::new(block[..sent].to_vec()), 1, "Huge");
+    reply.head = reply.head.replace(
+        &format!("Content-Length: {sent}"),
+        &format!("Content-Length: {announced}"),
+    );
+    let server = server_answering(reply);
+    let run = run_measured(&["query", "--computer", &server.host()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains(&announced.to_string()) && run.stderr.contains(&sent.to_string()),
+        "{run:?}"
+    );
+    eprintln!("{}", run.stderr);
+    assert!(!run.stderr.contains("cannot reach"), "{run:?}");
+    assert!(!run.stderr.contains("is prfmon serve running"), "{run:?}");
+}
