@@ -97,6 +97,25 @@ pub(crate) fn probe(pid: u32) -> Probe {
     }
 }
 
+/// The 32-bit tag of a start time that the optex's state word, the shard owner words and the
+/// presence locks of a block ([`crate::layout::presence_offset`]) name a process by, beside its
+/// pid: the low 32 bits of the start time, or 1 if those are 0 but the start time is not (0
+/// stands for "unknown", as a `start_time` of 0 does).
+///
+/// Two start times get the same tag only if their low 32 bits are equal (they differ by a
+/// multiple of 2^32 clock ticks: 497 days at the usual 100 Hz) or are 0 and 1. The tag is only
+/// compared between processes that had the same pid, so a dead process goes unnoticed only if
+/// its pid went to a process started that many days apart from it.
+#[inline]
+pub(crate) fn start_tag(start_time: u64) -> u32 {
+    let low = start_time as u32;
+    if low == 0 && start_time != 0 {
+        1
+    } else {
+        low
+    }
+}
+
 /// Cache for [`ProcessId::current`]: 0 until filled, reset to 0 in a forked child.
 static CURRENT_PID: AtomicU32 = AtomicU32::new(0);
 /// The start time matching [`CURRENT_PID`]; written before it is published.

@@ -113,6 +113,17 @@ fn child_entry() {
             drop(guard);
             panic!("the parent should have killed this child");
         }
+        // Attaches, takes the lock (`lock_ctrs`) and says so; releases it when a line comes on
+        // stdin and says so; exits when stdin closes.
+        "hold-until-told" => {
+            let prf = PrfData::attach_in(&dir).expect("attach");
+            let guard = prf.lock_ctrs();
+            say("holding".into());
+            wait_stdin();
+            drop(guard);
+            say("released".into());
+            wait_stdin();
+        }
         other => panic!("unknown role {other}"),
     }
 }
@@ -522,4 +533,72 @@ fn leaving_does_not_wait_forever_for_a_lock_another_live_process_holds() {
         took < Duration::from_secs(20),
         "the drop waited {took:?} for a lock a live process holds for 60 s"
     );
+}
+
+/// Sends `signal` to a child.
+fn signal(pid: u32, signal: i32) {
+    // SAFETY: `kill` has no memory-safety preconditions; the pid is our own unreaped child.
+    assert_eq!(unsafe { libc::kill(pid as i32, signal) }, 0, "kill {pid}");
+}
+
+/// `activate` and `attach` give up, with an error naming the holder, when a live process holds
+/// the block's lock and does not progress (here: stopped with `SIGSTOP` inside `lock_ctrs`),
+/// after their documented bound of one second (plus scheduling slack); once the holder runs on
+/// and lets go, both work.
+#[test]
+fn activate_and_attach_give_up_on_a_stopped_lock_holder_and_name_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let master = PrfData::activate_in(dir.path()).unwrap();
+    let mut holder = Proc::spawn("hold-until-told", dir.path(), &[]);
+    assert_eq!(holder.expect_line(), "holding");
+    let pid = holder.child.id();
+    signal(pid, libc::SIGSTOP);
+    // Resumes the holder however the test ends (it exits when its stdin closes).
+    struct Resume(u32);
+    impl Drop for Resume {
+        fn drop(&mut self) {
+            signal(self.0, libc::SIGCONT);
+        }
+    }
+    let resume = Resume(pid);
+    let bound = Duration::from_secs(1); // `activate`'s and `attach`'s documented bound
+    let slack = Duration::from_secs(10);
+    for (what, join) in [
+        (
+            "attach",
+            PrfData::attach_in as fn(&Path) -> Result<PrfData, Error>,
+        ),
+        ("activate", PrfData::activate_in),
+    ] {
+        let path = dir.path().to_path_buf();
+        let started = std::time::Instant::now();
+        let outcome = common::bounded(bound + slack, what, move || {
+            join(&path).map(drop).map_err(|e| e.to_string())
+        });
+        let took = started.elapsed();
+        let Err(message) = outcome else {
+            panic!("{what} succeeded while process {pid} holds the lock, stopped");
+        };
+        assert!(
+            message.contains(&pid.to_string()) && message.contains("stopped"),
+            "{what}: {message}"
+        );
+        assert!(
+            took >= bound,
+            "{what} gave up after {took:?}, before its bound {bound:?}"
+        );
+        match join(dir.path()) {
+            Err(Error::LockStalled { pid: named, .. }) => assert_eq!(named, pid),
+            other => panic!("{what}: expected Error::LockStalled, got {other:?}"),
+        }
+    }
+    drop(resume);
+    writeln!(holder.stdin.as_mut().unwrap()).unwrap();
+    assert_eq!(holder.expect_line(), "released");
+    let worker = PrfData::attach_in(dir.path()).expect("attach once the holder let go");
+    let again = PrfData::activate_in(dir.path()).expect("activate once the holder let go");
+    drop((worker, again));
+    holder.finish();
+    drop(master);
+    assert!(!dir.path().join(BLOCK).exists());
 }

@@ -188,33 +188,3 @@ mod tests {
         assert!(!pid_exists((1 << 22) + 1));
     }
 }
-
-/// A handle on one process (a pidfd): it names that process and no other, even after its pid
-/// is reused, and says whether it has exited with one `poll`.
-#[derive(Debug)]
-pub(crate) struct ProcessHandle(std::os::fd::OwnedFd);
-
-impl ProcessHandle {
-    /// A handle on the process that has `pid` now (`pidfd_open`); `None` if there is none or
-    /// the kernel cannot make one (before Linux 5.3, or a seccomp filter).
-    pub(crate) fn open(pid: u32) -> Option<ProcessHandle> {
-        let pid = i32::try_from(pid)
-            .ok()
-            .and_then(rustix::process::Pid::from_raw)?;
-        rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
-            .ok()
-            .map(ProcessHandle)
-    }
-
-    /// Whether the process has exited (a zombie has): its pidfd polls readable. An error of
-    /// `poll` counts as running (the caller asks again on its next read).
-    pub(crate) fn exited(&self) -> bool {
-        use rustix::event::{poll, PollFd, PollFlags};
-        let mut fds = [PollFd::new(&self.0, PollFlags::IN)];
-        let zero = rustix::time::Timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        matches!(poll(&mut fds, Some(&zero)), Ok(n) if n > 0)
-    }
-}
