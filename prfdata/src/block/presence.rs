@@ -12,16 +12,18 @@
 //! process-owned instances, and a reader asking whether any process of the app is left.
 //!
 //! `fork`: a child inherits its parent's descriptors, and a description's locks live as long as
-//! any copy of it. So that a dead parent's presence does not live on in its children, the
-//! presence descriptors are kept in a table ([`SLOTS`] entries) whose every descriptor a
-//! `pthread_atfork` handler closes in the child; a child that writes the block through an
-//! inherited handle takes its own presence first ([`ensure_here`]). Past [`SLOTS`] presences in
-//! one process, a presence stays open in children until they drop the handle: its process then
-//! looks alive while they live, which only delays a recovery, never wrongs a live process.
+//! any copy of it. So that a dead parent's presence does not live on in its children, and each
+//! child is present under its own name, the presence descriptors are kept in a table ([`SLOTS`]
+//! entries) that a `pthread_atfork` handler goes through in the child: it closes the parent's
+//! descriptor and takes the child's own presence on the same block (async-signal-safe calls
+//! only). A child whose presence could not be taken there takes it before it writes the block
+//! ([`ensure_here`]). Past [`SLOTS`] presences in one process, a presence stays open in
+//! children until they drop the handle: its process then looks alive while they live, which
+//! only delays a recovery, never wrongs a live process.
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::Once;
@@ -40,9 +42,11 @@ const FREE: i32 = -1;
 /// A slot being filled.
 const FILLING: i32 = -2;
 
-/// One presence descriptor: its process and block file.
+/// One presence descriptor: its process and block file, and the descriptor of the block it
+/// was opened from (for a forked child to open it again).
 struct Slot {
     fd: AtomicI32,
+    main: AtomicI32,
     pid: AtomicU32,
     dev: AtomicU64,
     ino: AtomicU64,
@@ -51,6 +55,7 @@ struct Slot {
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY: Slot = Slot {
     fd: AtomicI32::new(FREE),
+    main: AtomicI32::new(FREE),
     pid: AtomicU32::new(0),
     dev: AtomicU64::new(0),
     ino: AtomicU64::new(0),
@@ -63,15 +68,36 @@ static REGISTER: Once = Once::new();
 /// Whether it is registered (else nothing goes into the table).
 static REGISTERED: AtomicBool = AtomicBool::new(false);
 
-/// Runs in the child of every `fork()`: the presences in the table are the parent's.
-extern "C" fn close_in_child() {
-    // Only atomics and `close`: async-signal-safe, as a fork handler must be.
+/// Runs in the child of every `fork()`: the presences in the table are the parent's. Each is
+/// closed, and the child's own taken on the same block in its place. Only atomics and
+/// async-signal-safe system calls, as a fork handler must.
+extern "C" fn retake_in_child() {
+    let pid = crate::sys::process::current_pid();
+    let tag = crate::sys::process::own_start_time_in_fork_child().map(start_tag);
     for slot in &TABLE {
-        let fd = slot.fd.swap(FREE, Ordering::Relaxed);
-        if fd >= 0 {
-            // SAFETY: `fd` was stored by `Presence::take` from a descriptor it owned and is
-            // closed only by whoever swaps it out of the slot (here, in the child's copy).
-            unsafe { libc::close(fd) };
+        let fd = slot.fd.swap(FILLING, Ordering::Relaxed);
+        if fd < 0 {
+            // Free, or being filled by a thread of the parent that the child does not have.
+            slot.fd.store(FREE, Ordering::Relaxed);
+            continue;
+        }
+        // SAFETY: `fd` was stored by `keep` from a descriptor it owned and is closed only by
+        // whoever swaps it out of the slot (here, in the child's copy).
+        unsafe { libc::close(fd) };
+        let block = (
+            slot.dev.load(Ordering::Relaxed),
+            slot.ino.load(Ordering::Relaxed),
+        );
+        let main = slot.main.load(Ordering::Relaxed);
+        let own = tag.and_then(|tag| {
+            range_lock::relock_in_fork_child(main, block, presence_offset(pid, tag))
+        });
+        match own {
+            Some(own) => {
+                slot.pid.store(pid, Ordering::Relaxed);
+                slot.fd.store(own, Ordering::Release);
+            }
+            None => slot.fd.store(FREE, Ordering::Relaxed),
         }
     }
 }
@@ -109,7 +135,7 @@ impl Presence {
             return Err(io::Error::other("a presence byte is locked exclusively"));
         }
         Ok(Presence {
-            held: keep(own, me.pid, file_key(file)?),
+            held: keep(own, file, me.pid)?,
             pid: me.pid,
         })
     }
@@ -120,14 +146,16 @@ impl Presence {
     }
 }
 
-/// Puts `own` into the table (or keeps it as it is when the table is full).
-fn keep(own: File, pid: u32, (dev, ino): (u64, u64)) -> Held {
+/// Puts `own`, `pid`'s presence on the block `main` is open on, into the table (or keeps it
+/// as it is when the table is full).
+fn keep(own: File, main: &File, pid: u32) -> io::Result<Held> {
+    let (dev, ino) = file_key(main)?;
     REGISTER.call_once(|| {
-        let ok = crate::sys::process::on_fork_child(close_in_child);
+        let ok = crate::sys::process::on_fork_child(retake_in_child);
         REGISTERED.store(ok, Ordering::Release);
     });
     if !REGISTERED.load(Ordering::Acquire) {
-        return Held::File(own);
+        return Ok(Held::File(own));
     }
     for (i, slot) in TABLE.iter().enumerate() {
         if slot
@@ -136,13 +164,14 @@ fn keep(own: File, pid: u32, (dev, ino): (u64, u64)) -> Held {
             .is_ok()
         {
             slot.pid.store(pid, Ordering::Relaxed);
+            slot.main.store(main.as_raw_fd(), Ordering::Relaxed);
             slot.dev.store(dev, Ordering::Relaxed);
             slot.ino.store(ino, Ordering::Relaxed);
             slot.fd.store(own.into_raw_fd(), Ordering::Release);
-            return Held::Slot(i);
+            return Ok(Held::Slot(i));
         }
     }
-    Held::File(own)
+    Ok(Held::File(own))
 }
 
 impl Drop for Presence {
@@ -233,6 +262,10 @@ impl OwnerCheck for Probe<'_> {
 mod tests {
     use super::*;
 
+    // Other tests of this binary may fork while a presence here is held: their children then
+    // take presences of their own on these files for a moment, so the checks name their keys
+    // (`Probe::present`) rather than ask for anyone (`Probe::anyone`) once something is held.
+
     fn block() -> (tempfile::TempDir, File, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("b.blk");
@@ -246,63 +279,116 @@ mod tests {
         (dir, file, path)
     }
 
-    #[test]
-    fn a_presence_is_seen_through_the_main_descriptor_until_dropped() {
-        let (_dir, file, path) = block();
+    /// A stand-in for another process: this process's pid with another start time.
+    fn stand_in(k: u64) -> ProcessId {
         let me = ProcessId::current();
-        let other = ProcessId {
-            pid: me.pid,
-            start_time: me.start_time + 1,
-        };
-        let probe = Probe(&file);
-        assert!(!probe.anyone());
-        assert_eq!(probe.present(me.pid, start_tag(me.start_time)), Some(false));
-        let presence = Presence::take(&file, &path, me).unwrap();
-        assert!(probe.anyone());
-        assert_eq!(probe.present(me.pid, start_tag(me.start_time)), Some(true));
-        assert!(
-            !probe.is_alive(other),
-            "another start time is another process"
-        );
-        assert!(probe.is_dead(other.pid, start_tag(other.start_time)));
-        assert!(!probe.is_dead(me.pid, start_tag(me.start_time)));
-        drop(presence);
-        assert!(!probe.anyone());
-        assert!(
-            probe.is_alive(me),
-            "this process is always there for itself"
-        );
+        ProcessId {
+            start_time: me.start_time + k,
+            ..me
+        }
+    }
+
+    fn key(id: ProcessId) -> (u32, u32) {
+        (id.pid, start_tag(id.start_time))
     }
 
     #[test]
-    fn a_forked_child_drops_its_parents_presence_and_takes_its_own() {
+    fn a_presence_is_seen_through_the_main_descriptor_until_dropped() {
         let (_dir, file, path) = block();
-        let me = ProcessId::current();
-        let presence = Presence::take(&file, &path, me).unwrap();
+        let other = stand_in(1);
         let probe = Probe(&file);
-        // SAFETY: the child only reads `/proc`, takes locks, makes system calls and atomics,
-        // and leaves with `_exit` (no destructors of the parent's state run in it).
+        assert!(!probe.anyone());
+        assert_eq!(probe.present(key(other).0, key(other).1), Some(false));
+        assert!(probe.is_dead(key(other).0, key(other).1));
+        let presence = Presence::take(&file, &path, other).unwrap();
+        assert!(probe.anyone());
+        assert_eq!(probe.present(key(other).0, key(other).1), Some(true));
+        assert!(probe.is_alive(other));
+        assert!(!probe.is_dead(key(other).0, key(other).1));
+        assert!(
+            !probe.is_alive(stand_in(2)),
+            "another start time is another process"
+        );
+        drop(presence);
+        assert_eq!(probe.present(key(other).0, key(other).1), Some(false));
+        assert!(
+            probe.is_alive(ProcessId::current()),
+            "always there for itself"
+        );
+    }
+
+    /// Forks a child that runs `child` (its exit code: 0 for success) once its fork handlers
+    /// ran, then waits for a byte from the parent before it exits. Returns its pid and the
+    /// pipe's write end, which [`finish`] takes.
+    fn fork_child(child: impl FnOnce() -> bool) -> (i32, [i32; 2]) {
+        let (mut go, mut ready) = ([0; 2], [0; 2]);
+        // SAFETY: each array is a valid pair of descriptors for `pipe` to fill.
+        assert!(unsafe { libc::pipe(go.as_mut_ptr()) == 0 && libc::pipe(ready.as_mut_ptr()) == 0 });
+        // SAFETY: the child runs `child` (system calls, atomics, `/proc` reads), blocks in
+        // `read` and leaves with `_exit`: no destructor of the parent's state runs in it.
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0);
         if pid == 0 {
-            let child = ProcessId::current();
-            // The fork handler closed the inherited presence: the parent's byte is held by
-            // the parent alone; the child has none until it asks.
-            let before = probe.present(child.pid, start_tag(child.start_time)) == Some(false);
-            ensure_here(&file, &path);
-            let after = probe.present(child.pid, start_tag(child.start_time)) == Some(true);
-            // SAFETY: `_exit` has no preconditions.
-            unsafe { libc::_exit(if before && after { 0 } else { 1 }) }
+            let ok = u8::from(child());
+            let mut byte = 0u8;
+            // SAFETY: the pipe ends are open in the child; the buffers are valid bytes.
+            unsafe {
+                libc::write(ready[1], (&ok as *const u8).cast(), 1);
+                libc::read(go[0], (&mut byte as *mut u8).cast(), 1);
+                libc::_exit(0)
+            }
         }
+        let mut ok = 0u8;
+        // SAFETY: `ready[0]` is the read end; `ok` a valid one-byte buffer.
+        assert_eq!(
+            unsafe { libc::read(ready[0], (&mut ok as *mut u8).cast(), 1) },
+            1
+        );
+        assert_eq!(ok, 1, "the child's checks");
+        // SAFETY: these ends are the parent's to close.
+        unsafe {
+            libc::close(ready[0]);
+            libc::close(ready[1]);
+        }
+        (pid, go)
+    }
+
+    /// Lets the child of [`fork_child`] exit and reaps it.
+    fn finish((pid, go): (i32, [i32; 2])) {
         let mut status = 0;
-        // SAFETY: `pid` is our child; `status` a valid out-pointer.
-        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        // SAFETY: `go[1]` is the write end; `pid` our child; `status` a valid out-pointer.
+        unsafe {
+            libc::write(go[1], [1u8].as_ptr().cast(), 1);
+            libc::close(go[0]);
+            libc::close(go[1]);
+            assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
+        }
         assert!(
             libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
             "{status:#x}"
         );
-        assert!(probe.anyone(), "the parent's presence stays");
+    }
+
+    #[test]
+    fn a_forked_child_is_present_under_its_own_name_and_not_under_its_parents() {
+        let (_dir, file, path) = block();
+        let parent = stand_in(3);
+        let presence = Presence::take(&file, &path, parent).unwrap();
+        let probe = Probe(&file);
+        let child = fork_child(|| {
+            let me = ProcessId::current();
+            let present = probe.present(key(me).0, key(me).1) == Some(true);
+            ensure_here(&file, &path); // finds it: nothing more
+            present
+        });
+        assert_eq!(probe.present(key(parent).0, key(parent).1), Some(true));
         drop(presence);
-        assert!(!probe.anyone(), "nothing of the child's is left");
+        let parents = probe.present(key(parent).0, key(parent).1);
+        finish(child);
+        assert_eq!(
+            parents,
+            Some(false),
+            "the child, alive, did not keep its parent's"
+        );
     }
 }

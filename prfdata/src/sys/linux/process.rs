@@ -75,6 +75,30 @@ pub(crate) fn parse_stat(bytes: &[u8]) -> Option<Stat> {
     Some(Stat { state, start_time })
 }
 
+/// The calling process's start time read in the child of a `fork()`, from its fork handler:
+/// `/proc/self/stat` read with `open`, `read` and `close` (async-signal-safe) into a stack
+/// buffer, and parsed without allocating. `None` if it cannot be read.
+pub(crate) fn own_start_time_in_fork_child() -> Option<u64> {
+    let mut buf = [0u8; 1024];
+    // SAFETY: the path is a NUL-terminated literal; `open` is async-signal-safe.
+    let fd = unsafe {
+        libc::open(
+            c"/proc/self/stat".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: `fd` is open; `buf` is valid for `buf.len()` bytes of writes.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    // SAFETY: `fd` was opened above and is closed once, here.
+    unsafe { libc::close(fd) };
+    let n = usize::try_from(n).ok()?;
+    let stat = parse_stat(buf.get(..n)?)?;
+    (!stat.is_terminated()).then_some(stat.start_time)
+}
+
 /// The calling process's id (`getpid`).
 pub(crate) fn current_pid() -> u32 {
     rustix::process::getpid()

@@ -86,6 +86,52 @@ pub(crate) fn reopen(file: &File, path: &Path) -> io::Result<File> {
     Ok(opened)
 }
 
+/// [`reopen`] and [`lock_shared`] in the child of a `fork()`, from its fork handler: only
+/// async-signal-safe calls (`open`, `fstat`, `fcntl`, `close`) and no allocation. Opens
+/// `/proc/self/fd/<fd>` read-write, checks that it is the file `(dev, ino)`, and takes a shared
+/// lock on the byte at `at`; returns the new descriptor, or `None` (nothing left open).
+pub(crate) fn relock_in_fork_child(fd: i32, (dev, ino): (u64, u64), at: u64) -> Option<i32> {
+    // "/proc/self/fd/" and up to 10 digits of a non-negative `int`, NUL-terminated.
+    const PREFIX: &[u8] = b"/proc/self/fd/";
+    let mut path = [0u8; 32];
+    path[..PREFIX.len()].copy_from_slice(PREFIX);
+    let mut digits = [0u8; 10];
+    let mut n = u32::try_from(fd).ok()?;
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for (i, d) in digits[..len].iter().rev().enumerate() {
+        path[PREFIX.len() + i] = *d;
+    }
+    // SAFETY: `path` is NUL-terminated (zero-filled past the digits); `open` has no other
+    // precondition and is async-signal-safe.
+    let new = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDWR | libc::O_CLOEXEC) };
+    if new < 0 {
+        return None;
+    }
+    // SAFETY: `stat` is a plain C struct, valid when zeroed, written by `fstat` on `new`.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `new` is open; `st` is a valid out-pointer.
+    let same = unsafe { libc::fstat(new, &mut st) } == 0 && (st.st_dev, st.st_ino) == (dev, ino);
+    let locked = same
+        && range(libc::F_RDLCK as libc::c_short, at, 1).is_ok_and(|mut lock| {
+            // SAFETY: `new` is open; `lock` a valid `struct flock` for `F_OFD_SETLK`.
+            unsafe { libc::fcntl(new, libc::F_OFD_SETLK, &mut lock as *mut libc::flock) == 0 }
+        });
+    if !locked {
+        // SAFETY: `new` was opened above and is closed once, here.
+        unsafe { libc::close(new) };
+        return None;
+    }
+    Some(new)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
