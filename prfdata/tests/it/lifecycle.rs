@@ -113,6 +113,16 @@ fn child_entry() {
             drop(guard);
             panic!("the parent should have killed this child");
         }
+        // Attaches and leaves (drops its handle) `ROUNDS` times, then says so.
+        "join-leave" => {
+            let rounds: u64 = std::env::var("ROUNDS").unwrap().parse().unwrap();
+            for _ in 0..rounds {
+                let prf = PrfData::attach_in(&dir).expect("attach");
+                prf.get_global_ctr64(testmap::HITS).fetch_add(1, Relaxed);
+                drop(prf);
+            }
+            say(format!("done {rounds}"));
+        }
         // Attaches, takes the lock (`lock_ctrs`) and says so; releases it when a line comes on
         // stdin and says so; exits when stdin closes.
         "hold-until-told" => {
@@ -601,4 +611,81 @@ fn activate_and_attach_give_up_on_a_stopped_lock_holder_and_name_it() {
     holder.finish();
     drop(master);
     assert!(!dir.path().join(BLOCK).exists());
+}
+
+/// Members joining and leaving at once, over a members table zeroed first: none takes itself
+/// for the last one while the master holds the block (it is the same file all along), every
+/// join is counted, and the master, the last member out, removes it.
+#[test]
+fn members_joining_and_leaving_at_once_never_remove_a_held_block() {
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    const ROUNDS: u64 = 150;
+    let dir = tempfile::tempdir().unwrap();
+    let master = PrfData::activate_in(dir.path()).unwrap();
+    let path = master.path().to_path_buf();
+    let inode = std::fs::metadata(&path).unwrap().ino();
+    let at = prfdata::map::offsets::members_offset(&testmap::MAP);
+    let table =
+        vec![0u8; prfdata::layout::MAX_MEMBERS as usize * prfdata::layout::MEMBER_ENTRY_SIZE];
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.write_all_at(&table, at as u64).unwrap();
+    let churners: Vec<Proc> = (0..4)
+        .map(|_| Proc::spawn("join-leave", dir.path(), &[("ROUNDS", ROUNDS.to_string())]))
+        .collect();
+    let (tx, done) = mpsc::channel();
+    let watched = path.clone();
+    let watcher = std::thread::spawn(move || {
+        let mut looks = 0u64;
+        while done.try_recv().is_err() {
+            let same = std::fs::metadata(&watched).is_ok_and(|m| m.ino() == inode);
+            assert!(
+                same,
+                "the block was removed or replaced while the master held it"
+            );
+            looks += 1;
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        looks
+    });
+    for c in churners {
+        assert_eq!(c.expect_line(), format!("done {ROUNDS}"));
+        c.finish();
+    }
+    tx.send(()).unwrap();
+    assert!(watcher.join().expect("the block stayed") > 0);
+    assert_eq!(
+        master.get_global_ctr64(testmap::HITS).load(Relaxed),
+        4 * ROUNDS as i64
+    );
+    // The churners left the table (the master's own entry went with the zeroing: the table
+    // is a list, not a proof).
+    assert_eq!(members(&path), Vec::<u32>::new());
+    drop(master);
+    assert!(!path.exists(), "the last member out removed it");
+}
+
+/// The last two members leave at the same moment: one of them removes the block (flock(2)
+/// serialises their tries: the second to try finds the first's lock gone), never neither.
+#[test]
+fn the_last_two_members_leaving_at_once_remove_the_block() {
+    for _ in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let master = PrfData::activate_in(dir.path()).unwrap();
+        let path = master.path().to_path_buf();
+        let a = Proc::spawn("attach", dir.path(), &[]);
+        let b = Proc::spawn("attach", dir.path(), &[]);
+        assert_eq!(
+            (a.expect_line(), b.expect_line()),
+            ("ready".into(), "ready".into())
+        );
+        drop(master);
+        let (a_done, b_done) = (
+            std::thread::spawn(move || a.finish()),
+            std::thread::spawn(move || b.finish()),
+        );
+        a_done.join().unwrap();
+        b_done.join().unwrap();
+        assert!(!path.exists(), "one of the last two removed the block");
+        assert!(!dir.path().join(WATCH).exists(), "and its watch table");
+    }
 }
