@@ -16,6 +16,12 @@
 //! the optex over and its guard says so ([`OptexGuard::owner_died`]), so that it can check and
 //! repair whatever the dead owner was changing.
 //!
+//! A pid names a process only in its own pid namespace: a waiter in another (a container of its
+//! own) would find no such process and take a live owner's optex. So the optex of a block is
+//! taken by its processes with another death check, the presence locks they hold on the block's
+//! file, which the kernel keeps the same for every namespace (`crate::block::presence`); the
+//! `/proc` check of this page is the one a bare `Optex` uses.
+//!
 //! # One word names the owner
 //!
 //! A pid alone does not name the owner for long (a dead owner's pid goes to a later process), so
@@ -170,7 +176,9 @@ pub const CHECK_INTERVAL: Duration = Duration::from_millis(50);
 ///
 /// `Optex` is `#[repr(C, align(64))]`, exactly 64 bytes (one cache line), and valid when all
 /// its bytes are zero. Put it at a 64-aligned offset in a `MAP_SHARED` mapping and reach it with
-/// [`Optex::from_ptr`]. All processes must share one pid namespace.
+/// [`Optex::from_ptr`]. All processes must share one pid namespace: the owner's death is judged
+/// by its pid (a block's processes judge it by their locks on the block's file instead, which
+/// holds across pid namespaces).
 ///
 /// # Examples
 ///

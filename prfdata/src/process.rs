@@ -5,7 +5,11 @@
 //! [`ProcessId`] so that a waiter can tell "the owner is still running" from "the owner died and
 //! someone else now has its pid".
 //!
-//! All processes that share a block must see the same pid namespace (and its `/proc`).
+//! A pid and a start time name a process only in its own pid namespace (a container's processes
+//! have other pids, or none, elsewhere). What the processes of a block need to know about each
+//! other across namespaces, whether one is still there, they tell by the locks each holds on the
+//! block's file (`crate::block::presence`); [`ProcessId::liveness`] is for processes of one
+//! namespace.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
