@@ -32,14 +32,6 @@ const MARK: &str = "@@";
 fn child_entry() {
     let Some(role) = common::role() else { return };
     let dir = common::child_dir();
-    let say = |what: String| {
-        println!("{MARK}{what}");
-        std::io::stdout().flush().unwrap();
-    };
-    let wait_stdin = || {
-        let mut line = String::new();
-        let _ = std::io::stdin().lock().read_line(&mut line);
-    };
     match role.as_str() {
         // Activates, counts 10, and exits normally (no drop) once stdin closes.
         "activate-then-exit" => {
@@ -113,29 +105,45 @@ fn child_entry() {
             drop(guard);
             panic!("the parent should have killed this child");
         }
-        // Attaches and leaves (drops its handle) `ROUNDS` times, then says so.
-        "join-leave" => {
-            let rounds: u64 = std::env::var("ROUNDS").unwrap().parse().unwrap();
-            for _ in 0..rounds {
-                let prf = PrfData::attach_in(&dir).expect("attach");
-                prf.get_global_ctr64(testmap::HITS).fetch_add(1, Relaxed);
-                drop(prf);
-            }
-            say(format!("done {rounds}"));
-        }
-        // Attaches, takes the lock (`lock_ctrs`) and says so; releases it when a line comes on
-        // stdin and says so; exits when stdin closes.
-        "hold-until-told" => {
-            let prf = PrfData::attach_in(&dir).expect("attach");
-            let guard = prf.lock_ctrs();
-            say("holding".into());
-            wait_stdin();
-            drop(guard);
-            say("released".into());
-            wait_stdin();
-        }
+        "join-leave" => join_leave(&dir),
+        "hold-until-told" => hold_until_told(&dir),
         other => panic!("unknown role {other}"),
     }
+}
+
+/// In a child: tells the parent it reached a step.
+fn say(what: String) {
+    println!("{MARK}{what}");
+    std::io::stdout().flush().unwrap();
+}
+
+/// In a child: waits for a line on stdin (or its end).
+fn wait_stdin() {
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+}
+
+/// Role: attaches and leaves (drops its handle) `ROUNDS` times, then says so.
+fn join_leave(dir: &Path) {
+    let rounds: u64 = std::env::var("ROUNDS").unwrap().parse().unwrap();
+    for _ in 0..rounds {
+        let prf = PrfData::attach_in(dir).expect("attach");
+        prf.get_global_ctr64(testmap::HITS).fetch_add(1, Relaxed);
+        drop(prf);
+    }
+    say(format!("done {rounds}"));
+}
+
+/// Role: attaches, takes the lock (`lock_ctrs`) and says so; releases it when a line comes on
+/// stdin and says so; exits when stdin closes.
+fn hold_until_told(dir: &Path) {
+    let prf = PrfData::attach_in(dir).expect("attach");
+    let guard = prf.lock_ctrs();
+    say("holding".into());
+    wait_stdin();
+    drop(guard);
+    say("released".into());
+    wait_stdin();
 }
 
 /// A child with a pipe to its stdin and its marked lines, in order.
