@@ -68,19 +68,7 @@ fn the_demo_publishes_counters_that_behave() {
     // This process loads the provider (in-process collector): it reads these too.
     let _env = sandbox.process_env();
 
-    let lib = prfdata_testkit::provider_library();
-    let out = demo(
-        root,
-        &["install", "--library", lib.to_str().unwrap(), "--ini-dir"],
-    )
-    .arg(root.join("ini"))
-    .output()
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    install(root);
 
     let child = demo(root, &["run", "--duration", "9", "--workers", "3"])
         .stdout(Stdio::null())
@@ -88,14 +76,7 @@ fn the_demo_publishes_counters_that_behave() {
         .unwrap();
     let _running = ChildGuard::new(child, "the demo");
     let block = root.join("shm/PrfDataDemo.blk");
-    let start = Instant::now();
-    while !block.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "the demo published its block"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_block(&block);
 
     let registry = FileRegistry::open(root.join("registry")).unwrap();
     let names = Names::load(&registry, "009").unwrap();
@@ -254,14 +235,7 @@ fn ctrl_c_stops_the_demo_cleanly_and_removes_its_block() {
         .spawn()
         .unwrap();
     let block = root.join("shm/PrfDataDemo.blk");
-    let start = Instant::now();
-    while !block.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "the demo published its block"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_block(&block);
     // SAFETY: sending SIGINT (what Ctrl-C sends) to our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = wait_exit(
@@ -310,19 +284,7 @@ fn the_demo_scans_its_cache_only_while_a_monitor_watches() {
     let sandbox = Sandbox::new();
     let root = sandbox.dir.path();
     let _env = sandbox.process_env();
-    let lib = prfdata_testkit::provider_library();
-    let out = demo(
-        root,
-        &["install", "--library", lib.to_str().unwrap(), "--ini-dir"],
-    )
-    .arg(root.join("ini"))
-    .output()
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    install(root);
 
     let log = root.join("demo.stderr");
     let child = demo(root, &["run", "--duration", "60", "--workers", "3"])
@@ -405,31 +367,8 @@ fn worker_processes_churn_and_the_total_never_goes_backwards() {
     use prfdata::reader::BlockReader;
     let sandbox = Sandbox::new();
     let root = sandbox.dir.path();
-    let child = demo(
-        root,
-        &[
-            "run",
-            "--workers",
-            "1",
-            "--processes",
-            "3",
-            "--duration",
-            "12",
-        ],
-    )
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
-    let mut child = ChildGuard::new(child, "demo-app run --processes 3");
+    let mut child = run_processes(root, 3, 12);
     let block = root.join("shm/PrfDataDemo.blk");
-    let start = Instant::now();
-    while !block.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "the demo published its block"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
     let reader = BlockReader::open_path("PrfDataDemo", &block).unwrap();
     let process = reader
         .objects()
@@ -497,6 +436,17 @@ fn install(root: &Path) {
     );
 }
 
+/// `demo-app run --workers 1 --processes N --duration S` in `root`'s sandbox, its block
+/// published (stopped when the guard drops).
+fn run_processes(root: &Path, processes: u32, seconds: u32) -> ChildGuard {
+    let (n, s) = (processes.to_string(), seconds.to_string());
+    let args = ["run", "--workers", "1", "--processes", &n, "--duration", &s];
+    let child = demo(root, &args).stderr(Stdio::null()).spawn().unwrap();
+    let guard = ChildGuard::new(child, format!("demo-app run --processes {n}"));
+    wait_for_block(&root.join("shm/PrfDataDemo.blk"));
+    guard
+}
+
 /// Waits (bounded) for the demo's block at `block`.
 fn wait_for_block(block: &Path) {
     let start = Instant::now();
@@ -550,24 +500,8 @@ fn a_zeroed_members_table_does_not_end_the_running_demos_block() {
     let root = sandbox.dir.path();
     let _env = sandbox.process_env();
     install(root);
-    let child = demo(
-        root,
-        &[
-            "run",
-            "--workers",
-            "1",
-            "--processes",
-            "2",
-            "--duration",
-            "30",
-        ],
-    )
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
-    let _running = ChildGuard::new(child, "demo-app run --processes 2");
+    let _running = run_processes(root, 2, 30);
     let block = root.join("shm/PrfDataDemo.blk");
-    wait_for_block(&block);
     std::thread::sleep(Duration::from_secs(1)); // the worker processes attach
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -625,23 +559,7 @@ fn a_collector_in_its_own_pid_namespace_sees_the_demos_worker_processes() {
     let sandbox = Sandbox::new();
     let root = sandbox.dir.path();
     install(root);
-    let child = demo(
-        root,
-        &[
-            "run",
-            "--workers",
-            "1",
-            "--processes",
-            "3",
-            "--duration",
-            "30",
-        ],
-    )
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
-    let _running = ChildGuard::new(child, "demo-app run --processes 3");
-    wait_for_block(&root.join("shm/PrfDataDemo.blk"));
+    let _running = run_processes(root, 3, 30);
     std::thread::sleep(Duration::from_secs(1)); // the workers attach
     let mut command =
         prfdata_testkit::self_command(&prfdata_testkit::test_path!("ns_collector_entry"));

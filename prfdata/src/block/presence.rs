@@ -266,18 +266,7 @@ mod tests {
     // take presences of their own on these files for a moment, so the checks name their keys
     // (`Probe::present`) rather than ask for anyone (`Probe::anyone`) once something is held.
 
-    fn block() -> (tempfile::TempDir, File, std::path::PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("b.blk");
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        (dir, file, path)
-    }
+    use crate::sys::range_lock::scratch_file as block;
 
     /// A stand-in for another process: this process's pid with another start time.
     fn stand_in(k: u64) -> ProcessId {

@@ -121,18 +121,7 @@ mod tests {
     use crate::block::presence::Presence;
     use std::sync::atomic::Ordering::Relaxed;
 
-    fn block() -> (tempfile::TempDir, std::fs::File, std::path::PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("b.blk");
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        (dir, file, path)
-    }
+    use crate::sys::range_lock::scratch_file as block;
 
     #[test]
     fn an_alive_finding_stands_for_the_interval_and_a_dead_one_for_good() {

@@ -170,6 +170,9 @@ fn start(installed: &Installed, what: &str, name: &str, ready_as: &str) -> (Chil
     (guard, pid)
 }
 
+/// The workers of most tests here, and the master with them.
+const THREE: [&str; 3] = ["w0", "w1", "w2"];
+
 /// The master and `names.len()` workers, each with its instance.
 fn app(installed: &Installed, names: &[&str]) -> (ChildGuard, Vec<(ChildGuard, u32)>) {
     let (master, _) = start(installed, "master", "", "master.ready");
@@ -313,15 +316,10 @@ fn a_zeroed_members_table_does_not_let_a_leaving_member_remove_a_live_block() {
 #[test]
 fn a_collector_in_its_own_pid_namespace_shows_every_live_worker() {
     let installed = installed();
-    let names = ["w0", "w1", "w2"];
-    let (_master, mut workers) = app(&installed, &names);
-    assert_eq!(
-        query(&installed, "MB Worker", false),
-        expected(&names, 3 * DONE)
-    );
+    let (_master, mut workers) = app(&installed, &THREE);
     assert_eq!(
         query(&installed, "MB Worker", true),
-        expected(&names, 3 * DONE),
+        expected(&THREE, 3 * DONE),
         "the collector in its own pid namespace shows the live workers"
     );
     let (w1, _) = workers.remove(1);
@@ -341,13 +339,12 @@ fn a_collector_in_its_own_pid_namespace_shows_every_live_worker() {
 #[test]
 fn a_writer_in_its_own_pid_namespace_reclaims_only_dead_workers() {
     let installed = installed();
-    let names = ["w0", "w1", "w2"];
-    let (_master, mut workers) = app(&installed, &names);
+    let (_master, mut workers) = app(&installed, &THREE);
     let writer = || in_new_pid_namespace(&role(&installed, "writer", ""));
     assert_eq!(report(writer()), "reclaimed 0 seen w0,w1,w2");
     assert_eq!(
         query(&installed, "MB Worker", false),
-        expected(&names, 3 * DONE)
+        expected(&THREE, 3 * DONE)
     );
     let (w2, _) = workers.remove(2);
     kill(w2);
@@ -370,12 +367,7 @@ fn a_process_in_its_own_pid_namespace_never_takes_a_live_holders_lock() {
     let files = installed.dir.path();
 
     // Attached before the lock is taken: `lock_ctrs_for` times out.
-    let locker = in_new_pid_namespace(&role(&installed, "locker", ""))
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn the locker");
-    let locker = ChildGuard::new(locker, "the locker");
-    ready::wait(&files.join("locker.ready"), TEST_WAIT);
+    let locker = start_locker(&installed);
     let (holder, holder_pid) = start(&installed, "holder", "", "holder.ready");
     std::fs::write(files.join("locker.go"), b"").unwrap();
     let said = output(locker);
@@ -399,16 +391,25 @@ fn a_process_in_its_own_pid_namespace_never_takes_a_live_holders_lock() {
 
     std::fs::write(files.join("holder.stop"), b"").unwrap();
     exits(holder);
-    let _ = std::fs::remove_file(files.join("locker.ready"));
-    let _ = std::fs::remove_file(files.join("locker.go"));
-    let locker = in_new_pid_namespace(&role(&installed, "locker", ""))
+    let locker = start_locker(&installed);
+    std::fs::write(files.join("locker.go"), b"").unwrap();
+    assert_eq!(output(locker), "locked owner_died=false");
+}
+
+/// A locker child in a pid namespace of its own, attached (its ready file seen), waiting for
+/// its go file.
+fn start_locker(installed: &Installed) -> ChildGuard {
+    let files = installed.dir.path();
+    for old in ["locker.ready", "locker.go"] {
+        let _ = std::fs::remove_file(files.join(old));
+    }
+    let child = in_new_pid_namespace(&role(installed, "locker", ""))
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn the locker");
-    let locker = ChildGuard::new(locker, "the locker");
+    let locker = ChildGuard::new(child, "the locker");
     ready::wait(&files.join("locker.ready"), TEST_WAIT);
-    std::fs::write(files.join("locker.go"), b"").unwrap();
-    assert_eq!(output(locker), "locked owner_died=false");
+    locker
 }
 
 /// What a child started with a piped stdout reported after [`MARK`], once it exited

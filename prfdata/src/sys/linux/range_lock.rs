@@ -132,26 +132,29 @@ pub(crate) fn relock_in_fork_child(fd: i32, (dev, ino): (u64, u64), at: u64) -> 
     Some(new)
 }
 
+/// A new, empty file in a temp folder (removed with the folder), open read-write: for the tests
+/// of what locks files.
+#[cfg(test)]
+pub(crate) fn scratch_file() -> (tempfile::TempDir, File, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.blk");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    (dir, file, path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn temp() -> (tempfile::TempDir, File, std::path::PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        (dir, file, path)
-    }
-
     #[test]
     fn a_shared_lock_past_the_end_is_seen_by_other_descriptions_only() {
-        let (_dir, file, path) = temp();
+        let (_dir, file, path) = scratch_file();
         let other = reopen(&file, &path).unwrap();
         let far = 1 << 62;
         assert!(!held_by_others(&other, far, 1).unwrap());
