@@ -1,6 +1,7 @@
 //! Bytes placed as an app's live block, as a publishing app leaves it: a regular file, owner
-//! only (0600), renamed into place, and its owner's `flock` held (by this process, through its
-//! own open file) so that readers take it for a running app's block and not a dead one's.
+//! only (0600), renamed into place, its owner's `flock` held and a presence lock taken (by this
+//! process, through open files of its own: `prfdata::layout::PRESENCE_BASE`) so that readers
+//! take it for a running app's block and not a dead one's.
 //!
 //! Each placement is a new file renamed over the old one, as an app that restarts makes it, so
 //! a reader that cached the previous block sees it replaced; and, as the previous app's last
@@ -17,11 +18,13 @@ use std::sync::Mutex;
 
 use rustix::fs::{flock, FlockOperation};
 
-/// A block placed at a path; its owner lock is held while this lives.
+/// A block placed at a path; its owner's locks are held while this lives.
 #[derive(Debug)]
 pub struct PlacedBlock {
     path: PathBuf,
     _owner: File,
+    /// A description of its own holding a presence lock (readers ask for anyone present).
+    _presence: File,
 }
 
 impl PlacedBlock {
@@ -74,11 +77,42 @@ pub fn place(path: &Path, bytes: &[u8]) -> PlacedBlock {
         .unwrap_or_else(|e| fail("create", e));
     file.write_all(bytes).unwrap_or_else(|e| fail("write", e));
     flock(&file, FlockOperation::LockExclusive).unwrap_or_else(|e| fail("lock", e.into()));
+    let presence = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&tmp)
+        .unwrap_or_else(|e| fail("open again", e));
+    present(&presence).unwrap_or_else(|e| fail("take a presence lock on", e));
     std::fs::rename(&tmp, path).unwrap_or_else(|e| fail("rename", e));
     PlacedBlock {
         path: path.to_path_buf(),
         _owner: file,
+        _presence: presence,
     }
+}
+
+/// A shared open-file-description lock on the first presence byte (`F_OFD_SETLK`, `F_RDLCK`),
+/// as a process of the app holds its own.
+fn present(file: &File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `flock` is a plain C struct of integers, valid when zeroed.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = libc::F_RDLCK as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    lock.l_start = prfdata::layout::PRESENCE_BASE as libc::off_t;
+    lock.l_len = 1;
+    // SAFETY: `file` is open; `lock` is a valid `struct flock` for `F_OFD_SETLK`.
+    let rc = unsafe {
+        libc::fcntl(
+            file.as_raw_fd(),
+            libc::F_OFD_SETLK,
+            &mut lock as *mut libc::flock,
+        )
+    };
+    if rc == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Places `bytes` as the block of the provider's app (`PrfDataFuzz` in `PRFDATA_SHM_DIR`),

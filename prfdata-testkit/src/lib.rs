@@ -5,7 +5,7 @@
 //! |---|---|
 //! | [`artifacts`] | the files cargo built with the tests: the provider library ([`provider_library`]), any test cdylib ([`cdylib`]), a workspace binary ([`target_binary`]) |
 //! | [`wait`] | [`bounded`] work on another thread, [`wait_until`] a condition holds, [`WAIT`] |
-//! | [`process`] | real child processes: [`finish`] one (bounded) into a [`Run`], stop one when dropped ([`ChildGuard`]), re-execute this test binary as an app ([`self_command`], [`test_path!`]) that says it is ready through a file ([`ready`]) |
+//! | [`process`] | real child processes: [`finish`] one (bounded) into a [`Run`], stop one when dropped ([`ChildGuard`]), re-execute this test binary as an app ([`self_command`], [`test_path!`]) that says it is ready through a file ([`ready`]), run one in a pid namespace of its own ([`in_new_pid_namespace`]) |
 //! | [`sandbox`] | a temp registry and block folder ([`Sandbox`]) with maps installed against the real provider, the environment for a child, names for the counter-name registry |
 //! | [`process_env`] | `PRFDATA_REGISTRY` / `PRFDATA_SHM_DIR` of this process, for an in-process provider, held by one test at a time ([`ProcessEnv`]) |
 //! | [`sample`] | a small valid PERF_OBJECT_TYPE, for consumer-side examples and tests |
@@ -50,7 +50,7 @@ pub mod sandbox;
 pub mod wait;
 
 pub use artifacts::{cdylib, provider_library, target_binary};
-pub use process::{finish, ready, self_command, ChildGuard, Run};
+pub use process::{finish, in_new_pid_namespace, ready, self_command, ChildGuard, Run};
 pub use process_env::ProcessEnv;
 pub use sandbox::Sandbox;
 pub use wait::{bounded, wait_until, WAIT};

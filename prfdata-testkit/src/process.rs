@@ -6,7 +6,8 @@
 //! - [`self_command`] re-executes the running test binary to run one test, the entry point of
 //!   a child role (an app publishing counters in its own process); [`test_path!`](crate::test_path!) names that
 //!   test from the module it is in, as libtest does. The child says it is ready through a file
-//!   ([`ready`]).
+//!   ([`ready`]). [`in_new_pid_namespace`] runs a command as a container would, in a pid
+//!   namespace of its own.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -262,4 +263,61 @@ pub mod ready {
             std::fs::read(path).ok()
         })
     }
+}
+
+/// `command` run in a pid namespace of its own, as a container runs its processes: util-linux
+/// `unshare --pid --fork --mount-proc --kill-child` starts it as process 1 of a new pid
+/// namespace with that namespace's `/proc` (so it sees none of the processes outside, and they
+/// see it under another pid), and kills it if `unshare` dies. Its program, arguments,
+/// environment and folder are `command`'s; set stdout and stderr on the result (stdin is
+/// `/dev/null`). `unshare` ignores SIGTERM, so a [`ChildGuard`] over it ends it with SIGKILL
+/// after [`TERM_WAIT`]: kill it yourself to end it sooner.
+///
+/// Panics, saying why, where that is not possible (no `unshare`, or not allowed to create a
+/// pid namespace: it needs root, or unprivileged user namespaces): a test that needs one fails
+/// with the reason instead of passing without having run.
+///
+/// # Examples
+///
+/// ```no_run
+/// let mut ps = std::process::Command::new("ps");
+/// ps.arg("-e");
+/// let out = prfdata_testkit::process::in_new_pid_namespace(&ps).output()?;
+/// assert!(String::from_utf8_lossy(&out.stdout).lines().count() <= 3, "only itself");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn in_new_pid_namespace(command: &Command) -> Command {
+    const UNSHARE: [&str; 4] = ["--pid", "--fork", "--mount-proc", "--kill-child"];
+    let probe = Command::new("unshare")
+        .args(UNSHARE)
+        .arg("true")
+        .stdin(Stdio::null())
+        .output();
+    match probe {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!(
+            "this test needs a pid namespace of its own, and `unshare {}` failed ({}): {}; run \
+             it as root (or where unprivileged user namespaces are allowed)",
+            UNSHARE.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(e) => panic!("this test needs util-linux `unshare` to make a pid namespace: {e}"),
+    }
+    let mut wrapped = Command::new("unshare");
+    wrapped
+        .args(UNSHARE)
+        .arg(command.get_program())
+        .args(command.get_args());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => wrapped.env(key, value),
+            None => wrapped.env_remove(key),
+        };
+    }
+    if let Some(dir) = command.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    wrapped.stdin(Stdio::null());
+    wrapped
 }

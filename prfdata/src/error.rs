@@ -119,6 +119,25 @@ pub enum Error {
         /// The members table's length.
         max: u32,
     },
+    /// A live process holds the block's lock and did not let go within one second (the bound
+    /// of `activate` and `attach`: twenty times [`CHECK_INTERVAL`](crate::optex::CHECK_INTERVAL),
+    /// in which a holder that died is always recovered), while this process activated or
+    /// attached: the holder is alive but stopped (`SIGSTOP`, a debugger) or stuck inside
+    /// `lock_ctrs`.
+    #[error(
+        "process {pid} holds the lock of the block {path} and did not release it in {waited:?}: \
+         it is alive but not progressing (stopped with SIGSTOP or by a debugger, or stuck inside \
+         lock_ctrs); resume it (kill -CONT {pid}) or end it, then activate or attach again"
+    )]
+    LockStalled {
+        /// The block's path.
+        path: PathBuf,
+        /// The holder's pid, as its own pid namespace numbers it (a process in another
+        /// namespace, such as another container, has another pid here).
+        pid: u32,
+        /// How long this process waited.
+        waited: std::time::Duration,
+    },
     /// No block to attach to.
     #[error("no block for app {app} at {path}: is the app running and activated?")]
     NotActive {

@@ -91,7 +91,13 @@ pub const MAGIC: [u8; 8] = *b"PRFDATA\0";
 ///   ([`CounterRecord::shard`]).
 /// - 9: 7 and 8 merged. The [`Optex`](crate::Optex)'s zeroed room also counts its sleepers
 ///   (offset 12), so that the last waiter to acquire clears the WAITERS bit.
-pub const LAYOUT_VERSION: u32 = 9;
+/// - 10: the same bytes, another protocol: every process of a block holds a *presence lock*
+///   on its file ([`presence_offset`]), and whether a process is alive (the optex's owner, a
+///   member, the owner of an instance or of a shard slot) is told by that lock rather than by
+///   its pid, which names a process only in its own pid namespace; the last member is the one
+///   that can take the block's `flock` exclusively, whatever its members table says. A
+///   version-9 process holds no presence lock: a version-10 process would take it for dead.
+pub const LAYOUT_VERSION: u32 = 10;
 /// Size of [`BlockHeader`].
 pub const HEADER_SIZE: usize = 256;
 /// Size of [`ObjectRecord`].
@@ -205,8 +211,11 @@ pub const MEMBER_ENTRY_SIZE: usize = 16;
 ///
 /// Written and cleared only under the block's optex. Joining writes `start_time` first, then
 /// `pid`; leaving clears `pid` first: a process killed half-way leaves a free entry or a whole
-/// one, never a pid with another process's start time. Readers treat the table as untrusted
-/// (an entry is only a claim; its process is checked by pid *and* start time).
+/// one, never a pid with another process's start time. The table is a list for people and
+/// tools, not a proof: an entry is only a claim, alive while its process's presence lock
+/// ([`PRESENCE_BASE`]) is held, and no process decides from it whether it is the last member
+/// or whether to adopt the block (the block's `flock` does, [`LAYOUT_VERSION`] 10). Pids are as
+/// each member's own pid namespace numbers it.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct MemberEntry {
@@ -222,6 +231,45 @@ pub struct MemberEntry {
 pub const MEMBER_PID_OFFSET: usize = offset_of!(MemberEntry, pid);
 /// Offset of [`MemberEntry::start_time`].
 pub const MEMBER_START_OFFSET: usize = offset_of!(MemberEntry, start_time);
+
+/// Where the presence locks of a block's processes lie in its file: byte `PRESENCE_BASE +
+/// (start_tag << 30 | pid)` is the one of the process `pid` whose start time has the tag
+/// `start_tag` (`crate::process::start_tag`), as the optex's state word names its owner
+/// ([`LAYOUT_VERSION`] 10). Far past the end of any block ([`MAX_BLOCK_SIZE`]): the bytes are
+/// never written, only locked.
+///
+/// ```text
+///  0                     total_size            2^62 = PRESENCE_BASE                  2^63
+///  | the block           |   (nothing)         | one byte per (start tag, pid)       |
+///                                              |  <- shared OFD lock: "I am here"     |
+/// ```
+///
+/// Each process that opens a block to write it (a member, a forked child writing through its
+/// parent's handle, a reader repairing it) holds a shared open-file-description lock
+/// (`F_OFD_SETLK`, `F_RDLCK`) on its byte, through a file description of its own, for as long as
+/// it may hold the block's optex, own an instance or a shard slot. The kernel drops the lock
+/// when the process dies, however it dies, and a probe (`F_OFD_GETLK`, which takes nothing)
+/// sees it from any process and any pid namespace: the byte is locked exactly while the
+/// process it names is there.
+pub const PRESENCE_BASE: u64 = 1 << 62;
+/// Bits of a presence byte's key that hold the pid: those of the optex's owner field (Linux
+/// pids are below `PID_MAX_LIMIT`, 2^22, include/linux/threads.h).
+pub const PRESENCE_PID_BITS: u32 = 30;
+
+/// The presence byte ([`PRESENCE_BASE`]) of the process `pid` with start tag `start_tag`.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata::layout::{presence_offset, PRESENCE_BASE};
+/// assert_eq!(presence_offset(7, 0), PRESENCE_BASE + 7);
+/// assert_eq!(presence_offset(7, 1), PRESENCE_BASE + (1 << 30) + 7);
+/// assert!(presence_offset(u32::MAX, u32::MAX) < 1 << 63);
+/// ```
+pub const fn presence_offset(pid: u32, start_tag: u32) -> u64 {
+    let pid = pid as u64 & ((1 << PRESENCE_PID_BITS) - 1);
+    PRESENCE_BASE + ((start_tag as u64) << PRESENCE_PID_BITS | pid)
+}
 
 /// `SlotHeader::state` of a free slot.
 pub const SLOT_FREE: u32 = 0;
@@ -553,6 +601,7 @@ const _: () = {
     assert!(slot::GENERATION == 28 && slot::PARENT_GENERATION == 32 && slot::CHILDREN == 36);
     assert!(slot::OWNER_PID == 40 && slot::OWNER_START == 48);
     assert!(SLOT_HEADER_SIZE.is_multiple_of(8));
+    assert!(PRESENCE_BASE > MAX_BLOCK_SIZE && PRESENCE_PID_BITS + 32 == 62);
     assert!(
         size_of::<[u8; MAX_APP_NAME]>() == 64 && MAX_APP_NAME == prfdata_untrusted::MAX_APP_NAME
     );

@@ -16,6 +16,12 @@
 //! the optex over and its guard says so ([`OptexGuard::owner_died`]), so that it can check and
 //! repair whatever the dead owner was changing.
 //!
+//! A pid names a process only in its own pid namespace: a waiter in another (a container of its
+//! own) would find no such process and take a live owner's optex. So the optex of a block is
+//! taken by its processes with another death check, the presence locks they hold on the block's
+//! file, which the kernel keeps the same for every namespace (`crate::block::presence`); the
+//! `/proc` check of this page is the one a bare `Optex` uses.
+//!
 //! # One word names the owner
 //!
 //! A pid alone does not name the owner for long (a dead owner's pid goes to a later process), so
@@ -84,7 +90,7 @@ use std::mem::{align_of, offset_of, size_of};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::process::{probe, Probe, ProcessId};
+use crate::process::{probe, start_tag, Probe, ProcessId};
 use crate::sys::futex;
 
 // The state word, `Optex::state` (a `u64`; the futex waits on bits 0..32):
@@ -170,7 +176,9 @@ pub const CHECK_INTERVAL: Duration = Duration::from_millis(50);
 ///
 /// `Optex` is `#[repr(C, align(64))]`, exactly 64 bytes (one cache line), and valid when all
 /// its bytes are zero. Put it at a 64-aligned offset in a `MAP_SHARED` mapping and reach it with
-/// [`Optex::from_ptr`]. All processes must share one pid namespace.
+/// [`Optex::from_ptr`]. All processes must share one pid namespace: the owner's death is judged
+/// by its pid (a block's processes judge it by their locks on the block's file instead, which
+/// holds across pid namespaces).
 ///
 /// # Examples
 ///
@@ -470,7 +478,7 @@ impl Optex {
         if self.try_acquire_free(me) {
             return Acquired { owner_died: false };
         }
-        match self.lock_slow(me, None) {
+        match self.lock_slow(me, None, &ByPid) {
             Some(acquired) => acquired,
             None => unreachable!("a wait without deadline only ends by acquiring"),
         }
@@ -527,7 +535,33 @@ impl Optex {
             return Some(Acquired { owner_died: false });
         }
         // A deadline beyond what `Instant` can represent is no deadline.
-        self.lock_slow(me, Instant::now().checked_add(timeout))
+        self.lock_slow(me, Instant::now().checked_add(timeout), &ByPid)
+    }
+
+    /// [`lock`](Optex::lock), asking `check` whether an owner has died.
+    pub(crate) fn lock_checked(&self, check: &dyn OwnerCheck) -> OptexGuard<'_> {
+        let me = ProcessId::current();
+        if self.try_acquire_free(me) {
+            return OptexGuard::new(self, Acquired { owner_died: false });
+        }
+        match self.lock_slow(me, None, check) {
+            Some(acquired) => OptexGuard::new(self, acquired),
+            None => unreachable!("a wait without deadline only ends by acquiring"),
+        }
+    }
+
+    /// [`try_lock_for`](Optex::try_lock_for), asking `check` whether an owner has died.
+    pub(crate) fn try_lock_for_checked(
+        &self,
+        timeout: Duration,
+        check: &dyn OwnerCheck,
+    ) -> Option<OptexGuard<'_>> {
+        let me = ProcessId::current();
+        if self.try_acquire_free(me) {
+            return Some(OptexGuard::new(self, Acquired { owner_died: false }));
+        }
+        self.lock_slow(me, Instant::now().checked_add(timeout), check)
+            .map(|a| OptexGuard::new(self, a))
     }
 
     /// Unlocks the optex and wakes one waiter if any may sleep.
@@ -578,7 +612,12 @@ impl Optex {
     /// Spins, then sleeps until the optex is free or its owner is found dead; gives up at
     /// `deadline`.
     #[cold]
-    fn lock_slow(&self, me: ProcessId, deadline: Option<Instant>) -> Option<Acquired> {
+    fn lock_slow(
+        &self,
+        me: ProcessId,
+        deadline: Option<Instant>,
+        check: &dyn OwnerCheck,
+    ) -> Option<Acquired> {
         let mine = owner_word(me);
         // Spin rounds done since this call began or this thread last woke (see SPIN_LIMIT).
         let mut spins = 0u32;
@@ -646,7 +685,7 @@ impl Optex {
             if waited >= CHECK_INTERVAL || (expired && !checked) {
                 checked = true;
                 watched = Some((owner, now));
-                if self.owner_is_dead(state, me) {
+                if self.owner_is_dead(state, me, check) {
                     // Succeeds only if the word still names the owner found dead, an identity no
                     // live process can put back (except with tag 0: a process that got the dead
                     // owner's pid within microseconds and could not read its own start time).
@@ -721,19 +760,18 @@ impl Optex {
         self.sleepers.load(Ordering::SeqCst) != 0
     }
 
-    /// Whether the process named by `word` (a locked state word) has died holding the optex.
-    /// `false` whenever in doubt: stealing from a live owner would break exclusion.
+    /// Whether the process named by `word` (a locked state word) has died holding the optex,
+    /// as `check` tells. `false` whenever in doubt: stealing from a live owner would break
+    /// exclusion.
     ///
     /// The acquiring compare-and-exchange wrote the pid and the start tag in `word` together,
     /// both from the acquiring process's own [`ProcessId`], so they name one process: the
-    /// owner. Pids are unique among live processes. So if the process that has the pid now has
-    /// another start tag, it is not the owner, and the owner, whose pid it has, is no longer
-    /// running. No in-between state exists in which a live owner's pid sits beside another
+    /// owner. No in-between state exists in which a live owner's pid sits beside another
     /// process's tag (layout version 1 had one, and needed a delayed re-check to rule it out).
     /// If `word` changes between this check and the caller's compare-and-exchange, that fails:
     /// only the owner found dead is ever taken over.
     #[cold]
-    fn owner_is_dead(&self, word: u64, me: ProcessId) -> bool {
+    fn owner_is_dead(&self, word: u64, me: ProcessId, check: &dyn OwnerCheck) -> bool {
         // The owner released or was replaced meanwhile: nothing to check (and no `/proc` read).
         if self.state.load(Ordering::Relaxed) != word {
             return false;
@@ -745,10 +783,33 @@ impl Optex {
             // was an earlier process that had our pid (and so has exited). A tag of 0 (unknown)
             // on either side proves nothing.
             let mine = start_tag(me.start_time);
-            return tag != 0 && mine != 0 && tag != mine;
+            if tag == 0 || mine == 0 || tag == mine {
+                return false;
+            }
         }
+        check.is_dead(pid, tag)
+    }
+}
+
+/// Who tells whether the process a locked state word names, by its pid and start tag, has
+/// died: `/proc` by default ([`ByPid`]), for processes that share one pid namespace. The
+/// processes of a block ask the locks each of them holds on the block's file instead, which
+/// tell the same across pid namespaces (`crate::block::presence`).
+pub(crate) trait OwnerCheck {
+    /// `true` only if the owner (`pid`, as the namespace it locked in numbers it, and the tag
+    /// of its start time) is certainly gone; `false` whenever in doubt.
+    fn is_dead(&self, pid: u32, tag: u32) -> bool;
+}
+
+/// The owner is the process that has its pid in this pid namespace, if its start tag matches
+/// ([`probe`]: one read of `/proc/<pid>/stat`). Pids are unique among live processes, so a
+/// process with the pid and another tag is not the owner, whose pid it has: the owner is gone.
+pub(crate) struct ByPid;
+
+impl OwnerCheck for ByPid {
+    fn is_dead(&self, pid: u32, tag: u32) -> bool {
         match probe(pid) {
-            // Nobody (or only a zombie) has the pid: whoever wrote `word` is gone.
+            // Nobody (or only a zombie) has the pid: whoever wrote the word is gone.
             Probe::Gone => true,
             // Cannot read its start time: assume the owner is alive.
             Probe::Unknown => false,
@@ -785,23 +846,6 @@ impl fmt::Debug for Optex {
             .field("sleepers", &self.sleepers.load(Ordering::Relaxed))
             .field("recoveries", &self.recoveries())
             .finish()
-    }
-}
-
-/// The 32-bit tag of a start time kept in the state word: its low 32 bits, or 1 if those are 0
-/// but the start time is not (0 stands for "unknown", as a `start_time` of 0 does).
-///
-/// Two start times get the same tag only if their low 32 bits are equal (they differ by a
-/// multiple of 2^32 clock ticks: 497 days at the usual 100 Hz) or are 0 and 1. The tag is only
-/// compared between processes that had the same pid, so a dead owner goes unnoticed only if
-/// its pid went to a process started that many days apart from it.
-#[inline]
-fn start_tag(start_time: u64) -> u32 {
-    let low = start_time as u32;
-    if low == 0 && start_time != 0 {
-        1
-    } else {
-        low
     }
 }
 
@@ -1149,10 +1193,10 @@ mod tests {
         let me = ProcessId::current();
         let optex = Optex::new();
         optex.state.store(owner_word(real), Ordering::Relaxed);
-        assert!(!optex.owner_is_dead(owner_word(real), me));
+        assert!(!optex.owner_is_dead(owner_word(real), me, &ByPid));
         let word = owner_word(impostor);
         optex.state.store(word, Ordering::Relaxed);
-        assert!(optex.owner_is_dead(word, me));
+        assert!(optex.owner_is_dead(word, me, &ByPid));
         let start = Instant::now();
         let guard = optex.try_lock_for(Duration::ZERO).expect("no take-over");
         assert!(guard.owner_died());

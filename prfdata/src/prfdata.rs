@@ -6,9 +6,9 @@ use core::ops::Deref;
 use std::path::Path;
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
 use std::sync::OnceLock;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
-use crate::block::create::{BlockFile, Joined};
+use crate::block::create::{join_deadline, BlockFile, Joined};
 use crate::clock;
 use crate::counter_type::{AtomicWidth, CounterType, Dword, ElapsedTime, Large, TextType, Width};
 use crate::error::Error;
@@ -493,6 +493,8 @@ impl<M: PerfDataMap> PrfData<M> {
     /// [`Error::Map`] if the map is invalid (only a hand-written, `unsafe`, map can be);
     /// [`Error::AlreadyActive`] if a live process holds a block of the app laid out from another
     /// map; [`Error::TooManyProcesses`] if 256 live processes are members of its block already;
+    /// [`Error::LockStalled`], naming the holder, if a live process holds the block's lock for a
+    /// whole second (its bound: joining never hangs on a stopped or stuck process);
     /// [`Error::Symlink`],
     /// [`Error::NotRegular`], [`Error::NotABlock`] or [`Error::TooLarge`] if something else is at
     /// its path (refused at once: a FIFO there is never waited on); [`Error::NoSpace`] if the
@@ -505,7 +507,9 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// If the app's block is there already, laid out from this map, activation joins it: a
     /// block with a live member is shared (its values and instances stay), and a block whose
-    /// members are all dead (killed) is adopted: its global counters continue, and the dead
+    /// members are all dead (killed) is adopted (told by the block's file lock, which every
+    /// member holds for its life, not by its members table): its global counters continue, and
+    /// the dead
     /// processes' instances are removed, their counts folded into their objects' retired
     /// accumulators, so that a `_Total` never goes backwards; the restarted process adds its
     /// instances again.
@@ -565,7 +569,9 @@ impl<M: PerfDataMap> PrfData<M> {
     }
 
     fn activate_once(dir: Option<&Path>) -> Result<Self, Error> {
-        let block = BlockFile::create(M::DEF, dir)?;
+        let started = Instant::now();
+        let deadline = join_deadline(started);
+        let block = BlockFile::create(M::DEF, dir, deadline)?;
         let how = block.joined();
         let prf = match how {
             Some(Joined::Shared) => Self::attached(block)?,
@@ -600,12 +606,13 @@ impl<M: PerfDataMap> PrfData<M> {
             // backwards); global counters keep their values. This process adds its instances
             // again, as a restarted app does.
             Some(Joined::Adopted) => {
-                let lock = prf.lock_layout();
+                let lock = prf.lock_layout_until(started, deadline)?;
                 let _section = lock.section(prf.seq());
                 prf.tables().retire_all().map_err(|c| prf.corrupt(c))?;
             }
             _ => {
-                prf.reclaim_dead()?;
+                let lock = prf.lock_layout_until(started, deadline)?;
+                prf.reclaim_locked(&lock)?;
             }
         }
         #[cfg(feature = "install")]
@@ -621,8 +628,9 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # Errors
     ///
     /// [`Error::NotActive`] if there is no block, [`Error::MapMismatch`] if it was laid out from
-    /// another map, [`Error::TooManyProcesses`] if its members table is full, and the map and
-    /// file errors of [`PrfData::activate`].
+    /// another map, [`Error::TooManyProcesses`] if its members table is full,
+    /// [`Error::LockStalled`] if a live process holds its lock for a whole second (as for
+    /// [`PrfData::activate`]), and the map and file errors of [`PrfData::activate`].
     ///
     /// # Examples
     ///
@@ -1070,7 +1078,10 @@ impl<M: PerfDataMap> PrfData<M> {
         // SAFETY: the object has sharded counters, so its owner region holds `slots` u64s at
         // `owners` (8-aligned), and `s < slots` (the only values `slot_for` passes).
         let owner = |s: u32| unsafe { self.block.raw.u64_at(owners + 8 * s as usize) };
-        match self.shards.slot_for(owners, slots, owner) {
+        match self
+            .shards
+            .slot_for(owners, slots, owner, &self.block.probe())
+        {
             Some(s) => {
                 let at = block
                     + offsets::shard_start(def)
@@ -1188,7 +1199,7 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # Examples
     ///
     /// ```
-    /// use std::time::{Duration, SystemTime};
+    /// use std::time::{Duration, Instant, SystemTime};
     /// prfdata::prfdata_map! { pub mod m { app: "ElapsedDoc",
     ///   object JOB = 0 { name: "Job", help: "j", detail: Novice, default: none,
     ///     instances: { max: 4, name_len: 16 }, costly: false, counters {
@@ -1510,7 +1521,10 @@ impl<M: PerfDataMap> PrfData<M> {
             return Ok(0);
         }
         let _section = lock.section(self.seq());
-        tables.reclaim_dead().map_err(|c| self.corrupt(c))
+        let probe = self.block.probe();
+        tables
+            .reclaim_dead(|owner| probe.is_alive(owner))
+            .map_err(|c| self.corrupt(c))
     }
 
     /// Adds an instance of `obj` whose parent is `parent`, an instance of object `P`
@@ -2011,7 +2025,8 @@ impl<M: PerfDataMap> PrfData<M> {
         if held_here(self.block.key()) {
             return self.nested_guard();
         }
-        let lock = self.recover_if_needed(self.optex().lock());
+        let lock = self.optex().lock_checked(&self.block.probe());
+        let lock = self.recover_if_needed(lock);
         self.guard(lock)
     }
 
@@ -2048,6 +2063,7 @@ impl<M: PerfDataMap> PrfData<M> {
         if held_here(self.block.key()) {
             return Some(self.nested_guard());
         }
+        let _present = self.block.probe();
         let lock = self.optex().try_lock()?;
         let lock = self.recover_if_needed(lock);
         Some(self.guard(lock))
@@ -2088,7 +2104,7 @@ impl<M: PerfDataMap> PrfData<M> {
         }
         let lock = self
             .optex()
-            .try_lock_for(timeout)
+            .try_lock_for_checked(timeout, &self.block.probe())
             .ok_or(Error::LockTimeout(timeout))?;
         let lock = self.recover_if_needed(lock);
         Ok(self.guard(lock))
@@ -2144,10 +2160,36 @@ impl<M: PerfDataMap> PrfData<M> {
         if held_here(self.block.key()) {
             return Acquisition::Reentered;
         }
-        let guard = self.optex().lock();
+        let guard = self.optex().lock_checked(&self.block.probe());
         Acquisition::Taken {
             _guard: self.recover_if_needed(guard),
         }
+    }
+
+    /// [`PrfData::lock_layout`] for `activate`, giving up at `deadline` with
+    /// [`Error::LockStalled`] (`JOIN_BOUND`, `block::create::membership`).
+    fn lock_layout_until(
+        &self,
+        started: Instant,
+        deadline: Instant,
+    ) -> Result<Acquisition<'_>, Error> {
+        if held_here(self.block.key()) {
+            return Ok(Acquisition::Reentered);
+        }
+        let bound = deadline.saturating_duration_since(Instant::now());
+        let Some(guard) = self
+            .optex()
+            .try_lock_for_checked(bound, &self.block.probe())
+        else {
+            return Err(Error::LockStalled {
+                path: self.path().to_path_buf(),
+                pid: self.optex().owner().map_or(0, |o| o.pid),
+                waited: started.elapsed(),
+            });
+        };
+        Ok(Acquisition::Taken {
+            _guard: self.recover_if_needed(guard),
+        })
     }
 
     #[cold]

@@ -5,7 +5,11 @@
 //! [`ProcessId`] so that a waiter can tell "the owner is still running" from "the owner died and
 //! someone else now has its pid".
 //!
-//! All processes that share a block must see the same pid namespace (and its `/proc`).
+//! A pid and a start time name a process only in its own pid namespace (a container's processes
+//! have other pids, or none, elsewhere). What the processes of a block need to know about each
+//! other across namespaces, whether one is still there, they tell by the locks each holds on the
+//! block's file (`crate::block::presence`); [`ProcessId::liveness`] is for processes of one
+//! namespace.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
@@ -94,6 +98,25 @@ pub(crate) fn probe(pid: u32) -> Probe {
         // whatever the reason, ask the kernel whether the pid exists before calling it gone.
         Err(_) if sys::process::pid_exists(pid) => Probe::Unknown,
         Err(_) => Probe::Gone,
+    }
+}
+
+/// The 32-bit tag of a start time that the optex's state word, the shard owner words and the
+/// presence locks of a block ([`crate::layout::presence_offset`]) name a process by, beside its
+/// pid: the low 32 bits of the start time, or 1 if those are 0 but the start time is not (0
+/// stands for "unknown", as a `start_time` of 0 does).
+///
+/// Two start times get the same tag only if their low 32 bits are equal (they differ by a
+/// multiple of 2^32 clock ticks: 497 days at the usual 100 Hz) or are 0 and 1. The tag is only
+/// compared between processes that had the same pid, so a dead process goes unnoticed only if
+/// its pid went to a process started that many days apart from it.
+#[inline]
+pub(crate) fn start_tag(start_time: u64) -> u32 {
+    let low = start_time as u32;
+    if low == 0 && start_time != 0 {
+        1
+    } else {
+        low
     }
 }
 

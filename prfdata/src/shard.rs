@@ -22,7 +22,8 @@
 //! object) until the thread exits; then its owner word is freed and its values stay in the
 //! lines: the next owner continues from them (a slot is never zeroed while its instance lives).
 //! The slot of a process that died is taken over by the next thread that finds every slot
-//! taken (its owner checked dead by pid and start time). When every slot is owned by a live
+//! taken (its owner checked gone by its presence lock on the block, which names it by pid and
+//! start tag and says the same from every pid namespace: `crate::block::presence`). When every slot is owned by a live
 //! thread, a thread adds to the counter block's own word with `fetch_add`: still exact, only
 //! contended.
 //!
@@ -37,7 +38,8 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::process::{probe, Probe, ProcessId};
+use crate::optex::OwnerCheck;
+use crate::process::{start_tag, ProcessId};
 
 /// A handle on a sharded counter for the thread that made it: [`add`](ShardedCtr::add) is a
 /// relaxed load and store of the thread's own slot (or a `fetch_add` on the counter when every
@@ -192,20 +194,10 @@ thread_local! {
     static CLAIMS: RefCell<Claims> = const { RefCell::new(Claims(Vec::new())) };
 }
 
-/// The tag a process writes in the owner words it claims: its pid, and the low half of its
-/// start time (a reused pid is another owner).
+/// The tag a process writes in the owner words it claims: its pid, and its start tag in the
+/// high half (a reused pid is another owner), as the optex's state word names its owner.
 fn tag_of(me: ProcessId) -> u64 {
-    u64::from(me.pid) | (me.start_time << 32)
-}
-
-/// Whether the process a tag names has exited.
-fn tag_dead(tag: u64) -> bool {
-    let pid = tag as u32;
-    match probe(pid) {
-        Probe::Gone => true,
-        Probe::Running { start_time } => start_time as u32 != (tag >> 32) as u32,
-        Probe::Unknown => false,
-    }
+    u64::from(me.pid) | (u64::from(start_tag(me.start_time)) << 32)
 }
 
 impl ShardHost {
@@ -225,12 +217,14 @@ impl ShardHost {
     /// shard owners, inside the block mapped at this host's base), claiming one if it has
     /// none; `None` if every slot is owned by a live thread.
     ///
-    /// `word(i)` is owner word `i`.
+    /// `word(i)` is owner word `i`; `gone` tells whether a slot's owner process has died (this
+    /// process is present on the block: its claims stand for it).
     pub(crate) fn slot_for<'b>(
         &self,
         owners: usize,
         slots: u32,
         word: impl Fn(u32) -> &'b AtomicU64,
+        gone: &dyn OwnerCheck,
     ) -> Option<u32> {
         let me = ProcessId::current();
         let tag = tag_of(me);
@@ -249,7 +243,7 @@ impl ShardHost {
         if owned.is_some() {
             return owned;
         }
-        let slot = claim(slots, tag, &word)?;
+        let slot = claim(slots, tag, &word, gone)?;
         self.home
             .lock()
             .claims
@@ -274,7 +268,12 @@ impl ShardHost {
 /// Claims a free slot, or the slot of a process that died; `None` when every slot has a live
 /// owner.
 #[cold]
-fn claim<'b>(slots: u32, tag: u64, word: &impl Fn(u32) -> &'b AtomicU64) -> Option<u32> {
+fn claim<'b>(
+    slots: u32,
+    tag: u64,
+    word: &impl Fn(u32) -> &'b AtomicU64,
+    gone: &dyn OwnerCheck,
+) -> Option<u32> {
     let take = |s: u32, from: u64| {
         word(s)
             .compare_exchange(from, tag, Ordering::Acquire, Ordering::Relaxed)
@@ -285,7 +284,10 @@ fn claim<'b>(slots: u32, tag: u64, word: &impl Fn(u32) -> &'b AtomicU64) -> Opti
     }
     (0..slots).find(|&s| {
         let owner = word(s).load(Ordering::Relaxed);
-        owner != 0 && owner as u32 != tag as u32 && tag_dead(owner) && take(s, owner)
+        owner != 0
+            && owner as u32 != tag as u32
+            && gone.is_dead(owner as u32, (owner >> 32) as u32)
+            && take(s, owner)
     })
 }
 

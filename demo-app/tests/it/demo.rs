@@ -68,19 +68,7 @@ fn the_demo_publishes_counters_that_behave() {
     // This process loads the provider (in-process collector): it reads these too.
     let _env = sandbox.process_env();
 
-    let lib = prfdata_testkit::provider_library();
-    let out = demo(
-        root,
-        &["install", "--library", lib.to_str().unwrap(), "--ini-dir"],
-    )
-    .arg(root.join("ini"))
-    .output()
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    install(root);
 
     let child = demo(root, &["run", "--duration", "9", "--workers", "3"])
         .stdout(Stdio::null())
@@ -88,14 +76,7 @@ fn the_demo_publishes_counters_that_behave() {
         .unwrap();
     let _running = ChildGuard::new(child, "the demo");
     let block = root.join("shm/PrfDataDemo.blk");
-    let start = Instant::now();
-    while !block.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "the demo published its block"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_block(&block);
 
     let registry = FileRegistry::open(root.join("registry")).unwrap();
     let names = Names::load(&registry, "009").unwrap();
@@ -254,14 +235,7 @@ fn ctrl_c_stops_the_demo_cleanly_and_removes_its_block() {
         .spawn()
         .unwrap();
     let block = root.join("shm/PrfDataDemo.blk");
-    let start = Instant::now();
-    while !block.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "the demo published its block"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_block(&block);
     // SAFETY: sending SIGINT (what Ctrl-C sends) to our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = wait_exit(
@@ -310,19 +284,7 @@ fn the_demo_scans_its_cache_only_while_a_monitor_watches() {
     let sandbox = Sandbox::new();
     let root = sandbox.dir.path();
     let _env = sandbox.process_env();
-    let lib = prfdata_testkit::provider_library();
-    let out = demo(
-        root,
-        &["install", "--library", lib.to_str().unwrap(), "--ini-dir"],
-    )
-    .arg(root.join("ini"))
-    .output()
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    install(root);
 
     let log = root.join("demo.stderr");
     let child = demo(root, &["run", "--duration", "60", "--workers", "3"])
@@ -405,31 +367,8 @@ fn worker_processes_churn_and_the_total_never_goes_backwards() {
     use prfdata::reader::BlockReader;
     let sandbox = Sandbox::new();
     let root = sandbox.dir.path();
-    let child = demo(
-        root,
-        &[
-            "run",
-            "--workers",
-            "1",
-            "--processes",
-            "3",
-            "--duration",
-            "12",
-        ],
-    )
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
-    let mut child = ChildGuard::new(child, "demo-app run --processes 3");
+    let mut child = run_processes(root, 3, 12);
     let block = root.join("shm/PrfDataDemo.blk");
-    let start = Instant::now();
-    while !block.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "the demo published its block"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
     let reader = BlockReader::open_path("PrfDataDemo", &block).unwrap();
     let process = reader
         .objects()
@@ -478,4 +417,176 @@ fn worker_processes_churn_and_the_total_never_goes_backwards() {
     );
     assert!(status.success(), "{status}");
     assert!(!block.exists(), "the last process out removed the block");
+}
+
+/// Installs the demo into `root`'s registry with the real provider library.
+fn install(root: &Path) {
+    let lib = prfdata_testkit::provider_library();
+    let out = demo(
+        root,
+        &["install", "--library", lib.to_str().unwrap(), "--ini-dir"],
+    )
+    .arg(root.join("ini"))
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `demo-app run --workers 1 --processes N --duration S` in `root`'s sandbox, its block
+/// published (stopped when the guard drops).
+fn run_processes(root: &Path, processes: u32, seconds: u32) -> ChildGuard {
+    let (n, s) = (processes.to_string(), seconds.to_string());
+    let args = ["run", "--workers", "1", "--processes", &n, "--duration", &s];
+    let child = demo(root, &args).stderr(Stdio::null()).spawn().unwrap();
+    let guard = ChildGuard::new(child, format!("demo-app run --processes {n}"));
+    wait_for_block(&root.join("shm/PrfDataDemo.blk"));
+    guard
+}
+
+/// Waits (bounded) for the demo's block at `block`.
+fn wait_for_block(block: &Path) {
+    let start = Instant::now();
+    while !block.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the demo published its block"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// One collection through the real provider, in this process: the worker processes'
+/// instance names of "PrfData Demo Process" (`_Total` aside), and whether `_Total` is there.
+fn demo_processes(collector: &mut Collector<FileRegistry>, names: &Names) -> (Vec<String>, bool) {
+    let snap = decode(&collector.collect("Global")).unwrap();
+    let Some(obj) = snap
+        .objects
+        .iter()
+        .find(|o| names.name(o.name_index) == "PrfData Demo Process")
+    else {
+        return (Vec::new(), false);
+    };
+    let all = instance_names(&snap, obj);
+    let total = all.iter().any(|n| n == "_Total");
+    (all.into_iter().filter(|n| n != "_Total").collect(), total)
+}
+
+/// An in-process collector on `root`'s registry (the caller has set this process's
+/// environment to the sandbox) and the registry's names.
+fn collector(root: &Path) -> (Collector<FileRegistry>, Names) {
+    let registry = FileRegistry::open(root.join("registry")).unwrap();
+    let names = Names::load(&registry, "009").unwrap();
+    let options = CollectorOptions {
+        isolation: Isolation::InProcess,
+        ..Default::default()
+    };
+    (Collector::open(registry, options).unwrap(), names)
+}
+
+/// `run --processes 2` with its block's members table zeroed (one stray write by any process
+/// of the user): the worker processes that leave afterwards (each lives 2 to 4 s) must not
+/// take themselves for the last member and remove the block and watch table of a demo that
+/// still runs; the collector keeps seeing its worker processes.
+#[test]
+fn a_zeroed_members_table_does_not_end_the_running_demos_block() {
+    use prfdata::layout::{BlockHeader, MEMBER_ENTRY_SIZE};
+    use std::mem::offset_of;
+    use std::os::unix::fs::FileExt;
+    let sandbox = Sandbox::new();
+    let root = sandbox.dir.path();
+    let _env = sandbox.process_env();
+    install(root);
+    let _running = run_processes(root, 2, 30);
+    let block = root.join("shm/PrfDataDemo.blk");
+    std::thread::sleep(Duration::from_secs(1)); // the worker processes attach
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&block)
+        .unwrap();
+    let field = |at: usize| {
+        let mut word = [0u8; 4];
+        file.read_exact_at(&mut word, at as u64).unwrap();
+        u32::from_le_bytes(word)
+    };
+    let at = field(offset_of!(BlockHeader, members_offset));
+    let entries = field(offset_of!(BlockHeader, max_members));
+    let zeros = vec![0u8; entries as usize * MEMBER_ENTRY_SIZE];
+    file.write_all_at(&zeros, u64::from(at)).unwrap();
+    // Both worker processes present now leave within 4 s (their replacements come after).
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(block.exists(), "the running demo's block is still there");
+    assert!(
+        root.join("shm/PrfDataDemo.watch").exists(),
+        "and its watch table"
+    );
+    let (mut collector, names) = collector(root);
+    let seen = prfdata_testkit::wait_until(Duration::from_secs(10), "a worker process", || {
+        let (workers, total) = demo_processes(&mut collector, &names);
+        (total && !workers.is_empty()).then_some(workers)
+    });
+    assert!(seen.len() <= 2, "{seen:?}");
+    collector.close();
+}
+
+/// The role that makes this test binary the collector in a pid namespace of its own.
+const NS_COLLECTOR: &str = "DEMO_TEST_NS_COLLECTOR";
+
+#[test]
+#[ignore = "entry point for the collector child process"]
+fn ns_collector_entry() {
+    let Some(root) = std::env::var_os(NS_COLLECTOR) else {
+        return;
+    };
+    let (mut collector, names) = collector(Path::new(&root));
+    for _ in 0..10 {
+        let (workers, total) = demo_processes(&mut collector, &names);
+        println!("@@workers {} total {total}", workers.len());
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    collector.close();
+}
+
+/// The sidecar deployment: the demo with `--processes 3` in this pid namespace, the collector
+/// (the real provider library, loaded in process) in a pid namespace of its own sharing the
+/// block folder and the registry: it shows the live worker processes, not `_Total` alone.
+#[test]
+fn a_collector_in_its_own_pid_namespace_sees_the_demos_worker_processes() {
+    let sandbox = Sandbox::new();
+    let root = sandbox.dir.path();
+    install(root);
+    let _running = run_processes(root, 3, 30);
+    std::thread::sleep(Duration::from_secs(1)); // the workers attach
+    let mut command =
+        prfdata_testkit::self_command(&prfdata_testkit::test_path!("ns_collector_entry"));
+    sandbox.apply_env(&mut command).env(NS_COLLECTOR, root);
+    let mut command = prfdata_testkit::in_new_pid_namespace(&command);
+    let run = prfdata_testkit::finish(
+        command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        Duration::from_secs(60),
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let samples: Vec<(usize, bool)> = run
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_once("@@workers ").map(|(_, s)| s.to_string()))
+        .map(|s| {
+            let (n, total) = s.split_once(" total ").unwrap();
+            (n.parse().unwrap(), total == "true")
+        })
+        .collect();
+    assert_eq!(samples.len(), 10, "{}", run.stdout);
+    assert!(samples.iter().all(|&(_, total)| total), "{samples:?}");
+    assert!(
+        samples.iter().any(|&(n, _)| n >= 2),
+        "the collector in its own pid namespace saw the worker processes: {samples:?}"
+    );
 }

@@ -17,18 +17,19 @@
 //! 2. `rename(tmp, block, RENAME_NOREPLACE)`: readers only ever see a complete block.
 //! 3. If a block is already there: open it without following a symlink and without blocking
 //!    ([`open_block`]: anything but a regular file of ours is refused, by kind).
-//!    - Laid out from the same map (layout version, fingerprint, records): *join* it, under its
-//!      optex: if some member is alive the block is shared; if all are dead (`SIGKILL`ed) this
-//!      process *adopts* it, and its counters continue. If its last member is removing it
-//!      ([`BlockHeader::closed`]), go back to 2.
-//!    - Another map or layout: if a member is alive (for an older layout: its `flock` is held
-//!      and its header's owner is alive), refuse; else it is stale: unlink it and go back to 2.
+//!    - Laid out from the same map (layout version, fingerprint, records): *join* it
+//!      ([`membership`]): if some member holds it the block is shared; if none does (they were
+//!      `SIGKILL`ed) this process *adopts* it, and its counters continue. If its last member is
+//!      removing it ([`BlockHeader::closed`]), go back to 2.
+//!    - Another map or layout: if a process is there (its presence lock, [`super::presence`];
+//!      for an older layout: its `flock` is held and its header's owner is alive), refuse;
+//!      else it is stale: unlink it and go back to 2.
 //!
 //! Every member handle (activated or attached) leaves the members table when dropped, and at
 //! the normal exit of the process (both only in the process that joined: a child that
 //! inherited the handle through `fork` has another pid and leaves the table alone). The last
-//! live member out marks the block closed and removes its companions (`<app>.watch`,
-//! `<app>.dyn.blk`) then the block.
+//! member out (proven by the block's `flock`, not by the table: [`membership`]) marks the block
+//! closed and removes its companions (`<app>.watch`, `<app>.dyn.blk`) then the block.
 //!
 //! In debug builds only, the environment variable `PRFDATA_BLOCK_FAULT=before-publish` makes an
 //! activating process kill itself (`SIGKILL`) between steps 1 and 2, as a crash would: the
@@ -39,26 +40,28 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Once};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::Instant;
 
 use zerocopy::{FromBytes, IntoBytes};
 
-use super::members::{Full, Members};
 use super::open::{block_path, open_block, remove_if_same};
+use super::presence::{self, Presence, Probe};
 use super::raw::RawBlock;
-use crate::clock;
 use crate::error::Error;
 use crate::layout::*;
 use crate::map::offsets::*;
-use crate::map::{Instances, MapDef, Source};
-use crate::optex::{Optex, OptexGuard};
-use crate::process::{Liveness, ProcessId};
+use crate::map::MapDef;
+use crate::process::{start_tag, Liveness, ProcessId};
 use crate::sys::shm;
-use crate::winperf;
-use crate::write_lock::{held_here, WriteSection};
 
+mod membership;
+mod records;
 mod temp;
+
+pub(crate) use membership::{exit_cleanup, Joined, JOIN_BOUND};
+use membership::{join, leave, Leaving, Member};
+pub(crate) use records::records_image;
 
 /// How many times a stale block is removed and publication retried before giving up (another
 /// process racing to activate the same app can win the name between our unlink and rename).
@@ -71,139 +74,6 @@ fn path_in(app: &str, dir: Option<&Path>) -> Result<PathBuf, Error> {
     }
 }
 
-/// The header and records of a map's block: the first [`regions_offset`] bytes.
-pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> Vec<u8> {
-    let mut app_name = [0u8; 64];
-    let n = map.app.len().min(app_name.len());
-    app_name[..n].copy_from_slice(&map.app.as_bytes()[..n]);
-    let header = BlockHeader {
-        magic: MAGIC,
-        layout_version: LAYOUT_VERSION,
-        header_size: HEADER_SIZE as u32,
-        total_size: total_size(map) as u64,
-        owner_pid: owner.pid,
-        num_objects: map.objects.len() as u32,
-        owner_start_time: owner.start_time,
-        num_counters: total_counters(map) as u32,
-        objects_offset: HEADER_SIZE as u32,
-        counters_offset: counters_offset(map) as u32,
-        _pad0: 0,
-        timer_freq: clock::OBJECT_FREQUENCY as u64,
-        seq: 0,
-        generation,
-        app_name,
-        map_fingerprint: map.fingerprint(),
-        superseded: 0,
-        _pad1: 0,
-        od_request: 0,
-        od_served: 0,
-        od_objects: 0,
-        members_offset: members_offset(map) as u32,
-        max_members: MAX_MEMBERS,
-        closed: 0,
-        _reserved: 0,
-        optex: [0; 64],
-    };
-    let mut image = Vec::with_capacity(regions_offset(map));
-    image.extend_from_slice(header.as_bytes());
-    let mut first_counter = 0u32;
-    for (i, obj) in map.objects.iter().enumerate() {
-        let base = object_base(map, i) as u64;
-        let regions = object_regions(obj);
-        let (max, max_name_len) = match obj.instances {
-            Instances::None => (0, 0),
-            Instances::Max { max, max_name_len } => (max, max_name_len),
-        };
-        let record = ObjectRecord {
-            name_offset: obj.offset,
-            detail_level: obj.detail.to_winperf(),
-            default_counter: obj.default_counter.map_or(-1, |d| d as i32),
-            num_counters: obj.counters.len() as u32,
-            first_counter,
-            flags: if obj.has_instances() {
-                OBJECT_INSTANCED
-            } else {
-                0
-            } | if obj.costly { OBJECT_COSTLY } else { 0 }
-                | if obj.total && obj.has_instances() {
-                    OBJECT_TOTAL
-                } else {
-                    0
-                },
-            max_instances: max,
-            max_name_len,
-            counter_block_size: counter_block_size(obj) as u32,
-            slot_size: slot_size(obj) as u32,
-            live_offset: base + regions.live as u64,
-            slots_offset: base + regions.slots as u64,
-            data_offset: base + regions.data as u64,
-            live_count: 0,
-            free_head: 0,
-            high_water: 0,
-            _pad: 0,
-            owned_count: 0,
-            _pad2: 0,
-            block_stride: block_stride(obj) as u32,
-            shard_start: shard_start(obj) as u32,
-            shard_line: shard_line(obj) as u32,
-            shard_slots: shard_slots(obj) as u32,
-            shard_owners: if shard_slots(obj) > 0 {
-                base + regions.owners as u64
-            } else {
-                0
-            },
-            _reserved: [0; 16],
-        };
-        image.extend_from_slice(record.as_bytes());
-        first_counter += obj.counters.len() as u32;
-    }
-    for obj in map.objects {
-        for (c, ctr) in obj.counters.iter().enumerate() {
-            let record = CounterRecord {
-                name_offset: ctr.offset.unwrap_or(NO_NAME),
-                counter_type: ctr.counter_type,
-                size: ctr.value_size().unwrap_or(0),
-                block_offset: counter_offset(obj, c) as u32,
-                default_scale: ctr.default_scale,
-                detail_level: ctr.detail.to_winperf(),
-                aggregate: crate::map::rule_code(obj, c),
-                shard: shard_index(obj, c).map_or(0, |k| k as u32 + 1),
-                ..stat_fields(ctr)
-            };
-            image.extend_from_slice(record.as_bytes());
-        }
-    }
-    image.resize(regions_offset(map), 0);
-    image
-}
-
-/// A counter record's seed 000 fields (stat flags, factor, parts), the rest zero.
-fn stat_fields(ctr: &crate::map::CounterDef) -> CounterRecord {
-    let (mut flags, factor) = ctr.factor.map_or((0, 0), |f| f.to_flags());
-    let mut parts = [0u16; MAX_SUM_PARTS];
-    let mut part_count = 0;
-    match ctr.source {
-        Source::Stored | Source::Sharded => {}
-        Source::OnDemand => flags |= winperf::PSTF_FUNCPTR,
-        Source::SumOf(list) => {
-            flags |= winperf::PSTF_COMPLEX;
-            // The map's validation: 1 to MAX_SUM_PARTS parts, each an index among the object's
-            // counters (fewer than MAX_COUNTERS, so it fits a u16).
-            for (slot, &p) in parts.iter_mut().zip(list) {
-                *slot = p as u16;
-            }
-            part_count = list.len().min(MAX_SUM_PARTS) as u32;
-        }
-    }
-    CounterRecord {
-        stat_flags: flags,
-        factor,
-        parts,
-        part_count,
-        ..CounterRecord::default()
-    }
-}
-
 /// A block file, as the kernel names it: device and inode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct BlockKey {
@@ -213,32 +83,18 @@ pub(crate) struct BlockKey {
     pub ino: u64,
 }
 
-/// How a member handle came to the block.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Joined {
-    /// This process published the block.
-    Created,
-    /// The block had live members.
-    Shared,
-    /// Every member of the block was dead: this process took it over, values and all.
-    Adopted,
-}
-
-/// This process's entry in a block's members table, held by its handle.
-#[derive(Debug)]
-struct Member {
-    me: ProcessId,
-    def: &'static MapDef,
-    how: Joined,
-}
-
 /// An open, mapped block.
 #[derive(Debug)]
 pub(crate) struct BlockFile {
     pub(crate) raw: Arc<RawBlock>,
     /// Kept open: it holds this member's shared `flock` (a run-time block: its publisher's
-    /// exclusive one), which readers probe.
-    _file: File,
+    /// exclusive one), and presences are probed through it (it holds no presence lock).
+    file: Arc<File>,
+    /// This process's presence on the block, on a description of its own.
+    presence: Presence,
+    /// The process known to be present through this handle: its opener, or a forked child
+    /// once it took a presence of its own ([`BlockFile::probe`]).
+    present_pid: AtomicU32,
     path: PathBuf,
     identity: shm::FileIdentity,
     /// This process's membership, for a handle of a map's block; `None` for a run-time block
@@ -266,13 +122,58 @@ impl BlockFile {
         self.member.as_ref().map(|m| m.how)
     }
 
+    /// Asks which processes are present on the block, this one among them: a forked child
+    /// writing through its parent's handle takes a presence of its own first. Every optex
+    /// acquisition and every claim in the block's name goes through it.
+    #[inline]
+    pub(crate) fn probe(&self) -> Probe<'_> {
+        let pid = ProcessId::current().pid;
+        if self.present_pid.load(Ordering::Relaxed) != pid {
+            self.present_here(pid);
+        }
+        Probe(&self.file)
+    }
+
+    #[cold]
+    fn present_here(&self, pid: u32) {
+        if pid != self.presence.pid() {
+            presence::ensure_here(&self.file, &self.path);
+        }
+        self.present_pid.store(pid, Ordering::Relaxed);
+    }
+
+    /// A handle on `raw`, mapped from `file` at `path`, with this process's `presence`.
+    fn new(
+        raw: Arc<RawBlock>,
+        file: File,
+        presence: Presence,
+        path: &Path,
+        identity: shm::FileIdentity,
+        member: Option<Member>,
+    ) -> BlockFile {
+        BlockFile {
+            raw,
+            file: Arc::new(file),
+            present_pid: AtomicU32::new(presence.pid()),
+            presence,
+            path: path.to_path_buf(),
+            identity,
+            member,
+        }
+    }
+
     /// Creates and publishes the block of `map` in `dir` (default: [`shm_dir`]), or joins (or
-    /// adopts) the block of the same map already there, or replaces a stale one of another map.
-    pub(crate) fn create(map: &'static MapDef, dir: Option<&Path>) -> Result<BlockFile, Error> {
+    /// adopts) the block of the same map already there (waiting for its locks until
+    /// `deadline`), or replaces a stale one of another map.
+    pub(crate) fn create(
+        map: &'static MapDef,
+        dir: Option<&Path>,
+        deadline: Instant,
+    ) -> Result<BlockFile, Error> {
         let staged = Staged::new(map, dir, true)?;
         #[cfg(debug_assertions)]
         fault_point("before-publish");
-        let outcome = publish(map, &staged.tmp, &staged.path);
+        let outcome = publish(map, &staged.tmp, &staged.path, deadline);
         match outcome {
             Ok(None) => {
                 // From the publisher's exclusive lock to a member's shared one.
@@ -326,11 +227,12 @@ impl BlockFile {
     /// Opens the live block of `map` read-write, checking that it was laid out from this map,
     /// and joins its members.
     pub(crate) fn attach(map: &'static MapDef, dir: Option<&Path>) -> Result<BlockFile, Error> {
+        let deadline = join_deadline(Instant::now());
         crate::map::validate(map)?;
         let path = path_in(map.app, dir)?;
         for _ in 0..PUBLISH_ATTEMPTS {
             let file = open_block(map.app, &path, true)?;
-            if let Some(block) = join(map, &path, file)? {
+            if let Some(block) = join(map, &path, file, deadline)? {
                 return Ok(block);
             }
             // Its last member was removing it: look again.
@@ -342,211 +244,12 @@ impl BlockFile {
     }
 }
 
-/// Maps the existing block `file` at `path` (of the same map, else [`Error::MapMismatch`]) and
-/// joins its members table. `Ok(None)` if its last member is removing it.
-fn join(map: &'static MapDef, path: &Path, file: File) -> Result<Option<BlockFile>, Error> {
-    // A member's shared lock, for life: readers tell a block some process still writes by it.
-    shm::lock_shared(&file).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let identity = shm::identity(&file).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let total = total_size(map);
-    if identity.size != total as u64 {
-        return Err(Error::MapMismatch {
-            path: path.to_path_buf(),
-            reason: format!(
-                "its size is {} bytes, this map needs {total}",
-                identity.size
-            ),
-        });
-    }
-    let raw = RawBlock::map(&file, total, true).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    check_same_map(map, &raw).map_err(|reason| Error::MapMismatch {
-        path: path.to_path_buf(),
-        reason,
-    })?;
-    let key = BlockKey {
-        dev: identity.dev,
-        ino: identity.ino,
-    };
-    let me = ProcessId::current();
-    let live_before = {
-        let _guard = lock_members(&raw, map, key);
-        if closed(&raw).load(Ordering::Acquire) != 0 {
-            // Its last member removes the file before it releases the optex: a closed block
-            // still at the path was left by a member that died half-way (or its word was
-            // scribbled on). It goes; the caller looks again.
-            remove_if_same(path, identity);
-            return Ok(None);
-        }
-        let members =
-            Members::new(&raw, members_offset(map)).ok_or_else(|| Error::MapMismatch {
-                path: path.to_path_buf(),
-                reason: "its members table lies outside it".into(),
-            })?;
-        members.join(me).map_err(|Full| Error::TooManyProcesses {
-            app: map.app.to_string(),
-            path: path.to_path_buf(),
-            max: MAX_MEMBERS,
-        })?
-    };
-    let how = if live_before == 0 {
-        log::info!(
-            "app {}: adopting {} (its processes are gone; its counters continue)",
-            map.app,
-            path.display()
-        );
-        Joined::Adopted
-    } else {
-        Joined::Shared
-    };
-    let raw = Arc::new(raw);
-    exit_cleanup::register(&raw, path, identity, me, map);
-    Ok(Some(BlockFile {
-        raw,
-        _file: file,
-        path: path.to_path_buf(),
-        identity,
-        member: Some(Member { me, def: map, how }),
-    }))
-}
-
-/// The block's `closed` word.
-fn closed(raw: &RawBlock) -> &AtomicU32 {
-    // SAFETY: `CLOSED_OFFSET` is a 4-aligned u32 of the header, inside every mapping of a block
-    // (the caller mapped at least the header).
-    unsafe { raw.u32_at(CLOSED_OFFSET) }
-}
-
-/// Takes the block's optex to change its members table, repairing the instance tables if a
-/// writer died inside a write section; `None` if this thread holds it already (inside
-/// `lock_ctrs`).
-fn lock_members<'a>(
-    raw: &'a RawBlock,
-    def: &'static MapDef,
-    key: BlockKey,
-) -> Option<OptexGuard<'a>> {
-    match lock_members_within(raw, def, key, None) {
-        MembersLock::Locked(guard) => Some(guard),
-        MembersLock::HeldHere | MembersLock::TimedOut => None,
-    }
-}
-
-/// How long a process leaving a block (a handle dropped, or the process exiting) waits for its
-/// optex: a live process that holds it that long (stopped, or an owner word written by someone
-/// else that names a live process) must not hang a drop or an exit. A member that gives up
-/// stays listed, as a killed one does, and the next process that joins or leaves prunes it.
-const LEAVE_BOUND: Duration = Duration::from_secs(1);
-
-/// What [`lock_members_within`] got.
-enum MembersLock<'a> {
-    Locked(OptexGuard<'a>),
-    /// This thread holds the optex already (inside `lock_ctrs`).
-    HeldHere,
-    /// The bound passed with another process holding it.
-    TimedOut,
-}
-
-/// [`lock_members`], waiting at most `bound` (`None`: as long as it takes).
-fn lock_members_within<'a>(
-    raw: &'a RawBlock,
-    def: &'static MapDef,
-    key: BlockKey,
-    bound: Option<Duration>,
-) -> MembersLock<'a> {
-    if held_here(key) {
-        return MembersLock::HeldHere;
-    }
-    // SAFETY: `OPTEX_OFFSET` is a 64-aligned, 64-byte field of the header inside the mapping,
-    // which `raw` keeps alive for `'a`; the optex is only ever changed through its atomics.
-    let optex = unsafe { Optex::from_ptr(raw.base().add(OPTEX_OFFSET).cast::<Optex>()) };
-    let guard = match bound {
-        None => optex.lock(),
-        Some(bound) => match optex.try_lock_for(bound) {
-            Some(guard) => guard,
-            None => return MembersLock::TimedOut,
-        },
-    };
-    // SAFETY: the sequence is an 8-aligned u64 of the header, inside the mapping.
-    let seq = unsafe { raw.u64_at(SEQ_OFFSET) };
-    if guard.owner_died() && seq.load(Ordering::Relaxed) & 1 == 1 {
-        let _section = WriteSection::begin(seq);
-        crate::instances::Tables::new(raw, def).repair();
-    }
-    MembersLock::Locked(guard)
-}
-
-/// Leaves the members table of the block mapped at `raw`; the last live member out marks it
-/// closed and removes its companions, then the block.
-fn leave(
-    raw: &RawBlock,
-    path: &Path,
-    identity: shm::FileIdentity,
-    me: ProcessId,
-    def: &'static MapDef,
-) {
-    let key = BlockKey {
-        dev: identity.dev,
-        ino: identity.ino,
-    };
-    // Another process of this user may have truncated the file: a fault here reads zeros
-    // instead of killing this process (at exit, or dropping its handle), and the block is
-    // then left alone.
-    let window = super::fault::init()
-        .ok()
-        .and_then(|()| super::fault::Watch::new(raw, true));
-    let _guard = match lock_members_within(raw, def, key, Some(LEAVE_BOUND)) {
-        MembersLock::Locked(guard) => Some(guard),
-        MembersLock::HeldHere => None,
-        MembersLock::TimedOut => {
-            log::warn!(
-                "{}: another process held the block's lock for {LEAVE_BOUND:?}; this process \
-                 leaves without taking itself off its members table (the next process to join \
-                 or leave prunes it)",
-                path.display()
-            );
-            return;
-        }
-    };
-    let Some(members) = Members::new(raw, members_offset(def)) else {
-        return;
-    };
-    let live = members.leave(me);
-    if live > 0 || window.as_ref().is_some_and(super::fault::Watch::faulted) {
-        return;
-    }
-    closed(raw).store(1, Ordering::Release);
-    // The last one out. Companions first: a process activating the app meanwhile waits for the
-    // optex, finds the block closed, and publishes its own block (and companions) only after.
-    let dir = path.parent().unwrap_or(Path::new("."));
-    for companion in companions(dir, def.app) {
-        if fs::symlink_metadata(&companion).is_ok_and(|m| m.is_file()) {
-            let _ = fs::remove_file(&companion);
-        }
-    }
-    remove_if_same(path, identity);
-}
-
-/// The files beside an app's block that go with it: its watch table and run-time block.
-fn companions(dir: &Path, app: &str) -> [PathBuf; 2] {
-    [
-        dir.join(format!("{app}.watch")),
-        dir.join(format!("{app}.dyn.blk")),
-    ]
-}
-
 /// A block laid out and mapped under its temporary name, locked by this process, not yet
 /// published.
 struct Staged {
     raw: RawBlock,
     file: File,
+    presence: Presence,
     tmp: PathBuf,
     path: PathBuf,
     identity: shm::FileIdentity,
@@ -574,7 +277,7 @@ impl Staged {
 
         let file = shm::create_exclusive(&tmp).map_err(create_err)?;
         let total = total_size(map);
-        let staged = (|| -> Result<(RawBlock, shm::FileIdentity), Error> {
+        let staged = (|| -> Result<(RawBlock, shm::FileIdentity, Presence), Error> {
             // Locked before anything else, so that no other activation takes the file for one
             // that a killed process left (see `temp`).
             if !shm::try_lock_exclusive(&file).map_err(create_err)? {
@@ -595,12 +298,14 @@ impl Staged {
             }
             file.write_all_at(&image, 0).map_err(create_err)?;
             let raw = RawBlock::map(&file, total, true).map_err(create_err)?;
-            Ok((raw, shm::identity(&file).map_err(create_err)?))
+            let presence = Presence::take(&file, &tmp, me).map_err(create_err)?;
+            Ok((raw, shm::identity(&file).map_err(create_err)?, presence))
         })();
         match staged {
-            Ok((raw, identity)) => Ok(Staged {
+            Ok((raw, identity, presence)) => Ok(Staged {
                 raw,
                 file,
+                presence,
                 tmp,
                 path,
                 identity,
@@ -616,22 +321,23 @@ impl Staged {
     /// The handle of the block once it is at its path; a member of it for a map's block
     /// (`def`).
     fn published(self, def: Option<&'static MapDef>) -> BlockFile {
-        let raw = Arc::new(self.raw);
-        let member = def.map(|def| {
-            exit_cleanup::register(&raw, &self.path, self.identity, self.me, def);
-            Member {
-                me: self.me,
-                def,
-                how: Joined::Created,
-            }
+        let member = def.map(|def| Member {
+            me: self.me,
+            def,
+            how: Joined::Created,
         });
-        BlockFile {
-            raw,
-            _file: self.file,
-            path: self.path,
-            identity: self.identity,
+        let block = BlockFile::new(
+            Arc::new(self.raw),
+            self.file,
+            self.presence,
+            &self.path,
+            self.identity,
             member,
+        );
+        if let Some(def) = def {
+            exit_cleanup::register(&block, self.me, def);
         }
+        block
     }
 }
 
@@ -661,16 +367,9 @@ impl BlockFile {
         let raw = RawBlock::map(&file, size, true).map_err(io)?;
         let records = crate::reader::records::parse(&raw, identity.size)
             .map_err(|e| mismatch(e.to_string()))?;
-        Ok((
-            BlockFile {
-                raw: Arc::new(raw),
-                _file: file,
-                path: path.to_path_buf(),
-                identity,
-                member: None,
-            },
-            records,
-        ))
+        let presence = Presence::take(&file, path, ProcessId::current()).map_err(io)?;
+        let block = BlockFile::new(Arc::new(raw), file, presence, path, identity, None);
+        Ok((block, records))
     }
 }
 
@@ -681,7 +380,14 @@ impl Drop for BlockFile {
         if let Some(m) = &self.member {
             if m.me.pid == std::process::id() {
                 exit_cleanup::unregister(&self.raw);
-                leave(&self.raw, &self.path, self.identity, m.me, m.def);
+                leave(Leaving {
+                    raw: &self.raw,
+                    file: &self.file,
+                    path: &self.path,
+                    identity: self.identity,
+                    me: m.me,
+                    def: m.def,
+                });
             }
         }
     }
@@ -722,7 +428,12 @@ fn fault_point(point: &str) {
 
 /// Publishes the staged block `tmp` at `map`'s `path`: `Ok(None)` once it is there, or
 /// `Ok(Some(handle))` if a block of the same map was there and this process joined it.
-fn publish(map: &'static MapDef, tmp: &Path, path: &Path) -> Result<Option<BlockFile>, Error> {
+fn publish(
+    map: &'static MapDef,
+    tmp: &Path,
+    path: &Path,
+    deadline: Instant,
+) -> Result<Option<BlockFile>, Error> {
     let app = map.app;
     for _ in 0..PUBLISH_ATTEMPTS {
         match shm::rename_noreplace(tmp, path) {
@@ -743,7 +454,7 @@ fn publish(map: &'static MapDef, tmp: &Path, path: &Path) -> Result<Option<Block
         let header = read_header(&existing);
         let ours = header.is_some_and(|h| h.layout_version == LAYOUT_VERSION);
         if ours && header.is_some_and(|h| h.map_fingerprint == map.fingerprint()) {
-            match join(map, path, existing) {
+            match join(map, path, existing, deadline) {
                 Ok(Some(block)) => return Ok(Some(block)),
                 Ok(None) => continue, // its last member is removing it
                 // Same names, other limits: judged as a block of another map below.
@@ -759,25 +470,19 @@ fn publish(map: &'static MapDef, tmp: &Path, path: &Path) -> Result<Option<Block
         let live = if ours {
             live_member(&existing)
         } else {
-            // Another layout version: its publisher holds its `flock` for life.
-            let locked = shm::try_lock_exclusive(&existing).map_err(|source| Error::Io {
+            older_owner(&existing, header).map_err(|source| Error::Io {
                 path: path.to_path_buf(),
                 source,
-            })?;
-            let owner = header.map(|h| ProcessId {
-                pid: h.owner_pid,
-                start_time: h.owner_start_time,
-            });
-            owner.filter(|o| !locked && o.liveness() == Liveness::Alive)
+            })?
         };
-        if let Some(member) = live {
+        if let Some(pid) = live {
             return Err(Error::AlreadyActive {
                 app: app.to_string(),
-                pid: member.pid,
+                pid,
                 path: path.to_path_buf(),
             });
         }
-        // Stale: every process of it is gone (their pids dead or reused). A block of this
+        // Stale: every process of it is gone (none holds its presence). A block of this
         // layout is marked closed first, as its last member would have marked it: readers that
         // still map it end their reads at once and open the path again.
         if ours {
@@ -813,23 +518,45 @@ fn read_header(file: &File) -> Option<BlockHeader> {
     (header.magic == MAGIC).then_some(header)
 }
 
-/// A live process among the members of a block of this layout version (read from the file, as
-/// untrusted input: a table outside the file names no one).
-fn live_member(file: &File) -> Option<ProcessId> {
+/// A process of a block of this layout version, if one is there (its presence lock held):
+/// the pid of a member whose presence is held, else its publisher's (a members table is only
+/// a claim, read from the file as untrusted input: a table outside the file names no one).
+fn live_member(file: &File) -> Option<u32> {
+    let probe = Probe(file);
+    if !probe.anyone() {
+        return None;
+    }
     let header = read_header(file)?;
     let len = header.max_members.min(MAX_MEMBERS) as usize * MEMBER_ENTRY_SIZE;
     let mut table = vec![0u8; len];
-    file.read_exact_at(&mut table, u64::from(header.members_offset))
-        .ok()?;
-    table
-        .chunks_exact(MEMBER_ENTRY_SIZE)
-        .filter_map(|e| MemberEntry::read_from_bytes(e).ok())
-        .filter(|e| e.pid != 0)
-        .map(|e| ProcessId {
-            pid: e.pid,
-            start_time: e.start_time,
-        })
-        .find(|p| p.liveness() == Liveness::Alive)
+    let listed = file
+        .read_exact_at(&mut table, u64::from(header.members_offset))
+        .ok()
+        .and_then(|()| {
+            table
+                .chunks_exact(MEMBER_ENTRY_SIZE)
+                .filter_map(|e| MemberEntry::read_from_bytes(e).ok())
+                .find(|e| e.pid != 0 && probe.present(e.pid, start_tag(e.start_time)) == Some(true))
+        });
+    Some(listed.map_or(header.owner_pid, |e| e.pid))
+}
+
+/// The live publisher of a block of an older layout version, which holds its `flock` for life
+/// (probed with an exclusive one) and is named by the header.
+fn older_owner(file: &File, header: Option<BlockHeader>) -> io::Result<Option<u32>> {
+    let locked = shm::try_lock_exclusive(file)?;
+    let owner = header.map(|h| ProcessId {
+        pid: h.owner_pid,
+        start_time: h.owner_start_time,
+    });
+    Ok(owner
+        .filter(|o| !locked && o.liveness() == Liveness::Alive)
+        .map(|o| o.pid))
+}
+
+/// When `activate` or `attach`, started at `start`, gives up waiting for the block's locks.
+pub(crate) fn join_deadline(start: Instant) -> Instant {
+    start.checked_add(JOIN_BOUND).unwrap_or(start)
 }
 
 /// Compares the records of an existing block with those `map` would produce.
@@ -889,73 +616,4 @@ fn next_generation(me: ProcessId) -> u64 {
         ^ COUNTER
             .fetch_add(1, Ordering::Relaxed)
             .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-}
-
-/// Leaving the members tables of this process's blocks when it exits normally (`exit`, return
-/// from `main`), even if the [`PrfData`](crate::PrfData) was leaked or lives in a static: the
-/// last member out removes the block as a drop would.
-pub(crate) mod exit_cleanup {
-    use super::*;
-
-    struct Entry {
-        raw: Arc<RawBlock>,
-        path: PathBuf,
-        identity: shm::FileIdentity,
-        me: ProcessId,
-        def: &'static MapDef,
-    }
-
-    static MEMBERSHIPS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
-    static REGISTER: Once = Once::new();
-
-    extern "C" fn at_exit() {
-        // A forked child inherits the list: only the process that joined a block leaves it.
-        let me = std::process::id();
-        let list = match MEMBERSHIPS.lock() {
-            Ok(mut list) => std::mem::take(&mut *list),
-            Err(_) => return,
-        };
-        for e in list {
-            if e.me.pid == me {
-                leave(&e.raw, &e.path, e.identity, e.me, e.def);
-            }
-            // The mapping stays: another exit handler may still read through a leaked handle.
-            // Only it: the list and the paths are freed (leak checkers, such as the fuzzers'
-            // LeakSanitizer, then see a leak only where a handle was leaked).
-            std::mem::forget(e.raw);
-        }
-    }
-
-    pub(crate) fn register(
-        raw: &Arc<RawBlock>,
-        path: &Path,
-        identity: shm::FileIdentity,
-        me: ProcessId,
-        def: &'static MapDef,
-    ) {
-        REGISTER.call_once(|| {
-            // SAFETY: `at_exit` is an `extern "C" fn()` that does not unwind (it locks mutexes,
-            // reads and writes the mapped members table and unlinks files) and stays valid for
-            // the process lifetime.
-            unsafe {
-                libc::atexit(at_exit);
-            }
-        });
-        if let Ok(mut list) = MEMBERSHIPS.lock() {
-            list.push(Entry {
-                raw: Arc::clone(raw),
-                path: path.to_path_buf(),
-                identity,
-                me,
-                def,
-            });
-        }
-    }
-
-    /// Forgets the membership of the handle mapping `raw` (its drop leaves the table itself).
-    pub(crate) fn unregister(raw: &Arc<RawBlock>) {
-        if let Ok(mut list) = MEMBERSHIPS.lock() {
-            list.retain(|e| !Arc::ptr_eq(&e.raw, raw));
-        }
-    }
 }

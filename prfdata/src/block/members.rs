@@ -7,11 +7,13 @@
 //! Each process that activates or attaches a block joins its table and leaves it when its handle
 //! is dropped or the process exits normally. The table changes only under the block's optex,
 //! whose recovery survives a member killed while holding it. A member that died without leaving
-//! (`SIGKILL`) is pruned by whoever joins or leaves next: liveness is its pid *and* start time
-//! ([`ProcessId::liveness`]), so a reused pid never keeps a dead member's entry.
+//! (`SIGKILL`) is pruned by whoever joins or leaves next: an entry is alive while its process
+//! holds its presence lock ([`super::presence`]: by pid *and* start time, so a reused pid never
+//! keeps a dead member's entry, and the same from every pid namespace).
 //!
-//! The last live member out removes the block and its companions; a process that activates a
-//! block of the same map whose members are all dead adopts it (see [`super::create`]).
+//! The table is a claim anyone of the user can write: who is the last member out, and whether
+//! a block whose members are all gone is adopted, is decided by the block's `flock` instead
+//! (see `super::create::membership`).
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicU32, AtomicU64};
@@ -54,9 +56,8 @@ impl<'a> Members<'a> {
         }
     }
 
-    /// Clears the entries of dead processes; returns how many live members remain.
-    pub(crate) fn prune(&self) -> usize {
-        let mut live = 0;
+    /// Clears the entries whose process is gone (`alive` says, from its presence lock).
+    pub(crate) fn prune(&self, alive: impl Fn(ProcessId) -> bool) {
         for i in 0..MAX_MEMBERS as usize {
             let (pid, start) = self.entry(i);
             let p = pid.load(Acquire);
@@ -67,34 +68,35 @@ impl<'a> Members<'a> {
                 pid: p,
                 start_time: start.load(Relaxed),
             };
-            if id.liveness().is_alive() {
-                live += 1;
-            } else {
-                log::debug!("pruning dead member {} of a block", id.pid);
+            if !alive(id) {
+                log::debug!("pruning gone member {} of a block", id.pid);
                 pid.store(0, Release);
                 start.store(0, Relaxed);
             }
         }
-        live
     }
 
-    /// Adds `me` (pruning the dead first). Returns how many live members there were before.
-    pub(crate) fn join(&self, me: ProcessId) -> Result<usize, Full> {
-        let live = self.prune();
+    /// Adds `me` (pruning the gone first).
+    pub(crate) fn join(
+        &self,
+        me: ProcessId,
+        alive: impl Fn(ProcessId) -> bool,
+    ) -> Result<(), Full> {
+        self.prune(alive);
         for i in 0..MAX_MEMBERS as usize {
             let (pid, start) = self.entry(i);
             if pid.load(Relaxed) == 0 {
                 start.store(me.start_time, Relaxed);
                 pid.store(me.pid, Release);
-                return Ok(live);
+                return Ok(());
             }
         }
         Err(Full)
     }
 
     /// Removes one entry of `me` (a process with two handles on the block has two) and prunes
-    /// the dead; returns how many live members remain.
-    pub(crate) fn leave(&self, me: ProcessId) -> usize {
+    /// the gone.
+    pub(crate) fn leave(&self, me: ProcessId, alive: impl Fn(ProcessId) -> bool) {
         for i in 0..MAX_MEMBERS as usize {
             let (pid, start) = self.entry(i);
             if pid.load(Relaxed) == me.pid && start.load(Relaxed) == me.start_time {
@@ -103,6 +105,6 @@ impl<'a> Members<'a> {
                 break;
             }
         }
-        self.prune()
+        self.prune(alive);
     }
 }

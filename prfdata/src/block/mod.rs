@@ -8,10 +8,12 @@
 //!   read (the `SIGBUS` handler and the table of mappings being read).
 //! - `create`: the writer's side: records built from a map, the file created, published,
 //!   joined, adopted, removed by its last member; `members`: the table of the processes
-//!   attached to a block.
+//!   attached to a block; `presence`: the locks that tell which processes are there, across
+//!   pid namespaces.
 
 pub(crate) mod create;
 pub(crate) mod fault;
 pub(crate) mod members;
 pub(crate) mod open;
+pub(crate) mod presence;
 pub(crate) mod raw;

@@ -144,6 +144,12 @@ impl Current {
         unsafe { Optex::from_ptr(self.block.raw.base().add(OPTEX_OFFSET).cast::<Optex>()) }
     }
 
+    /// Takes the block's optex, this process present on it, a dead owner told by the
+    /// presence locks (`crate::block::presence`).
+    fn lock(&self) -> crate::optex::OptexGuard<'_> {
+        self.optex().lock_checked(&self.block.probe())
+    }
+
     fn superseded(&self) -> &AtomicU32 {
         // SAFETY: `SUPERSEDED_OFFSET` is a 4-aligned u32 of the header, inside the mapping.
         unsafe { self.block.raw.u32_at(SUPERSEDED_OFFSET) }
@@ -252,7 +258,7 @@ impl Shared {
             let Some(current) = self.current()? else {
                 break;
             };
-            let guard = current.optex().lock();
+            let guard = current.lock();
             if current.superseded().load(Ordering::Acquire) != 0 {
                 drop(guard);
                 self.forget(&current);
@@ -390,7 +396,7 @@ impl Shared {
     fn relayout(&self, map: Option<&'static MapDef>) -> Result<(), Error> {
         let mut slot = self.current.write().unwrap_or_else(PoisonError::into_inner);
         let old = slot.clone();
-        let guard = old.as_ref().map(|c| c.optex().lock());
+        let guard = old.as_ref().map(|c| c.lock());
         let new = match map {
             None => {
                 // Nothing left to publish: the run-time block goes (a block is never removed

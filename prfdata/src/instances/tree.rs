@@ -215,12 +215,16 @@ impl<'a> Tables<'a> {
         Ok(true)
     }
 
-    /// Reclaims every live instance whose owner process died (a reused pid has another start
-    /// time: dead too), with the instances below it: each is removed as
-    /// [`Tables::remove`] does, its `sum` counters folded into its object's retired
-    /// accumulator. Hold the optex and a write section. O(live instances); each owner's
-    /// liveness is asked once per call. Returns how many instances were removed.
-    pub(crate) fn reclaim_dead(&self) -> Result<usize, Corrupt> {
+    /// Reclaims every live instance whose owner process is gone (`alive` says: the block's
+    /// presence locks, which tell a reused pid from its first owner and hold across pid
+    /// namespaces), with the instances below it: each is removed as [`Tables::remove`] does,
+    /// its `sum` counters folded into its object's retired accumulator. Hold the optex and a
+    /// write section. O(live instances); each owner's liveness is asked once per call. Returns
+    /// how many instances were removed.
+    pub(crate) fn reclaim_dead(
+        &self,
+        alive: impl Fn(crate::process::ProcessId) -> bool,
+    ) -> Result<usize, Corrupt> {
         let mut dead = Vec::new();
         let mut seen: HashMap<crate::process::ProcessId, bool> = HashMap::new();
         for object in self.instanced() {
@@ -232,9 +236,7 @@ impl<'a> Tables<'a> {
                 let Some(owner) = table.owner(slot) else {
                     continue;
                 };
-                let alive = *seen
-                    .entry(owner)
-                    .or_insert_with(|| owner.liveness().is_alive());
+                let alive = *seen.entry(owner).or_insert_with(|| alive(owner));
                 if let (false, Some(generation)) = (alive, table.live_generation(slot)) {
                     dead.push(SlotRef {
                         object: object as u32,

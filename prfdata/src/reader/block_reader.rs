@@ -332,10 +332,11 @@ impl BlockReader {
         !(same_path && same_size)
     }
 
-    /// Whether a process of the app still holds the block: every member (the process that
-    /// activated it and each attached one) holds a shared `flock` on it, which the kernel
-    /// releases however the process ends. The process that activated the block may be gone
-    /// while others write on.
+    /// Whether a process of the app still holds the block: every process that writes it (the
+    /// one that activated it, each attached one) holds a presence lock on its file, which the
+    /// kernel releases however the process ends, and which this asks without taking anything
+    /// (`F_OFD_GETLK`: it never gets in a member's way), from any pid namespace. The process
+    /// that activated the block may be gone while others write on.
     ///
     /// # Examples
     ///
@@ -347,13 +348,13 @@ impl BlockReader {
     /// # Ok::<(), prfdata::reader::ReadError>(())
     /// ```
     pub fn owner_alive(&self) -> bool {
-        shm::any_lock_held(&self.file).unwrap_or(false)
+        crate::block::presence::Probe(&self.file).anyone()
     }
 
     /// Lets [`BlockReader::read_with`] trust, for `interval`, that a member holds the block
     /// once it found one: a reader that reads again and again (a provider's Collect in a tight
-    /// loop) then asks the kernel ([`BlockReader::owner_alive`], one `flock` call) at most once
-    /// per `interval`. A member's normal exit is seen at the next read all the same (the last
+    /// loop) then asks the kernel ([`BlockReader::owner_alive`], one `fcntl` call) at most once
+    /// per `interval`, and trusts an owner of a process-owned instance it found alive as long. A member's normal exit is seen at the next read all the same (the last
     /// member out marks the block closed, and a read of a closed block ends with
     /// [`ReadError::Replaced`]); only a killed app's frozen values may be served for up to
     /// `interval` more. The default, zero, asks at every read.

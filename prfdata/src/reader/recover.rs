@@ -9,9 +9,11 @@
 //!
 //! 1. it opens the block again, read-write, just for this (its own mapping stays read-only),
 //!    checking that it is the same file (device, inode, size) it has mapped;
-//! 2. it takes the optex with a zero timeout: the optex's own dead-owner path
-//!    ([`Optex::try_lock_for`]) decides whether the holder is dead (pid and start time), and
-//!    takes it over only then; a live holder is never robbed;
+//! 2. it takes its presence on the block, as a writer does, then the optex with a zero
+//!    timeout: the optex's own dead-owner path decides whether the holder is dead (its presence
+//!    lock gone: the same answer from any pid namespace, so a collector in a container of its
+//!    own never takes the lock of a live writer it cannot see), and takes it over only then; a
+//!    live holder is never robbed;
 //! 3. if it took the optex from a dead owner and the sequence is odd, it repairs the instance
 //!    tables with the writers' own repair ([`Tables::repair`](crate::instances::Tables)), over the
 //!    table layout it validated when it opened the block, and closes the write section;
@@ -26,11 +28,13 @@ use std::time::Duration;
 
 use crate::block::fault::Watch;
 use crate::block::open::open_block;
+use crate::block::presence::{Presence, Probe};
 use crate::block::raw::RawBlock;
 use crate::error::Error;
 use crate::instances::{TableLayout, Tables};
 use crate::layout::{OPTEX_OFFSET, SEQ_OFFSET};
 use crate::optex::Optex;
+use crate::process::ProcessId;
 use crate::sys::shm;
 
 /// What a recovery attempt found.
@@ -69,6 +73,8 @@ pub(crate) fn dead_holder(
         return Ok(Recovery::Replaced);
     };
     let raw = RawBlock::map(&file, len, true).map_err(io)?;
+    // Present before it may hold the optex: a writer that waits meanwhile sees it alive.
+    let _presence = Presence::take(&file, path, ProcessId::current()).map_err(io)?;
     let Some(watch) = Watch::new(&raw, true) else {
         return Ok(Recovery::NotNeeded); // the fault table is full: try another time
     };
@@ -81,8 +87,9 @@ pub(crate) fn dead_holder(
     //   these bytes only through `Optex`.
     let optex = unsafe { Optex::from_ptr(raw.base().add(OPTEX_OFFSET).cast::<Optex>()) };
     // The optex's own dead-owner path: with a zero timeout it spins briefly, then checks the
-    // holder once, and takes the optex over only if that holder is dead.
-    let Some(guard) = optex.try_lock_for(Duration::ZERO) else {
+    // holder once, and takes the optex over only if that holder is gone (`file` holds no
+    // presence lock: the probe sees every process's).
+    let Some(guard) = optex.try_lock_for_checked(Duration::ZERO, &Probe(&file)) else {
         return Ok(Recovery::NotNeeded);
     };
     if !guard.owner_died() {

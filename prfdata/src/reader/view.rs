@@ -11,6 +11,7 @@ use super::records::{AggPlan, CounterInfo, ObjectInfo, SumPlan};
 use super::recover::{self, Recovery};
 use super::utf16;
 use crate::block::fault::Watch;
+use crate::block::presence::Probe;
 use crate::layout::{
     slot, AGG_LIVE, AGG_MAX, AGG_MIN, AGG_SUM, BYTE_LENGTH_SIZE, CLOSED_OFFSET, DWORD_SIZE,
     GENERATION_OFFSET, LARGE_SIZE, LIVE_COUNT_OFFSET, LIVE_ENTRY_SIZE, NAME_UNIT_SIZE,
@@ -549,7 +550,8 @@ impl InstanceTable<'_> {
     }
 
     /// The listed instances whose owner died (one pass over the live list; each owner costs
-    /// one `poll` of a process handle, see `super::owners`), for [`BlockView::instances`].
+    /// one probe of its presence lock, or none while a finding stands, see `super::owners`),
+    /// for [`BlockView::instances`].
     /// `seq` is the window's sequence value (the owner cache's read window).
     /// Only asked when the writer's count of owned instances is not 0 (with none, nothing is
     /// asked: a count written outside prfdata can only show a dead owner's instance, as before
@@ -570,9 +572,11 @@ impl InstanceTable<'_> {
                     .load_u64(at)
                     .ok_or_else(|| field(at as u64, "owner start time", pid))?;
                 let owner = crate::process::ProcessId { pid, start_time };
-                *asked
-                    .entry(owner)
-                    .or_insert_with(|| self.reader.owners.is_alive(owner, seq))
+                *asked.entry(owner).or_insert_with(|| {
+                    let probe = Probe(&self.reader.file);
+                    let trusted = self.reader.liveness_interval;
+                    self.reader.owners.is_alive(probe, owner, seq, trusted)
+                })
             };
             if alive {
                 if let Some(v) = hidden.visible.as_mut() {

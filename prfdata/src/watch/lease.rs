@@ -245,7 +245,7 @@ impl WatchTable {
         let now = now();
         (0..SLOTS)
             .map(|slot| table.read(slot))
-            .filter(|s| live(s, now) && s.set.contains(offset))
+            .filter(|s| live(table, s, now) && s.set.contains(offset))
             .count()
     }
 
@@ -263,7 +263,11 @@ impl WatchTable {
         for reclaim in [false, true] {
             for slot in 0..SLOTS {
                 let s = table.read(slot);
-                let usable = if reclaim { !live(&s, now) } else { s.pid == 0 };
+                let usable = if reclaim {
+                    !live(table, &s, now)
+                } else {
+                    s.pid == 0
+                };
                 if usable && table.claim(slot, s.pid, pid) {
                     table.fill(slot, start_time, set, expiry_after(ttl));
                     table.announce();
@@ -277,21 +281,15 @@ impl WatchTable {
     }
 }
 
-/// Whether a slot holds a live lease: claimed, an expiry ahead of `now` but not more than
-/// [`MAX_LEASE_TTL`](super::MAX_LEASE_TTL) ahead, and a holder that is alive (or none:
-/// detached). What the app counts, too.
-pub(crate) fn live(s: &super::table::SlotImage, now: u64) -> bool {
+/// Whether a slot of `table` holds a live lease: claimed, an expiry ahead of `now` but not more
+/// than [`MAX_LEASE_TTL`](super::MAX_LEASE_TTL) ahead, and a holder that is alive (its presence
+/// lock on the table, from any pid namespace) or none (detached). What the app counts, too.
+pub(crate) fn live(table: &Table, s: &super::table::SlotImage, now: u64) -> bool {
     let max_ahead = crate::clock::ticks(super::MAX_LEASE_TTL) as u64;
     if s.pid == 0 || s.expiry <= now || s.expiry - now > max_ahead {
         return false;
     }
-    s.pid == DETACHED_PID
-        || ProcessId {
-            pid: s.pid,
-            start_time: s.start_time,
-        }
-        .liveness()
-        .is_alive()
+    s.pid == DETACHED_PID || table.holder_alive(s.pid, s.start_time)
 }
 
 /// A lease held by this process in an app's watch table: the app counts its objects and counters

@@ -7,6 +7,7 @@
 //! 16   slot size u32        20..64 reserved
 //! 64 + i * SLOT_SIZE: slot i
 //!      0 pid u32 (0 free, DETACHED_PID detached)   4 reserved   8 start time u64
+//!        (the holder, alive while it holds its presence lock on this file, version 2)
 //!      16 expiry u64 (perf_counter ticks)   24 reserved   32 bits [u64; 8]   96..128 reserved
 //! ```
 
@@ -17,11 +18,16 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::{WatchError, WatchSet, SLOTS, WATCH_WORDS};
 use crate::block::fault;
+use crate::block::presence::{Presence, Probe};
 use crate::block::raw::RawBlock;
+use crate::process::ProcessId;
 use crate::sys::{futex, shm};
 
 pub(crate) const MAGIC: u32 = u32::from_le_bytes(*b"PRFW");
-pub(crate) const VERSION: u32 = 1;
+/// 2: a lease's holder is alive while it holds its presence lock on the table's file
+/// (`crate::block::presence`, as on a block), which holds across pid namespaces, where 1 asked
+/// `/proc` for its pid. A version-1 collector holds none: a version-2 app would drop its lease.
+pub(crate) const VERSION: u32 = 2;
 pub(crate) const HEADER_SIZE: usize = 64;
 pub(crate) const SLOT_SIZE: usize = 128;
 pub(crate) const FILE_SIZE: usize = HEADER_SIZE + SLOTS * SLOT_SIZE;
@@ -51,6 +57,11 @@ pub(crate) fn path_in(dir: &Path, app: &str) -> PathBuf {
 #[derive(Debug)]
 pub(crate) struct Table {
     pub(crate) raw: RawBlock,
+    /// The file: lease holders' presences are probed through it (it holds none).
+    file: File,
+    /// This process's presence on the table, for the leases it writes (a table opened by a
+    /// collector, or by another process of the app).
+    _presence: Option<Presence>,
 }
 
 /// One slot as read: untrusted, every field as it was.
@@ -75,7 +86,11 @@ impl Table {
         let made = (|| {
             shm::reserve(&file, FILE_SIZE as u64)?;
             let raw = RawBlock::map(&file, FILE_SIZE, true)?;
-            let table = Table { raw };
+            let table = Table {
+                raw,
+                file: file.try_clone()?,
+                _presence: None,
+            };
             table.word(OFF_MAGIC).store(MAGIC, Ordering::Relaxed);
             table.word(OFF_VERSION).store(VERSION, Ordering::Relaxed);
             table.word(OFF_SLOTS).store(SLOTS as u32, Ordering::Relaxed);
@@ -136,7 +151,12 @@ impl Table {
         // Before the mapping: from here on, a truncation under an access is survivable.
         fault::init().map_err(io)?;
         let raw = RawBlock::map(&file, FILE_SIZE, true).map_err(io)?;
-        let table = Table { raw };
+        let presence = Presence::take(&file, path, ProcessId::current()).map_err(io)?;
+        let table = Table {
+            raw,
+            file,
+            _presence: Some(presence),
+        };
         let header = {
             let _guard = table.guard();
             (
@@ -154,6 +174,12 @@ impl Table {
             )));
         }
         Ok((table, id))
+    }
+
+    /// Whether the process that holds a lease (`pid`, `start_time`, from a slot: untrusted)
+    /// is alive: its presence lock on the table's file, the same from every pid namespace.
+    pub(crate) fn holder_alive(&self, pid: u32, start_time: u64) -> bool {
+        Probe(&self.file).is_alive(ProcessId { pid, start_time })
     }
 
     /// A read window over the table for the time the result lives: a truncation of the file

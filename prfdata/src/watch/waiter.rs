@@ -260,7 +260,7 @@ impl Shared {
             let now = now();
             for slot in 0..SLOTS {
                 let s = self.table.read(slot);
-                if !live(&s, now) {
+                if !live(&self.table, &s, now) {
                     continue;
                 }
                 next = Some(next.map_or(s.expiry, |n| n.min(s.expiry)));

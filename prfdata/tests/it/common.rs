@@ -63,6 +63,21 @@ pub fn spawn_child(entry: &str, role: &str, dir: &Path, env: &[(&str, String)]) 
     cmd.spawn().expect("spawn child test process")
 }
 
+/// Runs `f` on a new thread and waits for it at most `limit`: a call that blocks fails the test
+/// (naming `what`) instead of hanging it.
+pub fn bounded<T: Send + 'static>(
+    limit: Duration,
+    what: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("{what} did not return within {limit:?}"))
+}
+
 /// Waits for a child for at most `limit`, killing it (and failing) if it takes longer.
 pub fn wait_ok(mut child: Child, limit: Duration) {
     let start = Instant::now();

@@ -92,6 +92,7 @@ fn child_entry() {
         Some("exit-in-child") => exit_in_child(),
         Some("instances-in-child") => instances_in_child(),
         Some("guard-across-fork") => guard_across_fork(),
+        Some("parent-killed-holding") => parent_killed_holding(),
         _ => {}
     }
 }
@@ -190,6 +191,45 @@ fn guard_across_fork() {
     assert_eq!(seq(prf.path()), odd + 1);
 }
 
+/// Waits (at most 60 s) for the file `name` in `dir`.
+fn wait_file(dir: &Path, name: &str) -> String {
+    let start = Instant::now();
+    loop {
+        if let Ok(text) = std::fs::read_to_string(dir.join(name)) {
+            return text;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "no {name}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The parent forks a child, then takes the lock and waits to be killed. The child, told the
+/// parent is dead, takes the lock (recovered from its dead parent) and reports.
+fn parent_killed_holding() {
+    let dir = common::child_dir();
+    let prf = PrfData::activate_in(&dir).unwrap();
+    // SAFETY: this process runs a single test on one thread; the child only calls code that is
+    // safe after `fork` with glibc, then leaves with `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        wait_file(&dir, "parent-killed");
+        let reader = prfdata::reader::BlockReader::open_path("PrfDataTest", prf.path());
+        let alive = reader.is_ok_and(|r| r.owner_alive());
+        let report = match prf.lock_ctrs_for(Duration::from_secs(10)) {
+            Ok(guard) => format!("recovered={} alive={alive}", guard.owner_died()),
+            Err(e) => format!("{e} alive={alive}"),
+        };
+        std::fs::write(dir.join("child-report"), report).unwrap();
+        // SAFETY: ends the child without the parent's exit handlers.
+        unsafe { libc::_exit(0) }
+    }
+    let _guard = prf.lock_ctrs();
+    std::fs::write(dir.join("holding"), b"").unwrap();
+    std::thread::sleep(Duration::from_secs(60));
+    panic!("the test should have killed this process");
+}
+
 fn run(role: &str) {
     let dir = tempfile::tempdir().unwrap();
     let child = common::spawn_child("fork::child_entry", role, dir.path(), &[]);
@@ -214,4 +254,25 @@ fn a_forked_child_adds_and_removes_instances_under_its_own_name() {
 #[test]
 fn a_guard_copied_into_a_forked_child_does_not_release_the_parents_lock() {
     run("guard-across-fork");
+}
+
+/// A process killed (`SIGKILL`) while it holds the block's lock, its forked child still alive:
+/// the child does not keep its parent's presence (its fork handler closed its copy), so it
+/// recovers the lock from its dead parent; and it is present itself (taken at the fork), so a
+/// reader still finds a process of the app on the block.
+#[test]
+fn a_forked_child_recovers_the_lock_of_its_parent_killed_holding_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut parent = common::spawn_child(
+        "fork::child_entry",
+        "parent-killed-holding",
+        dir.path(),
+        &[],
+    );
+    wait_file(dir.path(), "holding");
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    std::fs::write(dir.path().join("parent-killed"), b"").unwrap();
+    let report = wait_file(dir.path(), "child-report");
+    assert_eq!(report, "recovered=true alive=true");
 }

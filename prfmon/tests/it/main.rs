@@ -39,6 +39,7 @@ mod isolation;
 mod list;
 mod lodctr;
 mod logging;
+mod membership;
 mod parents;
 mod query_decode;
 mod reg;

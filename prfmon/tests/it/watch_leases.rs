@@ -68,6 +68,33 @@ fn typeperf_holds_a_lease_on_what_it_logs_and_it_lapses_after_sigkill() {
     assert!(!app.prf.is_watched(tp::QUEUE));
 }
 
+/// A collector in a pid namespace of its own (a sidecar container sharing the block folder):
+/// the app, which cannot see its pid, still counts its lease while it runs, and drops it once
+/// it is killed.
+#[test]
+fn a_collector_in_its_own_pid_namespace_holds_its_lease_until_killed() {
+    let app = App::start();
+    let events = app.prf.watch_events();
+    let command = app.command(&["typeperf", r"\TP Service\Queue length", "-si", "0.25"]);
+    let mut typeperf = prfdata_testkit::in_new_pid_namespace(&command)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn prfmon typeperf in a pid namespace of its own");
+    let start = next_event(&events, START_WAIT, |e| e.is_for(tp::QUEUE));
+    assert!(start.is_start(), "{start:?}");
+    std::thread::sleep(Duration::from_millis(500)); // the app looks again: still watched
+    assert!(app.prf.is_watched(tp::QUEUE));
+
+    typeperf
+        .kill()
+        .expect("SIGKILL unshare (and typeperf with it)");
+    typeperf.wait().expect("reap it");
+    let stop = next_event(&events, LEASE_TTL * 4, |e| e.is_for(tp::QUEUE));
+    assert!(!stop.is_start(), "{stop:?}");
+    assert!(!app.prf.is_watched(tp::QUEUE));
+}
+
 #[test]
 fn two_collectors_count_twice_and_the_stop_comes_after_the_last() {
     let app = App::start();

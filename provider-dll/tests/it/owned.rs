@@ -1,5 +1,6 @@
 //! Worker processes' own instances and the synthesised `_Total` through the real provider
-//! (issue 16): a SIGKILLed worker's instance leaves the Collect at once, its counts stay in
+//! (issue 16): a SIGKILLed worker's instance leaves the Collect within the provider's
+//! `FRESHNESS` (10 ms: how long a finding that an owner lives stands), its counts stay in
 //! `_Total`, its gauge share goes.
 
 use std::process::{Child, Command, Stdio};
@@ -92,6 +93,8 @@ fn a_killed_workers_instance_leaves_the_collect_and_its_counts_stay_in_total() {
 
     worker.kill().unwrap();
     worker.wait().unwrap();
+    // The provider trusts that the worker lives for FRESHNESS after it last asked.
+    std::thread::sleep(prfdata_provider::apps::FRESHNESS + Duration::from_millis(2));
     // Not reclaimed yet (no writer came): hidden, its count in _Total, its queue gone.
     let collected = pool(&p);
     assert_eq!(

@@ -75,6 +75,30 @@ pub(crate) fn parse_stat(bytes: &[u8]) -> Option<Stat> {
     Some(Stat { state, start_time })
 }
 
+/// The calling process's start time read in the child of a `fork()`, from its fork handler:
+/// `/proc/self/stat` read with `open`, `read` and `close` (async-signal-safe) into a stack
+/// buffer, and parsed without allocating. `None` if it cannot be read.
+pub(crate) fn own_start_time_in_fork_child() -> Option<u64> {
+    let mut buf = [0u8; 1024];
+    // SAFETY: the path is a NUL-terminated literal; `open` is async-signal-safe.
+    let fd = unsafe {
+        libc::open(
+            c"/proc/self/stat".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: `fd` is open; `buf` is valid for `buf.len()` bytes of writes.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    // SAFETY: `fd` was opened above and is closed once, here.
+    unsafe { libc::close(fd) };
+    let n = usize::try_from(n).ok()?;
+    let stat = parse_stat(buf.get(..n)?)?;
+    (!stat.is_terminated()).then_some(stat.start_time)
+}
+
 /// The calling process's id (`getpid`).
 pub(crate) fn current_pid() -> u32 {
     rustix::process::getpid()
@@ -186,35 +210,5 @@ mod tests {
         // Above Linux's PID_MAX_LIMIT (2^22), so no process can have it.
         assert!(matches!(stat((1 << 22) + 1), Err(StatError::NotFound)));
         assert!(!pid_exists((1 << 22) + 1));
-    }
-}
-
-/// A handle on one process (a pidfd): it names that process and no other, even after its pid
-/// is reused, and says whether it has exited with one `poll`.
-#[derive(Debug)]
-pub(crate) struct ProcessHandle(std::os::fd::OwnedFd);
-
-impl ProcessHandle {
-    /// A handle on the process that has `pid` now (`pidfd_open`); `None` if there is none or
-    /// the kernel cannot make one (before Linux 5.3, or a seccomp filter).
-    pub(crate) fn open(pid: u32) -> Option<ProcessHandle> {
-        let pid = i32::try_from(pid)
-            .ok()
-            .and_then(rustix::process::Pid::from_raw)?;
-        rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
-            .ok()
-            .map(ProcessHandle)
-    }
-
-    /// Whether the process has exited (a zombie has): its pidfd polls readable. An error of
-    /// `poll` counts as running (the caller asks again on its next read).
-    pub(crate) fn exited(&self) -> bool {
-        use rustix::event::{poll, PollFd, PollFlags};
-        let mut fds = [PollFd::new(&self.0, PollFlags::IN)];
-        let zero = rustix::time::Timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        matches!(poll(&mut fds, Some(&zero)), Ok(n) if n > 0)
     }
 }

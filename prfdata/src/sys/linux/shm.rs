@@ -153,25 +153,22 @@ pub(crate) fn try_lock_exclusive(file: &File) -> io::Result<bool> {
     }
 }
 
-/// Takes a shared `flock` on the file, waiting for an exclusive one to go (only ever held for
-/// a moment once a block is published: [`any_lock_held`]'s probe). A member of a block holds it
-/// for its whole life through its own open file description (a publisher converts its
-/// exclusive lock to it); the kernel drops it when the process dies, however it dies.
+/// Takes a shared `flock` on the file, waiting for an exclusive one to go. A member of a block
+/// holds it for its whole life through its own open file description (a publisher converts its
+/// exclusive lock to it, which never waits); the kernel drops it when the process dies, however
+/// it dies.
 pub(crate) fn lock_shared(file: &File) -> io::Result<()> {
     rfs::flock(file, FlockOperation::LockShared)?;
     Ok(())
 }
 
-/// Whether a process holds a `flock` on the file (a member's shared lock, or the exclusive lock
-/// of a process publishing a run-time block): probed with an exclusive, non-blocking lock that
-/// is released at once.
-pub(crate) fn any_lock_held(file: &File) -> io::Result<bool> {
-    match rfs::flock(file, FlockOperation::NonBlockingLockExclusive) {
-        Ok(()) => {
-            rfs::flock(file, FlockOperation::Unlock)?;
-            Ok(false)
-        }
-        Err(rustix::io::Errno::WOULDBLOCK) => Ok(true),
+/// Takes a shared `flock` on the file without waiting: `Ok(false)` while another open file
+/// description holds it exclusively. On a description that holds it exclusively, a conversion
+/// (no other can hold it then, so it always succeeds).
+pub(crate) fn try_lock_shared(file: &File) -> io::Result<bool> {
+    match rfs::flock(file, FlockOperation::NonBlockingLockShared) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(false),
         Err(e) => Err(e.into()),
     }
 }

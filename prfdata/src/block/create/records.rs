@@ -1,0 +1,144 @@
+//! The header and the object and counter records of a map's block, as the writer lays them out
+//! (and compares an existing block's with).
+
+use zerocopy::IntoBytes;
+
+use crate::clock;
+use crate::layout::*;
+use crate::map::offsets::*;
+use crate::map::{Instances, MapDef, Source};
+use crate::process::ProcessId;
+use crate::winperf;
+
+/// The header and records of a map's block: the first [`regions_offset`] bytes.
+pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> Vec<u8> {
+    let mut app_name = [0u8; 64];
+    let n = map.app.len().min(app_name.len());
+    app_name[..n].copy_from_slice(&map.app.as_bytes()[..n]);
+    let header = BlockHeader {
+        magic: MAGIC,
+        layout_version: LAYOUT_VERSION,
+        header_size: HEADER_SIZE as u32,
+        total_size: total_size(map) as u64,
+        owner_pid: owner.pid,
+        num_objects: map.objects.len() as u32,
+        owner_start_time: owner.start_time,
+        num_counters: total_counters(map) as u32,
+        objects_offset: HEADER_SIZE as u32,
+        counters_offset: counters_offset(map) as u32,
+        _pad0: 0,
+        timer_freq: clock::OBJECT_FREQUENCY as u64,
+        seq: 0,
+        generation,
+        app_name,
+        map_fingerprint: map.fingerprint(),
+        superseded: 0,
+        _pad1: 0,
+        od_request: 0,
+        od_served: 0,
+        od_objects: 0,
+        members_offset: members_offset(map) as u32,
+        max_members: MAX_MEMBERS,
+        closed: 0,
+        _reserved: 0,
+        optex: [0; 64],
+    };
+    let mut image = Vec::with_capacity(regions_offset(map));
+    image.extend_from_slice(header.as_bytes());
+    let mut first_counter = 0u32;
+    for (i, obj) in map.objects.iter().enumerate() {
+        let base = object_base(map, i) as u64;
+        let regions = object_regions(obj);
+        let (max, max_name_len) = match obj.instances {
+            Instances::None => (0, 0),
+            Instances::Max { max, max_name_len } => (max, max_name_len),
+        };
+        let record = ObjectRecord {
+            name_offset: obj.offset,
+            detail_level: obj.detail.to_winperf(),
+            default_counter: obj.default_counter.map_or(-1, |d| d as i32),
+            num_counters: obj.counters.len() as u32,
+            first_counter,
+            flags: if obj.has_instances() {
+                OBJECT_INSTANCED
+            } else {
+                0
+            } | if obj.costly { OBJECT_COSTLY } else { 0 }
+                | if obj.total && obj.has_instances() {
+                    OBJECT_TOTAL
+                } else {
+                    0
+                },
+            max_instances: max,
+            max_name_len,
+            counter_block_size: counter_block_size(obj) as u32,
+            slot_size: slot_size(obj) as u32,
+            live_offset: base + regions.live as u64,
+            slots_offset: base + regions.slots as u64,
+            data_offset: base + regions.data as u64,
+            live_count: 0,
+            free_head: 0,
+            high_water: 0,
+            _pad: 0,
+            owned_count: 0,
+            _pad2: 0,
+            block_stride: block_stride(obj) as u32,
+            shard_start: shard_start(obj) as u32,
+            shard_line: shard_line(obj) as u32,
+            shard_slots: shard_slots(obj) as u32,
+            shard_owners: if shard_slots(obj) > 0 {
+                base + regions.owners as u64
+            } else {
+                0
+            },
+            _reserved: [0; 16],
+        };
+        image.extend_from_slice(record.as_bytes());
+        first_counter += obj.counters.len() as u32;
+    }
+    for obj in map.objects {
+        for (c, ctr) in obj.counters.iter().enumerate() {
+            let record = CounterRecord {
+                name_offset: ctr.offset.unwrap_or(NO_NAME),
+                counter_type: ctr.counter_type,
+                size: ctr.value_size().unwrap_or(0),
+                block_offset: counter_offset(obj, c) as u32,
+                default_scale: ctr.default_scale,
+                detail_level: ctr.detail.to_winperf(),
+                aggregate: crate::map::rule_code(obj, c),
+                shard: shard_index(obj, c).map_or(0, |k| k as u32 + 1),
+                ..stat_fields(ctr)
+            };
+            image.extend_from_slice(record.as_bytes());
+        }
+    }
+    image.resize(regions_offset(map), 0);
+    image
+}
+
+/// A counter record's seed 000 fields (stat flags, factor, parts), the rest zero.
+fn stat_fields(ctr: &crate::map::CounterDef) -> CounterRecord {
+    let (mut flags, factor) = ctr.factor.map_or((0, 0), |f| f.to_flags());
+    let mut parts = [0u16; MAX_SUM_PARTS];
+    let mut part_count = 0;
+    match ctr.source {
+        Source::Stored | Source::Sharded => {}
+        Source::OnDemand => flags |= winperf::PSTF_FUNCPTR,
+        Source::SumOf(list) => {
+            flags |= winperf::PSTF_COMPLEX;
+            // The map's validation: 1 to MAX_SUM_PARTS parts, each an index among the object's
+            // counters (fewer than MAX_COUNTERS, so it fits a u16).
+            for (slot, &p) in parts.iter_mut().zip(list) {
+                *slot = p as u16;
+            }
+            part_count = list.len().min(MAX_SUM_PARTS) as u32;
+        }
+    }
+    CounterRecord {
+        stat_flags: flags,
+        factor,
+        parts,
+        part_count,
+        ..CounterRecord::default()
+    }
+}
