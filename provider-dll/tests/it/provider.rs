@@ -268,7 +268,6 @@ fn each_query_form() {
             .collect::<Vec<_>>()
     };
     assert_eq!(titles("Global"), [fc, fc + 10, fc + 14]);
-    assert_eq!(titles("gLOBAL"), [fc, fc + 10, fc + 14]);
     assert_eq!(titles("Costly"), [fc + 20]);
     assert_eq!(
         titles(&format!("{} {}", fc + 14, fc + 20)),
