@@ -44,6 +44,47 @@ use crate::serialize::{objects_size, objects_size_bound, write_prepared, Prepare
 /// stopped or lock-holding app costs at most this, and Collect stays well under 50 ms.
 pub const COLLECT_BUDGET: Duration = Duration::from_millis(30);
 
+/// Asks every app for the on-demand values (seed 000's `PSTF_FUNCPTR`) of the objects `query`
+/// asks for, then waits for them together: app by app until `asked_at` plus its bound
+/// (`OnDemand Timeout`), none past `asked_at` plus the smallest share of a `Collect Timeout`
+/// among the apps (half of it: [`prfdata_registry::stats`] gives the rule). Their waits
+/// overlap, so the Collect waits at most the largest of their bounds, never their sum, and
+/// always returns before the collector gives up on the provider. An app that let a request pass
+/// its deadline is not waited for until it has served it (its last values are served). Returns
+/// whether it may have waited.
+fn refresh_on_demand(
+    query: &Query,
+    apps: &[Arc<apps::App>],
+    collect: u64,
+    asked_at: Instant,
+) -> bool {
+    let Some(cap) = apps.iter().map(|app| app.on_demand_bounds().1).min() else {
+        return false;
+    };
+    let blocks: Vec<(&apps::App, Arc<BlockReader>, Instant)> = apps
+        .iter()
+        .filter_map(|app| {
+            let reader = app.block(collect)?;
+            let bound = app.on_demand_bounds().0.min(cap);
+            Some((&**app, reader, asked_at + bound))
+        })
+        .collect();
+    let deadlines: Vec<(&BlockReader, Instant)> =
+        blocks.iter().map(|(_, r, at)| (&**r, *at)).collect();
+    let refreshed = BlockReader::refresh_on_demand_all(&deadlines, |b, o| {
+        let (app, reader, _) = &blocks[b];
+        reader
+            .objects()
+            .get(o)
+            .is_some_and(|info| query.wants(app.titles().name(info.name_offset), info.costly))
+    });
+    let mut waited = false;
+    for ((app, _, _), refreshed) in blocks.iter().zip(refreshed) {
+        waited |= app.on_demand_refreshed(refreshed);
+    }
+    waited
+}
+
 /// What a Collect produced.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Collected {
@@ -91,14 +132,8 @@ fn collect_with(query: &Query, buf: &mut [u8], selected: &mut Selection) -> Coll
     }
     let apps = apps::apps();
     let (collect, asked_at) = apps::next_collect();
-    // On-demand values first (seed 000's PSTF_FUNCPTR), each app's wait bounded by its
-    // service's `OnDemand Timeout`, outside the read budget below.
-    let mut waited = false;
-    for app in &apps {
-        waited |= app.refresh_on_demand(collect, |info| {
-            query.wants(app.titles().name(info.name_offset), info.costly)
-        });
-    }
+    // On-demand values first, outside the read budget below.
+    let waited = refresh_on_demand(query, &apps, collect, asked_at);
     // The read budget starts now; the clock is read again only if the on-demand step may
     // have waited, and not for the first read (which has the whole budget: only this
     // function's own steps, microseconds, come before it).

@@ -19,6 +19,7 @@ mod privilege;
 mod sampling_app;
 mod serve_common;
 
+mod apps_appear;
 mod bad_providers;
 mod block_faults;
 mod broken_pipe;
@@ -33,9 +34,11 @@ mod host_user;
 mod hostile_files;
 mod hostile_names;
 mod isolation;
+
 mod list;
 mod lodctr;
 mod logging;
+mod on_demand_bound;
 mod parents;
 mod query_decode;
 mod reg;

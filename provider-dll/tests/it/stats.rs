@@ -312,7 +312,8 @@ fn collectors_share_a_pending_request() {
         u32::from_ne_bytes(block[at..at + 4].try_into().unwrap())
     };
     // Another test's app of this map may have left its block (adopted here, request count
-    // and all): count from what is there.
+    // and all, perhaps with a request of its own pending, which the first reader then shares):
+    // count from what is there.
     let base = request();
     let readers: Vec<_> = (0..4)
         .map(|_| BlockReader::open("ProvTestS").unwrap())
@@ -324,7 +325,8 @@ fn collectors_share_a_pending_request() {
             "no closure yet"
         );
     }
-    assert_eq!(request(), base + 1, "one request for four collectors");
+    let raised = request().wrapping_sub(base);
+    assert!(raised <= 1, "one request for four collectors, not {raised}");
     let runs = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
     let counted = std::sync::Arc::clone(&runs);
     prf.on_demand(app_s::ANSWER, move || counted.fetch_add(1, Relaxed) + 1)
@@ -341,7 +343,7 @@ fn collectors_share_a_pending_request() {
             .unwrap(),
         Refresh::Served
     );
-    assert_eq!(request(), base + 2);
+    assert_eq!(request(), base + raised + 1);
     assert_eq!(
         readers[0]
             .read_with(Duration::from_secs(1), |v| v.global_value(0, 6))
