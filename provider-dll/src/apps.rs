@@ -370,6 +370,19 @@ impl App {
         }
     }
 
+    /// Logs, once while the app is served, that it was left out of a Collect whose answer it
+    /// would have taken past `cap` bytes (see [`crate::collect`]).
+    pub fn log_left_out(&self, bytes: usize, cap: usize) {
+        let mut logged = self.logged.lock().unwrap_or_else(PoisonError::into_inner);
+        if logged.insert("left out") {
+            log::warn!(
+                "app {}: no data: its {bytes} bytes would take its service's Collect answer past \
+                 {cap} bytes, the most a Collect answers; export it from a service of its own",
+                self.name
+            );
+        }
+    }
+
     /// Logs a reason for no data once per kind of reason while the app is served (seed 004:
     /// "do not flood the event log with errors on every data collection operation").
     fn log_once(&self, reason: &ReadError) {

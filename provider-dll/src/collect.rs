@@ -85,6 +85,90 @@ fn refresh_on_demand(
     waited
 }
 
+/// Whether any object of `reader` is one `query` asks for. (`selected`, in the passes, then
+/// holds the objects of one app's block that the query asks for, with the objects of their
+/// instances' parents, chosen again in each window: the links are the window's.)
+fn wanted<'a>(query: &'a Query, app: &'a apps::App) -> impl Fn(&BlockReader) -> bool + 'a {
+    move |reader| {
+        reader
+            .objects()
+            .iter()
+            .any(|info| query.wants(app.titles().name(info.name_offset), info.costly))
+    }
+}
+
+/// The first pass of a Collect of several blocks: each app's size (an upper bound from the live
+/// counts; exact sizes only if the bounds do not all fit), so that ERROR_MORE_DATA is decided
+/// before a byte is written. `None`: more than `room` bytes (ERROR_MORE_DATA).
+///
+/// The answer is at most [`BlockReader::MAX_COLLECT_ANSWER`], the one limit the collector's
+/// Collect buffer comes from too: one app's blocks never answer more (prfdata's rule, in
+/// `prfdata::reader`), but the apps of a service's `Linkage\Export` together could. Then the
+/// apps whose answer would take the total past it are left out of this Collect (logged once
+/// each): a provider never asks for a buffer the collector cannot give.
+fn size_apps(
+    query: &Query,
+    apps: &[Arc<apps::App>],
+    collect: u64,
+    left: &impl Fn() -> Duration,
+    selected: &mut Selection,
+    room: usize,
+) -> Option<Vec<Option<Sized>>> {
+    let cap = BlockReader::MAX_COLLECT_ANSWER as usize;
+    for exact in [false, true] {
+        let mut sized: Vec<Option<Sized>> = Vec::with_capacity(apps.len());
+        for app in apps {
+            let read = app.read(collect, left, wanted(query, app), |view| {
+                selected.select(view, query, app.titles())?;
+                let bytes = if exact {
+                    objects_size(view, selected.objects())?
+                } else {
+                    objects_size_bound(view, selected.objects())?
+                };
+                Ok((view.seq(), bytes))
+            });
+            sized.push(read.map(|(reader, (seq, bytes))| Sized {
+                reader,
+                seq,
+                bytes,
+                exact,
+            }));
+        }
+        let mut total = sized
+            .iter()
+            .flatten()
+            .fold(0usize, |sum, s| sum.saturating_add(s.bytes));
+        if exact && total > cap {
+            total = leave_out_past(cap, apps, &mut sized);
+        }
+        if total <= room.min(cap) {
+            return Some(sized);
+        }
+        if exact {
+            return None;
+        }
+    }
+    None
+}
+
+/// Leaves out of this Collect (their sizes taken out of `sized`) the apps that would take the
+/// answer past `cap`, in order; returns the size of the rest.
+fn leave_out_past(cap: usize, apps: &[Arc<apps::App>], sized: &mut [Option<Sized>]) -> usize {
+    let mut total = 0usize;
+    for (app, size) in apps.iter().zip(sized.iter_mut()) {
+        let Some(bytes) = size.as_ref().map(|s| s.bytes) else {
+            continue;
+        };
+        if total.saturating_add(bytes) > cap {
+            app.log_left_out(bytes, cap);
+            *size = None;
+        } else {
+            total += bytes;
+        }
+    }
+    total
+}
+
 /// What a Collect produced.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Collected {
@@ -147,57 +231,20 @@ fn collect_with(query: &Query, buf: &mut [u8], selected: &mut Selection) -> Coll
             .saturating_sub(start.elapsed())
             .max(Duration::from_millis(1))
     };
-    // `selected`: the objects of one app's block that the query asks for, with the objects of
-    // their instances' parents, chosen again in each window (the links are the window's).
-    fn wanted<'a>(query: &'a Query, app: &'a apps::App) -> impl Fn(&BlockReader) -> bool + 'a {
-        move |reader| {
-            reader
-                .objects()
-                .iter()
-                .any(|info| query.wants(app.titles().name(info.name_offset), info.costly))
-        }
-    }
-
     // Pass 1 (several blocks to write only): size each app, so ERROR_MORE_DATA comes before
     // any write. The blocks were checked once for this Collect by the on-demand step.
     let blocks = apps
         .iter()
         .filter(|app| app.block(collect).is_some_and(|r| wanted(query, app)(&r)))
         .count();
-    let mut sized: Vec<Option<Sized>> = Vec::new();
-    if blocks > 1 {
-        // Upper bounds first (live counts only); exact sizes only if they do not all fit.
-        for exact in [false, true] {
-            sized.clear();
-            for app in &apps {
-                let read = app.read(collect, left, wanted(query, app), |view| {
-                    selected.select(view, query, app.titles())?;
-                    let bytes = if exact {
-                        objects_size(view, selected.objects())?
-                    } else {
-                        objects_size_bound(view, selected.objects())?
-                    };
-                    Ok((view.seq(), bytes))
-                });
-                sized.push(read.map(|(reader, (seq, bytes))| Sized {
-                    reader,
-                    seq,
-                    bytes,
-                    exact,
-                }));
-            }
-            let total = sized
-                .iter()
-                .flatten()
-                .fold(0usize, |sum, s| sum.saturating_add(s.bytes));
-            if total <= buf.len() {
-                break;
-            }
-            if exact {
-                return Collected::MoreData;
-            }
+    let sized = if blocks > 1 {
+        match size_apps(query, &apps, collect, &left, selected, buf.len()) {
+            Some(sized) => sized,
+            None => return Collected::MoreData,
         }
-    }
+    } else {
+        Vec::new()
+    };
 
     // Pass 2: per app, in one window: size (or reuse the first pass's size), check the room,
     // write.

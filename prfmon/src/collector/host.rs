@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use super::host_user::HostUser;
 use super::perfhost::{FD_FLAG, HOST_SUBCOMMAND};
 use super::protocol::{
-    read_frame, write_frame, ProtocolError, Request, Response, PROTOCOL_VERSION,
+    read_response, write_frame, ProtocolError, Request, Response, PROTOCOL_VERSION,
 };
 use crate::trust::{OpenedLibrary, LIBRARY_FD};
 
@@ -186,7 +186,7 @@ impl HostProcess {
         std::thread::Builder::new()
             .name("prfmon-host-reader".into())
             .spawn(move || loop {
-                match read_frame::<Response>(&mut stdout) {
+                match read_response(&mut stdout) {
                     Ok(Some(r)) => {
                         if tx.send(Ok(r)).is_err() {
                             return;

@@ -4,8 +4,10 @@
 //! [`Collector::open`] walks `Services\*\Performance`, skips services with `Disable
 //! Performance Counters` = 1, gives each service its own copy of its `Library` (see
 //! [Isolation](#isolation)), resolves the exports the `Open`, `Collect` and `Close` values name,
-//! and calls Open once per service with its `Linkage\Export` strings. [`Collector::collect`] calls every opened service's Collect,
-//! growing its buffer on ERROR_MORE_DATA (doubling up to [`CollectorOptions::max_buffer`]),
+//! and calls Open once per service with its `Linkage\Export` strings; each collection follows
+//! the registry after that (services installed, removed or changed: [`service`]).
+//! [`Collector::collect`] calls every opened service's Collect, growing its buffer on
+//! ERROR_MORE_DATA (doubling up to [`CollectorOptions::max_buffer`], [`MAX_BUFFER`] by default),
 //! validates the output where Collect wrote it (a buffer kept per service; [`validate`], with
 //! every check of the decoder's pass) and copies it once into the PERF_DATA_BLOCK
 //! ([`crate::datablock`]); [`Collector::collect_checked`] returns that block with what the checks
@@ -129,15 +131,47 @@ use protocol::{Request, Response};
 use service::{services_from, Backend, RegistryWatch, Service, State};
 use validate::{append_checked, Appended, Call, ProviderFault};
 
-/// The first Collect buffer a service gets; after that, the size that last sufficed. 64 KiB
-/// holds a typical application object (a few dozen instances of a few dozen counters) in one
-/// call, and costs nothing worth saving when it is too big.
+/// The first Collect buffer a service gets (after that, see [`buffer_after`]). 64 KiB holds a
+/// typical application object (a few dozen instances of a few dozen counters) in one call, and
+/// costs nothing worth saving when it is too big.
 pub const INITIAL_BUFFER: u32 = 64 * 1024;
 /// The largest Collect buffer: a provider that still answers ERROR_MORE_DATA is disabled.
-/// 64 MiB is ten doublings above [`INITIAL_BUFFER`] and far beyond any real object (1000
-/// instances × 16 counters is about 200 KiB), so only a provider that answers
-/// ERROR_MORE_DATA whatever the size reaches it.
-pub const MAX_BUFFER: u32 = 64 * 1024 * 1024;
+///
+/// It is prfdata's one rule for the size of a Collect answer
+/// ([`BlockReader::MAX_COLLECT_ANSWER`](prfdata::reader::BlockReader::MAX_COLLECT_ANSWER),
+/// 2 GiB: the objects of a block never take more than the block, at most 1 GiB, and an app
+/// has two blocks), so that whatever `activate` accepts, Collect can return, and only a provider
+/// that answers ERROR_MORE_DATA whatever the size reaches it. The host protocol's data frame
+/// ([`protocol::MAX_DATA`]) is the same number.
+///
+/// Memory: the buffer is grown by doubling only when a provider asks for more, as zeroed
+/// memory the kernel supplies page by page as the provider writes (a provider that asks for
+/// more without writing costs address space, not memory), and given back when answers shrink
+/// ([`buffer_after`]).
+pub const MAX_BUFFER: u32 = prfdata::reader::BlockReader::MAX_COLLECT_ANSWER;
+
+/// The Collect buffer to ask for after an answer of `answer` bytes: twice the answer, at least
+/// `initial` and at most `max` (a multiple of 8). An answer that grows less than twofold
+/// between two collections fits at once; one that shrinks has its buffer shrink with it, so a
+/// service that answered 1 GiB once does not keep 2 GiB for good (the memory behind the buffer
+/// is given back when it is more than twice the size asked: `library::EntryPoints::collect_in`).
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::collector::{buffer_after, INITIAL_BUFFER, MAX_BUFFER};
+/// assert_eq!(buffer_after(0, INITIAL_BUFFER, MAX_BUFFER), INITIAL_BUFFER);
+/// assert_eq!(buffer_after(1 << 20, INITIAL_BUFFER, MAX_BUFFER), 2 << 20);
+/// assert_eq!(buffer_after(1500 << 20, INITIAL_BUFFER, MAX_BUFFER), MAX_BUFFER);
+/// ```
+pub fn buffer_after(answer: usize, initial: u32, max: u32) -> u32 {
+    let twice = u32::try_from(answer.saturating_mul(2)).unwrap_or(u32::MAX);
+    twice
+        .max(initial)
+        .min(max)
+        .next_multiple_of(8)
+        .min(max & !7)
+}
 
 /// Where providers run.
 ///
@@ -166,7 +200,7 @@ pub enum Isolation {
 /// ```
 /// use prfmon::collector::{CollectorOptions, Isolation};
 /// let options = CollectorOptions { isolation: Isolation::InProcess, ..Default::default() };
-/// assert_eq!(options.max_buffer, 64 * 1024 * 1024);
+/// assert_eq!(options.max_buffer, 2 << 30);
 /// ```
 #[derive(Debug, Clone)]
 pub struct CollectorOptions {
@@ -773,6 +807,7 @@ impl<R: Registry> Collector<R> {
     ) -> Result<u32, ProviderFault> {
         let max = self.options.max_buffer.max(8);
         let mut size = self.services[i].buffer.min(max);
+        let at = out.len();
         loop {
             let appended = self.call_collect(i, query, size, out, objects, offsets)?;
             match appended {
@@ -781,13 +816,23 @@ impl<R: Registry> Collector<R> {
                 }
                 Appended::MoreData => size = size.saturating_mul(2).min(max),
                 Appended::Objects(n) => {
-                    self.services[i].buffer = size;
+                    let initial = self.options.initial_buffer.max(8);
+                    self.services[i].buffer = buffer_after(out.len() - at, initial, max);
                     return Ok(n);
                 }
                 Appended::Failed(status) => {
                     log::warn!(
                         "service {}: Collect returned {status}; its data is ignored",
                         self.services[i].config.name
+                    );
+                    return Ok(0);
+                }
+                Appended::NoRoom(bytes) => {
+                    log::warn!(
+                        "service {}: its {bytes} bytes would take the collection past {} bytes, \
+                         the largest PERF_DATA_BLOCK; left out of the collection",
+                        self.services[i].config.name,
+                        crate::datablock::MAX_PERF_DATA_BLOCK
                     );
                     return Ok(0);
                 }

@@ -34,7 +34,7 @@ mod host_user;
 mod hostile_files;
 mod hostile_names;
 mod isolation;
-
+mod large_answer;
 mod list;
 mod lodctr;
 mod logging;
