@@ -169,6 +169,91 @@ fn leave_out_past(cap: usize, apps: &[Arc<apps::App>], sized: &mut [Option<Sized
     total
 }
 
+/// What the writing pass of one Collect shares among its apps.
+struct Pass<'a, L> {
+    query: &'a Query,
+    collect: u64,
+    /// The read budget left.
+    left: &'a L,
+    /// The object timer of this Collect.
+    perf_time: i64,
+}
+
+/// The writing pass for one app, in one window: its size (or the first pass's `presized`, if
+/// it still holds), checked against `room` (what `out` may take, the later apps' room kept),
+/// then its objects written at the start of `out`. `None`: no data from the app; `Some(None)`:
+/// no room (ERROR_MORE_DATA); else the bytes and objects written.
+fn write_app<L: Fn() -> Duration>(
+    pass: &Pass<'_, L>,
+    app: &apps::App,
+    selected: &mut Selection,
+    presized: Option<&Sized>,
+    out: &mut [u8],
+    room: usize,
+) -> Option<Option<(usize, u32)>> {
+    let titles = app.titles();
+    // What the last Collect of this block left, if it is still this block's.
+    let mut prepared = app
+        .prepared
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    let read = app.read(pass.collect, pass.left, wanted(pass.query, app), |view| {
+        selected.select(view, pass.query, titles)?;
+        // The exact size is only needed when the buffer might be too small: the bound
+        // (from the live counts alone) usually settles it without reading every slot.
+        let exact = match presized {
+            Some(s)
+                if s.exact && std::ptr::eq(&*s.reader, view.reader()) && s.seq == view.seq() =>
+            {
+                Some(s.bytes)
+            }
+            _ if objects_size_bound(view, selected.objects())? <= room => None,
+            _ => Some(objects_size(view, selected.objects())?),
+        };
+        if exact.is_some_and(|bytes| bytes > room) {
+            return Ok(None);
+        }
+        let end = exact.unwrap_or(room);
+        if !prepared
+            .as_ref()
+            .is_some_and(|p| p.is_for(view.reader(), titles))
+        {
+            // A new block (or new names): its parts once, kept for the next Collects.
+            prepared = app
+                .block(pass.collect)
+                .filter(|r| std::ptr::eq(&**r, view.reader()))
+                .map(|r| Prepared::new(r, titles));
+        }
+        let (bytes, n) = match prepared.as_mut() {
+            Some(p) => write_prepared(view, selected, p, pass.perf_time, &mut out[..end])?,
+            // The block was replaced during this Collect: nothing to keep.
+            None => crate::serialize::write_objects(
+                view,
+                selected,
+                titles,
+                pass.perf_time,
+                &mut out[..end],
+            )?,
+        };
+        // A size from an earlier window of the same sequence can differ by the instances
+        // whose owner process died in between (hidden without a layout change): the size
+        // of this window must match.
+        if exact.is_some_and(|e| e != bytes) && objects_size(view, selected.objects())? != bytes {
+            return Err(ReadError::Inconsistent);
+        }
+        Ok(Some((bytes, n)))
+    });
+    if matches!(read, Some((_, Some(_)))) {
+        // The window that wrote was kept: what it recorded may be reused.
+        if let Some(p) = prepared.as_mut() {
+            p.keep();
+        }
+    }
+    *app.prepared.lock().unwrap_or_else(PoisonError::into_inner) = prepared;
+    read.map(|(_, written)| written)
+}
+
 /// What a Collect produced.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Collected {
@@ -247,9 +332,13 @@ fn collect_with(query: &Query, buf: &mut [u8], selected: &mut Selection) -> Coll
     };
 
     // Pass 2: per app, in one window: size (or reuse the first pass's size), check the room,
-    // write.
-    // The object timer: the wall clock as a FILETIME, as NT's objects have it.
-    let perf_time = clock::filetime_now();
+    // write. The object timer: the wall clock as a FILETIME, as NT's objects have it.
+    let pass = Pass {
+        query,
+        collect,
+        left: &left,
+        perf_time: clock::filetime_now(),
+    };
     let mut at = 0usize;
     let mut objects = 0;
     for (i, app) in apps.iter().enumerate() {
@@ -265,76 +354,13 @@ fn collect_with(query: &Query, buf: &mut [u8], selected: &mut Selection) -> Coll
             .skip(i + 1)
             .flatten()
             .fold(0usize, |sum, s| sum.saturating_add(s.bytes));
-        let titles = app.titles();
-        // What the last Collect of this block left, if it is still this block's.
-        let mut prepared = app
-            .prepared
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        let read = app.read(collect, left, wanted(query, app), |view| {
-            selected.select(view, query, titles)?;
-            let room = buf.len().saturating_sub(at.saturating_add(later));
-            // The exact size is only needed when the buffer might be too small: the bound
-            // (from the live counts alone) usually settles it without reading every slot.
-            let exact = match presized {
-                Some(s)
-                    if s.exact
-                        && std::ptr::eq(&*s.reader, view.reader())
-                        && s.seq == view.seq() =>
-                {
-                    Some(s.bytes)
-                }
-                _ if objects_size_bound(view, selected.objects())? <= room => None,
-                _ => Some(objects_size(view, selected.objects())?),
-            };
-            if exact.is_some_and(|bytes| bytes > room) {
-                return Ok(None);
-            }
-            let end = at + exact.unwrap_or(room);
-            if !prepared
-                .as_ref()
-                .is_some_and(|p| p.is_for(view.reader(), titles))
-            {
-                // A new block (or new names): its parts once, kept for the next Collects.
-                prepared = app
-                    .block(collect)
-                    .filter(|r| std::ptr::eq(&**r, view.reader()))
-                    .map(|r| Prepared::new(r, titles));
-            }
-            let (bytes, n) = match prepared.as_mut() {
-                Some(p) => write_prepared(view, selected, p, perf_time, &mut buf[at..end])?,
-                // The block was replaced during this Collect: nothing to keep.
-                None => crate::serialize::write_objects(
-                    view,
-                    selected,
-                    titles,
-                    perf_time,
-                    &mut buf[at..end],
-                )?,
-            };
-            // A size from an earlier window of the same sequence can differ by the instances
-            // whose owner process died in between (hidden without a layout change): the size
-            // of this window must match.
-            if exact.is_some_and(|e| e != bytes) && objects_size(view, selected.objects())? != bytes
-            {
-                return Err(ReadError::Inconsistent);
-            }
-            Ok(Some((bytes, n)))
-        });
-        if matches!(read, Some((_, Some(_)))) {
-            // The window that wrote was kept: what it recorded may be reused.
-            if let Some(p) = prepared.as_mut() {
-                p.keep();
-            }
-        }
-        *app.prepared.lock().unwrap_or_else(PoisonError::into_inner) = prepared;
-        match read {
-            Some((_, Some((bytes, n)))) => {
+        let room = buf.len().saturating_sub(at.saturating_add(later));
+        match write_app(&pass, app, selected, presized, &mut buf[at..], room) {
+            Some(Some((bytes, n))) => {
                 at += bytes;
                 objects += n;
             }
-            Some((_, None)) => return Collected::MoreData,
+            Some(None) => return Collected::MoreData,
             None => {}
         }
     }

@@ -14,7 +14,12 @@
 //! - [`ClosePerformanceData`]: after the last Close, every mapping is released.
 //!
 //! No panic crosses the boundary; Collect is safe from several threads at once and never waits
-//! long: blocks are read lock-free through their sequence counter, within [`COLLECT_BUDGET`].
+//! long: blocks are read lock-free through their sequence counter, within [`COLLECT_BUDGET`];
+//! on-demand values are waited for at most their apps' `OnDemand Timeout`, all apps together
+//! and never past half the `Collect Timeout` ([`collect`]), so a provider waiting within its
+//! bounds is never taken for a hung one. Its answer is at most
+//! [`BlockReader::MAX_COLLECT_ANSWER`](prfdata::reader::BlockReader::MAX_COLLECT_ANSWER), the
+//! size the collector's largest buffer comes from too.
 //!
 //! Module map: [`wide`] (UTF-16 arguments), [`query`] (the query string), [`apps`] (the apps
 //! served and their blocks), [`select`] (the objects asked for and their instances' parents),

@@ -153,28 +153,18 @@ pub(super) fn check(objects: &[ObjectInfo], file_size: u64) -> Result<(), ReadEr
 mod tests {
     use super::*;
     use crate::layout::{COUNTER_RECORD_SIZE, OBJECT_RECORD_SIZE};
-    use crate::map::{offsets, CounterDef, DetailLevel, Instances, ObjectDef, Source};
+    use crate::map::{offsets, CounterDef, DetailLevel, Instances, ObjectDef};
     use crate::winperf::*;
     use proptest::prelude::*;
 
     /// A counter of `ty`, sharded or not, text of `text_len` units for a text type.
     fn counter(ty: u32, sharded: bool, text_len: u32) -> CounterDef {
-        CounterDef {
-            symbol: "C",
-            offset: Some(2),
-            texts: &[],
-            detail: DetailLevel::Novice,
-            default_scale: 0,
-            counter_type: ty,
-            text_len,
-            factor: None,
-            source: if sharded {
-                Source::Sharded
-            } else {
-                Source::Stored
-            },
-            aggregate: None,
-        }
+        let c = if sharded {
+            offsets::tests::sharded(ty)
+        } else {
+            offsets::tests::ctr(ty)
+        };
+        CounterDef { text_len, ..c }
     }
 
     /// The answer bound of an object, from the geometry the writer gives it (the reader reads

@@ -177,11 +177,13 @@ impl HostProcess {
         };
         let mut child = command.spawn().map_err(spawn_error)?;
         let stdin = child.stdin.take();
-        let Some(mut stdout) = child.stdout.take() else {
+        let Some(stdout) = child.stdout.take() else {
             return Err(HostError::Died {
                 how: "has no stdout pipe".into(),
             });
         };
+        // A response and the data frame after it come in one read when they are small.
+        let mut stdout = std::io::BufReader::with_capacity(64 * 1024, stdout);
         let (tx, responses) = mpsc::channel();
         std::thread::Builder::new()
             .name("prfmon-host-reader".into())

@@ -516,8 +516,8 @@ pub struct RawCollect {
     pub data: Vec<u8>,
 }
 
-/// Win32 `ERROR_NOT_ENOUGH_MEMORY`: what [`EntryPoints::collect_in`] reports when the buffer
-/// cannot be allocated (Collect is then not called).
+/// Win32 `ERROR_NOT_ENOUGH_MEMORY`: what a Collect call reports when its buffer cannot be
+/// allocated (Collect is then not called, and the collector logs it and goes on).
 pub const ERROR_NOT_ENOUGH_MEMORY: u32 = 8;
 
 /// The record of a Collect that was not called because its buffer could not be allocated.

@@ -57,6 +57,10 @@
 //! registry's atomic update, the reason logged (a warning, through the [`log`] facade) and kept in
 //! [`Collector::disabled`] — and the collection goes on without it.
 //!
+//! A provider is disabled for misbehaviour only: never for a large valid answer (the buffer
+//! grows up to [`MAX_BUFFER`], prfdata's largest answer) or for waiting within its documented
+//! bounds (prfdata's provider waits for on-demand values at most half its `Collect Timeout`).
+//!
 //! Not the provider's fault, so logged and skipped but not disabled: a library that cannot
 //! be loaded (or, in process, a private copy that cannot be made), a missing export, Open
 //! returning an error (seed 004: then Collect is not called), a host executable that is not a

@@ -1,13 +1,13 @@
 //! One service the collector serves: its configuration from the registry, its copy of the
 //! provider library (a host process or an in-process copy) and where it stands; and how the set
-//! of services follows the registry while the collector runs ([`follow`]).
+//! of services follows the registry while the collector runs.
 //!
 //! # Following the registry
 //!
 //! perflib reads `Services\*\Performance` when `HKEY_PERFORMANCE_DATA` is opened; a monitor that
 //! runs for days (`prfmon serve`, `watch`, a long `typeperf`) would never see an app installed
 //! after it started. So at most every [`REGISTRY_CHECK`] a collection asks the registry for its
-//! stamp ([`Registry::stamp`]: one `stat` of the store file), and only when the stamp moved does
+//! stamp ([`Registry::stamp`](prfdata_registry::Registry::stamp): one `stat` of the store file), and only when the stamp moved does
 //! it read the registry again and compare each service's configuration with what it runs:
 //!
 //! | in the registry now                                   | what the collector does            |

@@ -283,23 +283,10 @@ fn typeperf_follows_an_uninstall_and_a_reinstall_of_the_app_it_samples() {
 
 /// The provider host processes of this process running `library`.
 fn hosts_running(library: &Path) -> usize {
-    let me = std::process::id().to_string();
     let want = library.as_os_str().as_encoded_bytes();
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|entry| {
-            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-            let ppid = stat
-                .rsplit(')')
-                .next()
-                .and_then(|s| s.split_whitespace().nth(1));
-            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-            ppid == Some(me.as_str())
-                && cmdline.windows(15).any(|w| w == b"__provider-host")
-                && cmdline.windows(want.len()).any(|w| w == want)
-        })
+    common::provider_hosts()
+        .iter()
+        .filter(|(_, cmdline)| cmdline.windows(want.len()).any(|w| w == want))
         .count()
 }
 

@@ -63,6 +63,17 @@ fn app_entry() {
     std::thread::sleep(Duration::from_secs(300));
 }
 
+/// `VmHWM` (peak resident memory) of process `pid` (or `self`), as `/proc` says it.
+fn peak_memory(pid: &str) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:").map(|v| v.trim().to_owned()))
+        })
+        .unwrap_or_default()
+}
+
 #[test]
 fn a_large_valid_answer_does_not_disable_its_provider() {
     let sandbox = Sandbox::new();
@@ -81,9 +92,15 @@ fn a_large_valid_answer_does_not_disable_its_provider() {
     let mut collector = Collector::open(sandbox.open(), common::options()).expect("collector");
     let bytes = collector.collect("Global");
     eprintln!(
-        "block {} bytes, collection {} bytes",
+        "block {} bytes, collection {} bytes; peak memory (VmHWM): collector {}, provider host {}",
         block.len(),
-        bytes.len()
+        bytes.len(),
+        peak_memory("self"),
+        common::provider_hosts()
+            .iter()
+            .map(|(pid, _)| peak_memory(pid))
+            .collect::<Vec<_>>()
+            .join(", "),
     );
     assert!(
         collector.disabled().is_empty(),

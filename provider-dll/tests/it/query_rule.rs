@@ -19,8 +19,10 @@ fn outcome(p: &Provider, query: &str) -> (u32, usize, u32, u32) {
 /// The documented "no data" return.
 const NO_DATA: (u32, usize, u32, u32) = (ERROR_SUCCESS, 0, 0, 0);
 
+/// Each form of the document, and keywords in another case taken as what they are: malformed
+/// index lists.
 #[test]
-fn the_keywords_are_case_sensitive() {
+fn each_query_form_and_keywords_only_in_their_case() {
     let _s = serial();
     let (fc, _) = env().first_a;
     let _prf = app_a::PrfData::activate().unwrap();
@@ -35,6 +37,14 @@ fn the_keywords_are_case_sensitive() {
     };
     assert_eq!(titles("Global"), [fc, fc + 10, fc + 14]);
     assert_eq!(titles("Costly"), [fc + 20]);
+    assert_eq!(
+        titles(&format!("{} {}", fc + 14, fc + 20)),
+        [fc + 14, fc + 20]
+    );
+    // Not ours (other indexes, a counter's index, another computer): no data.
+    for q in ["2 4 6", "Foreign otherhost", &format!("{}", fc + 2)] {
+        assert_eq!(outcome(&p, q), NO_DATA, "{q:?}");
+    }
     // Not a keyword, so an index list, and not a valid one: no data.
     for q in [
         "global",

@@ -3,7 +3,9 @@
 //! stopped or silent app costing no more than the bound), scale factors in the block and the
 //! registry.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use prfdata_testkit::ChildGuard;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
@@ -48,8 +50,8 @@ fn answer_file() -> std::path::PathBuf {
     shm().join("stats-answer")
 }
 
-/// A child app of `role`, started and ready.
-struct App(Child);
+/// A child app of `role`, started and ready (stopped when dropped).
+struct App(ChildGuard);
 
 impl App {
     fn spawn(role: &str) -> App {
@@ -66,7 +68,7 @@ impl App {
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
-        let app = App(child);
+        let app = App(ChildGuard::new(child, "app S"));
         let start = Instant::now();
         while !ready_file().exists() {
             assert!(
@@ -76,19 +78,6 @@ impl App {
             std::thread::sleep(Duration::from_millis(2));
         }
         app
-    }
-
-    fn signal(&self, sig: i32) {
-        // SAFETY: signalling our own child process.
-        unsafe { libc::kill(self.0.id() as i32, sig) };
-    }
-}
-
-impl Drop for App {
-    fn drop(&mut self) {
-        self.signal(libc::SIGCONT);
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 
@@ -243,29 +232,9 @@ fn a_stopped_or_silent_app_costs_a_collect_at_most_the_bound() {
     while value(object(&collect(&p).0, 0), 0, 14) != 5 {
         assert!(start.elapsed() < Duration::from_secs(20), "served once");
     }
-    app.signal(libc::SIGSTOP);
     // Every thread stopped for sure (state T) before the answer changes: a serve already under
     // way when the signal came cannot read the new one.
-    let pid = app.0.id();
-    let stopped = || {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-            return false;
-        };
-        tasks.flatten().all(|t| {
-            std::fs::read_to_string(t.path().join("stat")).is_ok_and(|s| {
-                s.rsplit(')')
-                    .next()
-                    .unwrap_or("")
-                    .trim_start()
-                    .starts_with('T')
-            })
-        })
-    };
-    let start = Instant::now();
-    while !stopped() {
-        assert!(start.elapsed() < Duration::from_secs(20), "the app stopped");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    app.0.stop(Duration::from_secs(20));
     std::fs::write(answer_file(), "6").unwrap();
     for _ in 0..3 {
         let (objs, took) = collect(&p);
@@ -276,7 +245,7 @@ fn a_stopped_or_silent_app_costs_a_collect_at_most_the_bound() {
         );
         assert_eq!(value(object(&objs, 0), 0, 14), 5, "the last value served");
     }
-    app.signal(libc::SIGCONT);
+    app.0.resume();
     let start = Instant::now();
     while value(object(&collect(&p).0, 0), 0, 14) != 6 {
         assert!(start.elapsed() < Duration::from_secs(20), "served again");
