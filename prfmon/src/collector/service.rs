@@ -16,6 +16,7 @@
 //! | a service it runs, gone or disabled (uninstalled)     | Close, then its copy released      |
 //! | a service it runs whose provider configuration changed: `Library`, `Open` / `Collect` / `Close`, `Linkage\Export`, `First Counter`, `First Help` (the values Open is given or reads, per "How a performance DLL interfaces with a monitor") | Close on the old copy, Open on a new one |
 //! | a service it runs, otherwise changed (timeouts, Last Counter, fingerprints) | kept open, new values used |
+//! | a service whose Open failed or could not load its library (skipped)   | tried again                        |
 //!
 //! A service the collector disabled stays disabled until the registry says so too (then it is
 //! dropped) and is enabled again (then it is a new service): a failed write of `Disable
@@ -243,6 +244,10 @@ pub(super) fn follow(current: Vec<Service>, fresh: Vec<Service>) -> Vec<Service>
             Some(i) if current[i].same_provider(&service) => {
                 let mut kept = current.remove(i);
                 kept.config = service.config;
+                if kept.state == State::Failed {
+                    // What its Open lacked (an app's names, say) may be there now.
+                    kept.state = State::Pending;
+                }
                 next.push(kept);
             }
             Some(i) => {

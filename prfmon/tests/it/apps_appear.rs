@@ -359,3 +359,30 @@ fn a_collector_follows_installs_library_moves_uninstalls_and_renames() {
     let service = prfdata_registry::service::read_service(&hive, "AppearApp").unwrap();
     assert!(service.is_some_and(|s| !s.disabled));
 }
+
+/// A service whose Open failed (its `Linkage\Export` names an app not installed yet: the
+/// provider's Open answers ERROR_FILE_NOT_FOUND) is tried again when the registry changes, and
+/// serves the app once it is installed.
+#[test]
+fn a_service_whose_open_failed_is_opened_once_what_it_lacked_is_installed() {
+    let sandbox = empty_sandbox();
+    let registry = sandbox.open();
+    let mut config = prfdata_registry::ServiceConfig::new(
+        prfdata_testkit::provider_library().display().to_string(),
+        "OpenPerformanceData",
+        "CollectPerformanceData",
+        "ClosePerformanceData",
+    );
+    config.export = vec!["AppearApp".into()];
+    prfdata_registry::register_service(&registry, "Combo", &config).expect("register Combo");
+    let _env = sandbox.process_env();
+    let mut collector = Collector::open(sandbox.open(), common::options()).expect("collector");
+    assert!(collector.open_services().is_empty(), "Open failed: skipped");
+
+    let (_app, installed) = start_app(&sandbox, "v1", None);
+    seen("collector: Combo opened again", installed, true, || {
+        collector.collect("Global");
+        collector.open_services().contains(&"Combo")
+    });
+    assert!(collector.disabled().is_empty());
+}
