@@ -369,6 +369,11 @@ impl Registry for FileRegistry {
         self.read_store()
     }
 
+    /// The store file's stamp: every committed update renames a new file over it.
+    fn stamp(&self) -> Option<crate::StoreStamp> {
+        crate::StoreStamp::of(&self.store_path())
+    }
+
     fn transact(&self, edit: &mut dyn FnMut(&mut Hive) -> Commit) -> Result<(), RegistryError> {
         let _lock = self.lock()?;
         if fault_point("after-lock") {

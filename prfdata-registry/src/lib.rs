@@ -10,7 +10,8 @@
 //! **The store**
 //! - [`Value`], [`ValueType`]: REG_SZ, REG_EXPAND_SZ, REG_DWORD, REG_MULTI_SZ (`value.rs`).
 //! - [`Hive`]: the key tree read and edited in memory (`hive.rs`).
-//! - [`Registry`], [`update`]: snapshot reads and atomic locked updates (`store.rs`).
+//! - [`Registry`], [`update`]: snapshot reads and atomic locked updates (`store.rs`);
+//!   [`StoreStamp`]: whether the store changed, for one `stat` (`stamp.rs`).
 //! - [`FileRegistry`]: the TOML-file backend and its on-disk layout (`file.rs`).
 //! - [`paths`]: the well-known keys and the root folder.
 //!
@@ -72,6 +73,7 @@ pub mod reg_cli;
 pub mod runtime;
 pub mod service;
 mod settings;
+mod stamp;
 pub mod stats;
 mod store;
 mod value;
@@ -93,5 +95,6 @@ pub use service::{
     unregister_service, PerformanceService, ServiceConfig,
 };
 pub use settings::{restore_settings, save_settings};
+pub use stamp::StoreStamp;
 pub use store::{update, Commit, Registry};
 pub use value::{BadRegData, UnknownValueType, Value, ValueBytesError, ValueType};

@@ -15,11 +15,29 @@
 //! ```
 //!
 //! The block carries each factor too (its counter record), for readers of the block itself.
+//!
+//! # How long a Collect waits for on-demand values
+//!
+//! The collector disables a provider whose Collect does not return within its service's
+//! `Collect Timeout`, and a provider must never be disabled for waiting within its documented
+//! bounds. So one Collect waits at most [`on_demand_bound`] for an app: its `OnDemand Timeout`
+//! (at most [`MAX_ON_DEMAND_TIMEOUT_MS`]), and never more than a [`COLLECT_SHARE`]th of its
+//! `Collect Timeout`, so that the rest of the Collect (reading the blocks, copying the answer
+//! to the collector) keeps the other half. The provider asks every app of its `Linkage\Export`
+//! first and then waits for them together: their waits overlap, and the Collect waits the
+//! largest of their bounds, not their sum, capped at the smallest `Collect Timeout` share among
+//! them (the exporting service is one of its own apps). An app that lets a request pass its
+//! deadline (stopped, busy) is not waited for again until it has served that request: its last
+//! values are served at once (prfdata's `Refresh::Missed`).
+//!
+//! With the defaults (`OnDemand Timeout` 20 ms, `Collect Timeout` 10 s) a Collect waits at most
+//! 20 ms; at the largest `OnDemand Timeout` (10 s), at most 5 s.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::hive::Hive;
+use crate::service::{COLLECT_TIMEOUT, DEFAULT_COLLECT_TIMEOUT_MS};
 use crate::{paths, RegistryError, Value};
 
 /// `Factors`: the scale factors of the app's counters (REG_MULTI_SZ of `"<name index> <factor>"`,
@@ -31,8 +49,11 @@ pub const ON_DEMAND_TIMEOUT: &str = "OnDemand Timeout";
 /// The bound a Collect waits for on-demand values when `OnDemand Timeout` is absent: 20 ms.
 pub const DEFAULT_ON_DEMAND_TIMEOUT_MS: u32 = 20;
 /// The largest `OnDemand Timeout` honoured (a larger value is capped): 10 s, the default
-/// `Collect Timeout`, past which the collector gives up on the provider anyway.
+/// `Collect Timeout`. A Collect waits less still: see [`on_demand_bound`].
 pub const MAX_ON_DEMAND_TIMEOUT_MS: u32 = 10_000;
+/// The part of its `Collect Timeout` a Collect may spend waiting for on-demand values: one
+/// half ([`on_demand_bound`]); the other half is the rest of the Collect's.
+pub const COLLECT_SHARE: u32 = 2;
 
 /// Writes `driver`'s `Factors` (name index, factor as `*N` or `/N`), or deletes the value when
 /// there are none.
@@ -87,8 +108,8 @@ pub fn factors_in(hive: &Hive) -> Result<BTreeMap<u32, String>, RegistryError> {
     Ok(out)
 }
 
-/// `driver`'s on-demand bound: `OnDemand Timeout` (ms, at most
-/// [`MAX_ON_DEMAND_TIMEOUT_MS`]), else [`DEFAULT_ON_DEMAND_TIMEOUT_MS`].
+/// `driver`'s `OnDemand Timeout` (ms, at most [`MAX_ON_DEMAND_TIMEOUT_MS`]), else
+/// [`DEFAULT_ON_DEMAND_TIMEOUT_MS`].
 ///
 /// # Examples
 ///
@@ -107,4 +128,45 @@ pub fn on_demand_timeout(hive: &Hive, driver: &str) -> Duration {
         _ => DEFAULT_ON_DEMAND_TIMEOUT_MS,
     };
     Duration::from_millis(u64::from(ms))
+}
+
+/// The most one Collect may wait for on-demand values while `driver`'s service runs the
+/// provider: a [`COLLECT_SHARE`]th of its `Collect Timeout` (or of the default one), so that a
+/// provider waiting within its bounds always returns before the collector gives up on it.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_registry::{paths, perflib, service, stats, Value};
+/// use std::time::Duration;
+/// let mut hive = perflib::new_hive();
+/// assert_eq!(stats::collect_share(&hive, "App"), Duration::from_secs(5));
+/// hive.set_value(&paths::performance("App"), service::COLLECT_TIMEOUT, Value::Dword(300))?;
+/// assert_eq!(stats::collect_share(&hive, "App"), Duration::from_millis(150));
+/// # Ok::<(), prfdata_registry::RegistryError>(())
+/// ```
+pub fn collect_share(hive: &Hive, driver: &str) -> Duration {
+    let ms = match hive.value(&paths::performance(driver), COLLECT_TIMEOUT) {
+        Ok(Some(Value::Dword(ms))) => *ms,
+        _ => DEFAULT_COLLECT_TIMEOUT_MS,
+    };
+    Duration::from_millis(u64::from(ms / COLLECT_SHARE))
+}
+
+/// `driver`'s on-demand bound in one Collect: its [`on_demand_timeout`], at most its
+/// [`collect_share`] (see the [module docs](self)).
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_registry::{paths, perflib, stats, Value};
+/// use std::time::Duration;
+/// let mut hive = perflib::new_hive();
+/// assert_eq!(stats::on_demand_bound(&hive, "App"), Duration::from_millis(20));
+/// hive.set_value(&paths::performance("App"), stats::ON_DEMAND_TIMEOUT, Value::Dword(10_000))?;
+/// assert_eq!(stats::on_demand_bound(&hive, "App"), Duration::from_secs(5));
+/// # Ok::<(), prfdata_registry::RegistryError>(())
+/// ```
+pub fn on_demand_bound(hive: &Hive, driver: &str) -> Duration {
+    on_demand_timeout(hive, driver).min(collect_share(hive, driver))
 }

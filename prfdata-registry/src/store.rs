@@ -7,6 +7,7 @@
 
 use super::error::RegistryError;
 use super::hive::Hive;
+use super::stamp::StoreStamp;
 
 /// Whether an update's edit is to be written or thrown away.
 ///
@@ -54,6 +55,14 @@ pub trait Registry {
     /// Runs `edit` on the current state under the store's exclusive lock, then writes the
     /// result atomically if `edit` returns [`Commit::Write`] and the tree changed.
     fn transact(&self, edit: &mut dyn FnMut(&mut Hive) -> Commit) -> Result<(), RegistryError>;
+
+    /// What tells, cheaply, whether the store changed: a different stamp from one call to the
+    /// next means it may have; the same one that it has not. `None` when the store cannot tell
+    /// (the default): a reader that depends on it then reads the store once and keeps what it
+    /// read.
+    fn stamp(&self) -> Option<StoreStamp> {
+        None
+    }
 }
 
 /// Applies `edit` to the registry as one atomic, serialised update. If `edit` returns an error

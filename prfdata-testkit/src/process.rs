@@ -2,7 +2,8 @@
 //!
 //! - [`finish`] waits for a child (killing it after the bound) and gives its [`Run`].
 //! - [`ChildGuard`] stops a long-running child (an app, a server) when the test ends, even
-//!   when the test fails: SIGTERM first, so it can close what it holds, SIGKILL after a bound.
+//!   when the test fails: SIGTERM first, so it can close what it holds, SIGKILL after a bound;
+//!   meanwhile it can [`stop`](ChildGuard::stop) the child (`SIGSTOP`) and let it go on.
 //! - [`self_command`] re-executes the running test binary to run one test, the entry point of
 //!   a child role (an app publishing counters in its own process); [`test_path!`](crate::test_path!) names that
 //!   test from the module it is in, as libtest does. The child says it is ready through a file
@@ -122,6 +123,58 @@ impl ChildGuard {
             .as_mut()
             .expect("a guarded child until the guard drops")
     }
+
+    /// Stops the child (`SIGSTOP`) and waits, at most `limit` (else panics), until every one of
+    /// its threads is stopped (state `T` in `/proc/PID/task/*/stat`): after this, nothing the
+    /// child was doing goes on, not even a step already under way when the signal came.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::process::Command;
+    /// let guard = prfdata_testkit::ChildGuard::new(Command::new("sleep").arg("600").spawn()?, "sleep");
+    /// guard.stop(prfdata_testkit::WAIT);
+    /// guard.resume();
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn stop(&self, limit: Duration) {
+        self.signal(rustix::process::Signal::STOP);
+        let pid = self.id();
+        let stopped = || {
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                return None;
+            };
+            let all = tasks.flatten().all(|t| {
+                std::fs::read_to_string(t.path().join("stat")).is_ok_and(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('T')
+                })
+            });
+            all.then_some(())
+        };
+        crate::wait_until(limit, &format!("{} stopped", self.name), stopped);
+    }
+
+    /// Lets a child [`stop`](Self::stop)ped go on (`SIGCONT`).
+    ///
+    /// # Examples
+    ///
+    /// See [`stop`](Self::stop).
+    pub fn resume(&self) {
+        self.signal(rustix::process::Signal::CONT);
+    }
+
+    fn signal(&self, signal: rustix::process::Signal) {
+        if let Some(pid) = i32::try_from(self.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, signal);
+        }
+    }
 }
 
 impl Drop for ChildGuard {
@@ -137,6 +190,8 @@ impl Drop for ChildGuard {
             .and_then(rustix::process::Pid::from_raw)
         {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            // A stopped child takes the SIGTERM only once it runs again.
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::CONT);
         }
         let end = Instant::now() + TERM_WAIT;
         while Instant::now() < end {

@@ -26,6 +26,19 @@ use zerocopy::IntoBytes;
 
 use crate::decode::SIGNATURE;
 
+/// The largest PERF_DATA_BLOCK: its `TotalByteLength` is a DWORD. A collection is at most this
+/// (a service whose answer would take it past is left out of that collection, logged), and
+/// `prfmon decode` reads a file up to this size: whatever the collector makes, it decodes. Each
+/// service's share comes from prfdata's rule
+/// ([`BlockReader::MAX_COLLECT_ANSWER`](prfdata::reader::BlockReader::MAX_COLLECT_ANSWER)).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(prfmon::datablock::MAX_PERF_DATA_BLOCK, u64::from(u32::MAX));
+/// ```
+pub const MAX_PERF_DATA_BLOCK: u64 = u32::MAX as u64;
+
 /// 100 ns intervals between 1601-01-01 (FILETIME's epoch) and 1970-01-01 (Unix's): the same as
 /// [`prfdata::clock::FILETIME_UNIX_EPOCH`].
 pub const FILETIME_UNIX_EPOCH: i64 = prfdata::clock::FILETIME_UNIX_EPOCH;

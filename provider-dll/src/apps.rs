@@ -29,12 +29,12 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
-use prfdata::reader::{BlockReader, BlockView, ObjectInfo, ReadError, Refresh};
+use prfdata::reader::{BlockReader, BlockView, ReadError, Refresh};
 use prfdata::Error as PrfError;
 use prfdata_registry::{
     check_names_fit, first_counter_help, service, stats, FileRegistry, Registry,
 };
-use prfdata_registry::{NamesMismatch, PerformanceService};
+use prfdata_registry::{NamesMismatch, PerformanceService, StoreStamp};
 
 use crate::serialize::TitleBase;
 
@@ -47,34 +47,18 @@ pub struct Names {
     pub titles: TitleBase,
     /// The app's Performance values.
     pub installed: PerformanceService,
-    /// How long a Collect waits for the app's on-demand values: `OnDemand Timeout` from its
-    /// Performance key (20 ms by default, [`prfdata_registry::stats`]).
+    /// How long a Collect waits for the app's on-demand values: its `OnDemand Timeout` (20 ms by
+    /// default), at most half its `Collect Timeout` ([`stats::on_demand_bound`]).
     pub on_demand_bound: Duration,
+    /// The most a Collect of the service serving the app may wait for on-demand values: half its
+    /// `Collect Timeout` ([`stats::collect_share`]).
+    pub collect_share: Duration,
 }
 
-/// The registry store file as `stat` saw it: every update replaces the file, so a change of any
-/// of these says the names may have changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct StoreStamp {
-    dev: u64,
-    ino: u64,
-    size: u64,
-    mtime: (i64, i64),
-}
-
-impl StoreStamp {
-    /// The default registry's store file now; `None` if it cannot be found or `stat`ed.
-    fn now() -> Option<StoreStamp> {
-        use std::os::unix::fs::MetadataExt;
-        let root = prfdata_registry::paths::registry_root().ok()?;
-        let meta = std::fs::metadata(root.join(prfdata_registry::paths::STORE_FILE)).ok()?;
-        Some(StoreStamp {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-        })
-    }
+/// The default registry's store file's stamp now; `None` if it cannot be found or `stat`ed.
+fn stamp_now() -> Option<StoreStamp> {
+    let root = prfdata_registry::paths::registry_root().ok()?;
+    StoreStamp::of(&root.join(prfdata_registry::paths::STORE_FILE))
 }
 
 /// How long what a Collect found of the registry and the apps' blocks stands for the Collects
@@ -87,7 +71,7 @@ pub const FRESHNESS: Duration = Duration::from_millis(10);
 static CHECKS: Mutex<(u64, Option<Instant>)> = Mutex::new((0, None));
 
 /// A Collect's number: a new one when the last new one is [`FRESHNESS`] old. What
-/// [`App::read`] and [`App::refresh_on_demand`] check, they check once per number. Returns
+/// [`App::read`] and [`App::block`] check, they check once per number. Returns
 /// the number and the instant it was asked at (the Collect's one read of the clock, when
 /// nothing makes it wait).
 pub fn next_collect() -> (u64, Instant) {
@@ -110,7 +94,7 @@ static STAMP: Mutex<(u64, Option<StoreStamp>)> = Mutex::new((0, None));
 fn store_stamp(collect: u64) -> Option<StoreStamp> {
     let mut stamp = STAMP.lock().unwrap_or_else(PoisonError::into_inner);
     if stamp.0 != collect || collect == 0 {
-        *stamp = (collect, StoreStamp::now());
+        *stamp = (collect, stamp_now());
     }
     stamp.1
 }
@@ -142,7 +126,8 @@ impl Names {
                 first_help,
             },
             installed: service::read_service(&hive, app)?.unwrap_or_default(),
-            on_demand_bound: stats::on_demand_timeout(&hive, app),
+            on_demand_bound: stats::on_demand_bound(&hive, app),
+            collect_share: stats::collect_share(&hive, app),
         })
     }
 }
@@ -184,13 +169,11 @@ impl App {
             .titles
     }
 
-    /// How long a Collect waits for the app's on-demand values, as last read.
-    pub fn on_demand_bound(&self) -> Duration {
-        self.names
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .names
-            .on_demand_bound
+    /// How long a Collect waits for the app's on-demand values, and the most a Collect may wait
+    /// for all of its service's apps together, as last read.
+    pub fn on_demand_bounds(&self) -> (Duration, Duration) {
+        let known = self.names.read().unwrap_or_else(PoisonError::into_inner);
+        (known.names.on_demand_bound, known.names.collect_share)
     }
 
     /// The block's app name.
@@ -269,28 +252,21 @@ impl App {
         None
     }
 
-    /// Asks the app for fresh on-demand values (seed 000's `PSTF_FUNCPTR`) of the objects
-    /// `wanted` says the query asks for, waiting at most
-    /// [`on_demand_bound`](App::on_demand_bound); the last values are served otherwise. Nothing
-    /// when the app is not running or none of those objects has on-demand counters; a failure
-    /// is logged once. Returns whether it asked (and so may have waited).
-    pub fn refresh_on_demand(&self, collect: u64, wanted: impl Fn(&ObjectInfo) -> bool) -> bool {
-        let Some(reader) = self.block(collect) else {
-            return false;
-        };
-        let objects = reader.objects();
-        let wanted = |i: usize| objects.get(i).is_some_and(&wanted);
-        match reader.refresh_on_demand_of(wanted, self.on_demand_bound()) {
-            Ok(Refresh::NotNeeded) => false,
+    /// Takes what a refresh of the app's on-demand values came to (see
+    /// [`crate::collect`]): a timeout is logged at debug level, a failure once. Returns whether
+    /// the refresh may have waited.
+    pub fn on_demand_refreshed(&self, refreshed: Result<Refresh, ReadError>) -> bool {
+        match refreshed {
             Ok(Refresh::TimedOut) => {
                 log::debug!(
-                    "app {}: on-demand values not served within {:?}: the last ones are served",
-                    self.name,
-                    self.on_demand_bound()
+                    "app {}: on-demand values not served in time: the last ones are served, \
+                     and the app is not waited for again until it serves",
+                    self.name
                 );
                 true
             }
             Ok(Refresh::Served) => true,
+            Ok(_) => false,
             Err(e) => {
                 self.log_once(&e);
                 true
@@ -394,6 +370,19 @@ impl App {
         }
     }
 
+    /// Logs, once while the app is served, that it was left out of a Collect whose answer it
+    /// would have taken past `cap` bytes (see [`crate::collect`]).
+    pub fn log_left_out(&self, bytes: usize, cap: usize) {
+        let mut logged = self.logged.lock().unwrap_or_else(PoisonError::into_inner);
+        if logged.insert("left out") {
+            log::warn!(
+                "app {}: no data: its {bytes} bytes would take its service's Collect answer past \
+                 {cap} bytes, the most a Collect answers; export it from a service of its own",
+                self.name
+            );
+        }
+    }
+
     /// Logs a reason for no data once per kind of reason while the app is served (seed 004:
     /// "do not flood the event log with errors on every data collection operation").
     fn log_once(&self, reason: &ReadError) {
@@ -432,7 +421,7 @@ pub fn open(names: Vec<String>) -> u32 {
     };
     let mut new = Vec::new();
     for name in names {
-        let stamp = StoreStamp::now();
+        let stamp = stamp_now();
         match Names::read(&registry, &name) {
             Ok(names) => new.push((name, names, stamp)),
             Err(e) => {

@@ -44,6 +44,216 @@ use crate::serialize::{objects_size, objects_size_bound, write_prepared, Prepare
 /// stopped or lock-holding app costs at most this, and Collect stays well under 50 ms.
 pub const COLLECT_BUDGET: Duration = Duration::from_millis(30);
 
+/// Asks every app for the on-demand values (seed 000's `PSTF_FUNCPTR`) of the objects `query`
+/// asks for, then waits for them together: app by app until `asked_at` plus its bound
+/// (`OnDemand Timeout`), none past `asked_at` plus the smallest share of a `Collect Timeout`
+/// among the apps (half of it: [`prfdata_registry::stats`] gives the rule). Their waits
+/// overlap, so the Collect waits at most the largest of their bounds, never their sum, and
+/// always returns before the collector gives up on the provider. An app that let a request pass
+/// its deadline is not waited for until it has served it (its last values are served). Returns
+/// whether it may have waited.
+fn refresh_on_demand(
+    query: &Query,
+    apps: &[Arc<apps::App>],
+    collect: u64,
+    asked_at: Instant,
+) -> bool {
+    let Some(cap) = apps.iter().map(|app| app.on_demand_bounds().1).min() else {
+        return false;
+    };
+    let blocks: Vec<(&apps::App, Arc<BlockReader>, Instant)> = apps
+        .iter()
+        .filter_map(|app| {
+            let reader = app.block(collect)?;
+            let bound = app.on_demand_bounds().0.min(cap);
+            Some((&**app, reader, asked_at + bound))
+        })
+        .collect();
+    let deadlines: Vec<(&BlockReader, Instant)> =
+        blocks.iter().map(|(_, r, at)| (&**r, *at)).collect();
+    let refreshed = BlockReader::refresh_on_demand_all(&deadlines, |b, o| {
+        let (app, reader, _) = &blocks[b];
+        reader
+            .objects()
+            .get(o)
+            .is_some_and(|info| query.wants(app.titles().name(info.name_offset), info.costly))
+    });
+    let mut waited = false;
+    for ((app, _, _), refreshed) in blocks.iter().zip(refreshed) {
+        waited |= app.on_demand_refreshed(refreshed);
+    }
+    waited
+}
+
+/// Whether any object of `reader` is one `query` asks for. (`selected`, in the passes, then
+/// holds the objects of one app's block that the query asks for, with the objects of their
+/// instances' parents, chosen again in each window: the links are the window's.)
+fn wanted<'a>(query: &'a Query, app: &'a apps::App) -> impl Fn(&BlockReader) -> bool + 'a {
+    move |reader| {
+        reader
+            .objects()
+            .iter()
+            .any(|info| query.wants(app.titles().name(info.name_offset), info.costly))
+    }
+}
+
+/// The first pass of a Collect of several blocks: each app's size (an upper bound from the live
+/// counts; exact sizes only if the bounds do not all fit), so that ERROR_MORE_DATA is decided
+/// before a byte is written. `None`: more than `room` bytes (ERROR_MORE_DATA).
+///
+/// The answer is at most [`BlockReader::MAX_COLLECT_ANSWER`], the one limit the collector's
+/// Collect buffer comes from too: one app's blocks never answer more (prfdata's rule, in
+/// `prfdata::reader`), but the apps of a service's `Linkage\Export` together could. Then the
+/// apps whose answer would take the total past it are left out of this Collect (logged once
+/// each): a provider never asks for a buffer the collector cannot give.
+fn size_apps(
+    query: &Query,
+    apps: &[Arc<apps::App>],
+    collect: u64,
+    left: &impl Fn() -> Duration,
+    selected: &mut Selection,
+    room: usize,
+) -> Option<Vec<Option<Sized>>> {
+    let cap = BlockReader::MAX_COLLECT_ANSWER as usize;
+    for exact in [false, true] {
+        let mut sized: Vec<Option<Sized>> = Vec::with_capacity(apps.len());
+        for app in apps {
+            let read = app.read(collect, left, wanted(query, app), |view| {
+                selected.select(view, query, app.titles())?;
+                let bytes = if exact {
+                    objects_size(view, selected.objects())?
+                } else {
+                    objects_size_bound(view, selected.objects())?
+                };
+                Ok((view.seq(), bytes))
+            });
+            sized.push(read.map(|(reader, (seq, bytes))| Sized {
+                reader,
+                seq,
+                bytes,
+                exact,
+            }));
+        }
+        let mut total = sized
+            .iter()
+            .flatten()
+            .fold(0usize, |sum, s| sum.saturating_add(s.bytes));
+        if exact && total > cap {
+            total = leave_out_past(cap, apps, &mut sized);
+        }
+        if total <= room.min(cap) {
+            return Some(sized);
+        }
+        if exact {
+            return None;
+        }
+    }
+    None
+}
+
+/// Leaves out of this Collect (their sizes taken out of `sized`) the apps that would take the
+/// answer past `cap`, in order; returns the size of the rest.
+fn leave_out_past(cap: usize, apps: &[Arc<apps::App>], sized: &mut [Option<Sized>]) -> usize {
+    let mut total = 0usize;
+    for (app, size) in apps.iter().zip(sized.iter_mut()) {
+        let Some(bytes) = size.as_ref().map(|s| s.bytes) else {
+            continue;
+        };
+        if total.saturating_add(bytes) > cap {
+            app.log_left_out(bytes, cap);
+            *size = None;
+        } else {
+            total += bytes;
+        }
+    }
+    total
+}
+
+/// What the writing pass of one Collect shares among its apps.
+struct Pass<'a, L> {
+    query: &'a Query,
+    collect: u64,
+    /// The read budget left.
+    left: &'a L,
+    /// The object timer of this Collect.
+    perf_time: i64,
+}
+
+/// The writing pass for one app, in one window: its size (or the first pass's `presized`, if
+/// it still holds), checked against `room` (what `out` may take, the later apps' room kept),
+/// then its objects written at the start of `out`. `None`: no data from the app; `Some(None)`:
+/// no room (ERROR_MORE_DATA); else the bytes and objects written.
+fn write_app<L: Fn() -> Duration>(
+    pass: &Pass<'_, L>,
+    app: &apps::App,
+    selected: &mut Selection,
+    presized: Option<&Sized>,
+    out: &mut [u8],
+    room: usize,
+) -> Option<Option<(usize, u32)>> {
+    let titles = app.titles();
+    // What the last Collect of this block left, if it is still this block's.
+    let mut prepared = app
+        .prepared
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    let read = app.read(pass.collect, pass.left, wanted(pass.query, app), |view| {
+        selected.select(view, pass.query, titles)?;
+        // The exact size is only needed when the buffer might be too small: the bound
+        // (from the live counts alone) usually settles it without reading every slot.
+        let exact = match presized {
+            Some(s)
+                if s.exact && std::ptr::eq(&*s.reader, view.reader()) && s.seq == view.seq() =>
+            {
+                Some(s.bytes)
+            }
+            _ if objects_size_bound(view, selected.objects())? <= room => None,
+            _ => Some(objects_size(view, selected.objects())?),
+        };
+        if exact.is_some_and(|bytes| bytes > room) {
+            return Ok(None);
+        }
+        let end = exact.unwrap_or(room);
+        if !prepared
+            .as_ref()
+            .is_some_and(|p| p.is_for(view.reader(), titles))
+        {
+            // A new block (or new names): its parts once, kept for the next Collects.
+            prepared = app
+                .block(pass.collect)
+                .filter(|r| std::ptr::eq(&**r, view.reader()))
+                .map(|r| Prepared::new(r, titles));
+        }
+        let (bytes, n) = match prepared.as_mut() {
+            Some(p) => write_prepared(view, selected, p, pass.perf_time, &mut out[..end])?,
+            // The block was replaced during this Collect: nothing to keep.
+            None => crate::serialize::write_objects(
+                view,
+                selected,
+                titles,
+                pass.perf_time,
+                &mut out[..end],
+            )?,
+        };
+        // A size from an earlier window of the same sequence can differ by the instances
+        // whose owner process died in between (hidden without a layout change): the size
+        // of this window must match.
+        if exact.is_some_and(|e| e != bytes) && objects_size(view, selected.objects())? != bytes {
+            return Err(ReadError::Inconsistent);
+        }
+        Ok(Some((bytes, n)))
+    });
+    if matches!(read, Some((_, Some(_)))) {
+        // The window that wrote was kept: what it recorded may be reused.
+        if let Some(p) = prepared.as_mut() {
+            p.keep();
+        }
+    }
+    *app.prepared.lock().unwrap_or_else(PoisonError::into_inner) = prepared;
+    read.map(|(_, written)| written)
+}
+
 /// What a Collect produced.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Collected {
@@ -83,7 +293,7 @@ pub fn collect(query: &Query, buf: &mut [u8]) -> Collected {
 
 /// [`collect`], choosing each app's objects into `selected`.
 fn collect_with(query: &Query, buf: &mut [u8], selected: &mut Selection) -> Collected {
-    if *query == Query::Foreign {
+    if query.is_none() {
         return Collected::Data {
             bytes: 0,
             objects: 0,
@@ -91,14 +301,8 @@ fn collect_with(query: &Query, buf: &mut [u8], selected: &mut Selection) -> Coll
     }
     let apps = apps::apps();
     let (collect, asked_at) = apps::next_collect();
-    // On-demand values first (seed 000's PSTF_FUNCPTR), each app's wait bounded by its
-    // service's `OnDemand Timeout`, outside the read budget below.
-    let mut waited = false;
-    for app in &apps {
-        waited |= app.refresh_on_demand(collect, |info| {
-            query.wants(app.titles().name(info.name_offset), info.costly)
-        });
-    }
+    // On-demand values first, outside the read budget below.
+    let waited = refresh_on_demand(query, &apps, collect, asked_at);
     // The read budget starts now; the clock is read again only if the on-demand step may
     // have waited, and not for the first read (which has the whole budget: only this
     // function's own steps, microseconds, come before it).
@@ -112,62 +316,29 @@ fn collect_with(query: &Query, buf: &mut [u8], selected: &mut Selection) -> Coll
             .saturating_sub(start.elapsed())
             .max(Duration::from_millis(1))
     };
-    // `selected`: the objects of one app's block that the query asks for, with the objects of
-    // their instances' parents, chosen again in each window (the links are the window's).
-    fn wanted<'a>(query: &'a Query, app: &'a apps::App) -> impl Fn(&BlockReader) -> bool + 'a {
-        move |reader| {
-            reader
-                .objects()
-                .iter()
-                .any(|info| query.wants(app.titles().name(info.name_offset), info.costly))
-        }
-    }
-
     // Pass 1 (several blocks to write only): size each app, so ERROR_MORE_DATA comes before
     // any write. The blocks were checked once for this Collect by the on-demand step.
     let blocks = apps
         .iter()
         .filter(|app| app.block(collect).is_some_and(|r| wanted(query, app)(&r)))
         .count();
-    let mut sized: Vec<Option<Sized>> = Vec::new();
-    if blocks > 1 {
-        // Upper bounds first (live counts only); exact sizes only if they do not all fit.
-        for exact in [false, true] {
-            sized.clear();
-            for app in &apps {
-                let read = app.read(collect, left, wanted(query, app), |view| {
-                    selected.select(view, query, app.titles())?;
-                    let bytes = if exact {
-                        objects_size(view, selected.objects())?
-                    } else {
-                        objects_size_bound(view, selected.objects())?
-                    };
-                    Ok((view.seq(), bytes))
-                });
-                sized.push(read.map(|(reader, (seq, bytes))| Sized {
-                    reader,
-                    seq,
-                    bytes,
-                    exact,
-                }));
-            }
-            let total = sized
-                .iter()
-                .flatten()
-                .fold(0usize, |sum, s| sum.saturating_add(s.bytes));
-            if total <= buf.len() {
-                break;
-            }
-            if exact {
-                return Collected::MoreData;
-            }
+    let sized = if blocks > 1 {
+        match size_apps(query, &apps, collect, &left, selected, buf.len()) {
+            Some(sized) => sized,
+            None => return Collected::MoreData,
         }
-    }
+    } else {
+        Vec::new()
+    };
 
     // Pass 2: per app, in one window: size (or reuse the first pass's size), check the room,
-    // write.
-    // The object timer: the wall clock as a FILETIME, as NT's objects have it.
-    let perf_time = clock::filetime_now();
+    // write. The object timer: the wall clock as a FILETIME, as NT's objects have it.
+    let pass = Pass {
+        query,
+        collect,
+        left: &left,
+        perf_time: clock::filetime_now(),
+    };
     let mut at = 0usize;
     let mut objects = 0;
     for (i, app) in apps.iter().enumerate() {
@@ -183,76 +354,13 @@ fn collect_with(query: &Query, buf: &mut [u8], selected: &mut Selection) -> Coll
             .skip(i + 1)
             .flatten()
             .fold(0usize, |sum, s| sum.saturating_add(s.bytes));
-        let titles = app.titles();
-        // What the last Collect of this block left, if it is still this block's.
-        let mut prepared = app
-            .prepared
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        let read = app.read(collect, left, wanted(query, app), |view| {
-            selected.select(view, query, titles)?;
-            let room = buf.len().saturating_sub(at.saturating_add(later));
-            // The exact size is only needed when the buffer might be too small: the bound
-            // (from the live counts alone) usually settles it without reading every slot.
-            let exact = match presized {
-                Some(s)
-                    if s.exact
-                        && std::ptr::eq(&*s.reader, view.reader())
-                        && s.seq == view.seq() =>
-                {
-                    Some(s.bytes)
-                }
-                _ if objects_size_bound(view, selected.objects())? <= room => None,
-                _ => Some(objects_size(view, selected.objects())?),
-            };
-            if exact.is_some_and(|bytes| bytes > room) {
-                return Ok(None);
-            }
-            let end = at + exact.unwrap_or(room);
-            if !prepared
-                .as_ref()
-                .is_some_and(|p| p.is_for(view.reader(), titles))
-            {
-                // A new block (or new names): its parts once, kept for the next Collects.
-                prepared = app
-                    .block(collect)
-                    .filter(|r| std::ptr::eq(&**r, view.reader()))
-                    .map(|r| Prepared::new(r, titles));
-            }
-            let (bytes, n) = match prepared.as_mut() {
-                Some(p) => write_prepared(view, selected, p, perf_time, &mut buf[at..end])?,
-                // The block was replaced during this Collect: nothing to keep.
-                None => crate::serialize::write_objects(
-                    view,
-                    selected,
-                    titles,
-                    perf_time,
-                    &mut buf[at..end],
-                )?,
-            };
-            // A size from an earlier window of the same sequence can differ by the instances
-            // whose owner process died in between (hidden without a layout change): the size
-            // of this window must match.
-            if exact.is_some_and(|e| e != bytes) && objects_size(view, selected.objects())? != bytes
-            {
-                return Err(ReadError::Inconsistent);
-            }
-            Ok(Some((bytes, n)))
-        });
-        if matches!(read, Some((_, Some(_)))) {
-            // The window that wrote was kept: what it recorded may be reused.
-            if let Some(p) = prepared.as_mut() {
-                p.keep();
-            }
-        }
-        *app.prepared.lock().unwrap_or_else(PoisonError::into_inner) = prepared;
-        match read {
-            Some((_, Some((bytes, n)))) => {
+        let room = buf.len().saturating_sub(at.saturating_add(later));
+        match write_app(&pass, app, selected, presized, &mut buf[at..], room) {
+            Some(Some((bytes, n))) => {
                 at += bytes;
                 objects += n;
             }
-            Some((_, None)) => return Collected::MoreData,
+            Some(None) => return Collected::MoreData,
             None => {}
         }
     }

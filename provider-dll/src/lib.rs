@@ -7,12 +7,19 @@
 //!
 //! - [`OpenPerformanceData`]: read each app's First Counter / First Help from the registry
 //!   (`PRFDATA_REGISTRY` honoured); an app that is not running yet is picked up by a later Collect.
-//! - [`CollectPerformanceData`]: `Global`, `Costly`, an index list, or `Foreign` (no data), with
-//!   ERROR_MORE_DATA and the pointer and byte-count rules exactly as the seed gives them.
+//! - [`CollectPerformanceData`]: `Global`, `Costly`, an index list, or `Foreign` (no data),
+//!   case-sensitive; anything else is a malformed index list (no data, logged once: [`query`]);
+//!   with ERROR_MORE_DATA and the pointer and byte-count rules exactly as "How a performance DLL
+//!   interfaces with a monitor" gives them.
 //! - [`ClosePerformanceData`]: after the last Close, every mapping is released.
 //!
 //! No panic crosses the boundary; Collect is safe from several threads at once and never waits
-//! long: blocks are read lock-free through their sequence counter, within [`COLLECT_BUDGET`].
+//! long: blocks are read lock-free through their sequence counter, within [`COLLECT_BUDGET`];
+//! on-demand values are waited for at most their apps' `OnDemand Timeout`, all apps together
+//! and never past half the `Collect Timeout` ([`collect`]), so a provider waiting within its
+//! bounds is never taken for a hung one. Its answer is at most
+//! [`BlockReader::MAX_COLLECT_ANSWER`](prfdata::reader::BlockReader::MAX_COLLECT_ANSWER), the
+//! size the collector's largest buffer comes from too.
 //!
 //! Module map: [`wide`] (UTF-16 arguments), [`query`] (the query string), [`apps`] (the apps
 //! served and their blocks), [`select`] (the objects asked for and their instances' parents),
@@ -83,8 +90,12 @@ pub unsafe extern "system" fn CollectPerformanceData(
     }
     let result = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the caller passes null or a NUL-terminated UTF-16 string.
-        let query = unsafe { wide::read_sz(value_name, wide::MAX_VALUE_NAME) };
-        let query = query::Query::parse(query.as_deref().unwrap_or("Global"));
+        let text = unsafe { wide::read_sz(value_name, wide::MAX_VALUE_NAME) };
+        let text = text.as_deref().unwrap_or("Global");
+        let query = query::Query::parse(text);
+        if query == query::Query::Malformed {
+            query::log_malformed_once(text);
+        }
         // SAFETY: the pointers were checked non-null; the caller guarantees they are valid and
         // that `*data` has `*total_bytes` writable bytes, which no one else touches during the
         // call (perflib's buffer belongs to this call).

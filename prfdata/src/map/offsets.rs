@@ -256,12 +256,13 @@ pub const fn total_size(map: &MapDef) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::map::DetailLevel;
     use crate::winperf::*;
 
-    const fn ctr(ty: u32) -> CounterDef {
+    /// A stored counter of type `ty`, for tests that lay objects out.
+    pub(crate) const fn ctr(ty: u32) -> CounterDef {
         CounterDef {
             symbol: "C",
             offset: Some(2),
@@ -276,7 +277,8 @@ mod tests {
         }
     }
 
-    const fn sharded(ty: u32) -> CounterDef {
+    /// A sharded counter of type `ty`.
+    pub(crate) const fn sharded(ty: u32) -> CounterDef {
         CounterDef {
             source: Source::Sharded,
             ..ctr(ty)

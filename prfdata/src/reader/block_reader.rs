@@ -69,6 +69,9 @@ pub struct BlockReader {
     /// The block's first page mapped read-write, for the on-demand request word (mapped by the
     /// first [`BlockReader::refresh_on_demand`]).
     pub(super) header_rw: OnceLock<RawBlock>,
+    /// The on-demand request of this reader that passed its deadline and that the app has not
+    /// served since (`1 << 32 | generation`), or 0 (see `on_demand.rs`).
+    pub(super) od_missed: AtomicU64,
     /// The owners of process-owned instances this reader has asked about.
     pub(super) owners: super::owners::OwnerCache,
     /// How long a finding that a member holds the block stands ([`BlockReader::with_liveness_interval`]);
@@ -166,6 +169,7 @@ impl BlockReader {
             records: parsed?,
             spent: AtomicBool::new(false),
             header_rw: OnceLock::new(),
+            od_missed: AtomicU64::new(0),
             owners: Default::default(),
             liveness_interval: Duration::ZERO,
             alive_seen: AtomicU64::new(0),

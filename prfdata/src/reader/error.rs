@@ -67,6 +67,19 @@ pub enum ReadError {
     /// writer outside the protocol, or a corrupt block): what was read once no longer holds.
     #[error("the instance tables of the block changed without its sequence counter moving")]
     Inconsistent,
+    /// The objects declare more instances, names and counters than the block has room for:
+    /// their regions overlap, so their Collect answer could be larger than the block (a block
+    /// prfdata writes never is; see [`BlockReader::answer_bound`](super::BlockReader::answer_bound)).
+    #[error(
+        "invalid block: its objects declare {need} bytes of Collect answer, more than the \
+         block's {size} bytes: their regions overlap"
+    )]
+    Overlapping {
+        /// The objects' answer at most.
+        need: u64,
+        /// The block's size.
+        size: u64,
+    },
 }
 
 impl ReadError {
@@ -91,6 +104,7 @@ impl ReadError {
             ReadError::Busy(_) => "busy",
             ReadError::Replaced => "replaced",
             ReadError::Inconsistent => "inconsistent",
+            ReadError::Overlapping { .. } => "overlapping objects",
         }
     }
 }

@@ -387,6 +387,7 @@ pub(crate) fn parse(raw: &RawBlock, file_size: u64) -> Result<Records, ReadError
         let rec = ObjectRecord::read_from_bytes(rec).map_err(|_| truncated(records_end))?;
         objects.push(check_object(&rec, at, &counters, counters_at, file_size)?);
     }
+    super::answer::check(&objects, file_size)?;
     let capacity = objects.iter().map(|o| u64::from(o.max_instances)).sum();
     Ok(Records {
         header,

@@ -314,6 +314,67 @@ fn a_block_past_the_size_cap_is_refused() {
     std::mem::forget(prf); // its mapping now extends past the file: do not touch it again
 }
 
+prfdata::prfdata_map! {
+    /// Two objects with instances, for laying one over the other.
+    pub mod overlaid {
+        app: "OverlaidObjectsTest",
+        object X = 0 { name: "OV X", help: "x", instances: { max: 64, name_len: 64 }, counters {
+            XC = 2: RawCount { name: "OV XC", help: "c" },
+        } }
+        object Y = 4 { name: "OV Y", help: "y", instances: { max: 64, name_len: 64 }, counters {
+            YC = 6: RawCount { name: "OV YC", help: "c" },
+        } }
+    }
+}
+
+/// Objects whose regions each lie inside the block but over one another (a block prfdata never
+/// writes) could answer a Collect with more bytes than the block holds: the one rule that keeps
+/// a block's answer within the block's size, and so within the collector's buffer, refuses them.
+#[test]
+fn objects_laid_over_one_another_are_refused_so_an_answer_never_outgrows_its_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let prf = overlaid::PrfData::activate_in(dir.path()).unwrap();
+    let size = std::fs::metadata(prf.path()).unwrap().len();
+    let reader = BlockReader::open_path("OverlaidObjectsTest", prf.path()).unwrap();
+    assert!(
+        reader.answer_bound() <= size,
+        "a real block answers within its size"
+    );
+    drop(reader);
+    // Both objects' regions at the start of the regions area, each as long as the block allows.
+    let map = &overlaid::MAP;
+    let start = offsets::regions_offset(map) as u64;
+    let slot = offsets::slot_size(&map.objects[0]) as u64;
+    let stride = offsets::block_stride(&map.objects[0]) as u64;
+    let max = ((size - start) / slot).min((size - start) / stride - 1) as u32;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(prf.path())
+        .unwrap();
+    for object in 0..2 {
+        let at = |field| (layout::HEADER_SIZE + object * layout::OBJECT_RECORD_SIZE + field) as u64;
+        file.write_all_at(
+            &max.to_ne_bytes(),
+            at(offset_of!(ObjectRecord, max_instances)),
+        )
+        .unwrap();
+        for field in [
+            offset_of!(ObjectRecord, live_offset),
+            offset_of!(ObjectRecord, slots_offset),
+            offset_of!(ObjectRecord, data_offset),
+        ] {
+            file.write_all_at(&start.to_ne_bytes(), at(field)).unwrap();
+        }
+    }
+    match BlockReader::open_path("OverlaidObjectsTest", prf.path()) {
+        Err(e @ ReadError::Overlapping { need, size: s }) => {
+            assert!(need > s && s == size, "{e}");
+            assert!(e.to_string().contains("overlap"), "{e}");
+        }
+        other => panic!("expected the overlapping objects refused, got {other:?}"),
+    }
+}
+
 /// Where random writes go: anywhere in the header and records (where a wrong value changes
 /// how everything else is read), or anywhere at all.
 fn mutation() -> impl Strategy<Value = (u64, Vec<u8>)> {

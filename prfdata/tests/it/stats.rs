@@ -245,3 +245,41 @@ fn a_request_runs_the_closures_of_the_requested_objects_only() {
     );
     assert_eq!(counts(), (2, 2));
 }
+
+/// A request that passes its deadline is not waited for again by the same reader until the app
+/// has served it: an app that stays stopped costs a collector one wait, not one per Collect;
+/// several blocks asked at once are waited for together, until each one's deadline.
+#[test]
+fn a_missed_request_is_not_waited_for_again_until_it_is_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let prf = two::PrfData::activate_in(dir.path()).unwrap();
+    let reader = BlockReader::open_path("StatsTwoObjectsTest", prf.path()).unwrap();
+    let bound = Duration::from_millis(50);
+    // No closure yet: nothing serves the request.
+    assert_eq!(reader.refresh_on_demand(bound).unwrap(), Refresh::TimedOut);
+    for _ in 0..3 {
+        assert_eq!(
+            reader.refresh_on_demand(Duration::from_secs(60)).unwrap(),
+            Refresh::Missed,
+            "no second wait for an app that did not serve"
+        );
+    }
+    // A closure starts the app's servicing thread, which serves the pending request.
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
+    let r = std::sync::Arc::clone(&runs);
+    prf.on_demand(two::F, move || r.fetch_add(1, Relaxed) + 1)
+        .unwrap();
+    let start = std::time::Instant::now();
+    while runs.load(Relaxed) == 0 {
+        assert!(start.elapsed() < Duration::from_secs(20), "served");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let all = BlockReader::refresh_on_demand_all(&[(&reader, deadline)], |_, _| true);
+    assert_eq!(all.len(), 1);
+    assert_eq!(
+        *all[0].as_ref().unwrap(),
+        Refresh::Served,
+        "waited for again"
+    );
+}

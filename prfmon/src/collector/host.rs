@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use super::host_user::HostUser;
 use super::perfhost::{FD_FLAG, HOST_SUBCOMMAND};
 use super::protocol::{
-    read_frame, write_frame, ProtocolError, Request, Response, PROTOCOL_VERSION,
+    read_response, write_frame, ProtocolError, Request, Response, PROTOCOL_VERSION,
 };
 use crate::trust::{OpenedLibrary, LIBRARY_FD};
 
@@ -177,16 +177,18 @@ impl HostProcess {
         };
         let mut child = command.spawn().map_err(spawn_error)?;
         let stdin = child.stdin.take();
-        let Some(mut stdout) = child.stdout.take() else {
+        let Some(stdout) = child.stdout.take() else {
             return Err(HostError::Died {
                 how: "has no stdout pipe".into(),
             });
         };
+        // A response and the data frame after it come in one read when they are small.
+        let mut stdout = std::io::BufReader::with_capacity(64 * 1024, stdout);
         let (tx, responses) = mpsc::channel();
         std::thread::Builder::new()
             .name("prfmon-host-reader".into())
             .spawn(move || loop {
-                match read_frame::<Response>(&mut stdout) {
+                match read_response(&mut stdout) {
                     Ok(Some(r)) => {
                         if tx.send(Ok(r)).is_err() {
                             return;

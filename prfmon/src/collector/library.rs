@@ -516,6 +516,41 @@ pub struct RawCollect {
     pub data: Vec<u8>,
 }
 
+/// Win32 `ERROR_NOT_ENOUGH_MEMORY`: what a Collect call reports when its buffer cannot be
+/// allocated (Collect is then not called, and the collector logs it and goes on).
+pub const ERROR_NOT_ENOUGH_MEMORY: u32 = 8;
+
+/// The record of a Collect that was not called because its buffer could not be allocated.
+fn not_enough_memory(buffer_len: u32) -> RawCollect {
+    RawCollect {
+        status: ERROR_NOT_ENOUGH_MEMORY,
+        buffer_len,
+        canary_intact: true,
+        ..RawCollect::default()
+    }
+}
+
+/// `n` zeroed words from the allocator's zeroed path (for a large `n`, fresh pages the kernel
+/// zeroes when first touched), or `None` if they cannot be allocated: unlike `vec![0; n]`,
+/// which aborts the process.
+fn zeroed_words(n: usize) -> Option<Vec<u64>> {
+    let layout = std::alloc::Layout::array::<u64>(n).ok()?;
+    if layout.size() == 0 {
+        return Some(Vec::new());
+    }
+    // SAFETY: `layout` has a nonzero size (checked above).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<u64>();
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY:
+    // - `ptr` was allocated by the global allocator with the layout of `[u64; n]`, which is
+    //   what a `Vec<u64>` of capacity `n` deallocates with;
+    // - its `n` words are initialised: zero is a valid u64;
+    // - length and capacity are both `n`, and nothing else owns the allocation.
+    Some(unsafe { Vec::from_raw_parts(ptr, n, n) })
+}
+
 /// A service's resolved trio, keeping its library loaded.
 ///
 /// # Examples
@@ -587,10 +622,17 @@ impl EntryPoints {
     }
 
     /// [`collect`](Self::collect) into `words`, a buffer the caller keeps from call to call
-    /// (grown as needed, never shrunk, and not cleared: the provider writes over what an
-    /// earlier call of the same service left there). Returns the record with an empty `data`
-    /// and the data itself, the buffer's first `advance` bytes (clamped), where Collect wrote
-    /// them.
+    /// (not cleared: the provider writes over what an earlier call of the same service left
+    /// there). Returns the record with an empty `data` and the data itself, the buffer's first
+    /// `advance` bytes (clamped), where Collect wrote them.
+    ///
+    /// The buffer is made anew, zeroed, when it is too small or more than twice the size
+    /// needed: zeroed memory comes from the kernel page by page as the provider writes it, so a
+    /// provider that asks for a larger buffer and writes nothing costs no memory, and a buffer
+    /// grown for one large answer is given back when the answers shrink (the collector asks for
+    /// twice the last answer: [`buffer_after`](super::buffer_after)). A buffer that cannot be
+    /// allocated is not the provider's fault: Collect is not called, and the record says
+    /// `ERROR_NOT_ENOUGH_MEMORY`, which the collector logs and goes on.
     pub(crate) fn collect_in<'w>(
         &self,
         value: &str,
@@ -601,8 +643,12 @@ impl EntryPoints {
         let mut value: Vec<u16> = value.encode_utf16().chain([0]).collect();
         // u64 words: the buffer is 8-aligned as perflib's is.
         let needed = (len + CANARY_LEN).div_ceil(8);
-        if words.len() < needed {
-            words.resize(needed, 0);
+        if words.len() < needed || words.len() / 2 > needed {
+            *words = Vec::new();
+            match zeroed_words(needed) {
+                Some(fresh) => *words = fresh,
+                None => return (not_enough_memory(buffer_len), &[]),
+            }
         }
         let buf = words.as_mut_bytes();
         buf[len..len + CANARY_LEN].fill(CANARY_BYTE);

@@ -4,8 +4,10 @@
 //! [`Collector::open`] walks `Services\*\Performance`, skips services with `Disable
 //! Performance Counters` = 1, gives each service its own copy of its `Library` (see
 //! [Isolation](#isolation)), resolves the exports the `Open`, `Collect` and `Close` values name,
-//! and calls Open once per service with its `Linkage\Export` strings. [`Collector::collect`] calls every opened service's Collect,
-//! growing its buffer on ERROR_MORE_DATA (doubling up to [`CollectorOptions::max_buffer`]),
+//! and calls Open once per service with its `Linkage\Export` strings; each collection follows
+//! the registry after that (services installed, removed or changed: [`service`]).
+//! [`Collector::collect`] calls every opened service's Collect, growing its buffer on
+//! ERROR_MORE_DATA (doubling up to [`CollectorOptions::max_buffer`], [`MAX_BUFFER`] by default),
 //! validates the output where Collect wrote it (a buffer kept per service; [`validate`], with
 //! every check of the decoder's pass) and copies it once into the PERF_DATA_BLOCK
 //! ([`crate::datablock`]); [`Collector::collect_checked`] returns that block with what the checks
@@ -54,6 +56,10 @@
 //! disabled — `Disable Performance Counters` = 1 written to its Performance key through the
 //! registry's atomic update, the reason logged (a warning, through the [`log`] facade) and kept in
 //! [`Collector::disabled`] — and the collection goes on without it.
+//!
+//! A provider is disabled for misbehaviour only: never for a large valid answer (the buffer
+//! grows up to [`MAX_BUFFER`], prfdata's largest answer) or for waiting within its documented
+//! bounds (prfdata's provider waits for on-demand values at most half its `Collect Timeout`).
 //!
 //! Not the provider's fault, so logged and skipped but not disabled: a library that cannot
 //! be loaded (or, in process, a private copy that cannot be made), a missing export, Open
@@ -109,6 +115,7 @@ pub mod library;
 pub mod perfhost;
 pub mod protocol;
 pub mod realign;
+pub mod service;
 pub mod validate;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -116,29 +123,59 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use prfdata::winperf::ERROR_SUCCESS;
-use prfdata_registry::service::{
-    services_in, DEFAULT_COLLECT_TIMEOUT_MS, DEFAULT_OPEN_TIMEOUT_MS, DISABLE, LIBRARY,
-};
-use prfdata_registry::{paths, update, PerformanceService, Registry, RegistryError, Value};
+use prfdata_registry::service::{DEFAULT_COLLECT_TIMEOUT_MS, DEFAULT_OPEN_TIMEOUT_MS, DISABLE};
+use prfdata_registry::{paths, update, Registry, RegistryError, Value};
 
 use crate::datablock::{finish_block, host_name, start_block, CollectionTimes};
 use crate::trust::TrustPolicy;
 use crate::view::{CheckedBlock, Offsets};
 use host::{HostError, HostProcess};
 use host_user::HostUser;
-use library::{EntryNames, EntryPoints};
 use protocol::{Request, Response};
+use service::{services_from, Backend, RegistryWatch, Service, State};
 use validate::{append_checked, Appended, Call, ProviderFault};
 
-/// The first Collect buffer a service gets; after that, the size that last sufficed. 64 KiB
-/// holds a typical application object (a few dozen instances of a few dozen counters) in one
-/// call, and costs nothing worth saving when it is too big.
+/// The first Collect buffer a service gets (after that, see [`buffer_after`]). 64 KiB holds a
+/// typical application object (a few dozen instances of a few dozen counters) in one call, and
+/// costs nothing worth saving when it is too big.
 pub const INITIAL_BUFFER: u32 = 64 * 1024;
 /// The largest Collect buffer: a provider that still answers ERROR_MORE_DATA is disabled.
-/// 64 MiB is ten doublings above [`INITIAL_BUFFER`] and far beyond any real object (1000
-/// instances × 16 counters is about 200 KiB), so only a provider that answers
-/// ERROR_MORE_DATA whatever the size reaches it.
-pub const MAX_BUFFER: u32 = 64 * 1024 * 1024;
+///
+/// It is prfdata's one rule for the size of a Collect answer
+/// ([`BlockReader::MAX_COLLECT_ANSWER`](prfdata::reader::BlockReader::MAX_COLLECT_ANSWER),
+/// 2 GiB: the objects of a block never take more than the block, at most 1 GiB, and an app
+/// has two blocks), so that whatever `activate` accepts, Collect can return, and only a provider
+/// that answers ERROR_MORE_DATA whatever the size reaches it. The host protocol's data frame
+/// ([`protocol::MAX_DATA`]) is the same number.
+///
+/// Memory: the buffer is grown by doubling only when a provider asks for more, as zeroed
+/// memory the kernel supplies page by page as the provider writes (a provider that asks for
+/// more without writing costs address space, not memory), and given back when answers shrink
+/// ([`buffer_after`]).
+pub const MAX_BUFFER: u32 = prfdata::reader::BlockReader::MAX_COLLECT_ANSWER;
+
+/// The Collect buffer to ask for after an answer of `answer` bytes: twice the answer, at least
+/// `initial` and at most `max` (a multiple of 8). An answer that grows less than twofold
+/// between two collections fits at once; one that shrinks has its buffer shrink with it, so a
+/// service that answered 1 GiB once does not keep 2 GiB for good (the memory behind the buffer
+/// is given back when it is more than twice the size asked: `library::EntryPoints::collect_in`).
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::collector::{buffer_after, INITIAL_BUFFER, MAX_BUFFER};
+/// assert_eq!(buffer_after(0, INITIAL_BUFFER, MAX_BUFFER), INITIAL_BUFFER);
+/// assert_eq!(buffer_after(1 << 20, INITIAL_BUFFER, MAX_BUFFER), 2 << 20);
+/// assert_eq!(buffer_after(1500 << 20, INITIAL_BUFFER, MAX_BUFFER), MAX_BUFFER);
+/// ```
+pub fn buffer_after(answer: usize, initial: u32, max: u32) -> u32 {
+    let twice = u32::try_from(answer.saturating_mul(2)).unwrap_or(u32::MAX);
+    twice
+        .max(initial)
+        .min(max)
+        .next_multiple_of(8)
+        .min(max & !7)
+}
 
 /// Where providers run.
 ///
@@ -167,7 +204,7 @@ pub enum Isolation {
 /// ```
 /// use prfmon::collector::{CollectorOptions, Isolation};
 /// let options = CollectorOptions { isolation: Isolation::InProcess, ..Default::default() };
-/// assert_eq!(options.max_buffer, 64 * 1024 * 1024);
+/// assert_eq!(options.max_buffer, 2 << 30);
 /// ```
 #[derive(Debug, Clone)]
 pub struct CollectorOptions {
@@ -351,44 +388,6 @@ enum OpenOutcome {
     Fault(ProviderFault),
 }
 
-/// Where a service stands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum State {
-    /// Not opened yet, or its host died because of another service: Open on next use.
-    Pending,
-    /// Opened; Collect is called.
-    Open,
-    /// Open failed (or the library / an export is missing): skipped, not disabled.
-    Failed,
-    /// Disabled for misbehaving.
-    Disabled,
-}
-
-struct Service {
-    config: PerformanceService,
-    names: EntryNames,
-    /// `Library`, environment references expanded.
-    library: PathBuf,
-    /// The service's slot in its host (the protocol allows several; a host serves one).
-    slot: u32,
-    state: State,
-    buffer: u32,
-    /// Collect's buffer in process, kept from one collection to the next.
-    scratch: Vec<u64>,
-    /// The bytes of the service's last output: room to reserve in the next PERF_DATA_BLOCK.
-    last_len: usize,
-    backend: Backend,
-}
-
-/// Where one service's copy of its library lives.
-enum Backend {
-    /// Its own provider host process, while it runs.
-    Host(Option<HostProcess>),
-    /// Its own copy of the library in this process ([`copies`]), with its trio resolved,
-    /// while open.
-    InProcess(Option<(EntryPoints, copies::Lease)>),
-}
-
 /// An open connection to the providers: one `HKEY_PERFORMANCE_DATA` handle.
 ///
 /// # Examples
@@ -401,6 +400,10 @@ pub struct Collector<R: Registry> {
     host_exe: PathBuf,
     trust: TrustPolicy,
     services: Vec<Service>,
+    /// The slot the next service read from the registry gets.
+    next_slot: u32,
+    /// When the registry was last asked whether it changed ([`service::REGISTRY_CHECK`]).
+    watch: RegistryWatch,
     disabled: Vec<Disabled>,
     /// Object indexes already logged as returned by more than one service.
     logged_duplicates: BTreeSet<u32>,
@@ -438,40 +441,10 @@ impl<R: Registry> Collector<R> {
     ///
     /// See the [module docs](self).
     pub fn open(registry: R, options: CollectorOptions) -> Result<Self, RegistryError> {
-        let mut services = Vec::new();
-        let hive = registry.snapshot()?;
-        for config in services_in(&hive)? {
-            if config.disabled {
-                continue;
-            }
-            let (Some(library), Some(collect)) = (&config.library, &config.collect) else {
-                continue;
-            };
-            // Perflib expands a REG_EXPAND_SZ Library (`%ProgramFiles%\...`).
-            let expandable = matches!(
-                hive.value(&paths::performance(&config.name), LIBRARY),
-                Ok(Some(Value::ExpandSz(_)))
-            );
-            let library = PathBuf::from(if expandable {
-                expand_environment(library)
-            } else {
-                library.to_owned()
-            });
-            services.push(Service {
-                names: EntryNames::new(config.open.as_deref(), collect, config.close.as_deref()),
-                config,
-                library,
-                slot: services.len() as u32,
-                state: State::Pending,
-                buffer: options.initial_buffer.max(8),
-                scratch: Vec::new(),
-                last_len: 0,
-                backend: match options.isolation {
-                    Isolation::HostProcess => Backend::Host(None),
-                    Isolation::InProcess => Backend::InProcess(None),
-                },
-            });
-        }
+        // The stamp first: a change between it and the read is read again at the next check.
+        let stamp = registry.stamp();
+        let mut next_slot = 0;
+        let services = services_from(&registry.snapshot()?, &options, &mut next_slot)?;
         let mut collector = Self {
             system_name: options.system_name.clone().unwrap_or_else(host_name),
             host_exe: options.host_exe.clone().unwrap_or_else(default_host_exe),
@@ -479,6 +452,8 @@ impl<R: Registry> Collector<R> {
             registry,
             options,
             services,
+            next_slot,
+            watch: RegistryWatch::new(stamp),
             disabled: Vec::new(),
             logged_duplicates: BTreeSet::new(),
             closed: false,
@@ -487,6 +462,32 @@ impl<R: Registry> Collector<R> {
             collector.open_service(i);
         }
         Ok(collector)
+    }
+
+    /// Follows the registry (see [`service`]'s docs): at most every
+    /// [`REGISTRY_CHECK`](service::REGISTRY_CHECK), one `stat`; the services read again only
+    /// when it moved. A registry that cannot be read now keeps the services as they are (the
+    /// error logged once) and is read again at the next check.
+    fn follow_registry(&mut self) {
+        if !self.watch.due() {
+            return;
+        }
+        let stamp = self.registry.stamp();
+        if !self.watch.moved(stamp) {
+            return;
+        }
+        let fresh = self
+            .registry
+            .snapshot()
+            .and_then(|hive| services_from(&hive, &self.options, &mut self.next_slot));
+        match fresh {
+            Ok(fresh) => {
+                self.watch.read_at(stamp);
+                let current = std::mem::take(&mut self.services);
+                self.services = service::follow(current, fresh);
+            }
+            Err(e) => log::warn!("cannot read the registry again to follow its changes: {e}"),
+        }
     }
 
     /// The names of the services whose Open succeeded and that are still enabled.
@@ -595,6 +596,7 @@ impl<R: Registry> Collector<R> {
     /// One collection: the checked PERF_DATA_BLOCK and the service of each object. Each
     /// output is checked in Collect's buffer and copied once, into the block.
     fn collect_block(&mut self, query: &str) -> (CheckedBlock, Vec<String>) {
+        self.follow_registry();
         let times = CollectionTimes::now();
         let room = self.services.iter().map(|s| s.last_len).sum();
         let (mut out, head) = start_block(&self.system_name, room);
@@ -667,35 +669,13 @@ impl<R: Registry> Collector<R> {
             return;
         }
         for i in 0..self.services.len() {
-            if self.services[i].state != State::Open {
-                continue;
-            }
-            let timeout = ms(
-                self.services[i].config.open_timeout_ms,
-                DEFAULT_OPEN_TIMEOUT_MS,
-            );
-            let slot = self.services[i].slot;
-            let status = match &mut self.services[i].backend {
-                Backend::InProcess(entry) => Ok(entry
-                    .as_ref()
-                    .map_or(ERROR_SUCCESS, |(entry, _)| entry.close())),
-                Backend::Host(Some(host)) => match host.call(&Request::Close { slot }, timeout) {
-                    Ok(Response::Closed { status, .. }) => Ok(status),
-                    Ok(other) => Err(protocol_fault(Call::Close, &other)),
-                    Err(e) => Err(host_fault(Call::Close, timeout, e)),
-                },
-                Backend::Host(None) => Ok(ERROR_SUCCESS),
-            };
-            match status {
+            match self.services[i].close() {
                 Ok(ERROR_SUCCESS) => {}
                 Ok(code) => log::warn!(
                     "service {}: Close returned {code}",
                     self.services[i].config.name
                 ),
                 Err(fault) => self.disable(i, fault),
-            }
-            if self.services[i].state == State::Open {
-                self.services[i].state = State::Pending;
             }
         }
         for service in &mut self.services {
@@ -831,6 +811,7 @@ impl<R: Registry> Collector<R> {
     ) -> Result<u32, ProviderFault> {
         let max = self.options.max_buffer.max(8);
         let mut size = self.services[i].buffer.min(max);
+        let at = out.len();
         loop {
             let appended = self.call_collect(i, query, size, out, objects, offsets)?;
             match appended {
@@ -839,13 +820,23 @@ impl<R: Registry> Collector<R> {
                 }
                 Appended::MoreData => size = size.saturating_mul(2).min(max),
                 Appended::Objects(n) => {
-                    self.services[i].buffer = size;
+                    let initial = self.options.initial_buffer.max(8);
+                    self.services[i].buffer = buffer_after(out.len() - at, initial, max);
                     return Ok(n);
                 }
                 Appended::Failed(status) => {
                     log::warn!(
                         "service {}: Collect returned {status}; its data is ignored",
                         self.services[i].config.name
+                    );
+                    return Ok(0);
+                }
+                Appended::NoRoom(bytes) => {
+                    log::warn!(
+                        "service {}: its {bytes} bytes would take the collection past {} bytes, \
+                         the largest PERF_DATA_BLOCK; left out of the collection",
+                        self.services[i].config.name,
+                        crate::datablock::MAX_PERF_DATA_BLOCK
                     );
                     return Ok(0);
                 }
@@ -892,22 +883,6 @@ impl<R: Registry> Collector<R> {
             }
             Ok(other) => Err(protocol_fault(Call::Collect, &other)),
             Err(e) => Err(host_fault(Call::Collect, timeout, e)),
-        }
-    }
-}
-
-impl Service {
-    /// Stops the service's host, or releases its copy of the library (free for another
-    /// service once no collector in this process holds it). Close must have been called, or
-    /// must not be.
-    fn release(&mut self) {
-        match &mut self.backend {
-            Backend::Host(host) => {
-                if let Some(h) = host.take() {
-                    h.shutdown();
-                }
-            }
-            Backend::InProcess(entry) => *entry = None,
         }
     }
 }

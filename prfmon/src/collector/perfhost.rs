@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use super::library::{EntryPoints, ProviderLibrary};
 use super::protocol::{
-    read_frame, write_frame, ProtocolError, Request, Response, PROTOCOL_VERSION,
+    read_frame, write_collected, write_frame, ProtocolError, Request, Response, PROTOCOL_VERSION,
 };
 
 /// The hidden `prfmon` subcommand that runs a host.
@@ -203,9 +203,10 @@ fn serve(library: &Path, fd: Option<i32>) -> Result<ExitCode, ProtocolError> {
                 buffer_len,
             } => match slots.get(&slot) {
                 Some(entry) => {
-                    let (mut raw, data) = entry.collect_in(&value, buffer_len, &mut buffer);
-                    raw.data = data.to_vec();
-                    Response::Collected { slot, raw }
+                    // The output goes out from Collect's buffer as it is, in its own frame.
+                    let (raw, data) = entry.collect_in(&value, buffer_len, &mut buffer);
+                    write_collected(&mut output, slot, &raw, data)?;
+                    continue;
                 }
                 None => unknown(slot),
             },

@@ -1,13 +1,15 @@
 //! The provider host's protocol: length-prefixed postcard frames over the host's stdin
-//! (requests) and stdout (responses).
+//! (requests) and stdout (responses), and Collect's output as a raw data frame after its
+//! response.
 //!
 //! ```text
-//! frame:  u32 little-endian payload length | postcard(Request or Response)
+//! frame:       u32 little-endian payload length | postcard(Request or Response)
+//! data frame:  u32 little-endian length | the bytes Collect wrote
 //!
 //! host → parent   Hello{version}                 once, at start, before dlopen
 //! host → parent   Ready | Failed{message}        once, after dlopen
 //! parent → host   Open{slot, names, export}      → Opened{slot, status} | Failed{message}
-//!                 Collect{slot, value, buffer_len} → Collected{slot, raw}
+//!                 Collect{slot, value, buffer_len} → Collected{slot, raw}, then a data frame
 //!                 Close{slot}                    → Closed{slot, status}
 //! parent closes the host's stdin                 → the host exits 0
 //! ```
@@ -16,6 +18,12 @@
 //! parent's number for one service of the host's library. `Hello` before the library is
 //! loaded tells a host that works apart from a library that kills it while loading: only the
 //! second is the provider's fault.
+//!
+//! Collect's output travels in its own frame (`Collected`'s `raw.data` is empty in the message)
+//! so that the host writes it from Collect's buffer as it is and the collector reads it into
+//! one buffer: no copy through the message encoding on either side, for answers up to
+//! [`MAX_DATA`] (2 GiB). A message carries names and strings from the registry, so it is at
+//! most [`MAX_MESSAGE`].
 //!
 //! # Examples
 //!
@@ -35,12 +43,19 @@ use serde::{Deserialize, Serialize};
 
 use super::library::{EntryNames, RawCollect};
 
-/// The protocol version a host announces in [`Response::Hello`].
-pub const PROTOCOL_VERSION: u32 = 1;
+/// The protocol version a host announces in [`Response::Hello`] (2: Collect's output in a
+/// data frame of its own).
+pub const PROTOCOL_VERSION: u32 = 2;
 
-/// The largest frame either side accepts: the largest Collect buffer (64 MiB) plus room for
-/// the rest of the response.
-pub const MAX_FRAME: u32 = 64 * 1024 * 1024 + 4096;
+/// The largest message frame either side accepts: a message carries a service's names and
+/// `Linkage\Export` strings, or a message text, all read from the registry, whose store is at
+/// most [`MAX_STORE_SIZE`](prfdata_registry::MAX_STORE_SIZE); 4 KiB more for the rest.
+pub const MAX_MESSAGE: u32 = prfdata_registry::MAX_STORE_SIZE as u32 + 4096;
+
+/// The largest data frame: Collect's output, at most the largest Collect buffer
+/// ([`MAX_BUFFER`](super::MAX_BUFFER), from prfdata's rule: see
+/// [`BlockReader::MAX_COLLECT_ANSWER`](prfdata::reader::BlockReader::MAX_COLLECT_ANSWER)).
+pub const MAX_DATA: u32 = super::MAX_BUFFER;
 
 /// A request from the collector to its host.
 ///
@@ -138,11 +153,13 @@ pub enum ProtocolError {
     /// The pipe failed.
     #[error("provider host pipe: {0}")]
     Io(#[from] std::io::Error),
-    /// A frame's length is over [`MAX_FRAME`].
-    #[error("provider host frame of {len} bytes is over the {MAX_FRAME}-byte limit")]
+    /// A frame's length is over its limit ([`MAX_MESSAGE`] or [`MAX_DATA`]).
+    #[error("provider host frame of {len} bytes is over the {max}-byte limit")]
     TooLarge {
         /// The announced length.
-        len: u32,
+        len: u64,
+        /// The limit.
+        max: u32,
     },
     /// The stream ended inside a frame.
     #[error("provider host pipe closed inside a frame")]
@@ -158,28 +175,83 @@ pub enum ProtocolError {
     /// A message could not be encoded.
     #[error("cannot encode a provider host message: {0}")]
     Encode(postcard::Error),
+    /// A `Collected` message carried data itself instead of in the data frame after it.
+    #[error("provider host sent {len} bytes of Collect output inside a message")]
+    DataInMessage {
+        /// The bytes in the message.
+        len: usize,
+    },
 }
 
-/// Writes one frame and flushes.
+/// Writes one message frame and flushes.
 ///
 /// # Examples
 ///
 /// See the module docs.
 pub fn write_frame<W: Write, T: Serialize>(out: &mut W, message: &T) -> Result<(), ProtocolError> {
     let payload = postcard::to_stdvec(message).map_err(ProtocolError::Encode)?;
-    let len = u32::try_from(payload.len())
-        .ok()
-        .filter(|&l| l <= MAX_FRAME)
-        .ok_or(ProtocolError::TooLarge {
-            len: u32::try_from(payload.len()).unwrap_or(u32::MAX),
-        })?;
-    out.write_all(&len.to_le_bytes())?;
-    out.write_all(&payload)?;
+    write_bytes(out, &payload, MAX_MESSAGE)?;
     out.flush()?;
     Ok(())
 }
 
-/// Reads one frame; `Ok(None)` if the stream ended cleanly before it.
+/// Writes `raw` (its `data` left out) as a [`Response::Collected`] for `slot`, then `data` as
+/// a data frame, and flushes: what a host answers a Collect with.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::collector::library::RawCollect;
+/// use prfmon::collector::protocol::{read_response, write_collected, Response};
+/// let mut wire = Vec::new();
+/// let raw = RawCollect { bytes: 8, advance: 8, canary_intact: true, ..Default::default() };
+/// write_collected(&mut wire, 3, &raw, &[1; 8])?;
+/// let Some(Response::Collected { slot: 3, raw: back }) = read_response(&mut wire.as_slice())? else {
+///     panic!("a Collected response");
+/// };
+/// assert_eq!((back.bytes, back.data), (8, vec![1; 8]));
+/// # Ok::<(), prfmon::collector::protocol::ProtocolError>(())
+/// ```
+pub fn write_collected<W: Write>(
+    out: &mut W,
+    slot: u32,
+    raw: &RawCollect,
+    data: &[u8],
+) -> Result<(), ProtocolError> {
+    let message = Response::Collected {
+        slot,
+        raw: RawCollect {
+            status: raw.status,
+            buffer_len: raw.buffer_len,
+            bytes: raw.bytes,
+            num_objects: raw.num_objects,
+            advance: raw.advance,
+            canary_intact: raw.canary_intact,
+            data: Vec::new(),
+        },
+    };
+    let payload = postcard::to_stdvec(&message).map_err(ProtocolError::Encode)?;
+    write_bytes(out, &payload, MAX_MESSAGE)?;
+    write_bytes(out, data, MAX_DATA)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Writes one frame of `bytes`, refusing more than `max`.
+fn write_bytes<W: Write>(out: &mut W, bytes: &[u8], max: u32) -> Result<(), ProtocolError> {
+    let len = u32::try_from(bytes.len())
+        .ok()
+        .filter(|&l| l <= max)
+        .ok_or(ProtocolError::TooLarge {
+            len: bytes.len() as u64,
+            max,
+        })?;
+    out.write_all(&len.to_le_bytes())?;
+    out.write_all(bytes)?;
+    Ok(())
+}
+
+/// Reads one message frame; `Ok(None)` if the stream ended cleanly before it.
 ///
 /// # Examples
 ///
@@ -189,6 +261,39 @@ pub fn write_frame<W: Write, T: Serialize>(out: &mut W, message: &T) -> Result<(
 /// # Ok::<(), prfmon::collector::protocol::ProtocolError>(())
 /// ```
 pub fn read_frame<T: DeserializeOwned>(input: &mut impl Read) -> Result<Option<T>, ProtocolError> {
+    let Some(payload) = read_bytes(input, MAX_MESSAGE)? else {
+        return Ok(None);
+    };
+    postcard::from_bytes(&payload)
+        .map(Some)
+        .map_err(|source| ProtocolError::Malformed {
+            len: payload.len() as u32,
+            source,
+        })
+}
+
+/// Reads one response, with the data frame after a [`Response::Collected`] in its
+/// `raw.data`; `Ok(None)` if the stream ended cleanly before it. What the collector reads.
+///
+/// # Examples
+///
+/// See [`write_collected`].
+pub fn read_response(input: &mut impl Read) -> Result<Option<Response>, ProtocolError> {
+    let response = read_frame::<Response>(input)?;
+    let Some(Response::Collected { slot, mut raw }) = response else {
+        return Ok(response);
+    };
+    if !raw.data.is_empty() {
+        return Err(ProtocolError::DataInMessage {
+            len: raw.data.len(),
+        });
+    }
+    raw.data = read_bytes(input, MAX_DATA)?.ok_or(ProtocolError::Truncated)?;
+    Ok(Some(Response::Collected { slot, raw }))
+}
+
+/// Reads one frame of at most `max` bytes; `Ok(None)` if the stream ended cleanly before it.
+fn read_bytes(input: &mut impl Read, max: u32) -> Result<Option<Vec<u8>>, ProtocolError> {
     let mut len = [0u8; 4];
     let mut got = 0;
     while got < 4 {
@@ -201,8 +306,11 @@ pub fn read_frame<T: DeserializeOwned>(input: &mut impl Read) -> Result<Option<T
         }
     }
     let len = u32::from_le_bytes(len);
-    if len > MAX_FRAME {
-        return Err(ProtocolError::TooLarge { len });
+    if len > max {
+        return Err(ProtocolError::TooLarge {
+            len: len.into(),
+            max,
+        });
     }
     let mut payload = vec![0u8; len as usize];
     input.read_exact(&mut payload).map_err(|e| {
@@ -212,9 +320,7 @@ pub fn read_frame<T: DeserializeOwned>(input: &mut impl Read) -> Result<Option<T
             e.into()
         }
     })?;
-    postcard::from_bytes(&payload)
-        .map(Some)
-        .map_err(|source| ProtocolError::Malformed { len, source })
+    Ok(Some(payload))
 }
 
 #[cfg(test)]
@@ -245,6 +351,72 @@ mod tests {
             assert_eq!(read_frame::<Request>(&mut input).unwrap().as_ref(), Some(m));
         }
         assert_eq!(read_frame::<Request>(&mut input).unwrap(), None);
+    }
+
+    #[test]
+    fn collect_output_travels_in_a_data_frame_after_its_response() {
+        let raw = RawCollect {
+            status: 0,
+            buffer_len: 64,
+            bytes: 16,
+            num_objects: 1,
+            advance: 16,
+            canary_intact: true,
+            data: Vec::new(),
+        };
+        let mut wire = Vec::new();
+        write_collected(&mut wire, 7, &raw, &[9; 16]).unwrap();
+        write_frame(&mut wire, &Response::Ready).unwrap();
+        let mut input = wire.as_slice();
+        let want = RawCollect {
+            data: vec![9; 16],
+            ..raw
+        };
+        assert_eq!(
+            read_response(&mut input).unwrap(),
+            Some(Response::Collected { slot: 7, raw: want })
+        );
+        assert_eq!(read_response(&mut input).unwrap(), Some(Response::Ready));
+        assert_eq!(read_response(&mut input).unwrap(), None);
+    }
+
+    #[test]
+    fn frames_past_their_limits_and_data_inside_a_message_are_refused() {
+        let mut wire = Vec::new();
+        write_frame(
+            &mut wire,
+            &Response::Collected {
+                slot: 0,
+                raw: RawCollect::default(),
+            },
+        )
+        .unwrap();
+        wire.extend_from_slice(&(MAX_DATA + 1).to_le_bytes());
+        assert!(matches!(
+            read_response(&mut wire.as_slice()),
+            Err(ProtocolError::TooLarge { max: MAX_DATA, .. })
+        ));
+        let smuggled = Response::Collected {
+            slot: 0,
+            raw: RawCollect {
+                data: vec![1],
+                ..RawCollect::default()
+            },
+        };
+        let mut wire = Vec::new();
+        write_frame(&mut wire, &smuggled).unwrap();
+        assert!(matches!(
+            read_response(&mut wire.as_slice()),
+            Err(ProtocolError::DataInMessage { len: 1 })
+        ));
+        let wire = (MAX_MESSAGE + 1).to_le_bytes();
+        assert!(matches!(
+            read_frame::<Request>(&mut wire.as_slice()),
+            Err(ProtocolError::TooLarge {
+                max: MAX_MESSAGE,
+                ..
+            })
+        ));
     }
 
     #[test]

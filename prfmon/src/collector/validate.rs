@@ -248,6 +248,9 @@ pub(crate) enum Appended {
     Failed(u32),
     /// Success: this many objects appended.
     Objects(u32),
+    /// A valid output of this many bytes that would take the collection past the largest
+    /// PERF_DATA_BLOCK ([`crate::datablock::MAX_PERF_DATA_BLOCK`]): nothing appended.
+    NoRoom(usize),
 }
 
 /// [`check_collect_owned`] for a call whose output `data` is still in Collect's buffer: a valid
@@ -274,6 +277,13 @@ pub(crate) fn append_checked(
         Judged::Failed(status) => return Ok(Appended::Failed(status)),
         Judged::Data(lengths) => lengths,
     };
+    // Realigning adds at most 4 bytes per object.
+    let most = data.len() + 4 * lengths.len();
+    if (at + most) as u64 > crate::datablock::MAX_PERF_DATA_BLOCK {
+        offsets.truncate(counts);
+        objects.truncate(first);
+        return Ok(Appended::NoRoom(most));
+    }
     if realign::needed(&lengths) {
         // Rare: DWORD-aligned objects padded to 8, then walked again where they now lie.
         offsets.truncate(counts);

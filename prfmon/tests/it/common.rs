@@ -211,3 +211,29 @@ pub fn name_c_object(registry: &FileRegistry, index: u32, title: &str) {
 pub fn c_large(value: u32) -> i64 {
     (1i64 << 40) + i64::from(value)
 }
+
+// ---------------------------------------------------------------------------------------------
+// Provider host processes.
+// ---------------------------------------------------------------------------------------------
+
+/// This process's provider host processes: (pid, command line with its NULs).
+pub fn provider_hosts() -> Vec<(String, Vec<u8>)> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let ppid = stat
+                .rsplit(')')
+                .next()?
+                .split_whitespace()
+                .nth(1)?
+                .to_owned();
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            (ppid == me && cmdline.windows(15).any(|w| w == b"__provider-host"))
+                .then(|| (entry.file_name().to_string_lossy().into_owned(), cmdline))
+        })
+        .collect()
+}

@@ -102,11 +102,11 @@ fn decode_refuses_dev_zero_a_fifo_and_a_file_over_the_cap() {
     let run = prfmon_capped(&root, &["decode", fifo.to_str().unwrap()]);
     assert_refused(&run, &fifo, "is a FIFO, not a regular file");
 
-    // 256 MiB + 1: MAX_DECODE_INPUT.
+    // 4 GiB: one byte past MAX_DECODE_INPUT, the largest PERF_DATA_BLOCK (a sparse file).
     let big = dir.path().join("big.raw");
-    sparse(&big, 256 * 1024 * 1024 + 1);
+    sparse(&big, u64::from(u32::MAX) + 1);
     let run = prfmon_capped(&root, &["decode", big.to_str().unwrap()]);
-    assert_refused(&run, &big, "is larger than the 268435456 bytes allowed");
+    assert_refused(&run, &big, "is larger than the 4294967295 bytes allowed");
 }
 
 #[test]

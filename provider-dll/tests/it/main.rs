@@ -10,5 +10,6 @@ mod names_fit;
 mod owned;
 mod parents;
 mod provider;
+mod query_rule;
 mod reuse;
 mod stats;

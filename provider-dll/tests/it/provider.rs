@@ -254,40 +254,6 @@ fn objects_counters_and_instances_follow_winperf() {
 }
 
 #[test]
-fn each_query_form() {
-    let _s = serial();
-    let (fc, _) = env().first_a;
-    let _prf = app_a::PrfData::activate().unwrap();
-    let p = Provider::load();
-    assert_eq!(p.open(&["ProvTestA"]), ERROR_SUCCESS);
-    let titles = |q: &str| {
-        let (out, data) = p.collect(q);
-        parse(&data, out.objects)
-            .iter()
-            .map(|o| o.header.object_name_title_index)
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(titles("Global"), [fc, fc + 10, fc + 14]);
-    assert_eq!(titles("gLOBAL"), [fc, fc + 10, fc + 14]);
-    assert_eq!(titles("Costly"), [fc + 20]);
-    assert_eq!(
-        titles(&format!("{} {}", fc + 14, fc + 20)),
-        [fc + 14, fc + 20]
-    );
-    // Not ours: the pointer is unchanged and both counts are 0, with success.
-    for q in ["2 4 6", "Foreign otherhost", &format!("{}", fc + 2)] {
-        let mut buf = vec![0u8; 4096];
-        let out = p.collect_into(q, &mut buf, 4096);
-        assert_eq!(
-            (out.status, out.advanced, out.bytes, out.objects),
-            (ERROR_SUCCESS, 0, 0, 0),
-            "{q}"
-        );
-    }
-    assert_eq!(p.close(), ERROR_SUCCESS);
-}
-
-#[test]
 fn an_app_started_and_stopped_between_collections() {
     let _s = serial();
     let p = Provider::load();

@@ -3,7 +3,9 @@
 //! stopped or silent app costing no more than the bound), scale factors in the block and the
 //! registry.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use prfdata_testkit::ChildGuard;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
@@ -48,8 +50,8 @@ fn answer_file() -> std::path::PathBuf {
     shm().join("stats-answer")
 }
 
-/// A child app of `role`, started and ready.
-struct App(Child);
+/// A child app of `role`, started and ready (stopped when dropped).
+struct App(ChildGuard);
 
 impl App {
     fn spawn(role: &str) -> App {
@@ -66,7 +68,7 @@ impl App {
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
-        let app = App(child);
+        let app = App(ChildGuard::new(child, "app S"));
         let start = Instant::now();
         while !ready_file().exists() {
             assert!(
@@ -76,19 +78,6 @@ impl App {
             std::thread::sleep(Duration::from_millis(2));
         }
         app
-    }
-
-    fn signal(&self, sig: i32) {
-        // SAFETY: signalling our own child process.
-        unsafe { libc::kill(self.0.id() as i32, sig) };
-    }
-}
-
-impl Drop for App {
-    fn drop(&mut self) {
-        self.signal(libc::SIGCONT);
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 
@@ -243,29 +232,9 @@ fn a_stopped_or_silent_app_costs_a_collect_at_most_the_bound() {
     while value(object(&collect(&p).0, 0), 0, 14) != 5 {
         assert!(start.elapsed() < Duration::from_secs(20), "served once");
     }
-    app.signal(libc::SIGSTOP);
     // Every thread stopped for sure (state T) before the answer changes: a serve already under
     // way when the signal came cannot read the new one.
-    let pid = app.0.id();
-    let stopped = || {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-            return false;
-        };
-        tasks.flatten().all(|t| {
-            std::fs::read_to_string(t.path().join("stat")).is_ok_and(|s| {
-                s.rsplit(')')
-                    .next()
-                    .unwrap_or("")
-                    .trim_start()
-                    .starts_with('T')
-            })
-        })
-    };
-    let start = Instant::now();
-    while !stopped() {
-        assert!(start.elapsed() < Duration::from_secs(20), "the app stopped");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    app.0.stop(Duration::from_secs(20));
     std::fs::write(answer_file(), "6").unwrap();
     for _ in 0..3 {
         let (objs, took) = collect(&p);
@@ -276,7 +245,7 @@ fn a_stopped_or_silent_app_costs_a_collect_at_most_the_bound() {
         );
         assert_eq!(value(object(&objs, 0), 0, 14), 5, "the last value served");
     }
-    app.signal(libc::SIGCONT);
+    app.0.resume();
     let start = Instant::now();
     while value(object(&collect(&p).0, 0), 0, 14) != 6 {
         assert!(start.elapsed() < Duration::from_secs(20), "served again");
@@ -312,7 +281,8 @@ fn collectors_share_a_pending_request() {
         u32::from_ne_bytes(block[at..at + 4].try_into().unwrap())
     };
     // Another test's app of this map may have left its block (adopted here, request count
-    // and all): count from what is there.
+    // and all, perhaps with a request of its own pending, which the first reader then shares):
+    // count from what is there.
     let base = request();
     let readers: Vec<_> = (0..4)
         .map(|_| BlockReader::open("ProvTestS").unwrap())
@@ -324,7 +294,8 @@ fn collectors_share_a_pending_request() {
             "no closure yet"
         );
     }
-    assert_eq!(request(), base + 1, "one request for four collectors");
+    let raised = request().wrapping_sub(base);
+    assert!(raised <= 1, "one request for four collectors, not {raised}");
     let runs = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
     let counted = std::sync::Arc::clone(&runs);
     prf.on_demand(app_s::ANSWER, move || counted.fetch_add(1, Relaxed) + 1)
@@ -341,7 +312,7 @@ fn collectors_share_a_pending_request() {
             .unwrap(),
         Refresh::Served
     );
-    assert_eq!(request(), base + 2);
+    assert_eq!(request(), base + raised + 1);
     assert_eq!(
         readers[0]
             .read_with(Duration::from_secs(1), |v| v.global_value(0, 6))

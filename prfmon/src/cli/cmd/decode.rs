@@ -11,24 +11,25 @@ use std::process::ExitCode;
 use clap::Args;
 use prfdata_registry::FileRegistry;
 use prfdata_untrusted::{Symlinks, UntrustedFile};
-use prfmon::collector::MAX_BUFFER;
 use prfmon::decode::DataSnapshot;
 use prfmon::factor::Factors;
 use prfmon::names::Names;
 
 use crate::cli::stdout::{errln, out, outln};
 
-/// The largest file `decode` reads: 256 MiB, four providers' worth at the collector's largest
-/// Collect buffer ([`MAX_BUFFER`], 64 MiB). `query --raw` writes one collection, which real
-/// collections keep far below this; the file is read whole and decoded into memory, so a bound
-/// keeps a wrong file from exhausting memory.
-pub const MAX_DECODE_INPUT: u64 = 4 * MAX_BUFFER as u64;
+/// The largest file `decode` reads: the largest PERF_DATA_BLOCK
+/// ([`MAX_PERF_DATA_BLOCK`](prfmon::datablock::MAX_PERF_DATA_BLOCK), 4 GiB: its
+/// `TotalByteLength` is a DWORD), so that whatever `query --raw` writes can be read back. The
+/// file is read whole and decoded into memory; the bound keeps a wrong file (a disk image, a
+/// device) from being read without end.
+pub const MAX_DECODE_INPUT: u64 = prfmon::datablock::MAX_PERF_DATA_BLOCK;
 
 /// How `decode` reads its input.
 const INPUT_RULE: UntrustedFile = UntrustedFile {
     what: "PERF_DATA_BLOCK file",
     max_size: MAX_DECODE_INPUT,
-    limit_name: "prfmon decode's MAX_DECODE_INPUT, 256 MiB",
+    limit_name:
+        "prfmon decode's MAX_DECODE_INPUT, 4 GiB (a PERF_DATA_BLOCK's TotalByteLength is a DWORD)",
     symlinks: Symlinks::Follow,
 };
 
