@@ -39,6 +39,7 @@ mod isolation;
 mod list;
 mod lodctr;
 mod logging;
+mod metrics_cost;
 mod parents;
 mod query_decode;
 mod reg;
