@@ -10,9 +10,10 @@
 //! is a reference into the input, valid at any alignment (a Windows provider's objects are
 //! only DWORD-aligned), and a field read is one load.
 //!
-//! [`crate::decode::decode`] is this view turned into owned data
-//! ([`DataView::to_snapshot`]); reading the view directly is for hot paths that touch values,
-//! not names (a bench, a sampler).
+//! A [`DataSnapshot`] is this view owned: the bytes kept with the same index, its objects
+//! read in place ([`crate::decode::decode_owned`], [`DataSnapshot::from_block`], or
+//! [`DataView::to_snapshot`] with a copy of the bytes); reading the view directly is for hot
+//! paths that touch values, not names (a bench).
 //!
 //! ```text
 //! DataView ─ objects() ─▶ ObjectView ─ counters()  ─▶ CounterView (a PERF_COUNTER_DEFINITION)

@@ -595,6 +595,24 @@ impl Exposition {
             .into_iter()
             .filter(|&o| self.shows_instance_rows(o, earlier))
             .collect();
+        let rows = self.instance_series(object, &counters, &rivals, cache, emit)?;
+        Ok(count + rows)
+    }
+
+    /// The series of object `object`'s instances for the counters `counters` (the first
+    /// integer of each instance's), but those whose labels an earlier instance, or an
+    /// instance of one of `rivals`, has.
+    fn instance_series(
+        &self,
+        object: usize,
+        counters: &[usize],
+        rivals: &[usize],
+        cache: &mut ObjectLabels<'_>,
+        emit: &mut impl FnMut(Labels<'_>, i64) -> std::fmt::Result,
+    ) -> Result<usize, std::fmt::Error> {
+        let app = self.apps[object].as_str();
+        let obj = &self.snapshot.objects[object];
+        let mut count = 0;
         let (mut label, mut parent) = (String::new(), None);
         for (i, inst) in obj.instances().enumerate() {
             if !cache.labels(object, i, &mut label, &mut parent) || cache.repeats(object, i) {

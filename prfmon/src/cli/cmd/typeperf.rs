@@ -156,6 +156,17 @@ impl Source {
         Ok(snapshot)
     }
 
+    /// The first collection for `requests`: `Global`, and if the requests name objects it
+    /// lacks, a second one with them ([`Source::include_missing`]), the first dropped before.
+    pub fn collect_first(&mut self, requests: &[CounterPath]) -> Result<DataSnapshot, String> {
+        let first = self.collect()?;
+        if !self.include_missing(requests, &first) {
+            return Ok(first);
+        }
+        drop(first);
+        self.collect()
+    }
+
     /// One collection of `query`, decoded.
     pub fn collect_query(&mut self, query: &str) -> Result<DataSnapshot, String> {
         self.source.collect_decoded(query)
@@ -237,12 +248,20 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
     } else {
         ValueStyle::Console
     };
-    let mut log = LogWriter::new(out, args.format, style);
-    let mut first = source.collect()?;
-    if source.include_missing(&requests, &first) {
-        drop(first);
-        first = source.collect()?;
-    }
+    let log = LogWriter::new(out, args.format, style);
+    write_log(source, log, requests, interval, args.samples)
+}
+
+/// Samples `requests` every `interval` (`samples` times, or until interrupted) into `log`:
+/// the header at the first collection, then a row per collection.
+fn write_log(
+    mut source: Source,
+    mut log: LogWriter<Box<dyn Write>>,
+    requests: Vec<CounterPath>,
+    interval: Duration,
+    samples: Option<u64>,
+) -> Result<(), String> {
+    let first = source.collect_first(&requests)?;
     let names = source.names.clone();
     sampler::check(&requests, &first, &names).map_err(|e| e.to_string())?;
     // PDH's text log: the true value, percentages not capped (PDH_FMT_NOCAP100, as typeperf
@@ -284,7 +303,7 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
             Err(e) => return Err(write_error(e)),
         }
         taken += 1;
-        if args.samples.is_some_and(|n| taken >= n) {
+        if samples.is_some_and(|n| taken >= n) {
             break;
         }
         // Fixed-rate schedule: sample k is due at start + k × interval, whatever collecting took.

@@ -85,11 +85,7 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
         &args.remote,
         &requests,
     )?;
-    let mut first = source.collect()?;
-    if source.include_missing(&requests, &first) {
-        drop(first);
-        first = source.collect()?;
-    }
+    let first = source.collect_first(&requests)?;
     let names = source.names.clone();
     sampler::check(&requests, &first, &names).map_err(|e| e.to_string())?;
 
