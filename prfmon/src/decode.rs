@@ -822,7 +822,7 @@ impl CounterDef {
 }
 
 /// One PERF_INSTANCE_DEFINITION with its values, as owned data: what [`Instance::to_data`]
-/// returns, and what [`crate::datablock::ObjectBuilder`] writes.
+/// returns, and what [`crate::builder::ObjectBuilder`] writes.
 ///
 /// # Examples
 ///

@@ -1233,7 +1233,18 @@ impl<'v> ObjectView<'v> {
     ///
     /// # Examples
     ///
-    /// See [`ObjectView::to_data`].
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let object = view.object(0).unwrap();
+    /// let data = &prfmon::decode::decode(&bytes)?.objects[0];
+    /// assert_eq!((data.help_index, data.detail_level), (object.help_index(), object.detail_level()));
+    /// assert_eq!((data.default_counter, data.code_page), (object.default_counter(), object.code_page()));
+    /// assert_eq!((data.perf_time, data.perf_freq), (object.perf_time(), object.perf_freq()));
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
     pub fn help_index(&self) -> u32 {
         self.header.object_help_title_index.get()
     }
@@ -1242,7 +1253,7 @@ impl<'v> ObjectView<'v> {
     ///
     /// # Examples
     ///
-    /// See [`ObjectView::to_data`].
+    /// See [`ObjectView::help_index`].
     pub fn detail_level(&self) -> u32 {
         self.header.detail_level.get()
     }
@@ -1251,7 +1262,7 @@ impl<'v> ObjectView<'v> {
     ///
     /// # Examples
     ///
-    /// See [`ObjectView::to_data`].
+    /// See [`ObjectView::help_index`].
     pub fn default_counter(&self) -> i32 {
         self.header.default_counter.get()
     }
@@ -1278,7 +1289,7 @@ impl<'v> ObjectView<'v> {
     ///
     /// # Examples
     ///
-    /// See [`ObjectView::to_data`].
+    /// See [`ObjectView::help_index`].
     pub fn code_page(&self) -> u32 {
         self.header.code_page.get()
     }
@@ -1287,7 +1298,7 @@ impl<'v> ObjectView<'v> {
     ///
     /// # Examples
     ///
-    /// See [`ObjectView::to_data`].
+    /// See [`ObjectView::help_index`].
     pub fn perf_time(&self) -> i64 {
         self.header.perf_time.get()
     }
@@ -1296,7 +1307,7 @@ impl<'v> ObjectView<'v> {
     ///
     /// # Examples
     ///
-    /// See [`ObjectView::to_data`].
+    /// See [`ObjectView::help_index`].
     pub fn perf_freq(&self) -> i64 {
         self.header.perf_freq.get()
     }

@@ -1,22 +1,4 @@
-//! The fixed columns of a log: what `typeperf` samples.
-//!
-//! A typeperf log's columns are the counters its paths named at the first collection (a CSV
-//! header cannot change). [`Columns::new`] expands the paths once, hands each column's path
-//! to the caller as it is found (the header is written then) and keeps, per column, a key
-//! and a check word, not its path: 16 bytes a column, so that `\Object(*)\Counter` over a
-//! million instances costs 16 MB, not a million paths.
-//!
-//! At each sample ([`Columns::sample`]) every counter on offer is looked up by its key
-//! (object, counter, parent, name and `#n`, case-folded as PDH compares them); each column it
-//! matches gets its value. A column is an exact path, so it matches what PDH would match
-//! with that path: the counter of that name of the instance of that name and number, under
-//! that parent, or under any parent when the path has none; when several do, the last in
-//! collection order gives the value, as the column's own expansion would.
-//!
-//! ```text
-//! key(object, counter, parent?, name, #n) ──SipHash k1──▶ 64-bit key   ┐ sorted: (key, check,
-//!                                         ──SipHash k2──▶ 32-bit check ┘         column)
-//! ```
+//! The fixed columns of a log: what `typeperf` samples (see [`Columns`]).
 
 use std::fmt::Write as _;
 use std::hash::{BuildHasher, RandomState};
@@ -26,7 +8,7 @@ use super::previous::Previous;
 use super::{machine_of, reading};
 use crate::decode::DataSnapshot;
 use crate::names::Names;
-use crate::pdh::{self, CounterPath, FormatOptions};
+use crate::pdh::{CounterPath, FormatOptions};
 
 /// What a column is looked up by: one word to sort on, one to check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -42,7 +24,25 @@ struct Column {
     position: u32,
 }
 
-/// The columns of a log (see the [module docs](self)).
+/// The columns of a log: what `typeperf` samples.
+///
+/// A typeperf log's columns are the counters its paths named at the first collection (a CSV
+/// header cannot change). [`Columns::new`] expands the paths once, hands each column's path
+/// to the caller as it is found (the header is written then) and keeps, per column, a key
+/// and a check word, not its path: 16 bytes a column, so that `\Object(*)\Counter` over a
+/// million instances costs 16 MB, not a million paths.
+///
+/// At each sample ([`Columns::sample`]) every counter on offer is looked up by its key
+/// (object, counter, parent, name and `#n`, case-folded as PDH compares them); each column it
+/// matches gets its value. A column is an exact path, so it matches what PDH would match
+/// with that path: the counter of that name of the instance of that name and number, under
+/// that parent, or under any parent when the path has none; when several do, the last in
+/// collection order gives the value, as the column's own expansion would.
+///
+/// ```text
+/// key(object, counter, parent?, name, #n) ──SipHash k1──▶ 64-bit key   ┐ sorted: (key, check,
+///                                         ──SipHash k2──▶ 32-bit check ┘         column)
+/// ```
 ///
 /// # Examples
 ///
@@ -234,9 +234,7 @@ impl Columns {
             let key = key.to_lowercase();
             let (previous, options) = (&self.previous, self.options);
             let Some((_, value, _)) = reading(&offered, hit, |raw| {
-                let value = pdh::format(previous.get(&key).as_ref(), raw, options);
-                current.insert(&key, hit.object, raw);
-                value
+                previous.format(&mut current, &key, hit.object, raw, options)
             }) else {
                 continue;
             };

@@ -19,7 +19,7 @@
 //!    PERF_DATA_BLOCK and the object's own `PerfTime` / `PerfFreq`;
 //! 3. formats it with [`pdh::format`] from the previous sample of the same counter (same full
 //!    path) and the current one. Only the previous *collection* is remembered, and of it only
-//!    the counters whose formula needs it ([`previous`]): a counter that was missing from it
+//!    the counters whose formula needs it, a few words each: a counter that was missing from it
 //!    (an instance that went and came back) starts again with [`NoValue::FirstSample`], as a
 //!    counter newly added to a PDH query does.
 //!
@@ -48,7 +48,7 @@
 
 mod columns;
 mod offered;
-pub mod previous;
+mod previous;
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -452,9 +452,7 @@ impl Sampler {
                 }
                 let key = key.to_lowercase();
                 let Some((raw, value, def)) = reading(&offered, hit, |raw| {
-                    let value = pdh::format(previous.get(&key).as_ref(), raw, options);
-                    current.insert(&key, hit.object, raw);
-                    value
+                    previous.format(&mut current, &key, hit.object, raw, options)
                 }) else {
                     return;
                 };
@@ -605,20 +603,21 @@ fn raw_sample_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builder::ObjectBuilder;
     use crate::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    use crate::decode::{InstanceData, RawValue};
     use prfdata::winperf::{
-        PerfCounterBlock, PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType,
         PERF_100NSEC_TIMER, PERF_AVERAGE_BASE, PERF_AVERAGE_TIMER, PERF_COUNTER_COUNTER,
         PERF_COUNTER_RAWCOUNT, PERF_ELAPSED_TIME, PERF_NO_UNIQUE_ID,
     };
-    use zerocopy::IntoBytes;
 
     const F: i64 = 10_000_000;
     /// The object's own timer runs at 1 kHz, unlike the data block's 10 MHz, so a formula that
     /// took the wrong clock would show.
     const OBJECT_FREQ: i64 = 1_000;
 
-    /// Counters of the synthetic object: (name index, type, size, offset).
+    /// Counters of the synthetic object: (name index, type, size, offset), the offsets where
+    /// [`ObjectBuilder`] puts them.
     const DEFS: [(u32, u32, u32, u32); 6] = [
         (2, PERF_COUNTER_RAWCOUNT, 4, 8),
         (4, PERF_COUNTER_COUNTER, 4, 12),
@@ -627,74 +626,27 @@ mod tests {
         (8, PERF_ELAPSED_TIME, 8, 24),
         (10, PERF_100NSEC_TIMER, 8, 32),
     ];
-    const BLOCK: usize = 40;
 
-    /// One object (index 100) whose instances carry `values` for the counters in [`DEFS`]
-    /// (`None`: an object without instances with the first value set), with the object's
-    /// clock at `object_time` ticks of [`OBJECT_FREQ`].
+    /// One object (index 100) whose instances carry `values` for the counters in [`DEFS`],
+    /// with the object's clock at `object_time` ticks of [`OBJECT_FREQ`].
     fn object(instances: &[(&str, [i64; 6])], object_time: i64) -> Vec<u8> {
-        let mut body = Vec::new();
-        let block = |vals: &[i64; 6]| {
-            let mut b = PerfCounterBlock {
-                byte_length: BLOCK as u32,
-            }
-            .as_bytes()
-            .to_vec();
-            b.resize(BLOCK, 0);
-            for ((_, _, size, off), v) in DEFS.iter().zip(vals) {
-                let at = *off as usize;
-                if *size == 4 {
-                    b[at..at + 4].copy_from_slice(&(*v as u32).to_le_bytes());
-                } else {
-                    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
-                }
-            }
-            b
-        };
-        for (name, vals) in instances {
-            let units: Vec<u16> = name.encode_utf16().chain([0]).collect();
-            let len = (24 + units.len() * 2).next_multiple_of(8);
-            let def = PerfInstanceDefinition {
-                byte_length: len as u32,
-                parent_object_title_index: 0,
-                parent_object_instance: 0,
+        let mut object = ObjectBuilder::new(100)
+            .clock(object_time, OBJECT_FREQ)
+            .with_instances();
+        for (index, counter_type, size, _) in DEFS {
+            object = object
+                .counter(100 + index, counter_type, size)
+                .scale(if index == 4 { -1 } else { 0 });
+        }
+        for (name, values) in instances {
+            object = object.instance(InstanceData {
+                name: (*name).to_owned(),
                 unique_id: PERF_NO_UNIQUE_ID,
-                name_offset: 24,
-                name_length: (units.len() * 2) as u32,
-            };
-            body.extend_from_slice(def.as_bytes());
-            body.extend(units.iter().flat_map(|u| u.to_le_bytes()));
-            body.resize(body.len().next_multiple_of(8), 0);
-            body.extend(block(vals));
+                values: values.iter().map(|&v| RawValue::Int(v)).collect(),
+                ..InstanceData::default()
+            });
         }
-        let definition_length = 64 + 40 * DEFS.len();
-        let header = PerfObjectType {
-            total_byte_length: (definition_length + body.len()) as u32,
-            definition_length: definition_length as u32,
-            header_length: 64,
-            object_name_title_index: 100,
-            object_help_title_index: 101,
-            num_counters: DEFS.len() as u32,
-            num_instances: instances.len() as i32,
-            perf_time: object_time,
-            perf_freq: OBJECT_FREQ,
-            ..Default::default()
-        };
-        let mut out = header.as_bytes().to_vec();
-        for (index, counter_type, size, offset) in DEFS {
-            let def = PerfCounterDefinition {
-                byte_length: 40,
-                counter_name_title_index: 100 + index,
-                counter_type,
-                counter_size: size,
-                counter_offset: offset,
-                default_scale: if index == 4 { -1 } else { 0 },
-                ..Default::default()
-            };
-            out.extend_from_slice(def.as_bytes());
-        }
-        out.extend_from_slice(&body);
-        out
+        object.build()
     }
 
     fn snapshot(seconds: i64, instances: &[(&str, [i64; 6])]) -> DataSnapshot {

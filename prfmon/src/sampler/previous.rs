@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 
 use crate::decode::DataSnapshot;
-use crate::pdh::RawSample;
+use crate::pdh::{FormatOptions, NoValue, RawSample};
 
 /// One counter's raw sample, without its clocks.
 #[derive(Debug, Clone, Copy)]
@@ -98,6 +98,22 @@ impl Previous {
         } else {
             raw
         })
+    }
+
+    /// `raw`'s value formatted with `options` ([`crate::pdh::format`]) from the sample kept
+    /// here under `key` (a path in lower case), `raw` then kept under `key` in `next` (the
+    /// set of this collection, [`Previous::next`]).
+    pub(crate) fn format(
+        &self,
+        next: &mut Previous,
+        key: &str,
+        object: usize,
+        raw: &RawSample,
+        options: FormatOptions,
+    ) -> Result<f64, NoValue> {
+        let value = crate::pdh::format(self.get(key).as_ref(), raw, options);
+        next.insert(key, object, raw);
+        value
     }
 
     /// Keeps `raw`, a sample of a counter of the object at `object` (a position in the
