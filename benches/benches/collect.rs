@@ -340,12 +340,11 @@ fn bench_decode(group: &mut BenchmarkGroup<'_, WallTime>, collected: &[u8]) {
         }],
     );
     let snap = prfmon::decode::decode(&block).expect("the collection decodes");
-    assert_eq!(snap.objects[0].instances.len(), INSTANCES);
+    assert_eq!(snap.objects[0].instance_count(), INSTANCES);
     let view = prfmon::view::DataView::parse(&block).expect("the collection decodes");
     let expected: i64 = snap.objects[0]
-        .instances
-        .iter()
-        .flat_map(|i| i.values.iter().filter_map(|v| v.as_i64()))
+        .instances()
+        .flat_map(|i| i.values().iter().filter_map(|v| v.as_i64()))
         .sum();
     assert_eq!(touch_every_value(&view), expected, "every value is read");
     group.bench_function("decode_1000x16", |b| {
@@ -367,7 +366,7 @@ fn bench_end_to_end(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) {
     let mut collector = Collector::open(registry, options).expect("open the collector");
     let first = prfmon::decode::decode(&collector.collect("Global")).expect("decodes");
     assert_eq!(
-        first.objects[0].instances.len(),
+        first.objects[0].instance_count(),
         INSTANCES,
         "the collector reaches the app"
     );

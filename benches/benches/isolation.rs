@@ -152,7 +152,7 @@ impl Fixture {
             n,
             "{isolation:?}: one object per service"
         );
-        assert!(snap.objects.iter().all(|o| o.instances.len() == 16));
+        assert!(snap.objects.iter().all(|o| o.instance_count() == 16));
         let mut services = collection.services.clone();
         services.dedup();
         assert_eq!(

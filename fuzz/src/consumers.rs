@@ -6,8 +6,9 @@
 //!   (`BlockView::ints`) must read what `BlockView::int` does.
 //! - [`check_snapshot`]: everything the CLI does with a decoded collection: the table and JSON
 //!   reports, `list`'s catalog, `/metrics` (OpenMetrics and text), `typeperf -q`'s listing,
-//!   and two samples of a PDH sampler over every object's counters (wildcards). No panic, and
-//!   every offered counter resolves back to itself.
+//!   and two samples of a PDH sampler over every object's counters (wildcards), and of a
+//!   log's columns made from the same paths. No panic, and every offered counter resolves
+//!   back to itself.
 //! - [`check_path`]: a counter path as `typeperf` and `watch` take it
 //!   ([`prfmon::pdh::parse`]): a path that parses prints as text that parses to the same path,
 //!   and resolves against a real collection of the demo (or fails with a typed error).
@@ -17,7 +18,7 @@ use std::sync::OnceLock;
 use prfmon::decode::{decode, DataSnapshot};
 use prfmon::names::Names;
 use prfmon::pdh::{self, CounterPath, FormatOptions};
-use prfmon::sampler::{offers, resolve, Sampler};
+use prfmon::sampler::{check, offers, resolve, Columns, Sampler};
 
 /// The names of the fuzz registry (the demo's and the fuzz map's), in English.
 ///
@@ -93,13 +94,14 @@ pub fn check_snapshot(snapshot: &DataSnapshot) {
     let names = names();
     let services: Vec<String> = snapshot.objects.iter().map(|_| "Fuzz".into()).collect();
     let _ = prfmon::report::table_with_services(snapshot, names, &services);
-    let _ = prfmon::report::json_with_services(snapshot, names, &services).to_string();
+    let report = prfmon::report::JsonReport::new(snapshot, names).services(&services);
+    let _ = report.write_to(&mut std::io::sink());
     let _ = prfmon::catalog::catalog(std::slice::from_ref(snapshot), names, u32::MAX);
     let exposition = prfmon::openmetrics::exposition::Exposition::new(snapshot, &services, names);
     let _ = (exposition.encode(), exposition.encode_text());
 
     let offered = offers(snapshot, names);
-    let _ = prfmon::typeperf::query_paths(&offered, None, true);
+    let _ = prfmon::typeperf::query_paths(snapshot, names, None, true, |_| Ok::<(), ()>(()));
     // Each counter offered resolves to itself (the first few: the names repeat).
     for offer in offered.iter().take(16) {
         let path = offer.available.path();
@@ -127,10 +129,24 @@ pub fn check_snapshot(snapshot: &DataSnapshot) {
             }
         }
     }
-    let mut sampler = Sampler::new(requests, FormatOptions::default());
+    let mut sampler = Sampler::new(requests.clone(), FormatOptions::default());
     for _ in 0..2 {
         let sample = sampler.sample(snapshot, names);
         let _ = sample.wall_time();
+    }
+    // The same requests as a log's columns: one value per column, every sample.
+    if check(&requests, snapshot, names).is_ok() {
+        let mut count = 0;
+        let columns = Columns::new(&requests, snapshot, names, FormatOptions::default(), |_| {
+            count += 1;
+            Ok::<(), ()>(())
+        });
+        if let Ok(mut columns) = columns {
+            assert_eq!(columns.len(), count);
+            for _ in 0..2 {
+                assert_eq!(columns.sample(snapshot, names).len(), count);
+            }
+        }
     }
 }
 

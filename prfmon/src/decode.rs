@@ -4,8 +4,12 @@
 //! The bytes are untrusted input (a file, another process's buffer): every offset and length
 //! is checked before it is used, nothing is indexed unchecked, and every error names the byte
 //! offset (from the start of the input) where the problem is. The checks are
-//! [`crate::view`]'s: [`decode`] is a [`DataView`] copied out into owned data; a consumer that
-//! only reads values can use the view and allocate nothing per instance.
+//! [`crate::view`]'s, in one pass; the snapshot then keeps the bytes and reads them in place
+//! (the same view, owned): its objects' header fields and counter definitions are copied,
+//! but nothing is built per instance or per value, and an instance's name is decoded when it
+//! is asked for. A snapshot therefore costs its bytes and one offset per instance (the view's
+//! index), whatever the instances hold; [`decode_owned`] keeps the caller's buffer rather than
+//! a copy of it.
 //!
 //! The layout, from winperf.h (x64 sizes):
 //!
@@ -39,15 +43,18 @@
 //! let bytes = build_data_block("host", &CollectionTimes::now(), &[]);
 //! let snap = decode(&bytes)?;
 //! assert_eq!(snap.system_name, "host");
+//! assert_eq!(prfmon::decode::decode_owned(bytes.clone())?, snap);
 //! assert!(snap.objects.is_empty());
 //! assert!(matches!(decode(&bytes[..40]), Err(DecodeError::Truncated { offset: 0, .. })));
 //! # Ok::<(), DecodeError>(())
 //! ```
 
+use std::sync::Arc;
+
 use prfdata::winperf::{self, PERF_NO_INSTANCES};
 use serde::Serialize;
 
-use crate::view::DataView;
+use crate::view::{BlockView, Checked, CheckedBlock, DataView, InstanceView, ObjectView};
 
 /// `"PERF"` in UTF-16, the signature of a PERF_DATA_BLOCK.
 pub const SIGNATURE: [u16; 4] = [b'P' as u16, b'E' as u16, b'R' as u16, b'F' as u16];
@@ -124,6 +131,12 @@ impl DecodeError {
 
 /// A whole collection: the PERF_DATA_BLOCK header and its objects.
 ///
+/// The header fields, the objects' header fields and their counter definitions are owned
+/// copies; the instances and values stay where they are, in the collection's bytes, which the
+/// snapshot keeps (shared by its objects, and by a clone): nothing is allocated per instance
+/// or per value, and an instance's name is decoded when asked for (see the
+/// [module docs](self)).
+///
 /// # Examples
 ///
 /// ```
@@ -134,7 +147,7 @@ impl DecodeError {
 /// assert_eq!(snap.perf_freq, prfdata::clock::PERF_FREQUENCY);
 /// # Ok::<(), prfmon::decode::DecodeError>(())
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct DataSnapshot {
     /// `Version`.
     pub version: u32,
@@ -158,6 +171,83 @@ pub struct DataSnapshot {
     pub system_name: String,
     /// The objects, in order.
     pub objects: Vec<ObjectData>,
+}
+
+impl std::fmt::Debug for DataSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataSnapshot")
+            .field("version", &self.version)
+            .field("revision", &self.revision)
+            .field("total_byte_length", &self.total_byte_length)
+            .field("header_length", &self.header_length)
+            .field("default_object", &self.default_object)
+            .field("system_time", &self.system_time)
+            .field("perf_time", &self.perf_time)
+            .field("perf_freq", &self.perf_freq)
+            .field("perf_time_100nsec", &self.perf_time_100nsec)
+            .field("system_name", &self.system_name)
+            .field("objects", &self.objects)
+            .finish()
+    }
+}
+
+impl DataSnapshot {
+    /// The snapshot of a checked block: its header fields copied, its objects read in place
+    /// from its bytes, which the snapshot keeps (no copy).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// use prfmon::decode::DataSnapshot;
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let block = prfmon::view::CheckedBlock::parse(build_data_block("box", &CollectionTimes::now(), &[out]))?;
+    /// let snap = DataSnapshot::from_block(block);
+    /// assert_eq!(snap.objects[0].instance(1).unwrap().name(), "beta");
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn from_block(block: CheckedBlock) -> Self {
+        let head = block.view().to_definitions();
+        Self::in_place(head, block.into_checked())
+    }
+
+    /// `head` (a [`DataView::to_definitions`] of `checked`) with its objects' instances and
+    /// values read in place from `checked`.
+    pub(crate) fn in_place(mut head: DataSnapshot, checked: Checked) -> Self {
+        let checked = Arc::new(checked);
+        let definitions = std::mem::take(&mut head.objects);
+        head.objects = definitions
+            .into_iter()
+            .enumerate()
+            .map(|(k, definition)| ObjectData::in_place(definition, &checked, k))
+            .collect();
+        head
+    }
+
+    /// The parent of `instance` as PDH finds it: the instance at `ParentObjectInstance` of the
+    /// first object whose name index is `ParentObjectTitleIndex`, in this collection; `None`
+    /// for an instance without a parent or one whose parent is not here.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let alpha = snap.objects[0].instance(0).unwrap();
+    /// assert!(snap.parent(&alpha).is_none());
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn parent(&self, instance: &Instance<'_>) -> Option<Instance<'_>> {
+        let title = instance.parent_object_title_index();
+        if title == 0 {
+            return None;
+        }
+        self.objects
+            .iter()
+            .find(|o| o.name_index == title)?
+            .instance(instance.parent_object_instance() as usize)
+    }
 }
 
 /// winperf.h `SYSTEMTIME`, as decoded.
@@ -206,16 +296,19 @@ impl From<winperf::SystemTime> for SystemTimeFields {
     }
 }
 
-/// One PERF_OBJECT_TYPE with its counters and data.
+/// One PERF_OBJECT_TYPE with its counters and data: the header fields and counter definitions
+/// owned, the instances and values read in place ([`ObjectData::instance`],
+/// [`ObjectData::values`]).
 ///
 /// # Examples
 ///
 /// ```
 /// use prfdata::winperf::PERF_NO_INSTANCES;
-/// let obj = prfmon::decode::ObjectData { num_instances: PERF_NO_INSTANCES, ..Default::default() };
-/// assert!(!obj.has_instances() && obj.instances.is_empty());
+/// let mut obj = prfmon::decode::ObjectData::default();
+/// obj.num_instances = PERF_NO_INSTANCES;
+/// assert!(!obj.has_instances() && obj.instance_count() == 0 && obj.values().is_none());
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Default)]
 pub struct ObjectData {
     /// Offset of the PERF_OBJECT_TYPE from the start of the input.
     pub offset: usize,
@@ -237,23 +330,444 @@ pub struct ObjectData {
     pub perf_freq: i64,
     /// The counter definitions, in order.
     pub counters: Vec<CounterDef>,
-    /// The values of an object without instances, one per counter (empty if it has instances).
-    pub values: Vec<RawValue>,
-    /// The instances (empty if the object has none).
-    pub instances: Vec<InstanceData>,
+    /// Where the instances and values are; `None` for definitions only.
+    data: Option<InPlace>,
+}
+
+/// The instances and values of an [`ObjectData`], in the collection's bytes.
+#[derive(Clone)]
+struct InPlace {
+    checked: Arc<Checked>,
+    /// The object's position in `checked`.
+    object: usize,
+    /// After [`ObjectData::keep_instances`]: the instances kept, in order, each with the
+    /// parent position it now has; `None` for every instance as written.
+    kept: Option<Arc<[Kept]>>,
+}
+
+/// One instance kept by [`ObjectData::keep_instances`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Kept {
+    /// Its position among the object's instances as written.
+    instance: u32,
+    /// Its `ParentObjectInstance` now.
+    parent_object_instance: u32,
 }
 
 impl ObjectData {
+    /// `definition` (an [`ObjectView::to_definition`]) with the instances and values of object
+    /// `object` of `checked`.
+    pub(crate) fn in_place(definition: ObjectData, checked: &Arc<Checked>, object: usize) -> Self {
+        ObjectData {
+            data: Some(InPlace {
+                checked: Arc::clone(checked),
+                object,
+                kept: None,
+            }),
+            ..definition
+        }
+    }
+
     /// Whether the object has instances (`NumInstances` is not `PERF_NO_INSTANCES`).
     ///
     /// # Examples
     ///
     /// ```
-    /// let obj = prfmon::decode::ObjectData { num_instances: 0, ..Default::default() };
+    /// let mut obj = prfmon::decode::ObjectData::default();
+    /// obj.num_instances = 0;
     /// assert!(obj.has_instances());
     /// ```
     pub fn has_instances(&self) -> bool {
         self.num_instances != PERF_NO_INSTANCES
+    }
+
+    /// The object read in place, if it has data.
+    #[inline]
+    fn view(&self) -> Option<ObjectView<'_>> {
+        let data = self.data.as_ref()?;
+        data.checked.object(data.object)
+    }
+
+    /// The number of instances (0 for an object without instances).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let object = &snap.objects[0];
+    /// assert_eq!(object.instance_count(), 2);
+    /// let names: Vec<String> = object.instances().map(|i| i.name()).collect();
+    /// assert_eq!(names, ["alpha", "beta"]);
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn instance_count(&self) -> usize {
+        match &self.data {
+            None => 0,
+            Some(InPlace { kept: Some(k), .. }) => k.len(),
+            Some(_) => self.view().map_or(0, |v| v.instance_count()),
+        }
+    }
+
+    /// The instance at position `index`, if there is one.
+    ///
+    /// # Examples
+    ///
+    /// See [`ObjectData::instance_count`].
+    #[inline]
+    pub fn instance(&self, index: usize) -> Option<Instance<'_>> {
+        let data = self.data.as_ref()?;
+        let object = data.checked.object(data.object)?;
+        Instance::at(object, data.kept.as_deref(), index)
+    }
+
+    /// The instances, in order.
+    ///
+    /// # Examples
+    ///
+    /// See [`ObjectData::instance_count`].
+    pub fn instances(&self) -> impl Iterator<Item = Instance<'_>> + '_ {
+        let data = self.data.as_ref();
+        let object = self.view();
+        (0..self.instance_count()).filter_map(move |i| {
+            let data = data?;
+            Instance::at(object?, data.kept.as_deref(), i)
+        })
+    }
+
+    /// The values of an object without instances, one per counter; `None` for an object with
+    /// instances.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// assert!(snap.objects[0].values().is_none());
+    /// assert_eq!(snap.objects[0].instance(1).unwrap().values().int(1), Some(-5));
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn values(&self) -> Option<Values<'_>> {
+        let object = self.view()?;
+        Some(Values {
+            block: object.values()?,
+            object,
+        })
+    }
+
+    /// Keeps only the instances `kept` names, in its order: each a current position and the
+    /// `ParentObjectInstance` it has from now on. What [`crate::merge`] does to the objects
+    /// it appends. `num_instances` is left to the caller.
+    pub(crate) fn keep_instances(&mut self, kept: impl IntoIterator<Item = (usize, u32)>) {
+        let Some(data) = self.data.as_mut() else {
+            return;
+        };
+        let before = data.kept.clone();
+        let kept: Arc<[Kept]> = kept
+            .into_iter()
+            .filter_map(|(i, parent_object_instance)| {
+                let instance = match &before {
+                    Some(k) => k.get(i)?.instance,
+                    None => u32::try_from(i).ok()?,
+                };
+                Some(Kept {
+                    instance,
+                    parent_object_instance,
+                })
+            })
+            .collect();
+        data.kept = Some(kept);
+    }
+
+    /// The owned copy of every instance (names decoded, values read): for tests and small
+    /// objects; a large one is better read through [`ObjectData::instances`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// assert_eq!(snap.objects[0].instance_data()[0].name, "alpha");
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn instance_data(&self) -> Vec<InstanceData> {
+        self.instances().map(|i| i.to_data()).collect()
+    }
+}
+
+impl std::fmt::Debug for ObjectData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectData")
+            .field("offset", &self.offset)
+            .field("name_index", &self.name_index)
+            .field("help_index", &self.help_index)
+            .field("detail_level", &self.detail_level)
+            .field("default_counter", &self.default_counter)
+            .field("num_instances", &self.num_instances)
+            .field("code_page", &self.code_page)
+            .field("perf_time", &self.perf_time)
+            .field("perf_freq", &self.perf_freq)
+            .field("counters", &self.counters)
+            .field("values", &self.values().map(|v| v.to_vec()))
+            .field("instances", &self.instance_data())
+            .finish()
+    }
+}
+
+/// Equal when everything a consumer reads is equal: header fields, definitions, and every
+/// instance's fields, name and values (wherever the bytes are).
+impl PartialEq for ObjectData {
+    fn eq(&self, other: &Self) -> bool {
+        self.offset == other.offset
+            && self.name_index == other.name_index
+            && self.help_index == other.help_index
+            && self.detail_level == other.detail_level
+            && self.default_counter == other.default_counter
+            && self.num_instances == other.num_instances
+            && self.code_page == other.code_page
+            && self.perf_time == other.perf_time
+            && self.perf_freq == other.perf_freq
+            && self.counters == other.counters
+            && self.values().map(|v| v.to_vec()) == other.values().map(|v| v.to_vec())
+            && self.instance_count() == other.instance_count()
+            && self
+                .instances()
+                .zip(other.instances())
+                .all(|(a, b)| a.to_data() == b.to_data())
+    }
+}
+
+impl Eq for ObjectData {}
+
+/// One instance of an [`ObjectData`], read in place.
+///
+/// # Examples
+///
+/// See [`ObjectData::instance_count`].
+#[derive(Clone, Copy)]
+pub struct Instance<'a> {
+    view: InstanceView<'a>,
+    object: ObjectView<'a>,
+    /// The parent position [`ObjectData::keep_instances`] gave it, if any.
+    parent: Option<u32>,
+}
+
+impl std::fmt::Debug for Instance<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.to_data(), f)
+    }
+}
+
+impl<'a> Instance<'a> {
+    /// Instance `index` of `object`, through `kept` if the object's instances were edited.
+    #[inline]
+    fn at(object: ObjectView<'a>, kept: Option<&[Kept]>, index: usize) -> Option<Self> {
+        let (at, parent) = match kept {
+            Some(kept) => {
+                let k = kept.get(index)?;
+                (k.instance as usize, Some(k.parent_object_instance))
+            }
+            None => (index, None),
+        };
+        Some(Instance {
+            view: object.instance(at)?,
+            object,
+            parent,
+        })
+    }
+
+    /// The name as written (without its NUL), decoded now: UTF-16 for code page 0, else 8-bit
+    /// text (lossily).
+    ///
+    /// # Examples
+    ///
+    /// See [`ObjectData::instance_count`].
+    pub fn name(&self) -> String {
+        self.view.name()
+    }
+
+    /// The name PDH gives the instance itself: its name, or its unique id when it has no name
+    /// (and an id).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// assert_eq!(snap.objects[0].instance(0).unwrap().own_name(), "alpha");
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn own_name(&self) -> String {
+        let name = self.name();
+        if name.is_empty() && self.unique_id() >= 0 {
+            self.unique_id().to_string()
+        } else {
+            name
+        }
+    }
+
+    /// `UniqueID`, or -1 (`PERF_NO_UNIQUE_ID`).
+    ///
+    /// # Examples
+    ///
+    /// See [`Instance::to_data`].
+    pub fn unique_id(&self) -> i32 {
+        self.view.unique_id()
+    }
+
+    /// `ParentObjectTitleIndex`: the name index of the parent's object, or 0.
+    ///
+    /// # Examples
+    ///
+    /// See [`Instance::to_data`].
+    pub fn parent_object_title_index(&self) -> u32 {
+        self.view.parent_object_title_index()
+    }
+
+    /// `ParentObjectInstance`: the parent's position among its object's instances.
+    ///
+    /// # Examples
+    ///
+    /// See [`Instance::to_data`].
+    pub fn parent_object_instance(&self) -> u32 {
+        self.parent
+            .unwrap_or_else(|| self.view.parent_object_instance())
+    }
+
+    /// The instance's values, one per counter.
+    ///
+    /// # Examples
+    ///
+    /// See [`ObjectData::values`].
+    #[inline]
+    pub fn values(&self) -> Values<'a> {
+        Values {
+            block: self.view.values(),
+            object: self.object,
+        }
+    }
+
+    /// The instance as owned data.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// use prfmon::decode::RawValue;
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let beta = snap.objects[0].instance(1).unwrap().to_data();
+    /// assert_eq!((beta.name.as_str(), beta.unique_id), ("beta", -1));
+    /// assert_eq!((beta.parent_object_title_index, beta.parent_object_instance), (0, 0));
+    /// assert_eq!(beta.values, [RawValue::Int(0xFFFF_FFFF), RawValue::Int(-5), RawValue::Int(1)]);
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn to_data(&self) -> InstanceData {
+        InstanceData {
+            name: self.name(),
+            unique_id: self.unique_id(),
+            parent_object_title_index: self.parent_object_title_index(),
+            parent_object_instance: self.parent_object_instance(),
+            values: self.values().to_vec(),
+        }
+    }
+}
+
+/// The values of one counter block (an instance's, or an object's without instances), one per
+/// counter definition, read in place.
+///
+/// # Examples
+///
+/// See [`ObjectData::values`].
+#[derive(Clone, Copy)]
+pub struct Values<'a> {
+    block: BlockView<'a>,
+    object: ObjectView<'a>,
+}
+
+impl std::fmt::Debug for Values<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<'a> Values<'a> {
+    /// The number of values: the object's counter definitions.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let values = snap.objects[0].instance(0).unwrap().values();
+    /// assert_eq!(values.len(), 3);
+    /// assert!(!values.is_empty());
+    /// assert_eq!(values.get(0), Some(prfmon::decode::RawValue::Int(7)));
+    /// assert_eq!(values.get(3), None);
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn len(&self) -> usize {
+        self.object.num_counters()
+    }
+
+    /// Whether the object has no counters. See [`Values::len`].
+    ///
+    /// # Examples
+    ///
+    /// See [`Values::len`].
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The raw value of counter `counter` (see the [module docs](self)); `None` past the last.
+    ///
+    /// # Examples
+    ///
+    /// See [`Values::len`].
+    pub fn get(&self, counter: usize) -> Option<RawValue> {
+        Some(self.block.raw(&self.object.counter(counter)?))
+    }
+
+    /// The raw integer of counter `counter`: a DWORD zero-extended or a LARGE_INTEGER; `None`
+    /// for text, other sizes, or past the last counter. Allocates nothing.
+    ///
+    /// # Examples
+    ///
+    /// See [`ObjectData::values`].
+    #[inline]
+    pub fn int(&self, counter: usize) -> Option<i64> {
+        self.block.int(&self.object.counter(counter)?)
+    }
+
+    /// Every raw value, in definition order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let values: Vec<_> = snap.objects[0].instance(0).unwrap().values().iter().collect();
+    /// assert_eq!(values, snap.objects[0].instance(0).unwrap().values().to_vec());
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn iter(&self) -> impl Iterator<Item = RawValue> + 'a {
+        let block = self.block;
+        self.object.counters().map(move |c| block.raw(&c))
+    }
+
+    /// Every raw value, in definition order, as owned data.
+    ///
+    /// # Examples
+    ///
+    /// See [`Values::iter`].
+    pub fn to_vec(&self) -> Vec<RawValue> {
+        self.iter().collect()
     }
 }
 
@@ -266,7 +780,7 @@ impl ObjectData {
 /// let def = prfmon::decode::CounterDef { counter_type: PERF_AVERAGE_BASE, ..Default::default() };
 /// assert_eq!(def.type_name(), "PERF_AVERAGE_BASE");
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CounterDef {
     /// `CounterNameTitleIndex` (0 for a base).
     pub name_index: u32,
@@ -307,7 +821,8 @@ impl CounterDef {
     }
 }
 
-/// One PERF_INSTANCE_DEFINITION with its values.
+/// One PERF_INSTANCE_DEFINITION with its values, as owned data: what [`Instance::to_data`]
+/// returns, and what [`crate::builder::ObjectBuilder`] writes.
 ///
 /// # Examples
 ///
@@ -315,7 +830,7 @@ impl CounterDef {
 /// let inst = prfmon::decode::InstanceData::default();
 /// assert!(inst.name.is_empty());
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InstanceData {
     /// The name as written (without its NUL).
     pub name: String,
@@ -396,6 +911,26 @@ pub fn decode(bytes: &[u8]) -> Result<DataSnapshot, DecodeError> {
     DataView::parse(bytes).map(|view| view.to_snapshot())
 }
 
+/// [`decode`] that keeps `bytes` in the snapshot instead of a copy of them: a collection
+/// costs its bytes once.
+///
+/// # Errors
+///
+/// What [`decode`] returns for the same bytes.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::datablock::{build_data_block, CollectionTimes};
+/// let bytes = build_data_block("box", &CollectionTimes::now(), &[]);
+/// let snap = prfmon::decode::decode_owned(bytes)?;
+/// assert_eq!(snap.system_name, "box");
+/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// ```
+pub fn decode_owned(bytes: Vec<u8>) -> Result<DataSnapshot, DecodeError> {
+    CheckedBlock::parse(bytes).map(DataSnapshot::from_block)
+}
+
 /// Decodes the PERF_OBJECT_TYPE at `offset`, which must end by `limit`; returns it and the
 /// offset of the next object (`offset + TotalByteLength`).
 ///
@@ -463,10 +998,16 @@ mod tests {
         assert_eq!(obj.counters[1].base, Some(2));
         assert_eq!(obj.counters[2].base_of, Some(1));
         assert!(obj.counters[2].is_base);
-        assert_eq!(obj.instances.len(), 2);
-        assert_eq!(obj.instances[0].name, "alpha");
-        assert_eq!(obj.instances[1].values[0], RawValue::Int(0xFFFF_FFFF));
-        assert_eq!(obj.instances[1].values[1], RawValue::Int(-5));
+        assert_eq!(obj.instance_count(), 2);
+        assert_eq!(obj.instance(0).unwrap().name(), "alpha");
+        assert_eq!(
+            obj.instance(1).unwrap().values().get(0),
+            Some(RawValue::Int(0xFFFF_FFFF))
+        );
+        assert_eq!(
+            obj.instance(1).unwrap().values().get(1),
+            Some(RawValue::Int(-5))
+        );
     }
 
     #[test]

@@ -10,8 +10,77 @@ use prfdata::winperf::{
 use zerocopy::FromBytes;
 
 use crate::decode::{
-    CounterDef, DataSnapshot, DecodeError, InstanceData, ObjectData, RawValue, SIGNATURE,
+    CounterDef, DataSnapshot, DecodeError, InstanceData, ObjectData, RawValue, SystemTimeFields,
+    SIGNATURE,
 };
+
+/// A collection as the old decoder held it: every instance's name and values copied.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Snapshot {
+    pub(crate) version: u32,
+    pub(crate) revision: u32,
+    pub(crate) total_byte_length: u32,
+    pub(crate) header_length: u32,
+    pub(crate) default_object: i32,
+    pub(crate) system_time: SystemTimeFields,
+    pub(crate) perf_time: i64,
+    pub(crate) perf_freq: i64,
+    pub(crate) perf_time_100nsec: i64,
+    pub(crate) system_name: String,
+    pub(crate) objects: Vec<Object>,
+}
+
+/// An object as the old decoder held it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Object {
+    pub(crate) offset: usize,
+    pub(crate) name_index: u32,
+    pub(crate) help_index: u32,
+    pub(crate) detail_level: u32,
+    pub(crate) default_counter: i32,
+    pub(crate) num_instances: i32,
+    pub(crate) code_page: u32,
+    pub(crate) perf_time: i64,
+    pub(crate) perf_freq: i64,
+    pub(crate) counters: Vec<CounterDef>,
+    pub(crate) values: Vec<RawValue>,
+    pub(crate) instances: Vec<InstanceData>,
+}
+
+/// What a snapshot holds, copied out as the old decoder held it.
+pub(crate) fn plain(snap: &DataSnapshot) -> Snapshot {
+    Snapshot {
+        version: snap.version,
+        revision: snap.revision,
+        total_byte_length: snap.total_byte_length,
+        header_length: snap.header_length,
+        default_object: snap.default_object,
+        system_time: snap.system_time,
+        perf_time: snap.perf_time,
+        perf_freq: snap.perf_freq,
+        perf_time_100nsec: snap.perf_time_100nsec,
+        system_name: snap.system_name.clone(),
+        objects: snap.objects.iter().map(plain_object).collect(),
+    }
+}
+
+/// What an object holds, copied out as the old decoder held it.
+pub(crate) fn plain_object(o: &ObjectData) -> Object {
+    Object {
+        offset: o.offset,
+        name_index: o.name_index,
+        help_index: o.help_index,
+        detail_level: o.detail_level,
+        default_counter: o.default_counter,
+        num_instances: o.num_instances,
+        code_page: o.code_page,
+        perf_time: o.perf_time,
+        perf_freq: o.perf_freq,
+        counters: o.counters.clone(),
+        values: o.values().map(|v| v.to_vec()).unwrap_or_default(),
+        instances: o.instance_data(),
+    }
+}
 
 fn read<T: FromBytes>(
     bytes: &[u8],
@@ -106,7 +175,7 @@ fn utf16(
     Ok(out)
 }
 
-pub(crate) fn decode(bytes: &[u8]) -> Result<DataSnapshot, DecodeError> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<Snapshot, DecodeError> {
     const WHAT: &str = "PERF_DATA_BLOCK";
     let header: PerfDataBlock = read(bytes, 0, bytes.len(), WHAT)?;
     if header.signature != SIGNATURE {
@@ -161,7 +230,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<DataSnapshot, DecodeError> {
         objects.push(object);
         offset = next;
     }
-    Ok(DataSnapshot {
+    Ok(Snapshot {
         version: header.version,
         revision: header.revision,
         total_byte_length: header.total_byte_length,
@@ -180,7 +249,7 @@ pub(crate) fn decode_object(
     bytes: &[u8],
     offset: usize,
     limit: usize,
-) -> Result<(ObjectData, usize), DecodeError> {
+) -> Result<(Object, usize), DecodeError> {
     walk_object(bytes, offset, limit, true)
 }
 
@@ -197,7 +266,7 @@ fn walk_object(
     offset: usize,
     limit: usize,
     keep: bool,
-) -> Result<(ObjectData, usize), DecodeError> {
+) -> Result<(Object, usize), DecodeError> {
     let limit = limit.min(bytes.len());
     const HEADER: usize = core::mem::size_of::<PerfObjectType>();
     let obj: PerfObjectType = read(bytes, offset, limit, "PERF_OBJECT_TYPE")?;
@@ -280,7 +349,7 @@ fn walk_object(
         }
     }
 
-    let mut object = ObjectData {
+    let mut object = Object {
         offset,
         name_index: obj.object_name_title_index,
         help_index: obj.object_help_title_index,

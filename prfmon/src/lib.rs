@@ -26,19 +26,21 @@
 //!     (`--host-user`).
 //! - [`trust`]: which provider libraries and registries the collector trusts (owner and
 //!   mode checks on the file and every folder above it, as OpenSSH's StrictModes).
-//! - [`datablock`]: the PERF_DATA_BLOCK that heads a collection.
+//! - [`datablock`]: the PERF_DATA_BLOCK that heads a collection; [`builder`]: a
+//!   PERF_OBJECT_TYPE written from owned parts (what a provider returns, for tests).
 //! - [`source`]: the one role "a PERF_DATA_BLOCK for this query, and its names", played by
 //!   the [`Collector`](collector::Collector) or by `remote::Remote` (another machine's
 //!   `prfmon serve`, with the `remote` feature, on by default).
 //!
 //! **Reading a collection**
 //! - [`decode`]: PERF_DATA_BLOCK bytes → [`DataSnapshot`](decode::DataSnapshot), as untrusted
-//!   input; [`view`]: the same checks, then the bytes read in place
-//!   ([`DataView`](view::DataView)), nothing allocated per instance or value.
+//!   input, the bytes kept and read in place; [`view`]: the same checks, then the bytes read
+//!   in place ([`DataView`](view::DataView)), nothing allocated per instance or value.
 //! - [`catalog`]: the objects and counters on offer, with Name / Description / Differentiate.
 //! - [`merge`]: a `Global` collection and one by index (or `Costly`) as one view, each object
 //!   once, parent links re-pointed.
-//! - [`names`]: names and explain texts from `Perflib\<lang>`; PDH-style instance names.
+//! - [`names`]: names and explain texts from `Perflib\<lang>`; PDH-style instance names;
+//!   [`namesakes`]: instances of one name numbered and found with a word per instance.
 //! - [`factor`]: seed 000's integer scale factors, from the registry, for displayed values.
 //! - [`report`]: a collection as a table or as JSON.
 //!
@@ -72,13 +74,14 @@
 //! let names = prfmon::names::Names::load(&registry, "009")?;
 //! let mut collector = Collector::open(registry, CollectorOptions::default())?;
 //! let collection = collector.collect_with_services("Global");
-//! let snapshot = prfmon::decode::decode(&collection.bytes)?;
-//! print!("{}", prfmon::report::table_with_services(&snapshot, &names, &collection.services));
+//! let snapshot = prfmon::decode::decode_owned(collection.bytes)?;
+//! prfmon::report::write_table(&mut std::io::stdout(), &snapshot, &names, &collection.services)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod builder;
 pub mod catalog;
 pub mod collector;
 pub mod datablock;
@@ -89,6 +92,7 @@ pub mod factor;
 pub mod lease;
 pub mod merge;
 pub mod names;
+pub mod namesakes;
 pub mod openmetrics;
 pub mod pdh;
 pub mod perfstats;

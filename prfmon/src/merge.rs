@@ -16,31 +16,36 @@
 //! # Examples
 //!
 //! ```
-//! use prfmon::decode::{DataSnapshot, InstanceData, ObjectData};
+//! use prfmon::builder::ObjectBuilder;
+//! use prfmon::datablock::{build_data_block, CollectionTimes};
+//! use prfmon::decode::InstanceData;
 //! use prfmon::merge::merge_missing;
 //! let inst = |name: &str, parent: u32, pos: u32| InstanceData {
 //!     name: name.into(), unique_id: -1,
 //!     parent_object_title_index: parent, parent_object_instance: pos, values: vec![],
 //! };
-//! let object = |index: u32, instances: Vec<InstanceData>| ObjectData {
-//!     name_index: index, num_instances: instances.len() as i32, instances, ..Default::default()
+//! let collect = |objects: &[ObjectBuilder]| {
+//!     let outputs: Vec<_> = objects.iter().map(ObjectBuilder::output).collect();
+//!     prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &outputs))
 //! };
 //! // Global: pools "a" and "b". By index: the costly tasks, with the pools (now "b" first).
-//! let mut global = DataSnapshot { objects: vec![object(10, vec![inst("a", 0, 0), inst("b", 0, 0)])], ..Default::default() };
-//! let costly = DataSnapshot { objects: vec![
-//!     object(10, vec![inst("b", 0, 0), inst("a", 0, 0)]),
-//!     object(12, vec![inst("t1", 10, 0)]), // under "b"
-//! ], ..Default::default() };
+//! let mut global = collect(&[ObjectBuilder::new(10).instance(inst("a", 0, 0)).instance(inst("b", 0, 0))])?;
+//! let costly = collect(&[
+//!     ObjectBuilder::new(10).instance(inst("b", 0, 0)).instance(inst("a", 0, 0)),
+//!     ObjectBuilder::new(12).instance(inst("t1", 10, 0)), // under "b"
+//! ])?;
 //! merge_missing(&mut global, costly);
 //! assert_eq!(global.objects.len(), 2, "the pools once");
 //! let names = prfmon::names::instance_names(&global, &global.objects[1]);
 //! assert_eq!(names, ["b/t1"]);
+//! # Ok::<(), prfmon::decode::DecodeError>(())
 //! ```
 
 use std::collections::HashMap;
 
 use crate::decode::{DataSnapshot, ObjectData};
-use crate::names::instance_names;
+use crate::names::InstanceNames;
+use crate::namesakes::NameIndex;
 
 /// Where an appended instance's parent is.
 #[derive(Clone, Copy)]
@@ -50,7 +55,48 @@ enum Parent {
     /// In an object the first collection holds: its position there, if found.
     Kept(Option<u32>),
     /// In another appended object (its position in `added`), at this position of it.
-    Added(usize, usize),
+    Added(u32, u32),
+}
+
+/// The PDH names of a parent object in both collections, to find a parent of the second in
+/// the first by name.
+struct ParentNames<'a> {
+    /// The object in the second collection, whose positions the children name.
+    theirs: InstanceNames<'a>,
+    /// The object in the first collection.
+    ours: InstanceNames<'a>,
+    /// `ours` by name.
+    index: NameIndex,
+}
+
+impl<'a> ParentNames<'a> {
+    fn new(
+        extra: &'a DataSnapshot,
+        theirs: &'a ObjectData,
+        base: &'a DataSnapshot,
+        ours: &'a ObjectData,
+    ) -> Self {
+        let theirs = InstanceNames::new(extra, theirs);
+        let ours = InstanceNames::new(base, ours);
+        let index = NameIndex::new(ours.len(), &mut |i, out| ours.push_name(i, out));
+        ParentNames {
+            theirs,
+            ours,
+            index,
+        }
+    }
+
+    /// The position in the first collection of the parent at `pos` in the second.
+    fn find(&self, pos: usize) -> Option<u32> {
+        if pos >= self.theirs.len() {
+            return None;
+        }
+        let name = self.theirs.get(pos);
+        let ours = &self.ours;
+        self.index
+            .find(&name, &mut |i, out| ours.push_name(i, out))
+            .and_then(|p| u32::try_from(p).ok())
+    }
 }
 
 /// Appends to `base` the objects of `extra` that `base` does not hold (by name index), each
@@ -77,64 +123,8 @@ pub fn merge_missing(base: &mut DataSnapshot, extra: DataSnapshot) {
     if added.is_empty() {
         return;
     }
-
-    // Each appended instance's parent, resolved against `base` where `base` keeps the object.
-    let mut names_cache: HashMap<u32, (Vec<String>, Vec<String>)> = HashMap::new();
-    let mut parents: Vec<Vec<Parent>> = Vec::with_capacity(added.len());
-    for &i in &added {
-        let object = &extra.objects[i];
-        let row = object
-            .instances
-            .iter()
-            .map(|inst| {
-                let index = inst.parent_object_title_index;
-                let pos = inst.parent_object_instance as usize;
-                if index == 0 {
-                    Parent::Untouched
-                } else if let Some(&a) = added_of.get(&index) {
-                    Parent::Added(a, pos)
-                } else if let Some(&b) = in_base.get(&index) {
-                    let Some(theirs) = first_of(&extra, index) else {
-                        return Parent::Untouched;
-                    };
-                    let (extra_names, base_names) = names_cache.entry(index).or_insert_with(|| {
-                        (
-                            instance_names(&extra, theirs),
-                            instance_names(base, &base.objects[b]),
-                        )
-                    });
-                    Parent::Kept(extra_names.get(pos).and_then(|name| {
-                        base_names.iter().position(|n| n == name).map(|p| p as u32)
-                    }))
-                } else {
-                    Parent::Untouched
-                }
-            })
-            .collect();
-        parents.push(row);
-    }
-
-    // Leave out children whose parent is missing, then their children, until nothing changes.
-    let mut keep: Vec<Vec<bool>> = parents.iter().map(|row| vec![true; row.len()]).collect();
-    loop {
-        let mut changed = false;
-        for a in 0..parents.len() {
-            for k in 0..parents[a].len() {
-                let orphan = match parents[a][k] {
-                    Parent::Untouched => false,
-                    Parent::Kept(found) => found.is_none(),
-                    Parent::Added(o, p) => !keep[o].get(p).copied().unwrap_or(false),
-                };
-                if keep[a][k] && orphan {
-                    keep[a][k] = false;
-                    changed = true;
-                }
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
+    let parents = find_parents(base, &extra, &added, &in_base, &added_of);
+    let keep = drop_orphans(&parents);
 
     // New positions in the appended objects, then the objects themselves.
     let new_pos: Vec<Vec<u32>> = keep
@@ -155,22 +145,91 @@ pub fn merge_missing(base: &mut DataSnapshot, extra: DataSnapshot) {
         let Some(mut object) = extra_objects[i].take() else {
             continue;
         };
-        let instances = std::mem::take(&mut object.instances);
-        for (k, mut inst) in instances.into_iter().enumerate() {
-            if !keep[a][k] {
-                continue;
-            }
-            match parents[a][k] {
-                Parent::Untouched => {}
-                Parent::Kept(found) => inst.parent_object_instance = found.unwrap_or(0),
-                Parent::Added(o, p) => inst.parent_object_instance = new_pos[o][p],
-            }
-            object.instances.push(inst);
-        }
+        let kept: Vec<(usize, u32)> = (0..object.instance_count())
+            .filter(|&k| keep[a][k])
+            .filter_map(|k| {
+                let parent = match parents[a][k] {
+                    Parent::Untouched => object.instance(k)?.parent_object_instance(),
+                    Parent::Kept(found) => found.unwrap_or(0),
+                    Parent::Added(o, p) => new_pos[o as usize][p as usize],
+                };
+                Some((k, parent))
+            })
+            .collect();
+        let count = kept.len();
+        object.keep_instances(kept);
         if object.has_instances() {
-            object.num_instances = object.instances.len() as i32;
+            object.num_instances = count as i32;
         }
         base.objects.push(object);
+    }
+}
+
+/// Each appended instance's parent (`added`: positions in `extra.objects`), resolved against
+/// `base` where `base` keeps the parent's object.
+fn find_parents(
+    base: &DataSnapshot,
+    extra: &DataSnapshot,
+    added: &[usize],
+    in_base: &HashMap<u32, usize>,
+    added_of: &HashMap<u32, usize>,
+) -> Vec<Vec<Parent>> {
+    let mut names_cache: HashMap<u32, Option<ParentNames<'_>>> = HashMap::new();
+    let mut parents: Vec<Vec<Parent>> = Vec::with_capacity(added.len());
+    for &i in added {
+        let object = &extra.objects[i];
+        let row = object
+            .instances()
+            .map(|inst| {
+                let index = inst.parent_object_title_index();
+                let pos = inst.parent_object_instance();
+                if index == 0 {
+                    Parent::Untouched
+                } else if let Some(&a) = added_of.get(&index) {
+                    Parent::Added(a as u32, pos)
+                } else if let Some(&b) = in_base.get(&index) {
+                    let names = names_cache.entry(index).or_insert_with(|| {
+                        let theirs = first_of(extra, index)?;
+                        Some(ParentNames::new(extra, theirs, base, &base.objects[b]))
+                    });
+                    match names {
+                        Some(names) => Parent::Kept(names.find(pos as usize)),
+                        None => Parent::Untouched,
+                    }
+                } else {
+                    Parent::Untouched
+                }
+            })
+            .collect();
+        parents.push(row);
+    }
+    parents
+}
+
+/// Which appended instances are kept: children whose parent is missing are left out, then
+/// their children, until nothing changes.
+fn drop_orphans(parents: &[Vec<Parent>]) -> Vec<Vec<bool>> {
+    let mut keep: Vec<Vec<bool>> = parents.iter().map(|row| vec![true; row.len()]).collect();
+    loop {
+        let mut changed = false;
+        for a in 0..parents.len() {
+            for k in 0..parents[a].len() {
+                let orphan = match parents[a][k] {
+                    Parent::Untouched => false,
+                    Parent::Kept(found) => found.is_none(),
+                    Parent::Added(o, p) => {
+                        !keep[o as usize].get(p as usize).copied().unwrap_or(false)
+                    }
+                };
+                if keep[a][k] && orphan {
+                    keep[a][k] = false;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return keep;
+        }
     }
 }
 
@@ -182,7 +241,10 @@ fn first_of(snapshot: &DataSnapshot, index: u32) -> Option<&ObjectData> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builder::ObjectBuilder;
+    use crate::datablock::{build_data_block, CollectionTimes};
     use crate::decode::InstanceData;
+    use crate::names::instance_names;
 
     fn inst(name: &str, parent: u32, pos: u32) -> InstanceData {
         InstanceData {
@@ -194,20 +256,16 @@ mod tests {
         }
     }
 
-    fn object(index: u32, instances: Vec<InstanceData>) -> ObjectData {
-        ObjectData {
-            name_index: index,
-            num_instances: instances.len() as i32,
-            instances,
-            ..Default::default()
-        }
+    fn object(index: u32, instances: Vec<InstanceData>) -> ObjectBuilder {
+        instances.into_iter().fold(
+            ObjectBuilder::new(index).with_instances(),
+            ObjectBuilder::instance,
+        )
     }
 
-    fn snapshot(objects: Vec<ObjectData>) -> DataSnapshot {
-        DataSnapshot {
-            objects,
-            ..Default::default()
-        }
+    fn snapshot(objects: Vec<ObjectBuilder>) -> DataSnapshot {
+        let outputs: Vec<_> = objects.iter().map(ObjectBuilder::output).collect();
+        crate::decode::decode(&build_data_block("h", &CollectionTimes::now(), &outputs)).unwrap()
     }
 
     fn names(snap: &DataSnapshot, index: u32) -> Vec<String> {
@@ -224,14 +282,12 @@ mod tests {
     fn collections(
         extra_pools: Vec<InstanceData>,
         extra_workers: Vec<InstanceData>,
+        tasks: Vec<InstanceData>,
     ) -> DataSnapshot {
         snapshot(vec![
             object(10, extra_pools),
             object(12, extra_workers),
-            object(
-                14,
-                vec![inst("t1", 12, 0), inst("t2", 12, 1), inst("t3", 12, 1)],
-            ),
+            object(14, tasks),
         ])
     }
 
@@ -248,6 +304,7 @@ mod tests {
         let extra = collections(
             vec![inst("a", 0, 0), inst("b", 0, 0)],
             vec![inst("w", 10, 0), inst("w", 10, 1)],
+            vec![inst("t1", 12, 0), inst("t2", 12, 1), inst("t3", 12, 1)],
         );
         let expected = names(&extra, 14);
         merge_missing(&mut base, extra);
@@ -263,22 +320,22 @@ mod tests {
     fn children_follow_their_parent_when_positions_moved() {
         let mut base = global();
         // In the second collection a new worker "x" came first.
-        let mut extra = collections(
+        let extra = collections(
             vec![inst("a", 0, 0), inst("b", 0, 0)],
             vec![inst("x", 10, 1), inst("w", 10, 0), inst("w", 10, 1)],
+            vec![inst("t1", 12, 1), inst("t2", 12, 2)],
         );
-        extra.objects[2].instances = vec![inst("t1", 12, 1), inst("t2", 12, 2)];
-        extra.objects[2].num_instances = 2;
         let before = names(&extra, 14);
         assert_eq!(before, ["w/t1", "w/t2"]);
         merge_missing(&mut base, extra);
-        let tasks = &base.objects[2].instances;
+        let tasks = &base.objects[2];
+        let parents: Vec<u32> = tasks
+            .instances()
+            .map(|t| t.parent_object_instance())
+            .collect();
         assert_eq!(
-            (
-                tasks[0].parent_object_instance,
-                tasks[1].parent_object_instance
-            ),
-            (0, 1),
+            parents,
+            [0, 1],
             "re-pointed at a/w and b/w in the kept workers"
         );
         // Same PDH names; the parents they point at are a/w and b/w.
@@ -300,7 +357,7 @@ mod tests {
         assert_eq!(names(&base, 16), ["t1/s0"], "s1 was under t2");
         let steps = &base.objects[3];
         assert_eq!(steps.num_instances, 1);
-        assert_eq!(steps.instances[0].parent_object_instance, 0);
+        assert_eq!(steps.instance(0).unwrap().parent_object_instance(), 0);
     }
 
     #[test]

@@ -16,11 +16,11 @@
 //! assert_eq!(names.name(1850), "#1850");
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use prfdata_registry::{perflib, Registry, RegistryError};
 
-use crate::decode::{DataSnapshot, InstanceData, ObjectData};
+use crate::decode::{DataSnapshot, Instance, ObjectData};
 
 /// One language's counter names and explain texts, by index.
 ///
@@ -103,65 +103,166 @@ impl Names {
     }
 }
 
-/// The PDH-style names of `object`'s instances, in order (see the module docs).
+/// The PDH-style names of an object's instances (see the [module docs](self)), decided with
+/// one number per instance ([`crate::namesakes`]) and spelt out one at a time: a million
+/// instances cost 4 MB here, not a million strings.
 ///
 /// # Examples
 ///
 /// ```
-/// use prfmon::decode::{DataSnapshot, InstanceData, ObjectData};
+/// use prfmon::builder::ObjectBuilder;
+/// use prfmon::datablock::{build_data_block, CollectionTimes};
+/// use prfmon::decode::InstanceData;
+/// use prfmon::names::InstanceNames;
+///
 /// let inst = |name: &str| InstanceData { name: name.into(), unique_id: -1, ..Default::default() };
-/// let object = ObjectData {
-///     num_instances: 3,
-///     instances: vec![inst("a"), inst("b"), inst("a")],
-///     ..Default::default()
-/// };
-/// let names = prfmon::names::instance_names(&DataSnapshot::default(), &object);
-/// assert_eq!(names, ["a", "b", "a#1"]);
+/// let object = ObjectBuilder::new(10).instance(inst("a")).instance(inst("b")).instance(inst("a"));
+/// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[object.output()]))?;
+/// let names = InstanceNames::new(&snap, &snap.objects[0]);
+/// assert_eq!(names.get(2), "a#1");
+/// assert_eq!(names.iter().collect::<Vec<_>>(), ["a", "b", "a#1"]);
+/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct InstanceNames<'a> {
+    snapshot: &'a DataSnapshot,
+    object: &'a ObjectData,
+    /// Per instance, how many earlier instances have the same full name.
+    numbers: Vec<u32>,
+}
+
+impl<'a> InstanceNames<'a> {
+    /// The names of `object`'s instances (`object` one of `snapshot`'s, where parents are
+    /// found).
+    ///
+    /// # Examples
+    ///
+    /// See [`InstanceNames`].
+    pub fn new(snapshot: &'a DataSnapshot, object: &'a ObjectData) -> Self {
+        let numbers = crate::namesakes::numbers(object.instance_count(), |i, out| {
+            if let Some(inst) = object.instance(i) {
+                push_full_name(snapshot, &inst, out);
+            }
+        });
+        InstanceNames {
+            snapshot,
+            object,
+            numbers,
+        }
+    }
+
+    /// The number of instances.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let snap = prfmon::decode::DataSnapshot::default();
+    /// let object = prfmon::decode::ObjectData::default();
+    /// assert!(prfmon::names::InstanceNames::new(&snap, &object).is_empty());
+    /// ```
+    pub fn len(&self) -> usize {
+        self.numbers.len()
+    }
+
+    /// Whether there are no instances. See [`InstanceNames::len`].
+    ///
+    /// # Examples
+    ///
+    /// See [`InstanceNames::len`].
+    pub fn is_empty(&self) -> bool {
+        self.numbers.is_empty()
+    }
+
+    /// How many earlier instances have the full name of instance `index` (its PDH `#n`; 0
+    /// for the first).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let snap = prfmon::decode::DataSnapshot::default();
+    /// let object = prfmon::decode::ObjectData::default();
+    /// assert_eq!(prfmon::names::InstanceNames::new(&snap, &object).number(0), 0);
+    /// ```
+    pub fn number(&self, index: usize) -> u32 {
+        self.numbers.get(index).copied().unwrap_or(0)
+    }
+
+    /// Appends the name of instance `index` to `out`: `parent/child`, then `#n` for the
+    /// second and later instances of that full name.
+    ///
+    /// # Examples
+    ///
+    /// See [`InstanceNames::get`].
+    pub fn push_name(&self, index: usize, out: &mut String) {
+        let Some(inst) = self.object.instance(index) else {
+            return;
+        };
+        push_full_name(self.snapshot, &inst, out);
+        match self.numbers.get(index) {
+            Some(&n) if n > 0 => {
+                out.push('#');
+                out.push_str(&n.to_string());
+            }
+            _ => {}
+        }
+    }
+
+    /// The name of instance `index`.
+    ///
+    /// # Examples
+    ///
+    /// See [`InstanceNames`].
+    pub fn get(&self, index: usize) -> String {
+        let mut out = String::new();
+        self.push_name(index, &mut out);
+        out
+    }
+
+    /// Every name, in instance order.
+    ///
+    /// # Examples
+    ///
+    /// See [`InstanceNames`].
+    pub fn iter(&self) -> impl Iterator<Item = String> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+}
+
+/// The PDH-style names of `object`'s instances, in order (see the module docs): every name at
+/// once, for a small object; [`InstanceNames`] spells them one at a time.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::builder::ObjectBuilder;
+/// use prfmon::datablock::{build_data_block, CollectionTimes};
+/// use prfmon::decode::InstanceData;
+/// let inst = |name: &str| InstanceData { name: name.into(), unique_id: -1, ..Default::default() };
+/// let object = ObjectBuilder::new(10).instance(inst("a")).instance(inst("b")).instance(inst("a"));
+/// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[object.output()]))?;
+/// assert_eq!(prfmon::names::instance_names(&snap, &snap.objects[0]), ["a", "b", "a#1"]);
+/// # Ok::<(), prfmon::decode::DecodeError>(())
 /// ```
 pub fn instance_names(snapshot: &DataSnapshot, object: &ObjectData) -> Vec<String> {
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    object
-        .instances
-        .iter()
-        .map(|inst| {
-            let full = full_name(snapshot, inst);
-            let n = seen.entry(full.clone()).or_insert(0);
-            let shown = if *n == 0 { full } else { format!("{full}#{n}") };
-            *n += 1;
-            shown
-        })
-        .collect()
+    InstanceNames::new(snapshot, object).iter().collect()
 }
 
-/// `name`, or the unique id when the name is empty.
-fn own_name(inst: &InstanceData) -> String {
-    if inst.name.is_empty() && inst.unique_id >= 0 {
-        inst.unique_id.to_string()
-    } else {
-        inst.name.clone()
+/// Appends `parent/child` when the parent is found in the snapshot, else the instance's own
+/// name.
+fn push_full_name(snapshot: &DataSnapshot, inst: &Instance<'_>, out: &mut String) {
+    if let Some(parent) = snapshot.parent(inst) {
+        out.push_str(&parent.own_name());
+        out.push('/');
     }
-}
-
-/// `parent/child` when the parent is found in the snapshot, else the instance's own name.
-fn full_name(snapshot: &DataSnapshot, inst: &InstanceData) -> String {
-    let name = own_name(inst);
-    if inst.parent_object_title_index == 0 {
-        return name;
-    }
-    let parent = snapshot
-        .objects
-        .iter()
-        .find(|o| o.name_index == inst.parent_object_title_index)
-        .and_then(|o| o.instances.get(inst.parent_object_instance as usize));
-    match parent {
-        Some(p) => format!("{}/{name}", own_name(p)),
-        None => name,
-    }
+    out.push_str(&inst.own_name());
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builder::ObjectBuilder;
+    use crate::datablock::{build_data_block, CollectionTimes};
+    use crate::decode::InstanceData;
 
     fn inst(name: &str, parent: u32, pos: u32) -> InstanceData {
         InstanceData {
@@ -173,29 +274,22 @@ mod tests {
         }
     }
 
+    fn snapshot(objects: Vec<ObjectBuilder>) -> DataSnapshot {
+        let outputs: Vec<_> = objects.iter().map(ObjectBuilder::output).collect();
+        crate::decode::decode(&build_data_block("h", &CollectionTimes::now(), &outputs)).unwrap()
+    }
+
     #[test]
     fn children_are_named_under_their_parents_and_duplicates_numbered() {
-        let parents = ObjectData {
-            name_index: 1848,
-            num_instances: 2,
-            instances: vec![inst("app", 0, 0), inst("svc", 0, 0)],
-            ..Default::default()
-        };
-        let children = ObjectData {
-            name_index: 1860,
-            num_instances: 4,
-            instances: vec![
-                inst("worker", 1848, 0),
-                inst("worker", 1848, 1),
-                inst("worker", 1848, 0),
-                inst("worker", 1848, 0),
-            ],
-            ..Default::default()
-        };
-        let snap = DataSnapshot {
-            objects: vec![parents, children],
-            ..Default::default()
-        };
+        let parents = ObjectBuilder::new(1848)
+            .instance(inst("app", 0, 0))
+            .instance(inst("svc", 0, 0));
+        let children = ObjectBuilder::new(1860)
+            .instance(inst("worker", 1848, 0))
+            .instance(inst("worker", 1848, 1))
+            .instance(inst("worker", 1848, 0))
+            .instance(inst("worker", 1848, 0));
+        let snap = snapshot(vec![parents, children]);
         assert_eq!(
             instance_names(&snap, &snap.objects[1]),
             ["app/worker", "svc/worker", "app/worker#1", "app/worker#2"]
@@ -204,11 +298,19 @@ mod tests {
 
     #[test]
     fn a_parent_that_is_not_collected_leaves_the_plain_name() {
-        let obj = ObjectData {
-            num_instances: 1,
-            instances: vec![inst("x", 4242, 0)],
-            ..Default::default()
+        let snap = snapshot(vec![ObjectBuilder::new(10).instance(inst("x", 4242, 0))]);
+        assert_eq!(instance_names(&snap, &snap.objects[0]), ["x"]);
+    }
+
+    #[test]
+    fn an_instance_without_a_name_is_named_by_its_unique_id() {
+        let unnamed = InstanceData {
+            unique_id: 42,
+            ..inst("", 0, 0)
         };
-        assert_eq!(instance_names(&DataSnapshot::default(), &obj), ["x"]);
+        let snap = snapshot(vec![ObjectBuilder::new(10)
+            .instance(unnamed.clone())
+            .instance(unnamed)]);
+        assert_eq!(instance_names(&snap, &snap.objects[0]), ["42", "42#1"]);
     }
 }

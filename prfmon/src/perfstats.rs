@@ -523,10 +523,10 @@ fn value_of(
     factor: Option<Factor>,
 ) -> Result<u32, String> {
     let obj = &snapshot.objects[o];
-    let instances: Vec<Option<usize>> = if obj.has_instances() {
-        (0..obj.instances.len()).map(Some).collect()
+    let instances: Box<dyn Iterator<Item = Option<usize>>> = if obj.has_instances() {
+        Box::new((0..obj.instance_count()).map(Some))
     } else {
-        vec![None]
+        Box::new(std::iter::once(None))
     };
     let mut total = 0f64;
     for i in instances {

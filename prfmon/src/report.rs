@@ -16,12 +16,22 @@
 //! assert!(json["objects"][0].get("service").is_none()); // not known from a file
 //! # Ok::<(), prfmon::decode::DecodeError>(())
 //! ```
+//!
+//! # Cost
+//!
+//! Both are written as they are made: [`write_table`] line by line, [`JsonReport`] through
+//! `serde_json`'s serializer, instance by instance, so printing a collection costs a few
+//! words per instance (its PDH name's number, [`InstanceNames`]) on top of the snapshot,
+//! whatever its size. JSON objects list their keys in alphabetical order.
 
-use serde::Serialize;
+use std::io::Write;
 
-use crate::decode::{CounterDef, DataSnapshot, ObjectData, RawValue};
+use serde::ser::{SerializeSeq, SerializeStruct};
+use serde::{Serialize, Serializer};
+
+use crate::decode::{CounterDef, DataSnapshot, ObjectData, Values};
 use crate::factor::Factors;
-use crate::names::{instance_names, Names};
+use crate::names::{InstanceNames, Names};
 
 /// The name of a `PERF_DETAIL_*` level.
 ///
@@ -66,216 +76,325 @@ pub fn counter_name(names: &Names, counters: &[CounterDef], i: usize) -> String 
     }
 }
 
-#[derive(Serialize)]
-struct JsonSnapshot<'a> {
-    system_name: &'a str,
-    system_time: String,
-    perf_time: i64,
-    perf_freq: i64,
-    perf_time_100nsec: i64,
-    default_object: i32,
-    total_byte_length: u32,
-    objects: Vec<JsonObject<'a>>,
-}
-
-#[derive(Serialize)]
-struct JsonObject<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    service: Option<&'a str>,
-    index: u32,
-    name: String,
-    help: String,
-    detail: String,
-    default_counter: i32,
-    perf_time: i64,
-    perf_freq: i64,
-    counters: Vec<JsonCounter>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    values: Option<&'a [RawValue]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    instances: Option<Vec<JsonInstance<'a>>>,
-}
-
-#[derive(Serialize)]
-struct JsonCounter {
-    index: u32,
-    name: String,
-    help: String,
-    #[serde(rename = "type")]
-    counter_type: u32,
-    type_name: String,
-    size: u32,
-    offset: u32,
-    scale: i32,
-    detail: String,
-    differentiate: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    base: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    base_of: Option<usize>,
-    /// Seed 000's scale factor (`*N` or `/N`), for a consumer formatting the value; the values
-    /// here stay raw.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    factor: Option<String>,
-}
-
-#[derive(Serialize)]
-struct JsonInstance<'a> {
-    name: String,
-    raw_name: &'a str,
-    unique_id: i32,
-    parent_object_title_index: u32,
-    parent_object_instance: u32,
-    values: &'a [RawValue],
-}
-
-fn json_object<'a>(
-    snap: &'a DataSnapshot,
-    obj: &'a ObjectData,
-    service: Option<&'a str>,
-    names: &Names,
-    factors: &Factors,
-) -> JsonObject<'a> {
-    let counters = obj
-        .counters
-        .iter()
-        .enumerate()
-        .map(|(i, c)| JsonCounter {
-            index: c.name_index,
-            name: counter_name(names, &obj.counters, i),
-            help: names.help(c.help_index),
-            counter_type: c.counter_type,
-            type_name: c.type_name(),
-            size: c.size,
-            offset: c.offset,
-            scale: c.default_scale,
-            detail: detail_name(c.detail_level),
-            differentiate: prfdata::winperf::is_differentiated(c.counter_type),
-            base: c.base,
-            base_of: c.base_of,
-            factor: factors.of(c.name_index).map(|f| f.to_string()),
-        })
-        .collect();
-    let instances = obj.has_instances().then(|| {
-        instance_names(snap, obj)
-            .into_iter()
-            .zip(&obj.instances)
-            .map(|(name, inst)| JsonInstance {
-                name,
-                raw_name: &inst.name,
-                unique_id: inst.unique_id,
-                parent_object_title_index: inst.parent_object_title_index,
-                parent_object_instance: inst.parent_object_instance,
-                values: &inst.values,
-            })
-            .collect()
-    });
-    JsonObject {
-        service,
-        index: obj.name_index,
-        name: names.name(obj.name_index),
-        help: names.help(obj.help_index),
-        detail: detail_name(obj.detail_level),
-        default_counter: obj.default_counter,
-        perf_time: obj.perf_time,
-        perf_freq: obj.perf_freq,
-        counters,
-        values: (!obj.has_instances()).then_some(obj.values.as_slice()),
-        instances,
-    }
-}
-
-/// The collection as JSON, without services: [`json_with_services`] with none known.
+/// A collection as JSON (see [`JsonReport::new`]), serialized as it is walked: an instance at
+/// a time, nothing built per instance.
 ///
-/// # Examples
-///
-/// See the module docs.
-pub fn json(snap: &DataSnapshot, names: &Names) -> serde_json::Value {
-    json_with_services(snap, names, &[])
-}
-
-/// The collection as JSON: header fields, then each object with the `service` that returned
-/// it (`services[i]` for object `i`, as [`Collection::services`] gives them; left out when
-/// not known, e.g. for a collection read from a file), its names, counters (with name,
-/// explain text, type, and whether the value is differentiated over time) and either its
-/// `values` (no instances) or its `instances` (PDH names, raw fields, values).
-///
-/// # Examples
-///
-/// See the module docs.
-///
-/// [`Collection::services`]: crate::collector::Collection::services
-pub fn json_with_services(
-    snap: &DataSnapshot,
-    names: &Names,
-    services: &[String],
-) -> serde_json::Value {
-    json_with_factors(snap, names, services, &Factors::default())
-}
-
-/// [`json_with_services`], each counter with its scale factor (seed 000's
-/// `PSTF_FACTOR_MULTIPLY` / `DIVIDE`, from [`crate::factor`]) as `"factor": "*4096"` when it
-/// has one. The values stay raw, as everywhere in this JSON: a consumer formats them, then
-/// applies the factor to the displayed value.
+/// The header fields, then each object with the `service` that returned it (when known, e.g.
+/// not for a collection read from a file), its names, counters (with name, explain text, type,
+/// whether the value is differentiated over time and its scale factor) and either its
+/// `values` (no instances) or its `instances` (PDH names, raw fields, values). Keys are in
+/// alphabetical order at every level.
 ///
 /// # Examples
 ///
 /// ```
 /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+/// use prfmon::report::JsonReport;
 /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
 /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
-/// let counter = snap.objects[0].counters[0].name_index;
-/// let mut hive = prfdata_registry::perflib::new_hive();
-/// prfdata_registry::stats::write_factors(&mut hive, "App", &[(counter, "/1024".into())])?;
-/// let factors = prfmon::factor::Factors::from_hive(&hive)?;
 /// let names = prfmon::names::Names::default();
-/// let json = prfmon::report::json_with_factors(&snap, &names, &[], &factors);
-/// assert_eq!(json["objects"][0]["counters"][0]["factor"], "/1024");
+/// let services = ["App".to_owned()];
+/// let mut text = Vec::new();
+/// serde_json::to_writer(&mut text, &JsonReport::new(&snap, &names).services(&services))?;
+/// let json: serde_json::Value = serde_json::from_slice(&text)?;
+/// assert_eq!(json["objects"][0]["service"], "App");
+/// assert_eq!(json["objects"][0]["instances"][0]["name"], "alpha");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn json_with_factors(
-    snap: &DataSnapshot,
-    names: &Names,
-    services: &[String],
-    factors: &Factors,
-) -> serde_json::Value {
-    let view = JsonSnapshot {
-        system_name: &snap.system_name,
-        system_time: format!("{} UTC", snap.system_time),
-        perf_time: snap.perf_time,
-        perf_freq: snap.perf_freq,
-        perf_time_100nsec: snap.perf_time_100nsec,
-        default_object: snap.default_object,
-        total_byte_length: snap.total_byte_length,
-        objects: snap
-            .objects
-            .iter()
-            .enumerate()
-            .map(|(i, o)| json_object(snap, o, services.get(i).map(String::as_str), names, factors))
-            .collect(),
-    };
-    serde_json::to_value(view).unwrap_or(serde_json::Value::Null)
+#[derive(Debug, Clone, Copy)]
+pub struct JsonReport<'a> {
+    snap: &'a DataSnapshot,
+    names: &'a Names,
+    services: &'a [String],
+    factors: Option<&'a Factors>,
 }
 
-/// Left-aligned columns, two spaces apart.
-fn columns(rows: &[Vec<String>], indent: &str) -> String {
-    let widths: Vec<usize> = (0..rows.first().map_or(0, Vec::len))
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let mut line = String::from(indent);
-        for (c, cell) in row.iter().enumerate() {
-            if c + 1 == row.len() {
-                line.push_str(cell);
-            } else {
-                line.push_str(&format!("{cell:<w$}  ", w = widths[c]));
+impl<'a> JsonReport<'a> {
+    /// The report of `snap`, named with `names`, services unknown, no scale factors.
+    ///
+    /// # Examples
+    ///
+    /// See [`JsonReport`].
+    pub fn new(snap: &'a DataSnapshot, names: &'a Names) -> Self {
+        JsonReport {
+            snap,
+            names,
+            services: &[],
+            factors: None,
+        }
+    }
+
+    /// The services that returned the objects: `services[i]` for object `i`, as
+    /// [`Collection::services`] gives them.
+    ///
+    /// # Examples
+    ///
+    /// See [`JsonReport`].
+    ///
+    /// [`Collection::services`]: crate::collector::Collection::services
+    pub fn services(self, services: &'a [String]) -> Self {
+        JsonReport { services, ..self }
+    }
+
+    /// Each counter with its scale factor (seed 000's `PSTF_FACTOR_MULTIPLY` / `DIVIDE`, from
+    /// [`crate::factor`]) as `"factor": "*4096"` when it has one. The values stay raw, as
+    /// everywhere in this JSON: a consumer formats them, then applies the factor to the
+    /// displayed value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let counter = snap.objects[0].counters[0].name_index;
+    /// let mut hive = prfdata_registry::perflib::new_hive();
+    /// prfdata_registry::stats::write_factors(&mut hive, "App", &[(counter, "/1024".into())])?;
+    /// let factors = prfmon::factor::Factors::from_hive(&hive)?;
+    /// let names = prfmon::names::Names::default();
+    /// let report = prfmon::report::JsonReport::new(&snap, &names).factors(&factors);
+    /// let json = serde_json::to_value(report)?;
+    /// assert_eq!(json["objects"][0]["counters"][0]["factor"], "/1024");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn factors(self, factors: &'a Factors) -> Self {
+        JsonReport {
+            factors: Some(factors),
+            ..self
+        }
+    }
+}
+
+impl JsonReport<'_> {
+    /// Writes the report to `out` as pretty JSON (two-space indents, as `serde_json` prints),
+    /// as it is serialized.
+    ///
+    /// # Errors
+    ///
+    /// The first error writing to `out`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let snap = prfmon::decode::DataSnapshot::default();
+    /// let names = prfmon::names::Names::default();
+    /// let mut out = Vec::new();
+    /// prfmon::report::JsonReport::new(&snap, &names).write_to(&mut out)?;
+    /// assert!(String::from_utf8(out)?.starts_with("{\n  \"default_object\": 0,\n"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn write_to(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(out, self).map_err(std::io::Error::other)
+    }
+}
+
+impl Serialize for JsonReport<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let snap = self.snap;
+        let mut s = serializer.serialize_struct("Report", 8)?;
+        s.serialize_field("default_object", &snap.default_object)?;
+        s.serialize_field("objects", &JsonObjects(self))?;
+        s.serialize_field("perf_freq", &snap.perf_freq)?;
+        s.serialize_field("perf_time", &snap.perf_time)?;
+        s.serialize_field("perf_time_100nsec", &snap.perf_time_100nsec)?;
+        s.serialize_field("system_name", &snap.system_name)?;
+        s.serialize_field("system_time", &format!("{} UTC", snap.system_time))?;
+        s.serialize_field("total_byte_length", &snap.total_byte_length)?;
+        s.end()
+    }
+}
+
+/// The objects of a [`JsonReport`].
+struct JsonObjects<'r, 'a>(&'r JsonReport<'a>);
+
+impl Serialize for JsonObjects<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let report = self.0;
+        let mut seq = serializer.serialize_seq(Some(report.snap.objects.len()))?;
+        for (i, object) in report.snap.objects.iter().enumerate() {
+            seq.serialize_element(&JsonObject {
+                report,
+                object,
+                service: report.services.get(i).map(String::as_str),
+            })?;
+        }
+        seq.end()
+    }
+}
+
+/// One object of a [`JsonReport`].
+struct JsonObject<'r, 'a> {
+    report: &'r JsonReport<'a>,
+    object: &'a ObjectData,
+    service: Option<&'a str>,
+}
+
+impl Serialize for JsonObject<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (obj, names) = (self.object, self.report.names);
+        let counters: Vec<JsonCounter> = (0..obj.counters.len())
+            .map(|i| json_counter(obj, i, names, self.report.factors))
+            .collect();
+        let mut s = serializer.serialize_struct("Object", 11)?;
+        s.serialize_field("counters", &counters)?;
+        s.serialize_field("default_counter", &obj.default_counter)?;
+        s.serialize_field("detail", &detail_name(obj.detail_level))?;
+        s.serialize_field("help", &names.help(obj.help_index))?;
+        s.serialize_field("index", &obj.name_index)?;
+        if obj.has_instances() {
+            let instances = JsonInstances {
+                snap: self.report.snap,
+                object: obj,
+            };
+            s.serialize_field("instances", &instances)?;
+        } else {
+            s.skip_field("instances")?;
+        }
+        s.serialize_field("name", &names.name(obj.name_index))?;
+        s.serialize_field("perf_freq", &obj.perf_freq)?;
+        s.serialize_field("perf_time", &obj.perf_time)?;
+        match self.service {
+            Some(service) => s.serialize_field("service", service)?,
+            None => s.skip_field("service")?,
+        }
+        if obj.has_instances() {
+            s.skip_field("values")?;
+        } else {
+            s.serialize_field("values", &JsonValues(obj.values()))?;
+        }
+        s.end()
+    }
+}
+
+/// One counter definition of a [`JsonReport`].
+#[derive(Serialize)]
+struct JsonCounter {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    base: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    base_of: Option<usize>,
+    detail: String,
+    differentiate: bool,
+    /// Seed 000's scale factor (`*N` or `/N`), for a consumer formatting the value; the values
+    /// here stay raw.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    factor: Option<String>,
+    help: String,
+    index: u32,
+    name: String,
+    offset: u32,
+    scale: i32,
+    size: u32,
+    #[serde(rename = "type")]
+    counter_type: u32,
+    type_name: String,
+}
+
+fn json_counter(
+    obj: &ObjectData,
+    i: usize,
+    names: &Names,
+    factors: Option<&Factors>,
+) -> JsonCounter {
+    let c = &obj.counters[i];
+    JsonCounter {
+        base: c.base,
+        base_of: c.base_of,
+        detail: detail_name(c.detail_level),
+        differentiate: prfdata::winperf::is_differentiated(c.counter_type),
+        factor: factors
+            .and_then(|f| f.of(c.name_index))
+            .map(|f| f.to_string()),
+        help: names.help(c.help_index),
+        index: c.name_index,
+        name: counter_name(names, &obj.counters, i),
+        offset: c.offset,
+        scale: c.default_scale,
+        size: c.size,
+        counter_type: c.counter_type,
+        type_name: c.type_name(),
+    }
+}
+
+/// The instances of one object of a [`JsonReport`], each serialized as it is read.
+struct JsonInstances<'a> {
+    snap: &'a DataSnapshot,
+    object: &'a ObjectData,
+}
+
+impl Serialize for JsonInstances<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let names = InstanceNames::new(self.snap, self.object);
+        let mut seq = serializer.serialize_seq(Some(self.object.instance_count()))?;
+        for (i, inst) in self.object.instances().enumerate() {
+            let mut s = JsonInstanceFields::default();
+            names.push_name(i, &mut s.name);
+            s.raw_name = inst.name();
+            seq.serialize_element(&JsonInstance {
+                fields: s,
+                unique_id: inst.unique_id(),
+                parent_object_title_index: inst.parent_object_title_index(),
+                parent_object_instance: inst.parent_object_instance(),
+                values: JsonValues(Some(inst.values())),
+            })?;
+        }
+        seq.end()
+    }
+}
+
+/// The two names of a [`JsonInstance`].
+#[derive(Default)]
+struct JsonInstanceFields {
+    name: String,
+    raw_name: String,
+}
+
+/// One instance of a [`JsonReport`].
+struct JsonInstance<'a> {
+    fields: JsonInstanceFields,
+    unique_id: i32,
+    parent_object_title_index: u32,
+    parent_object_instance: u32,
+    values: JsonValues<'a>,
+}
+
+impl Serialize for JsonInstance<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Instance", 6)?;
+        s.serialize_field("name", &self.fields.name)?;
+        s.serialize_field("parent_object_instance", &self.parent_object_instance)?;
+        s.serialize_field("parent_object_title_index", &self.parent_object_title_index)?;
+        s.serialize_field("raw_name", &self.fields.raw_name)?;
+        s.serialize_field("unique_id", &self.unique_id)?;
+        s.serialize_field("values", &self.values)?;
+        s.end()
+    }
+}
+
+/// The values of one counter block (none: an empty list), read as they are serialized.
+struct JsonValues<'a>(Option<Values<'a>>);
+
+impl Serialize for JsonValues<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.0.map_or(0, |v| v.len())))?;
+        if let Some(values) = self.0 {
+            for value in values.iter() {
+                seq.serialize_element(&value)?;
             }
         }
-        out.push_str(line.trim_end());
-        out.push('\n');
+        seq.end()
     }
-    out
+}
+
+/// The collection as JSON, without services or factors: [`JsonReport`] made into a
+/// [`serde_json::Value`], for a small collection (a large one is better written with
+/// `serde_json::to_writer` straight from the [`JsonReport`]).
+///
+/// # Examples
+///
+/// See the module docs.
+pub fn json(snap: &DataSnapshot, names: &Names) -> serde_json::Value {
+    serde_json::to_value(JsonReport::new(snap, names)).unwrap_or(serde_json::Value::Null)
 }
 
 /// The collection as a table, without services: [`table_with_services`] with none known.
@@ -287,16 +406,50 @@ pub fn table(snap: &DataSnapshot, names: &Names) -> String {
     table_with_services(snap, names, &[])
 }
 
-/// The collection as a table: a header line, then per object a line (with the service that
-/// returned it, `services[i]` for object `i`, when known) and one row per counter and
-/// instance with the raw value.
+/// [`write_table`] into a string, for a small collection.
 ///
 /// # Examples
 ///
 /// See the module docs.
 pub fn table_with_services(snap: &DataSnapshot, names: &Names, services: &[String]) -> String {
-    let mut out = format!(
-        "System {}  {} UTC  PerfTime {}  PerfFreq {}  PerfTime100nSec {}  {} objects, {} bytes\n",
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail, and every line is UTF-8.
+    let _ = write_table(&mut out, snap, names, services);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Writes the collection as a table to `out`: a header line, then per object a line (with the
+/// service that returned it, `services[i]` for object `i`, when known) and one row per counter
+/// and instance with the raw value, in left-aligned columns two spaces apart.
+///
+/// Rows are written as they are made; the instance column's width is found by a pass over the
+/// names first.
+///
+/// # Errors
+///
+/// The first error writing to `out`.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+/// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+/// let snap = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
+/// let mut text = Vec::new();
+/// prfmon::report::write_table(&mut text, &snap, &prfmon::names::Names::default(), &[])?;
+/// let text = String::from_utf8(text)?;
+/// assert!(text.lines().any(|row| row.contains("PERF_COUNTER_RAWCOUNT") && row.contains("alpha") && row.ends_with(" 7")));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_table(
+    out: &mut dyn Write,
+    snap: &DataSnapshot,
+    names: &Names,
+    services: &[String],
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "System {}  {} UTC  PerfTime {}  PerfFreq {}  PerfTime100nSec {}  {} objects, {} bytes",
         snap.system_name,
         snap.system_time,
         snap.perf_time,
@@ -304,53 +457,109 @@ pub fn table_with_services(snap: &DataSnapshot, names: &Names, services: &[Strin
         snap.perf_time_100nsec,
         snap.objects.len(),
         snap.total_byte_length,
-    );
+    )?;
     for (position, obj) in snap.objects.iter().enumerate() {
-        out.push('\n');
         let count = if obj.has_instances() {
-            format!("{} instances", obj.instances.len())
+            format!("{} instances", obj.instance_count())
         } else {
             "no instances".into()
         };
         let service = services
             .get(position)
             .map_or_else(String::new, |s| format!(" from service {s}"));
-        out.push_str(&format!(
-            "Object {} ({}){service}, detail {}, {} counters, {count}\n",
+        writeln!(
+            out,
+            "\nObject {} ({}){service}, detail {}, {} counters, {count}",
             names.name(obj.name_index),
             obj.name_index,
             detail_name(obj.detail_level),
             obj.counters.len(),
-        ));
-        let mut rows = vec![vec![
-            "Counter".to_owned(),
-            "Index".to_owned(),
-            "Type".to_owned(),
-            "Instance".to_owned(),
-            "Value".to_owned(),
-        ]];
-        let inst_names = instance_names(snap, obj);
-        for (i, c) in obj.counters.iter().enumerate() {
-            let head = [
+        )?;
+        write_rows(out, snap, obj, names)?;
+    }
+    Ok(())
+}
+
+/// The header cells of [`write_table`]'s rows.
+const HEADINGS: [&str; 5] = ["Counter", "Index", "Type", "Instance", "Value"];
+
+/// One object's rows of [`write_table`]: the headings, then per counter one row per instance
+/// (or one for an object without instances).
+fn write_rows(
+    out: &mut dyn Write,
+    snap: &DataSnapshot,
+    obj: &ObjectData,
+    names: &Names,
+) -> std::io::Result<()> {
+    let heads: Vec<[String; 3]> = (0..obj.counters.len())
+        .map(|i| {
+            let c = &obj.counters[i];
+            [
                 counter_name(names, &obj.counters, i),
                 c.name_index.to_string(),
                 c.type_name(),
-            ];
-            let mut row = |instance: &str, value: Option<&RawValue>| {
-                let mut r = head.to_vec();
-                r.push(instance.to_owned());
-                r.push(value.map_or_else(|| "?".to_owned(), ToString::to_string));
-                rows.push(r);
-            };
-            if obj.has_instances() {
-                for (name, inst) in inst_names.iter().zip(&obj.instances) {
-                    row(name, inst.values.get(i));
+            ]
+        })
+        .collect();
+    let instance_names = obj.has_instances().then(|| InstanceNames::new(snap, obj));
+    // Column widths in characters, as the cells are; the last column is not padded.
+    let mut widths: [usize; 4] = std::array::from_fn(|c| HEADINGS[c].chars().count());
+    for head in &heads {
+        for (w, cell) in widths.iter_mut().zip(head) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut cell = String::new();
+    if !heads.is_empty() {
+        widths[3] = widths[3].max(match &instance_names {
+            Some(list) => (0..list.len())
+                .map(|i| {
+                    cell.clear();
+                    list.push_name(i, &mut cell);
+                    cell.chars().count()
+                })
+                .max()
+                .unwrap_or(0),
+            None => 1,
+        });
+    }
+    let mut line = String::new();
+    let mut row = |out: &mut dyn Write, cells: [&str; 4], value: &str| {
+        line.clear();
+        line.push_str("  ");
+        for (text, w) in cells.iter().zip(widths) {
+            line.push_str(text);
+            let pad = w.saturating_sub(text.chars().count());
+            line.extend(std::iter::repeat_n(' ', pad + 2));
+        }
+        line.push_str(value);
+        let kept = line.trim_end().len();
+        line.truncate(kept);
+        line.push('\n');
+        out.write_all(line.as_bytes())
+    };
+    let [a, b, c, d, e] = HEADINGS;
+    row(out, [a, b, c, d], e)?;
+    for (i, [name, index, kind]) in heads.iter().enumerate() {
+        match &instance_names {
+            Some(list) => {
+                for (k, inst) in obj.instances().enumerate() {
+                    cell.clear();
+                    list.push_name(k, &mut cell);
+                    let value = value_text(inst.values().get(i));
+                    row(out, [name, index, kind, &cell], &value)?;
                 }
-            } else {
-                row("-", obj.values.get(i));
+            }
+            None => {
+                let value = value_text(obj.values().and_then(|v| v.get(i)));
+                row(out, [name, index, kind, "-"], &value)?;
             }
         }
-        out.push_str(&columns(&rows, "  "));
     }
-    out
+    Ok(())
+}
+
+/// A value's cell: its text, or `?` when there is none.
+fn value_text(value: Option<crate::decode::RawValue>) -> String {
+    value.map_or_else(|| "?".to_owned(), |v| v.to_string())
 }

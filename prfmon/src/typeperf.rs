@@ -56,13 +56,16 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::collections::HashSet;
+use std::hash::{BuildHasher, RandomState};
 use std::io::Write;
 use std::str::FromStr;
 use std::time::SystemTime;
 
 use chrono::{DateTime, Local, Offset, TimeZone as _};
 
-use crate::sampler::Offer;
+use crate::decode::DataSnapshot;
+use crate::names::Names;
 
 /// The text log's flavour: `-f CSV` or `-f TSV`.
 ///
@@ -364,10 +367,64 @@ impl<W: Write> LogWriter<W> {
     ///
     /// See [`LogWriter`].
     pub fn write_header(&mut self, tz: &TimeZone, paths: &[String]) -> Result<(), csv::Error> {
+        self.start_header(tz)?;
+        for path in paths {
+            self.header_field(path)?;
+        }
+        self.end_header()
+    }
+
+    /// Writes the header's first field (signature and time zone): the start of a header
+    /// whose paths are written one at a time ([`LogWriter::header_field`], then
+    /// [`LogWriter::end_header`]), as a log of a million columns finds them.
+    ///
+    /// # Errors
+    ///
+    /// The writer's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::typeperf::{LogFormat, LogWriter, TimeZone, ValueStyle};
+    /// let mut out = Vec::new();
+    /// let mut log = LogWriter::new(&mut out, LogFormat::Csv, ValueStyle::Console);
+    /// let tz = TimeZone { name: "Coordinated Universal Time".into(), bias_minutes: 0 };
+    /// log.start_header(&tz)?;
+    /// log.header_field(r"\\h\A\B")?;
+    /// log.end_header()?;
+    /// drop(log);
+    /// assert_eq!(String::from_utf8(out)?, "\"(PDH-CSV 4.0) (Coordinated Universal Time)(0)\",\"\\\\h\\A\\B\"\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn start_header(&mut self, tz: &TimeZone) -> Result<(), csv::Error> {
         let first = format!("{}{}", self.format.signature(), tz.header_suffix());
-        self.csv.write_record(
-            std::iter::once(first.as_str()).chain(paths.iter().map(String::as_str)),
-        )?;
+        self.csv.write_field(first)
+    }
+
+    /// Writes one counter path of the header. See [`LogWriter::start_header`].
+    ///
+    /// # Errors
+    ///
+    /// The writer's error.
+    ///
+    /// # Examples
+    ///
+    /// See [`LogWriter::start_header`].
+    pub fn header_field(&mut self, path: &str) -> Result<(), csv::Error> {
+        self.csv.write_field(path)
+    }
+
+    /// Ends the header row and flushes it. See [`LogWriter::start_header`].
+    ///
+    /// # Errors
+    ///
+    /// The writer's error.
+    ///
+    /// # Examples
+    ///
+    /// See [`LogWriter::start_header`].
+    pub fn end_header(&mut self) -> Result<(), csv::Error> {
+        self.csv.write_record(None::<&[u8]>)?;
         self.csv.flush()?;
         Ok(())
     }
@@ -393,37 +450,58 @@ impl<W: Write> LogWriter<W> {
 /// The paths `typeperf -q` lists: one per counter, `\Object(*)\Counter` for objects with
 /// instances and `\Object\Counter` for the others; with `expanded` (`-qx`), one per instance,
 /// `\Object(Instance)\Counter`. `object` keeps only the object of that name (any case). In the
-/// order of [`crate::sampler::offers`], without duplicates.
+/// order of [`crate::sampler::offers`], without duplicates, each handed to `each` as it is
+/// found (a million instances are never listed at once); returns how many there were.
+///
+/// # Errors
+///
+/// The first error `each` returns.
 ///
 /// # Examples
 ///
 /// ```
 /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+/// use prfmon::typeperf::query_paths;
 /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
 /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
-/// let offers = prfmon::sampler::offers(&snap, &prfmon::names::Names::default());
-/// assert_eq!(prfmon::typeperf::query_paths(&offers, None, false),
-///            [r"\#1848(*)\#1850", r"\#1848(*)\#1852"]);
-/// assert_eq!(prfmon::typeperf::query_paths(&offers, Some("#1848"), true).len(), 4);
-/// assert!(prfmon::typeperf::query_paths(&offers, Some("Memory"), true).is_empty());
+/// let names = prfmon::names::Names::default();
+/// let list = |object: Option<&str>, expanded: bool| {
+///     let mut paths = Vec::new();
+///     query_paths(&snap, &names, object, expanded, |p| Ok::<(), ()>(paths.push(p.to_owned()))).unwrap();
+///     paths
+/// };
+/// assert_eq!(list(None, false), [r"\#1848(*)\#1850", r"\#1848(*)\#1852"]);
+/// assert_eq!(list(Some("#1848"), true).len(), 4);
+/// assert!(list(Some("Memory"), true).is_empty());
 /// # Ok::<(), prfmon::decode::DecodeError>(())
 /// ```
-pub fn query_paths(offers: &[Offer], object: Option<&str>, expanded: bool) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for offer in offers {
+pub fn query_paths<E>(
+    snapshot: &DataSnapshot,
+    names: &Names,
+    object: Option<&str>,
+    expanded: bool,
+    mut each: impl FnMut(&str) -> Result<(), E>,
+) -> Result<usize, E> {
+    // Paths written so far, hashed twice (two paths would have to agree on 128 random bits).
+    let keys = (RandomState::new(), RandomState::new());
+    let mut seen: HashSet<(u64, u64)> = HashSet::new();
+    let mut count = 0;
+    let mut result = Ok(());
+    crate::sampler::each_offer(snapshot, names, |offer| {
         let a = &offer.available;
-        if object.is_some_and(|o| !o.trim().eq_ignore_ascii_case(&a.object)) {
-            continue;
+        if result.is_err() || object.is_some_and(|o| !o.trim().eq_ignore_ascii_case(&a.object)) {
+            return;
         }
         let path = match (&a.instance, expanded) {
             (Some(_), false) => format!(r"\{}(*)\{}", a.object, a.counter),
             _ => a.path().to_string(),
         };
-        if !out.contains(&path) {
-            out.push(path);
+        if seen.insert((keys.0.hash_one(&path), keys.1.hash_one(&path))) {
+            result = each(&path);
+            count += 1;
         }
-    }
-    out
+    });
+    result.map(|()| count)
 }
 
 #[cfg(test)]

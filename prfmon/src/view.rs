@@ -10,9 +10,10 @@
 //! is a reference into the input, valid at any alignment (a Windows provider's objects are
 //! only DWORD-aligned), and a field read is one load.
 //!
-//! [`crate::decode::decode`] is this view turned into owned data
-//! ([`DataView::to_snapshot`]); reading the view directly is for hot paths that touch values,
-//! not names (a bench, a sampler).
+//! A [`DataSnapshot`] is this view owned: the bytes kept with the same index, its objects
+//! read in place ([`crate::decode::decode_owned`], [`DataSnapshot::from_block`], or
+//! [`DataView::to_snapshot`] with a copy of the bytes); reading the view directly is for hot
+//! paths that touch values, not names (a bench).
 //!
 //! ```text
 //! DataView ─ objects() ─▶ ObjectView ─ counters()  ─▶ CounterView (a PERF_COUNTER_DEFINITION)
@@ -44,6 +45,7 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
+use std::sync::Arc;
 
 use prfdata::winperf::{
     self, PerfCounterBlock, PerfCounterDefinition, PerfDataBlock, PerfInstanceDefinition,
@@ -53,8 +55,7 @@ use zerocopy::little_endian::{I32, I64, U16, U32};
 use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 use crate::decode::{
-    CounterDef, DataSnapshot, DecodeError, InstanceData, ObjectData, RawValue, SystemTimeFields,
-    SIGNATURE,
+    CounterDef, DataSnapshot, DecodeError, ObjectData, RawValue, SystemTimeFields, SIGNATURE,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -972,14 +973,13 @@ impl<'a> DataView<'a> {
     /// See the [module docs](self).
     #[inline]
     pub fn object(&self, index: usize) -> Option<ObjectView<'_>> {
-        let entry = self.objects.get(index)?;
-        Some(ObjectView {
-            bytes: self.bytes,
-            header: checked(self.bytes, entry.offset)?,
-            entry,
-            definitions: self.definitions.get(entry.definitions.clone())?,
-            instances: self.instances.get(entry.instances.clone())?,
-        })
+        object_view(
+            self.bytes,
+            &self.objects,
+            &self.definitions,
+            &self.instances,
+            index,
+        )
     }
 
     /// The whole collection as owned data: what [`crate::decode::decode`] returns.
@@ -988,10 +988,16 @@ impl<'a> DataView<'a> {
     ///
     /// See the [module docs](self).
     pub fn to_snapshot(&self) -> DataSnapshot {
-        DataSnapshot {
-            objects: self.objects().map(|o| o.to_data()).collect(),
-            ..self.to_definitions()
-        }
+        let end = (self.total_byte_length() as usize).min(self.bytes.len());
+        let checked = Checked {
+            bytes: self.bytes[..end].to_vec(),
+            objects: self.objects.to_vec(),
+            offsets: Offsets {
+                definitions: self.definitions.to_vec(),
+                instances: self.instances.to_vec(),
+            },
+        };
+        DataSnapshot::in_place(self.to_definitions(), checked)
     }
 
     /// The collection's header fields and each object's [`ObjectView::to_definition`]: no
@@ -1005,7 +1011,7 @@ impl<'a> DataView<'a> {
     /// let bytes = build_data_block("box", &CollectionTimes::now(), &[out]);
     /// let outline = prfmon::view::DataView::parse(&bytes)?.to_definitions();
     /// assert_eq!(outline.system_name, "box");
-    /// assert!(outline.objects[0].instances.is_empty());
+    /// assert_eq!(outline.objects[0].instance_count(), 0);
     /// # Ok::<(), prfmon::decode::DecodeError>(())
     /// ```
     pub fn to_definitions(&self) -> DataSnapshot {
@@ -1044,10 +1050,32 @@ impl<'a> DataView<'a> {
 /// ```
 #[derive(Debug, Clone)]
 pub struct CheckedBlock {
-    bytes: Vec<u8>,
+    checked: Checked,
     name: Range<usize>,
+}
+
+/// Bytes whose objects passed [`walk_object`], with where those objects and their parts are:
+/// what a [`CheckedBlock`] and an owned [`DataSnapshot`] keep, read again in place with no
+/// new pass of checks ([`Checked::object`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Checked {
+    bytes: Vec<u8>,
     objects: Vec<ObjectEntry>,
     offsets: Offsets,
+}
+
+impl Checked {
+    /// The object at position `index`, read in place.
+    #[inline]
+    pub(crate) fn object(&self, index: usize) -> Option<ObjectView<'_>> {
+        object_view(
+            &self.bytes,
+            &self.objects,
+            &self.offsets.definitions,
+            &self.offsets.instances,
+            index,
+        )
+    }
 }
 
 impl CheckedBlock {
@@ -1069,10 +1097,12 @@ impl CheckedBlock {
             instances: view.instances.into_owned(),
         };
         Ok(CheckedBlock {
-            bytes,
+            checked: Checked {
+                bytes,
+                objects,
+                offsets,
+            },
             name,
-            objects,
-            offsets,
         })
     }
 
@@ -1085,11 +1115,18 @@ impl CheckedBlock {
         offsets: Offsets,
     ) -> Self {
         CheckedBlock {
-            bytes,
+            checked: Checked {
+                bytes,
+                objects,
+                offsets,
+            },
             name,
-            objects,
-            offsets,
         }
+    }
+
+    /// The checked parts without the header: what an owned snapshot keeps.
+    pub(crate) fn into_checked(self) -> Checked {
+        self.checked
     }
 
     /// The view of the block, with no new pass of checks.
@@ -1099,15 +1136,16 @@ impl CheckedBlock {
     /// See [`CheckedBlock`].
     pub fn view(&self) -> DataView<'_> {
         // Both constructors hold a whole header: `parse` checked it, the collector wrote it.
-        let header = checked::<DataBlockLe>(&self.bytes, 0)
+        let c = &self.checked;
+        let header = checked::<DataBlockLe>(&c.bytes, 0)
             .expect("a CheckedBlock starts with a whole PERF_DATA_BLOCK header");
         DataView {
-            bytes: &self.bytes,
+            bytes: &c.bytes,
             header,
             name: self.name.clone(),
-            objects: Cow::Borrowed(&self.objects),
-            definitions: Cow::Borrowed(&self.offsets.definitions),
-            instances: Cow::Borrowed(&self.offsets.instances),
+            objects: Cow::Borrowed(&c.objects),
+            definitions: Cow::Borrowed(&c.offsets.definitions),
+            instances: Cow::Borrowed(&c.offsets.instances),
         }
     }
 
@@ -1124,7 +1162,7 @@ impl CheckedBlock {
     /// # Ok::<(), prfmon::decode::DecodeError>(())
     /// ```
     pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+        &self.checked.bytes
     }
 
     /// The PERF_DATA_BLOCK's bytes, kept. See [`CheckedBlock::bytes`].
@@ -1133,7 +1171,7 @@ impl CheckedBlock {
     ///
     /// See [`CheckedBlock::bytes`].
     pub fn into_bytes(self) -> Vec<u8> {
-        self.bytes
+        self.checked.bytes
     }
 }
 
@@ -1195,7 +1233,18 @@ impl<'v> ObjectView<'v> {
     ///
     /// # Examples
     ///
-    /// See [`ObjectView::to_data`].
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let object = view.object(0).unwrap();
+    /// let data = &prfmon::decode::decode(&bytes)?.objects[0];
+    /// assert_eq!((data.help_index, data.detail_level), (object.help_index(), object.detail_level()));
+    /// assert_eq!((data.default_counter, data.code_page), (object.default_counter(), object.code_page()));
+    /// assert_eq!((data.perf_time, data.perf_freq), (object.perf_time(), object.perf_freq()));
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
     pub fn help_index(&self) -> u32 {
         self.header.object_help_title_index.get()
     }
@@ -1204,7 +1253,7 @@ impl<'v> ObjectView<'v> {
     ///
     /// # Examples
     ///
-    /// See [`ObjectView::to_data`].
+    /// See [`ObjectView::help_index`].
     pub fn detail_level(&self) -> u32 {
         self.header.detail_level.get()
     }
@@ -1213,7 +1262,7 @@ impl<'v> ObjectView<'v> {
     ///
     /// # Examples
     ///
-    /// See [`ObjectView::to_data`].
+    /// See [`ObjectView::help_index`].
     pub fn default_counter(&self) -> i32 {
         self.header.default_counter.get()
     }
@@ -1240,7 +1289,7 @@ impl<'v> ObjectView<'v> {
     ///
     /// # Examples
     ///
-    /// See [`ObjectView::to_data`].
+    /// See [`ObjectView::help_index`].
     pub fn code_page(&self) -> u32 {
         self.header.code_page.get()
     }
@@ -1249,7 +1298,7 @@ impl<'v> ObjectView<'v> {
     ///
     /// # Examples
     ///
-    /// See [`ObjectView::to_data`].
+    /// See [`ObjectView::help_index`].
     pub fn perf_time(&self) -> i64 {
         self.header.perf_time.get()
     }
@@ -1258,7 +1307,7 @@ impl<'v> ObjectView<'v> {
     ///
     /// # Examples
     ///
-    /// See [`ObjectView::to_data`].
+    /// See [`ObjectView::help_index`].
     pub fn perf_freq(&self) -> i64 {
         self.header.perf_freq.get()
     }
@@ -1405,44 +1454,8 @@ impl<'v> ObjectView<'v> {
         ValuePlan { slots, end, dense }
     }
 
-    /// The object as owned data: what [`crate::decode::decode`] holds for it.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
-    /// let view = prfmon::view::DataView::parse(&bytes)?;
-    /// let object = view.object(0).unwrap();
-    /// let data = object.to_data();
-    /// assert_eq!((data.help_index, data.detail_level), (object.help_index(), object.detail_level()));
-    /// assert_eq!((data.default_counter, data.code_page), (object.default_counter(), object.code_page()));
-    /// assert_eq!((data.perf_time, data.perf_freq), (object.perf_time(), object.perf_freq()));
-    /// assert_eq!(data.instances[1].values[1], prfmon::decode::RawValue::Int(-5));
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
-    /// ```
-    pub fn to_data(&self) -> ObjectData {
-        let counters: Vec<CounterView<'v>> = self.counters().collect();
-        let values_of = |block: BlockView<'_>| counters.iter().map(|c| block.raw(c)).collect();
-        ObjectData {
-            values: self.values().map(values_of).unwrap_or_default(),
-            instances: self
-                .instances()
-                .map(|i| InstanceData {
-                    name: i.name(),
-                    unique_id: i.unique_id(),
-                    parent_object_title_index: i.parent_object_title_index(),
-                    parent_object_instance: i.parent_object_instance(),
-                    values: values_of(i.values()),
-                })
-                .collect(),
-            ..self.to_definition()
-        }
-    }
-
     /// The object's header fields and counter definitions as owned data, without its values
-    /// and instances ([`ObjectData::values`] and [`ObjectData::instances`] empty,
+    /// and instances ([`ObjectData::instance_count`] 0, [`ObjectData::values`] `None`,
     /// [`ObjectData::num_instances`] as written): what a catalog of objects and counters
     /// needs, at a cost that does not grow with the instances.
     ///
@@ -1455,25 +1468,42 @@ impl<'v> ObjectView<'v> {
     /// let view = prfmon::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap().to_definition();
     /// assert_eq!((object.counters.len(), object.num_instances), (3, 2));
-    /// assert!(object.has_instances() && object.instances.is_empty());
+    /// assert!(object.has_instances() && object.instance_count() == 0);
     /// # Ok::<(), prfmon::decode::DecodeError>(())
     /// ```
     pub fn to_definition(&self) -> ObjectData {
-        ObjectData {
-            offset: self.offset(),
-            name_index: self.name_index(),
-            help_index: self.help_index(),
-            detail_level: self.detail_level(),
-            default_counter: self.default_counter(),
-            num_instances: self.num_instances(),
-            code_page: self.code_page(),
-            perf_time: self.perf_time(),
-            perf_freq: self.perf_freq(),
-            counters: self.counters().map(|c| c.to_def()).collect(),
-            values: Vec::new(),
-            instances: Vec::new(),
-        }
+        let mut object = ObjectData::default();
+        object.offset = self.offset();
+        object.name_index = self.name_index();
+        object.help_index = self.help_index();
+        object.detail_level = self.detail_level();
+        object.default_counter = self.default_counter();
+        object.num_instances = self.num_instances();
+        object.code_page = self.code_page();
+        object.perf_time = self.perf_time();
+        object.perf_freq = self.perf_freq();
+        object.counters = self.counters().map(|c| c.to_def()).collect();
+        object
     }
+}
+
+/// The object at position `index` of checked parts (a [`DataView`]'s or a [`Checked`]'s).
+#[inline]
+fn object_view<'v>(
+    bytes: &'v [u8],
+    objects: &'v [ObjectEntry],
+    definitions: &'v [usize],
+    instances: &'v [usize],
+    index: usize,
+) -> Option<ObjectView<'v>> {
+    let entry = objects.get(index)?;
+    Some(ObjectView {
+        bytes,
+        header: checked(bytes, entry.offset)?,
+        entry,
+        definitions: definitions.get(entry.definitions.clone())?,
+        instances: instances.get(entry.instances.clone())?,
+    })
 }
 
 /// The checked counter block at `at`: its whole `ByteLength`.
@@ -1999,7 +2029,8 @@ impl Iterator for Ints<'_, '_> {
 
 impl ExactSizeIterator for Ints<'_, '_> {}
 
-/// Decodes the PERF_OBJECT_TYPE at `offset` (see [`crate::decode::decode_object`]).
+/// Decodes the PERF_OBJECT_TYPE at `offset` (see [`crate::decode::decode_object`]): the
+/// object read in place from a copy of `bytes[..limit]`.
 pub(crate) fn decode_object(
     bytes: &[u8],
     offset: usize,
@@ -2007,19 +2038,26 @@ pub(crate) fn decode_object(
 ) -> Result<(ObjectData, usize), DecodeError> {
     let mut offsets = Offsets::default();
     let (entry, next) = walk_object(bytes, offset, limit, &mut offsets)?;
-    let object = ObjectView {
-        bytes,
-        header: checked(bytes, offset).ok_or(DecodeError::Truncated {
-            offset,
-            what: "PERF_OBJECT_TYPE",
-            need: OBJECT_HEADER as u64,
-            available: 0,
-        })?,
-        entry: &entry,
-        definitions: &offsets.definitions,
-        instances: &offsets.instances,
+    let end = limit.min(bytes.len());
+    let checked = Checked {
+        bytes: bytes[..end].to_vec(),
+        objects: vec![entry],
+        offsets,
     };
-    Ok((object.to_data(), next))
+    let definition =
+        checked
+            .object(0)
+            .map(|o| o.to_definition())
+            .ok_or(DecodeError::Truncated {
+                offset,
+                what: "PERF_OBJECT_TYPE",
+                need: OBJECT_HEADER as u64,
+                available: 0,
+            })?;
+    Ok((
+        ObjectData::in_place(definition, &Arc::new(checked), 0),
+        next,
+    ))
 }
 
 #[cfg(test)]
@@ -2050,12 +2088,16 @@ mod tests {
 
     /// The view, owned, against the decoder it replaced: same data, same error.
     fn agrees(bytes: &[u8]) -> Result<(), proptest::test_runner::TestCaseError> {
-        let view = DataView::parse(bytes).map(|v| v.to_snapshot());
+        let view = DataView::parse(bytes).map(|v| reference::plain(&v.to_snapshot()));
         proptest::prop_assert_eq!(view, reference::decode(bytes));
+        // The snapshot that keeps the bytes reads the same.
+        let owned = crate::decode::decode_owned(bytes.to_vec()).map(|s| reference::plain(&s));
+        proptest::prop_assert_eq!(owned, reference::decode(bytes));
         for offset in [0, 88, 96, 104, 112] {
             let limit = bytes.len();
             proptest::prop_assert_eq!(
-                crate::decode::decode_object(bytes, offset, limit),
+                crate::decode::decode_object(bytes, offset, limit)
+                    .map(|(o, next)| (reference::plain_object(&o), next)),
                 reference::decode_object(bytes, offset, limit)
             );
             proptest::prop_assert_eq!(
@@ -2071,7 +2113,7 @@ mod tests {
         for bytes in blocks() {
             let snap = DataView::parse(&bytes).unwrap().to_snapshot();
             assert!(!snap.objects.is_empty());
-            assert_eq!(Ok(snap), reference::decode(&bytes));
+            assert_eq!(Ok(reference::plain(&snap)), reference::decode(&bytes));
         }
     }
 
@@ -2091,7 +2133,7 @@ mod tests {
             let mut shifted = vec![0u8; bytes.len() + 1];
             shifted[1..].copy_from_slice(&bytes);
             assert_eq!(
-                DataView::parse(&shifted[1..]).map(|v| v.to_snapshot()),
+                DataView::parse(&shifted[1..]).map(|v| reference::plain(&v.to_snapshot())),
                 reference::decode(&bytes)
             );
         }

@@ -30,13 +30,16 @@ fn samples(snap: &DataSnapshot, names: &Names) -> BTreeMap<String, RawSample> {
     for obj in &snap.objects {
         let object = names.name(obj.name_index);
         let insts = instance_names(snap, obj);
-        let rows: Vec<(String, &Vec<prfmon::decode::RawValue>)> = if obj.has_instances() {
+        let rows: Vec<(String, Vec<prfmon::decode::RawValue>)> = if obj.has_instances() {
             insts
                 .into_iter()
-                .zip(obj.instances.iter().map(|i| &i.values))
+                .zip(obj.instances().map(|i| i.values().to_vec()))
                 .collect()
         } else {
-            vec![(String::new(), &obj.values)]
+            vec![(
+                String::new(),
+                obj.values().map(|v| v.to_vec()).unwrap_or_default(),
+            )]
         };
         for (inst, values) in rows {
             for (k, c) in obj.counters.iter().enumerate() {

@@ -38,7 +38,7 @@ use ratatui::Frame;
 
 use prfmon::factor::Factors;
 use prfmon::pdh;
-use prfmon::sampler::Sample;
+use prfmon::sampler::{Reading, Sample};
 
 /// How many samples a series keeps: the chart's width in braille dots (two per column) on a
 /// wide terminal.
@@ -171,44 +171,64 @@ impl WatchState {
 
     /// Adds a sample: each reading to its series (a new series for a counter not seen before),
     /// series the sample did not match are marked gone.
+    #[cfg(test)]
     pub fn update(&mut self, sample: &Sample) {
-        self.samples += 1;
-        let x = self.samples as f64;
-        let mut seen = vec![false; self.series.len()];
+        let mut seen = self.begin();
         for r in &sample.readings {
-            // Shown as the legend shows it: control characters escaped.
-            let path = prfmon::pdh::CounterPath {
-                machine: None,
-                ..r.path.clone()
-            }
-            .to_string();
-            let path = escape_controls(&path, TextStyle::Terminal).into_owned();
-            let index = match self.series.iter().position(|s| s.path == path) {
-                Some(i) => i,
-                None if self.series.len() < MAX_SERIES => {
-                    self.series.push(Series::new(path, r.default_scale));
-                    seen.push(false);
-                    self.series.len() - 1
-                }
-                None => {
-                    self.dropped += 1;
-                    continue;
-                }
-            };
-            if seen[index] {
-                continue;
-            }
-            seen[index] = true;
-            let value = r.value.ok().map(|v| {
-                let v = self.factors.apply(r.name_index, v);
-                if self.scale {
-                    pdh::scaled(v, r.default_scale)
-                } else {
-                    v
-                }
-            });
-            self.series[index].push(x, value);
+            self.add(r, &mut seen);
         }
+        self.finish(sample, seen);
+    }
+
+    /// Starts adding a sample's readings ([`WatchState::add`], then [`WatchState::finish`]):
+    /// what [`WatchState::update`] does with a sample's list, for readings that come one at a
+    /// time ([`prfmon::sampler::Sampler::sample_with`]). Returns which series have a reading
+    /// so far.
+    pub fn begin(&mut self) -> Vec<bool> {
+        self.samples += 1;
+        vec![false; self.series.len()]
+    }
+
+    /// Adds one reading of the sample begun with [`WatchState::begin`].
+    pub fn add(&mut self, r: &Reading, seen: &mut Vec<bool>) {
+        let x = self.samples as f64;
+        // Shown as the legend shows it: control characters escaped.
+        let path = prfmon::pdh::CounterPath {
+            machine: None,
+            ..r.path.clone()
+        }
+        .to_string();
+        let path = escape_controls(&path, TextStyle::Terminal).into_owned();
+        let index = match self.series.iter().position(|s| s.path == path) {
+            Some(i) => i,
+            None if self.series.len() < MAX_SERIES => {
+                self.series.push(Series::new(path, r.default_scale));
+                seen.push(false);
+                self.series.len() - 1
+            }
+            None => {
+                self.dropped += 1;
+                return;
+            }
+        };
+        if seen[index] {
+            return;
+        }
+        seen[index] = true;
+        let value = r.value.ok().map(|v| {
+            let v = self.factors.apply(r.name_index, v);
+            if self.scale {
+                pdh::scaled(v, r.default_scale)
+            } else {
+                v
+            }
+        });
+        self.series[index].push(x, value);
+    }
+
+    /// Ends the sample begun with [`WatchState::begin`]: series without a reading are marked
+    /// gone, and `sample`'s unmatched paths listed.
+    pub fn finish(&mut self, sample: &Sample, seen: Vec<bool>) {
         for (series, seen) in self.series.iter_mut().zip(seen) {
             if !seen {
                 series.present = false;
@@ -458,7 +478,7 @@ mod tests {
     use super::*;
     use prfdata::winperf::{PERF_COUNTER_BULK_COUNT, PERF_COUNTER_COUNTER};
     use prfmon::pdh::{CounterPath, InstanceSel, NoValue, PathError, RawSample};
-    use prfmon::sampler::{Reading, Unmatched, ValueError};
+    use prfmon::sampler::{Unmatched, ValueError};
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
 

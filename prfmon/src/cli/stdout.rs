@@ -57,11 +57,7 @@ pub fn write(args: fmt::Arguments<'_>) {
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
     {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            reader_gone();
-        }
-        write_err(format_args!("prfmon: cannot write to standard output: {e}"));
-        std::process::exit(1);
+        failed(e);
     }
 }
 
@@ -79,20 +75,48 @@ pub fn json(value: &impl serde::Serialize) -> String {
     escape_controls(&text, Style::Json).into_owned()
 }
 
+/// Writes to standard output through `write`, buffered, control characters escaped in
+/// `style`, as it is written (a large output is never held whole); ends as [`write`] does on
+/// a closed pipe or a failed write.
+pub fn write_with(style: Style, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
+    let mut out =
+        std::io::BufWriter::new(EscapedWriter::with_style(std::io::stdout().lock(), style));
+    if let Err(e) = write(&mut out).and_then(|()| out.flush()) {
+        failed(e);
+    }
+}
+
+/// A write to standard output failed: the process ends quietly if the reader has gone, else
+/// with the reason and status 1.
+fn failed(e: std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        reader_gone();
+    }
+    write_err(format_args!("prfmon: cannot write to standard output: {e}"));
+    std::process::exit(1);
+}
+
 /// A writer that escapes the control characters of what goes through it (for output other
 /// code formats, such as typeperf's CSV on standard output). A character split across two
 /// writes is held until it is whole.
 pub struct EscapedWriter<W: Write> {
     inner: W,
+    style: Style,
     /// The start of a UTF-8 sequence the last write ended in.
     pending: Vec<u8>,
 }
 
 impl<W: Write> EscapedWriter<W> {
-    /// Escapes what is written to `inner`.
+    /// Escapes what is written to `inner` for a terminal.
     pub fn new(inner: W) -> Self {
+        Self::with_style(inner, Style::Terminal)
+    }
+
+    /// Escapes what is written to `inner` in `style` (JSON's escapes inside JSON text).
+    pub fn with_style(inner: W, style: Style) -> Self {
         Self {
             inner,
+            style,
             pending: Vec::new(),
         }
     }
@@ -109,7 +133,7 @@ impl<W: Write> Write for EscapedWriter<W> {
         };
         let text = String::from_utf8_lossy(&self.pending[..whole]);
         self.inner
-            .write_all(escape_controls(&text, Style::Terminal).as_bytes())?;
+            .write_all(escape_controls(&text, self.style).as_bytes())?;
         self.pending.drain(..whole);
         Ok(buf.len())
     }

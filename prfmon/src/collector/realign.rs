@@ -142,7 +142,7 @@ mod tests {
         for (obj, index) in snap.objects.iter().zip([1848, 1860]) {
             assert_eq!(obj.offset % 8, 0);
             assert_eq!(obj.name_index, index);
-            assert_eq!(obj.instances, reference.objects[0].instances);
+            assert_eq!(obj.instance_data(), reference.objects[0].instance_data());
         }
     }
 

@@ -1,6 +1,13 @@
 //! One collection as metric families, and those families in the OpenMetrics text format
 //! (encoded by the `prometheus-client` crate).
 //!
+//! An [`Exposition`] is a plan, not a copy: each family's name, help and type, and which
+//! counters of which objects its series come from. The series themselves are read from the
+//! collection (which the exposition keeps, sharing its bytes) as they are encoded, an
+//! instance at a time, and written to the caller's writer ([`Exposition::encode_to`]):
+//! exporting a million instances costs a number per instance (its PDH `#n`), never a series
+//! or a label per instance held in memory.
+//!
 //! # Examples
 //!
 //! ```
@@ -39,9 +46,10 @@ use prometheus_client::registry::Registry;
 
 use super::kind::{metric_kind, MetricKind};
 use super::naming::{object_stem, word_or_index, NameTable};
-use crate::decode::{CounterDef, DataSnapshot, InstanceData, ObjectData, RawValue};
-use crate::names::{instance_names, Names};
-use prfdata::winperf::{PERF_OBJECT_TIMER, PERF_TIMER_MASK};
+use crate::decode::{CounterDef, DataSnapshot, ObjectData};
+use crate::names::{InstanceNames, Names};
+use crate::namesakes::NameIndex;
+use prfdata::winperf::{PERF_OBJECT_TIMER, PERF_TIMER_MASK, PERF_TYPE_MASK, PERF_TYPE_TEXT};
 
 /// The `Content-Type` of [`Exposition::encode`]'s output.
 ///
@@ -61,96 +69,63 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 /// ```
 pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// The labels of one series. Empty labels are left out of the output (Prometheus treats an
-/// empty label as an absent one).
-///
-/// # Examples
-///
-/// ```
-/// let labels = prfmon::openmetrics::exposition::SeriesLabels { app: "App".into(), ..Default::default() };
-/// assert!(labels.instance.is_none());
-/// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SeriesLabels {
-    /// The instance, as PDH names it without its parent (`name`, or `name#1` for the second
-    /// instance of that name under the same parent); `None` for an object without instances.
-    pub instance: Option<String>,
-    /// The parent instance's name, when the instance names a parent object that is in the
-    /// same collection.
-    pub parent: Option<String>,
-    /// The service that produced the object.
-    pub app: String,
+/// Where one family's series come from, in naming order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// The object's own clock: `PerfTime` (or `PerfFreq`), one series labelled with its app.
+    Clock { object: usize, freq: bool },
+    /// A counter of the object: a series per instance (or one for an object without).
+    Counter { object: usize, counter: usize },
 }
 
-/// One series' raw value.
-///
-/// # Examples
-///
-/// ```
-/// let s = prfmon::openmetrics::exposition::Sample { labels: Default::default(), value: 7 };
-/// assert_eq!(s.value, 7);
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sample {
-    /// The labels.
-    pub labels: SeriesLabels,
-    /// The raw value as decoded. A counter's value is written as unsigned 64-bit (a LARGE
-    /// counter is a ULONGLONG); a gauge's as signed.
-    pub value: i64,
-}
-
-/// One metric family: a name, its explain text, its type and its series.
-///
-/// # Examples
-///
-/// ```
-/// use prfmon::openmetrics::{exposition::MetricFamily, kind::MetricKind};
-/// let f = MetricFamily { name: "prfdata_a_b".into(), help: String::new(), kind: MetricKind::Counter, samples: vec![] };
-/// assert_eq!(f.sample_name(), "prfdata_a_b_total");
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MetricFamily {
-    /// The family name (a counter's samples add `_total`).
-    pub name: String,
-    /// `HELP`: the explain text, then the counter path and type in brackets.
-    pub help: String,
-    /// `TYPE`.
-    pub kind: MetricKind,
-    /// The series: objects in naming order (see [`super::naming`]), then each object's
-    /// instances in collection order.
-    pub samples: Vec<Sample>,
-}
-
-impl MetricFamily {
-    /// The name the family's samples carry.
-    ///
-    /// # Examples
-    ///
-    /// See [`MetricFamily`].
-    pub fn sample_name(&self) -> String {
-        match self.kind {
-            MetricKind::Counter => format!("{}_total", self.name),
-            MetricKind::Gauge => self.name.clone(),
+impl Source {
+    fn object(self) -> usize {
+        match self {
+            Source::Clock { object, .. } | Source::Counter { object, .. } => object,
         }
     }
 }
 
-/// A collection as metric families, sorted by name.
+/// One metric family: a name, its explain text, its type and where its series come from.
+#[derive(Debug, Clone)]
+struct Family {
+    /// The family name (a counter's samples add `_total`).
+    name: String,
+    /// `HELP`: the explain text, then the counter path and type in brackets.
+    help: String,
+    /// `TYPE`.
+    kind: MetricKind,
+    /// The objects' clocks and counters whose values are its series: objects in naming order
+    /// (see [`super::naming`]), each object's clock before its counters, counters in order.
+    sources: Vec<Source>,
+}
+
+/// A collection as metric families, sorted by name (see the [module docs](self)).
 ///
 /// # Examples
 ///
 /// See the [module docs](self).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Exposition {
-    /// The families, sorted by name; families without series are left out.
-    pub families: Vec<MetricFamily>,
+    /// The collection (a clone: its bytes are shared, not copied).
+    snapshot: DataSnapshot,
+    /// The service of each object, by position (empty: not known).
+    apps: Vec<String>,
+    /// Sorted by name; a family whose sources give no series is left out when encoded.
+    families: Vec<Family>,
 }
 
-/// One counter of one object, waiting for its family.
-struct Pending<'a> {
-    object: &'a ObjectData,
-    /// Position of the object in the snapshot.
-    position: usize,
+/// One series' labels. Empty labels are left out of the output (Prometheus treats an empty
+/// label as an absent one).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Labels<'a> {
+    /// The instance, as PDH names it without its parent (`name`, or `name#1` for the second
+    /// instance of that name under the same parent); `None` for an object without instances.
+    instance: Option<&'a str>,
+    /// The parent instance's name, when the instance names a parent object that is in the
+    /// same collection.
+    parent: Option<&'a str>,
+    /// The service that produced the object.
     app: &'a str,
 }
 
@@ -166,88 +141,80 @@ impl Exposition {
     ///
     /// See the [module docs](self).
     pub fn new(snapshot: &DataSnapshot, services: &[String], names: &Names) -> Self {
-        let mut pending: Vec<Pending<'_>> = snapshot
-            .objects
-            .iter()
-            .enumerate()
-            .map(|(position, object)| Pending {
-                object,
-                position,
-                app: services.get(position).map_or("", String::as_str),
-            })
-            .collect();
+        let app = |position: usize| services.get(position).map_or("", String::as_str);
         // Naming order (naming rule 5): object index, service, position.
-        pending.sort_by(|a, b| {
-            (a.object.name_index, a.app, a.position).cmp(&(b.object.name_index, b.app, b.position))
+        let mut order: Vec<usize> = (0..snapshot.objects.len()).collect();
+        order.sort_by(|&a, &b| {
+            (snapshot.objects[a].name_index, app(a), a).cmp(&(
+                snapshot.objects[b].name_index,
+                app(b),
+                b,
+            ))
         });
-
         let mut table = NameTable::default();
-        let mut families: BTreeMap<String, MetricFamily> = BTreeMap::new();
-        let mut seen: HashSet<(String, SeriesLabels)> = HashSet::new();
-        // All names are decided first, then the series added, both in naming order.
+        let mut families: BTreeMap<String, Family> = BTreeMap::new();
+        // All names are decided first, then the sources added, both in naming order.
         let mut plans: Vec<ObjectPlan> = Vec::with_capacity(snapshot.objects.len());
         plans.resize_with(snapshot.objects.len(), ObjectPlan::default);
-        for p in &pending {
-            plans[p.position] = plan_object(p.object, names, &mut table, &mut families);
+        for &o in &order {
+            plans[o] = plan_object(&snapshot.objects[o], names, &mut table, &mut families);
         }
-        for p in &pending {
-            let object_plan = &plans[p.position];
-            if let Some((time, freq)) = &object_plan.clock {
-                let labels = SeriesLabels {
-                    app: p.app.to_owned(),
-                    ..Default::default()
-                };
-                for (name, value) in [(time, p.object.perf_time), (freq, p.object.perf_freq)] {
-                    if seen.insert((name.clone(), labels.clone())) {
-                        if let Some(family) = families.get_mut(name) {
-                            family.samples.push(Sample {
-                                labels: labels.clone(),
-                                value,
-                            });
-                        }
-                    }
-                }
+        let mut add = |name: &str, source: Source| {
+            if let Some(family) = families.get_mut(name) {
+                family.sources.push(source);
             }
-            let labels = object_labels(snapshot, p.object, p.app);
-            let plan = &object_plan.counters;
-            let rows: Vec<&[RawValue]> = if p.object.has_instances() {
-                p.object
-                    .instances
-                    .iter()
-                    .map(|i| i.values.as_slice())
-                    .collect()
-            } else {
-                vec![p.object.values.as_slice()]
-            };
-            for (row, labels) in rows.iter().zip(&labels) {
-                for (c, family_name) in plan.iter().enumerate() {
-                    let (Some(name), Some(value)) =
-                        (family_name, row.get(c).and_then(RawValue::as_i64))
-                    else {
-                        continue;
-                    };
-                    if !seen.insert((name.clone(), labels.clone())) {
-                        continue;
-                    }
-                    if let Some(family) = families.get_mut(name) {
-                        family.samples.push(Sample {
-                            labels: labels.clone(),
-                            value,
-                        });
-                    }
+        };
+        for &object in &order {
+            let plan = &plans[object];
+            if let Some((time, freq)) = &plan.clock {
+                add(
+                    time,
+                    Source::Clock {
+                        object,
+                        freq: false,
+                    },
+                );
+                add(freq, Source::Clock { object, freq: true });
+            }
+            for (counter, family) in plan.counters.iter().enumerate() {
+                if let Some(name) = family {
+                    add(name, Source::Counter { object, counter });
                 }
             }
         }
         Self {
-            families: families
-                .into_values()
-                .filter(|f| !f.samples.is_empty())
+            snapshot: snapshot.clone(),
+            apps: (0..snapshot.objects.len())
+                .map(|o| app(o).to_owned())
                 .collect(),
+            families: families.into_values().collect(),
         }
     }
 
+    /// The names of the families, sorted, with at least one series each.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let snapshot = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let e = prfmon::openmetrics::exposition::Exposition::new(&snapshot, &[], &Default::default());
+    /// assert_eq!(e.family_names(), ["prfdata_n1848_n1850", "prfdata_n1848_n1852", "prfdata_n1848_n1852_base"]);
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn family_names(&self) -> Vec<&str> {
+        let mut labels = ObjectLabels::new(&self.snapshot);
+        self.families
+            .iter()
+            .filter(|f| self.series(f, &mut labels, |_, _| Ok(())).unwrap_or(0) > 0)
+            .map(|f| f.name.as_str())
+            .collect()
+    }
+
     /// The families in the OpenMetrics text format, ending with `# EOF`, encoded by
-    /// `prometheus-client` (served as [`CONTENT_TYPE`]).
+    /// `prometheus-client` (served as [`CONTENT_TYPE`]): [`Exposition::encode_to`] into a
+    /// string.
     ///
     /// # Examples
     ///
@@ -256,81 +223,497 @@ impl Exposition {
     /// assert_eq!(text, "# EOF\n");
     /// ```
     pub fn encode(&self) -> String {
-        let mut registry = Registry::default();
-        registry.register_collector(Box::new(Encoded(self.families.clone())));
         let mut out = String::new();
-        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &registry) {
+        if let Err(e) = self.encode_to(&mut out) {
             // Writing to a String cannot fail; keep the output well formed if it ever does.
             out.clear();
             let _ = writeln!(out, "# encoding failed: {e}\n# EOF");
         }
         out
     }
+
+    /// The families in the OpenMetrics text format, ending with `# EOF`, written to `out` as
+    /// they are encoded, series by series.
+    ///
+    /// # Errors
+    ///
+    /// The first error of `out`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut text = String::new();
+    /// prfmon::openmetrics::exposition::Exposition::default().encode_to(&mut text)?;
+    /// assert_eq!(text, "# EOF\n");
+    /// # Ok::<(), std::fmt::Error>(())
+    /// ```
+    pub fn encode_to(&self, out: &mut impl std::fmt::Write) -> std::fmt::Result {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(self.clone()));
+        prometheus_client::encoding::text::encode(out, &registry)
+    }
 }
 
 impl Exposition {
     /// The families in Prometheus' classic text format (version 0.0.4), for clients that do
-    /// not ask for OpenMetrics (`curl`, `promtool check metrics`): the OpenMetrics text of
-    /// [`encode`](Self::encode) with the three differences of the older format applied, and
-    /// nothing else touched:
+    /// not ask for OpenMetrics (`curl`, `promtool check metrics`): [`Exposition::encode_text_to`]
+    /// into a string.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let text = prfmon::openmetrics::exposition::Exposition::default().encode_text();
+    /// assert_eq!(text, "");
+    /// ```
+    pub fn encode_text(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = self.encode_text_to(&mut out);
+        out
+    }
+
+    /// The families in Prometheus' classic text format (version 0.0.4), written to `out` line
+    /// by line as they are encoded: the OpenMetrics text of [`encode_to`](Self::encode_to)
+    /// with the three differences of the older format applied, and nothing else touched:
     ///
     /// - a counter's `# HELP` and `# TYPE` lines name the family with its `_total`, as its
     ///   samples do (OpenMetrics names the family without it);
     /// - `\"` in HELP becomes `"` (the older format escapes only `\\` and `\n` there);
     /// - no `# EOF` line.
     ///
+    /// # Errors
+    ///
+    /// The first error of `out`.
+    ///
     /// # Examples
     ///
     /// ```
-    /// use prfmon::openmetrics::exposition::{Exposition, MetricFamily, Sample};
-    /// use prfmon::openmetrics::kind::MetricKind;
-    /// let e = Exposition { families: vec![MetricFamily {
-    ///     name: "prfdata_a_b".into(), help: "Say \"hi\".".into(), kind: MetricKind::Counter,
-    ///     samples: vec![Sample { labels: Default::default(), value: 3 }],
-    /// }] };
+    /// use prfmon::builder::ObjectBuilder;
+    /// use prfmon::datablock::{build_data_block, CollectionTimes};
+    /// use prfmon::decode::RawValue;
+    /// use prfmon::openmetrics::exposition::Exposition;
+    /// let object = ObjectBuilder::new(10)
+    ///     .counter(12, prfdata::winperf::PERF_COUNTER_BULK_COUNT, 8)
+    ///     .values(vec![RawValue::Int(3)]);
+    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[object.output()]))?;
+    /// let mut names = prfmon::names::Names::default();
+    /// names.counter.extend([(10, "A".to_owned()), (12, "B".to_owned())]);
+    /// names.help.insert(13, "Say \"hi\".".to_owned());
+    /// let mut text = String::new();
+    /// Exposition::new(&snap, &[], &names).encode_text_to(&mut text)?;
     /// assert_eq!(
-    ///     e.encode_text(),
-    ///     "# HELP prfdata_a_b_total Say \"hi\".\n# TYPE prfdata_a_b_total counter\nprfdata_a_b_total 3\n"
+    ///     text,
+    ///     "# HELP prfdata_a_b_total Say \"hi\". [A\\\\B, PERF_COUNTER_BULK_COUNT]\n# TYPE prfdata_a_b_total counter\nprfdata_a_b_total 3\n"
     /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn encode_text(&self) -> String {
+    pub fn encode_text_to(&self, out: &mut impl std::fmt::Write) -> std::fmt::Result {
         let counters: HashSet<&str> = self
             .families
             .iter()
             .filter(|f| f.kind == MetricKind::Counter)
             .map(|f| f.name.as_str())
             .collect();
-        let mut out = String::new();
-        for line in self.encode().lines() {
-            if line == "# EOF" {
-                continue;
+        let mut classic = Classic {
+            out,
+            counters,
+            line: String::new(),
+        };
+        self.encode_to(&mut classic)?;
+        classic.end()
+    }
+}
+
+/// OpenMetrics text turned into the classic text format line by line (see
+/// [`Exposition::encode_text_to`]).
+struct Classic<'a, W: std::fmt::Write> {
+    out: &'a mut W,
+    /// The names of the counter families.
+    counters: HashSet<&'a str>,
+    /// The line being received.
+    line: String,
+}
+
+impl<W: std::fmt::Write> std::fmt::Write for Classic<'_, W> {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        let mut rest = text;
+        while let Some(at) = rest.find('\n') {
+            self.line.push_str(&rest[..at]);
+            self.write_line()?;
+            rest = &rest[at + 1..];
+        }
+        self.line.push_str(rest);
+        Ok(())
+    }
+}
+
+impl<W: std::fmt::Write> Classic<'_, W> {
+    /// Writes the line received, changed for the classic format.
+    fn write_line(&mut self) -> std::fmt::Result {
+        let line = std::mem::take(&mut self.line);
+        let line = line.strip_suffix('\r').unwrap_or(&line);
+        if line == "# EOF" {
+            return Ok(());
+        }
+        let descriptor = line
+            .strip_prefix("# HELP ")
+            .map(|rest| ("HELP", rest))
+            .or_else(|| line.strip_prefix("# TYPE ").map(|rest| ("TYPE", rest)));
+        match descriptor {
+            Some((what, rest)) => {
+                let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                let total = if self.counters.contains(name) {
+                    "_total"
+                } else {
+                    ""
+                };
+                let tail = if what == "HELP" {
+                    unescape_quotes(tail)
+                } else {
+                    tail.to_owned()
+                };
+                writeln!(self.out, "# {what} {name}{total} {tail}")
             }
-            let descriptor = line
-                .strip_prefix("# HELP ")
-                .map(|rest| ("HELP", rest))
-                .or_else(|| line.strip_prefix("# TYPE ").map(|rest| ("TYPE", rest)));
-            match descriptor {
-                Some((what, rest)) => {
-                    let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
-                    let total = if counters.contains(name) {
-                        "_total"
-                    } else {
-                        ""
-                    };
-                    let tail = if what == "HELP" {
-                        unescape_quotes(tail)
-                    } else {
-                        tail.to_owned()
-                    };
-                    let _ = writeln!(out, "# {what} {name}{total} {tail}");
+            None => writeln!(self.out, "{line}"),
+        }
+    }
+
+    /// Writes what is left of the last line, if it had no newline.
+    fn end(&mut self) -> std::fmt::Result {
+        if self.line.is_empty() {
+            Ok(())
+        } else {
+            self.write_line()
+        }
+    }
+}
+
+/// The PDH labels of objects' instances, each object's found the first time a family needs
+/// them: one number per instance, and an index by labels for an object a later one with the
+/// same app and family must not repeat.
+struct ObjectLabels<'a> {
+    snapshot: &'a DataSnapshot,
+    names: Vec<Option<InstanceNames<'a>>>,
+    indexes: Vec<Option<NameIndex>>,
+    /// Per instance, how many earlier instances of its object have the same labels (a name
+    /// that itself ends in `#1` can meet the `#1` PDH gives the second of another name).
+    repeats: Vec<Option<Vec<u32>>>,
+}
+
+impl<'a> ObjectLabels<'a> {
+    fn new(snapshot: &'a DataSnapshot) -> Self {
+        let n = snapshot.objects.len();
+        ObjectLabels {
+            snapshot,
+            names: (0..n).map(|_| None).collect(),
+            indexes: (0..n).map(|_| None).collect(),
+            repeats: (0..n).map(|_| None).collect(),
+        }
+    }
+
+    /// Whether an earlier instance of object `o` has the labels of instance `i`.
+    fn repeats(&mut self, o: usize, i: usize) -> bool {
+        if self.repeats[o].is_none() {
+            let count = self.snapshot.objects[o].instance_count();
+            let (mut l, mut p) = (String::new(), None);
+            let numbers = crate::namesakes::numbers(count, |k, out| {
+                if self.labels(o, k, &mut l, &mut p) {
+                    Self::key(&l, p.as_deref(), out);
                 }
-                None => {
-                    out.push_str(line);
-                    out.push('\n');
+            });
+            self.repeats[o] = Some(numbers);
+        }
+        self.repeats[o]
+            .as_ref()
+            .and_then(|r| r.get(i))
+            .is_some_and(|&n| n > 0)
+    }
+
+    /// The PDH names of object `o`'s instances.
+    fn names(&mut self, o: usize) -> &InstanceNames<'a> {
+        let snapshot = self.snapshot;
+        self.names[o].get_or_insert_with(|| InstanceNames::new(snapshot, &snapshot.objects[o]))
+    }
+
+    /// Writes the `instance` and `parent` labels of instance `i` of object `o` into `label`
+    /// and `parent`; false if there is no such instance.
+    fn labels(
+        &mut self,
+        o: usize,
+        i: usize,
+        label: &mut String,
+        parent: &mut Option<String>,
+    ) -> bool {
+        let snapshot = self.snapshot;
+        let Some(inst) = snapshot.objects[o].instance(i) else {
+            return false;
+        };
+        let number = self.names(o).number(i);
+        label.clear();
+        label.push_str(&inst.own_name());
+        if number > 0 {
+            let _ = write!(label, "#{number}");
+        }
+        *parent = snapshot.parent(&inst).map(|p| p.own_name());
+        true
+    }
+
+    /// The key an instance's labels are compared by.
+    fn key(label: &str, parent: Option<&str>, out: &mut String) {
+        match parent {
+            Some(p) => {
+                out.push('P');
+                out.push_str(p);
+                out.push('\0');
+            }
+            None => out.push('N'),
+        }
+        out.push_str(label);
+    }
+
+    /// Whether object `o` has an instance with these labels.
+    fn has(&mut self, o: usize, label: &str, parent: Option<&str>) -> bool {
+        let count = self.snapshot.objects[o].instance_count();
+        let key_of = |this: &mut Self, i: usize, out: &mut String| {
+            let (mut l, mut p) = (String::new(), None);
+            if this.labels(o, i, &mut l, &mut p) {
+                Self::key(&l, p.as_deref(), out);
+            }
+        };
+        if self.indexes[o].is_none() {
+            let index = NameIndex::new(count, &mut |i, out| key_of(self, i, out));
+            self.indexes[o] = Some(index);
+        }
+        let mut wanted = String::new();
+        Self::key(label, parent, &mut wanted);
+        let index = self.indexes[o].take();
+        let found = index.as_ref().is_some_and(|index| {
+            index
+                .find(&wanted, &mut |i, out| key_of(self, i, out))
+                .is_some()
+        });
+        self.indexes[o] = index;
+        found
+    }
+}
+
+/// Whether a counter's values are integers (a DWORD or a LARGE, not text): what becomes a
+/// series.
+fn gives_int(def: &CounterDef) -> bool {
+    def.counter_type & PERF_TYPE_MASK != PERF_TYPE_TEXT && matches!(def.size, 4 | 8)
+}
+
+impl Exposition {
+    /// Calls `emit` with every series of `family`, in order, each labels once (the first in
+    /// naming order: see [`Exposition::new`]); returns how many there were, or the first
+    /// error of `emit`.
+    fn series(
+        &self,
+        family: &Family,
+        cache: &mut ObjectLabels<'_>,
+        mut emit: impl FnMut(Labels<'_>, i64) -> std::fmt::Result,
+    ) -> Result<usize, std::fmt::Error> {
+        let mut count = 0;
+        let sources = &family.sources;
+        let mut start = 0;
+        while start < sources.len() {
+            let object = sources[start].object();
+            let len = sources[start..]
+                .iter()
+                .take_while(|s| s.object() == object)
+                .count();
+            let (earlier, group) = (&sources[..start], &sources[start..start + len]);
+            count += self.object_series(object, group, earlier, cache, &mut emit)?;
+            start += len;
+        }
+        Ok(count)
+    }
+
+    /// The series `group` (the sources of one family from object `object`) adds after
+    /// `earlier` (the family's sources from objects before it).
+    fn object_series(
+        &self,
+        object: usize,
+        group: &[Source],
+        earlier: &[Source],
+        cache: &mut ObjectLabels<'_>,
+        emit: &mut impl FnMut(Labels<'_>, i64) -> std::fmt::Result,
+    ) -> Result<usize, std::fmt::Error> {
+        let app = self.apps[object].as_str();
+        let obj = &self.snapshot.objects[object];
+        // The earlier objects whose series could carry the same labels: the same app.
+        let mut before: Vec<usize> = earlier
+            .iter()
+            .map(|s| s.object())
+            .filter(|&o| self.apps[o] == app)
+            .collect();
+        before.dedup();
+        let object_labels = Labels {
+            app,
+            ..Labels::default()
+        };
+        let mut count = 0;
+        // The object's own row (its clock, or its values without instances) is shown once.
+        let mut object_row_shown = before.iter().any(|&o| self.shows_object_row(o, earlier));
+        for source in group {
+            if let Source::Clock { freq, .. } = *source {
+                if !object_row_shown {
+                    emit(
+                        object_labels,
+                        if freq { obj.perf_freq } else { obj.perf_time },
+                    )?;
+                    count += 1;
+                    object_row_shown = true;
                 }
             }
         }
-        out
+        let counters: Vec<usize> = group
+            .iter()
+            .filter_map(|s| match *s {
+                Source::Counter { counter, .. } => Some(counter),
+                Source::Clock { .. } => None,
+            })
+            .collect();
+        if !obj.has_instances() {
+            let value = obj
+                .values()
+                .and_then(|v| counters.iter().find_map(|&c| v.int(c)));
+            if let (Some(value), false) = (value, object_row_shown) {
+                emit(object_labels, value)?;
+                count += 1;
+            }
+            return Ok(count);
+        }
+        if !counters
+            .iter()
+            .any(|&c| obj.counters.get(c).is_some_and(gives_int))
+        {
+            return Ok(count);
+        }
+        // Earlier objects with instances whose rows this family shows.
+        let rivals: Vec<usize> = before
+            .into_iter()
+            .filter(|&o| self.shows_instance_rows(o, earlier))
+            .collect();
+        let rows = self.instance_series(object, &counters, &rivals, cache, emit)?;
+        Ok(count + rows)
+    }
+
+    /// The series of object `object`'s instances for the counters `counters` (the first
+    /// integer of each instance's), but those whose labels an earlier instance, or an
+    /// instance of one of `rivals`, has.
+    fn instance_series(
+        &self,
+        object: usize,
+        counters: &[usize],
+        rivals: &[usize],
+        cache: &mut ObjectLabels<'_>,
+        emit: &mut impl FnMut(Labels<'_>, i64) -> std::fmt::Result,
+    ) -> Result<usize, std::fmt::Error> {
+        let app = self.apps[object].as_str();
+        let obj = &self.snapshot.objects[object];
+        let mut count = 0;
+        let (mut label, mut parent) = (String::new(), None);
+        for (i, inst) in obj.instances().enumerate() {
+            if !cache.labels(object, i, &mut label, &mut parent) || cache.repeats(object, i) {
+                continue;
+            }
+            if rivals
+                .iter()
+                .any(|&o| cache.has(o, &label, parent.as_deref()))
+            {
+                continue;
+            }
+            let values = inst.values();
+            if let Some(value) = counters.iter().find_map(|&c| values.int(c)) {
+                let labels = Labels {
+                    instance: Some(&label),
+                    parent: parent.as_deref(),
+                    app,
+                };
+                emit(labels, value)?;
+                count += 1;
+            }
+        }
+        Ok(count)
+    }
+
+    /// Whether object `o`'s sources among `sources` show its own row: a clock, or a value of
+    /// an object without instances.
+    fn shows_object_row(&self, o: usize, sources: &[Source]) -> bool {
+        let obj = &self.snapshot.objects[o];
+        sources
+            .iter()
+            .filter(|s| s.object() == o)
+            .any(|s| match *s {
+                Source::Clock { .. } => true,
+                Source::Counter { counter, .. } => {
+                    !obj.has_instances() && obj.values().and_then(|v| v.int(counter)).is_some()
+                }
+            })
+    }
+
+    /// Whether object `o`'s sources among `sources` show a row per instance.
+    fn shows_instance_rows(&self, o: usize, sources: &[Source]) -> bool {
+        let obj = &self.snapshot.objects[o];
+        obj.has_instances()
+            && sources
+                .iter()
+                .filter(|s| s.object() == o)
+                .any(|s| match *s {
+                    Source::Counter { counter, .. } => {
+                        obj.counters.get(counter).is_some_and(gives_int)
+                    }
+                    Source::Clock { .. } => false,
+                })
+    }
+}
+
+impl PromCollector for Exposition {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let mut cache = ObjectLabels::new(&self.snapshot);
+        for family in &self.families {
+            // The first series, and whether there is a second (then every series has labels).
+            let mut first: Option<(bool, i64)> = None;
+            let mut more = false;
+            let _ = self.series(family, &mut cache, |labels, value| {
+                if first.is_none() {
+                    first = Some((labels == Labels::default(), value));
+                    return Ok(());
+                }
+                more = true;
+                // Stop: two series are enough to know.
+                Err(std::fmt::Error)
+            });
+            let Some((unlabelled, value)) = first else {
+                continue;
+            };
+            let help = escape(&family.help, true);
+            let metric_type = match family.kind {
+                MetricKind::Counter => ConstCounter::new(0u64).metric_type(),
+                MetricKind::Gauge => ConstGauge::new(0i64).metric_type(),
+            };
+            let mut metric = encoder.encode_descriptor(&family.name, &help, None, metric_type)?;
+            if !more && unlabelled {
+                // No labels at all: `name value`, not `name{} value`.
+                write_value(family.kind, value, metric)?;
+                continue;
+            }
+            self.series(family, &mut cache, |l, value| {
+                let mut labels: Vec<(&str, Escaped<'_>)> = Vec::with_capacity(3);
+                if let Some(i) = l.instance {
+                    labels.push(("instance", Escaped(i)));
+                }
+                if let Some(p) = l.parent {
+                    labels.push(("parent", Escaped(p)));
+                }
+                if !l.app.is_empty() {
+                    labels.push(("app", Escaped(l.app)));
+                }
+                write_value(family.kind, value, metric.encode_family(&labels)?)
+            })?;
+        }
+        Ok(())
     }
 }
 
@@ -371,20 +754,18 @@ fn plan_object(
     object: &ObjectData,
     names: &Names,
     table: &mut NameTable,
-    families: &mut BTreeMap<String, MetricFamily>,
+    families: &mut BTreeMap<String, Family>,
 ) -> ObjectPlan {
     let object_name = names.counter.get(&object.name_index).map(String::as_str);
     let object_stem = object_stem(&word_or_index(object_name, object.name_index));
     let mut add = |stem: &str, kind: MetricKind, key: u32, help: String| -> String {
         let name = table.claim(stem, kind, (object.name_index, key));
-        families
-            .entry(name.clone())
-            .or_insert_with(|| MetricFamily {
-                name: name.clone(),
-                help,
-                kind,
-                samples: Vec::new(),
-            });
+        families.entry(name.clone()).or_insert_with(|| Family {
+            name: name.clone(),
+            help,
+            kind,
+            sources: Vec::new(),
+        });
         name
     };
     let mut plan: Vec<Option<String>> = Vec::with_capacity(object.counters.len());
@@ -483,56 +864,6 @@ fn counter_help(object_name: Option<&str>, def: &CounterDef, names: &Names) -> S
     }
 }
 
-/// The labels of each row of `object`: one per instance, or one for an object without
-/// instances.
-fn object_labels(snapshot: &DataSnapshot, object: &ObjectData, app: &str) -> Vec<SeriesLabels> {
-    if !object.has_instances() {
-        return vec![SeriesLabels {
-            app: app.to_owned(),
-            ..Default::default()
-        }];
-    }
-    instance_names(snapshot, object)
-        .into_iter()
-        .zip(&object.instances)
-        .map(|(full, inst)| {
-            let parent = parent_name(snapshot, inst);
-            // `instance_names` gives `parent/child#n` when the parent is found.
-            let instance = match &parent {
-                Some(p) => full
-                    .strip_prefix(p.as_str())
-                    .and_then(|rest| rest.strip_prefix('/'))
-                    .map_or(full.clone(), str::to_owned),
-                None => full,
-            };
-            SeriesLabels {
-                instance: Some(instance),
-                parent,
-                app: app.to_owned(),
-            }
-        })
-        .collect()
-}
-
-/// The name of `inst`'s parent instance, as PDH finds it: the instance at
-/// `ParentObjectInstance` of the object `ParentObjectTitleIndex` names, in this collection.
-fn parent_name(snapshot: &DataSnapshot, inst: &InstanceData) -> Option<String> {
-    if inst.parent_object_title_index == 0 {
-        return None;
-    }
-    let parent = snapshot
-        .objects
-        .iter()
-        .find(|o| o.name_index == inst.parent_object_title_index)?
-        .instances
-        .get(inst.parent_object_instance as usize)?;
-    Some(if parent.name.is_empty() && parent.unique_id >= 0 {
-        parent.unique_id.to_string()
-    } else {
-        parent.name.clone()
-    })
-}
-
 /// A label value written with OpenMetrics' escapes (`\\`, `\"`, `\n`), which
 /// `prometheus-client` leaves to the caller.
 struct Escaped<'a>(&'a str);
@@ -559,45 +890,6 @@ fn escape(text: &str, quote: bool) -> String {
     out
 }
 
-/// The families as a `prometheus-client` collector: encoded on each call.
-#[derive(Debug)]
-struct Encoded(Vec<MetricFamily>);
-
-impl PromCollector for Encoded {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        for family in &self.0 {
-            let help = escape(&family.help, true);
-            let metric_type = match family.kind {
-                MetricKind::Counter => ConstCounter::new(0u64).metric_type(),
-                MetricKind::Gauge => ConstGauge::new(0i64).metric_type(),
-            };
-            let mut metric = encoder.encode_descriptor(&family.name, &help, None, metric_type)?;
-            if let [only] = family.samples.as_slice() {
-                if only.labels == SeriesLabels::default() {
-                    // No labels at all: `name value`, not `name{} value`.
-                    write_value(family.kind, only.value, metric)?;
-                    continue;
-                }
-            }
-            for sample in &family.samples {
-                let l = &sample.labels;
-                let mut labels: Vec<(&str, Escaped<'_>)> = Vec::with_capacity(3);
-                if let Some(i) = &l.instance {
-                    labels.push(("instance", Escaped(i)));
-                }
-                if let Some(p) = &l.parent {
-                    labels.push(("parent", Escaped(p)));
-                }
-                if !l.app.is_empty() {
-                    labels.push(("app", Escaped(&l.app)));
-                }
-                write_value(family.kind, sample.value, metric.encode_family(&labels)?)?;
-            }
-        }
-        Ok(())
-    }
-}
-
 /// Writes one value through `encoder`.
 fn write_value(kind: MetricKind, value: i64, encoder: MetricEncoder<'_>) -> std::fmt::Result {
     match kind {
@@ -610,18 +902,31 @@ fn write_value(kind: MetricKind, value: i64, encoder: MetricEncoder<'_>) -> std:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builder::ObjectBuilder;
+    use crate::datablock::{build_data_block, CollectionTimes};
+    use crate::decode::{InstanceData, RawValue};
     use prfdata::winperf::*;
 
-    fn def(name_index: u32, counter_type: u32) -> CounterDef {
-        CounterDef {
-            name_index,
-            help_index: name_index + 1,
-            counter_type,
-            size: 4,
-            is_base: counter_type & PERF_SUBTYPE_MASK == PERF_COUNTER_BASE
-                && counter_type & PERF_TYPE_MASK == PERF_TYPE_COUNTER,
-            ..Default::default()
+    /// The size a counter of `counter_type` has (a LARGE for the 64-bit types).
+    fn size_of(counter_type: u32) -> u32 {
+        match counter_type {
+            PERF_COUNTER_TEXT => 16,
+            t => counter_size(t).unwrap_or(4),
         }
+    }
+
+    /// An object with the counters `(name index, type)`.
+    fn object(index: u32, counters: &[(u32, u32)]) -> ObjectBuilder {
+        counters
+            .iter()
+            .fold(ObjectBuilder::new(index), |b, &(i, t)| {
+                b.counter(i, t, size_of(t))
+            })
+    }
+
+    fn snapshot(objects: &[ObjectBuilder]) -> DataSnapshot {
+        let outputs: Vec<_> = objects.iter().map(ObjectBuilder::output).collect();
+        crate::decode::decode(&build_data_block("h", &CollectionTimes::now(), &outputs)).unwrap()
     }
 
     fn names(pairs: &[(u32, &str)]) -> Names {
@@ -633,6 +938,14 @@ mod tests {
         n
     }
 
+    /// The series lines of `text`: (name with labels, value).
+    fn series(text: &str) -> Vec<(&str, &str)> {
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.rsplit_once(' '))
+            .collect()
+    }
+
     #[test]
     fn parents_are_labels_and_instances_keep_pdh_numbering() {
         let inst = |name: &str, parent: u32, pos: u32, v: i64| InstanceData {
@@ -642,28 +955,14 @@ mod tests {
             parent_object_instance: pos,
             values: vec![RawValue::Int(v)],
         };
-        let pools = ObjectData {
-            name_index: 10,
-            num_instances: 2,
-            counters: vec![def(12, PERF_COUNTER_RAWCOUNT)],
-            instances: vec![inst("pool A", 0, 0, 1), inst("pool \"B\"", 0, 0, 2)],
-            ..Default::default()
-        };
-        let workers = ObjectData {
-            name_index: 14,
-            num_instances: 3,
-            counters: vec![def(16, PERF_COUNTER_COUNTER)],
-            instances: vec![
-                inst("w", 10, 1, 5),
-                inst("w", 10, 1, 6),
-                inst("w", 10, 0, 7),
-            ],
-            ..Default::default()
-        };
-        let snap = DataSnapshot {
-            objects: vec![pools, workers],
-            ..Default::default()
-        };
+        let pools = object(10, &[(12, PERF_COUNTER_RAWCOUNT)])
+            .instance(inst("pool A", 0, 0, 1))
+            .instance(inst("pool \"B\"", 0, 0, 2));
+        let workers = object(14, &[(16, PERF_COUNTER_COUNTER)])
+            .instance(inst("w", 10, 1, 5))
+            .instance(inst("w", 10, 1, 6))
+            .instance(inst("w", 10, 0, 7));
+        let snap = snapshot(&[pools, workers]);
         let n = names(&[(10, "Pool"), (12, "Size"), (14, "Worker"), (16, "Done/sec")]);
         let text = Exposition::new(&snap, &["A".into(), "A".into()], &n).encode();
         assert!(
@@ -680,29 +979,24 @@ mod tests {
 
     #[test]
     fn bases_are_families_of_their_own_named_after_their_counter() {
-        let mut avg = def(12, PERF_AVERAGE_TIMER);
-        avg.base = Some(1);
-        let mut base = def(0, PERF_AVERAGE_BASE);
-        base.base_of = Some(0);
-        let mut frac = def(14, PERF_RAW_FRACTION);
-        frac.base = Some(3);
-        let mut raw_base = def(0, PERF_RAW_BASE);
-        raw_base.base_of = Some(2);
-        let obj = ObjectData {
-            name_index: 10,
-            num_instances: PERF_NO_INSTANCES,
-            counters: vec![avg, base, frac, raw_base, def(16, PERF_COUNTER_TEXT)],
-            values: [300, 3, 1, 4]
+        let obj = object(
+            10,
+            &[
+                (12, PERF_AVERAGE_TIMER),
+                (0, PERF_AVERAGE_BASE),
+                (14, PERF_RAW_FRACTION),
+                (0, PERF_RAW_BASE),
+                (16, PERF_COUNTER_TEXT),
+            ],
+        )
+        .values(
+            [300, 3, 1, 4]
                 .map(RawValue::Int)
                 .into_iter()
                 .chain([RawValue::Text("x".into())])
                 .collect(),
-            ..Default::default()
-        };
-        let snap = DataSnapshot {
-            objects: vec![obj],
-            ..Default::default()
-        };
+        );
+        let snap = snapshot(&[obj]);
         let n = names(&[
             (10, "Svc"),
             (12, "Avg. latency"),
@@ -710,45 +1004,46 @@ mod tests {
             (16, "Label"),
         ]);
         let e = Exposition::new(&snap, &["S".into()], &n);
-        let got: Vec<(&str, MetricKind, i64)> = e
-            .families
-            .iter()
-            .map(|f| (f.name.as_str(), f.kind, f.samples[0].value))
-            .collect();
         assert_eq!(
-            got,
+            e.family_names(),
             [
-                ("prfdata_svc_avg_latency", MetricKind::Counter, 300),
-                ("prfdata_svc_avg_latency_base", MetricKind::Counter, 3),
-                ("prfdata_svc_hit_ratio", MetricKind::Gauge, 1),
-                ("prfdata_svc_hit_ratio_base", MetricKind::Gauge, 4),
+                "prfdata_svc_avg_latency",
+                "prfdata_svc_avg_latency_base",
+                "prfdata_svc_hit_ratio",
+                "prfdata_svc_hit_ratio_base",
             ]
         );
+        let text = e.encode();
         assert_eq!(
-            e.families[0].samples[0].labels,
-            SeriesLabels {
-                app: "S".into(),
-                ..Default::default()
-            }
+            series(&text),
+            [
+                ("prfdata_svc_avg_latency_total{app=\"S\"}", "300"),
+                ("prfdata_svc_avg_latency_base_total{app=\"S\"}", "3"),
+                ("prfdata_svc_hit_ratio{app=\"S\"}", "1"),
+                ("prfdata_svc_hit_ratio_base{app=\"S\"}", "4"),
+            ]
+        );
+        assert!(
+            text.contains("# TYPE prfdata_svc_hit_ratio gauge\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE prfdata_svc_avg_latency counter\n"),
+            "{text}"
         );
     }
 
     #[test]
     fn counters_are_written_unsigned_and_gauges_signed() {
-        let obj = ObjectData {
-            name_index: 10,
-            num_instances: PERF_NO_INSTANCES,
-            counters: vec![
-                def(12, PERF_COUNTER_BULK_COUNT),
-                def(14, PERF_COUNTER_LARGE_RAWCOUNT),
+        let obj = object(
+            10,
+            &[
+                (12, PERF_COUNTER_BULK_COUNT),
+                (14, PERF_COUNTER_LARGE_RAWCOUNT),
             ],
-            values: vec![RawValue::Int(-1), RawValue::Int(-5)],
-            ..Default::default()
-        };
-        let snap = DataSnapshot {
-            objects: vec![obj],
-            ..Default::default()
-        };
+        )
+        .values(vec![RawValue::Int(-1), RawValue::Int(-5)]);
+        let snap = snapshot(&[obj]);
         let text = Exposition::new(&snap, &[], &names(&[(10, "O"), (12, "B"), (14, "G")])).encode();
         assert!(
             text.contains("prfdata_o_b_total 18446744073709551615\n"),
@@ -759,88 +1054,93 @@ mod tests {
 
     #[test]
     fn the_same_object_from_two_services_shares_families_and_exact_duplicates_are_dropped() {
-        let obj = |v: i64| ObjectData {
-            name_index: 10,
-            num_instances: PERF_NO_INSTANCES,
-            counters: vec![def(12, PERF_COUNTER_RAWCOUNT)],
-            values: vec![RawValue::Int(v)],
-            ..Default::default()
-        };
-        let snap = DataSnapshot {
-            objects: vec![obj(1), obj(2), obj(3)],
-            ..Default::default()
-        };
+        let obj =
+            |v: i64| object(10, &[(12, PERF_COUNTER_RAWCOUNT)]).values(vec![RawValue::Int(v)]);
+        let snap = snapshot(&[obj(1), obj(2), obj(3)]);
         let e = Exposition::new(
             &snap,
             &["B".into(), "A".into(), "B".into()],
             &names(&[(10, "O"), (12, "C")]),
         );
-        assert_eq!(e.families.len(), 1);
-        let values: Vec<(&str, i64)> = e.families[0]
-            .samples
-            .iter()
-            .map(|s| (s.labels.app.as_str(), s.value))
-            .collect();
-        assert_eq!(values, [("A", 2), ("B", 1)]);
+        assert_eq!(e.family_names(), ["prfdata_o_c"]);
+        assert_eq!(
+            series(&e.encode()),
+            [
+                ("prfdata_o_c{app=\"A\"}", "2"),
+                ("prfdata_o_c{app=\"B\"}", "1")
+            ]
+        );
+    }
+
+    #[test]
+    fn duplicate_instances_of_an_object_collected_twice_are_dropped() {
+        let inst = |name: &str, v: i64| InstanceData {
+            name: name.into(),
+            unique_id: -1,
+            values: vec![RawValue::Int(v)],
+            ..InstanceData::default()
+        };
+        let first = object(10, &[(12, PERF_COUNTER_RAWCOUNT)])
+            .instance(inst("a", 1))
+            .instance(inst("b", 2));
+        let second = object(10, &[(12, PERF_COUNTER_RAWCOUNT)])
+            .instance(inst("b", 3))
+            .instance(inst("c", 4));
+        // A name that is itself `#1` meets the `#1` of the second `a`: shown once.
+        let third = object(10, &[(12, PERF_COUNTER_RAWCOUNT)])
+            .instance(inst("a#1", 5))
+            .instance(inst("a", 6))
+            .instance(inst("a", 7));
+        let snap = snapshot(&[first, second, third]);
+        let services = ["A".to_owned(), "A".to_owned(), "B".to_owned()];
+        let text = Exposition::new(&snap, &services, &names(&[(10, "O"), (12, "C")])).encode();
+        assert_eq!(
+            series(&text),
+            [
+                ("prfdata_o_c{instance=\"a\",app=\"A\"}", "1"),
+                ("prfdata_o_c{instance=\"b\",app=\"A\"}", "2"),
+                ("prfdata_o_c{instance=\"c\",app=\"A\"}", "4"),
+                ("prfdata_o_c{instance=\"a#1\",app=\"B\"}", "5"),
+                ("prfdata_o_c{instance=\"a\",app=\"B\"}", "6"),
+            ]
+        );
     }
 
     #[test]
     fn the_classic_text_format_names_counter_descriptors_with_total_and_unescapes_quotes() {
-        let e = Exposition {
-            families: vec![
-                MetricFamily {
-                    name: "prfdata_c".into(),
-                    help: "a \"q\" \\ b\nc".into(),
-                    kind: MetricKind::Counter,
-                    samples: vec![Sample {
-                        labels: SeriesLabels {
-                            instance: Some("x\"y".into()),
-                            parent: None,
-                            app: "A".into(),
-                        },
-                        value: 1,
-                    }],
-                },
-                MetricFamily {
-                    name: "prfdata_g".into(),
-                    help: "g".into(),
-                    kind: MetricKind::Gauge,
-                    samples: vec![Sample {
-                        labels: SeriesLabels {
-                            app: "A".into(),
-                            ..Default::default()
-                        },
-                        value: 2,
-                    }],
-                },
-            ],
-        };
+        let obj = object(
+            10,
+            &[(12, PERF_COUNTER_BULK_COUNT), (14, PERF_COUNTER_RAWCOUNT)],
+        )
+        .instance(InstanceData {
+            name: "x\"y".into(),
+            unique_id: -1,
+            values: vec![RawValue::Int(1), RawValue::Int(2)],
+            ..InstanceData::default()
+        });
+        let snap = snapshot(&[obj]);
+        let mut n = names(&[(10, "P"), (12, "C"), (14, "G")]);
+        n.help.insert(13, "a \"q\" \\ b\nc".into());
+        n.help.insert(15, "g".into());
         assert_eq!(
-            e.encode_text(),
-            "# HELP prfdata_c_total a \"q\" \\\\ b\\nc\n\
-             # TYPE prfdata_c_total counter\n\
-             prfdata_c_total{instance=\"x\\\"y\",app=\"A\"} 1\n\
-             # HELP prfdata_g g\n\
-             # TYPE prfdata_g gauge\n\
-             prfdata_g{app=\"A\"} 2\n"
+            Exposition::new(&snap, &["A".into()], &n).encode_text(),
+            "# HELP prfdata_p_c_total a \"q\" \\\\ b\\nc [P\\\\C, PERF_COUNTER_BULK_COUNT]\n\
+             # TYPE prfdata_p_c_total counter\n\
+             prfdata_p_c_total{instance=\"x\\\"y\",app=\"A\"} 1\n\
+             # HELP prfdata_p_g g [P\\\\G, PERF_COUNTER_RAWCOUNT]\n\
+             # TYPE prfdata_p_g gauge\n\
+             prfdata_p_g{instance=\"x\\\"y\",app=\"A\"} 2\n"
         );
     }
 
     #[test]
     fn an_object_with_an_elapsed_time_exports_its_clock() {
-        let obj = |index: u32, counter_type: u32| ObjectData {
-            name_index: index,
-            num_instances: PERF_NO_INSTANCES,
-            perf_time: 5_000,
-            perf_freq: 10_000_000,
-            counters: vec![def(index + 2, counter_type)],
-            values: vec![RawValue::Int(1_000)],
-            ..Default::default()
+        let obj = |index: u32, counter_type: u32| {
+            object(index, &[(index + 2, counter_type)])
+                .clock(5_000, 10_000_000)
+                .values(vec![RawValue::Int(1_000)])
         };
-        let snap = DataSnapshot {
-            objects: vec![obj(10, PERF_ELAPSED_TIME), obj(20, PERF_COUNTER_RAWCOUNT)],
-            ..Default::default()
-        };
+        let snap = snapshot(&[obj(10, PERF_ELAPSED_TIME), obj(20, PERF_COUNTER_RAWCOUNT)]);
         let n = names(&[
             (10, "PrfData Svc"),
             (12, "Uptime"),
@@ -848,36 +1148,31 @@ mod tests {
             (22, "N"),
         ]);
         let e = Exposition::new(&snap, &["A".into(), "A".into()], &n);
-        let got: Vec<(&str, MetricKind, i64)> = e
-            .families
-            .iter()
-            .map(|f| (f.name.as_str(), f.kind, f.samples[0].value))
-            .collect();
         assert_eq!(
-            got,
+            e.family_names(),
             [
-                ("prfdata_other_n", MetricKind::Gauge, 1_000),
-                ("prfdata_svc_perf_freq", MetricKind::Gauge, 10_000_000),
-                ("prfdata_svc_perf_time", MetricKind::Counter, 5_000),
-                ("prfdata_svc_uptime", MetricKind::Gauge, 1_000),
+                "prfdata_other_n",
+                "prfdata_svc_perf_freq",
+                "prfdata_svc_perf_time",
+                "prfdata_svc_uptime",
             ],
             "only the object with an object-timer counter has a clock"
+        );
+        assert_eq!(
+            series(&e.encode()),
+            [
+                ("prfdata_other_n{app=\"A\"}", "1000"),
+                ("prfdata_svc_perf_freq{app=\"A\"}", "10000000"),
+                ("prfdata_svc_perf_time_total{app=\"A\"}", "5000"),
+                ("prfdata_svc_uptime{app=\"A\"}", "1000"),
+            ]
         );
     }
 
     #[test]
     fn help_texts_with_newlines_and_backslashes_are_escaped() {
-        let obj = ObjectData {
-            name_index: 10,
-            num_instances: PERF_NO_INSTANCES,
-            counters: vec![def(12, PERF_COUNTER_RAWCOUNT)],
-            values: vec![RawValue::Int(1)],
-            ..Default::default()
-        };
-        let snap = DataSnapshot {
-            objects: vec![obj],
-            ..Default::default()
-        };
+        let obj = object(10, &[(12, PERF_COUNTER_RAWCOUNT)]).values(vec![RawValue::Int(1)]);
+        let snap = snapshot(&[obj]);
         let mut n = names(&[(10, "O"), (12, "C")]);
         n.help.insert(13, "two\nlines \\ and \"quotes\"".into());
         let text = Exposition::new(&snap, &[], &n).encode();

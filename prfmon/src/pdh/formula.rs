@@ -767,6 +767,12 @@ pub fn needs_two_samples(counter_type: u32) -> bool {
     winperf::is_differentiated(counter_type)
 }
 
+/// Whether [`format`] reads the previous sample for a counter of `counter_type` (its formula
+/// is over two samples): a sampler keeps the raw samples of these counters only.
+pub(crate) fn reads_previous(counter_type: u32) -> bool {
+    matches!(Formula::of(counter_type), Ok(Formula::Differenced(_)))
+}
+
 /// The suffix a counter type's value is displayed with, from its `PERF_DISPLAY_*` field:
 /// `"/sec"`, `"%"`, `"s"`, or `""` (no suffix, and for types not displayed).
 ///

@@ -265,29 +265,92 @@ impl InstanceSel {
     /// assert!(InstanceSel::all().matches(&second));
     /// ```
     pub fn matches(&self, instance: &InstanceName) -> bool {
-        let parent_ok = match (&self.parent, &instance.parent) {
+        self.matches_parts(instance.parent.as_deref(), &instance.name, instance.index)
+    }
+
+    /// [`InstanceSel::matches`] on an instance's parts: its parent's name, its name and its
+    /// index among its namesakes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::pdh::path::InstanceSel;
+    ///
+    /// assert!(InstanceSel::named("0").with_parent("Idle").matches_parts(Some("idle"), "0", 0));
+    /// assert!(!InstanceSel::named("0").with_parent("Idle").matches_parts(None, "0", 0));
+    /// ```
+    pub fn matches_parts(&self, parent: Option<&str>, name: &str, index: u32) -> bool {
+        self.parent_matches(parent) && self.name_matches(name, index)
+    }
+
+    /// The parent part of [`InstanceSel::matches_parts`].
+    pub(crate) fn parent_matches(&self, parent: Option<&str>) -> bool {
+        match (&self.parent, parent) {
             (None, _) => true,
             (Some(want), Some(have)) => want.matches(have),
             (Some(_), None) => false,
-        };
-        let index_ok = self.name.is_wildcard() || self.index == instance.index;
-        parent_ok && index_ok && self.name.matches(&instance.name)
+        }
+    }
+
+    /// The name and index part of [`InstanceSel::matches_parts`].
+    pub(crate) fn name_matches(&self, name: &str, index: u32) -> bool {
+        (self.name.is_wildcard() || self.index == index) && self.name.matches(name)
     }
 }
 
 impl fmt::Display for InstanceSel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(parent) = &self.parent {
-            write!(f, "{parent}/")?;
-        }
-        write!(f, "{}", self.name)?;
-        // A name that ends in `#digits` needs its index spelled out, even 0, to read back.
-        let ambiguous = matches!(&self.name, Pattern::Exact(name) if split_index(name).is_some());
-        if self.index != 0 || ambiguous {
-            write!(f, "#{}", self.index)?;
-        }
-        Ok(())
+        let parent = self.parent.as_ref().map(pattern_text);
+        write_instance(f, parent, pattern_text(&self.name), self.index)
     }
+}
+
+/// A pattern as path text (`*` for the wildcard).
+fn pattern_text(pattern: &Pattern) -> &str {
+    match pattern {
+        Pattern::Wildcard => "*",
+        Pattern::Exact(name) => name,
+    }
+}
+
+/// Writes an instance selection as a path spells it: `parent/name#index`.
+fn write_instance(
+    f: &mut impl fmt::Write,
+    parent: Option<&str>,
+    name: &str,
+    index: u32,
+) -> fmt::Result {
+    if let Some(parent) = parent {
+        write!(f, "{parent}/")?;
+    }
+    f.write_str(name)?;
+    // A name that ends in `#digits` needs its index spelled out, even 0, to read back.
+    let ambiguous = split_index(name).is_some();
+    if index != 0 || ambiguous {
+        write!(f, "#{index}")?;
+    }
+    Ok(())
+}
+
+/// Writes the path `\\machine\object(instance)\counter` from its parts, exactly as a
+/// [`CounterPath`] without wildcards prints (`instance`: parent, name, index).
+pub(crate) fn write_path(
+    f: &mut impl fmt::Write,
+    machine: Option<&str>,
+    object: &str,
+    instance: Option<(Option<&str>, &str, u32)>,
+    counter: &str,
+) -> fmt::Result {
+    if let Some(machine) = machine {
+        write!(f, r"\\{machine}")?;
+    }
+    write!(f, r"\{object}")?;
+    if let Some((parent, name, index)) = instance {
+        f.write_char('(')?;
+        write_instance(f, parent, name, index)?;
+        f.write_char(')')?;
+    }
+    write!(f, r"\{counter}")
 }
 
 /// A counter path: `\\HOST\Object(Parent/Instance#Index)\Counter`.
@@ -987,20 +1050,33 @@ pub fn expand(path: &CounterPath, available: &[Available]) -> Result<Vec<Match>,
 /// right one). "Near" is [`nearness`]. Candidates are scored by the sum of the edit distances of
 /// object, counter and instance, and each is suggested as the path that would name it, keeping
 /// the request's wildcards (and `(*)` where the request lacked an instance the object has).
-fn near_matches(path: &CounterPath, available: &[Available]) -> Vec<String> {
-    let mut best: HashMap<String, usize> = HashMap::new();
+///
+/// The candidates come one at a time, and only the [`MAX_NEAR`] best suggestions so far are
+/// kept (each with the best score any candidate gave it): a collection of a million instances
+/// costs no more memory than one of ten. The result does not depend on the candidates' order.
+pub(crate) fn near_matches<A: std::borrow::Borrow<Available>>(
+    path: &CounterPath,
+    available: impl IntoIterator<Item = A>,
+) -> Vec<String> {
+    // The best suggestions so far, best first: (score, suggestion).
+    let mut best: Vec<(usize, String)> = Vec::with_capacity(MAX_NEAR + 1);
     // Names repeat once per counter and instance: measure each name once.
-    let mut objects: HashMap<&str, (usize, bool)> = HashMap::new();
-    let mut counters: HashMap<&str, (usize, bool)> = HashMap::new();
+    let mut objects: HashMap<String, (usize, bool)> = HashMap::new();
+    let mut counters: HashMap<String, (usize, bool)> = HashMap::new();
+    let measure = |cache: &mut HashMap<String, (usize, bool)>, want: &str, have: &str| {
+        if let Some(&known) = cache.get(have) {
+            return known;
+        }
+        let found = nearness(want, have);
+        cache.insert(have.to_owned(), found);
+        found
+    };
     for item in available {
-        let (object_score, object_near) = *objects
-            .entry(&item.object)
-            .or_insert_with(|| nearness(&path.object, &item.object));
+        let item = item.borrow();
+        let (object_score, object_near) = measure(&mut objects, &path.object, &item.object);
         let (counter_score, counter_near) = match &path.counter {
             Pattern::Wildcard => (0, false),
-            Pattern::Exact(counter) => *counters
-                .entry(&item.counter)
-                .or_insert_with(|| nearness(counter, &item.counter)),
+            Pattern::Exact(counter) => measure(&mut counters, counter, &item.counter),
         };
         if !object_near && !counter_near {
             continue;
@@ -1015,6 +1091,11 @@ fn near_matches(path: &CounterPath, available: &[Available]) -> Vec<String> {
             }
             (Some(sel), Some(have)) => (instance_distance(sel, have), Some(have.selector())),
         };
+        let score = object_score + counter_score + instance_score;
+        // A worse score than the worst kept cannot be kept (ties are decided by the text).
+        if best.len() == MAX_NEAR && best.last().is_some_and(|(worst, _)| score > *worst) {
+            continue;
+        }
         let suggestion = CounterPath {
             machine: path.machine.clone(),
             object: item.object.clone(),
@@ -1025,14 +1106,27 @@ fn near_matches(path: &CounterPath, available: &[Available]) -> Vec<String> {
             },
         }
         .to_string();
-        let score = object_score + counter_score + instance_score;
-        best.entry(suggestion)
-            .and_modify(|s| *s = (*s).min(score))
-            .or_insert(score);
+        keep_best(&mut best, score, suggestion);
     }
-    let mut near: Vec<(usize, String)> = best.into_iter().map(|(p, s)| (s, p)).collect();
-    near.sort();
-    near.into_iter().take(MAX_NEAR).map(|(_, p)| p).collect()
+    best.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Adds `suggestion` with `score` to `best` (sorted, at most [`MAX_NEAR`]): a suggestion
+/// already there keeps the better of its scores; past [`MAX_NEAR`] the worst is dropped.
+///
+/// Dropping is safe: a dropped suggestion had [`MAX_NEAR`] better ones, which only get better,
+/// so it cannot be among the best at the end, whatever score it comes back with.
+fn keep_best(best: &mut Vec<(usize, String)>, score: usize, suggestion: String) {
+    if let Some(at) = best.iter().position(|(_, s)| *s == suggestion) {
+        if best[at].0 <= score {
+            return;
+        }
+        best.remove(at);
+    }
+    let entry = (score, suggestion);
+    let at = best.partition_point(|e| *e < entry);
+    best.insert(at, entry);
+    best.truncate(MAX_NEAR);
 }
 
 /// The largest edit distance at which a differently spelt name is still near: two edits, or one
@@ -1074,12 +1168,12 @@ fn distance(a: &str, b: &str) -> usize {
 }
 
 /// A name folded for case-insensitive comparison.
-fn fold_case(name: &str) -> String {
+pub(crate) fn fold_case(name: &str) -> String {
     name.to_lowercase()
 }
 
 /// Whether two names are equal ignoring case.
-fn eq_ignore_case(a: &str, b: &str) -> bool {
+pub(crate) fn eq_ignore_case(a: &str, b: &str) -> bool {
     a == b
         || a.chars()
             .flat_map(char::to_lowercase)

@@ -133,7 +133,7 @@ fn value_in(bytes: &[u8], registry: &FileRegistry, object: &str, counter: &str) 
         .counters
         .iter()
         .position(|c| names.name(c.name_index) == counter)?;
-    obj.values.get(c).and_then(|v| v.as_i64())
+    obj.values()?.int(c)
 }
 
 /// Polls `look` until it gives `want`, at most [`SEEN_WITHIN`] after `since`; returns how long

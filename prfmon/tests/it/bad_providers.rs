@@ -81,7 +81,10 @@ fn survive(mode: &'static str) -> ProviderFault {
         // The good provider goes on: its Collect-call counter advanced to 2.
         let second = decode(&collector.collect("Global")).unwrap();
         assert_eq!(second.objects.len(), 1);
-        assert_eq!(second.objects[0].instances[0].values[1].as_i64(), Some(2));
+        assert_eq!(
+            second.objects[0].instance(0).unwrap().values().int(1),
+            Some(2)
+        );
         assert_eq!(collector.disabled().len(), 1, "{mode}: disabled only once");
         collector.close();
 

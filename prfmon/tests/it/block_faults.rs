@@ -344,7 +344,7 @@ fn workers(snap: &DataSnapshot) -> Vec<String> {
         .objects
         .iter()
         .find(|o| o.name_index == index)
-        .map(|o| o.instances.iter().map(|i| i.name.clone()).collect())
+        .map(|o| o.instances().map(|i| i.name()).collect())
         .unwrap_or_default();
     names.sort();
     names

@@ -28,9 +28,9 @@ fn assert_good_object(snap: &DataSnapshot, at: usize, index: u32, calls: i64) {
     assert_eq!(obj.counters.len(), 2);
     assert_eq!(obj.counters[0].name_index, index + 2);
     assert_eq!(instance_names(snap, obj), ["alpha", "beta", "alpha#1"]);
-    for (i, inst) in obj.instances.iter().enumerate() {
+    for (i, inst) in obj.instances().enumerate() {
         assert_eq!(
-            inst.values,
+            inst.values().to_vec(),
             [RawValue::Int(10 * (i as i64 + 1)), RawValue::Int(calls)]
         );
     }
@@ -191,7 +191,7 @@ fn two_collectors_at_once_in_one_process() {
                 for _ in 0..20 {
                     let snap = decode(&collector.collect("Global")).unwrap();
                     assert_eq!(snap.objects.len(), 1);
-                    assert_eq!(snap.objects[0].instances.len(), 3);
+                    assert_eq!(snap.objects[0].instance_count(), 3);
                 }
                 collector.close();
             })
@@ -302,7 +302,7 @@ fn a_library_shared_by_two_services_gives_each_service_its_own_state() {
                 let seen: Vec<(u32, Option<i64>)> = snap
                     .objects
                     .iter()
-                    .map(|o| (o.name_index, o.instances[0].values[1].as_i64()))
+                    .map(|o| (o.name_index, o.instance(0).and_then(|i| i.values().int(1))))
                     .collect();
                 assert_eq!(
                     seen,

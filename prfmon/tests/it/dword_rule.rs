@@ -81,7 +81,7 @@ fn a_provider_returning_dword_multiples_is_kept_and_realigned_and_a_word_multipl
                     );
                     // The values, including the 64-bit one, decode right.
                     assert_eq!(
-                        object.values,
+                        object.values().map(|v| v.to_vec()).unwrap_or_default(),
                         [
                             RawValue::Int(DWORD_VALUE.into()),
                             RawValue::Int(c_large(DWORD_VALUE)),

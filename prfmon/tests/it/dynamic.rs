@@ -131,7 +131,7 @@ fn calls(c: &mut Collector<FileRegistry>, first: u32) -> Option<i64> {
         .counters
         .iter()
         .position(|k| k.name_index == first + CALLS)?;
-    obj.values.get(i)?.as_i64()
+    obj.values()?.int(i)
 }
 
 fn registry_names(installed: &prfdata_app::Installed) -> std::collections::BTreeMap<u32, String> {

@@ -142,13 +142,18 @@ fn check_values(snap: &DataSnapshot, names: &Names) {
     let fc = env().first_counter;
     let server = object(snap, fc);
     assert!(!server.has_instances());
-    let values: Vec<i64> = server.values.iter().map(|v| v.as_i64().unwrap()).collect();
+    let values: Vec<i64> = server
+        .values()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
     assert_eq!(values, [12_345, 1 << 40, 3, 4]);
     assert_eq!(names.name(server.name_index), "E2E Server");
     assert_eq!(names.name(server.counters[2].name_index), "Hit ratio");
     let build = object(snap, fc + 16);
     assert_eq!(
-        build.values,
+        build.values().unwrap().to_vec(),
         [prfmon::decode::RawValue::Text("1.2.3-é".into())],
         "a text counter"
     );
@@ -159,15 +164,13 @@ fn check_values(snap: &DataSnapshot, names: &Names) {
         "PDH names: parent/child, duplicates numbered"
     );
     let sent: Vec<i64> = sessions
-        .instances
-        .iter()
-        .map(|i| i.values[0].as_i64().unwrap())
+        .instances()
+        .map(|i| i.values().int(0).unwrap())
         .collect();
     assert_eq!(sent, [100, 200, 300]);
     assert!(sessions
-        .instances
-        .iter()
-        .all(|i| i.parent_object_title_index == fc + 8));
+        .instances()
+        .all(|i| i.parent_object_title_index() == fc + 8));
 }
 
 #[test]

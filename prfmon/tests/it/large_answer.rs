@@ -126,11 +126,11 @@ fn a_large_valid_answer_does_not_disable_its_provider() {
         .iter()
         .find(|o| names.name(o.name_index) == "Big Answer Session")
         .expect("the object collected");
-    assert_eq!(session.instances.len(), INSTANCES as usize);
-    for (i, inst) in session.instances.iter().enumerate() {
-        assert_eq!(inst.name, name(i as u32), "instance {i}'s name");
+    assert_eq!(session.instance_count(), INSTANCES as usize);
+    for (i, inst) in session.instances().enumerate() {
+        assert_eq!(inst.name(), name(i as u32), "instance {i}'s name");
         assert_eq!(
-            inst.values[0].as_i64(),
+            inst.values().int(0),
             Some(i as i64),
             "instance {i}'s value"
         );

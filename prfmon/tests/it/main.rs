@@ -41,6 +41,7 @@ mod large_answer;
 mod list;
 mod lodctr;
 mod logging;
+mod metrics_cost;
 mod membership;
 mod on_demand_bound;
 mod parents;

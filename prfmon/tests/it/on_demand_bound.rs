@@ -136,7 +136,7 @@ fn answers(collector: &mut Collector<FileRegistry>, names: &Names) -> Vec<Option
                 .objects
                 .iter()
                 .find(|o| names.name(o.name_index) == *object)?;
-            obj.values.first().and_then(|v| v.as_i64())
+            obj.values()?.int(0)
         })
         .collect()
 }

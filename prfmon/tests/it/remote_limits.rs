@@ -1,7 +1,9 @@
 //! A remote that lies: the real `prfmon` against a hostile server on 127.0.0.1 (see
-//! [`crate::hostile_http`]). A huge answer costs the client at most about twice its size; an
-//! answer over `--max-answer` is refused naming both; redirects are not followed; a body cut
-//! short is said to be cut short, with both byte counts.
+//! [`crate::hostile_http`]). A huge answer costs the client at most about twice its size,
+//! whatever reads it (`list`, `query` as a table or JSON, `typeperf` of one instance or of
+//! every one), and so does `decode` of a huge file; an answer over `--max-answer` is refused
+//! naming both; redirects are not followed; a body cut short is said to be cut short, with
+//! both byte counts.
 
 use crate::hostile_http::{huge_names, many_instances, HostileServer, Reply};
 
@@ -12,15 +14,20 @@ use std::time::{Duration, Instant};
 /// How long one prfmon run may take before the test fails instead of hanging.
 const RUN_WAIT: Duration = Duration::from_secs(120);
 
-/// What a finished run left: its exit code, stderr, how many bytes it printed, and its peak
-/// resident memory (`ru_maxrss`: VmHWM) in bytes.
+/// What a finished run left: its exit code, stderr, how many bytes it printed and the last of
+/// them, and its peak resident memory (`ru_maxrss`: VmHWM) in bytes.
 #[derive(Debug)]
 struct Measured {
     code: i32,
     stderr: String,
     stdout_len: u64,
+    /// The last [`TAIL`] bytes of stdout.
+    stdout_tail: String,
     peak: u64,
 }
+
+/// How much of a run's stdout [`Measured`] keeps (its end: the last rows written).
+const TAIL: u64 = 256;
 
 /// The variable that makes this test binary the measuring runner ([`measure_child`]): the
 /// folder with the arguments, where the results go.
@@ -48,10 +55,13 @@ fn run_measured(args: &[&str]) -> Measured {
         .unwrap_or_else(|e| panic!("the runner left no result ({e}): {run:?}"));
     let mut words = result.split_whitespace().map(|w| w.parse::<i64>().unwrap());
     let (code, peak_kib) = (words.next().unwrap(), words.next().unwrap());
+    let out = std::fs::read(dir.path().join("out")).unwrap_or_default();
+    let tail = out.len().saturating_sub(TAIL as usize);
     Measured {
         code: code as i32,
         stderr: std::fs::read_to_string(dir.path().join("err")).unwrap_or_default(),
-        stdout_len: std::fs::metadata(dir.path().join("out")).map_or(0, |m| m.len()),
+        stdout_len: out.len() as u64,
+        stdout_tail: String::from_utf8_lossy(&out[tail..]).into_owned(),
         peak: u64::try_from(peak_kib).unwrap_or(0) * 1024,
     }
 }
@@ -139,26 +149,109 @@ fn server_answering(reply: Reply) -> HostileServer {
     })
 }
 
+/// The instances of the huge answer: 500,000 of 48 bytes, 24 MB that a per-instance copy
+/// (a string and a list of values each) would make many times larger.
+const HUGE: u32 = 500_000;
+
+/// The last instance's name ([`many_instances`] names them in hexadecimal) and value.
+const LAST: &str = "7a11f";
+
+/// Runs `prfmon args...` against a server of the huge answer (`{host}` in an argument is its
+/// address), checks that it succeeded within twice the answer plus [`BASE_MEMORY`], and
+/// returns the run and the answer's size.
+fn run_on_huge_answer(args: &[&str]) -> (Measured, u64) {
+    let block = Arc::new(many_instances(HUGE));
+    let size = block.len() as u64;
+    let server = huge_server(Arc::clone(&block));
+    drop(block);
+    let host = server.host();
+    let args: Vec<String> = args.iter().map(|a| a.replace("{host}", &host)).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = run_measured(&args);
+    assert_eq!(run.code, 0, "{args:?}: {run:?}");
+    assert_peak(&args, &run, size);
+    (run, size)
+}
+
+/// Asserts that `run`'s peak stayed within twice `size` plus [`BASE_MEMORY`].
+fn assert_peak(args: &[&str], run: &Measured, size: u64) {
+    let bound = 2 * size + BASE_MEMORY;
+    eprintln!(
+        "prfmon {}: peak {} bytes for a {size}-byte answer ({:.2}x), {} bytes printed",
+        args[0],
+        run.peak,
+        run.peak as f64 / size as f64,
+        run.stdout_len
+    );
+    assert!(
+        run.peak <= bound,
+        "prfmon {args:?} held {} bytes at its peak for a {size}-byte answer (bound {bound})",
+        run.peak
+    );
+}
+
 #[test]
 fn a_huge_answer_costs_at_most_twice_its_size() {
-    // 500,000 instances of 48 bytes: 24 MB that a per-instance copy would make many times larger.
-    let block = Arc::new(many_instances(500_000));
+    let block = Arc::new(many_instances(HUGE));
     let size = block.len() as u64;
     let server = huge_server(Arc::clone(&block));
     let host = server.host();
     let run = run_measured(&["list", "--computer", &host]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout_len > 0, "{run:?}");
-    let bound = 2 * size + BASE_MEMORY;
-    eprintln!(
-        "prfmon list: peak {} bytes for a {size}-byte answer",
-        run.peak
-    );
+    assert_peak(&["list"], &run, size);
+}
+
+#[test]
+fn a_huge_answer_queried_costs_at_most_twice_its_size() {
+    let (run, _) = run_on_huge_answer(&["query", "--computer", "{host}"]);
+    // The table's last row: the counter of the last instance, with its value.
+    let last = format!("{LAST}     {}\n", HUGE - 1);
+    assert!(run.stdout_tail.ends_with(&last), "{run:?}");
+}
+
+#[test]
+fn a_huge_answer_as_json_costs_at_most_twice_its_size() {
+    let (run, size) = run_on_huge_answer(&["query", "--computer", "{host}", "--json"]);
+    // Keys in alphabetical order: the header's last field closes the document.
+    let last = format!("\"total_byte_length\": {size}\n}}\n");
+    assert!(run.stdout_tail.ends_with(&last), "{run:?}");
+}
+
+#[test]
+fn typeperf_of_one_instance_of_a_huge_answer_costs_at_most_twice_its_size() {
+    let (run, _) = run_on_huge_answer(&["typeperf", r"\\{host}\Huge(1)\Value", "-sc", "1"]);
+    assert!(run.stdout_tail.ends_with("\"1.000000\"\n"), "{run:?}");
+}
+
+#[test]
+fn typeperf_of_every_instance_of_a_huge_answer_costs_at_most_twice_its_size() {
+    let (run, _) = run_on_huge_answer(&["typeperf", r"\\{host}\Huge(*)\Value", "-sc", "1"]);
+    let last = format!("\"{}.000000\"\n", HUGE - 1);
+    assert!(run.stdout_tail.ends_with(&last), "{run:?}");
+    // One column per instance, the last named in the header.
+    assert!(run.stdout_len > u64::from(HUGE) * 12, "{run:?}");
+}
+
+/// The local check: `prfmon decode` of a huge PERF_DATA_BLOCK file (what `query --raw`
+/// writes), with no server.
+#[test]
+fn decoding_a_huge_file_costs_at_most_twice_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("huge.raw");
+    let block = many_instances(HUGE);
+    let size = block.len() as u64;
+    std::fs::write(&file, &block).unwrap();
+    drop(block);
+    let path = file.to_str().unwrap();
+    let run = run_measured(&["decode", path]);
+    assert_eq!(run.code, 0, "{run:?}");
     assert!(
-        run.peak <= bound,
-        "prfmon list held {} bytes at its peak for a {size}-byte answer (bound {bound})",
-        run.peak
+        run.stdout_tail
+            .ends_with(&format!("{LAST}     {}\n", HUGE - 1)),
+        "{run:?}"
     );
+    assert_peak(&["decode"], &run, size);
 }
 
 #[test]

@@ -106,7 +106,7 @@ fn query_json_carries_factors_and_raw_values_and_serves_sums_and_on_demand_value
         .iter()
         .position(|c| c.name_index == first + 2)
         .unwrap();
-    assert_eq!(o.values[k].as_i64(), Some(3));
+    assert_eq!(o.values().unwrap().int(k), Some(3));
 
     let again = prfdata_app::prfmon_for(&installed, &["query", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&again.stdout).unwrap();

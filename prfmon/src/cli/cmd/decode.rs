@@ -15,12 +15,14 @@ use prfmon::decode::DataSnapshot;
 use prfmon::factor::Factors;
 use prfmon::names::Names;
 
-use crate::cli::stdout::{errln, out, outln};
+use crate::cli::stdout::{self, errln};
+use prfdata_untrusted::text::Style;
+use prfmon::report::JsonReport;
 
 /// The largest file `decode` reads: the largest PERF_DATA_BLOCK
 /// ([`MAX_PERF_DATA_BLOCK`](prfmon::datablock::MAX_PERF_DATA_BLOCK), 4 GiB: its
 /// `TotalByteLength` is a DWORD), so that whatever `query --raw` writes can be read back. The
-/// file is read whole and decoded into memory; the bound keeps a wrong file (a disk image, a
+/// file is read whole and decoded in place (the snapshot keeps the bytes read); the bound keeps a wrong file (a disk image, a
 /// device) from being read without end.
 pub const MAX_DECODE_INPUT: u64 = prfmon::datablock::MAX_PERF_DATA_BLOCK;
 
@@ -46,8 +48,9 @@ pub struct DecodeArgs {
     lang: String,
 }
 
-/// Prints a snapshot as a table or as JSON (shared with `query`); `services[i]` is the
-/// service that returned object `i` (empty when not known, as for a file).
+/// Prints a snapshot as a table or as JSON (shared with `query`), written as it is made
+/// (nothing of the output is held whole); `services[i]` is the service that returned object
+/// `i` (empty when not known, as for a file).
 pub fn print(
     snapshot: &DataSnapshot,
     names: &Names,
@@ -56,13 +59,18 @@ pub fn print(
     json: bool,
 ) {
     if json {
-        let value = prfmon::report::json_with_factors(snapshot, names, services, factors);
-        outln!("{}", crate::cli::stdout::json(&value));
+        let report = JsonReport::new(snapshot, names)
+            .services(services)
+            .factors(factors);
+        // Pretty JSON with JSON's own escapes for control characters, then a newline.
+        stdout::write_with(Style::Json, |out| {
+            report.write_to(out)?;
+            out.write_all(b"\n")
+        });
     } else {
-        out!(
-            "{}",
-            prfmon::report::table_with_services(snapshot, names, services)
-        );
+        stdout::write_with(Style::Terminal, |out| {
+            prfmon::report::write_table(out, snapshot, names, services)
+        });
     }
 }
 
@@ -75,7 +83,8 @@ pub fn run(args: DecodeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let snapshot = match prfmon::decode::decode(&bytes) {
+    // The snapshot keeps the bytes (no copy) and reads them in place.
+    let snapshot = match prfmon::decode::decode_owned(bytes) {
         Ok(s) => s,
         Err(e) => {
             errln!("prfmon decode: {}: {e}", args.file.display());

@@ -340,7 +340,8 @@ impl OpenSource {
     /// One collection of `query`, decoded, its `SystemName` the remote's label.
     pub fn collect_decoded(&mut self, query: &str) -> Result<prfmon::decode::DataSnapshot, String> {
         let collection = self.collect(query)?;
-        let mut snapshot = prfmon::decode::decode(&collection.bytes)
+        // The snapshot keeps the collection's bytes (no copy) and reads them in place.
+        let mut snapshot = prfmon::decode::decode_owned(collection.bytes)
             .map_err(|e| format!("the collection does not decode: {e}"))?;
         if let Some(m) = &self.remote {
             snapshot.system_name = m.label.clone();

@@ -41,9 +41,9 @@ pub fn view_with<R: Registry>(collector: &mut Collector<R>) -> PerfStats {
     let names = Names::load(collector.registry(), "009").unwrap_or_default();
     let apps = AppRanges::load(collector.registry()).unwrap_or_default();
     let factors = prfmon::factor::Factors::load(collector.registry()).unwrap_or_default();
-    let decode = |bytes: &[u8]| prfmon::decode::decode(bytes).unwrap_or_default();
-    let mut snapshot = decode(&collector.collect("Global"));
-    let costly = decode(&collector.collect("Costly"));
+    let decode = |bytes: Vec<u8>| prfmon::decode::decode_owned(bytes).unwrap_or_default();
+    let mut snapshot = decode(collector.collect("Global"));
+    let costly = decode(collector.collect("Costly"));
     prfmon::merge::merge_missing(&mut snapshot, costly);
     PerfStats::with_factors(&snapshot, &names, apps, &factors)
 }

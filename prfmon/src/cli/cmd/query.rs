@@ -60,6 +60,7 @@ pub fn run(args: QueryArgs) -> ExitCode {
         }
     };
     drop(source);
+    let services = collection.services;
     let bytes = collection.bytes;
     if let Some(file) = &args.raw {
         if let Err(e) = std::fs::write(file, &bytes) {
@@ -67,30 +68,30 @@ pub fn run(args: QueryArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    match prfmon::decode::decode(&bytes) {
-        Ok(snapshot) => {
-            super::decode::print(&snapshot, &names, &collection.services, &factors, args.json);
-            let missing: Vec<u32> = named_indexes(&value)
-                .into_iter()
-                .filter(|i| !snapshot.objects.iter().any(|o| o.name_index == *i))
-                .collect();
-            for index in &missing {
-                errln!(
-                    "prfmon query: object {} ({index}) was asked for, but no provider returned \
-                     it (is its app running, and its provider enabled?)",
-                    names.name(*index)
-                );
-            }
-            if missing.is_empty() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
-        }
+    // The snapshot keeps the bytes (no copy) and reads them in place.
+    let snapshot = match prfmon::decode::decode_owned(bytes) {
+        Ok(snapshot) => snapshot,
         Err(e) => {
             errln!("prfmon query: the collection does not decode: {e}");
-            ExitCode::FAILURE
+            return ExitCode::FAILURE;
         }
+    };
+    super::decode::print(&snapshot, &names, &services, &factors, args.json);
+    let missing: Vec<u32> = named_indexes(&value)
+        .into_iter()
+        .filter(|i| !snapshot.objects.iter().any(|o| o.name_index == *i))
+        .collect();
+    for index in &missing {
+        errln!(
+            "prfmon query: object {} ({index}) was asked for, but no provider returned \
+             it (is its app running, and its provider enabled?)",
+            names.name(*index)
+        );
+    }
+    if missing.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 

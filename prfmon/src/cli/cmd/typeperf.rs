@@ -20,7 +20,7 @@ use prfmon::decode::DataSnapshot;
 use prfmon::merge::merge_missing;
 use prfmon::names::Names;
 use prfmon::pdh::{self, CounterPath, FormatOptions};
-use prfmon::sampler::{self, Sampler};
+use prfmon::sampler::{self, Columns, Sampler};
 use prfmon::typeperf::{query_paths, timestamp, LogFormat, LogWriter, TimeZone, ValueStyle};
 
 /// `prfmon typeperf ...`. typeperf's single-dash switches (`-si`, `-sc`, `-o`, `-f`, `-q`,
@@ -156,6 +156,17 @@ impl Source {
         Ok(snapshot)
     }
 
+    /// The first collection for `requests`: `Global`, and if the requests name objects it
+    /// lacks, a second one with them ([`Source::include_missing`]), the first dropped before.
+    pub fn collect_first(&mut self, requests: &[CounterPath]) -> Result<DataSnapshot, String> {
+        let first = self.collect()?;
+        if !self.include_missing(requests, &first) {
+            return Ok(first);
+        }
+        drop(first);
+        self.collect()
+    }
+
     /// One collection of `query`, decoded.
     pub fn collect_query(&mut self, query: &str) -> Result<DataSnapshot, String> {
         self.source.collect_decoded(query)
@@ -229,30 +240,7 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
     )?;
 
     if let Some((object, expanded)) = query {
-        let mut both = source.collect_query("Global")?;
-        let costly = source.collect_query("Costly")?;
-        // `Costly` also returns the non-costly parents of costly objects: listed once.
-        merge_missing(&mut both, costly);
-        let offers = sampler::offers(&both, &source.names);
-        source.close();
-        let paths = query_paths(&offers, object.as_deref(), expanded);
-        if paths.is_empty() {
-            return Err(match object {
-                Some(o) => format!("no object named `{o}` is available"),
-                None => "no counters are available".into(),
-            });
-        }
-        let mut out = out;
-        let written = paths
-            .iter()
-            .try_for_each(|p| writeln!(out, "{p}"))
-            .and_then(|()| out.flush());
-        return match written {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                Err(format!("cannot write the list: {e}"))
-            }
-            _ => Ok(()),
-        };
+        return list(&mut source, out, object.as_deref(), expanded);
     }
 
     let style = if args.output.is_some() {
@@ -260,13 +248,22 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
     } else {
         ValueStyle::Console
     };
-    let mut log = LogWriter::new(out, args.format, style);
-    let mut first = source.collect()?;
-    if source.include_missing(&requests, &first) {
-        first = source.collect()?;
-    }
+    let log = LogWriter::new(out, args.format, style);
+    write_log(source, log, requests, interval, args.samples)
+}
+
+/// Samples `requests` every `interval` (`samples` times, or until interrupted) into `log`:
+/// the header at the first collection, then a row per collection.
+fn write_log(
+    mut source: Source,
+    mut log: LogWriter<Box<dyn Write>>,
+    requests: Vec<CounterPath>,
+    interval: Duration,
+    samples: Option<u64>,
+) -> Result<(), String> {
+    let first = source.collect_first(&requests)?;
     let names = source.names.clone();
-    let columns = sampler::resolve(&requests, &first, &names).map_err(|e| e.to_string())?;
+    sampler::check(&requests, &first, &names).map_err(|e| e.to_string())?;
     // PDH's text log: the true value, percentages not capped (PDH_FMT_NOCAP100, as typeperf
     // logs a process's "% Processor Time" above 100 on several cores), no scale. `watch` caps
     // unless asked not to (`--nocap100`), as perfmon's chart does.
@@ -274,38 +271,39 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
         cap_percent: false,
         scale: None,
     };
-    let mut sampler = Sampler::new(columns.clone(), options);
+    // The header, written as the columns are found (a CSV header cannot change).
+    let tz = TimeZone::local_at(sample_time(&first));
+    let columns = log.start_header(&tz).and_then(|()| {
+        let columns = Columns::new(&requests, &first, &names, options, |path| {
+            log.header_field(&path.to_string())
+        })?;
+        log.end_header().map(|()| columns)
+    });
+    let mut columns = match columns {
+        Ok(columns) => columns,
+        Err(e) if reader_gone(&e) => {
+            source.close();
+            return Ok(());
+        }
+        Err(e) => return Err(write_error(e)),
+    };
     // Watch leases on what is logged, renewed at every sample (seed 000's start/stop).
     let mut leases = prfmon::lease::Leases::new(source.apps.clone(), interval);
-    let headers: Vec<String> = columns.iter().map(ToString::to_string).collect();
+    let sampler = Sampler::new(requests, options);
 
     let start = Instant::now();
     let mut snapshot = first;
     let mut taken: u64 = 0;
     loop {
         leases.hold(&sampler.titles(&snapshot, &names));
-        let sample = sampler.sample(&snapshot, &names);
-        let when = sample
-            .wall_time()
-            .unwrap_or_else(std::time::SystemTime::now);
-        let header = if taken == 0 {
-            log.write_header(&TimeZone::local_at(when), &headers)
-        } else {
-            Ok(())
-        };
-        let mut values = vec![None; columns.len()];
-        for r in &sample.readings {
-            if let (Some(slot), Ok(v)) = (values.get_mut(r.request), r.value) {
-                *slot = Some(v);
-            }
-        }
-        match header.and_then(|()| log.write_row(&timestamp(when), &values)) {
+        let values = columns.sample(&snapshot, &names);
+        match log.write_row(&timestamp(sample_time(&snapshot)), &values) {
             Ok(()) => {}
             Err(e) if reader_gone(&e) => break,
             Err(e) => return Err(write_error(e)),
         }
         taken += 1;
-        if args.samples.is_some_and(|n| taken >= n) {
+        if samples.is_some_and(|n| taken >= n) {
             break;
         }
         // Fixed-rate schedule: sample k is due at start + k × interval, whatever collecting took.
@@ -313,6 +311,8 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
         if let Some(wait) = due.checked_duration_since(Instant::now()) {
             std::thread::sleep(wait);
         }
+        // The last collection goes before the next comes: two are never held at once.
+        drop(snapshot);
         snapshot = match source.collect() {
             Ok(s) => s,
             Err(e) => {
@@ -324,6 +324,47 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
     leases.release();
     source.close();
     Ok(())
+}
+
+/// `typeperf -q` / `-qx`: the counters of `Global` and `Costly` (of `object` only if given),
+/// written to `out` as they are found.
+fn list(
+    source: &mut Source,
+    mut out: Box<dyn Write>,
+    object: Option<&str>,
+    expanded: bool,
+) -> Result<(), String> {
+    let mut both = source.collect_query("Global")?;
+    let costly = source.collect_query("Costly")?;
+    // `Costly` also returns the non-costly parents of costly objects: listed once.
+    merge_missing(&mut both, costly);
+    let listed = query_paths(&both, &source.names, object, expanded, |p| {
+        writeln!(out, "{p}")
+    })
+    .and_then(|count| out.flush().map(|()| count));
+    match listed {
+        Ok(0) => Err(match object {
+            Some(o) => format!("no object named `{o}` is available"),
+            None => "no counters are available".into(),
+        }),
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("cannot write the list: {e}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// When a collection was made, as its sample's time stamp gives it (now, if it says nothing
+/// usable).
+fn sample_time(snapshot: &DataSnapshot) -> std::time::SystemTime {
+    prfmon::sampler::Sample {
+        perf_time_100nsec: snapshot.perf_time_100nsec,
+        system_name: String::new(),
+        readings: Vec::new(),
+        unmatched: Vec::new(),
+    }
+    .wall_time()
+    .unwrap_or_else(std::time::SystemTime::now)
 }
 
 #[cfg(test)]

@@ -47,6 +47,19 @@ pub struct WatchArgs {
     frames: Option<u64>,
 }
 
+/// Takes one sample of `snapshot` into the chart, a reading at a time (a wildcard over many
+/// instances is never listed whole; the chart keeps at most [`crate::cli::chart::MAX_SERIES`]).
+fn sample_into(
+    state: &mut WatchState,
+    sampler: &mut Sampler,
+    snapshot: &prfmon::decode::DataSnapshot,
+    names: &prfmon::names::Names,
+) {
+    let mut seen = state.begin();
+    let sample = sampler.sample_with(snapshot, names, |r| state.add(&r, &mut seen));
+    state.finish(&sample, seen);
+}
+
 /// Runs `prfmon watch`.
 pub fn run(args: WatchArgs) -> ExitCode {
     match run_inner(args) {
@@ -72,12 +85,9 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
         &args.remote,
         &requests,
     )?;
-    let mut first = source.collect()?;
-    if source.include_missing(&requests, &first) {
-        first = source.collect()?;
-    }
+    let first = source.collect_first(&requests)?;
     let names = source.names.clone();
-    sampler::resolve(&requests, &first, &names).map_err(|e| e.to_string())?;
+    sampler::check(&requests, &first, &names).map_err(|e| e.to_string())?;
 
     // perfmon's chart: percentages capped at 100; DefaultScale is applied by the chart state.
     let options = FormatOptions {
@@ -91,7 +101,8 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
     leases.hold(&sampler.titles(&first, &names));
     // Seed 000's scale factors, from the registry the names came from.
     state.factors = source.factors.clone();
-    state.update(&sampler.sample(&first, &names));
+    sample_into(&mut state, &mut sampler, &first, &names);
+    drop(first);
 
     let mut terminal = ratatui::try_init().map_err(|e| format!("cannot use the terminal: {e}"))?;
     let mut draw = |state: &WatchState| {
@@ -129,8 +140,9 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
             let snapshot = source.collect().unwrap_or_default();
             leases.set_interval(state.interval);
             leases.hold(&sampler.titles(&snapshot, &names));
-            let sample = sampler.sample(&snapshot, &names);
-            state.update(&sample);
+            sample_into(&mut state, &mut sampler, &snapshot, &names);
+            // The collection goes before the next comes: two are never held at once.
+            drop(snapshot);
             draw(&state)?;
         }
     })();

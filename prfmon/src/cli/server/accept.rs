@@ -151,7 +151,13 @@ where
         let (shared, answered) = (Arc::clone(&shared), Arc::clone(&answered));
         async move {
             let r = routes::route(shared, ip, request).await;
-            answered.answered();
+            // A streamed answer is answered when its body ends.
+            let r = if r.body().is_streamed() {
+                r.map(|body| body.on_end(move || answered.answered()))
+            } else {
+                answered.answered();
+                r
+            };
             Ok::<_, std::convert::Infallible>(r)
         }
     });

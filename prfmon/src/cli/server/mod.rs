@@ -1,7 +1,8 @@
 //! The HTTP side of `prfmon serve`: hyper's HTTP/1 on a tokio runtime (the stack
 //! metrics-exporter-prometheus serves with), one task per connection, TLS through tokio-rustls.
-//! `/metrics` collects and encodes on each request on a blocking thread; collections, which
-//! must not interleave within one collector, take turns on a mutex there.
+//! `/metrics` collects on each request on a blocking thread, and encodes as the client reads
+//! ([`body`]: the text is never held whole); collections, which must not interleave within
+//! one collector, take turns on a mutex there.
 //!
 //! | request                         | answer                                              |
 //! |---------------------------------|-----------------------------------------------------|
@@ -36,6 +37,7 @@
 //! | request head | [`MAX_HEAD`](guard::MAX_HEAD) (16 KiB), else 431 |
 //! | a head's arrival, a TLS handshake | [`HEADER_TIMEOUT`](accept::HEADER_TIMEOUT) (10 s), then the connection closes |
 //! | an answer the client does not read | [`WRITE_TIMEOUT`](accept::WRITE_TIMEOUT) (10 s), then the connection closes |
+//! | `/metrics` text encoded ahead of the client | [`CHUNKS_AHEAD`](body::CHUNKS_AHEAD) chunks of [`CHUNK`](body::CHUNK) bytes (256 KiB) |
 //! | an idle keep-alive connection | [`IDLE_TIMEOUT`](accept::IDLE_TIMEOUT) (90 s) |
 //! | accept errors (`EMFILE`, ...) | logged once, backed off (10 ms to 1 s), never fatal |
 //!
@@ -64,6 +66,7 @@
 //! every answer goes over TLS.
 
 mod accept;
+mod body;
 mod conns;
 mod guard;
 mod reg;

@@ -7,25 +7,25 @@
 use std::net::IpAddr;
 use std::sync::{Arc, PoisonError};
 
-use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use prfdata_registry::Registry;
 
+use super::body::AnswerBody;
 use super::Shared;
 use prfmon::names::Names;
 use prfmon::openmetrics::exposition::{Exposition, CONTENT_TYPE, TEXT_CONTENT_TYPE};
 
-/// A whole answer.
-pub type Answer = Response<Full<Bytes>>;
+/// An answer: whole, or `/metrics`' written as it is encoded ([`AnswerBody`]).
+pub type Answer = Response<AnswerBody>;
 
 /// The routes that exist (for 405 rather than 404).
 const ROUTES: [&str; 6] = ["/", "/metrics", "/perfdata", "/names", "/factors", "/reg"];
 
 /// An answer of `status` with `body` of `content_type`.
 pub fn answer(status: u16, content_type: &'static str, body: impl Into<Bytes>) -> Answer {
-    let mut r = Response::new(Full::new(body.into()));
+    let mut r = Response::new(AnswerBody::whole(body.into()));
     *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     r.headers_mut().insert(
         hyper::header::CONTENT_TYPE,
@@ -153,11 +153,24 @@ fn wants_openmetrics(headers: &HeaderMap) -> bool {
     })
 }
 
-/// `/metrics`: one collection, encoded.
+/// `/metrics`: one collection, encoded as the client reads it (the text is never held whole).
 fn metrics<R: Registry>(shared: &Shared<R>, query: &str, openmetrics: bool) -> Answer {
     match scrape(shared, query) {
-        Ok(e) if openmetrics => answer(200, CONTENT_TYPE, e.encode()),
-        Ok(e) => answer(200, TEXT_CONTENT_TYPE, e.encode_text()),
+        Ok(e) => {
+            let (content_type, body) = if openmetrics {
+                let body = AnswerBody::streamed(move |out| e.encode_to(out));
+                (CONTENT_TYPE, body)
+            } else {
+                let body = AnswerBody::streamed(move |out| e.encode_text_to(out));
+                (TEXT_CONTENT_TYPE, body)
+            };
+            let mut r = Response::new(body);
+            r.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                HeaderValue::from_static(content_type),
+            );
+            r
+        }
         // Prometheus then records the scrape as failed (`up` = 0).
         Err(message) => {
             log::error!("{message}");
@@ -186,7 +199,7 @@ fn scrape<R: Registry>(shared: &Shared<R>, query: &str) -> Result<Exposition, St
     };
     // The collector builds the block and validates every object, so an error is a bug; the
     // scrape answers 500 with the reason.
-    prfmon::decode::decode(&collection.bytes)
+    prfmon::decode::decode_owned(collection.bytes)
         .map(|snapshot| Exposition::new(&snapshot, &collection.services, &names))
         .map_err(|e| format!("prfmon: the collection does not decode: {e}"))
 }

@@ -4,22 +4,27 @@
 //! A [`Sampler`] holds the counter paths it was asked for (PDH syntax, wildcards allowed). Each
 //! call to [`Sampler::sample`] takes one collection ([`DataSnapshot`]) and:
 //!
-//! 1. lists what the collection offers ([`offers`]): every counter of every object, per
-//!    instance, named as PDH names it (object and counter names from [`Names`], instance names
-//!    `parent/name#index` from [`pdh_instance_names`]); base counters are not offered, they
-//!    serve the counter before them;
-//! 2. resolves every requested path against that list, **now** ([`expand`]): an instance that
-//!    has gone yields no reading, a wildcard picks up instances that appeared since the last
-//!    sample, and a path that matches nothing is reported in [`Sample::unmatched`] with its near
-//!    matches;
-//! 3. builds each matched counter's [`RawSample`] exactly as the formulas expect it: the value
+//! 1. matches every requested path against what the collection offers ([`offers`]): every
+//!    counter of every object, per instance, named as PDH names it (object and counter names
+//!    from [`Names`], instance names `parent/name#index` as [`pdh_instance_names`](crate::pdh::pdh_instance_names) gives
+//!    them); base counters are not offered, they serve the counter before them. The list is
+//!    never built: each path is matched object by object, instance by instance, in place
+//!    (an object's instances cost one number each, their `#n`), **now** (as [`expand`](crate::pdh::expand) would
+//!    over the list): an instance that has gone yields no reading, a wildcard picks up
+//!    instances that appeared since the last sample, and a path that matches nothing is
+//!    reported in [`Sample::unmatched`] with its near matches;
+//! 2. builds each matched counter's [`RawSample`] exactly as the formulas expect it: the value
 //!    from the counter block, the base from the definition that follows (the decoder's
 //!    [`CounterDef::base`] link), `PerfTime` / `PerfFreq` / `PerfTime100nSec` from the
 //!    PERF_DATA_BLOCK and the object's own `PerfTime` / `PerfFreq`;
-//! 4. formats it with [`pdh::format`] from the previous sample of the same counter (same full
-//!    path) and the current one. Only the previous *collection* is remembered: a counter that
-//!    was missing from it (an instance that went and came back) starts again with
-//!    [`NoValue::FirstSample`], as a counter newly added to a PDH query does.
+//! 3. formats it with [`pdh::format`] from the previous sample of the same counter (same full
+//!    path) and the current one. Only the previous *collection* is remembered, and of it only
+//!    the counters whose formula needs it, a few words each: a counter that was missing from it
+//!    (an instance that went and came back) starts again with [`NoValue::FirstSample`], as a
+//!    counter newly added to a PDH query does.
+//!
+//! [`Sampler::sample_with`] hands the readings over one at a time instead of in a list, and
+//! [`Columns`] samples the fixed columns of a log (`typeperf`), one value each.
 //!
 //! # Examples
 //!
@@ -41,14 +46,19 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::HashMap;
+mod columns;
+mod offered;
+mod previous;
 
-use crate::decode::{CounterDef, DataSnapshot, InstanceData, ObjectData, RawValue};
+use std::collections::{BTreeSet, HashSet};
+
+pub use columns::Columns;
+
+use crate::decode::{CounterDef, DataSnapshot, ObjectData};
 use crate::names::Names;
-use crate::pdh::{
-    self, expand, pdh_instance_names, Available, CounterPath, FormatOptions, NoValue, PathError,
-    RawSample,
-};
+use crate::pdh::{self, Available, CounterPath, FormatOptions, NoValue, PathError, RawSample};
+use offered::{Hit, Offered};
+use previous::Previous;
 
 /// One counter a collection offers, with where its data is.
 ///
@@ -67,13 +77,13 @@ use crate::pdh::{
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Offer {
-    /// Object, counter and instance as PDH names them.
+    /// Object, counter and instance as PDH names it.
     pub available: Available,
     /// The object's position in [`DataSnapshot::objects`].
     pub object: usize,
     /// The counter's position in [`ObjectData::counters`].
     pub counter: usize,
-    /// The instance's position in [`ObjectData::instances`], for objects with instances.
+    /// The instance's position among the object's instances, for objects with instances.
     pub instance: Option<usize>,
 }
 
@@ -83,89 +93,47 @@ pub struct Offer {
 /// index: a conflict in the registry, which the collector logs) is offered once, as collected
 /// first, since a counter path names an object only by its name, as PDH's does.
 ///
+/// This is the whole list, for a listing or a test; sampling never builds it.
+///
 /// # Examples
 ///
 /// See [`Offer`].
 pub fn offers(snapshot: &DataSnapshot, names: &Names) -> Vec<Offer> {
     let mut out = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for (o, object) in snapshot.objects.iter().enumerate() {
-        if !seen.insert(object.name_index) {
-            continue;
-        }
-        let object_name = names.name(object.name_index);
-        let instances = if object.has_instances() {
-            let parts: Vec<(Option<String>, String)> = object
-                .instances
-                .iter()
-                .map(|inst| (parent_name(snapshot, inst), own_name(inst)))
-                .collect();
-            let refs: Vec<(Option<&str>, &str)> = parts
-                .iter()
-                .map(|(p, n)| (p.as_deref(), n.as_str()))
-                .collect();
-            Some(pdh_instance_names(&refs))
-        } else {
-            None
-        };
-        for (c, def) in object.counters.iter().enumerate() {
-            if def.is_base {
-                continue;
-            }
-            let counter_name = names.name(def.name_index);
-            match &instances {
-                None => out.push(Offer {
-                    available: Available::new(object_name.clone(), counter_name, None),
-                    object: o,
-                    counter: c,
-                    instance: None,
-                }),
-                Some(list) => {
-                    for (i, name) in list.iter().enumerate() {
-                        out.push(Offer {
-                            available: Available::new(
-                                object_name.clone(),
-                                counter_name.clone(),
-                                Some(name.clone()),
-                            ),
-                            object: o,
-                            counter: c,
-                            instance: Some(i),
-                        });
-                    }
-                }
-            }
-        }
-    }
+    each_offer(snapshot, names, |offer| out.push(offer));
     out
 }
 
-/// An instance's own name: its name, or its unique id when it has no name.
-fn own_name(inst: &InstanceData) -> String {
-    if inst.name.is_empty() && inst.unique_id >= 0 {
-        inst.unique_id.to_string()
-    } else {
-        inst.name.clone()
+/// [`offers`], each handed to `visit` as it is found rather than listed.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+/// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+/// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+/// let mut count = 0;
+/// prfmon::sampler::each_offer(&snap, &prfmon::names::Names::default(), |_| count += 1);
+/// assert_eq!(count, 4);
+/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// ```
+pub fn each_offer(snapshot: &DataSnapshot, names: &Names, mut visit: impl FnMut(Offer)) {
+    for (hit, available) in Offered::new(snapshot, names).availables() {
+        visit(Offer {
+            available,
+            object: hit.object,
+            counter: hit.counter,
+            instance: hit.instance,
+        });
     }
-}
-
-/// The own name of an instance's parent, when the parent's object is in the collection and
-/// has an instance at `ParentObjectInstance` (as [`crate::names::instance_names`] names it).
-fn parent_name(snapshot: &DataSnapshot, inst: &InstanceData) -> Option<String> {
-    if inst.parent_object_title_index == 0 {
-        return None;
-    }
-    snapshot
-        .objects
-        .iter()
-        .find(|o| o.name_index == inst.parent_object_title_index)
-        .and_then(|o| o.instances.get(inst.parent_object_instance as usize))
-        .map(own_name)
 }
 
 /// The full paths (no wildcards) that `requests` name in `snapshot`, in request order, each
 /// path's matches in [`offers`] order, without duplicates. A request without a machine gets
 /// the collection's `SystemName`, so the paths print as `\\HOST\Object(inst)\Counter`.
+///
+/// One path per counter matched: for a log's columns see [`Columns`], which keeps a word or
+/// two per column instead.
 ///
 /// # Errors
 ///
@@ -190,24 +158,67 @@ pub fn resolve(
     snapshot: &DataSnapshot,
     names: &Names,
 ) -> Result<Vec<CounterPath>, PathError> {
-    let offered: Vec<Available> = offers(snapshot, names)
-        .into_iter()
-        .map(|o| o.available)
-        .collect();
+    let offered = Offered::new(snapshot, names);
     let mut out: Vec<CounterPath> = Vec::new();
+    let mut seen: HashSet<CounterPath> = HashSet::new();
     for request in requests {
         check_machine(request, &snapshot.system_name)?;
-        for m in expand(request, &offered)? {
-            let mut path = m.path;
-            if path.machine.is_none() && !snapshot.system_name.is_empty() {
-                path.machine = Some(snapshot.system_name.clone());
+        let machine = machine_of(request, snapshot);
+        let found = offered.each_match(request, |hit| {
+            if let Some(path) = offered.path(hit, machine) {
+                if seen.insert(path.clone()) {
+                    out.push(path);
+                }
             }
-            if !out.contains(&path) {
-                out.push(path);
-            }
+        });
+        if found == 0 {
+            return Err(offered.no_match(request));
         }
     }
     Ok(out)
+}
+
+/// What [`resolve`] checks, without listing the paths: each request names a counter of this
+/// collection, on this machine.
+///
+/// # Errors
+///
+/// What [`resolve`] returns for the same requests.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+/// use prfmon::pdh::parse;
+/// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+/// let snap = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
+/// let names = prfmon::names::Names::default();
+/// assert!(prfmon::sampler::check(&[parse(r"\#1848(*)\*")?], &snap, &names).is_ok());
+/// assert!(prfmon::sampler::check(&[parse(r"\\db1\#1848(*)\*")?], &snap, &names).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn check(
+    requests: &[CounterPath],
+    snapshot: &DataSnapshot,
+    names: &Names,
+) -> Result<(), PathError> {
+    let offered = Offered::new(snapshot, names);
+    for request in requests {
+        check_machine(request, &snapshot.system_name)?;
+        if offered.each_match(request, |_| {}) == 0 {
+            return Err(offered.no_match(request));
+        }
+    }
+    Ok(())
+}
+
+/// The machine a resolved path of `request` names: the request's, or the collection's
+/// `SystemName` (none if it is empty).
+fn machine_of<'a>(request: &'a CounterPath, snapshot: &'a DataSnapshot) -> Option<&'a str> {
+    request
+        .machine
+        .as_deref()
+        .or((!snapshot.system_name.is_empty()).then_some(snapshot.system_name.as_str()))
 }
 
 /// Whether `machine` (from a path's `\\machine` prefix) names the machine `system_name`
@@ -347,8 +358,8 @@ impl Sample {
 pub struct Sampler {
     requests: Vec<CounterPath>,
     options: FormatOptions,
-    /// The raw samples of the previous collection, by lower-cased machine-less path.
-    previous: HashMap<String, RawSample>,
+    /// The raw samples of the previous collection that a formula needs.
+    previous: Previous,
 }
 
 impl Sampler {
@@ -365,7 +376,7 @@ impl Sampler {
         Sampler {
             requests,
             options,
-            previous: HashMap::new(),
+            previous: Previous::default(),
         }
     }
 
@@ -399,45 +410,69 @@ impl Sampler {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn sample(&mut self, snapshot: &DataSnapshot, names: &Names) -> Sample {
-        let offered = offers(snapshot, names);
-        let available: Vec<Available> = offered.iter().map(|o| o.available.clone()).collect();
-        let mut current: HashMap<String, RawSample> = HashMap::new();
         let mut readings = Vec::new();
+        let sample = self.sample_with(snapshot, names, |r| readings.push(r));
+        Sample { readings, ..sample }
+    }
+
+    /// [`Sampler::sample`], each reading handed to `visit` as it is made (in the same order)
+    /// rather than listed: the returned [`Sample`]'s `readings` is empty. A wildcard over a
+    /// million instances then costs a reading at a time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// use prfmon::pdh::{parse, FormatOptions};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let mut sampler = prfmon::sampler::Sampler::new(vec![parse(r"\#1848(*)\#1850")?], FormatOptions::default());
+    /// let mut values = Vec::new();
+    /// let sample = sampler.sample_with(&snap, &prfmon::names::Names::default(), |r| values.push(r.value));
+    /// assert_eq!(values, [Ok(7.0), Ok(4_294_967_295.0)]);
+    /// assert!(sample.readings.is_empty() && sample.unmatched.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sample_with(
+        &mut self,
+        snapshot: &DataSnapshot,
+        names: &Names,
+        mut visit: impl FnMut(Reading),
+    ) -> Sample {
+        let offered = Offered::new(snapshot, names);
+        let mut current = self.previous.next(snapshot);
+        let (previous, options) = (&self.previous, self.options);
         let mut unmatched = Vec::new();
+        let mut key = String::new();
         for (request, path) in self.requests.iter().enumerate() {
-            let matches = match expand(path, &available) {
-                Ok(m) => m,
-                Err(error) => {
-                    unmatched.push(Unmatched { request, error });
-                    continue;
+            let found = offered.each_match(path, |hit| {
+                key.clear();
+                if !offered.push_path(hit, &mut key) {
+                    return;
                 }
-            };
-            for m in matches {
-                let offer = &offered[m.index];
-                let Some(object) = snapshot.objects.get(offer.object) else {
-                    continue;
+                let key = key.to_lowercase();
+                let Some((raw, value, def)) = reading(&offered, hit, |raw| {
+                    previous.format(&mut current, &key, hit.object, raw, options)
+                }) else {
+                    return;
                 };
-                let Some(def) = object.counters.get(offer.counter) else {
-                    continue;
+                let Some(path) = offered.path(hit, path.machine.as_deref()) else {
+                    return;
                 };
-                let key = offer.available.path().to_string().to_lowercase();
-                let (raw, value) = match raw_sample(snapshot, object, def, offer) {
-                    Ok(raw) => {
-                        let value = pdh::format(self.previous.get(&key), &raw, self.options)
-                            .map_err(ValueError::from);
-                        current.insert(key, raw);
-                        (raw, value)
-                    }
-                    Err(e) => (RawSample::new(def.counter_type, 0), Err(e)),
-                };
-                readings.push(Reading {
+                visit(Reading {
                     request,
-                    path: m.path,
+                    path,
                     counter_type: def.counter_type,
                     name_index: def.name_index,
                     default_scale: def.default_scale,
                     raw,
                     value,
+                });
+            });
+            if found == 0 {
+                unmatched.push(Unmatched {
+                    request,
+                    error: offered.no_match(path),
                 });
             }
         }
@@ -445,10 +480,31 @@ impl Sampler {
         Sample {
             perf_time_100nsec: snapshot.perf_time_100nsec,
             system_name: snapshot.system_name.clone(),
-            readings,
+            readings: Vec::new(),
             unmatched,
         }
     }
+}
+
+/// The raw sample of `hit` and its value, formatted by `format` (which sees every raw sample
+/// that reads), with the counter's definition; `None` if `hit` is not in the snapshot.
+fn reading<'s>(
+    offered: &Offered<'s>,
+    hit: Hit,
+    format: impl FnOnce(&RawSample) -> Result<f64, NoValue>,
+) -> Option<(RawSample, Result<f64, ValueError>, &'s CounterDef)> {
+    let snapshot = offered.snapshot();
+    let object = snapshot.objects.get(hit.object)?;
+    let def = object.counters.get(hit.counter)?;
+    Some(
+        match raw_sample_of(snapshot, object, def, hit.counter, hit.instance) {
+            Ok(raw) => {
+                let value = format(&raw).map_err(ValueError::from);
+                (raw, value, def)
+            }
+            Err(e) => (RawSample::new(def.counter_type, 0), Err(e), def),
+        },
+    )
 }
 
 impl Sampler {
@@ -467,37 +523,25 @@ impl Sampler {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn titles(&self, snapshot: &DataSnapshot, names: &Names) -> Vec<u32> {
-        let offered = offers(snapshot, names);
-        let available: Vec<Available> = offered.iter().map(|o| o.available.clone()).collect();
-        let mut out = std::collections::BTreeSet::new();
+        let offered = Offered::new(snapshot, names);
+        let mut out = BTreeSet::new();
         for path in &self.requests {
-            for m in expand(path, &available).unwrap_or_default() {
-                let offer = &offered[m.index];
-                if let Some(object) = snapshot.objects.get(offer.object) {
+            offered.each_match(path, |hit| {
+                if let Some(object) = snapshot.objects.get(hit.object) {
                     out.insert(object.name_index);
-                    if let Some(def) = object.counters.get(offer.counter) {
+                    if let Some(def) = object.counters.get(hit.counter) {
                         out.insert(def.name_index);
                     }
                 }
-            }
+            });
         }
         out.into_iter().collect()
     }
 }
 
-/// The raw sample of one offered counter.
-fn raw_sample(
-    snapshot: &DataSnapshot,
-    object: &ObjectData,
-    def: &CounterDef,
-    offer: &Offer,
-) -> Result<RawSample, ValueError> {
-    raw_sample_of(snapshot, object, def, offer.counter, offer.instance)
-}
-
 /// The raw sample of counter `counter` (position in [`ObjectData::counters`]) of object
-/// `object` (position in [`DataSnapshot::objects`]), for instance `instance` (position in
-/// [`ObjectData::instances`]) or the object's own counter block: `None` if a position is out of
+/// `object` (position in [`DataSnapshot::objects`]), for instance `instance` (position among
+/// the object's instances) or the object's own counter block: `None` if a position is out of
 /// range, else the sample or why there is none. What the PerfStats view reads one value with.
 ///
 /// # Examples
@@ -519,7 +563,7 @@ pub fn raw_sample_at(
     let obj = snapshot.objects.get(object)?;
     let def = obj.counters.get(counter)?;
     if let Some(i) = instance {
-        obj.instances.get(i)?;
+        obj.instance(i)?;
     }
     Some(raw_sample_of(snapshot, obj, def, counter, instance))
 }
@@ -531,36 +575,26 @@ fn raw_sample_of(
     counter: usize,
     instance: Option<usize>,
 ) -> Result<RawSample, ValueError> {
-    let values: &[RawValue] = match instance {
-        Some(i) => object
-            .instances
-            .get(i)
-            .map_or(&[][..], |inst| &inst.values[..]),
-        None => &object.values,
+    let values = match instance {
+        Some(i) => object.instance(i).map(|inst| inst.values()),
+        None => object.values(),
     };
-    let value = match values.get(counter) {
-        Some(RawValue::Int(v)) => *v,
-        _ => {
-            // Types with nothing to format (text, NODATA) say so; others are unreadable.
-            return match pdh::format(
-                None,
-                &RawSample::new(def.counter_type, 0),
-                FormatOptions::default(),
-            ) {
-                Err(e @ NoValue::NoData { .. }) => Err(e.into()),
-                _ => Err(ValueError::NotANumber { size: def.size }),
-            };
-        }
+    let Some(value) = values.and_then(|v| v.int(counter)) else {
+        // Types with nothing to format (text, NODATA) say so; others are unreadable.
+        return match pdh::format(
+            None,
+            &RawSample::new(def.counter_type, 0),
+            FormatOptions::default(),
+        ) {
+            Err(e @ NoValue::NoData { .. }) => Err(e.into()),
+            _ => Err(ValueError::NotANumber { size: def.size }),
+        };
     };
     let mut raw = RawSample::new(def.counter_type, value)
         .with_time(snapshot.perf_time, snapshot.perf_freq)
         .with_time_100ns(snapshot.perf_time_100nsec)
         .with_object_time(object.perf_time, object.perf_freq);
-    if let Some(base) = def
-        .base
-        .and_then(|b| values.get(b))
-        .and_then(RawValue::as_i64)
-    {
+    if let Some(base) = def.base.and_then(|b| values?.int(b)) {
         raw = raw.with_base(base);
     }
     Ok(raw)
@@ -569,20 +603,21 @@ fn raw_sample_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builder::ObjectBuilder;
     use crate::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    use crate::decode::{InstanceData, RawValue};
     use prfdata::winperf::{
-        PerfCounterBlock, PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType,
         PERF_100NSEC_TIMER, PERF_AVERAGE_BASE, PERF_AVERAGE_TIMER, PERF_COUNTER_COUNTER,
         PERF_COUNTER_RAWCOUNT, PERF_ELAPSED_TIME, PERF_NO_UNIQUE_ID,
     };
-    use zerocopy::IntoBytes;
 
     const F: i64 = 10_000_000;
     /// The object's own timer runs at 1 kHz, unlike the data block's 10 MHz, so a formula that
     /// took the wrong clock would show.
     const OBJECT_FREQ: i64 = 1_000;
 
-    /// Counters of the synthetic object: (name index, type, size, offset).
+    /// Counters of the synthetic object: (name index, type, size, offset), the offsets where
+    /// [`ObjectBuilder`] puts them.
     const DEFS: [(u32, u32, u32, u32); 6] = [
         (2, PERF_COUNTER_RAWCOUNT, 4, 8),
         (4, PERF_COUNTER_COUNTER, 4, 12),
@@ -591,74 +626,27 @@ mod tests {
         (8, PERF_ELAPSED_TIME, 8, 24),
         (10, PERF_100NSEC_TIMER, 8, 32),
     ];
-    const BLOCK: usize = 40;
 
-    /// One object (index 100) whose instances carry `values` for the counters in [`DEFS`]
-    /// (`None`: an object without instances with the first value set), with the object's
-    /// clock at `object_time` ticks of [`OBJECT_FREQ`].
+    /// One object (index 100) whose instances carry `values` for the counters in [`DEFS`],
+    /// with the object's clock at `object_time` ticks of [`OBJECT_FREQ`].
     fn object(instances: &[(&str, [i64; 6])], object_time: i64) -> Vec<u8> {
-        let mut body = Vec::new();
-        let block = |vals: &[i64; 6]| {
-            let mut b = PerfCounterBlock {
-                byte_length: BLOCK as u32,
-            }
-            .as_bytes()
-            .to_vec();
-            b.resize(BLOCK, 0);
-            for ((_, _, size, off), v) in DEFS.iter().zip(vals) {
-                let at = *off as usize;
-                if *size == 4 {
-                    b[at..at + 4].copy_from_slice(&(*v as u32).to_le_bytes());
-                } else {
-                    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
-                }
-            }
-            b
-        };
-        for (name, vals) in instances {
-            let units: Vec<u16> = name.encode_utf16().chain([0]).collect();
-            let len = (24 + units.len() * 2).next_multiple_of(8);
-            let def = PerfInstanceDefinition {
-                byte_length: len as u32,
-                parent_object_title_index: 0,
-                parent_object_instance: 0,
+        let mut object = ObjectBuilder::new(100)
+            .clock(object_time, OBJECT_FREQ)
+            .with_instances();
+        for (index, counter_type, size, _) in DEFS {
+            object = object
+                .counter(100 + index, counter_type, size)
+                .scale(if index == 4 { -1 } else { 0 });
+        }
+        for (name, values) in instances {
+            object = object.instance(InstanceData {
+                name: (*name).to_owned(),
                 unique_id: PERF_NO_UNIQUE_ID,
-                name_offset: 24,
-                name_length: (units.len() * 2) as u32,
-            };
-            body.extend_from_slice(def.as_bytes());
-            body.extend(units.iter().flat_map(|u| u.to_le_bytes()));
-            body.resize(body.len().next_multiple_of(8), 0);
-            body.extend(block(vals));
+                values: values.iter().map(|&v| RawValue::Int(v)).collect(),
+                ..InstanceData::default()
+            });
         }
-        let definition_length = 64 + 40 * DEFS.len();
-        let header = PerfObjectType {
-            total_byte_length: (definition_length + body.len()) as u32,
-            definition_length: definition_length as u32,
-            header_length: 64,
-            object_name_title_index: 100,
-            object_help_title_index: 101,
-            num_counters: DEFS.len() as u32,
-            num_instances: instances.len() as i32,
-            perf_time: object_time,
-            perf_freq: OBJECT_FREQ,
-            ..Default::default()
-        };
-        let mut out = header.as_bytes().to_vec();
-        for (index, counter_type, size, offset) in DEFS {
-            let def = PerfCounterDefinition {
-                byte_length: 40,
-                counter_name_title_index: 100 + index,
-                counter_type,
-                counter_size: size,
-                counter_offset: offset,
-                default_scale: if index == 4 { -1 } else { 0 },
-                ..Default::default()
-            };
-            out.extend_from_slice(def.as_bytes());
-        }
-        out.extend_from_slice(&body);
-        out
+        object.build()
     }
 
     fn snapshot(seconds: i64, instances: &[(&str, [i64; 6])]) -> DataSnapshot {

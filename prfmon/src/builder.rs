@@ -1,0 +1,289 @@
+//! Writing a PERF_OBJECT_TYPE from owned parts: what a provider's Collect returns, for
+//! examples and tests of the consumer side (a collection with parents, duplicate names, text
+//! or odd sizes, without a provider) and for anything else that builds one in memory.
+//!
+//! The layout is winperf.h's, 8-aligned as prfdata's provider writes it:
+//!
+//! ```text
+//! PERF_OBJECT_TYPE (64)
+//! PERF_COUNTER_DEFINITION × counters (40 each)
+//! either PERF_COUNTER_BLOCK + values            (no instances)
+//! or per instance: PERF_INSTANCE_DEFINITION (24) + name (UTF-16, NUL, padded to 8)
+//!                  PERF_COUNTER_BLOCK + values  (each value at its CounterOffset)
+//! ```
+//!
+//! Each counter's value lies at the next offset of its size (after the 8-byte
+//! PERF_COUNTER_BLOCK), the block padded to 8. A [`RawValue::Int`] is written at the counter's
+//! size (a DWORD's low 32 bits), [`RawValue::Text`] as UTF-16 (8-bit for `PERF_TEXT_ASCII`),
+//! cut or NUL-padded to the size, [`RawValue::Bytes`] as they are; anything missing is zero.
+//!
+//! # Examples
+//!
+//! ```
+//! use prfdata::winperf::{PERF_COUNTER_COUNTER, PERF_COUNTER_RAWCOUNT};
+//! use prfmon::builder::ObjectBuilder;
+//! use prfmon::datablock::{build_data_block, CollectionTimes};
+//! use prfmon::decode::{InstanceData, RawValue};
+//!
+//! let pools = ObjectBuilder::new(10)
+//!     .counter(12, PERF_COUNTER_RAWCOUNT, 4)
+//!     .instance(InstanceData { name: "a".into(), unique_id: -1, values: vec![RawValue::Int(3)], ..Default::default() });
+//! let service = ObjectBuilder::new(20)
+//!     .counter(22, PERF_COUNTER_COUNTER, 8)
+//!     .values(vec![RawValue::Int(41)]);
+//! let bytes = build_data_block("box", &CollectionTimes::now(), &[pools.output(), service.output()]);
+//! let snap = prfmon::decode::decode(&bytes)?;
+//! assert_eq!(snap.objects[0].instance(0).unwrap().values().int(0), Some(3));
+//! assert_eq!(snap.objects[1].values().unwrap().int(0), Some(41));
+//! # Ok::<(), prfmon::decode::DecodeError>(())
+//! ```
+
+use prfdata::winperf::{
+    PerfCounterBlock, PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType,
+    PERF_DETAIL_NOVICE, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK, PERF_TYPE_TEXT,
+};
+use zerocopy::IntoBytes;
+
+use crate::datablock::ProviderOutput;
+use crate::decode::{InstanceData, RawValue};
+
+/// `PERF_COUNTER_BLOCK`'s bytes before the first value: its `ByteLength` and 4 of padding.
+const BLOCK_HEADER: u32 = 8;
+
+/// One object to write (see the [module docs](crate::builder)).
+///
+/// # Examples
+///
+/// See the [module docs](crate::builder).
+#[derive(Debug, Clone)]
+pub struct ObjectBuilder {
+    header: PerfObjectType,
+    counters: Vec<PerfCounterDefinition>,
+    /// `None`: an object without instances.
+    instances: Option<Vec<InstanceData>>,
+    values: Vec<RawValue>,
+}
+
+impl ObjectBuilder {
+    /// An object with name index `name_index` (help `name_index + 1`), novice detail, no
+    /// counters and no instances, its clock at 0 ticks of 1 Hz.
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](crate::builder).
+    pub fn new(name_index: u32) -> Self {
+        ObjectBuilder {
+            header: PerfObjectType {
+                header_length: 64,
+                object_name_title_index: name_index,
+                object_help_title_index: name_index + 1,
+                detail_level: PERF_DETAIL_NOVICE,
+                default_counter: -1,
+                num_instances: PERF_NO_INSTANCES,
+                perf_freq: 1,
+                ..Default::default()
+            },
+            counters: Vec::new(),
+            instances: None,
+            values: Vec::new(),
+        }
+    }
+
+    /// Adds a counter of `counter_type`, `size` bytes, name index `name_index` (help
+    /// `name_index + 1`), after the ones before it.
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](crate::builder).
+    pub fn counter(mut self, name_index: u32, counter_type: u32, size: u32) -> Self {
+        let offset = self.block_end().next_multiple_of(size.clamp(1, 8));
+        self.counters.push(PerfCounterDefinition {
+            byte_length: 40,
+            counter_name_title_index: name_index,
+            counter_help_title_index: name_index + 1,
+            detail_level: PERF_DETAIL_NOVICE,
+            counter_type,
+            counter_size: size,
+            counter_offset: offset,
+            ..Default::default()
+        });
+        self
+    }
+
+    /// Sets the last counter's `DefaultScale`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::builder::ObjectBuilder;
+    /// let b = ObjectBuilder::new(10).counter(12, prfdata::winperf::PERF_COUNTER_RAWCOUNT, 4).scale(-2);
+    /// let out = prfmon::datablock::build_data_block("h", &prfmon::datablock::CollectionTimes::now(), &[b.output()]);
+    /// assert_eq!(prfmon::decode::decode(&out)?.objects[0].counters[0].default_scale, -2);
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn scale(mut self, default_scale: i32) -> Self {
+        if let Some(last) = self.counters.last_mut() {
+            last.default_scale = default_scale;
+        }
+        self
+    }
+
+    /// Sets the object's own clock (`PerfTime`, `PerfFreq`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::builder::ObjectBuilder;
+    /// let b = ObjectBuilder::new(10).clock(5, 1000);
+    /// let out = prfmon::datablock::build_data_block("h", &prfmon::datablock::CollectionTimes::now(), &[b.output()]);
+    /// let snap = prfmon::decode::decode(&out)?;
+    /// assert_eq!((snap.objects[0].perf_time, snap.objects[0].perf_freq), (5, 1000));
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn clock(mut self, perf_time: i64, perf_freq: i64) -> Self {
+        self.header.perf_time = perf_time;
+        self.header.perf_freq = perf_freq;
+        self
+    }
+
+    /// Adds an instance (the object then has instances).
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](crate::builder).
+    pub fn instance(mut self, instance: InstanceData) -> Self {
+        self.instances.get_or_insert_with(Vec::new).push(instance);
+        self
+    }
+
+    /// Makes it an object with instances, none yet.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::builder::ObjectBuilder;
+    /// let b = ObjectBuilder::new(10).with_instances();
+    /// let out = prfmon::datablock::build_data_block("h", &prfmon::datablock::CollectionTimes::now(), &[b.output()]);
+    /// let snap = prfmon::decode::decode(&out)?;
+    /// assert!(snap.objects[0].has_instances() && snap.objects[0].instance_count() == 0);
+    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// ```
+    pub fn with_instances(mut self) -> Self {
+        self.instances.get_or_insert_with(Vec::new);
+        self
+    }
+
+    /// The values of an object without instances.
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](crate::builder).
+    pub fn values(mut self, values: Vec<RawValue>) -> Self {
+        self.values = values;
+        self
+    }
+
+    /// The end of the last value in a counter block.
+    fn block_end(&self) -> u32 {
+        self.counters
+            .iter()
+            .map(|c| c.counter_offset + c.counter_size)
+            .max()
+            .unwrap_or(BLOCK_HEADER)
+            .max(BLOCK_HEADER)
+    }
+
+    /// A PERF_COUNTER_BLOCK holding `values`.
+    fn block(&self, values: &[RawValue]) -> Vec<u8> {
+        let length = self.block_end().next_multiple_of(8);
+        let mut out = vec![0u8; length as usize];
+        out[..4].copy_from_slice(
+            PerfCounterBlock {
+                byte_length: length,
+            }
+            .as_bytes(),
+        );
+        for (def, value) in self.counters.iter().zip(values) {
+            let at = def.counter_offset as usize;
+            let slot = &mut out[at..at + def.counter_size as usize];
+            let bytes: Vec<u8> = match value {
+                RawValue::Int(v) => v.to_le_bytes().to_vec(),
+                RawValue::Text(t) if is_ascii_text(def.counter_type) => t.as_bytes().to_vec(),
+                RawValue::Text(t) => t.encode_utf16().flat_map(u16::to_le_bytes).collect(),
+                RawValue::Bytes(b) => b.clone(),
+                RawValue::Empty => Vec::new(),
+            };
+            let n = bytes.len().min(slot.len());
+            slot[..n].copy_from_slice(&bytes[..n]);
+        }
+        out
+    }
+
+    /// The object's bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let bytes = prfmon::builder::ObjectBuilder::new(10).build();
+    /// assert_eq!(bytes.len(), 64 + 8);
+    /// ```
+    pub fn build(&self) -> Vec<u8> {
+        let mut body = Vec::new();
+        match &self.instances {
+            None => body.extend(self.block(&self.values)),
+            Some(instances) => {
+                for inst in instances {
+                    let units: Vec<u16> = inst.name.encode_utf16().chain([0]).collect();
+                    let name_bytes = units.len() * 2;
+                    let definition = PerfInstanceDefinition {
+                        byte_length: (24 + name_bytes).next_multiple_of(8) as u32,
+                        parent_object_title_index: inst.parent_object_title_index,
+                        parent_object_instance: inst.parent_object_instance,
+                        unique_id: inst.unique_id,
+                        name_offset: 24,
+                        name_length: name_bytes as u32,
+                    };
+                    body.extend_from_slice(definition.as_bytes());
+                    body.extend(units.iter().flat_map(|u| u.to_le_bytes()));
+                    body.resize(body.len().next_multiple_of(8), 0);
+                    body.extend(self.block(&inst.values));
+                }
+            }
+        }
+        let definition_length = 64 + 40 * self.counters.len();
+        let header = PerfObjectType {
+            total_byte_length: (definition_length + body.len()) as u32,
+            definition_length: definition_length as u32,
+            num_counters: self.counters.len() as u32,
+            num_instances: self
+                .instances
+                .as_ref()
+                .map_or(PERF_NO_INSTANCES, |i| i.len() as i32),
+            default_counter: if self.counters.is_empty() { -1 } else { 0 },
+            ..self.header
+        };
+        let mut out = header.as_bytes().to_vec();
+        for def in &self.counters {
+            out.extend_from_slice(def.as_bytes());
+        }
+        out.extend(body);
+        out
+    }
+
+    /// The object as one provider's output, for [`crate::datablock::build_data_block`].
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](crate::builder).
+    pub fn output(&self) -> ProviderOutput {
+        ProviderOutput {
+            bytes: self.build(),
+            num_objects: 1,
+        }
+    }
+}
+
+/// Whether a text counter's text is 8-bit (`PERF_TEXT_ASCII`).
+fn is_ascii_text(counter_type: u32) -> bool {
+    counter_type & PERF_TYPE_MASK == PERF_TYPE_TEXT && counter_type & PERF_TEXT_ASCII != 0
+}

@@ -1,0 +1,158 @@
+//! The body of an answer: whole (every route but `/metrics`), or written as it is made
+//! (`/metrics`: the exposition is encoded on a blocking thread in chunks of [`CHUNK`] bytes,
+//! at most [`CHUNKS_AHEAD`] ahead of the client), so that a scrape never holds its whole text.
+//!
+//! ```text
+//! blocking thread: Exposition::encode_to ─▶ Chunks (fmt::Write) ─▶ channel (CHUNKS_AHEAD) ─┐
+//! connection task:                       hyper ◀── AnswerBody::poll_frame ◀──────────────────┘
+//! ```
+//!
+//! A client that stops reading stops the encoder at a full channel; the connection's write
+//! timeout then closes it, the body is dropped and the encoder's next send fails, which ends
+//! it. A streamed answer is answered, for the connection's idle and eviction rules, when its
+//! body ends ([`AnswerBody::on_end`]), not when its head is sent.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use hyper::body::{Body, Bytes, Frame, SizeHint};
+use tokio::sync::mpsc;
+
+/// Bytes of a streamed body sent at once: large enough that a frame's overhead is noise,
+/// small next to any collection worth streaming.
+pub const CHUNK: usize = 64 * 1024;
+
+/// Chunks an encoder may have made that the client has not taken: 256 KiB in flight per
+/// streamed answer at most.
+pub const CHUNKS_AHEAD: usize = 4;
+
+/// What to do when a streamed body ends (or is dropped unfinished).
+type OnEnd = Box<dyn FnOnce() + Send + Sync>;
+
+/// An answer's body (see the [module docs](self)).
+pub struct AnswerBody {
+    kind: Kind,
+    on_end: Option<OnEnd>,
+}
+
+enum Kind {
+    /// All of it; taken by the first frame.
+    Whole(Option<Bytes>),
+    /// Chunks as the encoder sends them; the end when it is done.
+    Streamed(mpsc::Receiver<Bytes>),
+}
+
+impl AnswerBody {
+    /// A body of these bytes.
+    pub fn whole(bytes: Bytes) -> Self {
+        AnswerBody {
+            kind: Kind::Whole(Some(bytes)),
+            on_end: None,
+        }
+    }
+
+    /// A body written by `encode` on a blocking thread, chunk by chunk, as the client takes
+    /// it. Called from inside the tokio runtime.
+    pub fn streamed(encode: impl FnOnce(&mut Chunks) -> std::fmt::Result + Send + 'static) -> Self {
+        let (sender, receiver) = mpsc::channel(CHUNKS_AHEAD);
+        tokio::task::spawn_blocking(move || {
+            let mut chunks = Chunks {
+                sender,
+                buffer: String::with_capacity(CHUNK),
+            };
+            // An error is the client gone: nothing to tell.
+            let _ = encode(&mut chunks).and_then(|()| chunks.send());
+        });
+        AnswerBody {
+            kind: Kind::Streamed(receiver),
+            on_end: None,
+        }
+    }
+
+    /// Whether the body is streamed (its end is later than its head).
+    pub fn is_streamed(&self) -> bool {
+        matches!(self.kind, Kind::Streamed(_))
+    }
+
+    /// Calls `done` when the body has been sent whole, or is dropped before.
+    pub fn on_end(mut self, done: impl FnOnce() + Send + Sync + 'static) -> Self {
+        self.on_end = Some(Box::new(done));
+        self
+    }
+
+    fn end(&mut self) {
+        if let Some(done) = self.on_end.take() {
+            done();
+        }
+    }
+}
+
+impl Drop for AnswerBody {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+impl Body for AnswerBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = &mut *self;
+        let next = match &mut this.kind {
+            Kind::Whole(bytes) => bytes.take().filter(|b| !b.is_empty()),
+            Kind::Streamed(receiver) => match receiver.poll_recv(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(next) => next,
+            },
+        };
+        if next.is_none() {
+            this.end();
+        }
+        Poll::Ready(next.map(|b| Ok(Frame::data(b))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(&self.kind, Kind::Whole(b) if b.as_ref().is_none_or(Bytes::is_empty))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.kind {
+            Kind::Whole(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
+            Kind::Streamed(_) => SizeHint::default(),
+        }
+    }
+}
+
+/// What a streamed body's encoder writes to: text, sent in chunks of [`CHUNK`] bytes.
+pub struct Chunks {
+    sender: mpsc::Sender<Bytes>,
+    buffer: String,
+}
+
+impl Chunks {
+    /// Sends what is buffered; an error if the body was dropped (the client has gone).
+    fn send(&mut self) -> std::fmt::Result {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let chunk = std::mem::replace(&mut self.buffer, String::with_capacity(CHUNK));
+        self.sender
+            .blocking_send(Bytes::from(chunk))
+            .map_err(|_| std::fmt::Error)
+    }
+}
+
+impl std::fmt::Write for Chunks {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        self.buffer.push_str(text);
+        if self.buffer.len() >= CHUNK {
+            self.send()?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,293 @@
+//! The fixed columns of a log: what `typeperf` samples (see [`Columns`]).
+
+use std::fmt::Write as _;
+use std::hash::{BuildHasher, RandomState};
+
+use super::offered::{Hit, Offered};
+use super::previous::Previous;
+use super::{machine_of, reading};
+use crate::decode::DataSnapshot;
+use crate::names::Names;
+use crate::pdh::{CounterPath, FormatOptions};
+
+/// What a column is looked up by: one word to sort on, one to check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    hash: u64,
+    check: u32,
+}
+
+/// One column of a log: its key, and its position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Column {
+    key: Key,
+    position: u32,
+}
+
+/// The columns of a log: what `typeperf` samples.
+///
+/// A typeperf log's columns are the counters its paths named at the first collection (a CSV
+/// header cannot change). [`Columns::new`] expands the paths once, hands each column's path
+/// to the caller as it is found (the header is written then) and keeps, per column, a key
+/// and a check word, not its path: 16 bytes a column, so that `\Object(*)\Counter` over a
+/// million instances costs 16 MB, not a million paths.
+///
+/// At each sample ([`Columns::sample`]) every counter on offer is looked up by its key
+/// (object, counter, parent, name and `#n`, case-folded as PDH compares them); each column it
+/// matches gets its value. A column is an exact path, so it matches what PDH would match
+/// with that path: the counter of that name of the instance of that name and number, under
+/// that parent, or under any parent when the path has none; when several do, the last in
+/// collection order gives the value, as the column's own expansion would.
+///
+/// ```text
+/// key(object, counter, parent?, name, #n) ──SipHash k1──▶ 64-bit key   ┐ sorted: (key, check,
+///                                         ──SipHash k2──▶ 32-bit check ┘         column)
+/// ```
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+/// use prfmon::pdh::{parse, FormatOptions};
+/// use prfmon::sampler::Columns;
+///
+/// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+/// let snap = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
+/// let names = prfmon::names::Names::default();
+/// let mut header = Vec::new();
+/// let requests = [parse(r"\#1848(*)\#1850")?];
+/// let mut columns = Columns::new(&requests, &snap, &names, FormatOptions::default(), |p| {
+///     header.push(p.to_string());
+///     Ok::<(), std::convert::Infallible>(())
+/// })?;
+/// assert_eq!(header, [r"\\box\#1848(alpha)\#1850", r"\\box\#1848(beta)\#1850"]);
+/// assert_eq!(columns.sample(&snap, &names), [Some(7.0), Some(4_294_967_295.0)]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Columns {
+    count: usize,
+    /// Sorted, for lookups.
+    columns: Vec<Column>,
+    keys: (RandomState, RandomState),
+    options: FormatOptions,
+    previous: Previous,
+}
+
+impl Columns {
+    /// The columns of `requests` in `snapshot`: every counter each request names, in request
+    /// order, each request's in collection order, without duplicates (the same full path
+    /// twice); each column's full path (on the request's machine, else the collection's) is
+    /// handed to `header` as it is found. Values are formatted with `options`.
+    ///
+    /// A request that names nothing makes no column: check the requests first
+    /// ([`super::check`]).
+    ///
+    /// # Errors
+    ///
+    /// The first error `header` returns.
+    ///
+    /// # Examples
+    ///
+    /// See [`Columns`].
+    pub fn new<E>(
+        requests: &[CounterPath],
+        snapshot: &DataSnapshot,
+        names: &Names,
+        options: FormatOptions,
+        mut header: impl FnMut(&CounterPath) -> Result<(), E>,
+    ) -> Result<Columns, E> {
+        let offered = Offered::new(snapshot, names);
+        let first = first_occurrences(requests, snapshot, &offered);
+        let mut this = Columns {
+            count: 0,
+            columns: Vec::with_capacity(first.iter().filter(|&&f| f).count()),
+            keys: (RandomState::new(), RandomState::new()),
+            options,
+            previous: Previous::default(),
+        };
+        let mut result: Result<(), E> = Ok(());
+        let mut at = 0;
+        for request in requests {
+            let machine = machine_of(request, snapshot);
+            offered.each_match(request, |hit| {
+                let kept = first.get(at).copied().unwrap_or(false);
+                at += 1;
+                if !kept || result.is_err() {
+                    return;
+                }
+                let Some(path) = offered.path(hit, machine) else {
+                    return;
+                };
+                result = header(&path);
+                let key = this.key_of(&path, true);
+                this.columns.push(Column {
+                    key,
+                    position: this.count as u32,
+                });
+                this.count += 1;
+            });
+            if result.is_err() {
+                break;
+            }
+        }
+        result?;
+        this.columns.sort_unstable();
+        Ok(this)
+    }
+
+    /// The number of columns.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let snap = prfmon::decode::DataSnapshot::default();
+    /// let names = prfmon::names::Names::default();
+    /// let columns = prfmon::sampler::Columns::new(&[], &snap, &names, Default::default(),
+    ///     |_| Ok::<(), ()>(()))?;
+    /// assert!(columns.is_empty() && columns.len() == 0);
+    /// # Ok::<(), ()>(())
+    /// ```
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether there are no columns. See [`Columns::len`].
+    ///
+    /// # Examples
+    ///
+    /// See [`Columns::len`].
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The key of an exact path (its machine left out), with its parent or (`with_parent`
+    /// false) as a path without one.
+    fn key_of(&self, path: &CounterPath, with_parent: bool) -> Key {
+        let instance = path.instance.as_ref().map(|sel| {
+            let parent = with_parent
+                .then(|| sel.parent.as_ref().map(|p| p.to_string()))
+                .flatten();
+            (parent, sel.name.to_string(), sel.index)
+        });
+        let mut text = String::new();
+        let part = |text: &mut String, s: &str| {
+            let folded: String = s.chars().flat_map(char::to_lowercase).collect();
+            let _ = write!(text, "{}:{folded}", folded.len());
+        };
+        part(&mut text, &path.object);
+        part(&mut text, &path.counter.to_string());
+        match &instance {
+            None => text.push('-'),
+            Some((parent, name, index)) => {
+                match parent {
+                    Some(p) => {
+                        text.push('P');
+                        part(&mut text, p);
+                    }
+                    None => text.push('N'),
+                }
+                part(&mut text, name);
+                let _ = write!(text, "#{index}");
+            }
+        }
+        Key {
+            hash: self.keys.0.hash_one(&text),
+            check: self.keys.1.hash_one(&text) as u32,
+        }
+    }
+
+    /// The columns whose key is `key`.
+    fn columns_of(&self, key: Key) -> impl Iterator<Item = usize> + '_ {
+        let start = self.columns.partition_point(|c| c.key < key);
+        self.columns[start..]
+            .iter()
+            .take_while(move |c| c.key == key)
+            .map(|c| c.position as usize)
+    }
+
+    /// One value per column from `snapshot` (`None`: no value now, as for an instance that
+    /// has gone, or a rate's first sample), formatted from the previous sample of each counter
+    /// and this one.
+    ///
+    /// # Examples
+    ///
+    /// See [`Columns`].
+    pub fn sample(&mut self, snapshot: &DataSnapshot, names: &Names) -> Vec<Option<f64>> {
+        let offered = Offered::new(snapshot, names);
+        let mut values = vec![None; self.count];
+        let mut current = self.previous.next(snapshot);
+        let mut hits: Vec<usize> = Vec::new();
+        let mut key = String::new();
+        for (hit, path) in offered.paths() {
+            hits.clear();
+            hits.extend(self.columns_of(self.key_of(&path, true)));
+            if path.instance.as_ref().is_some_and(|i| i.parent.is_some()) {
+                // A column without a parent names the instance under any parent.
+                hits.extend(self.columns_of(self.key_of(&path, false)));
+            }
+            if hits.is_empty() {
+                continue;
+            }
+            key.clear();
+            let _ = write!(key, "{path}");
+            let key = key.to_lowercase();
+            let (previous, options) = (&self.previous, self.options);
+            let Some((_, value, _)) = reading(&offered, hit, |raw| {
+                previous.format(&mut current, &key, hit.object, raw, options)
+            }) else {
+                continue;
+            };
+            if let Ok(v) = value {
+                for &column in &hits {
+                    values[column] = Some(v);
+                }
+            }
+        }
+        self.previous = current;
+        values
+    }
+}
+
+/// For each counter the requests match in turn (request by request, each in collection
+/// order), whether it is the first with its full path: a second match of a path makes no
+/// column.
+///
+/// The paths are compared by two hashes (96 random bits), sorted: 12 bytes a match while
+/// this runs, one bit after.
+fn first_occurrences(
+    requests: &[CounterPath],
+    snapshot: &DataSnapshot,
+    offered: &Offered<'_>,
+) -> Vec<bool> {
+    let keys = (RandomState::new(), RandomState::new());
+    let mut hashes: Vec<u64> = Vec::new();
+    let mut checks: Vec<u32> = Vec::new();
+    for request in requests {
+        let machine = machine_of(request, snapshot);
+        offered.each_match(request, |hit| {
+            let (hash, check) = offered.path(hit, machine).map_or((0, 0), |p| {
+                (keys.0.hash_one(&p), keys.1.hash_one(&p) as u32)
+            });
+            hashes.push(hash);
+            checks.push(check);
+        });
+    }
+    let mut order: Vec<u32> = (0..hashes.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| (hashes[i as usize], checks[i as usize], i));
+    let mut first = vec![true; hashes.len()];
+    for pair in order.windows(2) {
+        let (a, b) = (pair[0] as usize, pair[1] as usize);
+        if (hashes[a], checks[a]) == (hashes[b], checks[b]) {
+            first[b] = false;
+        }
+    }
+    first
+}
+
+impl Offered<'_> {
+    /// Every counter on offer with its full path (no machine), in collection order.
+    fn paths(&self) -> impl Iterator<Item = (Hit, CounterPath)> + '_ {
+        self.availables().map(|(hit, a)| (hit, a.path()))
+    }
+}

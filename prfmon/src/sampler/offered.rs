@@ -1,0 +1,289 @@
+//! What a collection offers, matched against counter paths without being listed: the objects
+//! (each name index once, as collected first), their counters (bases left out) and, per
+//! instance, the PDH name (parent, name, `#n`), each found when a path asks for it.
+//!
+//! [`Offered::each_match`] gives what [`crate::pdh::expand`] would give over the list of every
+//! [`Available`] counter ([`super::offers`]), in the same order (object by object, counter by
+//! counter, each counter for every instance in instance order), but the list is never built:
+//! an object's instances cost one number each (their `#n`, [`crate::namesakes`]) while a path
+//! is matched, and nothing at all for an object the path does not name.
+
+use std::cell::OnceCell;
+use std::collections::HashSet;
+
+use crate::decode::{DataSnapshot, Instance, ObjectData};
+use crate::names::Names;
+use crate::pdh::path::{eq_ignore_case, fold_case, near_matches, write_path};
+use crate::pdh::{Available, CounterPath, InstanceName, InstanceSel, PathError, Pattern};
+
+/// One counter a collection offers: positions in the snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Hit {
+    /// The object's position in [`DataSnapshot::objects`].
+    pub(crate) object: usize,
+    /// The counter's position in [`ObjectData::counters`].
+    pub(crate) counter: usize,
+    /// The instance's position, for an object with instances.
+    pub(crate) instance: Option<usize>,
+}
+
+/// An object on offer.
+struct OfferedObject<'a> {
+    position: usize,
+    data: &'a ObjectData,
+    name: String,
+    /// The counters on offer (not bases): position and name.
+    counters: Vec<(usize, String)>,
+    /// Each instance's `#n` among the instances of the same parent and name, found the first
+    /// time a path needs it.
+    numbers: OnceCell<Vec<u32>>,
+}
+
+/// What one collection offers (see the [module docs](self)).
+pub(crate) struct Offered<'a> {
+    snapshot: &'a DataSnapshot,
+    objects: Vec<OfferedObject<'a>>,
+}
+
+/// The instances of an object a path selects.
+enum Chosen {
+    /// Every instance (`*` with no parent given).
+    All(usize),
+    /// These positions, in order.
+    Some(Vec<u32>),
+}
+
+impl Chosen {
+    fn len(&self) -> usize {
+        match self {
+            Chosen::All(n) => *n,
+            Chosen::Some(list) => list.len(),
+        }
+    }
+
+    fn get(&self, k: usize) -> usize {
+        match self {
+            Chosen::All(_) => k,
+            Chosen::Some(list) => list[k] as usize,
+        }
+    }
+}
+
+impl<'a> Offered<'a> {
+    /// What `snapshot` offers, named with `names`.
+    pub(crate) fn new(snapshot: &'a DataSnapshot, names: &Names) -> Self {
+        let mut seen = HashSet::new();
+        let objects = snapshot
+            .objects
+            .iter()
+            .enumerate()
+            .filter(|(_, object)| seen.insert(object.name_index))
+            .map(|(position, data)| OfferedObject {
+                position,
+                data,
+                name: names.name(data.name_index),
+                counters: data
+                    .counters
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, def)| !def.is_base)
+                    .map(|(c, def)| (c, names.name(def.name_index)))
+                    .collect(),
+                numbers: OnceCell::new(),
+            })
+            .collect();
+        Offered { snapshot, objects }
+    }
+
+    /// The snapshot on offer.
+    pub(crate) fn snapshot(&self) -> &'a DataSnapshot {
+        self.snapshot
+    }
+
+    /// The offered object at snapshot position `position`.
+    fn object(&self, position: usize) -> Option<&OfferedObject<'a>> {
+        self.objects.iter().find(|o| o.position == position)
+    }
+
+    /// The PDH numbers (`#n`) of an object's instances: instances with the same parent and
+    /// name, compared case-insensitively as PDH compares them, numbered in order.
+    fn numbers<'o>(&self, object: &'o OfferedObject<'a>) -> &'o [u32] {
+        object.numbers.get_or_init(|| {
+            let data = object.data;
+            crate::namesakes::numbers(data.instance_count(), |i, out| {
+                let Some(inst) = data.instance(i) else {
+                    return;
+                };
+                match self.snapshot.parent(&inst) {
+                    Some(parent) => {
+                        out.push('P');
+                        out.push_str(&fold_case(&parent.own_name()));
+                        out.push('\0');
+                    }
+                    None => out.push('N'),
+                }
+                out.push_str(&fold_case(&inst.own_name()));
+            })
+        })
+    }
+
+    /// The PDH name of instance `i` of `object`: its parent's own name (when the parent is
+    /// in the collection), its own name, its number.
+    fn instance_name(&self, object: &OfferedObject<'a>, i: usize) -> Option<InstanceName> {
+        let inst = object.data.instance(i)?;
+        Some(InstanceName {
+            parent: self.parent_name(&inst),
+            name: inst.own_name(),
+            index: self.numbers(object).get(i).copied().unwrap_or(0),
+        })
+    }
+
+    /// The own name of `inst`'s parent, when the parent is in the collection.
+    fn parent_name(&self, inst: &Instance<'_>) -> Option<String> {
+        self.snapshot.parent(inst).map(|p| p.own_name())
+    }
+
+    /// The instances of `object` that `sel` selects, in order.
+    fn choose(&self, object: &OfferedObject<'a>, sel: &InstanceSel) -> Chosen {
+        let count = object.data.instance_count();
+        if sel.name.is_wildcard() && sel.parent.is_none() {
+            return Chosen::All(count);
+        }
+        let mut chosen = Vec::new();
+        for (i, inst) in object.data.instances().enumerate() {
+            // The name first: it rules out most instances, and costs no parent lookup.
+            if let Pattern::Exact(want) = &sel.name {
+                if !eq_ignore_case(want, &inst.own_name()) {
+                    continue;
+                }
+            }
+            if !sel.parent_matches(self.parent_name(&inst).as_deref()) {
+                continue;
+            }
+            let index = self.numbers(object).get(i).copied().unwrap_or(0);
+            if sel.name.is_wildcard() || sel.index == index {
+                chosen.push(i as u32);
+            }
+        }
+        Chosen::Some(chosen)
+    }
+
+    /// Calls `visit` with every counter `path` names, in the order [`crate::pdh::expand`]
+    /// lists them over [`super::offers`]; returns how many there were. The machine is not
+    /// compared.
+    pub(crate) fn each_match(&self, path: &CounterPath, mut visit: impl FnMut(Hit)) -> usize {
+        let mut found = 0;
+        for object in &self.objects {
+            if !eq_ignore_case(&path.object, &object.name) {
+                continue;
+            }
+            let counters = object
+                .counters
+                .iter()
+                .filter(|(_, name)| path.counter.matches(name));
+            match (&path.instance, object.data.has_instances()) {
+                (None, false) => {
+                    for &(counter, _) in counters {
+                        found += 1;
+                        visit(Hit {
+                            object: object.position,
+                            counter,
+                            instance: None,
+                        });
+                    }
+                }
+                (Some(sel), true) => {
+                    let counters: Vec<usize> = counters.map(|&(c, _)| c).collect();
+                    if counters.is_empty() {
+                        continue;
+                    }
+                    let chosen = self.choose(object, sel);
+                    for &counter in &counters {
+                        for k in 0..chosen.len() {
+                            found += 1;
+                            visit(Hit {
+                                object: object.position,
+                                counter,
+                                instance: Some(chosen.get(k)),
+                            });
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        found
+    }
+
+    /// [`PathError::NoMatch`] for `path`, with its near matches among everything on offer.
+    pub(crate) fn no_match(&self, path: &CounterPath) -> PathError {
+        PathError::NoMatch {
+            path: path.to_string(),
+            near: near_matches(path, self.availables().map(|(_, available)| available)),
+        }
+    }
+
+    /// Every counter on offer, one at a time, in [`super::offers`] order.
+    pub(crate) fn availables(&self) -> impl Iterator<Item = (Hit, Available)> + '_ {
+        self.objects.iter().flat_map(move |object| {
+            let instances = object
+                .data
+                .has_instances()
+                .then(|| object.data.instance_count());
+            object.counters.iter().flat_map(move |(c, counter)| {
+                let rows: Box<dyn Iterator<Item = Option<usize>>> = match instances {
+                    None => Box::new(std::iter::once(None)),
+                    Some(n) => Box::new((0..n).map(Some)),
+                };
+                rows.map(move |instance| {
+                    let hit = Hit {
+                        object: object.position,
+                        counter: *c,
+                        instance,
+                    };
+                    let name = instance.and_then(|i| self.instance_name(object, i));
+                    (
+                        hit,
+                        Available::new(object.name.clone(), counter.clone(), name),
+                    )
+                })
+            })
+        })
+    }
+
+    /// The full path of `hit` on `machine`, spelt as the collection spells it.
+    pub(crate) fn path(&self, hit: Hit, machine: Option<&str>) -> Option<CounterPath> {
+        let object = self.object(hit.object)?;
+        let (_, counter) = object.counters.iter().find(|(c, _)| *c == hit.counter)?;
+        let instance = match hit.instance {
+            Some(i) => Some(self.instance_name(object, i)?),
+            None => None,
+        };
+        Some(CounterPath {
+            machine: machine.map(str::to_owned),
+            ..Available::new(object.name.clone(), counter.clone(), instance).path()
+        })
+    }
+
+    /// Appends the full path of `hit` without its machine, as [`CounterPath`] prints it, to
+    /// `out`; false if `hit` is not on offer.
+    pub(crate) fn push_path(&self, hit: Hit, out: &mut String) -> bool {
+        let Some(object) = self.object(hit.object) else {
+            return false;
+        };
+        let Some((_, counter)) = object.counters.iter().find(|(c, _)| *c == hit.counter) else {
+            return false;
+        };
+        let instance = match hit.instance {
+            Some(i) => match self.instance_name(object, i) {
+                Some(name) => Some(name),
+                None => return false,
+            },
+            None => None,
+        };
+        let parts = instance
+            .as_ref()
+            .map(|n| (n.parent.as_deref(), n.name.as_str(), n.index));
+        write_path(out, None, &object.name, parts, counter).is_ok()
+    }
+}
