@@ -11,7 +11,8 @@
 //! - [`Value`], [`ValueType`]: REG_SZ, REG_EXPAND_SZ, REG_DWORD, REG_MULTI_SZ (`value.rs`).
 //! - [`Hive`]: the key tree read and edited in memory (`hive.rs`).
 //! - [`Registry`], [`update`]: snapshot reads and atomic locked updates (`store.rs`).
-//! - [`FileRegistry`]: the TOML-file backend and its on-disk layout (`file.rs`).
+//! - [`FileRegistry`]: the TOML-file backend and its on-disk layout (`file.rs`); its folder
+//!   and files private to their owner (`privacy.rs`).
 //! - [`paths`]: the well-known keys and the root folder.
 //!
 //! **Perflib and services**
@@ -68,6 +69,7 @@ pub mod install;
 mod lodctr;
 pub mod paths;
 pub mod perflib;
+mod privacy;
 pub mod reg_cli;
 pub mod runtime;
 pub mod service;

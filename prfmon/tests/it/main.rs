@@ -39,6 +39,7 @@ mod logging;
 mod parents;
 mod query_decode;
 mod reg;
+mod registry_privacy;
 mod remote;
 mod serve;
 mod serve_auth;
