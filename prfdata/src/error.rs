@@ -19,6 +19,22 @@ pub enum Error {
         /// Why.
         source: io::Error,
     },
+    /// The default block folder (`/dev/shm/prfdata-<uid>`, see [`shm_dir`](crate::shm_dir))
+    /// belongs to another user, who made it first: this user cannot use it, nor remove it.
+    #[error(
+        "the block folder {dir} belongs to uid {owner}, not to this user (uid {uid}), so no \
+         block of this user can be made there; set PRFDATA_SHM_DIR to a folder of your own, or \
+         run with XDG_RUNTIME_DIR set to your runtime folder (as a login session has it), or ask \
+         uid {owner} or root to remove {dir}"
+    )]
+    ShmDirTaken {
+        /// The folder.
+        dir: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// This process's effective uid.
+        uid: u32,
+    },
     /// The block file could not be created, sized, mapped or published.
     #[error(
         "cannot create the block {path}: {source}; check that its folder exists and is writable \

@@ -44,6 +44,7 @@ mod remote;
 mod serve;
 mod serve_auth;
 mod serve_prometheus;
+mod shm_folder;
 mod stats;
 mod trust;
 mod typeperf;

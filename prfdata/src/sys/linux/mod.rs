@@ -1,7 +1,9 @@
-//! The Linux backend: futexes on shared words, `/proc` process identity, tmpfs blocks, and the
-//! `SIGBUS` handler that lets readers survive a block truncated under them.
+//! The Linux backend: futexes on shared words, `/proc` process identity, tmpfs blocks and the
+//! folder they go to, and the `SIGBUS` handler that lets readers survive a block truncated
+//! under them.
 
 pub(crate) mod futex;
 pub(crate) mod process;
 pub(crate) mod shm;
+pub(crate) mod shm_dir;
 pub(crate) mod sigbus;
