@@ -97,6 +97,30 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(30);
 #[cfg(feature = "fault-injection")]
 pub const FAULT_ENV: &str = "PRFDATA_REGISTRY_FAULT";
 
+/// How many times this process has replaced a store (feature `fault-injection`, for tests: a
+/// test counts the registry writes an operation costs).
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_registry::{store_writes, update, FileRegistry, Value};
+/// let dir = tempfile::tempdir()?;
+/// let reg = FileRegistry::open(dir.path())?; // a new registry: one write
+/// let before = store_writes();
+/// update(&reg, |hive| hive.set_value(r"HKLM\SOFTWARE\Demo", "X", Value::Dword(1)))?;
+/// update(&reg, |hive| hive.set_value(r"HKLM\SOFTWARE\Demo", "X", Value::Dword(1)))?;
+/// assert_eq!(store_writes() - before, 1, "an update that changes nothing writes nothing");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[cfg(feature = "fault-injection")]
+pub fn store_writes() -> u64 {
+    STORE_WRITES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The count [`store_writes`] returns.
+#[cfg(feature = "fault-injection")]
+static STORE_WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// The largest store read or written, in bytes (16 MiB). The store is read whole and parsed
 /// into memory (the TOML parser and the tree take a few times its size), so a bound keeps a
 /// planted or runaway file from exhausting memory. The number: Windows' own `Perflib\009`
@@ -379,6 +403,8 @@ impl FileRegistry {
             die();
         }
         fs::rename(&temp, &store).map_err(|e| io(&store, "replace", e))?;
+        #[cfg(feature = "fault-injection")]
+        STORE_WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if fault_point("after-rename") {
             die();
         }

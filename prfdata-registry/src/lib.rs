@@ -40,7 +40,8 @@
 //! # Cargo features
 //!
 //! - `fault-injection` (tests only): `FAULT_ENV` makes an update kill itself at a named point
-//!   (see [`FileRegistry`]). No release build enables it.
+//!   (see [`FileRegistry`]), and `store_writes` counts this process's store writes. No release
+//!   build enables it.
 //!
 //! # Examples
 //!
@@ -79,9 +80,9 @@ mod store;
 mod value;
 
 pub use error::{LodctrError, RegistryError};
-#[cfg(feature = "fault-injection")]
-pub use file::FAULT_ENV;
 pub use file::{decode_hive, encode_hive, FileRegistry, LOCK_WAIT, MAX_STORE_SIZE};
+#[cfg(feature = "fault-injection")]
+pub use file::{store_writes, FAULT_ENV};
 pub use fit::{check_names_fit, NamesMismatch};
 pub use hive::{display_key, normalize_key, Hive, MAX_KEY_NAME};
 pub use lodctr::{

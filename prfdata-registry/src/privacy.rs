@@ -70,7 +70,10 @@ fn euid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
-fn io<'p>(path: &'p Path, action: &'static str) -> impl FnOnce(rustix::io::Errno) -> RegistryError + 'p {
+fn io<'p>(
+    path: &'p Path,
+    action: &'static str,
+) -> impl FnOnce(rustix::io::Errno) -> RegistryError + 'p {
     move |e| RegistryError::Io {
         path: path.to_path_buf(),
         action,
@@ -143,7 +146,9 @@ impl Folder {
                 rfs::fchmod(file, Mode::from_raw_mode(FILE_MODE))
                     .map_err(io(path, "make private"))?;
                 let name = path.file_name().unwrap_or_default().to_string_lossy();
-                notes.0.push(format!("{name} {mode:04o} to {FILE_MODE:04o}"));
+                notes
+                    .0
+                    .push(format!("{name} {mode:04o} to {FILE_MODE:04o}"));
             }
             self.adopt(file, path)
         } else if st.st_uid != 0 && me != 0 {

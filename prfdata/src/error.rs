@@ -73,6 +73,18 @@ pub enum Error {
         /// What is there.
         kind: &'static str,
     },
+    /// The run-time statistics (`crate::dynamic`, feature `install`) cannot be laid out in one
+    /// block: too many counters, or a block too large. Nothing was changed.
+    #[error(
+        "app {app}: the run-time statistics cannot be laid out: {reason}; nothing was changed \
+         (remove some run-time counters first)"
+    )]
+    RuntimeLayout {
+        /// The app.
+        app: String,
+        /// What the map check found.
+        reason: String,
+    },
     /// The file at the block's path is larger than any block
     /// ([`MAX_BLOCK_SIZE`](crate::reader::MAX_BLOCK_SIZE)).
     #[error(

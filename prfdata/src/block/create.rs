@@ -158,12 +158,12 @@ pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> 
         first_counter += obj.counters.len() as u32;
     }
     for obj in map.objects {
-        for (c, ctr) in obj.counters.iter().enumerate() {
+        for ((c, ctr), at) in obj.counters.iter().enumerate().zip(counter_offsets(obj)) {
             let record = CounterRecord {
                 name_offset: ctr.offset.unwrap_or(NO_NAME),
                 counter_type: ctr.counter_type,
                 size: ctr.value_size().unwrap_or(0),
-                block_offset: counter_offset(obj, c) as u32,
+                block_offset: at as u32,
                 default_scale: ctr.default_scale,
                 detail_level: ctr.detail.to_winperf(),
                 aggregate: crate::map::rule_code(obj, c),
@@ -326,7 +326,7 @@ impl BlockFile {
     /// Opens the live block of `map` read-write, checking that it was laid out from this map,
     /// and joins its members.
     pub(crate) fn attach(map: &'static MapDef, dir: Option<&Path>) -> Result<BlockFile, Error> {
-        crate::map::validate(map)?;
+        crate::map::validate_at_run_time(map)?;
         let path = path_in(map.app, dir)?;
         for _ in 0..PUBLISH_ATTEMPTS {
             let file = open_block(map.app, &path, true)?;
@@ -556,7 +556,7 @@ struct Staged {
 impl Staged {
     /// `member`: this process is the first entry of the block's members table.
     fn new(map: &MapDef, dir: Option<&Path>, member: bool) -> Result<Staged, Error> {
-        crate::map::validate(map)?;
+        crate::map::validate_at_run_time(map)?;
         let path = path_in(map.app, dir)?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         fs::create_dir_all(&dir).map_err(|source| Error::ShmDir {

@@ -149,7 +149,12 @@ fn data_flows_from_a_block_the_host_user_can_read() {
     let env = [("PRFDATA_SHM_DIR", shm.as_path())];
 
     // A root host refuses a block another user owns: no data (and no harm).
-    let out = run(&prfmon, &registry_root, &["query", "--trust-path", &trust], &env);
+    let out = run(
+        &prfmon,
+        &registry_root,
+        &["query", "--trust-path", &trust],
+        &env,
+    );
     assert!(!out.stdout.contains(&ANSWER.to_string()), "{}", out.stdout);
 
     // Run as the block's user, the host reads it.

@@ -50,7 +50,11 @@ fn a_new_registry_is_private_to_its_owner() {
     assert_eq!(mode(&root), 0o700, "the folder");
     assert_eq!(mode(&root.join("registry.toml")), 0o600, "the store");
     assert_eq!(mode(&root.join("registry.lock")), 0o600, "the lock file");
-    assert_eq!(mode(&dir.path().join("state")), 0o700, "a folder made on the way");
+    assert_eq!(
+        mode(&dir.path().join("state")),
+        0o700,
+        "a folder made on the way"
+    );
     // Every later update keeps the store private (each one writes a new file).
     assert_eq!(reg_add(&root, "Second").code, 0);
     assert_eq!(mode(&root.join("registry.toml")), 0o600);
@@ -197,7 +201,11 @@ fn a_users_registry_stays_theirs_when_root_writes_it() {
         assert_eq!(mode(&path), 0o600, "{name}");
     }
     assert_eq!(owner(&root), OTHER_UID);
-    assert_eq!(mode(&root), 0o700, "not root's to change, and private already");
+    assert_eq!(
+        mode(&root),
+        0o700,
+        "not root's to change, and private already"
+    );
 }
 
 #[test]

@@ -162,7 +162,10 @@ mod tests {
         match ensure_private_dir(&open, uid) {
             Err(DirError::Unusable { source, .. }) => {
                 let text = source.to_string();
-                assert!(text.contains("mode 0755") && text.contains("remove it"), "{text}");
+                assert!(
+                    text.contains("mode 0755") && text.contains("remove it"),
+                    "{text}"
+                );
             }
             other => panic!("{other:?}"),
         }
