@@ -178,8 +178,9 @@ pub struct FileRegistry {
 impl FileRegistry {
     /// Opens (creating if needed) the registry in `root`. A new registry holds the initial
     /// Perflib state ([`perflib::new_hive`]), in a folder only its owner may reach (0700, files
-    /// 0600); one found open to others is made so, with one `log::warn` (see the
-    /// [module docs](self#who-may-reach-it)).
+    /// 0600); one of ours found open to others is made so, with one `log::warn` naming the
+    /// folder and each old and new mode. Root may open any user's registry: it changes no mode
+    /// there, and gives what it creates there to the folder's owner.
     ///
     /// # Errors
     ///

@@ -143,6 +143,32 @@ pub fn run(exe: &Path, registry: &Path, args: &[&str], env: &[(&str, &Path)]) ->
     finish(spawn_copied(&mut command).expect("spawn prfmon"))
 }
 
+/// A command that runs this test binary's ignored test `entry` (its full name:
+/// `prfdata_testkit::test_path!`), on one thread: as `uid` (and group `uid`) from a copy in
+/// `dir` that every user can run (the build folder may sit where that user cannot reach), or
+/// as this process's user from the binary itself. Start it with [`spawn_copied`].
+pub fn self_command_as(dir: &Path, entry: &str, uid: Option<u32>) -> Command {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut command = match uid {
+        None => Command::new(exe),
+        Some(uid) => {
+            let copied = dir.join("test-binary");
+            if !copied.exists() {
+                copy(&exe, &copied, 0o755);
+            }
+            let mut command = Command::new(copied);
+            std::os::unix::process::CommandExt::uid(&mut command, uid);
+            std::os::unix::process::CommandExt::gid(&mut command, uid);
+            command
+        }
+    };
+    command
+        .args(["--exact", entry, "--include-ignored", "--test-threads=1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    command
+}
+
 /// Spawns `command`, whose program this test process may have just written ([`copy`]): while
 /// another test thread forks, its child holds the copy's write descriptor until it execs, and
 /// exec of the copy fails with `ETXTBSY` meanwhile. Retried for up to 5 s; any other error at

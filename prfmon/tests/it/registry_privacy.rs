@@ -5,14 +5,14 @@
 //! this test binary run as uid 65534.
 
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
 use prfdata_testkit::{ready, ChildGuard};
 
 use crate::common::{prfmon, Run, TEST_WAIT};
 use crate::privilege::{
-    assert_root, chmod, copy, other_users_folder, shared_tempdir, spawn_copied, OTHER_UID,
+    assert_root, chmod, other_users_folder, self_command_as, shared_tempdir, spawn_copied,
+    OTHER_UID,
 };
 
 /// A key every update here writes.
@@ -139,24 +139,14 @@ fn other_user_probe() {
 fn probe(dir: &Path, root: &Path) -> (ChildGuard, Vec<String>) {
     let reports = other_users_folder(dir, "probe");
     let report = reports.join("report");
-    let exe = copy(
-        &std::env::current_exe().unwrap(),
-        &dir.join("probe-binary"),
-        0o755,
-    );
     let child = spawn_copied(
-        std::process::Command::new(&exe)
-            .args([
-                "--exact",
-                &prfdata_testkit::test_path!("other_user_probe"),
-                "--include-ignored",
-                "--test-threads=1",
-            ])
-            .env(PROBE_ROOT, root)
-            .env(PROBE_REPORT, &report)
-            .uid(OTHER_UID)
-            .gid(OTHER_UID)
-            .stdout(std::process::Stdio::null()),
+        self_command_as(
+            dir,
+            &prfdata_testkit::test_path!("other_user_probe"),
+            Some(OTHER_UID),
+        )
+        .env(PROBE_ROOT, root)
+        .env(PROBE_REPORT, &report),
     )
     .expect("spawn the probe");
     let guard = ChildGuard::new(child, "the other user's probe");

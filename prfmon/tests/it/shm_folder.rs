@@ -20,7 +20,7 @@ use crate::common::{Run, PRFMON, TEST_WAIT};
 use crate::prfdata_app;
 use crate::privilege::{
     assert_root, chown, copy, other_user_name, other_users_folder, public_prfmon, run,
-    shared_tempdir, spawn_copied, OTHER_UID,
+    self_command_as, shared_tempdir, spawn_copied, OTHER_UID,
 };
 
 prfdata::prfdata_map! {
@@ -63,39 +63,38 @@ fn app_child() {
     }
 }
 
-/// Starts the app from `exe` (this binary, or a copy another user can run) with `env`, as
-/// `uid` if given, and waits for its report (in `report_dir`).
+/// Starts the app (as `uid` if given, from a copy in `dir`) with `env`, and waits for its
+/// report (in `report_dir`).
 fn start_app(
-    exe: &Path,
+    dir: &Path,
     report_dir: &Path,
     env: &[(&str, &Path)],
     uid: Option<u32>,
 ) -> (ChildGuard, String) {
     let report = report_dir.join("app-report");
     let _ = std::fs::remove_file(&report);
-    let mut command = Command::new(exe);
+    let mut command = self_command_as(dir, &prfdata_testkit::test_path!("app_child"), uid);
     command
-        .args([
-            "--exact",
-            &prfdata_testkit::test_path!("app_child"),
-            "--include-ignored",
-            "--test-threads=1",
-        ])
         .env_remove("PRFDATA_SHM_DIR")
         .env_remove("XDG_RUNTIME_DIR")
-        .env(APP_REPORT, &report)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null());
+        .env(APP_REPORT, &report);
     for (k, v) in env {
         command.env(k, v);
-    }
-    if let Some(uid) = uid {
-        command.uid(uid).gid(uid);
     }
     let child = spawn_copied(&mut command).expect("spawn the app");
     let guard = ChildGuard::new(child, "the app");
     let said = String::from_utf8(ready::wait(&report, TEST_WAIT)).unwrap();
     (guard, said)
+}
+
+/// Fails unless `out`, a `prfmon query`, shows the app's value.
+fn assert_found(out: &Run) {
+    assert!(
+        out.stdout.contains("Shm Folder Probe") && out.stdout.contains(&ANSWER.to_string()),
+        "prfmon query did not find the app:\n{}\n{}",
+        out.stdout,
+        out.stderr
+    );
 }
 
 /// Runs this binary's test `entry` with [`SCENARIO`] set, in a mount namespace of its own where
@@ -202,7 +201,6 @@ fn squatted_dev_shm() {
     assert!(status.success(), "uid {OTHER_UID} could not make {taken}");
 
     let installed = prfdata_app::install(&sf::MAP);
-    let exe = std::env::current_exe().unwrap();
     // A runtime folder as a login session has it: ours, 0700.
     let runtime = tempfile::tempdir().unwrap();
     crate::privilege::chmod(runtime.path(), 0o700);
@@ -210,7 +208,7 @@ fn squatted_dev_shm() {
         ("PRFDATA_REGISTRY", installed.registry.as_path()),
         ("XDG_RUNTIME_DIR", runtime.path()),
     ];
-    let (app, said) = start_app(&exe, installed.dir.path(), &env, None);
+    let (app, said) = start_app(installed.dir.path(), installed.dir.path(), &env, None);
     let expected = runtime.path().join("prfdata/ShmFolderTest.blk");
     assert_eq!(said, format!("ok {}", expected.display()));
 
@@ -224,17 +222,11 @@ fn squatted_dev_shm() {
     for (k, v) in env {
         query.env(k, v);
     }
-    let out = crate::common::finish(query.spawn().expect("spawn prfmon"));
-    assert!(
-        out.stdout.contains("Shm Folder Probe") && out.stdout.contains(&ANSWER.to_string()),
-        "prfmon query found the app:\n{}\n{}",
-        out.stdout,
-        out.stderr
-    );
+    assert_found(&crate::common::finish(query.spawn().expect("spawn prfmon")));
     drop(app);
 
     // Without a runtime folder: the folder taken, and what to do about it.
-    let (_app, said) = start_app(&exe, installed.dir.path(), &env[..1], None);
+    let (_app, said) = start_app(installed.dir.path(), installed.dir.path(), &env[..1], None);
     for part in [
         "error: ".to_owned(),
         taken.clone(),
@@ -292,11 +284,6 @@ fn host_user_runtime_folder() {
         replace: true,
     };
     prfdata::install::install_in(&registry, &sf::MAP, &options).unwrap();
-    let exe = copy(
-        &std::env::current_exe().unwrap(),
-        &dir.path().join("app"),
-        0o755,
-    );
     let reports = other_users_folder(dir.path(), "reports");
 
     // The app runs as the user, in a session: its runtime folder in its environment.
@@ -304,7 +291,7 @@ fn host_user_runtime_folder() {
         ("PRFDATA_REGISTRY", registry_root.as_path()),
         ("XDG_RUNTIME_DIR", app_runtime.as_path()),
     ];
-    let (_app, said) = start_app(&exe, &reports, &command_env, Some(OTHER_UID));
+    let (_app, said) = start_app(dir.path(), &reports, &command_env, Some(OTHER_UID));
     let expected = app_runtime.join("prfdata/ShmFolderTest.blk");
     assert_eq!(said, format!("ok {}", expected.display()));
 
@@ -317,10 +304,5 @@ fn host_user_runtime_folder() {
         &["query", "--trust-path", &trust, "--host-user", &user],
         &command_env[1..],
     );
-    assert!(
-        out.stdout.contains("Shm Folder Probe") && out.stdout.contains(&ANSWER.to_string()),
-        "the host found the app:\n{}\n{}",
-        out.stdout,
-        out.stderr
-    );
+    assert_found(&out);
 }
