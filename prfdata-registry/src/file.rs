@@ -201,6 +201,9 @@ impl FileRegistry {
         let mut notes = Tightened::default();
         let folder = Folder::open(&root, &mut notes)?;
         let reg = Self { root, folder };
+        // A new registry in a folder the user made (0755 by mkdir) had nothing to expose yet:
+        // it is made private without a word.
+        let existed = reg.store_exists()?;
         // A writer killed half-way left its temporary file: remove it if no writer is live
         // (the lock is free). Readers that may not write the folder skip this quietly, but a
         // lock file of another user is an error.
@@ -209,14 +212,16 @@ impl FileRegistry {
             Err(e @ RegistryError::ForeignOwner { .. }) => return Err(e),
             _ => {}
         }
-        if !reg.store_exists()? {
+        if !existed {
             let _lock = reg.lock()?;
             if !reg.store_exists()? {
                 reg.write_store(&perflib::new_hive())?;
             }
         }
         reg.check_store(&mut notes)?;
-        notes.report(&reg.root);
+        if existed {
+            notes.report(&reg.root);
+        }
         Ok(reg)
     }
 

@@ -10,8 +10,9 @@
 //! | the folder | 0700 (and the folders made on the way) | set to 0700 | refused ([`RegistryError::ForeignOwner`]), unless this process is root |
 //! | `registry.toml`, `registry.lock` | 0600 (every new store too) | set to 0600 | refused, unless this process is root |
 //!
-//! What was changed is said once, in one `log::warn` naming the folder and each old and new
-//! mode. A folder or file of root's is used as it is: another user cannot change it, and a
+//! What was changed in a registry that held a store is said once, in one `log::warn` naming the
+//! folder and each old and new mode; a new registry, made in a folder the user made (0755 by
+//! `mkdir`), is made private without a word: nothing was exposed yet. A folder or file of root's is used as it is: another user cannot change it, and a
 //! registry root made readable on purpose is root's choice.
 //!
 //! Root may use any user's registry (a collector reading the names an app's user installed:

@@ -58,6 +58,14 @@ fn a_new_registry_is_private_to_its_owner() {
     // Every later update keeps the store private (each one writes a new file).
     assert_eq!(reg_add(&root, "Second").code, 0);
     assert_eq!(mode(&root.join("registry.toml")), 0o600);
+
+    // A folder the user made for it (mkdir: 0755) holds nothing yet: made private, silently.
+    let made = dir.path().join("made");
+    std::fs::create_dir(&made).unwrap();
+    chmod(&made, 0o755);
+    let run = reg_add(&made, "First");
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""));
+    assert_eq!(mode(&made), 0o700);
 }
 
 #[test]
