@@ -32,6 +32,26 @@ pub enum RegistryError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// The registry folder, or a file in it, belongs to a user who is neither this process's
+    /// nor root: that user could read the registry, change it or hold the lock every update
+    /// takes. Root may use any user's registry (a collector reading an app user's names).
+    #[error(
+        "{what} {}: owned by uid {owner}, neither this user (uid {uid}) nor root, so uid {owner} \
+         could read the registry, change it or hold its lock; {fix}",
+        path.display()
+    )]
+    ForeignOwner {
+        /// What it is (`registry folder`, `registry lock file`, ...).
+        what: &'static str,
+        /// The folder or file.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// This process's effective uid.
+        uid: u32,
+        /// What to do about it.
+        fix: &'static str,
+    },
     /// A file of the store is not one the registry reads or writes: a symbolic link, not a
     /// regular file, or larger than [`MAX_STORE_SIZE`](super::MAX_STORE_SIZE).
     #[error(transparent)]

@@ -10,6 +10,13 @@
 //!                          open or update)
 //! ```
 //!
+//! # Who may reach it
+//!
+//! The folder is 0700 and its files 0600: another user can neither read the store nor hold
+//! the lock. A registry found open to others is made private when its owner opens it, with one
+//! message; a folder or file of another user is refused, except by root, which may use any
+//! user's registry and leaves it that user's (see [`privacy`](super::privacy)).
+//!
 //! # Files from elsewhere
 //!
 //! The folder may be shared with other processes, so its files are opened as untrusted
@@ -68,6 +75,7 @@ use super::error::RegistryError;
 use super::hive::{normalize_key, Hive};
 use super::paths;
 use super::perflib;
+use super::privacy::{Folder, Tightened, FILE_MODE};
 use super::store::{Commit, Registry};
 use super::value::{Value, ValueType};
 use prfdata_untrusted::create_new;
@@ -88,6 +96,30 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(30);
 /// ```
 #[cfg(feature = "fault-injection")]
 pub const FAULT_ENV: &str = "PRFDATA_REGISTRY_FAULT";
+
+/// How many times this process has replaced a store (feature `fault-injection`, for tests: a
+/// test counts the registry writes an operation costs).
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_registry::{store_writes, update, FileRegistry, Value};
+/// let dir = tempfile::tempdir()?;
+/// let reg = FileRegistry::open(dir.path())?; // a new registry: one write
+/// let before = store_writes();
+/// update(&reg, |hive| hive.set_value(r"HKLM\SOFTWARE\Demo", "X", Value::Dword(1)))?;
+/// update(&reg, |hive| hive.set_value(r"HKLM\SOFTWARE\Demo", "X", Value::Dword(1)))?;
+/// assert_eq!(store_writes() - before, 1, "an update that changes nothing writes nothing");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[cfg(feature = "fault-injection")]
+pub fn store_writes() -> u64 {
+    STORE_WRITES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The count [`store_writes`] returns.
+#[cfg(feature = "fault-injection")]
+static STORE_WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// The largest store read or written, in bytes (16 MiB). The store is read whole and parsed
 /// into memory (the TOML parser and the tree take a few times its size), so a bound keeps a
@@ -139,11 +171,22 @@ const HEADER: &str = "\
 #[derive(Debug, Clone)]
 pub struct FileRegistry {
     root: PathBuf,
+    /// The folder's owner, whose the files this process makes there become.
+    folder: Folder,
 }
 
 impl FileRegistry {
     /// Opens (creating if needed) the registry in `root`. A new registry holds the initial
-    /// Perflib state ([`perflib::new_hive`]).
+    /// Perflib state ([`perflib::new_hive`]), in a folder only its owner may reach (0700, files
+    /// 0600); one of ours found open to others is made so, with one `log::warn` naming the
+    /// folder and each old and new mode. Root may open any user's registry: it changes no mode
+    /// there, and gives what it creates there to the folder's owner.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::ForeignOwner`] for a folder or file of another user (unless this
+    /// process is root); [`RegistryError::Io`] and [`RegistryError::File`] for what cannot be
+    /// created or is not a regular file.
     ///
     /// # Examples
     ///
@@ -155,22 +198,29 @@ impl FileRegistry {
     /// ```
     pub fn open(root: impl AsRef<Path>) -> Result<Self, RegistryError> {
         let root = root.as_ref().to_path_buf();
-        fs::create_dir_all(&root).map_err(|source| RegistryError::Io {
-            path: root.clone(),
-            action: "create the folder",
-            source,
-        })?;
-        let reg = Self { root };
+        let mut notes = Tightened::default();
+        let folder = Folder::open(&root, &mut notes)?;
+        let reg = Self { root, folder };
+        // A new registry in a folder the user made (0755 by mkdir) had nothing to expose yet:
+        // it is made private without a word.
+        let existed = reg.store_exists()?;
         // A writer killed half-way left its temporary file: remove it if no writer is live
-        // (the lock is free). Readers that may not write the folder skip this quietly.
-        if let Ok(Some(_lock)) = reg.try_lock() {
-            reg.remove_stale_temps();
+        // (the lock is free). Readers that may not write the folder skip this quietly, but a
+        // lock file of another user is an error.
+        match reg.try_lock(&mut notes) {
+            Ok(Some(_lock)) => reg.remove_stale_temps(),
+            Err(e @ RegistryError::ForeignOwner { .. }) => return Err(e),
+            _ => {}
         }
-        if !reg.store_exists()? {
+        if !existed {
             let _lock = reg.lock()?;
             if !reg.store_exists()? {
                 reg.write_store(&perflib::new_hive())?;
             }
+        }
+        reg.check_store(&mut notes)?;
+        if existed {
+            notes.report(&reg.root);
         }
         Ok(reg)
     }
@@ -232,15 +282,29 @@ impl FileRegistry {
         }
     }
 
-    /// Opens `registry.lock`, creating it if needed: a regular file, never through a link, and
-    /// never waiting on a FIFO.
-    fn open_lock_file(&self) -> Result<File, RegistryError> {
-        Ok(LOCK_RULE.open_or_create(self.root.join(paths::LOCK_FILE))?)
+    /// Checks the store file's owner and mode (see [`Folder::file`]), if this process can
+    /// open it: one that cannot read it learns so when it reads.
+    fn check_store(&self, notes: &mut Tightened) -> Result<(), RegistryError> {
+        let path = self.store_path();
+        match STORE_RULE.open(&path) {
+            Ok((file, _)) => self.folder.file(&file, &path, "registry store", notes),
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// Opens `registry.lock`, creating it if needed (0600): a regular file, never through a
+    /// link, and never waiting on a FIFO; its owner and mode checked (see [`Folder::file`]).
+    fn open_lock_file(&self, notes: &mut Tightened) -> Result<File, RegistryError> {
+        let path = self.root.join(paths::LOCK_FILE);
+        let file = LOCK_RULE.open_or_create(&path, FILE_MODE)?;
+        self.folder
+            .file(&file, &path, "registry lock file", notes)?;
+        Ok(file)
     }
 
     /// Takes the lock if it is free now: `Ok(None)` if another process holds it.
-    fn try_lock(&self) -> Result<Option<File>, RegistryError> {
-        let file = self.open_lock_file()?;
+    fn try_lock(&self, notes: &mut Tightened) -> Result<Option<File>, RegistryError> {
+        let file = self.open_lock_file(notes)?;
         match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => Ok(Some(file)),
             Err(e) if e == rustix::io::Errno::WOULDBLOCK || e == rustix::io::Errno::INTR => {
@@ -261,7 +325,9 @@ impl FileRegistry {
             action,
             source,
         };
-        let file = self.open_lock_file()?;
+        let mut notes = Tightened::default();
+        let file = self.open_lock_file(&mut notes)?;
+        notes.report(&self.root);
         let deadline = Instant::now() + LOCK_WAIT;
         let mut pause = Duration::from_millis(1);
         loop {
@@ -328,7 +394,8 @@ impl FileRegistry {
         };
         // No stale temporary file can be at this name: the caller holds the lock and every
         // updater removed them under it; a file planted here is refused, never followed.
-        let mut file = create_new(&temp, 0o666).map_err(|e| io(&temp, "create", e))?;
+        let mut file = create_new(&temp, FILE_MODE).map_err(|e| io(&temp, "create", e))?;
+        self.folder.adopt(&file, &temp)?;
         if fault_point("mid-temp-write") {
             let half = &text.as_bytes()[..text.len() / 2];
             let _ = file.write_all(half).and_then(|()| file.sync_all());
@@ -342,6 +409,8 @@ impl FileRegistry {
             die();
         }
         fs::rename(&temp, &store).map_err(|e| io(&store, "replace", e))?;
+        #[cfg(feature = "fault-injection")]
+        STORE_WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if fault_point("after-rename") {
             die();
         }

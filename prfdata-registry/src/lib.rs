@@ -12,7 +12,8 @@
 //! - [`Hive`]: the key tree read and edited in memory (`hive.rs`).
 //! - [`Registry`], [`update`]: snapshot reads and atomic locked updates (`store.rs`);
 //!   [`StoreStamp`]: whether the store changed, for one `stat` (`stamp.rs`).
-//! - [`FileRegistry`]: the TOML-file backend and its on-disk layout (`file.rs`).
+//! - [`FileRegistry`]: the TOML-file backend and its on-disk layout (`file.rs`); its folder
+//!   and files private to their owner (`privacy.rs`).
 //! - [`paths`]: the well-known keys and the root folder.
 //!
 //! **Perflib and services**
@@ -40,7 +41,8 @@
 //! # Cargo features
 //!
 //! - `fault-injection` (tests only): `FAULT_ENV` makes an update kill itself at a named point
-//!   (see [`FileRegistry`]). No release build enables it.
+//!   (see [`FileRegistry`]), and `store_writes` counts this process's store writes. No release
+//!   build enables it.
 //!
 //! # Examples
 //!
@@ -69,6 +71,7 @@ pub mod install;
 mod lodctr;
 pub mod paths;
 pub mod perflib;
+mod privacy;
 pub mod reg_cli;
 pub mod runtime;
 pub mod service;
@@ -79,9 +82,9 @@ mod store;
 mod value;
 
 pub use error::{LodctrError, RegistryError};
-#[cfg(feature = "fault-injection")]
-pub use file::FAULT_ENV;
 pub use file::{decode_hive, encode_hive, FileRegistry, LOCK_WAIT, MAX_STORE_SIZE};
+#[cfg(feature = "fault-injection")]
+pub use file::{store_writes, FAULT_ENV};
 pub use fit::{check_names_fit, NamesMismatch};
 pub use hive::{display_key, normalize_key, Hive, MAX_KEY_NAME};
 pub use lodctr::{

@@ -366,8 +366,9 @@ impl UntrustedFile {
         Ok(bytes)
     }
 
-    /// Opens the file for reading and writing, creating it (mode 0666 less the umask) if it does
-    /// not exist, without truncating it: a lock file. An existing FIFO, device or (with
+    /// Opens the file for reading and writing, creating it (with `mode` less the umask: 0o600
+    /// for a file only its owner may open) if it does not exist, without truncating it: a lock
+    /// file. An existing file keeps its mode. An existing FIFO, device or (with
     /// [`Symlinks::Refuse`]) symbolic link is refused, and the open never waits.
     ///
     /// # Errors
@@ -382,11 +383,17 @@ impl UntrustedFile {
     ///
     /// let rule = UntrustedFile { what: "lock file", max_size: 0, limit_name: "0", symlinks: Symlinks::Refuse };
     /// let dir = tempfile::tempdir()?;
-    /// let lock = rule.open_or_create(dir.path().join("app.lock"))?;
+    /// let lock = rule.open_or_create(dir.path().join("app.lock"), 0o600)?;
     /// assert_eq!(lock.metadata()?.len(), 0);
+    /// use std::os::unix::fs::PermissionsExt;
+    /// assert_eq!(lock.metadata()?.permissions().mode() & 0o777, 0o600);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn open_or_create(&self, path: impl AsRef<Path>) -> Result<File, UntrustedFileError> {
+    pub fn open_or_create(
+        &self,
+        path: impl AsRef<Path>,
+        mode: u32,
+    ) -> Result<File, UntrustedFileError> {
         let path = path.as_ref();
         self.precheck(path)?;
         let flags = OFlags::RDWR
@@ -395,7 +402,7 @@ impl UntrustedFile {
             | OFlags::CLOEXEC
             | OFlags::NOCTTY
             | self.nofollow();
-        let fd = rfs::open(path, flags, Mode::from_raw_mode(0o666))
+        let fd = rfs::open(path, flags, Mode::from_raw_mode(mode))
             .map_err(|e| self.open_error(path, e, "open"))?;
         let file = File::from(fd);
         self.check_open(path, &file)?;

@@ -19,6 +19,22 @@ pub enum Error {
         /// Why.
         source: io::Error,
     },
+    /// The default block folder (`/dev/shm/prfdata-<uid>`, see [`shm_dir`](crate::shm_dir))
+    /// belongs to another user, who made it first: this user cannot use it, nor remove it.
+    #[error(
+        "the block folder {dir} belongs to uid {owner}, not to this user (uid {uid}), so no \
+         block of this user can be made there; set PRFDATA_SHM_DIR to a folder of your own, or \
+         run with XDG_RUNTIME_DIR set to your runtime folder (as a login session has it), or ask \
+         uid {owner} or root to remove {dir}"
+    )]
+    ShmDirTaken {
+        /// The folder.
+        dir: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// This process's effective uid.
+        uid: u32,
+    },
     /// The block file could not be created, sized, mapped or published.
     #[error(
         "cannot create the block {path}: {source}; check that its folder exists and is writable \
@@ -56,6 +72,18 @@ pub enum Error {
         path: PathBuf,
         /// What is there.
         kind: &'static str,
+    },
+    /// The run-time statistics (`crate::dynamic`, feature `install`) cannot be laid out in one
+    /// block: too many counters, or a block too large. Nothing was changed.
+    #[error(
+        "app {app}: the run-time statistics cannot be laid out: {reason}; nothing was changed \
+         (remove some run-time counters first)"
+    )]
+    RuntimeLayout {
+        /// The app.
+        app: String,
+        /// What the map check found.
+        reason: String,
     },
     /// The file at the block's path is larger than any block
     /// ([`MAX_BLOCK_SIZE`](crate::reader::MAX_BLOCK_SIZE)).

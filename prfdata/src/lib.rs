@@ -23,7 +23,8 @@
 //! - [`Optex`]: the cross-process lock that guards layout changes ([`optex`]); [`ProcessId`]
 //!   ([`process`]): the identity (pid + start time) it records its owner by.
 //! - [`clock`]: the clocks timer counters are measured against.
-//! - [`shm_dir`], [`block_path`]: where blocks live (`PRFDATA_SHM_DIR`, else
+//! - [`shm_dir`], [`block_path`]: where blocks live (`PRFDATA_SHM_DIR`, else the user's
+//!   runtime folder `$XDG_RUNTIME_DIR/prfdata` or `/run/user/<uid>/prfdata`, else
 //!   `/dev/shm/prfdata-<uid>`).
 //!
 //! **Watch notifications** (seed 000's `PMSG_START_STAT` / `PMSG_STOP_STAT`)

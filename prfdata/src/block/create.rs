@@ -228,7 +228,7 @@ impl BlockFile {
     /// and joins its members.
     pub(crate) fn attach(map: &'static MapDef, dir: Option<&Path>) -> Result<BlockFile, Error> {
         let deadline = join_deadline(Instant::now());
-        crate::map::validate(map)?;
+        crate::map::validate_at_run_time(map)?;
         let path = path_in(map.app, dir)?;
         for _ in 0..PUBLISH_ATTEMPTS {
             let file = open_block(map.app, &path, true)?;
@@ -259,7 +259,7 @@ struct Staged {
 impl Staged {
     /// `member`: this process is the first entry of the block's members table.
     fn new(map: &MapDef, dir: Option<&Path>, member: bool) -> Result<Staged, Error> {
-        crate::map::validate(map)?;
+        crate::map::validate_at_run_time(map)?;
         let path = path_in(map.app, dir)?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         fs::create_dir_all(&dir).map_err(|source| Error::ShmDir {

@@ -7,13 +7,17 @@ use std::path::{Path, PathBuf};
 
 use crate::error::Error;
 use crate::layout::MAX_BLOCK_SIZE;
-use crate::sys::shm;
+use crate::sys::{shm, shm_dir};
 
-/// The folder blocks live in: `PRFDATA_SHM_DIR` if set, else `/dev/shm/prfdata-<uid>`.
+/// The folder blocks live in: `PRFDATA_SHM_DIR` if set, else the user's runtime folder
+/// (`$XDG_RUNTIME_DIR/prfdata`, or `/run/user/<uid>/prfdata`) when it has a valid one, else
+/// `/dev/shm/prfdata-<uid>` (the rule, and why every process finds the same folder: the
+/// `shm_dir` module of `sys/linux`). The app, the provider and `prfmon` all call this.
 ///
 /// # Errors
 ///
-/// [`Error::ShmDir`] if the default folder cannot be created or is not ours.
+/// [`Error::ShmDirTaken`] if another user owns the default folder; [`Error::ShmDir`] if it
+/// cannot be created or is not a private directory of ours.
 ///
 /// # Examples
 ///
@@ -26,9 +30,13 @@ pub fn shm_dir() -> Result<PathBuf, Error> {
     if let Some(dir) = std::env::var_os("PRFDATA_SHM_DIR").filter(|d| !d.is_empty()) {
         return Ok(PathBuf::from(dir));
     }
-    shm::default_dir().map_err(|source| Error::ShmDir {
-        dir: PathBuf::from("/dev/shm"),
-        source,
+    shm_dir::default_dir().map_err(|e| match e {
+        shm_dir::DirError::Taken { dir, owner } => Error::ShmDirTaken {
+            dir,
+            owner,
+            uid: shm::current_uid(),
+        },
+        shm_dir::DirError::Unusable { dir, source } => Error::ShmDir { dir, source },
     })
 }
 

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::atomic::Ordering;
 
 use super::{CounterSpec, CtrDef, Defs, ObjDef, ObjectSpec, Shared};
-use crate::map::PerfDataMap;
+use crate::map::{CounterDef, PerfDataMap, Source, Text};
 use crate::{Error, PrfData};
 
 /// An object added at run time ([`PrfData::add_object`]): its symbolic offset, which its name
@@ -133,6 +133,28 @@ impl fmt::Debug for DynCounter<'_> {
     }
 }
 
+/// Refuses a counter type the run-time block cannot hold, before anything changes: one that is
+/// not a plain DWORD or LARGE number, or that needs a base counter after it.
+fn check_spec(spec: &CounterSpec<'_>) -> Result<(), Error> {
+    let probe = CounterDef {
+        symbol: "(the run-time counter)",
+        offset: Some(2),
+        texts: &[Text {
+            lang: "009",
+            name: "",
+            help: "",
+        }],
+        detail: spec.detail,
+        default_scale: spec.default_scale,
+        counter_type: spec.counter_type,
+        text_len: 0,
+        factor: None,
+        source: Source::Stored,
+        aggregate: None,
+    };
+    Ok(crate::map::validate::check_lone_counter(&probe)?)
+}
+
 fn find(defs: &mut Defs, obj: DynObject) -> Option<&mut ObjDef> {
     defs.objects.iter_mut().find(|o| o.offset == obj.offset)
 }
@@ -188,12 +210,16 @@ impl<M: PerfDataMap> PrfData<M> {
     /// Adds a counter to a run-time object: the run-time block is laid out again with it (its
     /// other values kept) and its name registered. Feature `install`.
     ///
+    /// Each call is one registry update and one new block, and each costs in proportion to the
+    /// run-time counters there are: to add many at once, [`add_counters`](PrfData::add_counters)
+    /// pays that once.
+    ///
     /// # Errors
     ///
     /// [`Error::NoSuchStatistic`] if `obj` was removed; [`Error::Map`] for a counter type that
     /// is not a plain DWORD or LARGE number; [`Error::RuntimeNames`] if the registry could not
-    /// be updated; the file errors of [`PrfData::activate`]; [`Error::NotOwner`] in an attached
-    /// process.
+    /// be updated; [`Error::RuntimeLayout`] past the block's limits; the file errors of
+    /// [`PrfData::activate`]; [`Error::NotOwner`] in an attached process.
     ///
     /// # Examples
     ///
@@ -203,24 +229,77 @@ impl<M: PerfDataMap> PrfData<M> {
         obj: DynObject,
         spec: &CounterSpec<'_>,
     ) -> Result<DynCounter<'_>, Error> {
+        let mut added = self.add_counters(obj, std::slice::from_ref(spec))?;
+        added.pop().ok_or_else(|| Error::NoSuchStatistic {
+            app: self.dynamic.app.to_owned(),
+            offset: obj.offset,
+        })
+    }
+
+    /// Adds several counters to a run-time object in one change: one registry update and one
+    /// new block for all of them, in the order given. Feature `install`.
+    ///
+    /// # Errors
+    ///
+    /// As [`PrfData::add_counter`]; if any spec is refused, none is added.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata::dynamic::{CounterSpec, ObjectSpec};
+    /// use prfdata::winperf::PERF_COUNTER_RAWCOUNT;
+    /// # prfdata::prfdata_map! { pub mod m { app: "AddCountersDoc", object O = 0 { name: "O",
+    /// #   help: "o", detail: Novice, default: C, instances: none, costly: false, counters {
+    /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let queues = prf.add_object(&ObjectSpec::new("Queues", "One counter per queue."))?;
+    /// let names: Vec<String> = (0..3).map(|i| format!("Queue {i}")).collect();
+    /// let specs: Vec<_> = names
+    ///     .iter()
+    ///     .map(|n| CounterSpec::new(n, "Items waiting.", PERF_COUNTER_RAWCOUNT))
+    ///     .collect();
+    /// let depths = prf.add_counters(queues, &specs)?;
+    /// depths[2].store(7)?;
+    /// assert_eq!(depths.iter().map(|d| d.offset()).collect::<Vec<_>>(), [6, 8, 10]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn add_counters(
+        &self,
+        obj: DynObject,
+        specs: &[CounterSpec<'_>],
+    ) -> Result<Vec<DynCounter<'_>>, Error> {
         let shared = &self.dynamic;
-        let offset = shared.change(|defs| {
-            let offset = Shared::take_offset(defs);
-            let target = find(defs, obj).ok_or_else(|| Error::NoSuchStatistic {
-                app: shared.app.to_owned(),
-                offset: obj.offset,
-            })?;
-            target.counters.push(CtrDef {
-                offset,
-                name: spec.name.to_owned(),
-                help: spec.help.to_owned(),
-                counter_type: spec.counter_type,
-                detail: spec.detail,
-                scale: spec.default_scale,
-            });
-            Ok(offset)
+        if specs.is_empty() {
+            return Ok(Vec::new());
+        }
+        for spec in specs {
+            check_spec(spec)?;
+        }
+        let offsets = shared.change(|defs| {
+            let mut offsets = Vec::with_capacity(specs.len());
+            for spec in specs {
+                let offset = Shared::take_offset(defs);
+                let target = find(defs, obj).ok_or_else(|| Error::NoSuchStatistic {
+                    app: shared.app.to_owned(),
+                    offset: obj.offset,
+                })?;
+                target.counters.push(CtrDef {
+                    offset,
+                    name: spec.name.to_owned(),
+                    help: spec.help.to_owned(),
+                    counter_type: spec.counter_type,
+                    detail: spec.detail,
+                    scale: spec.default_scale,
+                });
+                offsets.push(offset);
+            }
+            Ok(offsets)
         })?;
-        Ok(DynCounter { shared, offset })
+        Ok(offsets
+            .into_iter()
+            .map(|offset| DynCounter { shared, offset })
+            .collect())
     }
 
     /// Removes a run-time counter: the run-time block is laid out again without it and its name

@@ -37,10 +37,13 @@
 //!
 //! The cost is one uncontended lock per run-time counter update (a compare-and-swap and a
 //! store): run-time statistics are for values that change at human rates, the compile-time map
-//! for hot paths. Each layout leaks its few hundred bytes of definitions (a
-//! [`MapDef`] holds `'static` texts); layouts are rare.
+//! for hot paths. A change costs one registry update (one store written, and the app's `.INI`
+//! and `.h` where install put them) and one new block, each holding every run-time counter:
+//! work in proportion to their number, and no memory kept beyond the new block (the map each
+//! layout is made from is freed after it: `runtime_map`).
 
 mod handle;
+mod runtime_map;
 mod spec;
 
 pub use handle::{DynCounter, DynObject};
@@ -54,9 +57,10 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use crate::block::create::BlockFile;
 use crate::block::raw::RawBlock;
 use crate::layout::{OPTEX_OFFSET, SUPERSEDED_OFFSET};
-use crate::map::offsets::{counter_offset, data_offset};
-use crate::map::{CounterDef, DetailLevel, Instances, MapDef, ObjectDef, Text};
+use crate::map::offsets::{counter_offsets, data_offset};
+use crate::map::{DetailLevel, MapDef, MapError};
 use crate::{Error, Optex};
+use runtime_map::RuntimeMap;
 
 /// How many times a write follows a superseded block before it gives up: each round means
 /// another whole re-layout happened during the write, which takes far longer than a write.
@@ -300,15 +304,21 @@ impl Shared {
         let mut defs = self.defs()?;
         let mut next = defs.clone();
         let out = edit(&mut next)?;
-        let map = leak_map(self.app, &next);
+        let layout = RuntimeMap::build(self.app, &next);
+        // SAFETY: the map is read only below, while `layout` lives, by calls that keep nothing
+        // of it: `validate` and `relayout` (whose map errors `detached` turns into text here),
+        // and `register_names` (which copies the names out).
+        let map = layout.as_ref().map(|l| unsafe { l.map() });
         if let Some(map) = map {
-            crate::map::validate(map)?;
+            crate::map::validate_at_run_time(map).map_err(|e| self.detached(e))?;
         }
         self.register_names(map)?;
         if let Err(e) = self.relayout(map) {
             // Put the registry back to the block that stays, so that the provider keeps
             // labelling it.
-            if let Err(undo) = self.register_names(leak_map(self.app, &defs)) {
+            let kept = RuntimeMap::build(self.app, &defs);
+            // SAFETY: as above, for `kept`.
+            if let Err(undo) = self.register_names(kept.as_ref().map(|l| unsafe { l.map() })) {
                 log::warn!(
                     "app {}: run-time names left for a layout that failed: {undo}",
                     self.app
@@ -320,8 +330,19 @@ impl Shared {
         Ok(out)
     }
 
-    fn register_names(&self, map: Option<&'static MapDef>) -> Result<(), Error> {
-        use prfdata_registry::{paths, FileRegistry, LodctrError};
+    /// A map error about a run-time map, as text: the map's strings are freed after the change
+    /// that made it, and the error must outlive it.
+    fn detached(&self, e: MapError) -> Error {
+        Error::RuntimeLayout {
+            app: self.app.to_owned(),
+            reason: e.to_string(),
+        }
+    }
+
+    /// Registers the run-time names of `map` (none: `None`) in one registry update, then
+    /// rewrites the app's `.INI` and `.h` from what that update read (no second read).
+    fn register_names(&self, map: Option<&MapDef>) -> Result<(), Error> {
+        use prfdata_registry::{paths, service, update, FileRegistry, LodctrError};
         let Ok(root) = paths::registry_root() else {
             return Ok(());
         };
@@ -342,21 +363,28 @@ impl Shared {
                 std::iter::once(obj).chain(o.counters)
             })
             .collect();
+        let fingerprint = map.map(MapDef::fingerprint);
         let registered = FileRegistry::open(&root)
             .map_err(LodctrError::from)
             .and_then(|reg| {
-                prfdata_registry::register_runtime_names(
-                    &reg,
-                    self.app,
-                    self.installed_highest,
-                    &names,
-                    map.map(MapDef::fingerprint),
-                )
+                update(&reg, |hive| {
+                    let range = prfdata_registry::apply_runtime_names(
+                        hive,
+                        self.app,
+                        self.installed_highest,
+                        &names,
+                        fingerprint,
+                    )?;
+                    let ini = service::read_service(hive, self.app)?.and_then(|s| s.ini_file);
+                    Ok::<_, LodctrError>((range, ini))
+                })
             });
         match registered {
-            Ok(range) => {
+            Ok((range, ini)) => {
                 log::debug!("app {}: run-time names registered: {range:?}", self.app);
-                self.rewrite_ini(&root, map);
+                if let Some(ini) = ini {
+                    self.rewrite_ini(Path::new(&ini), map);
+                }
                 Ok(())
             }
             Err(LodctrError::NotLoaded { .. }) => Ok(()),
@@ -367,19 +395,12 @@ impl Shared {
         }
     }
 
-    /// Rewrites the app's counter .INI and .h (where install recorded them, `Ini File`) with
-    /// the installed map's names and the run-time ones of `map`, so that the files describe what
-    /// the registry holds. The registry is what collectors read: a file that cannot be written
-    /// is logged, not an error.
-    fn rewrite_ini(&self, root: &Path, map: Option<&'static MapDef>) {
-        use prfdata_registry::{service, FileRegistry, Registry};
-        let ini = FileRegistry::open(root)
-            .and_then(|reg| reg.snapshot())
-            .and_then(|hive| service::read_service(&hive, self.app))
-            .ok()
-            .flatten()
-            .and_then(|s| s.ini_file);
-        let Some(dir) = ini.as_deref().map(Path::new).and_then(Path::parent) else {
+    /// Rewrites the app's counter .INI and .h beside `ini` (where install recorded them, `Ini
+    /// File`) with the installed map's names and the run-time ones of `map`, so that the files
+    /// describe what the registry holds. The registry is what collectors read: a file that
+    /// cannot be written is logged, not an error.
+    fn rewrite_ini(&self, ini: &Path, map: Option<&MapDef>) {
+        let Some(dir) = ini.parent() else {
             return;
         };
         let mut set = crate::install::counter_set(self.map);
@@ -393,7 +414,7 @@ impl Shared {
 
     /// Publishes the layout of `map` (or removes the run-time block when `None`), copying every
     /// value that survives, with the old block's optex held throughout (module docs).
-    fn relayout(&self, map: Option<&'static MapDef>) -> Result<(), Error> {
+    fn relayout(&self, map: Option<&MapDef>) -> Result<(), Error> {
         let mut slot = self.current.write().unwrap_or_else(PoisonError::into_inner);
         let old = slot.clone();
         let guard = old.as_ref().map(|c| c.lock());
@@ -414,7 +435,11 @@ impl Shared {
                 };
                 // Only the process that defines run-time objects writes this path (a previous
                 // one's block was cleared at activation): a new layout replaces the old.
-                let block = BlockFile::replace(map, Some(&self.dir), fill)?;
+                let block =
+                    BlockFile::replace(map, Some(&self.dir), fill).map_err(|e| match e {
+                        Error::Map(e) => self.detached(e),
+                        other => other,
+                    })?;
                 let size = block.raw.len() as u64;
                 let records = crate::reader::records::parse(&block.raw, size).map_err(|e| {
                     Error::MapMismatch {
@@ -444,14 +469,15 @@ impl Shared {
 /// of `map` that `old` holds with the same size. The caller holds `old`'s optex.
 fn copy_values(old: &Current, map: &MapDef, raw: &RawBlock) {
     for (i, obj) in map.objects.iter().enumerate() {
-        for (c, ctr) in obj.counters.iter().enumerate() {
+        let data = data_offset(map, i);
+        for (ctr, at) in obj.counters.iter().zip(counter_offsets(obj)) {
             let (Some(offset), Some(size)) = (ctr.offset, ctr.value_size()) else {
                 continue;
             };
             let Some(from) = old.values.get(&offset).filter(|s| s.size == size) else {
                 continue;
             };
-            let to = data_offset(map, i) + counter_offset(obj, c);
+            let to = data + at;
             // SAFETY: `from.at` was checked against the old mapping's length and alignment when
             // it was indexed (`Current::new`); `to` is where `map` itself places the counter in
             // the new block, which was laid out from `map` (in bounds, aligned to its size).
@@ -469,63 +495,4 @@ fn copy_values(old: &Current, map: &MapDef, raw: &RawBlock) {
             }
         }
     }
-}
-
-fn leak_str(s: &str) -> &'static str {
-    Box::leak(s.to_owned().into_boxed_str())
-}
-
-/// The run-time map of `defs` (objects without counters left out), leaked (module docs); `None`
-/// when nothing is left to lay out.
-fn leak_map(app: &str, defs: &Defs) -> Option<&'static MapDef> {
-    let objects: Vec<ObjectDef> = defs
-        .objects
-        .iter()
-        .filter(|o| !o.counters.is_empty())
-        .map(|o| {
-            let counters: Vec<CounterDef> = o
-                .counters
-                .iter()
-                .map(|c| CounterDef {
-                    symbol: leak_str(&format!("DYN_{}", c.offset)),
-                    offset: Some(c.offset),
-                    texts: Box::leak(Box::new([Text {
-                        lang: "009",
-                        name: leak_str(&c.name),
-                        help: leak_str(&c.help),
-                    }])),
-                    detail: c.detail,
-                    default_scale: c.scale,
-                    counter_type: c.counter_type,
-                    text_len: 0,
-                    factor: None,
-                    source: crate::map::Source::Stored,
-                    aggregate: None,
-                })
-                .collect();
-            ObjectDef {
-                symbol: leak_str(&format!("DYN_{}", o.offset)),
-                offset: o.offset,
-                texts: Box::leak(Box::new([Text {
-                    lang: "009",
-                    name: leak_str(&o.name),
-                    help: leak_str(&o.help),
-                }])),
-                detail: o.detail,
-                default_counter: None,
-                instances: Instances::None,
-                costly: o.costly,
-                total: false,
-                packed: false,
-                counters: Box::leak(counters.into_boxed_slice()),
-            }
-        })
-        .collect();
-    if objects.is_empty() {
-        return None;
-    }
-    Some(Box::leak(Box::new(MapDef {
-        app: leak_str(&dyn_app(app)),
-        objects: Box::leak(objects.into_boxed_slice()),
-    })))
 }

@@ -49,6 +49,22 @@ pub const fn counter_offset(obj: &ObjectDef, index: usize) -> usize {
     off
 }
 
+/// Every counter's [`counter_offset`], in declaration order, in one pass: for code that lays
+/// out all of an object's counters at run time (`counter_offset` alone walks the counters
+/// before the one asked for).
+pub(crate) fn counter_offsets(obj: &ObjectDef) -> impl Iterator<Item = usize> + '_ {
+    let mut off = COUNTER_BLOCK_HEADER;
+    obj.counters.iter().map(move |ctr| {
+        let size = value_size(ctr);
+        if size > 0 {
+            off = align_up(off, value_align(ctr));
+        }
+        let at = off;
+        off += size;
+        at
+    })
+}
+
 /// Bytes of one counter block of the object: header and values, rounded up to 8.
 pub const fn counter_block_size(obj: &ObjectDef) -> usize {
     let n = obj.counters.len();
@@ -310,6 +326,7 @@ pub(crate) mod tests {
         ];
         let o = obj(&C, Instances::None);
         let offsets: Vec<usize> = (0..4).map(|i| counter_offset(&o, i)).collect();
+        assert_eq!(counter_offsets(&o).collect::<Vec<_>>(), offsets);
         assert_eq!(offsets, [8, 16, 24, 28]);
         assert_eq!(counter_block_size(&o), 32);
         static D: [CounterDef; 1] = [ctr(PERF_COUNTER_RAWCOUNT)];

@@ -180,6 +180,27 @@ pub const MAX_SUM_PARTS: usize = winperf::MAXCOMPLEXSUBSTAT;
 /// assert_eq!(validate(&empty), Err(MapError::NoObjects));
 /// ```
 pub const fn validate(map: &MapDef) -> Result<(), MapError> {
+    if let Err(e) = check_shape(map) {
+        return Err(e);
+    }
+    if let Err(e) = check_uniqueness(map) {
+        return Err(e);
+    }
+    check_size(map)
+}
+
+/// [`validate`] for a map checked at run time (at `activate` and `attach`, and at each layout of
+/// the run-time block, `crate::dynamic`): the same rules and the same first error, with the
+/// uniqueness of symbols and offsets checked in one pass over hash maps instead of
+/// [`validate`]'s pairwise comparison (which `const` needs: it cannot allocate).
+pub(crate) fn validate_at_run_time(map: &MapDef) -> Result<(), MapError> {
+    check_shape(map)?;
+    check_uniqueness_hashed(map)?;
+    check_size(map)
+}
+
+/// The app name, the object and counter counts, and each object's own rules.
+const fn check_shape(map: &MapDef) -> Result<(), MapError> {
     if !valid_app_name(map.app) {
         return Err(MapError::BadAppName { app: map.app });
     }
@@ -204,10 +225,7 @@ pub const fn validate(map: &MapDef) -> Result<(), MapError> {
     if counters > MAX_COUNTERS as usize {
         return Err(MapError::TooManyCounters { count: counters });
     }
-    if let Err(e) = check_uniqueness(map) {
-        return Err(e);
-    }
-    check_size(map)
+    Ok(())
 }
 
 /// Checks what the block laid out from a map (every other rule holding) would take: each
@@ -544,7 +562,14 @@ const fn check_source(obj: &ObjectDef, c: usize) -> Result<(), MapError> {
     }
 }
 
-const fn check_counter(counters: &'static [CounterDef], c: usize) -> Result<(), MapError> {
+/// Checks one counter of a run-time object (`crate::dynamic`) on its own, as [`validate`]
+/// checks each counter of a map; its errors name `ctr.symbol`.
+#[cfg(feature = "install")]
+pub(crate) const fn check_lone_counter(ctr: &CounterDef) -> Result<(), MapError> {
+    check_counter(core::slice::from_ref(ctr), 0)
+}
+
+const fn check_counter(counters: &[CounterDef], c: usize) -> Result<(), MapError> {
     let ctr = &counters[c];
     let ty = ctr.counter_type;
     let is_text = ty == winperf::PERF_COUNTER_TEXT;
@@ -655,6 +680,41 @@ const fn check_uniqueness(map: &MapDef) -> Result<(), MapError> {
     Ok(())
 }
 
+/// [`check_uniqueness`] in one pass: for each symbol in declaration order, the first earlier
+/// entry with the same symbol or the same offset gives the same error the pairwise check gives
+/// (a symbol before an offset at the same entry).
+fn check_uniqueness_hashed(map: &MapDef) -> Result<(), MapError> {
+    use std::collections::HashMap;
+    let entries = map.objects.iter().flat_map(|obj| {
+        std::iter::once((obj.symbol, Some(obj.offset)))
+            .chain(obj.counters.iter().map(|c| (c.symbol, c.offset)))
+    });
+    let mut symbols: HashMap<&'static str, usize> = HashMap::new();
+    let mut offsets: HashMap<u32, (usize, &'static str)> = HashMap::new();
+    for (i, (symbol, offset)) in entries.enumerate() {
+        let same_symbol = symbols.get(symbol).copied();
+        let same_offset = offset.and_then(|o| offsets.get(&o).map(|&(j, first)| (j, first, o)));
+        match (same_symbol, same_offset) {
+            (Some(j), other) if other.is_none_or(|(k, _, _)| j <= k) => {
+                return Err(MapError::DuplicateSymbol { symbol });
+            }
+            (_, Some((_, first, offset))) => {
+                return Err(MapError::DuplicateOffset {
+                    first,
+                    second: symbol,
+                    offset,
+                });
+            }
+            _ => {}
+        }
+        symbols.insert(symbol, i);
+        if let Some(o) = offset {
+            offsets.insert(o, (i, symbol));
+        }
+    }
+    Ok(())
+}
+
 /// Rounds `n` up to a multiple of [`REGION_ALIGN`], in `u64`.
 const fn align(n: u64) -> u64 {
     (n + CACHE_LINE as u64 - 1) & !(CACHE_LINE as u64 - 1)
@@ -751,12 +811,63 @@ mod tests {
         }
     }
 
+    /// [`validate`] of a one-object map, checked to give what [`validate_at_run_time`] gives.
     fn check(counters: &'static [CounterDef]) -> Result<(), MapError> {
         let objects: &'static [ObjectDef] = Box::leak(Box::new([obj("OBJ", counters)]));
-        validate(&MapDef {
+        let map = MapDef {
             app: "Test",
             objects,
-        })
+        };
+        let found = validate(&map);
+        assert_eq!(
+            validate_at_run_time(&map),
+            found,
+            "the run-time check agrees"
+        );
+        found
+    }
+
+    #[test]
+    fn the_run_time_check_reports_the_same_first_duplicate() {
+        // Symbol and offset clashes in every order: the pairwise check reports, for the first
+        // entry with an earlier twin, the earliest twin, a symbol before an offset.
+        static SYMBOL_FIRST: [CounterDef; 3] = [
+            ctr("A", 2, PERF_COUNTER_RAWCOUNT),
+            ctr("B", 4, PERF_COUNTER_RAWCOUNT),
+            ctr("A", 4, PERF_COUNTER_RAWCOUNT),
+        ];
+        static OFFSET_FIRST: [CounterDef; 3] = [
+            ctr("A", 2, PERF_COUNTER_RAWCOUNT),
+            ctr("B", 4, PERF_COUNTER_RAWCOUNT),
+            ctr("B", 2, PERF_COUNTER_RAWCOUNT),
+        ];
+        static SAME_ENTRY: [CounterDef; 2] = [
+            ctr("A", 2, PERF_COUNTER_RAWCOUNT),
+            ctr("A", 2, PERF_COUNTER_RAWCOUNT),
+        ];
+        static THE_OBJECT: [CounterDef; 1] = [ctr("C", 0, PERF_COUNTER_RAWCOUNT)];
+        for (counters, want) in [
+            (&SYMBOL_FIRST[..], MapError::DuplicateSymbol { symbol: "A" }),
+            (
+                &OFFSET_FIRST[..],
+                MapError::DuplicateOffset {
+                    first: "A",
+                    second: "B",
+                    offset: 2,
+                },
+            ),
+            (&SAME_ENTRY[..], MapError::DuplicateSymbol { symbol: "A" }),
+            (
+                &THE_OBJECT[..],
+                MapError::DuplicateOffset {
+                    first: "OBJ",
+                    second: "C",
+                    offset: 0,
+                },
+            ),
+        ] {
+            assert_eq!(check(counters), Err(want));
+        }
     }
 
     #[test]

@@ -108,8 +108,11 @@ fn data_flows_from_a_block_the_host_user_can_read() {
     let exe = std::env::current_exe().unwrap();
     let built = prfdata_testkit::provider_library();
     let library = copy(&built, &dir.path().join("libprfdata_provider.so"), 0o755);
-    let registry_root = dir.path().join("registry");
+    // The registry is the app user's (a registry is private to its owner, and the provider
+    // reads it in the host, as that user); root installs into it, and trusts it explicitly.
+    let registry_root = other_users_folder(dir.path(), "registry");
     let registry = FileRegistry::open(&registry_root).unwrap();
+    let trust = registry_root.display().to_string();
     let options = prfdata::install::InstallOptions {
         library,
         ini_dir: dir.path().join("ini"),
@@ -146,14 +149,19 @@ fn data_flows_from_a_block_the_host_user_can_read() {
     let env = [("PRFDATA_SHM_DIR", shm.as_path())];
 
     // A root host refuses a block another user owns: no data (and no harm).
-    let out = run(&prfmon, &registry_root, &["query"], &env);
+    let out = run(
+        &prfmon,
+        &registry_root,
+        &["query", "--trust-path", &trust],
+        &env,
+    );
     assert!(!out.stdout.contains(&ANSWER.to_string()), "{}", out.stdout);
 
     // Run as the block's user, the host reads it.
     let out = run(
         &prfmon,
         &registry_root,
-        &["query", "--host-user", &user],
+        &["query", "--trust-path", &trust, "--host-user", &user],
         &env,
     );
     assert_eq!(out.code, 0, "{}", out.stderr);

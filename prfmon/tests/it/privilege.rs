@@ -1,6 +1,9 @@
 //! Real users for the privilege tests: they run as root (as this machine and CI do), make
 //! files owned by an unprivileged user (uid 65534, `nobody`) and run `prfmon` against them.
-//! Not root: each test prints why it is skipped and passes.
+//! Not root: the older tests print why they are skipped and pass ([`root_or_skip`]); newer ones
+//! are compiled as ignored, with the reason, when the build is not root
+//! (`#[cfg_attr(not(prfmon_tests_root), ignore = "...")]`, see `prfmon/build.rs`) and check
+//! again when they run ([`assert_root`]).
 
 #![allow(dead_code)]
 
@@ -22,6 +25,17 @@ pub fn root_or_skip(test: &str) -> bool {
     }
     eprintln!("{test}: skipped: needs root, to make files owned by uid {OTHER_UID}");
     false
+}
+
+/// For a test the build found runnable as root (`cfg(prfmon_tests_root)`): fails at once, with
+/// the reason, if this process is not root after all (built as root, run as another user).
+pub fn assert_root(test: &str) {
+    let euid = rustix::process::geteuid().as_raw();
+    assert_eq!(
+        euid, 0,
+        "{test}: this build ran as root, but the test runs as uid {euid}: run it as root, or \
+         rebuild as this user (`cargo clean -p prfmon`) so that it is reported ignored"
+    );
 }
 
 /// The name of [`OTHER_UID`] in the user database (for `--host-user`), or `None`, printed as
@@ -127,6 +141,32 @@ pub fn run(exe: &Path, registry: &Path, args: &[&str], env: &[(&str, &Path)]) ->
         command.env(k, v);
     }
     finish(spawn_copied(&mut command).expect("spawn prfmon"))
+}
+
+/// A command that runs this test binary's ignored test `entry` (its full name:
+/// `prfdata_testkit::test_path!`), on one thread: as `uid` (and group `uid`) from a copy in
+/// `dir` that every user can run (the build folder may sit where that user cannot reach), or
+/// as this process's user from the binary itself. Start it with [`spawn_copied`].
+pub fn self_command_as(dir: &Path, entry: &str, uid: Option<u32>) -> Command {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut command = match uid {
+        None => Command::new(exe),
+        Some(uid) => {
+            let copied = dir.join("test-binary");
+            if !copied.exists() {
+                copy(&exe, &copied, 0o755);
+            }
+            let mut command = Command::new(copied);
+            std::os::unix::process::CommandExt::uid(&mut command, uid);
+            std::os::unix::process::CommandExt::gid(&mut command, uid);
+            command
+        }
+    };
+    command
+        .args(["--exact", entry, "--include-ignored", "--test-threads=1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    command
 }
 
 /// Spawns `command`, whose program this test process may have just written ([`copy`]): while

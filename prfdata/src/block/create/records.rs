@@ -97,12 +97,12 @@ pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> 
         first_counter += obj.counters.len() as u32;
     }
     for obj in map.objects {
-        for (c, ctr) in obj.counters.iter().enumerate() {
+        for ((c, ctr), at) in obj.counters.iter().enumerate().zip(counter_offsets(obj)) {
             let record = CounterRecord {
                 name_offset: ctr.offset.unwrap_or(NO_NAME),
                 counter_type: ctr.counter_type,
                 size: ctr.value_size().unwrap_or(0),
-                block_offset: counter_offset(obj, c) as u32,
+                block_offset: at as u32,
                 default_scale: ctr.default_scale,
                 detail_level: ctr.detail.to_winperf(),
                 aggregate: crate::map::rule_code(obj, c),

@@ -3,34 +3,9 @@
 
 use std::fs::File;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rustix::fs::{self as rfs, FlockOperation, Mode, OFlags, RenameFlags, CWD};
-
-/// The default folder for blocks: `/dev/shm/prfdata-<uid>`, owner-only, so that other users can
-/// neither read a block nor plant a file or symlink where one will be created.
-pub(crate) fn default_dir() -> io::Result<PathBuf> {
-    let uid = rustix::process::geteuid().as_raw();
-    let dir = PathBuf::from(format!("/dev/shm/prfdata-{uid}"));
-    match rfs::mkdir(&dir, Mode::RWXU) {
-        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-        Err(e) => return Err(e.into()),
-    }
-    // Check what is there now (it may have been made by someone else before us).
-    let st = rfs::lstat(&dir)?;
-    let is_dir = rfs::FileType::from_raw_mode(st.st_mode) == rfs::FileType::Directory;
-    if !is_dir || st.st_uid != uid || st.st_mode & 0o077 != 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "{} is not a directory owned by uid {uid} with mode 0700; remove it or set \
-                 PRFDATA_SHM_DIR",
-                dir.display()
-            ),
-        ));
-    }
-    Ok(dir)
-}
 
 /// Creates `path` with `O_CREAT | O_EXCL | O_NOFOLLOW`, mode 0600, read-write.
 pub(crate) fn create_exclusive(path: &Path) -> io::Result<File> {

@@ -1,0 +1,129 @@
+//! Group `runtime_counters`: adding one run-time counter (`PrfData::add_counter`, feature
+//! `install`), with few and with many run-time counters already there.
+//!
+//! | id           | one iteration (timed)                                            |
+//! |--------------|------------------------------------------------------------------|
+//! | `add_at_0`   | `add_counter` on a run-time object with no other counter          |
+//! | `add_at_500` | the same with 500 run-time counters there                         |
+//! | `add_500_in_one_call` | `add_counters` with 500 specs, on an object with none       |
+//!
+//! An add registers the names (one registry update: the store read, edited, written, fsynced
+//! and renamed, and the app's `.INI` and `.h` rewritten) and lays the run-time block out again
+//! with every value copied. What is added is removed after each timed add, untimed, so every
+//! iteration starts from the same state. The registry and the blocks are on tmpfs
+//! (`/dev/shm` when there is one): the figures are the work an add does, not the disk's fsync.
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use prfdata::dynamic::{CounterSpec, DynObject, ObjectSpec};
+use prfdata::winperf::PERF_COUNTER_RAWCOUNT;
+
+prfdata::prfdata_map! {
+    /// The installed map: one object; the benchmark's counters are added at run time.
+    pub mod bench_map {
+        app: "PrfDataBenchRuntime",
+        object SERVICE {
+            name: "Bench Runtime Service", help: "The run-time counters benchmark.",
+            counters {
+                UP: RawCount { name: "Up", help: "u" },
+            }
+        }
+    }
+}
+
+fn work_dir() -> PathBuf {
+    let base = if std::path::Path::new("/dev/shm").is_dir() {
+        PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
+    let dir = base.join(format!("prfdata-bench-runtime-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("create the benchmark's folder");
+    dir
+}
+
+/// The names of `count` counters.
+fn names(count: usize) -> Vec<String> {
+    (0..count).map(|i| format!("Existing {i}")).collect()
+}
+
+/// Specs of counters named `names`.
+fn specs(names: &[String]) -> Vec<CounterSpec<'_>> {
+    names
+        .iter()
+        .map(|n| CounterSpec::new(n, "A counter already there.", PERF_COUNTER_RAWCOUNT))
+        .collect()
+}
+
+/// `count` run-time counters of `obj`, added in one change.
+fn fill(prf: &bench_map::PrfData, obj: DynObject, count: usize) {
+    // The handles go; the counters stay (they are removed with the object).
+    prf.add_counters(obj, &specs(&names(count)))
+        .expect("add the existing counters");
+}
+
+fn runtime_counters(c: &mut Criterion) {
+    let dir = work_dir();
+    std::env::set_var("PRFDATA_REGISTRY", dir.join("registry"));
+    bench_map::PrfData::install(&prfdata::install::InstallOptions {
+        library: dir.join("libprfdata_provider.so"),
+        ini_dir: dir.join("ini"),
+        replace: true,
+    })
+    .expect("install the benchmark map");
+    let prf = bench_map::PrfData::activate_in(&dir.join("shm")).expect("activate");
+
+    let mut group = c.benchmark_group("runtime_counters");
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(5));
+    let spec = CounterSpec::new(
+        "Added",
+        "The counter each iteration adds.",
+        PERF_COUNTER_RAWCOUNT,
+    );
+    for existing in [0, 500] {
+        let obj = prf
+            .add_object(&ObjectSpec::new("Bench Plug-in", "Run-time counters."))
+            .expect("add the object");
+        fill(&prf, obj, existing);
+        group.bench_function(format!("add_at_{existing}"), |b| {
+            b.iter_custom(|iters| {
+                let mut timed = Duration::ZERO;
+                for _ in 0..iters {
+                    let start = Instant::now();
+                    let added = prf.add_counter(obj, &spec).expect("add a counter");
+                    timed += start.elapsed();
+                    prf.remove_counter(&added).expect("remove it again");
+                }
+                timed
+            })
+        });
+        prf.remove_object(obj).expect("remove the object");
+    }
+    let names = names(500);
+    let many = specs(&names);
+    let plugin = ObjectSpec::new("Bench Plug-in", "Run-time counters.");
+    group.bench_function("add_500_in_one_call", |b| {
+        b.iter_custom(|iters| {
+            let mut timed = Duration::ZERO;
+            for _ in 0..iters {
+                let obj = prf.add_object(&plugin).expect("add the object");
+                let start = Instant::now();
+                prf.add_counters(obj, &many).expect("add the counters");
+                timed += start.elapsed();
+                prf.remove_object(obj).expect("remove the object");
+            }
+            timed
+        })
+    });
+    group.finish();
+
+    drop(prf);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+criterion_group!(benches, runtime_counters);
+criterion_main!(benches);
