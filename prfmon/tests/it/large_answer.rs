@@ -129,11 +129,7 @@ fn a_large_valid_answer_does_not_disable_its_provider() {
     assert_eq!(session.instance_count(), INSTANCES as usize);
     for (i, inst) in session.instances().enumerate() {
         assert_eq!(inst.name(), name(i as u32), "instance {i}'s name");
-        assert_eq!(
-            inst.values().int(0),
-            Some(i as i64),
-            "instance {i}'s value"
-        );
+        assert_eq!(inst.values().int(0), Some(i as i64), "instance {i}'s value");
     }
     let hive = registry.snapshot().unwrap();
     let service = prfdata_registry::service::read_service(&hive, "BigAnswerApp").unwrap();

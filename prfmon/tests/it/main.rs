@@ -22,6 +22,7 @@ mod sampling_app;
 mod serve_common;
 
 mod apps_appear;
+mod apps_follow;
 mod bad_providers;
 mod block_faults;
 mod broken_pipe;
@@ -41,8 +42,8 @@ mod large_answer;
 mod list;
 mod lodctr;
 mod logging;
-mod metrics_cost;
 mod membership;
+mod metrics_cost;
 mod on_demand_bound;
 mod parents;
 mod query_decode;
