@@ -185,7 +185,8 @@ pub fn resolve(
 ///
 /// # Errors
 ///
-/// What [`resolve`] returns for the same requests.
+/// [`PathError::RemoteMachine`] for the first request that names another machine, else the
+/// [`PathError::NoMatch`] of the first request that names nothing ([`unmatched`]).
 ///
 /// # Examples
 ///
@@ -204,14 +205,10 @@ pub fn check(
     snapshot: &DataSnapshot,
     names: &Names,
 ) -> Result<(), PathError> {
-    let offered = Offered::new(snapshot, names);
-    for request in requests {
-        check_machine(request, &snapshot.system_name)?;
-        if offered.each_match(request, |_| {}) == 0 {
-            return Err(offered.no_match(request));
-        }
+    match unmatched(requests, snapshot, names)?.into_iter().next() {
+        Some(first) => Err(first.error),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// The requests that name no counter of this collection now, in request order, each with its
