@@ -12,7 +12,9 @@
 //!    (an object's instances cost one number each, their `#n`), **now** (as [`expand`](crate::pdh::expand) would
 //!    over the list): an instance that has gone yields no reading, a wildcard picks up
 //!    instances that appeared since the last sample, and a path that matches nothing is
-//!    reported in [`Sample::unmatched`] with its near matches;
+//!    reported in [`Sample::unmatched`] with its near matches. A path that names no object or
+//!    counter on offer (its app not installed yet) is not matched again, nor its near matches
+//!    looked for, until what is on offer changes: objects, counters, or the names they have;
 //! 2. builds each matched counter's [`RawSample`] exactly as the formulas expect it: the value
 //!    from the counter block, the base from the definition that follows (the decoder's
 //!    [`CounterDef::base`] link), `PerfTime` / `PerfFreq` / `PerfTime100nSec` from the

@@ -1,19 +1,6 @@
 //! The names that go with a source's collections, kept current while a consumer runs for long
 //! ([`SourceNames`]): an app installed, uninstalled or renamed after `typeperf` or `watch`
 //! started is named as the source names it now, without a restart.
-//!
-//! # When the names are read again
-//!
-//! | source | asked at most every | read again when |
-//! |---|---|---|
-//! | local registry ([`PerfSource::names_stamp`] gives a stamp) | [`REGISTRY_CHECK`](crate::collector::service::REGISTRY_CHECK) (100 ms), one `stat` | the registry's stamp moved since the names were read |
-//! | a remote machine (no stamp) | the same, nothing asked | the collections' [`Contents`] (objects and their services) changed, or [`NAMES_RECHECK`] passed since the last read |
-//!
-//! An app installed or uninstalled on a remote machine changes what its collections hold, so
-//! its names follow at the next collection; a rename that keeps every object index and
-//! service (a reinstall over the same range) is followed within [`NAMES_RECHECK`]. The scale
-//! factors and the apps' name ranges are read with the names. A read that fails keeps what was
-//! read before (logged once until a read succeeds again).
 
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
@@ -72,7 +59,20 @@ impl Contents {
 }
 
 /// A source's names, scale factors and apps' name ranges, read again when they may have
-/// changed (see the [module docs](self)).
+/// changed.
+///
+/// # When the names are read again
+///
+/// | source | asked at most every | read again when |
+/// |---|---|---|
+/// | local registry ([`PerfSource::names_stamp`] gives a stamp) | [`REGISTRY_CHECK`](crate::collector::service::REGISTRY_CHECK) (100 ms), one `stat` | the registry's stamp moved since the names were read |
+/// | a remote machine (no stamp) | the same, nothing asked | the collections' [`Contents`] (objects and their services) changed, or [`NAMES_RECHECK`] passed since the last read |
+///
+/// An app installed or uninstalled on a remote machine changes what its collections hold, so
+/// its names follow at the next collection; a rename that keeps every object index and
+/// service (a reinstall over the same range) is followed within [`NAMES_RECHECK`]. The scale
+/// factors and the apps' name ranges are read with the names. A read that fails keeps what was
+/// read before (logged once until a read succeeds again).
 ///
 /// # Examples
 ///
@@ -202,7 +202,7 @@ impl SourceNames {
     }
 
     /// After a collection that held `contents`: reads the names, factors and app ranges again
-    /// if they may have changed (see the [module docs](self)); true if they did.
+    /// if they may have changed (see [`SourceNames`]); true if they did.
     ///
     /// # Examples
     ///
