@@ -30,7 +30,8 @@
 //!   PERF_OBJECT_TYPE written from owned parts (what a provider returns, for tests).
 //! - [`source`]: the one role "a PERF_DATA_BLOCK for this query, and its names", played by
 //!   the [`Collector`](collector::Collector) or by `remote::Remote` (another machine's
-//!   `prfmon serve`, with the `remote` feature, on by default).
+//!   `prfmon serve`, with the `remote` feature, on by default);
+//!   [`SourceNames`](source::SourceNames): its names kept current while a consumer runs.
 //!
 //! **Reading a collection**
 //! - [`decode`]: PERF_DATA_BLOCK bytes → [`DataSnapshot`](decode::DataSnapshot), as untrusted

@@ -678,6 +678,10 @@ impl PerfSource for Remote {
     fn names(&mut self, lang: &str) -> Result<Names, SourceError> {
         Ok(Remote::names(self, lang)?)
     }
+
+    fn factors(&mut self) -> Result<crate::factor::Factors, SourceError> {
+        Ok(Remote::factors(self)?)
+    }
 }
 
 /// One answer: its services header (lossily decoded) and body.

@@ -193,15 +193,16 @@ impl Service {
 }
 
 /// When the collector last asked the registry for its stamp, and the stamp its services were
-/// read at.
-pub(super) struct RegistryWatch {
+/// read at (also what [`crate::source::SourceNames`] reads the names again by).
+#[derive(Debug)]
+pub(crate) struct RegistryWatch {
     stamp: Option<StoreStamp>,
     checked: Instant,
 }
 
 impl RegistryWatch {
     /// A watch for services just read at `stamp` (taken before the read).
-    pub(super) fn new(stamp: Option<StoreStamp>) -> Self {
+    pub(crate) fn new(stamp: Option<StoreStamp>) -> Self {
         Self {
             stamp,
             checked: Instant::now(),
@@ -209,7 +210,7 @@ impl RegistryWatch {
     }
 
     /// Whether [`REGISTRY_CHECK`] passed since the last check (then this is one).
-    pub(super) fn due(&mut self) -> bool {
+    pub(crate) fn due(&mut self) -> bool {
         let now = Instant::now();
         if now.saturating_duration_since(self.checked) < REGISTRY_CHECK {
             return false;
@@ -219,12 +220,12 @@ impl RegistryWatch {
     }
 
     /// Whether `stamp` is another than the services were read at.
-    pub(super) fn moved(&self, stamp: Option<StoreStamp>) -> bool {
+    pub(crate) fn moved(&self, stamp: Option<StoreStamp>) -> bool {
         stamp != self.stamp
     }
 
     /// The services were read again at `stamp`.
-    pub(super) fn read_at(&mut self, stamp: Option<StoreStamp>) {
+    pub(crate) fn read_at(&mut self, stamp: Option<StoreStamp>) {
         self.stamp = stamp;
     }
 }

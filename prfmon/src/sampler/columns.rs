@@ -1,5 +1,6 @@
 //! The fixed columns of a log: what `typeperf` samples (see [`Columns`]).
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::hash::{BuildHasher, RandomState};
 
@@ -11,7 +12,7 @@ use crate::names::Names;
 use crate::pdh::{CounterPath, FormatOptions};
 
 /// What a column is looked up by: one word to sort on, one to check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct Key {
     hash: u64,
     check: u32,
@@ -24,6 +25,16 @@ struct Column {
     position: u32,
 }
 
+/// A column made for a path that named nothing when the columns were made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Waiting {
+    position: u32,
+    /// The request it was made for.
+    request: u32,
+    /// Whether a counter has matched it since.
+    matched: bool,
+}
+
 /// The columns of a log: what `typeperf` samples.
 ///
 /// A typeperf log's columns are the counters its paths named at the first collection (a CSV
@@ -31,6 +42,14 @@ struct Column {
 /// to the caller as it is found (the header is written then) and keeps, per column, a key
 /// and a check word, not its path: 16 bytes a column, so that `\Object(*)\Counter` over a
 /// million instances costs 16 MB, not a million paths.
+///
+/// A path without wildcards that names nothing then (its app not installed or not running
+/// yet, its instance not there) still gets its column, headed by the path as given: it is
+/// looked up like any other, so it has values from the first sample whose collection offers
+/// that counter under that name, and none again once it goes (uninstalled, or renamed: a
+/// column is a name, not an index). A wildcard's columns are what it matched at the first
+/// collection, as Windows' typeperf fixes them: a wildcard that matched nothing has none, and
+/// instances that appear later get none.
 ///
 /// At each sample ([`Columns::sample`]) every counter on offer is looked up by its key
 /// (object, counter, parent, name and `#n`, case-folded as PDH compares them); each column it
@@ -72,6 +91,8 @@ pub struct Columns {
     keys: (RandomState, RandomState),
     options: FormatOptions,
     previous: Previous,
+    /// The columns made for paths that named nothing at first, by position.
+    waiting: Vec<Waiting>,
 }
 
 impl Columns {
@@ -80,8 +101,9 @@ impl Columns {
     /// twice); each column's full path (on the request's machine, else the collection's) is
     /// handed to `header` as it is found. Values are formatted with `options`.
     ///
-    /// A request that names nothing makes no column: check the requests first
-    /// ([`super::check`]).
+    /// A request without wildcards that names nothing makes one column that waits for it
+    /// (see [`Columns`]); a wildcard that names nothing makes none. [`super::unmatched`] says
+    /// which requests name nothing.
     ///
     /// # Errors
     ///
@@ -105,12 +127,14 @@ impl Columns {
             keys: (RandomState::new(), RandomState::new()),
             options,
             previous: Previous::default(),
+            waiting: Vec::new(),
         };
         let mut result: Result<(), E> = Ok(());
         let mut at = 0;
-        for request in requests {
+        let mut waiting_keys = HashSet::new();
+        for (index, request) in requests.iter().enumerate() {
             let machine = machine_of(request, snapshot);
-            offered.each_match(request, |hit| {
+            let found = offered.each_match(request, |hit| {
                 let kept = first.get(at).copied().unwrap_or(false);
                 at += 1;
                 if !kept || result.is_err() {
@@ -127,6 +151,17 @@ impl Columns {
                 });
                 this.count += 1;
             });
+            if found == 0 && !request.is_wildcard() && result.is_ok() {
+                let path = CounterPath {
+                    machine: machine.map(str::to_owned),
+                    ..request.clone()
+                };
+                let key = this.key_of(&path, true);
+                if waiting_keys.insert(key) {
+                    result = header(&path);
+                    this.wait_for(key, index);
+                }
+            }
             if result.is_err() {
                 break;
             }
@@ -134,6 +169,70 @@ impl Columns {
         result?;
         this.columns.sort_unstable();
         Ok(this)
+    }
+
+    /// Adds a column with `key` for request `request`, which names nothing now.
+    fn wait_for(&mut self, key: Key, request: usize) {
+        let position = self.count as u32;
+        self.columns.push(Column { key, position });
+        self.waiting.push(Waiting {
+            position,
+            request: request as u32,
+            matched: false,
+        });
+        self.count += 1;
+    }
+
+    /// The requests (their indexes in the `requests` given to [`Columns::new`]) that named
+    /// nothing when the columns were made and have matched nothing since, in order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// use prfmon::pdh::parse;
+    /// use prfmon::sampler::Columns;
+    ///
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let snap = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
+    /// let mut names = prfmon::names::Names::default();
+    /// let requests = [parse(r"\#1848(alpha)\#1850")?, parse(r"\Later(alpha)\Value")?];
+    /// let mut header = Vec::new();
+    /// let mut columns = Columns::new(&requests, &snap, &names, Default::default(), |p| {
+    ///     header.push(p.to_string());
+    ///     Ok::<(), std::convert::Infallible>(())
+    /// })?;
+    /// // The second path waits, with an empty column.
+    /// assert_eq!(header, [r"\\box\#1848(alpha)\#1850", r"\\box\Later(alpha)\Value"]);
+    /// assert_eq!(columns.sample(&snap, &names), [Some(7.0), None]);
+    /// assert_eq!(columns.never_matched().collect::<Vec<_>>(), [1]);
+    /// // The same counters under other names (read again after a rename): the columns swap.
+    /// names.counter.insert(1848, "Later".into());
+    /// names.counter.insert(1850, "Value".into());
+    /// assert_eq!(columns.sample(&snap, &names), [None, Some(7.0)]);
+    /// assert_eq!(columns.never_matched().count(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn never_matched(&self) -> impl Iterator<Item = usize> + '_ {
+        self.waiting
+            .iter()
+            .filter(|w| !w.matched)
+            .map(|w| w.request as usize)
+    }
+
+    /// Notes that the columns at `positions` matched a counter.
+    fn matched(&mut self, positions: &[usize]) {
+        if self.waiting.is_empty() {
+            return;
+        }
+        for &position in positions {
+            if let Ok(i) = self
+                .waiting
+                .binary_search_by_key(&(position as u32), |w| w.position)
+            {
+                self.waiting[i].matched = true;
+            }
+        }
     }
 
     /// The number of columns.
@@ -229,6 +328,7 @@ impl Columns {
             if hits.is_empty() {
                 continue;
             }
+            self.matched(&hits);
             key.clear();
             let _ = write!(key, "{path}");
             let key = key.to_lowercase();

@@ -12,7 +12,9 @@
 //!    (an object's instances cost one number each, their `#n`), **now** (as [`expand`](crate::pdh::expand) would
 //!    over the list): an instance that has gone yields no reading, a wildcard picks up
 //!    instances that appeared since the last sample, and a path that matches nothing is
-//!    reported in [`Sample::unmatched`] with its near matches;
+//!    reported in [`Sample::unmatched`] with its near matches. A path that names no object or
+//!    counter on offer (its app not installed yet) is not matched again, nor its near matches
+//!    looked for, until what is on offer changes: objects, counters, or the names they have;
 //! 2. builds each matched counter's [`RawSample`] exactly as the formulas expect it: the value
 //!    from the counter block, the base from the definition that follows (the decoder's
 //!    [`CounterDef::base`] link), `PerfTime` / `PerfFreq` / `PerfTime100nSec` from the
@@ -49,6 +51,7 @@
 mod columns;
 mod offered;
 mod previous;
+mod unresolved;
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -59,6 +62,7 @@ use crate::names::Names;
 use crate::pdh::{self, Available, CounterPath, FormatOptions, NoValue, PathError, RawSample};
 use offered::{Hit, Offered};
 use previous::Previous;
+use unresolved::Unresolved;
 
 /// One counter a collection offers, with where its data is.
 ///
@@ -183,7 +187,8 @@ pub fn resolve(
 ///
 /// # Errors
 ///
-/// What [`resolve`] returns for the same requests.
+/// [`PathError::RemoteMachine`] for the first request that names another machine, else the
+/// [`PathError::NoMatch`] of the first request that names nothing ([`unmatched`]).
 ///
 /// # Examples
 ///
@@ -202,14 +207,54 @@ pub fn check(
     snapshot: &DataSnapshot,
     names: &Names,
 ) -> Result<(), PathError> {
+    match unmatched(requests, snapshot, names)?.into_iter().next() {
+        Some(first) => Err(first.error),
+        None => Ok(()),
+    }
+}
+
+/// The requests that name no counter of this collection now, in request order, each with its
+/// [`PathError::NoMatch`] and near matches: what a long-running sampler waits for (see
+/// [`Columns`] and [`Sampler`], which match them again at every sample).
+///
+/// # Errors
+///
+/// [`PathError::RemoteMachine`] for the first request that names another machine: that is
+/// never waited for.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+/// use prfmon::pdh::parse;
+/// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+/// let snap = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
+/// let names = prfmon::names::Names::default();
+/// let requests = [parse(r"\#1848(*)\#1850")?, parse(r"\#1848(*)\#1851")?];
+/// let waiting = prfmon::sampler::unmatched(&requests, &snap, &names)?;
+/// assert_eq!(waiting.len(), 1);
+/// assert_eq!(waiting[0].request, 1);
+/// assert!(waiting[0].error.to_string().contains(r"near matches: \#1848(*)\#1850"));
+/// assert!(prfmon::sampler::unmatched(&[parse(r"\\db1\#1848(*)\*")?], &snap, &names).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn unmatched(
+    requests: &[CounterPath],
+    snapshot: &DataSnapshot,
+    names: &Names,
+) -> Result<Vec<Unmatched>, PathError> {
     let offered = Offered::new(snapshot, names);
-    for request in requests {
-        check_machine(request, &snapshot.system_name)?;
-        if offered.each_match(request, |_| {}) == 0 {
-            return Err(offered.no_match(request));
+    let mut out = Vec::new();
+    for (request, path) in requests.iter().enumerate() {
+        check_machine(path, &snapshot.system_name)?;
+        if offered.each_match(path, |_| {}) == 0 {
+            out.push(Unmatched {
+                request,
+                error: offered.no_match(path),
+            });
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 /// The machine a resolved path of `request` names: the request's, or the collection's
@@ -360,6 +405,8 @@ pub struct Sampler {
     options: FormatOptions,
     /// The raw samples of the previous collection that a formula needs.
     previous: Previous,
+    /// The requests known to match nothing while the collection offers the same objects.
+    unresolved: Unresolved,
 }
 
 impl Sampler {
@@ -377,6 +424,7 @@ impl Sampler {
             requests,
             options,
             previous: Previous::default(),
+            unresolved: Unresolved::default(),
         }
     }
 
@@ -444,7 +492,15 @@ impl Sampler {
         let (previous, options) = (&self.previous, self.options);
         let mut unmatched = Vec::new();
         let mut key = String::new();
+        self.unresolved.begin(&offered, self.requests.len());
         for (request, path) in self.requests.iter().enumerate() {
+            if self.unresolved.is_absent(request) {
+                unmatched.push(Unmatched {
+                    request,
+                    error: self.unresolved.error(request, path, &offered),
+                });
+                continue;
+            }
             let found = offered.each_match(path, |hit| {
                 key.clear();
                 if !offered.push_path(hit, &mut key) {
@@ -472,7 +528,7 @@ impl Sampler {
             if found == 0 {
                 unmatched.push(Unmatched {
                     request,
-                    error: offered.no_match(path),
+                    error: self.unresolved.error(request, path, &offered),
                 });
             }
         }
@@ -509,7 +565,9 @@ fn reading<'s>(
 
 impl Sampler {
     /// The name (title) indexes of the objects and counters the requests match in `snapshot`,
-    /// each once, ascending: what a collector holds watch leases on ([`crate::lease`]).
+    /// each once, ascending: what a collector holds watch leases on ([`crate::lease`]). A
+    /// request known to name nothing on offer is not matched again while the collection
+    /// offers the same objects under the same names.
     ///
     /// # Examples
     ///
@@ -518,15 +576,19 @@ impl Sampler {
     /// use prfmon::pdh::{parse, FormatOptions};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
     /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
-    /// let sampler = prfmon::sampler::Sampler::new(vec![parse(r"\#1848(*)\#1850")?], FormatOptions::default());
+    /// let mut sampler = prfmon::sampler::Sampler::new(vec![parse(r"\#1848(*)\#1850")?], FormatOptions::default());
     /// assert_eq!(sampler.titles(&snap, &prfmon::names::Names::default()), [1848, 1850]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn titles(&self, snapshot: &DataSnapshot, names: &Names) -> Vec<u32> {
+    pub fn titles(&mut self, snapshot: &DataSnapshot, names: &Names) -> Vec<u32> {
         let offered = Offered::new(snapshot, names);
         let mut out = BTreeSet::new();
-        for path in &self.requests {
-            offered.each_match(path, |hit| {
+        self.unresolved.begin(&offered, self.requests.len());
+        for (request, path) in self.requests.iter().enumerate() {
+            if self.unresolved.is_absent(request) {
+                continue;
+            }
+            let found = offered.each_match(path, |hit| {
                 if let Some(object) = snapshot.objects.get(hit.object) {
                     out.insert(object.name_index);
                     if let Some(def) = object.counters.get(hit.counter) {
@@ -534,6 +596,9 @@ impl Sampler {
                     }
                 }
             });
+            if found == 0 {
+                self.unresolved.unmatched(request, path, &offered);
+            }
         }
         out.into_iter().collect()
     }
@@ -797,6 +862,78 @@ mod tests {
             matches!(&err, PathError::NoMatch { near, .. } if near[0] == r"\Jobs(*)\Queue"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_path_waiting_for_its_object_is_matched_again_only_when_the_offer_changes() {
+        let mut s = Sampler::new(
+            vec![
+                pdh::parse(r"\Later(w1)\Queue").unwrap(),
+                pdh::parse(r"\Jobs(w9)\Queue").unwrap(),
+            ],
+            FormatOptions::default(),
+        );
+        let mut names = names();
+        let snap = snapshot(1, &[("w1", [5, 0, 0, 0, 0, 0])]);
+        let first = s.sample(&snap, &names);
+        assert_eq!(first.unmatched.len(), 2);
+        // No object named Later: not matched again under this offer. Jobs is there, only not
+        // its instance w9, which may come at any sample: matched again.
+        assert!(s.unresolved.is_absent(0));
+        assert!(!s.unresolved.is_absent(1));
+        let again = s.sample(&snapshot(2, &[("w1", [6, 0, 0, 0, 0, 0])]), &names);
+        assert_eq!(again.unmatched, first.unmatched, "the near matches kept");
+        assert!(s.titles(&snap, &names).is_empty());
+        let w9 = s.sample(&snapshot(3, &[("w9", [7, 0, 0, 0, 0, 0])]), &names);
+        assert_eq!(values(&w9), [(r"\Jobs(w9)\Queue".to_owned(), Ok(7.0))]);
+
+        // The names read again name the object Later: the offer changed, the path matches.
+        names.counter.insert(100, "Later".into());
+        let renamed = s.sample(&snapshot(4, &[("w1", [8, 0, 0, 0, 0, 0])]), &names);
+        assert_eq!(
+            values(&renamed),
+            [(r"\Later(w1)\Queue".to_owned(), Ok(8.0))]
+        );
+        assert_eq!(renamed.unmatched.len(), 1);
+        assert_eq!(renamed.unmatched[0].request, 1);
+        assert!(!s.unresolved.is_absent(0));
+        assert_eq!(s.titles(&snap, &names), [100, 102]);
+    }
+
+    #[test]
+    fn columns_wait_for_exact_paths_and_fix_wildcards_at_the_first_sample() {
+        let names = names();
+        let requests = [
+            pdh::parse(r"\Jobs(w2)\Queue").unwrap(),
+            pdh::parse(r"\jobs(W2)\queue").unwrap(),
+            pdh::parse(r"\Jobs(*)\Queue").unwrap(),
+            pdh::parse(r"\Other(*)\Queue").unwrap(),
+        ];
+        let first = snapshot(1, &[("w1", [1, 0, 0, 0, 0, 0])]);
+        let mut header = Vec::new();
+        let mut columns = Columns::new(&requests, &first, &names, FormatOptions::default(), |p| {
+            header.push(p.to_string());
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        // One waiting column for w2 (the second spelling is the same path), w1 from the
+        // wildcard, nothing for the wildcard that matches nothing.
+        assert_eq!(header, [r"\\box\Jobs(w2)\Queue", r"\\box\Jobs(w1)\Queue"]);
+        assert_eq!(columns.sample(&first, &names), [None, Some(1.0)]);
+        assert_eq!(columns.never_matched().collect::<Vec<_>>(), [0]);
+        // w2 appears: its column has its value; w3 gets no column.
+        let later = snapshot(
+            2,
+            &[
+                ("w1", [1, 0, 0, 0, 0, 0]),
+                ("w2", [2, 0, 0, 0, 0, 0]),
+                ("w3", [3, 0, 0, 0, 0, 0]),
+            ],
+        );
+        assert_eq!(columns.sample(&later, &names), [Some(2.0), Some(1.0)]);
+        assert_eq!(columns.never_matched().count(), 0);
+        // Gone again: empty again.
+        assert_eq!(columns.sample(&first, &names), [None, Some(1.0)]);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 use std::cell::OnceCell;
 use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
 
 use crate::decode::{DataSnapshot, Instance, ObjectData};
 use crate::names::Names;
@@ -213,6 +214,36 @@ impl<'a> Offered<'a> {
             }
         }
         found
+    }
+
+    /// What is on offer, in brief: a hash of each object's position and name index, its name
+    /// and its counters' positions and names (not its instances). Two collections with the
+    /// same key offer the same objects and counters under the same names, so a path that
+    /// names none of them ([`Offered::names_a_counter`] false) still names none: only the
+    /// key changing (an app installed, uninstalled or renamed, names read again) can make it
+    /// match. One hash of the names this offer already holds, nothing per instance.
+    pub(crate) fn key(&self) -> u64 {
+        let mut hasher = std::hash::DefaultHasher::new();
+        for object in &self.objects {
+            (object.position, object.data.name_index, &object.name).hash(&mut hasher);
+            object.data.has_instances().hash(&mut hasher);
+            object.counters.hash(&mut hasher);
+        }
+        hasher.finish()
+    }
+
+    /// Whether some object on offer has `path`'s object name, a counter `path` names and
+    /// instances if and only if `path` names one: whether `path` could match here with the
+    /// right instances. The machine is not compared.
+    pub(crate) fn names_a_counter(&self, path: &CounterPath) -> bool {
+        self.objects.iter().any(|object| {
+            eq_ignore_case(&path.object, &object.name)
+                && object.data.has_instances() == path.instance.is_some()
+                && object
+                    .counters
+                    .iter()
+                    .any(|(_, name)| path.counter.matches(name))
+        })
     }
 
     /// [`PathError::NoMatch`] for `path`, with its near matches among everything on offer.

@@ -50,20 +50,21 @@ prfdata::prfdata_map! {
 }
 
 /// What the requirement allows between a registry change and its collection.
-const REQUIRED: Duration = Duration::from_secs(2);
+pub(crate) const REQUIRED: Duration = Duration::from_secs(2);
 /// How long a test waits for it before failing: the requirement with room for a loaded
 /// machine (not a timing target; the time it took is printed).
-const SEEN_WITHIN: Duration = Duration::from_secs(5);
+pub(crate) const SEEN_WITHIN: Duration = Duration::from_secs(5);
 
 /// The value each build publishes.
-const V1_VALUE: i32 = 4242;
-const V2_VALUE: i32 = 777;
+pub(crate) const V1_VALUE: i32 = 4242;
+pub(crate) const V2_VALUE: i32 = 777;
 
 /// The env var that makes this binary the app child: `v1` or `v2`, the build it runs.
 const ROLE: &str = "PRFMON_APPEAR_APP";
 
 /// The app child: installs its build with the real provider (`library` from the env), then
-/// activates it, publishes its value, says ready and waits to be killed.
+/// activates it, publishes its value, says ready (with the instant its install was done, in
+/// nanoseconds since 1970) and waits to be killed.
 #[test]
 #[ignore = "entry point for the app child process"]
 fn app_entry() {
@@ -80,24 +81,48 @@ fn app_entry() {
         replace: true,
     };
     // Kept alive until the process is killed.
-    let _prf: Box<dyn std::any::Any> = if build == "v1" {
+    let (installed, _prf): (std::time::SystemTime, Box<dyn std::any::Any>) = if build == "v1" {
         install_in(&registry, &v1::MAP, &options).expect("install v1");
+        let installed = std::time::SystemTime::now();
         let prf = v1::PrfData::activate().expect("activate v1");
         prf.ctr(v1::VALUE).store(V1_VALUE, Relaxed);
-        Box::new(prf)
+        (installed, Box::new(prf))
     } else {
         install_in(&registry, &v2::MAP, &options).expect("install v2");
+        let installed = std::time::SystemTime::now();
         let prf = v2::PrfData::activate().expect("activate v2");
         prf.ctr(v2::VALUE).store(V2_VALUE, Relaxed);
-        Box::new(prf)
+        (installed, Box::new(prf))
     };
-    ready::publish(&shm.join(format!("ready-{build}")), b"").expect("say ready");
+    let since_1970 = installed
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_nanos();
+    ready::publish(
+        &shm.join(format!("ready-{build}")),
+        since_1970.to_string().as_bytes(),
+    )
+    .expect("say ready");
     std::thread::sleep(Duration::from_secs(120));
 }
 
 /// Starts the app child of `build` (installing itself with `library`, or the built provider)
-/// and waits until it published; returns it and the instant its install was done.
-fn start_app(sandbox: &Sandbox, build: &str, library: Option<&Path>) -> (ChildGuard, Instant) {
+/// and waits until it published; returns it and the instant it said so (after its install).
+pub(crate) fn start_app(
+    sandbox: &Sandbox,
+    build: &str,
+    library: Option<&Path>,
+) -> (ChildGuard, Instant) {
+    let (child, _) = start_app_timed(sandbox, build, library);
+    (child, Instant::now())
+}
+
+/// [`start_app`], returning the wall-clock instant the child's install was done instead.
+pub(crate) fn start_app_timed(
+    sandbox: &Sandbox,
+    build: &str,
+    library: Option<&Path>,
+) -> (ChildGuard, std::time::SystemTime) {
     let ready_file = sandbox.shm.join(format!("ready-{build}"));
     let _ = std::fs::remove_file(&ready_file);
     let mut command = prfdata_testkit::self_command(&prfdata_testkit::test_path!("app_entry"));
@@ -109,12 +134,15 @@ fn start_app(sandbox: &Sandbox, build: &str, library: Option<&Path>) -> (ChildGu
         command.env("PRFMON_APPEAR_LIBRARY", library);
     }
     let child = ChildGuard::new(command.spawn().expect("spawn the app"), "the app");
-    ready::wait(&ready_file, WAIT);
-    (child, Instant::now())
+    let said = ready::wait(&ready_file, WAIT);
+    let nanos: u64 = String::from_utf8_lossy(&said)
+        .parse()
+        .expect("the install instant, in nanoseconds");
+    (child, std::time::UNIX_EPOCH + Duration::from_nanos(nanos))
 }
 
 /// The sandbox with an empty registry (created, so that the collectors can check it).
-fn empty_sandbox() -> Sandbox {
+pub(crate) fn empty_sandbox() -> Sandbox {
     let sandbox = Sandbox::new();
     drop(sandbox.open());
     sandbox
@@ -138,7 +166,7 @@ fn value_in(bytes: &[u8], registry: &FileRegistry, object: &str, counter: &str) 
 
 /// Polls `look` until it gives `want`, at most [`SEEN_WITHIN`] after `since`; returns how long
 /// after `since` it did.
-fn seen<T: PartialEq + std::fmt::Debug>(
+pub(crate) fn seen<T: PartialEq + std::fmt::Debug>(
     what: &str,
     since: Instant,
     want: T,
@@ -161,7 +189,7 @@ fn seen<T: PartialEq + std::fmt::Debug>(
 }
 
 /// One HTTP/1.0 GET, the body as bytes (the `/perfdata` answer is binary).
-fn get_bytes(addr: SocketAddr, target: &str) -> Vec<u8> {
+pub(crate) fn get_bytes(addr: SocketAddr, target: &str) -> Vec<u8> {
     let mut stream = TcpStream::connect_timeout(&addr, WAIT).expect("connect to serve");
     stream.set_read_timeout(Some(WAIT)).unwrap();
     write!(stream, "GET {target} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();

@@ -22,6 +22,7 @@ mod sampling_app;
 mod serve_common;
 
 mod apps_appear;
+mod apps_follow;
 mod bad_providers;
 mod block_faults;
 mod broken_pipe;

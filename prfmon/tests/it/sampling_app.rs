@@ -89,12 +89,13 @@ impl App {
     }
 }
 
-/// The environment a shell command needs to run prfmon against `app` (for tmux).
-pub fn shell_env(app: &App) -> String {
+/// The environment a shell command needs to run prfmon against `sandbox`'s registry and
+/// blocks (an [`App`]'s, say), for tmux.
+pub fn shell_env(sandbox: &Sandbox) -> String {
     let q = |p: &Path| format!("'{}'", p.display());
     format!(
         "PRFDATA_REGISTRY={} PRFDATA_SHM_DIR={} TZ=UTC",
-        q(&app.registry),
-        q(&app.shm)
+        q(&sandbox.registry),
+        q(&sandbox.shm)
     )
 }

@@ -78,7 +78,7 @@ impl Pane {
         self.tmux(&["capture-pane", "-p"])
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys"];
         args.extend_from_slice(keys);
         self.tmux(&args);
@@ -201,16 +201,34 @@ fn frames_quits_by_itself_after_that_many_samples() {
     assert!(!screen.contains("Legend"), "{screen}");
 }
 
+/// A well-formed path that matches nothing waits (its app may be installed later): it is said
+/// on stderr with its near matches and listed in the legend as not found now, while the other
+/// paths are drawn. A malformed path fails before taking the terminal.
 #[test]
-fn a_path_that_matches_nothing_fails_before_taking_the_terminal() {
+fn a_path_that_matches_nothing_waits_and_a_malformed_one_fails() {
     let app = App::start();
-    let run = finish(app.spawn(&["watch", r"\TP Worker(*)\Dome", "--frames", "1"]));
-    assert_ne!(run.code, 0);
+    let bad = finish(app.spawn(&["watch", r"TP Worker(*)\Done", "--frames", "1"]));
+    assert_ne!(bad.code, 0);
     assert!(
-        run.stderr.contains("matches no available counter")
-            && run.stderr.contains(r"\TP Worker(*)\Done"),
+        bad.stderr.contains(r"must start with `\`") && !bad.stderr.contains("terminal"),
         "{}",
-        run.stderr
+        bad.stderr
+    );
+    if tmux_missing() {
+        return;
+    }
+    let pane = Pane::start(
+        &app,
+        r"'\TP Worker(*)\Dome' '\TP Service\Queue length' --interval 0.25",
+    );
+    pane.wait_for("the other path drawn, this one not found now", |s| {
+        s.contains(r"Not found now: \TP Worker(*)\Dome") && s.contains("42.000")
+    });
+    pane.keys(&["q"]);
+    let screen = pane.wait_for("a clean exit", |s| s.contains("EXITED 0"));
+    assert!(
+        screen.contains(r"not found now: \TP Worker(*)\Dome (did you mean \TP Worker(*)\Don"),
+        "{screen}"
     );
 }
 

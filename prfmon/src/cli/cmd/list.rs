@@ -67,8 +67,8 @@ pub fn run(args: ListArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-    let names = source.names.clone();
-    let factors = source.factors.clone();
+    let names = source.names.names().clone();
+    let factors = source.names.factors().clone();
     let wanted = match &args.object {
         None => None,
         Some(o) => match names.index_of(o) {

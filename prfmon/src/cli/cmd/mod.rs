@@ -14,14 +14,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use prfdata_registry::{paths, performance_services, FileRegistry};
+use prfdata_registry::{paths, performance_services, FileRegistry, Registry};
 use prfmon::collector::host_user::HostUser;
 use prfmon::collector::Collector;
 use prfmon::collector::{reenable_command, CollectorOptions, Isolation};
 use prfmon::names::Names;
 use prfmon::remote::{parse_address, Remote, RemoteOptions};
 use prfmon::sampler::is_local_machine;
-use prfmon::source::PerfSource;
+use prfmon::source::{Contents, PerfSource, SourceNames};
 use prfmon::trust::TrustPolicy;
 
 use crate::cli::stdout::errln;
@@ -279,16 +279,14 @@ impl RemoteArgs {
 pub struct OpenSource {
     /// Where collections come from.
     pub source: Box<dyn PerfSource>,
-    /// The names of counters and objects, from the same machine.
-    pub names: Names,
+    /// The names of counters and objects from the same machine, with its scale factors (seed
+    /// 000's) and its apps' name ranges (for the watch leases held on what is shown: none for
+    /// a remote machine, whose `serve` holds leases on everything it exports); kept current
+    /// by [`OpenSource::follow`].
+    pub names: SourceNames,
     /// The remote machine, if any: its collections' `SystemName` is replaced by its label so
     /// that paths naming it match.
     pub remote: Option<RemoteMachine>,
-    /// The local apps' name ranges, for the watch leases held on what is shown (empty for a
-    /// remote machine: its `serve` holds leases on everything it exports).
-    pub apps: prfmon::lease::AppRanges,
-    /// Seed 000's scale factors of the machine's apps (a remote's through its `serve`).
-    pub factors: prfmon::factor::Factors,
 }
 
 impl OpenSource {
@@ -303,19 +301,18 @@ impl OpenSource {
         machines: &[&str],
     ) -> Result<Self, String> {
         if let Some(machine) = remote.machine(machines)? {
-            let client = remote.connect(&machine.address)?;
-            let names = client.names(lang).map_err(|e| e.to_string())?;
-            let factors = client.factors().map_err(|e| e.to_string())?;
+            let mut client: Box<dyn PerfSource> = Box::new(remote.connect(&machine.address)?);
+            let names = SourceNames::read(&mut *client, lang).map_err(|e| e.to_string())?;
             return Ok(Self {
-                source: Box::new(client),
+                source: client,
                 names,
                 remote: Some(machine),
-                apps: prfmon::lease::AppRanges::default(),
-                factors,
             });
         }
         let registry = collector.open_registry()?;
         report_disabled(command, &registry);
+        // The stamp first: a change during the reads is read again at the first check.
+        let stamp = registry.stamp();
         let names = load_names(&registry, lang);
         let apps = prfmon::lease::AppRanges::load(&registry).unwrap_or_default();
         let factors = prfmon::factor::Factors::load(&registry).unwrap_or_default();
@@ -323,10 +320,8 @@ impl OpenSource {
         let collector = Collector::open(registry, options).map_err(|e| e.to_string())?;
         Ok(Self {
             source: Box::new(collector),
-            names,
+            names: SourceNames::new(lang, stamp, names, factors, apps),
             remote: None,
-            apps,
-            factors,
         })
     }
 
@@ -337,8 +332,12 @@ impl OpenSource {
             .map_err(|e| e.to_string())
     }
 
-    /// One collection of `query`, decoded, its `SystemName` the remote's label.
-    pub fn collect_decoded(&mut self, query: &str) -> Result<prfmon::decode::DataSnapshot, String> {
+    /// One collection of `query`, decoded, its `SystemName` the remote's label, with what it
+    /// holds ([`Contents`]).
+    pub fn collect_decoded(
+        &mut self,
+        query: &str,
+    ) -> Result<(prfmon::decode::DataSnapshot, Contents), String> {
         let collection = self.collect(query)?;
         // The snapshot keeps the collection's bytes (no copy) and reads them in place.
         let mut snapshot = prfmon::decode::decode_owned(collection.bytes)
@@ -346,6 +345,13 @@ impl OpenSource {
         if let Some(m) = &self.remote {
             snapshot.system_name = m.label.clone();
         }
-        Ok(snapshot)
+        let contents = Contents::of(&snapshot, &collection.services);
+        Ok((snapshot, contents))
+    }
+
+    /// After a collection that held `contents`: reads the names again if they may have
+    /// changed ([`SourceNames::follow`]); true if they did.
+    pub fn follow(&mut self, contents: Contents) -> bool {
+        self.names.follow(&mut *self.source, contents)
     }
 }

@@ -43,8 +43,8 @@ pub fn run(args: QueryArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-    let names = source.names.clone();
-    let factors = source.factors.clone();
+    let names = source.names.names().clone();
+    let factors = source.names.factors().clone();
     let value = match super::query_value(&args.query, &names) {
         Ok(v) => v,
         Err(e) => {

@@ -2,9 +2,16 @@
 //! `prfmon typeperf -q [OBJECT]` / `-qx [OBJECT]`: Windows' typeperf over prfdata counters.
 //!
 //! The paths are expanded once, at the first collection, into the log's columns (a CSV header
-//! cannot change): an instance that goes away afterwards gets `" "`, as in typeperf. One row is
-//! written per collection, the first included (rates have no value in it yet); without `-sc`
-//! it samples until interrupted. The format is described in [`prfmon::typeperf`].
+//! cannot change): an instance that goes away afterwards gets `" "`, as in typeperf. A path
+//! without wildcards that names nothing then (an app not installed or not running yet) is not
+//! an error: it is said on stderr (`not found now: PATH (did you mean ...?)`) and keeps its
+//! column, `" "` until the counter appears; a wildcard that names nothing gets no column
+//! ([`Columns`]). The names are read again when the registry changes
+//! ([`prfmon::source::SourceNames`]), so a column follows an app installed, uninstalled or
+//! renamed since. One row is written per collection, the first included (rates have no value
+//! in it yet); without `-sc` it samples until interrupted, with `-sc` a path that matched
+//! nothing in any sample makes the exit status 1. The format is described in
+//! [`prfmon::typeperf`].
 //!
 //! Each collection is `Global`; objects the paths name that `Global` does not return (costly
 //! objects) are collected by index as well ([`Source`]). `-q` lists `Global` and `Costly`.
@@ -21,6 +28,7 @@ use prfmon::merge::merge_missing;
 use prfmon::names::Names;
 use prfmon::pdh::{self, CounterPath, FormatOptions};
 use prfmon::sampler::{self, Columns, Sampler};
+use prfmon::source::Contents;
 use prfmon::typeperf::{query_paths, timestamp, LogFormat, LogWriter, TimeZone, ValueStyle};
 
 /// `prfmon typeperf ...`. typeperf's single-dash switches (`-si`, `-sc`, `-o`, `-f`, `-q`,
@@ -85,19 +93,17 @@ pub fn parse_interval(text: &str) -> Result<Duration, String> {
 }
 
 /// Where the sampling subcommands get their collections: the collector over the registry or
-/// a remote machine ([`super::OpenSource`]), the names of one language, and the costly objects
-/// the paths name.
+/// a remote machine ([`super::OpenSource`]), its names of one language, kept current while
+/// they run ([`prfmon::source::SourceNames`]), and the costly objects the paths name.
 pub struct Source {
     source: super::OpenSource,
-    /// The names of counters and objects.
-    pub names: Names,
-    /// The apps' name ranges, for the watch leases held on what is shown.
-    pub apps: prfmon::lease::AppRanges,
-    /// Seed 000's scale factors (for `watch`'s displayed values; typeperf's CSV stays as PDH's).
-    pub factors: prfmon::factor::Factors,
+    /// The objects the paths name.
+    objects: Vec<String>,
     /// Object indexes collected after `Global` at every collection: the objects the paths name
     /// that `Global` does not return (costly objects), as `"i1 i2"`.
     extra: Option<String>,
+    /// The names' generation and what `Global` held when `extra` was decided.
+    extra_at: Option<(u64, Contents)>,
 }
 
 impl Source {
@@ -116,60 +122,114 @@ impl Source {
             .filter_map(|r| r.machine.as_deref())
             .collect();
         let source = super::OpenSource::open(command, lang, collector, remote, &machines)?;
+        let mut objects: Vec<String> = Vec::new();
+        for r in requests {
+            if !objects.contains(&r.object) {
+                objects.push(r.object.clone());
+            }
+        }
         Ok(Source {
-            names: source.names.clone(),
-            apps: source.apps.clone(),
-            factors: source.factors.clone(),
             source,
+            objects,
             extra: None,
+            extra_at: None,
         })
     }
 
-    /// Arranges for the objects of `requests` that `snapshot` (a `Global` collection) lacks
-    /// but the names know to be collected by index from now on; true if there are any.
-    pub fn include_missing(&mut self, requests: &[CounterPath], snapshot: &DataSnapshot) -> bool {
+    /// The names of counters and objects, as the source names them now.
+    pub fn names(&self) -> &Names {
+        self.source.names.names()
+    }
+
+    /// The apps' name ranges, for the watch leases held on what is shown.
+    pub fn apps(&self) -> &prfmon::lease::AppRanges {
+        self.source.names.apps()
+    }
+
+    /// Seed 000's scale factors (for `watch`'s displayed values; typeperf's CSV stays as PDH's).
+    pub fn factors(&self) -> &prfmon::factor::Factors {
+        self.source.names.factors()
+    }
+
+    /// Whether the names, factors or app ranges were read again since `seen` (a generation
+    /// of [`prfmon::source::SourceNames`]), which is then brought up to date.
+    pub fn changed_since(&self, seen: &mut u64) -> bool {
+        let now = self.source.names.generation();
+        std::mem::replace(seen, now) != now
+    }
+
+    /// The indexes of the objects the paths name (that the names know) that `global` (a
+    /// `Global` collection) lacks, as a query.
+    fn missing(&self, global: &DataSnapshot) -> Option<String> {
         let mut indexes: Vec<u32> = Vec::new();
-        for r in requests {
-            let Some(index) = self.names.index_of(&r.object) else {
+        for object in &self.objects {
+            let Some(index) = self.names().index_of(object) else {
                 continue;
             };
-            if !snapshot.objects.iter().any(|o| o.name_index == index) && !indexes.contains(&index)
-            {
+            if !global.objects.iter().any(|o| o.name_index == index) && !indexes.contains(&index) {
                 indexes.push(index);
             }
         }
         let extra: Vec<String> = indexes.iter().map(u32::to_string).collect();
-        self.extra = (!extra.is_empty()).then(|| extra.join(" "));
-        self.extra.is_some()
+        (!extra.is_empty()).then(|| extra.join(" "))
     }
 
-    /// One collection: `Global`, with the extra objects appended (see
-    /// [`Source::include_missing`]). The extra collection also holds the objects of its
-    /// instances' parents; those `Global` has already are kept once, and the children
+    /// One collection: `Global`, after which the names are read again if they may have
+    /// changed ([`super::OpenSource::follow`]), with the objects the paths name that it lacks
+    /// (costly objects) collected by index and appended. Which those are is decided again when
+    /// the names or `Global`'s objects change. The extra collection also holds the objects of
+    /// its instances' parents; those `Global` has already are kept once, and the children
     /// re-pointed at them ([`prfmon::merge`]).
     pub fn collect(&mut self) -> Result<DataSnapshot, String> {
-        let mut snapshot = self.collect_query("Global")?;
+        let (mut snapshot, contents) = self.source.collect_decoded("Global")?;
+        self.source.follow(contents);
+        let at = (self.source.names.generation(), contents);
+        if self.extra_at != Some(at) {
+            self.extra = self.missing(&snapshot);
+            self.extra_at = Some(at);
+        }
         if let Some(extra) = self.extra.clone() {
-            let more = self.collect_query(&extra)?;
+            let (more, _) = self.source.collect_decoded(&extra)?;
             merge_missing(&mut snapshot, more);
         }
         Ok(snapshot)
     }
 
-    /// The first collection for `requests`: `Global`, and if the requests name objects it
-    /// lacks, a second one with them ([`Source::include_missing`]), the first dropped before.
-    pub fn collect_first(&mut self, requests: &[CounterPath]) -> Result<DataSnapshot, String> {
+    /// The first collection for `requests`, and the requests that name nothing in it, each
+    /// said on stderr as not found now (`prfmon COMMAND: not found now: PATH (did you mean
+    /// ...?); ...`) followed by what `then(request)` says will happen.
+    ///
+    /// # Errors
+    ///
+    /// The collection failed, or a request names another machine than the one collected.
+    pub fn collect_first(
+        &mut self,
+        command: &str,
+        requests: &[CounterPath],
+        then: impl Fn(&CounterPath) -> &'static str,
+    ) -> Result<(DataSnapshot, Vec<sampler::Unmatched>), String> {
         let first = self.collect()?;
-        if !self.include_missing(requests, &first) {
-            return Ok(first);
+        let waiting =
+            sampler::unmatched(requests, &first, self.names()).map_err(|e| e.to_string())?;
+        for u in &waiting {
+            let (path, near) = match &u.error {
+                pdh::PathError::NoMatch { path, near } => (path.as_str(), near.as_slice()),
+                other => return Err(other.to_string()),
+            };
+            let hint = if near.is_empty() {
+                "no object of a similar name is available".to_owned()
+            } else {
+                format!("did you mean {}?", near.join(", "))
+            };
+            let then = requests.get(u.request).map_or("", &then);
+            errln!("prfmon {command}: not found now: {path} ({hint}); {then}");
         }
-        drop(first);
-        self.collect()
+        Ok((first, waiting))
     }
 
     /// One collection of `query`, decoded.
     pub fn collect_query(&mut self, query: &str) -> Result<DataSnapshot, String> {
-        self.source.collect_decoded(query)
+        Ok(self.source.collect_decoded(query)?.0)
     }
 
     /// Closes the collector (providers' Close, host processes stopped) or the connection.
@@ -252,8 +312,21 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
     write_log(source, log, requests, interval, args.samples)
 }
 
+/// What typeperf says will happen to a path that names nothing at its first sample: a path
+/// without wildcards keeps its column, empty until the counter appears; a wildcard's columns
+/// are fixed at the first sample, as Windows' typeperf fixes them.
+fn then_for(path: &CounterPath) -> &'static str {
+    if path.is_wildcard() {
+        "a wildcard's columns are fixed at the first sample, so it has none: run typeperf \
+         again once it is there, or follow it with prfmon watch"
+    } else {
+        "waiting for it (its column stays empty until it appears)"
+    }
+}
+
 /// Samples `requests` every `interval` (`samples` times, or until interrupted) into `log`:
-/// the header at the first collection, then a row per collection.
+/// the header at the first collection, then a row per collection. With `samples`, a path that
+/// matched no counter in any sample is an error at the end.
 fn write_log(
     mut source: Source,
     mut log: LogWriter<Box<dyn Write>>,
@@ -261,9 +334,7 @@ fn write_log(
     interval: Duration,
     samples: Option<u64>,
 ) -> Result<(), String> {
-    let first = source.collect_first(&requests)?;
-    let names = source.names.clone();
-    sampler::check(&requests, &first, &names).map_err(|e| e.to_string())?;
+    let (first, waiting) = source.collect_first("typeperf", &requests, then_for)?;
     // PDH's text log: the true value, percentages not capped (PDH_FMT_NOCAP100, as typeperf
     // logs a process's "% Processor Time" above 100 on several cores), no scale. `watch` caps
     // unless asked not to (`--nocap100`), as perfmon's chart does.
@@ -274,12 +345,12 @@ fn write_log(
     // The header, written as the columns are found (a CSV header cannot change).
     let tz = TimeZone::local_at(sample_time(&first));
     let columns = log.start_header(&tz).and_then(|()| {
-        let columns = Columns::new(&requests, &first, &names, options, |path| {
+        let columns = Columns::new(&requests, &first, source.names(), options, |path| {
             log.header_field(&path.to_string())
         })?;
         log.end_header().map(|()| columns)
     });
-    let mut columns = match columns {
+    let columns = match columns {
         Ok(columns) => columns,
         Err(e) if reader_gone(&e) => {
             source.close();
@@ -287,24 +358,76 @@ fn write_log(
         }
         Err(e) => return Err(write_error(e)),
     };
-    // Watch leases on what is logged, renewed at every sample (seed 000's start/stop).
-    let mut leases = prfmon::lease::Leases::new(source.apps.clone(), interval);
+    // Wildcards that matched nothing have no column, and never will.
+    let mut never: Vec<usize> = waiting
+        .iter()
+        .map(|u| u.request)
+        .filter(|&r| requests.get(r).is_some_and(CounterPath::is_wildcard))
+        .collect();
     let sampler = Sampler::new(requests, options);
+    let logged = sample_rows(
+        &mut source,
+        &mut log,
+        first,
+        columns,
+        sampler,
+        interval,
+        samples,
+    )?;
+    source.close();
+    let Some((columns, sampler)) = logged else {
+        return Ok(());
+    };
+    never.extend(columns.never_matched());
+    never.sort_unstable();
+    if never.is_empty() {
+        return Ok(());
+    }
+    let paths: Vec<String> = never
+        .iter()
+        .filter_map(|&r| sampler.requests().get(r))
+        .map(ToString::to_string)
+        .collect();
+    Err(format!(
+        "{} matched no counter in any of the {} samples",
+        paths.join(", "),
+        samples.unwrap_or(0)
+    ))
+}
 
+/// Writes a row for `first`, then one per collection every `interval` until `samples` rows
+/// are written (returning the columns and the sampler, to say what never matched) or the
+/// reader goes (returning `None`); without `samples`, until interrupted.
+fn sample_rows(
+    source: &mut Source,
+    log: &mut LogWriter<Box<dyn Write>>,
+    first: DataSnapshot,
+    mut columns: Columns,
+    mut sampler: Sampler,
+    interval: Duration,
+    samples: Option<u64>,
+) -> Result<Option<(Columns, Sampler)>, String> {
+    // Watch leases on what is logged, renewed at every sample (seed 000's start/stop), on the
+    // apps as the registry lists them now.
+    let mut leases = prfmon::lease::Leases::new(source.apps().clone(), interval);
+    let mut generation = 0;
     let start = Instant::now();
     let mut snapshot = first;
     let mut taken: u64 = 0;
-    loop {
-        leases.hold(&sampler.titles(&snapshot, &names));
-        let values = columns.sample(&snapshot, &names);
+    let ended = loop {
+        if source.changed_since(&mut generation) {
+            leases.set_ranges(source.apps().clone());
+        }
+        leases.hold(&sampler.titles(&snapshot, source.names()));
+        let values = columns.sample(&snapshot, source.names());
         match log.write_row(&timestamp(sample_time(&snapshot)), &values) {
             Ok(()) => {}
-            Err(e) if reader_gone(&e) => break,
+            Err(e) if reader_gone(&e) => break None,
             Err(e) => return Err(write_error(e)),
         }
         taken += 1;
         if samples.is_some_and(|n| taken >= n) {
-            break;
+            break Some((columns, sampler));
         }
         // Fixed-rate schedule: sample k is due at start + k × interval, whatever collecting took.
         let due = start + interval.mul_f64(taken as f64);
@@ -320,10 +443,9 @@ fn write_log(
                 DataSnapshot::default()
             }
         };
-    }
+    };
     leases.release();
-    source.close();
-    Ok(())
+    Ok(ended)
 }
 
 /// `typeperf -q` / `-qx`: the counters of `Global` and `Costly` (of `object` only if given),
@@ -338,7 +460,7 @@ fn list(
     let costly = source.collect_query("Costly")?;
     // `Costly` also returns the non-costly parents of costly objects: listed once.
     merge_missing(&mut both, costly);
-    let listed = query_paths(&both, &source.names, object, expanded, |p| {
+    let listed = query_paths(&both, source.names(), object, expanded, |p| {
         writeln!(out, "{p}")
     })
     .and_then(|count| out.flush().map(|()| count));

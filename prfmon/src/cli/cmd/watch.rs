@@ -3,19 +3,23 @@
 //!
 //! Keys: `+` samples less often, `-` more often (through [`crate::cli::chart::INTERVALS`]); `q`,
 //! Esc or Ctrl-C quit and restore the terminal. The paths are resolved again at every sample,
-//! so wildcards pick up new instances; a path must match something at the start. Collections
-//! are made as `typeperf` makes them ([`super::typeperf::Source`]).
+//! so wildcards pick up new instances, and the names are read again when the registry changes,
+//! so a path whose app is installed later starts drawing then: a well-formed path that matches
+//! nothing at the start is said on stderr (`not found now: ...`) and waits, listed in the
+//! legend's title as not found now; one whose app goes is marked gone. Collections are made as
+//! `typeperf` makes them ([`super::typeperf::Source`]).
 //!
 //! The hidden option `--frames N` quits by itself after N samples have been drawn, for tests.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use super::typeperf::Source;
 use crate::cli::chart::{render, WatchState};
 use crate::cli::stdout::errln;
 use clap::Args;
 use prfmon::pdh::{self, FormatOptions};
-use prfmon::sampler::{self, Sampler};
+use prfmon::sampler::Sampler;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
 /// `prfmon watch ...`.
@@ -48,13 +52,17 @@ pub struct WatchArgs {
 }
 
 /// Takes one sample of `snapshot` into the chart, a reading at a time (a wildcard over many
-/// instances is never listed whole; the chart keeps at most [`crate::cli::chart::MAX_SERIES`]).
+/// instances is never listed whole; the chart keeps at most [`crate::cli::chart::MAX_SERIES`]),
+/// named as `source` names them now, with the watch leases held on what it shows.
 fn sample_into(
     state: &mut WatchState,
     sampler: &mut Sampler,
+    leases: &mut prfmon::lease::Leases,
+    source: &Source,
     snapshot: &prfmon::decode::DataSnapshot,
-    names: &prfmon::names::Names,
 ) {
+    let names = source.names();
+    leases.hold(&sampler.titles(snapshot, names));
     let mut seen = state.begin();
     let sample = sampler.sample_with(snapshot, names, |r| state.add(&r, &mut seen));
     state.finish(&sample, seen);
@@ -78,16 +86,14 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
         .map(|p| pdh::parse(p))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
-    let mut source = super::typeperf::Source::open(
+    let mut source = Source::open(
         "watch",
         &args.lang,
         &args.collector,
         &args.remote,
         &requests,
     )?;
-    let first = source.collect_first(&requests)?;
-    let names = source.names.clone();
-    sampler::check(&requests, &first, &names).map_err(|e| e.to_string())?;
+    let (first, _) = source.collect_first("watch", &requests, |_| "waiting for it")?;
 
     // perfmon's chart: percentages capped at 100; DefaultScale is applied by the chart state.
     let options = FormatOptions {
@@ -97,11 +103,11 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
     let mut sampler = Sampler::new(requests, options);
     let mut state = WatchState::new(args.interval, !args.no_scale);
     // Watch leases on what is charted, renewed at every sample (seed 000's start/stop).
-    let mut leases = prfmon::lease::Leases::new(source.apps.clone(), args.interval);
-    leases.hold(&sampler.titles(&first, &names));
+    let mut leases = prfmon::lease::Leases::new(source.apps().clone(), args.interval);
+    let mut generation = 0;
     // Seed 000's scale factors, from the registry the names came from.
-    state.factors = source.factors.clone();
-    sample_into(&mut state, &mut sampler, &first, &names);
+    state.factors = source.factors().clone();
+    sample_into(&mut state, &mut sampler, &mut leases, &source, &first);
     drop(first);
 
     let mut terminal = ratatui::try_init().map_err(|e| format!("cannot use the terminal: {e}"))?;
@@ -138,9 +144,12 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
             }
             last = Instant::now();
             let snapshot = source.collect().unwrap_or_default();
+            if source.changed_since(&mut generation) {
+                leases.set_ranges(source.apps().clone());
+                state.factors = source.factors().clone();
+            }
             leases.set_interval(state.interval);
-            leases.hold(&sampler.titles(&snapshot, &names));
-            sample_into(&mut state, &mut sampler, &snapshot, &names);
+            sample_into(&mut state, &mut sampler, &mut leases, &source, &snapshot);
             // The collection goes before the next comes: two are never held at once.
             drop(snapshot);
             draw(&state)?;

@@ -2,6 +2,7 @@
 //! the names to read it with", played by the local [`Collector`] or by another machine's
 //! `prfmon serve` ([`crate::remote::Remote`], with the `remote` feature). Everything
 //! downstream (decode, sampler, typeperf, watch) takes the bytes and names as they come.
+//! A consumer that runs for long keeps the names current with [`SourceNames`].
 //!
 //! # Examples
 //!
@@ -18,9 +19,15 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use prfdata_registry::{Registry, RegistryError};
+mod names;
+
+pub use names::{Contents, SourceNames, NAMES_RECHECK};
+
+use prfdata_registry::{Registry, RegistryError, StoreStamp};
 
 use crate::collector::{Collection, Collector};
+use crate::factor::Factors;
+use crate::lease::AppRanges;
 use crate::names::Names;
 
 /// Why a source gave no collection or no names.
@@ -54,6 +61,23 @@ pub trait PerfSource {
 
     /// The names and explain texts of language `lang` (`009`) that go with the collections.
     fn names(&mut self, lang: &str) -> Result<Names, SourceError>;
+
+    /// Seed 000's scale factors of the source's counters, for displayed values.
+    fn factors(&mut self) -> Result<Factors, SourceError>;
+
+    /// The name ranges of the apps whose counters this process can hold watch leases on
+    /// ([`crate::lease`]): none by default (a remote machine's `serve` holds leases on all it
+    /// exports).
+    fn app_ranges(&mut self) -> AppRanges {
+        AppRanges::default()
+    }
+
+    /// What tells, for one `stat`, whether the names may have changed: the local registry's
+    /// [`StoreStamp`]. `None` when the source cannot tell so cheaply (the default, and a
+    /// remote machine): [`SourceNames`] then watches what the collections hold instead.
+    fn names_stamp(&self) -> Option<StoreStamp> {
+        None
+    }
 }
 
 impl<R: Registry> PerfSource for Collector<R> {
@@ -63,5 +87,17 @@ impl<R: Registry> PerfSource for Collector<R> {
 
     fn names(&mut self, lang: &str) -> Result<Names, SourceError> {
         Ok(Names::load(self.registry(), lang)?)
+    }
+
+    fn factors(&mut self) -> Result<Factors, SourceError> {
+        Ok(Factors::load(self.registry())?)
+    }
+
+    fn app_ranges(&mut self) -> AppRanges {
+        AppRanges::load(self.registry()).unwrap_or_default()
+    }
+
+    fn names_stamp(&self) -> Option<StoreStamp> {
+        self.registry().stamp()
     }
 }
