@@ -9,6 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::host_user::HostUser;
@@ -101,6 +102,10 @@ pub struct HostProcess {
     child: Child,
     stdin: Option<ChildStdin>,
     responses: Receiver<Result<Response, ProtocolError>>,
+    /// The buffer size of the outstanding Collect (`None`: the outstanding request is not a
+    /// Collect), for the reader thread to hold its data frame to. Set before each request is
+    /// sent: one request is outstanding at a time, and a timeout kills the host.
+    collect_buffer: Arc<Mutex<Option<u32>>>,
     dead: bool,
 }
 
@@ -185,10 +190,18 @@ impl HostProcess {
         // A response and the data frame after it come in one read when they are small.
         let mut stdout = std::io::BufReader::with_capacity(64 * 1024, stdout);
         let (tx, responses) = mpsc::channel();
+        let collect_buffer = Arc::new(Mutex::new(None));
+        let outstanding = Arc::clone(&collect_buffer);
         std::thread::Builder::new()
             .name("prfmon-host-reader".into())
             .spawn(move || loop {
-                match read_response(&mut stdout) {
+                let buffer_len = || {
+                    outstanding
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .take()
+                };
+                match read_response(&mut stdout, buffer_len) {
                     Ok(Some(r)) => {
                         if tx.send(Ok(r)).is_err() {
                             return;
@@ -206,6 +219,7 @@ impl HostProcess {
             child,
             stdin,
             responses,
+            collect_buffer,
             dead: false,
         };
         let not_a_host = |reason: String| HostError::NotAHost {
@@ -249,6 +263,14 @@ impl HostProcess {
                 how: "was already stopped".into(),
             });
         }
+        let buffer_len = match request {
+            Request::Collect { buffer_len, .. } => Some(*buffer_len),
+            Request::Open { .. } | Request::Close { .. } => None,
+        };
+        *self
+            .collect_buffer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = buffer_len;
         let sent = match self.stdin.as_mut() {
             Some(stdin) => write_frame(stdin, request),
             None => Err(ProtocolError::Truncated),

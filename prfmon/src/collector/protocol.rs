@@ -175,6 +175,20 @@ pub enum ProtocolError {
     /// A message could not be encoded.
     #[error("cannot encode a provider host message: {0}")]
     Encode(postcard::Error),
+    /// A data frame is longer than the buffer its Collect was given: Collect cannot have
+    /// written it.
+    #[error(
+        "provider host announced {len} bytes of Collect output for a {buffer_len}-byte buffer"
+    )]
+    DataOverBuffer {
+        /// The announced length.
+        len: u32,
+        /// The buffer the Collect was given.
+        buffer_len: u32,
+    },
+    /// A `Collected` message came when no Collect was outstanding.
+    #[error("provider host sent Collect output that no Collect asked for")]
+    Unrequested,
     /// A `Collected` message carried data itself instead of in the data frame after it.
     #[error("provider host sent {len} bytes of Collect output inside a message")]
     DataInMessage {
@@ -206,7 +220,7 @@ pub fn write_frame<W: Write, T: Serialize>(out: &mut W, message: &T) -> Result<(
 /// let mut wire = Vec::new();
 /// let raw = RawCollect { bytes: 8, advance: 8, canary_intact: true, ..Default::default() };
 /// write_collected(&mut wire, 3, &raw, &[1; 8])?;
-/// let Some(Response::Collected { slot: 3, raw: back }) = read_response(&mut wire.as_slice())? else {
+/// let Some(Response::Collected { slot: 3, raw: back }) = read_response(&mut wire.as_slice(), || Some(64))? else {
 ///     panic!("a Collected response");
 /// };
 /// assert_eq!((back.bytes, back.data), (8, vec![1; 8]));
@@ -275,10 +289,18 @@ pub fn read_frame<T: DeserializeOwned>(input: &mut impl Read) -> Result<Option<T
 /// Reads one response, with the data frame after a [`Response::Collected`] in its
 /// `raw.data`; `Ok(None)` if the stream ended cleanly before it. What the collector reads.
 ///
+/// `buffer_len` gives the size of the buffer the outstanding Collect was given (`None`: no
+/// Collect is outstanding). Collect's output cannot be larger, so a longer data frame is
+/// refused ([`ProtocolError::DataOverBuffer`]) before a byte of it is reserved or read: a host
+/// that lies about it costs the collector nothing, and no wait.
+///
 /// # Examples
 ///
 /// See [`write_collected`].
-pub fn read_response(input: &mut impl Read) -> Result<Option<Response>, ProtocolError> {
+pub fn read_response(
+    input: &mut impl Read,
+    buffer_len: impl FnOnce() -> Option<u32>,
+) -> Result<Option<Response>, ProtocolError> {
     let response = read_frame::<Response>(input)?;
     let Some(Response::Collected { slot, mut raw }) = response else {
         return Ok(response);
@@ -288,12 +310,31 @@ pub fn read_response(input: &mut impl Read) -> Result<Option<Response>, Protocol
             len: raw.data.len(),
         });
     }
-    raw.data = read_bytes(input, MAX_DATA)?.ok_or(ProtocolError::Truncated)?;
+    let buffer_len = buffer_len().ok_or(ProtocolError::Unrequested)?;
+    let len = read_len(input)?.ok_or(ProtocolError::Truncated)?;
+    if len > buffer_len.min(MAX_DATA) {
+        return Err(ProtocolError::DataOverBuffer { len, buffer_len });
+    }
+    raw.data = read_payload(input, len)?;
     Ok(Some(Response::Collected { slot, raw }))
 }
 
 /// Reads one frame of at most `max` bytes; `Ok(None)` if the stream ended cleanly before it.
 fn read_bytes(input: &mut impl Read, max: u32) -> Result<Option<Vec<u8>>, ProtocolError> {
+    let Some(len) = read_len(input)? else {
+        return Ok(None);
+    };
+    if len > max {
+        return Err(ProtocolError::TooLarge {
+            len: len.into(),
+            max,
+        });
+    }
+    read_payload(input, len).map(Some)
+}
+
+/// Reads a frame's length; `Ok(None)` if the stream ended cleanly before it.
+fn read_len(input: &mut impl Read) -> Result<Option<u32>, ProtocolError> {
     let mut len = [0u8; 4];
     let mut got = 0;
     while got < 4 {
@@ -305,13 +346,11 @@ fn read_bytes(input: &mut impl Read, max: u32) -> Result<Option<Vec<u8>>, Protoc
             Err(e) => return Err(e.into()),
         }
     }
-    let len = u32::from_le_bytes(len);
-    if len > max {
-        return Err(ProtocolError::TooLarge {
-            len: len.into(),
-            max,
-        });
-    }
+    Ok(Some(u32::from_le_bytes(len)))
+}
+
+/// Reads a frame's `len` bytes, its length checked against its limit by the caller.
+fn read_payload(input: &mut impl Read, len: u32) -> Result<Vec<u8>, ProtocolError> {
     let mut payload = vec![0u8; len as usize];
     input.read_exact(&mut payload).map_err(|e| {
         if e.kind() == std::io::ErrorKind::UnexpectedEof {
@@ -320,7 +359,7 @@ fn read_bytes(input: &mut impl Read, max: u32) -> Result<Option<Vec<u8>>, Protoc
             e.into()
         }
     })?;
-    Ok(Some(payload))
+    Ok(payload)
 }
 
 #[cfg(test)]
@@ -373,11 +412,14 @@ mod tests {
             ..raw
         };
         assert_eq!(
-            read_response(&mut input).unwrap(),
+            read_response(&mut input, || Some(64)).unwrap(),
             Some(Response::Collected { slot: 7, raw: want })
         );
-        assert_eq!(read_response(&mut input).unwrap(), Some(Response::Ready));
-        assert_eq!(read_response(&mut input).unwrap(), None);
+        assert_eq!(
+            read_response(&mut input, || Some(64)).unwrap(),
+            Some(Response::Ready)
+        );
+        assert_eq!(read_response(&mut input, || Some(64)).unwrap(), None);
     }
 
     #[test]
@@ -391,10 +433,27 @@ mod tests {
             },
         )
         .unwrap();
-        wire.extend_from_slice(&(MAX_DATA + 1).to_le_bytes());
+        let mut past = wire.clone();
+        past.extend_from_slice(&(MAX_DATA + 1).to_le_bytes());
         assert!(matches!(
-            read_response(&mut wire.as_slice()),
-            Err(ProtocolError::TooLarge { max: MAX_DATA, .. })
+            read_response(&mut past.as_slice(), || Some(MAX_DATA)),
+            Err(ProtocolError::DataOverBuffer {
+                buffer_len: MAX_DATA,
+                ..
+            })
+        ));
+        let mut past = wire.clone();
+        past.extend_from_slice(&65u32.to_le_bytes());
+        assert!(matches!(
+            read_response(&mut past.as_slice(), || Some(64)),
+            Err(ProtocolError::DataOverBuffer {
+                len: 65,
+                buffer_len: 64
+            })
+        ));
+        assert!(matches!(
+            read_response(&mut wire.as_slice(), || None),
+            Err(ProtocolError::Unrequested)
         ));
         let smuggled = Response::Collected {
             slot: 0,
@@ -406,7 +465,7 @@ mod tests {
         let mut wire = Vec::new();
         write_frame(&mut wire, &smuggled).unwrap();
         assert!(matches!(
-            read_response(&mut wire.as_slice()),
+            read_response(&mut wire.as_slice(), || Some(64)),
             Err(ProtocolError::DataInMessage { len: 1 })
         ));
         let wire = (MAX_MESSAGE + 1).to_le_bytes();

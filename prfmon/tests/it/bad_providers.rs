@@ -346,3 +346,125 @@ fn prfmon_query_returns_in_bounded_time_when_a_provider_hangs() {
     let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(json["objects"].as_array().map(Vec::len), Some(1));
 }
+
+/// The variable that makes this test binary the lying provider host ([`lying_host_child`]).
+const LYING_HOST: &str = "PRFMON_TEST_LYING_HOST";
+
+/// The descriptor the lying host's wrapper script moves the protocol's pipe to: libtest
+/// prints its own lines on stdout, which the script sends to stderr instead.
+const LYING_HOST_OUT: i32 = 4;
+
+/// A provider host that answers Hello, Ready and Open as a real one does, then answers a
+/// Collect with a data frame one byte longer than the buffer it was given, and waits with the
+/// pipe open (a collector that believed the length would wait for the bytes).
+#[test]
+#[ignore = "entry point for the lying provider host"]
+fn lying_host_child() {
+    use prfmon::collector::library::RawCollect;
+    use prfmon::collector::protocol::{read_frame, write_frame, Request, Response};
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+
+    if std::env::var_os(LYING_HOST).is_none() {
+        return;
+    }
+    // SAFETY: the wrapper script opened descriptor 4 (`exec 4>&1`) for this process, and
+    // nothing else in it owns that descriptor.
+    let mut out = unsafe { std::fs::File::from_raw_fd(LYING_HOST_OUT) };
+    let mut input = std::io::stdin().lock();
+    let version = prfmon::collector::protocol::PROTOCOL_VERSION;
+    write_frame(&mut out, &Response::Hello { version }).unwrap();
+    write_frame(&mut out, &Response::Ready).unwrap();
+    while let Some(request) = read_frame::<Request>(&mut input).unwrap() {
+        let response = match request {
+            Request::Open { slot, .. } => Response::Opened { slot, status: 0 },
+            Request::Close { slot } => Response::Closed { slot, status: 0 },
+            Request::Collect {
+                slot, buffer_len, ..
+            } => {
+                let raw = RawCollect {
+                    buffer_len,
+                    bytes: buffer_len,
+                    num_objects: 1,
+                    advance: buffer_len.into(),
+                    canary_intact: true,
+                    ..RawCollect::default()
+                };
+                write_frame(&mut out, &Response::Collected { slot, raw }).unwrap();
+                out.write_all(&(buffer_len + 1).to_le_bytes()).unwrap();
+                out.flush().unwrap();
+                std::thread::sleep(Duration::from_secs(60));
+                return;
+            }
+        };
+        write_frame(&mut out, &response).unwrap();
+    }
+}
+
+/// A host (not a provider: the host process itself) that announces a Collect output larger
+/// than the buffer the collector gave is refused before the collector reserves or waits for
+/// those bytes: the service is disabled for breaking the protocol, at once, not after its
+/// Collect timeout.
+#[test]
+fn a_host_whose_data_frame_is_larger_than_its_buffer_is_disabled_at_once() {
+    use std::os::unix::fs::PermissionsExt;
+
+    bounded(TEST_WAIT, || {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = FileRegistry::open(dir.path().join("reg")).unwrap();
+        let library = provider_copy(dir.path(), "good");
+        register(
+            &registry,
+            "Liar",
+            &library,
+            "good",
+            BAD_INDEX,
+            FAULT_TIMEOUT_MS,
+        );
+        let child = prfdata_testkit::self_command(&prfdata_testkit::test_path!("lying_host_child"));
+        let exe = std::env::current_exe().unwrap();
+        let args: Vec<String> = child
+            .get_args()
+            .map(|a| format!("'{}'", a.to_string_lossy()))
+            .collect();
+        let script = dir.path().join("lying-host");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nexec {LYING_HOST_OUT}>&1 1>&2\n{LYING_HOST}=1 exec '{}' {}\n",
+                exe.display(),
+                args.join(" ")
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let options = prfmon::collector::CollectorOptions {
+            host_exe: Some(script),
+            ..options()
+        };
+        let mut collector = Collector::open(registry, options).unwrap();
+        assert_eq!(collector.open_services(), ["Liar"]);
+        let started = Instant::now();
+        let collected = decode(&collector.collect("Global")).unwrap();
+        let elapsed = started.elapsed();
+        assert!(collected.objects.is_empty());
+        let disabled = collector.disabled().to_vec();
+        assert_eq!(disabled.len(), 1, "{disabled:?}");
+        let ProviderFault::Protocol {
+            call: Call::Collect,
+            message,
+        } = &disabled[0].fault
+        else {
+            panic!(
+                "disabled for {:?}, not for its data frame",
+                disabled[0].fault
+            );
+        };
+        assert!(message.contains("buffer"), "{message}");
+        assert!(
+            elapsed < Duration::from_millis(FAULT_TIMEOUT_MS.into()),
+            "the collector waited {elapsed:?} for a frame its buffer cannot hold"
+        );
+        collector.close();
+    });
+}
