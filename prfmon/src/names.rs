@@ -16,11 +16,13 @@
 //! assert_eq!(names.name(1850), "#1850");
 //! ```
 
-use std::collections::BTreeMap;
-
 use prfdata_registry::{perflib, Registry, RegistryError};
 
 use crate::decode::{DataSnapshot, Instance, ObjectData};
+
+mod map;
+
+pub use map::NameMap;
 
 /// One language's counter names and explain texts, by index.
 ///
@@ -36,9 +38,9 @@ use crate::decode::{DataSnapshot, Instance, ObjectData};
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Names {
     /// `Counter`: even indexes → names.
-    pub counter: BTreeMap<u32, String>,
+    pub counter: NameMap,
     /// `Help`: odd indexes → explain texts.
-    pub help: BTreeMap<u32, String>,
+    pub help: NameMap,
 }
 
 impl Names {
@@ -50,8 +52,8 @@ impl Names {
     pub fn load<R: Registry + ?Sized>(registry: &R, lang: &str) -> Result<Self, RegistryError> {
         let text = perflib::read_counter_text(registry, lang)?;
         Ok(Self {
-            counter: text.counter,
-            help: text.help,
+            counter: text.counter.into_iter().collect(),
+            help: text.help.into_iter().collect(),
         })
     }
 
@@ -62,9 +64,8 @@ impl Names {
     /// See the module docs.
     pub fn name(&self, index: u32) -> String {
         self.counter
-            .get(&index)
-            .cloned()
-            .unwrap_or_else(|| format!("#{index}"))
+            .get(index)
+            .map_or_else(|| format!("#{index}"), str::to_owned)
     }
 
     /// The explain text with this index, or an empty string.
@@ -78,7 +79,7 @@ impl Names {
     /// assert_eq!(names.help(1851), "");
     /// ```
     pub fn help(&self, index: u32) -> String {
-        self.help.get(&index).cloned().unwrap_or_default()
+        self.help.get(index).unwrap_or_default().to_owned()
     }
 
     /// The index of the object or counter name `name` (case-insensitive), or `name` itself
@@ -99,7 +100,7 @@ impl Names {
         self.counter
             .iter()
             .find(|(_, n)| n.eq_ignore_ascii_case(name.trim()))
-            .map(|(&i, _)| i)
+            .map(|(i, _)| i)
     }
 }
 

@@ -83,9 +83,14 @@ pub const REG_PATH: &str = "/reg";
 pub const SERVICES_HEADER: &str = "Prfmon-Services";
 
 /// The largest answer read unless told otherwise ([`RemoteOptions::max_answer`], `--max-answer`):
-/// the largest block an app may publish ([`prfdata::reader::MAX_BLOCK_SIZE`], 1 GiB), the
-/// same bound the collector's Collect buffer has, so that whatever a collector may return
-/// crosses the wire, and a hostile server can make the client hold no more than that.
+/// the largest block an app may publish ([`prfdata::reader::MAX_BLOCK_SIZE`], 1 GiB), so that a
+/// collection of one app of any size crosses the wire while a hostile server can make the client
+/// hold no more than that (and twice it to decode). A collection can be larger: one service's
+/// Collect answers up to 2 GiB
+/// ([`BlockReader::MAX_COLLECT_ANSWER`](prfdata::reader::BlockReader::MAX_COLLECT_ANSWER): an app
+/// has two blocks) and a collection of several up to 4 GiB
+/// ([`MAX_PERF_DATA_BLOCK`](crate::datablock::MAX_PERF_DATA_BLOCK)); such an answer is refused
+/// naming its size and `--max-answer`, which admits it when raised.
 pub const DEFAULT_MAX_ANSWER: u64 = prfdata::reader::MAX_BLOCK_SIZE;
 
 /// The most of an error answer's body read and shown (its first lines say what went wrong).
@@ -237,6 +242,19 @@ pub enum RemoteError {
         received: u64,
         /// What the connection said, if it failed.
         reason: Option<String>,
+    },
+    /// This machine could not hold more of the answer.
+    #[error(
+        "{address} sent {received} bytes of an answer {}, and this machine has no memory for          more: lower --max-answer BYTES to refuse such answers before reading them",
+        expected.map_or_else(|| "of unknown length".to_owned(), |e| format!("whose Content-Length is {e} bytes"))
+    )]
+    NoMemory {
+        /// The server.
+        address: String,
+        /// `Content-Length`, if given.
+        expected: Option<u64>,
+        /// The bytes that came.
+        received: u64,
     },
     /// A redirect, which is not followed.
     #[error(
@@ -537,6 +555,11 @@ impl Remote {
                 address,
                 timeout: self.timeout,
             },
+            BodyError::NoMemory { expected, received } => RemoteError::NoMemory {
+                address,
+                expected,
+                received,
+            },
         }
     }
 
@@ -617,7 +640,7 @@ impl Remote {
     pub fn names(&self, lang: &str) -> Result<Names, RemoteError> {
         let answer = self.get(NAMES_PATH, &[("lang", lang)])?;
         serde_json::from_slice(&answer.body)
-            .map_err(|e| self.bad_answer(format!("the names are not JSON: {e}")))
+            .map_err(|e| self.bad_answer(format!("the names do not decode: {e}")))
     }
 
     /// The remote machine's scale factors (seed 000), for its displayed values.

@@ -756,7 +756,7 @@ fn plan_object(
     table: &mut NameTable,
     families: &mut BTreeMap<String, Family>,
 ) -> ObjectPlan {
-    let object_name = names.counter.get(&object.name_index).map(String::as_str);
+    let object_name = names.counter.get(object.name_index);
     let object_stem = object_stem(&word_or_index(object_name, object.name_index));
     let mut add = |stem: &str, kind: MetricKind, key: u32, help: String| -> String {
         let name = table.claim(stem, kind, (object.name_index, key));
@@ -841,7 +841,7 @@ fn plan_object(
 }
 
 fn counter_stem(object_stem: &str, def: &CounterDef, names: &Names) -> String {
-    let counter_name = names.counter.get(&def.name_index).map(String::as_str);
+    let counter_name = names.counter.get(def.name_index);
     format!(
         "{object_stem}_{}",
         word_or_index(counter_name, def.name_index)

@@ -5,7 +5,7 @@
 //! naming both; redirects are not followed; a body cut short is said to be cut short, with
 //! both byte counts.
 
-use crate::hostile_http::{huge_names, many_instances, HostileServer, Reply};
+use crate::hostile_http::{huge_names, many_instances, HostileServer, Reply, HUGE_OBJECT};
 
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -254,6 +254,52 @@ fn decoding_a_huge_file_costs_at_most_twice_its_size() {
     assert_peak(&["decode"], &run, size);
 }
 
+/// The counter names of the huge names answer: 4 million, 52 MB of JSON, which a map of
+/// strings would make about five times larger.
+const MANY_NAMES: u32 = 4_000_000;
+
+/// A names answer of `count` counter names at the even indexes from 0, in order: empty (the
+/// most entries per byte) but for the huge answer's object and counter.
+fn many_names(count: u32) -> String {
+    use std::fmt::Write;
+    let mut counter = String::with_capacity(count as usize * 14);
+    for index in (0..count).map(|i| 2 * i) {
+        let name = match index {
+            HUGE_OBJECT => "Huge",
+            i if i == HUGE_OBJECT + 2 => "Value",
+            _ => "",
+        };
+        let comma = if index == 0 { "" } else { "," };
+        write!(counter, r#"{comma}"{index}":"{name}""#).unwrap();
+    }
+    format!(
+        r#"{{"counter":{{{counter}}},"help":{{"{}":"Many instances."}}}}"#,
+        HUGE_OBJECT + 1
+    )
+}
+
+#[test]
+fn a_huge_names_answer_costs_at_most_twice_its_size() {
+    let names = Reply::json(&many_names(MANY_NAMES));
+    let size = names.body.len() as u64;
+    let block = Arc::new(many_instances(3));
+    let server = HostileServer::start(move |target| {
+        if target.starts_with("/perfdata") {
+            Reply::perfdata(Arc::clone(&block), 1, "Huge")
+        } else if target.starts_with("/names") {
+            names.clone()
+        } else if target.starts_with("/factors") {
+            Reply::json("{}")
+        } else {
+            Reply::text("404 Not Found", b"no such thing")
+        }
+    });
+    let run = run_measured(&["list", "--computer", &server.host()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout_tail.contains("Huge"), "{run:?}");
+    assert_peak(&["list"], &run, size);
+}
+
 #[test]
 fn an_answer_over_max_answer_is_refused_naming_both() {
     let block = Arc::new(many_instances(100_000));
@@ -286,6 +332,57 @@ fn names_over_max_answer_are_refused() {
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
         run.stderr.contains("100000") && run.stderr.contains("--max-answer"),
+        "{run:?}"
+    );
+}
+
+/// The address space [`a_content_length_reserves_nothing_up_front`] gives prfmon: room for
+/// the program and an ordinary answer, not for the gigabyte a lying `Content-Length` claims.
+const SMALL_ADDRESS_SPACE: libc::rlim_t = 512 << 20;
+
+/// A `Content-Length` is a claim: a client on a machine that cannot hold the body it announces
+/// (a small VM or container; here `RLIMIT_AS`) reads the few bytes that come and says the
+/// answer was cut short, instead of aborting on a reservation made before they came.
+#[test]
+fn a_content_length_reserves_nothing_up_front() {
+    use std::os::unix::process::CommandExt;
+
+    let claimed = prfmon::remote::DEFAULT_MAX_ANSWER;
+    let mut reply = Reply::perfdata(Arc::new(vec![0u8; 100]), 1, "Huge");
+    reply.head = reply.head.replace(
+        "Content-Length: 100",
+        &format!("Content-Length: {claimed}"),
+    );
+    let server = server_answering(reply);
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_prfmon"));
+    command
+        .args(["query", "--computer", &server.host()])
+        .env("PRFDATA_REGISTRY", dir.path().join("registry"))
+        .env_remove("PRFDATA_SHM_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: the closure runs between fork and exec; it makes one async-signal-safe system
+    // call (setrlimit) on a value made on its stack, allocates nothing, and reports failure
+    // through `last_os_error` (errno).
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: SMALL_ADDRESS_SPACE,
+                rlim_max: SMALL_ADDRESS_SPACE,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+    let run = prfdata_testkit::finish(command.spawn().expect("spawn prfmon"), RUN_WAIT);
+    assert_eq!(run.code, 1, "killed or aborted instead of an error: {run:?}");
+    assert!(
+        run.stderr.contains(&format!("Content-Length is {claimed} bytes"))
+            && run.stderr.contains("sent 100 bytes"),
         "{run:?}"
     );
 }
