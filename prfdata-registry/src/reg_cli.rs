@@ -29,6 +29,7 @@
 use super::error::RegistryError;
 use super::hive::{display_key, normalize_key, Hive};
 use super::value::Value;
+use prfdata_untrusted::text::{escape_field, Style};
 
 /// reg.exe's message for a key or value that does not exist.
 pub const NOT_FOUND: &str =
@@ -93,10 +94,26 @@ fn line_with(name: &str, value: &Value, opts: &QueryOptions<'_>) -> String {
         ty.to_string()
     };
     let data = match value {
-        Value::MultiSz(entries) => entries.join(opts.separator),
-        other => other.display_data(),
+        Value::MultiSz(entries) => entries
+            .iter()
+            .map(|e| shown(e))
+            .collect::<Vec<_>>()
+            .join(opts.separator),
+        other => shown(&other.display_data()).into_owned(),
     };
-    format!("    {name}    {ty}    {data}")
+    format!("    {}    {ty}    {data}", shown(name))
+}
+
+/// A key path, value name or string as a line shows it: every control character escaped,
+/// newline and tab too, so that a name (a counter's, an instance's, written by whoever may
+/// write the registry) never starts a line of its own.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    escape_field(text, Style::Terminal)
+}
+
+/// A key's path as [`display_key`] writes it, escaped as [`shown`] does.
+fn shown_key(key: &str) -> String {
+    shown(&display_key(key)).into_owned()
 }
 
 /// The text `reg query KEY [/v NAME]` prints (see [`query_with`] for every switch). A missing
@@ -170,14 +187,14 @@ pub fn query_with(
                 Some((name, v)) => {
                     out.push_str(&format!(
                         "{}\n{}\n\n",
-                        display_key(&stored),
+                        shown_key(&stored),
                         line_with(name, v, opts)
                     ));
                 }
                 None if wanted.is_empty() => {
                     out.push_str(&format!(
                         "{}\n    (Default)    REG_SZ    {VALUE_NOT_SET}\n",
-                        display_key(&stored)
+                        shown_key(&stored)
                     ));
                 }
                 None => {
@@ -203,7 +220,7 @@ fn query_all(
 ) -> Result<(), RegistryError> {
     let values = hive.values(key)?.unwrap_or_default();
     if !values.is_empty() || below {
-        out.push_str(&display_key(key));
+        out.push_str(&shown_key(key));
         out.push('\n');
     }
     for (name, v) in values {
@@ -217,7 +234,7 @@ fn query_all(
         if opts.recurse {
             query_all(hive, &sub, opts, true, out)?;
         } else {
-            out.push_str(&display_key(&sub));
+            out.push_str(&shown_key(&sub));
             out.push('\n');
         }
     }
@@ -237,7 +254,7 @@ fn query_value_below(
     if let Some((name, v)) = values.iter().find(|(n, _)| n.eq_ignore_ascii_case(wanted)) {
         out.push_str(&format!(
             "{}\n{}\n\n",
-            display_key(key),
+            shown_key(key),
             line_with(name, v, opts)
         ));
         *found += 1;

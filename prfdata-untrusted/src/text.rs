@@ -6,17 +6,22 @@
 //! controls, and `DEL` or backspaces overwrite what was printed. Printed raw, such text
 //! acts on the terminal of whoever reads it (root's, for `prfmon query --host-user`).
 //! [`escape_controls`] is the one place that decides what is a control character
-//! ([`is_control`]: C0 but newline and tab, DEL, C1) and how it is shown ([`Style`]).
+//! ([`is_control`]: C0 but newline and tab, DEL, C1) and how it is shown ([`Style`]): it is
+//! for whole lines and documents, whose own newlines and tabs are their layout.
+//! [`escape_field`] escapes every control character, newline and tab too: for one field (a
+//! name, an instance name, a text counter) set into a line, where a newline would start a
+//! line the field's author wrote (`w1\nFAKE 999` forging a row of a table).
 //!
 //! # Examples
 //!
 //! ```
-//! use prfdata_untrusted::text::{escape_controls, Style};
+//! use prfdata_untrusted::text::{escape_controls, escape_field, Style};
 //!
 //! let title = "\u{1b}]0;pwned\u{7}name\u{9b}2J";
 //! assert_eq!(escape_controls(title, Style::Terminal), r"\x1b]0;pwned\x07name\u{9b}2J");
 //! assert_eq!(escape_controls(title, Style::Json), r"\u001b]0;pwned\u0007name\u009b2J");
 //! assert_eq!(escape_controls("a\tb\nc", Style::Terminal), "a\tb\nc");
+//! assert_eq!(escape_field("w1\nFAKE\t999", Style::Terminal), r"w1\x0aFAKE\x09999");
 //! ```
 
 use std::borrow::Cow;
@@ -53,13 +58,30 @@ pub fn is_control(c: char) -> bool {
 ///
 /// See the [module docs](self).
 pub fn escape_controls(text: &str, style: Style) -> Cow<'_, str> {
-    let Some(first) = text.find(is_control) else {
+    escape_where(text, style, is_control)
+}
+
+/// `text` with every control character, newline and tab included (`char::is_control`: C0,
+/// DEL, C1), replaced by its escape in `style`: for a field set into a line (see the
+/// [module docs](self)); borrowed when there is none.
+///
+/// # Examples
+///
+/// See the [module docs](self).
+pub fn escape_field(text: &str, style: Style) -> Cow<'_, str> {
+    escape_where(text, style, char::is_control)
+}
+
+/// `text` with the characters `escaped` picks (control characters only) replaced by their
+/// escapes in `style`.
+fn escape_where(text: &str, style: Style, escaped: fn(char) -> bool) -> Cow<'_, str> {
+    let Some(first) = text.find(escaped) else {
         return Cow::Borrowed(text);
     };
     let mut out = String::with_capacity(text.len() + 8);
     out.push_str(&text[..first]);
     for c in text[first..].chars() {
-        if !is_control(c) {
+        if !escaped(c) {
             out.push(c);
             continue;
         }
@@ -92,6 +114,23 @@ mod tests {
             let json = escape_controls(&text, Style::Json);
             assert!(!json.chars().any(is_control), "U+{code:04X}");
         }
+    }
+
+    #[test]
+    fn a_field_has_its_newlines_and_tabs_escaped_too() {
+        let text = "w1\nFAKE\t999\r\u{1b}é";
+        assert_eq!(
+            escape_field(text, Style::Terminal),
+            r"w1\x0aFAKE\x09999\x0d\x1bé"
+        );
+        assert_eq!(
+            escape_field(text, Style::Json),
+            r"w1\u000aFAKE\u0009999\u000d\u001bé"
+        );
+        assert!(matches!(
+            escape_field("plain", Style::Terminal),
+            Cow::Borrowed(_)
+        ));
     }
 
     #[test]

@@ -24,6 +24,7 @@
 //! words per instance (its PDH name's number, [`InstanceNames`]) on top of the snapshot,
 //! whatever its size. JSON objects list their keys in alphabetical order.
 
+use std::borrow::Cow;
 use std::io::Write;
 
 use serde::ser::{SerializeSeq, SerializeStruct};
@@ -32,6 +33,7 @@ use serde::{Serialize, Serializer};
 use crate::decode::{CounterDef, DataSnapshot, ObjectData, Values};
 use crate::factor::Factors;
 use crate::names::{InstanceNames, Names};
+use prfdata_untrusted::text::{escape_field, Style};
 
 /// The name of a `PERF_DETAIL_*` level.
 ///
@@ -450,7 +452,7 @@ pub fn write_table(
     writeln!(
         out,
         "System {}  {} UTC  PerfTime {}  PerfFreq {}  PerfTime100nSec {}  {} objects, {} bytes",
-        snap.system_name,
+        shown(&snap.system_name),
         snap.system_time,
         snap.perf_time,
         snap.perf_freq,
@@ -466,11 +468,11 @@ pub fn write_table(
         };
         let service = services
             .get(position)
-            .map_or_else(String::new, |s| format!(" from service {s}"));
+            .map_or_else(String::new, |s| format!(" from service {}", shown(s)));
         writeln!(
             out,
             "\nObject {} ({}){service}, detail {}, {} counters, {count}",
-            names.name(obj.name_index),
+            shown(&names.name(obj.name_index)),
             obj.name_index,
             detail_name(obj.detail_level),
             obj.counters.len(),
@@ -495,7 +497,7 @@ fn write_rows(
         .map(|i| {
             let c = &obj.counters[i];
             [
-                counter_name(names, &obj.counters, i),
+                shown(&counter_name(names, &obj.counters, i)).into_owned(),
                 c.name_index.to_string(),
                 c.type_name(),
             ]
@@ -516,7 +518,7 @@ fn write_rows(
                 .map(|i| {
                     cell.clear();
                     list.push_name(i, &mut cell);
-                    cell.chars().count()
+                    shown(&cell).chars().count()
                 })
                 .max()
                 .unwrap_or(0),
@@ -547,7 +549,7 @@ fn write_rows(
                     cell.clear();
                     list.push_name(k, &mut cell);
                     let value = value_text(inst.values().get(i));
-                    row(out, [name, index, kind, &cell], &value)?;
+                    row(out, [name, index, kind, &shown(&cell)], &value)?;
                 }
             }
             None => {
@@ -559,7 +561,14 @@ fn write_rows(
     Ok(())
 }
 
-/// A value's cell: its text, or `?` when there is none.
+/// A value's cell: its text (a text counter's escaped as [`shown`]), or `?` when there is none.
 fn value_text(value: Option<crate::decode::RawValue>) -> String {
-    value.map_or_else(|| "?".to_owned(), |v| v.to_string())
+    value.map_or_else(|| "?".to_owned(), |v| shown(&v.to_string()).into_owned())
+}
+
+/// A cell from elsewhere (a name, an instance name, a text counter) as the table shows it:
+/// every control character escaped, newline and tab too, so that a name never starts a row
+/// of its own ([`escape_field`]).
+fn shown(text: &str) -> Cow<'_, str> {
+    escape_field(text, Style::Terminal)
 }

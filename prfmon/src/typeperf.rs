@@ -64,6 +64,8 @@ use std::time::SystemTime;
 
 use chrono::{DateTime, Local, Offset, TimeZone as _};
 
+use prfdata_untrusted::text::{escape_field, Style};
+
 use crate::decode::DataSnapshot;
 use crate::names::Names;
 
@@ -401,7 +403,9 @@ impl<W: Write> LogWriter<W> {
         self.csv.write_field(first)
     }
 
-    /// Writes one counter path of the header. See [`LogWriter::start_header`].
+    /// Writes one counter path of the header: on the console with every control character
+    /// escaped, newline and tab too, so that a name never starts a line of its own; in a file
+    /// as it is (CSV quotes it). See [`LogWriter::start_header`].
     ///
     /// # Errors
     ///
@@ -411,7 +415,12 @@ impl<W: Write> LogWriter<W> {
     ///
     /// See [`LogWriter::start_header`].
     pub fn header_field(&mut self, path: &str) -> Result<(), csv::Error> {
-        self.csv.write_field(path)
+        match self.style {
+            ValueStyle::Console => self
+                .csv
+                .write_field(escape_field(path, Style::Terminal).as_ref()),
+            ValueStyle::File => self.csv.write_field(path),
+        }
     }
 
     /// Ends the header row and flushes it. See [`LogWriter::start_header`].

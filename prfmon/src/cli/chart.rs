@@ -28,7 +28,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use prfdata_untrusted::text::{escape_controls, Style as TextStyle};
+use prfdata_untrusted::text::{escape_field, Style as TextStyle};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::symbols::Marker;
@@ -192,13 +192,13 @@ impl WatchState {
     /// Adds one reading of the sample begun with [`WatchState::begin`].
     pub fn add(&mut self, r: &Reading, seen: &mut Vec<bool>) {
         let x = self.samples as f64;
-        // Shown as the legend shows it: control characters escaped.
+        // Shown as the legend shows it: control characters escaped, newline and tab too.
         let path = prfmon::pdh::CounterPath {
             machine: None,
             ..r.path.clone()
         }
         .to_string();
-        let path = escape_controls(&path, TextStyle::Terminal).into_owned();
+        let path = escape_field(&path, TextStyle::Terminal).into_owned();
         let index = match self.series.iter().position(|s| s.path == path) {
             Some(i) => i,
             None if self.series.len() < MAX_SERIES => {
@@ -242,7 +242,7 @@ impl WatchState {
                 pdh::PathError::NoMatch { path, .. } => path.clone(),
                 other => other.to_string(),
             })
-            .map(|text| escape_controls(&text, TextStyle::Terminal).into_owned())
+            .map(|text| escape_field(&text, TextStyle::Terminal).into_owned())
             .collect();
     }
 

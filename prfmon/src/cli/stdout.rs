@@ -5,7 +5,9 @@
 //!
 //! Names, instance names, text counters, registry values and a remote's answers come from
 //! elsewhere, and may carry terminal control sequences (see [`prfdata_untrusted::text`]).
-//! Everything written through [`out!`], [`outln!`], [`errln!`] and [`EscapedWriter`] has its
+//! A name, an instance name or a text set into a line is escaped whole where the line is
+//! formatted ([`field`]: newline and tab too, so it cannot start a line of its own); then
+//! everything written through [`out!`], [`outln!`], [`errln!`] and [`EscapedWriter`] has its
 //! control characters but newline and tab escaped (`\x1b`, `\u{9b}`); [`json`] writes JSON
 //! with JSON's own escapes, so that it stays valid and reads back the same. Files the user
 //! names (`typeperf -o`, `query --raw`) get the exact bytes.
@@ -26,7 +28,7 @@
 use std::fmt;
 use std::io::Write;
 
-use prfdata_untrusted::text::{escape_controls, Style};
+use prfdata_untrusted::text::{escape_controls, escape_field, Style};
 
 /// Writes to standard output (`print!`), ending the process quietly if the reader has gone.
 macro_rules! out {
@@ -46,6 +48,13 @@ macro_rules! errln {
 }
 
 pub(crate) use {errln, out, outln};
+
+/// One field from elsewhere (a name, an instance name, a text) as a line shows it: every
+/// control character escaped, newline and tab too, so that it never starts a line of its own
+/// (see [`escape_field`]). The line is escaped again as a whole when written.
+pub fn field(text: &str) -> std::borrow::Cow<'_, str> {
+    escape_field(text, Style::Terminal)
+}
 
 /// Writes `args` to standard output, control characters escaped, and flushes (see the
 /// [module docs](self)).

@@ -41,6 +41,10 @@ const HOSTILE: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m\u{7f}";
 const SHOWN: &str = r"\x1b]0;pwned\x07\x1b[2J\u{9b}31m\x7f";
 /// [`HOSTILE`] inside JSON text.
 const IN_JSON: &str = r"\u001b]0;pwned\u0007\u001b[2J\u009b31m\u007f";
+/// What a name carries to forge a line of its own: a newline, a fake row, a tab.
+const FORGED: &str = "\nFAKE 999\t";
+/// [`FORGED`] as every terminal output shows it.
+const FORGED_SHOWN: &str = r"\x0aFAKE 999\x09";
 
 /// The app: a hostile text counter and instance name, then waits to be killed.
 #[test]
@@ -56,6 +60,8 @@ fn app_child() {
         .expect("the instance");
     prf.get_ctr32(ctl::DONE, worker)
         .store(7, std::sync::atomic::Ordering::Relaxed);
+    prf.add_instance(ctl::WORKER, &format!("w1{FORGED}"))
+        .expect("the instance with a newline");
     prfdata_app::app_ready(b"up");
     std::thread::sleep(std::time::Duration::from_secs(120));
 }
@@ -86,6 +92,7 @@ fn hostile_app() -> (Installed, prfdata_app::AppProcess) {
     let first = installed.first_counter;
     rename(&registry, first, &format!("Ctl Status{HOSTILE}"));
     rename(&registry, first + 2, &format!("Label{HOSTILE}"));
+    rename(&registry, first + 4, &format!("Count{FORGED}"));
     assert!(registry.snapshot().is_ok());
     let app = prfdata_app::spawn_app(&installed, &prfdata_testkit::test_path!("app_child"));
     (installed, app)
@@ -98,6 +105,14 @@ fn assert_no_raw_control(what: &str, text: &str) {
             "{what} printed the raw control character U+{:04X}:\n{text:?}",
             c as u32
         );
+    }
+}
+
+/// No line of `text` (what `what` printed) is one a name wrote: newlines inside names are
+/// escaped, so `FAKE` never starts a line.
+fn assert_no_forged_line(what: &str, text: &str) {
+    if let Some(line) = text.lines().find(|l| l.trim_start().starts_with("FAKE")) {
+        panic!("{what} printed a line a name forged: {line:?} in\n{text}");
     }
 }
 
@@ -118,6 +133,9 @@ fn query_list_decode_and_reg_query_escape_names_instances_and_texts() {
     assert_escaped("query", &query, &format!("Ctl Status{SHOWN}"));
     assert_escaped("query", &query, &format!("Label{SHOWN}"));
     assert_escaped("query", &query, &format!("w{SHOWN}"));
+    assert_escaped("query", &query, &format!("w1{FORGED_SHOWN}"));
+    assert_escaped("query", &query, &format!("Count{FORGED_SHOWN}"));
+    assert_no_forged_line("query", &query.stdout);
 
     let json = prfmon_for(&installed, &["query", "--json"]);
     assert_eq!(json.code, 0, "{json:?}");
@@ -135,15 +153,20 @@ fn query_list_decode_and_reg_query_escape_names_instances_and_texts() {
     let decode = prfmon_for(&installed, &["decode", raw.to_str().unwrap()]);
     assert_eq!(decode.code, 0, "{decode:?}");
     assert_escaped("decode", &decode, &format!("w{SHOWN}"));
+    assert_no_forged_line("decode", &decode.stdout);
 
     let list = prfmon_for(&installed, &["list"]);
     assert_eq!(list.code, 0, "{list:?}");
     assert_escaped("list", &list, &format!("Label{SHOWN}"));
+    assert_escaped("list", &list, &format!("Count{FORGED_SHOWN}"));
+    assert_no_forged_line("list", &list.stdout);
 
     let perflib = paths::perflib_language("009");
     let reg = prfmon_for(&installed, &["reg", "query", &perflib, "/v", "Counter"]);
     assert_eq!(reg.code, 0, "{reg:?}");
     assert_escaped("reg query", &reg, &format!("Ctl Status{SHOWN}"));
+    assert_escaped("reg query", &reg, &format!("Count{FORGED_SHOWN}"));
+    assert_no_forged_line("reg query", &reg.stdout);
 
     // An error that names what the user typed and the registry holds.
     let missing = prfmon_for(&installed, &["query", &format!("No{HOSTILE}")]);
@@ -159,6 +182,12 @@ fn typeperf_escapes_its_output_and_keeps_the_exact_text_in_its_file() {
     let run = prfmon_for(&installed, &["typeperf", path, "-sc", "1"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert_escaped("typeperf", &run, &format!("w{SHOWN}"));
+    assert_escaped("typeperf", &run, &format!("w1{FORGED_SHOWN}"));
+    assert_no_forged_line("typeperf", &run.stdout);
+    let listed = prfmon_for(&installed, &["typeperf", "-qx", "Ctl Worker"]);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    assert_escaped("typeperf -qx", &listed, &format!("w1{FORGED_SHOWN}"));
+    assert_no_forged_line("typeperf -qx", &listed.stdout);
 
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("log.csv");
@@ -243,9 +272,12 @@ fn watch_shows_escaped_instance_names_and_keeps_the_pane_title() {
     let title = pane.tmux(&["display-message", "-p", "#{pane_title}"]);
     let screen = pane.wait_for("the legend with the escaped instance name", |s| {
         // The legend keeps a path's end.
-        s.contains("Legend") && s.contains(r"\x1b[2J\u{9b}31m\x7f)\Done")
+        s.contains("Legend")
+            && s.contains(r"\x1b[2J\u{9b}31m\x7f)\Done")
+            && s.contains(r"FAKE 999\x09)\Done")
     });
     assert!(!screen.contains("EXITED"), "{screen}");
+    assert_no_forged_line("watch", &screen);
     let after = pane.tmux(&["display-message", "-p", "#{pane_title}"]);
     assert!(!after.contains("pwned"), "the pane title became {after:?}");
     assert_eq!(title, after, "the pane title changed");

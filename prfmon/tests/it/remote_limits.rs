@@ -349,10 +349,9 @@ fn a_content_length_reserves_nothing_up_front() {
 
     let claimed = prfmon::remote::DEFAULT_MAX_ANSWER;
     let mut reply = Reply::perfdata(Arc::new(vec![0u8; 100]), 1, "Huge");
-    reply.head = reply.head.replace(
-        "Content-Length: 100",
-        &format!("Content-Length: {claimed}"),
-    );
+    reply.head = reply
+        .head
+        .replace("Content-Length: 100", &format!("Content-Length: {claimed}"));
     let server = server_answering(reply);
     let dir = tempfile::tempdir().unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_prfmon"));
@@ -379,9 +378,13 @@ fn a_content_length_reserves_nothing_up_front() {
         })
     };
     let run = prfdata_testkit::finish(command.spawn().expect("spawn prfmon"), RUN_WAIT);
-    assert_eq!(run.code, 1, "killed or aborted instead of an error: {run:?}");
+    assert_eq!(
+        run.code, 1,
+        "killed or aborted instead of an error: {run:?}"
+    );
     assert!(
-        run.stderr.contains(&format!("Content-Length is {claimed} bytes"))
+        run.stderr
+            .contains(&format!("Content-Length is {claimed} bytes"))
             && run.stderr.contains("sent 100 bytes"),
         "{run:?}"
     );

@@ -12,7 +12,7 @@ use prfdata::winperf::{
 };
 use prfmon::catalog::catalog_with_services;
 
-use crate::cli::stdout::{errln, outln};
+use crate::cli::stdout::{errln, field, outln};
 
 /// A detail level (winperf.h `PERF_DETAIL_*`).
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -107,7 +107,7 @@ pub fn run(args: ListArgs) -> ExitCode {
         if objects.is_empty() {
             errln!(
                 "prfmon list: object {} is not collected by any provider (or is above the detail level)",
-                names.name(index)
+                field(&names.name(index))
             );
             return ExitCode::FAILURE;
         }
@@ -117,14 +117,14 @@ pub fn run(args: ListArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     for o in &objects {
-        outln!("Object: {} ({})", o.name, o.index);
-        outln!("  Service: {}", o.services.join(", "));
-        outln!("  Description: {}", o.description);
+        outln!("Object: {} ({})", field(&o.name), o.index);
+        outln!("  Service: {}", field(&o.services.join(", ")));
+        outln!("  Description: {}", field(&o.description));
         outln!("  Detail: {}", o.detail);
         outln!("  Instances: {}", if o.instances { "yes" } else { "no" });
         for c in &o.counters {
-            outln!("  Counter: {} ({})", c.name, c.index);
-            outln!("    Description: {}", c.description);
+            outln!("  Counter: {} ({})", field(&c.name), c.index);
+            outln!("    Description: {}", field(&c.description));
             outln!("    Type: {}", c.type_name);
             outln!(
                 "    Differentiate: {}",
@@ -132,7 +132,7 @@ pub fn run(args: ListArgs) -> ExitCode {
             );
             outln!("    Detail: {}", c.detail);
             if let Some(f) = &c.factor {
-                outln!("    Factor: {f}");
+                outln!("    Factor: {}", field(&f.to_string()));
             }
             if args.verbose {
                 outln!("    Type code: 0x{:08X}", c.type_code);

@@ -160,7 +160,10 @@ fn data_listing(view: &PerfStats, op: Op, _name: &str, key: &str) -> String {
 /// little-endian bytes, as `RegQueryValueEx` fills the caller's buffer).
 fn binary_line(name: &str, v: u32) -> String {
     let hex: String = v.to_le_bytes().iter().map(|b| format!("{b:02X}")).collect();
-    format!("    {name}    REG_BINARY    {hex}")
+    format!(
+        "    {}    REG_BINARY    {hex}",
+        crate::cli::stdout::field(name)
+    )
 }
 
 #[cfg(test)]

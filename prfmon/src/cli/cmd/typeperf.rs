@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use crate::cli::stdout::errln;
+use crate::cli::stdout::{errln, field};
 use clap::Args;
 use prfmon::decode::DataSnapshot;
 use prfmon::merge::merge_missing;
@@ -300,7 +300,13 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
     )?;
 
     if let Some((object, expanded)) = query {
-        return list(&mut source, out, object.as_deref(), expanded);
+        return list(
+            &mut source,
+            out,
+            object.as_deref(),
+            expanded,
+            args.output.is_none(),
+        );
     }
 
     let style = if args.output.is_some() {
@@ -450,18 +456,26 @@ fn sample_rows(
 
 /// `typeperf -q` / `-qx`: the counters of `Global` and `Costly` (of `object` only if given),
 /// written to `out` as they are found.
+/// Lists the paths to `out`, each escaped as a field ([`field`]) when `console` (standard
+/// output), exact in a file.
 fn list(
     source: &mut Source,
     mut out: Box<dyn Write>,
     object: Option<&str>,
     expanded: bool,
+    console: bool,
 ) -> Result<(), String> {
     let mut both = source.collect_query("Global")?;
     let costly = source.collect_query("Costly")?;
     // `Costly` also returns the non-costly parents of costly objects: listed once.
     merge_missing(&mut both, costly);
     let listed = query_paths(&both, source.names(), object, expanded, |p| {
-        writeln!(out, "{p}")
+        let p = p.to_string();
+        if console {
+            writeln!(out, "{}", field(&p))
+        } else {
+            writeln!(out, "{p}")
+        }
     })
     .and_then(|count| out.flush().map(|()| count));
     match listed {
