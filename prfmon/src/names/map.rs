@@ -1,23 +1,23 @@
-//! [`NameMap`]: index → text, compact. A machine's `Counter` or `Help` table has tens of
-//! thousands of entries, and a remote's may be made to have millions: one string per entry
-//! in a tree costs about 60 bytes beyond its text, so the texts live in one string, one after
-//! another in index order, and each entry is two numbers.
-//!
-//! ```text
-//! entries:  (index 2, end 4) (index 4, end 4) (index 6, end 9)
-//! text:     "Jobs" "" "Queue"  →  "JobsQueue"
-//! ```
-//!
-//! Decoded from JSON (`{"2":"Jobs","4":"","6":"Queue"}`, what a remote `prfmon serve` sends)
-//! as it is read, one entry at a time: the indexes must come in ascending order, each once,
-//! so that decoding costs the texts plus 8 bytes per entry, less than the JSON it came from.
+//! [`NameMap`]: index → text, in one string.
 
 use std::fmt;
 
 use serde::de::{DeserializeSeed, Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// Index → text, in ascending index order (see the [module docs](self)).
+/// Index → text, in ascending index order, compact. A machine's `Counter` or `Help` table has
+/// tens of thousands of entries, and a remote's may be made to have millions: one string per
+/// entry in a tree costs about 60 bytes beyond its text, so the texts live in one string, one
+/// after another in index order, and each entry is two numbers.
+///
+/// ```text
+/// entries:  (index 2, end 4) (index 4, end 4) (index 6, end 9)
+/// text:     "Jobs" "" "Queue"  →  "JobsQueue"
+/// ```
+///
+/// Decoded from JSON (`{"2":"Jobs","4":"","6":"Queue"}`, what a remote `prfmon serve` sends)
+/// as it is read, one entry at a time: the indexes must come in ascending order, each once,
+/// so that decoding costs the texts plus 8 bytes per entry, less than the JSON it came from.
 ///
 /// # Examples
 ///

@@ -18,7 +18,7 @@ const MEMORY_CAP: u64 = 1 << 30;
 
 /// Runs `prfmon args...` with `PRFDATA_REGISTRY=root`, its address space capped at
 /// [`MEMORY_CAP`], no stdin, and a bounded wait.
-fn prfmon_capped(root: &Path, args: &[&str]) -> Run {
+pub fn prfmon_capped(root: &Path, args: &[&str]) -> Run {
     let mut command = Command::new(env!("CARGO_BIN_EXE_prfmon"));
     command
         .args(args)

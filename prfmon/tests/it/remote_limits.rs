@@ -336,17 +336,13 @@ fn names_over_max_answer_are_refused() {
     );
 }
 
-/// The address space [`a_content_length_reserves_nothing_up_front`] gives prfmon: room for
-/// the program and an ordinary answer, not for the gigabyte a lying `Content-Length` claims.
-const SMALL_ADDRESS_SPACE: libc::rlim_t = 512 << 20;
-
 /// A `Content-Length` is a claim: a client on a machine that cannot hold the body it announces
-/// (a small VM or container; here `RLIMIT_AS`) reads the few bytes that come and says the
-/// answer was cut short, instead of aborting on a reservation made before they came.
+/// (a small VM or container; here an address space capped at 1 GiB, as
+/// [`prfmon_capped`](crate::hostile_files::prfmon_capped) runs it) reads the few bytes that
+/// come and says the answer was cut short, instead of aborting on a reservation made before
+/// they came.
 #[test]
 fn a_content_length_reserves_nothing_up_front() {
-    use std::os::unix::process::CommandExt;
-
     let claimed = prfmon::remote::DEFAULT_MAX_ANSWER;
     let mut reply = Reply::perfdata(Arc::new(vec![0u8; 100]), 1, "Huge");
     reply.head = reply
@@ -354,30 +350,9 @@ fn a_content_length_reserves_nothing_up_front() {
         .replace("Content-Length: 100", &format!("Content-Length: {claimed}"));
     let server = server_answering(reply);
     let dir = tempfile::tempdir().unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_prfmon"));
-    command
-        .args(["query", "--computer", &server.host()])
-        .env("PRFDATA_REGISTRY", dir.path().join("registry"))
-        .env_remove("PRFDATA_SHM_DIR")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: the closure runs between fork and exec; it makes one async-signal-safe system
-    // call (setrlimit) on a value made on its stack, allocates nothing, and reports failure
-    // through `last_os_error` (errno).
-    unsafe {
-        command.pre_exec(|| {
-            let limit = libc::rlimit {
-                rlim_cur: SMALL_ADDRESS_SPACE,
-                rlim_max: SMALL_ADDRESS_SPACE,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &limit) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    };
-    let run = prfdata_testkit::finish(command.spawn().expect("spawn prfmon"), RUN_WAIT);
+    let registry = dir.path().join("registry");
+    let run =
+        crate::hostile_files::prfmon_capped(&registry, &["query", "--computer", &server.host()]);
     assert_eq!(
         run.code, 1,
         "killed or aborted instead of an error: {run:?}"
