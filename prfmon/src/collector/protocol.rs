@@ -14,7 +14,10 @@
 //! parent closes the host's stdin                 → the host exits 0
 //! ```
 //!
-//! One request is outstanding at a time; each gets exactly one response. A slot is the
+//! One request is outstanding at a time; each gets exactly one response. A `Collected` comes
+//! only after a Collect, and its data frame is at most that Collect's `buffer_len` (what
+//! Collect can have written): the collector refuses anything else before reading it
+//! ([`ProtocolError::Unrequested`], [`ProtocolError::DataOverBuffer`]). A slot is the
 //! parent's number for one service of the host's library. `Hello` before the library is
 //! loaded tells a host that works apart from a library that kills it while loading: only the
 //! second is the provider's fault.
