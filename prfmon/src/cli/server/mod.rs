@@ -71,6 +71,7 @@ mod conns;
 mod guard;
 mod reg;
 mod routes;
+mod scrapes;
 mod tls;
 pub mod watches;
 
@@ -221,6 +222,8 @@ pub struct Shared<R: Registry> {
     allow_watch: bool,
     /// The watches held for peers.
     watches: Mutex<watches::PeerWatches>,
+    /// The places of the scrapes in flight.
+    scrapes: scrapes::Scrapes,
 }
 
 /// A bound `/metrics` server over one collector.
@@ -276,6 +279,7 @@ where
                 names: Mutex::new(Arc::new(names)),
                 allow_watch,
                 watches: Mutex::new(watches::PeerWatches::default()),
+                scrapes: scrapes::Scrapes::default(),
             }),
             tls,
             addr,
