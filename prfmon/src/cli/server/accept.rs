@@ -111,7 +111,7 @@ impl AcceptErrors {
             .is_none_or(|t| now.saturating_sub(t) >= 60_000)
         {
             log::warn!(
-                "prfmon serve: cannot accept a connection: {e} ({} accept errors so far); idle \
+                "prfmon serve: cannot accept a connection: {e} ({} accept errors so far); \
                  connections are closed to make room and accept is retried",
                 self.count
             );
