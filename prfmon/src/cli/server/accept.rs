@@ -25,6 +25,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::conns::{Admitted, Conns};
 use super::guard::{now_ms, ConnState, Guarded, MAX_HEAD};
+use super::scrapes::Client;
 use super::{routes, Shared, StopFlag};
 
 /// How long a request head may take to arrive, from its first byte (and a TLS handshake).
@@ -153,12 +154,16 @@ where
 {
     let state = Arc::clone(&admitted.state);
     let shared = Arc::clone(&ctx.shared);
-    let answered = Arc::clone(&state);
+    let client = Client {
+        state: Arc::clone(&state),
+        close: Arc::clone(&admitted.close),
+    };
     let ip = peer.ip().to_canonical();
     let service = service_fn(move |request| {
-        let (shared, answered) = (Arc::clone(&shared), Arc::clone(&answered));
+        let (shared, client) = (Arc::clone(&shared), client.clone());
         async move {
-            let r = routes::route(shared, ip, request).await;
+            let r = routes::route(shared, ip, &client, request).await;
+            let answered = client.state;
             // A streamed answer is answered when its body ends.
             let r = if r.body().is_streamed() {
                 r.map(|body| body.on_end(move || answered.answered()))

@@ -39,7 +39,7 @@
 //! | a head's arrival, a TLS handshake | [`HEADER_TIMEOUT`](accept::HEADER_TIMEOUT) (10 s), then the connection closes |
 //! | an answer the client does not read | [`WRITE_TIMEOUT`](accept::WRITE_TIMEOUT) (10 s), then the connection closes |
 //! | a request, from its head's end to its answer's end | [`ANSWER_TIMEOUT`](accept::ANSWER_TIMEOUT) (60 s), then the connection closes |
-//! | scrapes in flight (`/metrics`, `/perfdata`) | [`SCRAPES`](scrapes::SCRAPES) (8); past them a request waits [`QUEUE_WAIT`](scrapes::QUEUE_WAIT) (1 s), then 503 with `Retry-After` |
+//! | scrapes in flight (`/metrics`, `/perfdata`) | [`SCRAPES`](scrapes::SCRAPES) (8); past them a request waits [`QUEUE_WAIT`](scrapes::QUEUE_WAIT) (5 s), cutting answers stalled for [`STALLED`](scrapes::STALLED) (3 s), then 503 with `Retry-After` |
 //! | `/metrics` text encoded ahead of the client | [`CHUNKS_AHEAD`](body::CHUNKS_AHEAD) chunks of [`CHUNK`](body::CHUNK) bytes (256 KiB) |
 //! | an idle keep-alive connection | [`IDLE_TIMEOUT`](accept::IDLE_TIMEOUT) (90 s) |
 //! | accept errors (`EMFILE`, ...) | logged once, backed off (10 ms to 1 s), never fatal |

@@ -14,7 +14,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use prfdata_registry::Registry;
 
 use super::body::AnswerBody;
-use super::scrapes::{self, Permit};
+use super::scrapes::{self, Client, Permit};
 use super::Shared;
 use prfmon::names::Names;
 use prfmon::openmetrics::exposition::{Exposition, CONTENT_TYPE, TEXT_CONTENT_TYPE};
@@ -70,10 +70,11 @@ where
         })
 }
 
-/// Answers one request.
+/// Answers one request of `client`, whose address is `peer`.
 pub async fn route<R: Registry + Send + 'static>(
     shared: Arc<Shared<R>>,
     peer: IpAddr,
+    client: &Client,
     request: Request<hyper::body::Incoming>,
 ) -> Answer {
     // No route reads a body: one that was sent is not parsed, and the connection closes.
@@ -84,7 +85,7 @@ pub async fn route<R: Registry + Send + 'static>(
         || request
             .headers()
             .contains_key(hyper::header::TRANSFER_ENCODING);
-    let mut r = dispatch(&shared, peer, &request).await;
+    let mut r = dispatch(&shared, peer, client, &request).await;
     if has_body {
         r.headers_mut()
             .insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
@@ -95,6 +96,7 @@ pub async fn route<R: Registry + Send + 'static>(
 async fn dispatch<R: Registry + Send + 'static>(
     shared: &Arc<Shared<R>>,
     peer: IpAddr,
+    client: &Client,
     request: &Request<hyper::body::Incoming>,
 ) -> Answer {
     if !authorized(request.headers(), shared) {
@@ -116,7 +118,7 @@ async fn dispatch<R: Registry + Send + 'static>(
         "/metrics" if read => match collect_query(&query) {
             Ok(value) => {
                 let openmetrics = wants_openmetrics(request.headers());
-                match shared.scrapes.enter().await {
+                match shared.scrapes.enter(client).await {
                     Some(p) => blocking(shared, move |s| metrics(s, &value, openmetrics, p)).await,
                     None => scrapes::busy(),
                 }
@@ -124,7 +126,7 @@ async fn dispatch<R: Registry + Send + 'static>(
             Err(message) => text(400, message),
         },
         "/perfdata" if read => match collect_query(&query) {
-            Ok(value) => match shared.scrapes.enter().await {
+            Ok(value) => match shared.scrapes.enter(client).await {
                 Some(p) => {
                     blocking(shared, move |s| perfdata(s, &value).map(|b| b.holding(p))).await
                 }
