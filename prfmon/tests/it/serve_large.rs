@@ -18,6 +18,14 @@ use prfdata_testkit::{ready, Sandbox};
 /// Instances of the wide app: about 11 MB of `/metrics` text.
 const INSTANCES: u32 = 60_000;
 
+/// Instances of the wide app for the answer deadline: about 27 MB of `/metrics` text, more
+/// than a client reading with [`SLOW_PAUSE`] takes in the 60 s the server gives an answer.
+const DEADLINE_INSTANCES: u32 = 150_000;
+
+/// The pause of the client of the answer deadline after each 64 KiB read: 384 KiB/s,
+/// fast enough that the server's writes never wait 10 s (its write timeout).
+const SLOW_PAUSE: Duration = Duration::from_millis(166);
+
 /// The clients' receive buffer (`SO_RCVBUF`, which also stops the kernel from growing it).
 const RECEIVE_BUFFER: usize = 64 * 1024;
 
@@ -40,7 +48,7 @@ prfdata::prfdata_map! {
         app: "ServeWideApp",
         object SESSION = 0 {
             name: "Serve Wide Session", help: "One of many sessions.",
-            instances: { max: 60000, name_len: 32 },
+            instances: { max: 150000, name_len: 32 },
             counters {
                 BYTES = 2: RawCount { name: "Session bytes", help: "Bytes the session moved." },
                 PACKETS = 4: RawCount { name: "Session packets", help: "Packets the session moved." },
@@ -53,12 +61,15 @@ prfdata::prfdata_map! {
 #[test]
 #[ignore = "entry point for the app child process"]
 fn wide_app_entry() {
-    if std::env::var_os(WIDE_APP_ENV).is_none() {
+    let Some(instances) = std::env::var(WIDE_APP_ENV)
+        .ok()
+        .and_then(|n| n.parse::<u32>().ok())
+    else {
         return;
-    }
+    };
     use std::sync::atomic::Ordering::Relaxed;
     let prf = wide::PrfData::activate().expect("activate the wide app");
-    for i in 0..INSTANCES {
+    for i in 0..instances {
         let inst = prf
             .add_instance(wide::SESSION, &format!("session {i:05}"))
             .expect("add an instance");
@@ -85,14 +96,15 @@ struct Wide {
 }
 
 impl Wide {
-    fn start() -> Self {
+    /// The app with `instances` sessions, and serve.
+    fn start(instances: u32) -> Self {
         let sandbox = Sandbox::new();
         sandbox.install(&wide::MAP);
         let mut command =
             prfdata_testkit::self_command(&prfdata_testkit::test_path!("wide_app_entry"));
         sandbox
             .apply_env(&mut command)
-            .env(WIDE_APP_ENV, "1")
+            .env(WIDE_APP_ENV, instances.to_string())
             .stdout(Stdio::null());
         let app = Guard::new(command.spawn().expect("spawn the wide app"), "the wide app");
         ready::wait(&sandbox.shm.join("ready"), WAIT);
@@ -224,7 +236,7 @@ fn slow_reader(addr: SocketAddr, stop: Arc<AtomicBool>) -> std::thread::JoinHand
 
 #[test]
 fn clients_that_read_a_large_answer_slowly_stall_only_themselves() {
-    let t = Wide::start();
+    let t = Wide::start(INSTANCES);
     let stop = Arc::new(AtomicBool::new(false));
     // One more than the most threads serve answers with.
     let readers: Vec<_> = (0..5)
@@ -252,7 +264,7 @@ fn clients_that_read_a_large_answer_slowly_stall_only_themselves() {
 
 #[test]
 fn many_clients_that_do_not_read_a_large_answer_keep_memory_bounded_and_stall_only_themselves() {
-    let t = Wide::start();
+    let t = Wide::start(INSTANCES);
     let before = vm_rss_kib(t.serve.id());
     let rss = RssWatch::start(t.serve.id());
     let held: Vec<_> = std::thread::scope(|scope| {
@@ -287,6 +299,38 @@ fn many_clients_that_do_not_read_a_large_answer_keep_memory_bounded_and_stall_on
     assert!(
         peak < bound,
         "peak VmRSS {peak} KiB past the bound {bound} KiB; serve log: {}",
+        t.log()
+    );
+}
+
+#[test]
+fn an_answer_read_slowly_is_cut_at_the_answer_deadline() {
+    let t = Wide::start(DEADLINE_INSTANCES);
+    let mut s = connect_small(t.addr).expect("connect");
+    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").expect("send");
+    s.set_read_timeout(Some(WAIT)).expect("read timeout");
+    let start = Instant::now();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut read = 0;
+    while start.elapsed() < Duration::from_secs(150) {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => read += n,
+        }
+        std::thread::sleep(SLOW_PAUSE);
+    }
+    let took = start.elapsed();
+    eprintln!(
+        "read {read} bytes of a {}-byte /metrics in {took:?}, then the server closed",
+        t.payload
+    );
+    assert!(
+        read < t.payload,
+        "the whole answer was read in {took:?}: no deadline cut it"
+    );
+    assert!(
+        took > Duration::from_secs(50),
+        "cut after {took:?}, before the 60 s answer deadline: by another timeout; {}",
         t.log()
     );
 }
