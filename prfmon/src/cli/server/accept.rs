@@ -3,7 +3,8 @@
 //! Accept errors (`EMFILE`, `ENFILE`, `ECONNABORTED`, ...) are never fatal: the first is
 //! logged, later ones are counted and summed up at most once a minute, the loop backs off
 //! (10 ms doubling to 1 s) and, when the process or the system is out of open files, closes
-//! a connection to get one back, as at the cap ([`Conns::close_one`]). Service resumes by itself when files free up.
+//! a connection to get one back, as at the cap ([`Conns::close_one`]). Service resumes by
+//! itself when files free up.
 //!
 //! Each connection is served by hyper's HTTP/1 state machine in a task of its own, through
 //! [`Guarded`] (head limits, activity); a watchdog closes it when a head takes longer than
@@ -164,8 +165,8 @@ where
         async move {
             let r = routes::route(shared, ip, &client, request).await;
             let answered = client.state;
-            // A streamed answer is answered when its body ends.
-            let r = if r.body().is_streamed() {
+            // A streamed answer (or a scrape's) is answered when its body ends.
+            let r = if r.body().ends_later() {
                 r.map(|body| body.on_end(move || answered.answered()))
             } else {
                 answered.answered();

@@ -12,9 +12,9 @@
 //! blocking threads collections run on), so a client that does not read, or reads slowly,
 //! holds up only its own answer; the encoders are as many as the scrapes in flight at most
 //! ([`super::scrapes`]). The connection's timeouts then close it, the body is dropped and the
-//! encoder's next send fails, which ends it. A streamed answer is answered, for the
-//! connection's idle and eviction rules, when its body ends ([`AnswerBody::on_end`]), not when
-//! its head is sent.
+//! encoder's next send fails, which ends it. A streamed answer (and a whole one that holds a
+//! scrape's place, `/perfdata`'s) is answered, for the connection's deadlines, idle and
+//! eviction rules, when its body ends ([`AnswerBody::on_end`]), not when its head is sent.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -41,7 +41,7 @@ pub struct AnswerBody {
     kind: Kind,
     on_end: Option<OnEnd>,
     /// The scrape's place in flight, given back when the body is dropped.
-    _permit: Option<Permit>,
+    permit: Option<Permit>,
 }
 
 enum Kind {
@@ -57,7 +57,7 @@ impl AnswerBody {
         AnswerBody {
             kind: Kind::Whole(Some(bytes)),
             on_end: None,
-            _permit: None,
+            permit: None,
         }
     }
 
@@ -84,19 +84,21 @@ impl AnswerBody {
         Ok(AnswerBody {
             kind: Kind::Streamed(receiver),
             on_end: None,
-            _permit: Some(permit),
+            permit: Some(permit),
         })
     }
 
     /// Holds `permit` until the body is dropped.
     pub fn holding(mut self, permit: Permit) -> Self {
-        self._permit = Some(permit);
+        self.permit = Some(permit);
         self
     }
 
-    /// Whether the body is streamed (its end is later than its head).
-    pub fn is_streamed(&self) -> bool {
-        matches!(self.kind, Kind::Streamed(_))
+    /// Whether the answer is done only when its body ends, not when its head is sent: a
+    /// streamed body, or one that holds a scrape's place (its client must take it whole
+    /// within the answer deadline).
+    pub fn ends_later(&self) -> bool {
+        matches!(self.kind, Kind::Streamed(_)) || self.permit.is_some()
     }
 
     /// Calls `done` when the body has been sent whole, or is dropped before.

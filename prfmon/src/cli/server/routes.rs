@@ -2,8 +2,8 @@
 //! work that touches the collector or the registry runs on a blocking thread
 //! ([`tokio::task::spawn_blocking`]), so the connections' tasks never wait on it; collections
 //! take turns on the collector's mutex there. `/metrics` and `/perfdata` first take a place
-//! among the scrapes in flight ([`super::scrapes`]), else are answered 503. Error bodies name apps, services and stats, never
-//! a local path: the full reason is logged here.
+//! among the scrapes in flight ([`super::scrapes`]), else are answered 503. Error bodies name
+//! apps, services and stats, never a local path: the full reason is logged here.
 
 use std::net::IpAddr;
 use std::sync::{Arc, PoisonError};
