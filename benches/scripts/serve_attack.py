@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """The attacks of prfmon/tests/it/serve_attacks.rs as a load, for benches/scripts/serve_load.sh:
 an idle-connection flood, slowloris headers, clients that pipeline /metrics requests and never
-read, and endless header lines, all at once against one HTTP server on this machine, for a
-bounded time. Standard library only.
+read, clients that read /metrics slowly (256 KiB/s), and endless header lines, all at once against
+one HTTP server on this machine, for a bounded time. Standard library only.
 
-Usage: serve_attack.py HOST:PORT [--seconds S] [--idle N] [--slow N] [--pipeliners N] [--endless N]
+Usage: serve_attack.py HOST:PORT [--seconds S] [--idle N] [--slow N] [--pipeliners N]
+                       [--slow-readers N] [--endless N] [--rcvbuf BYTES]
+
+The pipeliners and slow readers hold their answers only if those do not fit in the kernel's
+socket buffers: against a multi-megabyte /metrics (serve_load.sh with WIDE_INSTANCES), give them
+a small receive buffer with --rcvbuf (e.g. 65536), which also stops the kernel from growing it.
 
 Only loopback targets are accepted (127.0.0.0/8, localhost, ::1).
 """
@@ -27,9 +32,17 @@ def loopback(host):
         return False
 
 
-def connect(addr):
+RCVBUF = 0  # --rcvbuf: the receive buffer of the clients that ask for /metrics (0: the kernel's)
+
+
+def connect(addr, rcvbuf=0):
     try:
-        return socket.create_connection(addr, timeout=2)
+        s = socket.socket(socket.AF_INET6 if ":" in addr[0] else socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        s.settimeout(2)
+        s.connect(addr)
+        return s
     except OSError:
         return None
 
@@ -75,10 +88,10 @@ def slowloris(addr, stop):
             s.close()
 
 
-def reconnecting(addr, stop, first, then):
+def reconnecting(addr, stop, first, then, rcvbuf=0):
     """Sends `first`, then `then` again and again, reconnecting whenever the server cuts off."""
     while not stop.is_set():
-        s = connect(addr)
+        s = connect(addr, rcvbuf)
         if s is None:
             time.sleep(0.2)
             continue
@@ -100,7 +113,29 @@ def reconnecting(addr, stop, first, then):
 def pipeliner(addr, stop):
     """Pipelines /metrics requests as fast as the server takes them and never reads."""
     request = b"GET /metrics HTTP/1.1\r\nHost: pipeliner\r\n\r\n" * 100
-    reconnecting(addr, stop, b"", request)
+    reconnecting(addr, stop, b"", request, RCVBUF)
+
+
+def slow_reader(addr, stop):
+    """Asks for /metrics and reads it at 256 KiB/s (64 KiB every 250 ms), again and again."""
+    while not stop.is_set():
+        s = connect(addr, RCVBUF)
+        if s is None:
+            time.sleep(0.2)
+            continue
+        try:
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: slow-reader\r\n\r\n")
+            while not stop.is_set():
+                time.sleep(0.25)
+                try:
+                    if s.recv(65536) == b"":
+                        break
+                except socket.timeout:
+                    pass
+        except OSError:
+            pass
+        finally:
+            s.close()
 
 
 def endless(addr, stop):
@@ -115,8 +150,12 @@ def main():
     p.add_argument("--idle", type=int, default=400)
     p.add_argument("--slow", type=int, default=16)
     p.add_argument("--pipeliners", type=int, default=4)
+    p.add_argument("--slow-readers", type=int, default=0)
     p.add_argument("--endless", type=int, default=2)
+    p.add_argument("--rcvbuf", type=int, default=0, help="receive buffer of pipeliners and slow readers")
     a = p.parse_args()
+    global RCVBUF
+    RCVBUF = a.rcvbuf
     host, _, port = a.target.rpartition(":")
     host = host.strip("[]")
     if not loopback(host):
@@ -129,6 +168,7 @@ def main():
     threads = [threading.Thread(target=idle, args=(addr, a.idle, stop, held), daemon=True)]
     threads += [threading.Thread(target=slowloris, args=(addr, stop), daemon=True) for _ in range(a.slow)]
     threads += [threading.Thread(target=pipeliner, args=(addr, stop), daemon=True) for _ in range(a.pipeliners)]
+    threads += [threading.Thread(target=slow_reader, args=(addr, stop), daemon=True) for _ in range(a.slow_readers)]
     threads += [threading.Thread(target=endless, args=(addr, stop), daemon=True) for _ in range(a.endless)]
     for t in threads:
         t.start()

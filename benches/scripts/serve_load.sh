@@ -10,7 +10,12 @@
 #
 # Usage: benches/scripts/serve_load.sh [SECONDS per wrk run, default 10]
 # Environment: WRK_THREADS (2), WRK_CONNECTIONS (16), SERVE_PORT (19358), NODE_PORT (19100),
-#   NODE_COLLECTORS (the node_exporter collectors enabled, see below).
+#   NODE_COLLECTORS (the node_exporter collectors enabled, see below),
+#   WIDE_INSTANCES (unset: the demo app alone; N: also the wide app of prfdata-benches with N
+#   instances, for a multi-megabyte /metrics: 60000 give about 10 MB; node_exporter's payload
+#   then stays small, so compare serve with itself alone and under attack),
+#   ATTACK_ARGS (more arguments for serve_attack.py; with WIDE_INSTANCES the default is
+#   "--rcvbuf 65536 --slow-readers 4", so that the pipeliners and slow readers hold their answers).
 set -euo pipefail
 seconds=${1:-10}
 threads=${WRK_THREADS:-2}
@@ -21,6 +26,12 @@ node_port=${NODE_PORT:-19100}
 # (the sizes are printed below): its own go_/process_/promhttp_ metrics and every default
 # collector off, then these on.
 node_collectors=${NODE_COLLECTORS:-"cpu loadavg meminfo"}
+wide_instances=${WIDE_INSTANCES:-}
+if [ -n "$wide_instances" ]; then
+  attack_args=${ATTACK_ARGS:-"--rcvbuf 65536 --slow-readers 4"}
+else
+  attack_args=${ATTACK_ARGS:-}
+fi
 
 for tool in wrk prometheus-node-exporter curl python3; do
   command -v "$tool" >/dev/null || {
@@ -32,6 +43,7 @@ done
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 cargo build --release -q -p prfmon -p demo-app -p prfdata-provider
+[ -z "$wide_instances" ] || cargo build --release -q -p prfdata-benches --bin wide_app
 bin=$root/target/release
 
 work=$(mktemp -d)
@@ -48,6 +60,12 @@ mkdir -p "$PRFDATA_REGISTRY" "$PRFDATA_SHM_DIR"
 "$bin/demo-app" install >/dev/null
 "$bin/demo-app" run --duration 3600 >/dev/null 2>&1 &
 pids+=($!)
+if [ -n "$wide_instances" ]; then
+  "$bin/wide_app" install
+  "$bin/wide_app" run "$wide_instances" 3600 >"$work/wide.out" &
+  pids+=($!)
+  for _ in $(seq 600); do grep -q ready "$work/wide.out" 2>/dev/null && break; sleep 0.1; done
+fi
 "$bin/prfmon" serve --log-to stderr --listen "127.0.0.1:$serve_port" 2>"$work/serve.log" &
 serve_pid=$!
 pids+=($serve_pid)
@@ -69,7 +87,7 @@ done
 sleep 2
 serve_size=$(curl -sf "$serve_url" | wc -c)
 node_size=$(curl -sf "$node_url" | wc -c)
-echo "payload: prfmon serve $serve_size bytes (classic text format, demo app), node_exporter $node_size bytes (collectors: $node_collectors)"
+echo "payload: prfmon serve $serve_size bytes (classic text format, demo app${wide_instances:+ and $wide_instances wide instances}), node_exporter $node_size bytes (collectors: $node_collectors)"
 
 # wrk's requests/s and p99 (ms) for one URL.
 measure() {
@@ -96,9 +114,11 @@ read -r n_rps n_p99 n_err < <(measure "$node_url")
 echo "alone:        prfmon serve $s_rps req/s p99 $s_p99 ms ${s_err:-} | node_exporter $n_rps req/s p99 $n_p99 ms ${n_err:-}"
 
 attack_seconds=$((2 * seconds + 10))
-python3 benches/scripts/serve_attack.py "127.0.0.1:$serve_port" --seconds "$attack_seconds" &
+# shellcheck disable=SC2086 # attack_args is a list of words
+python3 benches/scripts/serve_attack.py "127.0.0.1:$serve_port" --seconds "$attack_seconds" $attack_args &
 pids+=($!)
-python3 benches/scripts/serve_attack.py "127.0.0.1:$node_port" --seconds "$attack_seconds" &
+# shellcheck disable=SC2086
+python3 benches/scripts/serve_attack.py "127.0.0.1:$node_port" --seconds "$attack_seconds" $attack_args &
 pids+=($!)
 peak_rss &
 pids+=($!)

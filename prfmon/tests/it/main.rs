@@ -54,6 +54,7 @@ mod remote_limits;
 mod serve;
 mod serve_attacks;
 mod serve_auth;
+mod serve_large;
 mod serve_peers;
 mod serve_prometheus;
 mod shm_folder;

@@ -37,7 +37,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
     /// The most connections open at once [default: 512, at most half the open-files limit].
-    /// At the cap the oldest idle connection is closed to admit a new one.
+    /// At the cap the oldest idle connection is closed to admit a new one, else the one whose
+    /// unfinished request head began first.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: Option<u32>,
     /// Let peers without a token start and stop watches (`POST` of `/reg` StartStat /

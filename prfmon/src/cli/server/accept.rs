@@ -3,12 +3,15 @@
 //! Accept errors (`EMFILE`, `ENFILE`, `ECONNABORTED`, ...) are never fatal: the first is
 //! logged, later ones are counted and summed up at most once a minute, the loop backs off
 //! (10 ms doubling to 1 s) and, when the process or the system is out of open files, closes
-//! the oldest idle connection to get one back. Service resumes by itself when files free up.
+//! a connection to get one back, as at the cap ([`Conns::close_one`]). Service resumes by
+//! itself when files free up.
 //!
 //! Each connection is served by hyper's HTTP/1 state machine in a task of its own, through
 //! [`Guarded`] (head limits, activity); a watchdog closes it when a head takes longer than
 //! [`HEADER_TIMEOUT`] (slowloris), an answer is not taken for [`WRITE_TIMEOUT`] (a client that
-//! does not read stalls only its own connection), or it is idle for [`IDLE_TIMEOUT`].
+//! does not read stalls only its own connection), a request is not answered whole within
+//! [`ANSWER_TIMEOUT`] of its head (however it waits: its turn, the collector, a client that
+//! reads a little now and then), or it is idle for [`IDLE_TIMEOUT`].
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,6 +26,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::conns::{Admitted, Conns};
 use super::guard::{now_ms, ConnState, Guarded, MAX_HEAD};
+use super::scrapes::Client;
 use super::{routes, Shared, StopFlag};
 
 /// How long a request head may take to arrive, from its first byte (and a TLS handshake).
@@ -30,6 +34,12 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long an answer may wait for the client to read it.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a request may take from the end of its head to the end of its answer, whatever
+/// it waits for: a deadline, where [`WRITE_TIMEOUT`] starts again at each write that goes
+/// through. A minute: several times Prometheus' usual scrape timeout of 10 s, and 60 MB of
+/// `/metrics` at 1 MB/s.
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long a keep-alive connection may stay idle between requests (more than Prometheus'
 /// usual scrape interval of 15 to 60 s).
@@ -75,7 +85,7 @@ pub async fn serve<R: Registry + Send + 'static>(ctx: Arc<Ctx<R>>, listener: Tcp
             Err(e) => {
                 let out_of_files = matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
                 if out_of_files {
-                    ctx.conns.close_oldest_idle();
+                    ctx.conns.close_one();
                 }
                 let pause = errors.record(&e);
                 tokio::time::sleep(pause).await;
@@ -103,7 +113,7 @@ impl AcceptErrors {
             .is_none_or(|t| now.saturating_sub(t) >= 60_000)
         {
             log::warn!(
-                "prfmon serve: cannot accept a connection: {e} ({} accept errors so far); idle \
+                "prfmon serve: cannot accept a connection: {e} ({} accept errors so far); \
                  connections are closed to make room and accept is retried",
                 self.count
             );
@@ -145,14 +155,18 @@ where
 {
     let state = Arc::clone(&admitted.state);
     let shared = Arc::clone(&ctx.shared);
-    let answered = Arc::clone(&state);
+    let client = Client {
+        state: Arc::clone(&state),
+        close: Arc::clone(&admitted.close),
+    };
     let ip = peer.ip().to_canonical();
     let service = service_fn(move |request| {
-        let (shared, answered) = (Arc::clone(&shared), Arc::clone(&answered));
+        let (shared, client) = (Arc::clone(&shared), client.clone());
         async move {
-            let r = routes::route(shared, ip, request).await;
-            // A streamed answer is answered when its body ends.
-            let r = if r.body().is_streamed() {
+            let r = routes::route(shared, ip, &client, request).await;
+            let answered = client.state;
+            // A streamed answer (or a scrape's) is answered when its body ends.
+            let r = if r.body().ends_later() {
                 r.map(|body| body.on_end(move || answered.answered()))
             } else {
                 answered.answered();
@@ -176,8 +190,8 @@ where
     }
 }
 
-/// Returns when the connection has overstayed: a head or an unread answer for too long, or
-/// idle for too long.
+/// Returns when the connection has overstayed: a head, an unread answer or a request for too
+/// long, or idle for too long.
 async fn watchdog(state: &ConnState) {
     let over =
         |since: u64, limit: Duration| now_ms().saturating_sub(since) > limit.as_millis() as u64;
@@ -187,8 +201,11 @@ async fn watchdog(state: &ConnState) {
         let write = state
             .blocked_since()
             .is_some_and(|t| over(t, WRITE_TIMEOUT));
+        let answer = state
+            .request_since()
+            .is_some_and(|t| over(t, ANSWER_TIMEOUT));
         let idle = state.is_idle() && over(state.last_activity(), IDLE_TIMEOUT);
-        if head || write || idle {
+        if head || write || answer || idle {
             return;
         }
     }

@@ -1,16 +1,20 @@
 //! The body of an answer: whole (every route but `/metrics`), or written as it is made
-//! (`/metrics`: the exposition is encoded on a blocking thread in chunks of [`CHUNK`] bytes,
+//! (`/metrics`: the exposition is encoded on a thread of its own in chunks of [`CHUNK`] bytes,
 //! at most [`CHUNKS_AHEAD`] ahead of the client), so that a scrape never holds its whole text.
 //!
 //! ```text
-//! blocking thread: Exposition::encode_to ─▶ Chunks (fmt::Write) ─▶ channel (CHUNKS_AHEAD) ─┐
-//! connection task:                       hyper ◀── AnswerBody::poll_frame ◀──────────────────┘
+//! encoder thread:   Exposition::encode_to ─▶ Chunks (fmt::Write) ─▶ channel (CHUNKS_AHEAD) ─┐
+//! connection task:                        hyper ◀── AnswerBody::poll_frame ◀─────────────────┘
 //! ```
 //!
-//! A client that stops reading stops the encoder at a full channel; the connection's write
-//! timeout then closes it, the body is dropped and the encoder's next send fails, which ends
-//! it. A streamed answer is answered, for the connection's idle and eviction rules, when its
-//! body ends ([`AnswerBody::on_end`]), not when its head is sent.
+//! A client that stops reading stops its encoder at a full channel. The encoder waits there on
+//! a thread of its own, never on one that other requests need (the runtime's workers, or the
+//! blocking threads collections run on), so a client that does not read, or reads slowly,
+//! holds up only its own answer; the encoders are as many as the scrapes in flight at most
+//! ([`super::scrapes`]). The connection's timeouts then close it, the body is dropped and the
+//! encoder's next send fails, which ends it. A streamed answer (and a whole one that holds a
+//! scrape's place, `/perfdata`'s) is answered, for the connection's deadlines, idle and
+//! eviction rules, when its body ends ([`AnswerBody::on_end`]), not when its head is sent.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -18,6 +22,8 @@ use std::task::{Context, Poll};
 
 use hyper::body::{Body, Bytes, Frame, SizeHint};
 use tokio::sync::mpsc;
+
+use super::scrapes::Permit;
 
 /// Bytes of a streamed body sent at once: large enough that a frame's overhead is noise,
 /// small next to any collection worth streaming.
@@ -34,6 +40,8 @@ type OnEnd = Box<dyn FnOnce() + Send + Sync>;
 pub struct AnswerBody {
     kind: Kind,
     on_end: Option<OnEnd>,
+    /// The scrape's place in flight, given back when the body is dropped.
+    permit: Option<Permit>,
 }
 
 enum Kind {
@@ -49,30 +57,48 @@ impl AnswerBody {
         AnswerBody {
             kind: Kind::Whole(Some(bytes)),
             on_end: None,
+            permit: None,
         }
     }
 
-    /// A body written by `encode` on a blocking thread, chunk by chunk, as the client takes
-    /// it. Called from inside the tokio runtime.
-    pub fn streamed(encode: impl FnOnce(&mut Chunks) -> std::fmt::Result + Send + 'static) -> Self {
+    /// A body written by `encode` on a thread of its own, chunk by chunk, as the client takes
+    /// it; `permit` is held until both the body and the encoder are done. An error if the
+    /// thread cannot be started.
+    pub fn streamed(
+        permit: Permit,
+        encode: impl FnOnce(&mut Chunks) -> std::fmt::Result + Send + 'static,
+    ) -> std::io::Result<Self> {
         let (sender, receiver) = mpsc::channel(CHUNKS_AHEAD);
-        tokio::task::spawn_blocking(move || {
-            let mut chunks = Chunks {
-                sender,
-                buffer: String::with_capacity(CHUNK),
-            };
-            // An error is the client gone: nothing to tell.
-            let _ = encode(&mut chunks).and_then(|()| chunks.send());
-        });
-        AnswerBody {
+        let held = Permit::clone(&permit);
+        std::thread::Builder::new()
+            .name("prfmon-encode".into())
+            .spawn(move || {
+                let _held = held;
+                let mut chunks = Chunks {
+                    sender,
+                    buffer: String::with_capacity(CHUNK),
+                };
+                // An error is the client gone: nothing to tell.
+                let _ = encode(&mut chunks).and_then(|()| chunks.send());
+            })?;
+        Ok(AnswerBody {
             kind: Kind::Streamed(receiver),
             on_end: None,
-        }
+            permit: Some(permit),
+        })
     }
 
-    /// Whether the body is streamed (its end is later than its head).
-    pub fn is_streamed(&self) -> bool {
-        matches!(self.kind, Kind::Streamed(_))
+    /// Holds `permit` until the body is dropped.
+    pub fn holding(mut self, permit: Permit) -> Self {
+        self.permit = Some(permit);
+        self
+    }
+
+    /// Whether the answer is done only when its body ends, not when its head is sent: a
+    /// streamed body, or one that holds a scrape's place (its client must take it whole
+    /// within the answer deadline).
+    pub fn ends_later(&self) -> bool {
+        matches!(self.kind, Kind::Streamed(_)) || self.permit.is_some()
     }
 
     /// Calls `done` when the body has been sent whole, or is dropped before.

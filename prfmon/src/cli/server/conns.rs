@@ -1,9 +1,16 @@
 //! The open connections and their cap. A new connection is admitted while fewer than the cap
-//! are open; at the cap the oldest *idle* connection (no request in progress, see
-//! [`ConnState::is_idle`]) is closed to make room, and when every connection has a request in
-//! progress the new one is closed at once (the timeouts free the others soon). When accept
-//! runs out of open files the oldest idle connection is closed too
-//! ([`Conns::close_oldest_idle`]).
+//! are open; at the cap one is closed to make room ([`Conns::admit`]):
+//!
+//! 1. the oldest *idle* connection (no request in progress, see [`ConnState::is_idle`]);
+//! 2. else the connection whose unfinished request head began first (a head that has not
+//!    arrived whole, and nothing else in progress on it): a flood of partial heads only ever
+//!    pushes out its own oldest, and an honest head, which arrives whole at once, is never the
+//!    oldest for long;
+//! 3. else, when every connection has a whole request in progress, the new one is closed at
+//!    once (the answer deadlines free the others soon).
+//!
+//! When accept runs out of open files a connection is closed by the same rule
+//! ([`Conns::close_one`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -88,11 +95,11 @@ impl Conns {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Admits a new connection, closing the oldest idle one at the cap; `None` when every
-    /// connection has a request in progress.
+    /// Admits a new connection, closing one at the cap (see the [module docs](self)); `None`
+    /// when every connection has a whole request in progress.
     pub fn admit(self: &Arc<Self>) -> Option<Admitted> {
         let mut inner = self.lock();
-        if inner.1.len() >= self.cap && !evict_oldest_idle(&mut inner.1) {
+        if inner.1.len() >= self.cap && !evict_one(&mut inner.1) {
             return None;
         }
         inner.0 += 1;
@@ -113,9 +120,10 @@ impl Conns {
         })
     }
 
-    /// Closes the oldest idle connection (accept ran out of open files); whether there was one.
-    pub fn close_oldest_idle(&self) -> bool {
-        evict_oldest_idle(&mut self.lock().1)
+    /// Closes a connection as at the cap (accept ran out of open files); whether there was one
+    /// to close.
+    pub fn close_one(&self) -> bool {
+        evict_one(&mut self.lock().1)
     }
 
     /// Closes every connection (the server stops).
@@ -126,13 +134,20 @@ impl Conns {
     }
 }
 
-/// Removes the oldest idle entry and tells its task to close.
-fn evict_oldest_idle(map: &mut BTreeMap<u64, Entry>) -> bool {
-    let Some(id) = map
+/// Removes the oldest idle entry, else the one whose unfinished head began first, and tells
+/// its task to close; whether there was one.
+fn evict_one(map: &mut BTreeMap<u64, Entry>) -> bool {
+    let oldest_head = || {
+        map.iter()
+            .filter_map(|(id, e)| e.state.unfinished_head_since().map(|since| (since, *id)))
+            .min()
+            .map(|(_, id)| id)
+    };
+    let idle = map
         .iter()
         .find(|(_, e)| e.state.is_idle())
-        .map(|(id, _)| *id)
-    else {
+        .map(|(id, _)| *id);
+    let Some(id) = idle.or_else(oldest_head) else {
         return false;
     };
     if let Some(e) = map.remove(&id) {
@@ -156,6 +171,15 @@ mod tests {
         assert!(!conns.lock().1.contains_key(&first.id));
         drop(first);
         assert_eq!(conns.lock().1.len(), 2);
+        // None idle: the connection whose unfinished head began first makes room.
+        let conns = Conns::new(2);
+        let older = conns.admit().unwrap();
+        let newer = conns.admit().unwrap();
+        newer.state.begin_head_at(5);
+        older.state.begin_head_at(9);
+        assert!(conns.admit().is_some());
+        assert!(!conns.lock().1.contains_key(&newer.id));
+        assert!(conns.lock().1.contains_key(&older.id));
         let (cap, over) = effective_cap(Some(7));
         assert_eq!((cap, over), (7, false));
         assert!(effective_cap(None).0 <= DEFAULT_MAX_CONNECTIONS);

@@ -53,6 +53,9 @@ pub struct ConnState {
     write_blocked: AtomicBool,
     /// Since when writes are blocked (ms).
     blocked_since: AtomicU64,
+    /// When the oldest request not yet answered began to be served: its head ended, or the
+    /// answer before it did (ms).
+    request_since: AtomicU64,
     /// The last byte read or written (ms).
     last_activity: AtomicU64,
 }
@@ -72,9 +75,42 @@ impl ConnState {
             && self.heads.load(Ordering::Relaxed) <= self.answered.load(Ordering::Relaxed)
     }
 
-    /// The service answered a request.
+    /// The service answered a request (a streamed one: its body ended).
     pub fn answered(&self) {
-        self.answered.fetch_add(1, Ordering::Relaxed);
+        let answered = self.answered.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.heads.load(Ordering::Relaxed) > answered {
+            // A pipelined request is served from now on.
+            self.request_since.store(now_ms(), Ordering::Relaxed);
+        }
+    }
+
+    /// A request head ended.
+    fn head_ended(&self) {
+        self.in_head.store(false, Ordering::Relaxed);
+        let heads = self.heads.fetch_add(1, Ordering::Relaxed);
+        if heads <= self.answered.load(Ordering::Relaxed) {
+            self.request_since.store(now_ms(), Ordering::Relaxed);
+        }
+    }
+
+    /// Since when the oldest request read and not answered has been served (queued for its
+    /// turn, collected, or its answer written), if one is.
+    pub fn request_since(&self) -> Option<u64> {
+        (self.heads.load(Ordering::Relaxed) > self.answered.load(Ordering::Relaxed))
+            .then(|| self.request_since.load(Ordering::Relaxed))
+    }
+
+    /// Since when a head has been arriving, if one is and nothing else is in progress on the
+    /// connection (no request read and not answered, no answer stuck).
+    pub fn unfinished_head_since(&self) -> Option<u64> {
+        self.head_since().filter(|_| self.is_idle_but_for_head())
+    }
+
+    /// A head begins at `ms` ([`now_ms`]), as if its first byte had been read then.
+    #[cfg(test)]
+    pub fn begin_head_at(&self, ms: u64) {
+        self.head_since.store(ms, Ordering::Relaxed);
+        self.in_head.store(true, Ordering::Relaxed);
     }
 
     /// Since when a head has been arriving, if one is.
@@ -175,8 +211,7 @@ impl<S> Guarded<S> {
                 Phase::Fields { at_line_start } => {
                     self.head += 1;
                     if b == b'\n' && at_line_start {
-                        self.state.heads.fetch_add(1, Ordering::Relaxed);
-                        self.state.in_head.store(false, Ordering::Relaxed);
+                        self.state.head_ended();
                         (self.phase, self.line, self.head) = (Phase::Line, 0, 0);
                         continue;
                     }

@@ -1,8 +1,9 @@
 //! The HTTP side of `prfmon serve`: hyper's HTTP/1 on a tokio runtime (the stack
 //! metrics-exporter-prometheus serves with), one task per connection, TLS through tokio-rustls.
 //! `/metrics` collects on each request on a blocking thread, and encodes as the client reads
-//! ([`body`]: the text is never held whole); collections, which must not interleave within
-//! one collector, take turns on a mutex there.
+//! on a thread of its own ([`body`]: the text is never held whole); collections, which must
+//! not interleave within one collector, take turns on a mutex there. At most
+//! [`SCRAPES`](scrapes::SCRAPES) scrapes are in flight ([`scrapes`]).
 //!
 //! | request                         | answer                                              |
 //! |---------------------------------|-----------------------------------------------------|
@@ -32,17 +33,21 @@
 //!
 //! | what | limit |
 //! |---|---|
-//! | open connections | `--max-connections`, default [`DEFAULT_MAX_CONNECTIONS`](conns::DEFAULT_MAX_CONNECTIONS) (512) and at most half the open-files limit; at the cap the oldest idle connection is closed to admit a new one |
+//! | open connections | `--max-connections`, default [`DEFAULT_MAX_CONNECTIONS`](conns::DEFAULT_MAX_CONNECTIONS) (512) and at most half the open-files limit; at the cap the oldest idle connection is closed to admit a new one, else the oldest unfinished head ([`conns`]) |
 //! | request line | [`MAX_REQUEST_LINE`](guard::MAX_REQUEST_LINE) (8 KiB), else 414 |
 //! | request head | [`MAX_HEAD`](guard::MAX_HEAD) (16 KiB), else 431 |
 //! | a head's arrival, a TLS handshake | [`HEADER_TIMEOUT`](accept::HEADER_TIMEOUT) (10 s), then the connection closes |
 //! | an answer the client does not read | [`WRITE_TIMEOUT`](accept::WRITE_TIMEOUT) (10 s), then the connection closes |
+//! | a request, from its head's end to its answer's end | [`ANSWER_TIMEOUT`](accept::ANSWER_TIMEOUT) (60 s), then the connection closes |
+//! | scrapes in flight (`/metrics`, `/perfdata`) | [`SCRAPES`](scrapes::SCRAPES) (8); past them a request waits [`QUEUE_WAIT`](scrapes::QUEUE_WAIT) (5 s), cutting answers stalled for [`STALLED`](scrapes::STALLED) (3 s), then 503 with `Retry-After` |
 //! | `/metrics` text encoded ahead of the client | [`CHUNKS_AHEAD`](body::CHUNKS_AHEAD) chunks of [`CHUNK`](body::CHUNK) bytes (256 KiB) |
 //! | an idle keep-alive connection | [`IDLE_TIMEOUT`](accept::IDLE_TIMEOUT) (90 s) |
 //! | accept errors (`EMFILE`, ...) | logged once, backed off (10 ms to 1 s), never fatal |
 //!
 //! The soft open-files limit is raised to the hard one at startup. Each connection is a task of
-//! its own: a client that does not read its answers stalls only its connection.
+//! its own, and each `/metrics` encoder a thread of its own: a client that does not read its
+//! answers stalls only its connection. Resident memory is bounded by the scrapes in flight:
+//! `64 MiB + SCRAPES x (the /perfdata size + the /metrics size)` ([`scrapes`]).
 //!
 //! # Who may scrape
 //!
@@ -71,6 +76,7 @@ mod conns;
 mod guard;
 mod reg;
 mod routes;
+mod scrapes;
 mod tls;
 pub mod watches;
 
@@ -94,8 +100,8 @@ pub use conns::{effective_cap, raise_open_files_limit};
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9358";
 
 /// The most threads answering requests (the runtime's workers, and as many for the blocking
-/// work of collections): the machine's cores, at most four. Collections take turns on one
-/// mutex, so more would only wait.
+/// work of collections; `/metrics` encoders have threads of their own, see [`scrapes`]): the
+/// machine's cores, at most four. Collections take turns on one mutex, so more would only wait.
 pub const WORKERS: usize = 4;
 
 /// [`DEFAULT_LISTEN`] as an address.
@@ -221,6 +227,8 @@ pub struct Shared<R: Registry> {
     allow_watch: bool,
     /// The watches held for peers.
     watches: Mutex<watches::PeerWatches>,
+    /// The places of the scrapes in flight.
+    scrapes: scrapes::Scrapes,
 }
 
 /// A bound `/metrics` server over one collector.
@@ -262,7 +270,8 @@ where
         let (cap, over) = effective_cap(options.max_connections);
         if over {
             log::warn!(
-                "prfmon serve: --max-connections {cap} is more than half the open-files limit:                  accept may run out of files (then idle connections are closed to make room)"
+                "prfmon serve: --max-connections {cap} is more than half the open-files limit: \
+                 accept may run out of files (then connections are closed to make room)"
             );
         }
         let names = Names::load(collector.registry(), &options.lang).unwrap_or_default();
@@ -276,6 +285,7 @@ where
                 names: Mutex::new(Arc::new(names)),
                 allow_watch,
                 watches: Mutex::new(watches::PeerWatches::default()),
+                scrapes: scrapes::Scrapes::default(),
             }),
             tls,
             addr,

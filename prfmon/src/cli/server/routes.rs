@@ -1,8 +1,9 @@
 //! The answers (the route table is in the [module docs of the server](super)). Every piece of
 //! work that touches the collector or the registry runs on a blocking thread
 //! ([`tokio::task::spawn_blocking`]), so the connections' tasks never wait on it; collections
-//! take turns on the collector's mutex there. Error bodies name apps, services and stats, never
-//! a local path: the full reason is logged here.
+//! take turns on the collector's mutex there. `/metrics` and `/perfdata` first take a place
+//! among the scrapes in flight ([`super::scrapes`]), else are answered 503. Error bodies name
+//! apps, services and stats, never a local path: the full reason is logged here.
 
 use std::net::IpAddr;
 use std::sync::{Arc, PoisonError};
@@ -13,6 +14,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use prfdata_registry::Registry;
 
 use super::body::AnswerBody;
+use super::scrapes::{self, Client, Permit};
 use super::Shared;
 use prfmon::names::Names;
 use prfmon::openmetrics::exposition::{Exposition, CONTENT_TYPE, TEXT_CONTENT_TYPE};
@@ -68,10 +70,11 @@ where
         })
 }
 
-/// Answers one request.
+/// Answers one request of `client`, whose address is `peer`.
 pub async fn route<R: Registry + Send + 'static>(
     shared: Arc<Shared<R>>,
     peer: IpAddr,
+    client: &Client,
     request: Request<hyper::body::Incoming>,
 ) -> Answer {
     // No route reads a body: one that was sent is not parsed, and the connection closes.
@@ -82,7 +85,7 @@ pub async fn route<R: Registry + Send + 'static>(
         || request
             .headers()
             .contains_key(hyper::header::TRANSFER_ENCODING);
-    let mut r = dispatch(&shared, peer, &request).await;
+    let mut r = dispatch(&shared, peer, client, &request).await;
     if has_body {
         r.headers_mut()
             .insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
@@ -93,6 +96,7 @@ pub async fn route<R: Registry + Send + 'static>(
 async fn dispatch<R: Registry + Send + 'static>(
     shared: &Arc<Shared<R>>,
     peer: IpAddr,
+    client: &Client,
     request: &Request<hyper::body::Incoming>,
 ) -> Answer {
     if !authorized(request.headers(), shared) {
@@ -114,12 +118,20 @@ async fn dispatch<R: Registry + Send + 'static>(
         "/metrics" if read => match collect_query(&query) {
             Ok(value) => {
                 let openmetrics = wants_openmetrics(request.headers());
-                blocking(shared, move |s| metrics(s, &value, openmetrics)).await
+                match shared.scrapes.enter(client).await {
+                    Some(p) => blocking(shared, move |s| metrics(s, &value, openmetrics, p)).await,
+                    None => scrapes::busy(),
+                }
             }
             Err(message) => text(400, message),
         },
         "/perfdata" if read => match collect_query(&query) {
-            Ok(value) => blocking(shared, move |s| perfdata(s, &value)).await,
+            Ok(value) => match shared.scrapes.enter(client).await {
+                Some(p) => {
+                    blocking(shared, move |s| perfdata(s, &value).map(|b| b.holding(p))).await
+                }
+                None => scrapes::busy(),
+            },
             Err(message) => text(400, message),
         },
         "/names" if read => blocking(shared, move |s| names_answer(s, &query)).await,
@@ -153,17 +165,31 @@ fn wants_openmetrics(headers: &HeaderMap) -> bool {
     })
 }
 
-/// `/metrics`: one collection, encoded as the client reads it (the text is never held whole).
-fn metrics<R: Registry>(shared: &Shared<R>, query: &str, openmetrics: bool) -> Answer {
-    match scrape(shared, query) {
-        Ok(e) => {
-            let (content_type, body) = if openmetrics {
-                let body = AnswerBody::streamed(move |out| e.encode_to(out));
-                (CONTENT_TYPE, body)
-            } else {
-                let body = AnswerBody::streamed(move |out| e.encode_text_to(out));
-                (TEXT_CONTENT_TYPE, body)
-            };
+/// `/metrics`: one collection, encoded as the client reads it (the text is never held whole),
+/// holding `permit` until it is sent.
+fn metrics<R: Registry>(
+    shared: &Shared<R>,
+    query: &str,
+    openmetrics: bool,
+    permit: Permit,
+) -> Answer {
+    let exposition = match scrape(shared, query) {
+        Ok(e) => e,
+        // Prometheus then records the scrape as failed (`up` = 0).
+        Err(message) => {
+            log::error!("{message}");
+            return text(500, format!("{message}\n"));
+        }
+    };
+    let (content_type, body) = if openmetrics {
+        let body = AnswerBody::streamed(permit, move |out| exposition.encode_to(out));
+        (CONTENT_TYPE, body)
+    } else {
+        let body = AnswerBody::streamed(permit, move |out| exposition.encode_text_to(out));
+        (TEXT_CONTENT_TYPE, body)
+    };
+    match body {
+        Ok(body) => {
             let mut r = Response::new(body);
             r.headers_mut().insert(
                 hyper::header::CONTENT_TYPE,
@@ -171,10 +197,13 @@ fn metrics<R: Registry>(shared: &Shared<R>, query: &str, openmetrics: bool) -> A
             );
             r
         }
-        // Prometheus then records the scrape as failed (`up` = 0).
-        Err(message) => {
-            log::error!("{message}");
-            text(500, format!("{message}\n"))
+        Err(e) => {
+            log::error!("prfmon serve: cannot start a thread to encode /metrics: {e}");
+            with_header(
+                text(503, "the server cannot start a thread now: retry later\n"),
+                hyper::header::RETRY_AFTER,
+                "1",
+            )
         }
     }
 }

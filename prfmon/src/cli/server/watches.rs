@@ -3,7 +3,11 @@
 //! this process per `StartStat` in the app's watch table ([`prfdata::watch`]), so that they end
 //! when the server does, and recorded with the peer's address, so that
 //!
-//! - a peer holds at most [`PER_PEER`] of them (across all apps);
+//! - a peer holds at most [`PER_PEER`] of them (across all apps); a peer is what
+//!   [`peer_key`] makes of its address: an IPv4 address, or an IPv6 address's /64 prefix (one
+//!   host's share of a network, RFC 4291), so that one host cannot take a fresh key per
+//!   connection. Clients behind one address (a NAT, a proxy, every local user of a loopback
+//!   server) are one peer: they share its leases and may `StopStat` each other's;
 //! - peers together hold at most [`SHARE`] of one app's [`SLOTS`] slots: the rest stays for
 //!   local consumers (`typeperf`, `watch`, another collector), whatever the peers do;
 //! - a `StopStat` ends a watch the same peer started, and no other;
@@ -15,7 +19,7 @@ use std::time::Instant;
 use prfdata::watch::{Lease, WatchError, WatchSet, WatchTable, SLOTS};
 use prfmon::perfstats::PERFSTATS_TTL;
 
-/// The most watch leases one peer (one address) holds through serve.
+/// The most watch leases one peer ([`peer_key`]) holds through serve.
 pub const PER_PEER: usize = 4;
 
 /// The most slots of one app's watch table that remote peers hold through serve: a quarter.
@@ -37,7 +41,7 @@ pub enum PeerWatchError {
          StopStat one first"
     )]
     TooMany {
-        /// The peer's address.
+        /// The peer ([`peer_key`]: an IPv6 peer's /64 prefix).
         peer: IpAddr,
     },
     /// Peers hold [`SHARE`] of the app's slots already.
@@ -85,6 +89,21 @@ impl PeerWatchError {
     }
 }
 
+/// The bits of an IPv6 address that name a peer: the /64 prefix, the subnet one host is given.
+const IPV6_PEER_PREFIX: u32 = 64;
+
+/// The peer that `ip` counts as: an IPv4 address (an IPv4-mapped IPv6 one taken as IPv4) as
+/// it is, an IPv6 address with all but its first [`IPV6_PEER_PREFIX`] bits cleared.
+pub fn peer_key(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => {
+            let mask = u128::MAX << (128 - IPV6_PEER_PREFIX);
+            IpAddr::V6(std::net::Ipv6Addr::from_bits(v6.to_bits() & mask))
+        }
+        v4 => v4,
+    }
+}
+
 /// One lease held for a peer.
 struct Held {
     peer: IpAddr,
@@ -110,6 +129,7 @@ impl PeerWatches {
     /// `StartStat` for `peer`: a lease on `set` in `app`'s table.
     pub fn start(&mut self, peer: IpAddr, app: &str, set: WatchSet) -> Result<(), PeerWatchError> {
         self.prune();
+        let peer = peer_key(peer);
         if self.held.iter().filter(|h| h.peer == peer).count() >= PER_PEER {
             return Err(PeerWatchError::TooMany { peer });
         }
@@ -145,6 +165,7 @@ impl PeerWatches {
         stat: &str,
     ) -> Result<(), PeerWatchError> {
         self.prune();
+        let peer = peer_key(peer);
         let mine = self
             .held
             .iter()
@@ -162,6 +183,7 @@ impl PeerWatches {
     /// `StatData` for `peer`: renews its leases on exactly `set` in `app`.
     pub fn renew(&mut self, peer: IpAddr, app: &str, set: WatchSet) {
         self.prune();
+        let peer = peer_key(peer);
         for h in self
             .held
             .iter_mut()
@@ -171,5 +193,22 @@ impl PeerWatches {
                 h.renewed = Instant::now();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ipv6_peer_is_its_64_prefix_and_an_ipv4_peer_its_address() {
+        let key = |s: &str| peer_key(s.parse().unwrap()).to_string();
+        assert_eq!(key("2001:db8:1:2:aaaa:bbbb:cccc:dddd"), "2001:db8:1:2::");
+        assert_eq!(key("2001:db8:1:2::1"), key("2001:db8:1:2:ffff::9"));
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("192.0.2.7"), "192.0.2.7");
+        assert_ne!(key("192.0.2.7"), key("192.0.2.8"));
+        assert_eq!(key("::ffff:192.0.2.7"), "192.0.2.7");
+        assert_eq!(key("::1"), "::");
     }
 }
