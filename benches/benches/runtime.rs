@@ -5,6 +5,7 @@
 //! |--------------|------------------------------------------------------------------|
 //! | `add_at_0`   | `add_counter` on a run-time object with no other counter          |
 //! | `add_at_500` | the same with 500 run-time counters there                         |
+//! | `add_at_1000` | the same with 1000 run-time counters there (the slope)          |
 //! | `add_500_in_one_call` | `add_counters` with 500 specs, on an object with none       |
 //!
 //! An add registers the names (one registry update: the store read, edited, written, fsynced
@@ -84,7 +85,7 @@ fn runtime_counters(c: &mut Criterion) {
         "The counter each iteration adds.",
         PERF_COUNTER_RAWCOUNT,
     );
-    for existing in [0, 500] {
+    for existing in [0, 500, 1000] {
         let obj = prf
             .add_object(&ObjectSpec::new("Bench Plug-in", "Run-time counters."))
             .expect("add the object");

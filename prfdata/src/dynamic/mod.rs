@@ -172,6 +172,9 @@ pub(crate) struct Shared {
     installed_highest: u32,
     defs: Mutex<Defs>,
     current: RwLock<Option<Arc<Current>>>,
+    /// The registry the names were last registered in, kept open: it keeps the tree it last
+    /// wrote, so that the next change reads nothing back (see `prfdata_registry::FileRegistry`).
+    registry: Mutex<Option<prfdata_registry::FileRegistry>>,
 }
 
 impl Shared {
@@ -193,6 +196,7 @@ impl Shared {
                 objects: Vec::new(),
             }),
             current: RwLock::new(None),
+            registry: Mutex::new(None),
         }
     }
 
@@ -342,7 +346,7 @@ impl Shared {
     /// Registers the run-time names of `map` (none: `None`) in one registry update, then
     /// rewrites the app's `.INI` and `.h` from what that update read (no second read).
     fn register_names(&self, map: Option<&MapDef>) -> Result<(), Error> {
-        use prfdata_registry::{paths, service, update, FileRegistry, LodctrError};
+        use prfdata_registry::{paths, service, update, LodctrError};
         let Ok(root) = paths::registry_root() else {
             return Ok(());
         };
@@ -364,7 +368,8 @@ impl Shared {
             })
             .collect();
         let fingerprint = map.map(MapDef::fingerprint);
-        let registered = FileRegistry::open(&root)
+        let registered = self
+            .registry(&root)
             .map_err(LodctrError::from)
             .and_then(|reg| {
                 update(&reg, |hive| {
@@ -392,6 +397,22 @@ impl Shared {
                 app: self.app.to_owned(),
                 reason: e.to_string(),
             }),
+        }
+    }
+
+    /// The registry in `root`, opened once (again if `PRFDATA_REGISTRY` now names another).
+    fn registry(
+        &self,
+        root: &Path,
+    ) -> Result<prfdata_registry::FileRegistry, prfdata_registry::RegistryError> {
+        let mut kept = self.registry.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*kept {
+            Some(reg) if reg.root() == root => Ok(reg.clone()),
+            _ => {
+                let reg = prfdata_registry::FileRegistry::open(root)?;
+                *kept = Some(reg.clone());
+                Ok(reg)
+            }
         }
     }
 
