@@ -117,6 +117,18 @@ fn fold(path: &str) -> String {
     path.chars().flat_map(char::to_lowercase).collect()
 }
 
+/// Whether two value names are the same name, compared as [`fold`] compares them, without
+/// making either: the registry looks values up by name at every read.
+fn same_name(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        a.eq_ignore_ascii_case(b)
+    } else {
+        a.chars()
+            .flat_map(char::to_lowercase)
+            .eq(b.chars().flat_map(char::to_lowercase))
+    }
+}
+
 fn is_root(normalized: &str) -> bool {
     !normalized.contains('\\')
 }
@@ -323,7 +335,7 @@ impl Hive {
     pub fn value(&self, path: &str, name: &str) -> Result<Option<&Value>, RegistryError> {
         Ok(self.values(path)?.and_then(|vals| {
             vals.iter()
-                .find(|(n, _)| fold(n) == fold(name))
+                .find(|(n, _)| same_name(n, name))
                 .map(|(_, v)| v)
         }))
     }
@@ -355,8 +367,7 @@ impl Hive {
             .keys
             .get_mut(&fold(&p))
             .ok_or_else(|| RegistryError::KeyNotFound(p.clone()))?;
-        let lname = fold(name);
-        let change = match key.values.iter_mut().find(|(n, _)| fold(n) == lname) {
+        let change = match key.values.iter_mut().find(|(n, _)| same_name(n, name)) {
             Some((_, slot)) if *slot == value => None,
             Some((stored, slot)) => {
                 let change = match (&*slot, &value) {
@@ -421,7 +432,6 @@ impl Hive {
         insert: impl IntoIterator<Item = String>,
     ) -> Result<(), RegistryError> {
         let p = normalize_key(path)?;
-        let lname = fold(name);
         let not_found = || RegistryError::ValueNotFound {
             key: p.clone(),
             name: name.to_owned(),
@@ -430,7 +440,7 @@ impl Hive {
         let (stored, value) = key
             .values
             .iter_mut()
-            .find(|(n, _)| fold(n) == lname)
+            .find(|(n, _)| same_name(n, name))
             .ok_or_else(not_found)?;
         let Value::MultiSz(entries) = value else {
             return Err(RegistryError::WrongType {
@@ -481,11 +491,10 @@ impl Hive {
     /// ```
     pub fn delete_value(&mut self, path: &str, name: &str) -> Result<bool, RegistryError> {
         let p = normalize_key(path)?;
-        let lname = fold(name);
         let Some(key) = self.keys.get_mut(&fold(&p)) else {
             return Ok(false);
         };
-        let Some(at) = key.values.iter().position(|(n, _)| fold(n) == lname) else {
+        let Some(at) = key.values.iter().position(|(n, _)| same_name(n, name)) else {
             return Ok(false);
         };
         let (stored, _) = key.values.remove(at);
@@ -585,6 +594,15 @@ mod tests {
         assert_eq!(h.subkeys(r"HKLM\A").unwrap(), vec![r"HKLM\A\B".to_string()]);
         assert!(h.delete_key(r"HKLM\A").unwrap());
         assert!(h.key_exists(r"HKLM\AB"));
+    }
+
+    proptest::proptest! {
+        /// Names compare as their folded forms do.
+        #[test]
+        fn same_name_is_fold_equality(a in "[aAäÄİiß ]{0,4}", b in "[aAäÄİiß ]{0,4}") {
+            proptest::prop_assert_eq!(same_name(&a, &b), fold(&a) == fold(&b));
+            proptest::prop_assert!(same_name(&a, &a.to_uppercase()) == (fold(&a) == fold(&a.to_uppercase())));
+        }
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub(super) fn apply(
     current: Current,
     installed_highest: u32,
     highest: u32,
-    names: &[CounterNames],
+    names: &[&CounterNames],
 ) -> Result<Option<CounterRange>, LodctrError> {
     let Current {
         first_counter,
@@ -84,10 +84,10 @@ pub(super) fn apply(
 }
 
 /// The app's names in `lang`, by offset; `None` if two share an offset.
-fn wanted<'a>(names: &'a [CounterNames], lang: &str) -> Option<Wanted<'a>> {
+fn wanted<'a>(names: &[&'a CounterNames], lang: &str) -> Option<Wanted<'a>> {
     let mut wanted: Wanted<'a> = names
         .iter()
-        .flat_map(|n| {
+        .flat_map(|&n| {
             n.texts
                 .iter()
                 .filter(|t| t.lang.eq_ignore_ascii_case(lang))

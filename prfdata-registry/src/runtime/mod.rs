@@ -63,18 +63,19 @@ use crate::{update, CounterRange, Hive, LodctrError, Registry, RegistryError, Va
 /// assert_eq!(perflib::counter_text(&hive, "009")?.counter[&1852], "Dyn");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn apply_runtime_names(
+pub fn apply_runtime_names<'a>(
     hive: &mut Hive,
     app: &str,
     installed_highest: u32,
-    names: &[CounterNames],
+    names: impl IntoIterator<Item = &'a CounterNames>,
     fingerprint: Option<u64>,
 ) -> Result<CounterRange, LodctrError> {
+    let names: Vec<&CounterNames> = names.into_iter().collect();
     apply_with(
         hive,
         app,
         installed_highest,
-        names,
+        &names,
         fingerprint,
         Path::InPlaceFirst,
     )
@@ -102,7 +103,7 @@ fn apply_with(
     hive: &mut Hive,
     app: &str,
     installed_highest: u32,
-    names: &[CounterNames],
+    names: &[&CounterNames],
     fingerprint: Option<u64>,
     path: Path,
 ) -> Result<CounterRange, LodctrError> {
@@ -160,7 +161,7 @@ fn rewrite(
     current: Current,
     installed_highest: u32,
     highest: u32,
-    names: &[CounterNames],
+    names: &[&CounterNames],
 ) -> Result<CounterRange, LodctrError> {
     let Current {
         first_counter,
@@ -253,7 +254,7 @@ fn rewrite(
 }
 
 /// Perflib's languages and those of `names` not among them, each once.
-fn languages_used(languages: &[String], names: &[CounterNames]) -> Vec<String> {
+fn languages_used(languages: &[String], names: &[&CounterNames]) -> Vec<String> {
     let mut used = languages.to_vec();
     for t in names.iter().flat_map(|n| &n.texts) {
         if !used.iter().any(|l| l.eq_ignore_ascii_case(&t.lang)) {
@@ -284,7 +285,7 @@ fn no_other_range_in(
 fn record_range(
     hive: &mut Hive,
     range: &CounterRange,
-    names: &[CounterNames],
+    names: &[&CounterNames],
     fingerprint: Option<u64>,
 ) -> Result<(), RegistryError> {
     let (perf_last_counter, perf_last_help) = perflib::last_counter_help(hive)?;
@@ -338,15 +339,23 @@ fn record_range(
 /// assert_eq!(range.last_counter, range.first_counter, "removed again");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn register_runtime_names<R: Registry + ?Sized>(
+pub fn register_runtime_names<'a, R: Registry + ?Sized>(
     registry: &R,
     app: &str,
     installed_highest: u32,
-    names: &[CounterNames],
+    names: impl IntoIterator<Item = &'a CounterNames>,
     fingerprint: Option<u64>,
 ) -> Result<CounterRange, LodctrError> {
+    let names: Vec<&CounterNames> = names.into_iter().collect();
     update(registry, |hive| {
-        apply_runtime_names(hive, app, installed_highest, names, fingerprint)
+        apply_with(
+            hive,
+            app,
+            installed_highest,
+            &names,
+            fingerprint,
+            Path::InPlaceFirst,
+        )
     })
 }
 
@@ -437,6 +446,7 @@ mod tests {
                 }
                 let set: Vec<_> = current.iter().map(|(&o, &(n, l))| (o, n, l)).collect();
                 let names = names(&set);
+                let names: Vec<&CounterNames> = names.iter().collect();
                 let a = apply_with(&mut fast, "App", 2, &names, Some(i as u64), Path::InPlaceFirst);
                 let b = apply_with(&mut rewritten, "App", 2, &names, Some(i as u64), Path::RewriteOnly);
                 prop_assert_eq!(format!("{a:?}"), format!("{b:?}"));
