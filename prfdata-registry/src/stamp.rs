@@ -63,7 +63,9 @@ impl From<&std::fs::Metadata> for FileStamp {
 /// let before = registry.stamp();
 /// assert!(before.is_some());
 /// assert_eq!(registry.stamp(), before, "nothing changed");
+/// let store = std::fs::read(registry.store_path())?;
 /// update(&registry, |hive| hive.set_value(r"HKLM\SOFTWARE\Demo", "x", Value::Dword(1)))?;
+/// assert_eq!(std::fs::read(registry.store_path())?, store, "a record in the journal only");
 /// assert_ne!(registry.stamp(), before, "an update is seen");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
