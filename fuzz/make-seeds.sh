@@ -96,6 +96,16 @@ printf '#define OBJECT_1 0\n#define DEVICE_COUNTER_1 2\n#define DEVICE_COUNTER_2
 registry_input >"$corpus/registry_store/demo-and-seed-001.toml"
 # The same with the last record torn, as a writer killed while appending it leaves it.
 { registry_input; printf '0badc0de {"seq":'; } >"$corpus/registry_store/torn-record.toml"
+# A new registry whose every update is a journal record: seed 001 loaded, then a REG_MULTI_SZ
+# set, one entry changed (a splice) and deleted.
+(
+  export PRFDATA_REGISTRY=$tmp/journal
+  "$bin/prfmon" lodctr "$tmp/ini/seed-001.ini" >/dev/null
+  "$bin/prfmon" reg add 'HKLM\SOFTWARE\Seed' /v Multi /t REG_MULTI_SZ /d 'a\0b\0c' /f >/dev/null
+  "$bin/prfmon" reg add 'HKLM\SOFTWARE\Seed' /v Multi /t REG_MULTI_SZ /d 'a\0x\0c' /f >/dev/null
+  "$bin/prfmon" reg delete 'HKLM\SOFTWARE\Seed' /v Multi /f >/dev/null
+  registry_input >"$corpus/registry_store/journal-seed-001.toml"
+)
 
 # The fuzz harness's rich map: blocks, collections, its .INI, the harness registry.
 cargo run -q --manifest-path "$fuzz/Cargo.toml" --example seeds -- "$corpus"
