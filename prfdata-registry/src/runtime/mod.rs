@@ -348,13 +348,12 @@ pub fn register_runtime_names<'a, R: Registry + ?Sized>(
 ) -> Result<CounterRange, LodctrError> {
     let names: Vec<&CounterNames> = names.into_iter().collect();
     update(registry, |hive| {
-        apply_with(
+        apply_runtime_names(
             hive,
             app,
             installed_highest,
-            &names,
+            names.iter().copied(),
             fingerprint,
-            Path::InPlaceFirst,
         )
     })
 }

@@ -336,3 +336,126 @@ fn run_time_counters_cost_one_journal_record_each_and_memory_in_proportion() {
          adds, {second_half} KiB for the second"
     );
 }
+
+prfdata::prfdata_map! {
+    pub mod rt_two {
+        app: "PrfDataRunTimeTwo",
+        object BASE = 0 {
+            name: "Base Two", help: "b", detail: Novice, default: none, instances: none, costly: false,
+            counters {
+                C = 2: RawCount { name: "C Two", help: "c", detail: Novice, scale: 0 },
+            }
+        }
+    }
+}
+
+/// How many run-time counters each of the two concurrent apps adds, one at a time.
+const CONCURRENT_ADDS: usize = 150;
+
+/// The name of the `i`th run-time counter the app `prefix` adds.
+fn concurrent_name(prefix: &str, i: usize) -> String {
+    format!("{prefix} Counter {i}")
+}
+
+/// Installs `M`'s map in the registry (`PRFDATA_REGISTRY`), adds [`CONCURRENT_ADDS`] counters
+/// one at a time, says `added-<prefix>` in `dir`, and stays (its names registered) until the
+/// parent says `checked`.
+fn add_concurrently<M: prfdata::map::PerfDataMap>(prefix: &str) {
+    let dir = crate::common::child_dir();
+    prfdata::PrfData::<M>::install(&prfdata::install::InstallOptions {
+        library: "/nonexistent/libprovider.so".into(),
+        ini_dir: dir.join(format!("ini-{prefix}")),
+        replace: true,
+    })
+    .unwrap();
+    let prf = prfdata::PrfData::<M>::activate().unwrap();
+    let obj = prf
+        .add_object(&ObjectSpec::new(&format!("{prefix} Plugin"), "p"))
+        .unwrap();
+    for i in 0..CONCURRENT_ADDS {
+        let name = concurrent_name(prefix, i);
+        let spec = CounterSpec::new(&name, "A run-time counter.", PERF_COUNTER_RAWCOUNT);
+        prf.add_counter(obj, &spec).unwrap();
+    }
+    std::fs::write(dir.join(format!("added-{prefix}")), "").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !dir.join("checked").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the parent never checked"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Child: one of the two apps of
+/// [`two_apps_adding_run_time_counters_at_once_lose_no_name`].
+#[test]
+#[ignore = "entry point for child processes"]
+fn concurrent_child() {
+    match crate::common::role().as_deref() {
+        Some("concurrent-a") => add_concurrently::<rt::Map>("A"),
+        Some("concurrent-b") => add_concurrently::<rt_two::Map>("B"),
+        _ => {}
+    }
+}
+
+/// Child processes killed and reaped when the test ends, passed or failed.
+struct Children(Vec<std::process::Child>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Two processes (two apps) install themselves and add run-time counters one at a time into
+/// one registry at the same time: each add is a journal record appended under the registry's
+/// lock by whichever process holds it, each writer reusing the tree it last committed only
+/// while no other committed since. Every name of both is in the registry afterwards.
+#[test]
+fn two_apps_adding_run_time_counters_at_once_lose_no_name() {
+    let dir = tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap());
+    let registry = dir.path().join("registry");
+    let env = [("PRFDATA_REGISTRY", registry.display().to_string())];
+    let mut children = Children(
+        ["concurrent-a", "concurrent-b"]
+            .map(|role| {
+                crate::common::spawn_child("dynamic::concurrent_child", role, dir.path(), &env)
+            })
+            .into(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    for prefix in ["A", "B"] {
+        while !dir.path().join(format!("added-{prefix}")).exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "app {prefix} did not finish adding"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+    let reg = prfdata_registry::FileRegistry::open(&registry).unwrap();
+    let hive = prfdata_registry::Registry::snapshot(&reg).unwrap();
+    let names: std::collections::BTreeSet<String> =
+        prfdata_registry::perflib::counter_text(&hive, "009")
+            .unwrap()
+            .counter
+            .into_values()
+            .collect();
+    std::fs::write(dir.path().join("checked"), "").unwrap();
+    while let Some(child) = children.0.pop() {
+        crate::common::wait_ok(child, std::time::Duration::from_secs(120));
+    }
+    for prefix in ["A", "B"] {
+        let missing: Vec<String> = (0..CONCURRENT_ADDS)
+            .map(|i| concurrent_name(prefix, i))
+            .filter(|n| !names.contains(n))
+            .collect();
+        assert!(missing.is_empty(), "app {prefix} lost {missing:?}");
+        assert!(names.contains(&format!("{prefix} Plugin")));
+    }
+}
