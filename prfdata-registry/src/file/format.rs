@@ -53,12 +53,23 @@ struct ValueOut<'a> {
     data: DataOut<'a>,
 }
 
+/// A value's data as the store and the journal write it: a number, a string or a list.
 #[derive(Serialize)]
 #[serde(untagged)]
-enum DataOut<'a> {
+pub(super) enum DataOut<'a> {
     Number(u32),
     Text(&'a str),
     List(&'a [String]),
+}
+
+impl<'a> From<&'a Value> for DataOut<'a> {
+    fn from(value: &'a Value) -> Self {
+        match value {
+            Value::Sz(s) | Value::ExpandSz(s) => DataOut::Text(s),
+            Value::Dword(n) => DataOut::Number(*n),
+            Value::MultiSz(list) => DataOut::List(list),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -118,11 +129,7 @@ pub(super) fn encode_store(hive: &Hive, sequence: u64) -> Result<String, Registr
                 .map(|(name, v)| ValueOut {
                     name,
                     ty: v.value_type().name(),
-                    data: match v {
-                        Value::Sz(s) | Value::ExpandSz(s) => DataOut::Text(s),
-                        Value::Dword(n) => DataOut::Number(*n),
-                        Value::MultiSz(list) => DataOut::List(list),
-                    },
+                    data: DataOut::from(v),
                 })
                 .collect(),
         })

@@ -24,6 +24,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::format::DataOut;
 use crate::change::Change;
 use crate::error::RegistryError;
 use crate::value::{Value, ValueType};
@@ -76,14 +77,6 @@ enum OpOut<'a> {
         remove: usize,
         insert: &'a [String],
     },
-}
-
-#[derive(Serialize)]
-#[serde(untagged)]
-enum DataOut<'a> {
-    Number(u32),
-    Text(&'a str),
-    List(&'a [String]),
 }
 
 #[derive(Deserialize)]
@@ -149,11 +142,7 @@ fn op_out<'a>(change: &'a Change, key: Option<&'a str>) -> OpOut<'a> {
             key,
             name,
             ty: value.value_type().name(),
-            data: match value {
-                Value::Sz(s) | Value::ExpandSz(s) => DataOut::Text(s),
-                Value::Dword(n) => DataOut::Number(*n),
-                Value::MultiSz(list) => DataOut::List(list),
-            },
+            data: DataOut::from(value),
         },
         Change::DeleteValue { name, .. } => OpOut::Delete { key, name },
         Change::Splice {
