@@ -17,8 +17,17 @@ export PRFDATA_REGISTRY=$tmp/registry PRFDATA_SHM_DIR=$tmp/shm
 mkdir -p -m 700 "$PRFDATA_SHM_DIR"
 mkdir -p "$corpus"/{block_reader,provider_collect,decode,lodctr_ini,registry_store,pdh_path}
 
+# The registry folder as a registry_store input: the store, then (after the harness's marker)
+# the journal that holds the updates made since the store was last written.
+registry_input() {
+  cat "$PRFDATA_REGISTRY/registry.toml"
+  if [ -s "$PRFDATA_REGISTRY/registry.log" ]; then
+    printf '\0JOURNAL\0'; cat "$PRFDATA_REGISTRY/registry.log"
+  fi
+}
+
 "$bin/demo-app" install --ini-dir "$tmp/ini" >/dev/null
-cp "$PRFDATA_REGISTRY/registry.toml" "$corpus/registry_store/demo-installed.toml"
+registry_input >"$corpus/registry_store/demo-installed.toml"
 # The harness writes the symbol file as devdef.h; the input carries it after a marker.
 { sed 's/^symbolfile=.*/symbolfile=devdef.h/' "$tmp/ini/PrfDataDemo.ini"
   printf '\0SYMBOLS\0'; cat "$tmp/ini/PrfDataDemo.h"; } >"$corpus/lodctr_ini/demo-install.ini"
@@ -84,7 +93,19 @@ INI
 cp "$corpus/lodctr_ini/seed-001.ini" "$tmp/ini/seed-001.ini"
 printf '#define OBJECT_1 0\n#define DEVICE_COUNTER_1 2\n#define DEVICE_COUNTER_2 4\n' >"$tmp/ini/devdef.h"
 "$bin/prfmon" lodctr "$tmp/ini/seed-001.ini" >/dev/null
-cp "$PRFDATA_REGISTRY/registry.toml" "$corpus/registry_store/demo-and-seed-001.toml"
+registry_input >"$corpus/registry_store/demo-and-seed-001.toml"
+# The same with the last record torn, as a writer killed while appending it leaves it.
+{ registry_input; printf '0badc0de {"seq":'; } >"$corpus/registry_store/torn-record.toml"
+# A new registry whose every update is a journal record: seed 001 loaded, then a REG_MULTI_SZ
+# set, one entry changed (a splice) and deleted.
+(
+  export PRFDATA_REGISTRY=$tmp/journal
+  "$bin/prfmon" lodctr "$tmp/ini/seed-001.ini" >/dev/null
+  "$bin/prfmon" reg add 'HKLM\SOFTWARE\Seed' /v Multi /t REG_MULTI_SZ /d 'a\0b\0c' /f >/dev/null
+  "$bin/prfmon" reg add 'HKLM\SOFTWARE\Seed' /v Multi /t REG_MULTI_SZ /d 'a\0x\0c' /f >/dev/null
+  "$bin/prfmon" reg delete 'HKLM\SOFTWARE\Seed' /v Multi /f >/dev/null
+  registry_input >"$corpus/registry_store/journal-seed-001.toml"
+)
 
 # The fuzz harness's rich map: blocks, collections, its .INI, the harness registry.
 cargo run -q --manifest-path "$fuzz/Cargo.toml" --example seeds -- "$corpus"

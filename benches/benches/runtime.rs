@@ -5,11 +5,21 @@
 //! |--------------|------------------------------------------------------------------|
 //! | `add_at_0`   | `add_counter` on a run-time object with no other counter          |
 //! | `add_at_500` | the same with 500 run-time counters there                         |
+//! | `add_at_1000` | the same with 1000 run-time counters there (the slope)          |
 //! | `add_500_in_one_call` | `add_counters` with 500 specs, on an object with none       |
 //!
-//! An add registers the names (one registry update: the store read, edited, written, fsynced
-//! and renamed, and the app's `.INI` and `.h` rewritten) and lays the run-time block out again
-//! with every value copied. What is added is removed after each timed add, untimed, so every
+//! Group `runtime_registry`: the registry's part of an add alone
+//! (`prfdata_registry::register_runtime_names` on the same registry, the names made beforehand).
+//!
+//! | id           | one iteration (timed)                                            |
+//! |--------------|------------------------------------------------------------------|
+//! | `register_at_0` | the names of a run-time object and one counter, where the object had none |
+//! | `register_at_500` | the same with 500 counters' names there                       |
+//! | `register_at_1000` | the same with 1000 counters' names there                     |
+//!
+//! An add registers the names (one registry update: a record appended to the registry's
+//! journal, the store written again only when the journal outgrows it; then the app's `.INI`
+//! and `.h` rewritten) and lays the run-time block out again with every value copied. What is added is removed after each timed add, untimed, so every
 //! iteration starts from the same state. The registry and the blocks are on tmpfs
 //! (`/dev/shm` when there is one): the figures are the work an add does, not the disk's fsync.
 use std::path::PathBuf;
@@ -18,6 +28,8 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use prfdata::dynamic::{CounterSpec, DynObject, ObjectSpec};
 use prfdata::winperf::PERF_COUNTER_RAWCOUNT;
+use prfdata_registry::install::{CounterNames, Text};
+use prfdata_registry::{register_runtime_names, FileRegistry};
 
 prfdata::prfdata_map! {
     /// The installed map: one object; the benchmark's counters are added at run time.
@@ -63,6 +75,61 @@ fn fill(prf: &bench_map::PrfData, obj: DynObject, count: usize) {
         .expect("add the existing counters");
 }
 
+/// The installed map's highest offset: the run-time names go above it.
+const INSTALLED_HIGHEST: u32 = 2;
+
+/// The names prfdata registers for a run-time object with `count` counters: the object's at
+/// the first offset above the installed map's, then each counter's.
+fn runtime_names(count: usize) -> Vec<CounterNames> {
+    let one = |symbol: String, offset: u32, name: String| CounterNames {
+        symbol,
+        offset,
+        texts: vec![Text::new("009", name, "A run-time name.")],
+        factor: None,
+    };
+    let first = INSTALLED_HIGHEST + 2;
+    std::iter::once(one("PLUGIN".into(), first, "Bench Plug-in".into()))
+        .chain(
+            (0..count as u32)
+                .map(|i| one(format!("C{i}"), first + 2 + 2 * i, format!("Existing {i}"))),
+        )
+        .collect()
+}
+
+/// Group `runtime_registry` (module docs), on the registry in `root` where the map is
+/// installed and has no run-time names.
+fn runtime_registry(c: &mut Criterion, root: &std::path::Path) {
+    let registry = FileRegistry::open(root).expect("open the benchmark's registry");
+    let app = bench_map::MAP.app;
+    let mut group = c.benchmark_group("runtime_registry");
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(5));
+    for existing in [0, 500, 1000] {
+        let (before, after) = (runtime_names(existing), runtime_names(existing + 1));
+        register_runtime_names(&registry, app, INSTALLED_HIGHEST, &before, Some(1))
+            .expect("register the existing names");
+        group.bench_function(format!("register_at_{existing}"), |b| {
+            b.iter_custom(|iters| {
+                let mut timed = Duration::ZERO;
+                for _ in 0..iters {
+                    let start = Instant::now();
+                    register_runtime_names(&registry, app, INSTALLED_HIGHEST, &after, Some(1))
+                        .expect("register one more");
+                    timed += start.elapsed();
+                    register_runtime_names(&registry, app, INSTALLED_HIGHEST, &before, Some(1))
+                        .expect("remove it again");
+                }
+                timed
+            })
+        });
+    }
+    group.finish();
+    register_runtime_names(&registry, app, INSTALLED_HIGHEST, &[], None)
+        .expect("remove the run-time names");
+}
+
 fn runtime_counters(c: &mut Criterion) {
     let dir = work_dir();
     std::env::set_var("PRFDATA_REGISTRY", dir.join("registry"));
@@ -84,7 +151,7 @@ fn runtime_counters(c: &mut Criterion) {
         "The counter each iteration adds.",
         PERF_COUNTER_RAWCOUNT,
     );
-    for existing in [0, 500] {
+    for existing in [0, 500, 1000] {
         let obj = prf
             .add_object(&ObjectSpec::new("Bench Plug-in", "Run-time counters."))
             .expect("add the object");
@@ -122,6 +189,7 @@ fn runtime_counters(c: &mut Criterion) {
     group.finish();
 
     drop(prf);
+    runtime_registry(c, &dir.join("registry"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

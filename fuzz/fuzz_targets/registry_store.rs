@@ -1,4 +1,4 @@
-//! The registry store file, `registry.toml`, as every tool reads it.
+//! The registry store file, `registry.toml`, and its journal `registry.log` (after `\0JOURNAL\0`), as every tool reads them.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

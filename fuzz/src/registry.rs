@@ -6,23 +6,35 @@
 //!   again with `replace`, and unloaded ([`apply_unlodctr`]). Each step succeeds or fails with a
 //!   typed error; a hive lodctr produced encodes as a store that reads back the same (else the
 //!   store could not be written), its names read back, and after unlodctr the driver is gone.
-//! - [`check_store`]: the bytes are the store file of a registry folder, read through
-//!   [`FileRegistry`] as every tool reads it, and through [`decode_hive`]; both agree. A store
-//!   that reads encodes and reads back the same (else the next update could not write it), and
-//!   what the tools read from it (Perflib's indexes and names, the services, `reg query` of each
-//!   key) reads without a panic.
+//! - [`check_store`]: the bytes are the store file of a registry folder and, after
+//!   [`JOURNAL_MARKER`], its journal `registry.log`, read through [`FileRegistry`] as every tool
+//!   reads them (the store, then the journal's later records replayed over it). Without a
+//!   journal the store also reads through [`decode_hive`], and both agree. A tree that reads
+//!   encodes and reads back the same (else the next update could not write it), and what the
+//!   tools read from it (Perflib's indexes and names, the services, `reg query` of each key)
+//!   reads without a panic. With a journal, the same files read twice give the same tree, and
+//!   an update over them (which cuts a torn last record, then appends a record or folds the
+//!   journal into a new store) leaves the tree before it plus the change, or, when it fails,
+//!   the tree before it.
 
 use std::path::PathBuf;
 
 use prfdata_registry::ini::CounterIni;
 use prfdata_registry::{
     apply_lodctr, apply_unlodctr, decode_hive, encode_hive, perflib, performance_services, reg_cli,
-    service, Commit, FileRegistry, Hive, LodctrOptions, Registry, RegistryError,
+    service, update, Commit, FileRegistry, Hive, LodctrOptions, Registry, RegistryError, Value,
 };
 
 /// What separates the .INI from its symbol file in a `lodctr_ini` input; without it the symbol
 /// file is seed 001's `devdef.h`.
 pub const SYMBOLS_MARKER: &[u8] = b"\0SYMBOLS\0";
+
+/// What separates the store from its journal in a `registry_store` input; without it the
+/// folder has no journal.
+pub const JOURNAL_MARKER: &[u8] = b"\0JOURNAL\0";
+
+/// The key the update of [`check_store`] sets a value in.
+const FUZZ_KEY: &str = r"HKLM\SOFTWARE\PrfDataFuzz";
 
 /// Seed 001's symbol file.
 pub const DEVDEF_H: &str = "// begin devdef.H file\n\n// legal constant definitions\n\n\
@@ -152,7 +164,27 @@ fn round_trip(hive: &Hive, when: &str) {
     }
 }
 
-/// Reads `bytes` as a registry store, through the file and in memory (see the module docs).
+/// Splits a `registry_store` input into the store's bytes and the journal's, if any.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_fuzz::registry::split_store_input;
+/// assert_eq!(split_store_input(b"format = 2\n\0JOURNAL\0log"), (&b"format = 2\n"[..], Some(&b"log"[..])));
+/// assert_eq!(split_store_input(b"format = 2\n").1, None);
+/// ```
+pub fn split_store_input(bytes: &[u8]) -> (&[u8], Option<&[u8]>) {
+    match bytes
+        .windows(JOURNAL_MARKER.len())
+        .position(|w| w == JOURNAL_MARKER)
+    {
+        Some(at) => (&bytes[..at], Some(&bytes[at + JOURNAL_MARKER.len()..])),
+        None => (bytes, None),
+    }
+}
+
+/// Reads `bytes` (a store, and a journal after [`JOURNAL_MARKER`]) as a registry folder's
+/// files, through the file and in memory (see the module docs).
 ///
 /// # Panics
 ///
@@ -163,30 +195,102 @@ fn round_trip(hive: &Hive, when: &str) {
 /// ```
 /// prfdata_fuzz::registry::check_store(b"format = 1\n[[key]]\npath = 'HKLM\\SOFTWARE'\n");
 /// prfdata_fuzz::registry::check_store(b"format = 2\n");
+/// prfdata_fuzz::registry::check_store(b"format = 2\nsequence = 3\n\0JOURNAL\0prfdata-registry-log 1 base 3\n");
 /// ```
 pub fn check_store(bytes: &[u8]) {
     let dir = folder("store");
+    let (store_bytes, journal) = split_store_input(bytes);
     let store = dir.join("registry.toml");
-    std::fs::write(&store, bytes).unwrap_or_else(|e| panic!("{}: {e}", store.display()));
-    let from_file = FileRegistry::open(&dir).and_then(|r| r.snapshot());
+    std::fs::write(&store, store_bytes).unwrap_or_else(|e| panic!("{}: {e}", store.display()));
+    let log = dir.join("registry.log");
+    match journal {
+        Some(j) => std::fs::write(&log, j).unwrap_or_else(|e| panic!("{}: {e}", log.display())),
+        None => {
+            let _ = std::fs::remove_file(&log);
+        }
+    }
+    let hive = match journal {
+        Some(_) => match read_with_journal(&dir) {
+            Some(hive) => hive,
+            None => return,
+        },
+        None => match read_store(store_bytes, &dir) {
+            Some(hive) => hive,
+            None => return,
+        },
+    };
+    round_trip(&hive, "a registry as read");
+    read_as_the_tools_do(hive);
+}
+
+/// The tree of a store alone, read through the file and with [`decode_hive`]: both agree.
+/// `None` if both refuse it.
+fn read_store(bytes: &[u8], dir: &std::path::Path) -> Option<Hive> {
+    let store = dir.join("registry.toml");
+    let from_file = FileRegistry::open(dir).and_then(|r| r.snapshot());
     let in_memory = std::str::from_utf8(bytes)
         .ok()
         .map(|text| decode_hive(text, &store));
-    let hive = match (from_file, in_memory) {
+    match (from_file, in_memory) {
         (Ok(a), Some(Ok(b))) => {
             assert!(a == b, "the file and decode_hive read different trees");
-            a
+            Some(a)
         }
         (Err(e), Some(Err(_)) | None) => {
             let _ = e.to_string();
-            return;
+            None
         }
         (Ok(_), None) => panic!("a store that is not UTF-8 was read"),
         (Ok(_), Some(Err(e))) => panic!("the file read, decode_hive refused it: {e}"),
         (Err(e), Some(Ok(_))) => panic!("decode_hive read it, the file was refused: {e}"),
-    };
-    round_trip(&hive, "a store as read");
+    }
+}
 
+/// The tree of a store and its journal, read twice (the same both times), then updated once
+/// (see the module docs). `None` if the files are refused.
+fn read_with_journal(dir: &std::path::Path) -> Option<Hive> {
+    let reg = match FileRegistry::open(dir) {
+        Ok(reg) => reg,
+        Err(e) => {
+            let _ = e.to_string();
+            return None;
+        }
+    };
+    let hive = match reg.snapshot() {
+        Ok(hive) => hive,
+        Err(e) => {
+            let _ = e.to_string();
+            return None;
+        }
+    };
+    match reg.snapshot() {
+        Ok(again) => assert!(again == hive, "the same files read as two trees"),
+        Err(e) => panic!("the files read, then were refused: {e}"),
+    }
+    let mut expected = hive.clone();
+    let set = |h: &mut Hive| {
+        h.create_key(FUZZ_KEY)?;
+        h.set_value(FUZZ_KEY, "Updated", Value::Dword(1))
+    };
+    let outcome = update(&reg, |h| set(h));
+    let after = FileRegistry::open(dir)
+        .and_then(|r| r.snapshot())
+        .unwrap_or_else(|e| panic!("the files an update left are refused: {e}"));
+    match outcome {
+        Ok(()) => {
+            set(&mut expected).unwrap_or_else(|e| panic!("the update applied to a copy: {e}"));
+            assert!(after == expected, "the update left another tree");
+        }
+        Err(e) => {
+            let _ = e.to_string();
+            assert!(after == hive, "a failed update changed the tree");
+        }
+    }
+    Some(hive)
+}
+
+/// What the tools read from `hive` reads without a panic.
+fn read_as_the_tools_do(hive: Hive) {
     let _ = perflib::last_counter_help(&hive);
     let _ = perflib::base_index(&hive);
     for lang in perflib::languages(&hive).unwrap_or_default() {

@@ -128,6 +128,24 @@ pub enum RegistryError {
         /// The type found.
         found: ValueType,
     },
+    /// A splice of a REG_MULTI_SZ value past its last entry
+    /// ([`Hive::splice_multi_sz`](crate::Hive::splice_multi_sz)).
+    #[error(
+        "registry value `{name}` in {key} has {len} entries: cannot replace {remove} from entry \
+         {at}"
+    )]
+    BadSplice {
+        /// The key.
+        key: String,
+        /// The value name.
+        name: String,
+        /// The first entry to replace.
+        at: usize,
+        /// How many entries were to be replaced.
+        remove: usize,
+        /// How many entries the value has.
+        len: usize,
+    },
     /// A `Perflib\<lang>` `Counter` or `Help` table that is not `index\0text\0` pairs.
     #[error("registry value `{name}` in {key}: entry {entry}: {reason}")]
     BadTextTable {

@@ -7,8 +7,9 @@
 
 use std::collections::BTreeMap;
 
+use super::change::Change;
 use super::error::RegistryError;
-use super::value::Value;
+use super::value::{Value, ValueType};
 
 /// The predefined root keys: short name as `reg.exe` accepts it, long name as it prints it.
 const ROOTS: [(&str, &str); 5] = [
@@ -116,6 +117,18 @@ fn fold(path: &str) -> String {
     path.chars().flat_map(char::to_lowercase).collect()
 }
 
+/// Whether two value names are the same name, compared as [`fold`] compares them, without
+/// making either: the registry looks values up by name at every read.
+fn same_name(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        a.eq_ignore_ascii_case(b)
+    } else {
+        a.chars()
+            .flat_map(char::to_lowercase)
+            .eq(b.chars().flat_map(char::to_lowercase))
+    }
+}
+
 fn is_root(normalized: &str) -> bool {
     !normalized.contains('\\')
 }
@@ -142,11 +155,23 @@ struct Key {
 /// assert_eq!(hive.subkeys(r"HKLM\SYSTEM")?, vec![r"HKLM\SYSTEM\Foo".to_string()]);
 /// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Hive {
     /// Keyed by the case-folded normalised path, so a key's subkeys sort right after it.
     keys: BTreeMap<String, Key>,
+    /// The changes made since [`track`](Hive::track), in order; `None` when not tracking.
+    changes: Option<Vec<Change>>,
 }
+
+/// Two trees are equal when they hold the same keys and values; what was tracked of how they
+/// came to be does not count.
+impl PartialEq for Hive {
+    fn eq(&self, other: &Self) -> bool {
+        self.keys == other.keys
+    }
+}
+
+impl Eq for Hive {}
 
 impl Hive {
     /// An empty tree (only the root keys, which always exist).
@@ -191,19 +216,50 @@ impl Hive {
     /// ```
     pub fn create_key(&mut self, path: &str) -> Result<(), RegistryError> {
         let p = normalize_key(path)?;
+        if self.create_normalized(&p) {
+            self.record(|| Change::CreateKey { key: p.clone() });
+        }
+        Ok(())
+    }
+
+    /// Creates the normalised key `p` and its missing ancestors; whether any was created.
+    fn create_normalized(&mut self, p: &str) -> bool {
         let mut comps = p.split('\\');
         let mut stored = comps.next().unwrap_or_default().to_owned();
         let mut folded = fold(&stored);
+        let mut created = false;
         for comp in comps {
             folded.push('\\');
             folded.push_str(&fold(comp));
-            let key = self.keys.entry(folded.clone()).or_insert_with(|| Key {
-                path: format!("{stored}\\{comp}"),
-                values: Vec::new(),
+            let key = self.keys.entry(folded.clone()).or_insert_with(|| {
+                created = true;
+                Key {
+                    path: format!("{stored}\\{comp}"),
+                    values: Vec::new(),
+                }
             });
             stored.clone_from(&key.path);
         }
-        Ok(())
+        created
+    }
+
+    /// Starts recording the changes made to the tree, dropping any recorded before: what a
+    /// backend that stores changes rather than whole trees writes (see
+    /// [`FileRegistry`](crate::FileRegistry)'s journal).
+    pub(crate) fn track(&mut self) {
+        self.changes = Some(Vec::new());
+    }
+
+    /// The changes made since [`track`](Self::track), in order, and stops recording.
+    pub(crate) fn take_changes(&mut self) -> Vec<Change> {
+        self.changes.take().unwrap_or_default()
+    }
+
+    /// Records the change `make` builds, when tracking (else builds nothing).
+    fn record(&mut self, make: impl FnOnce() -> Change) {
+        if let Some(changes) = &mut self.changes {
+            changes.push(make());
+        }
     }
 
     /// Deletes the key and all its subkeys. Returns whether it existed. Root keys cannot be
@@ -235,8 +291,12 @@ impl Hive {
             .take_while(|(k, _)| k.starts_with(&prefix))
             .map(|(k, _)| k.clone())
             .collect();
+        let removed = existed || !doomed.is_empty();
         for k in doomed {
             self.keys.remove(&k);
+        }
+        if removed {
+            self.record(|| Change::DeleteKey { key: p });
         }
         Ok(existed)
     }
@@ -275,7 +335,7 @@ impl Hive {
     pub fn value(&self, path: &str, name: &str) -> Result<Option<&Value>, RegistryError> {
         Ok(self.values(path)?.and_then(|vals| {
             vals.iter()
-                .find(|(n, _)| fold(n) == fold(name))
+                .find(|(n, _)| same_name(n, name))
                 .map(|(_, v)| v)
         }))
     }
@@ -301,15 +361,118 @@ impl Hive {
                 reason: "values cannot be stored in a root key",
             });
         }
-        self.create_key(&p)?;
+        let created = self.create_normalized(&p);
+        let tracking = self.changes.is_some();
         let key = self
             .keys
             .get_mut(&fold(&p))
             .ok_or_else(|| RegistryError::KeyNotFound(p.clone()))?;
-        let lname = fold(name);
-        match key.values.iter_mut().find(|(n, _)| fold(n) == lname) {
-            Some(slot) => slot.1 = value,
-            None => key.values.push((name.to_owned(), value)),
+        let change = match key.values.iter_mut().find(|(n, _)| same_name(n, name)) {
+            Some((_, slot)) if *slot == value => None,
+            Some((stored, slot)) => {
+                let change = match (&*slot, &value) {
+                    (Value::MultiSz(old), Value::MultiSz(new)) if tracking => {
+                        Change::splice_between(&p, stored, old, new)
+                    }
+                    _ => tracking.then(|| Change::SetValue {
+                        key: p.clone(),
+                        name: stored.clone(),
+                        value: value.clone(),
+                    }),
+                };
+                *slot = value;
+                change
+            }
+            None => {
+                let change = tracking.then(|| Change::SetValue {
+                    key: p.clone(),
+                    name: name.to_owned(),
+                    value: value.clone(),
+                });
+                key.values.push((name.to_owned(), value));
+                change
+            }
+        };
+        match change {
+            Some(change) => self.record(|| change),
+            // A key made for a value that was then not changed: only the key is new.
+            None if created => self.record(|| Change::CreateKey { key: p }),
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// Replaces the entries `at..at + remove` of the REG_MULTI_SZ value `name` with `insert`:
+    /// an edit of a long list (Perflib's `Counter` and `Help` tables) that touches only the
+    /// entries it changes.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistryError::ValueNotFound`] if the value does not exist,
+    /// [`RegistryError::WrongType`] if it is not a REG_MULTI_SZ, [`RegistryError::BadSplice`]
+    /// if it has fewer than `at + remove` entries.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata_registry::{Hive, Value};
+    /// let mut hive = Hive::new();
+    /// hive.set_value(r"HKLM\K", "List", Value::MultiSz(vec!["a".into(), "d".into()]))?;
+    /// hive.splice_multi_sz(r"HKLM\K", "list", 1, 0, ["b".to_string(), "c".to_string()])?;
+    /// assert_eq!(hive.value(r"HKLM\K", "List")?.and_then(Value::as_multi_sz).unwrap(), ["a", "b", "c", "d"]);
+    /// assert!(hive.splice_multi_sz(r"HKLM\K", "List", 3, 2, []).is_err());
+    /// # Ok::<(), prfdata_registry::RegistryError>(())
+    /// ```
+    pub fn splice_multi_sz(
+        &mut self,
+        path: &str,
+        name: &str,
+        at: usize,
+        remove: usize,
+        insert: impl IntoIterator<Item = String>,
+    ) -> Result<(), RegistryError> {
+        let p = normalize_key(path)?;
+        let not_found = || RegistryError::ValueNotFound {
+            key: p.clone(),
+            name: name.to_owned(),
+        };
+        let key = self.keys.get_mut(&fold(&p)).ok_or_else(not_found)?;
+        let (stored, value) = key
+            .values
+            .iter_mut()
+            .find(|(n, _)| same_name(n, name))
+            .ok_or_else(not_found)?;
+        let Value::MultiSz(entries) = value else {
+            return Err(RegistryError::WrongType {
+                key: p,
+                name: stored.clone(),
+                expected: ValueType::MultiSz,
+                found: value.value_type(),
+            });
+        };
+        let len = entries.len();
+        if at.checked_add(remove).is_none_or(|end| end > len) {
+            return Err(RegistryError::BadSplice {
+                key: p,
+                name: stored.clone(),
+                at,
+                remove,
+                len,
+            });
+        }
+        let stored = stored.clone();
+        let tracking = self.changes.is_some();
+        entries.splice(at..at + remove, insert).for_each(drop);
+        let inserted = entries.len() + remove - len;
+        if tracking && (remove > 0 || inserted > 0) {
+            let insert = entries[at..at + inserted].to_vec();
+            self.record(|| Change::Splice {
+                key: p,
+                name: stored,
+                at,
+                remove,
+                insert,
+            });
         }
         Ok(())
     }
@@ -328,13 +491,18 @@ impl Hive {
     /// ```
     pub fn delete_value(&mut self, path: &str, name: &str) -> Result<bool, RegistryError> {
         let p = normalize_key(path)?;
-        let lname = fold(name);
         let Some(key) = self.keys.get_mut(&fold(&p)) else {
             return Ok(false);
         };
-        let before = key.values.len();
-        key.values.retain(|(n, _)| fold(n) != lname);
-        Ok(key.values.len() != before)
+        let Some(at) = key.values.iter().position(|(n, _)| same_name(n, name)) else {
+            return Ok(false);
+        };
+        let (stored, _) = key.values.remove(at);
+        self.record(|| Change::DeleteValue {
+            key: p,
+            name: stored,
+        });
+        Ok(true)
     }
 
     /// The key's direct subkeys as full normalised paths, sorted case-insensitively.
@@ -426,6 +594,15 @@ mod tests {
         assert_eq!(h.subkeys(r"HKLM\A").unwrap(), vec![r"HKLM\A\B".to_string()]);
         assert!(h.delete_key(r"HKLM\A").unwrap());
         assert!(h.key_exists(r"HKLM\AB"));
+    }
+
+    proptest::proptest! {
+        /// Names compare as their folded forms do.
+        #[test]
+        fn same_name_is_fold_equality(a in "[aAäÄİiß ]{0,4}", b in "[aAäÄİiß ]{0,4}") {
+            proptest::prop_assert_eq!(same_name(&a, &b), fold(&a) == fold(&b));
+            proptest::prop_assert!(same_name(&a, &a.to_uppercase()) == (fold(&a) == fold(&a.to_uppercase())));
+        }
     }
 
     #[test]

@@ -227,9 +227,15 @@ fn language_name(lang: &str) -> &'static str {
     }
 }
 
-/// One line of INI text: the format allows no line breaks.
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+/// Appends `text` to `out` as one line of INI text (the format allows no line breaks): its
+/// words joined by single spaces.
+fn push_one_line(out: &mut String, text: &str) {
+    for (i, word) in text.split_whitespace().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
 }
 
 /// The symbol .h of a counter set: `#define SYMBOL offset` for every object and named counter.
@@ -301,8 +307,13 @@ pub fn ini_file(set: &CounterSet, symbol_file: &str) -> String {
     ini.push_str("\n[text]\n");
     let mut entry = |symbol: &str, texts: &[Text]| {
         for t in texts {
-            let _ = writeln!(ini, "{symbol}_{}_NAME={}", t.lang, one_line(&t.name));
-            let _ = writeln!(ini, "{symbol}_{}_HELP={}", t.lang, one_line(&t.help));
+            for (kind, text) in [("NAME", &t.name), ("HELP", &t.help)] {
+                for part in [symbol, "_", &t.lang, "_", kind, "="] {
+                    ini.push_str(part);
+                }
+                push_one_line(&mut ini, text);
+                ini.push('\n');
+            }
         }
     };
     for obj in &set.objects {

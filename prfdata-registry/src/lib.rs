@@ -62,6 +62,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+mod change;
 mod error;
 mod file;
 pub mod fit;
@@ -84,7 +85,7 @@ mod value;
 pub use error::{LodctrError, RegistryError};
 pub use file::{decode_hive, encode_hive, FileRegistry, LOCK_WAIT, MAX_STORE_SIZE};
 #[cfg(feature = "fault-injection")]
-pub use file::{store_writes, FAULT_ENV};
+pub use file::{log_appends, store_writes, FAULT_ENV};
 pub use fit::{check_names_fit, NamesMismatch};
 pub use hive::{display_key, normalize_key, Hive, MAX_KEY_NAME};
 pub use lodctr::{

@@ -26,6 +26,8 @@ pub const SERVICES: &str = r"HKLM\SYSTEM\CurrentControlSet\Services";
 pub const ROOT_ENV: &str = "PRFDATA_REGISTRY";
 /// The store file inside the root folder.
 pub const STORE_FILE: &str = "registry.toml";
+/// The journal inside the root folder: the updates made since the store was last written.
+pub const LOG_FILE: &str = "registry.log";
 /// The lock file inside the root folder (flock'ed, never replaced).
 pub const LOCK_FILE: &str = "registry.lock";
 

@@ -8,7 +8,7 @@
 //! | | made | found open to others, ours | another user's (neither ours nor root's) |
 //! |---|---|---|---|
 //! | the folder | 0700 (and the folders made on the way) | set to 0700 | refused ([`RegistryError::ForeignOwner`]), unless this process is root |
-//! | `registry.toml`, `registry.lock` | 0600 (every new store too) | set to 0600 | refused, unless this process is root |
+//! | `registry.toml`, `registry.log` (its journal), `registry.lock` | 0600 (every new store and journal too) | set to 0600 | refused, unless this process is root |
 //!
 //! What was changed in a registry that held a store is said once, in one `log::warn` naming the
 //! folder and each old and new mode; a new registry, made in a folder the user made (0755 by

@@ -353,10 +353,41 @@ impl UntrustedFile {
     pub fn read(&self, path: impl AsRef<Path>) -> Result<Vec<u8>, UntrustedFileError> {
         let path = path.as_ref();
         let (file, size) = self.open(path)?;
+        self.read_opened(path, &file, size)
+    }
+
+    /// Reads the whole of a file [`open`](Self::open) returned (with the `size` it returned),
+    /// at most the cap (step 4 of the [module docs](self)): for a caller that looks at the open
+    /// file (its `fstat`) before it reads.
+    ///
+    /// # Errors
+    ///
+    /// [`UntrustedFileError::TooLarge`] if the file grew past the cap since it was opened;
+    /// [`UntrustedFileError::Io`] if it cannot be read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata_untrusted::{Symlinks, UntrustedFile};
+    ///
+    /// let rule = UntrustedFile { what: "input", max_size: 64, limit_name: "64 bytes", symlinks: Symlinks::Refuse };
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("in");
+    /// std::fs::write(&path, b"data")?;
+    /// let (file, size) = rule.open(&path)?;
+    /// assert_eq!(file.metadata()?.len(), 4);
+    /// assert_eq!(rule.read_opened(&path, &file, size)?, b"data");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn read_opened(
+        &self,
+        path: &Path,
+        file: &File,
+        size: u64,
+    ) -> Result<Vec<u8>, UntrustedFileError> {
         // `size <= max_size`, and a Vec of it is what reading the file needs anyway.
         let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-        (&file)
-            .take(self.max_size.saturating_add(1))
+        file.take(self.max_size.saturating_add(1))
             .read_to_end(&mut bytes)
             .map_err(|e| self.io(path, "read", e))?;
         let read = bytes.len() as u64;

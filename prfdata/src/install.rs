@@ -34,6 +34,12 @@ use crate::Error;
 /// assert_eq!(set.objects[0].counters[0].offset, 2);
 /// ```
 pub fn counter_set(map: &MapDef) -> CounterSet {
+    counter_set_with(map, map.fingerprint())
+}
+
+/// [`counter_set`] of a map whose fingerprint ([`MapDef::fingerprint`]) the caller has already
+/// computed: a run-time change computes it once for the names and the block.
+pub(crate) fn counter_set_with(map: &MapDef, fingerprint: u64) -> CounterSet {
     let texts = |texts: &[map::Text]| {
         texts
             .iter()
@@ -63,7 +69,7 @@ pub fn counter_set(map: &MapDef) -> CounterSet {
                     .collect(),
             })
             .collect(),
-        fingerprint: Some(map.fingerprint()),
+        fingerprint: Some(fingerprint),
     }
 }
 

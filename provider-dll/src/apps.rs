@@ -55,10 +55,10 @@ pub struct Names {
     pub collect_share: Duration,
 }
 
-/// The default registry's store file's stamp now; `None` if it cannot be found or `stat`ed.
+/// The default registry's stamp now (its store file and journal); `None` if it cannot be found
+/// or `stat`ed.
 fn stamp_now() -> Option<StoreStamp> {
-    let root = prfdata_registry::paths::registry_root().ok()?;
-    StoreStamp::of(&root.join(prfdata_registry::paths::STORE_FILE))
+    StoreStamp::of_registry(&prfdata_registry::paths::registry_root().ok()?)
 }
 
 /// How long what a Collect found of the registry and the apps' blocks stands for the Collects

@@ -170,7 +170,8 @@ impl BlockFile {
         dir: Option<&Path>,
         deadline: Instant,
     ) -> Result<BlockFile, Error> {
-        let staged = Staged::new(map, dir, true)?;
+        crate::map::validate_at_run_time(map)?;
+        let staged = Staged::new(map, map.fingerprint(), dir, true)?;
         #[cfg(debug_assertions)]
         fault_point("before-publish");
         let outcome = publish(map, &staged.tmp, &staged.path, deadline);
@@ -198,14 +199,16 @@ impl BlockFile {
     /// before anyone else can see it), then renames it over this process's own block at the
     /// same path: a new generation of a run-time block (`crate::dynamic`), left in place when
     /// dropped (the last member of the app's block removes it). The caller marks the old block
-    /// superseded.
+    /// superseded. The caller has checked `map` (`validate_at_run_time`), and gives its
+    /// `fingerprint`: a run-time change computes each once.
     #[cfg_attr(not(feature = "install"), allow(dead_code))]
     pub(crate) fn replace(
         map: &MapDef,
+        fingerprint: u64,
         dir: Option<&Path>,
         fill: impl FnOnce(&RawBlock),
     ) -> Result<BlockFile, Error> {
-        let staged = Staged::new(map, dir, false)?;
+        let staged = Staged::new(map, fingerprint, dir, false)?;
         fill(&staged.raw);
         if let Err(source) = fs::rename(&staged.tmp, &staged.path) {
             let _ = fs::remove_file(&staged.tmp);
@@ -257,9 +260,14 @@ struct Staged {
 }
 
 impl Staged {
-    /// `member`: this process is the first entry of the block's members table.
-    fn new(map: &MapDef, dir: Option<&Path>, member: bool) -> Result<Staged, Error> {
-        crate::map::validate_at_run_time(map)?;
+    /// `member`: this process is the first entry of the block's members table. `map` has been
+    /// checked (`validate_at_run_time`) and has the fingerprint `fingerprint`.
+    fn new(
+        map: &MapDef,
+        fingerprint: u64,
+        dir: Option<&Path>,
+        member: bool,
+    ) -> Result<Staged, Error> {
         let path = path_in(map.app, dir)?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         fs::create_dir_all(&dir).map_err(|source| Error::ShmDir {
@@ -286,7 +294,7 @@ impl Staged {
                 )));
             }
             shm::reserve(&file, total as u64).map_err(|source| no_space(&path, total, source))?;
-            let mut image = records_image(map, me, generation);
+            let mut image = records_image(map, fingerprint, me, generation);
             if member {
                 let entry = MemberEntry {
                     pid: me.pid,
@@ -579,6 +587,7 @@ fn check_same_map(map: &MapDef, raw: &RawBlock) -> Result<(), String> {
     }
     let expected = records_image(
         map,
+        map.fingerprint(),
         ProcessId {
             pid: 0,
             start_time: 0,

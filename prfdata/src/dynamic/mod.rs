@@ -172,6 +172,11 @@ pub(crate) struct Shared {
     installed_highest: u32,
     defs: Mutex<Defs>,
     current: RwLock<Option<Arc<Current>>>,
+    /// The registry the names were last registered in, kept open: it keeps the tree it last
+    /// wrote, so that the next change reads nothing back (see `prfdata_registry::FileRegistry`).
+    registry: Mutex<Option<prfdata_registry::FileRegistry>>,
+    /// The installed map's names, as the `.INI` written at every change starts with them.
+    installed_names: std::sync::OnceLock<prfdata_registry::install::CounterSet>,
 }
 
 impl Shared {
@@ -193,6 +198,8 @@ impl Shared {
                 objects: Vec::new(),
             }),
             current: RwLock::new(None),
+            registry: Mutex::new(None),
+            installed_names: std::sync::OnceLock::new(),
         }
     }
 
@@ -312,13 +319,17 @@ impl Shared {
         if let Some(map) = map {
             crate::map::validate_at_run_time(map).map_err(|e| self.detached(e))?;
         }
+        // The map's fingerprint, computed once for the names and the block: it hashes every
+        // name and help text.
+        let map = map.map(|m| (m, m.fingerprint()));
         self.register_names(map)?;
         if let Err(e) = self.relayout(map) {
             // Put the registry back to the block that stays, so that the provider keeps
             // labelling it.
             let kept = RuntimeMap::build(self.app, &defs);
             // SAFETY: as above, for `kept`.
-            if let Err(undo) = self.register_names(kept.as_ref().map(|l| unsafe { l.map() })) {
+            let kept_map = kept.as_ref().map(|l| unsafe { l.map() });
+            if let Err(undo) = self.register_names(kept_map.map(|m| (m, m.fingerprint()))) {
                 log::warn!(
                     "app {}: run-time names left for a layout that failed: {undo}",
                     self.app
@@ -339,32 +350,38 @@ impl Shared {
         }
     }
 
-    /// Registers the run-time names of `map` (none: `None`) in one registry update, then
-    /// rewrites the app's `.INI` and `.h` from what that update read (no second read).
-    fn register_names(&self, map: Option<&MapDef>) -> Result<(), Error> {
-        use prfdata_registry::{paths, service, update, FileRegistry, LodctrError};
+    /// Registers the run-time names of `map` (none: `None`), given with its fingerprint, in one
+    /// registry update, then rewrites the app's `.INI` and `.h` from what that update read (no
+    /// second read). The names are made once ([`counter_set`](crate::install::counter_set))
+    /// and serve both.
+    fn register_names(&self, map: Option<(&MapDef, u64)>) -> Result<(), Error> {
+        use prfdata_registry::install::CounterNames;
+        use prfdata_registry::{paths, service, update, LodctrError};
         let Ok(root) = paths::registry_root() else {
             return Ok(());
         };
         if !root.join(paths::STORE_FILE).exists() {
             return Ok(());
         }
-        let names: Vec<_> = map
-            .map(|m| crate::install::counter_set(m).objects)
-            .unwrap_or_default()
-            .into_iter()
-            .flat_map(|o| {
-                let obj = prfdata_registry::install::CounterNames {
-                    symbol: o.symbol,
-                    offset: o.offset,
-                    texts: o.texts,
-                    factor: None,
-                };
-                std::iter::once(obj).chain(o.counters)
+        let runtime = map.map(|(m, fingerprint)| crate::install::counter_set_with(m, fingerprint));
+        let objects = runtime.as_ref().map_or(&[][..], |set| &set.objects);
+        // An object's own name, as the registry takes it: the objects are few.
+        let object_names: Vec<CounterNames> = objects
+            .iter()
+            .map(|o| CounterNames {
+                symbol: o.symbol.clone(),
+                offset: o.offset,
+                texts: o.texts.clone(),
+                factor: None,
             })
             .collect();
-        let fingerprint = map.map(MapDef::fingerprint);
-        let registered = FileRegistry::open(&root)
+        let names = object_names
+            .iter()
+            .zip(objects)
+            .flat_map(|(name, o)| std::iter::once(name).chain(&o.counters));
+        let fingerprint = runtime.as_ref().and_then(|set| set.fingerprint);
+        let registered = self
+            .registry(&root)
             .map_err(LodctrError::from)
             .and_then(|reg| {
                 update(&reg, |hive| {
@@ -372,7 +389,7 @@ impl Shared {
                         hive,
                         self.app,
                         self.installed_highest,
-                        &names,
+                        names,
                         fingerprint,
                     )?;
                     let ini = service::read_service(hive, self.app)?.and_then(|s| s.ini_file);
@@ -383,7 +400,7 @@ impl Shared {
             Ok((range, ini)) => {
                 log::debug!("app {}: run-time names registered: {range:?}", self.app);
                 if let Some(ini) = ini {
-                    self.rewrite_ini(Path::new(&ini), map);
+                    self.rewrite_ini(Path::new(&ini), runtime);
                 }
                 Ok(())
             }
@@ -395,26 +412,46 @@ impl Shared {
         }
     }
 
+    /// The registry in `root`, opened once (again if `PRFDATA_REGISTRY` now names another).
+    fn registry(
+        &self,
+        root: &Path,
+    ) -> Result<prfdata_registry::FileRegistry, prfdata_registry::RegistryError> {
+        let mut kept = self.registry.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*kept {
+            Some(reg) if reg.root() == root => Ok(reg.clone()),
+            _ => {
+                let reg = prfdata_registry::FileRegistry::open(root)?;
+                *kept = Some(reg.clone());
+                Ok(reg)
+            }
+        }
+    }
+
     /// Rewrites the app's counter .INI and .h beside `ini` (where install recorded them, `Ini
-    /// File`) with the installed map's names and the run-time ones of `map`, so that the files
+    /// File`) with the installed map's names and the run-time ones, so that the files
     /// describe what the registry holds. The registry is what collectors read: a file that
     /// cannot be written is logged, not an error.
-    fn rewrite_ini(&self, ini: &Path, map: Option<&MapDef>) {
+    fn rewrite_ini(&self, ini: &Path, runtime: Option<prfdata_registry::install::CounterSet>) {
         let Some(dir) = ini.parent() else {
             return;
         };
-        let mut set = crate::install::counter_set(self.map);
-        if let Some(map) = map {
-            set.objects.extend(crate::install::counter_set(map).objects);
+        let mut set = self
+            .installed_names
+            .get_or_init(|| crate::install::counter_set(self.map))
+            .clone();
+        if let Some(runtime) = runtime {
+            set.objects.extend(runtime.objects);
         }
         if let Err(e) = prfdata_registry::install::write_counter_files(&set, dir) {
             log::warn!("app {}: run-time names registered, but {e}", self.app);
         }
     }
 
-    /// Publishes the layout of `map` (or removes the run-time block when `None`), copying every
+    /// Publishes the layout of `map`, given with its fingerprint (or removes the run-time block
+    /// when `None`), copying every
     /// value that survives, with the old block's optex held throughout (module docs).
-    fn relayout(&self, map: Option<&MapDef>) -> Result<(), Error> {
+    fn relayout(&self, map: Option<(&MapDef, u64)>) -> Result<(), Error> {
         let mut slot = self.current.write().unwrap_or_else(PoisonError::into_inner);
         let old = slot.clone();
         let guard = old.as_ref().map(|c| c.lock());
@@ -427,7 +464,7 @@ impl Shared {
                 }
                 None
             }
-            Some(map) => {
+            Some((map, fingerprint)) => {
                 let fill = |raw: &RawBlock| {
                     if let Some(old) = &old {
                         copy_values(old, map, raw);
@@ -435,11 +472,12 @@ impl Shared {
                 };
                 // Only the process that defines run-time objects writes this path (a previous
                 // one's block was cleared at activation): a new layout replaces the old.
-                let block =
-                    BlockFile::replace(map, Some(&self.dir), fill).map_err(|e| match e {
+                let block = BlockFile::replace(map, fingerprint, Some(&self.dir), fill).map_err(
+                    |e| match e {
                         Error::Map(e) => self.detached(e),
                         other => other,
-                    })?;
+                    },
+                )?;
                 let size = block.raw.len() as u64;
                 let records = crate::reader::records::parse(&block.raw, size).map_err(|e| {
                     Error::MapMismatch {

@@ -48,6 +48,7 @@ mod on_demand_bound;
 mod parents;
 mod query_decode;
 mod reg;
+mod registry_journal;
 mod registry_privacy;
 mod remote;
 mod remote_limits;

@@ -50,14 +50,22 @@ fn a_new_registry_is_private_to_its_owner() {
     assert_eq!(mode(&root), 0o700, "the folder");
     assert_eq!(mode(&root.join("registry.toml")), 0o600, "the store");
     assert_eq!(mode(&root.join("registry.lock")), 0o600, "the lock file");
+    assert_eq!(mode(&root.join("registry.log")), 0o600, "the journal");
     assert_eq!(
         mode(&dir.path().join("state")),
         0o700,
         "a folder made on the way"
     );
-    // Every later update keeps the store private (each one writes a new file).
+    // Every later update keeps the store and the journal private (an update appends a record
+    // to the journal, or writes both files again).
+    let journal = std::fs::metadata(root.join("registry.log")).unwrap().len();
     assert_eq!(reg_add(&root, "Second").code, 0);
+    assert!(
+        std::fs::metadata(root.join("registry.log")).unwrap().len() > journal,
+        "the update went to the journal"
+    );
     assert_eq!(mode(&root.join("registry.toml")), 0o600);
+    assert_eq!(mode(&root.join("registry.log")), 0o600);
 
     // A folder the user made for it (mkdir: 0755) holds nothing yet: made private, silently.
     let made = dir.path().join("made");
@@ -79,6 +87,7 @@ fn an_old_registry_open_to_others_is_tightened_with_one_message() {
     chmod(&root, 0o755);
     chmod(&root.join("registry.toml"), 0o644);
     chmod(&root.join("registry.lock"), 0o644);
+    chmod(&root.join("registry.log"), 0o644);
 
     let run = prfmon(&root, &["reg", "query", KEY]);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -92,12 +101,14 @@ fn an_old_registry_open_to_others_is_tightened_with_one_message() {
         "0755 to 0700",
         "registry.toml 0644 to 0600",
         "registry.lock 0644 to 0600",
+        "registry.log 0644 to 0600",
     ] {
         assert!(said[0].contains(part), "{part:?} in {}", said[0]);
     }
     assert_eq!(mode(&root), 0o700);
     assert_eq!(mode(&root.join("registry.toml")), 0o600);
     assert_eq!(mode(&root.join("registry.lock")), 0o600);
+    assert_eq!(mode(&root.join("registry.log")), 0o600);
 
     let again = prfmon(&root, &["reg", "query", KEY]);
     assert!(
@@ -113,8 +124,8 @@ fn outcome(error: Option<&std::io::Error>) -> String {
 }
 
 /// The other user's probe: opens `registry.lock` read-only and `flock`s it (what any user who
-/// can open the file can do), reads `registry.toml`, opens the registry as prfdata does, reports
-/// the three, and holds the lock, if it got it, until it is killed.
+/// can open the file can do), reads `registry.toml` and `registry.log`, opens the registry as
+/// prfdata does, reports the four, and holds the lock, if it got it, until it is killed.
 #[test]
 #[ignore = "entry point for the other user's probe process"]
 fn other_user_probe() {
@@ -129,12 +140,14 @@ fn other_user_probe() {
         Ok(file)
     });
     let read = std::fs::read(root.join("registry.toml"));
+    let journal = std::fs::read(root.join("registry.log"));
     let opened = prfdata_registry::FileRegistry::open(&root)
         .map_or_else(|e| e.to_string(), |_| "ok".to_owned());
     let text = format!(
-        "lock: {}\nread: {}\nopen: {opened}\n",
+        "lock: {}\nread: {}\njournal: {}\nopen: {opened}\n",
         outcome(lock.as_ref().err()),
-        outcome(read.as_ref().err())
+        outcome(read.as_ref().err()),
+        outcome(journal.as_ref().err())
     );
     ready::publish(&report, text.as_bytes()).expect("the probe's report");
     if lock.is_ok() {
@@ -171,8 +184,12 @@ fn another_user_can_neither_hold_the_registry_lock_nor_read_the_store() {
     assert_eq!(reg_add(&root, "Before").code, 0);
     let (_probe, said) = probe(dir.path(), &root);
     assert_eq!(
-        said[..2],
-        ["lock: PermissionDenied", "read: PermissionDenied"],
+        said[..3],
+        [
+            "lock: PermissionDenied",
+            "read: PermissionDenied",
+            "journal: PermissionDenied"
+        ],
         "what uid {OTHER_UID} could do"
     );
 
@@ -193,7 +210,8 @@ fn a_users_registry_stays_theirs_when_root_writes_it() {
     // folder: each is given to the folder's owner.
     let run = reg_add(&root, "ByRoot");
     assert_eq!(run.code, 0, "{}", run.stderr);
-    for name in ["registry.toml", "registry.lock"] {
+    assert_eq!(reg_add(&root, "AgainByRoot").code, 0, "a journal record");
+    for name in ["registry.toml", "registry.lock", "registry.log"] {
         let path = root.join(name);
         assert_eq!(owner(&path), OTHER_UID, "{name}");
         assert_eq!(mode(&path), 0o600, "{name}");
@@ -218,7 +236,7 @@ fn a_registry_of_another_user_is_refused_naming_its_owner_and_the_fix() {
     std::os::unix::fs::chown(&theirs, Some(THIRD_UID), Some(THIRD_UID)).unwrap();
     chmod(&theirs, 0o777);
     let (_probe, said) = probe(dir.path(), &theirs);
-    let open = &said[2];
+    let open = &said[3];
     for part in [
         "registry folder",
         &format!("owned by uid {THIRD_UID}"),
@@ -240,7 +258,7 @@ fn a_registry_of_another_user_is_refused_naming_its_owner_and_the_fix() {
     std::os::unix::fs::chown(&planted, Some(THIRD_UID), Some(THIRD_UID)).unwrap();
     chmod(&planted, 0o666);
     let (_probe, said) = probe(dir.path(), &own);
-    let open = &said[2];
+    let open = &said[3];
     for part in [
         "registry lock file",
         &format!("owned by uid {THIRD_UID}"),

@@ -10,8 +10,14 @@ use crate::map::{Instances, MapDef, Source};
 use crate::process::ProcessId;
 use crate::winperf;
 
-/// The header and records of a map's block: the first [`regions_offset`] bytes.
-pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> Vec<u8> {
+/// The header and records of a map's block: the first [`regions_offset`] bytes. `fingerprint`
+/// is the map's ([`MapDef::fingerprint`], which a caller that has it already passes on).
+pub(crate) fn records_image(
+    map: &MapDef,
+    fingerprint: u64,
+    owner: ProcessId,
+    generation: u64,
+) -> Vec<u8> {
     let mut app_name = [0u8; 64];
     let n = map.app.len().min(app_name.len());
     app_name[..n].copy_from_slice(&map.app.as_bytes()[..n]);
@@ -31,7 +37,7 @@ pub(crate) fn records_image(map: &MapDef, owner: ProcessId, generation: u64) -> 
         seq: 0,
         generation,
         app_name,
-        map_fingerprint: map.fingerprint(),
+        map_fingerprint: fingerprint,
         superseded: 0,
         _pad1: 0,
         od_request: 0,
