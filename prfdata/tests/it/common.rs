@@ -80,6 +80,11 @@ pub fn bounded<T: Send + 'static>(
 
 /// Waits for a child for at most `limit`, killing it (and failing) if it takes longer.
 pub fn wait_ok(mut child: Child, limit: Duration) {
+    wait_ok_mut(&mut child, limit);
+}
+
+/// [`wait_ok`] for a child its owner keeps (to kill it on drop).
+pub fn wait_ok_mut(child: &mut Child, limit: Duration) {
     let start = Instant::now();
     loop {
         match child.try_wait().expect("wait for child") {

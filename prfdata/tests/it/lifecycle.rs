@@ -202,12 +202,20 @@ impl Proc {
     /// Closes its stdin and waits (at most 60 s) for a successful exit.
     fn finish(mut self) {
         drop(self.stdin.take());
-        common::wait_ok(self.child, Duration::from_secs(60));
+        common::wait_ok_mut(&mut self.child, Duration::from_secs(60));
     }
 
     fn kill(mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
+    }
+}
+
+/// A test that fails leaves no child behind (a child already waited for is left alone).
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -478,6 +486,46 @@ fn a_scribbled_closed_word_neither_keeps_a_block_nor_blocks_activation() {
     scribble(&dir.path().join(BLOCK));
     let prf = PrfData::activate_in(dir.path()).expect("a closed block is not waited on");
     assert_eq!(members(prf.path()), [std::process::id()]);
+}
+
+/// One stray write to the `closed` word of a live block (any process of the user can write
+/// it) neither makes the next `activate` replace the block under its live member (which would
+/// go on writing into an unlinked file no collector sees) nor makes readers drop it: the word
+/// counts only when no other member holds the block's file lock.
+#[test]
+fn a_stray_closed_word_neither_replaces_a_live_block_nor_ends_its_reads() {
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    let dir = tempfile::tempdir().unwrap();
+    let master = Proc::spawn("activate-then-hang", dir.path(), &[]);
+    assert_eq!(master.expect_line(), "ready");
+    let path = dir.path().join(BLOCK);
+    let inode = std::fs::metadata(&path).unwrap().ino();
+    let reader = BlockReader::open_path("PrfDataTest", &path).unwrap();
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.write_all_at(&7u32.to_le_bytes(), prfdata::layout::CLOSED_OFFSET as u64)
+        .unwrap();
+    assert!(!reader.has_ended(), "a live member holds the block");
+    let mut snapshot = common::snapshot::Snapshot::default();
+    common::snapshot::ReadAll::read(&reader, &mut snapshot).expect("the live block reads");
+
+    let prf = PrfData::activate_in(dir.path()).expect("joins the live block");
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().ino(),
+        inode,
+        "the same block, not a new one"
+    );
+    assert_eq!(
+        members(&path),
+        sorted(vec![master.child.id(), std::process::id()])
+    );
+    assert_eq!(
+        prf.get_global_ctr64(testmap::HITS).load(Relaxed),
+        10,
+        "the live member's count"
+    );
+    master.kill();
+    drop(prf);
+    assert!(!path.exists(), "the last member out removed it");
 }
 
 /// A reader that trusts a liveness finding for a while (`with_liveness_interval`, as the

@@ -15,6 +15,10 @@
 //!   leaver released it, finds the block closed and opens the path again. A member that exits
 //!   while another leaves drops its lock (the kernel does) before or after the try: after, the
 //!   leaver stays; before, the leaver is the last, as it is;
+//! - *the `closed` word*, which anyone of the user can write too: a joiner that finds it set
+//!   believes it only if, under the optex, its own shared `flock` can turn exclusive (no other
+//!   process holds the block); otherwise the block is live, and the joiner clears the word and
+//!   joins;
 //! - *pruning* the table: an entry whose process holds no presence is removed.
 //!
 //! Waits are bounded: joining by [`JOIN_BOUND`] (then [`Error::LockStalled`] names the holder),
@@ -22,7 +26,7 @@
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
@@ -129,10 +133,12 @@ pub(super) fn join(
             MembersLock::HeldHere => None,
             MembersLock::TimedOut => return Err(stalled(&raw, path, started.elapsed())),
         };
-        if closed(&raw).load(Ordering::Acquire) != 0 {
+        if closed(&raw).load(Ordering::Acquire) != 0
+            && closed_for_real(&file, &raw, path, started, deadline)?
+        {
             // Its last member removes the file before it releases the optex: a closed block
             // still at the path was left by a member that died half-way (or its word was
-            // scribbled on). It goes; the caller looks again.
+            // scribbled on once every member had gone). It goes; the caller looks again.
             remove_if_same(path, identity);
             return Ok(None);
         }
@@ -182,16 +188,69 @@ fn member_flock(
         source,
     };
     let alone = shm::try_lock_exclusive(file).map_err(io)?;
+    // For a process that holds it alone, a conversion: no other can hold it exclusively.
+    hold_shared(file, raw, path, started, deadline)?;
+    Ok(alone)
+}
+
+/// Takes (or keeps) the shared `flock` on `file`, waiting (until `deadline`) while another
+/// process holds it exclusively.
+fn hold_shared(
+    file: &File,
+    raw: &RawBlock,
+    path: &Path,
+    started: Instant,
+    deadline: Instant,
+) -> Result<(), Error> {
     loop {
-        // For a process that holds it alone, a conversion: no other can hold it exclusively.
-        if shm::try_lock_shared(file).map_err(io)? {
-            return Ok(alone);
+        let held = shm::try_lock_shared(file).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if held {
+            return Ok(());
         }
         if Instant::now() >= deadline {
             return Err(stalled(raw, path, started.elapsed()));
         }
         std::thread::sleep(FLOCK_RETRY);
     }
+}
+
+/// Whether the `closed` word a joiner found set, under the optex, was set by the block's last
+/// member out: only if no other process holds the block's `flock` (this joiner's shared lock
+/// turns exclusive). Any process of the user can write the word; while another member holds
+/// its lock the block is live, so the word is cleared (logged once per process) and the
+/// joiner keeps its shared lock and joins. A member that leaves meanwhile waits for the optex
+/// this joiner holds.
+fn closed_for_real(
+    file: &File,
+    raw: &RawBlock,
+    path: &Path,
+    started: Instant,
+    deadline: Instant,
+) -> Result<bool, Error> {
+    static SCRIBBLE_LOGGED: AtomicBool = AtomicBool::new(false);
+    let alone = shm::try_lock_exclusive(file).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if alone {
+        return Ok(true);
+    }
+    // A failed try dropped this joiner's shared lock (flock(2): a conversion is not atomic).
+    // Nobody holds the lock exclusively for long while the optex is held: a leaver converts
+    // only under it, a joiner only for the moment of its first try.
+    hold_shared(file, raw, path, started, deadline)?;
+    closed(raw).store(0, Ordering::Release);
+    if !SCRIBBLE_LOGGED.swap(true, Ordering::Relaxed) {
+        log::warn!(
+            "{}: the block says it was closed while other processes still hold it (a stray \
+             write to its `closed` word); the word is cleared and the block kept",
+            path.display()
+        );
+    }
+    Ok(false)
 }
 
 /// [`Error::LockStalled`] for the block mapped at `raw`: the holder of its optex, else (the
