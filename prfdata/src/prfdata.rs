@@ -732,9 +732,10 @@ impl<M: PerfDataMap> PrfData<M> {
         crate::install::uninstall(M::DEF)
     }
 
-    /// Whether a collector watches counter `ctr` now (seed 000's count of `PMSG_START_STAT`s
-    /// minus `PMSG_STOP_STAT`s is above zero): one atomic load of a count the background waiter
-    /// keeps, cheap on any path. Use it to compute a costly counter only while someone looks.
+    /// Whether a collector watches counter `ctr` now (the Windows 95 stat servers' count of
+    /// `PMSG_START_STAT`s minus `PMSG_STOP_STAT`s is above zero): one atomic load of a count the
+    /// background waiter keeps, cheap on any path. Use it to compute a costly counter only while
+    /// someone looks.
     ///
     /// The first call (of this or [`PrfData::is_object_watched`], [`PrfData::on_watch`],
     /// [`PrfData::watch_events`]) starts the waiter (see [`watch`](crate::watch)). A counter
@@ -1098,7 +1099,8 @@ impl<M: PerfDataMap> PrfData<M> {
     /// whose width is `W` (checked against the map when the id was made).
     #[inline(always)]
     /// Registers `f` as the closure that computes the on-demand counter `ctr` (declared
-    /// `on_demand: true` in the map: seed 000's `PSTF_FUNCPTR`), replacing any earlier one.
+    /// `on_demand: true` in the map: the Windows 95 stat servers' `PSTF_FUNCPTR`), replacing any
+    /// earlier one.
     ///
     /// The first registration starts the handle's servicing thread, which sleeps until a
     /// collector asks for fresh values, then runs every registered closure and stores each value

@@ -384,8 +384,9 @@ impl App {
         }
     }
 
-    /// Logs a reason for no data once per kind of reason while the app is served (seed 004:
-    /// "do not flood the event log with errors on every data collection operation").
+    /// Logs a reason for no data once per kind of reason while the app is served ("How a
+    /// performance DLL interfaces with a monitor": "do not flood the event log with errors on every
+    /// data collection operation").
     fn log_once(&self, reason: &ReadError) {
         let mut logged = self.logged.lock().unwrap_or_else(PoisonError::into_inner);
         if logged.insert(reason.kind()) {

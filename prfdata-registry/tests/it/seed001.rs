@@ -1,4 +1,4 @@
-//! Seed 001's own lodctr example, shared by the lodctr tests.
+//! The lodctr design specification's own lodctr example, shared by the lodctr tests.
 
 /// devdef.h exactly as seed 001 gives it.
 pub const DEVDEF_H: &str = "\

@@ -1309,9 +1309,9 @@ impl BlockReader {
         }
     }
 
-    /// A sum's value (seed 000's `PSTF_COMPLEX`) in the counter block at `block`: its parts
-    /// loaded one by one, added in 64 bits, presented at the sum's width (a DWORD sign-extended
-    /// as [`BlockView::global_value`] presents every DWORD).
+    /// A sum's value (the Windows 95 stat servers' `PSTF_COMPLEX`) in the counter block at `block`:
+    /// its parts loaded one by one, added in 64 bits, presented at the sum's width (a DWORD
+    /// sign-extended as [`BlockView::global_value`] presents every DWORD).
     #[cold]
     fn sum_at(&self, block: u64, plan: &SumPlan, size: u32) -> Result<i64, ReadError> {
         let mut sum = 0u64;

@@ -1,4 +1,4 @@
-//! The owner is not special (issue 16): every process of the app is a member of its block, the
+//! The owner is not special: every process of the app is a member of its block, the
 //! block outlives the process that activated it, the last member out removes it and its
 //! companions, a restarted master joins or adopts it and the counters continue, and a process
 //! killed while holding the block's lock never blocks the others. Real processes throughout.
@@ -377,7 +377,7 @@ fn a_full_members_table_refuses_with_a_typed_error() {
     }
 }
 
-/// Issue 16: "a crash of any one process never blocks the others: test it with 8 processes".
+/// A crash of any one process never blocks the others, tested with 8 processes.
 /// Eight processes add and remove instances under the block's lock; four of them, one at a
 /// time, are killed while holding it inside a write section; the other four finish, and the
 /// block is consistent afterwards.

@@ -1,4 +1,4 @@
-//! Cache-line padded instances and sharded counters (issue 17), with real worker processes
+//! Cache-line padded instances and sharded counters, with real worker processes
 //! and threads on a real block file: no increment lost, slots freed by exiting threads and
 //! taken by new ones, the slots-exhausted path, and the slots of a killed process taken over.
 

@@ -108,7 +108,7 @@ prfdata::prfdata_map! {
 }
 
 prfdata::prfdata_map! {
-    /// Seed 000's stat-server extras: sums (of 32-bit and 64-bit counters, global and per
+    /// The Windows 95 stat-server extras: sums (of 32-bit and 64-bit counters, global and per
     /// instance), an on-demand counter and a scale factor.
     pub mod app_s {
         app: "ProvTestS",
@@ -138,7 +138,7 @@ prfdata::prfdata_map! {
 }
 
 prfdata::prfdata_map! {
-    /// Worker processes with their own instances and a `_Total` (issue 16).
+    /// Worker processes with their own instances and a `_Total`.
     pub mod app_o {
         app: "ProvTestO",
         object POOL = 0 {
