@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the committed seed corpora (fuzz/corpus/<target>/) from real runs: the demo
 # service publishing its block, prfmon collecting it (`query --raw`, `typeperf -q`), the
-# registry and .INI files `demo-app install` writes, seed 001's .INI example, and the fuzz
-# harness's own rich map (examples/seeds.rs). Run from anywhere; needs only cargo.
+# registry and .INI files `demo-app install` writes, the lodctr design specification's .INI
+# example, and the fuzz harness's own rich map (examples/seeds.rs). Run from anywhere; needs only cargo.
 set -euo pipefail
 fuzz=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$fuzz")
@@ -49,7 +49,7 @@ printf '%s' '\PrfData Demo Worker(*/*)\*' >"$corpus/pdh_path/wildcards.txt"
 printf '%s' '\prfdata demo pool(bulk)\workers' >"$corpus/pdh_path/case.txt"
 printf '%s' '\Process(svchost\% Processor Time' >"$corpus/pdh_path/unclosed.txt"
 
-# Seed 001's .INI example, as the seed prints it (its devdef.h is the harness's default).
+# The lodctr design specification's .INI example, as it prints it (its devdef.h is the harness's default).
 cat >"$corpus/lodctr_ini/seed-001.ini" <<'INI'
 // begin .INI file example
 [info]

@@ -360,8 +360,8 @@ impl PerfStats {
             })
     }
 
-    /// `StartStat\<stat>`: starts a watch on the stat (the app is told: seed 000's
-    /// `PMSG_START_STAT`); returns the value as [`PerfStats::stat_data`] does (0 if none).
+    /// `StartStat\<stat>`: starts a watch on the stat (the app is told: the Windows 95 stat
+    /// servers' `PMSG_START_STAT`); returns the value as [`PerfStats::stat_data`] does (0 if none).
     ///
     /// # Errors
     ///
