@@ -120,7 +120,14 @@ pub(super) fn join(
     })?;
     let me = ProcessId::current();
     let presence = Presence::take(&file, path, me).map_err(io)?;
-    let alone = member_flock(&file, &raw, path, started, deadline)?;
+    let lock = MemberLock {
+        file: &file,
+        raw: &raw,
+        path,
+        started,
+        deadline,
+    };
+    let alone = lock.take()?;
     let key = BlockKey {
         dev: identity.dev,
         ino: identity.ino,
@@ -133,27 +140,14 @@ pub(super) fn join(
             MembersLock::HeldHere => None,
             MembersLock::TimedOut => return Err(stalled(&raw, path, started.elapsed())),
         };
-        if closed(&raw).load(Ordering::Acquire) != 0
-            && closed_for_real(&file, &raw, path, started, deadline)?
-        {
+        if closed(&raw).load(Ordering::Acquire) != 0 && lock.closed_for_real()? {
             // Its last member removes the file before it releases the optex: a closed block
             // still at the path was left by a member that died half-way (or its word was
             // scribbled on once every member had gone). It goes; the caller looks again.
             remove_if_same(path, identity);
             return Ok(None);
         }
-        let members =
-            Members::new(&raw, members_offset(map)).ok_or_else(|| Error::MapMismatch {
-                path: path.to_path_buf(),
-                reason: "its members table lies outside it".into(),
-            })?;
-        members
-            .join(me, |id| probe.is_alive(id))
-            .map_err(|Full| Error::TooManyProcesses {
-                app: map.app.to_string(),
-                path: path.to_path_buf(),
-                max: MAX_MEMBERS,
-            })?;
+        join_table(&raw, map, path, me, &probe)?;
     }
     let how = if alone {
         log::info!(
@@ -171,86 +165,96 @@ pub(super) fn join(
     Ok(Some(block))
 }
 
-/// Takes this member's shared `flock` on `file`, for its life, trying it exclusively first:
-/// every member holds its own for life, so holding it alone proves that no other process is a
-/// member (`Ok(true)`: the block is adopted), whatever the members table says. Waits (until
-/// `deadline`) while another process holds it exclusively: a publisher or the last member, for
-/// a moment.
-fn member_flock(
-    file: &File,
+/// Adds `me` to the members table of the block mapped at `raw` (pruning entries whose process
+/// holds no presence); the caller holds the optex.
+fn join_table(
     raw: &RawBlock,
+    map: &'static MapDef,
     path: &Path,
-    started: Instant,
-    deadline: Instant,
-) -> Result<bool, Error> {
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let alone = shm::try_lock_exclusive(file).map_err(io)?;
-    // For a process that holds it alone, a conversion: no other can hold it exclusively.
-    hold_shared(file, raw, path, started, deadline)?;
-    Ok(alone)
-}
-
-/// Takes (or keeps) the shared `flock` on `file`, waiting (until `deadline`) while another
-/// process holds it exclusively.
-fn hold_shared(
-    file: &File,
-    raw: &RawBlock,
-    path: &Path,
-    started: Instant,
-    deadline: Instant,
+    me: ProcessId,
+    probe: &Probe<'_>,
 ) -> Result<(), Error> {
-    loop {
-        let held = shm::try_lock_shared(file).map_err(|source| Error::Io {
+    let members = Members::new(raw, members_offset(map)).ok_or_else(|| Error::MapMismatch {
+        path: path.to_path_buf(),
+        reason: "its members table lies outside it".into(),
+    })?;
+    members
+        .join(me, |id| probe.is_alive(id))
+        .map_err(|Full| Error::TooManyProcesses {
+            app: map.app.to_string(),
             path: path.to_path_buf(),
-            source,
-        })?;
-        if held {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            return Err(stalled(raw, path, started.elapsed()));
-        }
-        std::thread::sleep(FLOCK_RETRY);
-    }
+            max: MAX_MEMBERS,
+        })
 }
 
-/// Whether the `closed` word a joiner found set, under the optex, was set by the block's last
-/// member out: only if no other process holds the block's `flock` (this joiner's shared lock
-/// turns exclusive). Any process of the user can write the word; while another member holds
-/// its lock the block is live, so the word is cleared (logged once per process) and the
-/// joiner keeps its shared lock and joins. A member that leaves meanwhile waits for the optex
-/// this joiner holds.
-fn closed_for_real(
-    file: &File,
-    raw: &RawBlock,
-    path: &Path,
+/// A joiner's member `flock` on the block file, and how long it may wait for it.
+struct MemberLock<'a> {
+    file: &'a File,
+    raw: &'a RawBlock,
+    path: &'a Path,
     started: Instant,
     deadline: Instant,
-) -> Result<bool, Error> {
-    static SCRIBBLE_LOGGED: AtomicBool = AtomicBool::new(false);
-    let alone = shm::try_lock_exclusive(file).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    if alone {
-        return Ok(true);
+}
+
+impl MemberLock<'_> {
+    fn io(&self, source: std::io::Error) -> Error {
+        Error::Io {
+            path: self.path.to_path_buf(),
+            source,
+        }
     }
-    // A failed try dropped this joiner's shared lock (flock(2): a conversion is not atomic).
-    // Nobody holds the lock exclusively for long while the optex is held: a leaver converts
-    // only under it, a joiner only for the moment of its first try.
-    hold_shared(file, raw, path, started, deadline)?;
-    closed(raw).store(0, Ordering::Release);
-    if !SCRIBBLE_LOGGED.swap(true, Ordering::Relaxed) {
-        log::warn!(
-            "{}: the block says it was closed while other processes still hold it (a stray \
-             write to its `closed` word); the word is cleared and the block kept",
-            path.display()
-        );
+
+    /// Takes this member's shared `flock`, for its life, trying it exclusively first: every
+    /// member holds its own for life, so holding it alone proves that no other process is a
+    /// member (`Ok(true)`: the block is adopted), whatever the members table says. Waits
+    /// (until the deadline) while another process holds it exclusively: a publisher or the
+    /// last member, for a moment.
+    fn take(&self) -> Result<bool, Error> {
+        let alone = shm::try_lock_exclusive(self.file).map_err(|e| self.io(e))?;
+        // For a process that holds it alone, a conversion: no other can hold it exclusively.
+        self.hold_shared()?;
+        Ok(alone)
     }
-    Ok(false)
+
+    /// Takes (or keeps) the shared `flock`, waiting (until the deadline) while another process
+    /// holds it exclusively.
+    fn hold_shared(&self) -> Result<(), Error> {
+        loop {
+            if shm::try_lock_shared(self.file).map_err(|e| self.io(e))? {
+                return Ok(());
+            }
+            if Instant::now() >= self.deadline {
+                return Err(stalled(self.raw, self.path, self.started.elapsed()));
+            }
+            std::thread::sleep(FLOCK_RETRY);
+        }
+    }
+
+    /// Whether the `closed` word a joiner found set, under the optex, was set by the block's
+    /// last member out: only if no other process holds the block's `flock` (this joiner's
+    /// shared lock turns exclusive). Any process of the user can write the word; while another
+    /// member holds its lock the block is live, so the word is cleared (logged once per
+    /// process) and the joiner keeps its shared lock and joins. A member that leaves meanwhile
+    /// waits for the optex this joiner holds.
+    fn closed_for_real(&self) -> Result<bool, Error> {
+        static SCRIBBLE_LOGGED: AtomicBool = AtomicBool::new(false);
+        if shm::try_lock_exclusive(self.file).map_err(|e| self.io(e))? {
+            return Ok(true);
+        }
+        // A failed try dropped this joiner's shared lock (flock(2): a conversion is not
+        // atomic). Nobody holds the lock exclusively for long while the optex is held: a leaver
+        // converts only under it, a joiner only for the moment of its first try.
+        self.hold_shared()?;
+        closed(self.raw).store(0, Ordering::Release);
+        if !SCRIBBLE_LOGGED.swap(true, Ordering::Relaxed) {
+            log::warn!(
+                "{}: the block says it was closed while other processes still hold it (a stray \
+                 write to its `closed` word); the word is cleared and the block kept",
+                self.path.display()
+            );
+        }
+        Ok(false)
+    }
 }
 
 /// [`Error::LockStalled`] for the block mapped at `raw`: the holder of its optex, else (the
