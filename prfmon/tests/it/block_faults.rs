@@ -74,11 +74,13 @@ const WORKERS: [&str; 3] = ["w0", "w1", "w2"];
 /// 300 kill the collector, so a thousand make a collector without the fix die for certain.
 const ATTACKS: u32 = 1000;
 
-/// Both maps installed in one temp registry, for this module's tests.
+/// Both maps installed in one temp registry, for this module's tests (removed when the
+/// process exits).
 fn setup() -> &'static Installed {
     static SETUP: OnceLock<Installed> = OnceLock::new();
     SETUP.get_or_init(|| {
         let installed = prfdata_app::install(&bf::MAP);
+        prfdata_testkit::remove_at_exit(installed.dir.path());
         installed.install(&fifo_app::MAP);
         installed
     })

@@ -173,15 +173,6 @@ pub use prfdata_testkit::provider_library as library_path;
 /// The prefix of [`env`]'s folder in the temp folder; the process id follows.
 const ROOT_PREFIX: &str = "prfdata-provider-tests-";
 
-/// [`env`]'s folder, removed when the test process exits.
-static ROOT: OnceLock<PathBuf> = OnceLock::new();
-
-extern "C" fn remove_root() {
-    if let Some(root) = ROOT.get() {
-        let _ = std::fs::remove_dir_all(root);
-    }
-}
-
 /// Removes the folders of test processes that are gone without removing theirs (killed).
 fn remove_stale_roots() {
     let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
@@ -206,14 +197,7 @@ pub fn env() -> &'static Env {
         remove_stale_roots();
         let root = std::env::temp_dir().join(format!("{ROOT_PREFIX}{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
-        if ROOT.set(root.clone()).is_ok() {
-            // SAFETY: `remove_root` is an `extern "C" fn()` that does not unwind (it reads a
-            // set `OnceLock` and removes a folder, ignoring errors) and lives as long as the
-            // process.
-            unsafe {
-                libc::atexit(remove_root);
-            }
-        }
+        prfdata_testkit::remove_at_exit(&root);
         let shm = root.join("shm");
         std::fs::create_dir_all(&shm).unwrap();
         std::env::set_var("PRFDATA_REGISTRY", root.join("registry"));
