@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{ChildStdin, Command, Stdio};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -146,9 +146,10 @@ fn hold_until_told(dir: &Path) {
     wait_stdin();
 }
 
-/// A child with a pipe to its stdin and its marked lines, in order.
+/// A child with a pipe to its stdin and its marked lines, in order; killed when dropped (a
+/// test that fails leaves no child behind).
 struct Proc {
-    child: Child,
+    child: common::ChildProcess,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
 }
@@ -186,7 +187,7 @@ impl Proc {
             }
         });
         Proc {
-            child,
+            child: common::ChildProcess::new(child),
             stdin,
             lines,
         }
@@ -202,20 +203,12 @@ impl Proc {
     /// Closes its stdin and waits (at most 60 s) for a successful exit.
     fn finish(mut self) {
         drop(self.stdin.take());
-        common::wait_ok_mut(&mut self.child, Duration::from_secs(60));
+        common::wait_ok(self.child, Duration::from_secs(60));
     }
 
     fn kill(mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
-    }
-}
-
-/// A test that fails leaves no child behind (a child already waited for is left alone).
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -255,7 +255,7 @@ fn spawn_workers(
     dir: &std::path::Path,
     n: usize,
     env: &[(&str, String)],
-) -> Vec<std::process::Child> {
+) -> Vec<common::ChildProcess> {
     (0..n)
         .map(|_| common::spawn_child("sharded::shard_worker_entry", "shard-worker", dir, env))
         .collect()
