@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the committed seed corpora (fuzz/corpus/<target>/) from real runs: the demo
 # service publishing its block, prfmon collecting it (`query --raw`, `typeperf -q`), the
-# registry and .INI files `demo-app install` writes, seed 001's .INI example, and the fuzz
-# harness's own rich map (examples/seeds.rs). Run from anywhere; needs only cargo.
+# registry and .INI files `demo-app install` writes, the lodctr design specification's .INI
+# example, and the fuzz harness's own rich map (examples/seeds.rs). Run from anywhere; needs only cargo.
 set -euo pipefail
 fuzz=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$fuzz")
@@ -58,7 +58,7 @@ printf '%s' '\PrfData Demo Worker(*/*)\*' >"$corpus/pdh_path/wildcards.txt"
 printf '%s' '\prfdata demo pool(bulk)\workers' >"$corpus/pdh_path/case.txt"
 printf '%s' '\Process(svchost\% Processor Time' >"$corpus/pdh_path/unclosed.txt"
 
-# Seed 001's .INI example, as the seed prints it (its devdef.h is the harness's default).
+# The lodctr design specification's .INI example, as it prints it (its devdef.h is the harness's default).
 cat >"$corpus/lodctr_ini/seed-001.ini" <<'INI'
 // begin .INI file example
 [info]
@@ -96,7 +96,7 @@ printf '#define OBJECT_1 0\n#define DEVICE_COUNTER_1 2\n#define DEVICE_COUNTER_2
 registry_input >"$corpus/registry_store/demo-and-seed-001.toml"
 # The same with the last record torn, as a writer killed while appending it leaves it.
 { registry_input; printf '0badc0de {"seq":'; } >"$corpus/registry_store/torn-record.toml"
-# A new registry whose every update is a journal record: seed 001 loaded, then a REG_MULTI_SZ
+# A new registry whose every update is a journal record: the lodctr design specification's example loaded, then a REG_MULTI_SZ
 # set, one entry changed (a splice) and deleted.
 (
   export PRFDATA_REGISTRY=$tmp/journal

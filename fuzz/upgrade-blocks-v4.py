@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Rewrites block files whose counter records are 32 bytes (layout 3) with the 64-byte counter
-records of seed 000's stat-server extras (layout 4 on the `stats` branch): the regions after the
-records move by the difference, and the object records' region offsets with them; the header is
+records of the Windows 95 stat-server extras (layout 4 on the `stats` branch): the regions after
+the records move by the difference, and the object records' region offsets with them; the header is
 copied as it is but for its version and total size.
 
 For committed corpus inputs that cannot be regenerated from a real run (the fuzzers' finds,

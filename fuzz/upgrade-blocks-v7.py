@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rewrites block files of layout 6 as layout 7 (the members table, issue 16): a table of
+"""Rewrites block files of layout 6 as layout 7 (the members table): a table of
 256 16-byte entries (MAX_MEMBERS x MemberEntry, all free) is inserted right after the counter
 records (64-aligned), the regions after it move by its 4096 bytes and the object records' region
 offsets with them; the header gets its version, total size, `members_offset` and `max_members`

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The worker-churn scenario of issue 16 with prometheus_client in multiprocess mode.
+"""The worker-churn scenario of process-owned instances with prometheus_client in multiprocess mode.
 
 The same scenario as prfdata's `churn` binary (benches/src/bin/churn.rs): a pool of POOL worker
 processes (forked, as gunicorn's are); each performs K increments of one Counter, reports what

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The worker-churn scenario of issue 16, side by side: prfdata (benches/src/bin/churn.rs) and
+# The worker-churn scenario of process-owned instances, side by side: prfdata (benches/src/bin/churn.rs) and
 # prometheus_client's multiprocess mode (benches/scripts/multiprocess_compare.py). Prints each
 # side's figures and a table for BENCHMARKS.md.
 #

@@ -58,7 +58,7 @@ def load(root, group, ident):
     return median["point_estimate"], ci["lower_bound"], ci["upper_bound"]
 
 
-# Issue 17's targets: (numerator, denominator, target ratio).
+# The performance targets: (numerator, denominator, target ratio).
 TARGETS = [
     ("collect/provider_1000x16", "collect/memcpy_same_bytes", 1.5),
     ("collect/decode_1000x16", "collect/memcpy_same_bytes", 4.0),

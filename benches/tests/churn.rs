@@ -1,4 +1,4 @@
-//! prfdata's side of the worker-churn scenario (issue 16), at CI scale: the `churn` binary
+//! prfdata's side of the worker-churn scenario, at CI scale: the `churn` binary
 //! with real worker processes, a third of them `SIGKILL`ed, 200 deaths. The Python side
 //! (`benches/scripts/multiprocess_compare.sh`) needs PyPI and is not run here.
 

@@ -36,7 +36,7 @@ prfdata::prfdata_map! {
                     name: "Uptime", help: "Seconds since the service started.",
                     detail: Novice, scale: -2,
                 },
-                // Seed 000's stat-server extras, one of each.
+                // The Windows 95 stat-server extras, one of each.
                 OPEN_FILES = 26: RawCount {
                     name: "Open files",
                     help: "Files the service has open, counted in /proc/self/fd when a monitor asks.",

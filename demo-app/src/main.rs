@@ -1,5 +1,5 @@
 //! `demo-app`: a small job-processing service instrumented with prfdata, as HWInputMon was with
-//! CPrfData (seed 002), under the driver name `PrfDataDemo`.
+//! CPrfData (Richter, MSJ, August 1998), under the driver name `PrfDataDemo`.
 //!
 //! - `demo-app install` puts the map's names and help into the registry and records the provider
 //!   library found next to this executable (`libprfdata_provider.so`).

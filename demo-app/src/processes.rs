@@ -1,4 +1,4 @@
-//! `demo-app run --processes N`: worker *processes* beside the service's threads (issue 16). The
+//! `demo-app run --processes N`: worker *processes* beside the service's threads. The
 //! main process activates the block; each worker process (this executable, hidden subcommand
 //! `worker`) attaches, adds its own process-owned instance of "PrfData Demo Process" and counts
 //! jobs. Workers are recycled every few seconds (they exit on their own) and one is killed with

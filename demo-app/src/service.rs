@@ -80,7 +80,7 @@ pub fn run(
     let prf = PrfData::activate()?;
     // PERF_ELAPSED_TIME holds the start time as a FILETIME; monitors show the seconds since.
     prf.set_global_elapsed_start(demo::UPTIME, SystemTime::now());
-    // Computed only when a monitor asks (seed 000's PSTF_FUNCPTR).
+    // Computed only when a monitor asks (the Windows 95 stat servers' PSTF_FUNCPTR).
     prf.on_demand(demo::OPEN_FILES, || {
         std::fs::read_dir("/proc/self/fd").map_or(-1, |fds| fds.count() as i32)
     })?;
@@ -95,7 +95,8 @@ pub fn run(
         .map(|name| shared.prf.add_instance(demo::POOL, name))
         .collect::<Result<_, _>>()?;
 
-    // Seed 000: a stat that is expensive to maintain is kept only while someone watches it.
+    // The Windows 95 stat-server interface: a stat that is expensive to maintain is kept only while
+    // someone watches it.
     shared.prf.on_watch(|event| {
         if event.is_for(demo::CACHE_SCANNED) {
             if event.is_start() {

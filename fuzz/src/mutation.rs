@@ -144,7 +144,7 @@ pub enum CounterField {
     BlockOffset,
     DefaultScale,
     DetailLevel,
-    /// Seed 000's `PSTF_*` flags (layout 4).
+    /// The Windows 95 stat servers' `PSTF_*` flags (layout 4).
     StatFlags,
     /// The scale factor (layout 4).
     Factor,

@@ -26,7 +26,7 @@ use prfdata_registry::{
 };
 
 /// What separates the .INI from its symbol file in a `lodctr_ini` input; without it the symbol
-/// file is seed 001's `devdef.h`.
+/// file is the lodctr design specification's `devdef.h`.
 pub const SYMBOLS_MARKER: &[u8] = b"\0SYMBOLS\0";
 
 /// What separates the store from its journal in a `registry_store` input; without it the
@@ -36,7 +36,7 @@ pub const JOURNAL_MARKER: &[u8] = b"\0JOURNAL\0";
 /// The key the update of [`check_store`] sets a value in.
 const FUZZ_KEY: &str = r"HKLM\SOFTWARE\PrfDataFuzz";
 
-/// Seed 001's symbol file.
+/// The lodctr design specification's symbol file.
 pub const DEVDEF_H: &str = "// begin devdef.H file\n\n// legal constant definitions\n\n\
 #define OBJECT_1 0\n#define DEVICE_COUNTER_1 2\n#define DEVICE_COUNTER_2 4\n\n\n// end devdef.H file\n";
 

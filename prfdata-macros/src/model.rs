@@ -634,8 +634,9 @@ fn check_sharded(body: &CounterBody, symbol: &Ident, errors: &mut Errors) -> boo
     true
 }
 
-/// A counter's `factor`, `on_demand` and `sum` (seed 000's scale factors, `PSTF_FUNCPTR` and
-/// `PSTF_COMPLEX`), each mistake at its token. `names` are the object's counter symbols.
+/// A counter's `factor`, `on_demand` and `sum` (the Windows 95 stat servers' scale factors,
+/// `PSTF_FUNCPTR` and `PSTF_COMPLEX`), each mistake at its token. `names` are the object's counter
+/// symbols.
 #[allow(clippy::type_complexity)]
 fn check_source(
     body: &CounterBody,
@@ -683,7 +684,7 @@ fn check_source(
                 errors.at(
                     part.span(),
                     format!(
-                        "counter {symbol} sums more than {MAX_SUM_PARTS} counters (seed 000's \
+                        "counter {symbol} sums more than {MAX_SUM_PARTS} counters (Windows 95's \
                          MAXCOMPLEXSUBSTAT): split it into sums of at most {MAX_SUM_PARTS}"
                     ),
                 );
@@ -774,7 +775,7 @@ fn check_aggregate(
     Some(Ident::new(variant, rule.span()))
 }
 
-/// Seed 000's `MAXCOMPLEXSUBSTAT`: the most counters a sum adds.
+/// The Windows 95 stat servers' `MAXCOMPLEXSUBSTAT`: the most counters a sum adds.
 const MAX_SUM_PARTS: usize = 8;
 
 /// A base counter: right after a counter that needs this base, no offset, no body. Returns the

@@ -1,7 +1,7 @@
 //! Whether an installed app's names fit a map: the check behind prfdata's `activate` and the
 //! provider's refusal to label counters with names that are not theirs.
 //!
-//! Names live at First Counter + symbolic offset (seed 001). An app rebuilt with a changed map
+//! Names live at First Counter + symbolic offset (the lodctr design specification). An app rebuilt with a changed map
 //! and not reinstalled would need names past its installed range (more objects or counters), or
 //! would find other names at its offsets (offsets moved, texts changed): either way its counters
 //! would be shown under another counter's, or another app's, name. Two checks catch it:

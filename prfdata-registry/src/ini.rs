@@ -1,4 +1,4 @@
-//! The lodctr counter .INI file and its symbol .h file (seed 001).
+//! The lodctr counter .INI file and its symbol .h file (the lodctr design specification).
 //!
 //! ```text
 //! [info]

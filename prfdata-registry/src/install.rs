@@ -6,7 +6,7 @@
 //! can be read and fed to `prfmon lodctr` by hand), loads them through the same lodctr code, and
 //! registers the provider library (Library, Open, Collect, Close, Linkage\Export) in the same
 //! atomic registry update. At run time the provider reads First Counter / First Help from the
-//! registry, as seed 001 prescribes.
+//! registry, as the lodctr design specification prescribes.
 //!
 //! The app name is checked first ([`check_name`]: it becomes the file names). The two files are
 //! written whole under a temporary name created with `O_CREAT | O_EXCL | O_NOFOLLOW` and renamed
@@ -91,7 +91,7 @@ pub struct CounterNames {
     pub offset: u32,
     /// Name and explain text per language; the first is 009 (English).
     pub texts: Vec<Text>,
-    /// The scale factor monitors apply to displayed values, `*N` or `/N` (seed 000's
+    /// The scale factor monitors apply to displayed values, `*N` or `/N` (the Windows 95 stat-server interface's
     /// `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`): written to `Performance\Factors`
     /// ([`crate::stats`]).
     pub factor: Option<String>,
@@ -257,7 +257,7 @@ pub fn symbol_file(set: &CounterSet) -> String {
     h
 }
 
-/// The counter .INI of a counter set, in seed 001's format, naming `symbol_file` as its symbol
+/// The counter .INI of a counter set, in the lodctr design specification's format, naming `symbol_file` as its symbol
 /// file.
 ///
 /// # Examples

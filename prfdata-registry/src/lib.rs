@@ -1,7 +1,7 @@
 //! The counter-name registry: Perflib's names and help texts, the services' Performance keys,
 //! and lodctr / unlodctr.
 //!
-//! Perflib finds everything through the registry (seed 001, seed 002 Figures 4 and 7), so it is
+//! Perflib finds everything through the registry (the lodctr design specification; the MSJ article, Figures 4 and 7), so it is
 //! modelled faithfully: a hierarchical store of keys with typed values behind the [`Registry`]
 //! trait, and a file-backed implementation, [`FileRegistry`], used on Linux.
 //!

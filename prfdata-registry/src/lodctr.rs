@@ -1,7 +1,7 @@
 //! lodctr and unlodctr: load a driver's counter names and help texts into Perflib and assign
 //! its index range, or remove them again.
 //!
-//! Index assignment (seed 001, seed 002):
+//! Index assignment (the lodctr design specification, the MSJ article):
 //!
 //! ```text
 //! First Counter = Perflib Last Counter + 2        name of symbol S  = First Counter + offset(S)
@@ -11,7 +11,7 @@
 //! ```
 //!
 //! so names sit on even indexes and help texts on the odd ones after them. unlodctr removes the
-//! driver's strings from every language, deletes its four values ("value deleted" in seed 001)
+//! driver's strings from every language, deletes its four values ("value deleted" in the lodctr design specification)
 //! and sets Perflib's Last Counter and Last Help to the highest indexes still in use (never
 //! below the Base Index defaults).
 //!

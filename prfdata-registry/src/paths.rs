@@ -1,6 +1,6 @@
 //! Well-known keys and value names, and where the file-backed registry lives.
 //!
-//! From seed 001 and seed 002 (Figures 4 and 7):
+//! From the lodctr design specification and the MSJ article (Figures 4 and 7):
 //!
 //! ```text
 //! HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Perflib

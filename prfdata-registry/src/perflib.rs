@@ -1,7 +1,7 @@
 //! The Perflib key: `Base Index`, `Last Counter`, `Last Help`, and the per-language `Counter`
 //! and `Help` text tables.
 //!
-//! Seed 002: "The Base Index value (1847) indicates the highest number that Microsoft has
+//! The MSJ article (Richter, August 1998): "The Base Index value (1847) indicates the highest number that Microsoft has
 //! reserved for the system's own objects and counters. Objects and counters that you add must
 //! be above this number." This registry holds no system counters, so a new one starts at
 //! Last Counter 1846, Last Help 1847 and the first driver loaded gets 1848 / 1849.
@@ -21,7 +21,7 @@ use super::paths::{self, PERFLIB};
 use super::store::Registry;
 use super::value::{Value, ValueType};
 
-/// `Base Index` of a new registry (seed 002).
+/// `Base Index` of a new registry (the MSJ article).
 pub const BASE_INDEX: u32 = 1847;
 /// `Last Counter` of a new registry: no counter name above the reserved range yet.
 pub const INITIAL_LAST_COUNTER: u32 = BASE_INDEX - 1;

@@ -1,7 +1,7 @@
 //! A service's `Performance` and `Linkage` keys: what perflib reads to load a provider, and
 //! the counter ranges lodctr wrote.
 //!
-//! Seed 002: "The most important value, Library, specifies the path name of the DLL that knows
+//! The MSJ article (Richter, August 1998): "The most important value, Library, specifies the path name of the DLL that knows
 //! how to return your performance information. This DLL must export three functions: an Open
 //! function, a Collect function, and a Close function. [...] the names must be specified using
 //! the Open, Collect, and Close values in the registry." `Linkage\Export` lists what the
@@ -256,7 +256,7 @@ pub fn unregister_service<R: Registry + ?Sized>(
 }
 
 /// The `First Counter` and `First Help` lodctr assigned to `driver`: what a provider adds to
-/// its offsets at Open time (seed 001's `OpenPerformanceData` example).
+/// its offsets at Open time (the lodctr design specification's `OpenPerformanceData` example).
 ///
 /// # Examples
 ///

@@ -1,8 +1,8 @@
-//! Seed 000's stat-server extras in `Services\<app>\Performance`: the scale factors of an
+//! The Windows 95 stat-server interface's stat-server extras in `Services\<app>\Performance`: the scale factors of an
 //! app's counters and the bound a Collect waits for on-demand values.
 //!
 //! perflib's `PERF_COUNTER_DEFINITION` has a power-of-ten `DefaultScale` and no room for an
-//! arbitrary integer factor (seed 000's `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`), and a
+//! arbitrary integer factor (the Windows 95 stat-server interface's `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`), and a
 //! consumer sees only the PERF_DATA_BLOCK. So the factors travel as the counter names do: the
 //! install writes them beside the app's `First Counter`, keyed by counter name index, and every
 //! consumer that resolves names from the registry (locally, or the registry `serve` answers
@@ -26,7 +26,8 @@
 //! to the collector) keeps the other half. The provider asks every app of its `Linkage\Export`
 //! first and then waits for them together: their waits overlap, and the Collect waits the
 //! largest of their bounds, not their sum, capped at the smallest `Collect Timeout` share among
-//! them (the exporting service is one of its own apps). An app that lets a request pass its
+//! the services that may export them ([`collect_share`]: the collector times a Collect by the
+//! calling service's timeout, which need not be one of its apps'). An app that lets a request pass its
 //! deadline (stopped, busy) is not waited for again until it has served that request: its last
 //! values are served at once (prfdata's `Refresh::Missed`).
 //!
@@ -37,7 +38,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::hive::Hive;
-use crate::service::{COLLECT_TIMEOUT, DEFAULT_COLLECT_TIMEOUT_MS};
+use crate::service::{COLLECT_TIMEOUT, DEFAULT_COLLECT_TIMEOUT_MS, EXPORT};
 use crate::{paths, RegistryError, Value};
 
 /// `Factors`: the scale factors of the app's counters (REG_MULTI_SZ of `"<name index> <factor>"`,
@@ -130,9 +131,13 @@ pub fn on_demand_timeout(hive: &Hive, driver: &str) -> Duration {
     Duration::from_millis(u64::from(ms))
 }
 
-/// The most one Collect may wait for on-demand values while `driver`'s service runs the
-/// provider: a [`COLLECT_SHARE`]th of its `Collect Timeout` (or of the default one), so that a
-/// provider waiting within its bounds always returns before the collector gives up on it.
+/// The most one Collect may wait for on-demand values while a service serves `driver`'s app:
+/// a [`COLLECT_SHARE`]th of the smallest `Collect Timeout` (the default one where absent) among
+/// the services that may call the provider for it: its own, and every service whose
+/// `Linkage\Export` names it. perflib's Collect does not tell a provider which service calls
+/// it, and the collector times the Collect by that service's timeout; so a provider waiting
+/// within its bounds always returns before the collector gives up on it, whichever service
+/// exports the app.
 ///
 /// # Examples
 ///
@@ -143,14 +148,34 @@ pub fn on_demand_timeout(hive: &Hive, driver: &str) -> Duration {
 /// assert_eq!(stats::collect_share(&hive, "App"), Duration::from_secs(5));
 /// hive.set_value(&paths::performance("App"), service::COLLECT_TIMEOUT, Value::Dword(300))?;
 /// assert_eq!(stats::collect_share(&hive, "App"), Duration::from_millis(150));
+/// // A service that exports App with a shorter timeout bounds it too.
+/// hive.set_value(&paths::performance("Both"), service::COLLECT_TIMEOUT, Value::Dword(100))?;
+/// let export = Value::MultiSz(vec!["Other".into(), "App".into()]);
+/// hive.set_value(&paths::linkage("Both"), service::EXPORT, export)?;
+/// assert_eq!(stats::collect_share(&hive, "App"), Duration::from_millis(50));
 /// # Ok::<(), prfdata_registry::RegistryError>(())
 /// ```
 pub fn collect_share(hive: &Hive, driver: &str) -> Duration {
-    let ms = match hive.value(&paths::performance(driver), COLLECT_TIMEOUT) {
+    let timeout = |service: &str| match hive.value(&paths::performance(service), COLLECT_TIMEOUT) {
         Ok(Some(Value::Dword(ms))) => *ms,
         _ => DEFAULT_COLLECT_TIMEOUT_MS,
     };
+    let exporters = hive.subkeys(paths::SERVICES).unwrap_or_default();
+    let ms = exporters
+        .iter()
+        .filter_map(|key| key.rsplit_once('\\').map(|(_, name)| name))
+        .filter(|service| exports(hive, service, driver))
+        .map(timeout)
+        .fold(timeout(driver), u32::min);
     Duration::from_millis(u64::from(ms / COLLECT_SHARE))
+}
+
+/// Whether `service`'s `Linkage\Export` names `driver` (registry names: ASCII case folded).
+fn exports(hive: &Hive, service: &str, driver: &str) -> bool {
+    match hive.value(&paths::linkage(service), EXPORT) {
+        Ok(Some(Value::MultiSz(names))) => names.iter().any(|n| n.eq_ignore_ascii_case(driver)),
+        _ => false,
+    }
 }
 
 /// `driver`'s on-demand bound in one Collect: its [`on_demand_timeout`], at most its

@@ -6,6 +6,7 @@
 //! | [`artifacts`] | the files cargo built with the tests: the provider library ([`provider_library`]), any test cdylib ([`cdylib`]), a workspace binary ([`target_binary`]) |
 //! | [`wait`] | [`bounded`] work on another thread, [`wait_until`] a condition holds, [`WAIT`] |
 //! | [`process`] | real child processes: [`finish`] one (bounded) into a [`Run`], stop one when dropped ([`ChildGuard`]), re-execute this test binary as an app ([`self_command`], [`test_path!`]) that says it is ready through a file ([`ready`]), run one in a pid namespace of its own ([`in_new_pid_namespace`]) |
+//! | [`at_exit`] | folders a `static` holds, removed when the test process exits ([`remove_at_exit`]) |
 //! | [`sandbox`] | a temp registry and block folder ([`Sandbox`]) with maps installed against the real provider, the environment for a child, names for the counter-name registry |
 //! | [`process_env`] | `PRFDATA_REGISTRY` / `PRFDATA_SHM_DIR` of this process, for an in-process provider, held by one test at a time ([`ProcessEnv`]) |
 //! | [`sample`] | a small valid PERF_OBJECT_TYPE, for consumer-side examples and tests |
@@ -43,6 +44,7 @@
 #![warn(missing_docs)]
 
 pub mod artifacts;
+pub mod at_exit;
 pub mod process;
 pub mod process_env;
 pub mod sample;
@@ -50,6 +52,7 @@ pub mod sandbox;
 pub mod wait;
 
 pub use artifacts::{cdylib, provider_library, target_binary};
+pub use at_exit::remove_at_exit;
 pub use process::{finish, in_new_pid_namespace, ready, self_command, ChildGuard, Run};
 pub use process_env::ProcessEnv;
 pub use sandbox::Sandbox;

@@ -64,25 +64,25 @@ pub const MAGIC: [u8; 8] = *b"PRFDATA\0";
 ///   ([`BlockHeader::map_fingerprint`]), so that a provider never labels a block's counters with
 ///   the names of another map than the one installed, and the `superseded` word
 ///   ([`BlockHeader::superseded`]) of a run-time block replaced by a new layout.
-/// - 4 (stat-server branch): seed 000's stat-server extras. The [`CounterRecord`] grew from 32 to 64 bytes: its stat
-///   flags (`PSTF_FUNCPTR`, `PSTF_COMPLEX`, `PSTF_FACTOR_*`), scale factor and the parts of a
-///   sum. The header's reserved room gave 16 bytes to the on-demand request and served
-///   generations and the requested objects ([`BlockHeader::od_request`],
+/// - 4 (stat-server branch): the Windows 95 stat-server extras. The [`CounterRecord`] grew from
+///   32 to 64 bytes: its stat flags (`PSTF_FUNCPTR`, `PSTF_COMPLEX`, `PSTF_FACTOR_*`), scale
+///   factor and the parts of a sum. The header's reserved room gave 16 bytes to the on-demand
+///   request and served generations and the requested objects ([`BlockHeader::od_request`],
 ///   [`BlockHeader::od_served`], [`BlockHeader::od_objects`]).
 /// - 5: both of the above (merged; the header's reserved room shrank to 16 bytes).
-/// - 6 (owned branch): process-owned instances and aggregation (issue 16). The [`SlotHeader`]'s
+/// - 6 (owned branch): process-owned instances and aggregation. The [`SlotHeader`]'s
 ///   reserved room holds the owner of a process-owned instance ([`SlotHeader::owner_pid`],
 ///   [`SlotHeader::owner_start`]); the [`CounterRecord`]'s reserved room its aggregation rule
 ///   ([`CounterRecord::aggregate`], `AGG_*`); [`OBJECT_TOTAL`] asks readers for a `_Total`
 ///   instance; an instanced object's data region holds one counter block more than its limit,
 ///   the *retired accumulator* (block number `max_instances`), where the values of removed and
 ///   reclaimed instances are folded by each counter's rule.
-/// - 7 (lifecycle branch): the owner is not special (issue 16). A *members table*
+/// - 7 (lifecycle branch): the owner is not special. A *members table*
 ///   ([`MemberEntry`] × [`MAX_MEMBERS`], at [`BlockHeader::members_offset`], between the counter
 ///   records and the object regions) lists every process attached to the block, pid and start
 ///   time; the header's reserved room holds its offset and length and the
 ///   [`closed`](BlockHeader::closed) word the last member sets before it removes the block.
-/// - 8 (layout17 branch): cache-line padded instances and sharded counters (issue 17). The
+/// - 8 (layout17 branch): cache-line padded instances and sharded counters. The
 ///   [`ObjectRecord`]'s reserved room holds the distance between two counter blocks
 ///   ([`ObjectRecord::block_stride`], a multiple of [`CACHE_LINE`] unless the map packs the
 ///   object, where it was the block size) and the shard geometry ([`ObjectRecord::shard_start`],
@@ -325,10 +325,10 @@ pub struct BlockHeader {
     pub superseded: u32,
     /// Explicit padding.
     pub _pad1: u32,
-    /// On-demand counters (seed 000's `PSTF_FUNCPTR`): the request generation (atomic, a futex
-    /// word). A collector that wants fresh on-demand values and finds no request pending
-    /// (`od_request == od_served`) increments it and wakes the app's servicing thread, which
-    /// sleeps on it. The only word of the block a reader writes.
+    /// On-demand counters (the Windows 95 stat servers' `PSTF_FUNCPTR`): the request generation
+    /// (atomic, a futex word). A collector that wants fresh on-demand values and finds no request
+    /// pending (`od_request == od_served`) increments it and wakes the app's servicing thread,
+    /// which sleeps on it. The only word of the block a reader writes.
     pub od_request: u32,
     /// The generation of the last request the app served (atomic, a futex word): the app
     /// stores the request it read once every closure's value is in its counter, then wakes the
@@ -452,8 +452,8 @@ pub const OWNED_COUNT_OFFSET: usize = offset_of!(ObjectRecord, owned_count);
 /// 52 aggregate     56 shard         60 reserved, zero (4 bytes)
 /// ```
 ///
-/// `stat_flags` holds seed 000's `PSTF_FUNCPTR` (on demand), `PSTF_COMPLEX` (a sum of
-/// `parts[..part_count]`, which the reader computes; the app never writes its value) and
+/// `stat_flags` holds the Windows 95 stat servers' `PSTF_FUNCPTR` (on demand), `PSTF_COMPLEX` (a
+/// sum of `parts[..part_count]`, which the reader computes; the app never writes its value) and
 /// `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE` (with `factor`, applied to displayed values
 /// only) ([`LAYOUT_VERSION`] 4).
 #[repr(C)]
@@ -471,7 +471,7 @@ pub struct CounterRecord {
     pub default_scale: i32,
     /// `PERF_DETAIL_*`.
     pub detail_level: u32,
-    /// Seed 000's `PSTF_*` flags: [`STAT_FLAGS`] says which a block may hold.
+    /// The Windows 95 stat servers' `PSTF_*` flags: [`STAT_FLAGS`] says which a block may hold.
     pub stat_flags: u32,
     /// The scale factor of `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`, else 0.
     pub factor: u32,
@@ -489,7 +489,7 @@ pub struct CounterRecord {
     pub _reserved: u32,
 }
 
-/// The most parts of a sum (seed 000's `MAXCOMPLEXSUBSTAT`).
+/// The most parts of a sum (the Windows 95 stat servers' `MAXCOMPLEXSUBSTAT`).
 pub const MAX_SUM_PARTS: usize = crate::winperf::MAXCOMPLEXSUBSTAT;
 /// The `PSTF_*` flags a [`CounterRecord`] may hold; a reader refuses others.
 pub const STAT_FLAGS: u32 = crate::winperf::PSTF_FUNCPTR

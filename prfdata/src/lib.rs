@@ -27,7 +27,7 @@
 //!   runtime folder `$XDG_RUNTIME_DIR/prfdata` or `/run/user/<uid>/prfdata`, else
 //!   `/dev/shm/prfdata-<uid>`).
 //!
-//! **Watch notifications** (seed 000's `PMSG_START_STAT` / `PMSG_STOP_STAT`)
+//! **Watch notifications** (the Windows 95 stat servers' `PMSG_START_STAT` / `PMSG_STOP_STAT`)
 //! - [`watch`]: the lease table beside each block; the app asks [`PrfData::is_watched`] or
 //!   registers [`PrfData::on_watch`] / [`PrfData::watch_events`]; collectors hold
 //!   [`watch::Lease`]s through [`watch::WatchTable`].

@@ -1,5 +1,5 @@
-//! On-demand counters, the app's side (seed 000's `PSTF_FUNCPTR`: "the data is only calculated
-//! when requested").
+//! On-demand counters, the app's side (the Windows 95 stat servers' `PSTF_FUNCPTR`: "the data is
+//! only calculated when requested").
 //!
 //! The protocol, through two futex words of the block header ([`BlockHeader::od_request`] and
 //! [`BlockHeader::od_served`](crate::layout::BlockHeader::od_served)):

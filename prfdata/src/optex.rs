@@ -4,7 +4,8 @@
 //!
 //! > "Since I want very high-speed mutual exclusive access to the shared memory buffer from
 //! > threads in multiple processes, I decided to synchronize access to the shared memory buffer
-//! > using my COptex class" — seed 002, *Synchronizing Access to the Counter Values*.
+//! > using my COptex class" — Richter, MSJ, August 1998, *Synchronizing Access to the Counter
+//! > Values*.
 //!
 //! An optex is a word in the shared block: taking a free optex is one compare-and-exchange in
 //! user space, and only contention goes to the kernel (a futex on Linux). Unlike a critical

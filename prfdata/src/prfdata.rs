@@ -78,9 +78,8 @@ use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
 ///     }
 /// }
 ///
-/// # let dir = std::env::temp_dir().join(format!("prfdata-doc-{}", std::process::id()));
-/// # std::fs::create_dir_all(&dir)?;
-/// # std::env::set_var("PRFDATA_SHM_DIR", &dir);
+/// # let dir = tempfile::tempdir()?;
+/// # std::env::set_var("PRFDATA_SHM_DIR", dir.path());
 /// let prf = shop::PrfData::activate()?;
 /// prf.get_global_ctr32(shop::SALES).fetch_add(1, Relaxed);
 ///
@@ -538,12 +537,11 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # prfdata::prfdata_map! { pub mod m { app: "ActivateInDoc", object O = 0 { name: "O", help: "o",
     /// #   detail: Novice, default: C, instances: none, costly: false, counters {
     /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
-    /// let dir = std::env::temp_dir().join(format!("activate-in-{}", std::process::id()));
-    /// std::fs::create_dir_all(&dir)?;
-    /// let prf = m::PrfData::activate_in(&dir)?;
-    /// assert_eq!(prf.path(), dir.join("ActivateInDoc.blk"));
+    /// let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// assert_eq!(prf.path(), dir.path().join("ActivateInDoc.blk"));
     /// drop(prf);
-    /// assert!(!dir.join("ActivateInDoc.blk").exists());
+    /// assert!(!dir.path().join("ActivateInDoc.blk").exists());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn activate_in(dir: &Path) -> Result<Self, Error> {
@@ -659,10 +657,10 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # prfdata::prfdata_map! { pub mod m { app: "AttachInDoc", object O = 0 { name: "O", help: "o",
     /// #   detail: Novice, default: C, instances: none, costly: false, counters {
     /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
-    /// # let dir = std::env::temp_dir().join(format!("attach-in-{}", std::process::id()));
-    /// # std::fs::create_dir_all(&dir)?;
-    /// let owner = m::PrfData::activate_in(&dir)?;
-    /// let other = m::PrfData::attach_in(&dir)?;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let dir = dir.path();
+    /// let owner = m::PrfData::activate_in(dir)?;
+    /// let other = m::PrfData::attach_in(dir)?;
     /// other.get_global_ctr32(m::C).store(5, std::sync::atomic::Ordering::Relaxed);
     /// assert_eq!(owner.get_global_ctr32(m::C).load(std::sync::atomic::Ordering::Relaxed), 5);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -734,9 +732,10 @@ impl<M: PerfDataMap> PrfData<M> {
         crate::install::uninstall(M::DEF)
     }
 
-    /// Whether a collector watches counter `ctr` now (seed 000's count of `PMSG_START_STAT`s
-    /// minus `PMSG_STOP_STAT`s is above zero): one atomic load of a count the background waiter
-    /// keeps, cheap on any path. Use it to compute a costly counter only while someone looks.
+    /// Whether a collector watches counter `ctr` now (the Windows 95 stat servers' count of
+    /// `PMSG_START_STAT`s minus `PMSG_STOP_STAT`s is above zero): one atomic load of a count the
+    /// background waiter keeps, cheap on any path. Use it to compute a costly counter only while
+    /// someone looks.
     ///
     /// The first call (of this or [`PrfData::is_object_watched`], [`PrfData::on_watch`],
     /// [`PrfData::watch_events`]) starts the waiter (see [`watch`](crate::watch)). A counter
@@ -1100,7 +1099,8 @@ impl<M: PerfDataMap> PrfData<M> {
     /// whose width is `W` (checked against the map when the id was made).
     #[inline(always)]
     /// Registers `f` as the closure that computes the on-demand counter `ctr` (declared
-    /// `on_demand: true` in the map: seed 000's `PSTF_FUNCPTR`), replacing any earlier one.
+    /// `on_demand: true` in the map: the Windows 95 stat servers' `PSTF_FUNCPTR`), replacing any
+    /// earlier one.
     ///
     /// The first registration starts the handle's servicing thread, which sleeps until a
     /// collector asks for fresh values, then runs every registered closure and stores each value

@@ -67,18 +67,18 @@ pub const PERF_DETAIL_EXPERT: u32 = ws::PERF_DETAIL_EXPERT;
 /// Detail level: for the system designer.
 pub const PERF_DETAIL_WIZARD: u32 = ws::PERF_DETAIL_WIZARD;
 
-/// Windows 95 perf.h (seed 000) `PSTF_FUNCPTR`: the stat's value is computed on request. In a
+/// Windows 95 perf.h `PSTF_FUNCPTR`: the stat's value is computed on request. In a
 /// block's counter record: an on-demand counter.
 pub const PSTF_FUNCPTR: u32 = 0x0000_0001;
-/// Windows 95 perf.h (seed 000) `PSTF_FACTOR_MULTIPLY`: displayed values are multiplied by the
+/// Windows 95 perf.h `PSTF_FACTOR_MULTIPLY`: displayed values are multiplied by the
 /// stat's scale factor.
 pub const PSTF_FACTOR_MULTIPLY: u32 = 0x0000_0040;
-/// Windows 95 perf.h (seed 000) `PSTF_FACTOR_DIVIDE`: displayed values are divided by the
+/// Windows 95 perf.h `PSTF_FACTOR_DIVIDE`: displayed values are divided by the
 /// stat's scale factor.
 pub const PSTF_FACTOR_DIVIDE: u32 = 0x0000_0080;
-/// Windows 95 perf.h (seed 000) `PSTF_COMPLEX`: the stat is the sum of other stats.
+/// Windows 95 perf.h `PSTF_COMPLEX`: the stat is the sum of other stats.
 pub const PSTF_COMPLEX: u32 = 0x0000_0100;
-/// Windows 95 perf.h (seed 000) `MAXCOMPLEXSUBSTAT`: the most stats a complex stat sums.
+/// Windows 95 perf.h `MAXCOMPLEXSUBSTAT`: the most stats a complex stat sums.
 pub const MAXCOMPLEXSUBSTAT: usize = 8;
 
 /// Collect returned because the buffer was too small (winerror.h `ERROR_MORE_DATA`).
@@ -375,7 +375,7 @@ pub const fn required_base(counter_type: u32) -> Option<u32> {
     }
 }
 
-/// Whether a monitor differentiates the value over time (seed 003's "Differentiate": "If
+/// Whether a monitor differentiates the value over time (KB Q174631's "Differentiate": "If
 /// "Differentiate" is "TRUE" the data retrieved for this counter must be differentiated over
 /// time"), i.e. whether its displayed value needs two samples.
 ///

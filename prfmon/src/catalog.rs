@@ -1,8 +1,8 @@
 //! What the providers offer: objects and counters with name, explain text, type, detail level
-//! and whether the value is differentiated over time — seed 003's Name / Description /
+//! and whether the value is differentiated over time — KB Q174631's Name / Description /
 //! Differentiate, for `prfmon list` (and, later, `typeperf -q`).
 //!
-//! Seed 003: "If "Differentiate" is set to "FALSE" then the data retrieved is used in its raw
+//! KB Q174631: "If "Differentiate" is set to "FALSE" then the data retrieved is used in its raw
 //! form. If "Differentiate" is "TRUE" the data retrieved for this counter must be
 //! differentiated over time". Here that is every counter type whose displayed value needs two
 //! samples ([`prfdata::winperf::is_differentiated`]): the `PERF_DELTA_COUNTER` types and the two
@@ -84,8 +84,8 @@ pub struct CatalogCounter {
     pub default_scale: i32,
     /// The displayed value's unit (`/sec`, `%`, `s`, or empty), from the type's display field.
     pub unit: &'static str,
-    /// Seed 000's scale factor (`*N` or `/N`) a monitor applies to the displayed value, when
-    /// the counter has one ([`crate::factor`]; filled by [`with_factors`]).
+    /// The Windows 95 stat servers' scale factor (`*N` or `/N`) a monitor applies to the displayed
+    /// value, when the counter has one ([`crate::factor`]; filled by [`with_factors`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub factor: Option<String>,
 }

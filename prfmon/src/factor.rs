@@ -1,5 +1,5 @@
-//! Seed 000's scale factors (`PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`) as consumers apply
-//! them: to the *displayed* value only.
+//! The Windows 95 stat servers' scale factors (`PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`) as
+//! consumers apply them: to the *displayed* value only.
 //!
 //! A PERF_DATA_BLOCK has no field for an integer factor (`PERF_COUNTER_DEFINITION` knows only
 //! the power-of-ten `DefaultScale`), so an app's install writes its factors to the registry
@@ -105,8 +105,8 @@ impl Factors {
         self.of(index).map_or(value, |f| f.apply(value))
     }
 
-    /// Each factor as seed 000's text (`*4096`, `/1024`) by name index: what `prfmon serve`
-    /// sends a remote consumer ([`crate::remote::FACTORS_PATH`]).
+    /// Each factor as the Windows 95 stat servers' text (`*4096`, `/1024`) by name index: what
+    /// `prfmon serve` sends a remote consumer ([`crate::remote::FACTORS_PATH`]).
     ///
     /// # Examples
     ///

@@ -1,6 +1,6 @@
-//! Watch leases held by a collector on what it shows (seed 000's `PMSG_START_STAT` /
-//! `PMSG_STOP_STAT`): counter name indexes mapped to the app whose name range holds them
-//! ([`AppRanges`]), and one [`prfdata::watch::Lease`] per app, renewed at every sample
+//! Watch leases held by a collector on what it shows (the Windows 95 stat servers'
+//! `PMSG_START_STAT` / `PMSG_STOP_STAT`): counter name indexes mapped to the app whose name range
+//! holds them ([`AppRanges`]), and one [`prfdata::watch::Lease`] per app, renewed at every sample
 //! ([`Leases`]).
 //!
 //! An app's name range is `First Counter ..= Last Counter` of its `Services\<app>\Performance`

@@ -42,7 +42,8 @@
 //!   once, parent links re-pointed.
 //! - [`names`]: names and explain texts from `Perflib\<lang>`; PDH-style instance names;
 //!   [`namesakes`]: instances of one name numbered and found with a word per instance.
-//! - [`factor`]: seed 000's integer scale factors, from the registry, for displayed values.
+//! - [`factor`]: the Windows 95 stat servers' integer scale factors, from the registry, for
+//!   displayed values.
 //! - [`report`]: a collection as a table or as JSON.
 //!
 //! **Sampling over time**
@@ -50,9 +51,9 @@
 //!   previous and current raw samples, as a PDH query does.
 //! - [`typeperf`]: typeperf's PDH-CSV / PDH-TSV log format and `-q` listing.
 //!
-//! **Watching (seed 000's start/stop notifications)**
+//! **Watching (the Windows 95 stat servers' start/stop notifications)**
 //! - [`lease`]: the watch leases a collector holds on the apps' objects and counters it shows.
-//! - [`perfstats`]: the Windows 95 System Monitor's registry view (seed 003): `PerfStats\Enum`
+//! - [`perfstats`]: the Windows 95 System Monitor's registry view (KB Q174631): `PerfStats\Enum`
 //!   and `HKEY_DYN_DATA\PerfStats\{StartStat, StatData, StopStat}`.
 //!
 //! **Values and paths as PDH sees them**

@@ -1,4 +1,4 @@
-//! The Windows 95 System Monitor's view of the counters (seed 003): the registry keys a
+//! The Windows 95 System Monitor's view of the counters (KB Q174631): the registry keys a
 //! PerfStats client enumerates and queries, computed from a collection and the counter names
 //! (a virtual view: always what the apps publish now, never a stale key).
 //!
@@ -11,28 +11,29 @@
 //! HKEY_DYN_DATA\PerfStats\StopStat    value <object>\<counter>: ends the watch
 //! ```
 //!
-//! **Key names.** Seed 000 gives every stat a short registry node name (`VFAT`, `KERNEL`,
-//! `CPUUsage`) apart from its display name; prfdata's registry holds display names only, so the
-//! node name is made from the display name by one stable rule ([`key_name`]): its ASCII letters,
-//! digits and underscores, in order (`"PrfData Demo Jobs"` → `PrfDataDemoJobs`, `"% Busy"` →
-//! `Busy`). A name with none of those, or one that another object (or another counter of the
-//! same object) with a lower name index already took, is `STAT<index>` (seed 000's
-//! `PERF_STAT_PREFIX` and the name index).
+//! **Key names.** The Windows 95 stat-server interface gives every stat a short registry node name
+//! (`VFAT`, `KERNEL`, `CPUUsage`) apart from its display name; prfdata's registry holds display
+//! names only, so the node name is made from the display name by one stable rule ([`key_name`]):
+//! its ASCII letters, digits and underscores, in order (`"PrfData Demo Jobs"` → `PrfDataDemoJobs`,
+//! `"% Busy"` → `Busy`). A name with none of those, or one that another object (or another counter
+//! of the same object) with a lower name index already took, is `STAT<index>` (the Windows 95 stat
+//! servers' `PERF_STAT_PREFIX` and the name index).
 //!
-//! **Values.** Seed 003: "If Differentiate is set to FALSE then the data retrieved is used in
+//! **Values.** KB Q174631: "If Differentiate is set to FALSE then the data retrieved is used in
 //! its raw form. If Differentiate is TRUE the data retrieved for this counter must be
 //! differentiated over time". So `StatData` returns, for a counter whose displayed value needs
 //! two samples (`Differentiate` TRUE), its raw value (low 32 bits; the client differentiates);
 //! for the others the value a monitor displays from one sample (a fraction's percentage, an
 //! elapsed time's seconds; a raw count is itself), rounded and clamped to a DWORD. A counter of an
 //! object with instances is the sum over the instances. A counter's scale factor
-//! (`PSTF_FACTOR_*`, [`crate::factor`]) is applied to the value, as seed 000's stat server
-//! applies it ([`PerfStats::with_factors`]).
+//! (`PSTF_FACTOR_*`, [`crate::factor`]) is applied to the value, as a Windows 95 stat
+//! server applies it ([`PerfStats::with_factors`]).
 //!
 //! **Watches.** A `StartStat` read takes a *detached* lease ([`prfdata::watch::WatchTable::start_detached`]):
 //! every `reg query` is its own process, so the lease cannot be bound to the reader; it lives
-//! until a `StopStat` read of the same stat ends it (one per `StartStat`, as seed 000 counts) or
-//! until it is not renewed for [`PERFSTATS_TTL`] (each `StatData` read renews it).
+//! until a `StopStat` read of the same stat ends it (one per `StartStat`, as Windows 95 stat
+//! servers count) or until it is not renewed for [`PERFSTATS_TTL`] (each `StatData` read renews
+//! it).
 //!
 //! # Examples
 //!
@@ -65,12 +66,12 @@ use crate::names::Names;
 use crate::pdh::{self, FormatOptions};
 use prfdata::map::Factor;
 
-/// The key a PerfStats client enumerates (seed 000's `PERF_REG_KEY` under HKLM), as prfmon's
-/// registry spells HKLM.
+/// The key a PerfStats client enumerates (the Windows 95 stat servers' `PERF_REG_KEY` under HKLM),
+/// as prfmon's registry spells HKLM.
 pub const ENUM_KEY: &str = r"HKLM\System\CurrentControlSet\Control\PerfStats\Enum";
 
 /// How long a `StartStat` watch lives without a `StatData` read (or until `StopStat`): a
-/// client that died without `StopStat` stops counting after this. A minute: seed 003's clients
+/// client that died without `StopStat` stops counting after this. A minute: KB Q174631's clients
 /// poll far more often.
 pub const PERFSTATS_TTL: Duration = Duration::from_secs(60);
 
@@ -207,8 +208,9 @@ impl PerfStats {
         Self::with_factors(snapshot, names, apps, &Factors::default())
     }
 
-    /// [`PerfStats::new`], each counter's value with its scale factor applied (seed 000's
-    /// `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`, as install recorded them in the registry).
+    /// [`PerfStats::new`], each counter's value with its scale factor applied (the Windows 95 stat
+    /// servers' `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`, as install recorded them in the
+    /// registry).
     ///
     /// # Examples
     ///
@@ -358,8 +360,8 @@ impl PerfStats {
             })
     }
 
-    /// `StartStat\<stat>`: starts a watch on the stat (the app is told: seed 000's
-    /// `PMSG_START_STAT`); returns the value as [`PerfStats::stat_data`] does (0 if none).
+    /// `StartStat\<stat>`: starts a watch on the stat (the app is told: the Windows 95 stat
+    /// servers' `PMSG_START_STAT`); returns the value as [`PerfStats::stat_data`] does (0 if none).
     ///
     /// # Errors
     ///
@@ -384,8 +386,9 @@ impl PerfStats {
         Ok(counter.value.clone().unwrap_or(0))
     }
 
-    /// `StopStat\<stat>`: ends one `StartStat` watch of the stat (seed 000's `PMSG_STOP_STAT`);
-    /// stopping a stat nobody started is not an error (Windows 95 ignores it too).
+    /// `StopStat\<stat>`: ends one `StartStat` watch of the stat (the Windows 95 stat servers'
+    /// `PMSG_STOP_STAT`); stopping a stat nobody started is not an error (Windows 95 ignores it
+    /// too).
     ///
     /// # Errors
     ///

@@ -12,7 +12,7 @@
 //! |---|---|
 //! | `GET /perfdata?query=Global` ([`PERFDATA_PATH`]) | `application/octet-stream`: the PERF_DATA_BLOCK; header [`SERVICES_HEADER`]: the service of each object ([`encode_services`]) |
 //! | `GET /names?lang=009` ([`NAMES_PATH`]) | JSON: [`Names`] (`counter`, `help`: index → text) |
-//! | `GET /factors` ([`FACTORS_PATH`]) | JSON: seed 000's scale factors by name index (`{"1852": "/1024"}`, [`Factors::to_texts`](crate::factor::Factors::to_texts)) |
+//! | `GET /factors` ([`FACTORS_PATH`]) | JSON: the Windows 95 stat-server interface's scale factors by name index (`{"1852": "/1024"}`, [`Factors::to_texts`](crate::factor::Factors::to_texts)) |
 //! | `GET /reg?key=KEY[&v=NAME][&ve=1][&s=1][&se=SEP][&z=1]` ([`REG_PATH`]) | `text/plain`: what `prfmon reg query` prints there; 404 for a key or value that does not exist; `POST` for a `StartStat` / `StopStat` value (a write) |
 //!
 //! Every request carries `Authorization: Bearer <token>` when a token is given. Plain HTTP
@@ -75,7 +75,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const PERFDATA_PATH: &str = "/perfdata";
 /// The names and explain texts.
 pub const NAMES_PATH: &str = "/names";
-/// The counters' scale factors (seed 000's `PSTF_FACTOR_*`).
+/// The counters' scale factors (the Windows 95 stat-server interface's `PSTF_FACTOR_*`).
 pub const FACTORS_PATH: &str = "/factors";
 /// A registry key, as `reg query` prints it.
 pub const REG_PATH: &str = "/reg";
@@ -643,7 +643,7 @@ impl Remote {
             .map_err(|e| self.bad_answer(format!("the names do not decode: {e}")))
     }
 
-    /// The remote machine's scale factors (seed 000), for its displayed values.
+    /// The remote machine's scale factors (the Windows 95 stat-server interface), for its displayed values.
     ///
     /// # Errors
     ///

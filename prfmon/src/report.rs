@@ -138,9 +138,9 @@ impl<'a> JsonReport<'a> {
         JsonReport { services, ..self }
     }
 
-    /// Each counter with its scale factor (seed 000's `PSTF_FACTOR_MULTIPLY` / `DIVIDE`, from
-    /// [`crate::factor`]) as `"factor": "*4096"` when it has one. The values stay raw, as
-    /// everywhere in this JSON: a consumer formats them, then applies the factor to the
+    /// Each counter with its scale factor (the Windows 95 stat servers' `PSTF_FACTOR_MULTIPLY` /
+    /// `DIVIDE`, from [`crate::factor`]) as `"factor": "*4096"` when it has one. The values stay
+    /// raw, as everywhere in this JSON: a consumer formats them, then applies the factor to the
     /// displayed value.
     ///
     /// # Examples
@@ -277,8 +277,8 @@ struct JsonCounter {
     base_of: Option<usize>,
     detail: String,
     differentiate: bool,
-    /// Seed 000's scale factor (`*N` or `/N`), for a consumer formatting the value; the values
-    /// here stay raw.
+    /// The Windows 95 stat servers' scale factor (`*N` or `/N`), for a consumer formatting the
+    /// value; the values here stay raw.
     #[serde(skip_serializing_if = "Option::is_none")]
     factor: Option<String>,
     help: String,

@@ -50,8 +50,9 @@ pub struct Names {
     /// How long a Collect waits for the app's on-demand values: its `OnDemand Timeout` (20 ms by
     /// default), at most half its `Collect Timeout` ([`stats::on_demand_bound`]).
     pub on_demand_bound: Duration,
-    /// The most a Collect of the service serving the app may wait for on-demand values: half its
-    /// `Collect Timeout` ([`stats::collect_share`]).
+    /// The most a Collect of a service serving the app may wait for on-demand values: half the
+    /// smallest `Collect Timeout` of the app's service and of every service that exports it
+    /// ([`stats::collect_share`]).
     pub collect_share: Duration,
 }
 
@@ -383,8 +384,9 @@ impl App {
         }
     }
 
-    /// Logs a reason for no data once per kind of reason while the app is served (seed 004:
-    /// "do not flood the event log with errors on every data collection operation").
+    /// Logs a reason for no data once per kind of reason while the app is served ("How a
+    /// performance DLL interfaces with a monitor": "do not flood the event log with errors on every
+    /// data collection operation").
     fn log_once(&self, reason: &ReadError) {
         let mut logged = self.logged.lock().unwrap_or_else(PoisonError::into_inner);
         if logged.insert(reason.kind()) {

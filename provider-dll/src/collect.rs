@@ -26,8 +26,9 @@
 //! case that writes inside the buffer (never past it) and still answers ERROR_MORE_DATA is a
 //! race: an app adds instances (or starts, its block appearing) between a window whose copy was
 //! written and rejected (or an earlier app's write) and the retry, so that the data no longer
-//! fits. perflib ignores the buffer's contents on ERROR_MORE_DATA (seed 004 only asks that the
-//! pointer stay put and both counts be 0, which they are).
+//! fits. perflib ignores the buffer's contents on ERROR_MORE_DATA ("How a performance DLL
+//! interfaces with a monitor" only asks that the pointer stay put and both counts be 0, which
+//! they are).
 
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
@@ -44,10 +45,11 @@ use crate::serialize::{objects_size, objects_size_bound, write_prepared, Prepare
 /// stopped or lock-holding app costs at most this, and Collect stays well under 50 ms.
 pub const COLLECT_BUDGET: Duration = Duration::from_millis(30);
 
-/// Asks every app for the on-demand values (seed 000's `PSTF_FUNCPTR`) of the objects `query`
-/// asks for, then waits for them together: app by app until `asked_at` plus its bound
-/// (`OnDemand Timeout`), none past `asked_at` plus the smallest share of a `Collect Timeout`
-/// among the apps (half of it: [`prfdata_registry::stats`] gives the rule). Their waits
+/// Asks every app for the on-demand values (the Windows 95 stat servers' `PSTF_FUNCPTR`) of the
+/// objects `query` asks for, then waits for them together: app by app until `asked_at` plus its
+/// bound (`OnDemand Timeout`), none past `asked_at` plus the smallest share of a `Collect Timeout`
+/// among the apps' services and the services that export them, the one that calls this
+/// provider among them (half of it: [`prfdata_registry::stats::collect_share`]). Their waits
 /// overlap, so the Collect waits at most the largest of their bounds, never their sum, and
 /// always returns before the collector gives up on the provider. An app that let a request pass
 /// its deadline is not waited for until it has served it (its last values are served). Returns

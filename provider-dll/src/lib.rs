@@ -1,9 +1,10 @@
 //! The perflib provider library for prfdata blocks: `libprfdata_provider.so`.
 //!
 //! It exports, `extern "system"` with UTF-16 strings, the three functions perflib calls
-//! (seed 004), and serves every app named in the `Linkage\Export` of the services whose `Library`
-//! it is. One generic library serves every app, because each block describes itself: CPrfData
-//! compiled each app's map into that app's own DLL instead.
+//! ("How a performance DLL interfaces with a monitor"), and serves every app named in the
+//! `Linkage\Export` of the services whose `Library` it is. One generic library serves every app,
+//! because each block describes itself: CPrfData compiled each app's map into that app's own DLL
+//! instead.
 //!
 //! - [`OpenPerformanceData`]: read each app's First Counter / First Help from the registry
 //!   (`PRFDATA_REGISTRY` honoured); an app that is not running yet is picked up by a later Collect.
@@ -122,8 +123,9 @@ pub unsafe extern "system" fn CollectPerformanceData(
                 *num_object_types = 0;
                 ERROR_MORE_DATA
             }
-            // No data, or a panic: pointer unchanged, counts zero, success (seed 004: "Return
-            // this value in all other cases, even if no data is returned or an error occurs").
+            // No data, or a panic: pointer unchanged, counts zero, success ("How a performance DLL
+            // interfaces with a monitor": "Return this value in all other cases, even if no data is
+            // returned or an error occurs").
             _ => {
                 *total_bytes = 0;
                 *num_object_types = 0;

@@ -1,7 +1,8 @@
 //! What the provider logs, and how a host that loads it with `dlopen` gets to see it.
 //!
 //! The provider reports through the [`log`] facade, at most once per kind of problem and app
-//! while the app is served (seed 004: "do not flood the event log"):
+//! while the app is served ("How a performance DLL interfaces with a monitor": "do not flood the
+//! event log"):
 //!
 //! | level | message |
 //! |---|---|

@@ -1,4 +1,4 @@
-//! The worker-churn scenario of issue 16, prfdata's side (the Python side is
+//! The worker-churn scenario of process-owned instances, prfdata's side (the Python side is
 //! `benches/scripts/multiprocess_compare.py`; `benches/scripts/multiprocess_compare.sh` runs
 //! both).
 //!

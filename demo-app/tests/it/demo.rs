@@ -123,7 +123,7 @@ fn the_demo_publishes_counters_that_behave() {
         assert!((0.0..=500.0).contains(&queue), "queue length {queue}");
         queues.push(queue);
         if prev.is_none() {
-            // Differentiate as seed 003 means it: the average timer needs two samples.
+            // Differentiate as KB Q174631 means it: the average timer needs two samples.
             let offered = prfmon::catalog::catalog(std::slice::from_ref(&snap), &names, 400);
             let latency = offered
                 .iter()
@@ -133,8 +133,8 @@ fn the_demo_publishes_counters_that_behave() {
             assert_eq!(latency.type_name, "PERF_AVERAGE_TIMER");
             assert!(latency.differentiate, "{latency:?}");
         }
-        // Seed 000's extras: the sum equals its parts in every sample; the on-demand count of
-        // open files is computed by the demo when the collector asks.
+        // The Windows 95 stat servers' extras: the sum equals its parts in every sample; the
+        // on-demand count of open files is computed by the demo when the collector asks.
         let raw = |key: &str| cur[key].value;
         assert_eq!(
             raw("PrfData Demo Service\\Cache lookups()"),
@@ -184,7 +184,7 @@ fn the_demo_publishes_counters_that_behave() {
         latency.iter().all(|s| *s < 10.0),
         "latency in seconds {latency:?}"
     );
-    // Regression (issue 12): the queue length read 0 most of the time. In its first 10 s the
+    // Regression: the queue length read 0 most of the time. In its first 10 s the
     // producer keeps a backlog of 150 to 300 jobs.
     let distinct: BTreeSet<u64> = queues.iter().map(|q| q.to_bits()).collect();
     let waiting = queues.iter().filter(|q| **q > 0.0).count();

@@ -1,5 +1,5 @@
 //! Names registered at run time: the names and help texts of objects and counters an app adds
-//! after activation (seed 000: "stat servers and statistics may be added and removed at any
+//! after activation (the Windows 95 DDK's stat-server interface: "stat servers and statistics may be added and removed at any
 //! time"), written as lodctr would write them.
 //!
 //! An app's run-time names sit above its installed ones: symbolic offsets from

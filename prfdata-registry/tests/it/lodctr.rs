@@ -1,5 +1,5 @@
-//! lodctr / unlodctr: seed 001's own example, every error case (registry unchanged), replace,
-//! /S: and /R:, and 8 lodctr processes at once.
+//! lodctr / unlodctr: the lodctr design specification's own example, every error case (registry
+//! unchanged), replace, /S: and /R:, and 8 lodctr processes at once.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

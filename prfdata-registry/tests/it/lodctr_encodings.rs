@@ -1,7 +1,7 @@
 //! lodctr reads the counter .INI (and its symbol file) in the encodings Windows' lodctr files
 //! come in: UTF-16LE with a byte order mark (the usual "Unicode" .INI), UTF-16BE with one, and
-//! UTF-8 with one; seed 001's own example, converted, loads exactly as the plain file does, and
-//! errors still name the file and the line.
+//! UTF-8 with one; the lodctr design specification's own example, converted, loads exactly as the
+//! plain file does, and errors still name the file and the line.
 
 use std::path::Path;
 

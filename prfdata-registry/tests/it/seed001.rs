@@ -1,6 +1,6 @@
-//! Seed 001's own lodctr example, shared by the lodctr tests.
+//! The lodctr design specification's own lodctr example, shared by the lodctr tests.
 
-/// devdef.h exactly as seed 001 gives it.
+/// devdef.h exactly as the lodctr design specification gives it.
 pub const DEVDEF_H: &str = "\
 // begin devdef.H file
 
@@ -14,7 +14,7 @@ pub const DEVDEF_H: &str = "\
 // end devdef.H file
 ";
 
-/// The .INI example exactly as seed 001 gives it.
+/// The .INI example exactly as the lodctr design specification gives it.
 pub const DEVICE_INI: &str = "\
 // begin .INI file example
 [info]

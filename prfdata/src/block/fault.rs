@@ -6,7 +6,7 @@
 //! file) truncates it, the next load from a page past the new end raises `SIGBUS`, whose default
 //! action kills the reader: a collector, with every other app's data. Checking the file's size
 //! before each read does not help: the truncation can land between the check and the load (a
-//! reviewer's experiment killed an in-process collector in 8 to 165 of 300 truncations). No
+//! one experiment killed an in-process collector in 8 to 165 of 300 truncations). No
 //! check can close that race; only handling the fault can.
 //!
 //! So, as Wayland compositors do for their clients' shared-memory pools (libwayland-server's

@@ -1,4 +1,4 @@
-//! The members table: every process attached to a block (the owner is not special, issue 16).
+//! The members table: every process attached to a block (the owner is not special).
 //!
 //! ```text
 //! members_offset   MemberEntry × MAX_MEMBERS   { pid u32 (0: free), reserved u32, start_time u64 }

@@ -160,8 +160,8 @@ fn find(defs: &mut Defs, obj: DynObject) -> Option<&mut ObjDef> {
 }
 
 impl<M: PerfDataMap> PrfData<M> {
-    /// Adds an object at run time (seed 000's statistics added "at any time"), without
-    /// counters yet: it is published with its first [`add_counter`](PrfData::add_counter).
+    /// Adds an object at run time (the Windows 95 stat servers' statistics added "at any time"),
+    /// without counters yet: it is published with its first [`add_counter`](PrfData::add_counter).
     /// Feature `install`; see [`crate::dynamic`] for where it lives and how its names reach
     /// the registry.
     ///

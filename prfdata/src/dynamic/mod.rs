@@ -1,11 +1,11 @@
 //! Objects and counters added and removed at run time (feature `install`).
 //!
-//! Seed 000: "stat servers and statistics may be added and removed at any time". A
-//! `prfdata_map!` map is fixed at compile time, and the counters it declares are reached through
-//! `&AtomicI32` / `&AtomicI64` references into the app's block that the app may keep for as long
-//! as its [`PrfData`](crate::PrfData) lives. Moving those counters to a new block would leave
-//! those references pointing at the old one, and whatever was written there after the copy
-//! would be lost. So the installed map's block never moves, and what the app adds at run time
+//! The Windows 95 stat-server interface: "stat servers and statistics may be added and removed at
+//! any time". A `prfdata_map!` map is fixed at compile time, and the counters it declares are
+//! reached through `&AtomicI32` / `&AtomicI64` references into the app's block that the app may
+//! keep for as long as its [`PrfData`](crate::PrfData) lives. Moving those counters to a new block
+//! would leave those references pointing at the old one, and whatever was written there after the
+//! copy would be lost. So the installed map's block never moves, and what the app adds at run time
 //! lives in a second block beside it:
 //!
 //! ```text

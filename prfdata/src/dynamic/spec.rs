@@ -3,7 +3,7 @@
 use crate::map::DetailLevel;
 
 /// An object added at run time ([`PrfData::add_object`](crate::PrfData::add_object)): one set
-/// of counters, without instances (seed 000's statistics are single values).
+/// of counters, without instances (the Windows 95 stat servers' statistics are single values).
 ///
 /// # Examples
 ///

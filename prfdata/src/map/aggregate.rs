@@ -1,6 +1,6 @@
 //! How a counter aggregates across instances: what the retired accumulator keeps of an instance
 //! that leaves (removed, or reclaimed after its owner process died) and what the synthesised
-//! `_Total` instance shows (issue 16).
+//! `_Total` instance shows.
 //! The rules and their defaults per winperf type are in [`Aggregate`]'s docs.
 
 use crate::layout::{AGG_LAST, AGG_LIVE, AGG_MAX, AGG_MIN, AGG_NONE, AGG_SUM};

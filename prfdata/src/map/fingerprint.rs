@@ -1,16 +1,16 @@
 //! A map's fingerprint: one number that changes whenever the names a map installs change.
 //!
-//! The registry holds a map's names at First Counter + symbolic offset (seed 001). An app rebuilt
-//! with another map (counters added, offsets moved, names changed) but not reinstalled would have
-//! its counters labelled with the old names, or with another app's. Install records this number
-//! in the app's `Performance` key and activation writes it in the block's header; `activate`
-//! (feature `install`) and the provider compare the two.
+//! The registry holds a map's names at First Counter + symbolic offset (the lodctr design
+//! specification). An app rebuilt with another map (counters added, offsets moved, names changed)
+//! but not reinstalled would have its counters labelled with the old names, or with another app's.
+//! Install records this number in the app's `Performance` key and activation writes it in the
+//! block's header; `activate` (feature `install`) and the provider compare the two.
 //!
 //! The number is FNV-1a (64 bits) over what reaches the registry and nothing else: the app name,
 //! and for each object and named counter, in declaration order, its symbolic offset and its texts
 //! (language, name, help), each string preceded by its length so that no two maps run together,
-//! and a counter's scale factor (seed 000's `PSTF_FACTOR_*`, which install records beside the
-//! names in `Factors`).
+//! and a counter's scale factor (the Windows 95 stat servers' `PSTF_FACTOR_*`, which install
+//! records beside the names in `Factors`).
 //! Counter types, detail levels and instance limits are left out: changing them does not change
 //! any name.
 

@@ -32,9 +32,9 @@
 ///                     lang "00C" { name: "...", help: "..." },    // zero or more
 ///                     detail: Novice,              // default: the object's
 ///                     scale: 0,                    // default 0
-///                     factor: * N | / N,           // default none (seed 000's scale factor)
-///                     on_demand: false | true,     // default false (seed 000's PSTF_FUNCPTR)
-///                     sum: [COUNTER, ...],         // default none (seed 000's PSTF_COMPLEX)
+///                     factor: * N | / N,           // default none (Windows 95 scale factor)
+///                     on_demand: false | true,     // default false (Windows 95 PSTF_FUNCPTR)
+///                     sum: [COUNTER, ...],         // default none (Windows 95 PSTF_COMPLEX)
 ///                     aggregate: sum | live | min | max | last, // default: by type
 ///                     sharded: false | true,       // default false (per-thread slots)
 ///                 },
@@ -52,11 +52,11 @@
 ///
 /// **Help text** is never made up: give it, or say `help: name` to show the name as the help.
 ///
-/// **Symbolic offsets** (seed 001: the name's index is First Counter + offset, the help's the
-/// odd index after it) are computed when `= N` is left out, as the symbol .h file of lodctr
-/// numbers them: each object and named counter, in declaration order, takes the previous
-/// one's offset + 2, the first 0. An explicit offset is kept and must be even and unused; the
-/// symbols after it continue from it (as C enumerators do), so an explicit offset that lands on
+/// **Symbolic offsets** (the lodctr design specification: the name's index is First Counter +
+/// offset, the help's the odd index after it) are computed when `= N` is left out, as the symbol .h
+/// file of lodctr numbers them: each object and named counter, in declaration order, takes the
+/// previous one's offset + 2, the first 0. An explicit offset is kept and must be even and unused;
+/// the symbols after it continue from it (as C enumerators do), so an explicit offset that lands on
 /// one given or computed before is a duplicate, reported at the later symbol. Base counters
 /// have no offset (no name of their own). Changing the order of a map with computed offsets
 /// changes the offsets: that is harmless, since installing a map writes its names again.
@@ -65,7 +65,7 @@
 /// counter takes its object's detail level and scale 0; a base counter is Novice (a detail
 /// filter never drops it while keeping the counter it serves).
 ///
-/// **Seed 000's stat-server extras** ([`Factor`](crate::map::Factor),
+/// **The Windows 95 stat-server extras** ([`Factor`](crate::map::Factor),
 /// [`Source`](crate::map::Source)):
 /// - `factor: * 4096` or `factor: / 1024`: monitors multiply or divide the *displayed* value by
 ///   this integer, besides `scale` (raw values are never changed). It is kept in the block's
@@ -77,7 +77,7 @@
 ///   computed by the reader at every read (the app never writes it; a 32-bit sum wraps at 2^32
 ///   as a 32-bit counter would). Sums do not nest.
 ///
-/// **Worker processes and totals** (issue 16, [`Aggregate`](crate::map::Aggregate)):
+/// **Worker processes and totals** ([`Aggregate`](crate::map::Aggregate)):
 /// - `total: true` (objects with instances): every reader shows a synthesised instance named
 ///   `_Total`, last, computed at each read from the live instances and the object's retired
 ///   share.
@@ -89,7 +89,7 @@
 ///   `last` take one live value. Left out, the counter's type decides (the table is in
 ///   [`Aggregate`](crate::map::Aggregate)'s module docs); a base follows the counter it serves.
 ///
-/// **Cache lines** (issue 17, layout version 8):
+/// **Cache lines** (layout version 8):
 /// - Each instance's counter block starts on its own 128-byte cache line (the stride is the
 ///   block rounded up to 128 bytes), so threads updating different instances never share a
 ///   line. `packed: true` keeps the dense stride (the block rounded up to 8 bytes) where

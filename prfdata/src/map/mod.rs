@@ -12,10 +12,10 @@
 //! - one unit struct per object (implementing [`Object`]) and one [`CtrId`] constant per counter,
 //!   typed with the counter's width and object.
 //!
-//! Each object and named counter has a *symbolic offset* (an even number, as seed 001 requires):
-//! the name index it gets in the registry is First Counter + offset, its help index First Help +
-//! offset. The macro numbers them in declaration order when the map leaves them out. Base
-//! counters carry no name (their name and help indexes are 0 on the wire).
+//! Each object and named counter has a *symbolic offset* (an even number, as the lodctr design
+//! specification requires): the name index it gets in the registry is First Counter + offset, its
+//! help index First Help + offset. The macro numbers them in declaration order when the map leaves
+//! them out. Base counters carry no name (their name and help indexes are 0 on the wire).
 //!
 //! # Examples
 //!
@@ -153,7 +153,7 @@ pub struct CounterDef {
     /// For a `PERF_COUNTER_TEXT` counter: its room in UTF-16 code units, the terminating NUL
     /// included (see [`counter_type::Text32`](crate::counter_type::Text32)); 0 otherwise.
     pub text_len: u32,
-    /// The integer displayed values are multiplied or divided by (seed 000's
+    /// The integer displayed values are multiplied or divided by (the Windows 95 stat servers'
     /// `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`), besides `default_scale`; `None` for 1.
     pub factor: Option<Factor>,
     /// Where the value comes from: the app's stores, a closure run on request, or a sum.
@@ -163,9 +163,9 @@ pub struct CounterDef {
     pub aggregate: Option<Aggregate>,
 }
 
-/// An integer scale factor (seed 000's `pst0_ScaleFactor` with `PSTF_FACTOR_MULTIPLY` or
-/// `PSTF_FACTOR_DIVIDE`): monitors multiply or divide the *displayed* value by it, never the
-/// raw value. Declared in a map as `factor: * 4096` or `factor: / 1024`.
+/// An integer scale factor (the Windows 95 stat servers' `pst0_ScaleFactor` with
+/// `PSTF_FACTOR_MULTIPLY` or `PSTF_FACTOR_DIVIDE`): monitors multiply or divide the *displayed*
+/// value by it, never the raw value. Declared in a map as `factor: * 4096` or `factor: / 1024`.
 ///
 /// # Examples
 ///
@@ -306,12 +306,12 @@ pub struct FactorParseError(pub String);
 pub enum Source {
     /// The app stores the value (the ordinary counter).
     Stored,
-    /// Seed 000's `PSTF_FUNCPTR`: the app computes the value when a collector asks, through a
-    /// closure registered with [`PrfData::on_demand`](crate::PrfData::on_demand); a collector
-    /// that gets no answer within the service's bound serves the last value.
+    /// The Windows 95 stat servers' `PSTF_FUNCPTR`: the app computes the value when a collector
+    /// asks, through a closure registered with [`PrfData::on_demand`](crate::PrfData::on_demand); a
+    /// collector that gets no answer within the service's bound serves the last value.
     OnDemand,
-    /// Seed 000's `PSTF_COMPLEX`: the sum of these counters of the same object (indexes among
-    /// its counters, at most [`MAX_SUM_PARTS`]), computed by the
+    /// The Windows 95 stat servers' `PSTF_COMPLEX`: the sum of these counters of the same object
+    /// (indexes among its counters, at most [`MAX_SUM_PARTS`]), computed by the
     /// reader at each read (in 64 bits, then truncated to the counter's width), so that every
     /// consumer sees an ordinary counter. The app never writes it.
     SumOf(&'static [usize]),

@@ -31,7 +31,7 @@ pub enum MapError {
         /// The object's symbol.
         object: &'static str,
     },
-    /// A symbolic offset that is odd (seed 001: offsets must be even).
+    /// A symbolic offset that is odd (the lodctr design specification: offsets must be even).
     OddOffset {
         /// The symbol.
         symbol: &'static str,
@@ -163,10 +163,10 @@ pub enum MapError {
     },
 }
 
-/// The most counters a derived counter sums: seed 000's `MAXCOMPLEXSUBSTAT`.
+/// The most counters a derived counter sums: the Windows 95 stat servers' `MAXCOMPLEXSUBSTAT`.
 pub const MAX_SUM_PARTS: usize = winperf::MAXCOMPLEXSUBSTAT;
 
-/// Checks a map: every rule of seed 001 and winperf.h that a map can break.
+/// Checks a map: every rule of the lodctr design specification and winperf.h that a map can break.
 ///
 /// # Errors
 ///
@@ -506,7 +506,8 @@ const fn check_object(obj: &ObjectDef) -> Result<(), MapError> {
     Ok(())
 }
 
-/// A counter's factor and source (seed 000's scale factors, `PSTF_FUNCPTR`, `PSTF_COMPLEX`).
+/// A counter's factor and source (the Windows 95 stat servers' scale factors, `PSTF_FUNCPTR`,
+/// `PSTF_COMPLEX`).
 const fn check_source(obj: &ObjectDef, c: usize) -> Result<(), MapError> {
     let ctr = &obj.counters[c];
     let counter = ctr.symbol;

@@ -65,11 +65,11 @@ fn missed(target: u32) -> u64 {
 }
 
 impl BlockReader {
-    /// Asks the app for fresh values of its on-demand counters (seed 000's `PSTF_FUNCPTR`) and
-    /// waits at most `bound` for them: a provider calls it before it reads the block in a
-    /// Collect. Collectors asking at once share one request. It never waits past `bound`,
-    /// whatever the app does, and does not wait at all ([`Refresh::Missed`]) while a request
-    /// of this reader that passed its deadline is still unserved.
+    /// Asks the app for fresh values of its on-demand counters (the Windows 95 stat servers'
+    /// `PSTF_FUNCPTR`) and waits at most `bound` for them: a provider calls it before it reads the
+    /// block in a Collect. Collectors asking at once share one request. It never waits past
+    /// `bound`, whatever the app does, and does not wait at all ([`Refresh::Missed`]) while a
+    /// request of this reader that passed its deadline is still unserved.
     ///
     /// # Errors
     ///

@@ -61,7 +61,8 @@ pub struct ObjectInfo {
     /// The text counters (`PERF_COUNTER_TEXT`) of the object's counter block: offset and bytes,
     /// each range inside the block. Their UTF-16 is made well-formed when copied.
     pub(super) text: Vec<(u32, u32)>,
-    /// The sums (seed 000's `PSTF_COMPLEX`) the reader fills in each copied counter block.
+    /// The sums (the Windows 95 stat servers' `PSTF_COMPLEX`) the reader fills in each copied
+    /// counter block.
     pub(super) sums: Vec<SumPlan>,
     /// Whether readers show a synthesised `_Total` instance (`total: true` in the map).
     pub total: bool,
@@ -145,10 +146,10 @@ pub struct CounterInfo {
     pub default_scale: i32,
     /// `PERF_DETAIL_*`.
     pub detail_level: u32,
-    /// The scale factor monitors apply to displayed values (seed 000's
+    /// The scale factor monitors apply to displayed values (the Windows 95 stat servers'
     /// `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`), if any.
     pub factor: Option<Factor>,
-    /// Whether the app computes the value on request (seed 000's `PSTF_FUNCPTR`).
+    /// Whether the app computes the value on request (the Windows 95 stat servers' `PSTF_FUNCPTR`).
     pub on_demand: bool,
     /// With `PSTF_COMPLEX`: the summed counters (indexes among the object's counters, checked
     /// at open to be other numeric, non-sum counters of the object with the sum's size).
@@ -163,9 +164,9 @@ pub struct CounterInfo {
 }
 
 impl CounterInfo {
-    /// The counters this one sums (seed 000's `PSTF_COMPLEX`), as indexes among its object's
-    /// counters; `None` for a counter that is not a sum. The reader fills a sum's value in
-    /// every read ([`BlockView::global_value`](super::BlockView::global_value), the copied
+    /// The counters this one sums (the Windows 95 stat servers' `PSTF_COMPLEX`), as indexes among
+    /// its object's counters; `None` for a counter that is not a sum. The reader fills a sum's
+    /// value in every read ([`BlockView::global_value`](super::BlockView::global_value), the copied
     /// counter blocks): 64-bit sums wrap at 2^64, 32-bit sums at 2^32, as a counter of that
     /// width would.
     ///

@@ -157,9 +157,13 @@ impl BlockReader {
     /// Whether the block says it ended: its last member out closed it (or the activation that
     /// replaced it, every process of it gone), or, a run-time block, a newer layout was
     /// published over its path. Either way the path may hold another block: open it again.
-    /// Two loads from the mapping, no system call: a reader that keeps a block open across
-    /// reads asks this before trusting it (a read of an ended block ends with
-    /// [`ReadError::Replaced`] all the same). A block truncated under the question has ended.
+    /// Two loads from the mapping, no system call while the block runs: a reader that keeps a
+    /// block open across reads asks this before trusting it (a read of an ended block ends
+    /// with [`ReadError::Replaced`] all the same). A block truncated under the question has
+    /// ended. Any process of the user can write the `closed` word, so while it is set the
+    /// block counts as ended only if its path holds another file or none, or no process of
+    /// the app holds it ([`BlockReader::is_replaced`], [`BlockReader::owner_alive`]): a stray
+    /// write does not end the reads of a live block.
     ///
     /// # Examples
     ///
@@ -188,8 +192,17 @@ impl BlockReader {
     /// [`BlockReader::has_ended`] inside a read window.
     #[inline]
     fn ended(&self) -> bool {
-        self.raw.load_u32(CLOSED_OFFSET).is_some_and(|c| c != 0)
-            || self.raw.load_u32(SUPERSEDED_OFFSET).is_some_and(|s| s != 0)
+        self.raw.load_u32(SUPERSEDED_OFFSET).is_some_and(|s| s != 0)
+            || (self.raw.load_u32(CLOSED_OFFSET).is_some_and(|c| c != 0) && self.closed_for_real())
+    }
+
+    /// Whether a set `closed` word means it: the last member out sets it and then removes the
+    /// path; an activation that finds every process of a stale block gone sets it and removes
+    /// the path. A block still at its path with a process holding it is live, whatever the word
+    /// says (the next process that joins it clears the word).
+    #[cold]
+    fn closed_for_real(&self) -> bool {
+        self.is_replaced() || !self.owner_alive()
     }
 
     /// The block's generation as mapped now (zero once the mapping faulted).
@@ -1296,9 +1309,9 @@ impl BlockReader {
         }
     }
 
-    /// A sum's value (seed 000's `PSTF_COMPLEX`) in the counter block at `block`: its parts
-    /// loaded one by one, added in 64 bits, presented at the sum's width (a DWORD sign-extended
-    /// as [`BlockView::global_value`] presents every DWORD).
+    /// A sum's value (the Windows 95 stat servers' `PSTF_COMPLEX`) in the counter block at `block`:
+    /// its parts loaded one by one, added in 64 bits, presented at the sum's width (a DWORD
+    /// sign-extended as [`BlockView::global_value`] presents every DWORD).
     #[cold]
     fn sum_at(&self, block: u64, plan: &SumPlan, size: u32) -> Result<i64, ReadError> {
         let mut sum = 0u64;

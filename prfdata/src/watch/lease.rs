@@ -213,8 +213,8 @@ impl WatchTable {
         n
     }
 
-    /// Ends one live detached lease on exactly `set` (seed 000's count: one `StopStat` per
-    /// `StartStat`); `false` if there was none.
+    /// Ends one live detached lease on exactly `set` (the Windows 95 stat servers' count: one
+    /// `StopStat` per `StartStat`); `false` if there was none.
     ///
     /// # Examples
     ///

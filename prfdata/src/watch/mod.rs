@@ -1,10 +1,11 @@
-//! Watch notifications: who watches which objects and counters of an app (seed 000's
-//! `PMSG_START_STAT` / `PMSG_STOP_STAT`, reference-counted).
+//! Watch notifications: who watches which objects and counters of an app (the Windows 95 stat
+//! servers' `PMSG_START_STAT` / `PMSG_STOP_STAT`, reference-counted).
 //!
-//! Seed 000: "Stats that are expensive to maintain should only be kept while someone is
-//! watching them. [...] The server should keep a counter of the number of PMSG_START_STAT's it
-//! receives for a particular counter, decrement it for each PMSG_STOP_STAT and stop keeping
-//! track of the stat when the counter reaches zero." prfdata keeps that count for the app.
+//! The Windows 95 stat-server interface: "Stats that are expensive to maintain should only be kept
+//! while someone is watching them. [...] The server should keep a counter of the number of
+//! PMSG_START_STAT's it receives for a particular counter, decrement it for each PMSG_STOP_STAT and
+//! stop keeping track of the stat when the counter reaches zero." prfdata keeps that count for the
+//! app.
 //!
 //! # The lease table
 //!
@@ -163,7 +164,8 @@ pub(crate) fn bit(offset: u32) -> Option<usize> {
 /// [`PrfData::on_watch`](crate::PrfData::on_watch) callbacks and
 /// [`PrfData::watch_events`](crate::PrfData::watch_events) receive. `Start` comes when the first
 /// collector starts watching (the count goes from 0 to 1), `Stop` when the last one stops or its
-/// lease lapses: prfdata keeps seed 000's count of `PMSG_START_STAT`s for the app.
+/// lease lapses: prfdata keeps the Windows 95 stat servers' count of `PMSG_START_STAT`s for the
+/// app.
 ///
 /// `object` is the object's position in the map; `counter` the counter's position among its
 /// object's counters, or `None` for the object itself.
@@ -179,7 +181,7 @@ pub(crate) fn bit(offset: u32) -> Option<usize> {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WatchEvent {
-    /// Someone started watching (seed 000's `PMSG_START_STAT`).
+    /// Someone started watching (the Windows 95 stat servers' `PMSG_START_STAT`).
     Start {
         /// The object's position in the map.
         object: usize,

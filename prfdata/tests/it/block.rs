@@ -31,7 +31,7 @@ fn child_entry() {
     }
 }
 
-fn spawn_holder(dir: &std::path::Path) -> std::process::Child {
+fn spawn_holder(dir: &std::path::Path) -> common::ChildProcess {
     let child = common::spawn_child("block::child_entry", "hold", dir, &[]);
     assert!(
         common::wait_until(Duration::from_secs(20), || dir.join(BLOCK).exists()),

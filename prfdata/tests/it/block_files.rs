@@ -3,7 +3,7 @@
 //! (and by the reader, which opens blocks the same way). Nothing there is followed, read from
 //! or waited on.
 //!
-//! Before issue 13, a FIFO at the block path made `activate` (and `demo-app run`) wait forever
+//! Regression: a FIFO at the block path made `activate` (and `demo-app run`) wait forever
 //! in `open`, for a writer that never came.
 
 use crate::common;

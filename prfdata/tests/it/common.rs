@@ -40,9 +40,54 @@ prfdata::prfdata_map! {
 /// The environment variable that selects a child's role.
 pub const ROLE: &str = "PRFDATA_TEST_ROLE";
 
+/// A child process that is killed and waited for when dropped (a test that fails leaves none
+/// behind); one that already ended is left alone.
+#[derive(Debug)]
+pub struct ChildProcess(Child);
+
+impl ChildProcess {
+    /// Takes charge of `child`.
+    pub fn new(child: Child) -> Self {
+        Self(child)
+    }
+}
+
+impl std::ops::Deref for ChildProcess {
+    type Target = Child;
+
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ChildProcess {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl std::borrow::Borrow<Child> for ChildProcess {
+    fn borrow(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::borrow::BorrowMut<Child> for ChildProcess {
+    fn borrow_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for ChildProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts this test binary again running only `entry` (an ignored test), with `role` and extra
 /// environment.
-pub fn spawn_child(entry: &str, role: &str, dir: &Path, env: &[(&str, String)]) -> Child {
+pub fn spawn_child(entry: &str, role: &str, dir: &Path, env: &[(&str, String)]) -> ChildProcess {
     let exe = std::env::current_exe().expect("the test binary knows its path");
     let mut cmd = Command::new(exe);
     cmd.args([
@@ -60,7 +105,7 @@ pub fn spawn_child(entry: &str, role: &str, dir: &Path, env: &[(&str, String)]) 
     for (k, v) in env {
         cmd.env(k, v);
     }
-    cmd.spawn().expect("spawn child test process")
+    ChildProcess(cmd.spawn().expect("spawn child test process"))
 }
 
 /// Runs `f` on a new thread and waits for it at most `limit`: a call that blocks fails the test
@@ -79,7 +124,8 @@ pub fn bounded<T: Send + 'static>(
 }
 
 /// Waits for a child for at most `limit`, killing it (and failing) if it takes longer.
-pub fn wait_ok(mut child: Child, limit: Duration) {
+pub fn wait_ok(mut child: impl std::borrow::BorrowMut<Child>, limit: Duration) {
+    let child = child.borrow_mut();
     let start = Instant::now();
     loop {
         match child.try_wait().expect("wait for child") {

@@ -1,4 +1,4 @@
-//! `InstanceTable::copy_blocks_after` (issue 17: a provider writes every instance of an object
+//! `InstanceTable::copy_blocks_after` (a provider writes every instance of an object
 //! in one call): on a real block, byte for byte what a definition copied by the caller followed
 //! by `copy_counter_block` gives, for a plain object (the fast path) and for one whose blocks
 //! need fix-ups (text, `_Total`: the path per instance); and every size it is given is checked

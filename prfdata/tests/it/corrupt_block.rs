@@ -4,7 +4,7 @@
 //! `Error::Corrupt` naming the object and the field, never write outside the block or panic
 //! (in release builds too: `cargo test --release -p prfdata --test corrupt_block`).
 //!
-//! Before issue 13, a live count beyond the object's limit made `add_instance` panic on a debug
+//! Regression: a live count beyond the object's limit made `add_instance` panic on a debug
 //! assertion in debug builds and write past the live list (SIGSEGV) in release builds.
 
 use crate::common;

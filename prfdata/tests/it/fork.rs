@@ -7,7 +7,7 @@
 //! Each test re-executes this binary (so that the fork happens in a process that runs only that
 //! test) and forks there with `libc::fork`; the forked child reports through its exit code.
 //!
-//! Before issue 13, a `PrfData` dropped in a forked child deleted the parent's block.
+//! Regression: a `PrfData` dropped in a forked child deleted the parent's block.
 
 use crate::common;
 use std::os::unix::fs::{FileExt, MetadataExt};

@@ -69,7 +69,8 @@ fn a_key_name_ending_in_whitespace_is_refused_wherever_it_is() {
             "{path:?}: {err}"
         );
     }
-    // The committed .INI (its symbol file after the marker is seed 001's devdef.h).
+    // The committed .INI (its symbol file after the marker is the lodctr design specification's
+    // devdef.h).
     let input = committed("lodctr_ini", "regression-key-name-trailing-space.ini");
     std::fs::write(dir.path().join("fuzz.ini"), input).expect("write the .INI");
     std::fs::write(

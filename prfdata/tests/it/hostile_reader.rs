@@ -1,4 +1,4 @@
-//! The block reader on hostile blocks (issue 13): a real block, then its fields rewritten byte
+//! The block reader on hostile blocks: a real block, then its fields rewritten byte
 //! by byte to values that overflow, exceed their limits or break UTF-16. In a debug build (where
 //! an overflow panics) every one of them is a typed error naming the offset, or is read as
 //! written with lone surrogates served as U+FFFD: never a panic. A proptest does the same with
@@ -132,7 +132,7 @@ fn a_forged_counter_block_byte_length_is_replaced_by_the_checked_size() {
 }
 
 /// Each hostile record field, written alone into a fresh block: the open fails with a field
-/// error naming exactly that offset. (Before issue 13 the counter offset near 2^32 panicked
+/// error naming exactly that offset. (Formerly the counter offset near 2^32 panicked
 /// in debug builds: `block_offset + size` overflowed a u32.)
 #[test]
 fn overflowing_and_out_of_limit_record_fields_are_errors_naming_their_offset() {

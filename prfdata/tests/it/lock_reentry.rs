@@ -3,7 +3,7 @@
 //! them, lock again), through the same handle or another handle on the same block, and each
 //! call runs inside the guard's write section.
 //!
-//! Before issue 13, `set_text` inside `lock_ctrs` waited forever (the optex is not recursive).
+//! Regression: `set_text` inside `lock_ctrs` waited forever (the optex is not recursive).
 //! Every combination here runs on a worker thread with a bounded wait, so a deadlock fails the
 //! test instead of hanging it.
 

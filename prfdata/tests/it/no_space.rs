@@ -6,7 +6,7 @@
 //! filled to its last pages. Where mounting is not allowed, the child process runs under an
 //! `RLIMIT_FSIZE` smaller than the block instead, and the reservation fails with EFBIG.
 //!
-//! Before issue 13, the block was created sparse on the full tmpfs, `activate` succeeded, and
+//! Regression: the block was created sparse on the full tmpfs, `activate` succeeded, and
 //! the child died of SIGBUS when it updated the counters of its instances.
 
 use crate::common;

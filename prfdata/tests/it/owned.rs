@@ -1,4 +1,4 @@
-//! Process-owned instances, aggregation rules and the synthesised `_Total` (issue 16), with
+//! Process-owned instances, aggregation rules and the synthesised `_Total`, with
 //! real worker processes killed by `SIGKILL` and a real block file.
 
 use std::collections::HashMap;

@@ -13,7 +13,7 @@
 use std::path::Path;
 use std::process::Command;
 
-/// The most public items prfdata may have outside `winperf` (issue 14).
+/// The most public items prfdata may have outside `winperf`.
 const MAX_ITEMS: usize = 120;
 
 /// The items of an all-items page: `kind path::Name`, sorted.

@@ -1,4 +1,4 @@
-//! Cache-line padded instances and sharded counters (issue 17), with real worker processes
+//! Cache-line padded instances and sharded counters, with real worker processes
 //! and threads on a real block file: no increment lost, slots freed by exiting threads and
 //! taken by new ones, the slots-exhausted path, and the slots of a killed process taken over.
 
@@ -255,7 +255,7 @@ fn spawn_workers(
     dir: &std::path::Path,
     n: usize,
     env: &[(&str, String)],
-) -> Vec<std::process::Child> {
+) -> Vec<common::ChildProcess> {
     (0..n)
         .map(|_| common::spawn_child("sharded::shard_worker_entry", "shard-worker", dir, env))
         .collect()

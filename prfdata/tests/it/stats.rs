@@ -1,4 +1,4 @@
-//! Seed 000's stat-server extras in prfdata itself: the counter records of sums, factors and
+//! The Windows 95 stat-server extras in prfdata itself: the counter records of sums, factors and
 //! on-demand counters read back as written and refused when hostile (each error naming the
 //! field's offset), and the app side of on-demand counters (a closure that panics, a counter
 //! that is not on demand, a handle dropped while its thread sleeps).

@@ -1,4 +1,4 @@
-// Issue 13's regression: before, this compiled, and safe code wrote 1 TiB past the block (a
+// Regression: before, this compiled, and safe code wrote 1 TiB past the block (a
 // debug assertion in debug builds, SIGSEGV in release). A hand-written `Object` needs `unsafe`,
 // no layout constant can be overridden (`DATA_OFFSET` is gone: prfdata computes every offset
 // from the map), and counter ids cannot be made by hand (`CtrId::new` is gone).

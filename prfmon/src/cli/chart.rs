@@ -150,8 +150,8 @@ pub struct WatchState {
     pub unmatched: Vec<String>,
     /// Counters not charted because there were already [`MAX_SERIES`].
     pub dropped: usize,
-    /// Seed 000's scale factors, applied to every displayed value (with or without `scale`:
-    /// a factor gives the counter its unit, as pages × 4096 are bytes).
+    /// The Windows 95 stat servers' scale factors, applied to every displayed value (with or
+    /// without `scale`: a factor gives the counter its unit, as pages × 4096 are bytes).
     pub factors: Factors,
 }
 

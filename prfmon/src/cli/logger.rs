@@ -1,14 +1,15 @@
 //! Where the libraries' messages go: the `log` records of `prfmon`'s library, `prfdata` and
 //! the registry (a provider disabled, a service skipped, a duplicate object), once per
-//! condition, to stderr as `prfmon: <message>` or to the system log (seed 004's event log).
+//! condition, to stderr as `prfmon: <message>` or to the system log (the event log perflib's
+//! providers report to).
 //!
 //! # Once per condition
 //!
 //! A message is written the first time it is logged; the same message (same level, source and
 //! text: the same service with the same problem) again is dropped for the life of the process,
 //! so that a provider failing on every Collect of a long `serve` or `typeperf` is reported
-//! once, not once per collection (seed 004: "do not flood the event log"). The memory is
-//! bounded ([`MAX_CONDITIONS`]).
+//! once, not once per collection ("How a performance DLL interfaces with a monitor": "do not flood
+//! the event log"). The memory is bounded ([`MAX_CONDITIONS`]).
 //!
 //! # Destination
 //!

@@ -319,8 +319,8 @@ impl ProviderLibrary {
     ///
     /// The exports with these names must have winperf.h's signatures ([`OpenFn`],
     /// [`CollectFn`], [`CloseFn`]) and be sound to call as the perflib contract describes
-    /// (seed 004): they are called through the returned [`EntryPoints`] without further
-    /// checks.
+    /// ("How a performance DLL interfaces with a monitor"): they are called through the returned
+    /// [`EntryPoints`] without further checks.
     ///
     /// # Examples
     ///
@@ -462,7 +462,7 @@ unsafe fn dlmopen_new_namespace(_path: &Path) -> Result<libloading::Library, Str
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EntryNames {
-    /// `Open` (optional: seed 004 calls Collect for "those with a Collect function but no Open
+    /// `Open` (optional: perflib calls Collect for "those with a Collect function but no Open
     /// function").
     pub open: Option<String>,
     /// `Collect`.
@@ -662,7 +662,8 @@ impl EntryPoints {
         // - `data` points at `buffer_len` writable, initialised bytes (and the guard after
         //   them), which nothing else uses during the call;
         // - `bytes` and `num_objects` are valid, writable u32s.
-        // The provider's obligations (seed 004) are checked afterwards, not trusted.
+        // The provider's obligations ("How a performance DLL interfaces with a monitor") are
+        // checked afterwards, not trusted.
         let status =
             unsafe { (self.collect)(value.as_mut_ptr(), &mut data, &mut bytes, &mut num_objects) };
         let advance = (data as isize).wrapping_sub(start as isize) as i64;

@@ -63,9 +63,10 @@
 //!
 //! Not the provider's fault, so logged and skipped but not disabled: a library that cannot
 //! be loaded (or, in process, a private copy that cannot be made), a missing export, Open
-//! returning an error (seed 004: then Collect is not called), a host executable that is not a
-//! prfmon host. A Collect that returns an error other than ERROR_MORE_DATA has its output
-//! ignored for that collection. A host that dies costs only its own service, which is disabled.
+//! returning an error ("How a performance DLL interfaces with a monitor": then Collect is not
+//! called), a host executable that is not a prfmon host. A Collect that returns an error other than
+//! ERROR_MORE_DATA has its output ignored for that collection. A host that dies costs only its own
+//! service, which is disabled.
 //!
 //! [`Isolation::InProcess`] calls providers directly (for benchmarks and trusted providers):
 //! the output is still validated, but there are no timeouts and a crash is the collector's.
@@ -193,7 +194,8 @@ pub enum Isolation {
     /// the first service of a file, `dlmopen` namespaces for the others: see [`copies`]);
     /// output validated, no timeouts, no crash safety. Two in-process collectors in one
     /// process share each service's copy, so they call its Open twice (and Close twice): a
-    /// provider must allow that, as seed 004 says it must allow several monitoring processes.
+    /// provider must allow that, as perflib's DLL interface says it must allow several monitoring
+    /// processes.
     InProcess,
 }
 

@@ -1,12 +1,12 @@
-//! Moving a provider's objects onto 8-byte boundaries: seed 004 allows DWORD-aligned output,
+//! Moving a provider's objects onto 8-byte boundaries: perflib allows DWORD-aligned output,
 //! the PERF_DATA_BLOCK wants each object QWORD-aligned.
 //!
-//! Seed 004: "The data returned must be a multiple of a DWORD in length [...] This must be a
-//! multiple of sizeof(DWORD) (a multiple of 4)." A provider may therefore return objects whose
-//! `TotalByteLength` is 4 more than a multiple of 8. Laid end to end in the PERF_DATA_BLOCK,
-//! the objects after such an object would start 4 bytes off an 8-byte boundary, and their
-//! LARGE_INTEGER fields (`PerfTime`, `PerfFreq` in the header, 64-bit counters that the
-//! provider placed 8-aligned within its object) with them. So each such object gets 4 zero
+//! "How a performance DLL interfaces with a monitor": "The data returned must be a multiple of a
+//! DWORD in length [...] This must be a multiple of sizeof(DWORD) (a multiple of 4)." A provider
+//! may therefore return objects whose `TotalByteLength` is 4 more than a multiple of 8. Laid end to
+//! end in the PERF_DATA_BLOCK, the objects after such an object would start 4 bytes off an 8-byte
+//! boundary, and their LARGE_INTEGER fields (`PerfTime`, `PerfFreq` in the header, 64-bit counters
+//! that the provider placed 8-aligned within its object) with them. So each such object gets 4 zero
 //! bytes after it, and its `TotalByteLength` grows by the same 4, which is how 64-bit perflib
 //! pads objects:
 //!

@@ -1,11 +1,12 @@
-//! Judging a provider: the rules of seed 004 checked against what one Collect call did, and
-//! the reasons a provider is disabled.
+//! Judging a provider: the rules of "How a performance DLL interfaces with a monitor" checked
+//! against what one Collect call did, and the reasons a provider is disabled.
 //!
-//! Seed 004, for Collect: "On successful exit, set *lppData to the next byte in the buffer
-//! available for data [...] The data returned must be a multiple of a DWORD in length. It must
-//! conform to the PERF_OBJECT_TYPE data definition [...] On successful exit, set *lpcbBytes to
-//! the size, in bytes, of the data written to the lppData buffer." and for ERROR_MORE_DATA
-//! "leave *lppData unchanged, and set *lpcbBytes and *lpcObjectTypes to zero."
+//! "How a performance DLL interfaces with a monitor", for Collect: "On successful exit, set
+//! *lppData to the next byte in the buffer available for data [...] The data returned must be a
+//! multiple of a DWORD in length. It must conform to the PERF_OBJECT_TYPE data definition [...] On
+//! successful exit, set *lpcbBytes to the size, in bytes, of the data written to the lppData
+//! buffer." and for ERROR_MORE_DATA "leave *lppData unchanged, and set *lpcbBytes and
+//! *lpcObjectTypes to zero."
 //!
 //! So the byte count, and each object's `TotalByteLength`, must be a multiple of 4 (a DWORD),
 //! not necessarily of 8: objects that end 4 bytes off an 8-byte boundary are padded to it by
@@ -72,7 +73,10 @@ impl std::fmt::Display for Call {
 /// ```
 /// use prfmon::collector::validate::ProviderFault;
 /// let f = ProviderFault::Misaligned { bytes: 62 };
-/// assert_eq!(f.to_string(), "Collect returned 62 bytes, not a multiple of 4 (a DWORD, seed 004)");
+/// assert_eq!(
+///     f.to_string(),
+///     "Collect returned 62 bytes, not a multiple of 4 (a DWORD, as perflib requires)"
+/// );
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProviderFault {
@@ -135,7 +139,7 @@ pub enum ProviderFault {
         bytes: u32,
     },
     /// The byte count is not a multiple of 4.
-    #[error("Collect returned {bytes} bytes, not a multiple of 4 (a DWORD, seed 004)")]
+    #[error("Collect returned {bytes} bytes, not a multiple of 4 (a DWORD, as perflib requires)")]
     Misaligned {
         /// `*lpcbTotalBytes`.
         bytes: u32,
@@ -185,12 +189,13 @@ pub enum Verdict {
     MoreData,
     /// ERROR_SUCCESS with this data (possibly none).
     Data(ProviderOutput),
-    /// Another status: seed 004 asks providers to return ERROR_SUCCESS "even if [...] an
-    /// error occurs", so this is a provider that says it failed; its output is ignored.
+    /// Another status: "How a performance DLL interfaces with a monitor" asks providers to return
+    /// ERROR_SUCCESS "even if [...] an error occurs", so this is a provider that says it failed;
+    /// its output is ignored.
     Failed(u32),
 }
 
-/// Checks one Collect call against seed 004 and the object layout; the data of a valid call
+/// Checks one Collect call against perflib's rules and the object layout; the data of a valid call
 /// comes back with its objects 8-aligned ([`super::realign`]).
 ///
 /// # Examples

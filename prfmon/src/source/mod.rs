@@ -62,7 +62,7 @@ pub trait PerfSource {
     /// The names and explain texts of language `lang` (`009`) that go with the collections.
     fn names(&mut self, lang: &str) -> Result<Names, SourceError>;
 
-    /// Seed 000's scale factors of the source's counters, for displayed values.
+    /// The Windows 95 stat servers' scale factors of the source's counters, for displayed values.
     fn factors(&mut self) -> Result<Factors, SourceError>;
 
     /// The name ranges of the apps whose counters this process can hold watch leases on

@@ -173,7 +173,7 @@ impl SourceNames {
         &self.names
     }
 
-    /// Seed 000's scale factors.
+    /// The Windows 95 stat servers' scale factors.
     ///
     /// # Examples
     ///

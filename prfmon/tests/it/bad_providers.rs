@@ -169,7 +169,7 @@ fn a_provider_that_lies_about_its_byte_count_is_disabled() {
 
 #[test]
 fn a_provider_whose_byte_count_its_objects_do_not_fill_is_disabled() {
-    // 4 bytes more than its one object: a multiple of 4 (seed 004's DWORD) is not refused as
+    // 4 bytes more than its one object: a multiple of 4 (perflib's DWORD rule) is not refused as
     // such, but the objects must add up to the count.
     let fault = survive("odd-bytes");
     assert!(

@@ -1,5 +1,5 @@
 //! Blocks under fault or attack, read by the real provider (`libprfdata_provider.so`) in both
-//! isolation modes, with real processes and real files (issue 13): a block truncated, regrown or
+//! isolation modes, with real processes and real files: a block truncated, regrown or
 //! replaced under a reader never kills the reading process; a FIFO at a block path never blocks
 //! a collection; a process killed holding an app's lock leaves no reader answering "busy"; a
 //! lone surrogate in an instance name never gets the provider disabled. In every case the
@@ -70,15 +70,17 @@ const READY: &str = "BLOCK_FAULT_READY";
 const STOP: &str = "BLOCK_FAULT_STOP";
 /// The app's worker names.
 const WORKERS: [&str; 3] = ["w0", "w1", "w2"];
-/// How many truncations and replacements the attacker makes: the reviewer saw 8 to 165 of
+/// How many truncations and replacements the attacker makes: one experiment saw 8 to 165 of
 /// 300 kill the collector, so a thousand make a collector without the fix die for certain.
 const ATTACKS: u32 = 1000;
 
-/// Both maps installed in one temp registry, for this module's tests.
+/// Both maps installed in one temp registry, for this module's tests (removed when the
+/// process exits).
 fn setup() -> &'static Installed {
     static SETUP: OnceLock<Installed> = OnceLock::new();
     SETUP.get_or_init(|| {
         let installed = prfdata_app::install(&bf::MAP);
+        prfdata_testkit::remove_at_exit(installed.dir.path());
         installed.install(&fifo_app::MAP);
         installed
     })

@@ -1,4 +1,4 @@
-//! Seed 004's DWORD rule: "The data returned must be a multiple of a DWORD in length". A
+//! Perflib's DWORD rule: "The data returned must be a multiple of a DWORD in length". A
 //! provider whose byte count and object lengths are multiples of 4 but not of 8 is valid: the
 //! collector keeps it and moves its objects onto 8-byte boundaries in the PERF_DATA_BLOCK
 //! (each padded, its TotalByteLength grown to match, nothing inside it moved). A byte count

@@ -1,7 +1,7 @@
-//! Objects and counters added and removed at run time (seed 000), end to end: an app process
-//! adds a run-time object and counters while a collector reads it in a loop and an attached
-//! worker process updates the same counter; `prfmon list` and the registry follow every change,
-//! and no update is lost to a re-layout.
+//! Objects and counters added and removed at run time (as Windows 95 stat servers have them), end
+//! to end: an app process adds a run-time object and counters while a collector reads it in a loop
+//! and an attached worker process updates the same counter; `prfmon list` and the registry follow
+//! every change, and no update is lost to a re-layout.
 
 use crate::common;
 use crate::prfdata_app;

@@ -57,12 +57,14 @@ struct Env {
     first_counter: u32,
 }
 
-/// One registry and shm folder for this module's tests; a test that runs the app holds them
-/// as this process's environment (see [`start_app`]), which provider hosts inherit.
+/// One registry and shm folder for this module's tests (removed when the process exits); a
+/// test that runs the app holds them as this process's environment (see [`start_app`]), which
+/// provider hosts inherit.
 fn env() -> &'static Env {
     static ENV: OnceLock<Env> = OnceLock::new();
     ENV.get_or_init(|| {
         let sandbox = Sandbox::new();
+        prfdata_testkit::remove_at_exit(sandbox.dir.path());
         let range = sandbox.install(&e2e::MAP);
         Env {
             sandbox,

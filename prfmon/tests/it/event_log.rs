@@ -1,7 +1,7 @@
-//! The event log (seed 004): the collector reports a provider's failure once per condition,
-//! not on every Collect, to the system log (`--log-to syslog`, a datagram socket the test
-//! binds and names with `PRFDATA_SYSLOG_SOCKET`) or to stderr. Real `prfmon` processes, a
-//! real provider library failing every Collect in its host process.
+//! The event log ("How a performance DLL interfaces with a monitor"): the collector reports a
+//! provider's failure once per condition, not on every Collect, to the system log (`--log-to
+//! syslog`, a datagram socket the test binds and names with `PRFDATA_SYSLOG_SOCKET`) or to stderr.
+//! Real `prfmon` processes, a real provider library failing every Collect in its host process.
 
 use std::os::unix::net::UnixDatagram;
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! `prfmon list` through the real binary: objects and counters with seed 003's Name,
+//! `prfmon list` through the real binary: objects and counters with KB Q174631's Name,
 //! Description and Differentiate, filtered by object and detail level.
 
 use crate::common;

@@ -104,10 +104,14 @@ fn app_child() {
     std::thread::sleep(Duration::from_secs(60));
 }
 
-/// The app installed once for this module's tests.
+/// The app installed once for this module's tests (removed when the process exits).
 fn setup() -> &'static Installed {
     static SETUP: OnceLock<Installed> = OnceLock::new();
-    SETUP.get_or_init(|| prfdata_app::install(&pt::MAP))
+    SETUP.get_or_init(|| {
+        let installed = prfdata_app::install(&pt::MAP);
+        prfdata_testkit::remove_at_exit(installed.dir.path());
+        installed
+    })
 }
 
 /// The running app; one at a time (the tests share its name and folders), with this process's

@@ -127,12 +127,15 @@ pub fn register_good(
     name_object(registry, index, title);
 }
 
-/// Runs `exe args...` with `PRFDATA_REGISTRY=registry` (and `env`), to the end.
+/// Runs `exe args...` with `PRFDATA_REGISTRY=registry` (and `env`), to the end. The block
+/// folder is the default one unless `env` names one: this process's `PRFDATA_SHM_DIR` (another
+/// test's, while it holds [`prfdata_testkit::ProcessEnv`]) is not passed on.
 pub fn run(exe: &Path, registry: &Path, args: &[&str], env: &[(&str, &Path)]) -> Run {
     let mut command = Command::new(exe);
     command
         .args(args)
         .env("PRFDATA_REGISTRY", registry)
+        .env_remove("PRFDATA_SHM_DIR")
         .env_remove("PRFDATA_REGISTRY_FAULT")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -162,8 +165,12 @@ pub fn self_command_as(dir: &Path, entry: &str, uid: Option<u32>) -> Command {
             command
         }
     };
+    // The registry and block folders are the default ones unless the caller sets them: this
+    // process's (another test's, while it holds `prfdata_testkit::ProcessEnv`) are not passed on.
     command
         .args(["--exact", entry, "--include-ignored", "--test-threads=1"])
+        .env_remove("PRFDATA_REGISTRY")
+        .env_remove("PRFDATA_SHM_DIR")
         .stdin(Stdio::null())
         .stdout(Stdio::null());
     command

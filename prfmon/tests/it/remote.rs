@@ -187,7 +187,7 @@ fn reg_query_reads_the_remote_registry() {
     );
 }
 
-/// Seed 003 step 8: the PerfStats view of the remote machine, the `Enum` keys as its own
+/// KB Q174631 step 8: the PerfStats view of the remote machine, the `Enum` keys as its own
 /// `reg query` prints them and a `StartStat` / `StatData` / `StopStat` sequence on its apps.
 #[test]
 fn reg_query_reads_the_remote_perfstats_view() {

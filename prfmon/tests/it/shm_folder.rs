@@ -99,10 +99,15 @@ fn assert_found(out: &Run) {
 
 /// Runs this binary's test `entry` with [`SCENARIO`] set, in a mount namespace of its own where
 /// `/dev/shm` and `/run` are empty tmpfs mounts, to the end; fails with its output if it fails.
+/// The scenarios use the default folders: this process's `PRFDATA_SHM_DIR` and
+/// `PRFDATA_REGISTRY` (another test's, while it holds [`prfdata_testkit::ProcessEnv`]) are not
+/// passed on.
 fn in_own_namespace(entry: &str) {
     let mut command = prfdata_testkit::self_command(&prfdata_testkit::test_path!(entry));
     command
         .env(SCENARIO, "1")
+        .env_remove("PRFDATA_SHM_DIR")
+        .env_remove("PRFDATA_REGISTRY")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // SAFETY: the closure runs in the forked child before `exec`, and only makes system calls

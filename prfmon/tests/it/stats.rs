@@ -1,4 +1,4 @@
-//! Seed 000's stat-server extras as the `prfmon` command shows them, against a real app child
+//! The Windows 95 stat-server extras as the `prfmon` command shows them, against a real app child
 //! and the real provider: scale factors in `list` and the JSON of `query` and `list` (values
 //! stay raw, in `--raw` too), a sum served as an ordinary counter, an on-demand counter
 //! computed by the app when `prfmon` collects.
@@ -146,8 +146,9 @@ fn list_shows_each_counters_factor() {
     assert_eq!(factor_of("Reads"), serde_json::Value::Null);
 }
 
-/// Seed 000 applies a stat's scale factor to the value its stat server hands out: the PerfStats
-/// view's `StatData` (seed 003) carries it, while `query --json` above stays raw.
+/// The Windows 95 stat-server interface applies a stat's scale factor to the value its stat server
+/// hands out: the PerfStats view's `StatData` (KB Q174631) carries it, while `query --json` above
+/// stays raw.
 #[test]
 fn perfstats_stat_data_applies_the_scale_factor() {
     let (installed, _app) = setup();

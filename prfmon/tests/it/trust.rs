@@ -1,5 +1,5 @@
 //! A collector never loads a provider library, or trusts a registry, that a user other than
-//! root or the collector's own user could change (issue 13, Privilege). Real files owned by a
+//! root or the collector's own user could change (Privilege). Real files owned by a
 //! real unprivileged user (uid 65534), real `prfmon` processes running as root.
 //!
 //! Before the fix, root with another user's `PRFDATA_REGISTRY` (or a registry naming that

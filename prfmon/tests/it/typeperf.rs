@@ -294,8 +294,8 @@ fn a_path_that_matches_nothing_waits_with_near_matches_and_fails_at_the_end() {
     assert!(bin.stderr.contains("not supported"), "{}", bin.stderr);
 }
 
-/// Regression (issue 12): a path naming another machine was answered with this machine's data
-/// under the other machine's name. Since remote monitoring (issue 15) such a path is collected
+/// Regression: a path naming another machine was answered with this machine's data
+/// under the other machine's name. Since remote monitoring, such a path is collected
 /// on that machine's `prfmon serve`; none answers here, so it is an error naming the host.
 #[test]
 fn a_path_naming_another_machine_is_refused_not_answered_with_local_data() {

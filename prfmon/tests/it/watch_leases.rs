@@ -1,6 +1,6 @@
-//! Watch leases held by real collectors (seed 000's start/stop notifications) and seed 003's
-//! PerfStats sequence through real `prfmon reg query` processes, against a real app (in this
-//! process, so the test sees what the app is told) and the real provider.
+//! Watch leases held by real collectors (the Windows 95 stat servers' start/stop notifications) and
+//! KB Q174631's PerfStats sequence through real `prfmon reg query` processes, against a real app
+//! (in this process, so the test sees what the app is told) and the real provider.
 
 use std::process::Stdio;
 use std::sync::mpsc::Receiver;
@@ -159,7 +159,7 @@ fn serve_holds_leases_on_everything_it_exports() {
 
 const ENUM: &str = r"HKLM\System\CurrentControlSet\Control\PerfStats\Enum";
 
-/// Seed 003, steps 1 to 7, each call a `prfmon reg query` process as a Windows 95 program's
+/// KB Q174631, steps 1 to 7, each call a `prfmon reg query` process as a Windows 95 program's
 /// `RegEnumKeyEx` / `RegQueryValueEx` would be.
 #[test]
 fn seed003_steps_through_reg_query_start_read_and_stop_a_stat() {

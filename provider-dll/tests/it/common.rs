@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::ffi::c_void;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use libloading::{Library, Symbol};
@@ -108,7 +108,7 @@ prfdata::prfdata_map! {
 }
 
 prfdata::prfdata_map! {
-    /// Seed 000's stat-server extras: sums (of 32-bit and 64-bit counters, global and per
+    /// The Windows 95 stat-server extras: sums (of 32-bit and 64-bit counters, global and per
     /// instance), an on-demand counter and a scale factor.
     pub mod app_s {
         app: "ProvTestS",
@@ -138,7 +138,7 @@ prfdata::prfdata_map! {
 }
 
 prfdata::prfdata_map! {
-    /// Worker processes with their own instances and a `_Total` (issue 16).
+    /// Worker processes with their own instances and a `_Total`.
     pub mod app_o {
         app: "ProvTestO",
         object POOL = 0 {
@@ -170,13 +170,34 @@ pub struct Env {
 /// The `libprfdata_provider.so` built with these tests (the shared helper).
 pub use prfdata_testkit::provider_library as library_path;
 
-/// Sets up the registry (both apps installed) and shm folder for this process, once.
+/// The prefix of [`env`]'s folder in the temp folder; the process id follows.
+const ROOT_PREFIX: &str = "prfdata-provider-tests-";
+
+/// Removes the folders of test processes that are gone without removing theirs (killed).
+fn remove_stale_roots() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(ROOT_PREFIX)) else {
+            continue;
+        };
+        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// Sets up the registry (both apps installed) and shm folder for this process, once; the
+/// folder goes when the process exits.
 pub fn env() -> &'static Env {
     static ENV: OnceLock<Env> = OnceLock::new();
     ENV.get_or_init(|| {
-        let root =
-            std::env::temp_dir().join(format!("prfdata-provider-tests-{}", std::process::id()));
+        remove_stale_roots();
+        let root = std::env::temp_dir().join(format!("{ROOT_PREFIX}{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
+        prfdata_testkit::remove_at_exit(&root);
         let shm = root.join("shm");
         std::fs::create_dir_all(&shm).unwrap();
         std::env::set_var("PRFDATA_REGISTRY", root.join("registry"));

@@ -1,5 +1,5 @@
 //! Worker processes' own instances and the synthesised `_Total` through the real provider
-//! (issue 16): a SIGKILLed worker's instance leaves the Collect within the provider's
+//!: a SIGKILLed worker's instance leaves the Collect within the provider's
 //! `FRESHNESS` (10 ms: how long a finding that an owner lives stands), its counts stay in
 //! `_Total`, its gauge share goes.
 
@@ -163,7 +163,7 @@ fn the_size_bound_counts_total() {
     assert!(bound >= exact, "bound {bound} below the exact size {exact}");
 }
 
-/// A sharded counter (issue 17) reaches perflib's buffer as one value: the provider writes the
+/// A sharded counter reaches perflib's buffer as one value: the provider writes the
 /// sum of its per-thread slots and its own word into each `PERF_COUNTER_BLOCK`, `_Total`
 /// included.
 #[test]

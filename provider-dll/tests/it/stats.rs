@@ -1,4 +1,4 @@
-//! Seed 000's stat-server extras through the real provider: sums computed by the reader at
+//! The Windows 95 stat-server extras through the real provider: sums computed by the reader at
 //! Collect, on-demand counters served by an app process within the service's bound (and a
 //! stopped or silent app costing no more than the bound), scale factors in the block and the
 //! registry.

@@ -15,6 +15,10 @@
 //!   leaver released it, finds the block closed and opens the path again. A member that exits
 //!   while another leaves drops its lock (the kernel does) before or after the try: after, the
 //!   leaver stays; before, the leaver is the last, as it is;
+//! - *the `closed` word*, which anyone of the user can write too: a joiner that finds it set
+//!   believes it only if, under the optex, its own shared `flock` can turn exclusive (no other
+//!   process holds the block); otherwise the block is live, and the joiner clears the word and
+//!   joins;
 //! - *pruning* the table: an entry whose process holds no presence is removed.
 //!
 //! Waits are bounded: joining by [`JOIN_BOUND`] (then [`Error::LockStalled`] names the holder),
@@ -22,7 +26,7 @@
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
@@ -116,7 +120,14 @@ pub(super) fn join(
     })?;
     let me = ProcessId::current();
     let presence = Presence::take(&file, path, me).map_err(io)?;
-    let alone = member_flock(&file, &raw, path, started, deadline)?;
+    let lock = MemberLock {
+        file: &file,
+        raw: &raw,
+        path,
+        started,
+        deadline,
+    };
+    let alone = lock.take()?;
     let key = BlockKey {
         dev: identity.dev,
         ino: identity.ino,
@@ -129,25 +140,14 @@ pub(super) fn join(
             MembersLock::HeldHere => None,
             MembersLock::TimedOut => return Err(stalled(&raw, path, started.elapsed())),
         };
-        if closed(&raw).load(Ordering::Acquire) != 0 {
+        if closed(&raw).load(Ordering::Acquire) != 0 && lock.closed_for_real()? {
             // Its last member removes the file before it releases the optex: a closed block
             // still at the path was left by a member that died half-way (or its word was
-            // scribbled on). It goes; the caller looks again.
+            // scribbled on once every member had gone). It goes; the caller looks again.
             remove_if_same(path, identity);
             return Ok(None);
         }
-        let members =
-            Members::new(&raw, members_offset(map)).ok_or_else(|| Error::MapMismatch {
-                path: path.to_path_buf(),
-                reason: "its members table lies outside it".into(),
-            })?;
-        members
-            .join(me, |id| probe.is_alive(id))
-            .map_err(|Full| Error::TooManyProcesses {
-                app: map.app.to_string(),
-                path: path.to_path_buf(),
-                max: MAX_MEMBERS,
-            })?;
+        join_table(&raw, map, path, me, &probe)?;
     }
     let how = if alone {
         log::info!(
@@ -165,32 +165,95 @@ pub(super) fn join(
     Ok(Some(block))
 }
 
-/// Takes this member's shared `flock` on `file`, for its life, trying it exclusively first:
-/// every member holds its own for life, so holding it alone proves that no other process is a
-/// member (`Ok(true)`: the block is adopted), whatever the members table says. Waits (until
-/// `deadline`) while another process holds it exclusively: a publisher or the last member, for
-/// a moment.
-fn member_flock(
-    file: &File,
+/// Adds `me` to the members table of the block mapped at `raw` (pruning entries whose process
+/// holds no presence); the caller holds the optex.
+fn join_table(
     raw: &RawBlock,
+    map: &'static MapDef,
     path: &Path,
+    me: ProcessId,
+    probe: &Probe<'_>,
+) -> Result<(), Error> {
+    let members = Members::new(raw, members_offset(map)).ok_or_else(|| Error::MapMismatch {
+        path: path.to_path_buf(),
+        reason: "its members table lies outside it".into(),
+    })?;
+    members
+        .join(me, |id| probe.is_alive(id))
+        .map_err(|Full| Error::TooManyProcesses {
+            app: map.app.to_string(),
+            path: path.to_path_buf(),
+            max: MAX_MEMBERS,
+        })
+}
+
+/// A joiner's member `flock` on the block file, and how long it may wait for it.
+struct MemberLock<'a> {
+    file: &'a File,
+    raw: &'a RawBlock,
+    path: &'a Path,
     started: Instant,
     deadline: Instant,
-) -> Result<bool, Error> {
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let alone = shm::try_lock_exclusive(file).map_err(io)?;
-    loop {
+}
+
+impl MemberLock<'_> {
+    fn io(&self, source: std::io::Error) -> Error {
+        Error::Io {
+            path: self.path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// Takes this member's shared `flock`, for its life, trying it exclusively first: every
+    /// member holds its own for life, so holding it alone proves that no other process is a
+    /// member (`Ok(true)`: the block is adopted), whatever the members table says. Waits
+    /// (until the deadline) while another process holds it exclusively: a publisher or the
+    /// last member, for a moment.
+    fn take(&self) -> Result<bool, Error> {
+        let alone = shm::try_lock_exclusive(self.file).map_err(|e| self.io(e))?;
         // For a process that holds it alone, a conversion: no other can hold it exclusively.
-        if shm::try_lock_shared(file).map_err(io)? {
-            return Ok(alone);
+        self.hold_shared()?;
+        Ok(alone)
+    }
+
+    /// Takes (or keeps) the shared `flock`, waiting (until the deadline) while another process
+    /// holds it exclusively.
+    fn hold_shared(&self) -> Result<(), Error> {
+        loop {
+            if shm::try_lock_shared(self.file).map_err(|e| self.io(e))? {
+                return Ok(());
+            }
+            if Instant::now() >= self.deadline {
+                return Err(stalled(self.raw, self.path, self.started.elapsed()));
+            }
+            std::thread::sleep(FLOCK_RETRY);
         }
-        if Instant::now() >= deadline {
-            return Err(stalled(raw, path, started.elapsed()));
+    }
+
+    /// Whether the `closed` word a joiner found set, under the optex, was set by the block's
+    /// last member out: only if no other process holds the block's `flock` (this joiner's
+    /// shared lock turns exclusive). Any process of the user can write the word; while another
+    /// member holds its lock the block is live, so the word is cleared (logged once per
+    /// process) and the joiner keeps its shared lock and joins. A member that leaves meanwhile
+    /// waits for the optex this joiner holds.
+    fn closed_for_real(&self) -> Result<bool, Error> {
+        static SCRIBBLE_LOGGED: AtomicBool = AtomicBool::new(false);
+        if shm::try_lock_exclusive(self.file).map_err(|e| self.io(e))? {
+            return Ok(true);
         }
-        std::thread::sleep(FLOCK_RETRY);
+        // A failed try dropped this joiner's shared lock (flock(2): a conversion is not
+        // atomic). Nobody holds the lock exclusively for long while the optex is held: a leaver
+        // converts only under it, a joiner only for the moment of its first try.
+        self.hold_shared()?;
+        closed(self.raw).store(0, Ordering::Release);
+        if !SCRIBBLE_LOGGED.swap(true, Ordering::Relaxed) {
+            log::warn!(
+                "{}: the block says it was closed while other processes still hold it (a stray \
+                 write to its `closed` word); the word is cleared and the block kept",
+                self.path.display()
+            );
+        }
+        Ok(false)
     }
 }
 

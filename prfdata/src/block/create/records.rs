@@ -122,7 +122,7 @@ pub(crate) fn records_image(
     image
 }
 
-/// A counter record's seed 000 fields (stat flags, factor, parts), the rest zero.
+/// A counter record's Windows 95 stat-server fields (stat flags, factor, parts), the rest zero.
 fn stat_fields(ctr: &crate::map::CounterDef) -> CounterRecord {
     let (mut flags, factor) = ctr.factor.map_or((0, 0), |f| f.to_flags());
     let mut parts = [0u16; MAX_SUM_PARTS];

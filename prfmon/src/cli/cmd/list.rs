@@ -1,6 +1,6 @@
 //! `prfmon list [OBJECT] [--detail novice|advanced|expert|wizard] [--lang 009] [--verbose] [--json]
 //! [--in-process]`: the objects and counters the providers offer (one Global and one Costly
-//! collection), with the service that offers each object and seed 003's Name, Description and
+//! collection), with the service that offers each object and KB Q174631's Name, Description and
 //! Differentiate, filtered by detail level; `--verbose` adds each counter's type code, default
 //! scale and unit (JSON always has them).
 

@@ -1,6 +1,6 @@
-//! `prfmon lodctr` and `prfmon unlodctr`: the LodCtr / UnLodCtr utilities of seed 001 over the
-//! library's typed lodctr, unlodctr, save and restore, and later lodctr's `/E:` and `/D:`
-//! (enable or disable a service's provider).
+//! `prfmon lodctr` and `prfmon unlodctr`: the LodCtr / UnLodCtr utilities of the lodctr design
+//! specification over the library's typed lodctr, unlodctr, save and restore, and later lodctr's
+//! `/E:` and `/D:` (enable or disable a service's provider).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

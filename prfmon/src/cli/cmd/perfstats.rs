@@ -1,4 +1,4 @@
-//! `prfmon reg query` on the PerfStats keys (seed 003, [`prfmon::perfstats`]): the `Enum` view
+//! `prfmon reg query` on the PerfStats keys (KB Q174631, [`prfmon::perfstats`]): the `Enum` view
 //! under `HKLM\System\CurrentControlSet\Control\PerfStats` and `HKEY_DYN_DATA\PerfStats`
 //! (`StartStat`, `StatData`, `StopStat`), computed from a collection made for the query.
 

@@ -146,7 +146,8 @@ impl Source {
         self.source.names.apps()
     }
 
-    /// Seed 000's scale factors (for `watch`'s displayed values; typeperf's CSV stays as PDH's).
+    /// The Windows 95 stat servers' scale factors (for `watch`'s displayed values; typeperf's CSV
+    /// stays as PDH's).
     pub fn factors(&self) -> &prfmon::factor::Factors {
         self.source.names.factors()
     }
@@ -413,8 +414,8 @@ fn sample_rows(
     interval: Duration,
     samples: Option<u64>,
 ) -> Result<Option<(Columns, Sampler)>, String> {
-    // Watch leases on what is logged, renewed at every sample (seed 000's start/stop), on the
-    // apps as the registry lists them now.
+    // Watch leases on what is logged, renewed at every sample (the Windows 95 stat servers'
+    // start/stop), on the apps as the registry lists them now.
     let mut leases = prfmon::lease::Leases::new(source.apps().clone(), interval);
     let mut generation = 0;
     let start = Instant::now();

@@ -35,7 +35,7 @@ pub struct WatchArgs {
     #[arg(long, default_value = "009")]
     lang: String,
     /// Chart and list the true values instead of value × 10^DefaultScale (a counter's integer
-    /// scale factor, seed 000's `PSTF_FACTOR_*`, is applied either way).
+    /// scale factor, the Windows 95 stat servers' `PSTF_FACTOR_*`, is applied either way).
     #[arg(long)]
     no_scale: bool,
     /// Do not cap percentages at 100 (PDH's `PDH_FMT_NOCAP100`): a multi-threaded busy time
@@ -102,10 +102,11 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
     };
     let mut sampler = Sampler::new(requests, options);
     let mut state = WatchState::new(args.interval, !args.no_scale);
-    // Watch leases on what is charted, renewed at every sample (seed 000's start/stop).
+    // Watch leases on what is charted, renewed at every sample (the Windows 95 stat servers'
+    // start/stop).
     let mut leases = prfmon::lease::Leases::new(source.apps().clone(), args.interval);
     let mut generation = 0;
-    // Seed 000's scale factors, from the registry the names came from.
+    // The Windows 95 stat servers' scale factors, from the registry the names came from.
     state.factors = source.factors().clone();
     sample_into(&mut state, &mut sampler, &mut leases, &source, &first);
     drop(first);

@@ -16,7 +16,7 @@
 //! | `fail-collect` | Collect returns ERROR_ACCESS_DENIED (5), every time                   |
 //! | `panic`     | Collect panics (across `extern "system"`: the process aborts)             |
 //! | `abort`     | Collect calls `abort()`                                                  |
-//! | `exit`      | Collect calls `exit(0)` (seed 002's provider that calls ExitProcess)     |
+//! | `exit`      | Collect calls `exit(0)` (the MSJ article's provider calling ExitProcess) |
 //! | `segfault`  | Collect writes through a pointer into the null page (SIGSEGV)            |
 //! | `lie-bytes` | Collect reports 8 bytes more than it wrote                               |
 //! | `odd-bytes` | Collect returns 4 bytes more than its object (a count not a multiple of 8) |
@@ -181,7 +181,7 @@ fn good_object(index: u32, calls: u64) -> Vec<u8> {
     out
 }
 
-/// Whether the query asks for object `index` (seed 004's Global / Costly / index list).
+/// Whether the query asks for object `index` (perflib's Global / Costly / index list).
 fn wanted(query: &str, index: u32) -> bool {
     match query.trim() {
         "Global" => true,
@@ -228,8 +228,9 @@ pub unsafe extern "system" fn OpenPerformanceData(device_names: *mut u16) -> u32
 ///
 /// # Safety
 ///
-/// The perflib contract (seed 004): `value` is a NUL-terminated UTF-16 string, `*data`
-/// points to `*bytes` writable bytes, and `bytes` and `num_objects` are valid.
+/// The perflib contract ("How a performance DLL interfaces with a monitor"): `value` is a
+/// NUL-terminated UTF-16 string, `*data` points to `*bytes` writable bytes, and `bytes` and
+/// `num_objects` are valid.
 #[no_mangle]
 pub unsafe extern "system" fn CollectPerformanceData(
     value: *mut u16,
