@@ -400,18 +400,6 @@ fn concurrent_child() {
     }
 }
 
-/// Child processes killed and reaped when the test ends, passed or failed.
-struct Children(Vec<std::process::Child>);
-
-impl Drop for Children {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 /// Two processes (two apps) install themselves and add run-time counters one at a time into
 /// one registry at the same time: each add is a journal record appended under the registry's
 /// lock by whichever process holds it, each writer reusing the tree it last committed only
@@ -421,13 +409,10 @@ fn two_apps_adding_run_time_counters_at_once_lose_no_name() {
     let dir = tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap());
     let registry = dir.path().join("registry");
     let env = [("PRFDATA_REGISTRY", registry.display().to_string())];
-    let mut children = Children(
-        ["concurrent-a", "concurrent-b"]
-            .map(|role| {
-                crate::common::spawn_child("dynamic::concurrent_child", role, dir.path(), &env)
-            })
-            .into(),
-    );
+    // Killed and reaped when dropped, also when the test fails.
+    let mut children: Vec<crate::common::ChildProcess> = ["concurrent-a", "concurrent-b"]
+        .map(|role| crate::common::spawn_child("dynamic::concurrent_child", role, dir.path(), &env))
+        .into();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
     for prefix in ["A", "B"] {
         while !dir.path().join(format!("added-{prefix}")).exists() {
@@ -447,7 +432,7 @@ fn two_apps_adding_run_time_counters_at_once_lose_no_name() {
             .into_values()
             .collect();
     std::fs::write(dir.path().join("checked"), "").unwrap();
-    while let Some(child) = children.0.pop() {
+    while let Some(child) = children.pop() {
         crate::common::wait_ok(child, std::time::Duration::from_secs(120));
     }
     for prefix in ["A", "B"] {
