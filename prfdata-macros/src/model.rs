@@ -14,9 +14,11 @@ use proc_macro2::{Span, TokenStream};
 use syn::{Attribute, Expr, Ident, LitInt, LitStr, Visibility};
 
 use crate::ast::{CounterAst, CounterBody, Help, InstancesAst, MapAst, ObjectAst, TextsAst};
-use crate::counter_types::{self, Kind};
 use crate::errors::{did_you_mean, one_of, Errors};
-use crate::limits::{MAX_APP_NAME, MAX_INSTANCES, MAX_INSTANCE_NAME};
+use prfdata_rules::counter_types::{self, Kind};
+use prfdata_rules::{
+    valid_app_name, MAX_APP_NAME, MAX_INSTANCES, MAX_INSTANCE_NAME, MAX_SUM_PARTS,
+};
 
 /// A checked map, ready to expand.
 pub(crate) struct Model {
@@ -148,19 +150,10 @@ pub(crate) fn check(ast: MapAst, errors: &mut Errors) -> Option<Model> {
     })
 }
 
-/// prfdata's app name rule (`map::validate`), and no `..` (`untrusted::check_name`, which
-/// `activate` applies).
+/// The app-name rule of `prfdata-rules`, which prfdata's `map::validate` applies again.
 fn check_app(app: &LitStr, errors: &mut Errors) {
     let name = app.value();
-    let ok_chars = name
-        .bytes()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'));
-    if name.is_empty()
-        || name.len() > MAX_APP_NAME
-        || name.starts_with('.')
-        || name.contains("..")
-        || !ok_chars
-    {
+    if !valid_app_name(&name) {
         errors.at(
             app.span(),
             format!(
@@ -462,8 +455,8 @@ fn check_instances(
             }
         }
     };
-    limit(&max, "max", MAX_INSTANCES, errors);
-    limit(&name_len, "name_len", MAX_INSTANCE_NAME, errors);
+    limit(&max, "max", u64::from(MAX_INSTANCES), errors);
+    limit(&name_len, "name_len", u64::from(MAX_INSTANCE_NAME), errors);
     Some((max, name_len))
 }
 
@@ -774,15 +767,12 @@ fn check_aggregate(
     Some(Ident::new(variant, rule.span()))
 }
 
-/// Seed 000's `MAXCOMPLEXSUBSTAT`: the most counters a sum adds.
-const MAX_SUM_PARTS: usize = 8;
-
 /// A base counter: right after a counter that needs this base, no offset, no body. Returns the
 /// symbol of the counter it serves.
 fn check_base(
     c: &CounterAst,
     ty: &str,
-    base_type: &str,
+    base_type: u32,
     previous: Option<(Option<Kind>, &Vec<Ctr>)>,
     errors: &mut Errors,
 ) -> Option<String> {
@@ -807,7 +797,7 @@ fn check_base(
             ),
         );
     }
-    let served = counter_types::served_by(base_type);
+    let served: Vec<&str> = counter_types::served_by(base_type).collect();
     match previous {
         Some((Some(Kind::NeedsBase { base_type: b, .. }), out)) if b == base_type => {
             out.last().map(|p| p.symbol.to_string())

@@ -13,7 +13,8 @@ use crate::layout::{
 };
 use crate::winperf;
 
-pub use crate::layout::{MAX_APP_NAME, MAX_INSTANCES, MAX_INSTANCE_NAME};
+pub use crate::layout::{MAX_APP_NAME, MAX_INSTANCES, MAX_INSTANCE_NAME, MAX_SUM_PARTS};
+pub(crate) use prfdata_rules::valid_app_name;
 
 /// What is wrong with a map. Each variant names the symbol it is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,9 +163,6 @@ pub enum MapError {
         counter: &'static str,
     },
 }
-
-/// The most counters a derived counter sums: seed 000's `MAXCOMPLEXSUBSTAT`.
-pub const MAX_SUM_PARTS: usize = winperf::MAXCOMPLEXSUBSTAT;
 
 /// Checks a map: every rule of seed 001 and winperf.h that a map can break.
 ///
@@ -418,28 +416,6 @@ const fn type_name(counter_type: u32) -> &'static str {
         Some(name) => name,
         None => "an unknown type",
     }
-}
-
-/// 1 to [`MAX_APP_NAME`] characters of `A-Za-z0-9_.-`, not starting with `.`, without `..`
-/// (the name becomes a file name, and [`check_name`](crate::untrusted::check_name), which
-/// activation applies, refuses `..`).
-pub(crate) const fn valid_app_name(app: &str) -> bool {
-    let b = app.as_bytes();
-    if b.is_empty() || b.len() > MAX_APP_NAME || b[0] == b'.' {
-        return false;
-    }
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if !(c.is_ascii_alphanumeric() || c == b'_' || c == b'-' || c == b'.') {
-            return false;
-        }
-        if c == b'.' && i > 0 && b[i - 1] == b'.' {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }
 
 const fn check_texts(symbol: &'static str, texts: &'static [Text]) -> Result<(), MapError> {
