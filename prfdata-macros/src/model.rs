@@ -16,9 +16,8 @@ use syn::{Attribute, Expr, Ident, LitInt, LitStr, Visibility};
 use crate::ast::{CounterAst, CounterBody, Help, InstancesAst, MapAst, ObjectAst, TextsAst};
 use crate::errors::{did_you_mean, one_of, Errors};
 use prfdata_rules::counter_types::{self, Kind};
-use prfdata_rules::{
-    valid_app_name, MAX_APP_NAME, MAX_INSTANCES, MAX_INSTANCE_NAME, MAX_SUM_PARTS,
-};
+use prfdata_rules::map as rules;
+use prfdata_rules::MAX_SUM_PARTS;
 
 /// A checked map, ready to expand.
 pub(crate) struct Model {
@@ -150,18 +149,13 @@ pub(crate) fn check(ast: MapAst, errors: &mut Errors) -> Option<Model> {
     })
 }
 
-/// The app-name rule of `prfdata-rules`, which prfdata's `map::validate` applies again.
+/// The app-name rule of `prfdata-rules`, which prfdata's map validation applies again.
 fn check_app(app: &LitStr, errors: &mut Errors) {
     let name = app.value();
-    if !valid_app_name(&name) {
+    if let Err(v) = rules::app_name(&name) {
         errors.at(
             app.span(),
-            format!(
-                "bad app name {:?}: it names the block file and the Services key, so it is 1 to \
-                 {MAX_APP_NAME} characters of A-Z a-z 0-9 _ . -, not starting with `.` and \
-                 without `..`",
-                name
-            ),
+            format!("bad app name {name:?}: {}", v.message()),
         );
     }
 }
@@ -205,17 +199,14 @@ impl Symbols {
     fn offset(&mut self, symbol: &Ident, explicit: Option<&LitInt>, errors: &mut Errors) -> u32 {
         let (offset, span) = match explicit {
             Some(lit) => match lit.base10_parse::<u32>() {
-                Ok(n) if n % 2 == 1 => {
-                    errors.at(
-                        lit.span(),
-                        format!(
-                            "the symbolic offset {n} of {symbol} is odd: offsets are even (the \
-                             name gets First Counter + offset, its help the odd index after it)"
-                        ),
-                    );
+                Ok(n) => {
+                    if let Err(v) = rules::offset(n) {
+                        let m = v.message();
+                        let text = format!("the symbolic offset {n} of {symbol} is odd: {m}");
+                        errors.at(lit.span(), text);
+                    }
                     (n, lit.span())
                 }
-                Ok(n) => (n, lit.span()),
                 Err(_) => {
                     errors.at(lit.span(), "a symbolic offset is a u32");
                     return 0;
@@ -350,16 +341,10 @@ fn check_texts(texts: &TextsAst, symbol: &Ident, owner: &str, errors: &mut Error
     }
     for lang in &texts.langs {
         let id = lang.id.value();
-        let three_hex = id.len() == 3 && id.bytes().all(|b| b.is_ascii_hexdigit());
         let lang_owner = format!("{owner}'s lang {id:?}");
-        if !three_hex {
-            errors.at(
-                lang.id.span(),
-                format!(
-                    "bad language id {id:?}: a perflib language id is three hexadecimal digits, \
-                     such as \"009\" (English), \"00C\" (French), \"007\" (German)"
-                ),
-            );
+        if let Err(v) = rules::language_id(&id) {
+            let text = format!("bad language id {id:?}: {}", v.message());
+            errors.at(lang.id.span(), text);
         } else if id == "009" {
             errors.at(
                 lang.id.span(),
@@ -437,26 +422,24 @@ fn check_instances(
         );
     }
     let (max, name_len) = (*max?, *name_len?);
-    let limit = |expr: &Expr, what: &str, top: u64, errors: &mut Errors| {
+    type Rule = fn(u64) -> Result<(), rules::Violation>;
+    let limit = |expr: &Expr, rule: Rule, errors: &mut Errors| {
         // A constant or an expression is checked by the map's `const` validation instead.
         if let Expr::Lit(syn::ExprLit {
             lit: syn::Lit::Int(lit),
             ..
         }) = expr
         {
-            let ok = lit
-                .base10_parse::<u64>()
-                .is_ok_and(|n| (1..=top).contains(&n));
-            if !ok {
-                errors.at(
-                    lit.span(),
-                    format!("{owner}'s instance limit `{what}` must be 1 to {top}"),
-                );
+            // A number past u64 breaks the rule as u64::MAX does.
+            let n = lit.base10_parse::<u64>().unwrap_or(u64::MAX);
+            if let Err(v) = rule(n) {
+                let text = format!("{owner}'s instance limit {}", v.message());
+                errors.at(lit.span(), text);
             }
         }
     };
-    limit(&max, "max", u64::from(MAX_INSTANCES), errors);
-    limit(&name_len, "name_len", u64::from(MAX_INSTANCE_NAME), errors);
+    limit(&max, rules::instance_max, errors);
+    limit(&name_len, rules::instance_name_len, errors);
     Some((max, name_len))
 }
 

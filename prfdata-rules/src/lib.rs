@@ -7,7 +7,9 @@
 //!   sharded counters, the block's size);
 //! - [`counter_types`]: the counter types a map may name, each marker name with its winperf.h
 //!   type and whether it is, or needs, a base;
-//! - [`app`]: the app-name rule.
+//! - [`app`]: the app-name rule;
+//! - [`map`]: an object's rules (app name, offset parity, language ids, instance limits) as
+//!   `const fn`s, each with one message.
 //!
 //! The crate depends on nothing, so the macro and the app compile nothing more for it.
 //!
@@ -28,6 +30,7 @@
 pub mod app;
 pub mod counter_types;
 pub mod limits;
+pub mod map;
 
 pub use app::valid_app_name;
 pub use limits::*;

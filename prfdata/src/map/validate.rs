@@ -14,6 +14,7 @@ use crate::layout::{
 use crate::winperf;
 
 pub use crate::layout::{MAX_APP_NAME, MAX_INSTANCES, MAX_INSTANCE_NAME, MAX_SUM_PARTS};
+use prfdata_rules::map::{self as rules, Violation};
 pub(crate) use prfdata_rules::valid_app_name;
 
 /// What is wrong with a map. Each variant names the symbol it is about.
@@ -199,7 +200,7 @@ pub(crate) fn validate_at_run_time(map: &MapDef) -> Result<(), MapError> {
 
 /// The app name, the object and counter counts, and each object's own rules.
 const fn check_shape(map: &MapDef) -> Result<(), MapError> {
-    if !valid_app_name(map.app) {
+    if rules::app_name(map.app).is_err() {
         return Err(MapError::BadAppName { app: map.app });
     }
     if map.objects.is_empty() {
@@ -298,10 +299,9 @@ impl MapError {
     const fn message(&self, app: &str) -> Msg {
         let m = Msg::new().push("prfdata map \"").push(app).push("\": ");
         match *self {
-            MapError::BadAppName { .. } => m.push(
-                "the app name must be 1 to 64 characters of A-Z a-z 0-9 _ . -, not starting with \
-                 . and without .. (it names the block file and the Services key)",
-            ),
+            MapError::BadAppName { .. } => m
+                .push("bad app name: ")
+                .push(Violation::AppName.message()),
             MapError::NoObjects => m.push("the map declares no object"),
             MapError::NoCounters { object } => {
                 m.push("object ").push(object).push(" declares no counter")
@@ -309,7 +309,8 @@ impl MapError {
             MapError::OddOffset { symbol, .. } => m
                 .push("the symbolic offset of ")
                 .push(symbol)
-                .push(" is odd; offsets must be even (names get even indexes, help odd)"),
+                .push(" is odd: ")
+                .push(Violation::OddOffset.message()),
             MapError::DuplicateOffset { first, second, .. } => m
                 .push(first)
                 .push(" and ")
@@ -330,7 +331,10 @@ impl MapError {
             MapError::BadInstanceLimits { object } => m
                 .push("object ")
                 .push(object)
-                .push(": instance limits must be 1..=1048576 instances and 1..=1024 name units"),
+                .push("'s instance limits: ")
+                .push(Violation::InstanceMax.message())
+                .push(" and ")
+                .push(Violation::InstanceNameLen.message()),
             MapError::BadDefaultCounter { object } => m
                 .push("object ")
                 .push(object)
@@ -425,13 +429,7 @@ const fn check_texts(symbol: &'static str, texts: &'static [Text]) -> Result<(),
     let mut i = 0;
     while i < texts.len() {
         let lang = texts[i].lang;
-        let b = lang.as_bytes();
-        let mut ok = b.len() == 3;
-        let mut k = 0;
-        while ok && k < b.len() {
-            ok = b[k].is_ascii_hexdigit();
-            k += 1;
-        }
+        let mut ok = rules::language_id(lang).is_ok();
         let mut j = 0;
         while ok && j < i {
             ok = !str_eq(texts[j].lang, lang);
@@ -446,7 +444,7 @@ const fn check_texts(symbol: &'static str, texts: &'static [Text]) -> Result<(),
 }
 
 const fn check_object(obj: &ObjectDef) -> Result<(), MapError> {
-    if !obj.offset.is_multiple_of(2) {
+    if rules::offset(obj.offset).is_err() {
         return Err(MapError::OddOffset {
             symbol: obj.symbol,
             offset: obj.offset,
@@ -459,8 +457,8 @@ const fn check_object(obj: &ObjectDef) -> Result<(), MapError> {
         return Err(MapError::NoCounters { object: obj.symbol });
     }
     if let Instances::Max { max, max_name_len } = obj.instances {
-        if max == 0 || max > MAX_INSTANCES || max_name_len == 0 || max_name_len > MAX_INSTANCE_NAME
-        {
+        let max_ok = rules::instance_max(max as u64).is_ok();
+        if !max_ok || rules::instance_name_len(max_name_len as u64).is_err() {
             return Err(MapError::BadInstanceLimits { object: obj.symbol });
         }
     }
@@ -587,7 +585,7 @@ const fn check_counter(counters: &[CounterDef], c: usize) -> Result<(), MapError
                     counter: ctr.symbol,
                 })
             }
-            Some(offset) if offset % 2 != 0 => {
+            Some(offset) if rules::offset(offset).is_err() => {
                 return Err(MapError::OddOffset {
                     symbol: ctr.symbol,
                     offset,
@@ -975,6 +973,35 @@ mod tests {
                 }),
                 Err(MapError::BadAppName { app: bad })
             );
+        }
+    }
+
+    /// A map's rule reads the same whether the macro or this validation finds it broken: the
+    /// message carries the rule's own text from prfdata-rules.
+    #[test]
+    fn rule_errors_carry_the_rules_own_message() {
+        let cases = [
+            (
+                MapError::BadAppName { app: "a b" },
+                vec![Violation::AppName],
+            ),
+            (
+                MapError::OddOffset {
+                    symbol: "A",
+                    offset: 3,
+                },
+                vec![Violation::OddOffset],
+            ),
+            (
+                MapError::BadInstanceLimits { object: "O" },
+                vec![Violation::InstanceMax, Violation::InstanceNameLen],
+            ),
+        ];
+        for (err, rules) in cases {
+            let text = err.to_string();
+            for rule in rules {
+                assert!(text.contains(rule.message()), "{text:?} lacks {rule:?}");
+            }
         }
     }
 
