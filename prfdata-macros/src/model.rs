@@ -87,33 +87,22 @@ pub(crate) enum Level {
     Wizard,
 }
 
-const LEVELS: &[&str] = &["Novice", "Advanced", "Expert", "Wizard"];
+const LEVELS: [Level; 4] = [Level::Novice, Level::Advanced, Level::Expert, Level::Wizard];
 /// Names the macro generates in the map's module.
 const RESERVED: &[&str] = &["MAP", "Map", "PrfData"];
 
 impl Level {
     pub(crate) fn name(self) -> &'static str {
-        LEVELS[self as usize]
+        rules::DETAIL_LEVELS[self as usize]
     }
 
     fn parse(ident: &Ident, errors: &mut Errors) -> Level {
-        match ident.to_string().as_str() {
-            "Novice" => Level::Novice,
-            "Advanced" => Level::Advanced,
-            "Expert" => Level::Expert,
-            "Wizard" => Level::Wizard,
-            other => {
-                errors.at(
-                    ident.span(),
-                    format!(
-                        "unknown detail level `{other}`{}",
-                        did_you_mean(
-                            other,
-                            LEVELS.iter().copied(),
-                            &format!("the levels are {}", one_of(LEVELS))
-                        ),
-                    ),
-                );
+        let name = ident.to_string();
+        match rules::detail_level(&name) {
+            Ok(i) => LEVELS[i],
+            Err(v) => {
+                let near = did_you_mean(&name, rules::DETAIL_LEVELS, v.message());
+                errors.at(ident.span(), format!("unknown detail level `{name}`{near}"));
                 Level::Novice
             }
         }
@@ -345,18 +334,11 @@ fn check_texts(texts: &TextsAst, symbol: &Ident, owner: &str, errors: &mut Error
         if let Err(v) = rules::language_id(&id) {
             let text = format!("bad language id {id:?}: {}", v.message());
             errors.at(lang.id.span(), text);
-        } else if id == "009" {
-            errors.at(
-                lang.id.span(),
-                format!(
-                    "{owner}: English (009) is given by `name` and `help`, not by a `lang` block"
-                ),
-            );
-        } else if out.iter().any(|t| t.lang.eq_ignore_ascii_case(&id)) {
-            errors.at(
-                lang.id.span(),
-                format!("{owner} gives language {id:?} twice"),
-            );
+        } else if let Err(v) = rules::lang_block(&id) {
+            errors.at(lang.id.span(), format!("{owner}: {}", v.message()));
+        } else if out.iter().any(|t| rules::same_language(&t.lang, &id)) {
+            let m = rules::Violation::DuplicateLanguage.message();
+            errors.at(lang.id.span(), format!("{owner}: language {id:?} {m}"));
         }
         if let Some((name, help)) =
             name_and_help(&lang.texts, lang.keyword.span(), &lang_owner, errors)
@@ -806,36 +788,26 @@ fn check_default(d: &Ident, counters: &[Ctr], owner: &str, errors: &mut Errors) 
     if name == "none" {
         return None;
     }
-    match counters.iter().position(|c| c.symbol == name) {
-        Some(i) if counters[i].offset.is_none() => {
-            errors.at(
-                d.span(),
-                format!(
-                    "{owner}'s default counter {name} is a base counter: name one monitors can \
-                     show, or `none`"
-                ),
-            );
-            None
-        }
-        Some(i) => Some(i),
-        None => {
-            let names: Vec<String> = counters
-                .iter()
-                .filter(|c| c.offset.is_some())
-                .map(|c| c.symbol.to_string())
-                .collect();
-            errors.at(
-                d.span(),
-                format!(
-                    "{owner}'s default counter `{name}` is not one of its counters{}",
-                    did_you_mean(
-                        &name,
-                        names.iter().map(String::as_str),
-                        "name one of them, or `none`"
-                    ),
-                ),
-            );
-            None
-        }
-    }
+    let found = counters.iter().position(|c| c.symbol == name);
+    // A base counter is the one without an offset.
+    let Err(v) = rules::default_counter(found.map(|i| counters[i].offset.is_none())) else {
+        return found;
+    };
+    let text = if v == rules::Violation::DefaultIsBase {
+        format!("{owner}'s default counter {name} {}", v.message())
+    } else {
+        let names: Vec<String> = counters
+            .iter()
+            .filter(|c| c.offset.is_some())
+            .map(|c| c.symbol.to_string())
+            .collect();
+        let near = did_you_mean(
+            &name,
+            names.iter().map(String::as_str),
+            "name one of them, or `none`",
+        );
+        format!("{owner}'s default counter `{name}` {}{near}", v.message())
+    };
+    errors.at(d.span(), text);
+    None
 }

@@ -45,13 +45,22 @@ pub use limits::*;
 /// assert!(SAME && !prfdata_rules::str_eq("009", "00C"));
 /// ```
 pub const fn str_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
+    bytes_eq(a.as_bytes(), b.as_bytes(), false)
+}
+
+/// Byte-wise equality, ASCII letters compared without case if `ignore_case`.
+const fn bytes_eq(a: &[u8], b: &[u8], ignore_case: bool) -> bool {
     if a.len() != b.len() {
         return false;
     }
     let mut i = 0;
     while i < a.len() {
-        if a[i] != b[i] {
+        let same = if ignore_case {
+            a[i].eq_ignore_ascii_case(&b[i])
+        } else {
+            a[i] == b[i]
+        };
+        if !same {
             return false;
         }
         i += 1;

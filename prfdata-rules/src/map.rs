@@ -1,4 +1,5 @@
-//! A map's object rules as `const fn`s over plain values, each returning the [`Violation`] it
+//! A map's object rules (app name, offsets, languages, instance limits, default counter, detail
+//! level) as `const fn`s over plain values, each returning the [`Violation`] it
 //! finds. The map macro calls them with the values it parsed and reports the violation at the
 //! token; prfdata's map validation calls them again on the map definition. Each rule has one
 //! message, [`Violation::message`].
@@ -28,7 +29,21 @@ pub enum Violation {
     InstanceMax,
     /// An object's longest instance name (`name_len`) is 0 or above [`MAX_INSTANCE_NAME`].
     InstanceNameLen,
+    /// A `lang` block gives English (009), which `name` and `help` give.
+    EnglishInLangBlock,
+    /// A language is given twice (ids compare without case, as registry keys do).
+    DuplicateLanguage,
+    /// The default counter is none of the object's counters.
+    DefaultNotACounter,
+    /// The default counter is a base counter, which monitors do not show.
+    DefaultIsBase,
+    /// A detail level that is none of [`DETAIL_LEVELS`].
+    DetailLevel,
 }
+
+/// perflib's detail levels (winperf.h `PERF_DETAIL_NOVICE` 100 to `PERF_DETAIL_WIZARD` 400),
+/// by the names a map gives them (prfdata's `map::DetailLevel`), lowest first.
+pub const DETAIL_LEVELS: [&str; 4] = ["Novice", "Advanced", "Expert", "Wizard"];
 
 impl Violation {
     /// What the rule asks, for a message that names the token first ("bad app name "x": ...").
@@ -55,6 +70,16 @@ impl Violation {
             }
             Violation::InstanceMax => "`max` must be 1 to 1048576",
             Violation::InstanceNameLen => "`name_len` must be 1 to 1024",
+            Violation::EnglishInLangBlock => {
+                "English (009) is given by `name` and `help`, not by a `lang` block"
+            }
+            Violation::DuplicateLanguage => {
+                "is given twice: one `lang` block per language (ids compare without case, as \
+                 registry keys do)"
+            }
+            Violation::DefaultNotACounter => "is not one of its counters",
+            Violation::DefaultIsBase => "is a base counter: name one monitors can show, or `none`",
+            Violation::DetailLevel => "the levels are `Novice`, `Advanced`, `Expert` or `Wizard`",
         }
     }
 }
@@ -106,6 +131,64 @@ pub const fn language_id(id: &str) -> Result<(), Violation> {
     Ok(())
 }
 
+/// A `lang` block's language id: three hexadecimal digits ([`language_id`]), and not English,
+/// which `name` and `help` give.
+///
+/// # Errors
+///
+/// [`Violation::LanguageId`] or [`Violation::EnglishInLangBlock`].
+pub const fn lang_block(id: &str) -> Result<(), Violation> {
+    if let Err(v) = language_id(id) {
+        return Err(v);
+    }
+    if same_language(id, "009") {
+        return Err(Violation::EnglishInLangBlock);
+    }
+    Ok(())
+}
+
+/// Whether two language ids name the same language: registry keys, such as `Perflib\00C`,
+/// compare without case. A language given twice is [`Violation::DuplicateLanguage`].
+///
+/// # Examples
+///
+/// ```
+/// assert!(prfdata_rules::map::same_language("00C", "00c"));
+/// ```
+pub const fn same_language(a: &str, b: &str) -> bool {
+    crate::bytes_eq(a.as_bytes(), b.as_bytes(), true)
+}
+
+/// An object's default counter: one of its counters and not a base. `is_base` is `None` when
+/// the default is none of the object's counters, else whether it is a base.
+///
+/// # Errors
+///
+/// [`Violation::DefaultNotACounter`] or [`Violation::DefaultIsBase`].
+pub const fn default_counter(is_base: Option<bool>) -> Result<(), Violation> {
+    match is_base {
+        None => Err(Violation::DefaultNotACounter),
+        Some(true) => Err(Violation::DefaultIsBase),
+        Some(false) => Ok(()),
+    }
+}
+
+/// The detail level called `name`: its index in [`DETAIL_LEVELS`].
+///
+/// # Errors
+///
+/// [`Violation::DetailLevel`].
+pub const fn detail_level(name: &str) -> Result<usize, Violation> {
+    let mut i = 0;
+    while i < DETAIL_LEVELS.len() {
+        if crate::str_eq(DETAIL_LEVELS[i], name) {
+            return Ok(i);
+        }
+        i += 1;
+    }
+    Err(Violation::DetailLevel)
+}
+
 /// An object's most instances: 1 to [`MAX_INSTANCES`].
 ///
 /// # Errors
@@ -147,6 +230,13 @@ mod tests {
         assert!(Violation::InstanceMax.message().ends_with(&max));
         let name = format!("1 to {MAX_INSTANCE_NAME}");
         assert!(Violation::InstanceNameLen.message().ends_with(&name));
+        for level in DETAIL_LEVELS {
+            let listed = format!("`{level}`");
+            assert!(
+                Violation::DetailLevel.message().contains(&listed),
+                "{level}"
+            );
+        }
     }
 
     #[test]
@@ -166,6 +256,15 @@ mod tests {
         assert_eq!(instance_max(top), Ok(()));
         assert_eq!(instance_max(0), Err(Violation::InstanceMax));
         assert_eq!(instance_max(top + 1), Err(Violation::InstanceMax));
+        assert_eq!(lang_block("00C"), Ok(()));
+        assert_eq!(lang_block("009"), Err(Violation::EnglishInLangBlock));
+        assert_eq!(lang_block("fr"), Err(Violation::LanguageId));
+        assert!(same_language("00c", "00C") && !same_language("00C", "007"));
+        assert_eq!(default_counter(Some(false)), Ok(()));
+        assert_eq!(default_counter(Some(true)), Err(Violation::DefaultIsBase));
+        assert_eq!(default_counter(None), Err(Violation::DefaultNotACounter));
+        assert_eq!(detail_level("Wizard"), Ok(3));
+        assert_eq!(detail_level("novice"), Err(Violation::DetailLevel));
         let top = u64::from(MAX_INSTANCE_NAME);
         assert_eq!(instance_name_len(top), Ok(()));
         assert_eq!(instance_name_len(0), Err(Violation::InstanceNameLen));

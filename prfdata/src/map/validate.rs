@@ -323,11 +323,17 @@ impl MapError {
             MapError::MissingEnglish { symbol } => m
                 .push(symbol)
                 .push(" needs its name and help in language 009 first"),
-            MapError::BadLanguage { symbol, lang } => m
-                .push(symbol)
-                .push(": language id \"")
-                .push(lang)
-                .push("\" must be three hexadecimal digits, given once"),
+            MapError::BadLanguage { symbol, lang } => {
+                let rule = match rules::lang_block(lang) {
+                    Err(v) => v,
+                    Ok(()) => Violation::DuplicateLanguage,
+                };
+                m.push(symbol)
+                    .push(": language \"")
+                    .push(lang)
+                    .push("\": ")
+                    .push(rule.message())
+            }
             MapError::BadInstanceLimits { object } => m
                 .push("object ")
                 .push(object)
@@ -338,7 +344,10 @@ impl MapError {
             MapError::BadDefaultCounter { object } => m
                 .push("object ")
                 .push(object)
-                .push(": the default counter must be one of its counters and not a base"),
+                .push("'s default counter ")
+                .push(Violation::DefaultNotACounter.message())
+                .push(" or ")
+                .push(Violation::DefaultIsBase.message()),
             MapError::MissingBase {
                 counter,
                 counter_type,
@@ -428,11 +437,12 @@ const fn check_texts(symbol: &'static str, texts: &'static [Text]) -> Result<(),
     }
     let mut i = 0;
     while i < texts.len() {
+        // English comes first (checked above); every other text is a `lang` block's.
         let lang = texts[i].lang;
-        let mut ok = rules::language_id(lang).is_ok();
+        let mut ok = i == 0 || rules::lang_block(lang).is_ok();
         let mut j = 0;
         while ok && j < i {
-            ok = !str_eq(texts[j].lang, lang);
+            ok = !rules::same_language(texts[j].lang, lang);
             j += 1;
         }
         if !ok {
@@ -463,7 +473,12 @@ const fn check_object(obj: &ObjectDef) -> Result<(), MapError> {
         }
     }
     if let Some(d) = obj.default_counter {
-        if d >= obj.counters.len() || winperf::is_base(obj.counters[d].counter_type) {
+        let is_base = if d < obj.counters.len() {
+            Some(winperf::is_base(obj.counters[d].counter_type))
+        } else {
+            None
+        };
+        if rules::default_counter(is_base).is_err() {
             return Err(MapError::BadDefaultCounter { object: obj.symbol });
         }
     }
@@ -976,6 +991,44 @@ mod tests {
         }
     }
 
+    /// Language ids compare without case, as the registry's `Perflib\<lang>` keys do, so a
+    /// hand-written map cannot give French twice as "00C" and "00c" (the macro refused it; this
+    /// validation let it pass).
+    #[test]
+    fn a_language_given_twice_in_another_case_is_refused() {
+        const fn text(lang: &'static str) -> Text {
+            Text {
+                lang,
+                name: "n",
+                help: "h",
+            }
+        }
+        static TWICE: [CounterDef; 1] = [CounterDef {
+            texts: &[text("009"), text("00C"), text("00c")],
+            ..ctr("A", 2, PERF_COUNTER_RAWCOUNT)
+        }];
+        assert_eq!(
+            check(&TWICE),
+            Err(MapError::BadLanguage {
+                symbol: "A",
+                lang: "00c"
+            })
+        );
+    }
+
+    /// Every detail level of [`DetailLevel`] has the name the macro parses, in the same order.
+    #[test]
+    fn detail_levels_have_the_rules_names() {
+        let ours = [
+            DetailLevel::Novice,
+            DetailLevel::Advanced,
+            DetailLevel::Expert,
+            DetailLevel::Wizard,
+        ]
+        .map(|level| format!("{level:?}"));
+        assert_eq!(ours, prfdata_rules::map::DETAIL_LEVELS);
+    }
+
     /// A map's rule reads the same whether the macro or this validation finds it broken: the
     /// message carries the rule's own text from prfdata-rules.
     #[test]
@@ -995,6 +1048,31 @@ mod tests {
             (
                 MapError::BadInstanceLimits { object: "O" },
                 vec![Violation::InstanceMax, Violation::InstanceNameLen],
+            ),
+            (
+                MapError::BadLanguage {
+                    symbol: "A",
+                    lang: "fr",
+                },
+                vec![Violation::LanguageId],
+            ),
+            (
+                MapError::BadLanguage {
+                    symbol: "A",
+                    lang: "009",
+                },
+                vec![Violation::EnglishInLangBlock],
+            ),
+            (
+                MapError::BadLanguage {
+                    symbol: "A",
+                    lang: "00c",
+                },
+                vec![Violation::DuplicateLanguage],
+            ),
+            (
+                MapError::BadDefaultCounter { object: "O" },
+                vec![Violation::DefaultNotACounter, Violation::DefaultIsBase],
             ),
         ];
         for (err, rules) in cases {
