@@ -6,8 +6,9 @@
 //! - `ast`: the input parsed with syn, every token kept with its span;
 //! - `model`: the checks (each error at the token it is about), the defaults and the computed
 //!   symbolic offsets;
-//! - `expand`: the generated module;
-//! - `counter_types`, `limits`: what the checks need to know of prfdata.
+//! - `expand`: the generated module.
+//!
+//! The limits, the counter types and the app-name rule are prfdata's own, from `prfdata-rules`.
 //!
 //! [`prfdata::prfdata_map!`]: https://docs.rs/prfdata/latest/prfdata/macro.prfdata_map.html
 
@@ -15,10 +16,8 @@ use proc_macro::TokenStream;
 use syn::parse::{ParseStream, Parser};
 
 mod ast;
-mod counter_types;
 mod errors;
 mod expand;
-mod limits;
 mod model;
 
 use errors::Errors;
@@ -43,38 +42,6 @@ fn map(input: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
         Some(model) => expand::expand(&model),
         None => errors.into_compile_errors(),
     }
-}
-
-/// The counter types the macro knows, as `(name, kind, base type)`: `kind` is `"plain"`,
-/// `"needs"` (followed by a base of `base type`) or `"base"`. For prfdata's test that this table
-/// matches `prfdata::counter_type`.
-#[doc(hidden)]
-#[proc_macro]
-pub fn __counter_type_table(_: TokenStream) -> TokenStream {
-    use counter_types::Kind;
-    let rows = counter_types::ALL.iter().map(|t| {
-        let name = t.name;
-        let (kind, base) = match t.kind {
-            Kind::Plain => ("plain", ""),
-            Kind::NeedsBase { base_type, .. } => ("needs", base_type),
-            Kind::Base { base_type } => ("base", base_type),
-        };
-        quote::quote!((#name, #kind, #base))
-    });
-    quote::quote!(&[#(#rows),*]).into()
-}
-
-/// The limits the macro checks, as `(max app name, max instances, max instance name)`. For
-/// prfdata's test that they match its own.
-#[doc(hidden)]
-#[proc_macro]
-pub fn __limits(_: TokenStream) -> TokenStream {
-    let (a, b, c) = (
-        limits::MAX_APP_NAME,
-        limits::MAX_INSTANCES,
-        limits::MAX_INSTANCE_NAME,
-    );
-    quote::quote!((#a, #b, #c)).into()
 }
 
 #[cfg(test)]
@@ -126,7 +93,7 @@ mod tests {
     #[test]
     fn near_names_rank_by_similarity_and_far_ones_are_not_offered() {
         use crate::errors::nearest;
-        let types = crate::counter_types::ALL.iter().map(|t| t.name);
+        let types = prfdata_rules::counter_types::ALL.iter().map(|t| t.name);
         assert_eq!(nearest("rawcount", types.clone(), 1), ["RawCount"]);
         assert!(nearest("Zebra", types, 3).is_empty());
     }

@@ -14,9 +14,10 @@ use proc_macro2::{Span, TokenStream};
 use syn::{Attribute, Expr, Ident, LitInt, LitStr, Visibility};
 
 use crate::ast::{CounterAst, CounterBody, Help, InstancesAst, MapAst, ObjectAst, TextsAst};
-use crate::counter_types::{self, Kind};
 use crate::errors::{did_you_mean, one_of, Errors};
-use crate::limits::{MAX_APP_NAME, MAX_INSTANCES, MAX_INSTANCE_NAME};
+use prfdata_rules::counter_types::{self, Kind};
+use prfdata_rules::map as rules;
+use prfdata_rules::MAX_SUM_PARTS;
 
 /// A checked map, ready to expand.
 pub(crate) struct Model {
@@ -86,33 +87,22 @@ pub(crate) enum Level {
     Wizard,
 }
 
-const LEVELS: &[&str] = &["Novice", "Advanced", "Expert", "Wizard"];
+const LEVELS: [Level; 4] = [Level::Novice, Level::Advanced, Level::Expert, Level::Wizard];
 /// Names the macro generates in the map's module.
 const RESERVED: &[&str] = &["MAP", "Map", "PrfData"];
 
 impl Level {
     pub(crate) fn name(self) -> &'static str {
-        LEVELS[self as usize]
+        rules::DETAIL_LEVELS[self as usize]
     }
 
     fn parse(ident: &Ident, errors: &mut Errors) -> Level {
-        match ident.to_string().as_str() {
-            "Novice" => Level::Novice,
-            "Advanced" => Level::Advanced,
-            "Expert" => Level::Expert,
-            "Wizard" => Level::Wizard,
-            other => {
-                errors.at(
-                    ident.span(),
-                    format!(
-                        "unknown detail level `{other}`{}",
-                        did_you_mean(
-                            other,
-                            LEVELS.iter().copied(),
-                            &format!("the levels are {}", one_of(LEVELS))
-                        ),
-                    ),
-                );
+        let name = ident.to_string();
+        match rules::detail_level(&name) {
+            Ok(i) => LEVELS[i],
+            Err(v) => {
+                let near = did_you_mean(&name, rules::DETAIL_LEVELS, v.message());
+                errors.at(ident.span(), format!("unknown detail level `{name}`{near}"));
                 Level::Novice
             }
         }
@@ -148,27 +138,13 @@ pub(crate) fn check(ast: MapAst, errors: &mut Errors) -> Option<Model> {
     })
 }
 
-/// prfdata's app name rule (`map::validate`), and no `..` (`untrusted::check_name`, which
-/// `activate` applies).
+/// The app-name rule of `prfdata-rules`, which prfdata's map validation applies again.
 fn check_app(app: &LitStr, errors: &mut Errors) {
     let name = app.value();
-    let ok_chars = name
-        .bytes()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'));
-    if name.is_empty()
-        || name.len() > MAX_APP_NAME
-        || name.starts_with('.')
-        || name.contains("..")
-        || !ok_chars
-    {
+    if let Err(v) = rules::app_name(&name) {
         errors.at(
             app.span(),
-            format!(
-                "bad app name {:?}: it names the block file and the Services key, so it is 1 to \
-                 {MAX_APP_NAME} characters of A-Z a-z 0-9 _ . -, not starting with `.` and \
-                 without `..`",
-                name
-            ),
+            format!("bad app name {name:?}: {}", v.message()),
         );
     }
 }
@@ -212,17 +188,14 @@ impl Symbols {
     fn offset(&mut self, symbol: &Ident, explicit: Option<&LitInt>, errors: &mut Errors) -> u32 {
         let (offset, span) = match explicit {
             Some(lit) => match lit.base10_parse::<u32>() {
-                Ok(n) if n % 2 == 1 => {
-                    errors.at(
-                        lit.span(),
-                        format!(
-                            "the symbolic offset {n} of {symbol} is odd: offsets are even (the \
-                             name gets First Counter + offset, its help the odd index after it)"
-                        ),
-                    );
+                Ok(n) => {
+                    if let Err(v) = rules::offset(n) {
+                        let m = v.message();
+                        let text = format!("the symbolic offset {n} of {symbol} is odd: {m}");
+                        errors.at(lit.span(), text);
+                    }
                     (n, lit.span())
                 }
-                Ok(n) => (n, lit.span()),
                 Err(_) => {
                     errors.at(lit.span(), "a symbolic offset is a u32");
                     return 0;
@@ -357,28 +330,15 @@ fn check_texts(texts: &TextsAst, symbol: &Ident, owner: &str, errors: &mut Error
     }
     for lang in &texts.langs {
         let id = lang.id.value();
-        let three_hex = id.len() == 3 && id.bytes().all(|b| b.is_ascii_hexdigit());
         let lang_owner = format!("{owner}'s lang {id:?}");
-        if !three_hex {
-            errors.at(
-                lang.id.span(),
-                format!(
-                    "bad language id {id:?}: a perflib language id is three hexadecimal digits, \
-                     such as \"009\" (English), \"00C\" (French), \"007\" (German)"
-                ),
-            );
-        } else if id == "009" {
-            errors.at(
-                lang.id.span(),
-                format!(
-                    "{owner}: English (009) is given by `name` and `help`, not by a `lang` block"
-                ),
-            );
-        } else if out.iter().any(|t| t.lang.eq_ignore_ascii_case(&id)) {
-            errors.at(
-                lang.id.span(),
-                format!("{owner} gives language {id:?} twice"),
-            );
+        if let Err(v) = rules::language_id(&id) {
+            let text = format!("bad language id {id:?}: {}", v.message());
+            errors.at(lang.id.span(), text);
+        } else if let Err(v) = rules::lang_block(&id) {
+            errors.at(lang.id.span(), format!("{owner}: {}", v.message()));
+        } else if out.iter().any(|t| rules::same_language(&t.lang, &id)) {
+            let m = rules::Violation::DuplicateLanguage.message();
+            errors.at(lang.id.span(), format!("{owner}: language {id:?} {m}"));
         }
         if let Some((name, help)) =
             name_and_help(&lang.texts, lang.keyword.span(), &lang_owner, errors)
@@ -444,26 +404,24 @@ fn check_instances(
         );
     }
     let (max, name_len) = (*max?, *name_len?);
-    let limit = |expr: &Expr, what: &str, top: u64, errors: &mut Errors| {
+    type Rule = fn(u64) -> Result<(), rules::Violation>;
+    let limit = |expr: &Expr, rule: Rule, errors: &mut Errors| {
         // A constant or an expression is checked by the map's `const` validation instead.
         if let Expr::Lit(syn::ExprLit {
             lit: syn::Lit::Int(lit),
             ..
         }) = expr
         {
-            let ok = lit
-                .base10_parse::<u64>()
-                .is_ok_and(|n| (1..=top).contains(&n));
-            if !ok {
-                errors.at(
-                    lit.span(),
-                    format!("{owner}'s instance limit `{what}` must be 1 to {top}"),
-                );
+            // A number past u64 breaks the rule as u64::MAX does.
+            let n = lit.base10_parse::<u64>().unwrap_or(u64::MAX);
+            if let Err(v) = rule(n) {
+                let text = format!("{owner}'s instance limit {}", v.message());
+                errors.at(lit.span(), text);
             }
         }
     };
-    limit(&max, "max", MAX_INSTANCES, errors);
-    limit(&name_len, "name_len", MAX_INSTANCE_NAME, errors);
+    limit(&max, rules::instance_max, errors);
+    limit(&name_len, rules::instance_name_len, errors);
     Some((max, name_len))
 }
 
@@ -775,15 +733,12 @@ fn check_aggregate(
     Some(Ident::new(variant, rule.span()))
 }
 
-/// The Windows 95 stat servers' `MAXCOMPLEXSUBSTAT`: the most counters a sum adds.
-const MAX_SUM_PARTS: usize = 8;
-
 /// A base counter: right after a counter that needs this base, no offset, no body. Returns the
 /// symbol of the counter it serves.
 fn check_base(
     c: &CounterAst,
     ty: &str,
-    base_type: &str,
+    base_type: u32,
     previous: Option<(Option<Kind>, &Vec<Ctr>)>,
     errors: &mut Errors,
 ) -> Option<String> {
@@ -808,7 +763,7 @@ fn check_base(
             ),
         );
     }
-    let served = counter_types::served_by(base_type);
+    let served: Vec<&str> = counter_types::served_by(base_type).collect();
     match previous {
         Some((Some(Kind::NeedsBase { base_type: b, .. }), out)) if b == base_type => {
             out.last().map(|p| p.symbol.to_string())
@@ -834,36 +789,26 @@ fn check_default(d: &Ident, counters: &[Ctr], owner: &str, errors: &mut Errors) 
     if name == "none" {
         return None;
     }
-    match counters.iter().position(|c| c.symbol == name) {
-        Some(i) if counters[i].offset.is_none() => {
-            errors.at(
-                d.span(),
-                format!(
-                    "{owner}'s default counter {name} is a base counter: name one monitors can \
-                     show, or `none`"
-                ),
-            );
-            None
-        }
-        Some(i) => Some(i),
-        None => {
-            let names: Vec<String> = counters
-                .iter()
-                .filter(|c| c.offset.is_some())
-                .map(|c| c.symbol.to_string())
-                .collect();
-            errors.at(
-                d.span(),
-                format!(
-                    "{owner}'s default counter `{name}` is not one of its counters{}",
-                    did_you_mean(
-                        &name,
-                        names.iter().map(String::as_str),
-                        "name one of them, or `none`"
-                    ),
-                ),
-            );
-            None
-        }
-    }
+    let found = counters.iter().position(|c| c.symbol == name);
+    // A base counter is the one without an offset.
+    let Err(v) = rules::default_counter(found.map(|i| counters[i].offset.is_none())) else {
+        return found;
+    };
+    let text = if v == rules::Violation::DefaultIsBase {
+        format!("{owner}'s default counter {name} {}", v.message())
+    } else {
+        let names: Vec<String> = counters
+            .iter()
+            .filter(|c| c.offset.is_some())
+            .map(|c| c.symbol.to_string())
+            .collect();
+        let near = did_you_mean(
+            &name,
+            names.iter().map(String::as_str),
+            "name one of them, or `none`",
+        );
+        format!("{owner}'s default counter `{name}` {}{near}", v.message())
+    };
+    errors.at(d.span(), text);
+    None
 }

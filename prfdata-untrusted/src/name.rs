@@ -29,8 +29,8 @@ use std::fmt;
 /// ```
 pub const MAX_SERVICE_NAME: usize = 255;
 
-/// The longest app name, in bytes: a prfdata block's header keeps the app name in 64 bytes, and
-/// prfdata's map rule allows as many (prfdata checks at compile time that the two agree).
+/// The longest app name, in bytes: prfdata's map rule ([`prfdata_rules::MAX_APP_NAME`]), as
+/// many as a prfdata block's header keeps.
 /// Well inside a file name's 255 bytes with the `.blk` suffix and the temporary names beside it.
 ///
 /// # Examples
@@ -40,7 +40,7 @@ pub const MAX_SERVICE_NAME: usize = 255;
 /// assert!(check_name(NameKind::App, &"a".repeat(MAX_APP_NAME)).is_ok());
 /// assert!(check_name(NameKind::App, &"a".repeat(MAX_APP_NAME + 1)).is_err());
 /// ```
-pub const MAX_APP_NAME: usize = 64;
+pub const MAX_APP_NAME: usize = prfdata_rules::MAX_APP_NAME;
 
 /// What a name names, which sets its length limit and how messages call it.
 ///

@@ -19,6 +19,8 @@
 
 use core::sync::atomic::{AtomicI32, AtomicI64};
 
+use prfdata_rules::counter_types as rules;
+
 use crate::winperf::*;
 
 mod sealed {
@@ -143,20 +145,36 @@ pub trait CounterType: sealed::Sealed + 'static {
     const TEXT_LEN: u32 = 0;
 }
 
+/// Whether prfdata-rules' row for a marker agrees with winperf.h: the composed type `ty`, and
+/// the base it needs or is as winperf.h's classification says.
+const fn agrees_with_winperf(name: &str, ty: u32) -> bool {
+    let Some(row) = rules::find(name) else {
+        return false;
+    };
+    let kind_ok = match (row.kind, required_base(ty)) {
+        (rules::Kind::NeedsBase { base_type, .. }, Some(b)) => base_type == b,
+        (rules::Kind::Base { base_type }, None) => is_base(ty) && base_type == ty,
+        (rules::Kind::Plain, None) => !is_base(ty),
+        _ => false,
+    };
+    row.ty == ty && kind_ok
+}
+
 macro_rules! counter_types {
     ($($(#[$doc:meta])* $name:ident = $ty:ident, $width:ident;)*) => {
-        /// Every counter type with a value of fixed width: (name, composed type).
+        /// Every counter type with a value of fixed width.
         #[cfg(test)]
-        const FIXED: &[(&str, u32)] = &[$((stringify!($name), $ty)),*];
+        const FIXED: &[&str] = &[$(stringify!($name)),*];
         $(
         $(#[$doc])*
         #[derive(Debug)]
         pub enum $name {}
         impl sealed::Sealed for $name {}
         impl CounterType for $name {
-            const TYPE: u32 = $ty;
+            const TYPE: u32 = rules::marker(stringify!($name));
             type Width = $width;
         }
+        const _: () = assert!(agrees_with_winperf(stringify!($name), $ty));
         const _: () = assert!(matches!(counter_size($ty), Some(n) if n == <$width as Width>::SIZE));
     )*};
 }
@@ -264,11 +282,12 @@ macro_rules! text_types {
         pub enum $name {}
         impl sealed::Sealed for $name {}
         impl CounterType for $name {
-            const TYPE: u32 = PERF_COUNTER_TEXT;
+            const TYPE: u32 = rules::marker(stringify!($name));
             type Width = Utf16<$units>;
             const TEXT_LEN: u32 = $units;
         }
         impl TextType for $name {}
+        const _: () = assert!(agrees_with_winperf(stringify!($name), PERF_COUNTER_TEXT));
     )*};
 }
 
@@ -287,47 +306,12 @@ text_types! {
 mod tests {
     use super::*;
 
-    /// The map macro's own table of counter types (it must know bases and the counters that
-    /// need them to point at a mistake) is this module's.
+    /// Every counter type of prfdata-rules' table, which the map macro accepts, is a marker type
+    /// here, in the same order (each marker's row is checked against winperf.h at compile time).
     #[test]
-    fn the_map_macro_knows_every_counter_type_and_its_base() {
-        let table: &[(&str, &str, &str)] = prfdata_macros::__counter_type_table!();
-        let names: Vec<&str> = table.iter().map(|row| row.0).collect();
-        let ours: Vec<&str> = FIXED
-            .iter()
-            .map(|f| f.0)
-            .chain(TEXT.iter().copied())
-            .collect();
-        assert_eq!(names, ours);
-        let type_of = |name: &str| FIXED.iter().find(|f| f.0 == name).map(|f| f.1);
-        for &(name, kind, base) in table {
-            let Some(ty) = type_of(name) else {
-                assert_eq!((kind, base), ("plain", ""), "{name}");
-                continue;
-            };
-            let base_type = crate::winperf::counter_type_name(ty).filter(|_| is_base(ty));
-            match kind {
-                "plain" => assert!(required_base(ty).is_none() && !is_base(ty), "{name}"),
-                "needs" => assert_eq!(
-                    required_base(ty).and_then(crate::winperf::counter_type_name),
-                    Some(base),
-                    "{name}"
-                ),
-                _ => assert_eq!(kind, "base", "{name}"),
-            }
-            if kind == "base" {
-                assert!(is_base(ty), "{name}");
-                // PERF_PRECISION_TIMESTAMP is PERF_LARGE_RAW_BASE's value and name.
-                assert_eq!(base_type, Some(base), "{name}");
-            }
-        }
-    }
-
-    #[test]
-    fn the_map_macro_checks_prfdata_s_limits() {
-        let (app, instances, name): (usize, u64, u64) = prfdata_macros::__limits!();
-        assert_eq!(app, crate::map::validate::MAX_APP_NAME);
-        assert_eq!(instances, u64::from(crate::map::validate::MAX_INSTANCES));
-        assert_eq!(name, u64::from(crate::map::validate::MAX_INSTANCE_NAME));
+    fn every_counter_type_of_the_rules_has_a_marker() {
+        let rows: Vec<&str> = rules::ALL.iter().map(|row| row.name).collect();
+        let ours: Vec<&str> = FIXED.iter().chain(TEXT).copied().collect();
+        assert_eq!(rows, ours);
     }
 }

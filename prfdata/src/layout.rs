@@ -129,46 +129,25 @@ pub const REGION_ALIGN: usize = 64;
 /// 64 and IA-32 Optimization Reference Manual, 2.5.5.4; Apple's M-series lines are 128 bytes).
 /// The same on every target, as a shared layout must be.
 pub const CACHE_LINE: usize = 128;
-/// Shard slots per object with sharded counters: threads that update its sharded counters
-/// without a locked instruction at once (more share the counter's own value with atomic adds).
-pub const SHARD_SLOTS: u32 = 16;
 /// The largest distance between two counter blocks: a counter block, padding and the shard
 /// lines of [`MAX_SHARDED`] counters.
 pub const MAX_BLOCK_STRIDE: u32 =
     MAX_COUNTER_BLOCK + 2 * CACHE_LINE as u32 + SHARD_SLOTS * MAX_SHARD_LINE;
-/// The most sharded counters an object may declare.
-pub const MAX_SHARDED: u32 = 64;
 /// The longest shard line: one u64 per sharded counter.
 pub const MAX_SHARD_LINE: u32 = MAX_SHARDED * 8;
-/// The largest block prfdata creates or opens: 1 GiB.
-///
-/// A map whose block would be larger does not compile
-/// ([`MapError::BlockTooLarge`](crate::map::MapError::BlockTooLarge)); a file larger than this
-/// at a block's path is not a block ([`Error::TooLarge`](crate::Error::TooLarge)) and is never
-/// mapped. Activation reserves every page of a block in its tmpfs (so that a full `/dev/shm`
-/// fails the activation rather than the app later), so a block costs its whole size in memory
-/// from the start: a counter block of 64 bytes for each of 1024 instances with 64-unit names
-/// takes about 260 KiB, and this cap is far above what counters need.
-pub const MAX_BLOCK_SIZE: u64 = 1 << 30;
 
-// Limits: what a block may declare. A map past one of them does not compile (the map's
-// validation, [`crate::map::validate()`]); a block past one is refused by the reader.
-
-/// The most objects a block may declare.
-pub const MAX_OBJECTS: u32 = 4096;
-/// The most counters a block may declare, all objects together.
-pub const MAX_COUNTERS: u32 = 65536;
-/// The largest counter block (one instance's counters), in bytes: 1 MiB.
-pub const MAX_COUNTER_BLOCK: u32 = 1 << 20;
-/// The most instances one object may declare: keeps a block's size well inside `u32` offsets.
-pub const MAX_INSTANCES: u32 = 1 << 20;
-/// The longest instance name perflib accepts (winperf.h `PERF_MAX_INSTANCE_NAME`), in UTF-16
-/// code units.
-pub const MAX_INSTANCE_NAME: u32 = 1024;
-/// The longest app name, in bytes: what the block header's `app_name` field holds. It names
-/// the block file and the `Services` key, so it is also the app-name limit of
-/// [`prfdata_untrusted::check_name`].
-pub const MAX_APP_NAME: usize = 64;
+// Limits: what a block may declare, from prfdata-rules (the map macro checks the same). A map
+// past one of them does not compile (the map's validation, [`crate::map::validate()`]); a block
+// past one is refused by the reader. [`MAX_BLOCK_SIZE`], the largest block prfdata creates or
+// opens, also caps a file at a block's path: a larger one is not a block
+// ([`Error::TooLarge`](crate::Error::TooLarge)) and is never mapped. Activation reserves every
+// page of a block in its tmpfs (so that a full `/dev/shm` fails the activation rather than the
+// app later), so a block costs its whole size in memory from the start: a counter block of 64
+// bytes for each of 1024 instances with 64-unit names takes about 260 KiB, far below the cap.
+pub use prfdata_rules::limits::{
+    MAX_APP_NAME, MAX_BLOCK_SIZE, MAX_COUNTERS, MAX_COUNTER_BLOCK, MAX_INSTANCES,
+    MAX_INSTANCE_NAME, MAX_OBJECTS, MAX_SHARDED, MAX_SUM_PARTS, SHARD_SLOTS,
+};
 
 /// `CounterRecord::name_offset` of a base counter, which has no name of its own.
 pub const NO_NAME: u32 = u32::MAX;
@@ -489,8 +468,8 @@ pub struct CounterRecord {
     pub _reserved: u32,
 }
 
-/// The most parts of a sum (the Windows 95 stat servers' `MAXCOMPLEXSUBSTAT`).
-pub const MAX_SUM_PARTS: usize = crate::winperf::MAXCOMPLEXSUBSTAT;
+// The Windows 95 System Monitor's `MAXCOMPLEXSUBSTAT` is the rules' sum limit.
+const _: () = assert!(MAX_SUM_PARTS == crate::winperf::MAXCOMPLEXSUBSTAT);
 /// The `PSTF_*` flags a [`CounterRecord`] may hold; a reader refuses others.
 pub const STAT_FLAGS: u32 = crate::winperf::PSTF_FUNCPTR
     | crate::winperf::PSTF_COMPLEX
@@ -602,9 +581,7 @@ const _: () = {
     assert!(slot::OWNER_PID == 40 && slot::OWNER_START == 48);
     assert!(SLOT_HEADER_SIZE.is_multiple_of(8));
     assert!(PRESENCE_BASE > MAX_BLOCK_SIZE && PRESENCE_PID_BITS + 32 == 62);
-    assert!(
-        size_of::<[u8; MAX_APP_NAME]>() == 64 && MAX_APP_NAME == prfdata_untrusted::MAX_APP_NAME
-    );
+    assert!(size_of::<[u8; MAX_APP_NAME]>() == 64);
 };
 
 /// Rounds `n` up to a multiple of `align` (a power of two): how every region and record is

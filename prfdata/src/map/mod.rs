@@ -56,7 +56,11 @@ pub use ids::{CtrId, Global, Instanced, Object, PerfDataMap, Scope};
 #[doc(hidden)]
 pub use prfdata_macros::prfdata_map as __prfdata_map;
 pub(crate) use validate::validate_at_run_time;
-pub use validate::{validate, MapError, MAX_SUM_PARTS};
+pub use validate::{validate, MapError};
+// One page for the limit, at `map::validate` (it comes from prfdata-rules, so rustdoc would
+// otherwise document it at both paths).
+#[doc(no_inline)]
+pub use validate::MAX_SUM_PARTS;
 
 use crate::winperf;
 
@@ -514,17 +518,4 @@ impl ObjectDef {
 }
 
 /// `const` string equality (`==` on `str` is not `const`).
-pub(crate) const fn str_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
+pub(crate) use prfdata_rules::str_eq;

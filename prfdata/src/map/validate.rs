@@ -13,7 +13,9 @@ use crate::layout::{
 };
 use crate::winperf;
 
-pub use crate::layout::{MAX_APP_NAME, MAX_INSTANCES, MAX_INSTANCE_NAME};
+pub use crate::layout::{MAX_APP_NAME, MAX_INSTANCES, MAX_INSTANCE_NAME, MAX_SUM_PARTS};
+use prfdata_rules::map::{self as rules, Violation};
+pub(crate) use prfdata_rules::valid_app_name;
 
 /// What is wrong with a map. Each variant names the symbol it is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,9 +165,6 @@ pub enum MapError {
     },
 }
 
-/// The most counters a derived counter sums: the Windows 95 stat servers' `MAXCOMPLEXSUBSTAT`.
-pub const MAX_SUM_PARTS: usize = winperf::MAXCOMPLEXSUBSTAT;
-
 /// Checks a map: every rule of the lodctr design specification and winperf.h that a map can break.
 ///
 /// # Errors
@@ -201,7 +200,7 @@ pub(crate) fn validate_at_run_time(map: &MapDef) -> Result<(), MapError> {
 
 /// The app name, the object and counter counts, and each object's own rules.
 const fn check_shape(map: &MapDef) -> Result<(), MapError> {
-    if !valid_app_name(map.app) {
+    if rules::app_name(map.app).is_err() {
         return Err(MapError::BadAppName { app: map.app });
     }
     if map.objects.is_empty() {
@@ -300,10 +299,9 @@ impl MapError {
     const fn message(&self, app: &str) -> Msg {
         let m = Msg::new().push("prfdata map \"").push(app).push("\": ");
         match *self {
-            MapError::BadAppName { .. } => m.push(
-                "the app name must be 1 to 64 characters of A-Z a-z 0-9 _ . -, not starting with \
-                 . and without .. (it names the block file and the Services key)",
-            ),
+            MapError::BadAppName { .. } => m
+                .push("bad app name: ")
+                .push(Violation::AppName.message()),
             MapError::NoObjects => m.push("the map declares no object"),
             MapError::NoCounters { object } => {
                 m.push("object ").push(object).push(" declares no counter")
@@ -311,7 +309,8 @@ impl MapError {
             MapError::OddOffset { symbol, .. } => m
                 .push("the symbolic offset of ")
                 .push(symbol)
-                .push(" is odd; offsets must be even (names get even indexes, help odd)"),
+                .push(" is odd: ")
+                .push(Violation::OddOffset.message()),
             MapError::DuplicateOffset { first, second, .. } => m
                 .push(first)
                 .push(" and ")
@@ -324,19 +323,31 @@ impl MapError {
             MapError::MissingEnglish { symbol } => m
                 .push(symbol)
                 .push(" needs its name and help in language 009 first"),
-            MapError::BadLanguage { symbol, lang } => m
-                .push(symbol)
-                .push(": language id \"")
-                .push(lang)
-                .push("\" must be three hexadecimal digits, given once"),
+            MapError::BadLanguage { symbol, lang } => {
+                let rule = match rules::lang_block(lang) {
+                    Err(v) => v,
+                    Ok(()) => Violation::DuplicateLanguage,
+                };
+                m.push(symbol)
+                    .push(": language \"")
+                    .push(lang)
+                    .push("\": ")
+                    .push(rule.message())
+            }
             MapError::BadInstanceLimits { object } => m
                 .push("object ")
                 .push(object)
-                .push(": instance limits must be 1..=1048576 instances and 1..=1024 name units"),
+                .push("'s instance limits: ")
+                .push(Violation::InstanceMax.message())
+                .push(" and ")
+                .push(Violation::InstanceNameLen.message()),
             MapError::BadDefaultCounter { object } => m
                 .push("object ")
                 .push(object)
-                .push(": the default counter must be one of its counters and not a base"),
+                .push("'s default counter ")
+                .push(Violation::DefaultNotACounter.message())
+                .push(" or ")
+                .push(Violation::DefaultIsBase.message()),
             MapError::MissingBase {
                 counter,
                 counter_type,
@@ -420,45 +431,18 @@ const fn type_name(counter_type: u32) -> &'static str {
     }
 }
 
-/// 1 to [`MAX_APP_NAME`] characters of `A-Za-z0-9_.-`, not starting with `.`, without `..`
-/// (the name becomes a file name, and [`check_name`](crate::untrusted::check_name), which
-/// activation applies, refuses `..`).
-pub(crate) const fn valid_app_name(app: &str) -> bool {
-    let b = app.as_bytes();
-    if b.is_empty() || b.len() > MAX_APP_NAME || b[0] == b'.' {
-        return false;
-    }
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if !(c.is_ascii_alphanumeric() || c == b'_' || c == b'-' || c == b'.') {
-            return false;
-        }
-        if c == b'.' && i > 0 && b[i - 1] == b'.' {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
 const fn check_texts(symbol: &'static str, texts: &'static [Text]) -> Result<(), MapError> {
     if texts.is_empty() || !str_eq(texts[0].lang, "009") {
         return Err(MapError::MissingEnglish { symbol });
     }
     let mut i = 0;
     while i < texts.len() {
+        // English comes first (checked above); every other text is a `lang` block's.
         let lang = texts[i].lang;
-        let b = lang.as_bytes();
-        let mut ok = b.len() == 3;
-        let mut k = 0;
-        while ok && k < b.len() {
-            ok = b[k].is_ascii_hexdigit();
-            k += 1;
-        }
+        let mut ok = i == 0 || rules::lang_block(lang).is_ok();
         let mut j = 0;
         while ok && j < i {
-            ok = !str_eq(texts[j].lang, lang);
+            ok = !rules::same_language(texts[j].lang, lang);
             j += 1;
         }
         if !ok {
@@ -470,7 +454,7 @@ const fn check_texts(symbol: &'static str, texts: &'static [Text]) -> Result<(),
 }
 
 const fn check_object(obj: &ObjectDef) -> Result<(), MapError> {
-    if !obj.offset.is_multiple_of(2) {
+    if rules::offset(obj.offset).is_err() {
         return Err(MapError::OddOffset {
             symbol: obj.symbol,
             offset: obj.offset,
@@ -483,13 +467,18 @@ const fn check_object(obj: &ObjectDef) -> Result<(), MapError> {
         return Err(MapError::NoCounters { object: obj.symbol });
     }
     if let Instances::Max { max, max_name_len } = obj.instances {
-        if max == 0 || max > MAX_INSTANCES || max_name_len == 0 || max_name_len > MAX_INSTANCE_NAME
-        {
+        let max_ok = rules::instance_max(max as u64).is_ok();
+        if !max_ok || rules::instance_name_len(max_name_len as u64).is_err() {
             return Err(MapError::BadInstanceLimits { object: obj.symbol });
         }
     }
     if let Some(d) = obj.default_counter {
-        if d >= obj.counters.len() || winperf::is_base(obj.counters[d].counter_type) {
+        let is_base = if d < obj.counters.len() {
+            Some(winperf::is_base(obj.counters[d].counter_type))
+        } else {
+            None
+        };
+        if rules::default_counter(is_base).is_err() {
             return Err(MapError::BadDefaultCounter { object: obj.symbol });
         }
     }
@@ -612,7 +601,7 @@ const fn check_counter(counters: &[CounterDef], c: usize) -> Result<(), MapError
                     counter: ctr.symbol,
                 })
             }
-            Some(offset) if offset % 2 != 0 => {
+            Some(offset) if rules::offset(offset).is_err() => {
                 return Err(MapError::OddOffset {
                     symbol: ctr.symbol,
                     offset,
@@ -1000,6 +989,98 @@ mod tests {
                 }),
                 Err(MapError::BadAppName { app: bad })
             );
+        }
+    }
+
+    /// Language ids compare without case, as the registry's `Perflib\<lang>` keys do, so a
+    /// hand-written map cannot give French twice as "00C" and "00c" (the macro refused it; this
+    /// validation let it pass).
+    #[test]
+    fn a_language_given_twice_in_another_case_is_refused() {
+        const fn text(lang: &'static str) -> Text {
+            Text {
+                lang,
+                name: "n",
+                help: "h",
+            }
+        }
+        static TWICE: [CounterDef; 1] = [CounterDef {
+            texts: &[text("009"), text("00C"), text("00c")],
+            ..ctr("A", 2, PERF_COUNTER_RAWCOUNT)
+        }];
+        assert_eq!(
+            check(&TWICE),
+            Err(MapError::BadLanguage {
+                symbol: "A",
+                lang: "00c"
+            })
+        );
+    }
+
+    /// Every detail level of [`DetailLevel`] has the name the macro parses, in the same order.
+    #[test]
+    fn detail_levels_have_the_rules_names() {
+        let ours = [
+            DetailLevel::Novice,
+            DetailLevel::Advanced,
+            DetailLevel::Expert,
+            DetailLevel::Wizard,
+        ]
+        .map(|level| format!("{level:?}"));
+        assert_eq!(ours, prfdata_rules::map::DETAIL_LEVELS);
+    }
+
+    /// A map's rule reads the same whether the macro or this validation finds it broken: the
+    /// message carries the rule's own text from prfdata-rules.
+    #[test]
+    fn rule_errors_carry_the_rules_own_message() {
+        let cases = [
+            (
+                MapError::BadAppName { app: "a b" },
+                vec![Violation::AppName],
+            ),
+            (
+                MapError::OddOffset {
+                    symbol: "A",
+                    offset: 3,
+                },
+                vec![Violation::OddOffset],
+            ),
+            (
+                MapError::BadInstanceLimits { object: "O" },
+                vec![Violation::InstanceMax, Violation::InstanceNameLen],
+            ),
+            (
+                MapError::BadLanguage {
+                    symbol: "A",
+                    lang: "fr",
+                },
+                vec![Violation::LanguageId],
+            ),
+            (
+                MapError::BadLanguage {
+                    symbol: "A",
+                    lang: "009",
+                },
+                vec![Violation::EnglishInLangBlock],
+            ),
+            (
+                MapError::BadLanguage {
+                    symbol: "A",
+                    lang: "00c",
+                },
+                vec![Violation::DuplicateLanguage],
+            ),
+            (
+                MapError::BadDefaultCounter { object: "O" },
+                vec![Violation::DefaultNotACounter, Violation::DefaultIsBase],
+            ),
+        ];
+        for (err, rules) in cases {
+            let text = err.to_string();
+            for rule in rules {
+                assert!(text.contains(rule.message()), "{text:?} lacks {rule:?}");
+            }
         }
     }
 

@@ -1,0 +1,273 @@
+//! A map's object rules (app name, offsets, languages, instance limits, default counter, detail
+//! level) as `const fn`s over plain values, each returning the [`Violation`] it
+//! finds. The map macro calls them with the values it parsed and reports the violation at the
+//! token; prfdata's map validation calls them again on the map definition. Each rule has one
+//! message, [`Violation::message`].
+//!
+//! # Examples
+//!
+//! ```
+//! use prfdata_rules::map::{self, Violation};
+//!
+//! assert_eq!(map::offset(3), Err(Violation::OddOffset));
+//! assert_eq!(map::language_id("00C"), Ok(()));
+//! assert!(map::instance_max(0).unwrap_err().message().contains("1 to 1048576"));
+//! ```
+
+use crate::limits::{MAX_INSTANCES, MAX_INSTANCE_NAME};
+
+/// A broken rule of a map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Violation {
+    /// The app name breaks [`valid_app_name`](crate::valid_app_name).
+    AppName,
+    /// A symbolic offset is odd.
+    OddOffset,
+    /// A language id is not three hexadecimal digits.
+    LanguageId,
+    /// An object's most instances (`max`) is 0 or above [`MAX_INSTANCES`].
+    InstanceMax,
+    /// An object's longest instance name (`name_len`) is 0 or above [`MAX_INSTANCE_NAME`].
+    InstanceNameLen,
+    /// A `lang` block gives English (009), which `name` and `help` give.
+    EnglishInLangBlock,
+    /// A language is given twice (ids compare without case, as registry keys do).
+    DuplicateLanguage,
+    /// The default counter is none of the object's counters.
+    DefaultNotACounter,
+    /// The default counter is a base counter, which monitors do not show.
+    DefaultIsBase,
+    /// A detail level that is none of [`DETAIL_LEVELS`].
+    DetailLevel,
+}
+
+/// perflib's detail levels (winperf.h `PERF_DETAIL_NOVICE` 100 to `PERF_DETAIL_WIZARD` 400),
+/// by the names a map gives them (prfdata's `map::DetailLevel`), lowest first.
+pub const DETAIL_LEVELS: [&str; 4] = ["Novice", "Advanced", "Expert", "Wizard"];
+
+impl Violation {
+    /// What the rule asks, for a message that names the token first ("bad app name "x": ...").
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata_rules::map::Violation;
+    /// assert!(Violation::OddOffset.message().starts_with("offsets are even"));
+    /// ```
+    pub const fn message(self) -> &'static str {
+        match self {
+            Violation::AppName => {
+                "it names the block file and the Services key, so it is 1 to 64 characters of \
+                 A-Z a-z 0-9 _ . -, not starting with `.` and without `..`"
+            }
+            Violation::OddOffset => {
+                "offsets are even (the name gets First Counter + offset, its help the odd index \
+                 after it)"
+            }
+            Violation::LanguageId => {
+                "a perflib language id is three hexadecimal digits, such as \"009\" (English), \
+                 \"00C\" (French), \"007\" (German)"
+            }
+            Violation::InstanceMax => "`max` must be 1 to 1048576",
+            Violation::InstanceNameLen => "`name_len` must be 1 to 1024",
+            Violation::EnglishInLangBlock => {
+                "English (009) is given by `name` and `help`, not by a `lang` block"
+            }
+            Violation::DuplicateLanguage => {
+                "is given twice: one `lang` block per language (ids compare without case, as \
+                 registry keys do)"
+            }
+            Violation::DefaultNotACounter => "is not one of its counters",
+            Violation::DefaultIsBase => "is a base counter: name one monitors can show, or `none`",
+            Violation::DetailLevel => "the levels are `Novice`, `Advanced`, `Expert` or `Wizard`",
+        }
+    }
+}
+
+/// The app-name rule ([`valid_app_name`](crate::valid_app_name)).
+///
+/// # Errors
+///
+/// [`Violation::AppName`].
+pub const fn app_name(app: &str) -> Result<(), Violation> {
+    if crate::valid_app_name(app) {
+        Ok(())
+    } else {
+        Err(Violation::AppName)
+    }
+}
+
+/// A symbolic offset is even: the name's index is First Counter + offset, the help's the odd
+/// index after it (the lodctr design specification).
+///
+/// # Errors
+///
+/// [`Violation::OddOffset`].
+pub const fn offset(offset: u32) -> Result<(), Violation> {
+    if offset.is_multiple_of(2) {
+        Ok(())
+    } else {
+        Err(Violation::OddOffset)
+    }
+}
+
+/// A language id is three hexadecimal digits, as the registry's `Perflib\009`.
+///
+/// # Errors
+///
+/// [`Violation::LanguageId`].
+pub const fn language_id(id: &str) -> Result<(), Violation> {
+    let b = id.as_bytes();
+    if b.len() != 3 {
+        return Err(Violation::LanguageId);
+    }
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_hexdigit() {
+            return Err(Violation::LanguageId);
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// A `lang` block's language id: three hexadecimal digits ([`language_id`]), and not English,
+/// which `name` and `help` give.
+///
+/// # Errors
+///
+/// [`Violation::LanguageId`] or [`Violation::EnglishInLangBlock`].
+pub const fn lang_block(id: &str) -> Result<(), Violation> {
+    if let Err(v) = language_id(id) {
+        return Err(v);
+    }
+    if same_language(id, "009") {
+        return Err(Violation::EnglishInLangBlock);
+    }
+    Ok(())
+}
+
+/// Whether two language ids name the same language: registry keys, such as `Perflib\00C`,
+/// compare without case. A language given twice is [`Violation::DuplicateLanguage`].
+///
+/// # Examples
+///
+/// ```
+/// assert!(prfdata_rules::map::same_language("00C", "00c"));
+/// ```
+pub const fn same_language(a: &str, b: &str) -> bool {
+    crate::bytes_eq(a.as_bytes(), b.as_bytes(), true)
+}
+
+/// An object's default counter: one of its counters and not a base. `is_base` is `None` when
+/// the default is none of the object's counters, else whether it is a base.
+///
+/// # Errors
+///
+/// [`Violation::DefaultNotACounter`] or [`Violation::DefaultIsBase`].
+pub const fn default_counter(is_base: Option<bool>) -> Result<(), Violation> {
+    match is_base {
+        None => Err(Violation::DefaultNotACounter),
+        Some(true) => Err(Violation::DefaultIsBase),
+        Some(false) => Ok(()),
+    }
+}
+
+/// The detail level called `name`: its index in [`DETAIL_LEVELS`].
+///
+/// # Errors
+///
+/// [`Violation::DetailLevel`].
+pub const fn detail_level(name: &str) -> Result<usize, Violation> {
+    let mut i = 0;
+    while i < DETAIL_LEVELS.len() {
+        if crate::str_eq(DETAIL_LEVELS[i], name) {
+            return Ok(i);
+        }
+        i += 1;
+    }
+    Err(Violation::DetailLevel)
+}
+
+/// An object's most instances: 1 to [`MAX_INSTANCES`].
+///
+/// # Errors
+///
+/// [`Violation::InstanceMax`].
+pub const fn instance_max(max: u64) -> Result<(), Violation> {
+    if max >= 1 && max <= MAX_INSTANCES as u64 {
+        Ok(())
+    } else {
+        Err(Violation::InstanceMax)
+    }
+}
+
+/// An object's longest instance name: 1 to [`MAX_INSTANCE_NAME`] UTF-16 units.
+///
+/// # Errors
+///
+/// [`Violation::InstanceNameLen`].
+pub const fn instance_name_len(name_len: u64) -> Result<(), Violation> {
+    if name_len >= 1 && name_len <= MAX_INSTANCE_NAME as u64 {
+        Ok(())
+    } else {
+        Err(Violation::InstanceNameLen)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::MAX_APP_NAME;
+
+    /// The messages spell the limits out as text (a `const` message cannot format a number):
+    /// they name the limits' values.
+    #[test]
+    fn the_messages_name_the_limits() {
+        let app = format!("1 to {MAX_APP_NAME} characters");
+        assert!(Violation::AppName.message().contains(&app));
+        let max = format!("1 to {MAX_INSTANCES}");
+        assert!(Violation::InstanceMax.message().ends_with(&max));
+        let name = format!("1 to {MAX_INSTANCE_NAME}");
+        assert!(Violation::InstanceNameLen.message().ends_with(&name));
+        for level in DETAIL_LEVELS {
+            let listed = format!("`{level}`");
+            assert!(
+                Violation::DetailLevel.message().contains(&listed),
+                "{level}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_rule_accepts_its_bounds_and_refuses_past_them() {
+        assert_eq!(app_name("A"), Ok(()));
+        assert_eq!(app_name("a..b"), Err(Violation::AppName));
+        assert_eq!(offset(0), Ok(()));
+        assert_eq!(offset(u32::MAX), Err(Violation::OddOffset));
+        for good in ["009", "00C", "00c", "7fF"] {
+            assert_eq!(language_id(good), Ok(()), "{good}");
+        }
+        for bad in ["", "7", "0009", "fr ", "00G"] {
+            assert_eq!(language_id(bad), Err(Violation::LanguageId), "{bad}");
+        }
+        let top = u64::from(MAX_INSTANCES);
+        assert_eq!(instance_max(1), Ok(()));
+        assert_eq!(instance_max(top), Ok(()));
+        assert_eq!(instance_max(0), Err(Violation::InstanceMax));
+        assert_eq!(instance_max(top + 1), Err(Violation::InstanceMax));
+        assert_eq!(lang_block("00C"), Ok(()));
+        assert_eq!(lang_block("009"), Err(Violation::EnglishInLangBlock));
+        assert_eq!(lang_block("fr"), Err(Violation::LanguageId));
+        assert!(same_language("00c", "00C") && !same_language("00C", "007"));
+        assert_eq!(default_counter(Some(false)), Ok(()));
+        assert_eq!(default_counter(Some(true)), Err(Violation::DefaultIsBase));
+        assert_eq!(default_counter(None), Err(Violation::DefaultNotACounter));
+        assert_eq!(detail_level("Wizard"), Ok(3));
+        assert_eq!(detail_level("novice"), Err(Violation::DetailLevel));
+        let top = u64::from(MAX_INSTANCE_NAME);
+        assert_eq!(instance_name_len(top), Ok(()));
+        assert_eq!(instance_name_len(0), Err(Violation::InstanceNameLen));
+        assert_eq!(instance_name_len(top + 1), Err(Violation::InstanceNameLen));
+    }
+}
