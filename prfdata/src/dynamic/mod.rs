@@ -49,7 +49,6 @@ mod spec;
 pub use handle::{DynCounter, DynObject};
 pub use spec::{CounterSpec, ObjectSpec};
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -111,7 +110,9 @@ struct Slot {
 #[derive(Debug)]
 struct Current {
     block: BlockFile,
-    values: HashMap<u32, Slot>,
+    /// Keyed by offsets this process hands out or reads from its own app's block: foldhash,
+    /// not SipHash, as the index is built again at every change.
+    values: foldhash::HashMap<u32, Slot>,
 }
 
 impl Current {
@@ -119,7 +120,10 @@ impl Current {
     /// inside the mapping at its natural alignment, since an attached process reads records
     /// another process wrote.
     fn new(block: BlockFile, records: &crate::reader::records::Records) -> Current {
-        let mut values = HashMap::new();
+        let mut values = foldhash::HashMap::with_capacity_and_hasher(
+            records.counters.len(),
+            foldhash::fast::RandomState::default(),
+        );
         let len = block.raw.len() as u64;
         for obj in records.objects.iter().filter(|o| !o.instanced) {
             for ctr in &records.counters[obj.counters.clone()] {
@@ -431,7 +435,8 @@ impl Shared {
     /// Rewrites the app's counter .INI and .h beside `ini` (where install recorded them, `Ini
     /// File`) with the installed map's names and the run-time ones, so that the files
     /// describe what the registry holds. The registry is what collectors read: a file that
-    /// cannot be written is logged, not an error.
+    /// cannot be written is logged, not an error, and the files are not flushed to the disk
+    /// (each is replaced whole by a rename; the next change writes them again).
     fn rewrite_ini(&self, ini: &Path, runtime: Option<prfdata_registry::install::CounterSet>) {
         let Some(dir) = ini.parent() else {
             return;
@@ -443,7 +448,7 @@ impl Shared {
         if let Some(runtime) = runtime {
             set.objects.extend(runtime.objects);
         }
-        if let Err(e) = prfdata_registry::install::write_counter_files(&set, dir) {
+        if let Err(e) = prfdata_registry::install::rewrite_counter_files(&set, dir) {
             log::warn!("app {}: run-time names registered, but {e}", self.app);
         }
     }
