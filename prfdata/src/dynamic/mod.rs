@@ -37,10 +37,14 @@
 //!
 //! The cost is one uncontended lock per run-time counter update (a compare-and-swap and a
 //! store): run-time statistics are for values that change at human rates, the compile-time map
-//! for hot paths. A change costs one registry update (one store written, and the app's `.INI`
-//! and `.h` where install put them) and one new block, each holding every run-time counter:
-//! work in proportion to their number, and no memory kept beyond the new block (the map each
-//! layout is made from is freed after it: `runtime_map`).
+//! for hot paths. A change costs one registry update (one journal record appended, and the
+//! app's `.INI` and `.h` where install put them, replaced by a rename without a flush to the
+//! disk: they are derived from the registry and written again at the next change) and one new
+//! block. The block, the files and the names handed to the registry hold every run-time
+//! counter, and the run-time map is built, validated and fingerprinted again from the
+//! definitions: work in proportion to their number (`add_counters` adds many in one change),
+//! and no memory kept beyond the new block (the map each layout is made from is freed after
+//! it: `runtime_map`).
 
 mod handle;
 mod runtime_map;
