@@ -326,9 +326,9 @@ pub fn ini_file(set: &CounterSet, symbol_file: &str) -> String {
 }
 
 /// Writes `bytes` to `path` whole: into a new temporary file beside it (which nothing planted
-/// can redirect), flushed, then renamed over `path` (which replaces a link rather than follow
-/// it). The temporary file is removed if anything fails.
-fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// can redirect), flushed to the disk if `durable`, then renamed over `path` (which replaces a
+/// link rather than follow it). The temporary file is removed if anything fails.
+fn replace_file(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     use std::io::Write as _;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let temp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
@@ -336,7 +336,9 @@ fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let _ = std::fs::remove_file(&temp);
     let written = prfdata_untrusted::create_new(&temp, 0o666).and_then(|mut file| {
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if durable {
+            file.sync_all()?;
+        }
         std::fs::rename(&temp, path)
     });
     if written.is_err() {
@@ -473,12 +475,31 @@ fn highest_offset(set: &CounterSet) -> u32 {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn write_counter_files(set: &CounterSet, dir: &Path) -> Result<PathBuf, InstallError> {
+    counter_files(set, dir, true)
+}
+
+/// [`write_counter_files`] without flushing the files to the disk, for files written again at
+/// every change of what they describe (an app's run-time counters): each is still replaced
+/// whole by a rename, so a reader sees the old file or the new one, never a part. After a crash
+/// of the machine a file may be found empty or older (the rename reached the disk before the
+/// text); the registry, which collectors read, keeps its names, and the next change writes the
+/// files again from it.
+///
+/// # Errors
+///
+/// As [`write_counter_files`].
+pub fn rewrite_counter_files(set: &CounterSet, dir: &Path) -> Result<PathBuf, InstallError> {
+    counter_files(set, dir, false)
+}
+
+/// Writes `set`'s `.h` and `.INI` into `dir`, each flushed to the disk if `durable`.
+fn counter_files(set: &CounterSet, dir: &Path, durable: bool) -> Result<PathBuf, InstallError> {
     let symbol_name = format!("{}.h", set.app);
     let ini_path = dir.join(format!("{}.ini", set.app));
     let symbol_path = dir.join(&symbol_name);
     let write = |path: &Path, text: String| {
         std::fs::create_dir_all(dir)
-            .and_then(|()| replace_file(path, text.as_bytes()))
+            .and_then(|()| replace_file(path, text.as_bytes(), durable))
             .map_err(|source| InstallError::Write {
                 path: path.to_path_buf(),
                 source,

@@ -37,10 +37,14 @@
 //!
 //! The cost is one uncontended lock per run-time counter update (a compare-and-swap and a
 //! store): run-time statistics are for values that change at human rates, the compile-time map
-//! for hot paths. A change costs one registry update (one store written, and the app's `.INI`
-//! and `.h` where install put them) and one new block, each holding every run-time counter:
-//! work in proportion to their number, and no memory kept beyond the new block (the map each
-//! layout is made from is freed after it: `runtime_map`).
+//! for hot paths. A change costs one registry update (one journal record appended, and the
+//! app's `.INI` and `.h` where install put them, replaced by a rename without a flush to the
+//! disk: they are derived from the registry and written again at the next change) and one new
+//! block. The block, the files and the names handed to the registry hold every run-time
+//! counter, and the run-time map is built, validated and fingerprinted again from the
+//! definitions: work in proportion to their number (`add_counters` adds many in one change),
+//! and no memory kept beyond the new block (the map each layout is made from is freed after
+//! it: `runtime_map`).
 
 mod handle;
 mod runtime_map;
@@ -49,7 +53,6 @@ mod spec;
 pub use handle::{DynCounter, DynObject};
 pub use spec::{CounterSpec, ObjectSpec};
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -111,7 +114,9 @@ struct Slot {
 #[derive(Debug)]
 struct Current {
     block: BlockFile,
-    values: HashMap<u32, Slot>,
+    /// Keyed by offsets this process hands out or reads from its own app's block: foldhash,
+    /// not SipHash, as the index is built again at every change.
+    values: foldhash::HashMap<u32, Slot>,
 }
 
 impl Current {
@@ -119,7 +124,10 @@ impl Current {
     /// inside the mapping at its natural alignment, since an attached process reads records
     /// another process wrote.
     fn new(block: BlockFile, records: &crate::reader::records::Records) -> Current {
-        let mut values = HashMap::new();
+        let mut values = foldhash::HashMap::with_capacity_and_hasher(
+            records.counters.len(),
+            foldhash::fast::RandomState::default(),
+        );
         let len = block.raw.len() as u64;
         for obj in records.objects.iter().filter(|o| !o.instanced) {
             for ctr in &records.counters[obj.counters.clone()] {
@@ -431,7 +439,8 @@ impl Shared {
     /// Rewrites the app's counter .INI and .h beside `ini` (where install recorded them, `Ini
     /// File`) with the installed map's names and the run-time ones, so that the files
     /// describe what the registry holds. The registry is what collectors read: a file that
-    /// cannot be written is logged, not an error.
+    /// cannot be written is logged, not an error, and the files are not flushed to the disk
+    /// (each is replaced whole by a rename; the next change writes them again).
     fn rewrite_ini(&self, ini: &Path, runtime: Option<prfdata_registry::install::CounterSet>) {
         let Some(dir) = ini.parent() else {
             return;
@@ -443,7 +452,7 @@ impl Shared {
         if let Some(runtime) = runtime {
             set.objects.extend(runtime.objects);
         }
-        if let Err(e) = prfdata_registry::install::write_counter_files(&set, dir) {
+        if let Err(e) = prfdata_registry::install::rewrite_counter_files(&set, dir) {
             log::warn!("app {}: run-time names registered, but {e}", self.app);
         }
     }

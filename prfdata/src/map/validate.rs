@@ -674,7 +674,7 @@ const fn check_uniqueness(map: &MapDef) -> Result<(), MapError> {
 /// entry with the same symbol or the same offset gives the same error the pairwise check gives
 /// (a symbol before an offset at the same entry).
 fn check_uniqueness_hashed(map: &MapDef) -> Result<(), MapError> {
-    use std::collections::HashMap;
+    use foldhash::{HashMap, HashMapExt as _};
     let entries = map.objects.iter().flat_map(|obj| {
         std::iter::once((obj.symbol, Some(obj.offset)))
             .chain(obj.counters.iter().map(|c| (c.symbol, c.offset)))
