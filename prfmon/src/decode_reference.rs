@@ -1,4 +1,4 @@
-//! The decoder as it was before [`crate::view`] (commit ba659b3), kept for tests only: the
+//! The decoder as it was before [`crate::view`], kept for tests only: the
 //! view must accept and refuse exactly what it accepted and refused, with the same errors and
 //! the same decoded data.
 #![allow(dead_code)]
