@@ -181,11 +181,15 @@ impl<M: PerfDataMap> PrfData<M> {
     }
 
     /// Adds a counter to a run-time object: the run-time block is laid out again with it (its
-    /// other values kept) and its name registered. Feature `install`.
+    /// other values kept) and its name registered, at once or, past the first few counters,
+    /// with the next batch, within [`PUBLISH_DELAY`](crate::dynamic::PUBLISH_DELAY) (see
+    /// [`crate::dynamic`], "Adds published in batches"). The counter is usable through its
+    /// handle at once. Feature `install`.
     ///
-    /// Each call is one registry update and one new block, and each costs in proportion to the
-    /// run-time counters there are: to add many at once, [`add_counters`](PrfData::add_counters)
-    /// pays that once.
+    /// A publication is one registry update and one new block, each costing in proportion to
+    /// the run-time counters there are; batches grow with the counters, so that n single adds
+    /// cost work in proportion to n. [`add_counters`](PrfData::add_counters) adds many in one
+    /// call; [`publish_runtime`](PrfData::publish_runtime) publishes what is staged now.
     ///
     /// # Errors
     ///

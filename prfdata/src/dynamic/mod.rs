@@ -37,14 +37,48 @@
 //!
 //! The cost is one uncontended lock per run-time counter update (a compare-and-swap and a
 //! store): run-time statistics are for values that change at human rates, the compile-time map
-//! for hot paths. A change costs one registry update (one journal record appended, and the
-//! app's `.INI` and `.h` where install put them, replaced by a rename without a flush to the
-//! disk: they are derived from the registry and written again at the next change) and one new
-//! block. The block, the files and the names handed to the registry hold every run-time
-//! counter, and the run-time map is built, validated and fingerprinted again from the
-//! definitions: work in proportion to their number (`add_counters` adds many in one change),
-//! and no memory kept beyond the new block (the map each layout is made from is freed after
-//! it: `runtime_map`).
+//! for hot paths. A published change costs one registry update (one journal record appended,
+//! and the app's `.INI` and `.h` where install put them, replaced by a rename without a flush
+//! to the disk: they are derived from the registry and written again at the next change) and
+//! one new block. The block, the files and the names handed to the registry hold every
+//! run-time counter, and the run-time map is built, validated and fingerprinted again from the
+//! definitions: work in proportion to their number, and no memory kept beyond the new block
+//! (the map each layout is made from is freed after it: `runtime_map`).
+//!
+//! # Adds published in batches
+//!
+//! Publishing every single add would make n adds cost work in n². So an add past the first
+//! few is *staged*: it enters the definitions at once (its spec checked, its offset and
+//! handle given by the call), and its value lives in a staging word of the owner
+//! until the next publication copies it into the new block. The handle works at once: its
+//! operations reach the staging word (under the staging lock, which the publication holds
+//! while it copies the words and swaps the new block in, so no update is lost). An add is
+//! staged only while
+//!
+//! - its object is in the current block already (an object's first counter is published with
+//!   it, so that an object the block cannot hold is refused by its first add, not later),
+//! - the staged counters, these included, are at most one eighth of the published ones, and
+//! - the run-time map stays far below its limits (so that the publication cannot refuse it);
+//!
+//! otherwise the add is published at once with everything staged before it. With 16 counters
+//! or fewer every add is published at once; past that, the published block grows by at least
+//! one eighth between publications, so n single adds lay out O(log n) generations and their
+//! total work is linear in n (each add's share is constant).
+//!
+//! What is staged is published by whichever comes first: an add past the fraction, any other
+//! change (a removal publishes the staged adds with it), [`PrfData::publish_runtime`], or
+//! the owner's publishing thread, started by the first staged add, [`PUBLISH_DELAY`] (50 ms)
+//! after the oldest staged add. So **a counter added is visible to collectors, the registry,
+//! the `.INI` and attached processes within `PUBLISH_DELAY`** (the time of one publication
+//! more on a loaded machine), at once after `publish_runtime`; in the adding process it is
+//! usable at once. A publication the thread cannot make (the registry or the folder failing)
+//! is logged and retried after the delay; `publish_runtime` returns its error. When the owner
+//! goes, the thread is stopped and joined before the app's block is removed, and what is
+//! still staged is not published (the app's run-time block goes with it).
+//! [`PrfData::runtime_publications`] counts the generations laid out.
+//!
+//! [`PrfData::publish_runtime`]: crate::PrfData::publish_runtime
+//! [`PrfData::runtime_publications`]: crate::PrfData::runtime_publications
 
 mod handle;
 mod pending;
@@ -268,9 +302,12 @@ impl Shared {
             defs.objects[i].counters.push(CtrDef::new(offset, spec));
             offsets.push(offset);
         }
+        // The thread sleeps until something is staged, then until the oldest is due: only the
+        // first staged add wakes it.
+        let first = pending.since.is_none();
         pending.since.get_or_insert_with(std::time::Instant::now);
         drop(pending);
-        self.staging.schedule(&self.state);
+        self.staging.schedule(&self.state, first);
         Ok(Some(offsets))
     }
 }

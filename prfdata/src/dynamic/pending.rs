@@ -122,10 +122,12 @@ impl Staging {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Wakes the publishing thread for the words just staged, started (on the state of
-    /// `owner`) if it is not running.
-    pub(super) fn schedule(&self, owner: &Arc<State>) {
-        self.wake.notify_all();
+    /// Wakes the publishing thread for the words just staged (`first`: none were before),
+    /// started (on the state of `owner`) if it is not running.
+    pub(super) fn schedule(&self, owner: &Arc<State>, first: bool) {
+        if first {
+            self.wake.notify_all();
+        }
         let mut thread = self.thread.lock().unwrap_or_else(PoisonError::into_inner);
         if thread.is_some() {
             return;
