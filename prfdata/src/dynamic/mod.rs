@@ -60,10 +60,11 @@
 //! - the staged counters, these included, are at most one eighth of the published ones, and
 //! - the run-time map stays far below its limits (so that the publication cannot refuse it);
 //!
-//! otherwise the add is published at once with everything staged before it. With 16 counters
-//! or fewer every add is published at once; past that, the published block grows by at least
-//! one eighth between publications, so n single adds lay out O(log n) generations and their
-//! total work is linear in n (each add's share is constant).
+//! otherwise the add is published at once with everything staged before it. While fewer than
+//! 8 counters are published every add is published at once; past that, the published block
+//! grows by at least one eighth between publications, so n single adds lay out O(log n)
+//! generations (45 for 1000) and their total work is linear in n (each add's share of the
+//! publications is constant).
 //!
 //! What is staged is published by whichever comes first: an add past the fraction, any other
 //! change (a removal publishes the staged adds with it), [`PrfData::publish_runtime`], or

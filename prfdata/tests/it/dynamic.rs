@@ -385,9 +385,10 @@ fn single_run_time_adds_publish_logarithmically_many_generations_memory_in_propo
         .filter_map(|l| l.split_once(' '))
         .map(|(k, v)| (k, v.parse().unwrap()))
         .collect();
-    // Published at once while there are few (up to 16), then in batches of one eighth of what
-    // is published: about 16 + log(500 / 16) / log(9 / 8) = 46 generations, a few more when
-    // the publishing thread's deadline came first on a slow machine. One per add was 500.
+    // Published at once while there are few (under 8), then in batches of one eighth of what
+    // is published: about 8 + log(500 / 8) / log(9 / 8) = 43 generations (fewer: the batches
+    // round up), a few more when the publishing thread's deadline came first on a slow
+    // machine. One per add was 500.
     let bound = 16 + 8 * u64::from(COST_COUNTERS.ilog2());
     assert!(
         n["generations"] <= bound,
