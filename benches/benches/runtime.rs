@@ -8,6 +8,19 @@
 //! | `add_at_1000` | the same with 1000 run-time counters there (the slope)          |
 //! | `add_500_in_one_call` | `add_counters` with 500 specs, on an object with none       |
 //!
+//! An add past the first few is staged (published with others later, `prfdata::dynamic`,
+//! "Adds published in batches") unless the staged ones would exceed an eighth of the published
+//! ones; each iteration's add is removed (a publication, untimed), so `add_at_500` and
+//! `add_at_1000` time a staged add and `add_at_0` one published at once. What an add costs
+//! over a run of them, its share of the publications included, is what the `run_of_100_at_*`
+//! functions of the same group time:
+//!
+//! | id           | one iteration (timed)                                            |
+//! |--------------|------------------------------------------------------------------|
+//! | `run_of_100_at_0` | 100 single `add_counter` calls and the `publish_runtime` after them, on an object with no counter |
+//! | `run_of_100_at_500` | the same with 500 run-time counters there                  |
+//! | `run_of_100_at_1000` | the same with 1000 run-time counters there                |
+//!
 //! Group `runtime_registry`: the registry's part of an add alone
 //! (`prfdata_registry::register_runtime_names` on the same registry, the names made beforehand).
 //!
@@ -130,6 +143,39 @@ fn runtime_registry(c: &mut Criterion, root: &std::path::Path) {
         .expect("remove the run-time names");
 }
 
+/// How many single adds one iteration of `runtime_single_adds` makes.
+const RUN: usize = 100;
+
+/// The `run_of_100_at_*` functions (module docs), in `group`.
+fn runtime_single_adds(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    prf: &bench_map::PrfData,
+) {
+    let run: Vec<String> = (0..RUN).map(|i| format!("Run {i}")).collect();
+    let run = specs(&run);
+    for existing in [0, 500, 1000] {
+        group.bench_function(format!("run_of_100_at_{existing}"), |b| {
+            b.iter_custom(|iters| {
+                let mut timed = Duration::ZERO;
+                for _ in 0..iters {
+                    let obj = prf
+                        .add_object(&ObjectSpec::new("Bench Plug-in", "Run-time counters."))
+                        .expect("add the object");
+                    fill(prf, obj, existing);
+                    let start = Instant::now();
+                    for spec in &run {
+                        prf.add_counter(obj, spec).expect("add a counter");
+                    }
+                    prf.publish_runtime().expect("publish the staged counters");
+                    timed += start.elapsed();
+                    prf.remove_object(obj).expect("remove the object");
+                }
+                timed
+            })
+        });
+    }
+}
+
 fn runtime_counters(c: &mut Criterion) {
     let dir = work_dir();
     std::env::set_var("PRFDATA_REGISTRY", dir.join("registry"));
@@ -170,6 +216,7 @@ fn runtime_counters(c: &mut Criterion) {
         });
         prf.remove_object(obj).expect("remove the object");
     }
+    runtime_single_adds(&mut group, &prf);
     let names = names(500);
     let many = specs(&names);
     let plugin = ObjectSpec::new("Bench Plug-in", "Run-time counters.");

@@ -1,6 +1,8 @@
-//! Adding run-time counters one at a time, in one process: what N `add_counter` calls cost in
-//! wall time, CPU time (`getrusage`) and resident memory (`VmRSS`), and the time of each tenth
-//! of them (a cost per add that grows with the counters there shows as growing tenths).
+//! Adding run-time counters one at a time, in one process: what N `add_counter` calls (and the
+//! `publish_runtime` that lays out what they left staged) cost in wall time, CPU time
+//! (`getrusage`) and resident memory (`VmRSS`), the time of each tenth of them (a cost per add
+//! that grows with the counters there shows as growing tenths), and how many run-time block
+//! generations they laid out.
 //!
 //! ```sh
 //! cargo run --release -p prfdata-benches --example runtime_adds -- 500 [FOLDER]
@@ -92,8 +94,10 @@ fn main() {
             tenth = Instant::now();
         }
     }
+    prf.publish_runtime().expect("publish the staged counters");
     let (wall, cpu_used) = (start.elapsed(), cpu() - cpu_start);
     println!("adds {count}");
+    println!("generations {}", prf.runtime_publications());
     println!("wall_ms {}", wall.as_millis());
     println!("cpu_ms {}", cpu_used.as_millis());
     println!("rss_growth_kib {}", rss_kib().saturating_sub(rss));

@@ -106,6 +106,15 @@ pub struct PrfData<M: PerfDataMap> {
     _map: PhantomData<fn() -> M>,
 }
 
+impl<M: PerfDataMap> Drop for PrfData<M> {
+    fn drop(&mut self) {
+        // Before the block goes (its last member removes the run-time block): the thread that
+        // publishes staged run-time counters must not lay a run-time block out after that.
+        #[cfg(feature = "install")]
+        self.dynamic.stop();
+    }
+}
+
 /// The folder a block lives in.
 fn block_dir(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new("."))

@@ -1,9 +1,8 @@
 //! Handles of run-time objects and counters, and the [`PrfData`] methods that make them.
 
 use std::fmt;
-use std::sync::atomic::Ordering;
 
-use super::{CounterSpec, CtrDef, Defs, ObjDef, ObjectSpec, Shared};
+use super::{CounterSpec, CtrDef, Defs, ObjDef, ObjectSpec, Shared, State};
 use crate::map::{CounterDef, PerfDataMap, Source, Text};
 use crate::{Error, PrfData};
 
@@ -66,19 +65,8 @@ impl DynCounter<'_> {
     ///
     /// See [`PrfData::add_object`].
     pub fn fetch_add(&self, delta: i64) -> Result<i64, Error> {
-        self.shared.with_value(self.offset, |raw, slot| {
-            // SAFETY: `slot` was checked to lie inside this mapping at its natural alignment
-            // when the block was indexed (`Current::new`).
-            unsafe {
-                match slot.size {
-                    4 => i64::from(
-                        raw.i32_at(slot.at)
-                            .fetch_add(delta as i32, Ordering::Relaxed),
-                    ),
-                    _ => raw.i64_at(slot.at).fetch_add(delta, Ordering::Relaxed),
-                }
-            }
-        })
+        self.shared
+            .with_value(self.offset, |word| word.fetch_add(delta))
     }
 
     /// Sets the value (truncated to 32 bits for a DWORD counter).
@@ -91,15 +79,8 @@ impl DynCounter<'_> {
     ///
     /// See [`PrfData::add_object`].
     pub fn store(&self, value: i64) -> Result<(), Error> {
-        self.shared.with_value(self.offset, |raw, slot| {
-            // SAFETY: as in `fetch_add`.
-            unsafe {
-                match slot.size {
-                    4 => raw.i32_at(slot.at).store(value as i32, Ordering::Relaxed),
-                    _ => raw.i64_at(slot.at).store(value, Ordering::Relaxed),
-                }
-            }
-        })
+        self.shared
+            .with_value(self.offset, |word| word.store(value))
     }
 
     /// The value (a DWORD counter's sign-extended).
@@ -112,15 +93,7 @@ impl DynCounter<'_> {
     ///
     /// See [`PrfData::add_object`].
     pub fn load(&self) -> Result<i64, Error> {
-        self.shared.with_value(self.offset, |raw, slot| {
-            // SAFETY: as in `fetch_add`.
-            unsafe {
-                match slot.size {
-                    4 => i64::from(raw.i32_at(slot.at).load(Ordering::Relaxed)),
-                    _ => raw.i64_at(slot.at).load(Ordering::Relaxed),
-                }
-            }
-        })
+        self.shared.with_value(self.offset, |word| word.load())
     }
 }
 
@@ -195,7 +168,7 @@ impl<M: PerfDataMap> PrfData<M> {
     /// ```
     pub fn add_object(&self, spec: &ObjectSpec<'_>) -> Result<DynObject, Error> {
         let mut defs = self.dynamic.defs()?;
-        let offset = Shared::take_offset(&mut defs);
+        let offset = State::take_offset(&mut defs);
         defs.objects.push(ObjDef {
             offset,
             name: spec.name.to_owned(),
@@ -208,11 +181,15 @@ impl<M: PerfDataMap> PrfData<M> {
     }
 
     /// Adds a counter to a run-time object: the run-time block is laid out again with it (its
-    /// other values kept) and its name registered. Feature `install`.
+    /// other values kept) and its name registered, at once or, past the first few counters,
+    /// with the next batch, within [`PUBLISH_DELAY`](crate::dynamic::PUBLISH_DELAY) (see
+    /// [`crate::dynamic`], "Adds published in batches"). The counter is usable through its
+    /// handle at once. Feature `install`.
     ///
-    /// Each call is one registry update and one new block, and each costs in proportion to the
-    /// run-time counters there are: to add many at once, [`add_counters`](PrfData::add_counters)
-    /// pays that once.
+    /// A publication is one registry update and one new block, each costing in proportion to
+    /// the run-time counters there are; batches grow with the counters, so that n single adds
+    /// cost work in proportion to n. [`add_counters`](PrfData::add_counters) adds many in one
+    /// call; [`publish_runtime`](PrfData::publish_runtime) publishes what is staged now.
     ///
     /// # Errors
     ///
@@ -276,26 +253,22 @@ impl<M: PerfDataMap> PrfData<M> {
         for spec in specs {
             check_spec(spec)?;
         }
-        let offsets = shared.change(|defs| {
-            let mut offsets = Vec::with_capacity(specs.len());
-            for spec in specs {
-                let offset = Shared::take_offset(defs);
-                let target = find(defs, obj).ok_or_else(|| Error::NoSuchStatistic {
-                    app: shared.app.to_owned(),
-                    offset: obj.offset,
-                })?;
-                target.counters.push(CtrDef {
-                    offset,
-                    name: spec.name.to_owned(),
-                    help: spec.help.to_owned(),
-                    counter_type: spec.counter_type,
-                    detail: spec.detail,
-                    scale: spec.default_scale,
-                });
-                offsets.push(offset);
-            }
-            Ok(offsets)
-        })?;
+        let offsets = match shared.stage(obj.offset, specs)? {
+            Some(offsets) => offsets,
+            None => shared.change(|defs| {
+                let mut offsets = Vec::with_capacity(specs.len());
+                for spec in specs {
+                    let offset = State::take_offset(defs);
+                    let target = find(defs, obj).ok_or_else(|| Error::NoSuchStatistic {
+                        app: shared.app.to_owned(),
+                        offset: obj.offset,
+                    })?;
+                    target.counters.push(CtrDef::new(offset, spec));
+                    offsets.push(offset);
+                }
+                Ok(offsets)
+            })?,
+        };
         Ok(offsets
             .into_iter()
             .map(|offset| DynCounter { shared, offset })
@@ -392,5 +365,53 @@ impl<M: PerfDataMap> PrfData<M> {
                 offset,
             })
         }
+    }
+
+    /// Publishes now the run-time counters added since the run-time block was last laid out
+    /// (see [`crate::dynamic`], "Adds published in batches"): collectors and attached
+    /// processes see them when this returns, instead of within [`PUBLISH_DELAY`]. Nothing
+    /// to do when every counter is published. Feature `install`.
+    ///
+    /// [`PUBLISH_DELAY`]: crate::dynamic::PUBLISH_DELAY
+    ///
+    /// # Errors
+    ///
+    /// As [`PrfData::add_counter`].
+    ///
+    /// # Examples
+    ///
+    /// See [`PrfData::runtime_publications`].
+    pub fn publish_runtime(&self) -> Result<(), Error> {
+        // Only the owner publishes (`Error::NotOwner` in an attached process).
+        drop(self.dynamic.defs()?);
+        self.dynamic.publish()
+    }
+
+    /// How many generations of the run-time block this process laid out: one per change
+    /// published (an add published at once, a batch of staged adds, a removal). Feature
+    /// `install`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata::dynamic::{CounterSpec, ObjectSpec};
+    /// use prfdata::winperf::PERF_COUNTER_RAWCOUNT;
+    /// # prfdata::prfdata_map! { pub mod m { app: "PublicationsDoc", object O = 0 { name: "O",
+    /// #   help: "o", detail: Novice, default: C, instances: none, costly: false, counters {
+    /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let obj = prf.add_object(&ObjectSpec::new("Queues", "One counter per queue."))?;
+    /// let names: Vec<String> = (0..200).map(|i| format!("Queue {i}")).collect();
+    /// for name in &names {
+    ///     prf.add_counter(obj, &CounterSpec::new(name, "Items waiting.", PERF_COUNTER_RAWCOUNT))?;
+    /// }
+    /// prf.publish_runtime()?;
+    /// // Far fewer block generations than adds: most adds were published in batches.
+    /// assert!(prf.runtime_publications() < 50);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn runtime_publications(&self) -> u64 {
+        self.dynamic.publications()
     }
 }

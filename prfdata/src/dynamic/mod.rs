@@ -37,24 +37,61 @@
 //!
 //! The cost is one uncontended lock per run-time counter update (a compare-and-swap and a
 //! store): run-time statistics are for values that change at human rates, the compile-time map
-//! for hot paths. A change costs one registry update (one journal record appended, and the
-//! app's `.INI` and `.h` where install put them, replaced by a rename without a flush to the
-//! disk: they are derived from the registry and written again at the next change) and one new
-//! block. The block, the files and the names handed to the registry hold every run-time
-//! counter, and the run-time map is built, validated and fingerprinted again from the
-//! definitions: work in proportion to their number (`add_counters` adds many in one change),
-//! and no memory kept beyond the new block (the map each layout is made from is freed after
-//! it: `runtime_map`).
+//! for hot paths. A published change costs one registry update (one journal record appended,
+//! and the app's `.INI` and `.h` where install put them, replaced by a rename without a flush
+//! to the disk: they are derived from the registry and written again at the next change) and
+//! one new block. The block, the files and the names handed to the registry hold every
+//! run-time counter, and the run-time map is built, validated and fingerprinted again from the
+//! definitions: work in proportion to their number, and no memory kept beyond the new block
+//! (the map each layout is made from is freed after it: `runtime_map`).
+//!
+//! # Adds published in batches
+//!
+//! Publishing every single add would make n adds cost work in n². So an add past the first
+//! few is *staged*: it enters the definitions at once (its spec checked, its offset and
+//! handle given by the call), and its value lives in a staging word of the owner
+//! until the next publication copies it into the new block. The handle works at once: its
+//! operations reach the staging word (under the staging lock, which the publication holds
+//! while it copies the words and swaps the new block in, so no update is lost). An add is
+//! staged only while
+//!
+//! - its object is in the current block already (an object's first counter is published with
+//!   it, so that an object the block cannot hold is refused by its first add, not later),
+//! - the staged counters, these included, are at most one eighth of the published ones, and
+//! - the run-time map stays far below its limits (so that the publication cannot refuse it);
+//!
+//! otherwise the add is published at once with everything staged before it. While fewer than
+//! 8 counters are published every add is published at once; past that, the published block
+//! grows by at least one eighth between publications, so n single adds lay out O(log n)
+//! generations (45 for 1000) and their total work is linear in n (each add's share of the
+//! publications is constant).
+//!
+//! What is staged is published by whichever comes first: an add past the fraction, any other
+//! change (a removal publishes the staged adds with it), [`PrfData::publish_runtime`], or
+//! the owner's publishing thread, started by the first staged add, [`PUBLISH_DELAY`] (50 ms)
+//! after the oldest staged add. So **a counter added is visible to collectors, the registry,
+//! the `.INI` and attached processes within `PUBLISH_DELAY`** (the time of one publication
+//! more on a loaded machine), at once after `publish_runtime`; in the adding process it is
+//! usable at once. A publication the thread cannot make (the registry or the folder failing)
+//! is logged and retried after the delay; `publish_runtime` returns its error. When the owner
+//! goes, the thread is stopped and joined before the app's block is removed, and what is
+//! still staged is not published (the app's run-time block goes with it).
+//! [`PrfData::runtime_publications`] counts the generations laid out.
+//!
+//! [`PrfData::publish_runtime`]: crate::PrfData::publish_runtime
+//! [`PrfData::runtime_publications`]: crate::PrfData::runtime_publications
 
 mod handle;
+mod pending;
 mod runtime_map;
 mod spec;
 
 pub use handle::{DynCounter, DynObject};
+pub use pending::PUBLISH_DELAY;
 pub use spec::{CounterSpec, ObjectSpec};
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use crate::block::create::BlockFile;
@@ -63,7 +100,13 @@ use crate::layout::{OPTEX_OFFSET, SUPERSEDED_OFFSET};
 use crate::map::offsets::{counter_offsets, data_offset};
 use crate::map::{DetailLevel, MapDef, MapError};
 use crate::{Error, Optex};
+use pending::{Pending, Staged, Staging, Word};
 use runtime_map::RuntimeMap;
+
+/// An add is staged while the staged counters are at most one in `BATCH_DIVISOR` of the
+/// published ones: the publications of n single adds lay out blocks whose sizes grow
+/// geometrically (by 1 + 1/`BATCH_DIVISOR`), so that their total work is linear in n.
+const BATCH_DIVISOR: usize = 8;
 
 /// How many times a write follows a superseded block before it gives up: each round means
 /// another whole re-layout happened during the write, which takes far longer than a write.
@@ -85,6 +128,19 @@ struct CtrDef {
     scale: i32,
 }
 
+impl CtrDef {
+    fn new(offset: u32, spec: &CounterSpec<'_>) -> CtrDef {
+        CtrDef {
+            offset,
+            name: spec.name.to_owned(),
+            help: spec.help.to_owned(),
+            counter_type: spec.counter_type,
+            detail: spec.detail,
+            scale: spec.default_scale,
+        }
+    }
+}
+
 /// One run-time object's definition.
 #[derive(Clone, Debug)]
 struct ObjDef {
@@ -101,6 +157,8 @@ struct ObjDef {
 struct Defs {
     next_offset: u32,
     objects: Vec<ObjDef>,
+    /// How many counters the current run-time block holds (the others are staged).
+    published: usize,
 }
 
 /// A value of the current run-time block: byte offset and size (4 or 8).
@@ -162,16 +220,103 @@ impl Current {
         self.optex().lock_checked(&self.block.probe())
     }
 
+    /// The value at `slot`.
+    fn word(&self, slot: Slot) -> Word<'_> {
+        // SAFETY: `slot` was checked to lie inside this mapping at its natural alignment when
+        // the block was indexed (`Current::new`); the mapping lives as long as `self`.
+        unsafe {
+            match slot.size {
+                4 => Word::I32(self.block.raw.i32_at(slot.at)),
+                _ => Word::I64(self.block.raw.i64_at(slot.at)),
+            }
+        }
+    }
+
     fn superseded(&self) -> &AtomicU32 {
         // SAFETY: `SUPERSEDED_OFFSET` is a 4-aligned u32 of the header, inside the mapping.
         unsafe { self.block.raw.u32_at(SUPERSEDED_OFFSET) }
     }
 }
 
+/// The run-time statistics of one [`PrfData`](crate::PrfData): its [`State`], shared with the
+/// thread that publishes deferred adds (ended when this is dropped).
+#[derive(Debug)]
+pub(crate) struct Shared {
+    state: Arc<State>,
+}
+
+impl std::ops::Deref for Shared {
+    type Target = State;
+
+    fn deref(&self) -> &State {
+        &self.state
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.state.staging.stop();
+    }
+}
+
+impl Shared {
+    /// The run-time part of the block of `map` at `block_path`; `owner` for the activating
+    /// process (which defines run-time objects), else attached.
+    pub(crate) fn new(map: &'static MapDef, block_path: &Path, owner: bool) -> Shared {
+        Shared {
+            state: Arc::new(State::new(map, block_path, owner)),
+        }
+    }
+
+    /// Ends the publishing thread: the owner goes, and nothing may recreate its run-time
+    /// block after its block is removed.
+    pub(crate) fn stop(&self) {
+        self.state.staging.stop();
+    }
+
+    /// Adds counters of `specs` (checked) to the run-time object `obj` without publishing
+    /// them, when that may wait (module docs: "Adds published in batches"): they are staged
+    /// and the publishing thread woken. `None` when they must be published now.
+    fn stage(&self, obj: u32, specs: &[CounterSpec<'_>]) -> Result<Option<Vec<u32>>, Error> {
+        let mut defs = self.defs()?;
+        let total: usize = defs.objects.iter().map(|o| o.counters.len()).sum();
+        let Some(i) = defs.objects.iter().position(|o| o.offset == obj) else {
+            return Ok(None);
+        };
+        let mut pending = self.staging.lock();
+        let staged = pending.words.len() + specs.len();
+        // The object is in the current block (its first counter was published with it), the
+        // staged adds stay a small fraction of the published ones, and the map stays far from
+        // its limits: the publication cannot refuse what is staged.
+        let may_wait = !defs.objects[i].counters.is_empty()
+            && staged * BATCH_DIVISOR <= defs.published
+            && total + specs.len() <= prfdata_rules::limits::MAX_COUNTERS as usize / 2
+            && !pending.stopping();
+        if !may_wait {
+            return Ok(None);
+        }
+        let mut offsets = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let offset = State::take_offset(&mut defs);
+            let size = crate::winperf::counter_size(spec.counter_type).unwrap_or(8);
+            pending.words.insert(offset, Staged::new(size));
+            defs.objects[i].counters.push(CtrDef::new(offset, spec));
+            offsets.push(offset);
+        }
+        // The thread sleeps until something is staged, then until the oldest is due: only the
+        // first staged add wakes it.
+        let first = pending.since.is_none();
+        pending.since.get_or_insert_with(std::time::Instant::now);
+        drop(pending);
+        self.staging.schedule(&self.state, first);
+        Ok(Some(offsets))
+    }
+}
+
 /// The run-time statistics of one [`PrfData`](crate::PrfData): its definitions (owner) and the
 /// current run-time block.
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub(crate) struct State {
     app: &'static str,
     /// The installed map (its names go into the rewritten .INI with the run-time ones).
     map: &'static MapDef,
@@ -185,14 +330,16 @@ pub(crate) struct Shared {
     registry: Mutex<Option<prfdata_registry::FileRegistry>>,
     /// The installed map's names, as the `.INI` written at every change starts with them.
     installed_names: std::sync::OnceLock<prfdata_registry::install::CounterSet>,
+    /// The counters added since the last publication, and the thread that publishes them.
+    staging: Staging,
+    /// How many run-time block generations this process published.
+    publications: AtomicU64,
 }
 
-impl Shared {
-    /// The run-time part of the block of `map` at `block_path`; `owner` for the activating
-    /// process (which defines run-time objects), else attached.
-    pub(crate) fn new(map: &'static MapDef, block_path: &Path, owner: bool) -> Shared {
+impl State {
+    fn new(map: &'static MapDef, block_path: &Path, owner: bool) -> State {
         let installed_highest = map.highest_offset();
-        Shared {
+        State {
             app: map.app,
             map,
             dir: block_path
@@ -204,10 +351,13 @@ impl Shared {
             defs: Mutex::new(Defs {
                 next_offset: installed_highest + 2,
                 objects: Vec::new(),
+                published: 0,
             }),
             current: RwLock::new(None),
             registry: Mutex::new(None),
             installed_names: std::sync::OnceLock::new(),
+            staging: Staging::default(),
+            publications: AtomicU64::new(0),
         }
     }
 
@@ -271,24 +421,35 @@ impl Shared {
     }
 
     /// Runs `f` on the run-time counter `offset` with the block's optex held, following
-    /// re-layouts.
-    fn with_value<T>(&self, offset: u32, f: impl Fn(&RawBlock, Slot) -> T) -> Result<T, Error> {
+    /// re-layouts; on its staging word (its lock held) if it was added since the last
+    /// publication.
+    fn with_value<T>(&self, offset: u32, f: impl Fn(Word<'_>) -> T) -> Result<T, Error> {
         for _ in 0..FOLLOW_LIMIT {
-            let Some(current) = self.current()? else {
-                break;
-            };
-            let guard = current.lock();
-            if current.superseded().load(Ordering::Acquire) != 0 {
-                drop(guard);
-                self.forget(&current);
-                continue;
+            let current = self.current()?;
+            if let Some(current) = &current {
+                let guard = current.lock();
+                if current.superseded().load(Ordering::Acquire) != 0 {
+                    drop(guard);
+                    self.forget(current);
+                    continue;
+                }
+                if let Some(slot) = current.values.get(&offset).copied() {
+                    let out = f(current.word(slot));
+                    drop(guard);
+                    return Ok(out);
+                }
             }
-            let Some(slot) = current.values.get(&offset).copied() else {
+            if !self.owner {
                 break;
-            };
-            let out = f(&current.block.raw, slot);
-            drop(guard);
-            return Ok(out);
+            }
+            if let Some(staged) = self.staging.lock().words.get(&offset) {
+                return Ok(f(staged.word()));
+            }
+            // Not staged either: published since the block was looked at, or no such counter.
+            let now = self.current()?;
+            if now.as_ref().map(Arc::as_ptr) == current.as_ref().map(Arc::as_ptr) {
+                break;
+            }
         }
         Err(Error::NoSuchStatistic {
             app: self.app.to_owned(),
@@ -296,11 +457,23 @@ impl Shared {
         })
     }
 
-    /// Whether the run-time counter `offset` exists now.
+    /// Whether the run-time counter `offset` exists now (staged ones included, in the owner).
     fn has_counter(&self, offset: u32) -> Result<bool, Error> {
-        Ok(self
-            .current()?
-            .is_some_and(|c| c.values.contains_key(&offset)))
+        if self.owner && self.staging.lock().words.contains_key(&offset) {
+            return Ok(true);
+        }
+        // An attached process follows a block laid out again since it last looked.
+        for _ in 0..FOLLOW_LIMIT {
+            let Some(current) = self.current()? else {
+                return Ok(false);
+            };
+            if current.superseded().load(Ordering::Acquire) != 0 {
+                self.forget(&current);
+                continue;
+            }
+            return Ok(current.values.contains_key(&offset));
+        }
+        Ok(false)
     }
 
     /// The owner's definitions, locked; `Err` in an attached process.
@@ -345,6 +518,7 @@ impl Shared {
             }
             return Err(e);
         }
+        next.published = next.objects.iter().map(|o| o.counters.len()).sum();
         *defs = next;
         Ok(out)
     }
@@ -464,6 +638,7 @@ impl Shared {
         let mut slot = self.current.write().unwrap_or_else(PoisonError::into_inner);
         let old = slot.clone();
         let guard = old.as_ref().map(|c| c.lock());
+        let mut staged = self.staging.lock();
         let new = match map {
             None => {
                 // Nothing left to publish: the run-time block goes (a block is never removed
@@ -474,11 +649,7 @@ impl Shared {
                 None
             }
             Some((map, fingerprint)) => {
-                let fill = |raw: &RawBlock| {
-                    if let Some(old) = &old {
-                        copy_values(old, map, raw);
-                    }
-                };
+                let fill = |raw: &RawBlock| copy_values(old.as_deref(), &staged, map, raw);
                 // Only the process that defines run-time objects writes this path (a previous
                 // one's block was cleared at activation): a new layout replaces the old.
                 let block = BlockFile::replace(map, fingerprint, Some(&self.dir), fill).map_err(
@@ -501,8 +672,24 @@ impl Shared {
             old.superseded().store(1, Ordering::Release);
         }
         *slot = new;
+        staged.published();
+        self.publications.fetch_add(1, Ordering::Relaxed);
+        drop(staged);
         drop(guard);
         Ok(())
+    }
+
+    /// Publishes the counters staged since the last publication, if any: one new block and
+    /// one registry update for all of them.
+    fn publish(&self) -> Result<(), Error> {
+        if self.staging.lock().since.is_none() {
+            return Ok(());
+        }
+        self.change(|_| Ok(()))
+    }
+
+    fn publications(&self) -> u64 {
+        self.publications.load(Ordering::Relaxed)
     }
 
     fn take_offset(defs: &mut Defs) -> u32 {
@@ -512,34 +699,38 @@ impl Shared {
     }
 }
 
-/// Copies, from `old` into the new block `raw` laid out from `map`, the value of every counter
-/// of `map` that `old` holds with the same size. The caller holds `old`'s optex.
-fn copy_values(old: &Current, map: &MapDef, raw: &RawBlock) {
+/// Copies into the new block `raw` laid out from `map` the value of every counter of `map`
+/// that `old` (the block it replaces, if any) or `staged` (the counters added since) holds with
+/// the same size. The caller holds `old`'s optex and the staging lock.
+fn copy_values(old: Option<&Current>, staged: &Pending, map: &MapDef, raw: &RawBlock) {
     for (i, obj) in map.objects.iter().enumerate() {
         let data = data_offset(map, i);
         for (ctr, at) in obj.counters.iter().zip(counter_offsets(obj)) {
             let (Some(offset), Some(size)) = (ctr.offset, ctr.value_size()) else {
                 continue;
             };
-            let Some(from) = old.values.get(&offset).filter(|s| s.size == size) else {
+            let from = old
+                .and_then(|o| {
+                    let slot = o.values.get(&offset).filter(|s| s.size == size)?;
+                    Some(o.word(*slot))
+                })
+                .or_else(|| {
+                    let word = staged.words.get(&offset).filter(|w| w.size() == size)?;
+                    Some(word.word())
+                });
+            let Some(from) = from else {
                 continue;
             };
             let to = data + at;
-            // SAFETY: `from.at` was checked against the old mapping's length and alignment when
-            // it was indexed (`Current::new`); `to` is where `map` itself places the counter in
-            // the new block, which was laid out from `map` (in bounds, aligned to its size).
-            unsafe {
+            // SAFETY: `to` is where `map` itself places the counter in the new block, which was
+            // laid out from `map` (in bounds, aligned to its size); `raw` outlives `to`'s use.
+            let to = unsafe {
                 match size {
-                    4 => raw.i32_at(to).store(
-                        old.block.raw.i32_at(from.at).load(Ordering::Relaxed),
-                        Ordering::Relaxed,
-                    ),
-                    _ => raw.i64_at(to).store(
-                        old.block.raw.i64_at(from.at).load(Ordering::Relaxed),
-                        Ordering::Relaxed,
-                    ),
+                    4 => Word::I32(raw.i32_at(to)),
+                    _ => Word::I64(raw.i64_at(to)),
                 }
-            }
+            };
+            to.store(from.load());
         }
     }
 }
