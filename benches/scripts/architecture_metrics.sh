@@ -42,7 +42,7 @@ prfdata::prfdata_map! {
 }
 fn main() {
     if let Ok(prf) = app::PrfData::activate() {
-        prf.get_global_ctr32(app::DONE).fetch_add(1, Relaxed);
+        prf.get_ctr32(app::DONE, ()).fetch_add(1, Relaxed);
     }
 }
 RS

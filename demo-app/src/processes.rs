@@ -51,8 +51,9 @@ pub fn worker(lifetime: Duration) -> Result<(), String> {
     while !stop.load(Relaxed) && start.elapsed() < lifetime {
         x = crate::service::xorshift(x);
         std::thread::sleep(Duration::from_millis(5 + x % 20)); // a job
-        prf.ctr_of(demo::PROC_JOBS_DONE, me).fetch_add(1, Relaxed);
-        prf.ctr_of(demo::PROC_JOBS_PER_SEC, me)
+        prf.get_ctr64(demo::PROC_JOBS_DONE, me)
+            .fetch_add(1, Relaxed);
+        prf.get_ctr32(demo::PROC_JOBS_PER_SEC, me)
             .fetch_add(1, Relaxed);
     }
     // Its count moves to the object's retired share; a killed worker's is moved by the next

@@ -175,10 +175,7 @@ pub fn run(
         shared.queue.ready.notify_all();
         let _ = w.thread.join();
     }
-    let done = shared
-        .prf
-        .get_global_ctr32(demo::JOBS_PER_SEC)
-        .load(Relaxed) as u32;
+    let done = shared.prf.get_ctr32(demo::JOBS_PER_SEC, ()).load(Relaxed) as u32;
     Ok(u64::from(done))
 }
 
@@ -203,19 +200,22 @@ fn produce(shared: &Shared) {
                 });
                 shared
                     .prf
-                    .get_global_ctr64(demo::QUEUED_KIB)
+                    .get_ctr64(demo::QUEUED_KIB, ())
                     .fetch_add(len as i64, Relaxed);
             }
             shared
                 .prf
-                .get_global_ctr32(demo::QUEUE_LENGTH)
+                .get_ctr32(demo::QUEUE_LENGTH, ())
                 .store(jobs.len() as i32, Relaxed);
         }
         shared.queue.ready.notify_all();
         if shared.prf.is_watched(demo::CACHE_SCANNED) {
             scan_cache(shared);
         } else {
-            shared.prf.ctr(demo::CACHE_SCANNED).store(0, Relaxed);
+            shared
+                .prf
+                .get_ctr32(demo::CACHE_SCANNED, ())
+                .store(0, Relaxed);
         }
         std::thread::sleep(PRODUCE_EVERY);
     }
@@ -233,7 +233,7 @@ fn scan_cache(shared: &Shared) {
         .count();
     shared
         .prf
-        .ctr(demo::CACHE_SCANNED)
+        .get_ctr32(demo::CACHE_SCANNED, ())
         .store(i32::try_from(visited).unwrap_or(i32::MAX), Relaxed);
 }
 
@@ -248,9 +248,9 @@ fn work(shared: &Shared, me: InstanceId<demo::WORKER>, retire: &AtomicBool, pool
                     return;
                 }
                 if let Some(job) = jobs.pop_front() {
-                    prf.get_global_ctr32(demo::QUEUE_LENGTH)
+                    prf.get_ctr32(demo::QUEUE_LENGTH, ())
                         .store(jobs.len() as i32, Relaxed);
-                    prf.get_global_ctr64(demo::QUEUED_KIB)
+                    prf.get_ctr64(demo::QUEUED_KIB, ())
                         .fetch_sub(job.payload.len() as i64, Relaxed);
                     break job;
                 }
@@ -285,27 +285,24 @@ fn work(shared: &Shared, me: InstanceId<demo::WORKER>, retire: &AtomicBool, pool
         std::hint::black_box(h);
         let ended = clock::perf_counter();
 
-        prf.get_global_ctr32(demo::JOBS_PER_SEC)
-            .fetch_add(1, Relaxed);
-        prf.get_global_ctr64(demo::BYTES_PER_SEC)
+        prf.get_ctr32(demo::JOBS_PER_SEC, ()).fetch_add(1, Relaxed);
+        prf.get_ctr64(demo::BYTES_PER_SEC, ())
             .fetch_add(job.payload.len() as i64, Relaxed);
-        prf.get_global_ctr32(demo::CACHE_LOOKUPS)
-            .fetch_add(1, Relaxed);
+        prf.get_ctr32(demo::CACHE_LOOKUPS, ()).fetch_add(1, Relaxed);
         if hit {
-            prf.get_global_ctr32(demo::CACHE_HIT_RATIO)
+            prf.get_ctr32(demo::CACHE_HIT_RATIO, ())
                 .fetch_add(1, Relaxed);
-            prf.get_global_ctr32(demo::CACHE_HITS).fetch_add(1, Relaxed);
+            prf.get_ctr32(demo::CACHE_HITS, ()).fetch_add(1, Relaxed);
         } else {
-            prf.get_global_ctr32(demo::CACHE_MISSES)
-                .fetch_add(1, Relaxed);
+            prf.get_ctr32(demo::CACHE_MISSES, ()).fetch_add(1, Relaxed);
         }
         {
             // Latency and its base change together, as collectors must see them.
             let _whole = prf.lock_ctrs();
             let latency = (ended - job.submitted).clamp(0, i64::from(i32::MAX)) as i32;
-            prf.get_global_ctr32(demo::AVG_LATENCY)
+            prf.get_ctr32(demo::AVG_LATENCY, ())
                 .fetch_add(latency, Relaxed);
-            prf.get_global_ctr32(demo::AVG_LATENCY_BASE)
+            prf.get_ctr32(demo::AVG_LATENCY_BASE, ())
                 .fetch_add(1, Relaxed);
         }
         prf.get_ctr64(demo::BUSY, me)

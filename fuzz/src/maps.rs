@@ -166,18 +166,15 @@ fn demo_block(working: bool) -> Vec<u8> {
             prf.get_ctr32(demo::POOL_WORKERS, *pool)
                 .store(2 + k as i32, Relaxed);
         }
-        prf.get_global_ctr32(demo::JOBS_PER_SEC).store(420, Relaxed);
-        prf.get_global_ctr64(demo::BYTES_PER_SEC)
+        prf.get_ctr32(demo::JOBS_PER_SEC, ()).store(420, Relaxed);
+        prf.get_ctr64(demo::BYTES_PER_SEC, ())
             .store(1 << 33, Relaxed);
-        prf.get_global_ctr32(demo::QUEUE_LENGTH).store(3, Relaxed);
-        prf.get_global_ctr32(demo::AVG_LATENCY)
-            .store(12_345, Relaxed);
-        prf.get_global_ctr32(demo::AVG_LATENCY_BASE)
+        prf.get_ctr32(demo::QUEUE_LENGTH, ()).store(3, Relaxed);
+        prf.get_ctr32(demo::AVG_LATENCY, ()).store(12_345, Relaxed);
+        prf.get_ctr32(demo::AVG_LATENCY_BASE, ())
             .store(100, Relaxed);
-        prf.get_global_ctr32(demo::CACHE_HIT_RATIO)
-            .store(80, Relaxed);
-        prf.get_global_ctr32(demo::CACHE_LOOKUPS)
-            .store(100, Relaxed);
+        prf.get_ctr32(demo::CACHE_HIT_RATIO, ()).store(80, Relaxed);
+        prf.get_ctr32(demo::CACHE_LOOKUPS, ()).store(100, Relaxed);
     }
     read_block(prf.path())
 }
@@ -190,9 +187,9 @@ fn rich_block(populated: bool) -> Vec<u8> {
     prf.set_global_elapsed_start(UPTIME, SystemTime::now() - Duration::from_secs(3600));
     prf.set_global_text(VERSION, "1.4.2 (ünïcode) ✓");
     if populated {
-        prf.get_global_ctr32(REQUESTS).store(7, Relaxed);
-        prf.get_global_ctr64(HITS).store(3, Relaxed);
-        prf.get_global_ctr64(LOOKUPS).store(4, Relaxed);
+        prf.get_ctr32(REQUESTS, ()).store(7, Relaxed);
+        prf.get_ctr64(HITS, ()).store(3, Relaxed);
+        prf.get_ctr64(LOOKUPS, ()).store(4, Relaxed);
         let shards = ["s0", "s1", "ß2"].map(|s| prf.add_instance(SHARD, s).expect("shard"));
         for (k, shard) in shards.iter().enumerate() {
             prf.get_ctr32(SHARD_SIZE, *shard)

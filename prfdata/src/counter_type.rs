@@ -2,8 +2,7 @@
 //!
 //! A counter in a [`prfdata_map!`](crate::prfdata_map) is declared with one of these types. Its
 //! width ([`Dword`], [`Large`], [`NoValue`] or text's [`Utf16`]) is part of the counter's id
-//! type: [`PrfData::ctr`](crate::PrfData::ctr) returns the atomic of that width
-//! ([`AtomicWidth`]), and [`PrfData::get_ctr32`](crate::PrfData::get_ctr32) on a 64-bit counter,
+//! type: [`PrfData::get_ctr32`](crate::PrfData::get_ctr32) on a 64-bit counter,
 //! or [`PrfData::get_ctr64`](crate::PrfData::get_ctr64) on a 32-bit one, does not compile
 //! (CPrfData only asserted this in debug builds).
 //!
@@ -57,9 +56,8 @@ impl Width for NoValue {
 }
 
 /// A width whose value is one atomic integer: [`Dword`] (`AtomicI32`) or [`Large`]
-/// (`AtomicI64`). [`PrfData::ctr`](crate::PrfData::ctr) and
-/// [`PrfData::ctr_of`](crate::PrfData::ctr_of) return `&Self::Atomic` for a counter of this
-/// width.
+/// (`AtomicI64`): what an on-demand counter of this width is stored in
+/// ([`PrfData::on_demand`](crate::PrfData::on_demand)).
 ///
 /// # Examples
 ///
@@ -77,7 +75,7 @@ impl Width for NoValue {
 /// ```
 #[diagnostic::on_unimplemented(
     message = "a counter of width `{Self}` has no atomic value to update",
-    label = "text and no-data counters are not reached through `ctr` / `ctr_of`",
+    label = "text and no-data counters have no atomic value",
     note = "set a text counter with `set_text` / `set_global_text`; a `NoData` counter has no value"
 )]
 pub trait AtomicWidth: Width {

@@ -17,8 +17,8 @@
 //!
 //! **Publishing counters** (the app)
 //! - [`PrfData`]: an activated block: instances ([`InstanceId`], [`InstanceSpec`], the
-//!   [`Instance`] guard), live counters ([`PrfData::ctr`], [`PrfData::ctr_of`], `get_ctr32` /
-//!   `get_ctr64`), [`ShardedCtr`] ([`PrfData::sharded`]: a counter spread over per-thread
+//!   [`Instance`] guard), live counters ([`PrfData::get_ctr32`] /
+//!   [`PrfData::get_ctr64`]), [`ShardedCtr`] ([`PrfData::sharded`]: a counter spread over per-thread
 //!   cache lines), [`CtrsGuard`] (`lock_ctrs`); [`Error`] says what went wrong and what to do.
 //! - [`Optex`]: the cross-process lock that guards layout changes ([`optex`]); [`ProcessId`]
 //!   ([`process`]): the identity (pid + start time) it records its owner by.
@@ -92,7 +92,7 @@
 //! }
 //! # std::env::set_var("PRFDATA_SHM_DIR", std::env::temp_dir());
 //! let prf = app::PrfData::activate()?;
-//! prf.get_global_ctr32(app::DONE).fetch_add(1, Relaxed);
+//! prf.get_ctr32(app::DONE, ()).fetch_add(1, Relaxed);
 //! # Ok::<(), prfdata::Error>(())
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]

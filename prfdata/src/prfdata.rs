@@ -14,7 +14,7 @@ use crate::counter_type::{AtomicWidth, CounterType, Dword, ElapsedTime, Large, T
 use crate::error::Error;
 use crate::instances::{Corrupt, NewInstance, SlotRef, Tables};
 use crate::layout;
-use crate::map::{data_offset, CtrId, Global, Instanced, Object, PerfDataMap, Source};
+use crate::map::{data_offset, CtrId, Global, Instanced, Object, PerfDataMap, Scope, Source};
 use crate::on_demand::Server;
 use crate::optex::{Optex, OptexGuard};
 use crate::shard::{ShardHost, ShardedCtr};
@@ -81,7 +81,7 @@ use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
 /// # let dir = tempfile::tempdir()?;
 /// # std::env::set_var("PRFDATA_SHM_DIR", dir.path());
 /// let prf = shop::PrfData::activate()?;
-/// prf.get_global_ctr32(shop::SALES).fetch_add(1, Relaxed);
+/// prf.get_ctr32(shop::SALES, ()).fetch_add(1, Relaxed);
 ///
 /// let till = prf.add_instance(shop::TILL, "till 1")?;
 /// prf.get_ctr64(shop::SCANNED, till).fetch_add(3, Relaxed);
@@ -153,6 +153,12 @@ pub struct InstanceId<O: Object> {
 }
 
 impl<O: Object> InstanceId<O> {
+    /// The offset of the instance's counter block.
+    #[inline(always)]
+    pub(crate) fn block_offset(&self) -> usize {
+        self.block_offset
+    }
+
     /// The instance's slot in its object's table (stable while the instance lives).
     ///
     /// # Examples
@@ -190,7 +196,7 @@ impl<O: Object> fmt::Debug for InstanceId<O> {
 /// [`InstanceId`], made by [`PrfData::add_instance_guarded`] or [`PrfData::guard_instance`].
 ///
 /// It dereferences to its id, so `*guard` goes wherever an [`InstanceId`] goes
-/// ([`PrfData::ctr_of`], [`PrfData::get_ctr64`], the parent of
+/// ([`PrfData::get_ctr64`], the parent of
 /// [`PrfData::add_child_instance`], ...). The plain id API stays for instances whose life is not
 /// a scope.
 ///
@@ -222,7 +228,7 @@ impl<O: Object> fmt::Debug for InstanceId<O> {
 /// let prf = m::PrfData::activate_in(dir.path())?;
 /// {
 ///     let conn = prf.add_instance_guarded(m::CONN, "10.0.0.7:51234")?;
-///     prf.ctr_of(m::BYTES, *conn).fetch_add(1500, Relaxed);
+///     prf.get_ctr64(m::BYTES, *conn).fetch_add(1500, Relaxed);
 ///     assert_eq!(prf.instance_name(*conn).as_deref(), Some("10.0.0.7:51234"));
 /// } // the connection's instance is removed here
 /// assert!(prf.instances(m::CONN)?.is_empty());
@@ -407,7 +413,7 @@ impl<'n> InstanceSpec<'n> {
 /// {
 ///     let whole = prf.lock_ctrs();
 ///     whole.set_global_text(m::STATE, "draining");
-///     prf.get_global_ctr32(m::CHANGES).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+///     prf.get_ctr32(m::CHANGES, ()).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 /// }
 /// assert_eq!(prf.global_text(m::STATE), "draining");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -647,7 +653,7 @@ impl<M: PerfDataMap> PrfData<M> {
     /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
     /// // In a worker process of an app whose main process called `activate`:
     /// let prf = m::PrfData::attach()?;
-    /// prf.get_global_ctr32(m::C).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    /// prf.get_ctr32(m::C, ()).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     /// # Ok::<(), prfdata::Error>(())
     /// ```
     pub fn attach() -> Result<Self, Error> {
@@ -670,8 +676,8 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # let dir = dir.path();
     /// let owner = m::PrfData::activate_in(dir)?;
     /// let other = m::PrfData::attach_in(dir)?;
-    /// other.get_global_ctr32(m::C).store(5, std::sync::atomic::Ordering::Relaxed);
-    /// assert_eq!(owner.get_global_ctr32(m::C).load(std::sync::atomic::Ordering::Relaxed), 5);
+    /// other.get_ctr32(m::C, ()).store(5, std::sync::atomic::Ordering::Relaxed);
+    /// assert_eq!(owner.get_ctr32(m::C, ()).load(std::sync::atomic::Ordering::Relaxed), 5);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn attach_in(dir: &Path) -> Result<Self, Error> {
@@ -858,155 +864,80 @@ impl<M: PerfDataMap> PrfData<M> {
         self.block.path()
     }
 
-    /// The live 32-bit counter `ctr` of instance `inst`: update it with one atomic operation.
+    /// The live 32-bit counter `ctr` at `at`: update it with one atomic instruction, at an
+    /// offset the map fixed at compile time.
     ///
-    /// A 64-bit counter, or a counter of another object or map, does not compile.
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData`].
-    #[inline]
-    pub fn get_ctr32<T, O>(&self, ctr: CtrId<T, O>, inst: InstanceId<O>) -> &AtomicI32
-    where
-        T: CounterType<Width = Dword>,
-        O: Object<Map = M, Scope = Instanced>,
-    {
-        // SAFETY: `inst.block_offset` is the offset of a counter block of object `O` (made by
-        // `add_instance` from a slot below the object's limit, in a block laid out from `M`,
-        // which is mapped whole), and `ctr.offset() + 4` is within that block, 4-aligned: both
-        // come from `M` at compile time.
-        unsafe { self.block.raw.i32_at(inst.block_offset + ctr.offset()) }
-    }
-
-    /// The live 64-bit counter `ctr` of instance `inst`.
-    ///
-    /// A 32-bit counter, or a counter of another object or map, does not compile.
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData`].
-    #[inline]
-    pub fn get_ctr64<T, O>(&self, ctr: CtrId<T, O>, inst: InstanceId<O>) -> &AtomicI64
-    where
-        T: CounterType<Width = Large>,
-        O: Object<Map = M, Scope = Instanced>,
-    {
-        // SAFETY: as in `get_ctr32`; 64-bit values are 8-aligned within 8-aligned blocks.
-        unsafe { self.block.raw.i64_at(inst.block_offset + ctr.offset()) }
-    }
-
-    /// The live 32-bit counter `ctr` of an object without instances.
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData`].
-    #[inline]
-    pub fn get_global_ctr32<T, O>(&self, ctr: CtrId<T, O>) -> &AtomicI32
-    where
-        T: CounterType<Width = Dword>,
-        O: Object<Map = M, Scope = Global>,
-    {
-        let off = const { data_offset::<O>() } + ctr.offset();
-        // SAFETY: the single counter block of a global object `O` starts at its data offset in a
-        // block laid out from `M` (validated when the block was activated or attached) and
-        // mapped whole; the counter lies inside it, 4-aligned.
-        unsafe { self.block.raw.i32_at(off) }
-    }
-
-    /// The live 64-bit counter `ctr` of an object without instances.
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData`].
-    #[inline]
-    pub fn get_global_ctr64<T, O>(&self, ctr: CtrId<T, O>) -> &AtomicI64
-    where
-        T: CounterType<Width = Large>,
-        O: Object<Map = M, Scope = Global>,
-    {
-        let off = const { data_offset::<O>() } + ctr.offset();
-        // SAFETY: as in `get_global_ctr32`, 8-aligned.
-        unsafe { self.block.raw.i64_at(off) }
-    }
-
-    /// The live counter `ctr` of an object without instances, as the atomic its type's width
-    /// gives: `&AtomicI32` for a 32-bit type, `&AtomicI64` for a 64-bit one. The generic form of
-    /// [`get_global_ctr32`](PrfData::get_global_ctr32) /
-    /// [`get_global_ctr64`](PrfData::get_global_ctr64), with the same cost (one atomic
-    /// instruction at an offset fixed at compile time).
-    ///
-    /// The width is the counter's: asking a 64-bit counter for an `AtomicI32` does not compile,
-    /// nor does a counter of an object with instances (use [`ctr_of`](PrfData::ctr_of)), nor a
-    /// text counter (use [`set_global_text`](PrfData::set_global_text)).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
-    /// prfdata::prfdata_map! { pub mod m { app: "CtrDoc",
-    ///   object SERVER { name: "Server", help: name, counters {
-    ///     REQUESTS: CounterCounter { name: "Requests/sec", help: "Requests served." },
-    ///     BYTES: BulkCount { name: "Bytes/sec", help: "Bytes sent." },
-    ///   } } } }
-    /// # let dir = tempfile::tempdir()?;
-    /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// prf.ctr(m::REQUESTS).fetch_add(1, Relaxed); // an AtomicI32
-    /// let bytes: &AtomicI64 = prf.ctr(m::BYTES);
-    /// bytes.fetch_add(1 << 40, Relaxed);
-    /// assert_eq!(prf.get_global_ctr64(m::BYTES).load(Relaxed), 1 << 40);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[inline]
-    pub fn ctr<T, O>(&self, ctr: CtrId<T, O>) -> &<T::Width as AtomicWidth>::Atomic
-    where
-        T: CounterType,
-        T::Width: AtomicWidth,
-        O: Object<Map = M, Scope = Global>,
-    {
-        // The single counter block of a global object `O` starts at its data offset in a block
-        // laid out from `M` (validated when the block was activated or attached).
-        self.atomic_at::<T::Width>(const { data_offset::<O>() } + ctr.offset())
-    }
-
-    /// The live counter `ctr` of instance `inst`, as the atomic its type's width gives: the
-    /// generic form of [`get_ctr32`](PrfData::get_ctr32) / [`get_ctr64`](PrfData::get_ctr64).
-    /// An [`Instance`] guard gives its id with `*guard`.
-    ///
-    /// A counter of another object than `inst`'s does not compile, nor a counter of an object
-    /// without instances (use [`ctr`](PrfData::ctr)).
+    /// `at` is `()` for a counter of an object without instances and the instance's
+    /// [`InstanceId`] otherwise (an [`Instance`] guard gives it with `*guard`). A 64-bit counter,
+    /// a text counter, a counter of another map, or an `at` of the wrong scope does not compile.
     ///
     /// # Examples
     ///
     /// ```
     /// use std::sync::atomic::Ordering::Relaxed;
-    /// prfdata::prfdata_map! { pub mod m { app: "CtrOfDoc",
+    /// prfdata::prfdata_map! { pub mod m { app: "GetCtr32Doc",
+    ///   object SERVER { name: "Server", help: name, counters {
+    ///     REQUESTS: CounterCounter { name: "Requests/sec", help: "Requests served." },
+    ///   } }
     ///   object WORKER { name: "Worker", help: "One worker.",
     ///     instances: { max: 8, name_len: 16 }, counters {
     ///     JOBS: RawCount { name: "Jobs", help: "Jobs done." },
-    ///     BUSY: Timer100Ns { name: "% Busy", help: "Time spent on jobs." },
     ///   } } } }
     /// # let dir = tempfile::tempdir()?;
     /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// let worker = prf.add_instance_guarded(m::WORKER, "w1")?;
-    /// prf.ctr_of(m::JOBS, *worker).fetch_add(1, Relaxed); // an AtomicI32
-    /// prf.ctr_of(m::BUSY, *worker).fetch_add(12_345, Relaxed); // an AtomicI64
-    /// assert_eq!(prf.get_ctr32(m::JOBS, *worker).load(Relaxed), 1);
+    /// prf.get_ctr32(m::REQUESTS, ()).fetch_add(1, Relaxed);
+    /// let worker = prf.add_instance(m::WORKER, "w1")?;
+    /// prf.get_ctr32(m::JOBS, worker).fetch_add(2, Relaxed);
+    /// assert_eq!(prf.get_ctr32(m::JOBS, worker).load(Relaxed), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn ctr_of<T, O>(
-        &self,
-        ctr: CtrId<T, O>,
-        inst: InstanceId<O>,
-    ) -> &<T::Width as AtomicWidth>::Atomic
+    pub fn get_ctr32<T, O>(&self, ctr: CtrId<T, O>, at: <O::Scope as Scope>::At<O>) -> &AtomicI32
     where
-        T: CounterType,
-        T::Width: AtomicWidth,
-        O: Object<Map = M, Scope = Instanced>,
+        T: CounterType<Width = Dword>,
+        O: Object<Map = M>,
     {
-        // `inst.block_offset` is the offset of a counter block of object `O` (made by
-        // `add_instance` from a slot below the object's limit, in a block laid out from `M`).
-        self.atomic_at::<T::Width>(inst.block_offset + ctr.offset())
+        // SAFETY: `__block_of` gives the offset of a counter block of object `O` in a block laid
+        // out from `M` (validated at activation or attach) and mapped whole: a global object's
+        // one block, or an instance's (made by `add_instance` from a slot below the object's
+        // limit); `ctr.offset() + 4` lies within it, 4-aligned. Both come from `M` at compile
+        // time.
+        unsafe {
+            self.block
+                .raw
+                .i32_at(O::Scope::__block_of::<O>(at) + ctr.offset())
+        }
+    }
+
+    /// The live 64-bit counter `ctr` at `at`, as [`get_ctr32`](PrfData::get_ctr32) for a
+    /// 32-bit one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::Ordering::Relaxed;
+    /// prfdata::prfdata_map! { pub mod m { app: "GetCtr64Doc",
+    ///   object SERVER { name: "Server", help: name, counters {
+    ///     BYTES: BulkCount { name: "Bytes/sec", help: "Bytes sent." },
+    ///   } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// prf.get_ctr64(m::BYTES, ()).fetch_add(1 << 40, Relaxed);
+    /// assert_eq!(prf.get_ctr64(m::BYTES, ()).load(Relaxed), 1 << 40);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn get_ctr64<T, O>(&self, ctr: CtrId<T, O>, at: <O::Scope as Scope>::At<O>) -> &AtomicI64
+    where
+        T: CounterType<Width = Large>,
+        O: Object<Map = M>,
+    {
+        // SAFETY: as in `get_ctr32`; 64-bit values are 8-aligned within 8-aligned blocks.
+        unsafe {
+            self.block
+                .raw
+                .i64_at(O::Scope::__block_of::<O>(at) + ctr.offset())
+        }
     }
 
     /// A handle on the sharded counter `ctr` of an object without instances, for this thread:
@@ -1017,7 +948,7 @@ impl<M: PerfDataMap> PrfData<M> {
     /// once per thread, outside the hot loop.
     ///
     /// On a 64-bit counter that is not sharded (`sharded: true` in the map), the handle adds
-    /// to the counter with `fetch_add`, as [`ctr`](PrfData::ctr) would.
+    /// to the counter with `fetch_add`, as [`get_ctr64`](PrfData::get_ctr64) would.
     ///
     /// # Examples
     ///
@@ -1104,9 +1035,6 @@ impl<M: PerfDataMap> PrfData<M> {
         }
     }
 
-    /// The atomic of width `W` at `off`, which the callers computed from `M` and a counter id
-    /// whose width is `W` (checked against the map when the id was made).
-    #[inline(always)]
     /// Registers `f` as the closure that computes the on-demand counter `ctr` (declared
     /// `on_demand: true` in the map: the Windows 95 stat servers' `PSTF_FUNCPTR`), replacing any
     /// earlier one.
@@ -1184,6 +1112,9 @@ impl<M: PerfDataMap> PrfData<M> {
         Ok(())
     }
 
+    /// The atomic of width `W` at `off`, which the callers computed from `M` and a counter id
+    /// whose width is `W` (checked against the map when the id was made).
+    #[inline(always)]
     fn atomic_at<W: AtomicWidth>(&self, off: usize) -> &W::Atomic {
         let size = <W as Width>::SIZE as usize;
         debug_assert!(
@@ -1253,7 +1184,7 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # let dir = tempfile::tempdir()?;
     /// let prf = m::PrfData::activate_in(dir.path())?;
     /// prf.set_global_elapsed_start(m::UPTIME, SystemTime::now());
-    /// let n = prf.get_global_ctr64(m::UPTIME).load(std::sync::atomic::Ordering::Relaxed);
+    /// let n = prf.get_ctr64(m::UPTIME, ()).load(std::sync::atomic::Ordering::Relaxed);
     /// assert!(n <= prfdata::clock::filetime_now());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -1261,7 +1192,7 @@ impl<M: PerfDataMap> PrfData<M> {
     where
         O: Object<Map = M, Scope = Global>,
     {
-        self.get_global_ctr64(ctr)
+        self.get_ctr64(ctr, ())
             .store(clock::filetime(start), Ordering::Relaxed);
     }
 
@@ -1480,7 +1411,7 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # let dir = tempfile::tempdir()?;
     /// let prf = m::PrfData::activate_in(dir.path())?;
     /// let me = prf.add_process_instance(m::WORKER, "worker 1")?;
-    /// prf.ctr_of(m::DONE, me).fetch_add(5, Relaxed);
+    /// prf.get_ctr32(m::DONE, me).fetch_add(5, Relaxed);
     /// prf.remove_instance(me)?; // its 5 stay in the object's retired accumulator
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -1618,7 +1549,7 @@ impl<M: PerfDataMap> PrfData<M> {
     /// let prf = m::PrfData::activate_in(dir.path())?;
     /// fn run(prf: &m::PrfData) -> Result<(), Box<dyn std::error::Error>> {
     ///     let job = prf.add_instance_guarded(m::JOB, "nightly")?;
-    ///     prf.ctr_of(m::STEPS, *job).fetch_add(1, Relaxed);
+    ///     prf.get_ctr32(m::STEPS, *job).fetch_add(1, Relaxed);
     ///     Err("step 2 failed")? // the job's instance is removed on the way out
     /// }
     /// assert!(run(&prf).is_err());
@@ -2025,8 +1956,8 @@ impl<M: PerfDataMap> PrfData<M> {
     /// let elapsed = 1234;
     /// {
     ///     let _guard = prf.lock_ctrs();
-    ///     prf.get_global_ctr32(LATENCY).fetch_add(elapsed, Relaxed);
-    ///     prf.get_global_ctr32(LATENCY_BASE).fetch_add(1, Relaxed);
+    ///     prf.get_ctr32(LATENCY, ()).fetch_add(elapsed, Relaxed);
+    ///     prf.get_ctr32(LATENCY_BASE, ()).fetch_add(1, Relaxed);
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

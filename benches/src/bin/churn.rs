@@ -132,7 +132,7 @@ fn worker(dir: &Path, name: &str, k: u64) {
     let me = prf
         .add_process_instance(WORKERS, name)
         .expect("add this worker's instance");
-    let jobs = prf.ctr_of(JOBS, me);
+    let jobs = prf.get_ctr64(JOBS, me);
     for _ in 0..k {
         jobs.fetch_add(1, Ordering::Relaxed);
     }

@@ -78,8 +78,8 @@ fn run(instances: u32, seconds: u64) -> Result<(), String> {
         let inst = prf
             .add_instance(wide::SESSION, &format!("session {i:07}"))
             .map_err(|e| format!("instance {i}: {e}"))?;
-        prf.ctr_of(wide::BYTES, inst).store(i as i32, Relaxed);
-        prf.ctr_of(wide::PACKETS, inst).store(7, Relaxed);
+        prf.get_ctr32(wide::BYTES, inst).store(i as i32, Relaxed);
+        prf.get_ctr32(wide::PACKETS, inst).store(7, Relaxed);
     }
     println!("ready: {instances} instances");
     std::thread::sleep(Duration::from_secs(seconds));

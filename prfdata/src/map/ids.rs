@@ -55,6 +55,14 @@ mod sealed {
 pub trait Scope: sealed::Sealed + 'static {
     /// True for [`Instanced`].
     const INSTANCED: bool;
+    /// Where a counter of object `O` lives: `()` for [`Global`] (its one counter block),
+    /// an [`InstanceId`](crate::InstanceId) for [`Instanced`]. What
+    /// [`PrfData::get_ctr32`](crate::PrfData::get_ctr32) takes as its `at`.
+    type At<O: Object>: Copy;
+
+    /// The offset of the counter block `at` names in a block laid out from `O`'s map.
+    #[doc(hidden)]
+    fn __block_of<O: Object>(at: Self::At<O>) -> usize;
 }
 
 /// The scope of an object without instances: its counters are reached without an instance.
@@ -67,9 +75,21 @@ impl sealed::Sealed for Global {}
 impl sealed::Sealed for Instanced {}
 impl Scope for Global {
     const INSTANCED: bool = false;
+    type At<O: Object> = ();
+
+    #[inline(always)]
+    fn __block_of<O: Object>((): ()) -> usize {
+        const { data_offset::<O>() }
+    }
 }
 impl Scope for Instanced {
     const INSTANCED: bool = true;
+    type At<O: Object> = crate::InstanceId<O>;
+
+    #[inline(always)]
+    fn __block_of<O: Object>(at: crate::InstanceId<O>) -> usize {
+        at.block_offset()
+    }
 }
 
 /// An object of a map: implemented by the unit struct `prfdata_map!` generates per object.

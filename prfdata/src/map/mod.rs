@@ -323,7 +323,8 @@ pub enum Source {
     /// spread over per-thread cache-line slots of the counter block, which readers add up, so
     /// that threads updating it at once never share a line. Updated through
     /// [`PrfData::sharded`](crate::PrfData::sharded) (a relaxed load and store of the thread's
-    /// own slot); an update through [`ctr`](crate::PrfData::ctr) still counts.
+    /// own slot); an update through
+    /// [`get_ctr64`](crate::PrfData::get_ctr64) still counts.
     Sharded,
 }
 

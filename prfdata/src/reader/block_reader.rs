@@ -49,7 +49,7 @@ pub const DEAD_HOLDER_CHECK: Duration = Duration::from_millis(1);
 /// #   DONE = 2: RawCount { name: "Done", help: "Done.", detail: Novice, scale: 0 }, } } } }
 /// # std::env::set_var("PRFDATA_SHM_DIR", std::env::temp_dir());
 /// let prf = app::PrfData::activate()?; // in the app
-/// prf.get_global_ctr32(app::DONE).store(7, Relaxed);
+/// prf.get_ctr32(app::DONE, ()).store(7, Relaxed);
 ///
 /// let reader = BlockReader::open("ReaderDoc")?; // in the provider
 /// let done = reader.read_with(DEFAULT_READ_DEADLINE, |view| view.global_value(0, 0))?;

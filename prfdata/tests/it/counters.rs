@@ -26,8 +26,8 @@ fn child_entry() {
             let (prf, item) = (&prf, items[t % 2]);
             s.spawn(move || {
                 for _ in 0..INCREMENTS {
-                    prf.get_global_ctr64(testmap::HITS).fetch_add(1, Relaxed);
-                    prf.get_global_ctr32(testmap::HITS32).fetch_add(1, Relaxed);
+                    prf.get_ctr64(testmap::HITS, ()).fetch_add(1, Relaxed);
+                    prf.get_ctr32(testmap::HITS32, ()).fetch_add(1, Relaxed);
                     prf.get_ctr64(testmap::ITEM_HITS, item)
                         .fetch_add(1, Relaxed);
                 }
@@ -49,9 +49,9 @@ fn four_processes_two_threads_each_lose_no_increment() {
         common::wait_ok(child, Duration::from_secs(120));
     }
     let total = CHILDREN as i64 * THREADS as i64 * INCREMENTS;
-    assert_eq!(prf.get_global_ctr64(testmap::HITS).load(Relaxed), total);
+    assert_eq!(prf.get_ctr64(testmap::HITS, ()).load(Relaxed), total);
     assert_eq!(
-        i64::from(prf.get_global_ctr32(testmap::HITS32).load(Relaxed)),
+        i64::from(prf.get_ctr32(testmap::HITS32, ()).load(Relaxed)),
         total
     );
     assert_eq!(
@@ -72,19 +72,19 @@ fn threads_of_one_process_share_the_counters() {
         for _ in 0..4 {
             s.spawn(|| {
                 for _ in 0..10_000 {
-                    prf.get_global_ctr32(testmap::HITS32).fetch_add(1, Relaxed);
+                    prf.get_ctr32(testmap::HITS32, ()).fetch_add(1, Relaxed);
                 }
             });
         }
     });
-    assert_eq!(prf.get_global_ctr32(testmap::HITS32).load(Relaxed), 40_000);
+    assert_eq!(prf.get_ctr32(testmap::HITS32, ()).load(Relaxed), 40_000);
 }
 
 #[test]
 fn a_kept_reference_is_the_live_counter_in_the_block() {
     let dir = tempfile::tempdir().unwrap();
     let prf = PrfData::activate_in(dir.path()).unwrap();
-    let hits = prf.get_global_ctr64(testmap::HITS);
+    let hits = prf.get_ctr64(testmap::HITS, ());
     hits.fetch_add(41, Relaxed);
     hits.fetch_add(1, Relaxed);
     // A reader in this or another process sees it at the counter's offset in the block.

@@ -102,7 +102,7 @@ fn drop_in_child() {
     let prf = PrfData::activate_in(&dir).unwrap();
     let before = inode(prf.path());
     let (prf, code) = fork_with(prf, false, |prf| {
-        prf.get_global_ctr64(testmap::HITS).fetch_add(5, Relaxed);
+        prf.get_ctr64(testmap::HITS, ()).fetch_add(5, Relaxed);
         // The child's copy of the handle: dropping it must leave the parent's block alone.
         drop(prf);
         0
@@ -113,11 +113,7 @@ fn drop_in_child() {
         before,
         "the parent's block is still there"
     );
-    assert_eq!(
-        prf.get_global_ctr64(testmap::HITS).load(Relaxed),
-        5,
-        "shared"
-    );
+    assert_eq!(prf.get_ctr64(testmap::HITS, ()).load(Relaxed), 5, "shared");
     let path = prf.path().to_path_buf();
     drop(prf);
     assert!(!path.exists(), "the parent's own drop removes it");

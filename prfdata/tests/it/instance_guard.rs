@@ -1,5 +1,5 @@
 //! `Instance`: the guard that removes its instance, and everything below it, when dropped; and
-//! the generic accessors it is used with.
+//! the accessors it is used with.
 
 use crate::common;
 
@@ -28,30 +28,36 @@ fn a_guard_goes_wherever_an_id_goes() {
     let dir = tempfile::tempdir().unwrap();
     let prf = PrfData::activate_in(dir.path()).unwrap();
     let item = prf.add_instance_guarded(ITEMS, "item").unwrap();
-    prf.ctr_of(ITEM_HITS, *item).fetch_add(5, Relaxed);
-    prf.ctr_of(ITEM_TAG, *item).store(7, Relaxed);
+    prf.get_ctr64(ITEM_HITS, *item).fetch_add(5, Relaxed);
+    prf.get_ctr32(ITEM_TAG, *item).store(7, Relaxed);
     assert_eq!(prf.get_ctr64(ITEM_HITS, *item).load(Relaxed), 5);
     assert_eq!(prf.get_ctr32(ITEM_TAG, item.id()).load(Relaxed), 7);
     let part = prf
         .add_child_instance(PARTS, InstanceSpec::named("p"), *item)
         .unwrap();
-    prf.ctr_of(PART_SIZE, part).store(3, Relaxed);
+    prf.get_ctr32(PART_SIZE, part).store(3, Relaxed);
     assert_eq!(prf.get_ctr32(PART_SIZE, part).load(Relaxed), 3);
 }
 
 #[test]
-fn the_generic_accessor_reaches_the_same_counters_as_get_ctr() {
+fn each_place_reaches_its_own_counter() {
     let dir = tempfile::tempdir().unwrap();
     let prf = PrfData::activate_in(dir.path()).unwrap();
-    prf.ctr(HITS).fetch_add(1 << 40, Relaxed);
-    prf.ctr(HITS32).fetch_add(-3, Relaxed);
-    assert_eq!(prf.get_global_ctr64(HITS).load(Relaxed), 1 << 40);
-    assert_eq!(prf.get_global_ctr32(HITS32).load(Relaxed), -3);
-    assert!(std::ptr::eq(prf.ctr(HITS), prf.get_global_ctr64(HITS)));
-    let item = prf.add_instance(ITEMS, "i").unwrap();
-    assert!(std::ptr::eq(
-        prf.ctr_of(ITEM_TAG, item),
-        prf.get_ctr32(ITEM_TAG, item)
+    prf.get_ctr64(HITS, ()).fetch_add(1 << 40, Relaxed);
+    prf.get_ctr32(HITS32, ()).fetch_add(-3, Relaxed);
+    assert_eq!(prf.get_ctr64(HITS, ()).load(Relaxed), 1 << 40);
+    assert_eq!(prf.get_ctr32(HITS32, ()).load(Relaxed), -3);
+    let (a, b) = (
+        prf.add_instance(ITEMS, "a").unwrap(),
+        prf.add_instance(ITEMS, "b").unwrap(),
+    );
+    prf.get_ctr32(ITEM_TAG, a).store(1, Relaxed);
+    prf.get_ctr32(ITEM_TAG, b).store(2, Relaxed);
+    assert_eq!(prf.get_ctr32(ITEM_TAG, a).load(Relaxed), 1);
+    assert_eq!(prf.get_ctr32(ITEM_TAG, b).load(Relaxed), 2);
+    assert!(!std::ptr::eq(
+        prf.get_ctr32(ITEM_TAG, a),
+        prf.get_ctr32(ITEM_TAG, b)
     ));
 }
 
@@ -122,7 +128,7 @@ fn guards_are_send_and_sync_and_work_from_other_threads() {
                 let item: Instance<'_, ITEMS> =
                     prf.add_instance_guarded(ITEMS, &format!("t{t}")).unwrap();
                 send_sync(&item);
-                prf.ctr_of(ITEM_HITS, *item).fetch_add(1, Relaxed);
+                prf.get_ctr64(ITEM_HITS, *item).fetch_add(1, Relaxed);
             });
         }
     });

@@ -26,7 +26,7 @@ fn child_entry() {
         Some("die-locked") => {
             let prf = PrfData::attach_in(&common::child_dir()).expect("attach");
             let _guard = prf.lock_ctrs();
-            prf.get_global_ctr64(testmap::UNGUARDED).store(1, Relaxed);
+            prf.get_ctr64(testmap::UNGUARDED, ()).store(1, Relaxed);
             std::thread::sleep(Duration::from_secs(60));
         }
         _ => {}
@@ -307,7 +307,7 @@ fn a_writer_killed_inside_lock_ctrs_is_recovered_from() {
     let keep = prf.add_instance(testmap::ITEMS, "keep").unwrap();
     let mut child = common::spawn_child("instances::child_entry", "die-locked", dir.path(), &[]);
     assert!(common::wait_until(Duration::from_secs(20), || {
-        prf.get_global_ctr64(testmap::UNGUARDED).load(Relaxed) == 1
+        prf.get_ctr64(testmap::UNGUARDED, ()).load(Relaxed) == 1
     }));
     let reader = BlockReader::open_path("PrfDataTest", prf.path()).unwrap();
     let mut snap = Snapshot::default();

@@ -36,7 +36,7 @@ fn child_entry() {
         // Activates, counts 10, and exits normally (no drop) once stdin closes.
         "activate-then-exit" => {
             let prf = PrfData::activate_in(&dir).expect("activate");
-            prf.get_global_ctr64(testmap::HITS).fetch_add(10, Relaxed);
+            prf.get_ctr64(testmap::HITS, ()).fetch_add(10, Relaxed);
             say("ready".into());
             wait_stdin();
             std::mem::forget(prf);
@@ -45,7 +45,7 @@ fn child_entry() {
         // Activates, counts 10 and adds an instance, then waits to be killed.
         "activate-then-hang" => {
             let prf = PrfData::activate_in(&dir).expect("activate");
-            prf.get_global_ctr64(testmap::HITS).fetch_add(10, Relaxed);
+            prf.get_ctr64(testmap::HITS, ()).fetch_add(10, Relaxed);
             prf.add_instance(testmap::ITEMS, "left behind")
                 .expect("add");
             say("ready".into());
@@ -55,7 +55,7 @@ fn child_entry() {
         // Attaches, counts 5, and drops its handle once stdin closes.
         "attach" => {
             let prf = PrfData::attach_in(&dir).expect("attach");
-            prf.get_global_ctr64(testmap::HITS).fetch_add(5, Relaxed);
+            prf.get_ctr64(testmap::HITS, ()).fetch_add(5, Relaxed);
             say("ready".into());
             wait_stdin();
         }
@@ -66,9 +66,9 @@ fn child_entry() {
             let me = prf
                 .add_process_instance(owned_map::WORKERS, "master")
                 .expect("add");
-            prf.ctr_of(owned_map::DONE, me).fetch_add(7, Relaxed);
+            prf.get_ctr32(owned_map::DONE, me).fetch_add(7, Relaxed);
             let pool = prf.add_instance(owned_map::PLAIN, "pool").expect("add");
-            prf.ctr_of(owned_map::N, pool).fetch_add(5, Relaxed);
+            prf.get_ctr32(owned_map::N, pool).fetch_add(5, Relaxed);
             say("ready".into());
             std::thread::sleep(Duration::from_secs(60));
             panic!("the parent should have killed this child");
@@ -82,7 +82,7 @@ fn child_entry() {
                 let item = prf.add_instance(testmap::ITEMS, &name).expect("add");
                 prf.get_ctr64(testmap::ITEM_HITS, item)
                     .fetch_add(1, Relaxed);
-                prf.get_global_ctr64(testmap::HITS).fetch_add(1, Relaxed);
+                prf.get_ctr64(testmap::HITS, ()).fetch_add(1, Relaxed);
                 prf.remove_instance(item).expect("remove");
             }
             say(format!("done {rounds}"));
@@ -95,7 +95,7 @@ fn child_entry() {
             let name = format!("victim {}", std::process::id());
             for _ in 0..rounds {
                 let item = prf.add_instance(testmap::ITEMS, &name).expect("add");
-                prf.get_global_ctr64(testmap::HITS).fetch_add(1, Relaxed);
+                prf.get_ctr64(testmap::HITS, ()).fetch_add(1, Relaxed);
                 prf.remove_instance(item).expect("remove");
             }
             let guard = prf.lock_ctrs();
@@ -128,7 +128,7 @@ fn join_leave(dir: &Path) {
     let rounds: u64 = std::env::var("ROUNDS").unwrap().parse().unwrap();
     for _ in 0..rounds {
         let prf = PrfData::attach_in(dir).expect("attach");
-        prf.get_global_ctr64(testmap::HITS).fetch_add(1, Relaxed);
+        prf.get_ctr64(testmap::HITS, ()).fetch_add(1, Relaxed);
         drop(prf);
     }
     say(format!("done {rounds}"));
@@ -232,7 +232,7 @@ fn the_block_outlives_the_process_that_activated_it() {
     assert_eq!(master.expect_line(), "ready");
     let master_pid = master.child.id();
     let worker = PrfData::attach_in(dir.path()).unwrap();
-    worker.get_global_ctr64(testmap::HITS).fetch_add(1, Relaxed);
+    worker.get_ctr64(testmap::HITS, ()).fetch_add(1, Relaxed);
     assert_eq!(
         members(worker.path()),
         sorted(vec![master_pid, std::process::id()])
@@ -248,8 +248,8 @@ fn the_block_outlives_the_process_that_activated_it() {
         .read_with(Duration::from_secs(5), |view| view.global_value(0, 0))
         .expect("readers still see it");
     assert_eq!(hits, 11);
-    worker.get_global_ctr64(testmap::HITS).fetch_add(1, Relaxed);
-    assert_eq!(worker.get_global_ctr64(testmap::HITS).load(Relaxed), 12);
+    worker.get_ctr64(testmap::HITS, ()).fetch_add(1, Relaxed);
+    assert_eq!(worker.get_ctr64(testmap::HITS, ()).load(Relaxed), 12);
 
     drop(worker);
     assert!(!path.exists(), "the last member out removes the block");
@@ -295,12 +295,12 @@ fn the_last_member_out_removes_the_block_and_its_companions() {
 fn a_restarted_master_joins_the_live_block_and_counters_continue() {
     let dir = tempfile::tempdir().unwrap();
     let master = PrfData::activate_in(dir.path()).unwrap();
-    master.get_global_ctr64(testmap::HITS).fetch_add(3, Relaxed);
+    master.get_ctr64(testmap::HITS, ()).fetch_add(3, Relaxed);
     let worker = Proc::spawn("attach", dir.path(), &[]);
     assert_eq!(worker.expect_line(), "ready");
     drop(master);
     let master = PrfData::activate_in(dir.path()).expect("joins the worker's block");
-    assert_eq!(master.get_global_ctr64(testmap::HITS).load(Relaxed), 8);
+    assert_eq!(master.get_ctr64(testmap::HITS, ()).load(Relaxed), 8);
     assert_eq!(
         members(master.path()),
         sorted(vec![worker.child.id(), std::process::id()])
@@ -326,7 +326,7 @@ fn a_killed_last_member_is_adopted_and_totals_continue() {
     assert!(prf.instances(WORKERS).unwrap().is_empty());
     assert!(prf.instances(PLAIN).unwrap().is_empty());
     let me = prf.add_process_instance(WORKERS, "master 2").unwrap();
-    prf.ctr_of(DONE, me).fetch_add(3, Relaxed);
+    prf.get_ctr32(DONE, me).fetch_add(3, Relaxed);
 
     let reader = BlockReader::open_path("PrfDataOwned", &path).unwrap();
     let total = reader
@@ -401,7 +401,7 @@ fn eight_processes_survive_members_killed_while_holding_the_lock() {
         c.finish();
     }
     assert_eq!(
-        prf.get_global_ctr64(testmap::HITS).load(Relaxed),
+        prf.get_ctr64(testmap::HITS, ()).load(Relaxed),
         (4 * CHURN_ROUNDS + victims_rounds) as i64,
         "every completed round counted once"
     );
@@ -442,7 +442,7 @@ fn an_adopted_block_keeps_its_global_counters_and_sheds_its_instances() {
     master.kill();
     let prf = PrfData::activate_in(dir.path()).expect("adopts the orphaned block");
     assert_eq!(
-        prf.get_global_ctr64(testmap::HITS).load(Relaxed),
+        prf.get_ctr64(testmap::HITS, ()).load(Relaxed),
         10,
         "the count continues"
     );
@@ -512,7 +512,7 @@ fn a_stray_closed_word_neither_replaces_a_live_block_nor_ends_its_reads() {
         sorted(vec![master.child.id(), std::process::id()])
     );
     assert_eq!(
-        prf.get_global_ctr64(testmap::HITS).load(Relaxed),
+        prf.get_ctr64(testmap::HITS, ()).load(Relaxed),
         10,
         "the live member's count"
     );
@@ -703,7 +703,7 @@ fn members_joining_and_leaving_at_once_never_remove_a_held_block() {
     tx.send(()).unwrap();
     assert!(watcher.join().expect("the block stayed") > 0);
     assert_eq!(
-        master.get_global_ctr64(testmap::HITS).load(Relaxed),
+        master.get_ctr64(testmap::HITS, ()).load(Relaxed),
         4 * ROUNDS as i64
     );
     // The churners left the table (the master's own entry went with the zeroing: the table

@@ -105,7 +105,7 @@ fn text_set_through_the_guard() {
         let whole = prf.lock_ctrs();
         whole.set_text(reentry::USER, s, "bob");
         whole.set_global_text(reentry::STATE, "serving");
-        prf.get_global_ctr32(reentry::CHANGES).fetch_add(1, Relaxed);
+        prf.get_ctr32(reentry::CHANGES, ()).fetch_add(1, Relaxed);
         drop(whole);
         assert_eq!(prf.text(reentry::USER, s), "bob");
         assert_eq!(prf.global_text(reentry::STATE), "serving");

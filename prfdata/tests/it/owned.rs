@@ -146,13 +146,13 @@ fn total_follows_each_counters_rule_and_keeps_departed_counts() {
     for (inst, done, bytes, queue, peak, low, lat) in
         [(a, 10, 1000, 3, 7, 40, 5), (b, 20, 2000, 4, 9, 30, 6)]
     {
-        prf.ctr_of(DONE, inst).fetch_add(done, Relaxed);
-        prf.ctr_of(BYTES, inst).fetch_add(bytes, Relaxed);
-        prf.ctr_of(QUEUE, inst).store(queue, Relaxed);
-        prf.ctr_of(PEAK, inst).store(peak, Relaxed);
-        prf.ctr_of(LOW, inst).store(low, Relaxed);
-        prf.ctr_of(LATENCY, inst).fetch_add(lat, Relaxed);
-        prf.ctr_of(LATENCY_BASE, inst).fetch_add(1, Relaxed);
+        prf.get_ctr32(DONE, inst).fetch_add(done, Relaxed);
+        prf.get_ctr64(BYTES, inst).fetch_add(bytes, Relaxed);
+        prf.get_ctr32(QUEUE, inst).store(queue, Relaxed);
+        prf.get_ctr32(PEAK, inst).store(peak, Relaxed);
+        prf.get_ctr64(LOW, inst).store(low, Relaxed);
+        prf.get_ctr32(LATENCY, inst).fetch_add(lat, Relaxed);
+        prf.get_ctr32(LATENCY_BASE, inst).fetch_add(1, Relaxed);
     }
     let r = rows(&reader);
     assert_eq!(r.len(), 3);
@@ -180,9 +180,9 @@ fn a_reused_pid_does_not_keep_a_dead_owners_instance() {
     let reader = BlockReader::open_path(APP, prf.path()).unwrap();
     let mine = prf.add_process_instance(WORKERS, "alive").unwrap();
     let gone = prf.add_process_instance(WORKERS, "reused").unwrap();
-    prf.ctr_of(DONE, mine).fetch_add(5, Relaxed);
-    prf.ctr_of(DONE, gone).fetch_add(70, Relaxed);
-    prf.ctr_of(QUEUE, gone).store(9, Relaxed);
+    prf.get_ctr32(DONE, mine).fetch_add(5, Relaxed);
+    prf.get_ctr32(DONE, gone).fetch_add(70, Relaxed);
+    prf.get_ctr32(QUEUE, gone).store(9, Relaxed);
 
     // Same pid, another start time: another process. Readers hide it at once and count its
     // DONE in the retired share; its gauge is dropped.
@@ -238,7 +238,7 @@ fn ten_thousand_deaths_leave_the_block_as_it_was() {
         // Each add reclaims the previous dead worker: one slot serves them all.
         let w = prf.add_process_instance(WORKERS, &format!("w{k}")).unwrap();
         assert!(slot_of(w) < 9 + 1, "slot {} reused", slot_of(w));
-        prf.ctr_of(DONE, w).fetch_add(1, Relaxed);
+        prf.get_ctr32(DONE, w).fetch_add(1, Relaxed);
         forge_reused_pid(prf.path(), slot_of(w));
     }
     assert_eq!(prf.reclaim_dead().unwrap(), 1);
@@ -276,8 +276,8 @@ fn worker_entry() {
     let mut done = 0i64;
     loop {
         for _ in 0..batch {
-            prf.ctr_of(DONE, me).fetch_add(1, Relaxed);
-            prf.ctr_of(BYTES, me).fetch_add(3, Relaxed);
+            prf.get_ctr32(DONE, me).fetch_add(1, Relaxed);
+            prf.get_ctr64(BYTES, me).fetch_add(3, Relaxed);
         }
         done += i64::from(batch);
         println!("done {done}");

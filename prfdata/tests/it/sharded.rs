@@ -72,8 +72,8 @@ fn instances_of_a_padded_object_never_share_a_cache_line() {
     let a = prf.add_instance(CONN, "a").unwrap();
     let b = prf.add_instance(CONN, "b").unwrap();
     let (pa, pb) = (
-        prf.ctr_of(N, a) as *const _ as usize,
-        prf.ctr_of(N, b) as *const _ as usize,
+        prf.get_ctr32(N, a) as *const _ as usize,
+        prf.get_ctr32(N, b) as *const _ as usize,
     );
     assert!(pb.abs_diff(pa) >= CACHE_LINE, "{pa:#x} {pb:#x}");
     assert_eq!(
@@ -86,8 +86,8 @@ fn instances_of_a_padded_object_never_share_a_cache_line() {
     let a = packed.add_instance(packed_map::CONN, "a").unwrap();
     let b = packed.add_instance(packed_map::CONN, "b").unwrap();
     let (pa, pb) = (
-        packed.ctr_of(packed_map::BYTES, a) as *const _ as usize,
-        packed.ctr_of(packed_map::BYTES, b) as *const _ as usize,
+        packed.get_ctr64(packed_map::BYTES, a) as *const _ as usize,
+        packed.get_ctr64(packed_map::BYTES, b) as *const _ as usize,
     );
     assert_eq!(
         pb.abs_diff(pa),
@@ -101,11 +101,11 @@ fn readers_see_the_sum_of_the_slots_and_the_counter() {
     let dir = tempfile::tempdir().unwrap();
     let prf = PrfData::activate_in(dir.path()).unwrap();
     let reader = BlockReader::open_path(APP, prf.path()).unwrap();
-    prf.ctr(PLAIN).fetch_add(1000, Relaxed);
+    prf.get_ctr64(PLAIN, ()).fetch_add(1000, Relaxed);
     let hits = prf.sharded(HITS);
     assert!(hits.slot().is_some(), "a free block has slots");
     hits.add(5);
-    prf.ctr(HITS).fetch_add(7, Relaxed); // the counter's own word still counts
+    prf.get_ctr64(HITS, ()).fetch_add(7, Relaxed); // the counter's own word still counts
     std::thread::scope(|s| {
         s.spawn(|| prf.sharded(HITS).add(30));
     });

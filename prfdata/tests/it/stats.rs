@@ -140,7 +140,7 @@ fn hostile_stat_fields_are_errors_naming_their_offset() {
 fn a_closure_that_panics_keeps_its_counters_last_value_and_the_others_are_served() {
     let dir = tempfile::tempdir().unwrap();
     let prf = sm::PrfData::activate_in(dir.path()).unwrap();
-    prf.ctr(sm::PANICS).store(-5, Relaxed);
+    prf.get_ctr32(sm::PANICS, ()).store(-5, Relaxed);
     prf.on_demand(sm::PANICS, || panic!("a closure that panics"))
         .unwrap();
     prf.on_demand(sm::ASKED, || 7).unwrap();

@@ -163,7 +163,7 @@ fn a_scribbled_watch_table_neither_crashes_nor_wedges_the_app() {
     // Truncated under the waiter: still no crash.
     file.set_len(0).unwrap();
     assert!(!prf.is_watched(testmap::HITS32));
-    prf.get_global_ctr64(testmap::HITS)
+    prf.get_ctr64(testmap::HITS, ())
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 
     // Dropping the app stops the waiter: bounded, in a thread we can wait for.

@@ -13,6 +13,6 @@ prfdata::prfdata_map! {
 fn main() {
     let prf = m::PrfData::activate().unwrap();
     let s = prf.add_instance(m::SESSION, "tty1").unwrap();
-    // A text counter has no atomic value: it is set with set_text.
-    prf.ctr_of(m::USER, s);
+    // A text counter has no atomic value of any width: it is set with set_text.
+    prf.get_ctr32(m::USER, s);
 }

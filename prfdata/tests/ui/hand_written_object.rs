@@ -19,5 +19,5 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     let prf = m::PrfData::activate_in(&dir).unwrap();
     let ctr = prfdata::map::CtrId::<prfdata::counter_type::RawCount, Evil>::new(1);
-    prf.get_global_ctr32(ctr).store(1, std::sync::atomic::Ordering::Relaxed);
+    prf.get_ctr32(ctr, ()).store(1, std::sync::atomic::Ordering::Relaxed);
 }

@@ -85,13 +85,13 @@ fn app_entry() {
         install_in(&registry, &v1::MAP, &options).expect("install v1");
         let installed = std::time::SystemTime::now();
         let prf = v1::PrfData::activate().expect("activate v1");
-        prf.ctr(v1::VALUE).store(V1_VALUE, Relaxed);
+        prf.get_ctr32(v1::VALUE, ()).store(V1_VALUE, Relaxed);
         (installed, Box::new(prf))
     } else {
         install_in(&registry, &v2::MAP, &options).expect("install v2");
         let installed = std::time::SystemTime::now();
         let prf = v2::PrfData::activate().expect("activate v2");
-        prf.ctr(v2::VALUE).store(V2_VALUE, Relaxed);
+        prf.get_ctr32(v2::VALUE, ()).store(V2_VALUE, Relaxed);
         (installed, Box::new(prf))
     };
     let since_1970 = installed

@@ -192,7 +192,7 @@ fn app() {
     // block for each test.
     let _ = std::fs::remove_file(block_path(bf::MAP.app));
     let prf = bf::PrfData::activate().expect("activate the app");
-    prf.get_global_ctr32(bf::DONE).store(42, Relaxed);
+    prf.get_ctr32(bf::DONE, ()).store(42, Relaxed);
     for name in WORKERS {
         prf.add_instance(bf::WORKER, name).unwrap();
     }

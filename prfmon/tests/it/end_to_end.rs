@@ -82,11 +82,10 @@ fn app_child() {
     }
     use std::sync::atomic::Ordering::Relaxed;
     let prf = e2e::PrfData::activate().expect("the app activates");
-    prf.get_global_ctr32(e2e::CONNECTIONS)
-        .store(12_345, Relaxed);
-    prf.get_global_ctr64(e2e::BYTES).store(1 << 40, Relaxed);
-    prf.get_global_ctr32(e2e::HIT).store(3, Relaxed);
-    prf.get_global_ctr32(e2e::HIT_BASE).store(4, Relaxed);
+    prf.get_ctr32(e2e::CONNECTIONS, ()).store(12_345, Relaxed);
+    prf.get_ctr64(e2e::BYTES, ()).store(1 << 40, Relaxed);
+    prf.get_ctr32(e2e::HIT, ()).store(3, Relaxed);
+    prf.get_ctr32(e2e::HIT_BASE, ()).store(4, Relaxed);
     prf.set_global_text(e2e::VERSION, "1.2.3-é");
     let pool = prf.add_instance(e2e::POOL, "pool").unwrap();
     prf.get_ctr32(e2e::SIZE, pool).store(2, Relaxed);

@@ -43,7 +43,7 @@ fn app_child() {
         return;
     }
     let prf = hu::PrfData::activate().expect("the app activates");
-    prf.get_global_ctr32(hu::ANSWER)
+    prf.get_ctr32(hu::ANSWER, ())
         .store(ANSWER, std::sync::atomic::Ordering::Relaxed);
     prfdata_app::app_ready(b"ready");
     std::thread::sleep(Duration::from_secs(60));

@@ -37,7 +37,7 @@ fn app_child() {
         return;
     }
     let prf = esc::PrfData::activate().expect("the app activates");
-    prf.get_global_ctr32(esc::VALUE)
+    prf.get_ctr32(esc::VALUE, ())
         .store(4242, std::sync::atomic::Ordering::Relaxed);
     prfdata_app::app_ready(b"up");
     std::thread::sleep(Duration::from_secs(60));

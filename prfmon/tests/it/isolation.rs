@@ -212,13 +212,13 @@ fn fixture() -> Fixture {
     }
 
     let a = alpha::PrfData::activate_in(&shm).expect("activate Alpha");
-    a.get_global_ctr32(alpha::QUEUE)
+    a.get_ctr32(alpha::QUEUE, ())
         .store(APPS[0].queue as i32, Relaxed);
     let b = beta::PrfData::activate_in(&shm).expect("activate Beta");
-    b.get_global_ctr32(beta::QUEUE)
+    b.get_ctr32(beta::QUEUE, ())
         .store(APPS[1].queue as i32, Relaxed);
     let g = gamma::PrfData::activate_in(&shm).expect("activate Gamma");
-    g.get_global_ctr32(gamma::QUEUE)
+    g.get_ctr32(gamma::QUEUE, ())
         .store(APPS[2].queue as i32, Relaxed);
     for (i, worker) in ["w1", "w2"].into_iter().enumerate() {
         let w = a.add_instance(alpha::WORKER, worker).expect("Alpha worker");

@@ -56,7 +56,7 @@ fn app_entry() {
         let inst = prf
             .add_instance(big::SESSION, &name(i))
             .expect("add an instance");
-        prf.ctr_of(big::BYTES, inst).store(i as i32, Relaxed);
+        prf.get_ctr32(big::BYTES, inst).store(i as i32, Relaxed);
     }
     let shm = std::env::var_os("PRFDATA_SHM_DIR").expect("PRFDATA_SHM_DIR");
     ready::publish(&std::path::Path::new(&shm).join("ready"), b"").expect("say ready");

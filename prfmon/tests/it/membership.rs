@@ -73,11 +73,11 @@ fn member_entry() {
         // Activates, then counts a tick every 5 ms until killed.
         "master" => {
             let prf = mb::PrfData::activate().expect("activate");
-            prf.ctr(mb::TICKS).fetch_add(1, Relaxed);
+            prf.get_ctr64(mb::TICKS, ()).fetch_add(1, Relaxed);
             say("master.ready");
             loop {
                 std::thread::sleep(Duration::from_millis(5));
-                prf.ctr(mb::TICKS).fetch_add(1, Relaxed);
+                prf.get_ctr64(mb::TICKS, ()).fetch_add(1, Relaxed);
             }
         }
         // Attaches, adds its own instance and counts DONE into it; leaves (drops its handle)
@@ -85,7 +85,7 @@ fn member_entry() {
         "worker" => {
             let prf = attach();
             let me = prf.add_process_instance(mb::WORKER, &name).expect("add");
-            prf.ctr_of(mb::DONE, me).fetch_add(DONE, Relaxed);
+            prf.get_ctr64(mb::DONE, me).fetch_add(DONE, Relaxed);
             say(&format!("{name}.ready"));
             until(&format!("{name}.stop"));
         }

@@ -59,9 +59,9 @@ impl App {
         sandbox.install(&tp::MAP);
         let shm = sandbox.shm.clone();
         let prf = tp::PrfData::activate_in(&shm).expect("activate the app");
-        prf.get_global_ctr32(tp::QUEUE)
+        prf.get_ctr32(tp::QUEUE, ())
             .store(42, std::sync::atomic::Ordering::Relaxed);
-        prf.get_global_ctr64(tp::SCANS)
+        prf.get_ctr64(tp::SCANS, ())
             .store(1234, std::sync::atomic::Ordering::Relaxed);
         for (name, done) in [("w1", 7), ("w2", 9)] {
             let inst = prf.add_instance(tp::WORKER, name).expect("add a worker");

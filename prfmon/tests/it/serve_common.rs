@@ -87,14 +87,14 @@ pub fn maybe_run_app() {
 fn run_app(mode: &str) {
     use std::sync::atomic::Ordering::Relaxed;
     let prf = serve_app::PrfData::activate().expect("the test app activates");
-    prf.get_global_ctr32(serve_app::REQUESTS)
+    prf.get_ctr32(serve_app::REQUESTS, ())
         .store(FIXED_REQUESTS, Relaxed);
-    prf.get_global_ctr32(serve_app::LATENCY)
+    prf.get_ctr32(serve_app::LATENCY, ())
         .store(LATENCY, Relaxed);
-    prf.get_global_ctr32(serve_app::LATENCY_BASE)
+    prf.get_ctr32(serve_app::LATENCY_BASE, ())
         .store(LATENCY_BASE, Relaxed);
-    prf.get_global_ctr32(serve_app::QUEUE).store(QUEUE, Relaxed);
-    prf.get_global_ctr64(serve_app::SCANS).store(SCANS, Relaxed);
+    prf.get_ctr32(serve_app::QUEUE, ()).store(QUEUE, Relaxed);
+    prf.get_ctr64(serve_app::SCANS, ()).store(SCANS, Relaxed);
     let mut pools = Vec::new();
     for (name, size) in POOL_SIZES {
         let pool = prf.add_instance(serve_app::POOL, name).expect("pool");
@@ -115,8 +115,7 @@ fn run_app(mode: &str) {
     while Instant::now() < end {
         std::thread::sleep(Duration::from_millis(20));
         if mode == "ticking" {
-            prf.get_global_ctr32(serve_app::REQUESTS)
-                .fetch_add(1, Relaxed);
+            prf.get_ctr32(serve_app::REQUESTS, ()).fetch_add(1, Relaxed);
         }
     }
 }

@@ -75,8 +75,8 @@ fn wide_app_entry() {
         let inst = prf
             .add_instance(wide::SESSION, &format!("session {i:05}"))
             .expect("add an instance");
-        prf.ctr_of(wide::BYTES, inst).store(i as i32, Relaxed);
-        prf.ctr_of(wide::PACKETS, inst).store(7, Relaxed);
+        prf.get_ctr32(wide::BYTES, inst).store(i as i32, Relaxed);
+        prf.get_ctr32(wide::PACKETS, inst).store(7, Relaxed);
     }
     let shm = std::env::var_os("PRFDATA_SHM_DIR").expect("PRFDATA_SHM_DIR");
     ready::publish(&std::path::Path::new(&shm).join("ready"), b"").expect("say ready");

@@ -54,7 +54,7 @@ fn app_child() {
     };
     match sf::PrfData::activate() {
         Ok(prf) => {
-            prf.get_global_ctr32(sf::ANSWER).store(ANSWER, Relaxed);
+            prf.get_ctr32(sf::ANSWER, ()).store(ANSWER, Relaxed);
             let said = format!("ok {}", prf.path().display());
             ready::publish(&report, said.as_bytes()).expect("report");
             std::thread::sleep(TEST_WAIT);

@@ -33,10 +33,10 @@ fn app_child() {
     }
     use std::sync::atomic::Ordering::Relaxed;
     let prf = st::PrfData::activate().expect("the app activates");
-    prf.ctr(st::PAGES).store(3, Relaxed);
-    prf.ctr(st::BYTES).store(8192, Relaxed);
-    prf.ctr(st::READS).store(40, Relaxed);
-    prf.ctr(st::WRITES).store(2, Relaxed);
+    prf.get_ctr64(st::PAGES, ()).store(3, Relaxed);
+    prf.get_ctr64(st::BYTES, ()).store(8192, Relaxed);
+    prf.get_ctr32(st::READS, ()).store(40, Relaxed);
+    prf.get_ctr32(st::WRITES, ()).store(2, Relaxed);
     let mut asked = 0;
     prf.on_demand(st::ASKED, move || {
         asked += 1;

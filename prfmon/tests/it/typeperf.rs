@@ -39,7 +39,7 @@ fn csv_header_paths_samples_and_values_match_the_app() {
         let stop = Arc::clone(&stop);
         let prf = tp::PrfData::attach_in(&app.shm).expect("attach to the app");
         std::thread::spawn(move || {
-            let jobs = prf.get_global_ctr32(tp::JOBS);
+            let jobs = prf.get_ctr32(tp::JOBS, ());
             let start = Instant::now();
             let mut added = 0;
             while !stop.load(Relaxed) {

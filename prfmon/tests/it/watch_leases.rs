@@ -233,7 +233,7 @@ fn seed003_steps_through_reg_query_start_read_and_stop_a_stat() {
         "{data}"
     );
     app.prf
-        .get_global_ctr32(tp::QUEUE)
+        .get_ctr32(tp::QUEUE, ())
         .store(7, std::sync::atomic::Ordering::Relaxed);
     let data = reg(&[
         r"HKEY_DYN_DATA\PerfStats\StatData",

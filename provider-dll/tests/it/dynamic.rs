@@ -81,7 +81,7 @@ fn run_time_names_that_move_the_range_are_followed_without_another_open() {
     let after_first = install_in(&reg, &after::MAP, &opts).unwrap().first_counter;
 
     let prf = moving::PrfData::activate().unwrap();
-    prf.get_global_ctr32(moving::TICKS).store(3, Relaxed);
+    prf.get_ctr32(moving::TICKS, ()).store(3, Relaxed);
     let p = Provider::load();
     assert_eq!(p.open(&["ProvTestMoving"]), ERROR_SUCCESS);
     let closing = Closing(&p);

@@ -134,7 +134,7 @@ fn a_block_replaced_under_the_reader_is_reopened() {
     drop(first);
     let second = app_a::PrfData::activate().unwrap();
     second
-        .get_global_ctr32(app_a::REQUESTS)
+        .get_ctr32(app_a::REQUESTS, ())
         .store(1234, std::sync::atomic::Ordering::Relaxed);
     let (out, data) = p.collect("Global");
     let objs = parse(&data, out.objects);

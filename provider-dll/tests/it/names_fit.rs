@@ -63,7 +63,7 @@ fn a_block_of_another_map_than_the_installed_one_gets_no_data() {
     let _s = serial();
     let first = install(&fit_new::MAP);
     let prf = fit_new::PrfData::activate().unwrap();
-    prf.get_global_ctr32(fit_new::REQUESTS).store(41, Relaxed);
+    prf.get_ctr32(fit_new::REQUESTS, ()).store(41, Relaxed);
     let p = Provider::load();
     assert_eq!(collect(&p), [(first, 41)], "installed and running: served");
 
@@ -138,7 +138,7 @@ fn names_moved_while_open_are_followed_never_the_old_indexes() {
     let reg = FileRegistry::open(env().root.join("registry")).unwrap();
     let old_first = install(&fit_new::MAP);
     let prf = fit_new::PrfData::activate().unwrap();
-    prf.get_global_ctr32(fit_new::REQUESTS).store(8, Relaxed);
+    prf.get_ctr32(fit_new::REQUESTS, ()).store(8, Relaxed);
     let p = Provider::load();
     assert_eq!(p.open(&["ProvTestFit"]), ERROR_SUCCESS);
     let titles = |p: &Provider| {

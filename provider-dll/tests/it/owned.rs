@@ -21,8 +21,8 @@ fn child_entry() {
     let me = prf
         .add_process_instance(app_o::POOL, "w1")
         .expect("its own instance");
-    prf.ctr_of(app_o::DONE, me).fetch_add(1000, Relaxed);
-    prf.ctr_of(app_o::QUEUE, me).store(7, Relaxed);
+    prf.get_ctr32(app_o::DONE, me).fetch_add(1000, Relaxed);
+    prf.get_ctr32(app_o::QUEUE, me).store(7, Relaxed);
     std::fs::write(ready_file(), b"").unwrap();
     std::thread::sleep(Duration::from_secs(120));
 }
@@ -76,8 +76,8 @@ fn a_killed_workers_instance_leaves_the_collect_and_its_counts_stay_in_total() {
     let _s = serial();
     let prf = app_o::PrfData::activate().unwrap();
     let master = prf.add_process_instance(app_o::POOL, "master").unwrap();
-    prf.ctr_of(app_o::DONE, master).fetch_add(5, Relaxed);
-    prf.ctr_of(app_o::QUEUE, master).store(2, Relaxed);
+    prf.get_ctr32(app_o::DONE, master).fetch_add(5, Relaxed);
+    prf.get_ctr32(app_o::QUEUE, master).store(2, Relaxed);
     let mut worker = spawn_worker();
     let p = Provider::load();
     assert_eq!(p.open(&["ProvTestO"]), ERROR_SUCCESS);
@@ -177,7 +177,7 @@ fn a_sharded_counter_is_collected_as_the_sum_of_its_slots() {
         s.spawn(|| prf.sharded_of(app_o::BYTES, a).add(20));
         s.spawn(|| prf.sharded_of(app_o::BYTES, b).add(5));
     });
-    prf.ctr_of(app_o::BYTES, a).fetch_add(3, Relaxed);
+    prf.get_ctr64(app_o::BYTES, a).fetch_add(3, Relaxed);
     let p = Provider::load();
     assert_eq!(p.open(&["ProvTestO"]), ERROR_SUCCESS);
     let (out, data) = p.collect("Global");

@@ -18,7 +18,7 @@ fn child_entry() {
         return;
     };
     let prf = app_a::PrfData::activate().expect("child activates app A");
-    prf.get_global_ctr32(app_a::REQUESTS).store(7, Relaxed);
+    prf.get_ctr32(app_a::REQUESTS, ()).store(7, Relaxed);
     std::fs::write(env_ready(), b"").unwrap();
     if role == "stop-locked" {
         let _guard = prf.lock_ctrs();
@@ -156,10 +156,10 @@ fn objects_counters_and_instances_follow_winperf() {
     let _s = serial();
     let (fc, fh) = env().first_a;
     let prf = app_a::PrfData::activate().unwrap();
-    prf.get_global_ctr32(app_a::REQUESTS).store(11, Relaxed);
-    prf.get_global_ctr64(app_a::BYTES).store(1 << 40, Relaxed);
-    prf.get_global_ctr32(app_a::LATENCY).store(300, Relaxed);
-    prf.get_global_ctr32(app_a::LATENCY_BASE).store(3, Relaxed);
+    prf.get_ctr32(app_a::REQUESTS, ()).store(11, Relaxed);
+    prf.get_ctr64(app_a::BYTES, ()).store(1 << 40, Relaxed);
+    prf.get_ctr32(app_a::LATENCY, ()).store(300, Relaxed);
+    prf.get_ctr32(app_a::LATENCY_BASE, ()).store(3, Relaxed);
     let pool_a = prf.add_instance(app_a::POOL, "pool A").unwrap();
     let pool_b = prf.add_instance(app_a::POOL, "pool B").unwrap();
     let w1 = prf
@@ -311,7 +311,7 @@ fn two_apps_served_by_one_library() {
     let (fa, fb) = (env().first_a.0, env().first_b.0);
     let _a = app_a::PrfData::activate().unwrap();
     let b = app_b::PrfData::activate().unwrap();
-    b.get_global_ctr32(app_b::ITEMS).store(99, Relaxed);
+    b.get_ctr32(app_b::ITEMS, ()).store(99, Relaxed);
     let p = Provider::load();
     // Once per service, as the collector calls it; the same app twice is served once.
     assert_eq!(p.open(&["ProvTestA"]), ERROR_SUCCESS);

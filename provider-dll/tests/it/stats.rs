@@ -136,15 +136,15 @@ fn a_sum_equals_its_parts_at_every_sample_and_wraps_at_its_width() {
         (i32::MAX, i32::MAX, -7, 3),
     ];
     for (reads, writes, a, b) in samples {
-        prf.ctr(app_s::READS).store(reads, Relaxed);
-        prf.ctr(app_s::WRITES).store(writes, Relaxed);
-        prf.ctr(app_s::BIG_A).store(a, Relaxed);
-        prf.ctr(app_s::BIG_B).store(b, Relaxed);
-        prf.ctr_of(app_s::LEFT, shelf).store(reads, Relaxed);
-        prf.ctr_of(app_s::RIGHT, shelf)
+        prf.get_ctr32(app_s::READS, ()).store(reads, Relaxed);
+        prf.get_ctr32(app_s::WRITES, ()).store(writes, Relaxed);
+        prf.get_ctr64(app_s::BIG_A, ()).store(a, Relaxed);
+        prf.get_ctr64(app_s::BIG_B, ()).store(b, Relaxed);
+        prf.get_ctr32(app_s::LEFT, shelf).store(reads, Relaxed);
+        prf.get_ctr32(app_s::RIGHT, shelf)
             .store(writes.wrapping_mul(3), Relaxed);
         // The app never writes a sum: what it leaves there is not what is served.
-        prf.ctr(app_s::TOTAL).store(12345, Relaxed);
+        prf.get_ctr32(app_s::TOTAL, ()).store(12345, Relaxed);
         let (objs, _) = collect(&p);
         let stats = object(&objs, 0);
         let sum32 = |x: i32, y: i32| i64::from((x as u32).wrapping_add(y as u32));
