@@ -5,7 +5,7 @@
 //! | `prfdata_same_counter`  | the same prfdata counter (one instance), via `get_ctr64`        |
 //! | `prfdata_two_instances` | the same counter of two different instances, via `get_ctr64`    |
 //! | `prfdata_sharded_same_counter` | one sharded counter, each thread through its own slot    |
-//! |                         | (`prf.sharded(ctr).add(1)`: a relaxed load and store)            |
+//! |                         | (`prf.sharded(ctr, ()).add(1)`: a relaxed load and store)            |
 //! | `raw_same_counter`      | one heap `AtomicU64`                                            |
 //! | `raw_two_counters`      | two heap `AtomicU64`s, each on its own cache line               |
 //!
@@ -95,7 +95,7 @@ fn timed<C: ThreadCounter>(barrier: &Barrier, counter: &C, iters: u64) -> Durati
 fn race_sharded(prf: &bench_map::PrfData, iters: u64) -> Duration {
     let barrier = Barrier::new(2);
     let run = || {
-        let hits = prf.sharded(bench_map::HITS);
+        let hits = prf.sharded(bench_map::HITS, ());
         barrier.wait();
         let start = Instant::now();
         for _ in 0..iters {

@@ -12,7 +12,7 @@
 //! | `prfdata_get_ctr64` | `prf.get_ctr64(ctr, inst)` then `fetch_add(1, Relaxed)`            |
 //! | `prfdata_get_ctr32` | `prf.get_ctr32(ctr, inst)` then `fetch_add(1, Relaxed)`            |
 //! | `prfdata_cached`    | `fetch_add(1, Relaxed)` on an `&AtomicI64` kept from `get_ctr64`   |
-//! | `prfdata_sharded`   | `ShardedCtr::add(1)` on a handle kept from `prf.sharded(ctr)`: a    |
+//! | `prfdata_sharded`   | `ShardedCtr::add(1)` on a handle kept from `prf.sharded(ctr, ())`: a    |
 //! |                     | relaxed load and store of the thread's slot, no locked instruction |
 //! | `prometheus_client` | prometheus-client `Counter::inc`                                   |
 //! | `prometheus`        | prometheus `IntCounter::inc`                                       |
@@ -218,7 +218,7 @@ fn counter_update(c: &mut Criterion) {
         "prfdata_cached",
         &PrfCached(prf.get_ctr64(bench_map::BYTES, inst)),
     );
-    let sharded = prf.sharded(bench_map::HITS);
+    let sharded = prf.sharded(bench_map::HITS, ());
     bench(&mut group, "prfdata_sharded", &sharded);
     bench(&mut group, "prometheus_client", &prom_client);
     bench(&mut group, "prometheus", &prom);

@@ -79,7 +79,7 @@ pub fn run(
 ) -> Result<u64, prfdata::Error> {
     let prf = PrfData::activate()?;
     // PERF_ELAPSED_TIME holds the start time as a FILETIME; monitors show the seconds since.
-    prf.set_global_elapsed_start(demo::UPTIME, SystemTime::now());
+    prf.set_elapsed_start(demo::UPTIME, (), SystemTime::now());
     // Computed only when a monitor asks (the Windows 95 stat servers' PSTF_FUNCPTR).
     prf.on_demand(demo::OPEN_FILES, || {
         std::fs::read_dir("/proc/self/fd").map_or(-1, |fds| fds.count() as i32)

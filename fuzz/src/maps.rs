@@ -143,7 +143,11 @@ fn read_block(path: &std::path::Path) -> Vec<u8> {
 fn demo_block(working: bool) -> Vec<u8> {
     let dir = &crate::env::get().templates;
     let prf = demo::PrfData::activate_in(dir).unwrap_or_else(|e| panic!("demo block: {e}"));
-    prf.set_global_elapsed_start(demo::UPTIME, SystemTime::now() - Duration::from_secs(90));
+    prf.set_elapsed_start(
+        demo::UPTIME,
+        (),
+        SystemTime::now() - Duration::from_secs(90),
+    );
     let pools = ["fast", "bulk"].map(|p| prf.add_instance(demo::POOL, p).expect("pool"));
     if working {
         for i in 0..5u32 {
@@ -184,8 +188,8 @@ fn rich_block(populated: bool) -> Vec<u8> {
     use rich::*;
     let dir = &crate::env::get().templates;
     let prf = PrfData::activate_in(dir).unwrap_or_else(|e| panic!("rich block: {e}"));
-    prf.set_global_elapsed_start(UPTIME, SystemTime::now() - Duration::from_secs(3600));
-    prf.set_global_text(VERSION, "1.4.2 (ünïcode) ✓");
+    prf.set_elapsed_start(UPTIME, (), SystemTime::now() - Duration::from_secs(3600));
+    prf.text().set(VERSION, (), "1.4.2 (ünïcode) ✓");
     if populated {
         prf.get_ctr32(REQUESTS, ()).store(7, Relaxed);
         prf.get_ctr64(HITS, ()).store(3, Relaxed);
@@ -198,7 +202,7 @@ fn rich_block(populated: bool) -> Vec<u8> {
                 let name = format!("e{k}{e}");
                 let spec = InstanceSpec::named(&name).unique_id(100 + e);
                 let entry = prf.add_child_instance(ENTRY, spec, *shard).expect("entry");
-                prf.set_text(OWNER, entry, if e == 0 { "alice" } else { "bob ☃" });
+                prf.text().set(OWNER, entry, if e == 0 { "alice" } else { "bob ☃" });
                 prf.get_ctr32(ENTRY_HITS, entry).store(e, Relaxed);
                 prf.get_ctr32(ENTRY_TRIES, entry).store(3, Relaxed);
             }
@@ -214,7 +218,7 @@ fn rich_block(populated: bool) -> Vec<u8> {
             prf.get_ctr64(JOB_DONE, job).store(j.into(), Relaxed);
             prf.get_ctr64(JOB_THREADS, job).store(2, Relaxed);
             // A sharded counter: a slot of this thread, and the counter's own word.
-            prf.sharded_of(JOB_BYTES, job).add(1000 * i64::from(j));
+            prf.sharded(JOB_BYTES, job).add(1000 * i64::from(j));
             prf.get_ctr64(JOB_BYTES, job).store(7, Relaxed);
             for t in 0..2 {
                 prf.add_child_instance(TASK, InstanceSpec::named(&format!("t{t}")), job)

@@ -23,7 +23,7 @@
 //! | type | what the app stores | what a consumer shows |
 //! |---|---|---|
 //! | `PERF_ELAPSED_TIME` ([`ElapsedTime`](crate::counter_type::ElapsedTime)) | the **start time** as a FILETIME: [`filetime`] / [`filetime_now`], or [`PrfData::set_elapsed_start`](crate::PrfData::set_elapsed_start) | (PerfTime − N) / PerfFreq: seconds since the start |
-//! | `PERF_OBJ_TIME_TIMER`, `PERF_COUNTER_OBJ_TIME_QUEUELEN_TYPE` | busy time (or queue length × time) accumulated in 100 ns units: [`ticks`] of a duration, or a difference of [`perf_counter`] readings | ΔN / ΔPerfTime: both in 100 ns units |
+//! | `PERF_OBJ_TIME_TIMER`, `PERF_COUNTER_OBJ_TIME_QUEUELEN_TYPE` | busy time (or queue length × time) accumulated in 100 ns units: a duration's `as_nanos() / 100`, or a difference of [`perf_counter`] readings | ΔN / ΔPerfTime: both in 100 ns units |
 //! | `PERF_PRECISION_OBJECT_TIMER` | busy time in 100 ns units, with its `PERF_PRECISION_TIMESTAMP` base in the same units | ΔN / ΔBase |
 //!
 //! Durations in 100 ns units are the same whichever clock measured them, so a duration taken
@@ -71,14 +71,7 @@ const NANOS_PER_TICK: i64 = 1_000_000_000 / PERF_FREQUENCY;
 
 /// A duration in ticks of [`perf_counter`] (and so in the 100 ns units `PERF_100NSEC_TIMER`
 /// counters count), saturating.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// assert_eq!(prfdata::clock::ticks(Duration::from_millis(1)), 10_000);
-/// ```
-pub fn ticks(d: Duration) -> i64 {
+pub(crate) fn ticks(d: Duration) -> i64 {
     i64::try_from(d.as_nanos() / 100).unwrap_or(i64::MAX)
 }
 
@@ -126,6 +119,12 @@ pub fn filetime_now() -> i64 {
 mod tests {
     use super::*;
     use std::time::Instant;
+
+    #[test]
+    fn ticks_are_100_ns_and_saturate() {
+        assert_eq!(ticks(Duration::from_millis(1)), 10_000);
+        assert_eq!(ticks(Duration::MAX), i64::MAX);
+    }
 
     /// Regression: the clock once counted nanoseconds in the seconds' 100 ns ticks, running
     /// faster than time.

@@ -76,7 +76,7 @@ impl Width for NoValue {
 #[diagnostic::on_unimplemented(
     message = "a counter of width `{Self}` has no atomic value to update",
     label = "text and no-data counters have no atomic value",
-    note = "set a text counter with `set_text` / `set_global_text`; a `NoData` counter has no value"
+    note = "set a text counter with `prf.text().set`; a `NoData` counter has no value"
 )]
 pub trait AtomicWidth: Width {
     /// `AtomicI32` or `AtomicI64`.
@@ -257,7 +257,7 @@ counter_types! {
 }
 
 /// The width of a text counter: `N` UTF-16 code units (the terminating NUL included), set with
-/// [`PrfData::set_text`](crate::PrfData::set_text).
+/// [`TextCtrs::set`](crate::TextCtrs::set).
 #[derive(Debug)]
 pub enum Utf16<const N: u32> {}
 impl<const N: u32> sealed::Sealed for Utf16<N> {}
@@ -266,7 +266,7 @@ impl<const N: u32> Width for Utf16<N> {
 }
 
 /// A text counter type ([`Text16`], [`Text32`], [`Text64`], [`Text128`]), set with
-/// [`PrfData::set_text`](crate::PrfData::set_text).
+/// [`TextCtrs::set`](crate::TextCtrs::set).
 pub trait TextType: CounterType {}
 
 macro_rules! text_types {

@@ -130,6 +130,7 @@ mod on_demand;
 mod prfdata;
 mod shard;
 mod sys;
+mod text;
 mod write_lock;
 
 pub use crate::prfdata::{CtrsGuard, Instance, InstanceId, InstanceSpec, PrfData};
@@ -138,3 +139,4 @@ pub use error::Error;
 pub use optex::{Optex, OptexGuard};
 pub use process::ProcessId;
 pub use shard::ShardedCtr;
+pub use text::TextCtrs;

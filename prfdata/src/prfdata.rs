@@ -18,6 +18,7 @@ use crate::map::{data_offset, CtrId, Global, Instanced, Object, PerfDataMap, Sco
 use crate::on_demand::Server;
 use crate::optex::{Optex, OptexGuard};
 use crate::shard::{ShardHost, ShardedCtr};
+use crate::text::TextCtrs;
 use crate::watch::waiter::Host as WatchHost;
 use crate::watch::WatchEvent;
 use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
@@ -96,7 +97,7 @@ pub struct PrfData<M: PerfDataMap> {
     /// The shard slots this handle's threads own ([`PrfData::sharded`]). Declared before
     /// `block`: released before the block is unmapped.
     shards: ShardHost,
-    block: BlockFile,
+    pub(crate) block: BlockFile,
     /// The objects and counters added at run time (feature `install`).
     #[cfg(feature = "install")]
     pub(crate) dynamic: crate::dynamic::Shared,
@@ -160,10 +161,6 @@ impl<O: Object> InstanceId<O> {
     }
 
     /// The instance's slot in its object's table (stable while the instance lives).
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData`]; the first instance of an object takes slot 0.
     pub fn slot(&self) -> u32 {
         self.slot
     }
@@ -397,7 +394,7 @@ impl<'n> InstanceSpec<'n> {
 /// from (and other handles on the same block) for anything, counters, text, instances, even a
 /// nested `lock_ctrs`: those calls run inside this guard's lock and write section, and the
 /// section ends when this guard (the outermost one) is dropped. Text is set through the guard
-/// with [`CtrsGuard::set_text`] / [`CtrsGuard::set_global_text`], or through the handle.
+/// with [`CtrsGuard::set_text`], or through [`PrfData::text`].
 ///
 /// # Examples
 ///
@@ -412,10 +409,10 @@ impl<'n> InstanceSpec<'n> {
 /// let prf = m::PrfData::activate_in(dir.path())?;
 /// {
 ///     let whole = prf.lock_ctrs();
-///     whole.set_global_text(m::STATE, "draining");
+///     whole.set_text(m::STATE, (), "draining");
 ///     prf.get_ctr32(m::CHANGES, ()).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 /// }
-/// assert_eq!(prf.global_text(m::STATE), "draining");
+/// assert_eq!(prf.text().get(m::STATE, ()), "draining");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[must_use = "the block unlocks as soon as the guard is dropped"]
@@ -434,16 +431,12 @@ struct Hold<'a> {
 
 impl<M: PerfDataMap> CtrsGuard<'_, M> {
     /// Whether taking the lock recovered it from a process that died holding it.
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData::lock_ctrs`].
     pub fn owner_died(&self) -> bool {
         self.hold.as_ref().is_some_and(|h| h.lock.owner_died())
     }
 
-    /// [`PrfData::set_text`] inside this guard's write section: collectors see the text change
-    /// together with the rest of the update.
+    /// Sets the text counter `ctr` at `at` inside this guard's write section, as
+    /// [`TextCtrs::set`]: collectors see the text change together with the rest of the update.
     ///
     /// # Examples
     ///
@@ -462,28 +455,15 @@ impl<M: PerfDataMap> CtrsGuard<'_, M> {
     ///     whole.set_text(m::USER, tty, "bob");
     ///     prf.get_ctr32(m::LOGINS, tty).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     /// }
-    /// assert_eq!(prf.text(m::USER, tty), "bob");
+    /// assert_eq!(prf.text().get(m::USER, tty), "bob");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn set_text<T, O>(&self, ctr: CtrId<T, O>, inst: InstanceId<O>, text: &str)
+    pub fn set_text<T, O>(&self, ctr: CtrId<T, O>, at: <O::Scope as Scope>::At<O>, text: &str)
     where
         T: TextType,
-        O: Object<Map = M, Scope = Instanced>,
+        O: Object<Map = M>,
     {
-        self.prf.set_text(ctr, inst, text);
-    }
-
-    /// [`PrfData::set_global_text`] inside this guard's write section.
-    ///
-    /// # Examples
-    ///
-    /// See [`CtrsGuard`].
-    pub fn set_global_text<T, O>(&self, ctr: CtrId<T, O>, text: &str)
-    where
-        T: TextType,
-        O: Object<Map = M, Scope = Global>,
-    {
-        self.prf.set_global_text(ctr, text);
+        self.prf.text().set(ctr, at, text);
     }
 }
 
@@ -531,10 +511,6 @@ impl<M: PerfDataMap> PrfData<M> {
     /// Activation also removes the temporary files (`.<app>.<pid>.<n>.tmp`) that activations
     /// killed half-way left in the folder: those whose creator is gone (no process has its pid,
     /// and its `flock` is free).
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData`].
     pub fn activate() -> Result<Self, Error> {
         Self::activate_impl(None)
     }
@@ -756,10 +732,6 @@ impl<M: PerfDataMap> PrfData<M> {
     /// [`PrfData::watch_events`]) starts the waiter (see [`watch`](crate::watch)). A counter
     /// without a name offset (a base) or beyond offset 1022 is never watched; so is every
     /// counter when the watch table cannot be used (logged once, at the first call).
-    ///
-    /// # Examples
-    ///
-    /// See [`WatchTable`](crate::watch::WatchTable).
     #[inline]
     pub fn is_watched<T, O>(&self, ctr: CtrId<T, O>) -> bool
     where
@@ -856,10 +828,6 @@ impl<M: PerfDataMap> PrfData<M> {
     }
 
     /// The block's file.
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData`]: `prf.path()` is `$PRFDATA_SHM_DIR/<app>.blk`.
     pub fn path(&self) -> &Path {
         self.block.path()
     }
@@ -940,12 +908,13 @@ impl<M: PerfDataMap> PrfData<M> {
         }
     }
 
-    /// A handle on the sharded counter `ctr` of an object without instances, for this thread:
-    /// [`ShardedCtr::add`] is a relaxed load and store of the thread's own cache-line slot, no
-    /// locked instruction (see [`ShardedCtr`] and the `shard` module docs for slots, their
-    /// owners across processes and the fallback when every slot is taken). Readers see the
-    /// sum. The first call of a thread claims its slot (a compare-and-swap); take the handle
-    /// once per thread, outside the hot loop.
+    /// A handle on the sharded counter `ctr` at `at` (`()` for an object without instances,
+    /// else the instance's id), for this thread: [`ShardedCtr::add`] is a relaxed load and store
+    /// of the thread's own cache-line slot, no locked instruction (see [`ShardedCtr`] and the
+    /// `shard` module docs for slots, their owners across processes and the fallback when every
+    /// slot is taken). Readers see the sum. The first call of a thread claims its slot (a
+    /// compare-and-swap; the slot is the object's, for every instance); take the handle once per
+    /// thread, outside the hot loop.
     ///
     /// On a 64-bit counter that is not sharded (`sharded: true` in the map), the handle adds
     /// to the counter with `fetch_add`, as [`get_ctr64`](PrfData::get_ctr64) would.
@@ -956,42 +925,23 @@ impl<M: PerfDataMap> PrfData<M> {
     /// prfdata::prfdata_map! { pub mod m { app: "ShardedDoc",
     ///   object SERVER { name: "Server", help: name, counters {
     ///     REQUESTS: BulkCount { name: "Requests/sec", help: name, sharded: true },
-    ///   } } } }
-    /// # let dir = tempfile::tempdir()?;
-    /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// let requests = prf.sharded(m::REQUESTS);
-    /// requests.add(1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn sharded<T, O>(&self, ctr: CtrId<T, O>) -> ShardedCtr<'_>
-    where
-        T: CounterType<Width = Large>,
-        O: Object<Map = M, Scope = Global>,
-    {
-        self.sharded_at::<O>(const { data_offset::<O>() }, ctr.index(), ctr.offset())
-    }
-
-    /// A handle on the sharded counter `ctr` of instance `inst`, for this thread: as
-    /// [`sharded`](PrfData::sharded). The thread's slot is the object's, for every instance.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// prfdata::prfdata_map! { pub mod m { app: "ShardedOfDoc",
+    ///   } }
     ///   object CONN { name: "Connection", help: name, instances: { max: 8, name_len: 16 },
     ///     counters { BYTES: BulkCount { name: "Bytes/sec", help: name, sharded: true } } } } }
     /// # let dir = tempfile::tempdir()?;
     /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// let conn = prf.add_instance_guarded(m::CONN, "c1")?;
-    /// prf.sharded_of(m::BYTES, *conn).add(4096);
+    /// let requests = prf.sharded(m::REQUESTS, ());
+    /// requests.add(1);
+    /// let conn = prf.add_instance(m::CONN, "c1")?;
+    /// prf.sharded(m::BYTES, conn).add(4096);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn sharded_of<T, O>(&self, ctr: CtrId<T, O>, inst: InstanceId<O>) -> ShardedCtr<'_>
+    pub fn sharded<T, O>(&self, ctr: CtrId<T, O>, at: <O::Scope as Scope>::At<O>) -> ShardedCtr<'_>
     where
         T: CounterType<Width = Large>,
-        O: Object<Map = M, Scope = Instanced>,
+        O: Object<Map = M>,
     {
-        self.sharded_at::<O>(inst.block_offset, ctr.index(), ctr.offset())
+        self.sharded_at::<O>(O::Scope::__block_of::<O>(at), ctr.index(), ctr.offset())
     }
 
     /// The handle on counter `index` (at `offset` in its block) of the counter block at `block`
@@ -1131,10 +1081,11 @@ impl<M: PerfDataMap> PrfData<M> {
         unsafe { W::__at(self.block.raw.base().add(off)) }
     }
 
-    /// Sets the `PERF_ELAPSED_TIME` counter `ctr` of instance `inst` to the start time `start`
-    /// (a FILETIME, [`clock::filetime`]): monitors show the seconds since then, against the
-    /// object's clock, as they do for NT's Process "Elapsed Time". Pass `SystemTime::now()` when
-    /// the instance starts now.
+    /// Sets the `PERF_ELAPSED_TIME` counter `ctr` at `at` (`()` for an object without
+    /// instances, else the instance's id) to the start time `start` (a FILETIME,
+    /// [`clock::filetime`]): monitors show the seconds since then, against the object's clock, as
+    /// they do for NT's Process "Elapsed Time". A service's uptime is
+    /// `set_elapsed_start(UPTIME, (), SystemTime::now())` once, when it starts.
     ///
     /// # Examples
     ///
@@ -1159,162 +1110,32 @@ impl<M: PerfDataMap> PrfData<M> {
     pub fn set_elapsed_start<O>(
         &self,
         ctr: CtrId<ElapsedTime, O>,
-        inst: InstanceId<O>,
+        at: <O::Scope as Scope>::At<O>,
         start: SystemTime,
     ) where
-        O: Object<Map = M, Scope = Instanced>,
+        O: Object<Map = M>,
     {
-        self.get_ctr64(ctr, inst)
+        self.get_ctr64(ctr, at)
             .store(clock::filetime(start), Ordering::Relaxed);
     }
 
-    /// Sets the `PERF_ELAPSED_TIME` counter `ctr` of an object without instances to the start
-    /// time `start`: see [`PrfData::set_elapsed_start`]. A service's uptime is
-    /// `set_global_elapsed_start(UPTIME, SystemTime::now())` once, when it starts.
+    /// The handle that sets and reads text counters ([`TextCtrs`]).
     ///
     /// # Examples
     ///
     /// ```
-    /// use std::time::SystemTime;
-    /// prfdata::prfdata_map! { pub mod m { app: "UptimeDoc",
-    ///   object SERVICE = 0 { name: "Service", help: "s", detail: Novice, default: none,
-    ///     instances: none, costly: false, counters {
-    ///     UPTIME = 2: ElapsedTime { name: "Uptime", help: "Seconds since the service started.", detail: Novice, scale: 0 },
+    /// prfdata::prfdata_map! { pub mod m { app: "TextHandleDoc",
+    ///   object SERVER { name: "Server", help: name, counters {
+    ///     STATE: Text16 { name: "State", help: "What it does." },
     ///   } } } }
     /// # let dir = tempfile::tempdir()?;
     /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// prf.set_global_elapsed_start(m::UPTIME, SystemTime::now());
-    /// let n = prf.get_ctr64(m::UPTIME, ()).load(std::sync::atomic::Ordering::Relaxed);
-    /// assert!(n <= prfdata::clock::filetime_now());
+    /// prf.text().set(m::STATE, (), "serving");
+    /// assert_eq!(prf.text().get(m::STATE, ()), "serving");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn set_global_elapsed_start<O>(&self, ctr: CtrId<ElapsedTime, O>, start: SystemTime)
-    where
-        O: Object<Map = M, Scope = Global>,
-    {
-        self.get_ctr64(ctr, ())
-            .store(clock::filetime(start), Ordering::Relaxed);
-    }
-
-    /// Sets the text counter `ctr` of instance `inst` (`PERF_COUNTER_TEXT`). Text longer than
-    /// the counter's room (its type's size, less the NUL) is cut at a character boundary.
-    ///
-    /// The text is written inside a write section of the block, as under
-    /// [`lock_ctrs`](PrfData::lock_ctrs), so collectors see the old text or the new, never a mix.
-    /// Called by a thread that holds [`lock_ctrs`](PrfData::lock_ctrs), it writes inside that
-    /// guard's section (see [`CtrsGuard::set_text`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// prfdata::prfdata_map! { pub mod m { app: "TextDoc",
-    ///   object SESSION = 0 { name: "Session", help: "s", detail: Novice, default: none,
-    ///     instances: { max: 4, name_len: 16 }, costly: false, counters {
-    ///     USER = 2: Text16 { name: "User", help: "Who is logged in.", detail: Novice, scale: 0 },
-    ///   } } } }
-    /// # let dir = tempfile::tempdir()?;
-    /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// let s = prf.add_instance(m::SESSION, "tty1")?;
-    /// prf.set_text(m::USER, s, "alice");
-    /// assert_eq!(prf.text(m::USER, s), "alice");
-    /// prf.set_text(m::USER, s, "a name much longer than fifteen units");
-    /// assert_eq!(prf.text(m::USER, s), "a name much lon");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn set_text<T, O>(&self, ctr: CtrId<T, O>, inst: InstanceId<O>, text: &str)
-    where
-        T: TextType,
-        O: Object<Map = M, Scope = Instanced>,
-    {
-        self.write_text(inst.block_offset + ctr.offset(), T::TEXT_LEN, text);
-    }
-
-    /// Sets the text counter `ctr` of an object without instances: see [`PrfData::set_text`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// prfdata::prfdata_map! { pub mod m { app: "GlobalTextDoc",
-    ///   object SERVER = 0 { name: "Server", help: "s", detail: Novice, default: none,
-    ///     instances: none, costly: false, counters {
-    ///     VERSION = 2: Text32 { name: "Version", help: "The build.", detail: Novice, scale: 0 },
-    ///   } } } }
-    /// # let dir = tempfile::tempdir()?;
-    /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// prf.set_global_text(m::VERSION, "1.4.2 (ünïcode)");
-    /// assert_eq!(prf.global_text(m::VERSION), "1.4.2 (ünïcode)");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn set_global_text<T, O>(&self, ctr: CtrId<T, O>, text: &str)
-    where
-        T: TextType,
-        O: Object<Map = M, Scope = Global>,
-    {
-        self.write_text(
-            const { data_offset::<O>() } + ctr.offset(),
-            T::TEXT_LEN,
-            text,
-        );
-    }
-
-    /// The current text of a text counter of instance `inst`.
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData::set_text`].
-    pub fn text<T, O>(&self, ctr: CtrId<T, O>, inst: InstanceId<O>) -> String
-    where
-        T: TextType,
-        O: Object<Map = M, Scope = Instanced>,
-    {
-        self.read_text(inst.block_offset + ctr.offset(), T::TEXT_LEN)
-    }
-
-    /// The current text of a text counter of an object without instances.
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData::set_global_text`].
-    pub fn global_text<T, O>(&self, ctr: CtrId<T, O>) -> String
-    where
-        T: TextType,
-        O: Object<Map = M, Scope = Global>,
-    {
-        self.read_text(const { data_offset::<O>() } + ctr.offset(), T::TEXT_LEN)
-    }
-
-    fn write_text(&self, off: usize, units: u32, text: &str) {
-        let room = units.saturating_sub(1) as usize; // the last unit stays NUL
-        let mut encoded: Vec<u16> = Vec::with_capacity(room);
-        for c in text.chars() {
-            let mut buf = [0u16; 2];
-            let part = c.encode_utf16(&mut buf);
-            if encoded.len() + part.len() > room {
-                break;
-            }
-            encoded.extend_from_slice(part);
-        }
-        let lock = self.lock_layout();
-        let _section = lock.section(self.seq());
-        for i in 0..units as usize {
-            let unit = encoded.get(i).copied().unwrap_or(0);
-            // SAFETY: the text counter's `units` u16s lie inside its counter block (its size,
-            // 2 × units, came from `M` with the offset), 2-aligned (text values are 8-aligned).
-            unsafe { self.block.raw.u16_at(off + 2 * i) }.store(unit, Ordering::Relaxed);
-        }
-    }
-
-    fn read_text(&self, off: usize, units: u32) -> String {
-        let mut out = Vec::with_capacity(units as usize);
-        for i in 0..units as usize {
-            // SAFETY: as in `write_text`.
-            let unit = unsafe { self.block.raw.u16_at(off + 2 * i) }.load(Ordering::Relaxed);
-            if unit == 0 {
-                break;
-            }
-            out.push(unit);
-        }
-        String::from_utf16_lossy(&out)
+    pub fn text(&self) -> TextCtrs<'_, M> {
+        TextCtrs { prf: self }
     }
 
     /// Adds a named instance to `obj` (CPrfData's `AddInstance(obj, name)`).
@@ -1327,10 +1148,6 @@ impl<M: PerfDataMap> PrfData<M> {
     /// [`Error::BadUniqueId`] (a negative unique id, from [`PrfData::add_instance_with`]);
     /// [`Error::Corrupt`] if the object's instance table was written outside prfdata (nothing
     /// is added).
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData`].
     pub fn add_instance<O>(&self, obj: O, name: &str) -> Result<InstanceId<O>, Error>
     where
         O: Object<Map = M, Scope = Instanced>,
@@ -2085,7 +1902,7 @@ impl<M: PerfDataMap> PrfData<M> {
         }
     }
 
-    fn seq(&self) -> &AtomicU64 {
+    pub(crate) fn seq(&self) -> &AtomicU64 {
         // SAFETY: the sequence is an 8-aligned u64 of the header, inside the mapping.
         unsafe { self.block.raw.u64_at(layout::SEQ_OFFSET) }
     }
@@ -2096,7 +1913,7 @@ impl<M: PerfDataMap> PrfData<M> {
 
     /// Takes the optex for a layout change, repairing what a dead owner left; or finds it held
     /// by this thread's [`CtrsGuard`], whose write section the change then joins.
-    fn lock_layout(&self) -> Acquisition<'_> {
+    pub(crate) fn lock_layout(&self) -> Acquisition<'_> {
         if held_here(self.block.key()) {
             return Acquisition::Reentered;
         }

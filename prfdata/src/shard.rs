@@ -15,9 +15,9 @@
 //! ```
 //!
 //! Slots belong to the object, for every instance: a thread claims one the first time it asks
-//! for a handle of one of the object's sharded counters ([`PrfData::sharded`] /
-//! [`PrfData::sharded_of`]), by a compare-and-swap of a free owner word to its process's tag
-//! (pid in the low half, the low half of the process's start time in the high half), across
+//! for a handle of one of the object's sharded counters ([`PrfData::sharded`]), by a
+//! compare-and-swap of a free owner word to its process's tag (pid in the low half, the low half
+//! of the process's start time in the high half), across
 //! every process attached to the block. The slot is kept in a `thread_local` (per block and
 //! object) until the thread exits; then its owner word is freed and its values stay in the
 //! lines: the next owner continues from them (a slot is never zeroed while its instance lives).
@@ -31,7 +31,6 @@
 //! thread writes: no `lock` prefix, no line shared with another writer.
 //!
 //! [`PrfData::sharded`]: crate::PrfData::sharded
-//! [`PrfData::sharded_of`]: crate::PrfData::sharded_of
 
 use core::marker::PhantomData;
 use std::cell::RefCell;
@@ -43,9 +42,8 @@ use crate::process::{start_tag, ProcessId};
 
 /// A handle on a sharded counter for the thread that made it: [`add`](ShardedCtr::add) is a
 /// relaxed load and store of the thread's own slot (or a `fetch_add` on the counter when every
-/// slot is taken). Made by [`PrfData::sharded`](crate::PrfData::sharded) or
-/// [`PrfData::sharded_of`](crate::PrfData::sharded_of); it is neither `Send` nor `Sync` (the slot
-/// is its thread's): take one per thread, outside the hot loop.
+/// slot is taken). Made by [`PrfData::sharded`](crate::PrfData::sharded); it is neither `Send`
+/// nor `Sync` (the slot is its thread's): take one per thread, outside the hot loop.
 ///
 /// # Examples
 ///
@@ -59,7 +57,7 @@ use crate::process::{start_tag, ProcessId};
 /// std::thread::scope(|s| {
 ///     for _ in 0..4 {
 ///         s.spawn(|| {
-///             let bytes = prf.sharded(m::BYTES); // this thread's slot
+///             let bytes = prf.sharded(m::BYTES, ()); // this thread's slot
 ///             for _ in 0..1000 {
 ///                 bytes.add(1500);
 ///             }
@@ -104,10 +102,6 @@ impl<'a> ShardedCtr<'a> {
     }
 
     /// Adds `n` to the counter (wrapping, as a 64-bit counter does).
-    ///
-    /// # Examples
-    ///
-    /// See [`ShardedCtr`].
     #[inline]
     pub fn add(&self, n: i64) {
         let tagged = self.tagged;
@@ -140,7 +134,7 @@ impl<'a> ShardedCtr<'a> {
     ///   } } } }
     /// # let dir = tempfile::tempdir()?;
     /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// assert!(prf.sharded(m::BYTES).slot().is_some());
+    /// assert!(prf.sharded(m::BYTES, ()).slot().is_some());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn slot(&self) -> Option<u32> {

@@ -92,7 +92,7 @@ fn writes_what_a_copy_per_instance_writes() {
     for i in 0..5 {
         let inst = prf.add_instance(cb::FIXED, &format!("f{i}")).unwrap();
         prf.get_ctr64(cb::N, inst).store(7 * i, Relaxed);
-        prf.set_text(cb::LABEL, inst, &format!("label {i}"));
+        prf.text().set(cb::LABEL, inst, &format!("label {i}"));
     }
     let reader = BlockReader::open_path("CopyBlocksTest", prf.path()).unwrap();
     for k in 0..2 {

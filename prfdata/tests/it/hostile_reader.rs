@@ -44,7 +44,7 @@ fn published(dir: &Path) -> hm::PrfData {
     let prf = hm::PrfData::activate_in(dir).unwrap();
     prf.add_instance(hm::ITEM, "first").unwrap();
     prf.add_instance(hm::ITEM, "second").unwrap();
-    prf.set_global_text(hm::NOTE, "note");
+    prf.text().set(hm::NOTE, (), "note");
     prf
 }
 

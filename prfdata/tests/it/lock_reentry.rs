@@ -87,13 +87,13 @@ fn set_text_inside_lock_ctrs_runs_inside_its_section() {
         let s = prf.add_instance(SESSION, "tty1").unwrap();
         {
             let _whole = prf.lock_ctrs();
-            prf.set_text(reentry::USER, s, "alice");
-            prf.set_global_text(reentry::STATE, "draining");
+            prf.text().set(reentry::USER, s, "alice");
+            prf.text().set(reentry::STATE, (), "draining");
             assert_eq!(seq(prf.path()) % 2, 1, "still inside the guard's section");
         }
         assert_eq!(seq(prf.path()) % 2, 0, "the section ended with the guard");
-        assert_eq!(prf.text(reentry::USER, s), "alice");
-        assert_eq!(prf.global_text(reentry::STATE), "draining");
+        assert_eq!(prf.text().get(reentry::USER, s), "alice");
+        assert_eq!(prf.text().get(reentry::STATE, ()), "draining");
     });
 }
 
@@ -104,11 +104,11 @@ fn text_set_through_the_guard() {
         let s = prf.add_instance(SESSION, "tty1").unwrap();
         let whole = prf.lock_ctrs();
         whole.set_text(reentry::USER, s, "bob");
-        whole.set_global_text(reentry::STATE, "serving");
+        whole.set_text(reentry::STATE, (), "serving");
         prf.get_ctr32(reentry::CHANGES, ()).fetch_add(1, Relaxed);
         drop(whole);
-        assert_eq!(prf.text(reentry::USER, s), "bob");
-        assert_eq!(prf.global_text(reentry::STATE), "serving");
+        assert_eq!(prf.text().get(reentry::USER, s), "bob");
+        assert_eq!(prf.text().get(reentry::STATE, ()), "serving");
     });
 }
 
@@ -193,7 +193,7 @@ fn a_second_handle_on_the_same_block_in_the_same_thread_reenters_too() {
         let attached = PrfData::attach_in(dir.path()).unwrap();
         let whole = owner.lock_ctrs();
         let s = attached.add_instance(SESSION, "via attach").unwrap();
-        attached.set_text(reentry::USER, s, "carol");
+        attached.text().set(reentry::USER, s, "carol");
         let nested = attached.lock_ctrs();
         drop(nested);
         attached.remove_instance(s).unwrap();
@@ -213,7 +213,7 @@ fn another_thread_waits_for_the_guard_and_then_proceeds() {
             let prf = std::sync::Arc::clone(&prf);
             std::thread::spawn(move || {
                 let s = prf.add_instance(SESSION, "later").unwrap();
-                prf.set_text(reentry::USER, s, "dave");
+                prf.text().set(reentry::USER, s, "dave");
                 tx.send(()).unwrap();
             })
         };

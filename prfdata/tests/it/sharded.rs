@@ -102,12 +102,12 @@ fn readers_see_the_sum_of_the_slots_and_the_counter() {
     let prf = PrfData::activate_in(dir.path()).unwrap();
     let reader = BlockReader::open_path(APP, prf.path()).unwrap();
     prf.get_ctr64(PLAIN, ()).fetch_add(1000, Relaxed);
-    let hits = prf.sharded(HITS);
+    let hits = prf.sharded(HITS, ());
     assert!(hits.slot().is_some(), "a free block has slots");
     hits.add(5);
     prf.get_ctr64(HITS, ()).fetch_add(7, Relaxed); // the counter's own word still counts
     std::thread::scope(|s| {
-        s.spawn(|| prf.sharded(HITS).add(30));
+        s.spawn(|| prf.sharded(HITS, ()).add(30));
     });
     assert_eq!(
         global_hits(&reader),
@@ -117,9 +117,9 @@ fn readers_see_the_sum_of_the_slots_and_the_counter() {
 
     // An instance: its value, its copied block, `_Total`, and the retired share once removed.
     let c = prf.add_instance(CONN, "c").unwrap();
-    prf.sharded_of(BYTES, c).add(100);
+    prf.sharded(BYTES, c).add(100);
     std::thread::scope(|s| {
-        s.spawn(|| prf.sharded_of(BYTES, c).add(11));
+        s.spawn(|| prf.sharded(BYTES, c).add(11));
     });
     let values = |reader: &BlockReader| {
         reader
@@ -142,7 +142,7 @@ fn readers_see_the_sum_of_the_slots_and_the_counter() {
     );
     let d = prf.add_instance(CONN, "d").unwrap();
     assert_eq!(values(&reader), [0, 111], "a reused slot starts from zero");
-    prf.sharded_of(BYTES, d).add(1);
+    prf.sharded(BYTES, d).add(1);
     assert_eq!(values(&reader), [1, 112]);
 }
 
@@ -159,7 +159,7 @@ fn exited_threads_free_their_slots_and_exhausted_slots_share_the_counter() {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
-                    let hits = prf.sharded(HITS);
+                    let hits = prf.sharded(HITS, ());
                     held.wait(); // every thread holds its handle before any exits
                     for _ in 0..iters {
                         hits.add(1);
@@ -183,7 +183,7 @@ fn exited_threads_free_their_slots_and_exhausted_slots_share_the_counter() {
         let handles: Vec<_> = (0..SHARD_SLOTS)
             .map(|_| {
                 s.spawn(|| {
-                    let hits = prf.sharded(HITS);
+                    let hits = prf.sharded(HITS, ());
                     again.wait();
                     hits.add(1);
                     hits.slot()
@@ -219,7 +219,7 @@ fn shard_worker_entry() {
         std::thread::scope(|s| {
             for _ in 0..threads {
                 s.spawn(|| {
-                    let (hits, bytes) = (prf.sharded(HITS), prf.sharded_of(BYTES, me));
+                    let (hits, bytes) = (prf.sharded(HITS, ()), prf.sharded(BYTES, me));
                     assert!(
                         hits.slot().is_some() && bytes.slot().is_some(),
                         "slots to spare"
@@ -237,7 +237,7 @@ fn shard_worker_entry() {
         std::thread::scope(|s| {
             for _ in 0..SHARD_SLOTS {
                 s.spawn(|| {
-                    let hits = prf.sharded(HITS);
+                    let hits = prf.sharded(HITS, ());
                     assert!(hits.slot().is_some());
                     hits.add(1);
                     taken.wait();
@@ -313,7 +313,7 @@ fn a_killed_process_leaves_its_slots_and_values_to_the_next_owners() {
         let handles: Vec<_> = (0..SHARD_SLOTS)
             .map(|_| {
                 s.spawn(|| {
-                    let hits = prf.sharded(HITS);
+                    let hits = prf.sharded(HITS, ());
                     all.wait();
                     hits.add(10);
                     hits.slot()

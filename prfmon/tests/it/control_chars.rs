@@ -54,7 +54,7 @@ fn app_child() {
         return;
     }
     let prf = ctl::PrfData::activate().expect("the app activates");
-    prf.set_global_text(ctl::LABEL, HOSTILE);
+    prf.text().set(ctl::LABEL, (), HOSTILE);
     let worker = prf
         .add_instance(ctl::WORKER, &format!("w{HOSTILE}"))
         .expect("the instance");

@@ -48,7 +48,7 @@ fn app_child() {
     }
     let prf = et::PrfData::activate().expect("the app activates");
     let started = SystemTime::now();
-    prf.set_global_elapsed_start(et::UPTIME, started);
+    prf.set_elapsed_start(et::UPTIME, (), started);
     let job = prf
         .add_instance_with(et::JOB, InstanceSpec::named("nightly"))
         .unwrap();

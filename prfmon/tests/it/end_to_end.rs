@@ -86,7 +86,7 @@ fn app_child() {
     prf.get_ctr64(e2e::BYTES, ()).store(1 << 40, Relaxed);
     prf.get_ctr32(e2e::HIT, ()).store(3, Relaxed);
     prf.get_ctr32(e2e::HIT_BASE, ()).store(4, Relaxed);
-    prf.set_global_text(e2e::VERSION, "1.2.3-é");
+    prf.text().set(e2e::VERSION, (), "1.2.3-é");
     let pool = prf.add_instance(e2e::POOL, "pool").unwrap();
     prf.get_ctr32(e2e::SIZE, pool).store(2, Relaxed);
     for (name, sent) in [("alice", 100), ("bob", 200), ("bob", 300)] {

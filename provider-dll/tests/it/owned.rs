@@ -172,10 +172,10 @@ fn a_sharded_counter_is_collected_as_the_sum_of_its_slots() {
     let prf = app_o::PrfData::activate().unwrap();
     let a = prf.add_instance(app_o::POOL, "a").unwrap();
     let b = prf.add_instance(app_o::POOL, "b").unwrap();
-    prf.sharded_of(app_o::BYTES, a).add(100);
+    prf.sharded(app_o::BYTES, a).add(100);
     std::thread::scope(|s| {
-        s.spawn(|| prf.sharded_of(app_o::BYTES, a).add(20));
-        s.spawn(|| prf.sharded_of(app_o::BYTES, b).add(5));
+        s.spawn(|| prf.sharded(app_o::BYTES, a).add(20));
+        s.spawn(|| prf.sharded(app_o::BYTES, b).add(5));
     });
     prf.get_ctr64(app_o::BYTES, a).fetch_add(3, Relaxed);
     let p = Provider::load();
