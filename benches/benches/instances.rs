@@ -38,7 +38,8 @@ fn shm_dir() -> PathBuf {
 /// Adds instances named `conn N` until `live` are live.
 fn fill(prf: &bench_map::PrfData, live: usize) {
     for i in prf
-        .instances(bench_map::CONNECTION)
+        .instances()
+        .list(bench_map::CONNECTION)
         .expect("list the connections")
         .len()..live
     {
@@ -67,7 +68,8 @@ fn instances(c: &mut Criterion) {
     group.bench_function("add_remove_at_100k", |b| b.iter(|| add_remove(&prf)));
     group.finish();
     assert_eq!(
-        prf.instances(bench_map::CONNECTION)
+        prf.instances()
+            .list(bench_map::CONNECTION)
             .expect("list the connections")
             .len(),
         100_000

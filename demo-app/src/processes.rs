@@ -35,7 +35,10 @@ pub fn worker(lifetime: Duration) -> Result<(), String> {
     };
     let name = format!("pid-{}", std::process::id());
     let me = prf
-        .add_process_instance(demo::PROCESS, &name)
+        .add_instance(
+            demo::PROCESS,
+            prfdata::InstanceSpec::named(&name).process_owned(),
+        )
         .map_err(|e| e.to_string())?;
     let stop = Arc::new(AtomicBool::new(false));
     {

@@ -77,70 +77,13 @@ pub fn run(
     duration: Option<Duration>,
     stop: Arc<AtomicBool>,
 ) -> Result<u64, prfdata::Error> {
-    let prf = PrfData::activate()?;
-    // PERF_ELAPSED_TIME holds the start time as a FILETIME; monitors show the seconds since.
-    prf.set_elapsed_start(demo::UPTIME, (), SystemTime::now());
-    // Computed only when a monitor asks (the Windows 95 stat servers' PSTF_FUNCPTR).
-    prf.on_demand(demo::OPEN_FILES, || {
-        std::fs::read_dir("/proc/self/fd").map_or(-1, |fds| fds.count() as i32)
-    })?;
-    let shared = Arc::new(Shared {
-        prf,
-        queue: Queue::default(),
-        stop: AtomicBool::new(false),
-        cache: Mutex::new(HashMap::new()),
-    });
-    let pools: Vec<InstanceId<demo::POOL>> = POOLS
-        .iter()
-        .map(|name| shared.prf.add_instance(demo::POOL, name))
-        .collect::<Result<_, _>>()?;
-
-    // The Windows 95 stat-server interface: a stat that is expensive to maintain is kept only while
-    // someone watches it.
-    shared.prf.on_watch(|event| {
-        if event.is_for(demo::CACHE_SCANNED) {
-            if event.is_start() {
-                eprintln!(
-                    "demo-app: a monitor watches \"Cache entries scanned\": scanning the cache"
-                );
-            } else {
-                eprintln!(
-                    "demo-app: nobody watches \"Cache entries scanned\": cache scans stopped"
-                );
-            }
-        }
-    });
+    let (shared, pools) = open()?;
     let producer = {
         let shared = Arc::clone(&shared);
         std::thread::spawn(move || produce(&shared))
     };
     let hired = AtomicU32::new(0);
-    let hire = |pool_index: usize| -> Result<Worker, prfdata::Error> {
-        let n = hired.fetch_add(1, Relaxed) + 1;
-        let name = format!("{}-{n}", POOLS[pool_index]);
-        let pool = pools[pool_index];
-        let inst = shared
-            .prf
-            .add_child_instance(demo::WORKER, InstanceSpec::named(&name), pool)?;
-        shared
-            .prf
-            .get_ctr32(demo::POOL_WORKERS, pool)
-            .fetch_add(1, Relaxed);
-        let retire = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (shared, retire) = (Arc::clone(&shared), Arc::clone(&retire));
-            std::thread::spawn(move || {
-                work(&shared, inst, &retire, pool_index);
-                shared
-                    .prf
-                    .get_ctr32(demo::POOL_WORKERS, pool)
-                    .fetch_sub(1, Relaxed);
-                let _ = shared.prf.remove_instance(inst);
-            })
-        };
-        Ok(Worker { retire, thread })
-    };
-
+    let hire = |pool: usize| hire(&shared, pools[pool], pool, hired.fetch_add(1, Relaxed) + 1);
     let mut staff: Vec<(usize, Worker)> = Vec::new();
     for i in 0..workers.max(1) {
         let pool = i % POOLS.len();
@@ -177,6 +120,74 @@ pub fn run(
     }
     let done = shared.prf.get_ctr32(demo::JOBS_PER_SEC, ()).load(Relaxed) as u32;
     Ok(u64::from(done))
+}
+
+/// Activates the block, sets the uptime, registers the on-demand and watched counters, and adds
+/// the pools.
+fn open() -> Result<(Arc<Shared>, Vec<InstanceId<demo::POOL>>), prfdata::Error> {
+    let prf = PrfData::activate()?;
+    // PERF_ELAPSED_TIME holds the start time as a FILETIME; monitors show the seconds since.
+    prf.set_elapsed_start(demo::UPTIME, (), SystemTime::now());
+    // Computed only when a monitor asks (the Windows 95 stat servers' PSTF_FUNCPTR).
+    prf.on_demand(demo::OPEN_FILES, || {
+        std::fs::read_dir("/proc/self/fd").map_or(-1, |fds| fds.count() as i32)
+    })?;
+    let pools = POOLS
+        .iter()
+        .map(|name| prf.add_instance(demo::POOL, name))
+        .collect::<Result<_, _>>()?;
+    // The Windows 95 stat-server interface: a stat that is expensive to maintain is kept only while
+    // someone watches it.
+    prf.on_watch(|event| {
+        if event.is_for(demo::CACHE_SCANNED) {
+            if event.is_start() {
+                eprintln!(
+                    "demo-app: a monitor watches \"Cache entries scanned\": scanning the cache"
+                );
+            } else {
+                eprintln!(
+                    "demo-app: nobody watches \"Cache entries scanned\": cache scans stopped"
+                );
+            }
+        }
+    });
+    let shared = Arc::new(Shared {
+        prf,
+        queue: Queue::default(),
+        stop: AtomicBool::new(false),
+        cache: Mutex::new(HashMap::new()),
+    });
+    Ok((shared, pools))
+}
+
+/// Adds worker `n` of pool `pool_index` (instance `pool`) and starts its thread.
+fn hire(
+    shared: &Arc<Shared>,
+    pool: InstanceId<demo::POOL>,
+    pool_index: usize,
+    n: u32,
+) -> Result<Worker, prfdata::Error> {
+    let name = format!("{}-{n}", POOLS[pool_index]);
+    let inst = shared
+        .prf
+        .add_instance(demo::WORKER, InstanceSpec::named(&name).parent(pool))?;
+    shared
+        .prf
+        .get_ctr32(demo::POOL_WORKERS, pool)
+        .fetch_add(1, Relaxed);
+    let retire = Arc::new(AtomicBool::new(false));
+    let thread = {
+        let (shared, retire) = (Arc::clone(shared), Arc::clone(&retire));
+        std::thread::spawn(move || {
+            work(&shared, inst, &retire, pool_index);
+            shared
+                .prf
+                .get_ctr32(demo::POOL_WORKERS, pool)
+                .fetch_sub(1, Relaxed);
+            let _ = shared.prf.remove_instance(inst);
+        })
+    };
+    Ok(Worker { retire, thread })
 }
 
 /// The producer: every [`PRODUCE_EVERY`] it tops the queue up to a backlog that rises and falls

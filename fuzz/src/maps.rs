@@ -153,10 +153,9 @@ fn demo_block(working: bool) -> Vec<u8> {
         for i in 0..5u32 {
             let pool = pools[(i % 2) as usize];
             let w = prf
-                .add_child_instance(
+                .add_instance(
                     demo::WORKER,
-                    InstanceSpec::named(&format!("worker-{i}")),
-                    pool,
+                    InstanceSpec::named(&format!("worker-{i}")).parent(pool),
                 )
                 .expect("worker");
             prf.get_ctr64(demo::BUSY, w)
@@ -201,8 +200,9 @@ fn rich_block(populated: bool) -> Vec<u8> {
             for e in 0..3 {
                 let name = format!("e{k}{e}");
                 let spec = InstanceSpec::named(&name).unique_id(100 + e);
-                let entry = prf.add_child_instance(ENTRY, spec, *shard).expect("entry");
-                prf.text().set(OWNER, entry, if e == 0 { "alice" } else { "bob ☃" });
+                let entry = prf.add_instance(ENTRY, spec.parent(*shard)).expect("entry");
+                prf.text()
+                    .set(OWNER, entry, if e == 0 { "alice" } else { "bob ☃" });
                 prf.get_ctr32(ENTRY_HITS, entry).store(e, Relaxed);
                 prf.get_ctr32(ENTRY_TRIES, entry).store(3, Relaxed);
             }
@@ -213,7 +213,7 @@ fn rich_block(populated: bool) -> Vec<u8> {
         let host = prf.add_instance(HOST, "h0").expect("host");
         for j in 0..3 {
             let job = prf
-                .add_child_instance(JOB, InstanceSpec::named(&format!("job{j}")), host)
+                .add_instance(JOB, InstanceSpec::named(&format!("job{j}")).parent(host))
                 .expect("job");
             prf.get_ctr64(JOB_DONE, job).store(j.into(), Relaxed);
             prf.get_ctr64(JOB_THREADS, job).store(2, Relaxed);
@@ -221,7 +221,7 @@ fn rich_block(populated: bool) -> Vec<u8> {
             prf.sharded(JOB_BYTES, job).add(1000 * i64::from(j));
             prf.get_ctr64(JOB_BYTES, job).store(7, Relaxed);
             for t in 0..2 {
-                prf.add_child_instance(TASK, InstanceSpec::named(&format!("t{t}")), job)
+                prf.add_instance(TASK, InstanceSpec::named(&format!("t{t}")).parent(job))
                     .expect("task");
             }
         }

@@ -299,7 +299,7 @@ pub enum Error {
     #[error(
         "instance {instance:?} of object {object} still has {children} live child instance(s), \
          among them {child:?} of object {child_object}: remove the children first, or remove \
-         the whole tree with remove_instance_tree"
+         the whole tree with instances().remove_tree"
     )]
     HasChildren {
         /// The parent's object symbol.
@@ -316,7 +316,7 @@ pub enum Error {
     /// The instance is not live (already removed, or from an earlier activation).
     #[error(
         "the instance of object {object} is not live: it was removed already (by \
-         remove_instance, or with its parent by remove_instance_tree); its id is stale, drop it"
+         remove_instance, or with its parent by instances().remove_tree); its id is stale, drop it"
     )]
     UnknownInstance {
         /// The object's symbol.

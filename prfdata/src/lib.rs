@@ -133,9 +133,10 @@ mod sys;
 mod text;
 mod write_lock;
 
-pub use crate::prfdata::{CtrsGuard, Instance, InstanceId, InstanceSpec, PrfData};
+pub use crate::prfdata::{CtrsGuard, InstanceId, InstanceSpec, PrfData};
 pub use block::open::{block_path, shm_dir};
 pub use error::Error;
+pub use instances::{Instance, Instances};
 pub use optex::{Optex, OptexGuard};
 pub use process::ProcessId;
 pub use shard::ShardedCtr;

@@ -13,7 +13,7 @@
 //!
 //! Because the processes that share it are independent programs, one of them may die while it
 //! holds the optex. Every waiter therefore wakes up now and then ([`CHECK_INTERVAL`]) and asks
-//! whether the owner is still running ([`ProcessId::liveness`]); if it is not, the waiter takes
+//! whether the owner is still running ([`ProcessId::is_alive`]); if it is not, the waiter takes
 //! the optex over and its guard says so ([`OptexGuard::owner_died`]), so that it can check and
 //! repair whatever the dead owner was changing.
 //!

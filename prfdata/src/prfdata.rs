@@ -2,7 +2,6 @@
 
 use core::fmt;
 use core::marker::PhantomData;
-use core::ops::Deref;
 use std::path::Path;
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -12,6 +11,7 @@ use crate::block::create::{join_deadline, BlockFile, Joined};
 use crate::clock;
 use crate::counter_type::{AtomicWidth, CounterType, Dword, ElapsedTime, Large, TextType, Width};
 use crate::error::Error;
+use crate::instances::Instances;
 use crate::instances::{Corrupt, NewInstance, SlotRef, Tables};
 use crate::layout;
 use crate::map::{data_offset, CtrId, Global, Instanced, Object, PerfDataMap, Scope, Source};
@@ -143,7 +143,7 @@ unsafe impl<A: Sync> Send for CounterPtr<A> {}
 /// A live instance of object `O`, returned by [`PrfData::add_instance`] (CPrfData's INSTID).
 ///
 /// It is `Copy`: keep it wherever the instance's counters are updated. After
-/// [`PrfData::remove_instance`] (or [`PrfData::remove_instance_tree`] of it or of an ancestor)
+/// [`PrfData::remove_instance`] (or [`Instances::remove_tree`] of it or of an ancestor)
 /// it is stale: removing it again is an error, and its counters belong to whatever instance
 /// takes its slot next.
 pub struct InstanceId<O: Object> {
@@ -154,6 +154,27 @@ pub struct InstanceId<O: Object> {
 }
 
 impl<O: Object> InstanceId<O> {
+    pub(crate) fn new(block_offset: usize, slot: u32, generation: u32) -> Self {
+        InstanceId {
+            block_offset,
+            slot,
+            generation,
+            _object: PhantomData,
+        }
+    }
+
+    pub(crate) fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    pub(crate) fn slot_ref(&self) -> SlotRef {
+        SlotRef {
+            object: O::INDEX as u32,
+            slot: self.slot,
+            generation: self.generation,
+        }
+    }
+
     /// The offset of the instance's counter block.
     #[inline(always)]
     pub(crate) fn block_offset(&self) -> usize {
@@ -189,185 +210,58 @@ impl<O: Object> fmt::Debug for InstanceId<O> {
     }
 }
 
-/// A live instance that is removed when this guard is dropped: the opt-in scoped form of
-/// [`InstanceId`], made by [`PrfData::add_instance_guarded`] or [`PrfData::guard_instance`].
-///
-/// It dereferences to its id, so `*guard` goes wherever an [`InstanceId`] goes
-/// ([`PrfData::get_ctr64`], the parent of
-/// [`PrfData::add_child_instance`], ...). The plain id API stays for instances whose life is not
-/// a scope.
-///
-/// # Dropping
-///
-/// Dropping the guard removes the instance **and every instance below it**
-/// ([`PrfData::remove_instance_tree`]), so an error path never leaves children that name a
-/// parent that is gone, nor an instance monitors would show until the process exits. The ids of
-/// the instances removed with it are stale afterwards (a guard of one of them, dropped later,
-/// finds its instance gone and does nothing: the removal checks the slot's generation, so it
-/// never removes an instance that took the slot since). Drop child guards before their parent's
-/// (declare them after it in the same scope) to remove them one by one.
-///
-/// A removal that fails on drop can only be [`Error::Corrupt`] (the block was written outside
-/// prfdata): it is logged through the [`log`] facade at `warn` level and the instance stays.
-/// To handle the error, call [`Instance::remove`] instead of dropping the guard; to keep the
-/// instance, [`Instance::into_id`].
-///
-/// # Examples
-///
-/// ```
-/// use std::sync::atomic::Ordering::Relaxed;
-/// prfdata::prfdata_map! { pub mod m { app: "InstanceGuardDoc",
-///   object CONN { name: "Connection", help: "One client connection.",
-///     instances: { max: 16, name_len: 32 }, counters {
-///     BYTES: BulkCount { name: "Bytes/sec", help: "Bytes sent." },
-///   } } } }
-/// # let dir = tempfile::tempdir()?;
-/// let prf = m::PrfData::activate_in(dir.path())?;
-/// {
-///     let conn = prf.add_instance_guarded(m::CONN, "10.0.0.7:51234")?;
-///     prf.get_ctr64(m::BYTES, *conn).fetch_add(1500, Relaxed);
-///     assert_eq!(prf.instance_name(*conn).as_deref(), Some("10.0.0.7:51234"));
-/// } // the connection's instance is removed here
-/// assert!(prf.instances(m::CONN)?.is_empty());
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[must_use = "dropping the guard removes the instance at once"]
-pub struct Instance<'a, O: Object<Scope = Instanced>> {
-    prf: &'a PrfData<O::Map>,
-    id: InstanceId<O>,
-}
-
-impl<O: Object<Scope = Instanced>> Instance<'_, O> {
-    /// The instance's id (also `*guard`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # prfdata::prfdata_map! { pub mod m { app: "InstanceIdDoc", object W { name: "W",
-    /// #   help: name, instances: { max: 2, name_len: 8 }, counters {
-    /// #   C: RawCount { name: "C", help: name } } } } }
-    /// # let dir = tempfile::tempdir()?;
-    /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// let w = prf.add_instance_guarded(m::W, "w")?;
-    /// assert_eq!(w.id(), *w);
-    /// assert_eq!(w.id().slot(), 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn id(&self) -> InstanceId<O> {
-        self.id
-    }
-
-    /// Removes the instance and every instance below it now, as dropping the guard does, but
-    /// returns the outcome: how many instances were removed.
-    ///
-    /// # Errors
-    ///
-    /// As [`PrfData::remove_instance_tree`]: [`Error::UnknownInstance`] if it was removed
-    /// already (with an ancestor), [`Error::Corrupt`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # prfdata::prfdata_map! { pub mod m { app: "InstanceRemoveDoc", object W { name: "W",
-    /// #   help: name, instances: { max: 2, name_len: 8 }, counters {
-    /// #   C: RawCount { name: "C", help: name } } } } }
-    /// # let dir = tempfile::tempdir()?;
-    /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// let w = prf.add_instance_guarded(m::W, "w")?;
-    /// assert_eq!(w.remove()?, 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn remove(self) -> Result<usize, Error> {
-        let (prf, id) = (self.prf, self.into_id());
-        prf.remove_instance_tree(id)
-    }
-
-    /// Gives up the guard and keeps the instance: it lives until removed through its id.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # prfdata::prfdata_map! { pub mod m { app: "InstanceIntoIdDoc", object W { name: "W",
-    /// #   help: name, instances: { max: 2, name_len: 8 }, counters {
-    /// #   C: RawCount { name: "C", help: name } } } } }
-    /// # let dir = tempfile::tempdir()?;
-    /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// let w = prf.add_instance_guarded(m::W, "w")?.into_id();
-    /// assert_eq!(prf.instances(m::W)?, [w]);
-    /// prf.remove_instance(w)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn into_id(self) -> InstanceId<O> {
-        let id = self.id;
-        // Nothing to release but the removal `Drop` would do.
-        core::mem::forget(self);
-        id
-    }
-}
-
-impl<O: Object<Scope = Instanced>> Deref for Instance<'_, O> {
-    type Target = InstanceId<O>;
-
-    fn deref(&self) -> &InstanceId<O> {
-        &self.id
-    }
-}
-
-impl<O: Object<Scope = Instanced>> Drop for Instance<'_, O> {
-    fn drop(&mut self) {
-        match self.prf.remove_instance_tree(self.id) {
-            Ok(_) => {}
-            // Removed already, with an ancestor whose guard was dropped first: nothing to do.
-            Err(Error::UnknownInstance { .. }) => {
-                log::debug!("{:?}: removed already, with an ancestor", self.id)
-            }
-            Err(e) => log::warn!(
-                "cannot remove {:?} when its guard is dropped; it stays in the block: {e}",
-                self.id
-            ),
-        }
-    }
-}
-
-impl<O: Object<Scope = Instanced>> fmt::Debug for Instance<'_, O> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Instance").field(&self.id).finish()
-    }
-}
-
-/// How to name a new instance: by name, by unique id, with or without a parent.
+/// How to add an instance: its name, and optionally a unique id, a parent and an owner process.
+/// A `&str` (or `&String`) is the spec of an instance with only a name.
 ///
 /// # Examples
 ///
 /// ```
 /// use prfdata::InstanceSpec;
-/// let spec = InstanceSpec::named("worker 3").unique_id(3);
-/// assert_eq!(spec.name, "worker 3");
-/// assert_eq!(spec.unique_id, Some(3));
+/// prfdata::prfdata_map! { pub mod m { app: "InstanceSpecDoc",
+///   object POOL { name: "Pool", help: name, instances: { max: 4, name_len: 16 },
+///     counters { SIZE: RawCount { name: "Size", help: name } } }
+///   object WORKER { name: "Worker", help: name, instances: { max: 8, name_len: 16 },
+///     counters { DONE: CounterCounter { name: "Done", help: name } } } } }
+/// # let dir = tempfile::tempdir()?;
+/// let prf = m::PrfData::activate_in(dir.path())?;
+/// let pool = prf.add_instance(m::POOL, "pool A")?;
+/// let spec = InstanceSpec::named("worker 3").unique_id(3).parent(pool);
+/// assert_eq!((spec.name, spec.unique_id), ("worker 3", Some(3)));
+/// let w = prf.add_instance(m::WORKER, spec)?;
+/// assert_eq!(prf.instances().name(w).as_deref(), Some("worker 3"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Copy, Debug)]
-pub struct InstanceSpec<'n> {
+pub struct InstanceSpec<'n, M: PerfDataMap> {
     /// The instance name (may be empty when a unique id identifies it).
     pub name: &'n str,
     /// An id monitors use instead of the name (perflib's `UniqueID`), or `None` (written to the
     /// block as `PERF_NO_UNIQUE_ID`). A unique id is 0 or more:
-    /// [`add_instance_with`](PrfData::add_instance_with) refuses a negative one
-    /// ([`Error::BadUniqueId`]).
+    /// [`add_instance`](PrfData::add_instance) refuses a negative one ([`Error::BadUniqueId`]).
     pub unique_id: Option<i32>,
+    parent: Option<SlotRef>,
+    owned: bool,
+    _map: PhantomData<fn() -> M>,
 }
 
-impl<'n> InstanceSpec<'n> {
+impl<'n, M: PerfDataMap> InstanceSpec<'n, M> {
     /// An instance identified by its name.
     ///
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(prfdata::InstanceSpec::named("a").unique_id, None);
+    /// prfdata::prfdata_map! { pub mod m { app: "NamedDoc",
+    ///   object W { name: "W", help: name, instances: { max: 2, name_len: 8 },
+    ///     counters { C: RawCount { name: "C", help: name } } } } }
+    /// let spec: prfdata::InstanceSpec<'_, m::Map> = prfdata::InstanceSpec::named("a");
+    /// assert_eq!(spec.unique_id, None);
     /// ```
     pub fn named(name: &'n str) -> Self {
         InstanceSpec {
             name,
             unique_id: None,
+            parent: None,
+            owned: false,
+            _map: PhantomData,
         }
     }
 
@@ -376,13 +270,119 @@ impl<'n> InstanceSpec<'n> {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(prfdata::InstanceSpec::named("").unique_id(7).unique_id, Some(7));
+    /// # prfdata::prfdata_map! { pub mod m { app: "UniqueIdDoc",
+    /// #   object W { name: "W", help: name, instances: { max: 2, name_len: 8 },
+    /// #   counters { C: RawCount { name: "C", help: name } } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let w = prf.add_instance(m::W, prfdata::InstanceSpec::named("").unique_id(42))?;
+    /// assert_eq!(prf.instances().name(w).as_deref(), Some(""));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn unique_id(self, id: i32) -> Self {
         InstanceSpec {
             unique_id: Some(id),
             ..self
         }
+    }
+
+    /// The same, below `parent`, a live instance of object `P` (CPrfData's
+    /// `AddInstance(obj, name, parentObj, parentInst)`). Monitors show the child as
+    /// `parent/child`, and a provider asked for the child's object alone returns `P` too, so
+    /// that the link always resolves. While the child lives, the parent cannot be removed on its
+    /// own ([`PrfData::remove_instance`] refuses); [`Instances::remove_tree`] removes both.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata::InstanceSpec;
+    /// prfdata::prfdata_map! { pub mod m { app: "ParentDoc",
+    ///   object POOL { name: "Pool", help: name, instances: { max: 4, name_len: 16 },
+    ///     counters { SIZE: RawCount { name: "Size", help: name } } }
+    ///   object WORKER { name: "Worker", help: name, instances: { max: 8, name_len: 16 },
+    ///     counters { DONE: CounterCounter { name: "Done", help: name } } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let pool = prf.add_instance(m::POOL, "pool A")?;
+    /// let worker = prf.add_instance(m::WORKER, InstanceSpec::named("w1").parent(pool))?;
+    /// prf.remove_instance(worker)?;
+    /// prf.remove_instance(pool)?; // no children left
+    /// let err = prf.add_instance(m::WORKER, InstanceSpec::named("w2").parent(pool)).unwrap_err();
+    /// assert!(matches!(err, prfdata::Error::UnknownParent { .. }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn parent<P>(self, parent: InstanceId<P>) -> Self
+    where
+        P: Object<Map = M, Scope = Instanced>,
+    {
+        InstanceSpec {
+            parent: Some(parent.slot_ref()),
+            ..self
+        }
+    }
+
+    /// The same, owned by the calling process: when this process dies (a `SIGKILL` included),
+    /// readers stop showing the instance and count its values into the object's retired share,
+    /// and the next writer of the block (any process that adds or removes an instance)
+    /// reclaims its slot, folding its `sum` counters (counts, timers: see
+    /// [`map::Aggregate`](crate::map::Aggregate)) into the object's retired accumulator, so the
+    /// object's `_Total` never goes backwards. The owner is the
+    /// [`ProcessId`](crate::ProcessId) (pid and start time): a pid reused by another process
+    /// does not keep the instance alive. For worker processes that
+    /// [`attach`](PrfData::attach) to the block; put it under an [`Instance`](crate::Instance)
+    /// guard ([`Instances::guard`]) to remove it on an orderly exit too.
+    ///
+    /// Reclaiming an instance removes the instances below it (its children) with it, owned or
+    /// not, as [`Instances::remove_tree`] does. Readers hide a dead owner's instance at once (a
+    /// child of it then shows no parent) and count its `sum` counters in the object's `_Total`
+    /// until a writer reclaims it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::Ordering::Relaxed;
+    /// prfdata::prfdata_map! { pub mod m { app: "OwnedDoc",
+    ///   object WORKER { name: "Worker", help: name, instances: { max: 8, name_len: 16 },
+    ///     total: true, counters {
+    ///     DONE: CounterCounter { name: "Done", help: name },
+    ///     QUEUE: RawCount { name: "Queue", help: name, aggregate: max },
+    ///   } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let spec = prfdata::InstanceSpec::named("worker 1").process_owned();
+    /// let me = prf.add_instance(m::WORKER, spec)?;
+    /// prf.get_ctr32(m::DONE, me).fetch_add(5, Relaxed);
+    /// prf.remove_instance(me)?; // its 5 stay in the object's retired accumulator
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn process_owned(self) -> Self {
+        InstanceSpec {
+            owned: true,
+            ..self
+        }
+    }
+}
+
+impl<'n, M: PerfDataMap, S: AsRef<str> + ?Sized> From<&'n S> for InstanceSpec<'n, M> {
+    fn from(name: &'n S) -> Self {
+        InstanceSpec::named(name.as_ref())
+    }
+}
+
+impl<M: PerfDataMap> Clone for InstanceSpec<'_, M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<M: PerfDataMap> Copy for InstanceSpec<'_, M> {}
+impl<M: PerfDataMap> fmt::Debug for InstanceSpec<'_, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InstanceSpec")
+            .field("name", &self.name)
+            .field("unique_id", &self.unique_id)
+            .field("parent", &self.parent.is_some())
+            .field("owned", &self.owned)
+            .finish()
     }
 }
 
@@ -836,8 +836,9 @@ impl<M: PerfDataMap> PrfData<M> {
     /// offset the map fixed at compile time.
     ///
     /// `at` is `()` for a counter of an object without instances and the instance's
-    /// [`InstanceId`] otherwise (an [`Instance`] guard gives it with `*guard`). A 64-bit counter,
-    /// a text counter, a counter of another map, or an `at` of the wrong scope does not compile.
+    /// [`InstanceId`] otherwise (an [`Instance`](crate::Instance) guard gives it with `*guard`).
+    /// A 64-bit counter, a text counter, a counter of another map, or an `at` of the wrong scope
+    /// does not compile.
     ///
     /// # Examples
     ///
@@ -1138,141 +1139,66 @@ impl<M: PerfDataMap> PrfData<M> {
         TextCtrs { prf: self }
     }
 
-    /// Adds a named instance to `obj` (CPrfData's `AddInstance(obj, name)`).
+    /// Adds an instance to `obj` (CPrfData's `AddInstance`): named by `spec`, a name or an
+    /// [`InstanceSpec`] (a unique id, a parent, an owner process).
     ///
     /// Names are Unicode and need not be unique (as in perflib).
     ///
     /// # Errors
     ///
     /// [`Error::ObjectFull`], [`Error::NameTooLong`], [`Error::NameHasNul`],
-    /// [`Error::BadUniqueId`] (a negative unique id, from [`PrfData::add_instance_with`]);
-    /// [`Error::Corrupt`] if the object's instance table was written outside prfdata (nothing
-    /// is added).
-    pub fn add_instance<O>(&self, obj: O, name: &str) -> Result<InstanceId<O>, Error>
-    where
-        O: Object<Map = M, Scope = Instanced>,
-    {
-        self.add_instance_with(obj, InstanceSpec::named(name))
-    }
-
-    /// Adds an instance described by `spec` (a name and/or a unique id).
-    ///
-    /// # Errors
-    ///
-    /// As [`PrfData::add_instance`].
+    /// [`Error::BadUniqueId`] (a negative unique id), [`Error::UnknownParent`] (a parent that is
+    /// not live); [`Error::Corrupt`] if the object's instance table was written outside prfdata
+    /// (nothing is added).
     ///
     /// # Examples
     ///
     /// ```
-    /// # prfdata::prfdata_map! { pub mod m { app: "DocApp",
-    /// #   object POOL = 0 { name: "Pool", help: "p", detail: Novice, default: none,
-    /// #     instances: { max: 4, name_len: 16 }, costly: false, counters {
-    /// #     SIZE = 2: RawCount { name: "Size", help: "s", detail: Novice, scale: 0 }, } }
-    /// #   object WORKER = 4 { name: "Worker", help: "w", detail: Novice, default: none,
-    /// #     instances: { max: 8, name_len: 16 }, costly: false, counters {
-    /// #     DONE = 6: CounterCounter { name: "Done", help: "d", detail: Novice, scale: 0 }, } }
-    /// #   object TOTAL = 8 { name: "Total", help: "t", detail: Novice, default: none,
-    /// #     instances: none, costly: false, counters {
-    /// #     LATENCY = 10: AverageTimer { name: "Latency", help: "l", detail: Novice, scale: 0 },
-    /// #     LATENCY_BASE: AverageBase, } } } }
-    /// # use m::*;
-    /// # use prfdata::InstanceSpec;
-    /// # use std::sync::atomic::Ordering::Relaxed;
+    /// prfdata::prfdata_map! { pub mod m { app: "AddInstanceDoc",
+    ///   object W { name: "W", help: name, instances: { max: 1, name_len: 8 },
+    ///     counters { C: RawCount { name: "C", help: name } } } } }
     /// # let dir = tempfile::tempdir()?;
-    /// # let prf = m::PrfData::activate_in(dir.path())?;
-    /// let w = prf.add_instance_with(WORKER, InstanceSpec::named("").unique_id(42))?;
-    /// assert_eq!(prf.instance_name(w).as_deref(), Some(""));
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// prf.add_instance(m::W, "w1")?;
+    /// let full = prf.add_instance(m::W, "w2").unwrap_err();
+    /// assert!(matches!(full, prfdata::Error::ObjectFull { max: 1, .. }));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn add_instance_with<O>(
+    pub fn add_instance<'n, O>(
         &self,
         obj: O,
-        spec: InstanceSpec<'_>,
+        spec: impl Into<InstanceSpec<'n, M>>,
     ) -> Result<InstanceId<O>, Error>
     where
         O: Object<Map = M, Scope = Instanced>,
     {
-        self.add(obj, spec, None, None)
+        let spec = spec.into();
+        let owner = spec.owned.then(crate::ProcessId::current);
+        self.add(obj, spec, spec.parent, owner)
     }
 
-    /// Adds an instance owned by the calling process: when this process dies (a `SIGKILL`
-    /// included), readers stop showing the instance and count its values into the object's
-    /// retired share, and the next writer of the block (any process that adds or removes an
-    /// instance) reclaims its slot, folding its `sum` counters (counts, timers: see
-    /// [`map::Aggregate`](crate::map::Aggregate)) into the object's retired accumulator, so
-    /// the object's `_Total` never goes backwards. The owner is the
-    /// [`ProcessId`](crate::ProcessId) (pid and start time): a pid reused by another process
-    /// does not keep the instance alive. For worker processes that
-    /// [`attach`](PrfData::attach) to the block; put it under an [`Instance`] guard with
-    /// [`PrfData::guard_instance`] to remove it on an orderly exit too.
-    ///
-    /// Reclaiming an instance removes the instances below it (its children) with it, owned or
-    /// not, as [`PrfData::remove_instance_tree`] does. Readers hide a dead owner's instance at
-    /// once (a child of it then shows no parent) and count its `sum` counters in the object's
-    /// `_Total` until a writer reclaims it.
-    ///
-    /// # Errors
-    ///
-    /// As [`PrfData::add_instance`].
+    /// The handle on the instances beyond adding and removing one ([`Instances`]): list, name,
+    /// remove a subtree, reclaim dead owners' instances, guard.
     ///
     /// # Examples
     ///
     /// ```
-    /// use std::sync::atomic::Ordering::Relaxed;
-    /// prfdata::prfdata_map! { pub mod m { app: "OwnedDoc",
-    ///   object WORKER { name: "Worker", help: name, instances: { max: 8, name_len: 16 },
-    ///     total: true, counters {
-    ///     DONE: CounterCounter { name: "Done", help: name },
-    ///     QUEUE: RawCount { name: "Queue", help: name, aggregate: max },
-    ///   } } } }
+    /// prfdata::prfdata_map! { pub mod m { app: "InstancesHandleDoc",
+    ///   object W { name: "W", help: name, instances: { max: 2, name_len: 8 },
+    ///     counters { C: RawCount { name: "C", help: name } } } } }
     /// # let dir = tempfile::tempdir()?;
     /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// let me = prf.add_process_instance(m::WORKER, "worker 1")?;
-    /// prf.get_ctr32(m::DONE, me).fetch_add(5, Relaxed);
-    /// prf.remove_instance(me)?; // its 5 stay in the object's retired accumulator
+    /// let w = prf.add_instance(m::W, "w")?;
+    /// assert_eq!(prf.instances().list(m::W)?, [w]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn add_process_instance<O>(&self, obj: O, name: &str) -> Result<InstanceId<O>, Error>
-    where
-        O: Object<Map = M, Scope = Instanced>,
-    {
-        self.add(
-            obj,
-            InstanceSpec::named(name),
-            None,
-            Some(crate::ProcessId::current()),
-        )
+    pub fn instances(&self) -> Instances<'_, M> {
+        Instances { prf: self }
     }
 
-    /// Reclaims the instances whose owner process died ([`PrfData::add_process_instance`]):
-    /// their `sum` counters are folded into their objects' retired accumulators and their slots
-    /// freed. Adding and removing instances does it too; call this from a supervisor that adds
-    /// nothing for a while. Returns how many instances were reclaimed.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Corrupt`] if the block's instance tables were written outside prfdata.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// prfdata::prfdata_map! { pub mod m { app: "ReclaimDoc",
-    ///   object WORKER { name: "Worker", help: name, instances: { max: 8, name_len: 16 },
-    ///     counters { DONE: CounterCounter { name: "Done", help: name } } } } }
-    /// # let dir = tempfile::tempdir()?;
-    /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// prf.add_process_instance(m::WORKER, "me")?;
-    /// assert_eq!(prf.reclaim_dead()?, 0, "we are alive");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn reclaim_dead(&self) -> Result<usize, Error> {
-        let lock = self.lock_layout();
-        self.reclaim_locked(&lock)
-    }
-
-    /// [`PrfData::reclaim_dead`] holding the optex: a write section only if some instance is
+    /// [`Instances::reclaim_dead`] holding the optex: a write section only if some instance is
     /// owned by a process.
-    fn reclaim_locked(&self, lock: &Acquisition<'_>) -> Result<usize, Error> {
+    pub(crate) fn reclaim_locked(&self, lock: &Acquisition<'_>) -> Result<usize, Error> {
         let tables = self.tables();
         if !tables.has_owned() {
             return Ok(0);
@@ -1284,141 +1210,10 @@ impl<M: PerfDataMap> PrfData<M> {
             .map_err(|c| self.corrupt(c))
     }
 
-    /// Adds an instance of `obj` whose parent is `parent`, an instance of object `P`
-    /// (CPrfData's `AddInstance(obj, name, parentObj, parentInst)`). Monitors show it as
-    /// `parent/child`, and a provider asked for `obj` alone returns `P` too, so that the link
-    /// always resolves.
-    ///
-    /// While the child lives, the parent cannot be removed on its own
-    /// ([`PrfData::remove_instance`] refuses); [`PrfData::remove_instance_tree`] removes both.
-    ///
-    /// # Errors
-    ///
-    /// As [`PrfData::add_instance`], and [`Error::UnknownParent`] if `parent` is not live.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # prfdata::prfdata_map! { pub mod m { app: "DocApp",
-    /// #   object POOL = 0 { name: "Pool", help: "p", detail: Novice, default: none,
-    /// #     instances: { max: 4, name_len: 16 }, costly: false, counters {
-    /// #     SIZE = 2: RawCount { name: "Size", help: "s", detail: Novice, scale: 0 }, } }
-    /// #   object WORKER = 4 { name: "Worker", help: "w", detail: Novice, default: none,
-    /// #     instances: { max: 8, name_len: 16 }, costly: false, counters {
-    /// #     DONE = 6: CounterCounter { name: "Done", help: "d", detail: Novice, scale: 0 }, } }
-    /// #   object TOTAL = 8 { name: "Total", help: "t", detail: Novice, default: none,
-    /// #     instances: none, costly: false, counters {
-    /// #     LATENCY = 10: AverageTimer { name: "Latency", help: "l", detail: Novice, scale: 0 },
-    /// #     LATENCY_BASE: AverageBase, } } } }
-    /// # use m::*;
-    /// # use prfdata::InstanceSpec;
-    /// # use std::sync::atomic::Ordering::Relaxed;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let prf = m::PrfData::activate_in(dir.path())?;
-    /// let pool = prf.add_instance(POOL, "pool A")?;
-    /// let worker = prf.add_child_instance(WORKER, InstanceSpec::named("w1"), pool)?;
-    /// prf.remove_instance(worker)?;
-    /// prf.remove_instance(pool)?; // no children left
-    /// let err = prf.add_child_instance(WORKER, InstanceSpec::named("w2"), pool).unwrap_err();
-    /// assert!(matches!(err, prfdata::Error::UnknownParent { .. }));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn add_child_instance<O, P>(
-        &self,
-        obj: O,
-        spec: InstanceSpec<'_>,
-        parent: InstanceId<P>,
-    ) -> Result<InstanceId<O>, Error>
-    where
-        O: Object<Map = M, Scope = Instanced>,
-        P: Object<Map = M, Scope = Instanced>,
-    {
-        self.add(
-            obj,
-            spec,
-            Some(SlotRef {
-                object: P::INDEX as u32,
-                slot: parent.slot,
-                generation: parent.generation,
-            }),
-            None,
-        )
-    }
-
-    /// [`PrfData::add_instance`], returning an [`Instance`] guard that removes the instance
-    /// (and any below it) when dropped, for instances that live in a scope: a connection, a
-    /// job, a worker thread.
-    ///
-    /// # Errors
-    ///
-    /// As [`PrfData::add_instance`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::atomic::Ordering::Relaxed;
-    /// prfdata::prfdata_map! { pub mod m { app: "GuardedDoc",
-    ///   object JOB { name: "Job", help: "One running job.",
-    ///     instances: { max: 8, name_len: 16 }, counters {
-    ///     STEPS: RawCount { name: "Steps", help: "Steps done." },
-    ///   } } } }
-    /// # let dir = tempfile::tempdir()?;
-    /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// fn run(prf: &m::PrfData) -> Result<(), Box<dyn std::error::Error>> {
-    ///     let job = prf.add_instance_guarded(m::JOB, "nightly")?;
-    ///     prf.get_ctr32(m::STEPS, *job).fetch_add(1, Relaxed);
-    ///     Err("step 2 failed")? // the job's instance is removed on the way out
-    /// }
-    /// assert!(run(&prf).is_err());
-    /// assert!(prf.instances(m::JOB)?.is_empty());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn add_instance_guarded<O>(&self, obj: O, name: &str) -> Result<Instance<'_, O>, Error>
-    where
-        O: Object<Map = M, Scope = Instanced>,
-    {
-        Ok(self.guard_instance(self.add_instance(obj, name)?))
-    }
-
-    /// Puts a live instance under an [`Instance`] guard: it is removed (with any instance below
-    /// it) when the guard is dropped. For instances added with a unique id or a parent
-    /// ([`add_instance_with`](PrfData::add_instance_with),
-    /// [`add_child_instance`](PrfData::add_child_instance)).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use prfdata::InstanceSpec;
-    /// prfdata::prfdata_map! { pub mod m { app: "GuardInstanceDoc",
-    ///   object POOL { name: "Pool", help: name, instances: { max: 2, name_len: 8 },
-    ///     counters { SIZE: RawCount { name: "Size", help: name } } }
-    ///   object WORKER { name: "Worker", help: name, instances: { max: 8, name_len: 8 },
-    ///     counters { JOBS: RawCount { name: "Jobs", help: name } } } } }
-    /// # let dir = tempfile::tempdir()?;
-    /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// let pool = prf.add_instance_guarded(m::POOL, "pool A")?;
-    /// {
-    ///     let spec = InstanceSpec::named("w1").unique_id(1);
-    ///     let _w1 = prf.guard_instance(prf.add_child_instance(m::WORKER, spec, *pool)?);
-    ///     assert_eq!(prf.instances(m::WORKER)?.len(), 1);
-    /// }
-    /// assert!(prf.instances(m::WORKER)?.is_empty());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn guard_instance<O>(&self, inst: InstanceId<O>) -> Instance<'_, O>
-    where
-        O: Object<Map = M, Scope = Instanced>,
-    {
-        Instance {
-            prf: self,
-            id: inst,
-        }
-    }
-
     fn add<O>(
         &self,
         _obj: O,
-        spec: InstanceSpec<'_>,
+        spec: InstanceSpec<'_, M>,
         parent: Option<SlotRef>,
         owner: Option<crate::ProcessId>,
     ) -> Result<InstanceId<O>, Error>
@@ -1473,19 +1268,14 @@ impl<M: PerfDataMap> PrfData<M> {
                 object: def.symbol,
                 max,
             })?;
-        Ok(InstanceId {
-            block_offset: table.block_offset(slot),
-            slot,
-            generation,
-            _object: PhantomData,
-        })
+        Ok(InstanceId::new(table.block_offset(slot), slot, generation))
     }
 
     /// Removes an instance (CPrfData's `RemoveInstance`). Its slot is reused by a later add.
     ///
     /// An instance that is still the parent of live instances is not removed: its children
     /// would name a parent that is gone. Remove them first, or remove the whole subtree with
-    /// [`PrfData::remove_instance_tree`]. The check is O(1) (each instance counts its live
+    /// [`Instances::remove_tree`]. The check is O(1) (each instance counts its live
     /// children).
     ///
     /// # Errors
@@ -1509,7 +1299,7 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # let dir = tempfile::tempdir()?;
     /// # let prf = m::PrfData::activate_in(dir.path())?;
     /// let pool = prf.add_instance(POOL, "pool A")?;
-    /// let worker = prf.add_child_instance(WORKER, InstanceSpec::named("w1"), pool)?;
+    /// let worker = prf.add_instance(WORKER, InstanceSpec::named("w1").parent(pool))?;
     /// match prf.remove_instance(pool) {
     ///     Err(prfdata::Error::HasChildren { child_object, child, .. }) => {
     ///         assert_eq!((child_object, child.as_str()), ("WORKER", "w1"));
@@ -1535,75 +1325,13 @@ impl<M: PerfDataMap> PrfData<M> {
         }
         let children = table.children(inst.slot).load(Ordering::Relaxed);
         if children > 0 {
-            return Err(self.has_children(&tables, Self::slot_ref(inst), children));
+            return Err(self.has_children(&tables, inst.slot_ref(), children));
         }
         let _section = lock.section(self.seq());
         tables
             .remove(&table, inst.slot, inst.generation)
             .map_err(|c| self.corrupt(c))?;
         Ok(())
-    }
-
-    /// Removes an instance and every instance below it (its children, their children, ...), in
-    /// one write section: collectors see the whole tree or none of it. Returns how many
-    /// instances were removed (`inst` included). Their ids are all stale afterwards.
-    ///
-    /// O(live instances of the block) when `inst` has children, O(1) otherwise.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::UnknownInstance`] if `inst` was removed already; [`Error::Corrupt`] if the
-    /// block's instance tables were written outside prfdata (the instances found before the
-    /// damage are removed).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # prfdata::prfdata_map! { pub mod m { app: "DocApp",
-    /// #   object POOL = 0 { name: "Pool", help: "p", detail: Novice, default: none,
-    /// #     instances: { max: 4, name_len: 16 }, costly: false, counters {
-    /// #     SIZE = 2: RawCount { name: "Size", help: "s", detail: Novice, scale: 0 }, } }
-    /// #   object WORKER = 4 { name: "Worker", help: "w", detail: Novice, default: none,
-    /// #     instances: { max: 8, name_len: 16 }, costly: false, counters {
-    /// #     DONE = 6: CounterCounter { name: "Done", help: "d", detail: Novice, scale: 0 }, } } } }
-    /// # use m::*;
-    /// # use prfdata::InstanceSpec;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let prf = m::PrfData::activate_in(dir.path())?;
-    /// let pool = prf.add_instance(POOL, "pool A")?;
-    /// let w1 = prf.add_child_instance(WORKER, InstanceSpec::named("w1"), pool)?;
-    /// prf.add_child_instance(WORKER, InstanceSpec::named("w2"), pool)?;
-    /// assert_eq!(prf.remove_instance_tree(pool)?, 3);
-    /// assert!(prf.instances(WORKER)?.is_empty());
-    /// assert!(prf.remove_instance(w1).is_err(), "removed with its parent");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn remove_instance_tree<O>(&self, inst: InstanceId<O>) -> Result<usize, Error>
-    where
-        O: Object<Map = M, Scope = Instanced>,
-    {
-        let lock = self.lock_layout();
-        let tables = self.tables();
-        if tables.table(O::INDEX).live_generation(inst.slot) != Some(inst.generation) {
-            return Err(Error::UnknownInstance {
-                object: M::DEF.objects[O::INDEX].symbol,
-            });
-        }
-        let order = tables
-            .subtree(Self::slot_ref(inst))
-            .map_err(|c| self.corrupt(c))?;
-        let _section = lock.section(self.seq());
-        let mut removed = 0;
-        for n in &order {
-            let table = tables.table(n.object as usize);
-            if tables
-                .remove(&table, n.slot, n.generation)
-                .map_err(|c| self.corrupt(c))?
-            {
-                removed += 1;
-            }
-        }
-        Ok(removed)
     }
 
     /// The error for removing `parent`, which counts `children` live children, naming one of
@@ -1636,7 +1364,7 @@ impl<M: PerfDataMap> PrfData<M> {
 
     /// The error for a contradiction found in the block's instance tables.
     #[cold]
-    fn corrupt(&self, c: Corrupt) -> Error {
+    pub(crate) fn corrupt(&self, c: Corrupt) -> Error {
         Error::Corrupt {
             path: self.path().to_path_buf(),
             object: c.object,
@@ -1644,104 +1372,6 @@ impl<M: PerfDataMap> PrfData<M> {
             value: c.value,
             reason: c.reason,
         }
-    }
-
-    fn slot_ref<O: Object>(inst: InstanceId<O>) -> SlotRef {
-        SlotRef {
-            object: O::INDEX as u32,
-            slot: inst.slot,
-            generation: inst.generation,
-        }
-    }
-
-    /// The live instances of `obj`, in the order collectors report them.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # prfdata::prfdata_map! { pub mod m { app: "DocApp",
-    /// #   object POOL = 0 { name: "Pool", help: "p", detail: Novice, default: none,
-    /// #     instances: { max: 4, name_len: 16 }, costly: false, counters {
-    /// #     SIZE = 2: RawCount { name: "Size", help: "s", detail: Novice, scale: 0 }, } }
-    /// #   object WORKER = 4 { name: "Worker", help: "w", detail: Novice, default: none,
-    /// #     instances: { max: 8, name_len: 16 }, costly: false, counters {
-    /// #     DONE = 6: CounterCounter { name: "Done", help: "d", detail: Novice, scale: 0 }, } }
-    /// #   object TOTAL = 8 { name: "Total", help: "t", detail: Novice, default: none,
-    /// #     instances: none, costly: false, counters {
-    /// #     LATENCY = 10: AverageTimer { name: "Latency", help: "l", detail: Novice, scale: 0 },
-    /// #     LATENCY_BASE: AverageBase, } } } }
-    /// # use m::*;
-    /// # use prfdata::InstanceSpec;
-    /// # use std::sync::atomic::Ordering::Relaxed;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let prf = m::PrfData::activate_in(dir.path())?;
-    /// prf.add_instance(WORKER, "w1")?;
-    /// prf.add_instance(WORKER, "w2")?;
-    /// let names: Vec<String> =
-    ///     prf.instances(WORKER)?.into_iter().filter_map(|i| prf.instance_name(i)).collect();
-    /// assert_eq!(names, ["w1", "w2"]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Corrupt`] if the object's live list was written outside prfdata.
-    pub fn instances<O>(&self, _obj: O) -> Result<Vec<InstanceId<O>>, Error>
-    where
-        O: Object<Map = M, Scope = Instanced>,
-    {
-        let _lock = self.lock_layout();
-        let table = self.tables().table(O::INDEX);
-        let slots = table.live_slots().map_err(|c| self.corrupt(c))?;
-        Ok(slots
-            .into_iter()
-            .filter_map(|slot| {
-                let generation = table.live_generation(slot)?;
-                Some(InstanceId {
-                    block_offset: table.block_offset(slot),
-                    slot,
-                    generation,
-                    _object: PhantomData,
-                })
-            })
-            .collect())
-    }
-
-    /// The name of a live instance, or `None` if it was removed.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # prfdata::prfdata_map! { pub mod m { app: "DocApp",
-    /// #   object POOL = 0 { name: "Pool", help: "p", detail: Novice, default: none,
-    /// #     instances: { max: 4, name_len: 16 }, costly: false, counters {
-    /// #     SIZE = 2: RawCount { name: "Size", help: "s", detail: Novice, scale: 0 }, } }
-    /// #   object WORKER = 4 { name: "Worker", help: "w", detail: Novice, default: none,
-    /// #     instances: { max: 8, name_len: 16 }, costly: false, counters {
-    /// #     DONE = 6: CounterCounter { name: "Done", help: "d", detail: Novice, scale: 0 }, } }
-    /// #   object TOTAL = 8 { name: "Total", help: "t", detail: Novice, default: none,
-    /// #     instances: none, costly: false, counters {
-    /// #     LATENCY = 10: AverageTimer { name: "Latency", help: "l", detail: Novice, scale: 0 },
-    /// #     LATENCY_BASE: AverageBase, } } } }
-    /// # use m::*;
-    /// # use prfdata::InstanceSpec;
-    /// # use std::sync::atomic::Ordering::Relaxed;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let prf = m::PrfData::activate_in(dir.path())?;
-    /// let w = prf.add_instance(WORKER, "worker 1")?;
-    /// assert_eq!(prf.instance_name(w).as_deref(), Some("worker 1"));
-    /// prf.remove_instance(w)?;
-    /// assert_eq!(prf.instance_name(w), None);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn instance_name<O>(&self, inst: InstanceId<O>) -> Option<String>
-    where
-        O: Object<Map = M, Scope = Instanced>,
-    {
-        let _lock = self.lock_layout();
-        let table = self.tables().table(O::INDEX);
-        (table.live_generation(inst.slot) == Some(inst.generation))
-            .then(|| String::from_utf16_lossy(&table.name(inst.slot)))
     }
 
     /// Locks the block against other writers and makes collectors wait for the update
@@ -1907,7 +1537,7 @@ impl<M: PerfDataMap> PrfData<M> {
         unsafe { self.block.raw.u64_at(layout::SEQ_OFFSET) }
     }
 
-    fn tables(&self) -> Tables<'_> {
+    pub(crate) fn tables(&self) -> Tables<'_> {
         Tables::new(&self.block.raw, M::DEF)
     }
 

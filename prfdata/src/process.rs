@@ -8,7 +8,7 @@
 //! A pid and a start time name a process only in its own pid namespace (a container's processes
 //! have other pids, or none, elsewhere). What the processes of a block need to know about each
 //! other across namespaces, whether one is still there, they tell by the locks each holds on the
-//! block's file (`crate::block::presence`); [`ProcessId::liveness`] is for processes of one
+//! block's file (`crate::block::presence`); [`ProcessId::is_alive`] is for processes of one
 //! namespace.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -24,12 +24,12 @@ use crate::sys;
 /// # Examples
 ///
 /// ```
-/// use prfdata::process::{Liveness, ProcessId};
+/// use prfdata::process::ProcessId;
 ///
 /// let me = ProcessId::current();
 /// assert_eq!(me.pid, std::process::id());
 /// assert_eq!(ProcessId::of(me.pid), Some(me));
-/// assert_eq!(me.liveness(), Liveness::Alive);
+/// assert!(me.is_alive());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ProcessId {
@@ -40,38 +40,13 @@ pub struct ProcessId {
 }
 
 /// Whether the process a [`ProcessId`] names is still running.
-///
-/// # Examples
-///
-/// ```
-/// use prfdata::process::{Liveness, ProcessId};
-///
-/// let reused = ProcessId { start_time: ProcessId::current().start_time + 1, ..ProcessId::current() };
-/// assert_eq!(reused.liveness(), Liveness::Dead);
-/// assert!(!reused.liveness().is_alive());
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Liveness {
+pub(crate) enum Liveness {
     /// A process with that pid is running (or stopped) and it started at that start time.
     Alive,
     /// The process has exited: no process has that pid, it is a zombie, or the pid now belongs
     /// to a process that started at another time.
     Dead,
-}
-
-impl Liveness {
-    /// `true` for [`Liveness::Alive`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use prfdata::process::ProcessId;
-    ///
-    /// assert!(ProcessId::current().liveness().is_alive());
-    /// ```
-    pub fn is_alive(self) -> bool {
-        self == Liveness::Alive
-    }
 }
 
 /// What the system says about a pid, for callers that must not guess (the optex's owner-death
@@ -222,8 +197,8 @@ impl ProcessId {
         }
     }
 
-    /// Whether this process is still running: [`Liveness::Alive`] if a process that is not a
-    /// zombie has `self.pid` and it started at `self.start_time`; [`Liveness::Dead`] otherwise.
+    /// Whether this process is still running: `true` if a process that is not a zombie has
+    /// `self.pid` and it started at `self.start_time`.
     ///
     /// A stopped (`SIGSTOP`) process is alive. So is one that has called `exec` (same pid and
     /// start time).
@@ -231,17 +206,22 @@ impl ProcessId {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::process::{Liveness, ProcessId};
+    /// use prfdata::process::ProcessId;
     ///
     /// let mut child = std::process::Command::new("sleep").arg("30").spawn()?;
     /// let id = ProcessId::of(child.id()).expect("just started");
-    /// assert_eq!(id.liveness(), Liveness::Alive);
+    /// assert!(id.is_alive());
     /// child.kill()?;
     /// child.wait()?;
-    /// assert_eq!(id.liveness(), Liveness::Dead);
+    /// assert!(!id.is_alive());
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn liveness(&self) -> Liveness {
+    pub fn is_alive(&self) -> bool {
+        self.liveness() == Liveness::Alive
+    }
+
+    /// [`ProcessId::is_alive`] as a [`Liveness`].
+    pub(crate) fn liveness(&self) -> Liveness {
         match probe(self.pid) {
             Probe::Running { start_time } if start_time == self.start_time => Liveness::Alive,
             Probe::Running { .. } | Probe::Gone => Liveness::Dead,
@@ -256,6 +236,22 @@ mod tests {
     use super::*;
     use std::process::{Child, Command};
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_pid_reused_by_a_later_process_is_dead() {
+        let reused = ProcessId {
+            start_time: ProcessId::current().start_time + 1,
+            ..ProcessId::current()
+        };
+        assert_eq!(reused.liveness(), Liveness::Dead);
+        assert!(!reused.is_alive());
+    }
+
+    #[test]
+    fn this_process_is_alive() {
+        assert_eq!(ProcessId::current().liveness(), Liveness::Alive);
+        assert!(ProcessId::current().is_alive());
+    }
 
     fn sleeper() -> Child {
         Command::new("sleep")

@@ -3,8 +3,8 @@
 //! both).
 //!
 //! A pool of `--pool` worker processes; each attaches to the block, adds its own instance
-//! (`add_process_instance`), performs `--k` increments of the object's `Jobs` counter, reports
-//! what it completed through its stdout pipe (`done K`) and waits. The parent then ends it:
+//! (`InstanceSpec::process_owned`), performs `--k` increments of the object's `Jobs` counter,
+//! reports what it completed through its stdout pipe (`done K`) and waits. The parent then ends it:
 //! every `--kill-every`-th with `SIGKILL`, the others by closing its stdin, on which it exits
 //! at once. No worker removes its instance: every departure is a death that the block must
 //! notice. The parent starts a replacement, until `--deaths` workers have died.
@@ -130,7 +130,7 @@ fn main() {
 fn worker(dir: &Path, name: &str, k: u64) {
     let prf = PrfData::attach_in(dir).expect("attach to the parent's block");
     let me = prf
-        .add_process_instance(WORKERS, name)
+        .add_instance(WORKERS, prfdata::InstanceSpec::named(name).process_owned())
         .expect("add this worker's instance");
     let jobs = prf.get_ctr64(JOBS, me);
     for _ in 0..k {

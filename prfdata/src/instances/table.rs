@@ -86,7 +86,7 @@ pub(crate) struct NewInstance<'n> {
     pub unique_id: i32,
     /// Its parent, live when the instance is added.
     pub parent: Option<SlotRef>,
-    /// The process that owns it (`add_process_instance`), or `None`.
+    /// The process that owns it (`InstanceSpec::process_owned`), or `None`.
     pub owner: Option<ProcessId>,
 }
 

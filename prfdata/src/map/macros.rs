@@ -83,7 +83,7 @@
 ///   share.
 /// - `aggregate: sum | live | min | max | last`: how `_Total` and departed instances (removed,
 ///   or reclaimed after their owner process died, see
-///   [`PrfData::add_process_instance`](crate::PrfData::add_process_instance)) aggregate the
+///   [`InstanceSpec::process_owned`](crate::InstanceSpec::process_owned)) aggregate the
 ///   counter. `sum` folds a departed instance into the object's retired accumulator (counts and
 ///   timers never go backwards); `live` sums the live instances only (gauges); `min`, `max`,
 ///   `last` take one live value. Left out, the counter's type decides (the table is in

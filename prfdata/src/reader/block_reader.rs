@@ -206,7 +206,7 @@ impl BlockReader {
     /// The processes the block's members table names now: every process of the app attached to
     /// it (its activator and attached workers alike), as claims (a member killed with `SIGKILL`
     /// stays listed until the next process joins or leaves; check each with
-    /// [`ProcessId::liveness`](crate::process::ProcessId::liveness)).
+    /// [`ProcessId::is_alive`](crate::process::ProcessId::is_alive)).
     ///
     /// # Errors
     ///
@@ -216,7 +216,7 @@ impl BlockReader {
     ///
     /// ```no_run
     /// let reader = prfdata::reader::BlockReader::open("App")?;
-    /// let live = reader.members()?.iter().filter(|p| p.liveness().is_alive()).count();
+    /// let live = reader.members()?.iter().filter(|p| p.is_alive()).count();
     /// println!("{live} processes attached");
     /// # Ok::<(), prfdata::reader::ReadError>(())
     /// ```

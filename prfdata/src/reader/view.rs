@@ -508,7 +508,7 @@ impl<'a> BlockView<'a> {
 /// checked against the object's limits.
 ///
 /// The positions it numbers are those of the instances shown: the live list without the
-/// instances whose owner process died ([`PrfData::add_process_instance`](crate::PrfData::add_process_instance);
+/// instances whose owner process died ([`InstanceSpec::process_owned`](crate::InstanceSpec::process_owned);
 /// they are reclaimed by the app's next writer, and until then their values count in the
 /// object's retired share), then, for an object that asks for one, the synthesised `_Total`
 /// instance, last (see [`crate::map::Aggregate`] for how each counter is totalled).

@@ -1,7 +1,7 @@
 //! Indexes in the block are untrusted in the writer too: another process of the same user that
 //! attaches and scribbles on the instance tables (through the file, with `pwrite`) makes the
-//! owner's `add_instance`, `remove_instance`, `remove_instance_tree` and `instances` return
-//! `Error::Corrupt` naming the object and the field, never write outside the block or panic
+//! owner's `add_instance`, `remove_instance`, `instances().remove_tree` and `instances().list`
+//! return `Error::Corrupt` naming the object and the field, never write outside the block or panic
 //! (in release builds too: `cargo test --release -p prfdata --test corrupt_block`).
 //!
 //! Regression: a live count beyond the object's limit made `add_instance` panic on a debug
@@ -122,8 +122,8 @@ fn a_live_count_beyond_the_limit_is_corrupt_not_a_write_past_the_live_list() {
     );
     assert_corrupt(prf.add_instance(ITEMS, "b"), "ITEMS", "live_count", &prf);
     assert_corrupt(prf.remove_instance(a), "ITEMS", "live_count", &prf);
-    assert_corrupt(prf.instances(ITEMS), "ITEMS", "live_count", &prf);
-    assert_corrupt(prf.remove_instance_tree(a), "ITEMS", "live_count", &prf);
+    assert_corrupt(prf.instances().list(ITEMS), "ITEMS", "live_count", &prf);
+    assert_corrupt(prf.instances().remove_tree(a), "ITEMS", "live_count", &prf);
     // Another object's table is untouched and still works.
     let p = prf.add_instance(PARTS, "p").unwrap();
     prf.remove_instance(p).unwrap();
@@ -143,7 +143,7 @@ fn a_free_list_head_naming_a_live_slot_or_no_slot_is_corrupt() {
     );
     assert_corrupt(prf.add_instance(ITEMS, "c"), "ITEMS", "free_head", &prf);
     assert_eq!(
-        prf.instance_name(a).as_deref(),
+        prf.instances().name(a).as_deref(),
         Some("a"),
         "nothing was changed"
     );
@@ -179,7 +179,7 @@ fn a_high_water_mark_below_a_live_slot_or_above_the_limit_is_corrupt() {
         &[(record(ITEMS_INDEX, layout::HIGH_WATER_OFFSET), 0)],
     );
     assert_corrupt(prf.add_instance(ITEMS, "b"), "ITEMS", "high_water", &prf);
-    assert_eq!(prf.instance_name(a).as_deref(), Some("a"));
+    assert_eq!(prf.instances().name(a).as_deref(), Some("a"));
     scribble(
         dir.path(),
         &[(record(ITEMS_INDEX, layout::HIGH_WATER_OFFSET), 65)],
@@ -194,14 +194,24 @@ fn a_live_list_entry_naming_no_slot_or_a_free_one_is_corrupt() {
     let a = prf.add_instance(ITEMS, "a").unwrap();
     let b = prf.add_instance(ITEMS, "b").unwrap();
     scribble(dir.path(), &[(live_entry(ITEMS_INDEX, 1), 0xDEAD_BEEF)]);
-    assert_corrupt(prf.instances(ITEMS), "ITEMS", "live list entry", &prf);
+    assert_corrupt(
+        prf.instances().list(ITEMS),
+        "ITEMS",
+        "live list entry",
+        &prf,
+    );
     assert_corrupt(prf.remove_instance(a), "ITEMS", "live list entry", &prf);
     // A slot that is free (never used): listing it would hand out a dead instance.
     scribble(dir.path(), &[(live_entry(ITEMS_INDEX, 1), 9)]);
-    assert_corrupt(prf.instances(ITEMS), "ITEMS", "live list entry", &prf);
+    assert_corrupt(
+        prf.instances().list(ITEMS),
+        "ITEMS",
+        "live list entry",
+        &prf,
+    );
     // Put back, everything works again.
     scribble(dir.path(), &[(live_entry(ITEMS_INDEX, 1), b.slot())]);
-    assert_eq!(prf.instances(ITEMS).unwrap(), [a, b]);
+    assert_eq!(prf.instances().list(ITEMS).unwrap(), [a, b]);
     prf.remove_instance(a).unwrap();
     prf.remove_instance(b).unwrap();
 }
@@ -222,7 +232,7 @@ fn a_live_position_that_does_not_point_back_is_corrupt() {
         &[(slot_field(ITEMS_INDEX, a.slot(), slot::LIVE_POS), 1)],
     );
     assert_corrupt(prf.remove_instance(a), "ITEMS", "live_pos", &prf);
-    assert_corrupt(prf.instances(ITEMS), "ITEMS", "live_pos", &prf);
+    assert_corrupt(prf.instances().list(ITEMS), "ITEMS", "live_pos", &prf);
 }
 
 #[test]
@@ -231,7 +241,7 @@ fn parent_links_and_children_counts_that_cannot_be_are_corrupt() {
     let prf = PrfData::activate_in(dir.path()).unwrap();
     let item = prf.add_instance(ITEMS, "item").unwrap();
     let part = prf
-        .add_child_instance(PARTS, InstanceSpec::named("part"), item)
+        .add_instance(PARTS, InstanceSpec::named("part").parent(item))
         .unwrap();
     let object_field = slot_field(PARTS_INDEX, part.slot(), slot::PARENT_OBJECT);
     let slot_field_at = slot_field(PARTS_INDEX, part.slot(), slot::PARENT_SLOT);
@@ -271,10 +281,10 @@ fn a_cycle_of_parent_links_ends_a_tree_removal() {
     let prf = PrfData::activate_in(dir.path()).unwrap();
     let item = prf.add_instance(ITEMS, "item").unwrap();
     let p1 = prf
-        .add_child_instance(PARTS, InstanceSpec::named("p1"), item)
+        .add_instance(PARTS, InstanceSpec::named("p1").parent(item))
         .unwrap();
     let p2 = prf
-        .add_child_instance(PARTS, InstanceSpec::named("p2"), item)
+        .add_instance(PARTS, InstanceSpec::named("p2").parent(item))
         .unwrap();
     // p1 names p2 as its parent and p2 names p1: a cycle the writer never makes.
     let link = |of: u32, to: u32| {
@@ -293,9 +303,9 @@ fn a_cycle_of_parent_links_ends_a_tree_removal() {
     writes.push((slot_field(PARTS_INDEX, p2.slot(), slot::CHILDREN), 1));
     scribble(dir.path(), &writes);
     // Terminates, whatever it removes, and leaves a table the writer can go on with.
-    let _ = prf.remove_instance_tree(p1);
-    let _ = prf.remove_instance_tree(item);
-    let _ = prf.instances(PARTS);
+    let _ = prf.instances().remove_tree(p1);
+    let _ = prf.instances().remove_tree(item);
+    let _ = prf.instances().list(PARTS);
 }
 
 /// Records what prfdata logs, for the test below (other tests of this binary log into it too:
@@ -325,7 +335,7 @@ fn a_guard_whose_removal_finds_the_block_corrupt_warns_and_leaves_the_instance()
     });
     let dir = tempfile::tempdir().unwrap();
     let prf = PrfData::activate_in(dir.path()).unwrap();
-    let guard = prf.add_instance_guarded(ITEMS, "a").unwrap();
+    let guard = prf.instances().guard(prf.add_instance(ITEMS, "a").unwrap());
     let a = *guard;
     let count = record(ITEMS_INDEX, layout::LIVE_COUNT_OFFSET);
     scribble(dir.path(), &[(count, 0x0FFF_FFF0)]);
@@ -346,5 +356,5 @@ fn a_guard_whose_removal_finds_the_block_corrupt_warns_and_leaves_the_instance()
     );
     // The instance stays: with the count repaired, it is still live.
     scribble(dir.path(), &[(count, 1)]);
-    assert_eq!(prf.instances(ITEMS).unwrap(), [a]);
+    assert_eq!(prf.instances().list(ITEMS).unwrap(), [a]);
 }

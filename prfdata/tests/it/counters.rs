@@ -19,7 +19,10 @@ fn child_entry() {
         return;
     }
     let prf = PrfData::attach_in(&common::child_dir()).expect("attach to the parent's block");
-    let items = prf.instances(testmap::ITEMS).expect("list the items");
+    let items = prf
+        .instances()
+        .list(testmap::ITEMS)
+        .expect("list the items");
     assert_eq!(items.len(), 2, "the parent added two items");
     std::thread::scope(|s| {
         for t in 0..THREADS {

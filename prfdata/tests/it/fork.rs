@@ -151,9 +151,9 @@ fn instances_in_child() {
     assert_eq!(code, -libc::SIGKILL);
     // The parent recovers the lock from the dead child (the optex checks its owner every
     // 50 ms; the test's bounded wait fails it if it never does).
-    let items = prf.instances(ITEMS).unwrap();
+    let items = prf.instances().list(ITEMS).unwrap();
     assert_eq!(items.len(), 1);
-    assert_eq!(prf.instance_name(items[0]).as_deref(), Some("child's"));
+    assert_eq!(prf.instances().name(items[0]).as_deref(), Some("child's"));
     assert_eq!(prf.get_ctr64(testmap::ITEM_HITS, items[0]).load(Relaxed), 7);
     assert_eq!(
         seq(prf.path()) % 2,

@@ -46,13 +46,11 @@ fn churn() {
             if live.len() < 20 {
                 let name = item_name(k);
                 let spec = InstanceSpec::named(&name).unique_id(k as i32);
-                let item = prf
-                    .add_instance_with(testmap::ITEMS, spec)
-                    .expect("add item");
+                let item = prf.add_instance(testmap::ITEMS, spec).expect("add item");
                 prf.get_ctr64(testmap::ITEM_HITS, item)
                     .store(i64::from(k), Relaxed);
                 let part = prf
-                    .add_child_instance(testmap::PARTS, InstanceSpec::named("p"), item)
+                    .add_instance(testmap::PARTS, InstanceSpec::named("p").parent(item))
                     .ok(); // PARTS may be full: items need not have parts
                 live.push((item, part));
             } else {
@@ -234,14 +232,14 @@ fn add_remove_and_reuse_slots() {
     let a = prf.add_instance(testmap::ITEMS, "α").unwrap();
     let b = prf.add_instance(testmap::ITEMS, "α").unwrap(); // duplicate names are allowed
     assert_ne!(a, b);
-    assert_eq!(prf.instance_name(b).as_deref(), Some("α"));
+    assert_eq!(prf.instances().name(b).as_deref(), Some("α"));
     prf.get_ctr64(testmap::ITEM_HITS, a).store(99, Relaxed);
     prf.remove_instance(a).unwrap();
     assert!(matches!(
         prf.remove_instance(a),
         Err(Error::UnknownInstance { object: "ITEMS" })
     ));
-    assert_eq!(prf.instance_name(a), None);
+    assert_eq!(prf.instances().name(a), None);
     let c = prf.add_instance(testmap::ITEMS, "γ").unwrap();
     assert_eq!(c.slot(), a.slot(), "a freed slot is reused");
     assert_eq!(
@@ -254,10 +252,11 @@ fn add_remove_and_reuse_slots() {
         "stale id"
     );
     let names: Vec<_> = prf
-        .instances(testmap::ITEMS)
+        .instances()
+        .list(testmap::ITEMS)
         .unwrap()
         .into_iter()
-        .map(|i| prf.instance_name(i).unwrap())
+        .map(|i| prf.instances().name(i).unwrap())
         .collect();
     assert_eq!(names, ["α", "γ"]);
 }
@@ -289,10 +288,10 @@ fn limits_and_bad_names_are_typed_errors() {
         Error::ObjectFull { object, max } => assert_eq!((object, max), ("ITEMS", 64)),
         other => panic!("{other}"),
     }
-    let item = prf.instances(testmap::ITEMS).unwrap()[0];
+    let item = prf.instances().list(testmap::ITEMS).unwrap()[0];
     prf.remove_instance(item).unwrap();
     let err = prf
-        .add_child_instance(testmap::PARTS, InstanceSpec::named("p"), item)
+        .add_instance(testmap::PARTS, InstanceSpec::named("p").parent(item))
         .unwrap_err();
     assert!(
         matches!(err, Error::UnknownParent { object: "PARTS" }),

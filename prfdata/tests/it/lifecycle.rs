@@ -64,7 +64,10 @@ fn child_entry() {
         "owned-master" => {
             let prf = owned_map::PrfData::activate_in(&dir).expect("activate");
             let me = prf
-                .add_process_instance(owned_map::WORKERS, "master")
+                .add_instance(
+                    owned_map::WORKERS,
+                    prfdata::InstanceSpec::named("master").process_owned(),
+                )
                 .expect("add");
             prf.get_ctr32(owned_map::DONE, me).fetch_add(7, Relaxed);
             let pool = prf.add_instance(owned_map::PLAIN, "pool").expect("add");
@@ -323,9 +326,14 @@ fn a_killed_last_member_is_adopted_and_totals_continue() {
 
     let prf = PrfData::activate_in(dir.path()).expect("adopts the orphaned block");
     // The dead master's instances, owned or not, were folded into the retired share.
-    assert!(prf.instances(WORKERS).unwrap().is_empty());
-    assert!(prf.instances(PLAIN).unwrap().is_empty());
-    let me = prf.add_process_instance(WORKERS, "master 2").unwrap();
+    assert!(prf.instances().list(WORKERS).unwrap().is_empty());
+    assert!(prf.instances().list(PLAIN).unwrap().is_empty());
+    let me = prf
+        .add_instance(
+            WORKERS,
+            prfdata::InstanceSpec::named("master 2").process_owned(),
+        )
+        .unwrap();
     prf.get_ctr32(DONE, me).fetch_add(3, Relaxed);
 
     let reader = BlockReader::open_path("PrfDataOwned", &path).unwrap();
@@ -408,10 +416,11 @@ fn eight_processes_survive_members_killed_while_holding_the_lock() {
     // The victims' last instances were added inside their sections: the repair keeps them
     // (their slots are live), and nothing else is left.
     let mut names: Vec<String> = prf
-        .instances(testmap::ITEMS)
+        .instances()
+        .list(testmap::ITEMS)
         .unwrap()
         .into_iter()
-        .map(|i| prf.instance_name(i).unwrap())
+        .map(|i| prf.instances().name(i).unwrap())
         .collect();
     names.sort();
     let mut expected: Vec<String> = victims.iter().map(|p| format!("victim {p}")).collect();
@@ -447,7 +456,7 @@ fn an_adopted_block_keeps_its_global_counters_and_sheds_its_instances() {
         "the count continues"
     );
     assert!(
-        prf.instances(testmap::ITEMS).unwrap().is_empty(),
+        prf.instances().list(testmap::ITEMS).unwrap().is_empty(),
         "the dead master's instances are not this process's"
     );
     // Its instances can be added again by name, as a restarted app does.

@@ -120,18 +120,18 @@ fn instances_added_listed_named_and_removed_inside_lock_ctrs() {
         let whole = prf.lock_ctrs();
         let s = prf.add_instance(SESSION, "s").unwrap();
         let s2 = prf
-            .add_instance_with(SESSION, InstanceSpec::named("s2").unique_id(2))
+            .add_instance(SESSION, InstanceSpec::named("s2").unique_id(2))
             .unwrap();
         let r = prf
-            .add_child_instance(REQUEST, InstanceSpec::named("r"), s)
+            .add_instance(REQUEST, InstanceSpec::named("r").parent(s))
             .unwrap();
-        assert_eq!(prf.instances(SESSION).unwrap(), [s, s2]);
-        assert_eq!(prf.instance_name(r).as_deref(), Some("r"));
+        assert_eq!(prf.instances().list(SESSION).unwrap(), [s, s2]);
+        assert_eq!(prf.instances().name(r).as_deref(), Some("r"));
         assert!(matches!(
             prf.remove_instance(s),
             Err(Error::HasChildren { .. })
         ));
-        assert_eq!(prf.remove_instance_tree(s).unwrap(), 2);
+        assert_eq!(prf.instances().remove_tree(s).unwrap(), 2);
         prf.remove_instance(s2).unwrap();
         let during = seq(prf.path());
         drop(whole);
@@ -142,7 +142,7 @@ fn instances_added_listed_named_and_removed_inside_lock_ctrs() {
             "the nested calls opened no section of their own"
         );
         assert_eq!(seq(prf.path()), before + 2);
-        assert!(prf.instances(SESSION).unwrap().is_empty());
+        assert!(prf.instances().list(SESSION).unwrap().is_empty());
     });
 }
 
@@ -198,7 +198,7 @@ fn a_second_handle_on_the_same_block_in_the_same_thread_reenters_too() {
         drop(nested);
         attached.remove_instance(s).unwrap();
         drop(whole);
-        assert!(owner.instances(SESSION).unwrap().is_empty());
+        assert!(owner.instances().list(SESSION).unwrap().is_empty());
     });
 }
 
@@ -225,6 +225,6 @@ fn another_thread_waits_for_the_guard_and_then_proceeds() {
         rx.recv_timeout(LIMIT)
             .expect("the other thread proceeds once the guard is dropped");
         other.join().unwrap();
-        assert_eq!(prf.instances(SESSION).unwrap().len(), 1);
+        assert_eq!(prf.instances().list(SESSION).unwrap().len(), 1);
     });
 }

@@ -142,7 +142,9 @@ fn total_follows_each_counters_rule_and_keeps_departed_counts() {
     );
 
     let a = prf.add_instance(WORKERS, "a").unwrap();
-    let b = prf.add_process_instance(WORKERS, "b").unwrap();
+    let b = prf
+        .add_instance(WORKERS, prfdata::InstanceSpec::named("b").process_owned())
+        .unwrap();
     for (inst, done, bytes, queue, peak, low, lat) in
         [(a, 10, 1000, 3, 7, 40, 5), (b, 20, 2000, 4, 9, 30, 6)]
     {
@@ -178,8 +180,18 @@ fn a_reused_pid_does_not_keep_a_dead_owners_instance() {
     let dir = tempfile::tempdir().unwrap();
     let prf = PrfData::activate_in(dir.path()).unwrap();
     let reader = BlockReader::open_path(APP, prf.path()).unwrap();
-    let mine = prf.add_process_instance(WORKERS, "alive").unwrap();
-    let gone = prf.add_process_instance(WORKERS, "reused").unwrap();
+    let mine = prf
+        .add_instance(
+            WORKERS,
+            prfdata::InstanceSpec::named("alive").process_owned(),
+        )
+        .unwrap();
+    let gone = prf
+        .add_instance(
+            WORKERS,
+            prfdata::InstanceSpec::named("reused").process_owned(),
+        )
+        .unwrap();
     prf.get_ctr32(DONE, mine).fetch_add(5, Relaxed);
     prf.get_ctr32(DONE, gone).fetch_add(70, Relaxed);
     prf.get_ctr32(QUEUE, gone).store(9, Relaxed);
@@ -195,10 +207,10 @@ fn a_reused_pid_does_not_keep_a_dead_owners_instance() {
 
     // The next writer reclaims it (folding its DONE); the live owner's instance stays.
     let other = prf.add_instance(WORKERS, "other").unwrap();
-    assert_eq!(prf.instances(WORKERS).unwrap(), vec![mine, other]);
+    assert_eq!(prf.instances().list(WORKERS).unwrap(), vec![mine, other]);
     assert!(prf.remove_instance(gone).is_err(), "reclaimed already");
     assert_eq!(
-        prf.reclaim_dead().unwrap(),
+        prf.instances().reclaim_dead().unwrap(),
         0,
         "a live owner is never reclaimed"
     );
@@ -229,19 +241,27 @@ fn ten_thousand_deaths_leave_the_block_as_it_was() {
     }
     let live: Vec<_> = (0..8)
         .map(|i| {
-            prf.add_process_instance(WORKERS, &format!("live{i}"))
-                .unwrap()
+            prf.add_instance(
+                WORKERS,
+                prfdata::InstanceSpec::named(&format!("live{i}")).process_owned(),
+            )
+            .unwrap()
         })
         .collect();
     let before = time_reads();
     for k in 0..10_000u32 {
         // Each add reclaims the previous dead worker: one slot serves them all.
-        let w = prf.add_process_instance(WORKERS, &format!("w{k}")).unwrap();
+        let w = prf
+            .add_instance(
+                WORKERS,
+                prfdata::InstanceSpec::named(&format!("w{k}")).process_owned(),
+            )
+            .unwrap();
         assert!(slot_of(w) < 9 + 1, "slot {} reused", slot_of(w));
         prf.get_ctr32(DONE, w).fetch_add(1, Relaxed);
         forge_reused_pid(prf.path(), slot_of(w));
     }
-    assert_eq!(prf.reclaim_dead().unwrap(), 1);
+    assert_eq!(prf.instances().reclaim_dead().unwrap(), 1);
     let after = time_reads();
     eprintln!(
         "read of 8 instances + _Total: {unowned:?} unowned; owned: {before:?} before, {after:?} \
@@ -251,7 +271,7 @@ fn ten_thousand_deaths_leave_the_block_as_it_was() {
     let r = rows(&reader);
     assert_eq!(r.len(), 9, "the live workers and _Total");
     assert_eq!(total(&r).values[C_DONE], 10_000);
-    assert_eq!(prf.instances(WORKERS).unwrap(), live);
+    assert_eq!(prf.instances().list(WORKERS).unwrap(), live);
 }
 
 /// A worker: attaches, adds its own instance, then repeatedly performs a batch of increments,
@@ -270,7 +290,9 @@ fn worker_entry() {
         .parse()
         .unwrap();
     let prf = PrfData::attach_in(&common::child_dir()).expect("attach");
-    let me = prf.add_process_instance(WORKERS, &name).expect("add");
+    let me = prf
+        .add_instance(WORKERS, prfdata::InstanceSpec::named(&name).process_owned())
+        .expect("add");
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
     let mut done = 0i64;
@@ -473,8 +495,8 @@ fn eight_workers_with_sigkills_keep_an_exact_monotonic_total() {
     assert_eq!(r.len(), 1, "every worker gone: only _Total is shown: {r:?}");
     assert_eq!(total(&r).values[C_DONE], WORKERS_N as i64 * PER_WORKER);
     assert_eq!(total(&r).values[C_BYTES], 3 * WORKERS_N as i64 * PER_WORKER);
-    prf.reclaim_dead().unwrap();
-    assert!(prf.instances(WORKERS).unwrap().is_empty());
+    prf.instances().reclaim_dead().unwrap();
+    assert!(prf.instances().list(WORKERS).unwrap().is_empty());
     assert_eq!(
         rows(&reader)[0].values[C_DONE],
         WORKERS_N as i64 * PER_WORKER
@@ -491,11 +513,16 @@ fn parent_links_follow_hidden_instances() {
     let dir = tempfile::tempdir().unwrap();
     let prf = PrfData::activate_in(dir.path()).unwrap();
     let reader = BlockReader::open_path(APP, prf.path()).unwrap();
-    let dead = prf.add_process_instance(WORKERS, "dead").unwrap();
-    let live = prf.add_instance(WORKERS, "live").unwrap();
-    prf.add_child_instance(PLAIN, prfdata::InstanceSpec::named("kid"), live)
+    let dead = prf
+        .add_instance(
+            WORKERS,
+            prfdata::InstanceSpec::named("dead").process_owned(),
+        )
         .unwrap();
-    prf.add_child_instance(PLAIN, prfdata::InstanceSpec::named("orphan"), dead)
+    let live = prf.add_instance(WORKERS, "live").unwrap();
+    prf.add_instance(PLAIN, prfdata::InstanceSpec::named("kid").parent(live))
+        .unwrap();
+    prf.add_instance(PLAIN, prfdata::InstanceSpec::named("orphan").parent(dead))
         .unwrap();
     forge_reused_pid(prf.path(), slot_of(dead));
     let links = |reader: &BlockReader| {
@@ -522,7 +549,7 @@ fn parent_links_follow_hidden_instances() {
         "kid's parent is shown first now; orphan's is hidden"
     );
     assert_eq!(
-        prf.reclaim_dead().unwrap(),
+        prf.instances().reclaim_dead().unwrap(),
         2,
         "the dead instance and its child"
     );

@@ -57,9 +57,9 @@ const TASKS_PER_JOB: usize = 2;
 fn build(prf: &PrfData, name: &str) -> Result<prfdata::InstanceId<HOSTS>, Error> {
     let host = prf.add_instance(HOSTS, name)?;
     for j in 0..JOBS_PER_HOST {
-        let job = prf.add_child_instance(JOBS, InstanceSpec::named(&format!("j{j}")), host)?;
+        let job = prf.add_instance(JOBS, InstanceSpec::named(&format!("j{j}")).parent(host))?;
         for t in 0..TASKS_PER_JOB {
-            prf.add_child_instance(TASKS, InstanceSpec::named(&format!("t{t}")), job)?;
+            prf.add_instance(TASKS, InstanceSpec::named(&format!("t{t}")).parent(job))?;
         }
     }
     // Inside a write section: a reader that sees the mark saw the state after the last add.
@@ -90,8 +90,8 @@ fn trees() {
     while !stop.exists() && start.elapsed() < Duration::from_secs(30) {
         let a = build(&prf, "a").expect("build a");
         let b = build(&prf, "b").expect("build b");
-        assert_eq!(prf.remove_instance_tree(a).expect("remove a"), 10);
-        assert_eq!(prf.remove_instance_tree(b).expect("remove b"), 10);
+        assert_eq!(prf.instances().remove_tree(a).expect("remove a"), 10);
+        assert_eq!(prf.instances().remove_tree(b).expect("remove b"), 10);
     }
 }
 
@@ -104,20 +104,21 @@ fn churn() {
         let host = match prf.add_instance(HOSTS, &format!("h{k}")) {
             Ok(h) => h,
             Err(Error::ObjectFull { .. }) => {
-                let hosts = prf.instances(HOSTS).unwrap();
-                prf.remove_instance_tree(hosts[k as usize % hosts.len()])
+                let hosts = prf.instances().list(HOSTS).unwrap();
+                prf.instances()
+                    .remove_tree(hosts[k as usize % hosts.len()])
                     .expect("remove a tree");
                 continue;
             }
             Err(e) => panic!("{e}"),
         };
         let job = prf
-            .add_child_instance(JOBS, InstanceSpec::named("j"), host)
+            .add_instance(JOBS, InstanceSpec::named("j").parent(host))
             .ok();
         if let Some(job) = job {
-            let _ = prf.add_child_instance(TASKS, InstanceSpec::named("t"), job);
+            let _ = prf.add_instance(TASKS, InstanceSpec::named("t").parent(job));
             if k.is_multiple_of(3) {
-                for t in prf.instances(TASKS).unwrap() {
+                for t in prf.instances().list(TASKS).unwrap() {
                     let _ = prf.remove_instance(t);
                 }
                 let _ = prf.remove_instance(job);
@@ -203,22 +204,25 @@ fn assert_tree_consistent(snap: &Snapshot) {
 
 fn names(prf: &PrfData) -> Vec<String> {
     let mut out: Vec<String> = prf
-        .instances(HOSTS)
+        .instances()
+        .list(HOSTS)
         .unwrap()
         .into_iter()
-        .filter_map(|i| prf.instance_name(i))
+        .filter_map(|i| prf.instances().name(i))
         .collect();
     out.extend(
-        prf.instances(JOBS)
+        prf.instances()
+            .list(JOBS)
             .unwrap()
             .into_iter()
-            .filter_map(|i| prf.instance_name(i)),
+            .filter_map(|i| prf.instances().name(i)),
     );
     out.extend(
-        prf.instances(TASKS)
+        prf.instances()
+            .list(TASKS)
             .unwrap()
             .into_iter()
-            .filter_map(|i| prf.instance_name(i)),
+            .filter_map(|i| prf.instances().name(i)),
     );
     out
 }
@@ -229,10 +233,10 @@ fn removing_a_parent_that_has_children_is_refused_naming_a_child() {
     let prf = PrfData::activate_in(dir.path()).unwrap();
     let host = prf.add_instance(HOSTS, "h1").unwrap();
     let job = prf
-        .add_child_instance(JOBS, InstanceSpec::named("nightly"), host)
+        .add_instance(JOBS, InstanceSpec::named("nightly").parent(host))
         .unwrap();
     let task = prf
-        .add_child_instance(TASKS, InstanceSpec::named("step 1"), job)
+        .add_instance(TASKS, InstanceSpec::named("step 1").parent(job))
         .unwrap();
     let before = names(&prf);
 
@@ -256,7 +260,7 @@ fn removing_a_parent_that_has_children_is_refused_naming_a_child() {
         text.contains("\"nightly\"")
             && text.contains("TASKS")
             && text.contains("\"step 1\"")
-            && text.contains("remove_instance_tree"),
+            && text.contains("instances().remove_tree"),
         "{text}"
     );
     assert_eq!(names(&prf), before, "nothing was removed or unlinked");
@@ -280,7 +284,7 @@ fn a_parent_counts_its_children_as_they_come_and_go() {
     let host = prf.add_instance(HOSTS, "h").unwrap();
     let jobs: Vec<_> = (0..5)
         .map(|j| {
-            prf.add_child_instance(JOBS, InstanceSpec::named(&format!("j{j}")), host)
+            prf.add_instance(JOBS, InstanceSpec::named(&format!("j{j}")).parent(host))
                 .unwrap()
         })
         .collect();
@@ -307,31 +311,36 @@ fn remove_instance_tree_removes_the_subtree_and_nothing_else() {
     let a = build(&prf, "a").unwrap();
     let b = build(&prf, "b").unwrap();
     let a_job = prf
-        .instances(JOBS)
+        .instances()
+        .list(JOBS)
         .unwrap()
         .into_iter()
-        .find(|&j| prf.instance_name(j).as_deref() == Some("j0"))
+        .find(|&j| prf.instances().name(j).as_deref() == Some("j0"))
         .unwrap();
     let lone = prf.add_instance(JOBS, "lone").unwrap();
 
-    assert_eq!(prf.remove_instance_tree(a).unwrap(), 1 + 3 + 3 * 2);
-    assert_eq!(prf.instances(HOSTS).unwrap(), [b]);
+    assert_eq!(prf.instances().remove_tree(a).unwrap(), 1 + 3 + 3 * 2);
+    assert_eq!(prf.instances().list(HOSTS).unwrap(), [b]);
     assert_eq!(
-        prf.instances(JOBS).unwrap().len(),
+        prf.instances().list(JOBS).unwrap().len(),
         3 + 1,
         "b's jobs and the lone one"
     );
-    assert_eq!(prf.instances(TASKS).unwrap().len(), 3 * 2, "b's tasks");
+    assert_eq!(
+        prf.instances().list(TASKS).unwrap().len(),
+        3 * 2,
+        "b's tasks"
+    );
     assert!(matches!(
         prf.remove_instance(a_job),
         Err(Error::UnknownInstance { object: "JOBS" })
     ));
     assert!(matches!(
-        prf.remove_instance_tree(a),
+        prf.instances().remove_tree(a),
         Err(Error::UnknownInstance { object: "HOSTS" })
     ));
     assert_eq!(
-        prf.remove_instance_tree(lone).unwrap(),
+        prf.instances().remove_tree(lone).unwrap(),
         1,
         "a leaf is a tree of one"
     );
@@ -343,8 +352,8 @@ fn remove_instance_tree_removes_the_subtree_and_nothing_else() {
     let snap = snapshot(&reader);
     assert_tree_consistent(&snap);
     assert_eq!(snap.objects[0].instances.len(), 2);
-    assert_eq!(prf.remove_instance_tree(c).unwrap(), 10);
-    assert_eq!(prf.remove_instance_tree(b).unwrap(), 10);
+    assert_eq!(prf.instances().remove_tree(c).unwrap(), 10);
+    assert_eq!(prf.instances().remove_tree(b).unwrap(), 10);
     assert!(names(&prf).is_empty());
 }
 
@@ -416,7 +425,7 @@ fn a_writer_killed_inside_a_write_section_leaves_the_children_counts_right() {
     let prf = PrfData::activate_in(dir.path()).unwrap();
     let host = build(&prf, "h").unwrap();
     let bare = prf.add_instance(HOSTS, "bare").unwrap();
-    let job = prf.instances(JOBS).unwrap()[0];
+    let job = prf.instances().list(JOBS).unwrap()[0];
     let mut child = common::spawn_child("parents::child_entry", "die-counting", dir.path(), &[]);
     assert!(
         common::wait_until(Duration::from_secs(20), || dir
@@ -438,7 +447,7 @@ fn a_writer_killed_inside_a_write_section_leaves_the_children_counts_right() {
     assert_tree_consistent(&snap);
     prf.remove_instance(bare)
         .expect("a host without children is removable");
-    assert_eq!(prf.remove_instance_tree(host).unwrap(), 10);
+    assert_eq!(prf.instances().remove_tree(host).unwrap(), 10);
 }
 
 /// The sequence word of the block, read through the file.
@@ -512,7 +521,7 @@ fn writers_killed_mid_change_always_leave_a_consistent_tree() {
         let snap = snapshot(&reader);
         assert_tree_consistent(&snap);
         // Every parent with children is refused, every other instance removable.
-        for h in prf.instances(HOSTS).unwrap() {
+        for h in prf.instances().list(HOSTS).unwrap() {
             let has_jobs = snap.objects[0]
                 .instances
                 .iter()

@@ -213,7 +213,10 @@ fn shard_worker_entry() {
     let (waves, threads, iters) = (num("SHARD_WAVES"), num("SHARD_THREADS"), num("SHARD_ITERS"));
     let prf = PrfData::attach_in(&common::child_dir()).expect("attach");
     let me = prf
-        .add_process_instance(CONN, &format!("w{}", std::process::id()))
+        .add_instance(
+            CONN,
+            prfdata::InstanceSpec::named(&format!("w{}", std::process::id())).process_owned(),
+        )
         .expect("add");
     for _ in 0..waves {
         std::thread::scope(|s| {

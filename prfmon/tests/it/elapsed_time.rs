@@ -50,7 +50,7 @@ fn app_child() {
     let started = SystemTime::now();
     prf.set_elapsed_start(et::UPTIME, (), started);
     let job = prf
-        .add_instance_with(et::JOB, InstanceSpec::named("nightly"))
+        .add_instance(et::JOB, InstanceSpec::named("nightly"))
         .unwrap();
     let job_started = started - JOB_AGE;
     prf.set_elapsed_start(et::AGE, job, job_started);

@@ -91,7 +91,10 @@ fn app_child() {
     prf.get_ctr32(e2e::SIZE, pool).store(2, Relaxed);
     for (name, sent) in [("alice", 100), ("bob", 200), ("bob", 300)] {
         let s = prf
-            .add_child_instance(e2e::SESSION, prfdata::InstanceSpec::named(name), pool)
+            .add_instance(
+                e2e::SESSION,
+                prfdata::InstanceSpec::named(name).parent(pool),
+            )
             .unwrap();
         prf.get_ctr64(e2e::SENT, s).store(sent, Relaxed);
     }

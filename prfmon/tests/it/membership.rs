@@ -84,7 +84,12 @@ fn member_entry() {
         // when its stop file appears.
         "worker" => {
             let prf = attach();
-            let me = prf.add_process_instance(mb::WORKER, &name).expect("add");
+            let me = prf
+                .add_instance(
+                    mb::WORKER,
+                    prfdata::InstanceSpec::named(&name).process_owned(),
+                )
+                .expect("add");
             prf.get_ctr64(mb::DONE, me).fetch_add(DONE, Relaxed);
             say(&format!("{name}.ready"));
             until(&format!("{name}.stop"));
@@ -102,16 +107,22 @@ fn member_entry() {
         // reports what it reclaimed and which instances it sees.
         "writer" => {
             let prf = attach();
-            let reclaimed = prf.reclaim_dead().expect("reclaim");
+            let reclaimed = prf.instances().reclaim_dead().expect("reclaim");
             let plain = prf.add_instance(mb::WORKER, "plain").expect("add");
             prf.remove_instance(plain).expect("remove");
-            let owned = prf.add_process_instance(mb::WORKER, "owned").expect("add");
+            let owned = prf
+                .add_instance(
+                    mb::WORKER,
+                    prfdata::InstanceSpec::named("owned").process_owned(),
+                )
+                .expect("add");
             prf.remove_instance(owned).expect("remove");
             let mut seen: Vec<String> = prf
-                .instances(mb::WORKER)
+                .instances()
+                .list(mb::WORKER)
                 .unwrap()
                 .into_iter()
-                .filter_map(|i| prf.instance_name(i))
+                .filter_map(|i| prf.instances().name(i))
                 .collect();
             seen.sort();
             println!("{MARK}reclaimed {reclaimed} seen {}", seen.join(","));

@@ -81,23 +81,23 @@ fn app_child() {
     let prf = pt::PrfData::activate().expect("the app activates");
     let s1 = prf.add_instance(pt::SHARD, "s1").unwrap();
     let s2 = prf.add_instance(pt::SHARD, "s2").unwrap();
-    prf.add_child_instance(pt::ENTRY, InstanceSpec::named("e1"), s2)
+    prf.add_instance(pt::ENTRY, InstanceSpec::named("e1").parent(s2))
         .unwrap();
-    prf.add_child_instance(pt::ENTRY, InstanceSpec::named("e2"), s1)
+    prf.add_instance(pt::ENTRY, InstanceSpec::named("e2").parent(s1))
         .unwrap();
     let h1 = prf.add_instance(pt::HOST, "h1").unwrap();
     let h2 = prf.add_instance(pt::HOST, "h2").unwrap();
     let j0 = prf
-        .add_child_instance(pt::JOB, InstanceSpec::named("j"), h2)
+        .add_instance(pt::JOB, InstanceSpec::named("j").parent(h2))
         .unwrap();
     let j1 = prf
-        .add_child_instance(pt::JOB, InstanceSpec::named("j"), h1)
+        .add_instance(pt::JOB, InstanceSpec::named("j").parent(h1))
         .unwrap();
     let j2 = prf
-        .add_child_instance(pt::JOB, InstanceSpec::named("j"), h2)
+        .add_instance(pt::JOB, InstanceSpec::named("j").parent(h2))
         .unwrap();
     for (name, job) in [("t1", j2), ("t2", j0), ("t3", j1)] {
-        prf.add_child_instance(pt::TASK, InstanceSpec::named(name), job)
+        prf.add_instance(pt::TASK, InstanceSpec::named(name).parent(job))
             .unwrap();
     }
     prfdata_app::app_ready(b"");

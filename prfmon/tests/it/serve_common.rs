@@ -103,7 +103,10 @@ fn run_app(mode: &str) {
     }
     for (name, pool, done) in WORKERS {
         let w = prf
-            .add_child_instance(serve_app::WORKER, InstanceSpec::named(name), pools[pool])
+            .add_instance(
+                serve_app::WORKER,
+                InstanceSpec::named(name).parent(pools[pool]),
+            )
             .expect("worker");
         prf.get_ctr64(serve_app::DONE, w).store(done, Relaxed);
     }

@@ -349,10 +349,11 @@ fn an_instance_that_goes_leaves_blanks_in_its_column() {
     }
     let w2 = app
         .prf
-        .instances(tp::WORKER)
+        .instances()
+        .list(tp::WORKER)
         .expect("list the workers")
         .into_iter()
-        .find(|i| app.prf.instance_name(*i).as_deref() == Some("w2"))
+        .find(|i| app.prf.instances().name(*i).as_deref() == Some("w2"))
         .expect("w2");
     app.prf.remove_instance(w2).expect("remove w2");
     let run = finish(child);

@@ -143,10 +143,11 @@ fn the_chart_follows_instances_changes_interval_and_quits_on_q() {
     // w2 goes, w3 comes.
     let w2 = app
         .prf
-        .instances(tp::WORKER)
+        .instances()
+        .list(tp::WORKER)
         .expect("list the workers")
         .into_iter()
-        .find(|i| app.prf.instance_name(*i).as_deref() == Some("w2"))
+        .find(|i| app.prf.instances().name(*i).as_deref() == Some("w2"))
         .expect("w2");
     app.prf.remove_instance(w2).expect("remove w2");
     let w3 = app.prf.add_instance(tp::WORKER, "w3").expect("add w3");

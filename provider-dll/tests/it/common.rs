@@ -441,22 +441,22 @@ pub fn parse(data: &[u8], count: u32) -> Vec<Obj> {
 pub fn populate_c(prf: &app_c::PrfData) {
     let s1 = prf.add_instance(app_c::SHARD, "s1").unwrap();
     let s2 = prf.add_instance(app_c::SHARD, "s2").unwrap();
-    prf.add_child_instance(app_c::ENTRY, prfdata::InstanceSpec::named("e1"), s2)
+    prf.add_instance(app_c::ENTRY, prfdata::InstanceSpec::named("e1").parent(s2))
         .unwrap();
-    prf.add_child_instance(app_c::ENTRY, prfdata::InstanceSpec::named("e2"), s1)
+    prf.add_instance(app_c::ENTRY, prfdata::InstanceSpec::named("e2").parent(s1))
         .unwrap();
     let h1 = prf.add_instance(app_c::HOST, "h1").unwrap();
     let h2 = prf.add_instance(app_c::HOST, "h2").unwrap();
     let j1 = prf
-        .add_child_instance(app_c::JOB, prfdata::InstanceSpec::named("j1"), h2)
+        .add_instance(app_c::JOB, prfdata::InstanceSpec::named("j1").parent(h2))
         .unwrap();
-    prf.add_child_instance(app_c::JOB, prfdata::InstanceSpec::named("j2"), h1)
+    prf.add_instance(app_c::JOB, prfdata::InstanceSpec::named("j2").parent(h1))
         .unwrap();
     let j3 = prf
-        .add_child_instance(app_c::JOB, prfdata::InstanceSpec::named("j3"), h2)
+        .add_instance(app_c::JOB, prfdata::InstanceSpec::named("j3").parent(h2))
         .unwrap();
     for (name, job) in [("t1", j3), ("t2", j1), ("t3", j3)] {
-        prf.add_child_instance(app_c::TASK, prfdata::InstanceSpec::named(name), job)
+        prf.add_instance(app_c::TASK, prfdata::InstanceSpec::named(name).parent(job))
             .unwrap();
     }
 }

@@ -17,8 +17,11 @@ fn populated() -> app_a::PrfData {
     let prf = app_a::PrfData::activate().unwrap();
     let pool = prf.add_instance(app_a::POOL, "pool").unwrap();
     for i in 0..5 {
-        prf.add_child_instance(app_a::WORKER, InstanceSpec::named(&format!("w{i}")), pool)
-            .unwrap();
+        prf.add_instance(
+            app_a::WORKER,
+            InstanceSpec::named(&format!("w{i}")).parent(pool),
+        )
+        .unwrap();
     }
     prf
 }

@@ -19,7 +19,10 @@ fn child_entry() {
     }
     let prf = app_o::PrfData::attach().expect("the worker attaches");
     let me = prf
-        .add_process_instance(app_o::POOL, "w1")
+        .add_instance(
+            app_o::POOL,
+            prfdata::InstanceSpec::named("w1").process_owned(),
+        )
         .expect("its own instance");
     prf.get_ctr32(app_o::DONE, me).fetch_add(1000, Relaxed);
     prf.get_ctr32(app_o::QUEUE, me).store(7, Relaxed);
@@ -75,7 +78,12 @@ fn pool(p: &Provider) -> Vec<(String, i64, i64)> {
 fn a_killed_workers_instance_leaves_the_collect_and_its_counts_stay_in_total() {
     let _s = serial();
     let prf = app_o::PrfData::activate().unwrap();
-    let master = prf.add_process_instance(app_o::POOL, "master").unwrap();
+    let master = prf
+        .add_instance(
+            app_o::POOL,
+            prfdata::InstanceSpec::named("master").process_owned(),
+        )
+        .unwrap();
     prf.get_ctr32(app_o::DONE, master).fetch_add(5, Relaxed);
     prf.get_ctr32(app_o::QUEUE, master).store(2, Relaxed);
     let mut worker = spawn_worker();
@@ -102,10 +110,15 @@ fn a_killed_workers_instance_leaves_the_collect_and_its_counts_stay_in_total() {
         vec![total("master", 5, 2), total("_Total", 1005, 2)]
     );
     // The next writer reclaims the slot: the same Collect.
-    let again = prf.add_process_instance(app_o::POOL, "w2").unwrap();
+    let again = prf
+        .add_instance(
+            app_o::POOL,
+            prfdata::InstanceSpec::named("w2").process_owned(),
+        )
+        .unwrap();
     prf.remove_instance(again).unwrap();
     assert_eq!(pool(&p), collected);
-    assert_eq!(prf.instances(app_o::POOL).unwrap(), vec![master]);
+    assert_eq!(prf.instances().list(app_o::POOL).unwrap(), vec![master]);
     assert_eq!(p.close(), ERROR_SUCCESS);
 }
 
@@ -116,7 +129,11 @@ fn total_is_counted_when_sizing_the_buffer() {
     let _s = serial();
     let prf = app_o::PrfData::activate().unwrap();
     for name in ["sixteen-chars-aa", "sixteen-chars-bb"] {
-        prf.add_process_instance(app_o::POOL, name).unwrap();
+        prf.add_instance(
+            app_o::POOL,
+            prfdata::InstanceSpec::named(name).process_owned(),
+        )
+        .unwrap();
     }
     let p = Provider::load();
     assert_eq!(p.open(&["ProvTestO"]), ERROR_SUCCESS);
@@ -149,7 +166,11 @@ fn the_size_bound_counts_total() {
     let _s = serial();
     let prf = app_o::PrfData::activate().unwrap();
     for name in ["sixteen-chars-aa", "sixteen-chars-bb"] {
-        prf.add_process_instance(app_o::POOL, name).unwrap();
+        prf.add_instance(
+            app_o::POOL,
+            prfdata::InstanceSpec::named(name).process_owned(),
+        )
+        .unwrap();
     }
     let reader = prfdata::reader::BlockReader::open("ProvTestO").unwrap();
     let (bound, exact) = reader

@@ -73,7 +73,7 @@ fn only_parents_that_live_instances_name_are_added() {
     let prf = app_c::PrfData::activate().unwrap();
     let h = prf.add_instance(app_c::HOST, "h").unwrap();
     let j = prf
-        .add_child_instance(app_c::JOB, InstanceSpec::named("j"), h)
+        .add_instance(app_c::JOB, InstanceSpec::named("j").parent(h))
         .unwrap();
     let lone = prf.add_instance(app_c::TASK, "lone").unwrap();
     let p = Provider::load();
@@ -87,7 +87,7 @@ fn only_parents_that_live_instances_name_are_added() {
         [task],
         "a task without a parent brings no other object"
     );
-    prf.add_child_instance(app_c::TASK, InstanceSpec::named("t"), j)
+    prf.add_instance(app_c::TASK, InstanceSpec::named("t").parent(j))
         .unwrap();
     let got = collect(&p, &task.to_string());
     assert_eq!(
@@ -95,7 +95,7 @@ fn only_parents_that_live_instances_name_are_added() {
         [title(8), title(12), task]
     );
     assert_eq!(got[&task], ["lone", "j/t"]);
-    prf.remove_instance_tree(h).unwrap();
+    prf.instances().remove_tree(h).unwrap();
     prf.remove_instance(lone).unwrap();
     assert_eq!(
         collect(&p, &task.to_string())

@@ -70,8 +70,11 @@ fn every_buffer_size_below_the_need_is_more_data_and_writes_nothing() {
     let prf = app_a::PrfData::activate().unwrap();
     let pool = prf.add_instance(app_a::POOL, "pool").unwrap();
     for i in 0..3 {
-        prf.add_child_instance(app_a::WORKER, InstanceSpec::named(&format!("w{i}")), pool)
-            .unwrap();
+        prf.add_instance(
+            app_a::WORKER,
+            InstanceSpec::named(&format!("w{i}")).parent(pool),
+        )
+        .unwrap();
     }
     let p = Provider::load();
     assert_eq!(p.open(&["ProvTestA"]), ERROR_SUCCESS);
@@ -114,8 +117,11 @@ fn sized_and_unsized_collects_write_the_same_bytes() {
     let prf = app_a::PrfData::activate().unwrap();
     let pool = prf.add_instance(app_a::POOL, "pool").unwrap();
     for i in 0..3 {
-        prf.add_child_instance(app_a::WORKER, InstanceSpec::named(&format!("w{i}")), pool)
-            .unwrap();
+        prf.add_instance(
+            app_a::WORKER,
+            InstanceSpec::named(&format!("w{i}")).parent(pool),
+        )
+        .unwrap();
     }
     let p = Provider::load();
     assert_eq!(p.open(&["ProvTestA"]), ERROR_SUCCESS);
@@ -163,13 +169,12 @@ fn objects_counters_and_instances_follow_winperf() {
     let pool_a = prf.add_instance(app_a::POOL, "pool A").unwrap();
     let pool_b = prf.add_instance(app_a::POOL, "pool B").unwrap();
     let w1 = prf
-        .add_child_instance(app_a::WORKER, InstanceSpec::named("w1"), pool_b)
+        .add_instance(app_a::WORKER, InstanceSpec::named("w1").parent(pool_b))
         .unwrap();
     let w2 = prf
-        .add_child_instance(
+        .add_instance(
             app_a::WORKER,
-            InstanceSpec::named("wörker 2").unique_id(42),
-            pool_a,
+            InstanceSpec::named("wörker 2").unique_id(42).parent(pool_a),
         )
         .unwrap();
     prf.get_ctr32(app_a::DONE, w1).store(5, Relaxed);

@@ -35,10 +35,10 @@ fn reused_definitions_follow_every_change_of_the_instances() {
     let p0 = prf.add_instance(app_a::POOL, "p0").unwrap();
     let p1 = prf.add_instance(app_a::POOL, "p1").unwrap();
     let w0 = prf
-        .add_child_instance(app_a::WORKER, InstanceSpec::named("w0"), p0)
+        .add_instance(app_a::WORKER, InstanceSpec::named("w0").parent(p0))
         .unwrap();
     let w1 = prf
-        .add_child_instance(app_a::WORKER, InstanceSpec::named("w1"), p1)
+        .add_instance(app_a::WORKER, InstanceSpec::named("w1").parent(p1))
         .unwrap();
     let p = Provider::load();
     assert_eq!(p.open(&["ProvTestA"]), ERROR_SUCCESS);
@@ -54,7 +54,7 @@ fn reused_definitions_follow_every_change_of_the_instances() {
     // Same count, same slot, another name.
     prf.remove_instance(w0).unwrap();
     let x0 = prf
-        .add_child_instance(app_a::WORKER, InstanceSpec::named("x0"), p1)
+        .add_instance(app_a::WORKER, InstanceSpec::named("x0").parent(p1))
         .unwrap();
     prf.get_ctr32(app_a::DONE, x0).store(9, Relaxed);
     assert_eq!(
