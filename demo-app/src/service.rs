@@ -138,7 +138,7 @@ fn open() -> Result<(Arc<Shared>, Vec<InstanceId<demo::POOL>>), prfdata::Error> 
         .collect::<Result<_, _>>()?;
     // The Windows 95 stat-server interface: a stat that is expensive to maintain is kept only while
     // someone watches it.
-    prf.on_watch(|event| {
+    prf.watch().on_change(|event| {
         if event.is_for(demo::CACHE_SCANNED) {
             if event.is_start() {
                 eprintln!(
@@ -220,7 +220,7 @@ fn produce(shared: &Shared) {
                 .store(jobs.len() as i32, Relaxed);
         }
         shared.queue.ready.notify_all();
-        if shared.prf.is_watched(demo::CACHE_SCANNED) {
+        if shared.prf.watch().is_watched(demo::CACHE_SCANNED) {
             scan_cache(shared);
         } else {
             shared

@@ -28,8 +28,8 @@
 //!   `/dev/shm/prfdata-<uid>`).
 //!
 //! **Watch notifications** (the Windows 95 stat servers' `PMSG_START_STAT` / `PMSG_STOP_STAT`)
-//! - [`watch`]: the lease table beside each block; the app asks [`PrfData::is_watched`] or
-//!   registers [`PrfData::on_watch`] / [`PrfData::watch_events`]; collectors hold
+//! - [`watch`]: the lease table beside each block; the app asks [`PrfData::watch`] ([`watch::Watching`]:
+//!   `is_watched`, `on_change`, `events`); collectors hold
 //!   [`watch::Lease`]s through [`watch::WatchTable`].
 //!
 //! **Reading counters** (providers, tools)

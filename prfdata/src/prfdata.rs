@@ -20,7 +20,7 @@ use crate::optex::{Optex, OptexGuard};
 use crate::shard::{ShardHost, ShardedCtr};
 use crate::text::TextCtrs;
 use crate::watch::waiter::Host as WatchHost;
-use crate::watch::WatchEvent;
+use crate::watch::Watching;
 use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
 
 /// An activated performance data block for map `M`: CPrfData's object after `Activate`.
@@ -103,7 +103,7 @@ pub struct PrfData<M: PerfDataMap> {
     pub(crate) dynamic: crate::dynamic::Shared,
     /// The watch table beside the block and its waiter (dropped after the block: its drop stops
     /// the waiter and removes the table).
-    watch: WatchHost,
+    pub(crate) watch: WatchHost,
     _map: PhantomData<fn() -> M>,
 }
 
@@ -231,6 +231,7 @@ impl<O: Object> fmt::Debug for InstanceId<O> {
 /// assert_eq!(prf.instances().name(w).as_deref(), Some("worker 3"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Clone, Copy, Debug)]
 pub struct InstanceSpec<'n, M: PerfDataMap> {
     /// The instance name (may be empty when a unique id identifies it).
     pub name: &'n str,
@@ -369,23 +370,6 @@ impl<'n, M: PerfDataMap, S: AsRef<str> + ?Sized> From<&'n S> for InstanceSpec<'n
     }
 }
 
-impl<M: PerfDataMap> Clone for InstanceSpec<'_, M> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<M: PerfDataMap> Copy for InstanceSpec<'_, M> {}
-impl<M: PerfDataMap> fmt::Debug for InstanceSpec<'_, M> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InstanceSpec")
-            .field("name", &self.name)
-            .field("unique_id", &self.unique_id)
-            .field("parent", &self.parent.is_some())
-            .field("owned", &self.owned)
-            .finish()
-    }
-}
-
 /// Holds the block's optex for a multi-counter update that readers must see whole
 /// (CPrfData's `LockCtrs` / `UnlockCtrs`). Unlocks when dropped.
 ///
@@ -431,6 +415,20 @@ struct Hold<'a> {
 
 impl<M: PerfDataMap> CtrsGuard<'_, M> {
     /// Whether taking the lock recovered it from a process that died holding it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// prfdata::prfdata_map! { pub mod m { app: "OwnerDiedDoc",
+    ///   object SERVER { name: "Server", help: name, counters {
+    ///     DONE: CounterCounter { name: "Done", help: name } } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let guard = prf.lock_ctrs();
+    /// assert!(!guard.owner_died(), "nobody held it before");
+    /// assert!(!prf.lock_ctrs().owner_died(), "a nested guard took nothing over");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn owner_died(&self) -> bool {
         self.hold.as_ref().is_some_and(|h| h.lock.owner_died())
     }
@@ -723,108 +721,23 @@ impl<M: PerfDataMap> PrfData<M> {
         crate::install::uninstall(M::DEF)
     }
 
-    /// Whether a collector watches counter `ctr` now (the Windows 95 stat servers' count of
-    /// `PMSG_START_STAT`s minus `PMSG_STOP_STAT`s is above zero): one atomic load of a count the
-    /// background waiter keeps, cheap on any path. Use it to compute a costly counter only while
-    /// someone looks.
-    ///
-    /// The first call (of this or [`PrfData::is_object_watched`], [`PrfData::on_watch`],
-    /// [`PrfData::watch_events`]) starts the waiter (see [`watch`](crate::watch)). A counter
-    /// without a name offset (a base) or beyond offset 1022 is never watched; so is every
-    /// counter when the watch table cannot be used (logged once, at the first call).
-    #[inline]
-    pub fn is_watched<T, O>(&self, ctr: CtrId<T, O>) -> bool
-    where
-        T: CounterType,
-        O: Object<Map = M>,
-    {
-        let offset = M::DEF.objects[O::INDEX].counters[ctr.index()].offset;
-        self.watch.waiter().is_some_and(|w| w.count(offset) > 0)
-    }
-
-    /// Whether a collector watches object `obj` or any of its counters now.
+    /// The handle on who watches this app's stats ([`Watching`]): whether a counter or an
+    /// object is watched now, and the start and stop events.
     ///
     /// # Examples
     ///
     /// ```
-    /// # prfdata::prfdata_map! { pub mod m { app: "IsObjectWatchedDoc", object O = 0 { name: "O",
-    /// #   help: "o", detail: Novice, default: C, instances: none, costly: false, counters {
-    /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+    /// prfdata::prfdata_map! { pub mod m { app: "WatchHandleDoc", object O { name: "O",
+    ///   help: name, counters { C: RawCount { name: "C", help: name } } } } }
     /// # let dir = tempfile::tempdir()?;
     /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// assert!(!prf.is_object_watched(m::O));
+    /// if prf.watch().is_watched(m::C) {
+    ///     // compute the costly value only now
+    /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    #[inline]
-    pub fn is_object_watched<O: Object<Map = M>>(&self, _obj: O) -> bool {
-        self.watch
-            .waiter()
-            .is_some_and(|w| w.object_count(O::INDEX) > 0)
-    }
-
-    /// Calls `f` on the background waiter thread each time a stat starts or stops being watched
-    /// ([`WatchEvent`]: the first watcher came, the last one left or its lease lapsed). It first
-    /// gets a `Start` for every stat watched when it is registered. Keep `f` short: it delays
-    /// the next events. It lives as long as the `PrfData`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::{Arc, Mutex};
-    /// # prfdata::prfdata_map! { pub mod m { app: "OnWatchDoc", object O = 0 { name: "O",
-    /// #   help: "o", detail: Novice, default: C, instances: none, costly: false, counters {
-    /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
-    /// # let dir = tempfile::tempdir()?;
-    /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// let seen = Arc::new(Mutex::new(Vec::new()));
-    /// let log = Arc::clone(&seen);
-    /// prf.on_watch(move |event| {
-    ///     if event.is_for(m::C) {
-    ///         log.lock().unwrap().push(event.is_start());
-    ///     }
-    /// });
-    /// let table = prfdata::watch::WatchTable::open_in(dir.path(), "OnWatchDoc")?;
-    /// let mut set = prfdata::watch::WatchSet::new();
-    /// set.insert(2);
-    /// drop(table.lease(&set, prfdata::watch::LEASE_TTL)?);
-    /// # let t0 = std::time::Instant::now();
-    /// # while seen.lock().unwrap().len() < 2 && t0.elapsed().as_secs() < 10 { std::thread::sleep(std::time::Duration::from_millis(5)); }
-    /// // Usually [true, false]; a waiter slower than the lease sees neither.
-    /// assert!(seen.lock().unwrap().len() % 2 == 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn on_watch(&self, f: impl FnMut(WatchEvent) + Send + 'static) {
-        if let Some(w) = self.watch.waiter() {
-            w.subscribe(Box::new(f));
-        }
-    }
-
-    /// A channel of [`WatchEvent`]s, as [`PrfData::on_watch`] delivers them. The sender lives as
-    /// long as the `PrfData` (a dropped receiver costs nothing).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # prfdata::prfdata_map! { pub mod m { app: "WatchEventsDoc", object O = 0 { name: "O",
-    /// #   help: "o", detail: Novice, default: C, instances: none, costly: false, counters {
-    /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
-    /// # let dir = tempfile::tempdir()?;
-    /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// let events = prf.watch_events();
-    /// let table = prfdata::watch::WatchTable::open_in(dir.path(), "WatchEventsDoc")?;
-    /// let mut set = prfdata::watch::WatchSet::new();
-    /// set.insert(2);
-    /// let lease = table.lease(&set, prfdata::watch::LEASE_TTL)?;
-    /// let first = events.recv_timeout(std::time::Duration::from_secs(10))?;
-    /// assert!(first.is_start());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn watch_events(&self) -> std::sync::mpsc::Receiver<WatchEvent> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        self.on_watch(move |event| {
-            let _ = tx.send(event);
-        });
-        rx
+    pub fn watch(&self) -> Watching<'_, M> {
+        Watching { prf: self }
     }
 
     /// The block's file.
@@ -1166,15 +1079,62 @@ impl<M: PerfDataMap> PrfData<M> {
     /// ```
     pub fn add_instance<'n, O>(
         &self,
-        obj: O,
+        _obj: O,
         spec: impl Into<InstanceSpec<'n, M>>,
     ) -> Result<InstanceId<O>, Error>
     where
         O: Object<Map = M, Scope = Instanced>,
     {
         let spec = spec.into();
-        let owner = spec.owned.then(crate::ProcessId::current);
-        self.add(obj, spec, spec.parent, owner)
+        let def = &M::DEF.objects[O::INDEX];
+        let name: Vec<u16> = spec.name.encode_utf16().collect();
+        let max = crate::map::offsets::max_instances(def) as u32;
+        let max_name_len = match def.instances {
+            crate::map::Instances::Max { max_name_len, .. } => max_name_len,
+            crate::map::Instances::None => 0,
+        };
+        if name.len() > max_name_len as usize {
+            return Err(Error::NameTooLong {
+                object: def.symbol,
+                name: spec.name.to_string(),
+                len: name.len(),
+                max: max_name_len,
+            });
+        }
+        if name.contains(&0) {
+            return Err(Error::NameHasNul {
+                object: def.symbol,
+                name: spec.name.to_string(),
+            });
+        }
+        if let Some(id) = spec.unique_id.filter(|id| *id < 0) {
+            return Err(Error::BadUniqueId {
+                object: def.symbol,
+                id,
+            });
+        }
+        let lock = self.lock_layout();
+        self.reclaim_locked(&lock)?;
+        let tables = self.tables();
+        if spec.parent.is_some_and(|p| !tables.resolve(p)) {
+            return Err(Error::UnknownParent { object: def.symbol });
+        }
+        let _section = lock.section(self.seq());
+        let new = NewInstance {
+            name: &name,
+            unique_id: spec.unique_id.unwrap_or(crate::winperf::PERF_NO_UNIQUE_ID),
+            parent: spec.parent,
+            owner: spec.owned.then(crate::ProcessId::current),
+        };
+        let table = tables.table(O::INDEX);
+        let (slot, generation) = tables
+            .add(&table, &new)
+            .map_err(|c| self.corrupt(c))?
+            .ok_or(Error::ObjectFull {
+                object: def.symbol,
+                max,
+            })?;
+        Ok(InstanceId::new(table.block_offset(slot), slot, generation))
     }
 
     /// The handle on the instances beyond adding and removing one ([`Instances`]): list, name,
@@ -1208,67 +1168,6 @@ impl<M: PerfDataMap> PrfData<M> {
         tables
             .reclaim_dead(|owner| probe.is_alive(owner))
             .map_err(|c| self.corrupt(c))
-    }
-
-    fn add<O>(
-        &self,
-        _obj: O,
-        spec: InstanceSpec<'_, M>,
-        parent: Option<SlotRef>,
-        owner: Option<crate::ProcessId>,
-    ) -> Result<InstanceId<O>, Error>
-    where
-        O: Object<Map = M, Scope = Instanced>,
-    {
-        let def = &M::DEF.objects[O::INDEX];
-        let name: Vec<u16> = spec.name.encode_utf16().collect();
-        let max = crate::map::offsets::max_instances(def) as u32;
-        let max_name_len = match def.instances {
-            crate::map::Instances::Max { max_name_len, .. } => max_name_len,
-            crate::map::Instances::None => 0,
-        };
-        if name.len() > max_name_len as usize {
-            return Err(Error::NameTooLong {
-                object: def.symbol,
-                name: spec.name.to_string(),
-                len: name.len(),
-                max: max_name_len,
-            });
-        }
-        if name.contains(&0) {
-            return Err(Error::NameHasNul {
-                object: def.symbol,
-                name: spec.name.to_string(),
-            });
-        }
-        if let Some(id) = spec.unique_id.filter(|id| *id < 0) {
-            return Err(Error::BadUniqueId {
-                object: def.symbol,
-                id,
-            });
-        }
-        let lock = self.lock_layout();
-        self.reclaim_locked(&lock)?;
-        let tables = self.tables();
-        if parent.is_some_and(|p| !tables.resolve(p)) {
-            return Err(Error::UnknownParent { object: def.symbol });
-        }
-        let _section = lock.section(self.seq());
-        let new = NewInstance {
-            name: &name,
-            unique_id: spec.unique_id.unwrap_or(crate::winperf::PERF_NO_UNIQUE_ID),
-            parent,
-            owner,
-        };
-        let table = tables.table(O::INDEX);
-        let (slot, generation) = tables
-            .add(&table, &new)
-            .map_err(|c| self.corrupt(c))?
-            .ok_or(Error::ObjectFull {
-                object: def.symbol,
-                max,
-            })?;
-        Ok(InstanceId::new(table.block_offset(slot), slot, generation))
     }
 
     /// Removes an instance (CPrfData's `RemoveInstance`). Its slot is reused by a later add.
@@ -1416,47 +1315,10 @@ impl<M: PerfDataMap> PrfData<M> {
         let lock = self.recover_if_needed(lock);
         self.guard(lock)
     }
-
-    /// [`PrfData::lock_ctrs`] without waiting: `None` if another thread or process holds it.
-    /// The thread that holds it already gets a nested guard, as from `lock_ctrs`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # prfdata::prfdata_map! { pub mod m { app: "DocApp",
-    /// #   object POOL = 0 { name: "Pool", help: "p", detail: Novice, default: none,
-    /// #     instances: { max: 4, name_len: 16 }, costly: false, counters {
-    /// #     SIZE = 2: RawCount { name: "Size", help: "s", detail: Novice, scale: 0 }, } }
-    /// #   object WORKER = 4 { name: "Worker", help: "w", detail: Novice, default: none,
-    /// #     instances: { max: 8, name_len: 16 }, costly: false, counters {
-    /// #     DONE = 6: CounterCounter { name: "Done", help: "d", detail: Novice, scale: 0 }, } }
-    /// #   object TOTAL = 8 { name: "Total", help: "t", detail: Novice, default: none,
-    /// #     instances: none, costly: false, counters {
-    /// #     LATENCY = 10: AverageTimer { name: "Latency", help: "l", detail: Novice, scale: 0 },
-    /// #     LATENCY_BASE: AverageBase, } } } }
-    /// # use m::*;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let prf = m::PrfData::activate_in(dir.path())?;
-    /// let held = prf.lock_ctrs();
-    /// std::thread::scope(|s| {
-    ///     let other_thread = s.spawn(|| prf.try_lock_ctrs().is_none()).join().unwrap();
-    ///     assert!(other_thread, "another holder makes it fail");
-    /// });
-    /// drop(held);
-    /// assert!(prf.try_lock_ctrs().is_some());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn try_lock_ctrs(&self) -> Option<CtrsGuard<'_, M>> {
-        if held_here(self.block.key()) {
-            return Some(self.nested_guard());
-        }
-        let _present = self.block.probe();
-        let lock = self.optex().try_lock()?;
-        let lock = self.recover_if_needed(lock);
-        Some(self.guard(lock))
-    }
-
-    /// [`PrfData::lock_ctrs`] waiting at most `timeout`.
+    /// [`PrfData::lock_ctrs`] waiting at most `timeout`. With `Duration::ZERO` it does not wait
+    /// (CPrfData's try-lock): it spins a few rounds, checks once whether a holder died, and
+    /// gives up without sleeping. The thread that holds it already gets a nested guard, as from
+    /// `lock_ctrs`.
     ///
     /// # Errors
     ///
@@ -1465,23 +1327,18 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # Examples
     ///
     /// ```
-    /// # prfdata::prfdata_map! { pub mod m { app: "DocApp",
-    /// #   object POOL = 0 { name: "Pool", help: "p", detail: Novice, default: none,
-    /// #     instances: { max: 4, name_len: 16 }, costly: false, counters {
-    /// #     SIZE = 2: RawCount { name: "Size", help: "s", detail: Novice, scale: 0 }, } }
-    /// #   object WORKER = 4 { name: "Worker", help: "w", detail: Novice, default: none,
-    /// #     instances: { max: 8, name_len: 16 }, costly: false, counters {
-    /// #     DONE = 6: CounterCounter { name: "Done", help: "d", detail: Novice, scale: 0 }, } }
-    /// #   object TOTAL = 8 { name: "Total", help: "t", detail: Novice, default: none,
-    /// #     instances: none, costly: false, counters {
-    /// #     LATENCY = 10: AverageTimer { name: "Latency", help: "l", detail: Novice, scale: 0 },
-    /// #     LATENCY_BASE: AverageBase, } } } }
-    /// # use m::*;
-    /// # use prfdata::InstanceSpec;
-    /// # use std::sync::atomic::Ordering::Relaxed;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let prf = m::PrfData::activate_in(dir.path())?;
     /// use std::time::Duration;
+    /// prfdata::prfdata_map! { pub mod m { app: "LockForDoc",
+    ///   object SERVER { name: "Server", help: name, counters {
+    ///     DONE: CounterCounter { name: "Done", help: name } } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let held = prf.lock_ctrs();
+    /// std::thread::scope(|s| {
+    ///     let other = s.spawn(|| prf.lock_ctrs_for(Duration::ZERO).is_err());
+    ///     assert!(other.join().unwrap(), "another holder makes it fail");
+    /// });
+    /// drop(held);
     /// let _g = prf.lock_ctrs_for(Duration::from_millis(10))?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

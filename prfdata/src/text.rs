@@ -1,7 +1,6 @@
 //! Text counters (`PERF_COUNTER_TEXT`): [`TextCtrs`], the handle [`PrfData::text`] gives, and
 //! the UTF-16 writing and reading behind it.
 
-use core::fmt;
 use std::sync::atomic::Ordering;
 
 use crate::counter_type::TextType;
@@ -35,6 +34,7 @@ use crate::PrfData;
 /// assert_eq!(prf.text().get(m::USER, s), "a name much lon");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Debug)]
 pub struct TextCtrs<'a, M: PerfDataMap> {
     pub(crate) prf: &'a PrfData<M>,
 }
@@ -116,13 +116,5 @@ impl<M: PerfDataMap> TextCtrs<'_, M> {
             out.push(unit);
         }
         String::from_utf16_lossy(&out)
-    }
-}
-
-impl<M: PerfDataMap> fmt::Debug for TextCtrs<'_, M> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TextCtrs")
-            .field("app", &M::DEF.app)
-            .finish()
     }
 }

@@ -25,7 +25,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
-use prfdata::watch::{Lease, WatchError, WatchSet, WatchTable, LEASE_TTL};
+use prfdata::watch::{Lease, WatchError, WatchSet, WatchTable};
 use prfdata_registry::{performance_services, Registry, RegistryError};
 
 /// The apps' name ranges, from the registry.
@@ -121,18 +121,18 @@ impl AppRanges {
     }
 }
 
-/// The lease time for a collector that samples every `interval`: [`LEASE_TTL`], or three
+/// The lease time for a collector that samples every `interval`: [`Lease::TTL`], or three
 /// intervals when that is longer, so that a slow sampler's leases do not lapse between samples.
 ///
 /// # Examples
 ///
 /// ```
 /// use std::time::Duration;
-/// assert_eq!(prfmon::lease::ttl_for(Duration::from_secs(1)), prfdata::watch::LEASE_TTL);
+/// assert_eq!(prfmon::lease::ttl_for(Duration::from_secs(1)), prfdata::watch::Lease::TTL);
 /// assert_eq!(prfmon::lease::ttl_for(Duration::from_secs(10)), Duration::from_secs(30));
 /// ```
 pub fn ttl_for(interval: Duration) -> Duration {
-    LEASE_TTL.max(interval.saturating_mul(3))
+    Lease::TTL.max(interval.saturating_mul(3))
 }
 
 /// The leases a collector holds, one per app it shows something of.

@@ -27,6 +27,7 @@ use crate::{InstanceId, PrfData};
 /// assert_eq!(names, ["w1", "w2"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Debug)]
 pub struct Instances<'a, M: PerfDataMap> {
     pub(crate) prf: &'a PrfData<M>,
 }
@@ -199,14 +200,6 @@ impl<'a, M: PerfDataMap> Instances<'a, M> {
             prf: self.prf,
             id: inst,
         }
-    }
-}
-
-impl<M: PerfDataMap> fmt::Debug for Instances<'_, M> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Instances")
-            .field("app", &M::DEF.app)
-            .finish()
     }
 }
 

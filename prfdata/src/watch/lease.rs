@@ -15,23 +15,23 @@ use crate::sys::shm;
 /// # Examples
 ///
 /// ```
-/// use prfdata::watch::{WatchSet, WatchTable, LEASE_TTL};
+/// use prfdata::watch::{Lease, WatchSet, WatchTable};
 /// prfdata::prfdata_map! { pub mod m { app: "WatchTableDoc", object O = 0 { name: "O",
 ///   help: "o", detail: Novice, default: C, instances: none, costly: false, counters {
 ///   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
 /// let dir = tempfile::tempdir()?;
 /// let prf = m::PrfData::activate_in(dir.path())?;
-/// assert!(!prf.is_watched(m::C));
+/// assert!(!prf.watch().is_watched(m::C));
 ///
 /// // A collector (here the same process) watches counter C (name offset 2).
 /// let table = WatchTable::open_in(dir.path(), "WatchTableDoc")?;
 /// let mut set = WatchSet::new();
 /// set.insert(2);
-/// let lease = table.lease(&set, LEASE_TTL)?;
+/// let lease = table.lease(&set, Lease::TTL)?;
 /// assert_eq!(table.watchers(2), 1);
 /// # let t0 = std::time::Instant::now();
-/// # while !prf.is_watched(m::C) && t0.elapsed().as_secs() < 10 { std::thread::sleep(std::time::Duration::from_millis(5)); }
-/// assert!(prf.is_watched(m::C));
+/// # while !prf.watch().is_watched(m::C) && t0.elapsed().as_secs() < 10 { std::thread::sleep(std::time::Duration::from_millis(5)); }
+/// assert!(prf.watch().is_watched(m::C));
 /// drop(lease);
 /// assert_eq!(table.watchers(2), 0);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -49,15 +49,15 @@ struct Opened {
 }
 
 impl WatchTable {
+    /// Lease slots in an app's watch table: how many collectors (and detached PerfStats watches)
+    /// can watch one app at once. A full table refuses a new lease ([`WatchError::Full`]).
+    pub const SLOTS: usize = SLOTS;
+
     /// Opens the watch table of `app` in [`shm_dir`](crate::shm_dir).
     ///
     /// # Errors
     ///
     /// As [`WatchTable::open_in`]; [`WatchError::Io`] if the folder cannot be used.
-    ///
-    /// # Examples
-    ///
-    /// See [`WatchTable`] ([`WatchTable::open_in`] with an explicit folder).
     pub fn open(app: &str) -> Result<Self, WatchError> {
         let dir = crate::shm_dir().map_err(|e| WatchError::Io {
             path: PathBuf::from(app),
@@ -73,10 +73,6 @@ impl WatchTable {
     /// [`WatchError::NotActive`] if there is none (the app is not running); [`WatchError::NotATable`]
     /// if the name is not a valid app name or what is there is not a table of ours;
     /// [`WatchError::Io`] for other failures.
-    ///
-    /// # Examples
-    ///
-    /// See [`WatchTable`].
     pub fn open_in(dir: &Path, app: &str) -> Result<Self, WatchError> {
         let path = path_in(dir, app);
         if let Err(e) = prfdata_untrusted::check_name(prfdata_untrusted::NameKind::App, app) {
@@ -135,16 +131,12 @@ impl WatchTable {
     }
 
     /// Takes a lease held by this process on `set`, for `ttl` (at most
-    /// [`MAX_LEASE_TTL`](super::MAX_LEASE_TTL)); renew it with [`Lease::renew`] before it lapses.
+    /// [`Lease::MAX_TTL`]); renew it with [`Lease::renew`] before it lapses.
     /// Dropping the lease ends it.
     ///
     /// # Errors
     ///
     /// [`WatchError::Full`] if every slot holds a live lease.
-    ///
-    /// # Examples
-    ///
-    /// See [`WatchTable`].
     pub fn lease(&self, set: &WatchSet, ttl: Duration) -> Result<Lease, WatchError> {
         let me = ProcessId::current();
         let slot = self.claim(me.pid, me.start_time, set, ttl)?;
@@ -190,10 +182,6 @@ impl WatchTable {
     }
 
     /// Renews every live detached lease on exactly `set` for `ttl`; returns how many.
-    ///
-    /// # Examples
-    ///
-    /// See [`WatchTable::start_detached`].
     pub fn renew_detached(&self, set: &WatchSet, ttl: Duration) -> usize {
         let table = &self.inner.table;
         let _guard = table.guard();
@@ -215,10 +203,6 @@ impl WatchTable {
 
     /// Ends one live detached lease on exactly `set` (the Windows 95 stat servers' count: one
     /// `StopStat` per `StartStat`); `false` if there was none.
-    ///
-    /// # Examples
-    ///
-    /// See [`WatchTable::start_detached`].
     pub fn stop_detached(&self, set: &WatchSet) -> bool {
         let table = &self.inner.table;
         let _guard = table.guard();
@@ -235,10 +219,6 @@ impl WatchTable {
 
     /// How many live leases watch name offset `offset` now, as the app counts them (a holder
     /// that is alive, an expiry ahead but not too far).
-    ///
-    /// # Examples
-    ///
-    /// See [`WatchTable`].
     pub fn watchers(&self, offset: u32) -> usize {
         let table = &self.inner.table;
         let _guard = table.guard();
@@ -282,7 +262,7 @@ impl WatchTable {
 }
 
 /// Whether a slot of `table` holds a live lease: claimed, an expiry ahead of `now` but not more
-/// than [`MAX_LEASE_TTL`](super::MAX_LEASE_TTL) ahead, and a holder that is alive (its presence
+/// than [`Lease::MAX_TTL`] ahead, and a holder that is alive (its presence
 /// lock on the table, from any pid namespace) or none (detached). What the app counts, too.
 pub(crate) fn live(table: &Table, s: &super::table::SlotImage, now: u64) -> bool {
     let max_ahead = crate::clock::ticks(super::MAX_LEASE_TTL) as u64;
@@ -294,10 +274,6 @@ pub(crate) fn live(table: &Table, s: &super::table::SlotImage, now: u64) -> bool
 
 /// A lease held by this process in an app's watch table: the app counts its objects and counters
 /// as watched while it lives and is renewed. Dropping it ends the lease (the app is woken).
-///
-/// # Examples
-///
-/// See [`WatchTable`].
 #[derive(Debug)]
 pub struct Lease {
     table: WatchTable,
@@ -307,6 +283,18 @@ pub struct Lease {
 }
 
 impl Lease {
+    /// How long a lease lives without renewal: a collector that hangs stops counting after
+    /// this; one that dies is dropped sooner, at the app's next look (its pid and start time are
+    /// checked).
+    pub const TTL: Duration = super::LEASE_TTL;
+    /// How often a collector renews its leases (a fifth of [`Lease::TTL`], so that four missed
+    /// renewals in a row still do not lapse the lease).
+    pub const RENEW_INTERVAL: Duration = super::RENEW_INTERVAL;
+    /// The longest lease time a collector may ask for; an expiry further ahead than this is
+    /// taken for a scribble and ignored by the app. Ten minutes: far more than any sample
+    /// interval.
+    pub const MAX_TTL: Duration = super::MAX_LEASE_TTL;
+
     /// Renews the lease for `ttl` and makes it watch `set` (what the collector shows now). A
     /// lease whose slot another collector reclaimed (it lapsed) is taken again.
     ///
@@ -317,17 +305,17 @@ impl Lease {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::watch::{WatchSet, WatchTable, LEASE_TTL};
+    /// use prfdata::watch::{Lease, WatchSet, WatchTable};
     /// # let dir = tempfile::tempdir()?;
     /// # prfdata::prfdata_map! { pub mod m { app: "LeaseRenewDoc", object O = 0 { name: "O",
     /// #   help: "o", detail: Novice, default: C, instances: none, costly: false, counters {
     /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
     /// # let prf = m::PrfData::activate_in(dir.path())?;
     /// let table = WatchTable::open_in(dir.path(), "LeaseRenewDoc")?;
-    /// let mut lease = table.lease(&WatchSet::new(), LEASE_TTL)?;
+    /// let mut lease = table.lease(&WatchSet::new(), Lease::TTL)?;
     /// let mut set = WatchSet::new();
     /// set.insert(0);
-    /// lease.renew(&set, LEASE_TTL)?;
+    /// lease.renew(&set, Lease::TTL)?;
     /// assert_eq!(table.watchers(0), 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -354,10 +342,6 @@ impl Lease {
     }
 
     /// The table the lease is in.
-    ///
-    /// # Examples
-    ///
-    /// See [`WatchTable`].
     pub fn table(&self) -> &WatchTable {
         &self.table
     }

@@ -10,7 +10,7 @@
 //! # The lease table
 //!
 //! Beside each block, `<shm_dir>/<App>.watch` (created 0600 by the app at activate, removed
-//! with the block) holds [`SLOTS`] lease slots that collectors write and the app reads, so a
+//! with the block) holds [`WatchTable::SLOTS`] lease slots that collectors write and the app reads, so a
 //! consumer never needs write access to the counter block itself:
 //!
 //! ```text
@@ -23,44 +23,38 @@
 //! ([`ProcessId`](crate::ProcessId)), what it watches (a [`WatchSet`]: the objects' and
 //! counters' name offsets, as the map and the registry number them) and an expiry, then bumps
 //! the generation and wakes the futex. It renews the expiry while it shows the counters
-//! ([`RENEW_INTERVAL`], lease time [`LEASE_TTL`]); a lease lapses when its holder is dead (pid
+//! ([`Lease::RENEW_INTERVAL`], lease time [`Lease::TTL`]); a lease lapses when its holder is dead (pid
 //! and start time) or its expiry passed. A *detached* lease (the PerfStats `StartStat` view)
 //! has no holder process and lives only by its expiry.
 //!
-//! The app's side ([`PrfData::is_watched`](crate::PrfData::is_watched),
-//! [`PrfData::on_watch`](crate::PrfData::on_watch),
-//! [`PrfData::watch_events`](crate::PrfData::watch_events)) starts a background waiter on first
+//! The app's side ([`Watching`]: [`is_watched`](Watching::is_watched),
+//! [`on_change`](Watching::on_change), [`events`](Watching::events)) starts a background waiter on first
 //! use: it sleeps on the generation word (woken by collectors; its only timeout is the next
 //! expiry, so it never polls), recounts the leases and publishes one count per stat, which
 //! `is_watched` loads. Everything in the file is untrusted: any same-user process may scribble
 //! on it; the app validates what it reads (unknown offsets, a dead or absent holder, an expiry
-//! in the past or more than [`MAX_LEASE_TTL`] ahead are ignored) and never fails because of it.
+//! in the past or more than [`Lease::MAX_TTL`] ahead are ignored) and never fails because of it.
 //!
 //! The collector's side is [`WatchTable`] and [`Lease`].
 
+mod handle;
 mod lease;
 mod table;
 pub(crate) mod waiter;
 
 use std::time::Duration;
 
+pub use handle::Watching;
 pub use lease::{Lease, WatchTable};
 
-/// Lease slots in an app's watch table: how many collectors (and detached PerfStats watches) can
-/// watch one app at once. A full table refuses a new lease ([`WatchError::Full`]).
-pub const SLOTS: usize = 64;
-
-/// How long a lease lives without renewal: a collector that hangs stops counting after this; one
-/// that dies is dropped sooner, at the app's next look (its pid and start time are checked).
-pub const LEASE_TTL: Duration = Duration::from_secs(5);
-
-/// How often a collector renews its leases (a fifth of [`LEASE_TTL`], so that four missed
-/// renewals in a row still do not lapse the lease).
-pub const RENEW_INTERVAL: Duration = Duration::from_secs(1);
-
-/// The longest lease time a collector may ask for; an expiry further ahead than this is taken
-/// for a scribble and ignored by the app. Ten minutes: far more than any sample interval.
-pub const MAX_LEASE_TTL: Duration = Duration::from_secs(600);
+/// Lease slots in an app's watch table ([`WatchTable::SLOTS`]).
+pub(crate) const SLOTS: usize = 64;
+/// A lease's life without renewal ([`Lease::TTL`]).
+pub(crate) const LEASE_TTL: Duration = Duration::from_secs(5);
+/// How often a collector renews ([`Lease::RENEW_INTERVAL`]).
+pub(crate) const RENEW_INTERVAL: Duration = Duration::from_secs(1);
+/// The longest lease time ([`Lease::MAX_TTL`]).
+pub(crate) const MAX_LEASE_TTL: Duration = Duration::from_secs(600);
 
 /// Bits of a [`WatchSet`]: name offsets 0, 2, ..., `2 * (WATCH_BITS - 1)`.
 pub(crate) const WATCH_BITS: usize = 512;
@@ -102,10 +96,6 @@ impl WatchSet {
 
     /// Adds the object or counter at name offset `offset`; `false` (and nothing added) if the
     /// offset is odd (a help offset) or beyond what the table can hold.
-    ///
-    /// # Examples
-    ///
-    /// See [`WatchSet`].
     pub fn insert(&mut self, offset: u32) -> bool {
         match bit(offset) {
             Some(k) => {
@@ -117,28 +107,16 @@ impl WatchSet {
     }
 
     /// Whether name offset `offset` is in the set.
-    ///
-    /// # Examples
-    ///
-    /// See [`WatchSet`].
     pub fn contains(&self, offset: u32) -> bool {
         bit(offset).is_some_and(|k| self.words[k / 64] & (1 << (k % 64)) != 0)
     }
 
     /// Whether nothing is in the set.
-    ///
-    /// # Examples
-    ///
-    /// See [`WatchSet::new`].
     pub fn is_empty(&self) -> bool {
         self.words.iter().all(|&w| w == 0)
     }
 
     /// The name offsets in the set, ascending.
-    ///
-    /// # Examples
-    ///
-    /// See [`WatchSet`].
     pub fn offsets(&self) -> impl Iterator<Item = u32> + '_ {
         (0..WATCH_BITS)
             .filter(|&k| self.words[k / 64] & (1 << (k % 64)) != 0)
@@ -161,8 +139,8 @@ pub(crate) fn bit(offset: u32) -> Option<usize> {
 }
 
 /// A stat of the app's map started or stopped being watched: what
-/// [`PrfData::on_watch`](crate::PrfData::on_watch) callbacks and
-/// [`PrfData::watch_events`](crate::PrfData::watch_events) receive. `Start` comes when the first
+/// [`Watching::on_change`] callbacks and
+/// [`Watching::events`] receive. `Start` comes when the first
 /// collector starts watching (the count goes from 0 to 1), `Stop` when the last one stops or its
 /// lease lapses: prfdata keeps the Windows 95 stat servers' count of `PMSG_START_STAT`s for the
 /// app.
@@ -199,19 +177,11 @@ pub enum WatchEvent {
 
 impl WatchEvent {
     /// `true` for [`WatchEvent::Start`].
-    ///
-    /// # Examples
-    ///
-    /// See [`WatchEvent`].
     pub fn is_start(&self) -> bool {
         matches!(self, WatchEvent::Start { .. })
     }
 
     /// The stat: (object, counter).
-    ///
-    /// # Examples
-    ///
-    /// See [`WatchEvent`].
     pub fn stat(&self) -> (usize, Option<usize>) {
         match *self {
             WatchEvent::Start { object, counter } | WatchEvent::Stop { object, counter } => {

@@ -281,7 +281,7 @@ pub(crate) fn now() -> u64 {
     crate::clock::perf_counter().max(0) as u64
 }
 
-/// `now() + ttl`, with `ttl` capped at [`super::MAX_LEASE_TTL`].
+/// `now() + ttl`, with `ttl` capped at [`Lease::MAX_TTL`](super::Lease::MAX_TTL).
 pub(crate) fn expiry_after(ttl: std::time::Duration) -> u64 {
     let ttl = ttl.min(super::MAX_LEASE_TTL);
     now().saturating_add(crate::clock::ticks(ttl).max(0) as u64)

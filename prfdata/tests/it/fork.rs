@@ -180,7 +180,10 @@ fn guard_across_fork() {
         "the parent's write section is still open"
     );
     std::thread::scope(|s| {
-        let locked_out = s.spawn(|| prf.try_lock_ctrs().is_none()).join().unwrap();
+        let locked_out = s
+            .spawn(|| prf.lock_ctrs_for(std::time::Duration::ZERO).is_err())
+            .join()
+            .unwrap();
         assert!(locked_out, "the parent still holds the lock");
     });
     drop(whole);

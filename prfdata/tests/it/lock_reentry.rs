@@ -154,7 +154,9 @@ fn lock_ctrs_inside_lock_ctrs_is_nested_and_the_outer_guard_ends_it() {
         {
             let inner = prf.lock_ctrs();
             assert!(!inner.owner_died());
-            let again = prf.try_lock_ctrs().expect("the holder gets a nested guard");
+            let again = prf
+                .lock_ctrs_for(std::time::Duration::ZERO)
+                .expect("the holder gets a nested guard");
             let timed = prf.lock_ctrs_for(Duration::from_millis(1)).unwrap();
             drop((inner, again, timed));
         }
@@ -166,7 +168,7 @@ fn lock_ctrs_inside_lock_ctrs_is_nested_and_the_outer_guard_ends_it() {
         // Another thread is still kept out until the outer guard goes.
         std::thread::scope(|scope| {
             let other = scope
-                .spawn(|| prf.try_lock_ctrs().is_none())
+                .spawn(|| prf.lock_ctrs_for(std::time::Duration::ZERO).is_err())
                 .join()
                 .unwrap();
             assert!(
@@ -178,7 +180,7 @@ fn lock_ctrs_inside_lock_ctrs_is_nested_and_the_outer_guard_ends_it() {
         assert_eq!(seq(prf.path()) % 2, 0);
         std::thread::scope(|scope| {
             let other = scope
-                .spawn(|| prf.try_lock_ctrs().is_some())
+                .spawn(|| prf.lock_ctrs_for(std::time::Duration::ZERO).is_ok())
                 .join()
                 .unwrap();
             assert!(other, "free once the outer guard is dropped");

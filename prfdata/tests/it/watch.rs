@@ -5,7 +5,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use prfdata::watch::{WatchError, WatchEvent, WatchSet, WatchTable, LEASE_TTL};
+use prfdata::watch::{Lease, WatchError, WatchEvent, WatchSet, WatchTable};
 
 use crate::common::{self, testmap, testmap::PrfData};
 
@@ -47,10 +47,10 @@ fn child_entry() {
     if common::role().as_deref() == Some("lease-holder") {
         let dir = common::child_dir();
         let table = WatchTable::open_in(&dir, "PrfDataTest").unwrap();
-        let mut lease = table.lease(&hits(), LEASE_TTL).unwrap();
+        let mut lease = table.lease(&hits(), Lease::TTL).unwrap();
         loop {
-            std::thread::sleep(prfdata::watch::RENEW_INTERVAL);
-            lease.renew(&hits(), LEASE_TTL).unwrap();
+            std::thread::sleep(prfdata::watch::Lease::RENEW_INTERVAL);
+            lease.renew(&hits(), Lease::TTL).unwrap();
         }
     }
 }
@@ -59,8 +59,8 @@ fn child_entry() {
 fn a_sigkilled_collectors_lease_lapses_and_the_app_sees_start_and_stop() {
     let dir = tempfile::tempdir().unwrap();
     let prf = PrfData::activate_in(dir.path()).unwrap();
-    let events = prf.watch_events();
-    assert!(!prf.is_watched(testmap::HITS));
+    let events = prf.watch().events();
+    assert!(!prf.watch().is_watched(testmap::HITS));
 
     let mut child = common::spawn_child("watch::child_entry", "lease-holder", dir.path(), &[]);
     let start = next_hits_event(&events, Duration::from_secs(30));
@@ -71,21 +71,21 @@ fn a_sigkilled_collectors_lease_lapses_and_the_app_sees_start_and_stop() {
             counter: Some(0)
         }
     );
-    assert!(prf.is_watched(testmap::HITS));
-    assert!(prf.is_object_watched(testmap::TOTALS));
+    assert!(prf.watch().is_watched(testmap::HITS));
+    assert!(prf.watch().is_object_watched(testmap::TOTALS));
     assert!(
-        !prf.is_watched(testmap::HITS32),
+        !prf.watch().is_watched(testmap::HITS32),
         "only what the lease names"
     );
-    assert!(!prf.is_object_watched(testmap::ITEMS));
+    assert!(!prf.watch().is_object_watched(testmap::ITEMS));
 
     child.kill().unwrap(); // SIGKILL: no lease released
     child.wait().unwrap();
     // Lapses by the holder's death at the app's next look (at the latest the lease's expiry).
-    let stop = next_hits_event(&events, LEASE_TTL * 4);
+    let stop = next_hits_event(&events, Lease::TTL * 4);
     assert!(!stop.is_start(), "{stop:?}");
-    assert!(!prf.is_watched(testmap::HITS));
-    assert!(!prf.is_object_watched(testmap::TOTALS));
+    assert!(!prf.watch().is_watched(testmap::HITS));
+    assert!(!prf.watch().is_object_watched(testmap::TOTALS));
 }
 
 #[test]
@@ -93,17 +93,17 @@ fn leases_are_counted_per_holder_and_detached_ones_end_with_stop() {
     let dir = tempfile::tempdir().unwrap();
     let prf = PrfData::activate_in(dir.path()).unwrap();
     let table = WatchTable::open_in(dir.path(), "PrfDataTest").unwrap();
-    let a = table.lease(&hits(), LEASE_TTL).unwrap();
-    table.start_detached(&hits(), LEASE_TTL).unwrap();
+    let a = table.lease(&hits(), Lease::TTL).unwrap();
+    table.start_detached(&hits(), Lease::TTL).unwrap();
     assert_eq!(table.watchers(HITS_OFFSET), 2);
     eventually("watched", Duration::from_secs(10), || {
-        prf.is_watched(testmap::HITS)
+        prf.watch().is_watched(testmap::HITS)
     });
     drop(a);
     assert!(table.stop_detached(&hits()));
     assert!(!table.stop_detached(&hits()), "one stop per start");
     eventually("unwatched", Duration::from_secs(10), || {
-        !prf.is_watched(testmap::HITS)
+        !prf.watch().is_watched(testmap::HITS)
     });
 }
 
@@ -112,27 +112,27 @@ fn a_full_table_refuses_a_new_lease_with_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let _prf = PrfData::activate_in(dir.path()).unwrap();
     let table = WatchTable::open_in(dir.path(), "PrfDataTest").unwrap();
-    let held: Vec<_> = (0..prfdata::watch::SLOTS)
-        .map(|_| table.lease(&hits(), LEASE_TTL).unwrap())
+    let held: Vec<_> = (0..prfdata::watch::WatchTable::SLOTS)
+        .map(|_| table.lease(&hits(), Lease::TTL).unwrap())
         .collect();
-    let err = table.lease(&hits(), LEASE_TTL).unwrap_err();
+    let err = table.lease(&hits(), Lease::TTL).unwrap_err();
     assert!(matches!(err, WatchError::Full { .. }), "{err:?}");
     assert!(err.to_string().contains("full"), "{err}");
     drop(held);
-    table.lease(&hits(), LEASE_TTL).unwrap();
+    table.lease(&hits(), Lease::TTL).unwrap();
 }
 
 #[test]
 fn a_scribbled_watch_table_neither_crashes_nor_wedges_the_app() {
     let dir = tempfile::tempdir().unwrap();
     let prf = PrfData::activate_in(dir.path()).unwrap();
-    let events = prf.watch_events();
-    assert!(!prf.is_watched(testmap::HITS));
+    let events = prf.watch().events();
+    assert!(!prf.watch().is_watched(testmap::HITS));
     let path = dir.path().join("PrfDataTest.watch");
     let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
 
     // Every slot: our own live pid and start time, every bit set, an expiry an hour ahead (more
-    // than MAX_LEASE_TTL: a scribble, never counted); the header left alone.
+    // than Lease::MAX_TTL: a scribble, never counted); the header left alone.
     let me = prfdata::ProcessId::current();
     let now = prfdata::clock::perf_counter() as u64;
     let mut slot = vec![0u8; 128];
@@ -141,13 +141,13 @@ fn a_scribbled_watch_table_neither_crashes_nor_wedges_the_app() {
     let hour = now + 3600 * prfdata::clock::PERF_FREQUENCY as u64;
     slot[16..24].copy_from_slice(&hour.to_le_bytes());
     slot[32..96].fill(0xff);
-    for i in 0..prfdata::watch::SLOTS {
+    for i in 0..prfdata::watch::WatchTable::SLOTS {
         file.write_all_at(&slot, 64 + 128 * i as u64).unwrap();
     }
     let table = WatchTable::open_in(dir.path(), "PrfDataTest").unwrap();
     assert_eq!(table.watchers(HITS_OFFSET), 0, "an expiry too far ahead");
     // A real lease still gets a slot (the scribbled ones are not live) and is counted.
-    let lease = table.lease(&hits(), LEASE_TTL).unwrap();
+    let lease = table.lease(&hits(), Lease::TTL).unwrap();
     assert!(next_hits_event(&events, Duration::from_secs(10)).is_start());
     drop(lease);
     assert!(!next_hits_event(&events, Duration::from_secs(10)).is_start());
@@ -162,7 +162,7 @@ fn a_scribbled_watch_table_neither_crashes_nor_wedges_the_app() {
     assert!(matches!(err, WatchError::NotATable { .. }), "{err:?}");
     // Truncated under the waiter: still no crash.
     file.set_len(0).unwrap();
-    assert!(!prf.is_watched(testmap::HITS32));
+    assert!(!prf.watch().is_watched(testmap::HITS32));
     prf.get_ctr64(testmap::HITS, ())
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 

@@ -239,7 +239,7 @@ fn the_chart_holds_a_watch_lease_on_what_it_shows_until_it_quits() {
         return;
     }
     let app = App::start();
-    let events = app.prf.watch_events();
+    let events = app.prf.watch().events();
     let pane = Pane::start(&app, r"'\TP Service\Queue length' --interval 0.25");
     pane.wait_for("the legend", |s| {
         s.contains("Legend") && s.contains("42.000")
@@ -255,8 +255,11 @@ fn the_chart_holds_a_watch_lease_on_what_it_shows_until_it_quits() {
     };
     let first = queue_event();
     assert!(first.is_for(tp::QUEUE) && first.is_start(), "{first:?}");
-    assert!(app.prf.is_watched(tp::QUEUE));
-    assert!(!app.prf.is_watched(tp::JOBS), "only what the chart shows");
+    assert!(app.prf.watch().is_watched(tp::QUEUE));
+    assert!(
+        !app.prf.watch().is_watched(tp::JOBS),
+        "only what the chart shows"
+    );
 
     pane.keys(&["q"]);
     pane.wait_for("the exit", |s| s.contains("EXITED 0"));

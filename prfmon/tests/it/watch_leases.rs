@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use prfdata::watch::{WatchEvent, LEASE_TTL};
+use prfdata::watch::{Lease, WatchEvent};
 
 use crate::common::finish;
 use crate::sampling_app::{tp, App};
@@ -45,8 +45,8 @@ fn eventually(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
 #[test]
 fn typeperf_holds_a_lease_on_what_it_logs_and_it_lapses_after_sigkill() {
     let app = App::start();
-    let events = app.prf.watch_events();
-    assert!(!app.prf.is_watched(tp::QUEUE));
+    let events = app.prf.watch().events();
+    assert!(!app.prf.watch().is_watched(tp::QUEUE));
     let mut typeperf = app
         .command(&["typeperf", r"\TP Service\Queue length", "-si", "0.25"])
         .stdin(Stdio::null())
@@ -56,16 +56,19 @@ fn typeperf_holds_a_lease_on_what_it_logs_and_it_lapses_after_sigkill() {
         .expect("spawn prfmon typeperf");
     let start = next_event(&events, START_WAIT, |e| e.is_for(tp::QUEUE));
     assert!(start.is_start(), "{start:?}");
-    assert!(app.prf.is_watched(tp::QUEUE));
-    assert!(app.prf.is_object_watched(tp::SERVICE));
-    assert!(!app.prf.is_watched(tp::JOBS), "only what typeperf logs");
-    assert!(!app.prf.is_object_watched(tp::WORKER));
+    assert!(app.prf.watch().is_watched(tp::QUEUE));
+    assert!(app.prf.watch().is_object_watched(tp::SERVICE));
+    assert!(
+        !app.prf.watch().is_watched(tp::JOBS),
+        "only what typeperf logs"
+    );
+    assert!(!app.prf.watch().is_object_watched(tp::WORKER));
 
     typeperf.kill().expect("SIGKILL typeperf");
     typeperf.wait().expect("reap typeperf");
-    let stop = next_event(&events, LEASE_TTL * 4, |e| e.is_for(tp::QUEUE));
+    let stop = next_event(&events, Lease::TTL * 4, |e| e.is_for(tp::QUEUE));
     assert!(!stop.is_start(), "{stop:?}");
-    assert!(!app.prf.is_watched(tp::QUEUE));
+    assert!(!app.prf.watch().is_watched(tp::QUEUE));
 }
 
 /// A collector in a pid namespace of its own (a sidecar container sharing the block folder):
@@ -74,7 +77,7 @@ fn typeperf_holds_a_lease_on_what_it_logs_and_it_lapses_after_sigkill() {
 #[test]
 fn a_collector_in_its_own_pid_namespace_holds_its_lease_until_killed() {
     let app = App::start();
-    let events = app.prf.watch_events();
+    let events = app.prf.watch().events();
     let command = app.command(&["typeperf", r"\TP Service\Queue length", "-si", "0.25"]);
     let mut typeperf = prfdata_testkit::in_new_pid_namespace(&command)
         .stdout(Stdio::null())
@@ -84,21 +87,21 @@ fn a_collector_in_its_own_pid_namespace_holds_its_lease_until_killed() {
     let start = next_event(&events, START_WAIT, |e| e.is_for(tp::QUEUE));
     assert!(start.is_start(), "{start:?}");
     std::thread::sleep(Duration::from_millis(500)); // the app looks again: still watched
-    assert!(app.prf.is_watched(tp::QUEUE));
+    assert!(app.prf.watch().is_watched(tp::QUEUE));
 
     typeperf
         .kill()
         .expect("SIGKILL unshare (and typeperf with it)");
     typeperf.wait().expect("reap it");
-    let stop = next_event(&events, LEASE_TTL * 4, |e| e.is_for(tp::QUEUE));
+    let stop = next_event(&events, Lease::TTL * 4, |e| e.is_for(tp::QUEUE));
     assert!(!stop.is_start(), "{stop:?}");
-    assert!(!app.prf.is_watched(tp::QUEUE));
+    assert!(!app.prf.watch().is_watched(tp::QUEUE));
 }
 
 #[test]
 fn two_collectors_count_twice_and_the_stop_comes_after_the_last() {
     let app = App::start();
-    let events = app.prf.watch_events();
+    let events = app.prf.watch().events();
     let table = prfdata::watch::WatchTable::open_in(&app.shm, "SamplingTest").expect("table");
     let spawn = || {
         app.command(&["typeperf", r"\TP Worker(*)\Done", "-si", "0.25"])
@@ -115,21 +118,21 @@ fn two_collectors_count_twice_and_the_stop_comes_after_the_last() {
     assert!(next_event(&events, START_WAIT, |e| e.is_for(tp::DONE)).is_start());
     first.kill().expect("kill");
     first.wait().expect("reap");
-    eventually("one lease left", LEASE_TTL * 4, || table.watchers(8) == 1);
+    eventually("one lease left", Lease::TTL * 4, || table.watchers(8) == 1);
     assert!(
-        app.prf.is_watched(tp::DONE),
+        app.prf.watch().is_watched(tp::DONE),
         "the second typeperf still watches"
     );
     second.kill().expect("kill");
     second.wait().expect("reap");
-    let stop = next_event(&events, LEASE_TTL * 4, |e| e.is_for(tp::DONE));
+    let stop = next_event(&events, Lease::TTL * 4, |e| e.is_for(tp::DONE));
     assert!(!stop.is_start(), "{stop:?}");
 }
 
 #[test]
 fn serve_holds_leases_on_everything_it_exports() {
     let app = App::start();
-    let events = app.prf.watch_events();
+    let events = app.prf.watch().events();
     let mut serve = app
         .command(&["serve", "--listen", "127.0.0.1:0"])
         .stdin(Stdio::null())
@@ -138,15 +141,15 @@ fn serve_holds_leases_on_everything_it_exports() {
         .spawn()
         .expect("spawn prfmon serve");
     eventually("serve watching every counter", START_WAIT, || {
-        app.prf.is_watched(tp::QUEUE)
-            && app.prf.is_watched(tp::JOBS)
-            && app.prf.is_watched(tp::DONE)
-            && app.prf.is_watched(tp::SCANS)
+        app.prf.watch().is_watched(tp::QUEUE)
+            && app.prf.watch().is_watched(tp::JOBS)
+            && app.prf.watch().is_watched(tp::DONE)
+            && app.prf.watch().is_watched(tp::SCANS)
     });
     serve.kill().expect("kill serve");
     serve.wait().expect("reap serve");
-    eventually("serve's leases lapsed", LEASE_TTL * 4, || {
-        !app.prf.is_watched(tp::QUEUE) && !app.prf.is_watched(tp::SCANS)
+    eventually("serve's leases lapsed", Lease::TTL * 4, || {
+        !app.prf.watch().is_watched(tp::QUEUE) && !app.prf.watch().is_watched(tp::SCANS)
     });
     let mut stopped = 0;
     while let Ok(e) = events.try_recv() {
@@ -164,7 +167,7 @@ const ENUM: &str = r"HKLM\System\CurrentControlSet\Control\PerfStats\Enum";
 #[test]
 fn seed003_steps_through_reg_query_start_read_and_stop_a_stat() {
     let app = App::start();
-    let events = app.prf.watch_events();
+    let events = app.prf.watch().events();
     let reg = |args: &[&str]| {
         let mut all = vec!["reg", "query"];
         all.extend_from_slice(args);
@@ -213,7 +216,7 @@ fn seed003_steps_through_reg_query_start_read_and_stop_a_stat() {
     assert!(all.contains(r"\TPWorker\Done"), "{all}");
 
     // Step 5: start the collection of TPService\Queuelength: the app is told.
-    assert!(!app.prf.is_watched(tp::QUEUE));
+    assert!(!app.prf.watch().is_watched(tp::QUEUE));
     reg(&[
         r"HKEY_DYN_DATA\PerfStats\StartStat",
         "/v",
@@ -242,7 +245,7 @@ fn seed003_steps_through_reg_query_start_read_and_stop_a_stat() {
     ]);
     assert!(data.contains("REG_BINARY    07000000"), "{data}");
     assert!(
-        app.prf.is_watched(tp::QUEUE),
+        app.prf.watch().is_watched(tp::QUEUE),
         "still watched between the reads"
     );
 
@@ -254,7 +257,7 @@ fn seed003_steps_through_reg_query_start_read_and_stop_a_stat() {
     ]);
     let stop = next_event(&events, START_WAIT, |e| e.is_for(tp::QUEUE));
     assert!(!stop.is_start(), "{stop:?}");
-    assert!(!app.prf.is_watched(tp::QUEUE));
+    assert!(!app.prf.watch().is_watched(tp::QUEUE));
 }
 
 #[test]

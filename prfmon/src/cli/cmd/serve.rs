@@ -13,7 +13,7 @@ use crate::cli::server::{
 use crate::cli::stdout::errln;
 use crate::cli::token::BearerToken;
 use clap::Args;
-use prfdata::watch::RENEW_INTERVAL;
+use prfdata::watch::Lease;
 use prfmon::collector::Collector;
 use prfmon::lease::{AppRanges, Leases};
 
@@ -140,7 +140,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
 }
 
 /// The thread that holds watch leases on every object and counter of every app while `serve`
-/// runs (it exports them all), renewed every [`RENEW_INTERVAL`]; the registry is read again
+/// runs (it exports them all), renewed every [`Lease::RENEW_INTERVAL`]; the registry is read again
 /// each time, so apps installed later are leased too.
 struct LeaseHolder {
     stop: std::sync::mpsc::Sender<()>,
@@ -158,13 +158,13 @@ fn hold_leases_on_everything(registry: &prfdata_registry::FileRegistry) -> Lease
     let registry = registry.clone();
     let (stop, stopped) = std::sync::mpsc::channel::<()>();
     let thread = std::thread::spawn(move || {
-        let mut leases = Leases::new(AppRanges::default(), RENEW_INTERVAL);
+        let mut leases = Leases::new(AppRanges::default(), Lease::RENEW_INTERVAL);
         loop {
             let ranges = AppRanges::load(&registry).unwrap_or_default();
             let titles = ranges.all_titles();
             leases.set_ranges(ranges);
             leases.hold(&titles);
-            match stopped.recv_timeout(RENEW_INTERVAL) {
+            match stopped.recv_timeout(Lease::RENEW_INTERVAL) {
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
                 _ => break,
             }

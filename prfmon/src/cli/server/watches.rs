@@ -16,8 +16,11 @@
 use std::net::IpAddr;
 use std::time::Instant;
 
-use prfdata::watch::{Lease, WatchError, WatchSet, WatchTable, SLOTS};
+use prfdata::watch::{Lease, WatchError, WatchSet, WatchTable};
 use prfmon::perfstats::PERFSTATS_TTL;
+
+/// The slots of an app's watch table.
+const SLOTS: usize = WatchTable::SLOTS;
 
 /// The most watch leases one peer ([`peer_key`]) holds through serve.
 pub const PER_PEER: usize = 4;
