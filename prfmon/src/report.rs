@@ -113,10 +113,6 @@ pub struct JsonReport<'a> {
 
 impl<'a> JsonReport<'a> {
     /// The report of `snap`, named with `names`, services unknown, no scale factors.
-    ///
-    /// # Examples
-    ///
-    /// See [`JsonReport`].
     pub fn new(snap: &'a DataSnapshot, names: &'a Names) -> Self {
         JsonReport {
             snap,
@@ -128,10 +124,6 @@ impl<'a> JsonReport<'a> {
 
     /// The services that returned the objects: `services[i]` for object `i`, as
     /// [`Collection::services`] gives them.
-    ///
-    /// # Examples
-    ///
-    /// See [`JsonReport`].
     ///
     /// [`Collection::services`]: crate::collector::Collection::services
     pub fn services(self, services: &'a [String]) -> Self {

@@ -98,10 +98,6 @@ pub struct Offer {
 /// first, since a counter path names an object only by its name, as PDH's does.
 ///
 /// This is the whole list, for a listing or a test; sampling never builds it.
-///
-/// # Examples
-///
-/// See [`Offer`].
 pub fn offers(snapshot: &DataSnapshot, names: &Names) -> Vec<Offer> {
     let mut out = Vec::new();
     each_offer(snapshot, names, |offer| out.push(offer));
@@ -341,10 +337,6 @@ pub struct Reading {
 }
 
 /// A requested path that matches nothing in this sample.
-///
-/// # Examples
-///
-/// See [`Sampler::sample`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unmatched {
     /// The request's index in [`Sampler::requests`].
@@ -429,10 +421,6 @@ impl Sampler {
     }
 
     /// The requested paths, as given.
-    ///
-    /// # Examples
-    ///
-    /// See [`Sampler::new`].
     pub fn requests(&self) -> &[CounterPath] {
         &self.requests
     }
