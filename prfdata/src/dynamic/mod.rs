@@ -490,6 +490,15 @@ impl State {
     /// out again; the definitions change only if both succeed.
     fn change<T>(&self, edit: impl FnOnce(&mut Defs) -> Result<T, Error>) -> Result<T, Error> {
         let mut defs = self.defs()?;
+        self.change_held(&mut defs, edit)
+    }
+
+    /// [`change`](Self::change) with the definitions' lock already held.
+    fn change_held<T>(
+        &self,
+        defs: &mut Defs,
+        edit: impl FnOnce(&mut Defs) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let mut next = defs.clone();
         let out = edit(&mut next)?;
         let layout = RuntimeMap::build(self.app, &next);
@@ -682,10 +691,14 @@ impl State {
     /// Publishes the counters staged since the last publication, if any: one new block and
     /// one registry update for all of them.
     fn publish(&self) -> Result<(), Error> {
+        let mut defs = self.defs()?;
+        // Looked at under the definitions' lock: a publication that ran meanwhile (the
+        // publishing thread's, or another call's) left nothing staged, and this one then lays
+        // out nothing.
         if self.staging.lock().since.is_none() {
             return Ok(());
         }
-        self.change(|_| Ok(()))
+        self.change_held(&mut defs, |_| Ok(()))
     }
 
     fn publications(&self) -> u64 {
