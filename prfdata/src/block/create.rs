@@ -357,7 +357,7 @@ impl BlockFile {
     pub(crate) fn attach_unmapped(
         app: &str,
         path: &Path,
-    ) -> Result<(BlockFile, crate::reader::records::Records), Error> {
+    ) -> Result<(BlockFile, crate::block::records::Records), Error> {
         let file = open_block(app, path, true)?;
         let io = |source| Error::Io {
             path: path.to_path_buf(),
@@ -373,7 +373,7 @@ impl BlockFile {
             .filter(|&n| n >= HEADER_SIZE)
             .ok_or_else(|| mismatch(format!("its size is {} bytes", identity.size)))?;
         let raw = RawBlock::map(&file, size, true).map_err(io)?;
-        let records = crate::reader::records::parse(&raw, identity.size)
+        let records = crate::block::records::parse(&raw, identity.size)
             .map_err(|e| mismatch(e.to_string()))?;
         let presence = Presence::take(&file, path, ProcessId::current()).map_err(io)?;
         let block = BlockFile::new(Arc::new(raw), file, presence, path, identity, None);

@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 
 use super::block_reader::{truncated, watch, BlockReader, DEAD_HOLDER_CHECK};
 use super::error::{field, ReadError};
-use super::records::{AggPlan, CounterInfo, ObjectInfo, SumPlan};
 use super::recover::{self, Recovery};
 use super::utf16;
 use crate::block::fault::Watch;
 use crate::block::presence::Probe;
+use crate::block::records::{AggPlan, CounterInfo, ObjectInfo, SumPlan};
 use crate::layout::{
     slot, AGG_LIVE, AGG_MAX, AGG_MIN, AGG_SUM, BYTE_LENGTH_SIZE, CLOSED_OFFSET, DWORD_SIZE,
     GENERATION_OFFSET, LARGE_SIZE, LIVE_COUNT_OFFSET, LIVE_ENTRY_SIZE, NAME_UNIT_SIZE,
