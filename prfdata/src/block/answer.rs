@@ -35,8 +35,7 @@
 //!
 //! [`MAX_BLOCK_SIZE`]: crate::layout::MAX_BLOCK_SIZE
 
-use super::records::ObjectInfo;
-use crate::reader::ReadError;
+use crate::reader::error::ReadError;
 
 /// PERF_OBJECT_TYPE's size (winperf.h).
 const OBJECT_TYPE: u64 = core::mem::size_of::<crate::winperf::PerfObjectType>() as u64;
@@ -54,28 +53,16 @@ pub(crate) const BLOCKS_PER_APP: u64 = 2;
 
 /// What the answer bound of one object depends on: its declared geometry.
 #[derive(Clone, Copy, Debug)]
-struct Geometry {
-    counters: u64,
+pub(crate) struct Geometry {
+    pub(crate) counters: u64,
     /// Bytes of one counter block.
-    block: u64,
+    pub(crate) block: u64,
     /// Its instance limit, its name limit (UTF-16 units) and whether it shows `_Total`; `None`
     /// without instances.
-    instances: Option<(u64, u64, bool)>,
+    pub(crate) instances: Option<(u64, u64, bool)>,
 }
 
 impl Geometry {
-    fn of(info: &ObjectInfo) -> Geometry {
-        Geometry {
-            counters: info.counters.len() as u64,
-            block: u64::from(info.counter_block_size),
-            instances: info.instanced.then_some((
-                u64::from(info.max_instances),
-                u64::from(info.max_name_len),
-                info.total,
-            )),
-        }
-    }
-
     /// The most bytes the object takes in a Collect answer: the left column of the table in
     /// the module docs.
     fn answer_bound(self) -> u64 {
@@ -91,15 +78,18 @@ impl Geometry {
     }
 }
 
-/// The most bytes `objects` take in a Collect answer (every value bounded by the reader's
-/// limits: no overflow below 2^64).
-pub(crate) fn answer_bound(objects: &[ObjectInfo]) -> u64 {
-    objects.iter().map(|o| Geometry::of(o).answer_bound()).sum()
+/// The most bytes objects of these geometries take in a Collect answer (every value bounded by
+/// the reader's limits: no overflow below 2^64).
+pub(crate) fn answer_bound(objects: impl IntoIterator<Item = Geometry>) -> u64 {
+    objects.into_iter().map(Geometry::answer_bound).sum()
 }
 
 /// Refuses objects whose answer could be larger than the block (`file_size` bytes): their
 /// regions overlap (see the module docs).
-pub(crate) fn check(objects: &[ObjectInfo], file_size: u64) -> Result<(), ReadError> {
+pub(crate) fn check(
+    objects: impl IntoIterator<Item = Geometry>,
+    file_size: u64,
+) -> Result<(), ReadError> {
     let need = answer_bound(objects);
     if need > file_size {
         return Err(ReadError::Overlapping {

@@ -45,7 +45,7 @@ use std::time::Instant;
 
 use zerocopy::{FromBytes, IntoBytes};
 
-use super::open::{block_path, open_block, remove_if_same};
+use super::open::{block_path, open_block, remove_if_same, BlockKey};
 use super::presence::{self, Presence, Probe};
 use super::raw::RawBlock;
 use crate::error::Error;
@@ -72,15 +72,6 @@ fn path_in(app: &str, dir: Option<&Path>) -> Result<PathBuf, Error> {
         Some(d) => Ok(d.join(format!("{app}.blk"))),
         None => block_path(app),
     }
-}
-
-/// A block file, as the kernel names it: device and inode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct BlockKey {
-    /// Device.
-    pub dev: u64,
-    /// Inode.
-    pub ino: u64,
 }
 
 /// An open, mapped block.

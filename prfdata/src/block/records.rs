@@ -12,6 +12,7 @@ use std::ops::Range;
 
 use zerocopy::FromBytes;
 
+use super::answer::Geometry;
 use super::raw::RawBlock;
 use crate::layout::*;
 use crate::map::{Aggregate, Factor};
@@ -137,6 +138,19 @@ pub(crate) struct TableLayout {
 }
 
 impl ObjectInfo {
+    /// What the object's bound in a Collect answer depends on (`block/answer.rs`).
+    pub(crate) fn geometry(&self) -> Geometry {
+        Geometry {
+            counters: self.counters.len() as u64,
+            block: u64::from(self.counter_block_size),
+            instances: self.instanced.then_some((
+                u64::from(self.max_instances),
+                u64::from(self.max_name_len),
+                self.total,
+            )),
+        }
+    }
+
     /// Where the object's instance table lies, for the reader's recovery from a dead lock
     /// holder; `None` without instances.
     pub(crate) fn table_layout(&self) -> Option<TableLayout> {
@@ -344,7 +358,7 @@ pub(crate) fn parse(raw: &RawBlock, file_size: u64) -> Result<Records, ReadError
             ObjectRecord::read_from_bytes(rec).map_err(|_| truncated(file_size, records_end))?;
         objects.push(check_object(&rec, at, &counters, counters_at, file_size)?);
     }
-    super::answer::check(&objects, file_size)?;
+    super::answer::check(objects.iter().map(ObjectInfo::geometry), file_size)?;
     let capacity = objects.iter().map(|o| u64::from(o.max_instances)).sum();
     Ok(Records {
         header,

@@ -474,6 +474,6 @@ impl BlockReader {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn answer_bound(&self) -> u64 {
-        answer::answer_bound(&self.records.objects)
+        answer::answer_bound(self.records.objects.iter().map(ObjectInfo::geometry))
     }
 }
