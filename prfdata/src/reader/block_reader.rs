@@ -92,10 +92,6 @@ impl BlockReader {
     ///
     /// [`ReadError::Open`] with [`Error::NotActive`](crate::Error::NotActive) when the app is
     /// not running; any other [`ReadError`] when the block is invalid.
-    ///
-    /// # Examples
-    ///
-    /// See [`BlockReader`].
     pub fn open(app: &str) -> Result<BlockReader, ReadError> {
         let path = block_path(app)?;
         Self::open_path(app, &path)
