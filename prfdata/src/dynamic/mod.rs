@@ -181,7 +181,7 @@ impl Current {
     /// Indexes a run-time block by its own (validated) records; every value is checked to lie
     /// inside the mapping at its natural alignment, since an attached process reads records
     /// another process wrote.
-    fn new(block: BlockFile, records: &crate::reader::records::Records) -> Current {
+    fn new(block: BlockFile, records: &crate::block::records::Records) -> Current {
         let mut values = foldhash::HashMap::with_capacity_and_hasher(
             records.counters.len(),
             foldhash::fast::RandomState::default(),
@@ -668,7 +668,7 @@ impl State {
                     },
                 )?;
                 let size = block.raw.len() as u64;
-                let records = crate::reader::records::parse(&block.raw, size).map_err(|e| {
+                let records = crate::block::records::parse(&block.raw, size).map_err(|e| {
                     Error::MapMismatch {
                         path: block.path().to_path_buf(),
                         reason: e.to_string(),

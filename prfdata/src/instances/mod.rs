@@ -8,5 +8,5 @@
 mod table;
 mod tree;
 
-pub(crate) use table::{Corrupt, NewInstance, SlotRef, TableLayout};
+pub(crate) use table::{Corrupt, NewInstance, SlotRef};
 pub(crate) use tree::Tables;
