@@ -35,7 +35,8 @@
 //! **Reading counters** (providers, tools)
 //! - [`reader`]: a block another process publishes, read-only and validated, through one read
 //!   path ([`reader::BlockReader::read_with`]).
-//! - [`winperf`]: the perflib wire structures and counter-type bit fields.
+//! - The perflib wire structures and counter-type bit fields are the crate `prfdata-wire`'s
+//!   (`prfdata_wire::winperf`).
 //!
 //! **Run-time statistics** (feature `install`)
 //! - `dynamic`: objects and counters added and removed after activation
@@ -52,7 +53,7 @@
 //! Modules depend one way, from the platform up; none imports from a layer above it:
 //!
 //! ```text
-//! sys (platform: tmpfs files, futex, SIGBUS)   winperf, clock, process
+//! sys (platform: tmpfs files, futex, SIGBUS)   clock, process (winperf: prfdata-wire)
 //!   <- layout (the one description of the block: records, offsets, limits)
 //!   <- map (definitions, validation, typed ids; a map's offsets in map/offsets.rs)
 //!   <- block::{raw, fault, open}, optex, instances (the writer's tables)
@@ -122,7 +123,8 @@ pub mod optex;
 pub mod process;
 pub mod reader;
 pub mod watch;
-pub mod winperf;
+// winperf.h's counter types, from the wire-format crate (not re-exported: one path to them).
+use prfdata_wire::winperf;
 
 mod error;
 mod instances;

@@ -51,7 +51,7 @@
 
 use std::sync::Arc;
 
-use prfdata::winperf::{self, PERF_NO_INSTANCES};
+use prfdata_wire::winperf::{self, PERF_NO_INSTANCES};
 use serde::Serialize;
 
 use crate::view::{BlockView, Checked, CheckedBlock, DataView, InstanceView, ObjectView};
@@ -284,14 +284,14 @@ impl std::fmt::Display for SystemTimeFields {
 impl From<winperf::SystemTime> for SystemTimeFields {
     fn from(t: winperf::SystemTime) -> Self {
         Self {
-            year: t.year,
-            month: t.month,
-            day_of_week: t.day_of_week,
-            day: t.day,
-            hour: t.hour,
-            minute: t.minute,
-            second: t.second,
-            milliseconds: t.milliseconds,
+            year: t.year.get(),
+            month: t.month.get(),
+            day_of_week: t.day_of_week.get(),
+            day: t.day.get(),
+            hour: t.hour.get(),
+            minute: t.minute.get(),
+            second: t.second.get(),
+            milliseconds: t.milliseconds.get(),
         }
     }
 }
@@ -303,7 +303,7 @@ impl From<winperf::SystemTime> for SystemTimeFields {
 /// # Examples
 ///
 /// ```
-/// use prfdata::winperf::PERF_NO_INSTANCES;
+/// use prfdata_wire::winperf::PERF_NO_INSTANCES;
 /// let mut obj = prfmon::decode::ObjectData::default();
 /// obj.num_instances = PERF_NO_INSTANCES;
 /// assert!(!obj.has_instances() && obj.instance_count() == 0 && obj.values().is_none());
@@ -776,7 +776,7 @@ impl<'a> Values<'a> {
 /// # Examples
 ///
 /// ```
-/// use prfdata::winperf::PERF_AVERAGE_BASE;
+/// use prfdata_wire::winperf::PERF_AVERAGE_BASE;
 /// let def = prfmon::decode::CounterDef { counter_type: PERF_AVERAGE_BASE, ..Default::default() };
 /// assert_eq!(def.type_name(), "PERF_AVERAGE_BASE");
 /// ```

@@ -3,7 +3,7 @@
 //! the same decoded data.
 #![allow(dead_code)]
 
-use prfdata::winperf::{
+use prfdata_wire::winperf::{
     self, PerfCounterBlock, PerfCounterDefinition, PerfDataBlock, PerfInstanceDefinition,
     PerfObjectType, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK, PERF_TYPE_TEXT,
 };
@@ -178,45 +178,45 @@ fn utf16(
 pub(crate) fn decode(bytes: &[u8]) -> Result<Snapshot, DecodeError> {
     const WHAT: &str = "PERF_DATA_BLOCK";
     let header: PerfDataBlock = read(bytes, 0, bytes.len(), WHAT)?;
-    if header.signature != SIGNATURE {
+    if header.signature.map(|u| u.get()) != SIGNATURE {
         return Err(DecodeError::Signature { offset: 0 });
     }
-    if header.little_endian != 1 {
+    if header.little_endian.get() != 1 {
         return Err(field(
             8,
             "PERF_DATA_BLOCK.LittleEndian",
-            header.little_endian.into(),
+            header.little_endian.get().into(),
             "must be 1",
         ));
     }
     let total = span(
         0,
-        header.total_byte_length.into(),
+        header.total_byte_length.get().into(),
         bytes.len(),
         20,
         "PERF_DATA_BLOCK (TotalByteLength)",
     )?;
-    let header_len = header.header_length as usize;
+    let header_len = header.header_length.get() as usize;
     if header_len < core::mem::size_of::<PerfDataBlock>() || header_len > total {
         return Err(field(
             24,
             "PERF_DATA_BLOCK.HeaderLength",
-            header.header_length.into(),
+            header.header_length.get().into(),
             "must be at least 88 and at most TotalByteLength",
         ));
     }
-    let name_start = header.system_name_offset as usize;
+    let name_start = header.system_name_offset.get() as usize;
     if name_start > header_len {
         return Err(field(
             84,
             "PERF_DATA_BLOCK.SystemNameOffset",
-            header.system_name_offset.into(),
+            header.system_name_offset.get().into(),
             "must lie inside the header (HeaderLength)",
         ));
     }
     let name_end = span(
         name_start,
-        header.system_name_length.into(),
+        header.system_name_length.get().into(),
         header_len,
         80,
         "system name (SystemNameLength)",
@@ -225,21 +225,21 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Snapshot, DecodeError> {
 
     let mut objects = Vec::new();
     let mut offset = header_len;
-    for _ in 0..header.num_object_types {
+    for _ in 0..header.num_object_types.get() {
         let (object, next) = decode_object(bytes, offset, total)?;
         objects.push(object);
         offset = next;
     }
     Ok(Snapshot {
-        version: header.version,
-        revision: header.revision,
-        total_byte_length: header.total_byte_length,
-        header_length: header.header_length,
-        default_object: header.default_object,
+        version: header.version.get(),
+        revision: header.revision.get(),
+        total_byte_length: header.total_byte_length.get(),
+        header_length: header.header_length.get(),
+        default_object: header.default_object.get(),
         system_time: header.system_time.into(),
-        perf_time: header.perf_time,
-        perf_freq: header.perf_freq,
-        perf_time_100nsec: header.perf_time_100nsec,
+        perf_time: header.perf_time.get(),
+        perf_freq: header.perf_freq.get(),
+        perf_time_100nsec: header.perf_time_100nsec.get(),
         system_name,
         objects,
     })
@@ -270,9 +270,9 @@ fn walk_object(
     let limit = limit.min(bytes.len());
     const HEADER: usize = core::mem::size_of::<PerfObjectType>();
     let obj: PerfObjectType = read(bytes, offset, limit, "PERF_OBJECT_TYPE")?;
-    let total = obj.total_byte_length as usize;
-    let def_len = obj.definition_length as usize;
-    let hdr_len = obj.header_length as usize;
+    let total = obj.total_byte_length.get() as usize;
+    let def_len = obj.definition_length.get() as usize;
+    let hdr_len = obj.header_length.get() as usize;
     if total < HEADER {
         return Err(field(
             offset,
@@ -309,32 +309,32 @@ fn walk_object(
     // Counter definitions, each ByteLength long.
     let mut counters = Vec::new();
     let mut at = offset + hdr_len;
-    for _ in 0..obj.num_counters {
+    for _ in 0..obj.num_counters.get() {
         let def: PerfCounterDefinition = read(bytes, at, defs_end, "PERF_COUNTER_DEFINITION")?;
-        if (def.byte_length as usize) < core::mem::size_of::<PerfCounterDefinition>() {
+        if (def.byte_length.get() as usize) < core::mem::size_of::<PerfCounterDefinition>() {
             return Err(field(
                 at,
                 "PERF_COUNTER_DEFINITION.ByteLength",
-                def.byte_length.into(),
+                def.byte_length.get().into(),
                 "must be at least 40",
             ));
         }
         let next = span(
             at,
-            def.byte_length.into(),
+            def.byte_length.get().into(),
             defs_end,
             at,
             "PERF_COUNTER_DEFINITION (ByteLength)",
         )?;
         counters.push(CounterDef {
-            name_index: def.counter_name_title_index,
-            help_index: def.counter_help_title_index,
-            default_scale: def.default_scale,
-            detail_level: def.detail_level,
-            counter_type: def.counter_type,
-            size: def.counter_size,
-            offset: def.counter_offset,
-            is_base: winperf::is_base(def.counter_type),
+            name_index: def.counter_name_title_index.get(),
+            help_index: def.counter_help_title_index.get(),
+            default_scale: def.default_scale.get(),
+            detail_level: def.detail_level.get(),
+            counter_type: def.counter_type.get(),
+            size: def.counter_size.get(),
+            offset: def.counter_offset.get(),
+            is_base: winperf::is_base(def.counter_type.get()),
             base: None,
             base_of: None,
         });
@@ -351,27 +351,27 @@ fn walk_object(
 
     let mut object = Object {
         offset,
-        name_index: obj.object_name_title_index,
-        help_index: obj.object_help_title_index,
-        detail_level: obj.detail_level,
-        default_counter: obj.default_counter,
-        num_instances: obj.num_instances,
-        code_page: obj.code_page,
-        perf_time: obj.perf_time,
-        perf_freq: obj.perf_freq,
+        name_index: obj.object_name_title_index.get(),
+        help_index: obj.object_help_title_index.get(),
+        detail_level: obj.detail_level.get(),
+        default_counter: obj.default_counter.get(),
+        num_instances: obj.num_instances.get(),
+        code_page: obj.code_page.get(),
+        perf_time: obj.perf_time.get(),
+        perf_freq: obj.perf_freq.get(),
         counters,
         values: Vec::new(),
         instances: Vec::new(),
     };
     let mut at = defs_end;
-    if obj.num_instances == PERF_NO_INSTANCES {
+    if obj.num_instances.get() == PERF_NO_INSTANCES {
         let (values, _) = decode_block(bytes, at, end, &object.counters, keep)?;
         object.values = values;
-    } else if obj.num_instances < 0 {
+    } else if obj.num_instances.get() < 0 {
         return Err(field(
             offset + 40,
             "PERF_OBJECT_TYPE.NumInstances",
-            obj.num_instances.into(),
+            obj.num_instances.get().into(),
             "must be -1 (PERF_NO_INSTANCES) or a count",
         ));
     } else {
@@ -381,11 +381,11 @@ fn walk_object(
             let most = (end - at) / 28;
             object
                 .instances
-                .reserve((obj.num_instances as usize).min(most));
+                .reserve((obj.num_instances.get() as usize).min(most));
         }
-        for _ in 0..obj.num_instances {
+        for _ in 0..obj.num_instances.get() {
             let (instance, next) =
-                decode_instance(bytes, at, end, obj.code_page, &object.counters, keep)?;
+                decode_instance(bytes, at, end, obj.code_page.get(), &object.counters, keep)?;
             object.instances.push(instance);
             at = next;
         }
@@ -403,34 +403,34 @@ fn decode_instance(
 ) -> Result<(InstanceData, usize), DecodeError> {
     const SIZE: usize = core::mem::size_of::<PerfInstanceDefinition>();
     let inst: PerfInstanceDefinition = read(bytes, at, limit, "PERF_INSTANCE_DEFINITION")?;
-    if (inst.byte_length as usize) < SIZE {
+    if (inst.byte_length.get() as usize) < SIZE {
         return Err(field(
             at,
             "PERF_INSTANCE_DEFINITION.ByteLength",
-            inst.byte_length.into(),
+            inst.byte_length.get().into(),
             "must be at least 24",
         ));
     }
     let def_end = span(
         at,
-        inst.byte_length.into(),
+        inst.byte_length.get().into(),
         limit,
         at,
         "PERF_INSTANCE_DEFINITION (ByteLength)",
     )?;
-    let name = if inst.name_length == 0 {
+    let name = if inst.name_length.get() == 0 {
         String::new()
     } else {
         let name_start = span(
             at,
-            inst.name_offset.into(),
+            inst.name_offset.get().into(),
             def_end,
             at + 16,
             "instance name (NameOffset)",
         )?;
         let name_end = span(
             name_start,
-            inst.name_length.into(),
+            inst.name_length.get().into(),
             def_end,
             at + 20,
             "instance name (NameLength)",
@@ -452,9 +452,9 @@ fn decode_instance(
     Ok((
         InstanceData {
             name,
-            unique_id: inst.unique_id,
-            parent_object_title_index: inst.parent_object_title_index,
-            parent_object_instance: inst.parent_object_instance,
+            unique_id: inst.unique_id.get(),
+            parent_object_title_index: inst.parent_object_title_index.get(),
+            parent_object_instance: inst.parent_object_instance.get(),
             values,
         },
         next,
@@ -469,17 +469,17 @@ fn decode_block(
     keep: bool,
 ) -> Result<(Vec<RawValue>, usize), DecodeError> {
     let block: PerfCounterBlock = read(bytes, at, limit, "PERF_COUNTER_BLOCK")?;
-    if (block.byte_length as usize) < core::mem::size_of::<PerfCounterBlock>() {
+    if (block.byte_length.get() as usize) < core::mem::size_of::<PerfCounterBlock>() {
         return Err(field(
             at,
             "PERF_COUNTER_BLOCK.ByteLength",
-            block.byte_length.into(),
+            block.byte_length.get().into(),
             "must be at least 4",
         ));
     }
     let end = span(
         at,
-        block.byte_length.into(),
+        block.byte_length.get().into(),
         limit,
         at,
         "PERF_COUNTER_BLOCK (ByteLength)",

@@ -6,7 +6,7 @@
 //! same offset) and keeps only where things are: one `Vec` of counter-definition offsets and
 //! one of instance offsets for the whole block, one entry per object. Nothing is allocated per
 //! instance or per counter value. The structures are read through zerocopy views of
-//! little-endian, unaligned mirrors of winperf.h's (`PERF_OBJECT_TYPE` and the rest): a view
+//! [`prfdata_wire::winperf`]'s little-endian, unaligned `PERF_OBJECT_TYPE` and the rest: a view
 //! is a reference into the input, valid at any alignment (a Windows provider's objects are
 //! only DWORD-aligned), and a field read is one load.
 //!
@@ -47,116 +47,24 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Arc;
 
-use prfdata::winperf::{
+use prfdata_wire::winperf::{
     self, PerfCounterBlock, PerfCounterDefinition, PerfDataBlock, PerfInstanceDefinition,
     PerfObjectType, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK, PERF_TYPE_TEXT,
 };
-use zerocopy::little_endian::{I32, I64, U16, U32};
 use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
 use crate::decode::{
     CounterDef, DataSnapshot, DecodeError, ObjectData, RawValue, SystemTimeFields, SIGNATURE,
 };
 
-// ---------------------------------------------------------------------------------------------
-// winperf.h's structures as they lie in the bytes: little-endian, any alignment.
-// ---------------------------------------------------------------------------------------------
-
-/// `PERF_DATA_BLOCK` ([`PerfDataBlock`]) in place.
-#[repr(C)]
-#[derive(FromBytes, Immutable, KnownLayout, Unaligned)]
-struct DataBlockLe {
-    signature: [U16; 4],
-    little_endian: U32,
-    version: U32,
-    revision: U32,
-    total_byte_length: U32,
-    header_length: U32,
-    num_object_types: U32,
-    default_object: I32,
-    /// `SYSTEMTIME`: year, month, day of week, day, hour, minute, second, milliseconds.
-    system_time: [U16; 8],
-    _pad: U32,
-    perf_time: I64,
-    perf_freq: I64,
-    perf_time_100nsec: I64,
-    system_name_length: U32,
-    system_name_offset: U32,
-}
-
-/// `PERF_OBJECT_TYPE` ([`PerfObjectType`]) in place.
-#[repr(C)]
-#[derive(FromBytes, Immutable, KnownLayout, Unaligned)]
-struct ObjectTypeLe {
-    total_byte_length: U32,
-    definition_length: U32,
-    header_length: U32,
-    object_name_title_index: U32,
-    object_name_title: U32,
-    object_help_title_index: U32,
-    object_help_title: U32,
-    detail_level: U32,
-    num_counters: U32,
-    default_counter: I32,
-    num_instances: I32,
-    code_page: U32,
-    perf_time: I64,
-    perf_freq: I64,
-}
-
-/// `PERF_COUNTER_DEFINITION` ([`PerfCounterDefinition`]) in place.
-#[repr(C)]
-#[derive(FromBytes, Immutable, KnownLayout, Unaligned)]
-struct CounterDefinitionLe {
-    byte_length: U32,
-    counter_name_title_index: U32,
-    counter_name_title: U32,
-    counter_help_title_index: U32,
-    counter_help_title: U32,
-    default_scale: I32,
-    detail_level: U32,
-    counter_type: U32,
-    counter_size: U32,
-    counter_offset: U32,
-}
-
-/// `PERF_INSTANCE_DEFINITION` ([`PerfInstanceDefinition`]) in place.
-#[repr(C)]
-#[derive(FromBytes, Immutable, KnownLayout, Unaligned)]
-struct InstanceDefinitionLe {
-    byte_length: U32,
-    parent_object_title_index: U32,
-    parent_object_instance: U32,
-    unique_id: I32,
-    name_offset: U32,
-    name_length: U32,
-}
-
-/// `PERF_COUNTER_BLOCK` ([`PerfCounterBlock`]) in place.
-#[repr(C)]
-#[derive(FromBytes, Immutable, KnownLayout, Unaligned)]
-struct CounterBlockLe {
-    byte_length: U32,
-}
-
-// The mirrors have winperf.h's sizes (the field order is the same, and none has padding).
-const _: () = {
-    use core::mem::size_of;
-    assert!(size_of::<DataBlockLe>() == size_of::<PerfDataBlock>());
-    assert!(size_of::<ObjectTypeLe>() == size_of::<PerfObjectType>());
-    assert!(size_of::<CounterDefinitionLe>() == size_of::<PerfCounterDefinition>());
-    assert!(size_of::<InstanceDefinitionLe>() == size_of::<PerfInstanceDefinition>());
-    assert!(size_of::<CounterBlockLe>() == size_of::<PerfCounterBlock>());
-};
-
 /// `PERF_OBJECT_TYPE`'s size: the least `HeaderLength` and `TotalByteLength`.
-const OBJECT_HEADER: usize = core::mem::size_of::<ObjectTypeLe>();
+const OBJECT_HEADER: usize = core::mem::size_of::<PerfObjectType>();
 /// `PERF_COUNTER_DEFINITION`'s size: the least `ByteLength`.
-const COUNTER_DEFINITION: usize = core::mem::size_of::<CounterDefinitionLe>();
+const COUNTER_DEFINITION: usize = core::mem::size_of::<PerfCounterDefinition>();
 /// `PERF_INSTANCE_DEFINITION`'s size: the least `ByteLength`.
-const INSTANCE_DEFINITION: usize = core::mem::size_of::<InstanceDefinitionLe>();
+const INSTANCE_DEFINITION: usize = core::mem::size_of::<PerfInstanceDefinition>();
 /// `PERF_COUNTER_BLOCK`'s size: the least `ByteLength`.
-const COUNTER_BLOCK: usize = core::mem::size_of::<CounterBlockLe>();
+const COUNTER_BLOCK: usize = core::mem::size_of::<PerfCounterBlock>();
 
 // ---------------------------------------------------------------------------------------------
 // Checked reads.
@@ -445,7 +353,7 @@ pub(crate) fn walk_object<R: Record>(
 ) -> Result<(ObjectEntry, usize), DecodeError> {
     let (definitions_before, instances_before) = rec.counts();
     let limit = limit.min(bytes.len());
-    let obj: &ObjectTypeLe = view(bytes, offset, limit, "PERF_OBJECT_TYPE")?;
+    let obj: &PerfObjectType = view(bytes, offset, limit, "PERF_OBJECT_TYPE")?;
     let total = obj.total_byte_length.get() as usize;
     let def_len = obj.definition_length.get() as usize;
     let hdr_len = obj.header_length.get() as usize;
@@ -490,7 +398,7 @@ pub(crate) fn walk_object<R: Record>(
     let mut at = offset + hdr_len;
     let num_counters = obj.num_counters.get();
     for _ in 0..num_counters {
-        let def: &CounterDefinitionLe = view(bytes, at, defs_end, "PERF_COUNTER_DEFINITION")?;
+        let def: &PerfCounterDefinition = view(bytes, at, defs_end, "PERF_COUNTER_DEFINITION")?;
         let byte_length = def.byte_length.get();
         if (byte_length as usize) < COUNTER_DEFINITION {
             return Err(field(
@@ -569,7 +477,7 @@ fn check_instance(
     limit: usize,
     code_page: u32,
 ) -> Result<usize, DecodeError> {
-    let inst: &InstanceDefinitionLe = view(bytes, at, limit, "PERF_INSTANCE_DEFINITION")?;
+    let inst: &PerfInstanceDefinition = view(bytes, at, limit, "PERF_INSTANCE_DEFINITION")?;
     let byte_length = inst.byte_length.get();
     if (byte_length as usize) < INSTANCE_DEFINITION {
         return Err(field(
@@ -620,7 +528,7 @@ fn check_block(
     num_counters: u32,
     needs: &Needs,
 ) -> Result<usize, DecodeError> {
-    let block: &CounterBlockLe = view(bytes, at, limit, "PERF_COUNTER_BLOCK")?;
+    let block: &PerfCounterBlock = view(bytes, at, limit, "PERF_COUNTER_BLOCK")?;
     let byte_length = block.byte_length.get();
     if (byte_length as usize) < COUNTER_BLOCK {
         return Err(field(
@@ -658,7 +566,7 @@ fn check_values(
     let mut def_at = first_def;
     for _ in 0..num_counters {
         // Checked by the walk of the definitions.
-        let Some(def) = checked::<CounterDefinitionLe>(bytes, def_at) else {
+        let Some(def) = checked::<PerfCounterDefinition>(bytes, def_at) else {
             break;
         };
         def_at += def.byte_length.get() as usize;
@@ -716,7 +624,7 @@ pub(crate) fn check_object(
 /// ```
 pub struct DataView<'a> {
     bytes: &'a [u8],
-    header: &'a DataBlockLe,
+    header: &'a PerfDataBlock,
     /// The system name's bytes.
     name: Range<usize>,
     objects: Cow<'a, [ObjectEntry]>,
@@ -750,7 +658,7 @@ impl<'a> DataView<'a> {
     /// See [`DataView`].
     pub fn parse(bytes: &'a [u8]) -> Result<Self, DecodeError> {
         const WHAT: &str = "PERF_DATA_BLOCK";
-        let header: &DataBlockLe = view(bytes, 0, bytes.len(), WHAT)?;
+        let header: &PerfDataBlock = view(bytes, 0, bytes.len(), WHAT)?;
         if header.signature.map(|u| u.get()) != SIGNATURE {
             return Err(DecodeError::Signature { offset: 0 });
         }
@@ -770,7 +678,7 @@ impl<'a> DataView<'a> {
             "PERF_DATA_BLOCK (TotalByteLength)",
         )?;
         let header_len = header.header_length.get() as usize;
-        if header_len < core::mem::size_of::<DataBlockLe>() || header_len > total {
+        if header_len < core::mem::size_of::<PerfDataBlock>() || header_len > total {
             return Err(field(
                 24,
                 "PERF_DATA_BLOCK.HeaderLength",
@@ -889,18 +797,7 @@ impl<'a> DataView<'a> {
     /// # Ok::<(), prfmon::decode::DecodeError>(())
     /// ```
     pub fn system_time(&self) -> SystemTimeFields {
-        let [year, month, day_of_week, day, hour, minute, second, milliseconds] =
-            self.header.system_time.map(|u| u.get());
-        SystemTimeFields {
-            year,
-            month,
-            day_of_week,
-            day,
-            hour,
-            minute,
-            second,
-            milliseconds,
-        }
+        self.header.system_time.into()
     }
 
     /// `PerfTime`: the high-resolution clock at collection.
@@ -1137,7 +1034,7 @@ impl CheckedBlock {
     pub fn view(&self) -> DataView<'_> {
         // Both constructors hold a whole header: `parse` checked it, the collector wrote it.
         let c = &self.checked;
-        let header = checked::<DataBlockLe>(&c.bytes, 0)
+        let header = checked::<PerfDataBlock>(&c.bytes, 0)
             .expect("a CheckedBlock starts with a whole PERF_DATA_BLOCK header");
         DataView {
             bytes: &c.bytes,
@@ -1183,7 +1080,7 @@ impl CheckedBlock {
 #[derive(Clone, Copy)]
 pub struct ObjectView<'v> {
     bytes: &'v [u8],
-    header: &'v ObjectTypeLe,
+    header: &'v PerfObjectType,
     entry: &'v ObjectEntry,
     definitions: &'v [usize],
     instances: &'v [usize],
@@ -1348,7 +1245,7 @@ impl<'v> ObjectView<'v> {
     /// See the [module docs](self).
     #[inline]
     pub fn counter(&self, index: usize) -> Option<CounterView<'v>> {
-        let def: &CounterDefinitionLe = checked(self.bytes, *self.definitions.get(index)?)?;
+        let def: &PerfCounterDefinition = checked(self.bytes, *self.definitions.get(index)?)?;
         let int = IntKind::of(def.counter_type.get(), def.counter_size.get());
         Some(CounterView {
             def,
@@ -1404,7 +1301,7 @@ impl<'v> ObjectView<'v> {
     #[inline]
     pub fn instance(&self, index: usize) -> Option<InstanceView<'v>> {
         let at = *self.instances.get(index)?;
-        let def: &InstanceDefinitionLe = checked(self.bytes, at)?;
+        let def: &PerfInstanceDefinition = checked(self.bytes, at)?;
         let block_at = at.checked_add(def.byte_length.get() as usize)?;
         Some(InstanceView {
             bytes: self.bytes,
@@ -1509,7 +1406,7 @@ fn object_view<'v>(
 /// The checked counter block at `at`: its whole `ByteLength`.
 #[inline]
 fn block(bytes: &[u8], at: usize) -> Option<BlockView<'_>> {
-    let header: &CounterBlockLe = checked(bytes, at)?;
+    let header: &PerfCounterBlock = checked(bytes, at)?;
     let end = at.checked_add(header.byte_length.get() as usize)?;
     Some(BlockView {
         bytes: bytes.get(at..end)?,
@@ -1523,7 +1420,7 @@ fn block(bytes: &[u8], at: usize) -> Option<BlockView<'_>> {
 /// See the [module docs](self) and [`ObjectView::num_counters`].
 #[derive(Clone, Copy)]
 pub struct CounterView<'v> {
-    def: &'v CounterDefinitionLe,
+    def: &'v PerfCounterDefinition,
     index: usize,
     object: ObjectView<'v>,
     /// `CounterOffset`, read once: what [`BlockView::int`] needs, at hand.
@@ -1691,7 +1588,7 @@ impl CounterView<'_> {
 pub struct InstanceView<'v> {
     bytes: &'v [u8],
     at: usize,
-    def: &'v InstanceDefinitionLe,
+    def: &'v PerfInstanceDefinition,
     code_page: u32,
     values: BlockView<'v>,
 }
