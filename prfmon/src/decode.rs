@@ -780,7 +780,7 @@ impl<'a> Values<'a> {
 /// let def = prfmon::decode::CounterDef { counter_type: PERF_AVERAGE_BASE, ..Default::default() };
 /// assert_eq!(def.type_name(), "PERF_AVERAGE_BASE");
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CounterDef {
     /// `CounterNameTitleIndex` (0 for a base).
     pub name_index: u32,
@@ -830,7 +830,7 @@ impl CounterDef {
 /// let inst = prfmon::decode::InstanceData::default();
 /// assert!(inst.name.is_empty());
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct InstanceData {
     /// The name as written (without its NUL).
     pub name: String,

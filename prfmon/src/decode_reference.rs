@@ -15,7 +15,7 @@ use crate::decode::{
 };
 
 /// A collection as the old decoder held it: every instance's name and values copied.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub(crate) struct Snapshot {
     pub(crate) version: u32,
     pub(crate) revision: u32,
@@ -31,7 +31,7 @@ pub(crate) struct Snapshot {
 }
 
 /// An object as the old decoder held it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub(crate) struct Object {
     pub(crate) offset: usize,
     pub(crate) name_index: u32,

@@ -2005,6 +2005,32 @@ mod tests {
         Ok(())
     }
 
+    /// Writes the golden files of `tests/it/golden.rs` from the reference decoder.
+    #[test]
+    fn write_the_golden_files_from_the_reference() {
+        mod golden {
+            use crate::decode::DecodeError;
+            include!("../tests/it/golden_format.rs");
+        }
+        let names = [
+            "sample",
+            "demo-global",
+            "demo-worker",
+            "rich-costly",
+            "rich-global",
+        ];
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, bytes) in names.into_iter().zip(blocks()) {
+            std::fs::write(dir.join(format!("{name}.raw")), &bytes).unwrap();
+            let snap = reference::decode(&bytes).unwrap();
+            let json = serde_json::to_string_pretty(&snap).unwrap() + "\n";
+            std::fs::write(dir.join(format!("{name}.json")), json).unwrap();
+            let lines = golden::truncations(&bytes, |b| reference::decode(b).map(drop));
+            std::fs::write(dir.join(format!("{name}.truncations")), lines).unwrap();
+        }
+    }
+
     #[test]
     fn the_real_collections_decode_as_before() {
         for bytes in blocks() {
