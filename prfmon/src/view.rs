@@ -1961,7 +1961,6 @@ pub(crate) fn decode_object(
 mod tests {
     use super::*;
     use crate::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    use crate::decode_reference as reference;
 
     /// Real collections (the fuzz seeds: the demo, and the rich map with text counters, objects
     /// without instances and parents) and the sample object in a block.
@@ -1983,83 +1982,25 @@ mod tests {
         ]
     }
 
-    /// The view, owned, against the decoder it replaced: same data, same error.
+    /// The view's readers agree on `bytes`: the parse, the snapshot that keeps the bytes, a
+    /// copy one byte further on, and each object checked alone (same data, same error). What
+    /// they read from the real collections is pinned by the golden files (tests/it/golden.rs).
     fn agrees(bytes: &[u8]) -> Result<(), proptest::test_runner::TestCaseError> {
-        let view = DataView::parse(bytes).map(|v| reference::plain(&v.to_snapshot()));
-        proptest::prop_assert_eq!(view, reference::decode(bytes));
-        // The snapshot that keeps the bytes reads the same.
-        let owned = crate::decode::decode_owned(bytes.to_vec()).map(|s| reference::plain(&s));
-        proptest::prop_assert_eq!(owned, reference::decode(bytes));
+        let view = DataView::parse(bytes).map(|v| v.to_snapshot());
+        let owned = crate::decode::decode_owned(bytes.to_vec());
+        proptest::prop_assert_eq!(&owned, &view);
+        let mut shifted = vec![0u8; bytes.len() + 1];
+        shifted[1..].copy_from_slice(bytes);
+        let moved = DataView::parse(&shifted[1..]).map(|v| v.to_snapshot());
+        proptest::prop_assert_eq!(&moved, &view);
         for offset in [0, 88, 96, 104, 112] {
             let limit = bytes.len();
             proptest::prop_assert_eq!(
-                crate::decode::decode_object(bytes, offset, limit)
-                    .map(|(o, next)| (reference::plain_object(&o), next)),
-                reference::decode_object(bytes, offset, limit)
-            );
-            proptest::prop_assert_eq!(
-                check_object(bytes, offset, limit),
-                reference::check_object(bytes, offset, limit)
+                crate::decode::decode_object(bytes, offset, limit).map(|(_, next)| next),
+                check_object(bytes, offset, limit)
             );
         }
         Ok(())
-    }
-
-    /// Writes the golden files of `tests/it/golden.rs` from the reference decoder.
-    #[test]
-    fn write_the_golden_files_from_the_reference() {
-        mod golden {
-            use crate::decode::DecodeError;
-            include!("../tests/it/golden_format.rs");
-        }
-        let names = [
-            "sample",
-            "demo-global",
-            "demo-worker",
-            "rich-costly",
-            "rich-global",
-        ];
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
-        std::fs::create_dir_all(&dir).unwrap();
-        for (name, bytes) in names.into_iter().zip(blocks()) {
-            std::fs::write(dir.join(format!("{name}.raw")), &bytes).unwrap();
-            let snap = reference::decode(&bytes).unwrap();
-            let json = serde_json::to_string_pretty(&snap).unwrap() + "\n";
-            std::fs::write(dir.join(format!("{name}.json")), json).unwrap();
-            let lines = golden::truncations(&bytes, |b| reference::decode(b).map(drop));
-            std::fs::write(dir.join(format!("{name}.truncations")), lines).unwrap();
-        }
-    }
-
-    #[test]
-    fn the_real_collections_decode_as_before() {
-        for bytes in blocks() {
-            let snap = DataView::parse(&bytes).unwrap().to_snapshot();
-            assert!(!snap.objects.is_empty());
-            assert_eq!(Ok(reference::plain(&snap)), reference::decode(&bytes));
-        }
-    }
-
-    #[test]
-    fn every_truncation_fails_as_before() {
-        for bytes in blocks() {
-            for len in 0..bytes.len() {
-                agrees(&bytes[..len]).unwrap();
-            }
-        }
-    }
-
-    #[test]
-    fn a_dword_aligned_block_reads_in_place() {
-        // The same block one byte further on: the views need no alignment.
-        for bytes in blocks() {
-            let mut shifted = vec![0u8; bytes.len() + 1];
-            shifted[1..].copy_from_slice(&bytes);
-            assert_eq!(
-                DataView::parse(&shifted[1..]).map(|v| reference::plain(&v.to_snapshot())),
-                reference::decode(&bytes)
-            );
-        }
     }
 
     #[test]
@@ -2216,7 +2157,7 @@ mod tests {
         }
 
         #[test]
-        fn a_word_overwritten_fails_or_decodes_as_before(
+        fn a_word_overwritten_fails_or_decodes_alike(
             which in 0usize..5,
             at in 0usize..4096,
             value in proptest::num::u32::ANY,
@@ -2228,7 +2169,7 @@ mod tests {
         }
 
         #[test]
-        fn a_small_word_overwritten_fails_or_decodes_as_before(
+        fn a_small_word_overwritten_fails_or_decodes_alike(
             which in 0usize..5,
             at in 0usize..1024,
             value in 0u32..300,
@@ -2241,7 +2182,7 @@ mod tests {
         }
 
         #[test]
-        fn a_byte_overwritten_fails_or_decodes_as_before(
+        fn a_byte_overwritten_fails_or_decodes_alike(
             which in 0usize..5,
             at in 0usize..4096,
             value in proptest::num::u8::ANY,
