@@ -343,15 +343,12 @@ struct Needs {
     utf16_text: bool,
 }
 
-/// Checks the PERF_OBJECT_TYPE at `offset` (ending by `limit`) and everything in it, recording
-/// its definitions and instances in `rec`; returns the entry and the next object's offset.
-pub(crate) fn walk_object<R: Record>(
+/// The `PERF_OBJECT_TYPE` at `offset` with its lengths checked, and where the object ends.
+fn check_object_header(
     bytes: &[u8],
     offset: usize,
     limit: usize,
-    rec: &mut R,
-) -> Result<(ObjectEntry, usize), DecodeError> {
-    let (definitions_before, instances_before) = rec.counts();
+) -> Result<(&PerfObjectType, usize), DecodeError> {
     let limit = limit.min(bytes.len());
     let obj: &PerfObjectType = view(bytes, offset, limit, "PERF_OBJECT_TYPE")?;
     let total = obj.total_byte_length.get() as usize;
@@ -388,15 +385,22 @@ pub(crate) fn walk_object<R: Record>(
             "must be at most TotalByteLength",
         ));
     }
-    let defs_end = offset + def_len;
+    Ok((obj, end))
+}
 
-    // Counter definitions, each ByteLength long.
+/// The `num_counters` counter definitions from `at` to `defs_end`, each `ByteLength` long,
+/// recorded in `rec`: what every counter block must hold.
+fn walk_definitions<R: Record>(
+    bytes: &[u8],
+    mut at: usize,
+    defs_end: usize,
+    num_counters: u32,
+    rec: &mut R,
+) -> Result<Needs, DecodeError> {
     let mut needs = Needs {
         end: 0,
         utf16_text: false,
     };
-    let mut at = offset + hdr_len;
-    let num_counters = obj.num_counters.get();
     for _ in 0..num_counters {
         let def: &PerfCounterDefinition = view(bytes, at, defs_end, "PERF_COUNTER_DEFINITION")?;
         let byte_length = def.byte_length.get();
@@ -421,6 +425,26 @@ pub(crate) fn walk_object<R: Record>(
         needs.utf16_text |= is_utf16_text(def.counter_type.get());
         at = next;
     }
+    Ok(needs)
+}
+
+/// Checks the PERF_OBJECT_TYPE at `offset` (ending by `limit`) and everything in it, recording
+/// its definitions and instances in `rec`; returns the entry and the next object's offset.
+pub(crate) fn walk_object<R: Record>(
+    bytes: &[u8],
+    offset: usize,
+    limit: usize,
+    rec: &mut R,
+) -> Result<(ObjectEntry, usize), DecodeError> {
+    let (definitions_before, instances_before) = rec.counts();
+    let (obj, end) = check_object_header(bytes, offset, limit)?;
+    let (def_len, hdr_len) = (
+        obj.definition_length.get() as usize,
+        obj.header_length.get() as usize,
+    );
+    let defs_end = offset + def_len;
+    let num_counters = obj.num_counters.get();
+    let needs = walk_definitions(bytes, offset + hdr_len, defs_end, num_counters, rec)?;
     let first_def = offset + hdr_len;
 
     let instances_start = instances_before;
