@@ -51,10 +51,6 @@ use crate::decode::{InstanceData, RawValue};
 const BLOCK_HEADER: u32 = 8;
 
 /// One object to write (see the [module docs](crate::builder)).
-///
-/// # Examples
-///
-/// See the [module docs](crate::builder).
 #[derive(Debug, Clone)]
 pub struct ObjectBuilder {
     header: PerfObjectType,
@@ -67,10 +63,6 @@ pub struct ObjectBuilder {
 impl ObjectBuilder {
     /// An object with name index `name_index` (help `name_index + 1`), novice detail, no
     /// counters and no instances, its clock at 0 ticks of 1 Hz.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](crate::builder).
     pub fn new(name_index: u32) -> Self {
         ObjectBuilder {
             header: PerfObjectType {
@@ -91,10 +83,6 @@ impl ObjectBuilder {
 
     /// Adds a counter of `counter_type`, `size` bytes, name index `name_index` (help
     /// `name_index + 1`), after the ones before it.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](crate::builder).
     pub fn counter(mut self, name_index: u32, counter_type: u32, size: u32) -> Self {
         let offset = self.block_end().next_multiple_of(size.clamp(1, 8));
         self.counters.push(PerfCounterDefinition {
@@ -147,10 +135,6 @@ impl ObjectBuilder {
     }
 
     /// Adds an instance (the object then has instances).
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](crate::builder).
     pub fn instance(mut self, instance: InstanceData) -> Self {
         self.instances.get_or_insert_with(Vec::new).push(instance);
         self
@@ -174,10 +158,6 @@ impl ObjectBuilder {
     }
 
     /// The values of an object without instances.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](crate::builder).
     pub fn values(mut self, values: Vec<RawValue>) -> Self {
         self.values = values;
         self
@@ -272,10 +252,6 @@ impl ObjectBuilder {
     }
 
     /// The object as one provider's output, for [`crate::datablock::build_data_block`].
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](crate::builder).
     pub fn output(&self) -> ProviderOutput {
         ProviderOutput {
             bytes: self.build(),

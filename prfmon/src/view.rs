@@ -676,10 +676,6 @@ impl<'a> DataView<'a> {
     ///
     /// The first thing wrong, with its offset: what [`crate::decode::decode`] returns for the
     /// same bytes.
-    ///
-    /// # Examples
-    ///
-    /// See [`DataView`].
     pub fn parse(bytes: &'a [u8]) -> Result<Self, DecodeError> {
         const WHAT: &str = "PERF_DATA_BLOCK";
         let header: &PerfDataBlock = view(bytes, 0, bytes.len(), WHAT)?;
@@ -762,10 +758,6 @@ impl<'a> DataView<'a> {
     }
 
     /// `Revision`. See [`DataView::version`].
-    ///
-    /// # Examples
-    ///
-    /// See [`DataView::version`].
     pub fn revision(&self) -> u32 {
         self.header.revision.get()
     }
@@ -786,10 +778,6 @@ impl<'a> DataView<'a> {
     }
 
     /// `HeaderLength`.
-    ///
-    /// # Examples
-    ///
-    /// See [`DataView::total_byte_length`].
     pub fn header_length(&self) -> u32 {
         self.header.header_length.get()
     }
@@ -842,56 +830,32 @@ impl<'a> DataView<'a> {
     }
 
     /// `PerfFreq`: ticks per second of [`perf_time`](Self::perf_time).
-    ///
-    /// # Examples
-    ///
-    /// See [`DataView::perf_time`].
     pub fn perf_freq(&self) -> i64 {
         self.header.perf_freq.get()
     }
 
     /// `PerfTime100nSec`: the collection time in 100 ns units since 1601 (FILETIME).
-    ///
-    /// # Examples
-    ///
-    /// See [`DataView::perf_time`].
     pub fn perf_time_100nsec(&self) -> i64 {
         self.header.perf_time_100nsec.get()
     }
 
     /// The system name, decoded now.
-    ///
-    /// # Examples
-    ///
-    /// See [`DataView`].
     pub fn system_name(&self) -> String {
         utf16_lossy(self.bytes.get(self.name.clone()).unwrap_or_default())
     }
 
     /// The number of objects (`NumObjectTypes`).
-    ///
-    /// # Examples
-    ///
-    /// See [`DataView`].
     pub fn object_count(&self) -> usize {
         self.objects.len()
     }
 
     /// The objects, in order.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     #[inline]
     pub fn objects(&self) -> impl Iterator<Item = ObjectView<'_>> + '_ {
         (0..self.objects.len()).filter_map(|i| self.object(i))
     }
 
     /// The object at position `index`, if there is one.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     #[inline]
     pub fn object(&self, index: usize) -> Option<ObjectView<'_>> {
         object_view(
@@ -904,10 +868,6 @@ impl<'a> DataView<'a> {
     }
 
     /// The whole collection as owned data: what [`crate::decode::decode`] returns.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn to_snapshot(&self) -> DataSnapshot {
         let end = (self.total_byte_length() as usize).min(self.bytes.len());
         let checked = Checked {
@@ -1005,10 +965,6 @@ impl CheckedBlock {
     /// # Errors
     ///
     /// What [`DataView::parse`] returns for the same bytes.
-    ///
-    /// # Examples
-    ///
-    /// See [`CheckedBlock`].
     pub fn parse(bytes: Vec<u8>) -> Result<Self, DecodeError> {
         let view = DataView::parse(&bytes)?;
         let name = view.name.clone();
@@ -1051,10 +1007,6 @@ impl CheckedBlock {
     }
 
     /// The view of the block, with no new pass of checks.
-    ///
-    /// # Examples
-    ///
-    /// See [`CheckedBlock`].
     pub fn view(&self) -> DataView<'_> {
         // Both constructors hold a whole header: `parse` checked it, the collector wrote it.
         let c = &self.checked;
@@ -1087,20 +1039,12 @@ impl CheckedBlock {
     }
 
     /// The PERF_DATA_BLOCK's bytes, kept. See [`CheckedBlock::bytes`].
-    ///
-    /// # Examples
-    ///
-    /// See [`CheckedBlock::bytes`].
     pub fn into_bytes(self) -> Vec<u8> {
         self.checked.bytes
     }
 }
 
 /// One PERF_OBJECT_TYPE of a [`DataView`].
-///
-/// # Examples
-///
-/// See the [module docs](self).
 #[derive(Clone, Copy)]
 pub struct ObjectView<'v> {
     bytes: &'v [u8],
@@ -1142,10 +1086,6 @@ impl<'v> ObjectView<'v> {
     }
 
     /// `ObjectNameTitleIndex`. See [`ObjectView::offset`].
-    ///
-    /// # Examples
-    ///
-    /// See [`ObjectView::offset`].
     pub fn name_index(&self) -> u32 {
         self.header.object_name_title_index.get()
     }
@@ -1171,64 +1111,36 @@ impl<'v> ObjectView<'v> {
     }
 
     /// `DetailLevel` (`PERF_DETAIL_*`).
-    ///
-    /// # Examples
-    ///
-    /// See [`ObjectView::help_index`].
     pub fn detail_level(&self) -> u32 {
         self.header.detail_level.get()
     }
 
     /// `DefaultCounter`: index into the counters, or -1.
-    ///
-    /// # Examples
-    ///
-    /// See [`ObjectView::help_index`].
     pub fn default_counter(&self) -> i32 {
         self.header.default_counter.get()
     }
 
     /// `NumInstances` as written: -1 (`PERF_NO_INSTANCES`) or the instance count.
-    ///
-    /// # Examples
-    ///
-    /// See [`ObjectView::offset`].
     pub fn num_instances(&self) -> i32 {
         self.header.num_instances.get()
     }
 
     /// Whether the object has instances (`NumInstances` is not `PERF_NO_INSTANCES`).
-    ///
-    /// # Examples
-    ///
-    /// See [`ObjectView::offset`].
     pub fn has_instances(&self) -> bool {
         self.num_instances() != PERF_NO_INSTANCES
     }
 
     /// `CodePage`: 0 for UTF-16 instance names.
-    ///
-    /// # Examples
-    ///
-    /// See [`ObjectView::help_index`].
     pub fn code_page(&self) -> u32 {
         self.header.code_page.get()
     }
 
     /// `PerfTime`: the object's timer, for object-timer counters.
-    ///
-    /// # Examples
-    ///
-    /// See [`ObjectView::help_index`].
     pub fn perf_time(&self) -> i64 {
         self.header.perf_time.get()
     }
 
     /// `PerfFreq`.
-    ///
-    /// # Examples
-    ///
-    /// See [`ObjectView::help_index`].
     pub fn perf_freq(&self) -> i64 {
         self.header.perf_freq.get()
     }
@@ -1252,10 +1164,6 @@ impl<'v> ObjectView<'v> {
     }
 
     /// The counter definitions, in order.
-    ///
-    /// # Examples
-    ///
-    /// See [`ObjectView::num_counters`].
     #[inline]
     pub fn counters(&self) -> impl Iterator<Item = CounterView<'v>> + 'v {
         let this = *self;
@@ -1263,10 +1171,6 @@ impl<'v> ObjectView<'v> {
     }
 
     /// The counter definition at position `index`, if there is one.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     #[inline]
     pub fn counter(&self, index: usize) -> Option<CounterView<'v>> {
         let def: &PerfCounterDefinition = checked(self.bytes, *self.definitions.get(index)?)?;
@@ -1307,10 +1211,6 @@ impl<'v> ObjectView<'v> {
     }
 
     /// The instances, in order.
-    ///
-    /// # Examples
-    ///
-    /// See [`ObjectView::instance_count`].
     #[inline]
     pub fn instances(&self) -> impl Iterator<Item = InstanceView<'v>> + 'v {
         let this = *self;
@@ -1318,10 +1218,6 @@ impl<'v> ObjectView<'v> {
     }
 
     /// The instance at position `index`, if there is one.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     #[inline]
     pub fn instance(&self, index: usize) -> Option<InstanceView<'v>> {
         let at = *self.instances.get(index)?;
@@ -1337,10 +1233,6 @@ impl<'v> ObjectView<'v> {
     }
 
     /// The counter block of an object without instances; `None` for one with instances.
-    ///
-    /// # Examples
-    ///
-    /// See [`ObjectView::offset`].
     #[inline]
     pub fn values(&self) -> Option<BlockView<'v>> {
         block(self.bytes, self.entry.block?)
@@ -1348,10 +1240,6 @@ impl<'v> ObjectView<'v> {
 
     /// The plan for reading this object's values in bulk ([`BlockView::ints`]): made once per
     /// object (one allocation), used for every instance's block.
-    ///
-    /// # Examples
-    ///
-    /// See [`BlockView::ints`].
     pub fn plan(&self) -> ValuePlan {
         let slots: Vec<Slot> = self
             .counters()
@@ -1438,10 +1326,6 @@ fn block(bytes: &[u8], at: usize) -> Option<BlockView<'_>> {
 }
 
 /// One PERF_COUNTER_DEFINITION of an [`ObjectView`].
-///
-/// # Examples
-///
-/// See the [module docs](self) and [`ObjectView::num_counters`].
 #[derive(Clone, Copy)]
 pub struct CounterView<'v> {
     def: &'v PerfCounterDefinition,
@@ -1516,56 +1400,32 @@ impl CounterView<'_> {
     }
 
     /// `CounterNameTitleIndex` (0 for a base).
-    ///
-    /// # Examples
-    ///
-    /// See [`CounterView::index`].
     pub fn name_index(&self) -> u32 {
         self.def.counter_name_title_index.get()
     }
 
     /// `CounterType`.
-    ///
-    /// # Examples
-    ///
-    /// See [`CounterView::index`].
     pub fn counter_type(&self) -> u32 {
         self.def.counter_type.get()
     }
 
     /// `CounterSize`.
-    ///
-    /// # Examples
-    ///
-    /// See [`CounterView::index`].
     pub fn size(&self) -> u32 {
         self.def.counter_size.get()
     }
 
     /// `CounterOffset` within the counter block.
-    ///
-    /// # Examples
-    ///
-    /// See [`CounterView::index`].
     pub fn offset(&self) -> u32 {
         self.offset
     }
 
     /// Whether the type is a base (the denominator of the counter before it).
-    ///
-    /// # Examples
-    ///
-    /// See [`ObjectView::num_counters`].
     pub fn is_base(&self) -> bool {
         winperf::is_base(self.counter_type())
     }
 
     /// For a counter that needs a base, the position of that base (the definition right after
     /// it, if it is a base); see [`CounterDef::base`].
-    ///
-    /// # Examples
-    ///
-    /// See [`CounterView::index`].
     pub fn base(&self) -> Option<usize> {
         let next = self.object.counter(self.index + 1)?;
         (winperf::required_base(self.counter_type()).is_some() && next.is_base())
@@ -1573,20 +1433,12 @@ impl CounterView<'_> {
     }
 
     /// For a base, the position of the counter before it that it is the base of.
-    ///
-    /// # Examples
-    ///
-    /// See [`CounterView::index`].
     pub fn base_of(&self) -> Option<usize> {
         let before = self.object.counter(self.index.checked_sub(1)?)?;
         (before.base() == Some(self.index)).then_some(self.index - 1)
     }
 
     /// The definition as owned data.
-    ///
-    /// # Examples
-    ///
-    /// See [`CounterView::index`].
     pub fn to_def(&self) -> CounterDef {
         CounterDef {
             name_index: self.name_index(),
@@ -1604,10 +1456,6 @@ impl CounterView<'_> {
 }
 
 /// One PERF_INSTANCE_DEFINITION of an [`ObjectView`], with its counter block.
-///
-/// # Examples
-///
-/// See [`ObjectView::instance_count`].
 #[derive(Clone, Copy)]
 pub struct InstanceView<'v> {
     bytes: &'v [u8],
@@ -1665,37 +1513,21 @@ impl<'v> InstanceView<'v> {
     }
 
     /// `UniqueID`, or -1 (`PERF_NO_UNIQUE_ID`).
-    ///
-    /// # Examples
-    ///
-    /// See [`InstanceView::name`].
     pub fn unique_id(&self) -> i32 {
         self.def.unique_id.get()
     }
 
     /// `ParentObjectTitleIndex`: the name index of the parent's object, or 0.
-    ///
-    /// # Examples
-    ///
-    /// See [`InstanceView::name`].
     pub fn parent_object_title_index(&self) -> u32 {
         self.def.parent_object_title_index.get()
     }
 
     /// `ParentObjectInstance`: the parent's position among its object's instances.
-    ///
-    /// # Examples
-    ///
-    /// See [`InstanceView::name`].
     pub fn parent_object_instance(&self) -> u32 {
         self.def.parent_object_instance.get()
     }
 
     /// The instance's counter block.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     #[inline]
     pub fn values(&self) -> BlockView<'v> {
         self.values
@@ -1703,10 +1535,6 @@ impl<'v> InstanceView<'v> {
 }
 
 /// A checked PERF_COUNTER_BLOCK: every value of its object's definitions lies inside it.
-///
-/// # Examples
-///
-/// See the [module docs](self).
 #[derive(Clone, Copy, Debug)]
 pub struct BlockView<'v> {
     /// The whole block, `ByteLength` bytes from the PERF_COUNTER_BLOCK.
@@ -1765,10 +1593,6 @@ impl<'v> BlockView<'v> {
     }
 
     /// `counter`'s raw value, as [`crate::decode`] decodes it (text and odd sizes allocate).
-    ///
-    /// # Examples
-    ///
-    /// See [`BlockView::int`].
     pub fn raw(&self, counter: &CounterView<'_>) -> RawValue {
         let raw = self.value_bytes(counter);
         let counter_type = counter.counter_type();
@@ -1818,10 +1642,6 @@ impl<'v> BlockView<'v> {
 
 /// How to read every value of an object's counter blocks: one (offset, mask) slot per counter
 /// definition, made once per object by [`ObjectView::plan`] and used by [`BlockView::ints`].
-///
-/// # Examples
-///
-/// See [`BlockView::ints`].
 #[derive(Clone, Debug)]
 pub struct ValuePlan {
     slots: Vec<Slot>,
@@ -1868,10 +1688,6 @@ impl Slot {
 }
 
 /// The values of one counter block, in definition order: see [`BlockView::ints`].
-///
-/// # Examples
-///
-/// See [`BlockView::ints`].
 #[derive(Clone, Debug)]
 pub struct Ints<'v, 'p> {
     /// The block's first `plan.end` bytes, if it has them.
@@ -1986,7 +1802,7 @@ mod tests {
     use super::*;
     use crate::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 
-    /// Real collections (the fuzz seeds: the demo, and the rich map with text counters, objects
+    /// Real collections (the fuzz corpus: the demo, and the rich map with text counters, objects
     /// without instances and parents) and the sample object in a block.
     fn blocks() -> Vec<Vec<u8>> {
         let sample = build_data_block(
