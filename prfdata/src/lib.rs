@@ -35,7 +35,8 @@
 //! **Reading counters** (providers, tools)
 //! - [`reader`]: a block another process publishes, read-only and validated, through one read
 //!   path ([`reader::BlockReader::read_with`]).
-//! - [`winperf`]: the perflib wire structures and counter-type bit fields.
+//! - The perflib wire structures and counter-type bit fields are the crate `prfdata-wire`'s
+//!   (`prfdata_wire::winperf`).
 //!
 //! **Run-time statistics** (feature `install`)
 //! - `dynamic`: objects and counters added and removed after activation
@@ -114,7 +115,8 @@ pub mod optex;
 pub mod process;
 pub mod reader;
 pub mod watch;
-pub mod winperf;
+// winperf.h's counter types, from the wire-format crate (not re-exported: one path to them).
+use prfdata_wire::winperf;
 
 mod error;
 mod instances;

@@ -88,8 +88,6 @@ pub mod catalog;
 pub mod collector;
 pub mod datablock;
 pub mod decode;
-#[cfg(test)]
-mod decode_reference;
 pub mod factor;
 pub mod lease;
 pub mod merge;

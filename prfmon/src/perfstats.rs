@@ -245,7 +245,7 @@ impl PerfStats {
                 .map(|c| {
                     let def = &obj.counters[c];
                     let cname = names.name(def.name_index);
-                    let differentiate = prfdata::winperf::is_differentiated(def.counter_type);
+                    let differentiate = prfdata_wire::winperf::is_differentiated(def.counter_type);
                     (
                         c,
                         StatCounter {

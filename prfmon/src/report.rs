@@ -295,7 +295,7 @@ fn json_counter(
         base: c.base,
         base_of: c.base_of,
         detail: detail_name(c.detail_level),
-        differentiate: prfdata::winperf::is_differentiated(c.counter_type),
+        differentiate: prfdata_wire::winperf::is_differentiated(c.counter_type),
         factor: factors
             .and_then(|f| f.of(c.name_index))
             .map(|f| f.to_string()),

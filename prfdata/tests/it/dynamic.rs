@@ -2,8 +2,10 @@
 //! across re-layouts, and the refusals.
 
 use prfdata::dynamic::{CounterSpec, ObjectSpec};
-use prfdata::winperf::{PERF_AVERAGE_TIMER, PERF_COUNTER_LARGE_RAWCOUNT, PERF_COUNTER_RAWCOUNT};
 use prfdata::Error;
+use prfdata_wire::winperf::{
+    PERF_AVERAGE_TIMER, PERF_COUNTER_LARGE_RAWCOUNT, PERF_COUNTER_RAWCOUNT,
+};
 
 prfdata::prfdata_map! {
     pub mod rt {

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use prfdata::dynamic::{CounterSpec, ObjectSpec};
 use prfdata::reader::BlockReader;
-use prfdata::winperf::PERF_COUNTER_RAWCOUNT;
 use prfdata::{Error, ProcessId};
+use prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT;
 
 use super::common;
 use super::owned::owned_map;

@@ -583,7 +583,7 @@ impl EntryPoints {
     /// Open export counts as opened (`ERROR_SUCCESS`).
     pub fn open(&self, export: &[String]) -> u32 {
         let Some(open) = self.open else {
-            return prfdata::winperf::ERROR_SUCCESS;
+            return prfdata_wire::winperf::ERROR_SUCCESS;
         };
         let mut names = multi_sz(export);
         let ptr = names
@@ -674,7 +674,7 @@ impl EntryPoints {
             // SAFETY: `entry_points`' caller guaranteed Close has the PM_CLOSE_PROC signature;
             // it takes no arguments.
             Some(close) => unsafe { close() },
-            None => prfdata::winperf::ERROR_SUCCESS,
+            None => prfdata_wire::winperf::ERROR_SUCCESS,
         }
     }
 }

@@ -123,9 +123,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use prfdata::winperf::ERROR_SUCCESS;
 use prfdata_registry::service::{DEFAULT_COLLECT_TIMEOUT_MS, DEFAULT_OPEN_TIMEOUT_MS, DISABLE};
 use prfdata_registry::{paths, update, Registry, RegistryError, Value};
+use prfdata_wire::winperf::ERROR_SUCCESS;
 
 use crate::datablock::{finish_block, host_name, start_block, CollectionTimes};
 use crate::trust::TrustPolicy;

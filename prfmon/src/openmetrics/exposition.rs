@@ -49,7 +49,7 @@ use super::naming::{object_stem, word_or_index, NameTable};
 use crate::decode::{CounterDef, DataSnapshot, ObjectData};
 use crate::names::{InstanceNames, Names};
 use crate::namesakes::NameIndex;
-use prfdata::winperf::{PERF_OBJECT_TIMER, PERF_TIMER_MASK, PERF_TYPE_MASK, PERF_TYPE_TEXT};
+use prfdata_wire::winperf::{PERF_OBJECT_TIMER, PERF_TIMER_MASK, PERF_TYPE_MASK, PERF_TYPE_TEXT};
 
 /// The `Content-Type` of [`Exposition::encode`]'s output.
 ///
@@ -293,7 +293,7 @@ impl Exposition {
     /// use prfmon::decode::RawValue;
     /// use prfmon::openmetrics::exposition::Exposition;
     /// let object = ObjectBuilder::new(10)
-    ///     .counter(12, prfdata::winperf::PERF_COUNTER_BULK_COUNT, 8)
+    ///     .counter(12, prfdata_wire::winperf::PERF_COUNTER_BULK_COUNT, 8)
     ///     .values(vec![RawValue::Int(3)]);
     /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[object.output()]))?;
     /// let mut names = prfmon::names::Names::default();
@@ -905,7 +905,7 @@ mod tests {
     use crate::builder::ObjectBuilder;
     use crate::datablock::{build_data_block, CollectionTimes};
     use crate::decode::{InstanceData, RawValue};
-    use prfdata::winperf::*;
+    use prfdata_wire::winperf::*;
 
     /// The size a counter of `counter_type` has (a LARGE for the 64-bit types).
     fn size_of(counter_type: u32) -> u32 {

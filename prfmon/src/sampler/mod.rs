@@ -296,7 +296,7 @@ fn check_machine(request: &CounterPath, system_name: &str) -> Result<(), PathErr
 /// ```
 /// use prfmon::pdh::NoValue;
 /// use prfmon::sampler::ValueError;
-/// let e = ValueError::from(NoValue::FirstSample { counter_type: prfdata::winperf::PERF_COUNTER_COUNTER });
+/// let e = ValueError::from(NoValue::FirstSample { counter_type: prfdata_wire::winperf::PERF_COUNTER_COUNTER });
 /// assert!(e.to_string().contains("needs two samples"));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -659,7 +659,7 @@ mod tests {
     use crate::builder::ObjectBuilder;
     use crate::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     use crate::decode::{InstanceData, RawValue};
-    use prfdata::winperf::{
+    use prfdata_wire::winperf::{
         PERF_100NSEC_TIMER, PERF_AVERAGE_BASE, PERF_AVERAGE_TIMER, PERF_COUNTER_COUNTER,
         PERF_COUNTER_RAWCOUNT, PERF_ELAPSED_TIME, PERF_NO_UNIQUE_ID,
     };

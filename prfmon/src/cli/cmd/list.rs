@@ -7,7 +7,7 @@
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use prfdata::winperf::{
+use prfdata_wire::winperf::{
     PERF_DETAIL_ADVANCED, PERF_DETAIL_EXPERT, PERF_DETAIL_NOVICE, PERF_DETAIL_WIZARD,
 };
 use prfmon::catalog::catalog_with_services;
