@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use prfdata::watch::{Lease, WatchError, WatchSet, WatchTable, LEASE_TTL};
-use prfdata_registry::{performance_services, Registry, RegistryError};
+use prfdata_registry::{performance_services, PerformanceService, Registry, RegistryError};
 
 /// The apps' name ranges, from the registry.
 ///
@@ -54,14 +54,20 @@ impl AppRanges {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn load<R: Registry + ?Sized>(registry: &R) -> Result<Self, RegistryError> {
-        let apps = performance_services(registry)?
-            .into_iter()
+        Ok(Self::from_services(&performance_services(registry)?))
+    }
+
+    /// The ranges of `services`, as the registry lists them
+    /// ([`prfdata_registry::service::services_in`]).
+    pub fn from_services(services: &[PerformanceService]) -> Self {
+        let apps = services
+            .iter()
             .filter_map(|s| match (s.first_counter, s.last_counter) {
-                (Some(first), Some(last)) if first <= last => Some((s.name, first, last)),
+                (Some(first), Some(last)) if first <= last => Some((s.name.clone(), first, last)),
                 _ => None,
             })
             .collect();
-        Ok(AppRanges { apps })
+        AppRanges { apps }
     }
 
     /// Ranges given directly: `(app, first counter, last counter)`.

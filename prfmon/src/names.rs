@@ -16,7 +16,7 @@
 //! assert_eq!(names.name(1850), "#1850");
 //! ```
 
-use prfdata_registry::{perflib, Registry, RegistryError};
+use prfdata_registry::{perflib, Hive, Registry, RegistryError};
 
 use crate::decode::{DataSnapshot, Instance, ObjectData};
 
@@ -50,7 +50,20 @@ impl Names {
     ///
     /// See [`Names`].
     pub fn load<R: Registry + ?Sized>(registry: &R, lang: &str) -> Result<Self, RegistryError> {
-        let text = perflib::read_counter_text(registry, lang)?;
+        Self::from_hive(&registry.snapshot()?, lang)
+    }
+
+    /// Reads `Perflib\<lang>` from `hive`, a registry already read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let names = prfmon::names::Names::from_hive(&prfdata_registry::perflib::new_hive(), "009")?;
+    /// assert!(names.help.is_empty());
+    /// # Ok::<(), prfdata_registry::RegistryError>(())
+    /// ```
+    pub fn from_hive(hive: &Hive, lang: &str) -> Result<Self, RegistryError> {
+        let text = perflib::counter_text(hive, lang)?;
         Ok(Self {
             counter: text.counter.into_iter().collect(),
             help: text.help.into_iter().collect(),

@@ -1,7 +1,7 @@
 //! Another machine's counters, through its `prfmon serve`: what Windows' remote registry
 //! service gives a monitor that opens `HKEY_PERFORMANCE_DATA` on another computer.
 //!
-//! [`Remote`] is a second [`PerfSource`]: it asks the server for
+//! [`Remote`] is the second source of a [`crate::session::Session`]: it asks the server for
 //! the exact PERF_DATA_BLOCK its collector returns, and for the names that go with it, so that
 //! decoding, sampling, typeperf and watch run unchanged on the bytes. It also reads any
 //! registry key the server's `reg query` would show ([`Remote::reg_query`]).
@@ -58,7 +58,6 @@ use ureq::Agent;
 
 use crate::collector::Collection;
 use crate::names::Names;
-use crate::source::{PerfSource, SourceError};
 
 mod body;
 
@@ -690,20 +689,6 @@ impl Remote {
         let write = crate::perfstats::stat_write(&query.key, query.value.as_deref()).is_some();
         let answer = self.send(write, REG_PATH, &params)?;
         String::from_utf8(answer.body).map_err(|_| self.bad_answer("the key is not UTF-8".into()))
-    }
-}
-
-impl PerfSource for Remote {
-    fn collect_with_services(&mut self, query: &str) -> Result<Collection, SourceError> {
-        Ok(Remote::collect_with_services(self, query)?)
-    }
-
-    fn names(&mut self, lang: &str) -> Result<Names, SourceError> {
-        Ok(Remote::names(self, lang)?)
-    }
-
-    fn factors(&mut self) -> Result<crate::factor::Factors, SourceError> {
-        Ok(Remote::factors(self)?)
     }
 }
 

@@ -125,7 +125,7 @@ use std::time::Duration;
 
 use prfdata::winperf::ERROR_SUCCESS;
 use prfdata_registry::service::{DEFAULT_COLLECT_TIMEOUT_MS, DEFAULT_OPEN_TIMEOUT_MS, DISABLE};
-use prfdata_registry::{paths, update, Registry, RegistryError, Value};
+use prfdata_registry::{paths, update, Hive, Registry, RegistryError, StoreStamp, Value};
 
 use crate::datablock::{finish_block, host_name, start_block, CollectionTimes};
 use crate::trust::TrustPolicy;
@@ -445,8 +445,25 @@ impl<R: Registry> Collector<R> {
     pub fn open(registry: R, options: CollectorOptions) -> Result<Self, RegistryError> {
         // The stamp first: a change between it and the read is read again at the next check.
         let stamp = registry.stamp();
+        let hive = registry.snapshot()?;
+        Self::from_hive(registry, &hive, stamp, options)
+    }
+
+    /// [`Collector::open`] with the services of `hive`, `registry` as read at `stamp` (taken
+    /// before the read): for a caller that reads the registry once for other things too
+    /// ([`crate::session::Session::local`]).
+    ///
+    /// # Errors
+    ///
+    /// The services in `hive` cannot be read.
+    pub fn from_hive(
+        registry: R,
+        hive: &Hive,
+        stamp: Option<StoreStamp>,
+        options: CollectorOptions,
+    ) -> Result<Self, RegistryError> {
         let mut next_slot = 0;
-        let services = services_from(&registry.snapshot()?, &options, &mut next_slot)?;
+        let services = services_from(hive, &options, &mut next_slot)?;
         let mut collector = Self {
             system_name: options.system_name.clone().unwrap_or_else(host_name),
             host_exe: options.host_exe.clone().unwrap_or_else(default_host_exe),

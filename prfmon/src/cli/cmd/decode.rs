@@ -12,8 +12,7 @@ use clap::Args;
 use prfdata_registry::FileRegistry;
 use prfdata_untrusted::{Symlinks, UntrustedFile};
 use prfmon::decode::DataSnapshot;
-use prfmon::factor::Factors;
-use prfmon::names::Names;
+use prfmon::session::Machine;
 
 use crate::cli::stdout::{self, errln};
 use prfdata_untrusted::text::Style;
@@ -50,18 +49,13 @@ pub struct DecodeArgs {
 
 /// Prints a snapshot as a table or as JSON (shared with `query`), written as it is made
 /// (nothing of the output is held whole); `services[i]` is the service that returned object
-/// `i` (empty when not known, as for a file).
-pub fn print(
-    snapshot: &DataSnapshot,
-    names: &Names,
-    services: &[String],
-    factors: &Factors,
-    json: bool,
-) {
+/// `i` (empty when not known, as for a file); the names and factors are `machine`'s.
+pub fn print(snapshot: &DataSnapshot, machine: &Machine, services: &[String], json: bool) {
+    let names = &machine.names;
     if json {
         let report = JsonReport::new(snapshot, names)
             .services(services)
-            .factors(factors);
+            .factors(&machine.factors);
         // Pretty JSON with JSON's own escapes for control characters, then a newline.
         stdout::write_with(Style::Json, |out| {
             report.write_to(out)?;
@@ -91,13 +85,9 @@ pub fn run(args: DecodeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let (names, factors) = match FileRegistry::open_default() {
-        Ok(registry) => (
-            super::load_names(&registry, &args.lang),
-            Factors::load(&registry).unwrap_or_default(),
-        ),
-        Err(_) => (Names::default(), Factors::default()),
-    };
-    print(&snapshot, &names, &[], &factors, args.json);
+    let machine = FileRegistry::open_default()
+        .and_then(|registry| Machine::load(&registry, &args.lang))
+        .unwrap_or_default();
+    print(&snapshot, &machine, &[], args.json);
     ExitCode::SUCCESS
 }

@@ -59,19 +59,17 @@ pub struct ListArgs {
 
 /// Runs `prfmon list`.
 pub fn run(args: ListArgs) -> ExitCode {
-    let mut source =
-        match super::OpenSource::open("list", &args.lang, &args.collector, &args.remote, &[]) {
+    let mut session =
+        match super::open_session("list", &args.lang, &args.collector, &args.remote, &[]) {
             Ok(s) => s,
             Err(e) => {
                 errln!("prfmon list: {e}");
                 return ExitCode::FAILURE;
             }
         };
-    let names = source.names.names().clone();
-    let factors = source.names.factors().clone();
     let wanted = match &args.object {
         None => None,
-        Some(o) => match names.index_of(o) {
+        Some(o) => match session.machine().names.index_of(o) {
             Some(i) => Some(i),
             None => {
                 errln!("prfmon list: no object named `{o}`");
@@ -82,7 +80,7 @@ pub fn run(args: ListArgs) -> ExitCode {
     let mut snapshots = Vec::new();
     let mut services = Vec::new();
     for value in ["Global", "Costly"] {
-        let collection = match source.collect(value) {
+        let collection = match session.collect(value) {
             Ok(c) => c,
             Err(e) => {
                 errln!("prfmon list: {e}");
@@ -99,7 +97,7 @@ pub fn run(args: ListArgs) -> ExitCode {
             }
         }
     }
-    drop(source);
+    let prfmon::session::Machine { names, factors, .. } = session.close();
     let mut objects = catalog_with_services(&snapshots, &services, &names, args.detail.level());
     prfmon::catalog::with_factors(&mut objects, &factors);
     if let Some(index) = wanted {

@@ -35,31 +35,29 @@ pub struct QueryArgs {
 
 /// Runs `prfmon query`.
 pub fn run(args: QueryArgs) -> ExitCode {
-    let mut source =
-        match super::OpenSource::open("query", &args.lang, &args.collector, &args.remote, &[]) {
+    let mut session =
+        match super::open_session("query", &args.lang, &args.collector, &args.remote, &[]) {
             Ok(s) => s,
             Err(e) => {
                 errln!("prfmon query: {e}");
                 return ExitCode::FAILURE;
             }
         };
-    let names = source.names.names().clone();
-    let factors = source.names.factors().clone();
-    let value = match super::query_value(&args.query, &names) {
+    let value = match super::query_value(&args.query, &session.machine().names) {
         Ok(v) => v,
         Err(e) => {
             errln!("prfmon query: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let collection = match source.collect(&value) {
+    let collection = match session.collect(&value) {
         Ok(c) => c,
         Err(e) => {
             errln!("prfmon query: {e}");
             return ExitCode::FAILURE;
         }
     };
-    drop(source);
+    let machine = session.close();
     let services = collection.services;
     let bytes = collection.bytes;
     if let Some(file) = &args.raw {
@@ -76,7 +74,7 @@ pub fn run(args: QueryArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    super::decode::print(&snapshot, &names, &services, &factors, args.json);
+    super::decode::print(&snapshot, &machine, &services, args.json);
     let missing: Vec<u32> = named_indexes(&value)
         .into_iter()
         .filter(|i| !snapshot.objects.iter().any(|o| o.name_index == *i))
@@ -85,7 +83,7 @@ pub fn run(args: QueryArgs) -> ExitCode {
         errln!(
             "prfmon query: object {} ({index}) was asked for, but no provider returned \
              it (is its app running, and its provider enabled?)",
-            names.name(*index)
+            machine.names.name(*index)
         );
     }
     if missing.is_empty() {

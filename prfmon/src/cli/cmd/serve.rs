@@ -14,6 +14,8 @@ use crate::cli::stdout::errln;
 use crate::cli::token::BearerToken;
 use clap::Args;
 use prfdata::watch::RENEW_INTERVAL;
+use prfdata_registry::service::services_in;
+use prfdata_registry::Registry;
 use prfmon::collector::Collector;
 use prfmon::lease::{AppRanges, Leases};
 
@@ -71,7 +73,16 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    super::report_disabled("serve", &registry);
+    // One read for the disabled services and the collector's services.
+    let stamp = registry.stamp();
+    let hive = match registry.snapshot() {
+        Ok(h) => h,
+        Err(e) => {
+            errln!("prfmon serve: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    super::report_disabled("serve", &services_in(&hive).unwrap_or_default());
     let options = match args.collector.options() {
         Ok(o) => o,
         Err(e) => {
@@ -80,7 +91,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         }
     };
     let leases = hold_leases_on_everything(&registry);
-    let collector = match Collector::open(registry, options) {
+    let collector = match Collector::from_hive(registry, &hive, stamp, options) {
         Ok(c) => c,
         Err(e) => {
             errln!("prfmon serve: {e}");
