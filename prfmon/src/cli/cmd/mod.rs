@@ -3,7 +3,6 @@
 pub mod decode;
 pub mod list;
 pub mod lodctr;
-pub mod perfstats;
 pub mod query;
 pub mod reg;
 pub mod serve;

@@ -18,6 +18,7 @@ use prfdata_registry::{
 };
 
 use crate::cli::stdout::{errln, out, outln};
+use prfmon::perfstats::keys::{self, query_text, QueryError};
 use prfmon::remote::{RegQuery, RemoteError};
 
 /// `prfmon reg ...`.
@@ -236,38 +237,6 @@ fn value_name(value: Option<String>, empty_value: bool) -> Option<String> {
     }
 }
 
-/// What `reg query KEY` prints, read from `registry`: the one read path of `reg query`, which
-/// `prfmon serve` answers remote readers with too (`GET /reg`), so that a key readable here is
-/// readable from another machine the same way.
-pub fn query_text<R: Registry + ?Sized>(
-    registry: &R,
-    key: &str,
-    options: &QueryOptions<'_>,
-    view: Option<&prfmon::perfstats::PerfStats>,
-) -> Result<String, QueryError> {
-    let perfstats = || QueryError::View(format!("{key} needs a PerfStats view (a collection)"));
-    if let Some(rest) = super::perfstats::dyn_data_path(key) {
-        let view = view.ok_or_else(perfstats)?;
-        return super::perfstats::dyn_text(view, &rest, options.value, options.recurse);
-    }
-    if super::perfstats::is_enum_path(key) {
-        let view = view.ok_or_else(perfstats)?;
-        return Ok(reg_cli::query_with(&view.enum_hive(), key, options)?);
-    }
-    Ok(reg_cli::query_with(&registry.snapshot()?, key, options)?)
-}
-
-/// Why [`query_text`] gave no text.
-#[derive(Debug, thiserror::Error)]
-pub enum QueryError {
-    /// The key or value is not there, or the registry could not be read.
-    #[error(transparent)]
-    Registry(#[from] RegistryError),
-    /// The PerfStats view could not answer (a stat that cannot be watched or read).
-    #[error("{0}")]
-    View(String),
-}
-
 /// `reg query \\HOST\KEY`: the machine (`HOST` or `HOST:PORT`) and the key; `None` for a
 /// key of this machine.
 fn remote_key(key: &str) -> Option<(&str, &str)> {
@@ -370,8 +339,8 @@ fn execute(op: RegOp) -> Result<ExitCode, RegistryError> {
             ..
         } => {
             let name = value_name(value, empty_value);
-            let view = if super::perfstats::needs_view(&key) {
-                match super::perfstats::view(&registry) {
+            let view = if keys::needs_view(&key) {
+                match keys::view(&registry) {
                     Ok(view) => Some(view),
                     Err(e) => {
                         errln!("ERROR: {e}");

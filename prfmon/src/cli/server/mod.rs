@@ -64,7 +64,7 @@
 //! `/perfdata`, `/names`, `/factors` and `/reg` are what another machine's `prfmon query | list
 //! | typeperf | watch --computer HOST:PORT` and `prfmon reg query \\HOST\KEY` read
 //! ([`prfmon::remote`]): the collector's bytes as they are, the Perflib names, and any key
-//! through the same read path as the local `reg query` ([`super::cmd::reg::query_text`]).
+//! through the same read path as the local `reg query` ([`prfmon::perfstats::keys::query_text`]).
 //! They take the same token. A server without a token is read-only: the PerfStats writes
 //! (`StartStat`, `StopStat`) need the token or `--allow-remote-watch` ([`watches`] has the
 //! per-peer and per-app bounds). With [`ServeOptions::tls`] (`--tls-cert FILE --tls-key FILE`)

@@ -13,8 +13,7 @@ use prfmon::perfstats::{stat_write, PerfStatsError, StatWrite};
 use super::routes::{blocking, not_allowed, param, text, Answer};
 use super::watches::PeerWatchError;
 use super::Shared;
-use crate::cli::cmd::perfstats::{needs_view, stat_text, view_with};
-use crate::cli::cmd::reg::{query_text, QueryError};
+use prfmon::perfstats::keys::{needs_view, query_text, stat_text, view_with, QueryError};
 
 /// A parsed `/reg` query.
 struct RegQuery {

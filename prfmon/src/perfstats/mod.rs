@@ -54,6 +54,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod keys;
+
 use std::time::Duration;
 
 use prfdata::watch::{WatchError, WatchSet, WatchTable};
