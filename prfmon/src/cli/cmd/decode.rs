@@ -14,7 +14,8 @@ use prfdata_untrusted::{Symlinks, UntrustedFile};
 use prfmon::decode::DataSnapshot;
 use prfmon::session::Machine;
 
-use crate::cli::stdout::{self, errln};
+use crate::cli::error::CliError;
+use crate::cli::stdout;
 use prfdata_untrusted::text::Style;
 use prfmon::report::JsonReport;
 
@@ -69,25 +70,14 @@ pub fn print(snapshot: &DataSnapshot, machine: &Machine, services: &[String], js
 }
 
 /// Runs `prfmon decode`.
-pub fn run(args: DecodeArgs) -> ExitCode {
-    let bytes = match INPUT_RULE.read(&args.file) {
-        Ok(b) => b,
-        Err(e) => {
-            errln!("prfmon decode: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+pub fn run(args: DecodeArgs) -> Result<ExitCode, CliError> {
+    let bytes = INPUT_RULE.read(&args.file).map_err(|e| e.to_string())?;
     // The snapshot keeps the bytes (no copy) and reads them in place.
-    let snapshot = match prfmon::decode::decode_owned(bytes) {
-        Ok(s) => s,
-        Err(e) => {
-            errln!("prfmon decode: {}: {e}", args.file.display());
-            return ExitCode::FAILURE;
-        }
-    };
+    let snapshot =
+        prfmon::decode::decode_owned(bytes).map_err(|e| format!("{}: {e}", args.file.display()))?;
     let machine = FileRegistry::open_default()
         .and_then(|registry| Machine::load(&registry, &args.lang))
         .unwrap_or_default();
     print(&snapshot, &machine, &[], args.json);
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }

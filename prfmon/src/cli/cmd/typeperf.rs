@@ -21,6 +21,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use crate::cli::error::CliError;
 use crate::cli::stdout::{errln, field};
 use clap::Args;
 use prfmon::decode::DataSnapshot;
@@ -154,14 +155,9 @@ pub fn collect_first(
 }
 
 /// Runs `prfmon typeperf`.
-pub fn run(args: TypeperfArgs) -> ExitCode {
-    match run_inner(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            errln!("prfmon typeperf: {e}");
-            ExitCode::FAILURE
-        }
-    }
+pub fn run(args: TypeperfArgs) -> Result<ExitCode, CliError> {
+    run_inner(args)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Why the log stopped.

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crate::cli::chart::{render, WatchState};
-use crate::cli::stdout::errln;
+use crate::cli::error::CliError;
 use clap::Args;
 use prfmon::pdh::{self, FormatOptions};
 use prfmon::sampler::Sampler;
@@ -69,14 +69,9 @@ fn sample_into(
 }
 
 /// Runs `prfmon watch`.
-pub fn run(args: WatchArgs) -> ExitCode {
-    match run_inner(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            errln!("prfmon watch: {e}");
-            ExitCode::FAILURE
-        }
-    }
+pub fn run(args: WatchArgs) -> Result<ExitCode, CliError> {
+    run_inner(args)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run_inner(args: WatchArgs) -> Result<(), String> {
