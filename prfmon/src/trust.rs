@@ -485,27 +485,39 @@ impl TrustPolicy {
             current = next;
             metadata = next_metadata;
         }
+        let resolved = Checked {
+            resolved: current,
+            metadata,
+        };
+        self.verdict(what, path, resolved, expect, violation)
+    }
+
+    /// What [`TrustPolicy::walk`] found of `path` (resolved to `found`): the file if it is of
+    /// the kind expected and either under a trusted path or without a `violation`.
+    fn verdict(
+        &self,
+        what: &'static str,
+        path: &Path,
+        found: Checked,
+        expect: Option<Expect>,
+        violation: Option<(PathBuf, Metadata, Rule)>,
+    ) -> Result<Checked, TrustError> {
+        let (current, metadata) = (&found.resolved, &found.metadata);
         let kind_rule = match expect {
             Some(Expect::File) if !metadata.is_file() => Some(Rule::NotRegular),
             Some(Expect::Directory) if !metadata.is_dir() => Some(Rule::NotDirectory),
             _ => None,
         };
         if let Some(rule) = kind_rule {
-            return Err(self.untrusted(what, path, &current, &metadata, rule));
+            return Err(self.untrusted(what, path, current, metadata, rule));
         }
-        if self.is_trusted_path(&current) {
-            return Ok(Checked {
-                resolved: current,
-                metadata,
-            });
+        if self.is_trusted_path(current) {
+            return Ok(found);
         }
         if let Some((component, component_metadata, rule)) = violation {
             return Err(self.untrusted(what, path, &component, &component_metadata, rule));
         }
-        Ok(Checked {
-            resolved: current,
-            metadata,
-        })
+        Ok(found)
     }
 
     /// The rule `metadata` (of `component`) breaks, if any. `last`: the file itself, whose
