@@ -29,10 +29,6 @@ use prfdata::watch::{Lease, WatchError, WatchSet, WatchTable, LEASE_TTL};
 use prfdata_registry::{performance_services, PerformanceService, Registry, RegistryError};
 
 /// The apps' name ranges, from the registry.
-///
-/// # Examples
-///
-/// See the [module docs](self).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AppRanges {
     apps: Vec<(String, u32, u32)>,
@@ -71,19 +67,11 @@ impl AppRanges {
     }
 
     /// Ranges given directly: `(app, first counter, last counter)`.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn from_ranges(apps: Vec<(String, u32, u32)>) -> Self {
         AppRanges { apps }
     }
 
     /// The app whose range holds name index `title`, and the name offset in it.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn locate(&self, title: u32) -> Option<(&str, u32)> {
         self.apps
             .iter()
@@ -142,10 +130,6 @@ pub fn ttl_for(interval: Duration) -> Duration {
 }
 
 /// The leases a collector holds, one per app it shows something of.
-///
-/// # Examples
-///
-/// See the [module docs](self).
 #[derive(Debug)]
 pub struct Leases {
     ranges: AppRanges,
@@ -156,10 +140,6 @@ pub struct Leases {
 
 impl Leases {
     /// No leases yet; `interval` is the sampling interval ([`ttl_for`]).
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn new(ranges: AppRanges, interval: Duration) -> Self {
         Leases {
             ranges,
@@ -196,10 +176,6 @@ impl Leases {
     /// Holds leases on exactly `titles` (object and counter name indexes shown now): takes,
     /// renews or changes one lease per app and ends those of apps no longer shown. Call it at
     /// every sample. An app that restarted gets a lease in its new table.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn hold(&mut self, titles: &[u32]) {
         let sets = self.ranges.sets(titles);
         self.held
@@ -235,10 +211,6 @@ impl Leases {
     }
 
     /// How many apps a lease is held on.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn held(&self) -> usize {
         self.held.len()
     }

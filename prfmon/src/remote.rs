@@ -301,10 +301,6 @@ pub struct RegQuery {
 }
 
 /// A connection to another machine's `prfmon serve`.
-///
-/// # Examples
-///
-/// See the [module docs](self).
 pub struct Remote {
     agent: Agent,
     /// `http(s)://host:port`.
@@ -419,10 +415,6 @@ impl Remote {
     /// # Errors
     ///
     /// [`RemoteError::BadAddress`], [`RemoteError::TlsCa`].
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn new(address: &str, options: &RemoteOptions) -> Result<Self, RemoteError> {
         let (https, host, port) = parse_address(address)?;
         let https = https || options.tls_ca.is_some();
@@ -600,10 +592,6 @@ impl Remote {
     ///
     /// Every [`RemoteError`] but `BadAddress` and `TlsCa`; [`RemoteError::BadAnswer`] when
     /// the services do not match the objects.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn collect_with_services(&self, query: &str) -> Result<Collection, RemoteError> {
         let answer = self.get(PERFDATA_PATH, &[("query", query)])?;
         let header = answer.services.as_deref().unwrap_or("");
@@ -632,10 +620,6 @@ impl Remote {
     /// # Errors
     ///
     /// As [`collect_with_services`](Self::collect_with_services).
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn names(&self, lang: &str) -> Result<Names, RemoteError> {
         let answer = self.get(NAMES_PATH, &[("lang", lang)])?;
         serde_json::from_slice(&answer.body)
@@ -647,10 +631,6 @@ impl Remote {
     /// # Errors
     ///
     /// As [`collect_with_services`](Self::collect_with_services).
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn factors(&self) -> Result<crate::factor::Factors, RemoteError> {
         let answer = self.get(FACTORS_PATH, &[])?;
         let texts: std::collections::BTreeMap<u32, String> =
@@ -665,10 +645,6 @@ impl Remote {
     ///
     /// [`RemoteError::NotFound`] for a key or value that does not exist there; the others as
     /// [`collect_with_services`](Self::collect_with_services).
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn reg_query(&self, query: &RegQuery) -> Result<String, RemoteError> {
         let mut params: Vec<(&str, &str)> = vec![("key", &query.key)];
         match query.value.as_deref() {
@@ -770,10 +746,6 @@ pub fn encode_services(services: &[String]) -> String {
 /// # Errors
 ///
 /// A bad `%`-escape or a name that is not UTF-8.
-///
-/// # Examples
-///
-/// See [`encode_services`].
 pub fn decode_services(header: &str) -> Result<Vec<String>, String> {
     if header.trim().is_empty() {
         return Ok(Vec::new());

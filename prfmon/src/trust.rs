@@ -251,10 +251,6 @@ impl TrustError {
 
 /// Who the collector trusts: root, its own effective user, and the files at or under the
 /// trusted paths.
-///
-/// # Examples
-///
-/// See the [module docs](self).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrustPolicy {
     uid: u32,
@@ -293,10 +289,6 @@ pub struct OpenedLibrary {
 
 impl OpenedLibrary {
     /// The library as the registry names it (for messages).
-    ///
-    /// # Examples
-    ///
-    /// See [`OpenedLibrary`].
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -335,10 +327,6 @@ impl OpenedLibrary {
 
     /// `/proc/self/fd/N` for the open file: what `dlopen` is given, so that the checked file
     /// is the one loaded.
-    ///
-    /// # Examples
-    ///
-    /// See [`OpenedLibrary`].
     pub fn fd_path(&self) -> PathBuf {
         PathBuf::from(format!("/proc/self/fd/{}", self.file.as_raw_fd()))
     }
@@ -354,10 +342,6 @@ enum Expect {
 impl TrustPolicy {
     /// Root, the calling process's effective user, and the files at or under `trusted`
     /// (resolved now; a trusted path that does not exist trusts nothing).
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn new<P: AsRef<Path>>(trusted: impl IntoIterator<Item = P>) -> Self {
         Self::for_uid(rustix::process::geteuid().as_raw(), trusted)
     }
@@ -409,10 +393,6 @@ impl TrustPolicy {
     /// [`TrustError::Untrusted`] naming the first component that breaks the rule,
     /// [`TrustError::Io`] for a component that cannot be examined,
     /// [`TrustError::SymlinkLoop`].
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn check(&self, path: &Path, what: &'static str) -> Result<Checked, TrustError> {
         self.walk(path, what, None)
     }
@@ -582,10 +562,6 @@ impl TrustPolicy {
     /// As [`check`](Self::check), and [`Rule::NotAbsolute`] for a bare or relative name,
     /// [`Rule::NotRegular`] for anything but a regular file, [`TrustError::Changed`] when the
     /// file opened is not the file checked.
-    ///
-    /// # Examples
-    ///
-    /// See [`OpenedLibrary`].
     pub fn open_library(&self, path: &Path) -> Result<OpenedLibrary, TrustError> {
         const WHAT: &str = "provider library";
         if !path.is_absolute() {

@@ -202,10 +202,6 @@ impl HostProcess {
     /// [`HostError::NotAHost`]; a library that cannot be loaded comes back as
     /// [`HostError::LoadFailed`] with dlopen's message; a library whose loading hangs or kills
     /// the host as [`HostError::Timeout`] or [`HostError::Died`].
-    ///
-    /// # Examples
-    ///
-    /// See [`HostProcess`].
     pub fn spawn(
         exe: &Path,
         library: &OpenedLibrary,
@@ -275,10 +271,6 @@ impl HostProcess {
 
     /// Sends `request` and waits up to `timeout` for its response. On a timeout or a dead
     /// host the host is killed (if needed) and reaped; the handle is then [`dead`](Self::is_dead).
-    ///
-    /// # Examples
-    ///
-    /// See [`HostProcess`].
     pub fn call(&mut self, request: &Request, timeout: Duration) -> Result<Response, HostError> {
         if self.dead {
             return Err(HostError::Died {
@@ -305,10 +297,6 @@ impl HostProcess {
     }
 
     /// Whether the host was killed or found dead.
-    ///
-    /// # Examples
-    ///
-    /// See [`HostProcess`].
     pub fn is_dead(&self) -> bool {
         self.dead
     }
@@ -364,10 +352,6 @@ impl HostProcess {
 
     /// Asks the host to exit (closes its stdin) and reaps it, killing it after
     /// [`EXIT_GRACE`].
-    ///
-    /// # Examples
-    ///
-    /// See [`HostProcess`].
     pub fn shutdown(mut self) {
         if !self.dead {
             self.reap();

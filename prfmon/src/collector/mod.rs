@@ -391,10 +391,6 @@ enum OpenOutcome {
 }
 
 /// An open connection to the providers: one `HKEY_PERFORMANCE_DATA` handle.
-///
-/// # Examples
-///
-/// See the [module docs](self).
 pub struct Collector<R: Registry> {
     registry: R,
     options: CollectorOptions,
@@ -438,10 +434,6 @@ impl<R: Registry> Collector<R> {
     ///
     /// Providers that fail are logged (and disabled if they misbehaved); only a registry that
     /// cannot be read is an error.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn open(registry: R, options: CollectorOptions) -> Result<Self, RegistryError> {
         // The stamp first: a change between it and the read is read again at the next check.
         let stamp = registry.stamp();
@@ -561,10 +553,6 @@ impl<R: Registry> Collector<R> {
     /// Makes one collection for `query` (`Global`, `Costly` or space-separated object name
     /// indexes) and returns the PERF_DATA_BLOCK bytes. The clocks are read before any
     /// provider is called.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn collect(&mut self, query: &str) -> Vec<u8> {
         self.collect_with_services(query).bytes
     }
@@ -675,10 +663,6 @@ impl<R: Registry> Collector<R> {
 
     /// Calls every opened service's Close and stops the provider hosts, as
     /// `RegCloseKey(HKEY_PERFORMANCE_DATA)` does. Dropping the collector does the same.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn close(mut self) {
         self.shutdown();
     }

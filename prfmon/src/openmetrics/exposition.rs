@@ -101,10 +101,6 @@ struct Family {
 }
 
 /// A collection as metric families, sorted by name (see the [module docs](self)).
-///
-/// # Examples
-///
-/// See the [module docs](self).
 #[derive(Debug, Clone, Default)]
 pub struct Exposition {
     /// The collection (a clone: its bytes are shared, not copied).
@@ -136,10 +132,6 @@ impl Exposition {
     /// Duplicate series (same family, same labels: an object present twice) keep the first
     /// in naming order (see [`super::naming`]). Text, zero-size and non-integer values are left
     /// out.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn new(snapshot: &DataSnapshot, services: &[String], names: &Names) -> Self {
         let app = |position: usize| services.get(position).map_or("", String::as_str);
         // Naming order (naming rule 5): object index, service, position.

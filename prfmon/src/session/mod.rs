@@ -167,10 +167,6 @@ impl Session {
     /// # Errors
     ///
     /// The registry cannot be read.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn local(
         registry: FileRegistry,
         options: CollectorOptions,
@@ -259,10 +255,6 @@ impl Session {
     /// # Errors
     ///
     /// As [`Session::collect`], or the collection does not decode.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn snapshot(&mut self, query: &str) -> Result<(DataSnapshot, Contents), SessionError> {
         let collection = self.collect(query)?;
         let mut snapshot = crate::decode::decode_owned(collection.bytes)?;
