@@ -171,12 +171,7 @@ enum RegOp {
 /// Runs `prfmon reg ...`.
 pub fn run(args: RegArgs) -> Result<ExitCode, CliError> {
     check_switches(&args.op).map_err(CliError::Said)?;
-    let mut op = args.op;
-    if let Some(code) = query_elsewhere(&mut op)? {
-        return Ok(code);
-    }
-    let registry = FileRegistry::open_default()?;
-    match op {
+    match args.op {
         RegOp::Query {
             key,
             value,
@@ -184,16 +179,17 @@ pub fn run(args: RegArgs) -> Result<ExitCode, CliError> {
             recursive,
             separator,
             type_numbers,
+            remote,
             ..
         } => {
-            let name = value_name(value, empty_value);
-            let options = QueryOptions {
-                value: name.as_deref(),
+            let query = RegQuery {
+                key,
+                value: value_name(value, empty_value),
                 recurse: recursive,
-                separator: separator.as_deref().unwrap_or("\\0"),
+                separator,
                 type_numbers,
             };
-            query(&registry, &key, &options)
+            query_on(&remote, query)
         }
         RegOp::Add {
             key,
@@ -207,6 +203,7 @@ pub fn run(args: RegArgs) -> Result<ExitCode, CliError> {
         } => {
             let name = value_name(value, empty_value);
             let data = data.as_deref().unwrap_or("");
+            let registry = FileRegistry::open_default()?;
             add(&registry, &key, name, &ty, (data, &separator), force)
         }
         RegOp::Delete {
@@ -216,13 +213,16 @@ pub fn run(args: RegArgs) -> Result<ExitCode, CliError> {
             all_values,
             force,
             ..
-        } => delete(
-            &registry,
-            &key,
-            value_name(value, empty_value),
-            all_values,
-            force,
-        ),
+        } => {
+            let registry = FileRegistry::open_default()?;
+            delete(
+                &registry,
+                &key,
+                value_name(value, empty_value),
+                all_values,
+                force,
+            )
+        }
     }
 }
 
@@ -314,42 +314,27 @@ fn with_machine(text: &str, machine: &str) -> String {
         .collect()
 }
 
-/// `reg query \\HOST\KEY` (or with `--computer`): the query made on that machine, its exit
-/// code returned; `\\THIS-MACHINE\KEY` becomes `KEY` and `None` is returned.
-fn query_elsewhere(op: &mut RegOp) -> Result<Option<ExitCode>, CliError> {
-    let RegOp::Query {
-        key,
-        value,
-        empty_value,
-        recursive,
-        separator,
-        type_numbers,
-        remote,
-        ..
-    } = op
-    else {
-        return Ok(None);
-    };
-    let (host, local_key) = match remote_key(key) {
+/// `reg query`: on the machine `\\HOST\KEY` or `--computer` names (`\\THIS-MACHINE\KEY` is
+/// `KEY` here), else here.
+fn query_on(remote: &super::RemoteArgs, mut query: RegQuery) -> Result<ExitCode, CliError> {
+    let (host, local_key) = match remote_key(&query.key) {
         Some((host, k)) => (Some(host), k),
-        None => (None, key.as_str()),
+        None => (None, query.key.as_str()),
     };
     let machines: Vec<&str> = host.into_iter().collect();
     let machine = remote.machine(&machines).map_err(CliError::reg)?;
-    let local_key = local_key.to_owned();
-    let Some(machine) = machine else {
-        // `\\THIS-MACHINE\KEY`: the key here.
-        *key = local_key;
-        return Ok(None);
+    query.key = local_key.to_owned();
+    if let Some(machine) = machine {
+        return query_remote(remote, &machine, &query);
+    }
+    let registry = FileRegistry::open_default()?;
+    let options = QueryOptions {
+        value: query.value.as_deref(),
+        recurse: query.recurse,
+        separator: query.separator.as_deref().unwrap_or("\\0"),
+        type_numbers: query.type_numbers,
     };
-    let query = RegQuery {
-        key: local_key,
-        value: value_name(value.clone(), *empty_value),
-        recurse: *recursive,
-        separator: separator.clone(),
-        type_numbers: *type_numbers,
-    };
-    query_remote(remote, &machine, &query).map(Some)
+    self::query(&registry, &query.key, &options)
 }
 
 /// `reg query KEY` here (the PerfStats keys from a collection made for it).
