@@ -193,7 +193,7 @@ impl Service {
 }
 
 /// When the collector last asked the registry for its stamp, and the stamp its services were
-/// read at (also what [`crate::source::SourceNames`] reads the names again by).
+/// read at (also what [`crate::session::Facts`] reads the facts again by).
 #[derive(Debug)]
 pub(crate) struct RegistryWatch {
     stamp: Option<StoreStamp>,

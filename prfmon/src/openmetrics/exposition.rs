@@ -101,10 +101,6 @@ struct Family {
 }
 
 /// A collection as metric families, sorted by name (see the [module docs](self)).
-///
-/// # Examples
-///
-/// See the [module docs](self).
 #[derive(Debug, Clone, Default)]
 pub struct Exposition {
     /// The collection (a clone: its bytes are shared, not copied).
@@ -136,10 +132,6 @@ impl Exposition {
     /// Duplicate series (same family, same labels: an object present twice) keep the first
     /// in naming order (see [`super::naming`]). Text, zero-size and non-integer values are left
     /// out.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn new(snapshot: &DataSnapshot, services: &[String], names: &Names) -> Self {
         let app = |position: usize| services.get(position).map_or("", String::as_str);
         // Naming order (naming rule 5): object index, service, position.
@@ -775,39 +767,7 @@ fn plan_object(
             plan.push(None);
             continue;
         };
-        let (stem, key_index, help) = match (def.is_base, served) {
-            (true, Some(counter)) => {
-                let counter_family = def
-                    .base_of
-                    .and_then(|j| plan.get(j).cloned().flatten())
-                    .unwrap_or_else(|| counter_stem(&object_stem, counter, names));
-                (
-                    format!("{counter_family}_base"),
-                    counter.name_index,
-                    format!(
-                        "The base (denominator) of {}. [{}\\{} base, {}]",
-                        counter_family,
-                        object_name.unwrap_or("?"),
-                        names.name(counter.name_index),
-                        def.type_name()
-                    ),
-                )
-            }
-            (true, None) => (
-                format!("{object_stem}_base_{c}"),
-                0,
-                format!(
-                    "A base with no counter before it. [{}, {}]",
-                    object_name.unwrap_or("?"),
-                    def.type_name()
-                ),
-            ),
-            (false, _) => (
-                counter_stem(&object_stem, def, names),
-                def.name_index,
-                counter_help(object_name, def, names),
-            ),
-        };
+        let (stem, key_index, help) = family_of(object, c, &plan, &object_stem, names);
         plan.push(Some(add(&stem, kind, key_index, help)));
     }
     // ELAPSED_TIME and the OBJ_TIME / PRECISION_OBJECT types are read against the object's
@@ -837,6 +797,53 @@ fn plan_object(
     ObjectPlan {
         counters: plan,
         clock,
+    }
+}
+
+/// The family stem, key index and help text of counter `c` of `object` (`plan`: the families
+/// of the counters before it).
+fn family_of(
+    object: &ObjectData,
+    c: usize,
+    plan: &[Option<String>],
+    object_stem: &str,
+    names: &Names,
+) -> (String, u32, String) {
+    let object_name = names.counter.get(object.name_index);
+    let def = &object.counters[c];
+    let served = def.base_of.and_then(|j| object.counters.get(j));
+    match (def.is_base, served) {
+        (true, Some(counter)) => {
+            let counter_family = def
+                .base_of
+                .and_then(|j| plan.get(j).cloned().flatten())
+                .unwrap_or_else(|| counter_stem(object_stem, counter, names));
+            (
+                format!("{counter_family}_base"),
+                counter.name_index,
+                format!(
+                    "The base (denominator) of {}. [{}\\{} base, {}]",
+                    counter_family,
+                    object_name.unwrap_or("?"),
+                    names.name(counter.name_index),
+                    def.type_name()
+                ),
+            )
+        }
+        (true, None) => (
+            format!("{object_stem}_base_{c}"),
+            0,
+            format!(
+                "A base with no counter before it. [{}, {}]",
+                object_name.unwrap_or("?"),
+                def.type_name()
+            ),
+        ),
+        (false, _) => (
+            counter_stem(object_stem, def, names),
+            def.name_index,
+            counter_help(object_name, def, names),
+        ),
     }
 }
 
