@@ -516,7 +516,7 @@ impl State {
         if let Err(e) = self.relayout(map) {
             // Put the registry back to the block that stays, so that the provider keeps
             // labelling it.
-            let kept = RuntimeMap::build(self.app, &defs);
+            let kept = RuntimeMap::build(self.app, defs);
             // SAFETY: as above, for `kept`.
             let kept_map = kept.as_ref().map(|l| unsafe { l.map() });
             if let Err(undo) = self.register_names(kept_map.map(|m| (m, m.fingerprint()))) {
