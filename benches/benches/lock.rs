@@ -16,16 +16,16 @@
 //!
 //! The two-process variants run a second process: this benchmark binary, re-executed with
 //! [`CHILD_ENV`] naming the lock and [`FILE_ENV`] the shared file. The processes meet in that
-//! file's [`Region`]: for each Criterion sample the parent posts a round and its iteration count,
-//! waits until the child has taken the round, starts its clock, then tells the child to start,
+//! file's [`Region`]: for each Criterion sample the parent posts a turn and its iteration count,
+//! waits until the child has taken the turn, starts its clock, then tells the child to start,
 //! and both run their iterations at once; the time is the parent's wall time until both have
 //! finished, per iteration (so: what one lock + unlock costs each of two processes that want the
 //! lock all the time). The child starts only once the clock runs, so none of its iterations
-//! escape the measurement (before the start word, a child could run part of a round while the
-//! parent was still waiting for its acknowledgement, and a round looked faster than it was). Every wait is bounded: the
-//! parent gives the child [`ROUND_LIMIT`] per round and kills it after, a watchdog aborts a
+//! escape the measurement (before the start word, a child could run part of a turn while the
+//! parent was still waiting for its acknowledgement, and a turn looked faster than it was). Every wait is bounded: the
+//! parent gives the child [`TURN_LIMIT`] per turn and kills it after, a watchdog aborts a
 //! parent stuck in a lock (a child that died holding a raw_sync mutex would leave it locked
-//! forever), and the child exits when its parent is gone or no round comes for [`IDLE_LIMIT`].
+//! forever), and the child exits when its parent is gone or no turn comes for [`IDLE_LIMIT`].
 use std::fs::OpenOptions;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -44,10 +44,10 @@ use raw_sync::locks::{LockImpl, LockInit};
 const CHILD_ENV: &str = "PRFDATA_BENCH_LOCK_CHILD";
 /// Set in the child process: the shared file holding the [`Region`].
 const FILE_ENV: &str = "PRFDATA_BENCH_LOCK_FILE";
-/// Longest a round may take before the parent gives up on the child (a round is well under a
+/// Longest a turn may take before the parent gives up on the child (a turn is well under a
 /// second: Criterion's samples are).
-const ROUND_LIMIT: Duration = Duration::from_secs(30);
-/// Longest the child waits for the next round; Criterion's analysis between two benchmarks
+const TURN_LIMIT: Duration = Duration::from_secs(30);
+/// Longest the child waits for the next turn; Criterion's analysis between two benchmarks
 /// takes well under this.
 const IDLE_LIMIT: Duration = Duration::from_secs(60);
 
@@ -163,12 +163,12 @@ impl SharedLock for RawSyncMutex {
 ///  ------  -------  ------------------------------------------------------------
 ///       0  lock     LOCK_BYTES for the lock under test
 ///      64  counter  u64 the lock guards: each process adds 1 per iteration
-///     128  go       u64 the parent's last round
-///     136  iters    u64 iterations of that round (each process)
-///     144  ack      u64 the child's last round taken
-///     152  done     u64 the child's last round finished
+///     128  go       u64 the parent's last turn
+///     136  iters    u64 iterations of that turn (each process)
+///     144  ack      u64 the child's last turn taken
+///     152  done     u64 the child's last turn finished
 ///     160  quit     u32 the parent says the child may exit
-///     168  start    u64 the parent's last round whose clock runs: the child may begin
+///     168  start    u64 the parent's last turn whose clock runs: the child may begin
 /// ```
 struct Region {
     map: MmapRaw,
@@ -226,19 +226,19 @@ impl Region {
     }
 }
 
-/// The child process's side of a two-process benchmark: run rounds until told to quit.
+/// The child process's side of a two-process benchmark: run turns until told to quit.
 fn child<L: SharedLock>(path: &Path) {
     let region = Region::map(path, false);
     // SAFETY: the region's first LOCK_BYTES hold the lock the parent created, page-aligned, and
     // `region` outlives `lock` (declared after it, dropped before it).
     let lock = unsafe { L::open(region.lock_ptr()) };
     let parent = std::os::unix::process::parent_id();
-    let mut round = 0;
+    let mut turn = 0;
     loop {
         let idle_since = Instant::now();
         let go = loop {
             let go = region.u64_at(GO).load(Ordering::Acquire);
-            if go > round {
+            if go > turn {
                 break go;
             }
             if region.quit().load(Ordering::Acquire) != 0 {
@@ -250,12 +250,12 @@ fn child<L: SharedLock>(path: &Path) {
             }
             std::thread::sleep(Duration::from_micros(20));
         };
-        round = go;
+        turn = go;
         let iters = region.u64_at(ITERS).load(Ordering::Relaxed);
-        region.u64_at(ACK).store(round, Ordering::Release);
+        region.u64_at(ACK).store(turn, Ordering::Release);
         // The parent starts its clock right after it sees the acknowledgement: wait for that.
         let mut spins = 0u32;
-        while region.u64_at(START).load(Ordering::Acquire) < round {
+        while region.u64_at(START).load(Ordering::Acquire) < turn {
             if std::os::unix::process::parent_id() != parent || idle_since.elapsed() > IDLE_LIMIT {
                 eprintln!("lock benchmark child: parent gone or silent, exiting");
                 std::process::exit(2);
@@ -270,14 +270,14 @@ fn child<L: SharedLock>(path: &Path) {
         for _ in 0..iters {
             black_box(&lock).with(|| region.bump());
         }
-        region.u64_at(DONE).store(round, Ordering::Release);
+        region.u64_at(DONE).store(turn, Ordering::Release);
     }
 }
 
-/// Aborts the process if a round outlives [`ROUND_LIMIT`] (the parent stuck in a lock the child
+/// Aborts the process if a turn outlives [`TURN_LIMIT`] (the parent stuck in a lock the child
 /// left locked); stops with the benchmark.
 struct Watchdog {
-    round_start_ms: Arc<AtomicU64>,
+    turn_start_ms: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
     epoch: Instant,
@@ -285,40 +285,40 @@ struct Watchdog {
 
 impl Watchdog {
     fn start(what: &'static str) -> Watchdog {
-        let round_start_ms = Arc::new(AtomicU64::new(u64::MAX));
+        let turn_start_ms = Arc::new(AtomicU64::new(u64::MAX));
         let stop = Arc::new(AtomicBool::new(false));
         let epoch = Instant::now();
         let thread = {
-            let (round_start_ms, stop) = (Arc::clone(&round_start_ms), Arc::clone(&stop));
+            let (turn_start_ms, stop) = (Arc::clone(&turn_start_ms), Arc::clone(&stop));
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(100));
-                    let start = round_start_ms.load(Ordering::Relaxed);
+                    let start = turn_start_ms.load(Ordering::Relaxed);
                     let now = epoch.elapsed().as_millis() as u64;
                     if start != u64::MAX
-                        && now.saturating_sub(start) > ROUND_LIMIT.as_millis() as u64
+                        && now.saturating_sub(start) > TURN_LIMIT.as_millis() as u64
                     {
-                        eprintln!("{what}: a round took over {ROUND_LIMIT:?}: aborting");
+                        eprintln!("{what}: a turn took over {TURN_LIMIT:?}: aborting");
                         std::process::abort();
                     }
                 }
             })
         };
         Watchdog {
-            round_start_ms,
+            turn_start_ms,
             stop,
             thread: Some(thread),
             epoch,
         }
     }
 
-    fn round(&self, running: bool) {
+    fn turn(&self, running: bool) {
         let v = if running {
             self.epoch.elapsed().as_millis() as u64
         } else {
             u64::MAX
         };
-        self.round_start_ms.store(v, Ordering::Relaxed);
+        self.turn_start_ms.store(v, Ordering::Relaxed);
     }
 }
 
@@ -331,11 +331,11 @@ impl Drop for Watchdog {
     }
 }
 
-/// The parent's side: the child process, the shared region, the lock, and the round count.
+/// The parent's side: the child process, the shared region, the lock, and the turn count.
 struct TwoProcesses<L: SharedLock> {
     lock: L,
     child: Child,
-    round: u64,
+    turn: u64,
     watchdog: Watchdog,
     path: PathBuf,
     region: Region,
@@ -361,22 +361,22 @@ impl<L: SharedLock> TwoProcesses<L> {
         TwoProcesses {
             lock,
             child,
-            round: 0,
+            turn: 0,
             watchdog: Watchdog::start(L::ID),
             path,
             region,
         }
     }
 
-    /// Waits until `word` reaches the current round, at most [`ROUND_LIMIT`].
+    /// Waits until `word` reaches the current turn, at most [`TURN_LIMIT`].
     fn wait_for(&mut self, word: usize, what: &str) {
-        let deadline = Instant::now() + ROUND_LIMIT;
+        let deadline = Instant::now() + TURN_LIMIT;
         let mut spins = 0u32;
-        while self.region.u64_at(word).load(Ordering::Acquire) < self.round {
+        while self.region.u64_at(word).load(Ordering::Acquire) < self.turn {
             if Instant::now() > deadline {
                 let _ = self.child.kill();
                 panic!(
-                    "{}: the second process did not {what} in {ROUND_LIMIT:?}",
+                    "{}: the second process did not {what} in {TURN_LIMIT:?}",
                     L::ID
                 );
             }
@@ -393,23 +393,23 @@ impl<L: SharedLock> TwoProcesses<L> {
     }
 
     /// One Criterion sample: both processes do `iters` lock + increment + unlock at once.
-    fn round(&mut self, iters: u64) -> Duration {
+    fn turn(&mut self, iters: u64) -> Duration {
         let before = self.region.u64_at(COUNTER).load(Ordering::Relaxed);
-        self.round += 1;
-        self.watchdog.round(true);
+        self.turn += 1;
+        self.watchdog.turn(true);
         self.region.u64_at(ITERS).store(iters, Ordering::Relaxed);
-        self.region.u64_at(GO).store(self.round, Ordering::Release);
-        self.wait_for(ACK, "take the round");
+        self.region.u64_at(GO).store(self.turn, Ordering::Release);
+        self.wait_for(ACK, "take the turn");
         let start = Instant::now();
         self.region
             .u64_at(START)
-            .store(self.round, Ordering::Release);
+            .store(self.turn, Ordering::Release);
         for _ in 0..iters {
             black_box(&self.lock).with(|| self.region.bump());
         }
-        self.wait_for(DONE, "finish the round");
+        self.wait_for(DONE, "finish the turn");
         let elapsed = start.elapsed();
-        self.watchdog.round(false);
+        self.watchdog.turn(false);
         let after = self.region.u64_at(COUNTER).load(Ordering::Relaxed);
         assert_eq!(after - before, 2 * iters, "{}: the lock let both in", L::ID);
         elapsed
@@ -438,7 +438,7 @@ fn bench_uncontended<L: Lock>(group: &mut BenchmarkGroup<'_, WallTime>, id: &str
 fn bench_two_processes<L: SharedLock>(group: &mut BenchmarkGroup<'_, WallTime>) {
     let mut procs = TwoProcesses::<L>::start();
     group.bench_function(format!("{}_two_processes", L::ID), |b| {
-        b.iter_custom(|iters| procs.round(iters))
+        b.iter_custom(|iters| procs.turn(iters))
     });
 }
 
@@ -464,7 +464,7 @@ fn lock(c: &mut Criterion) {
     let raw_sync = unsafe { RawSyncMutex::create(raw_sync_region.lock_ptr()) };
     bench_uncontended(&mut group, "raw_sync_mutex", &raw_sync);
 
-    // A round spawns nothing, but a sample must be long enough to hide the hand-over.
+    // A turn spawns nothing, but a sample must be long enough to hide the hand-over.
     group.sample_size(20);
     bench_two_processes::<SharedOptex>(&mut group);
     bench_two_processes::<RawSyncMutex>(&mut group);

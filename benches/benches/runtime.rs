@@ -40,9 +40,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use prfdata::dynamic::{CounterSpec, DynObject, ObjectSpec};
-use prfdata::winperf::PERF_COUNTER_RAWCOUNT;
 use prfdata_registry::install::{CounterNames, Text};
 use prfdata_registry::{register_runtime_names, FileRegistry};
+use prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT;
 
 prfdata::prfdata_map! {
     /// The installed map: one object; the benchmark's counters are added at run time.

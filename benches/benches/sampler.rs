@@ -13,7 +13,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use prfdata::winperf::{PERF_COUNTER_RAWCOUNT, PERF_NO_UNIQUE_ID};
+use prfdata_wire::winperf::{PERF_COUNTER_RAWCOUNT, PERF_NO_UNIQUE_ID};
 use prfmon::builder::ObjectBuilder;
 use prfmon::datablock::{build_data_block, CollectionTimes};
 use prfmon::decode::{DataSnapshot, InstanceData, RawValue};

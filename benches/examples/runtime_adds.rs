@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use prfdata::dynamic::{CounterSpec, ObjectSpec};
-use prfdata::winperf::PERF_COUNTER_RAWCOUNT;
+use prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT;
 
 prfdata::prfdata_map! {
     /// The installed map: one object; the counters are added at run time.

@@ -28,8 +28,8 @@ use std::sync::Once;
 
 use prfdata::layout::SEQ_OFFSET;
 use prfdata::reader::BlockReader;
-use prfdata::winperf::{ERROR_MORE_DATA, ERROR_SUCCESS};
 use prfdata_provider::{CollectPerformanceData, OpenPerformanceData};
+use prfdata_wire::winperf::{ERROR_MORE_DATA, ERROR_SUCCESS};
 use prfmon::collector::library::{RawCollect, CANARY_BYTE, CANARY_LEN};
 use prfmon::collector::validate::{check_collect as judge, Verdict};
 use prfmon::collector::{INITIAL_BUFFER, MAX_BUFFER};

@@ -177,9 +177,9 @@ fn sum_width_checks(krate: &TokenStream, objects: &[Obj]) -> TokenStream {
             for (i, token) in parts {
                 let part_ty = &o.counters[*i].ty;
                 let msg = format!(
-                    "counter {} sums {token}, a counter of another width: a sum and its parts are \
-                     all 32-bit or all 64-bit",
-                    c.symbol
+                    "counter {} sums {token}, a counter of another width: {}",
+                    c.symbol,
+                    prfdata_rules::map::Violation::SumWidth.message()
                 );
                 let check = quote! {
                     const _: () = ::core::assert!(

@@ -15,8 +15,9 @@ use syn::{Attribute, Expr, Ident, LitInt, LitStr, Visibility};
 
 use crate::ast::{CounterAst, CounterBody, Help, InstancesAst, MapAst, ObjectAst, TextsAst};
 use crate::errors::{did_you_mean, one_of, Errors};
+use prfdata_rules::counter;
 use prfdata_rules::counter_types::{self, Kind};
-use prfdata_rules::map as rules;
+use prfdata_rules::map::{self as rules, Violation};
 use prfdata_rules::MAX_SUM_PARTS;
 
 /// A checked map, ready to expand.
@@ -433,8 +434,63 @@ fn check_counters(
     symbols: &mut Symbols,
     errors: &mut Errors,
 ) -> Vec<Ctr> {
-    let kinds: Vec<Option<Kind>> = list
-        .iter()
+    let kinds = counter_kinds(&list, errors);
+    let tys: Vec<String> = list.iter().map(|c| c.ty.to_string()).collect();
+    let names: Vec<String> = list.iter().map(|c| c.symbol.to_string()).collect();
+    let ctx = ObjectCtx {
+        detail: object_detail,
+        instanced,
+        names: &names,
+    };
+    let mut out: Vec<Ctr> = Vec::new();
+    for (i, c) in list.into_iter().enumerate() {
+        let owner = format!("counter {} of object {object}", c.symbol);
+        symbols.symbol(&c.symbol, owner, errors);
+        let ty = &tys[i];
+        let serves = match kinds[i] {
+            Some(Kind::Base { base_type }) => {
+                let previous = i.checked_sub(1).and_then(|p| kinds[p]);
+                check_base(&c, ty, base_type, previous, out.last(), errors)
+            }
+            Some(Kind::NeedsBase { base_type, suggest }) => {
+                let next = kinds.get(i + 1).copied().flatten();
+                let next_base = match next {
+                    Some(Kind::Base { base_type: b }) => Some(b),
+                    _ => None,
+                };
+                if let Err(v) = counter::base_follows(base_type, next_base) {
+                    let text = if v == Violation::WrongBase {
+                        format!("{}, a `{suggest}`, not `{}`", v.message(), tys[i + 1])
+                    } else {
+                        let symbol = &c.symbol;
+                        format!(
+                            "{}: add `{symbol}_BASE: {suggest},` right after it",
+                            v.message()
+                        )
+                    };
+                    errors.at(c.ty.span(), format!("counter {} ({ty}) {text}", c.symbol));
+                }
+                None
+            }
+            _ => None,
+        };
+        out.push(check_counter(c, kinds[i], serves, &ctx, symbols, errors));
+    }
+    check_sum_parts(&out, errors);
+    out
+}
+
+/// What a counter's checks need of its object: its detail level, whether it has instances,
+/// and its counters' symbols.
+struct ObjectCtx<'a> {
+    detail: Level,
+    instanced: bool,
+    names: &'a [String],
+}
+
+/// Each counter's type looked up by name; an unknown name is reported with a suggestion.
+fn counter_kinds(list: &[CounterAst], errors: &mut Errors) -> Vec<Option<Kind>> {
+    list.iter()
         .map(|c| {
             let name = c.ty.to_string();
             let found = counter_types::find(&name);
@@ -453,125 +509,90 @@ fn check_counters(
             }
             found.map(|t| t.kind)
         })
-        .collect();
-    let tys: Vec<String> = list.iter().map(|c| c.ty.to_string()).collect();
-    let names: Vec<String> = list.iter().map(|c| c.symbol.to_string()).collect();
-    let mut out = Vec::new();
-    for (i, c) in list.into_iter().enumerate() {
-        let owner = format!("counter {}", c.symbol);
-        symbols.symbol(&c.symbol, format!("{owner} of object {object}"), errors);
-        let ty = c.ty.to_string();
-        let previous = i.checked_sub(1).map(|p| (kinds[p], &out));
-        let serves = match kinds[i] {
-            Some(Kind::Base { base_type }) => check_base(&c, &ty, base_type, previous, errors),
-            Some(Kind::NeedsBase { base_type, suggest }) => {
-                let next = kinds.get(i + 1).copied().flatten();
-                match next {
-                    Some(Kind::Base { base_type: b }) if b == base_type => {}
-                    Some(Kind::Base { .. }) => errors.at(
-                        c.ty.span(),
-                        format!(
-                            "counter {} ({ty}) must be followed by its own base counter, a \
-                             `{suggest}`, not `{}`",
-                            c.symbol,
-                            tys[i + 1]
-                        ),
-                    ),
-                    _ => errors.at(
-                        c.ty.span(),
-                        format!(
-                            "counter {} ({ty}) must be followed by its base counter: add `{}_BASE: \
-                             {suggest},` right after it",
-                            c.symbol, c.symbol
-                        ),
-                    ),
-                }
-                None
-            }
-            _ => None,
-        };
-        let is_base = matches!(kinds[i], Some(Kind::Base { .. }));
-        let offset = if is_base {
-            None
-        } else {
-            Some(symbols.offset(&c.symbol, c.offset.as_ref(), errors))
-        };
-        let (texts, detail, scale) = match &c.body {
-            Some(body) if !is_base => (
-                check_texts(&body.texts, &c.symbol, &owner, errors),
-                body.detail
-                    .as_ref()
-                    .map_or(object_detail, |d| Level::parse(d, errors)),
-                body.scale.as_ref().and_then(|s| s.value).unwrap_or(0),
-            ),
-            None if !is_base => {
-                errors.at(
-                    c.symbol.span(),
-                    format!(
-                        "{owner} has no `{{ name: \"...\", help: \"...\" }}`: every counter but a \
-                         base has a name and help"
-                    ),
-                );
-                (Vec::new(), object_detail, 0)
-            }
-            _ => (Vec::new(), Level::Novice, 0),
-        };
-        let (factor, on_demand, sum) = match &c.body {
-            Some(body) if !is_base => check_source(body, &c.symbol, instanced, &names, errors),
-            _ => (None, false, None),
-        };
-        let aggregate = match &c.body {
-            Some(body) if !is_base => body
-                .aggregate
-                .as_ref()
-                .and_then(|a| check_aggregate(a, &c.symbol, &c.ty, kinds[i], errors)),
-            _ => None,
-        };
-        let sharded = match &c.body {
-            Some(body) if !is_base => check_sharded(body, &c.symbol, errors),
-            _ => false,
-        };
-        out.push(Ctr {
-            aggregate,
-            sharded,
-            docs: c.docs,
-            symbol: c.symbol,
-            offset,
-            ty: c.ty,
-            texts,
-            detail,
-            scale,
-            serves,
-            factor,
-            on_demand,
-            sum,
-        });
+        .collect()
+}
+
+/// A counter after its type: a base has nothing more; every other counter has its offset,
+/// texts, detail, scale, source, aggregation and sharding.
+fn check_counter(
+    c: CounterAst,
+    kind: Option<Kind>,
+    serves: Option<String>,
+    object: &ObjectCtx,
+    symbols: &mut Symbols,
+    errors: &mut Errors,
+) -> Ctr {
+    let CounterAst {
+        docs,
+        symbol,
+        offset,
+        ty,
+        body,
+    } = c;
+    let mut ctr = Ctr {
+        docs,
+        offset: None,
+        texts: Vec::new(),
+        detail: Level::Novice,
+        scale: 0,
+        serves,
+        factor: None,
+        on_demand: false,
+        sum: None,
+        aggregate: None,
+        sharded: false,
+        symbol,
+        ty,
+    };
+    if matches!(kind, Some(Kind::Base { .. })) {
+        return ctr;
     }
-    // A part that is a base or itself a sum: known once every counter is.
-    for i in 0..out.len() {
-        let Some(parts) = &out[i].sum else { continue };
+    let symbol = &ctr.symbol;
+    ctr.offset = Some(symbols.offset(symbol, offset.as_ref(), errors));
+    ctr.detail = object.detail;
+    let owner = format!("counter {symbol}");
+    let Some(body) = body else {
+        errors.at(
+            symbol.span(),
+            format!(
+                "{owner} has no `{{ name: \"...\", help: \"...\" }}`: every counter but a \
+                 base has a name and help"
+            ),
+        );
+        return ctr;
+    };
+    ctr.texts = check_texts(&body.texts, symbol, &owner, errors);
+    if let Some(d) = &body.detail {
+        ctr.detail = Level::parse(d, errors);
+    }
+    ctr.scale = body.scale.as_ref().and_then(|s| s.value).unwrap_or(0);
+    (ctr.factor, ctr.on_demand, ctr.sum) =
+        check_source(&body, symbol, object.instanced, object.names, errors);
+    ctr.aggregate = body
+        .aggregate
+        .as_ref()
+        .and_then(|a| check_aggregate(a, symbol, &ctr.ty, kind, errors));
+    ctr.sharded = check_sharded(&body, symbol, errors);
+    ctr
+}
+
+/// A part that is a base or itself a sum: known once every counter is.
+fn check_sum_parts(out: &[Ctr], errors: &mut Errors) {
+    for ctr in out {
+        let Some(parts) = &ctr.sum else { continue };
         for (p, token) in parts {
-            let part = &out[*p];
-            let why = if part.offset.is_none() {
-                Some("a base counter")
-            } else if part.sum.is_some() {
-                Some("itself a sum (sums do not nest)")
-            } else {
-                None
+            let part = counter::Part {
+                base: out[*p].offset.is_none(),
+                sum: out[*p].sum.is_some(),
+                ..counter::Part::OK
             };
-            if let Some(why) = why {
-                errors.at(
-                    token.span(),
-                    format!(
-                        "counter {} cannot sum {token}: it is {why}; a sum adds stored or \
-                         on-demand counters",
-                        out[i].symbol
-                    ),
-                );
+            if let Err(v) = counter::sum_part(part) {
+                let symbol = &ctr.symbol;
+                let text = format!("counter {symbol} cannot sum {token}: {}", v.message());
+                errors.at(token.span(), text);
             }
         }
     }
-    out
 }
 
 /// `sharded: true`: not with `on_demand` or `sum` (the width and kind, a 64-bit count or timer,
@@ -580,14 +601,13 @@ fn check_sharded(body: &CounterBody, symbol: &Ident, errors: &mut Errors) -> boo
     let Some(lit) = body.sharded.as_ref().filter(|b| b.value) else {
         return false;
     };
-    if body.on_demand.as_ref().is_some_and(|b| b.value) || body.sum.is_some() {
-        errors.at(
-            lit.span(),
-            format!(
-                "counter {symbol} is sharded and on demand or a sum: a sharded counter is \
-                 stored by the app's threads, one slot each"
-            ),
+    let computed = body.on_demand.as_ref().is_some_and(|b| b.value) || body.sum.is_some();
+    if let Err(v) = counter::sharded(computed, true, 0) {
+        let text = format!(
+            "counter {symbol} is sharded and on demand or a sum: {}",
+            v.message()
         );
+        errors.at(lit.span(), text);
     }
     true
 }
@@ -609,54 +629,45 @@ fn check_source(
         .and_then(|f| f.value.map(|v| (f.multiply, v)));
     let on_demand = body.on_demand.as_ref().is_some_and(|b| b.value);
     if let Some(lit) = body.on_demand.as_ref().filter(|b| b.value) {
-        if instanced {
+        // The macro knows no width: a base or text on demand is the map validation's to refuse.
+        if let Err(v) = counter::on_demand(instanced, body.sum.is_some(), true) {
+            let what = if v == Violation::OnDemandSum {
+                "both on demand and a sum"
+            } else {
+                "on demand in an object with instances"
+            };
             errors.at(
                 lit.span(),
-                format!(
-                    "counter {symbol} is on demand in an object with instances: on-demand \
-                     counters belong to objects without instances (`instances: none`)"
-                ),
-            );
-        }
-        if body.sum.is_some() {
-            errors.at(
-                lit.span(),
-                format!(
-                    "counter {symbol} is both on demand and a sum: a sum is computed by the \
-                     reader from its parts"
-                ),
+                format!("counter {symbol} is {what}: {}", v.message()),
             );
         }
     }
     let sum = body.sum.as_ref().map(|(bracket, parts)| {
-        if parts.is_empty() {
-            errors.at(
-                *bracket,
-                format!("counter {symbol} sums nothing: name 1 to 8 of the object's counters"),
-            );
+        if let Err(v @ Violation::SumEmpty) = counter::sum_len(parts.len()) {
+            errors.at(*bracket, format!("counter {symbol} {}", v.message()));
         }
         let mut out: Vec<(usize, Ident)> = Vec::new();
         for (n, part) in parts.iter().enumerate() {
             let name = part.to_string();
             if n == MAX_SUM_PARTS {
-                errors.at(
-                    part.span(),
-                    format!(
-                        "counter {symbol} sums more than {MAX_SUM_PARTS} counters (Windows 95's \
-                         MAXCOMPLEXSUBSTAT): split it into sums of at most {MAX_SUM_PARTS}"
-                    ),
-                );
-            }
-            match names.iter().position(|c| *c == name) {
-                Some(_) if *symbol == name => {
-                    errors.at(part.span(), format!("counter {symbol} cannot sum itself"))
+                if let Err(v) = counter::sum_len(parts.len()) {
+                    errors.at(part.span(), format!("counter {symbol} {}", v.message()));
                 }
-                Some(_) if out.iter().any(|(_, t)| *t == name) => errors.at(
+            }
+            let itself = counter::sum_part(counter::Part {
+                itself: *symbol == name,
+                ..counter::Part::OK
+            });
+            match (names.iter().position(|c| *c == name), itself) {
+                (Some(_), Err(v)) => {
+                    errors.at(part.span(), format!("counter {symbol} {}", v.message()))
+                }
+                (Some(_), _) if out.iter().any(|(_, t)| *t == name) => errors.at(
                     part.span(),
                     format!("counter {symbol} names {name} twice in its sum"),
                 ),
-                Some(i) => out.push((i, part.clone())),
-                None => errors.at(
+                (Some(i), _) => out.push((i, part.clone())),
+                (None, _) => errors.at(
                     part.span(),
                     format!(
                         "counter {symbol} sums `{name}`, which is not a counter of its object{}",
@@ -683,63 +694,44 @@ fn check_aggregate(
     kind: Option<Kind>,
     errors: &mut Errors,
 ) -> Option<Ident> {
-    const RULES: &[(&str, &str)] = &[
-        ("sum", "Sum"),
-        ("live", "Live"),
-        ("min", "Min"),
-        ("max", "Max"),
-        ("last", "Last"),
-    ];
+    const VARIANTS: [&str; 5] = ["Sum", "Live", "Min", "Max", "Last"];
     let name = rule.to_string();
-    let Some((_, variant)) = RULES.iter().find(|(r, _)| *r == name) else {
+    let Some(index) = counter::AGGREGATES.iter().position(|r| *r == name) else {
+        let rules = counter::AGGREGATES;
+        let hint = format!("a rule is {}", one_of(&rules));
         errors.at(
             rule.span(),
             format!(
                 "unknown aggregation rule `{name}` for counter {symbol}{}",
-                did_you_mean(
-                    &name,
-                    RULES.iter().map(|(r, _)| *r),
-                    &format!(
-                        "a rule is {}",
-                        one_of(&RULES.iter().map(|(r, _)| *r).collect::<Vec<_>>())
-                    )
-                )
+                did_you_mean(&name, rules.iter().copied(), &hint)
             ),
         );
         return None;
     };
     let ty_name = ty.to_string();
-    let why = if ty_name.starts_with("Text") {
-        Some("a text counter has no total: leave `aggregate` out")
-    } else if matches!(kind, Some(Kind::NeedsBase { .. }))
-        && !matches!(name.as_str(), "sum" | "live")
-    {
-        Some(
-            "a counter read against a base aggregates with its base, as a sum: use `sum` (folds \
-             departed instances) or `live` (live instances only)",
-        )
-    } else if ty_name == "ElapsedTime" && matches!(name.as_str(), "sum" | "live") {
-        Some("an elapsed time is a start time: sums of start times mean nothing; use `min`, `max` or `last`")
-    } else {
-        None
-    };
-    if let Some(why) = why {
+    let needs_base = matches!(kind, Some(Kind::NeedsBase { .. }));
+    let (text, elapsed) = (ty_name.starts_with("Text"), ty_name == "ElapsedTime");
+    if let Err(v) = counter::aggregate(Some(index), text, needs_base, elapsed) {
         errors.at(
             rule.span(),
-            format!("counter {symbol} ({ty_name}) cannot aggregate as `{name}`: {why}"),
+            format!(
+                "counter {symbol} ({ty_name}) cannot aggregate as `{name}`: {}",
+                v.message()
+            ),
         );
         return None;
     }
-    Some(Ident::new(variant, rule.span()))
+    Some(Ident::new(VARIANTS[index], rule.span()))
 }
 
 /// A base counter: right after a counter that needs this base, no offset, no body. Returns the
-/// symbol of the counter it serves.
+/// symbol of the counter it serves (`served`, the counter before it, if it does).
 fn check_base(
     c: &CounterAst,
     ty: &str,
     base_type: u32,
-    previous: Option<(Option<Kind>, &Vec<Ctr>)>,
+    previous: Option<Kind>,
+    served: Option<&Ctr>,
     errors: &mut Errors,
 ) -> Option<String> {
     if let Some(lit) = &c.offset {
@@ -763,24 +755,20 @@ fn check_base(
             ),
         );
     }
-    let served: Vec<&str> = counter_types::served_by(base_type).collect();
-    match previous {
-        Some((Some(Kind::NeedsBase { base_type: b, .. }), out)) if b == base_type => {
-            out.last().map(|p| p.symbol.to_string())
-        }
-        _ => {
-            errors.at(
-                c.ty.span(),
-                format!(
-                    "base counter {} ({ty}) must come right after the counter it serves (it \
-                     serves {})",
-                    c.symbol,
-                    one_of(&served)
-                ),
-            );
-            None
-        }
+    let previous_needs = match previous {
+        Some(Kind::NeedsBase { base_type: b, .. }) => Some(b),
+        _ => None,
+    };
+    if let Err(v) = counter::base_serves(base_type, previous_needs) {
+        let served: Vec<&str> = counter_types::served_by(base_type).collect();
+        let text = format!("{} (it serves {})", v.message(), one_of(&served));
+        errors.at(
+            c.ty.span(),
+            format!("base counter {} ({ty}) {text}", c.symbol),
+        );
+        return None;
     }
+    served.map(|p| p.symbol.to_string())
 }
 
 /// `default: SYMBOL`: one of the object's counters and not a base; `none` for none.

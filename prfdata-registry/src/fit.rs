@@ -67,10 +67,6 @@ pub struct NamesMismatch {
 /// # Errors
 ///
 /// [`NamesMismatch`] when the range is too small or the recorded fingerprint differs.
-///
-/// # Examples
-///
-/// See [`NamesMismatch`].
 pub fn check_names_fit(
     installed: &PerformanceService,
     highest_offset: u32,

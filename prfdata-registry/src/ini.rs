@@ -355,6 +355,56 @@ impl<'a> Sections<'a> {
 }
 
 /// Splits a `[text]` key into symbol, language and kind, from the right.
+/// The `[text]` line `l` of the .INI at `path`: its key names a symbol of `symbols` (read from
+/// `symbol_file`) with an even offset, and one of `languages`.
+fn text_entry(
+    path: &Path,
+    l: &IniLine<'_>,
+    languages: &[String],
+    symbols: &HashMap<String, Symbol>,
+    symbol_file: &Path,
+) -> Result<TextEntry, LodctrError> {
+    let (symbol, lang, kind) = split_text_key(l.key).ok_or_else(|| LodctrError::BadTextKey {
+        path: path.to_path_buf(),
+        line: l.line,
+        key: l.key.to_owned(),
+    })?;
+    let language = languages
+        .iter()
+        .find(|known| known.eq_ignore_ascii_case(lang))
+        .ok_or_else(|| LodctrError::UnknownLanguage {
+            path: path.to_path_buf(),
+            line: l.line,
+            language: lang.to_owned(),
+        })?;
+    let sym = symbols
+        .get(symbol)
+        .ok_or_else(|| LodctrError::UnknownSymbol {
+            path: path.to_path_buf(),
+            line: l.line,
+            symbol: symbol.to_owned(),
+            symbol_file: symbol_file.to_path_buf(),
+        })?;
+    if !sym.value.is_multiple_of(2) {
+        return Err(LodctrError::OddOffset {
+            path: path.to_path_buf(),
+            line: l.line,
+            symbol: symbol.to_owned(),
+            offset: sym.value,
+            symbol_file: symbol_file.to_path_buf(),
+            symbol_line: sym.line,
+        });
+    }
+    Ok(TextEntry {
+        symbol: symbol.to_owned(),
+        offset: sym.value,
+        language: language.clone(),
+        kind,
+        text: l.value.to_owned(),
+        line: l.line,
+    })
+}
+
 fn split_text_key(key: &str) -> Option<(&str, &str, TextKind)> {
     let (rest, kind) = key.rsplit_once('_')?;
     let kind = if kind.eq_ignore_ascii_case("NAME") {
@@ -436,56 +486,15 @@ impl CounterIni {
             .iter()
             .map(|l| l.key.to_owned())
             .collect();
-
         let mut entries = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for l in ini.entries("text") {
-            let (symbol, lang, kind) =
-                split_text_key(l.key).ok_or_else(|| LodctrError::BadTextKey {
-                    path: path.clone(),
-                    line: l.line,
-                    key: l.key.to_owned(),
-                })?;
-            let language = languages
-                .iter()
-                .find(|known| known.eq_ignore_ascii_case(lang))
-                .ok_or_else(|| LodctrError::UnknownLanguage {
-                    path: path.clone(),
-                    line: l.line,
-                    language: lang.to_owned(),
-                })?;
-            let sym = symbols
-                .get(symbol)
-                .ok_or_else(|| LodctrError::UnknownSymbol {
-                    path: path.clone(),
-                    line: l.line,
-                    symbol: symbol.to_owned(),
-                    symbol_file: symbol_file.clone(),
-                })?;
-            if !sym.value.is_multiple_of(2) {
-                return Err(LodctrError::OddOffset {
-                    path: path.clone(),
-                    line: l.line,
-                    symbol: symbol.to_owned(),
-                    offset: sym.value,
-                    symbol_file: symbol_file.clone(),
-                    symbol_line: sym.line,
-                });
-            }
+            let entry = text_entry(&path, l, &languages, &symbols, &symbol_file)?;
             // As GetPrivateProfileString: the first of two identical keys wins.
-            if !seen.insert(l.key.to_uppercase()) {
-                continue;
+            if seen.insert(l.key.to_uppercase()) {
+                entries.push(entry);
             }
-            entries.push(TextEntry {
-                symbol: symbol.to_owned(),
-                offset: sym.value,
-                language: language.clone(),
-                kind,
-                text: l.value.to_owned(),
-                line: l.line,
-            });
         }
-
         Ok(Self {
             path: path.clone(),
             driver: driver.value.to_owned(),

@@ -152,6 +152,38 @@ pub fn apply_lodctr(
         apply_unlodctr(hive, driver)?;
     }
 
+    let first_counter = first_free(hive, driver)?;
+    let first_help = first_counter
+        .checked_add(1)
+        .ok_or_else(|| overflow(driver))?;
+    let new_last_counter = first_counter
+        .checked_add(ini.largest_offset())
+        .ok_or_else(|| overflow(driver))?;
+    let new_last_help = new_last_counter
+        .checked_add(1)
+        .ok_or_else(|| overflow(driver))?;
+    write_texts(hive, ini, first_counter, first_help)?;
+    hive.set_value(PERFLIB, LAST_COUNTER, Value::Dword(new_last_counter))?;
+    hive.set_value(PERFLIB, LAST_HELP, Value::Dword(new_last_help))?;
+    hive.set_value(&perf, FIRST_COUNTER, Value::Dword(first_counter))?;
+    hive.set_value(&perf, LAST_COUNTER, Value::Dword(new_last_counter))?;
+    hive.set_value(&perf, FIRST_HELP, Value::Dword(first_help))?;
+    hive.set_value(&perf, LAST_HELP, Value::Dword(new_last_help))?;
+    if let Some(config) = &options.service {
+        service::write_service(hive, driver, config)?;
+    }
+    Ok(CounterRange {
+        driver: driver.to_owned(),
+        first_counter,
+        last_counter: new_last_counter,
+        first_help,
+        last_help: new_last_help,
+    })
+}
+
+/// The First Counter of a range placed after every other: the even index after perflib's Last
+/// Counter, or after its Last Help if the two disagree.
+pub(crate) fn first_free(hive: &Hive, driver: &str) -> Result<u32, LodctrError> {
     let (last_counter, last_help) = perflib::last_counter_help(hive)?;
     let mut first_counter = last_counter
         .checked_add(2)
@@ -163,16 +195,17 @@ pub fn apply_lodctr(
             .checked_add(step)
             .ok_or_else(|| overflow(driver))?;
     }
-    let first_help = first_counter
-        .checked_add(1)
-        .ok_or_else(|| overflow(driver))?;
-    let new_last_counter = first_counter
-        .checked_add(ini.largest_offset())
-        .ok_or_else(|| overflow(driver))?;
-    let new_last_help = new_last_counter
-        .checked_add(1)
-        .ok_or_else(|| overflow(driver))?;
+    Ok(first_counter)
+}
 
+/// Writes the texts of `ini` into each of its languages' tables, names from `first_counter`
+/// and helps from `first_help`; an index already in use is an error.
+fn write_texts(
+    hive: &mut Hive,
+    ini: &CounterIni,
+    first_counter: u32,
+    first_help: u32,
+) -> Result<(), LodctrError> {
     let mut languages: Vec<&str> = Vec::new();
     for e in &ini.entries {
         if !languages.contains(&e.language.as_str()) {
@@ -200,23 +233,7 @@ pub fn apply_lodctr(
         write_table(hive, &lang_key, COUNTER, &names)?;
         write_table(hive, &lang_key, HELP, &helps)?;
     }
-
-    hive.set_value(PERFLIB, LAST_COUNTER, Value::Dword(new_last_counter))?;
-    hive.set_value(PERFLIB, LAST_HELP, Value::Dword(new_last_help))?;
-    hive.set_value(&perf, FIRST_COUNTER, Value::Dword(first_counter))?;
-    hive.set_value(&perf, LAST_COUNTER, Value::Dword(new_last_counter))?;
-    hive.set_value(&perf, FIRST_HELP, Value::Dword(first_help))?;
-    hive.set_value(&perf, LAST_HELP, Value::Dword(new_last_help))?;
-    if let Some(config) = &options.service {
-        service::write_service(hive, driver, config)?;
-    }
-    Ok(CounterRange {
-        driver: driver.to_owned(),
-        first_counter,
-        last_counter: new_last_counter,
-        first_help,
-        last_help: new_last_help,
-    })
+    Ok(())
 }
 
 /// lodctr: reads the .INI file at `ini_path` and its symbol file, assigns the driver's index

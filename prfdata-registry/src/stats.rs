@@ -84,10 +84,6 @@ pub fn write_factors(
 /// Every service's `Factors`, by counter name index, as written (the factor text is the
 /// consumer's to parse). Lines that are not `<index> <factor>` are skipped: the registry is
 /// input from elsewhere, and a bad line costs only its counter's factor.
-///
-/// # Examples
-///
-/// See [`write_factors`].
 pub fn factors_in(hive: &Hive) -> Result<BTreeMap<u32, String>, RegistryError> {
     let mut out = BTreeMap::new();
     for key in hive.subkeys(paths::SERVICES)? {

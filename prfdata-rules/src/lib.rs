@@ -9,7 +9,8 @@
 //!   type and whether it is, or needs, a base;
 //! - [`app`]: the app-name rule;
 //! - [`map`]: an object's rules (app name, offset parity, language ids, instance limits) as
-//!   `const fn`s, each with one message.
+//!   `const fn`s, each with one message;
+//! - [`counter`]: a counter's rules (its base, on demand, sums, sharded, aggregation).
 //!
 //! The crate depends on nothing, so the macro and the app compile nothing more for it.
 //!
@@ -28,6 +29,7 @@
 #![cfg_attr(not(test), no_std)]
 
 pub mod app;
+pub mod counter;
 pub mod counter_types;
 pub mod limits;
 pub mod map;

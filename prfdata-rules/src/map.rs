@@ -39,6 +39,42 @@ pub enum Violation {
     DefaultIsBase,
     /// A detail level that is none of [`DETAIL_LEVELS`].
     DetailLevel,
+    /// A counter that needs a base is followed by a base of another type.
+    WrongBase,
+    /// A counter that needs a base is not followed by a base.
+    MissingBase,
+    /// A base does not follow a counter that needs it.
+    OrphanBase,
+    /// A sum without parts.
+    SumEmpty,
+    /// A sum of more than [`MAX_SUM_PARTS`](crate::MAX_SUM_PARTS) parts.
+    SumTooLong,
+    /// A sum that names itself.
+    SumOfItself,
+    /// A sum of a base counter.
+    SumOfBase,
+    /// A sum of a sum.
+    SumOfSum,
+    /// A sum of a counter of another width.
+    SumWidth,
+    /// An on-demand counter of an object with instances.
+    OnDemandInstanced,
+    /// A counter both on demand and a sum.
+    OnDemandSum,
+    /// A base or text counter on demand or a sum.
+    NotNumeric,
+    /// A sharded counter that is on demand or a sum.
+    ShardedComputed,
+    /// A sharded counter that is not a 64-bit count or timer.
+    ShardedType,
+    /// An object's sharded counter past [`MAX_SHARDED`](crate::MAX_SHARDED).
+    TooManySharded,
+    /// A text counter with an aggregation rule.
+    AggregateText,
+    /// A counter read against a base that aggregates as neither `sum` nor `live`.
+    AggregateWithBase,
+    /// An elapsed time that aggregates as `sum` or `live`.
+    AggregateElapsed,
 }
 
 /// perflib's detail levels (winperf.h `PERF_DETAIL_NOVICE` 100 to `PERF_DETAIL_WIZARD` 400),
@@ -80,6 +116,41 @@ impl Violation {
             Violation::DefaultNotACounter => "is not one of its counters",
             Violation::DefaultIsBase => "is a base counter: name one monitors can show, or `none`",
             Violation::DetailLevel => "the levels are `Novice`, `Advanced`, `Expert` or `Wizard`",
+            Violation::WrongBase => "must be followed by its own base counter",
+            Violation::MissingBase => "must be followed by its base counter",
+            Violation::OrphanBase => "must come right after the counter it serves",
+            Violation::SumEmpty => "sums nothing: name 1 to 8 of the object's counters",
+            Violation::SumTooLong => {
+                "sums more than 8 counters (Windows 95's MAXCOMPLEXSUBSTAT): split it into sums \
+                 of at most 8"
+            }
+            Violation::SumOfItself => "cannot sum itself",
+            Violation::SumOfBase => "it is a base counter; a sum adds stored or on-demand counters",
+            Violation::SumOfSum => {
+                "it is itself a sum (sums do not nest); a sum adds stored or on-demand counters"
+            }
+            Violation::SumWidth => "a sum and its parts are all 32-bit or all 64-bit",
+            Violation::OnDemandInstanced => {
+                "on-demand counters belong to objects without instances (`instances: none`)"
+            }
+            Violation::OnDemandSum => "a sum is computed by the reader from its parts",
+            Violation::NotNumeric => "only a number (not a base or text) is on demand or a sum",
+            Violation::ShardedComputed => {
+                "a sharded counter is stored by the app's threads, one slot each"
+            }
+            Violation::ShardedType | Violation::TooManySharded => {
+                "a sharded counter is a 64-bit count or timer (not a base, text or elapsed time; \
+                 use a LARGE type such as BulkCount or Timer100Ns), at most 64 per object"
+            }
+            Violation::AggregateText => "a text counter has no total: leave `aggregate` out",
+            Violation::AggregateWithBase => {
+                "a counter read against a base aggregates with its base, as a sum: use `sum` \
+                 (folds departed instances) or `live` (live instances only)"
+            }
+            Violation::AggregateElapsed => {
+                "an elapsed time is a start time: sums of start times mean nothing; use `min`, \
+                 `max` or `last`"
+            }
         }
     }
 }
@@ -230,6 +301,10 @@ mod tests {
         assert!(Violation::InstanceMax.message().ends_with(&max));
         let name = format!("1 to {MAX_INSTANCE_NAME}");
         assert!(Violation::InstanceNameLen.message().ends_with(&name));
+        let parts = format!("more than {} counters", crate::MAX_SUM_PARTS);
+        assert!(Violation::SumTooLong.message().contains(&parts));
+        let sharded = format!("at most {} per object", crate::MAX_SHARDED);
+        assert!(Violation::TooManySharded.message().ends_with(&sharded));
         for level in DETAIL_LEVELS {
             let listed = format!("`{level}`");
             assert!(

@@ -9,6 +9,7 @@
 //! | [`at_exit`] | folders a `static` holds, removed when the test process exits ([`remove_at_exit`]) |
 //! | [`sandbox`] | a temp registry and block folder ([`Sandbox`]) with maps installed against the real provider, the environment for a child, names for the counter-name registry |
 //! | [`process_env`] | `PRFDATA_REGISTRY` / `PRFDATA_SHM_DIR` of this process, for an in-process provider, held by one test at a time ([`ProcessEnv`]) |
+//! | [`layers`] | a crate's imports against the layer order ARCHITECTURE.md draws ([`layers::check`]) |
 //! | [`sample`] | a small valid PERF_OBJECT_TYPE, for consumer-side examples and tests |
 //!
 //! # Examples
@@ -45,6 +46,7 @@
 
 pub mod artifacts;
 pub mod at_exit;
+pub mod layers;
 pub mod process;
 pub mod process_env;
 pub mod sample;

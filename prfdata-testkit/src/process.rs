@@ -87,10 +87,6 @@ pub struct ChildGuard {
 
 impl ChildGuard {
     /// Guards `child`, called `name` in messages.
-    ///
-    /// # Examples
-    ///
-    /// See [`ChildGuard`].
     pub fn new(child: Child, name: impl Into<String>) -> Self {
         Self {
             child: Some(child),
@@ -99,10 +95,6 @@ impl ChildGuard {
     }
 
     /// The child's process id.
-    ///
-    /// # Examples
-    ///
-    /// See [`ChildGuard`].
     pub fn id(&self) -> u32 {
         self.child.as_ref().map_or(0, Child::id)
     }
@@ -159,10 +151,6 @@ impl ChildGuard {
     }
 
     /// Lets a child [`stop`](Self::stop)ped go on (`SIGCONT`).
-    ///
-    /// # Examples
-    ///
-    /// See [`stop`](Self::stop).
     pub fn resume(&self) {
         self.signal(rustix::process::Signal::CONT);
     }
@@ -309,10 +297,6 @@ pub mod ready {
 
     /// Waits (at most `limit`, else panics) for the file [`publish`] makes, and returns its
     /// contents.
-    ///
-    /// # Examples
-    ///
-    /// See [`publish`].
     pub fn wait(path: &Path, limit: Duration) -> Vec<u8> {
         crate::wait_until(limit, &format!("ready file {}", path.display()), || {
             std::fs::read(path).ok()

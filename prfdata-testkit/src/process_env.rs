@@ -37,10 +37,6 @@ pub struct ProcessEnv {
 
 impl ProcessEnv {
     /// Waits until no other test holds the variables, then sets them to `registry` and `shm`.
-    ///
-    /// # Examples
-    ///
-    /// See [`ProcessEnv`].
     pub fn set(registry: &Path, shm: &Path) -> Self {
         // A test that panicked while holding them has dropped its guard (restoring them):
         // the lock's poison says nothing about the variables.

@@ -17,10 +17,10 @@
 //! assert_eq!(object.len() % 8, 0);
 //! ```
 
-use prfdata::winperf::{
-    PerfCounterBlock, PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType,
+use prfdata_wire::winperf::{
+    PerfCounterBlock, PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType, I32, I64,
     PERF_AVERAGE_BASE, PERF_AVERAGE_BULK, PERF_COUNTER_RAWCOUNT, PERF_DETAIL_ADVANCED,
-    PERF_DETAIL_NOVICE, PERF_NO_UNIQUE_ID,
+    PERF_DETAIL_NOVICE, PERF_NO_UNIQUE_ID, U32,
 };
 use zerocopy::IntoBytes;
 
@@ -32,12 +32,13 @@ const BLOCK: u32 = 24;
 /// # Examples
 ///
 /// ```
-/// use prfdata::winperf::PerfObjectType;
+/// use prfdata_wire::winperf::PerfObjectType;
 /// use zerocopy::FromBytes;
 /// let object = prfdata_testkit::sample::sample_object(2000);
 /// let (header, _) = PerfObjectType::read_from_prefix(&object).expect("a header");
-/// assert_eq!(header.total_byte_length as usize, object.len());
-/// assert_eq!((header.object_name_title_index, header.num_counters, header.num_instances), (2000, 3, 2));
+/// assert_eq!(header.total_byte_length.get() as usize, object.len());
+/// let (name, counters) = (header.object_name_title_index.get(), header.num_counters.get());
+/// assert_eq!((name, counters, header.num_instances.get()), (2000, 3, 2));
 /// ```
 pub fn sample_object(name_index: u32) -> Vec<u8> {
     let defs = [
@@ -64,17 +65,22 @@ pub fn sample_object(name_index: u32) -> Vec<u8> {
         let units: Vec<u16> = name.encode_utf16().chain([0]).collect();
         let len = (24 + units.len() * 2).next_multiple_of(8);
         let def = PerfInstanceDefinition {
-            byte_length: len as u32,
-            parent_object_title_index: 0,
-            parent_object_instance: 0,
-            unique_id: PERF_NO_UNIQUE_ID,
-            name_offset: 24,
-            name_length: (units.len() * 2) as u32,
+            byte_length: U32::new(len as u32),
+            parent_object_title_index: U32::new(0),
+            parent_object_instance: U32::new(0),
+            unique_id: I32::new(PERF_NO_UNIQUE_ID),
+            name_offset: U32::new(24),
+            name_length: U32::new((units.len() * 2) as u32),
         };
         body.extend_from_slice(def.as_bytes());
         body.extend(units.iter().flat_map(|u| u.to_le_bytes()));
         body.resize(body.len().next_multiple_of(8), 0);
-        body.extend_from_slice(PerfCounterBlock { byte_length: BLOCK }.as_bytes());
+        body.extend_from_slice(
+            PerfCounterBlock {
+                byte_length: U32::new(BLOCK),
+            }
+            .as_bytes(),
+        );
         body.extend_from_slice(&a.to_le_bytes());
         body.extend_from_slice(&b.to_le_bytes());
         body.extend_from_slice(&c.to_le_bytes());
@@ -82,29 +88,29 @@ pub fn sample_object(name_index: u32) -> Vec<u8> {
     }
     let definition_length = 64 + 40 * defs.len();
     let header = PerfObjectType {
-        total_byte_length: (definition_length + body.len()) as u32,
-        definition_length: definition_length as u32,
-        header_length: 64,
-        object_name_title_index: name_index,
-        object_help_title_index: name_index + 1,
-        detail_level: PERF_DETAIL_NOVICE,
-        num_counters: defs.len() as u32,
-        default_counter: 0,
-        num_instances: instances.len() as i32,
-        perf_time: prfdata::clock::perf_counter(),
-        perf_freq: prfdata::clock::PERF_FREQUENCY,
+        total_byte_length: U32::new((definition_length + body.len()) as u32),
+        definition_length: U32::new(definition_length as u32),
+        header_length: U32::new(64),
+        object_name_title_index: U32::new(name_index),
+        object_help_title_index: U32::new(name_index + 1),
+        detail_level: U32::new(PERF_DETAIL_NOVICE),
+        num_counters: U32::new(defs.len() as u32),
+        default_counter: I32::new(0),
+        num_instances: I32::new(instances.len() as i32),
+        perf_time: I64::new(prfdata::clock::perf_counter()),
+        perf_freq: I64::new(prfdata::clock::PERF_FREQUENCY),
         ..Default::default()
     };
     let mut out = header.as_bytes().to_vec();
     for (index, counter_type, size, offset, detail) in defs {
         let def = PerfCounterDefinition {
-            byte_length: 40,
-            counter_name_title_index: index,
-            counter_help_title_index: if index == 0 { 0 } else { index + 1 },
-            detail_level: detail,
-            counter_type,
-            counter_size: size,
-            counter_offset: offset,
+            byte_length: U32::new(40),
+            counter_name_title_index: U32::new(index),
+            counter_help_title_index: U32::new(if index == 0 { 0 } else { index + 1 }),
+            detail_level: U32::new(detail),
+            counter_type: U32::new(counter_type),
+            counter_size: U32::new(size),
+            counter_offset: U32::new(offset),
             ..Default::default()
         };
         out.extend_from_slice(def.as_bytes());

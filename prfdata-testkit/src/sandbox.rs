@@ -41,10 +41,6 @@ impl Default for Sandbox {
 
 impl Sandbox {
     /// A new, empty sandbox.
-    ///
-    /// # Examples
-    ///
-    /// See [`Sandbox`].
     pub fn new() -> Self {
         let dir = tempfile::tempdir().expect("a temp folder for the sandbox");
         let registry = dir.path().join("registry");
@@ -66,10 +62,6 @@ impl Sandbox {
     }
 
     /// The sandbox's registry, opened (and created the first time).
-    ///
-    /// # Examples
-    ///
-    /// See [`Sandbox`].
     pub fn open(&self) -> FileRegistry {
         FileRegistry::open(&self.registry).expect("the sandbox's registry opens")
     }
@@ -111,10 +103,6 @@ impl Sandbox {
 
     /// Points `command` at the sandbox: `PRFDATA_REGISTRY` and `PRFDATA_SHM_DIR` set, the
     /// registry's fault-injection variable removed.
-    ///
-    /// # Examples
-    ///
-    /// See [`Sandbox`].
     pub fn apply_env<'c>(&self, command: &'c mut Command) -> &'c mut Command {
         command
             .env("PRFDATA_REGISTRY", &self.registry)

@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use prfdata::counter_type::{AverageTimer, CounterType, RawCount};
-//! use prfdata::winperf;
+//! use prfdata_wire::winperf;
 //!
 //! assert_eq!(RawCount::TYPE, winperf::PERF_COUNTER_RAWCOUNT);
 //! assert_eq!(AverageTimer::BASE, Some(winperf::PERF_AVERAGE_BASE));

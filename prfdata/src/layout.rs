@@ -49,54 +49,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 pub const MAGIC: [u8; 8] = *b"PRFDATA\0";
 /// The layout version this crate writes and reads; a block of another version is refused.
 ///
-/// - 1: the first layout.
-/// - 2: the [`Optex`](crate::Optex)'s 64 bytes changed meaning (its state became one 64-bit
-///   word holding the owner's pid, the WAITERS bit and the owner's start tag, and its
-///   `recoveries` count moved to offset 8). A version-1 process and a version-2 process would
-///   not exclude each other through the same bytes.
-/// - 3: the [`SlotHeader`] grew from 32 to 64 bytes: it keeps the count of the instance's live
-///   children (so that removing a parent that still has children is refused in O(1)) and the
-///   generation of its parent (so that a child never names another instance that reused its
-///   parent's slot), then reserved zeroed room. The object timer ([`BlockHeader::timer_freq`])
-///   became the wall clock in FILETIME units (see [`crate::clock`]), where it was
-///   `CLOCK_MONOTONIC` in the same 100 ns units.
-/// - 4: the header's reserved room holds the map's fingerprint
-///   ([`BlockHeader::map_fingerprint`]), so that a provider never labels a block's counters with
-///   the names of another map than the one installed, and the `superseded` word
-///   ([`BlockHeader::superseded`]) of a run-time block replaced by a new layout.
-/// - 4 (stat-server branch): the Windows 95 stat-server extras. The [`CounterRecord`] grew from
-///   32 to 64 bytes: its stat flags (`PSTF_FUNCPTR`, `PSTF_COMPLEX`, `PSTF_FACTOR_*`), scale
-///   factor and the parts of a sum. The header's reserved room gave 16 bytes to the on-demand
-///   request and served generations and the requested objects ([`BlockHeader::od_request`],
-///   [`BlockHeader::od_served`], [`BlockHeader::od_objects`]).
-/// - 5: both of the above (merged; the header's reserved room shrank to 16 bytes).
-/// - 6 (owned branch): process-owned instances and aggregation. The [`SlotHeader`]'s
-///   reserved room holds the owner of a process-owned instance ([`SlotHeader::owner_pid`],
-///   [`SlotHeader::owner_start`]); the [`CounterRecord`]'s reserved room its aggregation rule
-///   ([`CounterRecord::aggregate`], `AGG_*`); [`OBJECT_TOTAL`] asks readers for a `_Total`
-///   instance; an instanced object's data region holds one counter block more than its limit,
-///   the *retired accumulator* (block number `max_instances`), where the values of removed and
-///   reclaimed instances are folded by each counter's rule.
-/// - 7 (lifecycle branch): the owner is not special. A *members table*
-///   ([`MemberEntry`] × [`MAX_MEMBERS`], at [`BlockHeader::members_offset`], between the counter
-///   records and the object regions) lists every process attached to the block, pid and start
-///   time; the header's reserved room holds its offset and length and the
-///   [`closed`](BlockHeader::closed) word the last member sets before it removes the block.
-/// - 8 (layout17 branch): cache-line padded instances and sharded counters. The
-///   [`ObjectRecord`]'s reserved room holds the distance between two counter blocks
-///   ([`ObjectRecord::block_stride`], a multiple of [`CACHE_LINE`] unless the map packs the
-///   object, where it was the block size) and the shard geometry ([`ObjectRecord::shard_start`],
-///   [`ObjectRecord::shard_line`], [`ObjectRecord::shard_slots`], [`ObjectRecord::shard_owners`]);
-///   the [`CounterRecord`]'s reserved room a sharded counter's word in the shard lines
-///   ([`CounterRecord::shard`]).
-/// - 9: 7 and 8 merged. The [`Optex`](crate::Optex)'s zeroed room also counts its sleepers
-///   (offset 12), so that the last waiter to acquire clears the WAITERS bit.
-/// - 10: the same bytes, another protocol: every process of a block holds a *presence lock*
-///   on its file ([`presence_offset`]), and whether a process is alive (the optex's owner, a
-///   member, the owner of an instance or of a shard slot) is told by that lock rather than by
-///   its pid, which names a process only in its own pid namespace; the last member is the one
-///   that can take the block's `flock` exclusively, whatever its members table says. A
-///   version-9 process holds no presence lock: a version-10 process would take it for dead.
+/// `CHANGELOG.md` at the repository's root says what each version changed.
 pub const LAYOUT_VERSION: u32 = 10;
 /// Size of [`BlockHeader`].
 pub const HEADER_SIZE: usize = 256;

@@ -35,7 +35,8 @@
 //! **Reading counters** (providers, tools)
 //! - [`reader`]: a block another process publishes, read-only and validated, through one read
 //!   path ([`reader::BlockReader::read_with`]).
-//! - [`winperf`]: the perflib wire structures and counter-type bit fields.
+//! - The perflib wire structures and counter-type bit fields are the crate `prfdata-wire`'s
+//!   (`prfdata_wire::winperf`).
 //!
 //! **Run-time statistics** (feature `install`)
 //! - `dynamic`: objects and counters added and removed after activation
@@ -49,17 +50,9 @@
 //!
 //! # Inside
 //!
-//! Modules depend one way, from the platform up; none imports from a layer above it:
-//!
-//! ```text
-//! sys (platform: tmpfs files, futex, SIGBUS)   winperf, clock, process
-//!   <- layout (the one description of the block: records, offsets, limits)
-//!   <- map (definitions, validation, typed ids; a map's offsets in map/offsets.rs)
-//!   <- block::{raw, fault, open}, optex, instances (the writer's tables)
-//!   <- block::{create, recover}, reader, watch (the lease table beside the block)
-//!   <- write_lock, PrfData (prfdata.rs)
-//!   <- what prfdata_map! (prfdata-macros) generates in the app's crate
-//! ```
+//! Modules depend one way, from the platform up: the layers are drawn once, in the
+//! repository's ARCHITECTURE.md ("Inside prfdata: one direction"), and a test checks the
+//! imports against them.
 //!
 //! Shared memory is reached only through atomics (`block/raw.rs`); every `unsafe` block says why
 //! it is sound. Messages go through the [`log`](https://docs.rs/log) facade (prfdata logs one
@@ -122,7 +115,8 @@ pub mod optex;
 pub mod process;
 pub mod reader;
 pub mod watch;
-pub mod winperf;
+// winperf.h's counter types, from the wire-format crate (not re-exported: one path to them).
+use prfdata_wire::winperf;
 
 mod error;
 mod instances;

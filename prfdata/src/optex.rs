@@ -70,8 +70,8 @@
 //! # Contention
 //!
 //! Taking a free optex and releasing one nobody waits for are one atomic instruction each, and
-//! no system call. A locker that finds the optex held spins a little ([`SPIN_LIMIT`] rounds of
-//! exponential backoff, as crossbeam-utils' `Backoff::spin`), reading the word once per round
+//! no system call. A locker that finds the optex held spins a little ([`SPIN_LIMIT`] turns of
+//! crossbeam-utils' `Backoff::spin`, an exponential backoff), reading the word once per turn
 //! and trying the compare-and-exchange only when it reads the optex free; it sleeps in the
 //! kernel (a futex wait) only when the spin ends, when it loses the race for a release to
 //! another locker, or at once when others already sleep. Only a sleeper sets the WAITERS bit,
@@ -90,6 +90,8 @@ use std::marker::PhantomData;
 use std::mem::{align_of, offset_of, size_of};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+use crossbeam_utils::Backoff;
 
 use crate::process::{probe, start_tag, Probe, ProcessId};
 use crate::sys::futex;
@@ -115,16 +117,30 @@ use crate::sys::futex;
 const OWNER_MASK: u64 = (1 << 30) - 1;
 /// Bit of the state word set while some thread may sleep on it.
 const WAITERS: u64 = 1 << 30;
+/// How long a locker has waited on the owner of the held word `state` at `now`, `watched` being
+/// the owner it waits on and since when. The whole owner identity counts: a new owner with the
+/// same pid (a reused pid) restarts the interval too.
+fn waited_on(watched: &mut Option<(u64, Instant)>, state: u64, now: Instant) -> Duration {
+    let owner = state & !WAITERS;
+    let since = match *watched {
+        Some((watching, since)) if watching == owner => since,
+        _ => watched.insert((owner, now)).1,
+    };
+    now.saturating_duration_since(since)
+}
+
 /// Shift of the owner's start tag in the state word (its high half).
 const TAG_SHIFT: u32 = 32;
 
-/// Busy-wait rounds before a locker that finds the optex held sleeps in the kernel: round `n`
-/// executes `1 << n` spin-loop hints (1, 2, 4, ... 32: 63 in all), then reads the word once.
+/// Busy-wait turns before a locker that finds the optex held sleeps in the kernel: turn `n` is
+/// crossbeam-utils' `Backoff::spin`, `1 << n` spin-loop hints (1, 2, 4, ... 32: 63 in all), then
+/// the word is read once.
 ///
-/// crossbeam-utils' `Backoff::spin` (whose `SPIN_LIMIT` is also 6): long enough to ride out a
+/// Backoff's own limit of spinning is also 6, but the optex counts its turns itself: its
+/// `is_completed` also counts yields, and the optex never yields. Six turns are long enough to ride out a
 /// short critical section on another core, a few microseconds at most, and with the word read
 /// only six times, too few to slow its owner down. Unlike parking_lot's `SpinWait` and
-/// crossbeam's `snooze`, no round yields: `sched_yield` is a system call that either returns at
+/// crossbeam's `snooze`, no turn yields: `sched_yield` is a system call that either returns at
 /// once (an idle machine) or gives the core away for a whole time slice (a busy one), and
 /// sleeping on the futex is cheaper than both. A locker skips spinning altogether when others
 /// already sleep, and stops at the first release it loses to another locker.
@@ -620,8 +636,10 @@ impl Optex {
         check: &dyn OwnerCheck,
     ) -> Option<Acquired> {
         let mine = owner_word(me);
-        // Spin rounds done since this call began or this thread last woke (see SPIN_LIMIT).
+        // Spin turns done since this call began or this thread last woke (see SPIN_LIMIT): the
+        // optex counts its own, since `Backoff::is_completed` also counts yields.
         let mut spins = 0u32;
+        let backoff = Backoff::new();
         // Whether this thread has slept: then others may sleep too, and the WAITERS bit must
         // survive our acquisition while they do, so that our unlock wakes one (Drepper,
         // "Futexes Are Tricky", mutex 3, which takes the lock as "locked, maybe waiters" after
@@ -634,79 +652,33 @@ impl Optex {
         let mut state = self.state.load(Ordering::Acquire);
         loop {
             if state & OWNER_MASK == 0 {
-                let keep = if slept && self.others_sleep() {
-                    WAITERS
-                } else {
-                    state & WAITERS
-                };
-                match self.state.compare_exchange_weak(
-                    state,
-                    mine | keep,
-                    Ordering::Acquire,
-                    Ordering::Acquire,
-                ) {
-                    Ok(_) => return Some(Acquired { owner_died: false }),
-                    Err(now) => {
-                        // Another locker took the release: leave it the optex for a while
-                        // rather than fight for the next one (see "Contention" above).
-                        if now & OWNER_MASK != 0 {
-                            spins = SPIN_LIMIT;
-                        }
-                        state = now;
-                        continue;
-                    }
+                match self.take_free(state, mine, slept) {
+                    Ok(()) => return Some(Acquired { owner_died: false }),
+                    // Another locker took the release: leave it the optex for a while rather
+                    // than fight for the next one (see "Contention" above).
+                    Err(now) if now & OWNER_MASK != 0 => (spins, state) = (SPIN_LIMIT, now),
+                    Err(now) => state = now,
                 }
+                continue;
             }
-
-            // Held. Spin while nobody sleeps, reading the word once per round.
+            // Held. Spin while nobody sleeps, reading the word once per turn.
             if state & WAITERS == 0 && spins < SPIN_LIMIT {
-                for _ in 0..(1u32 << spins) {
-                    std::hint::spin_loop();
-                }
+                backoff.spin();
                 spins += 1;
                 state = self.state.load(Ordering::Acquire);
                 continue;
             }
-
             let now = Instant::now();
             let expired = deadline.is_some_and(|d| now >= d);
-            // The whole owner identity: a new owner with the same pid (a reused pid) restarts
-            // the interval too.
-            let owner = state & !WAITERS;
-            let since = match watched {
-                Some((watching, since)) if watching == owner => since,
-                _ => {
-                    watched = Some((owner, now));
-                    now
-                }
-            };
-            let waited = now.saturating_duration_since(since);
+            let waited = waited_on(&mut watched, state, now);
             // Check the owner every CHECK_INTERVAL, and once before giving up, so that timed
             // acquires shorter than CHECK_INTERVAL still recover from a dead owner.
             if waited >= CHECK_INTERVAL || (expired && !checked) {
-                checked = true;
-                watched = Some((owner, now));
-                if self.owner_is_dead(state, me, check) {
-                    // Succeeds only if the word still names the owner found dead, an identity no
-                    // live process can put back (except with tag 0: a process that got the dead
-                    // owner's pid within microseconds and could not read its own start time).
-                    match self.state.compare_exchange(
-                        state,
-                        mine | WAITERS,
-                        Ordering::Acquire,
-                        Ordering::Relaxed,
-                    ) {
-                        Ok(_) => {
-                            self.recoveries.fetch_add(1, Ordering::Relaxed);
-                            return Some(Acquired { owner_died: true });
-                        }
-                        Err(now) => {
-                            state = now;
-                            continue;
-                        }
-                    }
+                (checked, watched) = (true, Some((state & !WAITERS, now)));
+                match self.take_from_dead(state, me, check) {
+                    Ok(acquired) => return Some(acquired),
+                    Err(now) => state = now,
                 }
-                state = self.state.load(Ordering::Acquire);
                 continue;
             }
             if expired {
@@ -718,40 +690,84 @@ impl Optex {
                 }
                 return None;
             }
-
-            // Announce that we are going to sleep: count ourselves first, so that a sleeper that
-            // acquires after the unlock our WAITERS bit causes sees the count (SeqCst here and
-            // in `others_sleep`; on x86-64 still one `lock xadd` and one plain load). The count
-            // is a hint: the futex word alone decides whether we sleep.
-            self.sleepers.fetch_add(1, Ordering::SeqCst);
-            if state & WAITERS == 0 {
-                if let Err(now) = self.state.compare_exchange_weak(
-                    state,
-                    state | WAITERS,
-                    Ordering::Release,
-                    Ordering::Acquire,
-                ) {
-                    self.sleepers.fetch_sub(1, Ordering::Relaxed);
-                    state = now;
-                    continue;
-                }
-                state |= WAITERS;
-            }
-
             let mut timeout = CHECK_INTERVAL - waited;
             if let Some(deadline) = deadline {
                 timeout = timeout.min(deadline.saturating_duration_since(now));
             }
-            // The kernel compares only the low half (pid and WAITERS): a new owner with the same
-            // pid and WAITERS lets us sleep on, but its unlock wakes one since WAITERS is set,
-            // as with a 32-bit word; the timeout bounds the sleep in any case.
-            futex::wait_low(&self.state, state as u32, Some(timeout));
-            self.sleepers.fetch_sub(1, Ordering::Relaxed);
+            if let Err(now) = self.sleep(state, timeout) {
+                state = now;
+                continue;
+            }
             slept = true;
             // Woken (or timed out): spin again for the release that woke us before sleeping on.
             spins = 0;
+            backoff.reset();
             state = self.state.load(Ordering::Acquire);
         }
+    }
+
+    /// Takes the free word `state` for `mine`; a thread that slept keeps WAITERS set while others
+    /// sleep. `Err` with the word found instead.
+    fn take_free(&self, state: u64, mine: u64, slept: bool) -> Result<(), u64> {
+        let keep = if slept && self.others_sleep() {
+            WAITERS
+        } else {
+            state & WAITERS
+        };
+        self.state
+            .compare_exchange_weak(state, mine | keep, Ordering::Acquire, Ordering::Acquire)
+            .map(drop)
+    }
+
+    /// Takes the optex over if its owner (in `state`) is found dead: `Err` with the word to look
+    /// at again otherwise.
+    #[cold]
+    fn take_from_dead(
+        &self,
+        state: u64,
+        me: ProcessId,
+        check: &dyn OwnerCheck,
+    ) -> Result<Acquired, u64> {
+        if !self.owner_is_dead(state, me, check) {
+            return Err(self.state.load(Ordering::Acquire));
+        }
+        // Succeeds only if the word still names the owner found dead, an identity no live
+        // process can put back (except with tag 0: a process that got the dead owner's pid
+        // within microseconds and could not read its own start time).
+        let mine = owner_word(me) | WAITERS;
+        self.state
+            .compare_exchange(state, mine, Ordering::Acquire, Ordering::Relaxed)?;
+        self.recoveries.fetch_add(1, Ordering::Relaxed);
+        Ok(Acquired { owner_died: true })
+    }
+
+    /// Sleeps on the held word `state` for at most `timeout`, with WAITERS set and counted
+    /// among the sleepers; `Err` with the word if it changed before WAITERS could be set.
+    #[cold]
+    fn sleep(&self, mut state: u64, timeout: Duration) -> Result<(), u64> {
+        // Announce that we are going to sleep: count ourselves first, so that a sleeper that
+        // acquires after the unlock our WAITERS bit causes sees the count (SeqCst here and in
+        // `others_sleep`; on x86-64 still one `lock xadd` and one plain load). The count is a
+        // hint: the futex word alone decides whether we sleep.
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        if state & WAITERS == 0 {
+            if let Err(now) = self.state.compare_exchange_weak(
+                state,
+                state | WAITERS,
+                Ordering::Release,
+                Ordering::Acquire,
+            ) {
+                self.sleepers.fetch_sub(1, Ordering::Relaxed);
+                return Err(now);
+            }
+            state |= WAITERS;
+        }
+        // The kernel compares only the low half (pid and WAITERS): a new owner with the same
+        // pid and WAITERS lets us sleep on, but its unlock wakes one since WAITERS is set, as
+        // with a 32-bit word; the timeout bounds the sleep in any case.
+        futex::wait_low(&self.state, state as u32, Some(timeout));
+        self.sleepers.fetch_sub(1, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Whether some other thread may be asleep on the state word, for a sleeper that is about
@@ -1023,7 +1039,7 @@ mod tests {
     #[test]
     fn threads_exclude_each_other() {
         const THREADS: usize = 4;
-        const ROUNDS: usize = 20_000;
+        const TURNS: usize = 20_000;
         let _watchdog = Watchdog::new(Duration::from_secs(60), "threads_exclude_each_other");
         let optex = Optex::new();
         let inside = AtomicBool::new(false);
@@ -1031,7 +1047,7 @@ mod tests {
         std::thread::scope(|s| {
             for _ in 0..THREADS {
                 s.spawn(|| {
-                    for _ in 0..ROUNDS {
+                    for _ in 0..TURNS {
                         let guard = optex.lock();
                         assert!(!guard.owner_died());
                         assert!(!inside.swap(true, Ordering::Relaxed), "two threads inside");
@@ -1044,7 +1060,7 @@ mod tests {
                 });
             }
         });
-        assert_eq!(count.into_inner(), THREADS * ROUNDS);
+        assert_eq!(count.into_inner(), THREADS * TURNS);
         assert_eq!(optex.recoveries(), 0);
         assert!(!optex.is_locked());
         assert_eq!(optex.state.load(Ordering::Relaxed) & WAITERS, 0);

@@ -19,7 +19,7 @@ use core::marker::PhantomData;
 use std::cell::RefCell;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
-use crate::block::create::BlockKey;
+use crate::block::open::BlockKey;
 use crate::optex::OptexGuard;
 use crate::process::ProcessId;
 

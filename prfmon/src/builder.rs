@@ -20,7 +20,7 @@
 //! # Examples
 //!
 //! ```
-//! use prfdata::winperf::{PERF_COUNTER_COUNTER, PERF_COUNTER_RAWCOUNT};
+//! use prfdata_wire::winperf::{PERF_COUNTER_COUNTER, PERF_COUNTER_RAWCOUNT};
 //! use prfmon::builder::ObjectBuilder;
 //! use prfmon::datablock::{build_data_block, CollectionTimes};
 //! use prfmon::decode::{InstanceData, RawValue};
@@ -38,9 +38,9 @@
 //! # Ok::<(), prfmon::decode::DecodeError>(())
 //! ```
 
-use prfdata::winperf::{
-    PerfCounterBlock, PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType,
-    PERF_DETAIL_NOVICE, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK, PERF_TYPE_TEXT,
+use prfdata_wire::winperf::{
+    PerfCounterBlock, PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType, I32, I64,
+    PERF_DETAIL_NOVICE, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK, PERF_TYPE_TEXT, U32,
 };
 use zerocopy::IntoBytes;
 
@@ -51,10 +51,6 @@ use crate::decode::{InstanceData, RawValue};
 const BLOCK_HEADER: u32 = 8;
 
 /// One object to write (see the [module docs](crate::builder)).
-///
-/// # Examples
-///
-/// See the [module docs](crate::builder).
 #[derive(Debug, Clone)]
 pub struct ObjectBuilder {
     header: PerfObjectType,
@@ -67,20 +63,16 @@ pub struct ObjectBuilder {
 impl ObjectBuilder {
     /// An object with name index `name_index` (help `name_index + 1`), novice detail, no
     /// counters and no instances, its clock at 0 ticks of 1 Hz.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](crate::builder).
     pub fn new(name_index: u32) -> Self {
         ObjectBuilder {
             header: PerfObjectType {
-                header_length: 64,
-                object_name_title_index: name_index,
-                object_help_title_index: name_index + 1,
-                detail_level: PERF_DETAIL_NOVICE,
-                default_counter: -1,
-                num_instances: PERF_NO_INSTANCES,
-                perf_freq: 1,
+                header_length: U32::new(64),
+                object_name_title_index: U32::new(name_index),
+                object_help_title_index: U32::new(name_index + 1),
+                detail_level: U32::new(PERF_DETAIL_NOVICE),
+                default_counter: I32::new(-1),
+                num_instances: I32::new(PERF_NO_INSTANCES),
+                perf_freq: I64::new(1),
                 ..Default::default()
             },
             counters: Vec::new(),
@@ -91,20 +83,16 @@ impl ObjectBuilder {
 
     /// Adds a counter of `counter_type`, `size` bytes, name index `name_index` (help
     /// `name_index + 1`), after the ones before it.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](crate::builder).
     pub fn counter(mut self, name_index: u32, counter_type: u32, size: u32) -> Self {
         let offset = self.block_end().next_multiple_of(size.clamp(1, 8));
         self.counters.push(PerfCounterDefinition {
-            byte_length: 40,
-            counter_name_title_index: name_index,
-            counter_help_title_index: name_index + 1,
-            detail_level: PERF_DETAIL_NOVICE,
-            counter_type,
-            counter_size: size,
-            counter_offset: offset,
+            byte_length: U32::new(40),
+            counter_name_title_index: U32::new(name_index),
+            counter_help_title_index: U32::new(name_index + 1),
+            detail_level: U32::new(PERF_DETAIL_NOVICE),
+            counter_type: U32::new(counter_type),
+            counter_size: U32::new(size),
+            counter_offset: U32::new(offset),
             ..Default::default()
         });
         self
@@ -116,14 +104,14 @@ impl ObjectBuilder {
     ///
     /// ```
     /// use prfmon::builder::ObjectBuilder;
-    /// let b = ObjectBuilder::new(10).counter(12, prfdata::winperf::PERF_COUNTER_RAWCOUNT, 4).scale(-2);
+    /// let b = ObjectBuilder::new(10).counter(12, prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT, 4).scale(-2);
     /// let out = prfmon::datablock::build_data_block("h", &prfmon::datablock::CollectionTimes::now(), &[b.output()]);
     /// assert_eq!(prfmon::decode::decode(&out)?.objects[0].counters[0].default_scale, -2);
     /// # Ok::<(), prfmon::decode::DecodeError>(())
     /// ```
     pub fn scale(mut self, default_scale: i32) -> Self {
         if let Some(last) = self.counters.last_mut() {
-            last.default_scale = default_scale;
+            last.default_scale = default_scale.into();
         }
         self
     }
@@ -141,16 +129,12 @@ impl ObjectBuilder {
     /// # Ok::<(), prfmon::decode::DecodeError>(())
     /// ```
     pub fn clock(mut self, perf_time: i64, perf_freq: i64) -> Self {
-        self.header.perf_time = perf_time;
-        self.header.perf_freq = perf_freq;
+        self.header.perf_time = perf_time.into();
+        self.header.perf_freq = perf_freq.into();
         self
     }
 
     /// Adds an instance (the object then has instances).
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](crate::builder).
     pub fn instance(mut self, instance: InstanceData) -> Self {
         self.instances.get_or_insert_with(Vec::new).push(instance);
         self
@@ -174,10 +158,6 @@ impl ObjectBuilder {
     }
 
     /// The values of an object without instances.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](crate::builder).
     pub fn values(mut self, values: Vec<RawValue>) -> Self {
         self.values = values;
         self
@@ -187,7 +167,7 @@ impl ObjectBuilder {
     fn block_end(&self) -> u32 {
         self.counters
             .iter()
-            .map(|c| c.counter_offset + c.counter_size)
+            .map(|c| c.counter_offset.get() + c.counter_size.get())
             .max()
             .unwrap_or(BLOCK_HEADER)
             .max(BLOCK_HEADER)
@@ -199,16 +179,16 @@ impl ObjectBuilder {
         let mut out = vec![0u8; length as usize];
         out[..4].copy_from_slice(
             PerfCounterBlock {
-                byte_length: length,
+                byte_length: U32::new(length),
             }
             .as_bytes(),
         );
         for (def, value) in self.counters.iter().zip(values) {
-            let at = def.counter_offset as usize;
-            let slot = &mut out[at..at + def.counter_size as usize];
+            let at = def.counter_offset.get() as usize;
+            let slot = &mut out[at..at + def.counter_size.get() as usize];
             let bytes: Vec<u8> = match value {
                 RawValue::Int(v) => v.to_le_bytes().to_vec(),
-                RawValue::Text(t) if is_ascii_text(def.counter_type) => t.as_bytes().to_vec(),
+                RawValue::Text(t) if is_ascii_text(def.counter_type.get()) => t.as_bytes().to_vec(),
                 RawValue::Text(t) => t.encode_utf16().flat_map(u16::to_le_bytes).collect(),
                 RawValue::Bytes(b) => b.clone(),
                 RawValue::Empty => Vec::new(),
@@ -236,12 +216,12 @@ impl ObjectBuilder {
                     let units: Vec<u16> = inst.name.encode_utf16().chain([0]).collect();
                     let name_bytes = units.len() * 2;
                     let definition = PerfInstanceDefinition {
-                        byte_length: (24 + name_bytes).next_multiple_of(8) as u32,
-                        parent_object_title_index: inst.parent_object_title_index,
-                        parent_object_instance: inst.parent_object_instance,
-                        unique_id: inst.unique_id,
-                        name_offset: 24,
-                        name_length: name_bytes as u32,
+                        byte_length: U32::new((24 + name_bytes).next_multiple_of(8) as u32),
+                        parent_object_title_index: U32::new(inst.parent_object_title_index),
+                        parent_object_instance: U32::new(inst.parent_object_instance),
+                        unique_id: I32::new(inst.unique_id),
+                        name_offset: U32::new(24),
+                        name_length: U32::new(name_bytes as u32),
                     };
                     body.extend_from_slice(definition.as_bytes());
                     body.extend(units.iter().flat_map(|u| u.to_le_bytes()));
@@ -252,14 +232,15 @@ impl ObjectBuilder {
         }
         let definition_length = 64 + 40 * self.counters.len();
         let header = PerfObjectType {
-            total_byte_length: (definition_length + body.len()) as u32,
-            definition_length: definition_length as u32,
-            num_counters: self.counters.len() as u32,
-            num_instances: self
-                .instances
-                .as_ref()
-                .map_or(PERF_NO_INSTANCES, |i| i.len() as i32),
-            default_counter: if self.counters.is_empty() { -1 } else { 0 },
+            total_byte_length: U32::new((definition_length + body.len()) as u32),
+            definition_length: U32::new(definition_length as u32),
+            num_counters: U32::new(self.counters.len() as u32),
+            num_instances: I32::new(
+                self.instances
+                    .as_ref()
+                    .map_or(PERF_NO_INSTANCES, |i| i.len() as i32),
+            ),
+            default_counter: I32::new(if self.counters.is_empty() { -1 } else { 0 }),
             ..self.header
         };
         let mut out = header.as_bytes().to_vec();
@@ -271,10 +252,6 @@ impl ObjectBuilder {
     }
 
     /// The object as one provider's output, for [`crate::datablock::build_data_block`].
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](crate::builder).
     pub fn output(&self) -> ProviderOutput {
         ProviderOutput {
             bytes: self.build(),

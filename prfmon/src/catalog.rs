@@ -5,7 +5,7 @@
 //! KB Q174631: "If "Differentiate" is set to "FALSE" then the data retrieved is used in its raw
 //! form. If "Differentiate" is "TRUE" the data retrieved for this counter must be
 //! differentiated over time". Here that is every counter type whose displayed value needs two
-//! samples ([`prfdata::winperf::is_differentiated`]): the `PERF_DELTA_COUNTER` types and the two
+//! samples ([`prfdata_wire::winperf::is_differentiated`]): the `PERF_DELTA_COUNTER` types and the two
 //! averages. Base counters are not listed: they only serve the counter before them (and carry
 //! `PERF_DISPLAY_NOSHOW`).
 //!
@@ -171,7 +171,7 @@ pub fn catalog_with_services(
                 description: names.help(c.help_index),
                 type_name: c.type_name(),
                 detail: detail_name(c.detail_level),
-                differentiate: prfdata::winperf::is_differentiated(c.counter_type),
+                differentiate: prfdata_wire::winperf::is_differentiated(c.counter_type),
                 type_code: c.counter_type,
                 default_scale: c.default_scale,
                 unit: crate::pdh::unit(c.counter_type),

@@ -21,7 +21,7 @@
 //! assert_eq!(&bytes[..8], b"P\0E\0R\0F\0");
 //! ```
 
-use prfdata::winperf::{PerfDataBlock, SystemTime};
+use prfdata_wire::winperf::{PerfDataBlock, SystemTime, I32, I64, U16, U32};
 use zerocopy::IntoBytes;
 
 use crate::decode::SIGNATURE;
@@ -97,6 +97,7 @@ impl CollectionTimes {
 /// use std::time::Duration;
 /// // 2000-03-01 12:34:56.789 UTC, a Wednesday.
 /// let t = prfmon::datablock::system_time_utc(Duration::from_millis(951_914_096_789));
+/// let t = prfmon::decode::SystemTimeFields::from(t);
 /// assert_eq!((t.year, t.month, t.day, t.day_of_week), (2000, 3, 1, 3));
 /// assert_eq!((t.hour, t.minute, t.second, t.milliseconds), (12, 34, 56, 789));
 /// ```
@@ -115,15 +116,15 @@ pub fn system_time_utc(since_epoch: std::time::Duration) -> SystemTime {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
     SystemTime {
-        year: u16::try_from(year).unwrap_or(u16::MAX),
-        month: month as u16,
+        year: U16::new(u16::try_from(year).unwrap_or(u16::MAX)),
+        month: U16::new(month as u16),
         // 1970-01-01 was a Thursday (4).
-        day_of_week: ((days + 4).rem_euclid(7)) as u16,
-        day: day as u16,
-        hour: (rem / 3600) as u16,
-        minute: (rem / 60 % 60) as u16,
-        second: (rem % 60) as u16,
-        milliseconds: since_epoch.subsec_millis() as u16,
+        day_of_week: U16::new(((days + 4).rem_euclid(7)) as u16),
+        day: U16::new(day as u16),
+        hour: U16::new((rem / 3600) as u16),
+        minute: U16::new((rem / 60 % 60) as u16),
+        second: U16::new((rem % 60) as u16),
+        milliseconds: U16::new(since_epoch.subsec_millis() as u16),
     }
 }
 
@@ -230,21 +231,21 @@ pub(crate) fn finish_block(
 ) {
     const HEADER: usize = core::mem::size_of::<PerfDataBlock>();
     let header = PerfDataBlock {
-        signature: SIGNATURE,
-        little_endian: 1,
-        version: 1,
-        revision: 1,
-        total_byte_length: u32::try_from(out.len()).unwrap_or(u32::MAX),
-        header_length: head.header_length as u32,
-        num_object_types: num_objects,
-        default_object,
+        signature: SIGNATURE.map(U16::new),
+        little_endian: U32::new(1),
+        version: U32::new(1),
+        revision: U32::new(1),
+        total_byte_length: U32::new(u32::try_from(out.len()).unwrap_or(u32::MAX)),
+        header_length: U32::new(head.header_length as u32),
+        num_object_types: U32::new(num_objects),
+        default_object: I32::new(default_object),
         system_time: times.system_time,
-        _pad: 0,
-        perf_time: times.perf_time,
-        perf_freq: times.perf_freq,
-        perf_time_100nsec: times.perf_time_100nsec,
-        system_name_length: head.name.len() as u32,
-        system_name_offset: HEADER as u32,
+        _pad: U32::new(0),
+        perf_time: I64::new(times.perf_time),
+        perf_freq: I64::new(times.perf_freq),
+        perf_time_100nsec: I64::new(times.perf_time_100nsec),
+        system_name_length: U32::new(head.name.len() as u32),
+        system_name_offset: U32::new(HEADER as u32),
     };
     out[..HEADER].copy_from_slice(header.as_bytes());
 }
@@ -306,10 +307,26 @@ mod tests {
     #[test]
     fn the_epoch_and_a_leap_day() {
         let t = system_time_utc(Duration::ZERO);
-        assert_eq!((t.year, t.month, t.day, t.day_of_week), (1970, 1, 1, 4));
+        assert_eq!(
+            (
+                t.year.get(),
+                t.month.get(),
+                t.day.get(),
+                t.day_of_week.get()
+            ),
+            (1970, 1, 1, 4)
+        );
         // 2024-02-29 00:00:00 UTC = 1709164800.
         let t = system_time_utc(Duration::from_secs(1_709_164_800));
-        assert_eq!((t.year, t.month, t.day, t.day_of_week), (2024, 2, 29, 4));
+        assert_eq!(
+            (
+                t.year.get(),
+                t.month.get(),
+                t.day.get(),
+                t.day_of_week.get()
+            ),
+            (2024, 2, 29, 4)
+        );
     }
 
     #[test]

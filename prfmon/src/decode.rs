@@ -51,7 +51,7 @@
 
 use std::sync::Arc;
 
-use prfdata::winperf::{self, PERF_NO_INSTANCES};
+use prfdata_wire::winperf::{self, PERF_NO_INSTANCES};
 use serde::Serialize;
 
 use crate::view::{BlockView, Checked, CheckedBlock, DataView, InstanceView, ObjectView};
@@ -284,14 +284,14 @@ impl std::fmt::Display for SystemTimeFields {
 impl From<winperf::SystemTime> for SystemTimeFields {
     fn from(t: winperf::SystemTime) -> Self {
         Self {
-            year: t.year,
-            month: t.month,
-            day_of_week: t.day_of_week,
-            day: t.day,
-            hour: t.hour,
-            minute: t.minute,
-            second: t.second,
-            milliseconds: t.milliseconds,
+            year: t.year.get(),
+            month: t.month.get(),
+            day_of_week: t.day_of_week.get(),
+            day: t.day.get(),
+            hour: t.hour.get(),
+            minute: t.minute.get(),
+            second: t.second.get(),
+            milliseconds: t.milliseconds.get(),
         }
     }
 }
@@ -303,7 +303,7 @@ impl From<winperf::SystemTime> for SystemTimeFields {
 /// # Examples
 ///
 /// ```
-/// use prfdata::winperf::PERF_NO_INSTANCES;
+/// use prfdata_wire::winperf::PERF_NO_INSTANCES;
 /// let mut obj = prfmon::decode::ObjectData::default();
 /// obj.num_instances = PERF_NO_INSTANCES;
 /// assert!(!obj.has_instances() && obj.instance_count() == 0 && obj.values().is_none());
@@ -411,10 +411,6 @@ impl ObjectData {
     }
 
     /// The instance at position `index`, if there is one.
-    ///
-    /// # Examples
-    ///
-    /// See [`ObjectData::instance_count`].
     #[inline]
     pub fn instance(&self, index: usize) -> Option<Instance<'_>> {
         let data = self.data.as_ref()?;
@@ -423,10 +419,6 @@ impl ObjectData {
     }
 
     /// The instances, in order.
-    ///
-    /// # Examples
-    ///
-    /// See [`ObjectData::instance_count`].
     pub fn instances(&self) -> impl Iterator<Item = Instance<'_>> + '_ {
         let data = self.data.as_ref();
         let object = self.view();
@@ -543,10 +535,6 @@ impl PartialEq for ObjectData {
 impl Eq for ObjectData {}
 
 /// One instance of an [`ObjectData`], read in place.
-///
-/// # Examples
-///
-/// See [`ObjectData::instance_count`].
 #[derive(Clone, Copy)]
 pub struct Instance<'a> {
     view: InstanceView<'a>,
@@ -581,10 +569,6 @@ impl<'a> Instance<'a> {
 
     /// The name as written (without its NUL), decoded now: UTF-16 for code page 0, else 8-bit
     /// text (lossily).
-    ///
-    /// # Examples
-    ///
-    /// See [`ObjectData::instance_count`].
     pub fn name(&self) -> String {
         self.view.name()
     }
@@ -611,38 +595,22 @@ impl<'a> Instance<'a> {
     }
 
     /// `UniqueID`, or -1 (`PERF_NO_UNIQUE_ID`).
-    ///
-    /// # Examples
-    ///
-    /// See [`Instance::to_data`].
     pub fn unique_id(&self) -> i32 {
         self.view.unique_id()
     }
 
     /// `ParentObjectTitleIndex`: the name index of the parent's object, or 0.
-    ///
-    /// # Examples
-    ///
-    /// See [`Instance::to_data`].
     pub fn parent_object_title_index(&self) -> u32 {
         self.view.parent_object_title_index()
     }
 
     /// `ParentObjectInstance`: the parent's position among its object's instances.
-    ///
-    /// # Examples
-    ///
-    /// See [`Instance::to_data`].
     pub fn parent_object_instance(&self) -> u32 {
         self.parent
             .unwrap_or_else(|| self.view.parent_object_instance())
     }
 
     /// The instance's values, one per counter.
-    ///
-    /// # Examples
-    ///
-    /// See [`ObjectData::values`].
     #[inline]
     pub fn values(&self) -> Values<'a> {
         Values {
@@ -679,10 +647,6 @@ impl<'a> Instance<'a> {
 
 /// The values of one counter block (an instance's, or an object's without instances), one per
 /// counter definition, read in place.
-///
-/// # Examples
-///
-/// See [`ObjectData::values`].
 #[derive(Clone, Copy)]
 pub struct Values<'a> {
     block: BlockView<'a>,
@@ -716,29 +680,17 @@ impl<'a> Values<'a> {
     }
 
     /// Whether the object has no counters. See [`Values::len`].
-    ///
-    /// # Examples
-    ///
-    /// See [`Values::len`].
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The raw value of counter `counter` (see the [module docs](self)); `None` past the last.
-    ///
-    /// # Examples
-    ///
-    /// See [`Values::len`].
     pub fn get(&self, counter: usize) -> Option<RawValue> {
         Some(self.block.raw(&self.object.counter(counter)?))
     }
 
     /// The raw integer of counter `counter`: a DWORD zero-extended or a LARGE_INTEGER; `None`
     /// for text, other sizes, or past the last counter. Allocates nothing.
-    ///
-    /// # Examples
-    ///
-    /// See [`ObjectData::values`].
     #[inline]
     pub fn int(&self, counter: usize) -> Option<i64> {
         self.block.int(&self.object.counter(counter)?)
@@ -762,10 +714,6 @@ impl<'a> Values<'a> {
     }
 
     /// Every raw value, in definition order, as owned data.
-    ///
-    /// # Examples
-    ///
-    /// See [`Values::iter`].
     pub fn to_vec(&self) -> Vec<RawValue> {
         self.iter().collect()
     }
@@ -776,11 +724,11 @@ impl<'a> Values<'a> {
 /// # Examples
 ///
 /// ```
-/// use prfdata::winperf::PERF_AVERAGE_BASE;
+/// use prfdata_wire::winperf::PERF_AVERAGE_BASE;
 /// let def = prfmon::decode::CounterDef { counter_type: PERF_AVERAGE_BASE, ..Default::default() };
 /// assert_eq!(def.type_name(), "PERF_AVERAGE_BASE");
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CounterDef {
     /// `CounterNameTitleIndex` (0 for a base).
     pub name_index: u32,
@@ -830,7 +778,7 @@ impl CounterDef {
 /// let inst = prfmon::decode::InstanceData::default();
 /// assert!(inst.name.is_empty());
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct InstanceData {
     /// The name as written (without its NUL).
     pub name: String,

@@ -35,10 +35,6 @@ use prfdata::map::Factor;
 use prfdata_registry::{stats, Hive, Registry, RegistryError};
 
 /// Every counter's scale factor, by counter name index, as the registry holds them.
-///
-/// # Examples
-///
-/// See the module docs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Factors {
     by_index: BTreeMap<u32, Factor>,
@@ -69,10 +65,6 @@ impl Factors {
     /// # Errors
     ///
     /// The hive's `Services` key cannot be read.
-    ///
-    /// # Examples
-    ///
-    /// See the module docs.
     pub fn from_hive(hive: &Hive) -> Result<Factors, RegistryError> {
         let mut by_index = BTreeMap::new();
         for (index, text) in stats::factors_in(hive)? {
@@ -87,20 +79,12 @@ impl Factors {
     }
 
     /// The factor of the counter with name index `index`, if it has one.
-    ///
-    /// # Examples
-    ///
-    /// See the module docs.
     pub fn of(&self, index: u32) -> Option<Factor> {
         self.by_index.get(&index).copied()
     }
 
     /// `value` (a displayed value of the counter with name index `index`) with its factor
     /// applied; as it is when the counter has none.
-    ///
-    /// # Examples
-    ///
-    /// See the module docs.
     pub fn apply(&self, index: u32, value: f64) -> f64 {
         self.of(index).map_or(value, |f| f.apply(value))
     }
@@ -125,10 +109,6 @@ impl Factors {
 
     /// The factors of [`to_texts`](Self::to_texts)'s form (from another machine: untrusted); a
     /// text that is not `*N` or `/N` (N ≥ 1) is logged and left out.
-    ///
-    /// # Examples
-    ///
-    /// See [`to_texts`](Self::to_texts).
     pub fn from_texts(texts: &BTreeMap<u32, String>) -> Factors {
         let mut by_index = BTreeMap::new();
         for (index, text) in texts {

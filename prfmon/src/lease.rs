@@ -26,13 +26,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use prfdata::watch::{Lease, WatchError, WatchSet, WatchTable};
-use prfdata_registry::{performance_services, Registry, RegistryError};
+use prfdata_registry::{performance_services, PerformanceService, Registry, RegistryError};
 
 /// The apps' name ranges, from the registry.
-///
-/// # Examples
-///
-/// See the [module docs](self).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AppRanges {
     apps: Vec<(String, u32, u32)>,
@@ -54,30 +50,28 @@ impl AppRanges {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn load<R: Registry + ?Sized>(registry: &R) -> Result<Self, RegistryError> {
-        let apps = performance_services(registry)?
-            .into_iter()
+        Ok(Self::from_services(&performance_services(registry)?))
+    }
+
+    /// The ranges of `services`, as the registry lists them
+    /// ([`prfdata_registry::service::services_in`]).
+    pub fn from_services(services: &[PerformanceService]) -> Self {
+        let apps = services
+            .iter()
             .filter_map(|s| match (s.first_counter, s.last_counter) {
-                (Some(first), Some(last)) if first <= last => Some((s.name, first, last)),
+                (Some(first), Some(last)) if first <= last => Some((s.name.clone(), first, last)),
                 _ => None,
             })
             .collect();
-        Ok(AppRanges { apps })
+        AppRanges { apps }
     }
 
     /// Ranges given directly: `(app, first counter, last counter)`.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn from_ranges(apps: Vec<(String, u32, u32)>) -> Self {
         AppRanges { apps }
     }
 
     /// The app whose range holds name index `title`, and the name offset in it.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn locate(&self, title: u32) -> Option<(&str, u32)> {
         self.apps
             .iter()
@@ -136,10 +130,6 @@ pub fn ttl_for(interval: Duration) -> Duration {
 }
 
 /// The leases a collector holds, one per app it shows something of.
-///
-/// # Examples
-///
-/// See the [module docs](self).
 #[derive(Debug)]
 pub struct Leases {
     ranges: AppRanges,
@@ -150,10 +140,6 @@ pub struct Leases {
 
 impl Leases {
     /// No leases yet; `interval` is the sampling interval ([`ttl_for`]).
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn new(ranges: AppRanges, interval: Duration) -> Self {
         Leases {
             ranges,
@@ -190,10 +176,6 @@ impl Leases {
     /// Holds leases on exactly `titles` (object and counter name indexes shown now): takes,
     /// renews or changes one lease per app and ends those of apps no longer shown. Call it at
     /// every sample. An app that restarted gets a lease in its new table.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn hold(&mut self, titles: &[u32]) {
         let sets = self.ranges.sets(titles);
         self.held
@@ -229,10 +211,6 @@ impl Leases {
     }
 
     /// How many apps a lease is held on.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn held(&self) -> usize {
         self.held.len()
     }

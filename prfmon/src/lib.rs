@@ -28,10 +28,10 @@
 //!   mode checks on the file and every folder above it, as OpenSSH's StrictModes).
 //! - [`datablock`]: the PERF_DATA_BLOCK that heads a collection; [`builder`]: a
 //!   PERF_OBJECT_TYPE written from owned parts (what a provider returns, for tests).
-//! - [`source`]: the one role "a PERF_DATA_BLOCK for this query, and its names", played by
-//!   the [`Collector`](collector::Collector) or by `remote::Remote` (another machine's
-//!   `prfmon serve`, with the `remote` feature, on by default);
-//!   [`SourceNames`](source::SourceNames): its names kept current while a consumer runs.
+//! - [`session`]: one machine's collections and facts (names, factors, apps' ranges, disabled
+//!   services) from one registry read: the [`Collector`](collector::Collector) or
+//!   `remote::Remote` (another machine's `prfmon serve`, with the `remote` feature, on by
+//!   default), the facts kept current while a consumer runs.
 //!
 //! **Reading a collection**
 //! - [`decode`]: PERF_DATA_BLOCK bytes → [`DataSnapshot`](decode::DataSnapshot), as untrusted
@@ -88,8 +88,6 @@ pub mod catalog;
 pub mod collector;
 pub mod datablock;
 pub mod decode;
-#[cfg(test)]
-mod decode_reference;
 pub mod factor;
 pub mod lease;
 pub mod merge;
@@ -102,7 +100,7 @@ pub mod perfstats;
 pub mod remote;
 pub mod report;
 pub mod sampler;
-pub mod source;
+pub mod session;
 pub mod trust;
 pub mod typeperf;
 pub mod view;

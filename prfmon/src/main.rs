@@ -77,16 +77,23 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse_from(winargs::to_dashed(std::env::args_os()));
     cli::logger::route(cli.log_to, matches!(cli.command, Command::Serve(_)));
-    match cli.command {
-        Command::Reg(args) => cmd::reg::run(args),
-        Command::Lodctr(args) => cmd::lodctr::run_lodctr(args),
-        Command::Unlodctr(args) => cmd::lodctr::run_unlodctr(args),
-        Command::Query(args) => cmd::query::run(args),
-        Command::Decode(args) => cmd::decode::run(args),
-        Command::List(args) => cmd::list::run(args),
-        Command::Typeperf(args) => cmd::typeperf::run(args),
-        Command::Watch(args) => cmd::watch::run(args),
-        Command::Serve(args) => cmd::serve::run(args),
-        Command::ProviderHost { library } => prfmon::collector::perfhost::run_host(&library),
-    }
+    let (who, result) = match cli.command {
+        Command::Reg(args) => ("prfmon reg", cmd::reg::run(args)),
+        Command::Lodctr(args) => ("lodctr", cmd::lodctr::run_lodctr(args)),
+        Command::Unlodctr(args) => ("unlodctr", cmd::lodctr::run_unlodctr(args)),
+        Command::Query(args) => ("prfmon query", cmd::query::run(args)),
+        Command::Decode(args) => ("prfmon decode", cmd::decode::run(args)),
+        Command::List(args) => ("prfmon list", cmd::list::run(args)),
+        Command::Typeperf(args) => ("prfmon typeperf", cmd::typeperf::run(args)),
+        Command::Watch(args) => ("prfmon watch", cmd::watch::run(args)),
+        Command::Serve(args) => ("prfmon serve", cmd::serve::run(args)),
+        Command::ProviderHost { library } => {
+            return prfmon::collector::perfhost::run_host(&library)
+        }
+    };
+    // The one place a subcommand's error is said.
+    result.unwrap_or_else(|e| {
+        e.print(who);
+        ExitCode::FAILURE
+    })
 }

@@ -16,7 +16,7 @@
 //! assert_eq!(names.name(1850), "#1850");
 //! ```
 
-use prfdata_registry::{perflib, Registry, RegistryError};
+use prfdata_registry::{perflib, Hive, Registry, RegistryError};
 
 use crate::decode::{DataSnapshot, Instance, ObjectData};
 
@@ -45,12 +45,21 @@ pub struct Names {
 
 impl Names {
     /// Reads `Perflib\<lang>` (`lang` as `009`) from `registry`.
+    pub fn load<R: Registry + ?Sized>(registry: &R, lang: &str) -> Result<Self, RegistryError> {
+        Self::from_hive(&registry.snapshot()?, lang)
+    }
+
+    /// Reads `Perflib\<lang>` from `hive`, a registry already read.
     ///
     /// # Examples
     ///
-    /// See [`Names`].
-    pub fn load<R: Registry + ?Sized>(registry: &R, lang: &str) -> Result<Self, RegistryError> {
-        let text = perflib::read_counter_text(registry, lang)?;
+    /// ```
+    /// let names = prfmon::names::Names::from_hive(&prfdata_registry::perflib::new_hive(), "009")?;
+    /// assert!(names.help.is_empty());
+    /// # Ok::<(), prfdata_registry::RegistryError>(())
+    /// ```
+    pub fn from_hive(hive: &Hive, lang: &str) -> Result<Self, RegistryError> {
+        let text = perflib::counter_text(hive, lang)?;
         Ok(Self {
             counter: text.counter.into_iter().collect(),
             help: text.help.into_iter().collect(),
@@ -58,10 +67,6 @@ impl Names {
     }
 
     /// The name with this index, or `#index` if there is none.
-    ///
-    /// # Examples
-    ///
-    /// See the module docs.
     pub fn name(&self, index: u32) -> String {
         self.counter
             .get(index)
@@ -135,10 +140,6 @@ pub struct InstanceNames<'a> {
 impl<'a> InstanceNames<'a> {
     /// The names of `object`'s instances (`object` one of `snapshot`'s, where parents are
     /// found).
-    ///
-    /// # Examples
-    ///
-    /// See [`InstanceNames`].
     pub fn new(snapshot: &'a DataSnapshot, object: &'a ObjectData) -> Self {
         let numbers = crate::namesakes::numbers(object.instance_count(), |i, out| {
             if let Some(inst) = object.instance(i) {
@@ -166,10 +167,6 @@ impl<'a> InstanceNames<'a> {
     }
 
     /// Whether there are no instances. See [`InstanceNames::len`].
-    ///
-    /// # Examples
-    ///
-    /// See [`InstanceNames::len`].
     pub fn is_empty(&self) -> bool {
         self.numbers.is_empty()
     }
@@ -190,10 +187,6 @@ impl<'a> InstanceNames<'a> {
 
     /// Appends the name of instance `index` to `out`: `parent/child`, then `#n` for the
     /// second and later instances of that full name.
-    ///
-    /// # Examples
-    ///
-    /// See [`InstanceNames::get`].
     pub fn push_name(&self, index: usize, out: &mut String) {
         let Some(inst) = self.object.instance(index) else {
             return;
@@ -209,10 +202,6 @@ impl<'a> InstanceNames<'a> {
     }
 
     /// The name of instance `index`.
-    ///
-    /// # Examples
-    ///
-    /// See [`InstanceNames`].
     pub fn get(&self, index: usize) -> String {
         let mut out = String::new();
         self.push_name(index, &mut out);
@@ -220,10 +209,6 @@ impl<'a> InstanceNames<'a> {
     }
 
     /// Every name, in instance order.
-    ///
-    /// # Examples
-    ///
-    /// See [`InstanceNames`].
     pub fn iter(&self) -> impl Iterator<Item = String> + '_ {
         (0..self.len()).map(|i| self.get(i))
     }

@@ -100,10 +100,6 @@ pub struct NameIndex {
 
 impl NameIndex {
     /// The index of `count` positions, position `i`'s key being what `key(i, out)` appends.
-    ///
-    /// # Examples
-    ///
-    /// See [`NameIndex`].
     pub fn new(count: usize, key: &mut impl FnMut(usize, &mut String)) -> Self {
         let state = RandomState::new();
         let words = sorted_words(&state, count, key);
@@ -111,10 +107,6 @@ impl NameIndex {
     }
 
     /// The first position whose key is `wanted` (`key` as given to [`NameIndex::new`]).
-    ///
-    /// # Examples
-    ///
-    /// See [`NameIndex`].
     pub fn find(&self, wanted: &str, key: &mut impl FnMut(usize, &mut String)) -> Option<usize> {
         let hash = self.state.hash_one(wanted) & !POSITION;
         let start = self.words.partition_point(|w| w & !POSITION < hash);

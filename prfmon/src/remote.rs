@@ -1,7 +1,7 @@
 //! Another machine's counters, through its `prfmon serve`: what Windows' remote registry
 //! service gives a monitor that opens `HKEY_PERFORMANCE_DATA` on another computer.
 //!
-//! [`Remote`] is a second [`PerfSource`]: it asks the server for
+//! [`Remote`] is the second source of a [`crate::session::Session`]: it asks the server for
 //! the exact PERF_DATA_BLOCK its collector returns, and for the names that go with it, so that
 //! decoding, sampling, typeperf and watch run unchanged on the bytes. It also reads any
 //! registry key the server's `reg query` would show ([`Remote::reg_query`]).
@@ -58,7 +58,6 @@ use ureq::Agent;
 
 use crate::collector::Collection;
 use crate::names::Names;
-use crate::source::{PerfSource, SourceError};
 
 mod body;
 
@@ -302,10 +301,6 @@ pub struct RegQuery {
 }
 
 /// A connection to another machine's `prfmon serve`.
-///
-/// # Examples
-///
-/// See the [module docs](self).
 pub struct Remote {
     agent: Agent,
     /// `http(s)://host:port`.
@@ -420,10 +415,6 @@ impl Remote {
     /// # Errors
     ///
     /// [`RemoteError::BadAddress`], [`RemoteError::TlsCa`].
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn new(address: &str, options: &RemoteOptions) -> Result<Self, RemoteError> {
         let (https, host, port) = parse_address(address)?;
         let https = https || options.tls_ca.is_some();
@@ -601,10 +592,6 @@ impl Remote {
     ///
     /// Every [`RemoteError`] but `BadAddress` and `TlsCa`; [`RemoteError::BadAnswer`] when
     /// the services do not match the objects.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn collect_with_services(&self, query: &str) -> Result<Collection, RemoteError> {
         let answer = self.get(PERFDATA_PATH, &[("query", query)])?;
         let header = answer.services.as_deref().unwrap_or("");
@@ -633,10 +620,6 @@ impl Remote {
     /// # Errors
     ///
     /// As [`collect_with_services`](Self::collect_with_services).
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn names(&self, lang: &str) -> Result<Names, RemoteError> {
         let answer = self.get(NAMES_PATH, &[("lang", lang)])?;
         serde_json::from_slice(&answer.body)
@@ -648,10 +631,6 @@ impl Remote {
     /// # Errors
     ///
     /// As [`collect_with_services`](Self::collect_with_services).
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn factors(&self) -> Result<crate::factor::Factors, RemoteError> {
         let answer = self.get(FACTORS_PATH, &[])?;
         let texts: std::collections::BTreeMap<u32, String> =
@@ -666,10 +645,6 @@ impl Remote {
     ///
     /// [`RemoteError::NotFound`] for a key or value that does not exist there; the others as
     /// [`collect_with_services`](Self::collect_with_services).
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn reg_query(&self, query: &RegQuery) -> Result<String, RemoteError> {
         let mut params: Vec<(&str, &str)> = vec![("key", &query.key)];
         match query.value.as_deref() {
@@ -690,20 +665,6 @@ impl Remote {
         let write = crate::perfstats::stat_write(&query.key, query.value.as_deref()).is_some();
         let answer = self.send(write, REG_PATH, &params)?;
         String::from_utf8(answer.body).map_err(|_| self.bad_answer("the key is not UTF-8".into()))
-    }
-}
-
-impl PerfSource for Remote {
-    fn collect_with_services(&mut self, query: &str) -> Result<Collection, SourceError> {
-        Ok(Remote::collect_with_services(self, query)?)
-    }
-
-    fn names(&mut self, lang: &str) -> Result<Names, SourceError> {
-        Ok(Remote::names(self, lang)?)
-    }
-
-    fn factors(&mut self) -> Result<crate::factor::Factors, SourceError> {
-        Ok(Remote::factors(self)?)
     }
 }
 
@@ -785,10 +746,6 @@ pub fn encode_services(services: &[String]) -> String {
 /// # Errors
 ///
 /// A bad `%`-escape or a name that is not UTF-8.
-///
-/// # Examples
-///
-/// See [`encode_services`].
 pub fn decode_services(header: &str) -> Result<Vec<String>, String> {
     if header.trim().is_empty() {
         return Ok(Vec::new());

@@ -113,10 +113,6 @@ pub struct JsonReport<'a> {
 
 impl<'a> JsonReport<'a> {
     /// The report of `snap`, named with `names`, services unknown, no scale factors.
-    ///
-    /// # Examples
-    ///
-    /// See [`JsonReport`].
     pub fn new(snap: &'a DataSnapshot, names: &'a Names) -> Self {
         JsonReport {
             snap,
@@ -128,10 +124,6 @@ impl<'a> JsonReport<'a> {
 
     /// The services that returned the objects: `services[i]` for object `i`, as
     /// [`Collection::services`] gives them.
-    ///
-    /// # Examples
-    ///
-    /// See [`JsonReport`].
     ///
     /// [`Collection::services`]: crate::collector::Collection::services
     pub fn services(self, services: &'a [String]) -> Self {
@@ -303,7 +295,7 @@ fn json_counter(
         base: c.base,
         base_of: c.base_of,
         detail: detail_name(c.detail_level),
-        differentiate: prfdata::winperf::is_differentiated(c.counter_type),
+        differentiate: prfdata_wire::winperf::is_differentiated(c.counter_type),
         factor: factors
             .and_then(|f| f.of(c.name_index))
             .map(|f| f.to_string()),

@@ -251,10 +251,6 @@ impl TrustError {
 
 /// Who the collector trusts: root, its own effective user, and the files at or under the
 /// trusted paths.
-///
-/// # Examples
-///
-/// See the [module docs](self).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrustPolicy {
     uid: u32,
@@ -293,10 +289,6 @@ pub struct OpenedLibrary {
 
 impl OpenedLibrary {
     /// The library as the registry names it (for messages).
-    ///
-    /// # Examples
-    ///
-    /// See [`OpenedLibrary`].
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -335,10 +327,6 @@ impl OpenedLibrary {
 
     /// `/proc/self/fd/N` for the open file: what `dlopen` is given, so that the checked file
     /// is the one loaded.
-    ///
-    /// # Examples
-    ///
-    /// See [`OpenedLibrary`].
     pub fn fd_path(&self) -> PathBuf {
         PathBuf::from(format!("/proc/self/fd/{}", self.file.as_raw_fd()))
     }
@@ -354,10 +342,6 @@ enum Expect {
 impl TrustPolicy {
     /// Root, the calling process's effective user, and the files at or under `trusted`
     /// (resolved now; a trusted path that does not exist trusts nothing).
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn new<P: AsRef<Path>>(trusted: impl IntoIterator<Item = P>) -> Self {
         Self::for_uid(rustix::process::geteuid().as_raw(), trusted)
     }
@@ -409,10 +393,6 @@ impl TrustPolicy {
     /// [`TrustError::Untrusted`] naming the first component that breaks the rule,
     /// [`TrustError::Io`] for a component that cannot be examined,
     /// [`TrustError::SymlinkLoop`].
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn check(&self, path: &Path, what: &'static str) -> Result<Checked, TrustError> {
         self.walk(path, what, None)
     }
@@ -485,27 +465,39 @@ impl TrustPolicy {
             current = next;
             metadata = next_metadata;
         }
+        let resolved = Checked {
+            resolved: current,
+            metadata,
+        };
+        self.verdict(what, path, resolved, expect, violation)
+    }
+
+    /// What [`TrustPolicy::walk`] found of `path` (resolved to `found`): the file if it is of
+    /// the kind expected and either under a trusted path or without a `violation`.
+    fn verdict(
+        &self,
+        what: &'static str,
+        path: &Path,
+        found: Checked,
+        expect: Option<Expect>,
+        violation: Option<(PathBuf, Metadata, Rule)>,
+    ) -> Result<Checked, TrustError> {
+        let (current, metadata) = (&found.resolved, &found.metadata);
         let kind_rule = match expect {
             Some(Expect::File) if !metadata.is_file() => Some(Rule::NotRegular),
             Some(Expect::Directory) if !metadata.is_dir() => Some(Rule::NotDirectory),
             _ => None,
         };
         if let Some(rule) = kind_rule {
-            return Err(self.untrusted(what, path, &current, &metadata, rule));
+            return Err(self.untrusted(what, path, current, metadata, rule));
         }
-        if self.is_trusted_path(&current) {
-            return Ok(Checked {
-                resolved: current,
-                metadata,
-            });
+        if self.is_trusted_path(current) {
+            return Ok(found);
         }
         if let Some((component, component_metadata, rule)) = violation {
             return Err(self.untrusted(what, path, &component, &component_metadata, rule));
         }
-        Ok(Checked {
-            resolved: current,
-            metadata,
-        })
+        Ok(found)
     }
 
     /// The rule `metadata` (of `component`) breaks, if any. `last`: the file itself, whose
@@ -570,10 +562,6 @@ impl TrustPolicy {
     /// As [`check`](Self::check), and [`Rule::NotAbsolute`] for a bare or relative name,
     /// [`Rule::NotRegular`] for anything but a regular file, [`TrustError::Changed`] when the
     /// file opened is not the file checked.
-    ///
-    /// # Examples
-    ///
-    /// See [`OpenedLibrary`].
     pub fn open_library(&self, path: &Path) -> Result<OpenedLibrary, TrustError> {
         const WHAT: &str = "provider library";
         if !path.is_absolute() {

@@ -147,10 +147,6 @@ pub enum ValueStyle {
 
 impl ValueStyle {
     /// A value as a field: the number, or `" "` when there is none.
-    ///
-    /// # Examples
-    ///
-    /// See [`ValueStyle`].
     pub fn format(self, value: Option<f64>) -> String {
         match value {
             None => " ".to_owned(),
@@ -290,10 +286,6 @@ impl TimeZone {
     }
 
     /// ` (<name>)(<bias>)`, as it follows the signature in the header.
-    ///
-    /// # Examples
-    ///
-    /// See [`TimeZone`].
     pub fn header_suffix(&self) -> String {
         format!(" ({})({})", self.name, self.bias_minutes)
     }
@@ -341,10 +333,6 @@ pub struct LogWriter<W: Write> {
 impl<W: Write> LogWriter<W> {
     /// A log in `format` with numbers in `style`; rows end with CRLF in [`ValueStyle::File`]
     /// and `\n` on the console.
-    ///
-    /// # Examples
-    ///
-    /// See [`LogWriter`].
     pub fn new(writer: W, format: LogFormat, style: ValueStyle) -> Self {
         let terminator = match style {
             ValueStyle::File => csv::Terminator::CRLF,
@@ -364,10 +352,6 @@ impl<W: Write> LogWriter<W> {
     /// # Errors
     ///
     /// The writer's error.
-    ///
-    /// # Examples
-    ///
-    /// See [`LogWriter`].
     pub fn write_header(&mut self, tz: &TimeZone, paths: &[String]) -> Result<(), csv::Error> {
         self.start_header(tz)?;
         for path in paths {
@@ -410,10 +394,6 @@ impl<W: Write> LogWriter<W> {
     /// # Errors
     ///
     /// The writer's error.
-    ///
-    /// # Examples
-    ///
-    /// See [`LogWriter::start_header`].
     pub fn header_field(&mut self, path: &str) -> Result<(), csv::Error> {
         match self.style {
             ValueStyle::Console => self
@@ -428,10 +408,6 @@ impl<W: Write> LogWriter<W> {
     /// # Errors
     ///
     /// The writer's error.
-    ///
-    /// # Examples
-    ///
-    /// See [`LogWriter::start_header`].
     pub fn end_header(&mut self) -> Result<(), csv::Error> {
         self.csv.write_record(None::<&[u8]>)?;
         self.csv.flush()?;
@@ -443,10 +419,6 @@ impl<W: Write> LogWriter<W> {
     /// # Errors
     ///
     /// The writer's error.
-    ///
-    /// # Examples
-    ///
-    /// See [`LogWriter`].
     pub fn write_row(&mut self, stamp: &str, values: &[Option<f64>]) -> Result<(), csv::Error> {
         let fields = values.iter().map(|v| self.style.format(*v));
         self.csv

@@ -42,7 +42,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use collect::Collected;
 pub use collect::COLLECT_BUDGET;
-use prfdata::winperf::{ERROR_MORE_DATA, ERROR_SUCCESS};
+use prfdata_wire::winperf::{ERROR_MORE_DATA, ERROR_SUCCESS};
 
 /// Returned by Open if it panicked (Win32 `ERROR_INTERNAL_ERROR`).
 const ERROR_INTERNAL_ERROR: u32 = 1359;

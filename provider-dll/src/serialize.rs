@@ -56,9 +56,9 @@ use std::sync::Arc;
 
 use prfdata::clock::OBJECT_FREQUENCY;
 use prfdata::reader::{BlockReader, BlockView, InstanceTable, ReadError};
-use prfdata::winperf::{
-    PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType, PERF_NO_INSTANCES,
-    PERF_NO_UNIQUE_ID,
+use prfdata_wire::winperf::{
+    PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType, I32, I64, PERF_NO_INSTANCES,
+    PERF_NO_UNIQUE_ID, U32,
 };
 use zerocopy::IntoBytes;
 
@@ -350,37 +350,38 @@ fn object_parts(reader: &BlockReader, titles: TitleBase) -> Vec<ObjectParts> {
             defs.reserve(COUNTER_DEF * counters.len());
             for c in counters {
                 let def = PerfCounterDefinition {
-                    byte_length: COUNTER_DEF as u32,
-                    counter_name_title_index: c.name_offset.map_or(0, |o| titles.name(o)),
-                    counter_name_title: 0,
-                    counter_help_title_index: c.name_offset.map_or(0, |o| titles.help(o)),
-                    counter_help_title: 0,
-                    default_scale: c.default_scale,
-                    detail_level: c.detail_level,
-                    counter_type: c.counter_type,
-                    counter_size: c.size,
-                    counter_offset: c.block_offset,
+                    byte_length: U32::new(COUNTER_DEF as u32),
+                    counter_name_title_index: U32::new(c.name_offset.map_or(0, |o| titles.name(o))),
+                    counter_name_title: U32::new(0),
+                    counter_help_title_index: U32::new(c.name_offset.map_or(0, |o| titles.help(o))),
+                    counter_help_title: U32::new(0),
+                    default_scale: I32::new(c.default_scale),
+                    detail_level: U32::new(c.detail_level),
+                    counter_type: U32::new(c.counter_type),
+                    counter_size: U32::new(c.size),
+                    counter_offset: U32::new(c.block_offset),
                 };
                 defs.extend_from_slice(def.as_bytes());
             }
             let head = PerfObjectType {
-                total_byte_length: 0,
-                definition_length: defs.len() as u32,
-                header_length: OBJECT_HEADER as u32,
-                object_name_title_index: titles.name(info.name_offset),
-                object_name_title: 0,
-                object_help_title_index: titles.help(info.name_offset),
-                object_help_title: 0,
-                detail_level: info.detail_level,
-                num_counters: counters.len() as u32,
-                default_counter: info
-                    .default_counter
-                    .and_then(|c| i32::try_from(c).ok())
-                    .unwrap_or(-1),
-                num_instances: 0,
-                code_page: 0,
-                perf_time: 0,
-                perf_freq: OBJECT_FREQUENCY,
+                total_byte_length: U32::new(0),
+                definition_length: U32::new(defs.len() as u32),
+                header_length: U32::new(OBJECT_HEADER as u32),
+                object_name_title_index: U32::new(titles.name(info.name_offset)),
+                object_name_title: U32::new(0),
+                object_help_title_index: U32::new(titles.help(info.name_offset)),
+                object_help_title: U32::new(0),
+                detail_level: U32::new(info.detail_level),
+                num_counters: U32::new(counters.len() as u32),
+                default_counter: I32::new(
+                    info.default_counter
+                        .and_then(|c| i32::try_from(c).ok())
+                        .unwrap_or(-1),
+                ),
+                num_instances: I32::new(0),
+                code_page: U32::new(0),
+                perf_time: I64::new(0),
+                perf_freq: I64::new(OBJECT_FREQUENCY),
             };
             ObjectParts { head, defs }
         })
@@ -441,9 +442,9 @@ fn write_object(
         PERF_NO_INSTANCES
     };
     let header = PerfObjectType {
-        total_byte_length: pos as u32,
-        num_instances,
-        perf_time,
+        total_byte_length: U32::new(pos as u32),
+        num_instances: I32::new(num_instances),
+        perf_time: I64::new(perf_time),
         ..parts.head
     };
     out[..OBJECT_HEADER].copy_from_slice(header.as_bytes());
@@ -485,12 +486,12 @@ fn write_instances(
             })
             .unwrap_or((0, 0));
         let head = PerfInstanceDefinition {
-            byte_length: def_size as u32,
-            parent_object_title_index: parent_title,
-            parent_object_instance: parent_pos,
-            unique_id: inst.unique_id.unwrap_or(PERF_NO_UNIQUE_ID),
-            name_offset: INSTANCE_DEF as u32,
-            name_length: (inst.name_len + 1) * 2,
+            byte_length: U32::new(def_size as u32),
+            parent_object_title_index: U32::new(parent_title),
+            parent_object_instance: U32::new(parent_pos),
+            unique_id: I32::new(inst.unique_id.unwrap_or(PERF_NO_UNIQUE_ID)),
+            name_offset: U32::new(INSTANCE_DEF as u32),
+            name_length: U32::new((inst.name_len + 1) * 2),
         };
         def[..INSTANCE_DEF].copy_from_slice(head.as_bytes());
         // The name, then its NUL and padding as zeros.

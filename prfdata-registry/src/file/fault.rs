@@ -38,10 +38,6 @@ pub fn store_writes() -> u64 {
 
 /// How many updates this process has appended to a journal (feature `fault-injection`, for
 /// tests; see [`store_writes`]).
-///
-/// # Examples
-///
-/// See [`store_writes`].
 #[cfg(feature = "fault-injection")]
 pub fn log_appends() -> u64 {
     counters::LOG_APPENDS.load(std::sync::atomic::Ordering::Relaxed)

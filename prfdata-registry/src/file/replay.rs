@@ -2,6 +2,7 @@
 //! number, applied in order (see the [module docs](super#the-journal)).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::format::{decode_store, growth_bound};
 use super::journal::{self, Journal};
@@ -10,6 +11,9 @@ use crate::error::RegistryError;
 use crate::hive::Hive;
 use crate::perflib;
 use crate::stamp::FileStamp;
+
+/// How many times this process read a registry's store (the number in [`load`]'s trace).
+static READS: AtomicU64 = AtomicU64::new(0);
 
 /// The registry as read from its two files.
 #[derive(Debug)]
@@ -60,6 +64,13 @@ fn read(
 /// follows a later store than the one read (see [`super::FileRegistry::snapshot`], which reads
 /// again when a writer changed the files meanwhile).
 pub(super) fn load(store_path: &Path, log_path: &Path) -> Result<Loaded, RegistryError> {
+    // Numbered so that a logger that says each message once still shows every read.
+    let n = READS.fetch_add(1, Ordering::Relaxed) + 1;
+    log::trace!(
+        "registry store read {n} in process {}: {}",
+        std::process::id(),
+        store_path.display()
+    );
     let (mut hive, seq, store, bound) = match read(&STORE_RULE, store_path)? {
         Some((bytes, stamp)) => {
             let text = String::from_utf8(bytes).map_err(|e| RegistryError::Corrupt {

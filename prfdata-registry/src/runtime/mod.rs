@@ -30,7 +30,7 @@ mod in_place;
 use std::collections::BTreeMap;
 
 use crate::install::CounterNames;
-use crate::lodctr::{overflow, write_table};
+use crate::lodctr::{first_free, overflow, write_table};
 use crate::paths::{self, PERFLIB};
 use crate::perflib::{self, COUNTER, HELP, LAST_COUNTER, LAST_HELP};
 use crate::service::{self, DYNAMIC_FINGERPRINT, FIRST_COUNTER, FIRST_HELP};
@@ -152,6 +152,9 @@ fn apply_with(
     Ok(range)
 }
 
+/// The app's texts kept through a rewrite: (language, offset) -> (name, help).
+type Kept = BTreeMap<(String, u32), (Option<String>, Option<String>)>;
+
 /// Rewrites every language's tables: the app's run-time names removed, its range placed (in
 /// place if every index it needs is free, else after every other range, its installed names
 /// moved with it), and the new names written. Returns the app's new range.
@@ -163,75 +166,22 @@ fn rewrite(
     highest: u32,
     names: &[&CounterNames],
 ) -> Result<CounterRange, LodctrError> {
-    let Current {
-        first_counter,
-        last_counter,
-        first_help,
-    } = current;
     let overflow = || overflow(app);
-
-    // 1. The app's texts, its run-time ones dropped: (language, offset) -> (name, help).
-    let mut kept: BTreeMap<(String, u32), (Option<String>, Option<String>)> = BTreeMap::new();
     let languages = perflib::languages(hive)?;
-    for lang in &languages {
-        let mut counters = perflib::read_text_table(hive, lang, COUNTER)?;
-        let mut helps = perflib::read_text_table(hive, lang, HELP)?;
-        for off in 0..=last_counter.saturating_sub(first_counter) {
-            let name = counters.remove(&(first_counter + off));
-            let help = helps.remove(&(first_help.saturating_add(off)));
-            if off <= installed_highest && (name.is_some() || help.is_some()) {
-                kept.insert((lang.clone(), off), (name, help));
-            }
-        }
-        let key = paths::perflib_language(lang);
-        write_table(hive, &key, COUNTER, &counters)?;
-        write_table(hive, &key, HELP, &helps)?;
-    }
-
-    // 2. Where the range goes: in place if every index it needs is free, else after the rest.
-    let needs_last = first_counter.checked_add(highest).ok_or_else(overflow)?;
-    let mut tables = Vec::new();
-    for lang in &languages {
-        tables.push((
-            perflib::read_text_table(hive, lang, COUNTER)?,
-            perflib::read_text_table(hive, lang, HELP)?,
-        ));
-    }
-    let free_in_place = (last_counter.saturating_add(1)..=needs_last).all(|i| {
-        tables
-            .iter()
-            .all(|(c, h)| !c.contains_key(&i) && !h.contains_key(&i.saturating_add(1)))
-    }) && no_other_range_in(hive, app, first_counter, needs_last)?;
-    let (first_counter, first_help) = if needs_last <= last_counter || free_in_place {
-        (first_counter, first_help)
-    } else {
-        let (perf_last_counter, perf_last_help) = perflib::last_counter_help(hive)?;
-        let mut first = perf_last_counter.checked_add(2).ok_or_else(overflow)?;
-        if first <= perf_last_help {
-            let step = if perf_last_help.is_multiple_of(2) {
-                2
-            } else {
-                1
-            };
-            first = perf_last_help.checked_add(step).ok_or_else(overflow)?;
-        }
-        (first, first.checked_add(1).ok_or_else(overflow)?)
-    };
+    let kept = take_texts(hive, &languages, current, installed_highest)?;
+    let (first_counter, first_help) = place(hive, app, &languages, current, highest)?;
     let last_counter = first_counter.checked_add(highest).ok_or_else(overflow)?;
     let last_help = first_help.checked_add(highest).ok_or_else(overflow)?;
-
-    // 3. Write the installed texts (moved, if the range moved) and the run-time ones.
+    // The installed texts (moved, if the range moved) and the run-time ones.
     for lang in &languages_used(&languages, names) {
         let mut counters = perflib::read_text_table(hive, lang, COUNTER)?;
         let mut helps = perflib::read_text_table(hive, lang, HELP)?;
-        for ((l, off), (name, help)) in &kept {
-            if l == lang {
-                if let Some(name) = name {
-                    counters.insert(first_counter + off, name.clone());
-                }
-                if let Some(help) = help {
-                    helps.insert(first_help + off, help.clone());
-                }
+        for ((_, off), (name, help)) in kept.iter().filter(|((l, _), _)| l == lang) {
+            if let Some(name) = name {
+                counters.insert(first_counter + off, name.clone());
+            }
+            if let Some(help) = help {
+                helps.insert(first_help + off, help.clone());
             }
         }
         for n in names {
@@ -251,6 +201,65 @@ fn rewrite(
         first_help,
         last_help,
     })
+}
+
+/// Removes the app's texts from every language's tables, and returns those of its installed
+/// names (offsets up to `installed_highest`): its run-time ones are dropped.
+fn take_texts(
+    hive: &mut Hive,
+    languages: &[String],
+    current: Current,
+    installed_highest: u32,
+) -> Result<Kept, LodctrError> {
+    let mut kept = Kept::new();
+    for lang in languages {
+        let mut counters = perflib::read_text_table(hive, lang, COUNTER)?;
+        let mut helps = perflib::read_text_table(hive, lang, HELP)?;
+        for off in 0..=current.last_counter.saturating_sub(current.first_counter) {
+            let name = counters.remove(&(current.first_counter + off));
+            let help = helps.remove(&(current.first_help.saturating_add(off)));
+            if off <= installed_highest && (name.is_some() || help.is_some()) {
+                kept.insert((lang.clone(), off), (name, help));
+            }
+        }
+        let key = paths::perflib_language(lang);
+        write_table(hive, &key, COUNTER, &counters)?;
+        write_table(hive, &key, HELP, &helps)?;
+    }
+    Ok(kept)
+}
+
+/// Where the app's range of `highest` + 1 indexes goes, as (First Counter, First Help): in
+/// place if every index it needs is free, else after every other range.
+fn place(
+    hive: &Hive,
+    app: &str,
+    languages: &[String],
+    current: Current,
+    highest: u32,
+) -> Result<(u32, u32), LodctrError> {
+    let overflow = || overflow(app);
+    let needs_last = current
+        .first_counter
+        .checked_add(highest)
+        .ok_or_else(overflow)?;
+    let mut tables = Vec::new();
+    for lang in languages {
+        tables.push((
+            perflib::read_text_table(hive, lang, COUNTER)?,
+            perflib::read_text_table(hive, lang, HELP)?,
+        ));
+    }
+    let free_in_place = (current.last_counter.saturating_add(1)..=needs_last).all(|i| {
+        tables
+            .iter()
+            .all(|(c, h)| !c.contains_key(&i) && !h.contains_key(&i.saturating_add(1)))
+    }) && no_other_range_in(hive, app, current.first_counter, needs_last)?;
+    if needs_last <= current.last_counter || free_in_place {
+        return Ok((current.first_counter, current.first_help));
+    }
+    let first = first_free(hive, app)?;
+    Ok((first, first.checked_add(1).ok_or_else(overflow)?))
 }
 
 /// Perflib's languages and those of `names` not among them, each once.

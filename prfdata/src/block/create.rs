@@ -45,7 +45,7 @@ use std::time::Instant;
 
 use zerocopy::{FromBytes, IntoBytes};
 
-use super::open::{block_path, open_block, remove_if_same};
+use super::open::{block_path, open_block, remove_if_same, BlockKey};
 use super::presence::{self, Presence, Probe};
 use super::raw::RawBlock;
 use crate::error::Error;
@@ -72,15 +72,6 @@ fn path_in(app: &str, dir: Option<&Path>) -> Result<PathBuf, Error> {
         Some(d) => Ok(d.join(format!("{app}.blk"))),
         None => block_path(app),
     }
-}
-
-/// A block file, as the kernel names it: device and inode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct BlockKey {
-    /// Device.
-    pub dev: u64,
-    /// Inode.
-    pub ino: u64,
 }
 
 /// An open, mapped block.
@@ -357,7 +348,7 @@ impl BlockFile {
     pub(crate) fn attach_unmapped(
         app: &str,
         path: &Path,
-    ) -> Result<(BlockFile, crate::reader::records::Records), Error> {
+    ) -> Result<(BlockFile, crate::block::records::Records), Error> {
         let file = open_block(app, path, true)?;
         let io = |source| Error::Io {
             path: path.to_path_buf(),
@@ -373,7 +364,7 @@ impl BlockFile {
             .filter(|&n| n >= HEADER_SIZE)
             .ok_or_else(|| mismatch(format!("its size is {} bytes", identity.size)))?;
         let raw = RawBlock::map(&file, size, true).map_err(io)?;
-        let records = crate::reader::records::parse(&raw, identity.size)
+        let records = crate::block::records::parse(&raw, identity.size)
             .map_err(|e| mismatch(e.to_string()))?;
         let presence = Presence::take(&file, path, ProcessId::current()).map_err(io)?;
         let block = BlockFile::new(Arc::new(raw), file, presence, path, identity, None);

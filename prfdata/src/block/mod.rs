@@ -11,9 +11,11 @@
 //!   attached to a block; `presence`: the locks that tell which processes are there, across
 //!   pid namespaces.
 
+pub(crate) mod answer;
 pub(crate) mod create;
 pub(crate) mod fault;
 pub(crate) mod members;
 pub(crate) mod open;
 pub(crate) mod presence;
 pub(crate) mod raw;
+pub(crate) mod records;

@@ -9,6 +9,15 @@ use crate::error::Error;
 use crate::layout::MAX_BLOCK_SIZE;
 use crate::sys::{shm, shm_dir};
 
+/// A block file, as the kernel names it: device and inode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct BlockKey {
+    /// Device.
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
+}
+
 /// The folder blocks live in: `PRFDATA_SHM_DIR` if set, else the user's runtime folder
 /// (`$XDG_RUNTIME_DIR/prfdata`, or `/run/user/<uid>/prfdata`) when it has a valid one, else
 /// `/dev/shm/prfdata-<uid>` (the rule, and why every process finds the same folder: the

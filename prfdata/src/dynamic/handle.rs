@@ -154,11 +154,11 @@ impl<M: PerfDataMap> PrfData<M> {
     /// let prf = m::PrfData::activate_in(dir.path())?;
     /// let plugin = prf.add_object(&ObjectSpec::new("Plug-in", "A plug-in's counters."))?;
     /// let calls = prf.add_counter(plugin, &CounterSpec::new("Calls", "Calls so far.",
-    ///     prfdata::winperf::PERF_COUNTER_LARGE_RAWCOUNT))?;
+    ///     prfdata_wire::winperf::PERF_COUNTER_LARGE_RAWCOUNT))?;
     /// calls.fetch_add(5)?;
     /// // Another counter re-lays the run-time block out; the value follows.
     /// let errors = prf.add_counter(plugin, &CounterSpec::new("Errors", "Errors so far.",
-    ///     prfdata::winperf::PERF_COUNTER_RAWCOUNT))?;
+    ///     prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT))?;
     /// assert_eq!(calls.load()?, 5);
     /// assert_eq!((plugin.offset(), calls.offset(), errors.offset()), (4, 6, 8));
     /// prf.remove_counter(&calls)?;
@@ -224,7 +224,7 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// ```
     /// use prfdata::dynamic::{CounterSpec, ObjectSpec};
-    /// use prfdata::winperf::PERF_COUNTER_RAWCOUNT;
+    /// use prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT;
     /// # prfdata::prfdata_map! { pub mod m { app: "AddCountersDoc", object O = 0 { name: "O",
     /// #   help: "o", detail: Novice, default: C, instances: none, costly: false, counters {
     /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
@@ -346,7 +346,7 @@ impl<M: PerfDataMap> PrfData<M> {
     /// let owner = m::PrfData::activate_in(dir.path())?;
     /// let obj = owner.add_object(&ObjectSpec::new("Plug-in", "p"))?;
     /// let calls = owner.add_counter(obj, &CounterSpec::new("Calls", "c",
-    ///     prfdata::winperf::PERF_COUNTER_LARGE_RAWCOUNT))?;
+    ///     prfdata_wire::winperf::PERF_COUNTER_LARGE_RAWCOUNT))?;
     /// // In a worker process (here the same one):
     /// let worker = m::PrfData::attach_in(dir.path())?;
     /// worker.dyn_counter(calls.offset())?.fetch_add(2)?;
@@ -395,7 +395,7 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// ```
     /// use prfdata::dynamic::{CounterSpec, ObjectSpec};
-    /// use prfdata::winperf::PERF_COUNTER_RAWCOUNT;
+    /// use prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT;
     /// # prfdata::prfdata_map! { pub mod m { app: "PublicationsDoc", object O = 0 { name: "O",
     /// #   help: "o", detail: Novice, default: C, instances: none, costly: false, counters {
     /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }

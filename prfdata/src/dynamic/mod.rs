@@ -181,7 +181,7 @@ impl Current {
     /// Indexes a run-time block by its own (validated) records; every value is checked to lie
     /// inside the mapping at its natural alignment, since an attached process reads records
     /// another process wrote.
-    fn new(block: BlockFile, records: &crate::reader::records::Records) -> Current {
+    fn new(block: BlockFile, records: &crate::block::records::Records) -> Current {
         let mut values = foldhash::HashMap::with_capacity_and_hasher(
             records.counters.len(),
             foldhash::fast::RandomState::default(),
@@ -490,6 +490,15 @@ impl State {
     /// out again; the definitions change only if both succeed.
     fn change<T>(&self, edit: impl FnOnce(&mut Defs) -> Result<T, Error>) -> Result<T, Error> {
         let mut defs = self.defs()?;
+        self.change_held(&mut defs, edit)
+    }
+
+    /// [`change`](Self::change) with the definitions' lock already held.
+    fn change_held<T>(
+        &self,
+        defs: &mut Defs,
+        edit: impl FnOnce(&mut Defs) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let mut next = defs.clone();
         let out = edit(&mut next)?;
         let layout = RuntimeMap::build(self.app, &next);
@@ -507,7 +516,7 @@ impl State {
         if let Err(e) = self.relayout(map) {
             // Put the registry back to the block that stays, so that the provider keeps
             // labelling it.
-            let kept = RuntimeMap::build(self.app, &defs);
+            let kept = RuntimeMap::build(self.app, defs);
             // SAFETY: as above, for `kept`.
             let kept_map = kept.as_ref().map(|l| unsafe { l.map() });
             if let Err(undo) = self.register_names(kept_map.map(|m| (m, m.fingerprint()))) {
@@ -659,7 +668,7 @@ impl State {
                     },
                 )?;
                 let size = block.raw.len() as u64;
-                let records = crate::reader::records::parse(&block.raw, size).map_err(|e| {
+                let records = crate::block::records::parse(&block.raw, size).map_err(|e| {
                     Error::MapMismatch {
                         path: block.path().to_path_buf(),
                         reason: e.to_string(),
@@ -682,10 +691,14 @@ impl State {
     /// Publishes the counters staged since the last publication, if any: one new block and
     /// one registry update for all of them.
     fn publish(&self) -> Result<(), Error> {
+        let mut defs = self.defs()?;
+        // Looked at under the definitions' lock: a publication that ran meanwhile (the
+        // publishing thread's, or another call's) left nothing staged, and this one then lays
+        // out nothing.
         if self.staging.lock().since.is_none() {
             return Ok(());
         }
-        self.change(|_| Ok(()))
+        self.change_held(&mut defs, |_| Ok(()))
     }
 
     fn publications(&self) -> u64 {

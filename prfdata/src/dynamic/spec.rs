@@ -51,7 +51,7 @@ impl<'a> ObjectSpec<'a> {
 ///
 /// ```
 /// use prfdata::dynamic::CounterSpec;
-/// let spec = CounterSpec::new("Calls", "Calls so far.", prfdata::winperf::PERF_COUNTER_LARGE_RAWCOUNT);
+/// let spec = CounterSpec::new("Calls", "Calls so far.", prfdata_wire::winperf::PERF_COUNTER_LARGE_RAWCOUNT);
 /// assert_eq!(spec.default_scale, 0);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,5 +12,5 @@ mod tree;
 
 pub use handle::{Instance, Instances};
 
-pub(crate) use table::{Corrupt, NewInstance, SlotRef, TableLayout};
+pub(crate) use table::{Corrupt, NewInstance, SlotRef};
 pub(crate) use tree::Tables;

@@ -31,6 +31,7 @@ use std::sync::atomic::AtomicU32;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use crate::block::raw::RawBlock;
+use crate::block::records::TableLayout;
 use crate::layout::AGG_SUM;
 use crate::layout::{self, slot, SLOT_FREE, SLOT_LIVE};
 use crate::map::{offsets, Instances, MapDef, ObjectDef};
@@ -88,33 +89,6 @@ pub(crate) struct NewInstance<'n> {
     pub parent: Option<SlotRef>,
     /// The process that owns it (`InstanceSpec::process_owned`), or `None`.
     pub owner: Option<ProcessId>,
-}
-
-/// Where one object's table lies in a block, as offsets: what [`ObjectTable`] is made of, from a
-/// trusted map ([`ObjectTable::new`]) or from records a reader validated against its mapping
-/// (the reader's recovery from a dead lock holder, `crate::reader::recover`).
-///
-/// Whoever makes one vouches that, in the mapping it is used with: the record (128 bytes at
-/// `record`) is inside; the live list (`max` u32s at the 4-aligned `live`), the `max` slots of
-/// `slot_size` bytes (a multiple of 8, at least the slot header and `max_name_len` UTF-16
-/// units) at the 8-aligned `slots`, and the `max` counter blocks `stride` bytes apart (a
-/// multiple of 8, at least `block_size`, itself a multiple of 8) at the 8-aligned `data` are
-/// inside.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct TableLayout {
-    /// How errors name the object: its symbol in the map, or a description.
-    pub symbol: &'static str,
-    pub record: usize,
-    pub live: usize,
-    pub slots: usize,
-    pub data: usize,
-    pub slot_size: usize,
-    /// Bytes from one counter block to the next (shard lines and padding included).
-    pub stride: usize,
-    /// Bytes of one counter block (its ByteLength).
-    pub block_size: usize,
-    pub max: u32,
-    pub max_name_len: u32,
 }
 
 impl<'a> ObjectTable<'a> {

@@ -14,8 +14,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::table::{Corrupt, NewInstance, ObjectTable, SlotRef, TableLayout};
+use super::table::{Corrupt, NewInstance, ObjectTable, SlotRef};
 use crate::block::raw::RawBlock;
+use crate::block::records::TableLayout;
 use crate::map::{offsets, MapDef};
 
 /// All the instance tables of a writable block.

@@ -38,7 +38,7 @@ use crate::winperf;
 ///
 /// ```
 /// use prfdata::map::Aggregate;
-/// use prfdata::winperf::{PERF_COUNTER_COUNTER, PERF_COUNTER_RAWCOUNT};
+/// use prfdata_wire::winperf::{PERF_COUNTER_COUNTER, PERF_COUNTER_RAWCOUNT};
 /// assert_eq!(Aggregate::default_for(PERF_COUNTER_COUNTER), Some(Aggregate::Sum));
 /// assert_eq!(Aggregate::default_for(PERF_COUNTER_RAWCOUNT), Some(Aggregate::Live));
 /// ```
@@ -65,7 +65,7 @@ impl Aggregate {
     ///
     /// ```
     /// use prfdata::map::Aggregate;
-    /// use prfdata::winperf::{PERF_COUNTER_TEXT, PERF_ELAPSED_TIME};
+    /// use prfdata_wire::winperf::{PERF_COUNTER_TEXT, PERF_ELAPSED_TIME};
     /// assert_eq!(Aggregate::default_for(PERF_ELAPSED_TIME), Some(Aggregate::Min));
     /// assert_eq!(Aggregate::default_for(PERF_COUNTER_TEXT), None);
     /// ```

@@ -210,7 +210,7 @@ impl Factor {
     ///
     /// ```
     /// use prfdata::map::Factor;
-    /// use prfdata::winperf::PSTF_FACTOR_DIVIDE;
+    /// use prfdata_wire::winperf::PSTF_FACTOR_DIVIDE;
     /// assert_eq!(Factor::from_flags(PSTF_FACTOR_DIVIDE, 8), Some(Factor::Divide(8)));
     /// assert_eq!(Factor::from_flags(0, 8), None);
     /// ```
@@ -231,7 +231,7 @@ impl Factor {
     ///
     /// ```
     /// use prfdata::map::Factor;
-    /// assert_eq!(Factor::Multiply(3).to_flags(), (prfdata::winperf::PSTF_FACTOR_MULTIPLY, 3));
+    /// assert_eq!(Factor::Multiply(3).to_flags(), (prfdata_wire::winperf::PSTF_FACTOR_MULTIPLY, 3));
     /// ```
     pub const fn to_flags(self) -> (u32, u32) {
         match self {
@@ -337,7 +337,7 @@ impl CounterDef {
     /// ```
     /// use prfdata::map::{CounterDef, DetailLevel};
     /// let text = CounterDef { symbol: "T", offset: Some(2), texts: &[], detail: DetailLevel::Novice,
-    ///     default_scale: 0, counter_type: prfdata::winperf::PERF_COUNTER_TEXT, text_len: 32,
+    ///     default_scale: 0, counter_type: prfdata_wire::winperf::PERF_COUNTER_TEXT, text_len: 32,
     ///     factor: None, source: prfdata::map::Source::Stored, aggregate: None, };
     /// assert_eq!(text.value_size(), Some(64));
     /// ```
@@ -468,7 +468,7 @@ impl ObjectDef {
     /// use prfdata::map::{ObjectDef, CounterDef, DetailLevel, Instances};
     /// const CTR: CounterDef = CounterDef { symbol: "C", offset: Some(2), texts: &[],
     ///     detail: DetailLevel::Novice, default_scale: 0,
-    ///     counter_type: prfdata::winperf::PERF_COUNTER_RAWCOUNT, text_len: 0,
+    ///     counter_type: prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT, text_len: 0,
     ///     factor: None, source: prfdata::map::Source::Stored, aggregate: None, };
     /// const OBJ: ObjectDef = ObjectDef { symbol: "OBJ", offset: 0, texts: &[],
     ///     detail: DetailLevel::Novice, default_counter: None, instances: Instances::None,

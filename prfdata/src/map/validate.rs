@@ -9,11 +9,12 @@ use super::offsets;
 use super::{str_eq, CounterDef, Factor, Instances, MapDef, ObjectDef, Source, Text};
 use crate::layout::{
     CACHE_LINE, COUNTER_RECORD_SIZE, HEADER_SIZE, MAX_BLOCK_SIZE, MAX_COUNTERS, MAX_COUNTER_BLOCK,
-    MAX_OBJECTS, MAX_SHARDED, OBJECT_RECORD_SIZE,
+    MAX_OBJECTS, OBJECT_RECORD_SIZE,
 };
 use crate::winperf;
 
 pub use crate::layout::{MAX_APP_NAME, MAX_INSTANCES, MAX_INSTANCE_NAME, MAX_SUM_PARTS};
+use prfdata_rules::counter;
 use prfdata_rules::map::{self as rules, Violation};
 pub(crate) use prfdata_rules::valid_app_name;
 
@@ -299,9 +300,9 @@ impl MapError {
     const fn message(&self, app: &str) -> Msg {
         let m = Msg::new().push("prfdata map \"").push(app).push("\": ");
         match *self {
-            MapError::BadAppName { .. } => m
-                .push("bad app name: ")
-                .push(Violation::AppName.message()),
+            MapError::BadAppName { .. } => {
+                m.push("bad app name: ").push(Violation::AppName.message())
+            }
             MapError::NoObjects => m.push("the map declares no object"),
             MapError::NoCounters { object } => {
                 m.push("object ").push(object).push(" declares no counter")
@@ -348,6 +349,25 @@ impl MapError {
                 .push(Violation::DefaultNotACounter.message())
                 .push(" or ")
                 .push(Violation::DefaultIsBase.message()),
+            MapError::TooManyObjects { .. } => m.push("the map declares more than 4096 objects"),
+            MapError::TooManyCounters { .. } => {
+                m.push("the map declares more than 65536 counters in all")
+            }
+            MapError::CounterBlockTooLarge { object, .. } => m
+                .push("object ")
+                .push(object)
+                .push(": one instance's counters take more than 1 MiB"),
+            MapError::BlockTooLarge { .. } => m.push(
+                "the block would be larger than 1 GiB (MAX_BLOCK_SIZE): lower the objects' \
+                 instance limits or name lengths",
+            ),
+            _ => self.counter_message(m),
+        }
+    }
+
+    /// [`MapError::message`] of an error about one counter.
+    const fn counter_message(&self, m: Msg) -> Msg {
+        match *self {
             MapError::MissingBase {
                 counter,
                 counter_type,
@@ -381,18 +401,6 @@ impl MapError {
                 .push("counter ")
                 .push(counter)
                 .push(": only text counters have a text length, of 1 to 1024 UTF-16 units"),
-            MapError::TooManyObjects { .. } => m.push("the map declares more than 4096 objects"),
-            MapError::TooManyCounters { .. } => {
-                m.push("the map declares more than 65536 counters in all")
-            }
-            MapError::CounterBlockTooLarge { object, .. } => m
-                .push("object ")
-                .push(object)
-                .push(": one instance's counters take more than 1 MiB"),
-            MapError::BlockTooLarge { .. } => m.push(
-                "the block would be larger than 1 GiB (MAX_BLOCK_SIZE): lower the objects' \
-                 instance limits or name lengths",
-            ),
             MapError::BadFactor { counter } => m
                 .push("counter ")
                 .push(counter)
@@ -405,10 +413,12 @@ impl MapError {
                 .push("counter ")
                 .push(counter)
                 .push(": an on-demand counter belongs to an object without instances and is not a base or text"),
-            MapError::BadSharded { counter } => m.push("counter ").push(counter).push(
-                ": a sharded counter is a 64-bit count or timer (not a base, text or elapsed \
-                 time; use a LARGE type such as BulkCount or Timer100Ns), at most 64 per object",
-            ),
+            MapError::BadSharded { counter } => m
+                .push("counter ")
+                .push(counter)
+                .push(": ")
+                .push(Violation::ShardedType.message()),
+            _ => m,
         }
     }
 }
@@ -506,50 +516,63 @@ const fn check_source(obj: &ObjectDef, c: usize) -> Result<(), MapError> {
     let plain = !winperf::is_base(ctr.counter_type)
         && ctr.counter_type != winperf::PERF_COUNTER_TEXT
         && winperf::counter_size(ctr.counter_type).is_some();
-    match ctr.source {
-        Source::Stored => Ok(()),
+    let ok = match ctr.source {
+        Source::Stored => true,
         Source::Sharded => {
-            let ok = plain
+            let wide = plain
                 && matches!(winperf::counter_size(ctr.counter_type), Some(8))
-                && ctr.counter_type != winperf::PERF_ELAPSED_TIME
-                && offsets::sharded_count(obj) <= MAX_SHARDED as usize;
-            if ok {
-                Ok(())
-            } else {
-                Err(MapError::BadSharded { counter })
-            }
+                && ctr.counter_type != winperf::PERF_ELAPSED_TIME;
+            let index = offsets::sharded_count(obj).saturating_sub(1) as u64;
+            counter::sharded(false, wide, index).is_ok()
         }
-        Source::OnDemand if plain && !obj.has_instances() => Ok(()),
-        Source::OnDemand => Err(MapError::BadOnDemand { counter }),
+        Source::OnDemand => counter::on_demand(obj.has_instances(), false, plain).is_ok(),
         Source::SumOf(parts) => {
-            if !plain || parts.is_empty() || parts.len() > MAX_SUM_PARTS {
-                return Err(MapError::BadSum { counter });
-            }
-            let mut i = 0;
-            while i < parts.len() {
-                let p = parts[i];
-                if p == c || p >= obj.counters.len() {
-                    return Err(MapError::BadSum { counter });
-                }
-                let part = &obj.counters[p];
-                let same_width = match (
-                    winperf::counter_size(part.counter_type),
-                    winperf::counter_size(ctr.counter_type),
-                ) {
-                    (Some(a), Some(b)) => a == b,
-                    _ => false,
-                };
-                if !same_width
-                    || winperf::is_base(part.counter_type)
-                    || matches!(part.source, Source::SumOf(_))
-                {
-                    return Err(MapError::BadSum { counter });
-                }
-                i += 1;
-            }
-            Ok(())
+            plain && counter::sum_len(parts.len()).is_ok() && sum_parts_ok(obj, c)
         }
+    };
+    if ok {
+        return Ok(());
     }
+    Err(match ctr.source {
+        Source::Sharded => MapError::BadSharded { counter },
+        Source::OnDemand => MapError::BadOnDemand { counter },
+        _ => MapError::BadSum { counter },
+    })
+}
+
+/// Each part of the sum at `c` is another counter of the object that [`counter::sum_part`]
+/// accepts.
+const fn sum_parts_ok(obj: &ObjectDef, c: usize) -> bool {
+    let ctr = &obj.counters[c];
+    let Source::SumOf(parts) = ctr.source else {
+        return true;
+    };
+    let mut i = 0;
+    while i < parts.len() {
+        let p = parts[i];
+        if p >= obj.counters.len() {
+            return false;
+        }
+        let part = &obj.counters[p];
+        let same_width = match (
+            winperf::counter_size(part.counter_type),
+            winperf::counter_size(ctr.counter_type),
+        ) {
+            (Some(a), Some(b)) => a == b,
+            _ => false,
+        };
+        let part = counter::Part {
+            itself: p == c,
+            base: winperf::is_base(part.counter_type),
+            sum: matches!(part.source, Source::SumOf(_)),
+            other_width: !same_width,
+        };
+        if counter::sum_part(part).is_err() {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// Checks one counter of a run-time object (`crate::dynamic`) on its own, as [`validate`]
@@ -586,13 +609,10 @@ const fn check_counter(counters: &[CounterDef], c: usize) -> Result<(), MapError
         } else {
             winperf::required_base(counters[c - 1].counter_type)
         };
-        match needed_by_previous {
-            Some(base) if base == ty => {}
-            _ => {
-                return Err(MapError::OrphanBase {
-                    counter: ctr.symbol,
-                })
-            }
+        if counter::base_serves(ty, needed_by_previous).is_err() {
+            return Err(MapError::OrphanBase {
+                counter: ctr.symbol,
+            });
         }
     } else {
         match ctr.offset {
@@ -613,8 +633,13 @@ const fn check_counter(counters: &[CounterDef], c: usize) -> Result<(), MapError
             return Err(e);
         }
         if let Some(base) = winperf::required_base(ty) {
-            let next_ok = c + 1 < counters.len() && counters[c + 1].counter_type == base;
-            if !next_ok {
+            let next = c + 1 < counters.len() && winperf::is_base(counters[c + 1].counter_type);
+            let next_base = if next {
+                Some(counters[c + 1].counter_type)
+            } else {
+                None
+            };
+            if counter::base_follows(base, next_base).is_err() {
                 return Err(MapError::MissingBase {
                     counter: ctr.symbol,
                     counter_type: ty,

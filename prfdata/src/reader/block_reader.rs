@@ -7,10 +7,11 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use super::error::ReadError;
-use super::records::{self, CounterInfo, ObjectInfo, Records};
+use crate::block::answer;
 use crate::block::fault::{self, Watch};
 use crate::block::open::{block_path, open_block};
 use crate::block::raw::RawBlock;
+use crate::block::records::{self, CounterInfo, ObjectInfo, Records};
 use crate::layout::{
     HEADER_SIZE, MAX_BLOCK_SIZE, MAX_MEMBERS, MEMBER_ENTRY_SIZE, MEMBER_PID_OFFSET,
     MEMBER_START_OFFSET,
@@ -91,10 +92,6 @@ impl BlockReader {
     ///
     /// [`ReadError::Open`] with [`Error::NotActive`](crate::Error::NotActive) when the app is
     /// not running; any other [`ReadError`] when the block is invalid.
-    ///
-    /// # Examples
-    ///
-    /// See [`BlockReader`].
     pub fn open(app: &str) -> Result<BlockReader, ReadError> {
         let path = block_path(app)?;
         Self::open_path(app, &path)
@@ -434,5 +431,45 @@ pub(super) fn truncated(file: &File, mapped: u64) -> ReadError {
     ReadError::Truncated {
         actual: shm::identity(file).map_or(0, |id| id.size),
         expected: mapped,
+    }
+}
+
+/// The Collect answer's bound (the rule is in `block/answer.rs`).
+impl BlockReader {
+    /// The most bytes one Collect of prfdata's provider answers for one app: the objects of its
+    /// two blocks (installed and run-time), each at most [`MAX_BLOCK_SIZE`] (see the rule in
+    /// `block/answer.rs`). The provider answers no more for a whole service (an app that would
+    /// take it past this is left out of that Collect, logged), and the collector grows its
+    /// Collect buffer up to this before it calls a provider that still wants more misbehaving.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata::reader::{BlockReader, MAX_BLOCK_SIZE};
+    /// assert_eq!(u64::from(BlockReader::MAX_COLLECT_ANSWER), 2 * MAX_BLOCK_SIZE);
+    /// ```
+    pub const MAX_COLLECT_ANSWER: u32 = {
+        let max = answer::BLOCKS_PER_APP * MAX_BLOCK_SIZE;
+        assert!(max <= u32::MAX as u64, "a DWORD byte count holds it");
+        max as u32
+    };
+
+    /// The most bytes the objects of this block take in a Collect answer, every object once:
+    /// at most the block's size (see `block/answer.rs`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # prfdata::prfdata_map! { pub mod app { app: "AnswerDoc", object O = 0 { name: "O",
+    /// #   help: "o", instances: { max: 8, name_len: 16 }, counters {
+    /// #   C = 2: RawCount { name: "C", help: "c" }, } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = app::PrfData::activate_in(dir.path())?;
+    /// let reader = prfdata::reader::BlockReader::open_path("AnswerDoc", prf.path())?;
+    /// assert!(reader.answer_bound() <= std::fs::metadata(prf.path())?.len());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn answer_bound(&self) -> u64 {
+        answer::answer_bound(self.records.objects.iter().map(ObjectInfo::geometry))
     }
 }

@@ -111,7 +111,7 @@ impl ReadError {
 
 /// [`ReadError::Field`] for the field at `offset`.
 #[cold]
-pub(super) fn field(offset: u64, what: &'static str, value: impl Into<u64>) -> ReadError {
+pub(crate) fn field(offset: u64, what: &'static str, value: impl Into<u64>) -> ReadError {
     ReadError::Field {
         offset,
         what,

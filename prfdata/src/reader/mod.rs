@@ -77,19 +77,17 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod answer;
 mod block_reader;
-mod error;
+pub(crate) mod error;
 mod on_demand;
 mod owners;
-pub(crate) mod records;
 mod recover;
 mod utf16;
 mod view;
 
+pub use crate::block::records::{CounterInfo, ObjectInfo};
 pub use crate::layout::{MAX_BLOCK_SIZE, MAX_COUNTERS, MAX_COUNTER_BLOCK, MAX_OBJECTS};
 pub use block_reader::{BlockReader, DEAD_HOLDER_CHECK, DEFAULT_READ_DEADLINE};
 pub use error::ReadError;
 pub use on_demand::Refresh;
-pub use records::{CounterInfo, ObjectInfo};
 pub use view::{BlockView, InstanceTable, LiveInstance, ParentLink};

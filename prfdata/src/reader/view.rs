@@ -5,13 +5,15 @@
 use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
+use crossbeam_utils::Backoff;
+
 use super::block_reader::{truncated, watch, BlockReader, DEAD_HOLDER_CHECK};
 use super::error::{field, ReadError};
-use super::records::{AggPlan, CounterInfo, ObjectInfo, SumPlan};
 use super::recover::{self, Recovery};
 use super::utf16;
 use crate::block::fault::Watch;
 use crate::block::presence::Probe;
+use crate::block::records::{AggPlan, CounterInfo, ObjectInfo, SumPlan};
 use crate::layout::{
     slot, AGG_LIVE, AGG_MAX, AGG_MIN, AGG_SUM, BYTE_LENGTH_SIZE, CLOSED_OFFSET, DWORD_SIZE,
     GENERATION_OFFSET, LARGE_SIZE, LIVE_COUNT_OFFSET, LIVE_ENTRY_SIZE, NAME_UNIT_SIZE,
@@ -67,6 +69,7 @@ impl BlockReader {
         let mut waited_from: Option<Instant> = None;
         let check_after = DEAD_HOLDER_CHECK.min(deadline / 2);
         let mut attempt = 0u32;
+        let pause = Backoff::new();
         // Since when the sequence has been odd at every look, and whether this read has
         // checked the lock's holder yet.
         let mut odd_since: Option<Instant> = None;
@@ -123,7 +126,7 @@ impl BlockReader {
             if waited_from.get_or_insert_with(Instant::now).elapsed() >= deadline {
                 return Err(ReadError::Busy(deadline));
             }
-            backoff(attempt);
+            backoff(&pause);
         }
     }
 
@@ -1366,13 +1369,13 @@ impl BlockReader {
     }
 }
 
-/// Spin briefly, then yield, then sleep: a writer's section lasts microseconds, `lock_ctrs` may
-/// last longer.
-fn backoff(attempt: u32) {
-    match attempt {
-        0..=3 => std::hint::spin_loop(),
-        4..=10 => std::thread::yield_now(),
-        _ => std::thread::sleep(Duration::from_micros(200)),
+/// Spin briefly, then yield (crossbeam-utils' `Backoff::snooze`), then sleep: a writer's
+/// section lasts microseconds, `lock_ctrs` may last longer.
+fn backoff(pause: &Backoff) {
+    if pause.is_completed() {
+        std::thread::sleep(Duration::from_micros(200));
+    } else {
+        pause.snooze();
     }
 }
 

@@ -2,8 +2,10 @@
 //! across re-layouts, and the refusals.
 
 use prfdata::dynamic::{CounterSpec, ObjectSpec};
-use prfdata::winperf::{PERF_AVERAGE_TIMER, PERF_COUNTER_LARGE_RAWCOUNT, PERF_COUNTER_RAWCOUNT};
 use prfdata::Error;
+use prfdata_wire::winperf::{
+    PERF_AVERAGE_TIMER, PERF_COUNTER_LARGE_RAWCOUNT, PERF_COUNTER_RAWCOUNT,
+};
 
 prfdata::prfdata_map! {
     pub mod rt {
@@ -342,9 +344,10 @@ fn cost_child() {
     let writes = prfdata_registry::store_writes() - writes;
     let appends = prfdata_registry::log_appends() - appends;
     // One more counter, staged, then published alone: what its journal record takes.
+    // Measured before the add: the publishing thread may publish it before `publish_runtime`.
     let spec = CounterSpec::new("Counter last", "A run-time counter.", PERF_COUNTER_RAWCOUNT);
-    counters.push(prf.add_counter(obj, &spec).unwrap());
     let (len, rewrites) = (log_len(&registry), prfdata_registry::store_writes());
+    counters.push(prf.add_counter(obj, &spec).unwrap());
     prf.publish_runtime().unwrap();
     let growth_last = if prfdata_registry::store_writes() == rewrites {
         log_len(&registry).saturating_sub(len)

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use prfdata::dynamic::{CounterSpec, ObjectSpec};
 use prfdata::reader::BlockReader;
-use prfdata::winperf::PERF_COUNTER_RAWCOUNT;
 use prfdata::{Error, ProcessId};
+use prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT;
 
 use super::common;
 use super::owned::owned_map;
@@ -76,34 +76,34 @@ fn child_entry() {
             std::thread::sleep(Duration::from_secs(60));
             panic!("the parent should have killed this child");
         }
-        // Adds and removes instances in a loop, counting each round, `ROUNDS` times.
+        // Adds and removes instances in a loop, counting each turn, `TURNS` times.
         "churn" => {
-            let rounds: u64 = std::env::var("ROUNDS").unwrap().parse().unwrap();
+            let turns: u64 = std::env::var("TURNS").unwrap().parse().unwrap();
             let prf = PrfData::attach_in(&dir).expect("attach");
             let name = format!("churn {}", std::process::id());
-            for _ in 0..rounds {
+            for _ in 0..turns {
                 let item = prf.add_instance(testmap::ITEMS, &name).expect("add");
                 prf.get_ctr64(testmap::ITEM_HITS, item)
                     .fetch_add(1, Relaxed);
                 prf.get_ctr64(testmap::HITS, ()).fetch_add(1, Relaxed);
                 prf.remove_instance(item).expect("remove");
             }
-            say(format!("done {rounds}"));
+            say(format!("done {turns}"));
         }
-        // Churns `ROUNDS` times, then takes the lock, adds an instance inside its write section
+        // Churns `TURNS` times, then takes the lock, adds an instance inside its write section
         // and says so, holding it until killed.
         "victim" => {
-            let rounds: u64 = std::env::var("ROUNDS").unwrap().parse().unwrap();
+            let turns: u64 = std::env::var("TURNS").unwrap().parse().unwrap();
             let prf = PrfData::attach_in(&dir).expect("attach");
             let name = format!("victim {}", std::process::id());
-            for _ in 0..rounds {
+            for _ in 0..turns {
                 let item = prf.add_instance(testmap::ITEMS, &name).expect("add");
                 prf.get_ctr64(testmap::HITS, ()).fetch_add(1, Relaxed);
                 prf.remove_instance(item).expect("remove");
             }
             let guard = prf.lock_ctrs();
             prf.add_instance(testmap::ITEMS, &name).expect("add inside");
-            say(format!("holding {rounds}"));
+            say(format!("holding {turns}"));
             std::thread::sleep(Duration::from_secs(60));
             drop(guard);
             panic!("the parent should have killed this child");
@@ -126,15 +126,15 @@ fn wait_stdin() {
     let _ = std::io::stdin().lock().read_line(&mut line);
 }
 
-/// Role: attaches and leaves (drops its handle) `ROUNDS` times, then says so.
+/// Role: attaches and leaves (drops its handle) `TURNS` times, then says so.
 fn join_leave(dir: &Path) {
-    let rounds: u64 = std::env::var("ROUNDS").unwrap().parse().unwrap();
-    for _ in 0..rounds {
+    let turns: u64 = std::env::var("TURNS").unwrap().parse().unwrap();
+    for _ in 0..turns {
         let prf = PrfData::attach_in(dir).expect("attach");
         prf.get_ctr64(testmap::HITS, ()).fetch_add(1, Relaxed);
         drop(prf);
     }
-    say(format!("done {rounds}"));
+    say(format!("done {turns}"));
 }
 
 /// Role: attaches, takes the lock (`lock_ctrs`) and says so; releases it when a line comes on
@@ -384,34 +384,34 @@ fn a_full_members_table_refuses_with_a_typed_error() {
 /// block is consistent afterwards.
 #[test]
 fn eight_processes_survive_members_killed_while_holding_the_lock() {
-    const CHURN_ROUNDS: u64 = 400;
+    const CHURN_TURNS: u64 = 400;
     let dir = tempfile::tempdir().unwrap();
     let prf = PrfData::activate_in(dir.path()).unwrap();
     let churners: Vec<Proc> = (0..4)
-        .map(|_| Proc::spawn("churn", dir.path(), &[("ROUNDS", CHURN_ROUNDS.to_string())]))
+        .map(|_| Proc::spawn("churn", dir.path(), &[("TURNS", CHURN_TURNS.to_string())]))
         .collect();
-    let mut victims_rounds = 0;
+    let mut victims_turns = 0;
     let mut victims = Vec::new();
     for v in 0..4u64 {
-        let victim = Proc::spawn("victim", dir.path(), &[("ROUNDS", (50 * v).to_string())]);
+        let victim = Proc::spawn("victim", dir.path(), &[("TURNS", (50 * v).to_string())]);
         let said = victim.expect_line();
-        let rounds: u64 = said
+        let turns: u64 = said
             .strip_prefix("holding ")
-            .expect("holding <rounds>")
+            .expect("holding <turns>")
             .parse()
             .unwrap();
-        victims_rounds += rounds;
+        victims_turns += turns;
         victims.push(victim.child.id());
         victim.kill(); // holding the optex, inside its write section
     }
     for c in churners {
-        assert_eq!(c.expect_line(), format!("done {CHURN_ROUNDS}"));
+        assert_eq!(c.expect_line(), format!("done {CHURN_TURNS}"));
         c.finish();
     }
     assert_eq!(
         prf.get_ctr64(testmap::HITS, ()).load(Relaxed),
-        (4 * CHURN_ROUNDS + victims_rounds) as i64,
-        "every completed round counted once"
+        (4 * CHURN_TURNS + victims_turns) as i64,
+        "every completed turn counted once"
     );
     // The victims' last instances were added inside their sections: the repair keeps them
     // (their slots are live), and nothing else is left.
@@ -591,7 +591,7 @@ fn a_trusted_liveness_finding_lasts_its_interval_and_a_closed_block_ends_reads_a
 fn leaving_does_not_wait_forever_for_a_lock_another_live_process_holds() {
     let dir = tempfile::tempdir().unwrap();
     let prf = PrfData::activate_in(dir.path()).unwrap();
-    let victim = Proc::spawn("victim", dir.path(), &[("ROUNDS", "0".into())]);
+    let victim = Proc::spawn("victim", dir.path(), &[("TURNS", "0".into())]);
     assert_eq!(victim.expect_line(), "holding 0");
     let start = std::time::Instant::now();
     drop(prf);
@@ -677,7 +677,7 @@ fn activate_and_attach_give_up_on_a_stopped_lock_holder_and_name_it() {
 #[test]
 fn members_joining_and_leaving_at_once_never_remove_a_held_block() {
     use std::os::unix::fs::{FileExt, MetadataExt};
-    const ROUNDS: u64 = 150;
+    const TURNS: u64 = 150;
     let dir = tempfile::tempdir().unwrap();
     let master = PrfData::activate_in(dir.path()).unwrap();
     let path = master.path().to_path_buf();
@@ -688,7 +688,7 @@ fn members_joining_and_leaving_at_once_never_remove_a_held_block() {
     let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
     file.write_all_at(&table, at as u64).unwrap();
     let churners: Vec<Proc> = (0..4)
-        .map(|_| Proc::spawn("join-leave", dir.path(), &[("ROUNDS", ROUNDS.to_string())]))
+        .map(|_| Proc::spawn("join-leave", dir.path(), &[("TURNS", TURNS.to_string())]))
         .collect();
     let (tx, done) = mpsc::channel();
     let watched = path.clone();
@@ -706,14 +706,14 @@ fn members_joining_and_leaving_at_once_never_remove_a_held_block() {
         looks
     });
     for c in churners {
-        assert_eq!(c.expect_line(), format!("done {ROUNDS}"));
+        assert_eq!(c.expect_line(), format!("done {TURNS}"));
         c.finish();
     }
     tx.send(()).unwrap();
     assert!(watcher.join().expect("the block stayed") > 0);
     assert_eq!(
         master.get_ctr64(testmap::HITS, ()).load(Relaxed),
-        4 * ROUNDS as i64
+        4 * TURNS as i64
     );
     // The churners left the table (the master's own entry went with the zeroing: the table
     // is a list, not a proof).

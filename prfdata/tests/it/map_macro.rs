@@ -3,7 +3,7 @@
 //! the same definitions as the map written out in full.
 
 use prfdata::map::{DetailLevel, Instances, PerfDataMap};
-use prfdata::winperf::{PERF_AVERAGE_BASE, PERF_COUNTER_COUNTER};
+use prfdata_wire::winperf::{PERF_AVERAGE_BASE, PERF_COUNTER_COUNTER};
 
 /// The most workers: instance limits may name constants of the enclosing module.
 const MAX_WORKERS: u32 = 32;

@@ -18,7 +18,7 @@ const RAW: CounterDef = CounterDef {
     texts: EN,
     detail: DetailLevel::Novice,
     default_scale: 0,
-    counter_type: prfdata::winperf::PERF_COUNTER_RAWCOUNT,
+    counter_type: prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT,
     text_len: 0,
     factor: None,
     source: prfdata::map::Source::Stored,
@@ -77,7 +77,7 @@ unsafe impl PerfDataMap for HugeText {
         objects: &[object(
             Instances::None,
             &[CounterDef {
-                counter_type: prfdata::winperf::PERF_COUNTER_TEXT,
+                counter_type: prfdata_wire::winperf::PERF_COUNTER_TEXT,
                 text_len: u32::MAX,
                 ..RAW
             }],

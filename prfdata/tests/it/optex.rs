@@ -31,8 +31,8 @@ use prfdata::{Optex, ProcessId};
 const ROLE_ENV: &str = "PRFDATA_OPTEX_CHILD_ROLE";
 /// The shared file's path, for the child.
 const FILE_ENV: &str = "PRFDATA_OPTEX_CHILD_FILE";
-/// Lock rounds per child thread in the `increment` role.
-const ROUNDS_ENV: &str = "PRFDATA_OPTEX_CHILD_ROUNDS";
+/// Lock turns per child thread in the `increment` role.
+const TURNS_ENV: &str = "PRFDATA_OPTEX_CHILD_TURNS";
 
 const COUNTER: usize = 64;
 const READY: usize = 128;
@@ -227,21 +227,21 @@ fn child_process_entry() {
     let shared = Shared::open(&path);
     match role.as_str() {
         "increment" => {
-            let rounds: u64 = std::env::var(ROUNDS_ENV).unwrap().parse().unwrap();
+            let turns: u64 = std::env::var(TURNS_ENV).unwrap().parse().unwrap();
             run_threads(&shared, |shared| {
-                for round in 0..rounds {
+                for turn in 0..turns {
                     critical_section(shared, || {
                         let c = shared.counter();
                         // SAFETY: in bounds and aligned (see `Shared::counter`), and this thread
                         // holds the optex, which every writer of the counter takes.
                         unsafe {
                             let v = c.read_volatile();
-                            if round % 2048 == 0 {
+                            if turn % 2048 == 0 {
                                 // Now and then give the core away while holding the optex, and
                                 // more often hold it for a few microseconds, so that the others
                                 // pile up, spin, yield and sleep in the futex.
                                 std::thread::yield_now();
-                            } else if round % 64 == 0 {
+                            } else if turn % 64 == 0 {
                                 for _ in 0..1000 {
                                     std::hint::spin_loop();
                                 }
@@ -350,24 +350,24 @@ fn child_holding(shared: &Shared) -> ChildProc {
 #[test]
 fn processes_exclude_each_other() {
     const CHILDREN: usize = 4;
-    const ROUNDS: u64 = 100_000;
+    const TURNS: u64 = 100_000;
     let shared = Shared::create();
     let start = Instant::now();
     run_workers(
         &shared,
         "increment",
         CHILDREN,
-        &[(ROUNDS_ENV, ROUNDS.to_string())],
+        &[(TURNS_ENV, TURNS.to_string())],
     );
     eprintln!(
-        "{} lock/unlock rounds in {:?}",
-        CHILDREN as u64 * THREADS_PER_CHILD as u64 * ROUNDS,
+        "{} lock/unlock turns in {:?}",
+        CHILDREN as u64 * THREADS_PER_CHILD as u64 * TURNS,
         start.elapsed()
     );
     assert_eq!(shared.word(VIOLATIONS).load(Ordering::Relaxed), 0);
     assert_eq!(
         shared.read_counter(),
-        CHILDREN as u64 * THREADS_PER_CHILD as u64 * ROUNDS,
+        CHILDREN as u64 * THREADS_PER_CHILD as u64 * TURNS,
         "lost updates: the optex let two threads in"
     );
     assert_eq!(shared.word(DIED).load(Ordering::Relaxed), 0);

@@ -351,7 +351,7 @@ fn a_sharded_counter_must_be_a_64_bit_count() {
         texts: T,
         detail: DetailLevel::Novice,
         default_scale: 0,
-        counter_type: prfdata::winperf::PERF_COUNTER_COUNTER,
+        counter_type: prfdata_wire::winperf::PERF_COUNTER_COUNTER,
         text_len: 0,
         factor: None,
         source: Source::Sharded,

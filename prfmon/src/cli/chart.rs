@@ -476,7 +476,7 @@ fn render_legend(frame: &mut Frame, area: Rect, state: &WatchState) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use prfdata::winperf::{PERF_COUNTER_BULK_COUNT, PERF_COUNTER_COUNTER};
+    use prfdata_wire::winperf::{PERF_COUNTER_BULK_COUNT, PERF_COUNTER_COUNTER};
     use prfmon::pdh::{CounterPath, InstanceSel, NoValue, PathError, RawSample};
     use prfmon::sampler::{Unmatched, ValueError};
     use ratatui::backend::TestBackend;

@@ -6,6 +6,7 @@
 //! | module | holds |
 //! |---|---|
 //! | [`cmd`] | one module per subcommand, and the options the collecting ones share |
+//! | [`error`] | why a subcommand failed, said once by `main` |
 //! | [`winargs`] | Windows-style switches (`/S:`, `-si`) mapped to clap's dashes |
 //! | [`chart`] | the live chart of `prfmon watch`: its series, statistics and drawing |
 //! | [`server`], [`token`] | `prfmon serve`'s HTTP server and its bearer token |
@@ -17,6 +18,7 @@
 
 pub mod chart;
 pub mod cmd;
+pub mod error;
 pub mod logger;
 pub mod server;
 pub mod stdout;

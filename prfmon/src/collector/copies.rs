@@ -88,10 +88,6 @@ pub enum FileIdentity {
 
 impl FileIdentity {
     /// The identity of the file at `path`.
-    ///
-    /// # Examples
-    ///
-    /// See [`FileIdentity`].
     pub fn of(path: &Path) -> Self {
         use std::os::unix::fs::MetadataExt;
         match std::fs::metadata(path) {

@@ -7,7 +7,7 @@
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -109,6 +109,90 @@ pub struct HostProcess {
     dead: bool,
 }
 
+/// The command that starts a host for `library` (its descriptor as fd 3), as `user` when
+/// given: see [`HostProcess::spawn`].
+fn host_command(exe: &Path, library: &OpenedLibrary, user: Option<&HostUser>) -> Command {
+    let fd = library.file().as_raw_fd();
+    // Everything the child needs is made here: between fork and exec it may not allocate.
+    let credentials: Option<(libc::uid_t, libc::gid_t, Vec<libc::gid_t>)> =
+        user.map(|u| (u.uid(), u.gid(), u.groups().to_vec()));
+    let mut command = Command::new(exe);
+    command
+        .arg(HOST_SUBCOMMAND)
+        .arg(FD_FLAG)
+        .arg(LIBRARY_FD.to_string())
+        .arg(library.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    // A `dlopen`ed prfdata provider logs to stderr only when asked (its own copy of `log`
+    // is out of reach of this process's logger): ask for its warnings unless told otherwise.
+    if std::env::var_os("PRFDATA_PROVIDER_LOG").is_none() {
+        command.env("PRFDATA_PROVIDER_LOG", "warn");
+    }
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe calls are allowed: it makes only the system calls dup2, fcntl,
+    // setgroups, setgid and setuid, on data made before the fork (`fd`, `credentials`),
+    // allocates nothing, and reports failure through `last_os_error` (errno, no
+    // allocation), which std turns into the spawn's error.
+    unsafe {
+        command.pre_exec(move || {
+            if fd == LIBRARY_FD {
+                // Already in place: only clear its close-on-exec flag.
+                if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            } else if libc::dup2(fd, LIBRARY_FD) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if let Some((uid, gid, groups)) = &credentials {
+                if libc::setgroups(groups.len(), groups.as_ptr()) == -1
+                    || libc::setgid(*gid) == -1
+                    || libc::setuid(*uid) == -1
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        })
+    };
+    command
+}
+
+/// The thread that reads the host's responses from `stdout` (the data frame of a Collect
+/// held to the buffer size `outstanding` names) into the channel returned.
+fn read_responses(
+    stdout: ChildStdout,
+    outstanding: Arc<Mutex<Option<u32>>>,
+) -> std::io::Result<Receiver<Result<Response, ProtocolError>>> {
+    // A response and the data frame after it come in one read when they are small.
+    let mut stdout = std::io::BufReader::with_capacity(64 * 1024, stdout);
+    let (tx, responses) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("prfmon-host-reader".into())
+        .spawn(move || loop {
+            let buffer_len = || {
+                outstanding
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take()
+            };
+            match read_response(&mut stdout, buffer_len) {
+                Ok(Some(r)) => {
+                    if tx.send(Ok(r)).is_err() {
+                        return;
+                    }
+                }
+                Ok(None) => return,
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            }
+        })?;
+    Ok(responses)
+}
+
 impl HostProcess {
     /// Starts `exe __provider-host --fd 3 LIBRARY` with `library`'s descriptor as its fd 3
     /// (the host loads the file the collector checked, not whatever its path names later),
@@ -118,10 +202,6 @@ impl HostProcess {
     /// [`HostError::NotAHost`]; a library that cannot be loaded comes back as
     /// [`HostError::LoadFailed`] with dlopen's message; a library whose loading hangs or kills
     /// the host as [`HostError::Timeout`] or [`HostError::Died`].
-    ///
-    /// # Examples
-    ///
-    /// See [`HostProcess`].
     pub fn spawn(
         exe: &Path,
         library: &OpenedLibrary,
@@ -136,50 +216,7 @@ impl HostProcess {
             as_user: as_user.clone(),
             source,
         };
-        let fd = library.file().as_raw_fd();
-        // Everything the child needs is made here: between fork and exec it may not allocate.
-        let credentials: Option<(libc::uid_t, libc::gid_t, Vec<libc::gid_t>)> =
-            user.map(|u| (u.uid(), u.gid(), u.groups().to_vec()));
-        let mut command = Command::new(exe);
-        command
-            .arg(HOST_SUBCOMMAND)
-            .arg(FD_FLAG)
-            .arg(LIBRARY_FD.to_string())
-            .arg(library.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        // A `dlopen`ed prfdata provider logs to stderr only when asked (its own copy of `log`
-        // is out of reach of this process's logger): ask for its warnings unless told otherwise.
-        if std::env::var_os("PRFDATA_PROVIDER_LOG").is_none() {
-            command.env("PRFDATA_PROVIDER_LOG", "warn");
-        }
-        // SAFETY: the closure runs in the child between fork and exec, where only
-        // async-signal-safe calls are allowed: it makes only the system calls dup2, fcntl,
-        // setgroups, setgid and setuid, on data made before the fork (`fd`, `credentials`),
-        // allocates nothing, and reports failure through `last_os_error` (errno, no
-        // allocation), which std turns into the spawn's error.
-        unsafe {
-            command.pre_exec(move || {
-                if fd == LIBRARY_FD {
-                    // Already in place: only clear its close-on-exec flag.
-                    if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                } else if libc::dup2(fd, LIBRARY_FD) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if let Some((uid, gid, groups)) = &credentials {
-                    if libc::setgroups(groups.len(), groups.as_ptr()) == -1
-                        || libc::setgid(*gid) == -1
-                        || libc::setuid(*uid) == -1
-                    {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            })
-        };
+        let mut command = host_command(exe, library, user);
         let mut child = command.spawn().map_err(spawn_error)?;
         let stdin = child.stdin.take();
         let Some(stdout) = child.stdout.take() else {
@@ -187,34 +224,8 @@ impl HostProcess {
                 how: "has no stdout pipe".into(),
             });
         };
-        // A response and the data frame after it come in one read when they are small.
-        let mut stdout = std::io::BufReader::with_capacity(64 * 1024, stdout);
-        let (tx, responses) = mpsc::channel();
         let collect_buffer = Arc::new(Mutex::new(None));
-        let outstanding = Arc::clone(&collect_buffer);
-        std::thread::Builder::new()
-            .name("prfmon-host-reader".into())
-            .spawn(move || loop {
-                let buffer_len = || {
-                    outstanding
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .take()
-                };
-                match read_response(&mut stdout, buffer_len) {
-                    Ok(Some(r)) => {
-                        if tx.send(Ok(r)).is_err() {
-                            return;
-                        }
-                    }
-                    Ok(None) => return,
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        return;
-                    }
-                }
-            })
-            .map_err(spawn_error)?;
+        let responses = read_responses(stdout, Arc::clone(&collect_buffer)).map_err(spawn_error)?;
         let mut host = Self {
             child,
             stdin,
@@ -222,28 +233,35 @@ impl HostProcess {
             collect_buffer,
             dead: false,
         };
+        host.handshake(exe, timeout)?;
+        Ok(host)
+    }
+
+    /// Waits up to `timeout` for the host's Hello, then up to `timeout` again for Ready (the
+    /// library loaded); see [`HostProcess::spawn`].
+    fn handshake(&mut self, exe: &Path, timeout: Duration) -> Result<(), HostError> {
         let not_a_host = |reason: String| HostError::NotAHost {
             exe: exe.to_path_buf(),
             reason,
         };
-        match host.receive(timeout) {
+        match self.receive(timeout) {
             Ok(Response::Hello {
                 version: PROTOCOL_VERSION,
             }) => {}
             Ok(other) => {
-                host.kill();
+                self.kill();
                 return Err(not_a_host(format!("it sent {other:?}")));
             }
             Err(e) => return Err(not_a_host(e.to_string())),
         }
-        match host.receive(timeout)? {
-            Response::Ready => Ok(host),
+        match self.receive(timeout)? {
+            Response::Ready => Ok(()),
             Response::Failed { message } => {
-                host.reap();
+                self.reap();
                 Err(HostError::LoadFailed { message })
             }
             other => {
-                host.kill();
+                self.kill();
                 Err(HostError::Died {
                     how: format!("sent {other:?} instead of Ready"),
                 })
@@ -253,10 +271,6 @@ impl HostProcess {
 
     /// Sends `request` and waits up to `timeout` for its response. On a timeout or a dead
     /// host the host is killed (if needed) and reaped; the handle is then [`dead`](Self::is_dead).
-    ///
-    /// # Examples
-    ///
-    /// See [`HostProcess`].
     pub fn call(&mut self, request: &Request, timeout: Duration) -> Result<Response, HostError> {
         if self.dead {
             return Err(HostError::Died {
@@ -283,10 +297,6 @@ impl HostProcess {
     }
 
     /// Whether the host was killed or found dead.
-    ///
-    /// # Examples
-    ///
-    /// See [`HostProcess`].
     pub fn is_dead(&self) -> bool {
         self.dead
     }
@@ -342,10 +352,6 @@ impl HostProcess {
 
     /// Asks the host to exit (closes its stdin) and reaps it, killing it after
     /// [`EXIT_GRACE`].
-    ///
-    /// # Examples
-    ///
-    /// See [`HostProcess`].
     pub fn shutdown(mut self) {
         if !self.dead {
             self.reap();

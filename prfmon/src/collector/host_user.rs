@@ -159,10 +159,6 @@ impl HostUser {
     }
 
     /// Its supplementary groups (the primary group among them, as `getgrouplist` gives).
-    ///
-    /// # Examples
-    ///
-    /// See [`gid`](Self::gid).
     pub fn groups(&self) -> &[u32] {
         &self.groups
     }

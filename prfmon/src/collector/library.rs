@@ -321,10 +321,6 @@ impl ProviderLibrary {
     /// [`CollectFn`], [`CloseFn`]) and be sound to call as the perflib contract describes
     /// ("How a performance DLL interfaces with a monitor"): they are called through the returned
     /// [`EntryPoints`] without further checks.
-    ///
-    /// # Examples
-    ///
-    /// See [`ProviderLibrary`].
     pub unsafe fn entry_points(
         self: &Arc<Self>,
         names: &EntryNames,
@@ -552,10 +548,6 @@ fn zeroed_words(n: usize) -> Option<Vec<u64>> {
 }
 
 /// A service's resolved trio, keeping its library loaded.
-///
-/// # Examples
-///
-/// See [`ProviderLibrary`].
 #[derive(Debug, Clone)]
 pub struct EntryPoints {
     _library: Arc<ProviderLibrary>,
@@ -589,13 +581,9 @@ pub fn multi_sz(export: &[String]) -> Option<Vec<u16>> {
 impl EntryPoints {
     /// Calls Open with `export` (`Linkage\Export`) as its device names; a service without an
     /// Open export counts as opened (`ERROR_SUCCESS`).
-    ///
-    /// # Examples
-    ///
-    /// See [`ProviderLibrary`].
     pub fn open(&self, export: &[String]) -> u32 {
         let Some(open) = self.open else {
-            return prfdata::winperf::ERROR_SUCCESS;
+            return prfdata_wire::winperf::ERROR_SUCCESS;
         };
         let mut names = multi_sz(export);
         let ptr = names
@@ -610,10 +598,6 @@ impl EntryPoints {
     /// Calls Collect for `value` (`Global`, `Costly` or an index list) with a fresh,
     /// 8-aligned, zeroed buffer of `buffer_len` bytes followed by [`CANARY_LEN`] guard
     /// bytes, and reports what it did.
-    ///
-    /// # Examples
-    ///
-    /// See [`ProviderLibrary`].
     pub fn collect(&self, value: &str, buffer_len: u32) -> RawCollect {
         let mut words = Vec::new();
         let (mut raw, data) = self.collect_in(value, buffer_len, &mut words);
@@ -685,16 +669,12 @@ impl EntryPoints {
     }
 
     /// Calls Close, if the service names one (else returns `ERROR_SUCCESS`).
-    ///
-    /// # Examples
-    ///
-    /// See [`ProviderLibrary`].
     pub fn close(&self) -> u32 {
         match self.close {
             // SAFETY: `entry_points`' caller guaranteed Close has the PM_CLOSE_PROC signature;
             // it takes no arguments.
             Some(close) => unsafe { close() },
-            None => prfdata::winperf::ERROR_SUCCESS,
+            None => prfdata_wire::winperf::ERROR_SUCCESS,
         }
     }
 }

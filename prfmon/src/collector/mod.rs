@@ -123,9 +123,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use prfdata::winperf::ERROR_SUCCESS;
 use prfdata_registry::service::{DEFAULT_COLLECT_TIMEOUT_MS, DEFAULT_OPEN_TIMEOUT_MS, DISABLE};
-use prfdata_registry::{paths, update, Registry, RegistryError, Value};
+use prfdata_registry::{paths, update, Hive, Registry, RegistryError, StoreStamp, Value};
+use prfdata_wire::winperf::ERROR_SUCCESS;
 
 use crate::datablock::{finish_block, host_name, start_block, CollectionTimes};
 use crate::trust::TrustPolicy;
@@ -391,10 +391,6 @@ enum OpenOutcome {
 }
 
 /// An open connection to the providers: one `HKEY_PERFORMANCE_DATA` handle.
-///
-/// # Examples
-///
-/// See the [module docs](self).
 pub struct Collector<R: Registry> {
     registry: R,
     options: CollectorOptions,
@@ -438,15 +434,28 @@ impl<R: Registry> Collector<R> {
     ///
     /// Providers that fail are logged (and disabled if they misbehaved); only a registry that
     /// cannot be read is an error.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn open(registry: R, options: CollectorOptions) -> Result<Self, RegistryError> {
         // The stamp first: a change between it and the read is read again at the next check.
         let stamp = registry.stamp();
+        let hive = registry.snapshot()?;
+        Self::from_hive(registry, &hive, stamp, options)
+    }
+
+    /// [`Collector::open`] with the services of `hive`, `registry` as read at `stamp` (taken
+    /// before the read): for a caller that reads the registry once for other things too
+    /// ([`crate::session::Session::local`]).
+    ///
+    /// # Errors
+    ///
+    /// The services in `hive` cannot be read.
+    pub fn from_hive(
+        registry: R,
+        hive: &Hive,
+        stamp: Option<StoreStamp>,
+        options: CollectorOptions,
+    ) -> Result<Self, RegistryError> {
         let mut next_slot = 0;
-        let services = services_from(&registry.snapshot()?, &options, &mut next_slot)?;
+        let services = services_from(hive, &options, &mut next_slot)?;
         let mut collector = Self {
             system_name: options.system_name.clone().unwrap_or_else(host_name),
             host_exe: options.host_exe.clone().unwrap_or_else(default_host_exe),
@@ -544,10 +553,6 @@ impl<R: Registry> Collector<R> {
     /// Makes one collection for `query` (`Global`, `Costly` or space-separated object name
     /// indexes) and returns the PERF_DATA_BLOCK bytes. The clocks are read before any
     /// provider is called.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn collect(&mut self, query: &str) -> Vec<u8> {
         self.collect_with_services(query).bytes
     }
@@ -658,10 +663,6 @@ impl<R: Registry> Collector<R> {
 
     /// Calls every opened service's Close and stops the provider hosts, as
     /// `RegCloseKey(HKEY_PERFORMANCE_DATA)` does. Dropping the collector does the same.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn close(mut self) {
         self.shutdown();
     }

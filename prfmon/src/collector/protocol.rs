@@ -296,10 +296,6 @@ pub fn read_frame<T: DeserializeOwned>(input: &mut impl Read) -> Result<Option<T
 /// Collect is outstanding). Collect's output cannot be larger, so a longer data frame is
 /// refused ([`ProtocolError::DataOverBuffer`]) before a byte of it is reserved or read: a host
 /// that lies about it costs the collector nothing, and no wait.
-///
-/// # Examples
-///
-/// See [`write_collected`].
 pub fn read_response(
     input: &mut impl Read,
     buffer_len: impl FnOnce() -> Option<u32>,

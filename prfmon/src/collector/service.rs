@@ -27,9 +27,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use prfdata::winperf::ERROR_SUCCESS;
 use prfdata_registry::service::{services_in, DEFAULT_OPEN_TIMEOUT_MS, LIBRARY};
 use prfdata_registry::{paths, Hive, PerformanceService, RegistryError, StoreStamp, Value};
+use prfdata_wire::winperf::ERROR_SUCCESS;
 
 use super::copies;
 use super::host::HostProcess;
@@ -193,7 +193,7 @@ impl Service {
 }
 
 /// When the collector last asked the registry for its stamp, and the stamp its services were
-/// read at (also what [`crate::source::SourceNames`] reads the names again by).
+/// read at (also what [`crate::session::Facts`] reads the facts again by).
 #[derive(Debug)]
 pub(crate) struct RegistryWatch {
     stamp: Option<StoreStamp>,

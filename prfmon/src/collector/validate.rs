@@ -31,7 +31,7 @@
 //! assert!(matches!(check_collect(&raw), Err(ProviderFault::ByteCountMismatch { advance: 60, bytes: 64 })));
 //! ```
 
-use prfdata::winperf::{ERROR_MORE_DATA, ERROR_SUCCESS};
+use prfdata_wire::winperf::{ERROR_MORE_DATA, ERROR_SUCCESS};
 
 use super::library::RawCollect;
 use super::realign;

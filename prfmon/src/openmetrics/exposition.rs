@@ -49,7 +49,7 @@ use super::naming::{object_stem, word_or_index, NameTable};
 use crate::decode::{CounterDef, DataSnapshot, ObjectData};
 use crate::names::{InstanceNames, Names};
 use crate::namesakes::NameIndex;
-use prfdata::winperf::{PERF_OBJECT_TIMER, PERF_TIMER_MASK, PERF_TYPE_MASK, PERF_TYPE_TEXT};
+use prfdata_wire::winperf::{PERF_OBJECT_TIMER, PERF_TIMER_MASK, PERF_TYPE_MASK, PERF_TYPE_TEXT};
 
 /// The `Content-Type` of [`Exposition::encode`]'s output.
 ///
@@ -101,10 +101,6 @@ struct Family {
 }
 
 /// A collection as metric families, sorted by name (see the [module docs](self)).
-///
-/// # Examples
-///
-/// See the [module docs](self).
 #[derive(Debug, Clone, Default)]
 pub struct Exposition {
     /// The collection (a clone: its bytes are shared, not copied).
@@ -136,10 +132,6 @@ impl Exposition {
     /// Duplicate series (same family, same labels: an object present twice) keep the first
     /// in naming order (see [`super::naming`]). Text, zero-size and non-integer values are left
     /// out.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn new(snapshot: &DataSnapshot, services: &[String], names: &Names) -> Self {
         let app = |position: usize| services.get(position).map_or("", String::as_str);
         // Naming order (naming rule 5): object index, service, position.
@@ -293,7 +285,7 @@ impl Exposition {
     /// use prfmon::decode::RawValue;
     /// use prfmon::openmetrics::exposition::Exposition;
     /// let object = ObjectBuilder::new(10)
-    ///     .counter(12, prfdata::winperf::PERF_COUNTER_BULK_COUNT, 8)
+    ///     .counter(12, prfdata_wire::winperf::PERF_COUNTER_BULK_COUNT, 8)
     ///     .values(vec![RawValue::Int(3)]);
     /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[object.output()]))?;
     /// let mut names = prfmon::names::Names::default();
@@ -775,39 +767,7 @@ fn plan_object(
             plan.push(None);
             continue;
         };
-        let (stem, key_index, help) = match (def.is_base, served) {
-            (true, Some(counter)) => {
-                let counter_family = def
-                    .base_of
-                    .and_then(|j| plan.get(j).cloned().flatten())
-                    .unwrap_or_else(|| counter_stem(&object_stem, counter, names));
-                (
-                    format!("{counter_family}_base"),
-                    counter.name_index,
-                    format!(
-                        "The base (denominator) of {}. [{}\\{} base, {}]",
-                        counter_family,
-                        object_name.unwrap_or("?"),
-                        names.name(counter.name_index),
-                        def.type_name()
-                    ),
-                )
-            }
-            (true, None) => (
-                format!("{object_stem}_base_{c}"),
-                0,
-                format!(
-                    "A base with no counter before it. [{}, {}]",
-                    object_name.unwrap_or("?"),
-                    def.type_name()
-                ),
-            ),
-            (false, _) => (
-                counter_stem(&object_stem, def, names),
-                def.name_index,
-                counter_help(object_name, def, names),
-            ),
-        };
+        let (stem, key_index, help) = family_of(object, c, &plan, &object_stem, names);
         plan.push(Some(add(&stem, kind, key_index, help)));
     }
     // ELAPSED_TIME and the OBJ_TIME / PRECISION_OBJECT types are read against the object's
@@ -837,6 +797,53 @@ fn plan_object(
     ObjectPlan {
         counters: plan,
         clock,
+    }
+}
+
+/// The family stem, key index and help text of counter `c` of `object` (`plan`: the families
+/// of the counters before it).
+fn family_of(
+    object: &ObjectData,
+    c: usize,
+    plan: &[Option<String>],
+    object_stem: &str,
+    names: &Names,
+) -> (String, u32, String) {
+    let object_name = names.counter.get(object.name_index);
+    let def = &object.counters[c];
+    let served = def.base_of.and_then(|j| object.counters.get(j));
+    match (def.is_base, served) {
+        (true, Some(counter)) => {
+            let counter_family = def
+                .base_of
+                .and_then(|j| plan.get(j).cloned().flatten())
+                .unwrap_or_else(|| counter_stem(object_stem, counter, names));
+            (
+                format!("{counter_family}_base"),
+                counter.name_index,
+                format!(
+                    "The base (denominator) of {}. [{}\\{} base, {}]",
+                    counter_family,
+                    object_name.unwrap_or("?"),
+                    names.name(counter.name_index),
+                    def.type_name()
+                ),
+            )
+        }
+        (true, None) => (
+            format!("{object_stem}_base_{c}"),
+            0,
+            format!(
+                "A base with no counter before it. [{}, {}]",
+                object_name.unwrap_or("?"),
+                def.type_name()
+            ),
+        ),
+        (false, _) => (
+            counter_stem(object_stem, def, names),
+            def.name_index,
+            counter_help(object_name, def, names),
+        ),
     }
 }
 
@@ -905,7 +912,7 @@ mod tests {
     use crate::builder::ObjectBuilder;
     use crate::datablock::{build_data_block, CollectionTimes};
     use crate::decode::{InstanceData, RawValue};
-    use prfdata::winperf::*;
+    use prfdata_wire::winperf::*;
 
     /// The size a counter of `counter_type` has (a LARGE for the 64-bit types).
     fn size_of(counter_type: u32) -> u32 {

@@ -11,13 +11,13 @@
 //! # Examples
 //!
 //! ```
-//! use prfdata::winperf::{PERF_COUNTER_COUNTER, PERF_COUNTER_RAWCOUNT};
+//! use prfdata_wire::winperf::{PERF_COUNTER_COUNTER, PERF_COUNTER_RAWCOUNT};
 //! use prfmon::openmetrics::kind::{metric_kind, MetricKind};
 //! assert_eq!(metric_kind(PERF_COUNTER_COUNTER, None), Some(MetricKind::Counter));
 //! assert_eq!(metric_kind(PERF_COUNTER_RAWCOUNT, None), Some(MetricKind::Gauge));
 //! ```
 
-use prfdata::winperf::*;
+use prfdata_wire::winperf::*;
 
 /// The OpenMetrics type a raw value is exported as.
 ///
@@ -62,7 +62,7 @@ impl MetricKind {
 /// # Examples
 ///
 /// ```
-/// use prfdata::winperf::*;
+/// use prfdata_wire::winperf::*;
 /// use prfmon::openmetrics::kind::{metric_kind, MetricKind};
 /// // A precision timer's time stamp increases; a raw fraction's base does not.
 /// assert_eq!(

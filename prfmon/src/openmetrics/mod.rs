@@ -97,7 +97,7 @@
 //!
 //! ```
 //! // The names and types of a typical counter and its base.
-//! use prfdata::winperf::{PERF_AVERAGE_BASE, PERF_AVERAGE_TIMER};
+//! use prfdata_wire::winperf::{PERF_AVERAGE_BASE, PERF_AVERAGE_TIMER};
 //! use prfmon::openmetrics::{kind::metric_kind, kind::MetricKind, naming::metric_stem};
 //! assert_eq!(metric_stem("PrfData Demo Service", "Avg. job latency"), "prfdata_demo_service_avg_job_latency");
 //! assert_eq!(metric_kind(PERF_AVERAGE_TIMER, None), Some(MetricKind::Counter));

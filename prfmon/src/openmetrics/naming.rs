@@ -182,10 +182,6 @@ pub struct NameTable {
 impl NameTable {
     /// The family name for `stem` of `kind`, for the pair (object index, counter index)
     /// `key` (used only to tell a colliding stem apart).
-    ///
-    /// # Examples
-    ///
-    /// See [`NameTable`].
     pub fn claim(&mut self, stem: &str, kind: MetricKind, key: (u32, u32)) -> String {
         let stem = match kind {
             MetricKind::Counter => stem.strip_suffix("_total").unwrap_or(stem),

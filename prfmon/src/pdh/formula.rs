@@ -97,7 +97,7 @@
 //!
 //! ```
 //! use prfmon::pdh::formula::{format, FormatOptions, RawSample};
-//! use prfdata::winperf::PERF_100NSEC_TIMER;
+//! use prfdata_wire::winperf::PERF_100NSEC_TIMER;
 //!
 //! // A thread busy for 0.3 s of a 1 s interval (100 ns units): 30 %.
 //! let t0 = RawSample::new(PERF_100NSEC_TIMER, 0).with_time_100ns(0);
@@ -105,7 +105,7 @@
 //! assert_eq!(format(Some(&t0), &t1, FormatOptions::default()), Ok(30.0));
 //! ```
 
-use prfdata::winperf::{
+use prfdata_wire::winperf::{
     self, PERF_100NSEC_MULTI_TIMER, PERF_100NSEC_MULTI_TIMER_INV, PERF_100NSEC_TIMER,
     PERF_100NSEC_TIMER_INV, PERF_AVERAGE_BULK, PERF_AVERAGE_TIMER,
     PERF_COUNTER_100NS_QUEUELEN_TYPE, PERF_COUNTER_BULK_COUNT, PERF_COUNTER_COUNTER,
@@ -139,7 +139,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// ```
 /// use prfmon::pdh::formula::RawSample;
-/// use prfdata::winperf::PERF_RAW_FRACTION;
+/// use prfdata_wire::winperf::PERF_RAW_FRACTION;
 ///
 /// let s = RawSample::new(PERF_RAW_FRACTION, 3).with_base(4);
 /// assert_eq!((s.value, s.base), (3, Some(4)));
@@ -172,7 +172,7 @@ impl RawSample {
     ///
     /// ```
     /// use prfmon::pdh::formula::RawSample;
-    /// use prfdata::winperf::PERF_COUNTER_RAWCOUNT;
+    /// use prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT;
     ///
     /// let s = RawSample::new(PERF_COUNTER_RAWCOUNT, 42);
     /// assert_eq!((s.counter_type, s.value, s.base, s.time), (PERF_COUNTER_RAWCOUNT, 42, None, 0));
@@ -196,7 +196,7 @@ impl RawSample {
     ///
     /// ```
     /// use prfmon::pdh::formula::RawSample;
-    /// use prfdata::winperf::PERF_SAMPLE_FRACTION;
+    /// use prfdata_wire::winperf::PERF_SAMPLE_FRACTION;
     ///
     /// assert_eq!(RawSample::new(PERF_SAMPLE_FRACTION, 1).with_base(2).base, Some(2));
     /// ```
@@ -213,7 +213,8 @@ impl RawSample {
     ///
     /// ```
     /// use prfmon::pdh::formula::RawSample;
-    /// use prfdata::{clock::PERF_FREQUENCY, winperf::PERF_COUNTER_COUNTER};
+    /// use prfdata::clock::PERF_FREQUENCY;
+    /// use prfdata_wire::winperf::PERF_COUNTER_COUNTER;
     ///
     /// let s = RawSample::new(PERF_COUNTER_COUNTER, 7).with_time(123, PERF_FREQUENCY);
     /// assert_eq!((s.time, s.freq), (123, 10_000_000));
@@ -228,7 +229,7 @@ impl RawSample {
     ///
     /// ```
     /// use prfmon::pdh::formula::RawSample;
-    /// use prfdata::winperf::PERF_100NSEC_TIMER;
+    /// use prfdata_wire::winperf::PERF_100NSEC_TIMER;
     ///
     /// assert_eq!(RawSample::new(PERF_100NSEC_TIMER, 0).with_time_100ns(5).time_100ns, 5);
     /// ```
@@ -242,7 +243,7 @@ impl RawSample {
     ///
     /// ```
     /// use prfmon::pdh::formula::RawSample;
-    /// use prfdata::winperf::PERF_ELAPSED_TIME;
+    /// use prfdata_wire::winperf::PERF_ELAPSED_TIME;
     ///
     /// let s = RawSample::new(PERF_ELAPSED_TIME, 0).with_object_time(30, 10);
     /// assert_eq!((s.object_time, s.object_freq), (30, 10));
@@ -332,7 +333,7 @@ impl core::fmt::Display for Clock {
 ///
 /// ```
 /// use prfmon::pdh::formula::{format, FormatOptions, NoValue, RawSample};
-/// use prfdata::winperf::PERF_COUNTER_COUNTER;
+/// use prfdata_wire::winperf::PERF_COUNTER_COUNTER;
 ///
 /// let first = RawSample::new(PERF_COUNTER_COUNTER, 10).with_time(0, 10_000_000);
 /// let err = format(None, &first, FormatOptions::default()).unwrap_err();
@@ -535,7 +536,7 @@ impl Formula {
 ///
 /// ```
 /// use prfmon::pdh::formula::{format, FormatOptions, NoValue, RawSample};
-/// use prfdata::winperf::{PERF_AVERAGE_TIMER, PERF_COUNTER_TIMER};
+/// use prfdata_wire::winperf::{PERF_AVERAGE_TIMER, PERF_COUNTER_TIMER};
 ///
 /// // 20 operations took 0.5 s in all (5 000 000 ticks at 10 MHz): 0.025 s each.
 /// let f = 10_000_000;
@@ -756,7 +757,7 @@ pub fn scaled(value: f64, scale: i32) -> f64 {
 ///
 /// ```
 /// use prfmon::pdh::formula::needs_two_samples;
-/// use prfdata::winperf::*;
+/// use prfdata_wire::winperf::*;
 ///
 /// assert!(needs_two_samples(PERF_COUNTER_COUNTER));
 /// assert!(needs_two_samples(PERF_AVERAGE_TIMER));
@@ -780,7 +781,7 @@ pub(crate) fn reads_previous(counter_type: u32) -> bool {
 ///
 /// ```
 /// use prfmon::pdh::formula::unit;
-/// use prfdata::winperf::*;
+/// use prfdata_wire::winperf::*;
 ///
 /// assert_eq!(unit(PERF_COUNTER_COUNTER), "/sec");
 /// assert_eq!(unit(PERF_100NSEC_TIMER), "%");
@@ -799,7 +800,7 @@ pub fn unit(counter_type: u32) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use prfdata::winperf::*;
+    use prfdata_wire::winperf::*;
 
     /// 10 MHz, the system timer frequency on this platform (`prfdata::clock::PERF_FREQUENCY`).
     const F: i64 = 10_000_000;

@@ -16,7 +16,7 @@
 //!
 //! ```
 //! use prfmon::pdh::{self, FormatOptions, RawSample};
-//! use prfdata::winperf::PERF_COUNTER_COUNTER;
+//! use prfdata_wire::winperf::PERF_COUNTER_COUNTER;
 //!
 //! // Which counters does the path name?
 //! let path = pdh::parse(r"\PrfData Demo Service\Jobs/sec")?;

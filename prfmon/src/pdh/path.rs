@@ -676,23 +676,7 @@ pub fn parse(text: &str) -> Result<CounterPath, PathError> {
     let col = |byte: usize| column(text, byte);
 
     // 1. `\\machine`, then the `\` that starts the object.
-    let (machine, object_start) = if let Some(after) = text.strip_prefix(r"\\") {
-        let end = after.find('\\').ok_or(PathError::BadMachine {
-            path: path(),
-            column: 1,
-        })?;
-        if end == 0 {
-            return Err(PathError::BadMachine {
-                path: path(),
-                column: 1,
-            });
-        }
-        (Some(after[..end].to_owned()), 2 + end + 1)
-    } else if text.starts_with('\\') {
-        (None, 1)
-    } else {
-        return Err(PathError::NoLeadingBackslash { path: path() });
-    };
+    let (machine, object_start) = parse_machine(text)?;
 
     // 2. The counter: after the last `\`.
     let last = text.rfind('\\').unwrap_or(0);
@@ -711,35 +695,7 @@ pub fn parse(text: &str) -> Result<CounterPath, PathError> {
     }
 
     // 3. The object part: `Object` or `Object(instance)`.
-    let object_part = &text[object_start..last];
-    let (object, instance) = match object_part.find('(') {
-        None => {
-            if let Some(close) = object_part.find(')') {
-                return Err(PathError::UnopenedInstance {
-                    path: path(),
-                    column: col(object_start + close),
-                });
-            }
-            (object_part, None)
-        }
-        Some(open) => {
-            let open_at = object_start + open;
-            let Some(close) = object_part.rfind(')').filter(|&close| close > open) else {
-                return Err(PathError::UnclosedInstance {
-                    path: path(),
-                    column: col(open_at),
-                });
-            };
-            if close + 1 != object_part.len() {
-                return Err(PathError::TextAfterInstance {
-                    path: path(),
-                    column: col(object_start + close + 1),
-                });
-            }
-            let instance = parse_instance(text, open_at + 1, object_start + close)?;
-            (&object_part[..open], Some(instance))
-        }
-    };
+    let (object, instance) = parse_object(text, object_start, last)?;
     if object.is_empty() {
         return Err(PathError::EmptyObject {
             path: path(),
@@ -759,6 +715,59 @@ pub fn parse(text: &str) -> Result<CounterPath, PathError> {
         instance,
         counter: Pattern::from(counter),
     })
+}
+
+/// The machine of `text` (`\\machine\...`, or `None` for `\...`) and where its object starts.
+fn parse_machine(text: &str) -> Result<(Option<String>, usize), PathError> {
+    let path = || text.to_owned();
+    if let Some(after) = text.strip_prefix(r"\\") {
+        match after.find('\\') {
+            Some(end) if end > 0 => Ok((Some(after[..end].to_owned()), 2 + end + 1)),
+            _ => Err(PathError::BadMachine {
+                path: path(),
+                column: 1,
+            }),
+        }
+    } else if text.starts_with('\\') {
+        Ok((None, 1))
+    } else {
+        Err(PathError::NoLeadingBackslash { path: path() })
+    }
+}
+
+/// The object part `text[start..end]`: `Object` or `Object(instance)`.
+fn parse_object(
+    text: &str,
+    start: usize,
+    end: usize,
+) -> Result<(&str, Option<InstanceSel>), PathError> {
+    let path = || text.to_owned();
+    let col = |byte: usize| column(text, byte);
+    let object_part = &text[start..end];
+    let Some(open) = object_part.find('(') else {
+        if let Some(close) = object_part.find(')') {
+            return Err(PathError::UnopenedInstance {
+                path: path(),
+                column: col(start + close),
+            });
+        }
+        return Ok((object_part, None));
+    };
+    let open_at = start + open;
+    let Some(close) = object_part.rfind(')').filter(|&close| close > open) else {
+        return Err(PathError::UnclosedInstance {
+            path: path(),
+            column: col(open_at),
+        });
+    };
+    if close + 1 != object_part.len() {
+        return Err(PathError::TextAfterInstance {
+            path: path(),
+            column: col(start + close + 1),
+        });
+    }
+    let instance = parse_instance(text, open_at + 1, start + close)?;
+    Ok((&object_part[..open], Some(instance)))
 }
 
 /// The instance `text[start..end]`: `[parent/]name[#index]`.

@@ -108,10 +108,6 @@ impl Columns {
     /// # Errors
     ///
     /// The first error `header` returns.
-    ///
-    /// # Examples
-    ///
-    /// See [`Columns`].
     pub fn new<E>(
         requests: &[CounterPath],
         snapshot: &DataSnapshot,
@@ -252,10 +248,6 @@ impl Columns {
     }
 
     /// Whether there are no columns. See [`Columns::len`].
-    ///
-    /// # Examples
-    ///
-    /// See [`Columns::len`].
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
@@ -308,10 +300,6 @@ impl Columns {
     /// One value per column from `snapshot` (`None`: no value now, as for an instance that
     /// has gone, or a rate's first sample), formatted from the previous sample of each counter
     /// and this one.
-    ///
-    /// # Examples
-    ///
-    /// See [`Columns`].
     pub fn sample(&mut self, snapshot: &DataSnapshot, names: &Names) -> Vec<Option<f64>> {
         let offered = Offered::new(snapshot, names);
         let mut values = vec![None; self.count];

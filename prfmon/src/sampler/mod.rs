@@ -98,10 +98,6 @@ pub struct Offer {
 /// first, since a counter path names an object only by its name, as PDH's does.
 ///
 /// This is the whole list, for a listing or a test; sampling never builds it.
-///
-/// # Examples
-///
-/// See [`Offer`].
 pub fn offers(snapshot: &DataSnapshot, names: &Names) -> Vec<Offer> {
     let mut out = Vec::new();
     each_offer(snapshot, names, |offer| out.push(offer));
@@ -300,7 +296,7 @@ fn check_machine(request: &CounterPath, system_name: &str) -> Result<(), PathErr
 /// ```
 /// use prfmon::pdh::NoValue;
 /// use prfmon::sampler::ValueError;
-/// let e = ValueError::from(NoValue::FirstSample { counter_type: prfdata::winperf::PERF_COUNTER_COUNTER });
+/// let e = ValueError::from(NoValue::FirstSample { counter_type: prfdata_wire::winperf::PERF_COUNTER_COUNTER });
 /// assert!(e.to_string().contains("needs two samples"));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -341,10 +337,6 @@ pub struct Reading {
 }
 
 /// A requested path that matches nothing in this sample.
-///
-/// # Examples
-///
-/// See [`Sampler::sample`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unmatched {
     /// The request's index in [`Sampler::requests`].
@@ -429,10 +421,6 @@ impl Sampler {
     }
 
     /// The requested paths, as given.
-    ///
-    /// # Examples
-    ///
-    /// See [`Sampler::new`].
     pub fn requests(&self) -> &[CounterPath] {
         &self.requests
     }
@@ -671,7 +659,7 @@ mod tests {
     use crate::builder::ObjectBuilder;
     use crate::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     use crate::decode::{InstanceData, RawValue};
-    use prfdata::winperf::{
+    use prfdata_wire::winperf::{
         PERF_100NSEC_TIMER, PERF_AVERAGE_BASE, PERF_AVERAGE_TIMER, PERF_COUNTER_COUNTER,
         PERF_COUNTER_RAWCOUNT, PERF_ELAPSED_TIME, PERF_NO_UNIQUE_ID,
     };

@@ -145,7 +145,7 @@ impl Previous {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use prfdata::winperf::{PERF_AVERAGE_BULK, PERF_COUNTER_RAWCOUNT};
+    use prfdata_wire::winperf::{PERF_AVERAGE_BULK, PERF_COUNTER_RAWCOUNT};
 
     #[test]
     fn a_kept_sample_reads_back_whole_and_a_raw_count_is_not_kept() {

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use prfdata::dynamic::{CounterSpec, ObjectSpec};
-use prfdata::winperf::{PERF_COUNTER_LARGE_RAWCOUNT, PERF_COUNTER_RAWCOUNT};
 use prfdata_registry::{perflib, FileRegistry};
 use prfdata_testkit::ChildGuard;
+use prfdata_wire::winperf::{PERF_COUNTER_LARGE_RAWCOUNT, PERF_COUNTER_RAWCOUNT};
 use prfmon::collector::{Collector, Isolation};
 use prfmon::decode::decode;
 

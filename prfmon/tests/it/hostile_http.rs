@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use prfdata::winperf::{
-    PerfCounterBlock, PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType,
-    PERF_COUNTER_RAWCOUNT, PERF_DETAIL_NOVICE, PERF_NO_UNIQUE_ID,
+use prfdata_wire::winperf::{
+    PerfCounterBlock, PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType, I32, I64,
+    PERF_COUNTER_RAWCOUNT, PERF_DETAIL_NOVICE, PERF_NO_UNIQUE_ID, U32,
 };
 use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 use zerocopy::IntoBytes;
@@ -170,13 +170,13 @@ pub const HUGE_OBJECT: u32 = 2000;
 /// position: the smallest bytes per instance a decoder must accept (48).
 pub fn many_instances(count: u32) -> Vec<u8> {
     let def = PerfCounterDefinition {
-        byte_length: 40,
-        counter_name_title_index: HUGE_OBJECT + 2,
-        counter_help_title_index: HUGE_OBJECT + 3,
-        detail_level: PERF_DETAIL_NOVICE,
-        counter_type: PERF_COUNTER_RAWCOUNT,
-        counter_size: 4,
-        counter_offset: 4,
+        byte_length: U32::new(40),
+        counter_name_title_index: U32::new(HUGE_OBJECT + 2),
+        counter_help_title_index: U32::new(HUGE_OBJECT + 3),
+        detail_level: U32::new(PERF_DETAIL_NOVICE),
+        counter_type: U32::new(PERF_COUNTER_RAWCOUNT),
+        counter_size: U32::new(4),
+        counter_offset: U32::new(4),
         ..Default::default()
     };
     let mut body = Vec::with_capacity(count as usize * 48);
@@ -185,32 +185,37 @@ pub fn many_instances(count: u32) -> Vec<u8> {
         let name_bytes = units.len() * 2;
         let len = (24 + name_bytes).next_multiple_of(8);
         let inst = PerfInstanceDefinition {
-            byte_length: len as u32,
-            parent_object_title_index: 0,
-            parent_object_instance: 0,
-            unique_id: PERF_NO_UNIQUE_ID,
-            name_offset: 24,
-            name_length: name_bytes as u32,
+            byte_length: U32::new(len as u32),
+            parent_object_title_index: U32::new(0),
+            parent_object_instance: U32::new(0),
+            unique_id: I32::new(PERF_NO_UNIQUE_ID),
+            name_offset: U32::new(24),
+            name_length: U32::new(name_bytes as u32),
         };
         body.extend_from_slice(inst.as_bytes());
         body.extend(units.iter().flat_map(|u| u.to_le_bytes()));
         body.resize(body.len().next_multiple_of(8), 0);
-        body.extend_from_slice(PerfCounterBlock { byte_length: 8 }.as_bytes());
+        body.extend_from_slice(
+            PerfCounterBlock {
+                byte_length: U32::new(8),
+            }
+            .as_bytes(),
+        );
         body.extend_from_slice(&i.to_le_bytes());
     }
     let definition_length = 64 + 40;
     let header = PerfObjectType {
-        total_byte_length: (definition_length + body.len()) as u32,
-        definition_length: definition_length as u32,
-        header_length: 64,
-        object_name_title_index: HUGE_OBJECT,
-        object_help_title_index: HUGE_OBJECT + 1,
-        detail_level: PERF_DETAIL_NOVICE,
-        num_counters: 1,
-        default_counter: 0,
-        num_instances: count as i32,
-        perf_time: 1,
-        perf_freq: 1,
+        total_byte_length: U32::new((definition_length + body.len()) as u32),
+        definition_length: U32::new(definition_length as u32),
+        header_length: U32::new(64),
+        object_name_title_index: U32::new(HUGE_OBJECT),
+        object_help_title_index: U32::new(HUGE_OBJECT + 1),
+        detail_level: U32::new(PERF_DETAIL_NOVICE),
+        num_counters: U32::new(1),
+        default_counter: I32::new(0),
+        num_instances: I32::new(count as i32),
+        perf_time: I64::new(1),
+        perf_freq: I64::new(1),
         ..Default::default()
     };
     let mut object = header.as_bytes().to_vec();

@@ -602,18 +602,18 @@ fn in_process_collectors_opened_again_and_again_reuse_the_copies_of_their_librar
                 5_000,
             );
         }
-        for round in 0..20 {
+        for pass in 0..20 {
             let options = CollectorOptions {
                 isolation: Isolation::InProcess,
                 ..common::options()
             };
             let mut collector = Collector::open(registry.clone(), options).expect("collector");
-            assert_eq!(collector.open_services(), services, "round {round}");
+            assert_eq!(collector.open_services(), services, "pass {pass}");
             let collection = collector.collect_with_services("Global");
             let snap = prfmon::decode::decode(&collection.bytes).expect("decodes");
             let indexes: Vec<u32> = snap.objects.iter().map(|o| o.name_index).collect();
-            assert_eq!(indexes, [1848, 1860, 1872], "round {round}");
-            assert_eq!(collection.services, services, "round {round}");
+            assert_eq!(indexes, [1848, 1860, 1872], "pass {pass}");
+            assert_eq!(collection.services, services, "pass {pass}");
             collector.close();
         }
     });

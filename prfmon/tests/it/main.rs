@@ -34,6 +34,7 @@ mod dynamic;
 mod elapsed_time;
 mod end_to_end;
 mod event_log;
+mod golden;
 mod host_user;
 mod hostile_files;
 mod hostile_names;

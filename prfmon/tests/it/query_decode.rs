@@ -155,3 +155,32 @@ fn decode_refuses_garbage_and_truncated_files_naming_the_offset() {
     assert_eq!(missing.code, 1);
     assert!(missing.stderr.contains("cannot read"), "{}", missing.stderr);
 }
+
+/// One `prfmon query` reads the registry store once: the names, scale factors, apps' name
+/// ranges, disabled services and the collector's services all come from that one read. The
+/// registry traces each read with its number and process; the provider hosts' own reads are
+/// theirs, not the collector's.
+#[test]
+fn query_reads_the_registry_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = setup(dir.path());
+    let child = std::process::Command::new(common::PRFMON)
+        .args(["query", "--json", "--log-to", "stderr"])
+        .env("PRFDATA_REGISTRY", &root)
+        .env("PRFMON_LOG", "trace")
+        .env("PRFDATA_PROVIDER_LOG", "off")
+        .env_remove("PRFDATA_SHM_DIR")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mine = format!(" in process {}: ", child.id());
+    let run = common::finish(child);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let reads: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("registry store read") && l.contains(&mine))
+        .collect();
+    assert_eq!(reads.len(), 1, "{}", run.stderr);
+}

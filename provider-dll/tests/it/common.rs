@@ -8,8 +8,8 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use libloading::{Library, Symbol};
 use prfdata::install::{install_in, InstallOptions};
-use prfdata::winperf::{PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType};
 use prfdata_registry::FileRegistry;
+use prfdata_wire::winperf::{PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType};
 use zerocopy::FromBytes;
 
 prfdata::prfdata_map! {
@@ -352,8 +352,8 @@ impl Obj {
     pub fn value(&self, inst: usize, index: usize) -> i64 {
         let c = &self.counters[index];
         let block = &self.instances[inst].2;
-        let at = c.counter_offset as usize;
-        match c.counter_size {
+        let at = c.counter_offset.get() as usize;
+        match c.counter_size.get() {
             4 => i64::from(u32::from_le_bytes(block[at..at + 4].try_into().unwrap())),
             8 => i64::from_le_bytes(block[at..at + 8].try_into().unwrap()),
             n => panic!("size {n}"),
@@ -368,7 +368,7 @@ pub fn parse(data: &[u8], count: u32) -> Vec<Obj> {
     let mut at = 0;
     while at < data.len() {
         let (header, _) = PerfObjectType::read_from_prefix(&data[at..]).unwrap();
-        let total = header.total_byte_length as usize;
+        let total = header.total_byte_length.get() as usize;
         assert!(
             total.is_multiple_of(8) && at + total <= data.len(),
             "object length {total}"
@@ -377,12 +377,12 @@ pub fn parse(data: &[u8], count: u32) -> Vec<Obj> {
         assert_eq!(header.definition_length, 64 + 40 * header.num_counters);
         let obj = &data[at..at + total];
         let mut counters = Vec::new();
-        for i in 0..header.num_counters as usize {
+        for i in 0..header.num_counters.get() as usize {
             let (def, _) = PerfCounterDefinition::read_from_prefix(&obj[64 + 40 * i..]).unwrap();
             assert_eq!(def.byte_length, 40);
             counters.push(def);
         }
-        let mut pos = header.definition_length as usize;
+        let mut pos = header.definition_length.get() as usize;
         let block = |pos: usize| {
             let len = u32::from_le_bytes(obj[pos..pos + 4].try_into().unwrap()) as usize;
             assert!(
@@ -390,7 +390,7 @@ pub fn parse(data: &[u8], count: u32) -> Vec<Obj> {
                 "counter block {len}"
             );
             for c in &counters {
-                assert!(c.counter_offset as usize + c.counter_size as usize <= len);
+                assert!(c.counter_offset.get() as usize + c.counter_size.get() as usize <= len);
             }
             obj[pos..pos + len].to_vec()
         };
@@ -400,12 +400,12 @@ pub fn parse(data: &[u8], count: u32) -> Vec<Obj> {
             pos += b.len();
             instances.push((None, String::new(), b));
         } else {
-            for _ in 0..header.num_instances {
+            for _ in 0..header.num_instances.get() {
                 let (def, _) = PerfInstanceDefinition::read_from_prefix(&obj[pos..]).unwrap();
                 assert_eq!(def.name_offset, 24);
                 assert_eq!(def.byte_length % 8, 0);
-                let n = def.name_length as usize;
-                assert!(n >= 2 && n.is_multiple_of(2) && 24 + n <= def.byte_length as usize);
+                let n = def.name_length.get() as usize;
+                assert!(n >= 2 && n.is_multiple_of(2) && 24 + n <= def.byte_length.get() as usize);
                 let units: Vec<u16> = obj[pos + 24..pos + 24 + n]
                     .chunks(2)
                     .map(|c| u16::from_le_bytes([c[0], c[1]]))
@@ -415,7 +415,7 @@ pub fn parse(data: &[u8], count: u32) -> Vec<Obj> {
                 // surrogate of a corrupt block as U+FFFD.
                 let name = String::from_utf16(&units[..units.len() - 1])
                     .expect("an instance name is well-formed UTF-16");
-                pos += def.byte_length as usize;
+                pos += def.byte_length.get() as usize;
                 let b = block(pos);
                 pos += b.len();
                 instances.push((Some(def), name, b));
@@ -487,14 +487,14 @@ pub fn resolved(objs: &[Obj]) -> std::collections::BTreeMap<u32, Vec<String>> {
                     });
                 let (_, parent_name, _) = parent
                     .instances
-                    .get(def.parent_object_instance as usize)
+                    .get(def.parent_object_instance.get() as usize)
                     .unwrap_or_else(|| {
                         panic!("{name}: no parent instance {}", def.parent_object_instance)
                     });
                 format!("{parent_name}/{name}")
             })
             .collect();
-        let title = obj.header.object_name_title_index;
+        let title = obj.header.object_name_title_index.get();
         assert!(
             out.insert(title, names).is_none(),
             "object {title} appears twice"

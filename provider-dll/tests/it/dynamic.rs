@@ -8,8 +8,8 @@ use crate::common;
 use common::{env, parse, serial, Provider, ERROR_SUCCESS};
 use prfdata::dynamic::{CounterSpec, ObjectSpec};
 use prfdata::install::{install_in, uninstall_in, InstallOptions};
-use prfdata::winperf::PERF_COUNTER_RAWCOUNT;
 use prfdata_registry::{first_counter_help, FileRegistry};
+use prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT;
 
 prfdata::prfdata_map! {
     pub mod moving {
@@ -40,7 +40,7 @@ fn objects(p: &Provider) -> Vec<(u32, i64)> {
     let (out, data) = p.collect("Global");
     parse(&data, out.objects)
         .iter()
-        .map(|o| (o.header.object_name_title_index, o.value(0, 0)))
+        .map(|o| (o.header.object_name_title_index.get(), o.value(0, 0)))
         .collect()
 }
 

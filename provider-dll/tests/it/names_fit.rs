@@ -54,7 +54,7 @@ fn collect(p: &Provider) -> Vec<(u32, i64)> {
     assert_eq!(p.close(), ERROR_SUCCESS);
     parse(&data, out.objects)
         .iter()
-        .map(|o| (o.header.object_name_title_index, o.value(0, 0)))
+        .map(|o| (o.header.object_name_title_index.get(), o.value(0, 0)))
         .collect()
 }
 
@@ -145,7 +145,7 @@ fn names_moved_while_open_are_followed_never_the_old_indexes() {
         let (out, data) = p.collect("Global");
         parse(&data, out.objects)
             .iter()
-            .map(|o| (o.header.object_name_title_index, o.value(0, 0)))
+            .map(|o| (o.header.object_name_title_index.get(), o.value(0, 0)))
             .collect::<Vec<_>>()
     };
     assert_eq!(titles(&p), [(old_first, 8)]);

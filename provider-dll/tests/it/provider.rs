@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use common::{app_a, app_b, env, parse, serial, Provider, ERROR_MORE_DATA, ERROR_SUCCESS};
-use prfdata::winperf::*;
 use prfdata::InstanceSpec;
+use prfdata_wire::winperf::*;
 
 /// Child roles: `app` activates app A, publishes, and waits to be killed; `stop-locked` also
 /// takes `lock_ctrs` and stops itself with SIGSTOP while holding it.
@@ -195,7 +195,11 @@ fn objects_counters_and_instances_follow_winperf() {
     assert_eq!(service.header.code_page, 0);
     assert_eq!(service.header.perf_freq, prfdata::clock::PERF_FREQUENCY);
     assert!(service.header.perf_time > 0);
-    let types: Vec<u32> = service.counters.iter().map(|c| c.counter_type).collect();
+    let types: Vec<u32> = service
+        .counters
+        .iter()
+        .map(|c| c.counter_type.get())
+        .collect();
     assert_eq!(
         types,
         [
@@ -209,7 +213,7 @@ fn objects_counters_and_instances_follow_winperf() {
     let names: Vec<u32> = service
         .counters
         .iter()
-        .map(|c| c.counter_name_title_index)
+        .map(|c| c.counter_name_title_index.get())
         .collect();
     assert_eq!(
         names,
@@ -219,7 +223,7 @@ fn objects_counters_and_instances_follow_winperf() {
     let helps: Vec<u32> = service
         .counters
         .iter()
-        .map(|c| c.counter_help_title_index)
+        .map(|c| c.counter_help_title_index.get())
         .collect();
     assert_eq!(helps, [fh + 2, fh + 4, fh + 6, 0, fh + 8]);
     assert_eq!(service.counters[1].counter_size, 8);
@@ -325,7 +329,7 @@ fn two_apps_served_by_one_library() {
     let objs = parse(&data, out.objects);
     let titles: Vec<u32> = objs
         .iter()
-        .map(|o| o.header.object_name_title_index)
+        .map(|o| o.header.object_name_title_index.get())
         .collect();
     assert_eq!(titles, [fa, fa + 10, fa + 14, fb]);
     assert_eq!(objs[3].value(0, 0), 99);

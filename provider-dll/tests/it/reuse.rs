@@ -20,7 +20,7 @@ fn workers(p: &Provider) -> Vec<(String, u32, i64)> {
         .iter()
         .enumerate()
         .map(|(i, (def, name, _))| {
-            let parent = def.map_or(u32::MAX, |d| d.parent_object_instance);
+            let parent = def.map_or(u32::MAX, |d| d.parent_object_instance.get());
             (name.clone(), parent, w.value(i, 0))
         })
         .collect::<std::collections::BTreeSet<_>>()

@@ -30,9 +30,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
-use super::{check_same_map, BlockFile, BlockKey};
+use super::{check_same_map, BlockFile};
 use crate::block::members::{Full, Members};
 use crate::block::open::remove_if_same;
+use crate::block::open::BlockKey;
 use crate::block::presence::{Presence, Probe};
 use crate::block::raw::RawBlock;
 use crate::error::Error;

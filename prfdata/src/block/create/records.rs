@@ -18,10 +18,39 @@ pub(crate) fn records_image(
     owner: ProcessId,
     generation: u64,
 ) -> Vec<u8> {
+    let mut image = Vec::with_capacity(regions_offset(map));
+    image.extend_from_slice(header(map, fingerprint, owner, generation).as_bytes());
+    let mut first_counter = 0u32;
+    for i in 0..map.objects.len() {
+        image.extend_from_slice(object_record(map, i, first_counter).as_bytes());
+        first_counter += map.objects[i].counters.len() as u32;
+    }
+    for obj in map.objects {
+        for ((c, ctr), at) in obj.counters.iter().enumerate().zip(counter_offsets(obj)) {
+            let record = CounterRecord {
+                name_offset: ctr.offset.unwrap_or(NO_NAME),
+                counter_type: ctr.counter_type,
+                size: ctr.value_size().unwrap_or(0),
+                block_offset: at as u32,
+                default_scale: ctr.default_scale,
+                detail_level: ctr.detail.to_winperf(),
+                aggregate: crate::map::rule_code(obj, c),
+                shard: shard_index(obj, c).map_or(0, |k| k as u32 + 1),
+                ..stat_fields(ctr)
+            };
+            image.extend_from_slice(record.as_bytes());
+        }
+    }
+    image.resize(regions_offset(map), 0);
+    image
+}
+
+/// The block's header as the writer creates it: no instance yet, sequence 0, not closed.
+fn header(map: &MapDef, fingerprint: u64, owner: ProcessId, generation: u64) -> BlockHeader {
     let mut app_name = [0u8; 64];
     let n = map.app.len().min(app_name.len());
     app_name[..n].copy_from_slice(&map.app.as_bytes()[..n]);
-    let header = BlockHeader {
+    BlockHeader {
         magic: MAGIC,
         layout_version: LAYOUT_VERSION,
         header_size: HEADER_SIZE as u32,
@@ -48,78 +77,57 @@ pub(crate) fn records_image(
         closed: 0,
         _reserved: 0,
         optex: [0; 64],
+    }
+}
+
+/// The record of object `i` of `map`, whose counters start at `first_counter`.
+fn object_record(map: &MapDef, i: usize, first_counter: u32) -> ObjectRecord {
+    let obj = &map.objects[i];
+    let base = object_base(map, i) as u64;
+    let regions = object_regions(obj);
+    let (max, max_name_len) = match obj.instances {
+        Instances::None => (0, 0),
+        Instances::Max { max, max_name_len } => (max, max_name_len),
     };
-    let mut image = Vec::with_capacity(regions_offset(map));
-    image.extend_from_slice(header.as_bytes());
-    let mut first_counter = 0u32;
-    for (i, obj) in map.objects.iter().enumerate() {
-        let base = object_base(map, i) as u64;
-        let regions = object_regions(obj);
-        let (max, max_name_len) = match obj.instances {
-            Instances::None => (0, 0),
-            Instances::Max { max, max_name_len } => (max, max_name_len),
-        };
-        let record = ObjectRecord {
-            name_offset: obj.offset,
-            detail_level: obj.detail.to_winperf(),
-            default_counter: obj.default_counter.map_or(-1, |d| d as i32),
-            num_counters: obj.counters.len() as u32,
-            first_counter,
-            flags: if obj.has_instances() {
-                OBJECT_INSTANCED
-            } else {
-                0
-            } | if obj.costly { OBJECT_COSTLY } else { 0 }
-                | if obj.total && obj.has_instances() {
-                    OBJECT_TOTAL
-                } else {
-                    0
-                },
-            max_instances: max,
-            max_name_len,
-            counter_block_size: counter_block_size(obj) as u32,
-            slot_size: slot_size(obj) as u32,
-            live_offset: base + regions.live as u64,
-            slots_offset: base + regions.slots as u64,
-            data_offset: base + regions.data as u64,
-            live_count: 0,
-            free_head: 0,
-            high_water: 0,
-            _pad: 0,
-            owned_count: 0,
-            _pad2: 0,
-            block_stride: block_stride(obj) as u32,
-            shard_start: shard_start(obj) as u32,
-            shard_line: shard_line(obj) as u32,
-            shard_slots: shard_slots(obj) as u32,
-            shard_owners: if shard_slots(obj) > 0 {
-                base + regions.owners as u64
-            } else {
-                0
-            },
-            _reserved: [0; 16],
-        };
-        image.extend_from_slice(record.as_bytes());
-        first_counter += obj.counters.len() as u32;
+    let instanced = obj.has_instances();
+    let mut flags = if instanced { OBJECT_INSTANCED } else { 0 };
+    if obj.costly {
+        flags |= OBJECT_COSTLY;
     }
-    for obj in map.objects {
-        for ((c, ctr), at) in obj.counters.iter().enumerate().zip(counter_offsets(obj)) {
-            let record = CounterRecord {
-                name_offset: ctr.offset.unwrap_or(NO_NAME),
-                counter_type: ctr.counter_type,
-                size: ctr.value_size().unwrap_or(0),
-                block_offset: at as u32,
-                default_scale: ctr.default_scale,
-                detail_level: ctr.detail.to_winperf(),
-                aggregate: crate::map::rule_code(obj, c),
-                shard: shard_index(obj, c).map_or(0, |k| k as u32 + 1),
-                ..stat_fields(ctr)
-            };
-            image.extend_from_slice(record.as_bytes());
-        }
+    if obj.total && instanced {
+        flags |= OBJECT_TOTAL;
     }
-    image.resize(regions_offset(map), 0);
-    image
+    ObjectRecord {
+        name_offset: obj.offset,
+        detail_level: obj.detail.to_winperf(),
+        default_counter: obj.default_counter.map_or(-1, |d| d as i32),
+        num_counters: obj.counters.len() as u32,
+        first_counter,
+        flags,
+        max_instances: max,
+        max_name_len,
+        counter_block_size: counter_block_size(obj) as u32,
+        slot_size: slot_size(obj) as u32,
+        live_offset: base + regions.live as u64,
+        slots_offset: base + regions.slots as u64,
+        data_offset: base + regions.data as u64,
+        live_count: 0,
+        free_head: 0,
+        high_water: 0,
+        _pad: 0,
+        owned_count: 0,
+        _pad2: 0,
+        block_stride: block_stride(obj) as u32,
+        shard_start: shard_start(obj) as u32,
+        shard_line: shard_line(obj) as u32,
+        shard_slots: shard_slots(obj) as u32,
+        shard_owners: if shard_slots(obj) > 0 {
+            base + regions.owners as u64
+        } else {
+            0
+        },
+        _reserved: [0; 16],
+    }
 }
 
 /// A counter record's Windows 95 stat-server fields (stat flags, factor, parts), the rest zero.

@@ -12,10 +12,10 @@ use clap::Args;
 use prfdata_registry::FileRegistry;
 use prfdata_untrusted::{Symlinks, UntrustedFile};
 use prfmon::decode::DataSnapshot;
-use prfmon::factor::Factors;
-use prfmon::names::Names;
+use prfmon::session::Machine;
 
-use crate::cli::stdout::{self, errln};
+use crate::cli::error::CliError;
+use crate::cli::stdout;
 use prfdata_untrusted::text::Style;
 use prfmon::report::JsonReport;
 
@@ -50,18 +50,13 @@ pub struct DecodeArgs {
 
 /// Prints a snapshot as a table or as JSON (shared with `query`), written as it is made
 /// (nothing of the output is held whole); `services[i]` is the service that returned object
-/// `i` (empty when not known, as for a file).
-pub fn print(
-    snapshot: &DataSnapshot,
-    names: &Names,
-    services: &[String],
-    factors: &Factors,
-    json: bool,
-) {
+/// `i` (empty when not known, as for a file); the names and factors are `machine`'s.
+pub fn print(snapshot: &DataSnapshot, machine: &Machine, services: &[String], json: bool) {
+    let names = &machine.names;
     if json {
         let report = JsonReport::new(snapshot, names)
             .services(services)
-            .factors(factors);
+            .factors(&machine.factors);
         // Pretty JSON with JSON's own escapes for control characters, then a newline.
         stdout::write_with(Style::Json, |out| {
             report.write_to(out)?;
@@ -75,29 +70,14 @@ pub fn print(
 }
 
 /// Runs `prfmon decode`.
-pub fn run(args: DecodeArgs) -> ExitCode {
-    let bytes = match INPUT_RULE.read(&args.file) {
-        Ok(b) => b,
-        Err(e) => {
-            errln!("prfmon decode: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+pub fn run(args: DecodeArgs) -> Result<ExitCode, CliError> {
+    let bytes = INPUT_RULE.read(&args.file).map_err(|e| e.to_string())?;
     // The snapshot keeps the bytes (no copy) and reads them in place.
-    let snapshot = match prfmon::decode::decode_owned(bytes) {
-        Ok(s) => s,
-        Err(e) => {
-            errln!("prfmon decode: {}: {e}", args.file.display());
-            return ExitCode::FAILURE;
-        }
-    };
-    let (names, factors) = match FileRegistry::open_default() {
-        Ok(registry) => (
-            super::load_names(&registry, &args.lang),
-            Factors::load(&registry).unwrap_or_default(),
-        ),
-        Err(_) => (Names::default(), Factors::default()),
-    };
-    print(&snapshot, &names, &[], &factors, args.json);
-    ExitCode::SUCCESS
+    let snapshot =
+        prfmon::decode::decode_owned(bytes).map_err(|e| format!("{}: {e}", args.file.display()))?;
+    let machine = FileRegistry::open_default()
+        .and_then(|registry| Machine::load(&registry, &args.lang))
+        .unwrap_or_default();
+    print(&snapshot, &machine, &[], args.json);
+    Ok(ExitCode::SUCCESS)
 }

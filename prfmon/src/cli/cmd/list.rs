@@ -7,12 +7,13 @@
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use prfdata::winperf::{
+use prfdata_wire::winperf::{
     PERF_DETAIL_ADVANCED, PERF_DETAIL_EXPERT, PERF_DETAIL_NOVICE, PERF_DETAIL_WIZARD,
 };
 use prfmon::catalog::catalog_with_services;
 
-use crate::cli::stdout::{errln, field, outln};
+use crate::cli::error::CliError;
+use crate::cli::stdout::{field, outln};
 
 /// A detail level (winperf.h `PERF_DETAIL_*`).
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -58,91 +59,77 @@ pub struct ListArgs {
 }
 
 /// Runs `prfmon list`.
-pub fn run(args: ListArgs) -> ExitCode {
-    let mut source =
-        match super::OpenSource::open("list", &args.lang, &args.collector, &args.remote, &[]) {
-            Ok(s) => s,
-            Err(e) => {
-                errln!("prfmon list: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-    let names = source.names.names().clone();
-    let factors = source.names.factors().clone();
+pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
+    let mut session = super::open_session("list", &args.lang, &args.collector, &args.remote, &[])?;
     let wanted = match &args.object {
         None => None,
-        Some(o) => match names.index_of(o) {
-            Some(i) => Some(i),
-            None => {
-                errln!("prfmon list: no object named `{o}`");
-                return ExitCode::FAILURE;
-            }
-        },
+        Some(o) => Some(
+            session
+                .machine()
+                .names
+                .index_of(o)
+                .ok_or_else(|| format!("no object named `{o}`"))?,
+        ),
     };
     let mut snapshots = Vec::new();
     let mut services = Vec::new();
     for value in ["Global", "Costly"] {
-        let collection = match source.collect(value) {
-            Ok(c) => c,
-            Err(e) => {
-                errln!("prfmon list: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
+        let collection = session.collect(value)?;
         services.push(collection.services);
         // Objects and counters only: an instance costs nothing here.
-        match prfmon::view::DataView::parse(&collection.bytes) {
-            Ok(view) => snapshots.push(view.to_definitions()),
-            Err(e) => {
-                errln!("prfmon list: the {value} collection does not decode: {e}");
-                return ExitCode::FAILURE;
-            }
-        }
+        let view = prfmon::view::DataView::parse(&collection.bytes)
+            .map_err(|e| format!("the {value} collection does not decode: {e}"))?;
+        snapshots.push(view.to_definitions());
     }
-    drop(source);
-    let mut objects = catalog_with_services(&snapshots, &services, &names, args.detail.level());
-    prfmon::catalog::with_factors(&mut objects, &factors);
+    let machine = session.close();
+    let names = &machine.names;
+    let mut objects = catalog_with_services(&snapshots, &services, names, args.detail.level());
+    prfmon::catalog::with_factors(&mut objects, &machine.factors);
     if let Some(index) = wanted {
         objects.retain(|o| o.index == index);
         if objects.is_empty() {
-            errln!(
-                "prfmon list: object {} is not collected by any provider (or is above the detail level)",
+            return Err(format!(
+                "object {} is not collected by any provider (or is above the detail level)",
                 field(&names.name(index))
-            );
-            return ExitCode::FAILURE;
+            )
+            .into());
         }
     }
     if args.json {
         outln!("{}", crate::cli::stdout::json(&objects));
-        return ExitCode::SUCCESS;
+    } else {
+        objects.iter().for_each(|o| print_object(o, args.verbose));
     }
-    for o in &objects {
-        outln!("Object: {} ({})", field(&o.name), o.index);
-        outln!("  Service: {}", field(&o.services.join(", ")));
-        outln!("  Description: {}", field(&o.description));
-        outln!("  Detail: {}", o.detail);
-        outln!("  Instances: {}", if o.instances { "yes" } else { "no" });
-        for c in &o.counters {
-            outln!("  Counter: {} ({})", field(&c.name), c.index);
-            outln!("    Description: {}", field(&c.description));
-            outln!("    Type: {}", c.type_name);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints one object of the catalog, with its counters (`verbose`: with their type codes,
+/// scales and units).
+fn print_object(o: &prfmon::catalog::CatalogObject, verbose: bool) {
+    outln!("Object: {} ({})", field(&o.name), o.index);
+    outln!("  Service: {}", field(&o.services.join(", ")));
+    outln!("  Description: {}", field(&o.description));
+    outln!("  Detail: {}", o.detail);
+    outln!("  Instances: {}", if o.instances { "yes" } else { "no" });
+    for c in &o.counters {
+        outln!("  Counter: {} ({})", field(&c.name), c.index);
+        outln!("    Description: {}", field(&c.description));
+        outln!("    Type: {}", c.type_name);
+        outln!(
+            "    Differentiate: {}",
+            if c.differentiate { "TRUE" } else { "FALSE" }
+        );
+        outln!("    Detail: {}", c.detail);
+        if let Some(f) = &c.factor {
+            outln!("    Factor: {}", field(&f.to_string()));
+        }
+        if verbose {
+            outln!("    Type code: 0x{:08X}", c.type_code);
+            outln!("    Default scale: {}", c.default_scale);
             outln!(
-                "    Differentiate: {}",
-                if c.differentiate { "TRUE" } else { "FALSE" }
+                "    Unit: {}",
+                if c.unit.is_empty() { "(none)" } else { c.unit }
             );
-            outln!("    Detail: {}", c.detail);
-            if let Some(f) = &c.factor {
-                outln!("    Factor: {}", field(&f.to_string()));
-            }
-            if args.verbose {
-                outln!("    Type code: 0x{:08X}", c.type_code);
-                outln!("    Default scale: {}", c.default_scale);
-                outln!(
-                    "    Unit: {}",
-                    if c.unit.is_empty() { "(none)" } else { c.unit }
-                );
-            }
         }
     }
-    ExitCode::SUCCESS
 }

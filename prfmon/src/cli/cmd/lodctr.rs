@@ -11,7 +11,8 @@ use prfdata_registry::{
     FileRegistry, LodctrError, LodctrOptions,
 };
 
-use crate::cli::stdout::{errln, outln};
+use crate::cli::error::CliError;
+use crate::cli::stdout::outln;
 
 /// `prfmon lodctr FILE.ini [--replace] | /S:FILE | /R:FILE | /E:SERVICE | /D:SERVICE`.
 #[derive(Args, Debug)]
@@ -44,21 +45,14 @@ pub struct UnlodctrArgs {
     driver: String,
 }
 
-fn finish(result: Result<String, LodctrError>, tool: &str) -> ExitCode {
-    match result {
-        Ok(message) => {
-            outln!("{message}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            errln!("{tool}: {e}");
-            ExitCode::FAILURE
-        }
-    }
+/// Prints what `result` says was done; an error is `tool`'s (`main` says it).
+fn finish(result: Result<String, LodctrError>) -> Result<ExitCode, CliError> {
+    outln!("{}", result.map_err(|e| e.to_string())?);
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Runs `prfmon lodctr`.
-pub fn run_lodctr(args: LodctrArgs) -> ExitCode {
+pub fn run_lodctr(args: LodctrArgs) -> Result<ExitCode, CliError> {
     let result = FileRegistry::open_default()
         .map_err(LodctrError::from)
         .and_then(|registry| {
@@ -94,14 +88,14 @@ pub fn run_lodctr(args: LodctrArgs) -> ExitCode {
                 ))
             }
         });
-    finish(result, "lodctr")
+    finish(result)
 }
 
 /// Runs `prfmon unlodctr`.
-pub fn run_unlodctr(args: UnlodctrArgs) -> ExitCode {
+pub fn run_unlodctr(args: UnlodctrArgs) -> Result<ExitCode, CliError> {
     let result = FileRegistry::open_default()
         .map_err(LodctrError::from)
         .and_then(|registry| unlodctr(&registry, &args.driver))
         .map(|range| format!("Removed counters for {range}"));
-    finish(result, "unlodctr")
+    finish(result)
 }

@@ -3,7 +3,6 @@
 pub mod decode;
 pub mod list;
 pub mod lodctr;
-pub mod perfstats;
 pub mod query;
 pub mod reg;
 pub mod serve;
@@ -14,14 +13,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use prfdata_registry::{paths, performance_services, FileRegistry, Registry};
+use prfdata_registry::{paths, FileRegistry, PerformanceService};
 use prfmon::collector::host_user::HostUser;
-use prfmon::collector::Collector;
 use prfmon::collector::{reenable_command, CollectorOptions, Isolation};
 use prfmon::names::Names;
 use prfmon::remote::{parse_address, Remote, RemoteOptions};
 use prfmon::sampler::is_local_machine;
-use prfmon::source::{Contents, PerfSource, SourceNames};
+use prfmon::session::Session;
 use prfmon::trust::TrustPolicy;
 
 use crate::cli::stdout::errln;
@@ -81,34 +79,6 @@ impl CollectorArgs {
             .map_err(|e| e.to_string())?;
         Ok(registry)
     }
-}
-
-/// Says once, on stderr, which providers are disabled in the registry (`Disable Performance
-/// Counters` nonzero, so the collector skips them) and the command that re-enables each. A
-/// provider the collector disables during the run is reported by the collector, with the same
-/// command.
-pub fn report_disabled(command: &str, registry: &FileRegistry) {
-    let Ok(services) = performance_services(registry) else {
-        return; // The collector reports a registry it cannot read.
-    };
-    for s in services.iter().filter(|s| s.disabled) {
-        errln!(
-            "prfmon {command}: the provider of service {} is disabled (Disable Performance \
-             Counters under {}) and is not collected; re-enable it with: {}",
-            s.name,
-            paths::performance(&s.name),
-            reenable_command(&s.name)
-        );
-    }
-}
-
-/// The names of `lang` from `registry`; a language that cannot be read gives numbers only,
-/// with a warning.
-pub fn load_names(registry: &FileRegistry, lang: &str) -> Names {
-    Names::load(registry, lang).unwrap_or_else(|e| {
-        errln!("prfmon: no names for language {lang}: {e}");
-        Names::default()
-    })
 }
 
 /// Turns the words of a query into the value Collect gets: `Global` and `Costly` (any case)
@@ -274,84 +244,39 @@ impl RemoteArgs {
     }
 }
 
-/// A collecting subcommand's source of collections, with its names: the local collector, or
-/// the remote machine the options and paths name.
-pub struct OpenSource {
-    /// Where collections come from.
-    pub source: Box<dyn PerfSource>,
-    /// The names of counters and objects from the same machine, with its scale factors (seed
-    /// 000's) and its apps' name ranges (for the watch leases held on what is shown: none for
-    /// a remote machine, whose `serve` holds leases on everything it exports); kept current
-    /// by [`OpenSource::follow`].
-    pub names: SourceNames,
-    /// The remote machine, if any: its collections' `SystemName` is replaced by its label so
-    /// that paths naming it match.
-    pub remote: Option<RemoteMachine>,
+/// Opens the session of `command` (named in messages): the remote machine if
+/// [`RemoteArgs::machine`] gives one (its names read from it), else the local registry,
+/// checked, and a collector; the providers disabled in the registry are said once, on stderr,
+/// with the command that re-enables each (a provider the collector disables during the run is
+/// reported by the collector, with the same command).
+pub fn open_session(
+    command: &str,
+    lang: &str,
+    collector: &CollectorArgs,
+    remote: &RemoteArgs,
+    machines: &[&str],
+) -> Result<Session, String> {
+    if let Some(machine) = remote.machine(machines)? {
+        let client = remote.connect(&machine.address)?;
+        return Session::remote(client, machine.label, lang).map_err(|e| e.to_string());
+    }
+    let registry = collector.open_registry()?;
+    let session =
+        Session::local(registry, collector.options()?, lang).map_err(|e| e.to_string())?;
+    report_disabled(command, &session.machine().disabled);
+    Ok(session)
 }
 
-impl OpenSource {
-    /// Opens the source for `command` (named in messages): the remote machine if
-    /// [`RemoteArgs::machine`] gives one (its names read from it), else the local registry,
-    /// checked, and a collector (disabled providers reported).
-    pub fn open(
-        command: &str,
-        lang: &str,
-        collector: &CollectorArgs,
-        remote: &RemoteArgs,
-        machines: &[&str],
-    ) -> Result<Self, String> {
-        if let Some(machine) = remote.machine(machines)? {
-            let mut client: Box<dyn PerfSource> = Box::new(remote.connect(&machine.address)?);
-            let names = SourceNames::read(&mut *client, lang).map_err(|e| e.to_string())?;
-            return Ok(Self {
-                source: client,
-                names,
-                remote: Some(machine),
-            });
-        }
-        let registry = collector.open_registry()?;
-        report_disabled(command, &registry);
-        // The stamp first: a change during the reads is read again at the first check.
-        let stamp = registry.stamp();
-        let names = load_names(&registry, lang);
-        let apps = prfmon::lease::AppRanges::load(&registry).unwrap_or_default();
-        let factors = prfmon::factor::Factors::load(&registry).unwrap_or_default();
-        let options = collector.options()?;
-        let collector = Collector::open(registry, options).map_err(|e| e.to_string())?;
-        Ok(Self {
-            source: Box::new(collector),
-            names: SourceNames::new(lang, stamp, names, factors, apps),
-            remote: None,
-        })
-    }
-
-    /// One collection of `query`, with the services of its objects.
-    pub fn collect(&mut self, query: &str) -> Result<prfmon::collector::Collection, String> {
-        self.source
-            .collect_with_services(query)
-            .map_err(|e| e.to_string())
-    }
-
-    /// One collection of `query`, decoded, its `SystemName` the remote's label, with what it
-    /// holds ([`Contents`]).
-    pub fn collect_decoded(
-        &mut self,
-        query: &str,
-    ) -> Result<(prfmon::decode::DataSnapshot, Contents), String> {
-        let collection = self.collect(query)?;
-        // The snapshot keeps the collection's bytes (no copy) and reads them in place.
-        let mut snapshot = prfmon::decode::decode_owned(collection.bytes)
-            .map_err(|e| format!("the collection does not decode: {e}"))?;
-        if let Some(m) = &self.remote {
-            snapshot.system_name = m.label.clone();
-        }
-        let contents = Contents::of(&snapshot, &collection.services);
-        Ok((snapshot, contents))
-    }
-
-    /// After a collection that held `contents`: reads the names again if they may have
-    /// changed ([`SourceNames::follow`]); true if they did.
-    pub fn follow(&mut self, contents: Contents) -> bool {
-        self.names.follow(&mut *self.source, contents)
+/// Says once, on stderr, which of `services` are disabled (`Disable Performance Counters`
+/// nonzero, so the collector skips them) and the command that re-enables each.
+pub fn report_disabled(command: &str, services: &[PerformanceService]) {
+    for s in services.iter().filter(|s| s.disabled) {
+        errln!(
+            "prfmon {command}: the provider of service {} is disabled (Disable Performance \
+             Counters under {}) and is not collected; re-enable it with: {}",
+            s.name,
+            paths::performance(&s.name),
+            reenable_command(&s.name)
+        );
     }
 }

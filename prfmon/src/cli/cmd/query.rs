@@ -9,8 +9,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::cli::error::CliError;
 use crate::cli::stdout::errln;
 use clap::Args;
+use prfmon::session::SessionError;
 
 /// `prfmon query ...`.
 #[derive(Args, Debug)]
@@ -34,49 +36,18 @@ pub struct QueryArgs {
 }
 
 /// Runs `prfmon query`.
-pub fn run(args: QueryArgs) -> ExitCode {
-    let mut source =
-        match super::OpenSource::open("query", &args.lang, &args.collector, &args.remote, &[]) {
-            Ok(s) => s,
-            Err(e) => {
-                errln!("prfmon query: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-    let names = source.names.names().clone();
-    let factors = source.names.factors().clone();
-    let value = match super::query_value(&args.query, &names) {
-        Ok(v) => v,
-        Err(e) => {
-            errln!("prfmon query: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let collection = match source.collect(&value) {
-        Ok(c) => c,
-        Err(e) => {
-            errln!("prfmon query: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    drop(source);
-    let services = collection.services;
-    let bytes = collection.bytes;
+pub fn run(args: QueryArgs) -> Result<ExitCode, CliError> {
+    let mut session = super::open_session("query", &args.lang, &args.collector, &args.remote, &[])?;
+    let value = super::query_value(&args.query, &session.machine().names)?;
+    let collection = session.collect(&value)?;
+    let machine = session.close();
     if let Some(file) = &args.raw {
-        if let Err(e) = std::fs::write(file, &bytes) {
-            errln!("prfmon query: cannot write {}: {e}", file.display());
-            return ExitCode::FAILURE;
-        }
+        std::fs::write(file, &collection.bytes)
+            .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
     }
     // The snapshot keeps the bytes (no copy) and reads them in place.
-    let snapshot = match prfmon::decode::decode_owned(bytes) {
-        Ok(snapshot) => snapshot,
-        Err(e) => {
-            errln!("prfmon query: the collection does not decode: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    super::decode::print(&snapshot, &names, &services, &factors, args.json);
+    let snapshot = prfmon::decode::decode_owned(collection.bytes).map_err(SessionError::from)?;
+    super::decode::print(&snapshot, &machine, &collection.services, args.json);
     let missing: Vec<u32> = named_indexes(&value)
         .into_iter()
         .filter(|i| !snapshot.objects.iter().any(|o| o.name_index == *i))
@@ -85,14 +56,14 @@ pub fn run(args: QueryArgs) -> ExitCode {
         errln!(
             "prfmon query: object {} ({index}) was asked for, but no provider returned \
              it (is its app running, and its provider enabled?)",
-            names.name(*index)
+            machine.names.name(*index)
         );
     }
-    if missing.is_empty() {
+    Ok(if missing.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    }
+    })
 }
 
 /// The object indexes a query value names explicitly: none for `Global`, `Costly` and

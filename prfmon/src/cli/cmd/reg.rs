@@ -17,7 +17,9 @@ use prfdata_registry::{
     ValueType,
 };
 
-use crate::cli::stdout::{errln, out, outln};
+use crate::cli::error::CliError;
+use crate::cli::stdout::{out, outln};
+use prfmon::perfstats::keys::{self, query_text, QueryError};
 use prfmon::remote::{RegQuery, RemoteError};
 
 /// `prfmon reg ...`.
@@ -167,21 +169,59 @@ enum RegOp {
 }
 
 /// Runs `prfmon reg ...`.
-pub fn run(args: RegArgs) -> ExitCode {
-    if let Err(message) = check_switches(&args.op) {
-        errln!("{message}");
-        return ExitCode::FAILURE;
-    }
-    match execute(args.op) {
-        Ok(code) => code,
-        Err(e) => {
-            match e {
-                RegistryError::KeyNotFound(_) | RegistryError::ValueNotFound { .. } => {
-                    errln!("{}", reg_cli::NOT_FOUND)
-                }
-                other => errln!("ERROR: {other}"),
-            }
-            ExitCode::FAILURE
+pub fn run(args: RegArgs) -> Result<ExitCode, CliError> {
+    check_switches(&args.op).map_err(CliError::Said)?;
+    match args.op {
+        RegOp::Query {
+            key,
+            value,
+            empty_value,
+            recursive,
+            separator,
+            type_numbers,
+            remote,
+            ..
+        } => {
+            let query = RegQuery {
+                key,
+                value: value_name(value, empty_value),
+                recurse: recursive,
+                separator,
+                type_numbers,
+            };
+            query_on(&remote, query)
+        }
+        RegOp::Add {
+            key,
+            value,
+            empty_value,
+            ty,
+            separator,
+            data,
+            force,
+            ..
+        } => {
+            let name = value_name(value, empty_value);
+            let data = data.as_deref().unwrap_or("");
+            let registry = FileRegistry::open_default()?;
+            add(&registry, &key, name, &ty, (data, &separator), force)
+        }
+        RegOp::Delete {
+            key,
+            value,
+            empty_value,
+            all_values,
+            force,
+            ..
+        } => {
+            let registry = FileRegistry::open_default()?;
+            delete(
+                &registry,
+                &key,
+                value_name(value, empty_value),
+                all_values,
+                force,
+            )
         }
     }
 }
@@ -218,12 +258,12 @@ fn confirm(question: &str) -> bool {
     matches!(answer.trim().chars().next(), Some('y' | 'Y'))
 }
 
-fn cancelled() -> Result<ExitCode, RegistryError> {
+fn cancelled() -> Result<ExitCode, CliError> {
     outln!("The operation was cancelled by the user.");
     Ok(ExitCode::FAILURE)
 }
 
-fn done() -> Result<ExitCode, RegistryError> {
+fn done() -> Result<ExitCode, CliError> {
     outln!("{}", reg_cli::SUCCESS);
     Ok(ExitCode::SUCCESS)
 }
@@ -234,38 +274,6 @@ fn value_name(value: Option<String>, empty_value: bool) -> Option<String> {
     } else {
         value
     }
-}
-
-/// What `reg query KEY` prints, read from `registry`: the one read path of `reg query`, which
-/// `prfmon serve` answers remote readers with too (`GET /reg`), so that a key readable here is
-/// readable from another machine the same way.
-pub fn query_text<R: Registry + ?Sized>(
-    registry: &R,
-    key: &str,
-    options: &QueryOptions<'_>,
-    view: Option<&prfmon::perfstats::PerfStats>,
-) -> Result<String, QueryError> {
-    let perfstats = || QueryError::View(format!("{key} needs a PerfStats view (a collection)"));
-    if let Some(rest) = super::perfstats::dyn_data_path(key) {
-        let view = view.ok_or_else(perfstats)?;
-        return super::perfstats::dyn_text(view, &rest, options.value, options.recurse);
-    }
-    if super::perfstats::is_enum_path(key) {
-        let view = view.ok_or_else(perfstats)?;
-        return Ok(reg_cli::query_with(&view.enum_hive(), key, options)?);
-    }
-    Ok(reg_cli::query_with(&registry.snapshot()?, key, options)?)
-}
-
-/// Why [`query_text`] gave no text.
-#[derive(Debug, thiserror::Error)]
-pub enum QueryError {
-    /// The key or value is not there, or the registry could not be read.
-    #[error(transparent)]
-    Registry(#[from] RegistryError),
-    /// The PerfStats view could not answer (a stat that cannot be watched or read).
-    #[error("{0}")]
-    View(String),
 }
 
 /// `reg query \\HOST\KEY`: the machine (`HOST` or `HOST:PORT`) and the key; `None` for a
@@ -281,28 +289,15 @@ fn query_remote(
     remote: &super::RemoteArgs,
     machine: &super::RemoteMachine,
     query: &RegQuery,
-) -> ExitCode {
-    let answer =
-        remote
-            .connect(&machine.address)
-            .and_then(|client| match client.reg_query(query) {
-                Ok(text) => Ok(Ok(text)),
-                Err(RemoteError::NotFound { .. }) => Ok(Err(())),
-                Err(e) => Err(e.to_string()),
-            });
-    match answer {
-        Ok(Ok(text)) => {
+) -> Result<ExitCode, CliError> {
+    let client = remote.connect(&machine.address).map_err(CliError::reg)?;
+    match client.reg_query(query) {
+        Ok(text) => {
             out!("{}", with_machine(&text, &machine.label));
-            ExitCode::SUCCESS
+            Ok(ExitCode::SUCCESS)
         }
-        Ok(Err(())) => {
-            errln!("{}", reg_cli::NOT_FOUND);
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            errln!("ERROR: {e}");
-            ExitCode::FAILURE
-        }
+        Err(RemoteError::NotFound { .. }) => Err(CliError::Said(reg_cli::NOT_FOUND.into())),
+        Err(e) => Err(CliError::reg(e)),
     }
 }
 
@@ -319,183 +314,133 @@ fn with_machine(text: &str, machine: &str) -> String {
         .collect()
 }
 
-fn execute(op: RegOp) -> Result<ExitCode, RegistryError> {
-    let mut op = op;
-    if let RegOp::Query {
-        key,
-        value,
-        empty_value,
-        recursive,
-        separator,
-        type_numbers,
-        remote,
-        ..
-    } = &mut op
-    {
-        let (host, local_key) = match remote_key(key) {
-            Some((host, k)) => (Some(host), k),
-            None => (None, key.as_str()),
-        };
-        let machines: Vec<&str> = host.into_iter().collect();
-        let machine = match remote.machine(&machines) {
-            Ok(m) => m,
-            Err(e) => {
-                errln!("ERROR: {e}");
-                return Ok(ExitCode::FAILURE);
-            }
-        };
-        let local_key = local_key.to_owned();
-        if let Some(machine) = machine {
-            let query = RegQuery {
-                key: local_key,
-                value: value_name(value.clone(), *empty_value),
-                recurse: *recursive,
-                separator: separator.clone(),
-                type_numbers: *type_numbers,
-            };
-            return Ok(query_remote(remote, &machine, &query));
-        }
-        // `\\THIS-MACHINE\KEY`: the key here.
-        *key = local_key;
+/// `reg query`: on the machine `\\HOST\KEY` or `--computer` names (`\\THIS-MACHINE\KEY` is
+/// `KEY` here), else here.
+fn query_on(remote: &super::RemoteArgs, mut query: RegQuery) -> Result<ExitCode, CliError> {
+    let (host, local_key) = match remote_key(&query.key) {
+        Some((host, k)) => (Some(host), k),
+        None => (None, query.key.as_str()),
+    };
+    let machines: Vec<&str> = host.into_iter().collect();
+    let machine = remote.machine(&machines).map_err(CliError::reg)?;
+    query.key = local_key.to_owned();
+    if let Some(machine) = machine {
+        return query_remote(remote, &machine, &query);
     }
     let registry = FileRegistry::open_default()?;
-    match op {
-        RegOp::Query {
-            key,
-            value,
-            empty_value,
-            recursive,
-            separator,
-            type_numbers,
-            ..
-        } => {
-            let name = value_name(value, empty_value);
-            let view = if super::perfstats::needs_view(&key) {
-                match super::perfstats::view(&registry) {
-                    Ok(view) => Some(view),
-                    Err(e) => {
-                        errln!("ERROR: {e}");
-                        return Ok(ExitCode::FAILURE);
-                    }
-                }
-            } else {
-                None
-            };
-            let options = QueryOptions {
-                value: name.as_deref(),
-                recurse: recursive,
-                separator: separator.as_deref().unwrap_or("\\0"),
-                type_numbers,
-            };
-            match query_text(&registry, &key, &options, view.as_ref()) {
-                Ok(text) => out!("{text}"),
-                Err(QueryError::Registry(e)) => return Err(e),
-                Err(e) => {
-                    errln!("ERROR: {e}");
-                    return Ok(ExitCode::FAILURE);
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        RegOp::Add {
-            key,
-            value,
-            empty_value,
-            ty,
-            separator,
-            data,
-            force,
-            ..
-        } => {
-            let key = normalize_key(&key)?;
-            let Some(name) = value_name(value, empty_value) else {
-                update(&registry, |hive| hive.create_key(&key))?;
-                return done();
-            };
-            let ty: ValueType = match ty.parse() {
-                Ok(t) => t,
-                Err(e) => {
-                    errln!("ERROR: {e}");
-                    return Ok(ExitCode::FAILURE);
-                }
-            };
-            let data = match Value::parse_reg_data(ty, data.as_deref().unwrap_or(""), &separator) {
-                Ok(d) => d,
-                Err(e) => {
-                    errln!("ERROR: {e}");
-                    return Ok(ExitCode::FAILURE);
-                }
-            };
-            let exists = registry.snapshot()?.value(&key, &name)?.is_some();
-            if exists && !force && !confirm(&format!("Value {name} exists, overwrite")) {
-                return cancelled();
-            }
-            update(&registry, |hive| hive.set_value(&key, &name, data))?;
-            done()
-        }
-        RegOp::Delete {
-            key,
-            value,
-            empty_value,
-            all_values,
-            force,
-            ..
-        } => {
-            let key = normalize_key(&key)?;
-            let hive = registry.snapshot()?;
-            if !hive.key_exists(&key) {
-                return Err(RegistryError::KeyNotFound(key));
-            }
-            let shown = display_key(&hive.key_path(&key).unwrap_or_else(|| key.clone()));
-            if all_values {
-                if !force && !confirm(&format!("Delete all values under the registry key {shown}"))
-                {
-                    return cancelled();
-                }
-                update(&registry, |hive| {
-                    let names: Vec<String> = hive
-                        .values(&key)?
-                        .unwrap_or_default()
-                        .iter()
-                        .map(|(n, _)| n.clone())
-                        .collect();
-                    for n in names {
-                        hive.delete_value(&key, &n)?;
-                    }
-                    Ok::<_, RegistryError>(())
-                })?;
-                return done();
-            }
-            if let Some(name) = value_name(value, empty_value) {
-                if hive.value(&key, &name)?.is_none() {
-                    return Err(RegistryError::ValueNotFound { key, name });
-                }
-                if !force && !confirm(&format!("Delete the registry value {name}")) {
-                    return cancelled();
-                }
-                update(&registry, |hive| {
-                    if hive.delete_value(&key, &name)? {
-                        Ok(())
-                    } else {
-                        Err(RegistryError::ValueNotFound {
-                            key: key.clone(),
-                            name: name.clone(),
-                        })
-                    }
-                })?;
-                return done();
-            }
-            if !force && !confirm(&format!("Permanently delete the registry key {shown}")) {
-                return cancelled();
-            }
-            update(&registry, |hive| {
-                if hive.delete_key(&key)? {
-                    Ok(())
-                } else {
-                    Err(RegistryError::KeyNotFound(key.clone()))
-                }
-            })?;
-            done()
-        }
+    let options = QueryOptions {
+        value: query.value.as_deref(),
+        recurse: query.recurse,
+        separator: query.separator.as_deref().unwrap_or("\\0"),
+        type_numbers: query.type_numbers,
+    };
+    self::query(&registry, &query.key, &options)
+}
+
+/// `reg query KEY` here (the PerfStats keys from a collection made for it).
+fn query(
+    registry: &FileRegistry,
+    key: &str,
+    options: &QueryOptions<'_>,
+) -> Result<ExitCode, CliError> {
+    let view = if keys::needs_view(key) {
+        Some(keys::view(registry).map_err(CliError::reg)?)
+    } else {
+        None
+    };
+    match query_text(registry, key, options, view.as_ref()) {
+        Ok(text) => out!("{text}"),
+        Err(QueryError::Registry(e)) => return Err(e.into()),
+        Err(e) => return Err(CliError::reg(e)),
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `reg add KEY [/v NAME /t TYPE /s SEP /d DATA] [/f]`; `data` is the data and its
+/// separator.
+fn add(
+    registry: &FileRegistry,
+    key: &str,
+    name: Option<String>,
+    ty: &str,
+    data: (&str, &str),
+    force: bool,
+) -> Result<ExitCode, CliError> {
+    let key = normalize_key(key)?;
+    let Some(name) = name else {
+        update(registry, |hive| hive.create_key(&key))?;
+        return done();
+    };
+    let ty: ValueType = ty.parse().map_err(CliError::reg)?;
+    let data = Value::parse_reg_data(ty, data.0, data.1).map_err(CliError::reg)?;
+    let exists = registry.snapshot()?.value(&key, &name)?.is_some();
+    if exists && !force && !confirm(&format!("Value {name} exists, overwrite")) {
+        return cancelled();
+    }
+    update(registry, |hive| hive.set_value(&key, &name, data))?;
+    done()
+}
+
+/// `reg delete KEY [/v NAME | /ve | /va] [/f]`.
+fn delete(
+    registry: &FileRegistry,
+    key: &str,
+    name: Option<String>,
+    all_values: bool,
+    force: bool,
+) -> Result<ExitCode, CliError> {
+    let key = normalize_key(key)?;
+    let hive = registry.snapshot()?;
+    if !hive.key_exists(&key) {
+        return Err(RegistryError::KeyNotFound(key).into());
+    }
+    let shown = display_key(&hive.key_path(&key).unwrap_or_else(|| key.clone()));
+    if all_values {
+        if !force && !confirm(&format!("Delete all values under the registry key {shown}")) {
+            return cancelled();
+        }
+        update(registry, |hive| {
+            let names: Vec<String> = hive
+                .values(&key)?
+                .unwrap_or_default()
+                .iter()
+                .map(|(n, _)| n.clone())
+                .collect();
+            for n in names {
+                hive.delete_value(&key, &n)?;
+            }
+            Ok::<_, RegistryError>(())
+        })?;
+        return done();
+    }
+    if let Some(name) = name {
+        if hive.value(&key, &name)?.is_none() {
+            return Err(RegistryError::ValueNotFound { key, name }.into());
+        }
+        if !force && !confirm(&format!("Delete the registry value {name}")) {
+            return cancelled();
+        }
+        update(registry, |hive| {
+            if hive.delete_value(&key, &name)? {
+                Ok(())
+            } else {
+                Err(RegistryError::ValueNotFound {
+                    key: key.clone(),
+                    name: name.clone(),
+                })
+            }
+        })?;
+        return done();
+    }
+    if !force && !confirm(&format!("Permanently delete the registry key {shown}")) {
+        return cancelled();
+    }
+    update(registry, |hive| {
+        if hive.delete_key(&key)? {
+            Ok(())
+        } else {
+            Err(RegistryError::KeyNotFound(key.clone()))
+        }
+    })?;
+    done()
 }

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::cli::error::CliError;
 use crate::cli::server::{
     raise_open_files_limit, MetricsServer, ServeOptions, TlsFiles, DEFAULT_LISTEN,
 };
@@ -14,6 +15,8 @@ use crate::cli::stdout::errln;
 use crate::cli::token::BearerToken;
 use clap::Args;
 use prfdata::watch::Lease;
+use prfdata_registry::service::services_in;
+use prfdata_registry::Registry;
 use prfmon::collector::Collector;
 use prfmon::lease::{AppRanges, Leases};
 
@@ -53,40 +56,20 @@ pub struct ServeArgs {
 }
 
 /// Runs `prfmon serve` until SIGINT or SIGTERM.
-pub fn run(args: ServeArgs) -> ExitCode {
+pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
     let token = match &args.token_file {
-        Some(file) => match BearerToken::read(file) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                errln!("prfmon serve: {e}");
-                return ExitCode::FAILURE;
-            }
-        },
+        Some(file) => Some(BearerToken::read(file).map_err(|e| e.to_string())?),
         None => None,
     };
-    let registry = match args.collector.open_registry() {
-        Ok(r) => r,
-        Err(e) => {
-            errln!("prfmon serve: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    super::report_disabled("serve", &registry);
-    let options = match args.collector.options() {
-        Ok(o) => o,
-        Err(e) => {
-            errln!("prfmon serve: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let registry = args.collector.open_registry()?;
+    // One read for the disabled services and the collector's services.
+    let stamp = registry.stamp();
+    let hive = registry.snapshot().map_err(|e| e.to_string())?;
+    super::report_disabled("serve", &services_in(&hive).unwrap_or_default());
+    let options = args.collector.options()?;
     let leases = hold_leases_on_everything(&registry);
-    let collector = match Collector::open(registry, options) {
-        Ok(c) => c,
-        Err(e) => {
-            errln!("prfmon serve: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let collector =
+        Collector::from_hive(registry, &hive, stamp, options).map_err(|e| e.to_string())?;
     // Before the collector starts its provider hosts: they inherit the limit.
     raise_open_files_limit();
     let serve_options = ServeOptions {
@@ -106,13 +89,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     } else {
         "http"
     };
-    let server = match MetricsServer::bind(collector, serve_options) {
-        Ok(s) => s,
-        Err(e) => {
-            errln!("prfmon serve: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let server = MetricsServer::bind(collector, serve_options).map_err(|e| e.to_string())?;
     if open_to_the_network(&server.local_addr(), args.token_file.is_none()) {
         errln!(
             "prfmon serve: warning: listening on {} without --token-file: anyone who can reach \
@@ -136,7 +113,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     );
     server.run();
     leases.stop();
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The thread that holds watch leases on every object and counter of every app while `serve`

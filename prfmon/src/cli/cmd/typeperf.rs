@@ -7,28 +7,28 @@
 //! an error: it is said on stderr (`not found now: PATH (did you mean ...?)`) and keeps its
 //! column, `" "` until the counter appears; a wildcard that names nothing gets no column
 //! ([`Columns`]). The names are read again when the registry changes
-//! ([`prfmon::source::SourceNames`]), so a column follows an app installed, uninstalled or
+//! ([`prfmon::session::Facts`]), so a column follows an app installed, uninstalled or
 //! renamed since. One row is written per collection, the first included (rates have no value
 //! in it yet); without `-sc` it samples until interrupted, with `-sc` a path that matched
 //! nothing in any sample makes the exit status 1. The format is described in
 //! [`prfmon::typeperf`].
 //!
 //! Each collection is `Global`; objects the paths name that `Global` does not return (costly
-//! objects) are collected by index as well ([`Source`]). `-q` lists `Global` and `Costly`.
+//! objects) are collected by index as well ([`Session::sample`]). `-q` lists `Global` and `Costly`.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use crate::cli::error::CliError;
 use crate::cli::stdout::{errln, field};
 use clap::Args;
 use prfmon::decode::DataSnapshot;
 use prfmon::merge::merge_missing;
-use prfmon::names::Names;
 use prfmon::pdh::{self, CounterPath, FormatOptions};
 use prfmon::sampler::{self, Columns, Sampler};
-use prfmon::source::Contents;
+use prfmon::session::Session;
 use prfmon::typeperf::{query_paths, timestamp, LogFormat, LogWriter, TimeZone, ValueStyle};
 
 /// `prfmon typeperf ...`. typeperf's single-dash switches (`-si`, `-sc`, `-o`, `-f`, `-q`,
@@ -92,162 +92,72 @@ pub fn parse_interval(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
-/// Where the sampling subcommands get their collections: the collector over the registry or
-/// a remote machine ([`super::OpenSource`]), its names of one language, kept current while
-/// they run ([`prfmon::source::SourceNames`]), and the costly objects the paths name.
-pub struct Source {
-    source: super::OpenSource,
-    /// The objects the paths name.
-    objects: Vec<String>,
-    /// Object indexes collected after `Global` at every collection: the objects the paths name
-    /// that `Global` does not return (costly objects), as `"i1 i2"`.
-    extra: Option<String>,
-    /// The names' generation and what `Global` held when `extra` was decided.
-    extra_at: Option<(u64, Contents)>,
+/// Opens the session of `requests` ([`super::open_session`]: the remote machine that
+/// `--computer` or the paths name, else the checked local registry and a collector) with names
+/// of `lang`; `command` names the subcommand in messages.
+pub fn open(
+    command: &str,
+    lang: &str,
+    collector: &super::CollectorArgs,
+    remote: &super::RemoteArgs,
+    requests: &[CounterPath],
+) -> Result<Session, String> {
+    let machines: Vec<&str> = requests
+        .iter()
+        .filter_map(|r| r.machine.as_deref())
+        .collect();
+    super::open_session(command, lang, collector, remote, &machines)
 }
 
-impl Source {
-    /// Opens the source of `requests` ([`super::OpenSource::open`]: the remote machine that
-    /// `--computer` or the paths name, else the checked local registry and a collector) and
-    /// its names of `lang`; `command` names the subcommand in messages.
-    pub fn open(
-        command: &str,
-        lang: &str,
-        collector: &super::CollectorArgs,
-        remote: &super::RemoteArgs,
-        requests: &[CounterPath],
-    ) -> Result<Self, String> {
-        let machines: Vec<&str> = requests
-            .iter()
-            .filter_map(|r| r.machine.as_deref())
-            .collect();
-        let source = super::OpenSource::open(command, lang, collector, remote, &machines)?;
-        let mut objects: Vec<String> = Vec::new();
-        for r in requests {
-            if !objects.contains(&r.object) {
-                objects.push(r.object.clone());
-            }
+/// The objects `requests` name, once each: what [`Session::sample`] collects.
+pub fn objects(requests: &[CounterPath]) -> Vec<String> {
+    let mut objects: Vec<String> = Vec::new();
+    for r in requests {
+        if !objects.contains(&r.object) {
+            objects.push(r.object.clone());
         }
-        Ok(Source {
-            source,
-            objects,
-            extra: None,
-            extra_at: None,
-        })
     }
+    objects
+}
 
-    /// The names of counters and objects, as the source names them now.
-    pub fn names(&self) -> &Names {
-        self.source.names.names()
+/// The first sample for `requests`, and the requests that name nothing in it, each said on
+/// stderr as not found now (`prfmon COMMAND: not found now: PATH (did you mean ...?); ...`)
+/// followed by what `then(request)` says will happen.
+///
+/// # Errors
+///
+/// The collection failed, or a request names another machine than the one collected.
+pub fn collect_first(
+    session: &mut Session,
+    command: &str,
+    requests: &[CounterPath],
+    then: impl Fn(&CounterPath) -> &'static str,
+) -> Result<(DataSnapshot, Vec<sampler::Unmatched>), String> {
+    let first = session
+        .sample(&objects(requests))
+        .map_err(|e| e.to_string())?;
+    let waiting = sampler::unmatched(requests, &first, &session.machine().names)
+        .map_err(|e| e.to_string())?;
+    for u in &waiting {
+        let (path, near) = match &u.error {
+            pdh::PathError::NoMatch { path, near } => (path.as_str(), near.as_slice()),
+            other => return Err(other.to_string()),
+        };
+        let hint = if near.is_empty() {
+            "no object of a similar name is available".to_owned()
+        } else {
+            format!("did you mean {}?", near.join(", "))
+        };
+        let then = requests.get(u.request).map_or("", &then);
+        errln!("prfmon {command}: not found now: {path} ({hint}); {then}");
     }
-
-    /// The apps' name ranges, for the watch leases held on what is shown.
-    pub fn apps(&self) -> &prfmon::lease::AppRanges {
-        self.source.names.apps()
-    }
-
-    /// The Windows 95 stat servers' scale factors (for `watch`'s displayed values; typeperf's CSV
-    /// stays as PDH's).
-    pub fn factors(&self) -> &prfmon::factor::Factors {
-        self.source.names.factors()
-    }
-
-    /// Whether the names, factors or app ranges were read again since `seen` (a generation
-    /// of [`prfmon::source::SourceNames`]), which is then brought up to date.
-    pub fn changed_since(&self, seen: &mut u64) -> bool {
-        let now = self.source.names.generation();
-        std::mem::replace(seen, now) != now
-    }
-
-    /// The indexes of the objects the paths name (that the names know) that `global` (a
-    /// `Global` collection) lacks, as a query.
-    fn missing(&self, global: &DataSnapshot) -> Option<String> {
-        let mut indexes: Vec<u32> = Vec::new();
-        for object in &self.objects {
-            let Some(index) = self.names().index_of(object) else {
-                continue;
-            };
-            if !global.objects.iter().any(|o| o.name_index == index) && !indexes.contains(&index) {
-                indexes.push(index);
-            }
-        }
-        let extra: Vec<String> = indexes.iter().map(u32::to_string).collect();
-        (!extra.is_empty()).then(|| extra.join(" "))
-    }
-
-    /// One collection: `Global`, after which the names are read again if they may have
-    /// changed ([`super::OpenSource::follow`]), with the objects the paths name that it lacks
-    /// (costly objects) collected by index and appended. Which those are is decided again when
-    /// the names or `Global`'s objects change. The extra collection also holds the objects of
-    /// its instances' parents; those `Global` has already are kept once, and the children
-    /// re-pointed at them ([`prfmon::merge`]).
-    pub fn collect(&mut self) -> Result<DataSnapshot, String> {
-        let (mut snapshot, contents) = self.source.collect_decoded("Global")?;
-        self.source.follow(contents);
-        let at = (self.source.names.generation(), contents);
-        if self.extra_at != Some(at) {
-            self.extra = self.missing(&snapshot);
-            self.extra_at = Some(at);
-        }
-        if let Some(extra) = self.extra.clone() {
-            let (more, _) = self.source.collect_decoded(&extra)?;
-            merge_missing(&mut snapshot, more);
-        }
-        Ok(snapshot)
-    }
-
-    /// The first collection for `requests`, and the requests that name nothing in it, each
-    /// said on stderr as not found now (`prfmon COMMAND: not found now: PATH (did you mean
-    /// ...?); ...`) followed by what `then(request)` says will happen.
-    ///
-    /// # Errors
-    ///
-    /// The collection failed, or a request names another machine than the one collected.
-    pub fn collect_first(
-        &mut self,
-        command: &str,
-        requests: &[CounterPath],
-        then: impl Fn(&CounterPath) -> &'static str,
-    ) -> Result<(DataSnapshot, Vec<sampler::Unmatched>), String> {
-        let first = self.collect()?;
-        let waiting =
-            sampler::unmatched(requests, &first, self.names()).map_err(|e| e.to_string())?;
-        for u in &waiting {
-            let (path, near) = match &u.error {
-                pdh::PathError::NoMatch { path, near } => (path.as_str(), near.as_slice()),
-                other => return Err(other.to_string()),
-            };
-            let hint = if near.is_empty() {
-                "no object of a similar name is available".to_owned()
-            } else {
-                format!("did you mean {}?", near.join(", "))
-            };
-            let then = requests.get(u.request).map_or("", &then);
-            errln!("prfmon {command}: not found now: {path} ({hint}); {then}");
-        }
-        Ok((first, waiting))
-    }
-
-    /// One collection of `query`, decoded.
-    pub fn collect_query(&mut self, query: &str) -> Result<DataSnapshot, String> {
-        Ok(self.source.collect_decoded(query)?.0)
-    }
-
-    /// Closes the collector (providers' Close, host processes stopped) or the connection.
-    pub fn close(self) {
-        drop(self.source);
-    }
+    Ok((first, waiting))
 }
 
 /// Runs `prfmon typeperf`.
-pub fn run(args: TypeperfArgs) -> ExitCode {
-    match run_inner(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            errln!("prfmon typeperf: {e}");
-            ExitCode::FAILURE
-        }
-    }
+pub fn run(args: TypeperfArgs) -> Result<ExitCode, CliError> {
+    run_inner(args)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Why the log stopped.
@@ -292,7 +202,7 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
             std::io::stdout().lock(),
         )),
     };
-    let mut source = Source::open(
+    let mut session = open(
         "typeperf",
         &args.lang,
         &args.collector,
@@ -302,7 +212,7 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
 
     if let Some((object, expanded)) = query {
         return list(
-            &mut source,
+            &mut session,
             out,
             object.as_deref(),
             expanded,
@@ -316,7 +226,7 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
         ValueStyle::Console
     };
     let log = LogWriter::new(out, args.format, style);
-    write_log(source, log, requests, interval, args.samples)
+    write_log(session, log, requests, interval, args.samples)
 }
 
 /// What typeperf says will happen to a path that names nothing at its first sample: a path
@@ -335,13 +245,13 @@ fn then_for(path: &CounterPath) -> &'static str {
 /// the header at the first collection, then a row per collection. With `samples`, a path that
 /// matched no counter in any sample is an error at the end.
 fn write_log(
-    mut source: Source,
+    mut session: Session,
     mut log: LogWriter<Box<dyn Write>>,
     requests: Vec<CounterPath>,
     interval: Duration,
     samples: Option<u64>,
 ) -> Result<(), String> {
-    let (first, waiting) = source.collect_first("typeperf", &requests, then_for)?;
+    let (first, waiting) = collect_first(&mut session, "typeperf", &requests, then_for)?;
     // PDH's text log: the true value, percentages not capped (PDH_FMT_NOCAP100, as typeperf
     // logs a process's "% Processor Time" above 100 on several cores), no scale. `watch` caps
     // unless asked not to (`--nocap100`), as perfmon's chart does.
@@ -352,15 +262,19 @@ fn write_log(
     // The header, written as the columns are found (a CSV header cannot change).
     let tz = TimeZone::local_at(sample_time(&first));
     let columns = log.start_header(&tz).and_then(|()| {
-        let columns = Columns::new(&requests, &first, source.names(), options, |path| {
-            log.header_field(&path.to_string())
-        })?;
+        let columns = Columns::new(
+            &requests,
+            &first,
+            &session.machine().names,
+            options,
+            |path| log.header_field(&path.to_string()),
+        )?;
         log.end_header().map(|()| columns)
     });
     let columns = match columns {
         Ok(columns) => columns,
         Err(e) if reader_gone(&e) => {
-            source.close();
+            session.close();
             return Ok(());
         }
         Err(e) => return Err(write_error(e)),
@@ -373,7 +287,7 @@ fn write_log(
         .collect();
     let sampler = Sampler::new(requests, options);
     let logged = sample_rows(
-        &mut source,
+        &mut session,
         &mut log,
         first,
         columns,
@@ -381,7 +295,7 @@ fn write_log(
         interval,
         samples,
     )?;
-    source.close();
+    session.close();
     let Some((columns, sampler)) = logged else {
         return Ok(());
     };
@@ -406,7 +320,7 @@ fn write_log(
 /// are written (returning the columns and the sampler, to say what never matched) or the
 /// reader goes (returning `None`); without `samples`, until interrupted.
 fn sample_rows(
-    source: &mut Source,
+    session: &mut Session,
     log: &mut LogWriter<Box<dyn Write>>,
     first: DataSnapshot,
     mut columns: Columns,
@@ -416,17 +330,19 @@ fn sample_rows(
 ) -> Result<Option<(Columns, Sampler)>, String> {
     // Watch leases on what is logged, renewed at every sample (the Windows 95 stat servers'
     // start/stop), on the apps as the registry lists them now.
-    let mut leases = prfmon::lease::Leases::new(source.apps().clone(), interval);
+    let mut leases = prfmon::lease::Leases::new(session.machine().apps.clone(), interval);
+    let objects = objects(sampler.requests());
     let mut generation = 0;
     let start = Instant::now();
     let mut snapshot = first;
     let mut taken: u64 = 0;
     let ended = loop {
-        if source.changed_since(&mut generation) {
-            leases.set_ranges(source.apps().clone());
+        if session.changed_since(&mut generation) {
+            leases.set_ranges(session.machine().apps.clone());
         }
-        leases.hold(&sampler.titles(&snapshot, source.names()));
-        let values = columns.sample(&snapshot, source.names());
+        let names = &session.machine().names;
+        leases.hold(&sampler.titles(&snapshot, names));
+        let values = columns.sample(&snapshot, names);
         match log.write_row(&timestamp(sample_time(&snapshot)), &values) {
             Ok(()) => {}
             Err(e) if reader_gone(&e) => break None,
@@ -443,7 +359,7 @@ fn sample_rows(
         }
         // The last collection goes before the next comes: two are never held at once.
         drop(snapshot);
-        snapshot = match source.collect() {
+        snapshot = match session.sample(&objects) {
             Ok(s) => s,
             Err(e) => {
                 errln!("prfmon typeperf: {e}");
@@ -460,17 +376,17 @@ fn sample_rows(
 /// Lists the paths to `out`, each escaped as a field ([`field`]) when `console` (standard
 /// output), exact in a file.
 fn list(
-    source: &mut Source,
+    session: &mut Session,
     mut out: Box<dyn Write>,
     object: Option<&str>,
     expanded: bool,
     console: bool,
 ) -> Result<(), String> {
-    let mut both = source.collect_query("Global")?;
-    let costly = source.collect_query("Costly")?;
+    let mut both = session.snapshot("Global").map_err(|e| e.to_string())?.0;
+    let costly = session.snapshot("Costly").map_err(|e| e.to_string())?.0;
     // `Costly` also returns the non-costly parents of costly objects: listed once.
     merge_missing(&mut both, costly);
-    let listed = query_paths(&both, source.names(), object, expanded, |p| {
+    let listed = query_paths(&both, &session.machine().names, object, expanded, |p| {
         let p = p.to_string();
         if console {
             writeln!(out, "{}", field(&p))

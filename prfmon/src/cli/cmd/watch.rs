@@ -7,19 +7,19 @@
 //! so a path whose app is installed later starts drawing then: a well-formed path that matches
 //! nothing at the start is said on stderr (`not found now: ...`) and waits, listed in the
 //! legend's title as not found now; one whose app goes is marked gone. Collections are made as
-//! `typeperf` makes them ([`super::typeperf::Source`]).
+//! `typeperf` makes them ([`prfmon::session::Session::sample`]).
 //!
 //! The hidden option `--frames N` quits by itself after N samples have been drawn, for tests.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use super::typeperf::Source;
 use crate::cli::chart::{render, WatchState};
-use crate::cli::stdout::errln;
+use crate::cli::error::CliError;
 use clap::Args;
 use prfmon::pdh::{self, FormatOptions};
 use prfmon::sampler::Sampler;
+use prfmon::session::Session;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
 /// `prfmon watch ...`.
@@ -53,15 +53,15 @@ pub struct WatchArgs {
 
 /// Takes one sample of `snapshot` into the chart, a reading at a time (a wildcard over many
 /// instances is never listed whole; the chart keeps at most [`crate::cli::chart::MAX_SERIES`]),
-/// named as `source` names them now, with the watch leases held on what it shows.
+/// named as `session` names them now, with the watch leases held on what it shows.
 fn sample_into(
     state: &mut WatchState,
     sampler: &mut Sampler,
     leases: &mut prfmon::lease::Leases,
-    source: &Source,
+    session: &Session,
     snapshot: &prfmon::decode::DataSnapshot,
 ) {
-    let names = source.names();
+    let names = &session.machine().names;
     leases.hold(&sampler.titles(snapshot, names));
     let mut seen = state.begin();
     let sample = sampler.sample_with(snapshot, names, |r| state.add(&r, &mut seen));
@@ -69,14 +69,9 @@ fn sample_into(
 }
 
 /// Runs `prfmon watch`.
-pub fn run(args: WatchArgs) -> ExitCode {
-    match run_inner(args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            errln!("prfmon watch: {e}");
-            ExitCode::FAILURE
-        }
-    }
+pub fn run(args: WatchArgs) -> Result<ExitCode, CliError> {
+    run_inner(args)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run_inner(args: WatchArgs) -> Result<(), String> {
@@ -86,78 +81,124 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
         .map(|p| pdh::parse(p))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
-    let mut source = Source::open(
+    let typeperf = super::typeperf::open;
+    let mut session = typeperf(
         "watch",
         &args.lang,
         &args.collector,
         &args.remote,
         &requests,
     )?;
-    let (first, _) = source.collect_first("watch", &requests, |_| "waiting for it")?;
+    let objects = super::typeperf::objects(&requests);
+    let (first, _) =
+        super::typeperf::collect_first(&mut session, "watch", &requests, |_| "waiting for it")?;
 
     // perfmon's chart: percentages capped at 100; DefaultScale is applied by the chart state.
     let options = FormatOptions {
         cap_percent: !args.nocap100,
         ..FormatOptions::default()
     };
-    let mut sampler = Sampler::new(requests, options);
-    let mut state = WatchState::new(args.interval, !args.no_scale);
-    // Watch leases on what is charted, renewed at every sample (the Windows 95 stat servers'
-    // start/stop).
-    let mut leases = prfmon::lease::Leases::new(source.apps().clone(), args.interval);
-    let mut generation = 0;
+    let mut chart = Chart {
+        sampler: Sampler::new(requests, options),
+        state: WatchState::new(args.interval, !args.no_scale),
+        // Watch leases on what is charted, renewed at every sample (the Windows 95 stat
+        // servers' start/stop).
+        leases: prfmon::lease::Leases::new(session.machine().apps.clone(), args.interval),
+        generation: 0,
+    };
     // The Windows 95 stat servers' scale factors, from the registry the names came from.
-    state.factors = source.factors().clone();
-    sample_into(&mut state, &mut sampler, &mut leases, &source, &first);
+    chart.state.factors = session.machine().factors.clone();
+    sample_into(
+        &mut chart.state,
+        &mut chart.sampler,
+        &mut chart.leases,
+        &session,
+        &first,
+    );
     drop(first);
 
     let mut terminal = ratatui::try_init().map_err(|e| format!("cannot use the terminal: {e}"))?;
-    let mut draw = |state: &WatchState| {
-        terminal
-            .draw(|frame| render(frame, state))
-            .map(|_| ())
-            .map_err(|e| format!("cannot draw: {e}"))
-    };
-    let result = (|| -> Result<(), String> {
-        draw(&state)?;
+    let result = chart.run(&mut terminal, &mut session, &objects, args.frames);
+    ratatui::restore();
+    chart.leases.release();
+    session.close();
+    result
+}
+
+/// What the chart keeps between samples.
+struct Chart {
+    sampler: Sampler,
+    state: WatchState,
+    leases: prfmon::lease::Leases,
+    /// The session's facts' generation the leases and factors were taken at.
+    generation: u64,
+}
+
+impl Chart {
+    /// Samples `objects` from `session` and draws until a quitting key (or `frames` samples).
+    fn run(
+        &mut self,
+        terminal: &mut ratatui::DefaultTerminal,
+        session: &mut Session,
+        objects: &[String],
+        frames: Option<u64>,
+    ) -> Result<(), String> {
+        let mut draw = |state: &WatchState| {
+            terminal
+                .draw(|frame| render(frame, state))
+                .map(|_| ())
+                .map_err(|e| format!("cannot draw: {e}"))
+        };
+        draw(&self.state)?;
         let mut last = Instant::now();
         loop {
-            if args.frames.is_some_and(|n| state.samples >= n) {
+            if frames.is_some_and(|n| self.state.samples >= n) {
                 return Ok(());
             }
-            let due = last + state.interval;
+            let due = last + self.state.interval;
             let wait = due.saturating_duration_since(Instant::now());
             if event::poll(wait).map_err(|e| e.to_string())? {
-                match event::read().map_err(|e| e.to_string())? {
-                    Event::Key(key) if key.kind != KeyEventKind::Release => match key.code {
-                        KeyCode::Char('q') | KeyCode::Char('Q') | KeyCode::Esc => return Ok(()),
-                        KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                            return Ok(())
-                        }
-                        KeyCode::Char('+') => state.slower(),
-                        KeyCode::Char('-') => state.faster(),
-                        _ => {}
-                    },
-                    _ => {}
+                if self.key(event::read().map_err(|e| e.to_string())?) {
+                    return Ok(());
                 }
-                draw(&state)?;
+                draw(&self.state)?;
                 continue;
             }
             last = Instant::now();
-            let snapshot = source.collect().unwrap_or_default();
-            if source.changed_since(&mut generation) {
-                leases.set_ranges(source.apps().clone());
-                state.factors = source.factors().clone();
-            }
-            leases.set_interval(state.interval);
-            sample_into(&mut state, &mut sampler, &mut leases, &source, &snapshot);
-            // The collection goes before the next comes: two are never held at once.
-            drop(snapshot);
-            draw(&state)?;
+            self.sample(session, objects);
+            draw(&self.state)?;
         }
-    })();
-    ratatui::restore();
-    leases.release();
-    source.close();
-    result
+    }
+
+    /// Acts on `event`; true for a quitting key.
+    fn key(&mut self, event: Event) -> bool {
+        let Event::Key(key) = event else {
+            return false;
+        };
+        if key.kind == KeyEventKind::Release {
+            return false;
+        }
+        match key.code {
+            KeyCode::Char('q') | KeyCode::Char('Q') | KeyCode::Esc => return true,
+            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return true,
+            KeyCode::Char('+') => self.state.slower(),
+            KeyCode::Char('-') => self.state.faster(),
+            _ => {}
+        }
+        false
+    }
+
+    /// One sample into the chart, the leases and factors following the session's facts.
+    fn sample(&mut self, session: &mut Session, objects: &[String]) {
+        let snapshot = session.sample(objects).unwrap_or_default();
+        if session.changed_since(&mut self.generation) {
+            self.leases.set_ranges(session.machine().apps.clone());
+            self.state.factors = session.machine().factors.clone();
+        }
+        self.leases.set_interval(self.state.interval);
+        let (state, sampler, leases) = (&mut self.state, &mut self.sampler, &mut self.leases);
+        sample_into(state, sampler, leases, session, &snapshot);
+        // The collection goes before the next comes: two are never held at once.
+        drop(snapshot);
+    }
 }

@@ -64,7 +64,7 @@
 //! `/perfdata`, `/names`, `/factors` and `/reg` are what another machine's `prfmon query | list
 //! | typeperf | watch --computer HOST:PORT` and `prfmon reg query \\HOST\KEY` read
 //! ([`prfmon::remote`]): the collector's bytes as they are, the Perflib names, and any key
-//! through the same read path as the local `reg query` ([`super::cmd::reg::query_text`]).
+//! through the same read path as the local `reg query` ([`prfmon::perfstats::keys::query_text`]).
 //! They take the same token. A server without a token is read-only: the PerfStats writes
 //! (`StartStat`, `StopStat`) need the token or `--allow-remote-watch` ([`watches`] has the
 //! per-peer and per-app bounds). With [`ServeOptions::tls`] (`--tls-cert FILE --tls-key FILE`)
@@ -84,7 +84,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use prfdata_registry::Registry;
+use prfdata_registry::{Registry, StoreStamp};
 use tokio::sync::Notify;
 
 use super::token::BearerToken;
@@ -216,13 +216,23 @@ impl Stopper {
     }
 }
 
+impl<R: Registry> Shared<R> {
+    /// The collector, when its turn comes.
+    pub(super) fn collector(&self) -> std::sync::MutexGuard<'_, Collector<R>> {
+        self.collector
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// What the requests share.
 pub struct Shared<R: Registry> {
     collector: Mutex<Collector<R>>,
     lang: String,
     token: Option<BearerToken>,
-    /// The last names read, kept when a later read fails.
-    names: Mutex<Arc<Names>>,
+    /// The last names read and the registry's stamp before the read, kept when a later read
+    /// fails.
+    names: Mutex<(Option<StoreStamp>, Arc<Names>)>,
     /// Whether peers may start and stop watches (a token, or `--allow-remote-watch`).
     allow_watch: bool,
     /// The watches held for peers.
@@ -274,6 +284,7 @@ where
                  accept may run out of files (then connections are closed to make room)"
             );
         }
+        let stamp = collector.registry().stamp();
         let names = Names::load(collector.registry(), &options.lang).unwrap_or_default();
         let allow_watch = options.token.is_some() || options.allow_remote_watch;
         Ok(Self {
@@ -282,7 +293,7 @@ where
                 collector: Mutex::new(collector),
                 lang: options.lang,
                 token: options.token,
-                names: Mutex::new(Arc::new(names)),
+                names: Mutex::new((stamp, Arc::new(names))),
                 allow_watch,
                 watches: Mutex::new(watches::PeerWatches::default()),
                 scrapes: scrapes::Scrapes::default(),

@@ -13,8 +13,7 @@ use prfmon::perfstats::{stat_write, PerfStatsError, StatWrite};
 use super::routes::{blocking, not_allowed, param, text, Answer};
 use super::watches::PeerWatchError;
 use super::Shared;
-use crate::cli::cmd::perfstats::{needs_view, stat_text, view_with};
-use crate::cli::cmd::reg::{query_text, QueryError};
+use prfmon::perfstats::keys::{needs_view, query_text, stat_text, view_with, QueryError};
 
 /// A parsed `/reg` query.
 struct RegQuery {
@@ -72,10 +71,7 @@ fn error(e: &PeerWatchError) -> Answer {
 fn watch<R: Registry>(shared: &Shared<R>, peer: IpAddr, write: StatWrite, q: &RegQuery) -> Answer {
     let stat = q.value.as_deref().unwrap_or_default();
     let view = {
-        let mut collector = shared
-            .collector
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut collector = shared.collector();
         view_with(&mut collector)
     };
     let target = match view.watch_target(stat) {
@@ -111,10 +107,7 @@ fn read<R: Registry>(shared: &Shared<R>, peer: IpAddr, q: &RegQuery) -> Answer {
         type_numbers: q.type_numbers,
     };
     let result = {
-        let mut collector = shared
-            .collector
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut collector = shared.collector();
         // The PerfStats keys are computed from a collection: a remote StatData reads this
         // machine's apps.
         let view = needs_view(&q.key).then(|| view_with(&mut collector));

@@ -210,22 +210,21 @@ fn metrics<R: Registry>(
 
 /// One collection for `query`. Collections take turns on the collector's mutex.
 fn scrape<R: Registry>(shared: &Shared<R>, query: &str) -> Result<Exposition, String> {
-    let mut collector = shared
-        .collector
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
+    let mut collector = shared.collector();
     let collection = collector.collect_with_services(query);
-    // Names are read on each scrape so that names changed by lodctr are seen; a failed read
-    // keeps the last names.
-    let fresh = Names::load(collector.registry(), &shared.lang).ok();
-    drop(collector);
+    // Names are read again when the registry changed (lodctr), one `stat` telling; a failed
+    // read keeps the last names.
+    let stamp = collector.registry().stamp();
     let names = {
         let mut last = shared.names.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(fresh) = fresh {
-            *last = Arc::new(fresh);
+        if stamp.is_none() || last.0 != stamp {
+            if let Ok(fresh) = Names::load(collector.registry(), &shared.lang) {
+                *last = (stamp, Arc::new(fresh));
+            }
         }
-        Arc::clone(&last)
+        Arc::clone(&last.1)
     };
+    drop(collector);
     // The collector builds the block and validates every object, so an error is a bug; the
     // scrape answers 500 with the reason.
     prfmon::decode::decode_owned(collection.bytes)
@@ -235,11 +234,7 @@ fn scrape<R: Registry>(shared: &Shared<R>, query: &str) -> Result<Exposition, St
 
 /// `/perfdata`: one collection, the bytes as collected, the services in a header.
 fn perfdata<R: Registry>(shared: &Shared<R>, query: &str) -> Answer {
-    let collection = shared
-        .collector
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .collect_with_services(query);
+    let collection = shared.collector().collect_with_services(query);
     let r = answer(200, "application/octet-stream", collection.bytes);
     let services = prfmon::remote::encode_services(&collection.services);
     match HeaderName::from_bytes(prfmon::remote::SERVICES_HEADER.as_bytes()) {
@@ -258,10 +253,7 @@ fn names_answer<R: Registry>(shared: &Shared<R>, query: &str) -> Answer {
         return text(400, "lang must be a Perflib language subkey such as 009\n");
     }
     let names = {
-        let collector = shared
-            .collector
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let collector = shared.collector();
         Names::load(collector.registry(), &lang)
     };
     match names.map(|n| serde_json::to_vec(&n)) {
@@ -277,10 +269,7 @@ fn names_answer<R: Registry>(shared: &Shared<R>, query: &str) -> Answer {
 /// `/factors`: the scale factors (`PSTF_FACTOR_*`) as JSON, name index to `*N` / `/N`.
 fn factors_answer<R: Registry>(shared: &Shared<R>) -> Answer {
     let factors = {
-        let collector = shared
-            .collector
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let collector = shared.collector();
         prfmon::factor::Factors::load(collector.registry())
     };
     match factors.map(|f| serde_json::to_vec(&f.to_texts())) {

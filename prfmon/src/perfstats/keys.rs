@@ -1,12 +1,14 @@
-//! `prfmon reg query` on the PerfStats keys (KB Q174631, [`prfmon::perfstats`]): the `Enum` view
-//! under `HKLM\System\CurrentControlSet\Control\PerfStats` and `HKEY_DYN_DATA\PerfStats`
+//! `reg query` on the PerfStats keys (KB Q174631, [`super`]), for `prfmon reg query` and
+//! `prfmon serve`'s `GET /reg` alike ([`query_text`]): the `Enum` view under `HKLM\System\CurrentControlSet\Control\PerfStats` and `HKEY_DYN_DATA\PerfStats`
 //! (`StartStat`, `StatData`, `StopStat`), computed from a collection made for the query.
 
+use prfdata_registry::reg_cli::{self, QueryOptions};
 use prfdata_registry::{normalize_key, FileRegistry, Registry, RegistryError};
-use prfmon::collector::{Collector, CollectorOptions};
-use prfmon::lease::AppRanges;
-use prfmon::names::Names;
-use prfmon::perfstats::{PerfStats, PerfStatsError};
+use prfdata_untrusted::text::{escape_field, Style};
+
+use super::{dyn_data_path, PerfStats, PerfStatsError};
+use crate::collector::{Collector, CollectorOptions};
+use crate::session::Machine;
 
 /// The PerfStats key below `HKLM\System\CurrentControlSet\Control`.
 const PERFSTATS_UNDER_HKLM: &str = r"HKLM\System\CurrentControlSet\Control\PerfStats";
@@ -19,8 +21,6 @@ pub fn is_enum_path(key: &str) -> bool {
         k == base || k.starts_with(&format!("{base}\\"))
     })
 }
-
-pub use prfmon::perfstats::dyn_data_path;
 
 /// Whether `key` is served by the PerfStats view (the `Enum` keys or `HKEY_DYN_DATA`).
 pub fn needs_view(key: &str) -> bool {
@@ -38,14 +38,12 @@ pub fn view(registry: &FileRegistry) -> Result<PerfStats, String> {
 
 /// [`view`] through an open collector (`serve` answering a remote `reg query`).
 pub fn view_with<R: Registry>(collector: &mut Collector<R>) -> PerfStats {
-    let names = Names::load(collector.registry(), "009").unwrap_or_default();
-    let apps = AppRanges::load(collector.registry()).unwrap_or_default();
-    let factors = prfmon::factor::Factors::load(collector.registry()).unwrap_or_default();
-    let decode = |bytes: Vec<u8>| prfmon::decode::decode_owned(bytes).unwrap_or_default();
+    let machine = Machine::load(collector.registry(), "009").unwrap_or_default();
+    let decode = |bytes: Vec<u8>| crate::decode::decode_owned(bytes).unwrap_or_default();
     let mut snapshot = decode(collector.collect("Global"));
     let costly = decode(collector.collect("Costly"));
-    prfmon::merge::merge_missing(&mut snapshot, costly);
-    PerfStats::with_factors(&snapshot, &names, apps, &factors)
+    crate::merge::merge_missing(&mut snapshot, costly);
+    PerfStats::with_factors(&snapshot, &machine.names, machine.apps, &machine.factors)
 }
 
 /// The three operations under `HKEY_DYN_DATA\PerfStats`.
@@ -68,7 +66,7 @@ pub fn dyn_text(
     rest: &str,
     value: Option<&str>,
     recursive: bool,
-) -> Result<String, super::reg::QueryError> {
+) -> Result<String, QueryError> {
     let parts: Vec<&str> = rest.split('\\').filter(|p| !p.is_empty()).collect();
     let not_found = || RegistryError::KeyNotFound(format!(r"HKEY_DYN_DATA\{rest}"));
     let op = match parts.as_slice() {
@@ -102,7 +100,7 @@ pub fn dyn_text(
                     }
                     .into())
                 }
-                Err(e) => return Err(super::reg::QueryError::View(e.to_string())),
+                Err(e) => return Err(QueryError::View(e.to_string())),
             };
             text.push_str(&stat_text(name, stat, v));
         }
@@ -162,8 +160,44 @@ fn binary_line(name: &str, v: u32) -> String {
     let hex: String = v.to_le_bytes().iter().map(|b| format!("{b:02X}")).collect();
     format!(
         "    {}    REG_BINARY    {hex}",
-        crate::cli::stdout::field(name)
+        escape_field(name, Style::Terminal)
     )
+}
+
+/// What `reg query KEY` prints, read from `registry`: the one read path of `reg query`, which
+/// `prfmon serve` answers remote readers with too (`GET /reg`), so that a key readable here is
+/// readable from another machine the same way. The PerfStats keys are read from `view`.
+///
+/// # Errors
+///
+/// The key or value is not there, or `view` is needed and not given or cannot answer.
+pub fn query_text<R: Registry + ?Sized>(
+    registry: &R,
+    key: &str,
+    options: &QueryOptions<'_>,
+    view: Option<&PerfStats>,
+) -> Result<String, QueryError> {
+    let perfstats = || QueryError::View(format!("{key} needs a PerfStats view (a collection)"));
+    if let Some(rest) = dyn_data_path(key) {
+        let view = view.ok_or_else(perfstats)?;
+        return dyn_text(view, &rest, options.value, options.recurse);
+    }
+    if is_enum_path(key) {
+        let view = view.ok_or_else(perfstats)?;
+        return Ok(reg_cli::query_with(&view.enum_hive(), key, options)?);
+    }
+    Ok(reg_cli::query_with(&registry.snapshot()?, key, options)?)
+}
+
+/// Why [`query_text`] gave no text.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    /// The key or value is not there, or the registry could not be read.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// The PerfStats view could not answer (a stat that cannot be watched or read).
+    #[error("{0}")]
+    View(String),
 }
 
 #[cfg(test)]

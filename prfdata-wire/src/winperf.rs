@@ -5,9 +5,11 @@
 //! carry, so they are composed here from the bit fields exactly as winperf.h composes them, and
 //! the unit tests at the end of this file check each against its documented hexadecimal value.
 //!
-//! The wire structures are the x64 layouts (on `_WIN64` the title pointers are DWORDs), little
-//! endian, with their sizes and field offsets checked at compile time against winperf.h and
-//! against `windows-sys`' own declarations:
+//! The wire structures are the x64 layouts (on `_WIN64` the title pointers are DWORDs) as they
+//! lie in the bytes: little-endian fields (`zerocopy::little_endian`) with no alignment, so a
+//! reference into a buffer is valid at any offset (a Windows provider's objects are only
+//! DWORD-aligned) and a field read is one load. Their sizes and field offsets are checked at
+//! compile time against winperf.h and against `windows-sys`' own declarations:
 //!
 //! ```text
 //! PERF_DATA_BLOCK           88 bytes   one per collection
@@ -20,7 +22,7 @@
 //! # Examples
 //!
 //! ```
-//! use prfdata::winperf::{self, PERF_COUNTER_COUNTER};
+//! use prfdata_wire::winperf::{self, PERF_COUNTER_COUNTER};
 //!
 //! assert_eq!(PERF_COUNTER_COUNTER, 0x1041_0400);
 //! assert_eq!(winperf::counter_size(PERF_COUNTER_COUNTER), Some(4));
@@ -29,7 +31,9 @@
 
 use core::mem::{offset_of, size_of};
 use windows_sys::Win32::System::Performance as ws;
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+// The little-endian field types of the wire structures, for the users that build them.
+pub use zerocopy::little_endian::{I32, I64, U16, U32};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 // ---------------------------------------------------------------------------------------------
 // Bit fields (winperf.h), re-exported from windows-sys.
@@ -317,7 +321,7 @@ pub const PERF_PRECISION_TIMESTAMP: u32 = PERF_LARGE_RAW_BASE;
 /// # Examples
 ///
 /// ```
-/// use prfdata::winperf::*;
+/// use prfdata_wire::winperf::*;
 /// assert_eq!(counter_size(PERF_COUNTER_BULK_COUNT), Some(8));
 /// assert_eq!(counter_size(PERF_COUNTER_NODATA), Some(0));
 /// assert_eq!(counter_size(PERF_COUNTER_TEXT), None);
@@ -336,7 +340,7 @@ pub const fn counter_size(counter_type: u32) -> Option<u32> {
 /// # Examples
 ///
 /// ```
-/// use prfdata::winperf::*;
+/// use prfdata_wire::winperf::*;
 /// assert!(is_base(PERF_AVERAGE_BASE));
 /// assert!(!is_base(PERF_AVERAGE_TIMER));
 /// ```
@@ -353,7 +357,7 @@ pub const fn is_base(counter_type: u32) -> bool {
 /// # Examples
 ///
 /// ```
-/// use prfdata::winperf::*;
+/// use prfdata_wire::winperf::*;
 /// assert_eq!(required_base(PERF_AVERAGE_TIMER), Some(PERF_AVERAGE_BASE));
 /// assert_eq!(required_base(PERF_PRECISION_100NS_TIMER), Some(PERF_PRECISION_TIMESTAMP));
 /// assert_eq!(required_base(PERF_COUNTER_COUNTER), None);
@@ -387,7 +391,7 @@ pub const fn required_base(counter_type: u32) -> Option<u32> {
 /// # Examples
 ///
 /// ```
-/// use prfdata::winperf::*;
+/// use prfdata_wire::winperf::*;
 /// assert!(is_differentiated(PERF_100NSEC_TIMER));
 /// assert!(is_differentiated(PERF_AVERAGE_TIMER));
 /// assert!(!is_differentiated(PERF_COUNTER_RAWCOUNT));
@@ -404,7 +408,7 @@ pub const fn is_differentiated(counter_type: u32) -> bool {
 /// # Examples
 ///
 /// ```
-/// use prfdata::winperf::*;
+/// use prfdata_wire::winperf::*;
 /// assert!(uses_object_timer(PERF_ELAPSED_TIME));
 /// assert!(!uses_object_timer(PERF_100NSEC_TIMER));
 /// ```
@@ -418,7 +422,7 @@ pub const fn uses_object_timer(counter_type: u32) -> bool {
 /// # Examples
 ///
 /// ```
-/// use prfdata::winperf::*;
+/// use prfdata_wire::winperf::*;
 /// assert_eq!(counter_type_name(0x3002_0400), Some("PERF_AVERAGE_TIMER"));
 /// ```
 pub const fn counter_type_name(counter_type: u32) -> Option<&'static str> {
@@ -472,18 +476,28 @@ pub const fn counter_type_name(counter_type: u32) -> Option<&'static str> {
 /// winperf.h `SYSTEMTIME` as it is embedded in [`PerfDataBlock`] (16 bytes).
 #[repr(C)]
 #[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    FromBytes,
+    IntoBytes,
+    Immutable,
+    KnownLayout,
+    Unaligned,
 )]
 #[allow(missing_docs)]
 pub struct SystemTime {
-    pub year: u16,
-    pub month: u16,
-    pub day_of_week: u16,
-    pub day: u16,
-    pub hour: u16,
-    pub minute: u16,
-    pub second: u16,
-    pub milliseconds: u16,
+    pub year: U16,
+    pub month: U16,
+    pub day_of_week: U16,
+    pub day: U16,
+    pub hour: U16,
+    pub minute: U16,
+    pub second: U16,
+    pub milliseconds: U16,
 }
 
 /// `PERF_DATA_BLOCK`: the header of a whole collection (88 bytes).
@@ -491,44 +505,54 @@ pub struct SystemTime {
 /// # Examples
 ///
 /// ```
-/// use prfdata::winperf::PerfDataBlock;
+/// use prfdata_wire::winperf::PerfDataBlock;
 /// assert_eq!(core::mem::size_of::<PerfDataBlock>(), 88);
 /// ```
 #[repr(C)]
 #[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    FromBytes,
+    IntoBytes,
+    Immutable,
+    KnownLayout,
+    Unaligned,
 )]
 pub struct PerfDataBlock {
     /// `"PERF"` in UTF-16.
-    pub signature: [u16; 4],
+    pub signature: [U16; 4],
     /// 1 when the data is little endian.
-    pub little_endian: u32,
+    pub little_endian: U32,
     /// Structure version: 1.
-    pub version: u32,
+    pub version: U32,
     /// Structure revision: 1.
-    pub revision: u32,
+    pub revision: U32,
     /// Bytes of the whole collection, this header included.
-    pub total_byte_length: u32,
+    pub total_byte_length: U32,
     /// Bytes of this header including the system name and its padding.
-    pub header_length: u32,
+    pub header_length: U32,
     /// Number of objects that follow.
-    pub num_object_types: u32,
+    pub num_object_types: U32,
     /// Name index of the default object, or -1.
-    pub default_object: i32,
+    pub default_object: I32,
     /// Collection time, UTC.
     pub system_time: SystemTime,
     /// Explicit padding that aligns `perf_time` (the C compiler inserts it implicitly).
-    pub _pad: u32,
+    pub _pad: U32,
     /// High-resolution counter value at collection.
-    pub perf_time: i64,
+    pub perf_time: I64,
     /// Ticks per second of `perf_time`.
-    pub perf_freq: i64,
+    pub perf_freq: I64,
     /// Collection time in 100 ns units since 1601-01-01 (FILETIME).
-    pub perf_time_100nsec: i64,
+    pub perf_time_100nsec: I64,
     /// Bytes of the system name, terminating NUL included.
-    pub system_name_length: u32,
+    pub system_name_length: U32,
     /// Offset of the system name from the start of this structure.
-    pub system_name_offset: u32,
+    pub system_name_offset: U32,
 }
 
 /// `PERF_OBJECT_TYPE`: one object's header (64 bytes on x64).
@@ -536,42 +560,52 @@ pub struct PerfDataBlock {
 /// # Examples
 ///
 /// ```
-/// use prfdata::winperf::PerfObjectType;
+/// use prfdata_wire::winperf::PerfObjectType;
 /// assert_eq!(core::mem::size_of::<PerfObjectType>(), 64);
 /// ```
 #[repr(C)]
 #[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    FromBytes,
+    IntoBytes,
+    Immutable,
+    KnownLayout,
+    Unaligned,
 )]
 pub struct PerfObjectType {
     /// Bytes of this object: header, definitions and instance data.
-    pub total_byte_length: u32,
+    pub total_byte_length: U32,
     /// Bytes of the header and the counter definitions.
-    pub definition_length: u32,
+    pub definition_length: U32,
     /// Bytes of this structure (64).
-    pub header_length: u32,
+    pub header_length: U32,
     /// Name index of the object.
-    pub object_name_title_index: u32,
+    pub object_name_title_index: U32,
     /// Unused on x64 (was a pointer).
-    pub object_name_title: u32,
+    pub object_name_title: U32,
     /// Help index of the object.
-    pub object_help_title_index: u32,
+    pub object_help_title_index: U32,
     /// Unused on x64 (was a pointer).
-    pub object_help_title: u32,
+    pub object_help_title: U32,
     /// `PERF_DETAIL_*`.
-    pub detail_level: u32,
+    pub detail_level: U32,
     /// Number of counter definitions.
-    pub num_counters: u32,
+    pub num_counters: U32,
     /// Index of the default counter among the definitions, or -1.
-    pub default_counter: i32,
+    pub default_counter: I32,
     /// Number of instances, or `PERF_NO_INSTANCES` (-1).
-    pub num_instances: i32,
+    pub num_instances: I32,
     /// 0: instance names are UTF-16.
-    pub code_page: u32,
+    pub code_page: U32,
     /// The object's timer value, for object-timer counters.
-    pub perf_time: i64,
+    pub perf_time: I64,
     /// Ticks per second of `perf_time`.
-    pub perf_freq: i64,
+    pub perf_freq: I64,
 }
 
 /// `PERF_COUNTER_DEFINITION`: one counter's description (40 bytes on x64).
@@ -579,34 +613,44 @@ pub struct PerfObjectType {
 /// # Examples
 ///
 /// ```
-/// use prfdata::winperf::PerfCounterDefinition;
+/// use prfdata_wire::winperf::PerfCounterDefinition;
 /// assert_eq!(core::mem::size_of::<PerfCounterDefinition>(), 40);
 /// ```
 #[repr(C)]
 #[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    FromBytes,
+    IntoBytes,
+    Immutable,
+    KnownLayout,
+    Unaligned,
 )]
 pub struct PerfCounterDefinition {
     /// Bytes of this structure (40).
-    pub byte_length: u32,
+    pub byte_length: U32,
     /// Name index of the counter (0 for a base).
-    pub counter_name_title_index: u32,
+    pub counter_name_title_index: U32,
     /// Unused on x64 (was a pointer).
-    pub counter_name_title: u32,
+    pub counter_name_title: U32,
     /// Help index of the counter (0 for a base).
-    pub counter_help_title_index: u32,
+    pub counter_help_title_index: U32,
     /// Unused on x64 (was a pointer).
-    pub counter_help_title: u32,
+    pub counter_help_title: U32,
     /// Power of ten to scale the value by for charts.
-    pub default_scale: i32,
+    pub default_scale: I32,
     /// `PERF_DETAIL_*`.
-    pub detail_level: u32,
+    pub detail_level: U32,
     /// The counter type (`PERF_COUNTER_COUNTER`, ...).
-    pub counter_type: u32,
+    pub counter_type: U32,
     /// Bytes of the value.
-    pub counter_size: u32,
+    pub counter_size: U32,
     /// Offset of the value from the start of the `PERF_COUNTER_BLOCK`.
-    pub counter_offset: u32,
+    pub counter_offset: U32,
 }
 
 /// `PERF_INSTANCE_DEFINITION`: one instance's header, followed by its UTF-16 name (24 bytes).
@@ -614,26 +658,36 @@ pub struct PerfCounterDefinition {
 /// # Examples
 ///
 /// ```
-/// use prfdata::winperf::PerfInstanceDefinition;
+/// use prfdata_wire::winperf::PerfInstanceDefinition;
 /// assert_eq!(core::mem::size_of::<PerfInstanceDefinition>(), 24);
 /// ```
 #[repr(C)]
 #[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    FromBytes,
+    IntoBytes,
+    Immutable,
+    KnownLayout,
+    Unaligned,
 )]
 pub struct PerfInstanceDefinition {
     /// Bytes of this structure, the name and its padding (the counter block follows).
-    pub byte_length: u32,
+    pub byte_length: U32,
     /// Name index of the parent object, or 0.
-    pub parent_object_title_index: u32,
+    pub parent_object_title_index: U32,
     /// Position of the parent among the parent object's instances.
-    pub parent_object_instance: u32,
+    pub parent_object_instance: U32,
     /// A unique id used instead of the name, or `PERF_NO_UNIQUE_ID` (-1).
-    pub unique_id: i32,
+    pub unique_id: I32,
     /// Offset of the name from the start of this structure (24).
-    pub name_offset: u32,
+    pub name_offset: U32,
     /// Bytes of the name, terminating NUL included.
-    pub name_length: u32,
+    pub name_length: U32,
 }
 
 /// `PERF_COUNTER_BLOCK`: the length word that precedes counter values (4 bytes).
@@ -641,16 +695,26 @@ pub struct PerfInstanceDefinition {
 /// # Examples
 ///
 /// ```
-/// use prfdata::winperf::PerfCounterBlock;
+/// use prfdata_wire::winperf::PerfCounterBlock;
 /// assert_eq!(core::mem::size_of::<PerfCounterBlock>(), 4);
 /// ```
 #[repr(C)]
 #[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    FromBytes,
+    IntoBytes,
+    Immutable,
+    KnownLayout,
+    Unaligned,
 )]
 pub struct PerfCounterBlock {
     /// Bytes of the block, this field included.
-    pub byte_length: u32,
+    pub byte_length: U32,
 }
 
 // Sizes and offsets, checked against winperf.h and against windows-sys' declarations.
@@ -767,11 +831,11 @@ mod tests {
     #[test]
     fn wire_structs_serialise_little_endian() {
         let block = PerfCounterBlock {
-            byte_length: 0x0102_0304,
+            byte_length: 0x0102_0304.into(),
         };
         assert_eq!(block.as_bytes(), &[4, 3, 2, 1]);
         let obj = PerfObjectType {
-            num_instances: PERF_NO_INSTANCES,
+            num_instances: PERF_NO_INSTANCES.into(),
             ..Default::default()
         };
         assert_eq!(&obj.as_bytes()[40..44], &[0xff; 4]);

@@ -54,6 +54,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod keys;
+
 use std::time::Duration;
 
 use prfdata::watch::{WatchError, WatchSet, WatchTable};
@@ -121,10 +123,6 @@ pub enum PerfStatsError {
 }
 
 /// One object of the view.
-///
-/// # Examples
-///
-/// See the [module docs](self).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatObject {
     /// Its key name under `Enum`.
@@ -138,10 +136,6 @@ pub struct StatObject {
 }
 
 /// One counter of the view.
-///
-/// # Examples
-///
-/// See the [module docs](self).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatCounter {
     /// Its key name under the object's key.
@@ -159,10 +153,6 @@ pub struct StatCounter {
 }
 
 /// The PerfStats view of one collection.
-///
-/// # Examples
-///
-/// See the [module docs](self).
 #[derive(Debug, Clone, Default)]
 pub struct PerfStats {
     objects: Vec<StatObject>,
@@ -200,10 +190,6 @@ fn unique_key(display: &str, index: u32, taken: &mut Vec<String>) -> String {
 impl PerfStats {
     /// The view of `snapshot` (objects in collection order, each name index once; base counters
     /// left out), with the apps' name ranges for watches.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn new(snapshot: &DataSnapshot, names: &Names, apps: AppRanges) -> Self {
         Self::with_factors(snapshot, names, apps, &Factors::default())
     }
@@ -245,7 +231,7 @@ impl PerfStats {
                 .map(|c| {
                     let def = &obj.counters[c];
                     let cname = names.name(def.name_index);
-                    let differentiate = prfdata::winperf::is_differentiated(def.counter_type);
+                    let differentiate = prfdata_wire::winperf::is_differentiated(def.counter_type);
                     (
                         c,
                         StatCounter {
@@ -278,20 +264,12 @@ impl PerfStats {
     }
 
     /// The objects of the view.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn objects(&self) -> &[StatObject] {
         &self.objects
     }
 
     /// The `Enum` keys as a registry tree (to query like any key): `ENUM_KEY\<object>` with
     /// `Name`, and `\<counter>` below it with `Name`, `Description`, `Differentiate`.
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn enum_hive(&self) -> Hive {
         let mut hive = Hive::new();
         let _ = hive.create_key(ENUM_KEY);
@@ -314,10 +292,6 @@ impl PerfStats {
     /// # Errors
     ///
     /// [`PerfStatsError::NoSuchStat`].
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn find(&self, stat: &str) -> Result<(&StatObject, &StatCounter), PerfStatsError> {
         let missing = || PerfStatsError::NoSuchStat {
             name: stat.to_string(),
@@ -342,10 +316,6 @@ impl PerfStats {
     /// # Errors
     ///
     /// [`PerfStatsError::NoSuchStat`], [`PerfStatsError::NoValue`].
-    ///
-    /// # Examples
-    ///
-    /// See the [module docs](self).
     pub fn stat_data(&self, stat: &str) -> Result<u32, PerfStatsError> {
         let (_, counter) = self.find(stat)?;
         if let Ok((table, set)) = self.table_of(stat, counter) {

@@ -2,7 +2,7 @@
 //! `S` bytes in a Collect answer**, and a block is at most [`MAX_BLOCK_SIZE`]. This is the one
 //! rule the provider's answer, the collector's largest Collect buffer, its host protocol's
 //! largest frame and `prfmon decode`'s largest input all come from
-//! ([`BlockReader::MAX_COLLECT_ANSWER`]): whatever `activate` accepts, Collect can return.
+//! (`BlockReader::MAX_COLLECT_ANSWER`): whatever `activate` accepts, Collect can return.
 //!
 //! Each object of a block, serialised as "How a performance DLL interfaces with a monitor"
 //! asks (winperf.h's PERF_OBJECT_TYPE and its descendants), against what the block itself
@@ -32,11 +32,10 @@
 //! An app is served from two blocks (its installed map's and its run-time objects'), so one
 //! Collect of one app answers at most twice [`MAX_BLOCK_SIZE`]: 2 GiB, which a DWORD byte count
 //! (`*lpcbTotalBytes`) holds.
+//!
+//! [`MAX_BLOCK_SIZE`]: crate::layout::MAX_BLOCK_SIZE
 
-use super::block_reader::BlockReader;
-use super::error::ReadError;
-use super::records::ObjectInfo;
-use crate::layout::MAX_BLOCK_SIZE;
+use crate::reader::error::ReadError;
 
 /// PERF_OBJECT_TYPE's size (winperf.h).
 const OBJECT_TYPE: u64 = core::mem::size_of::<crate::winperf::PerfObjectType>() as u64;
@@ -50,71 +49,20 @@ const INSTANCE_DEFINITION: u64 =
 const TOTAL_NAME_UNITS: u64 = "_Total".len() as u64;
 
 /// The blocks one app is served from: its installed map's and its run-time objects'.
-const BLOCKS_PER_APP: u64 = 2;
-
-impl BlockReader {
-    /// The most bytes one Collect of prfdata's provider answers for one app: the objects of its
-    /// two blocks (installed and run-time), each at most [`MAX_BLOCK_SIZE`] (see the rule in
-    /// `reader/answer.rs`). The provider answers no more for a whole service (an app that would
-    /// take it past this is left out of that Collect, logged), and the collector grows its
-    /// Collect buffer up to this before it calls a provider that still wants more misbehaving.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use prfdata::reader::{BlockReader, MAX_BLOCK_SIZE};
-    /// assert_eq!(u64::from(BlockReader::MAX_COLLECT_ANSWER), 2 * MAX_BLOCK_SIZE);
-    /// ```
-    pub const MAX_COLLECT_ANSWER: u32 = {
-        let max = BLOCKS_PER_APP * MAX_BLOCK_SIZE;
-        assert!(max <= u32::MAX as u64, "a DWORD byte count holds it");
-        max as u32
-    };
-
-    /// The most bytes the objects of this block take in a Collect answer, every object once:
-    /// at most the block's size (see `reader/answer.rs`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # prfdata::prfdata_map! { pub mod app { app: "AnswerDoc", object O = 0 { name: "O",
-    /// #   help: "o", instances: { max: 8, name_len: 16 }, counters {
-    /// #   C = 2: RawCount { name: "C", help: "c" }, } } } }
-    /// # let dir = tempfile::tempdir()?;
-    /// let prf = app::PrfData::activate_in(dir.path())?;
-    /// let reader = prfdata::reader::BlockReader::open_path("AnswerDoc", prf.path())?;
-    /// assert!(reader.answer_bound() <= std::fs::metadata(prf.path())?.len());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn answer_bound(&self) -> u64 {
-        answer_bound(&self.records.objects)
-    }
-}
+pub(crate) const BLOCKS_PER_APP: u64 = 2;
 
 /// What the answer bound of one object depends on: its declared geometry.
 #[derive(Clone, Copy, Debug)]
-struct Geometry {
-    counters: u64,
+pub(crate) struct Geometry {
+    pub(crate) counters: u64,
     /// Bytes of one counter block.
-    block: u64,
+    pub(crate) block: u64,
     /// Its instance limit, its name limit (UTF-16 units) and whether it shows `_Total`; `None`
     /// without instances.
-    instances: Option<(u64, u64, bool)>,
+    pub(crate) instances: Option<(u64, u64, bool)>,
 }
 
 impl Geometry {
-    fn of(info: &ObjectInfo) -> Geometry {
-        Geometry {
-            counters: info.counters.len() as u64,
-            block: u64::from(info.counter_block_size),
-            instances: info.instanced.then_some((
-                u64::from(info.max_instances),
-                u64::from(info.max_name_len),
-                info.total,
-            )),
-        }
-    }
-
     /// The most bytes the object takes in a Collect answer: the left column of the table in
     /// the module docs.
     fn answer_bound(self) -> u64 {
@@ -130,15 +78,18 @@ impl Geometry {
     }
 }
 
-/// The most bytes `objects` take in a Collect answer (every value bounded by the reader's
-/// limits: no overflow below 2^64).
-pub(super) fn answer_bound(objects: &[ObjectInfo]) -> u64 {
-    objects.iter().map(|o| Geometry::of(o).answer_bound()).sum()
+/// The most bytes objects of these geometries take in a Collect answer (every value bounded by
+/// the reader's limits: no overflow below 2^64).
+pub(crate) fn answer_bound(objects: impl IntoIterator<Item = Geometry>) -> u64 {
+    objects.into_iter().map(Geometry::answer_bound).sum()
 }
 
 /// Refuses objects whose answer could be larger than the block (`file_size` bytes): their
 /// regions overlap (see the module docs).
-pub(super) fn check(objects: &[ObjectInfo], file_size: u64) -> Result<(), ReadError> {
+pub(crate) fn check(
+    objects: impl IntoIterator<Item = Geometry>,
+    file_size: u64,
+) -> Result<(), ReadError> {
     let need = answer_bound(objects);
     if need > file_size {
         return Err(ReadError::Overlapping {
@@ -229,6 +180,9 @@ mod tests {
 
     #[test]
     fn the_largest_answer_fits_a_dword_byte_count() {
-        assert_eq!(u64::from(BlockReader::MAX_COLLECT_ANSWER), 2 << 30);
+        assert_eq!(
+            u64::from(crate::reader::BlockReader::MAX_COLLECT_ANSWER),
+            2 << 30
+        );
     }
 }

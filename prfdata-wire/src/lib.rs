@@ -1,0 +1,8 @@
+//! The perflib wire format, defined once for everything that writes or reads it: prfdata's
+//! block records, the provider's serializer, the collector's checks and every consumer.
+//!
+//! - [`winperf`]: winperf.h's counter-type bit fields, the composed counter types and what a
+//!   type asks of its value, and the wire structures (`PERF_DATA_BLOCK` and the rest) as they
+//!   lie in the bytes: little endian, at any alignment.
+
+pub mod winperf;
