@@ -127,7 +127,8 @@ mod sys;
 mod text;
 mod write_lock;
 
-pub use crate::prfdata::{CtrsGuard, InstanceId, InstanceSpec, PrfData};
+pub use crate::map::InstanceId;
+pub use crate::prfdata::{CtrsGuard, InstanceSpec, PrfData};
 pub use block::open::{block_path, shm_dir};
 pub use error::Error;
 pub use instances::{Instance, Instances};

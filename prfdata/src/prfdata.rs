@@ -14,11 +14,12 @@ use crate::error::Error;
 use crate::instances::Instances;
 use crate::instances::{Corrupt, NewInstance, SlotRef, Tables};
 use crate::layout;
-use crate::map::{data_offset, CtrId, Global, Instanced, Object, PerfDataMap, Scope, Source};
+use crate::map::{
+    data_offset, CtrId, Global, InstanceId, Instanced, Object, PerfDataMap, Scope, Source,
+};
 use crate::on_demand::Server;
 use crate::optex::{Optex, OptexGuard};
 use crate::shard::{ShardHost, ShardedCtr};
-use crate::text::TextCtrs;
 use crate::watch::waiter::Host as WatchHost;
 use crate::watch::Watching;
 use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
@@ -140,76 +141,6 @@ impl<A> CounterPtr<A> {
 // to (see `PrfData::on_demand`); it is only accessed atomically.
 unsafe impl<A: Sync> Send for CounterPtr<A> {}
 
-/// A live instance of object `O`, returned by [`PrfData::add_instance`] (CPrfData's INSTID).
-///
-/// It is `Copy`: keep it wherever the instance's counters are updated. After
-/// [`PrfData::remove_instance`] (or [`Instances::remove_tree`] of it or of an ancestor)
-/// it is stale: removing it again is an error, and its counters belong to whatever instance
-/// takes its slot next.
-pub struct InstanceId<O: Object> {
-    block_offset: usize,
-    slot: u32,
-    generation: u32,
-    _object: PhantomData<fn() -> O>,
-}
-
-impl<O: Object> InstanceId<O> {
-    pub(crate) fn new(block_offset: usize, slot: u32, generation: u32) -> Self {
-        InstanceId {
-            block_offset,
-            slot,
-            generation,
-            _object: PhantomData,
-        }
-    }
-
-    pub(crate) fn generation(&self) -> u32 {
-        self.generation
-    }
-
-    pub(crate) fn slot_ref(&self) -> SlotRef {
-        SlotRef {
-            object: O::INDEX as u32,
-            slot: self.slot,
-            generation: self.generation,
-        }
-    }
-
-    /// The offset of the instance's counter block.
-    #[inline(always)]
-    pub(crate) fn block_offset(&self) -> usize {
-        self.block_offset
-    }
-
-    /// The instance's slot in its object's table (stable while the instance lives).
-    pub fn slot(&self) -> u32 {
-        self.slot
-    }
-}
-
-impl<O: Object> Clone for InstanceId<O> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<O: Object> Copy for InstanceId<O> {}
-impl<O: Object> PartialEq for InstanceId<O> {
-    fn eq(&self, other: &Self) -> bool {
-        self.slot == other.slot && self.generation == other.generation
-    }
-}
-impl<O: Object> Eq for InstanceId<O> {}
-impl<O: Object> fmt::Debug for InstanceId<O> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let symbol = <O::Map as PerfDataMap>::DEF.objects[O::INDEX].symbol;
-        write!(
-            f,
-            "InstanceId({symbol} slot {} gen {})",
-            self.slot, self.generation
-        )
-    }
-}
-
 /// How to add an instance: its name, and optionally a unique id, a parent and an owner process.
 /// A `&str` (or `&String`) is the spec of an instance with only a name.
 ///
@@ -317,7 +248,7 @@ impl<'n, M: PerfDataMap> InstanceSpec<'n, M> {
         P: Object<Map = M, Scope = Instanced>,
     {
         InstanceSpec {
-            parent: Some(parent.slot_ref()),
+            parent: Some(SlotRef::of(&parent)),
             ..self
         }
     }
@@ -434,7 +365,7 @@ impl<M: PerfDataMap> CtrsGuard<'_, M> {
     }
 
     /// Sets the text counter `ctr` at `at` inside this guard's write section, as
-    /// [`TextCtrs::set`]: collectors see the text change together with the rest of the update.
+    /// [`TextCtrs::set`](crate::TextCtrs::set): collectors see the text change together with the rest of the update.
     ///
     /// # Examples
     ///
@@ -1033,25 +964,6 @@ impl<M: PerfDataMap> PrfData<M> {
             .store(clock::filetime(start), Ordering::Relaxed);
     }
 
-    /// The handle that sets and reads text counters ([`TextCtrs`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// prfdata::prfdata_map! { pub mod m { app: "TextHandleDoc",
-    ///   object SERVER { name: "Server", help: name, counters {
-    ///     STATE: Text16 { name: "State", help: "What it does." },
-    ///   } } } }
-    /// # let dir = tempfile::tempdir()?;
-    /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// prf.text().set(m::STATE, (), "serving");
-    /// assert_eq!(prf.text().get(m::STATE, ()), "serving");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn text(&self) -> TextCtrs<'_, M> {
-        TextCtrs { prf: self }
-    }
-
     /// Adds an instance to `obj` (CPrfData's `AddInstance`): named by `spec`, a name or an
     /// [`InstanceSpec`] (a unique id, a parent, an owner process).
     ///
@@ -1217,18 +1129,18 @@ impl<M: PerfDataMap> PrfData<M> {
         self.reclaim_locked(&lock)?;
         let tables = self.tables();
         let table = tables.table(O::INDEX);
-        if table.live_generation(inst.slot) != Some(inst.generation) {
+        if table.live_generation(inst.slot()) != Some(inst.generation()) {
             return Err(Error::UnknownInstance {
                 object: M::DEF.objects[O::INDEX].symbol,
             });
         }
-        let children = table.children(inst.slot).load(Ordering::Relaxed);
+        let children = table.children(inst.slot()).load(Ordering::Relaxed);
         if children > 0 {
-            return Err(self.has_children(&tables, inst.slot_ref(), children));
+            return Err(self.has_children(&tables, SlotRef::of(&inst), children));
         }
         let _section = lock.section(self.seq());
         tables
-            .remove(&table, inst.slot, inst.generation)
+            .remove(&table, inst.slot(), inst.generation())
             .map_err(|c| self.corrupt(c))?;
         Ok(())
     }

@@ -39,6 +39,27 @@ pub struct TextCtrs<'a, M: PerfDataMap> {
     pub(crate) prf: &'a PrfData<M>,
 }
 
+impl<M: PerfDataMap> PrfData<M> {
+    /// The handle that sets and reads text counters ([`TextCtrs`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// prfdata::prfdata_map! { pub mod m { app: "TextHandleDoc",
+    ///   object SERVER { name: "Server", help: name, counters {
+    ///     STATE: Text16 { name: "State", help: "What it does." },
+    ///   } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// prf.text().set(m::STATE, (), "serving");
+    /// assert_eq!(prf.text().get(m::STATE, ()), "serving");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn text(&self) -> TextCtrs<'_, M> {
+        TextCtrs { prf: self }
+    }
+}
+
 impl<M: PerfDataMap> TextCtrs<'_, M> {
     /// Sets the text counter `ctr` at `at` (`()` for an object without instances, else the
     /// instance's id).

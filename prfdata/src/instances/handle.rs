@@ -5,8 +5,10 @@ use core::fmt;
 use core::ops::Deref;
 
 use crate::error::Error;
+use crate::instances::SlotRef;
+use crate::map::InstanceId;
 use crate::map::{Instanced, Object, PerfDataMap};
-use crate::{InstanceId, PrfData};
+use crate::PrfData;
 
 /// The instances of a [`PrfData`] beyond adding and removing one: made by
 /// [`PrfData::instances`].
@@ -125,7 +127,7 @@ impl<'a, M: PerfDataMap> Instances<'a, M> {
             });
         }
         let order = tables
-            .subtree(inst.slot_ref())
+            .subtree(SlotRef::of(&inst))
             .map_err(|c| prf.corrupt(c))?;
         let _section = lock.section(prf.seq());
         let mut removed = 0;

@@ -34,7 +34,7 @@ use crate::block::raw::RawBlock;
 use crate::block::records::TableLayout;
 use crate::layout::AGG_SUM;
 use crate::layout::{self, slot, SLOT_FREE, SLOT_LIVE};
-use crate::map::{offsets, Instances, MapDef, ObjectDef};
+use crate::map::{offsets, InstanceId, Instances, MapDef, Object, ObjectDef};
 use crate::process::ProcessId;
 
 /// A contradiction found in an index read from the block: written by some process outside the
@@ -79,6 +79,17 @@ pub(crate) struct SlotRef {
     pub slot: u32,
     /// The slot's generation while this instance holds it.
     pub generation: u32,
+}
+
+impl SlotRef {
+    /// The slot an instance id names.
+    pub(crate) fn of<O: Object>(id: &InstanceId<O>) -> Self {
+        SlotRef {
+            object: O::INDEX as u32,
+            slot: id.slot(),
+            generation: id.generation(),
+        }
+    }
 }
 
 /// What a new instance is made of.

@@ -56,7 +56,7 @@ pub trait Scope: sealed::Sealed + 'static {
     /// True for [`Instanced`].
     const INSTANCED: bool;
     /// Where a counter of object `O` lives: `()` for [`Global`] (its one counter block),
-    /// an [`InstanceId`](crate::InstanceId) for [`Instanced`]. What
+    /// an [`InstanceId`] for [`Instanced`]. What
     /// [`PrfData::get_ctr32`](crate::PrfData::get_ctr32) takes as its `at`.
     type At<O: Object>: Copy;
 
@@ -84,10 +84,10 @@ impl Scope for Global {
 }
 impl Scope for Instanced {
     const INSTANCED: bool = true;
-    type At<O: Object> = crate::InstanceId<O>;
+    type At<O: Object> = InstanceId<O>;
 
     #[inline(always)]
-    fn __block_of<O: Object>(at: crate::InstanceId<O>) -> usize {
+    fn __block_of<O: Object>(at: InstanceId<O>) -> usize {
         at.block_offset()
     }
 }
@@ -244,5 +244,67 @@ impl<T: CounterType, O: Object> fmt::Debug for CtrId<T, O> {
             .get(self.index as usize)
             .map_or("?", |c| c.symbol);
         write!(f, "CtrId({}::{})", def.symbol, symbol)
+    }
+}
+
+/// A live instance of object `O`, returned by [`PrfData::add_instance`](crate::PrfData::add_instance) (CPrfData's INSTID).
+///
+/// It is `Copy`: keep it wherever the instance's counters are updated. After
+/// [`PrfData::remove_instance`](crate::PrfData::remove_instance) (or [`Instances::remove_tree`](crate::Instances::remove_tree) of it or of an ancestor)
+/// it is stale: removing it again is an error, and its counters belong to whatever instance
+/// takes its slot next.
+pub struct InstanceId<O: Object> {
+    block_offset: usize,
+    slot: u32,
+    generation: u32,
+    _object: PhantomData<fn() -> O>,
+}
+
+impl<O: Object> InstanceId<O> {
+    pub(crate) fn new(block_offset: usize, slot: u32, generation: u32) -> Self {
+        InstanceId {
+            block_offset,
+            slot,
+            generation,
+            _object: PhantomData,
+        }
+    }
+
+    pub(crate) fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    /// The offset of the instance's counter block.
+    #[inline(always)]
+    pub(crate) fn block_offset(&self) -> usize {
+        self.block_offset
+    }
+
+    /// The instance's slot in its object's table (stable while the instance lives).
+    pub fn slot(&self) -> u32 {
+        self.slot
+    }
+}
+
+impl<O: Object> Clone for InstanceId<O> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<O: Object> Copy for InstanceId<O> {}
+impl<O: Object> PartialEq for InstanceId<O> {
+    fn eq(&self, other: &Self) -> bool {
+        self.slot == other.slot && self.generation == other.generation
+    }
+}
+impl<O: Object> Eq for InstanceId<O> {}
+impl<O: Object> fmt::Debug for InstanceId<O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let symbol = <O::Map as PerfDataMap>::DEF.objects[O::INDEX].symbol;
+        write!(
+            f,
+            "InstanceId({symbol} slot {} gen {})",
+            self.slot, self.generation
+        )
     }
 }

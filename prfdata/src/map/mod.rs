@@ -51,7 +51,7 @@ pub mod validate;
 pub(crate) use aggregate::rule_code;
 pub use aggregate::Aggregate;
 pub(crate) use ids::data_offset;
-pub use ids::{CtrId, Global, Instanced, Object, PerfDataMap, Scope};
+pub use ids::{CtrId, Global, InstanceId, Instanced, Object, PerfDataMap, Scope};
 /// The proc macro behind [`prfdata_map!`](crate::prfdata_map), which passes it `$crate`.
 #[doc(hidden)]
 pub use prfdata_macros::prfdata_map as __prfdata_map;
