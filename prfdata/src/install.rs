@@ -176,10 +176,6 @@ pub fn install(map: &MapDef, options: &InstallOptions) -> Result<CounterRange, I
 /// # Errors
 ///
 /// As [`prfdata_registry::install::uninstall_in`].
-///
-/// # Examples
-///
-/// See [`install_in`].
 pub fn uninstall_in<R: Registry + ?Sized>(
     registry: &R,
     map: &MapDef,

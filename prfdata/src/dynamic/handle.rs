@@ -8,10 +8,6 @@ use crate::{Error, PrfData};
 
 /// An object added at run time ([`PrfData::add_object`]): its symbolic offset, which its name
 /// index is First Counter + (an offset above the installed map's highest).
-///
-/// # Examples
-///
-/// See [`PrfData::add_object`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct DynObject {
     offset: u32,
@@ -19,10 +15,6 @@ pub struct DynObject {
 
 impl DynObject {
     /// The object's symbolic offset.
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData::add_object`].
     pub fn offset(&self) -> u32 {
         self.offset
     }
@@ -35,10 +27,6 @@ impl DynObject {
 /// follows the block when it is laid out again (see [`crate::dynamic`]): no update is lost to a
 /// re-layout. Once the counter is removed, operations fail with
 /// [`Error::NoSuchStatistic`].
-///
-/// # Examples
-///
-/// See [`PrfData::add_object`].
 pub struct DynCounter<'a> {
     shared: &'a Shared,
     offset: u32,
@@ -47,10 +35,6 @@ pub struct DynCounter<'a> {
 impl DynCounter<'_> {
     /// The counter's symbolic offset: what another process of the app passes to
     /// [`PrfData::dyn_counter`] to reach it.
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData::add_object`].
     pub fn offset(&self) -> u32 {
         self.offset
     }
@@ -60,10 +44,6 @@ impl DynCounter<'_> {
     /// # Errors
     ///
     /// [`Error::NoSuchStatistic`] once the counter was removed.
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData::add_object`].
     pub fn fetch_add(&self, delta: i64) -> Result<i64, Error> {
         self.shared
             .with_value(self.offset, |word| word.fetch_add(delta))
@@ -74,10 +54,6 @@ impl DynCounter<'_> {
     /// # Errors
     ///
     /// As [`DynCounter::fetch_add`].
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData::add_object`].
     pub fn store(&self, value: i64) -> Result<(), Error> {
         self.shared
             .with_value(self.offset, |word| word.store(value))
@@ -88,10 +64,6 @@ impl DynCounter<'_> {
     /// # Errors
     ///
     /// As [`DynCounter::fetch_add`].
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData::add_object`].
     pub fn load(&self) -> Result<i64, Error> {
         self.shared.with_value(self.offset, |word| word.load())
     }
@@ -197,10 +169,6 @@ impl<M: PerfDataMap> PrfData<M> {
     /// is not a plain DWORD or LARGE number; [`Error::RuntimeNames`] if the registry could not
     /// be updated; [`Error::RuntimeLayout`] past the block's limits; the file errors of
     /// [`PrfData::activate`]; [`Error::NotOwner`] in an attached process.
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData::add_object`].
     pub fn add_counter(
         &self,
         obj: DynObject,
@@ -282,10 +250,6 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// [`Error::NoSuchStatistic`] if it was removed already; otherwise as
     /// [`PrfData::add_counter`].
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData::add_object`].
     pub fn remove_counter(&self, ctr: &DynCounter<'_>) -> Result<(), Error> {
         let shared = &self.dynamic;
         shared.change(|defs| {
@@ -307,10 +271,6 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # Errors
     ///
     /// As [`PrfData::remove_counter`].
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData::add_object`].
     pub fn remove_object(&self, obj: DynObject) -> Result<(), Error> {
         let shared = &self.dynamic;
         shared.change(|defs| {
@@ -377,10 +337,6 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # Errors
     ///
     /// As [`PrfData::add_counter`].
-    ///
-    /// # Examples
-    ///
-    /// See [`PrfData::runtime_publications`].
     pub fn publish_runtime(&self) -> Result<(), Error> {
         // Only the owner publishes (`Error::NotOwner` in an attached process).
         drop(self.dynamic.defs()?);

@@ -108,7 +108,7 @@ use runtime_map::RuntimeMap;
 /// geometrically (by 1 + 1/`BATCH_DIVISOR`), so that their total work is linear in n.
 const BATCH_DIVISOR: usize = 8;
 
-/// How many times a write follows a superseded block before it gives up: each round means
+/// How many times a write follows a superseded block before it gives up: each try means
 /// another whole re-layout happened during the write, which takes far longer than a write.
 const FOLLOW_LIMIT: usize = 64;
 

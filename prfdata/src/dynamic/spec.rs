@@ -26,10 +26,6 @@ pub struct ObjectSpec<'a> {
 
 impl<'a> ObjectSpec<'a> {
     /// A novice-level, not costly object.
-    ///
-    /// # Examples
-    ///
-    /// See [`ObjectSpec`].
     pub fn new(name: &'a str, help: &'a str) -> Self {
         ObjectSpec {
             name,
@@ -70,10 +66,6 @@ pub struct CounterSpec<'a> {
 
 impl<'a> CounterSpec<'a> {
     /// A novice-level counter of type `counter_type`, scale 0.
-    ///
-    /// # Examples
-    ///
-    /// See [`CounterSpec`].
     pub fn new(name: &'a str, help: &'a str, counter_type: u32) -> Self {
         CounterSpec {
             name,

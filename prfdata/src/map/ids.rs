@@ -221,10 +221,6 @@ impl<T: CounterType, O: Object> CtrId<T, O> {
     }
 
     /// The byte offset of the value inside the object's counter block (its `CounterOffset`).
-    ///
-    /// # Examples
-    ///
-    /// See [`CtrId::index`].
     pub const fn offset(self) -> usize {
         self.offset as usize
     }

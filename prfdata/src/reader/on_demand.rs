@@ -24,10 +24,6 @@ use crate::on_demand::object_bit;
 use crate::sys::{futex, shm};
 
 /// What [`BlockReader::refresh_on_demand`] found.
-///
-/// # Examples
-///
-/// See [`BlockReader::refresh_on_demand`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Refresh {

@@ -456,10 +456,6 @@ impl<'a> BlockView<'a> {
     /// # Panics
     ///
     /// If `obj` is not an object index of the reader.
-    ///
-    /// # Examples
-    ///
-    /// See [`BlockReader`].
     pub fn global_value(&self, obj: usize, counter: usize) -> Result<i64, ReadError> {
         let o = &self.reader.records.objects[obj];
         if o.instanced {

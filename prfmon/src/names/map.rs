@@ -72,10 +72,6 @@ impl NameMap {
     }
 
     /// The text of `index`, if there is one.
-    ///
-    /// # Examples
-    ///
-    /// See [`NameMap`].
     pub fn get(&self, index: u32) -> Option<&str> {
         let at = self
             .entries
@@ -85,10 +81,6 @@ impl NameMap {
     }
 
     /// Every entry, in ascending index order.
-    ///
-    /// # Examples
-    ///
-    /// See [`NameMap`].
     pub fn iter(&self) -> impl Iterator<Item = (u32, &str)> + '_ {
         self.entries.iter().scan(0, move |start, e| {
             let text = self.text.get(*start..e.end as usize).unwrap_or("");
@@ -104,10 +96,6 @@ impl NameMap {
     ///
     /// If the texts together would exceed 4 GiB (a registry's are at most 16 MiB; a remote's
     /// are decoded, which reports that as an error).
-    ///
-    /// # Examples
-    ///
-    /// See [`NameMap`].
     pub fn insert(&mut self, index: u32, text: String) {
         let at = self.entries.partition_point(|e| e.index < index);
         let start = self.start(at);

@@ -127,10 +127,11 @@ mod tests {
                 }
             });
             let mut out = vec![0u8; 8 * 32];
-            for round in 0..20_000 {
-                let start = round % 2; // 16-aligned or not
-                                       // SAFETY: 32 words from `start` are inside `words`, 8-aligned, and only ever
-                                       // accessed atomically.
+            for pass in 0..20_000 {
+                // 16-aligned or not.
+                let start = pass % 2;
+                // SAFETY: 32 words from `start` are inside `words`, 8-aligned, and only ever
+                // accessed atomically.
                 unsafe { load_words(words.as_ptr().add(start).cast(), &mut out) };
                 for w in out.chunks_exact(8) {
                     let w = u64::from_ne_bytes(w.try_into().unwrap());
