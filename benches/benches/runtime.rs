@@ -1,4 +1,4 @@
-//! Group `runtime_counters`: adding one run-time counter (`PrfData::add_counter`, feature
+//! Group `runtime_counters`: adding one run-time counter (`Dynamic::add_counter`, feature
 //! `install`), with few and with many run-time counters already there.
 //!
 //! | id           | one iteration (timed)                                            |
@@ -84,7 +84,8 @@ fn specs(names: &[String]) -> Vec<CounterSpec<'_>> {
 /// `count` run-time counters of `obj`, added in one change.
 fn fill(prf: &bench_map::PrfData, obj: DynObject, count: usize) {
     // The handles go; the counters stay (they are removed with the object).
-    prf.add_counters(obj, &specs(&names(count)))
+    prf.dynamic()
+        .add_counters(obj, &specs(&names(count)))
         .expect("add the existing counters");
 }
 
@@ -159,16 +160,19 @@ fn runtime_single_adds(
                 let mut timed = Duration::ZERO;
                 for _ in 0..iters {
                     let obj = prf
+                        .dynamic()
                         .add_object(&ObjectSpec::new("Bench Plug-in", "Run-time counters."))
                         .expect("add the object");
                     fill(prf, obj, existing);
                     let start = Instant::now();
                     for spec in &run {
-                        prf.add_counter(obj, spec).expect("add a counter");
+                        prf.dynamic().add_counter(obj, spec).expect("add a counter");
                     }
-                    prf.publish_runtime().expect("publish the staged counters");
+                    prf.dynamic()
+                        .publish_runtime()
+                        .expect("publish the staged counters");
                     timed += start.elapsed();
-                    prf.remove_object(obj).expect("remove the object");
+                    prf.dynamic().remove_object(obj).expect("remove the object");
                 }
                 timed
             })
@@ -199,6 +203,7 @@ fn runtime_counters(c: &mut Criterion) {
     );
     for existing in [0, 500, 1000] {
         let obj = prf
+            .dynamic()
             .add_object(&ObjectSpec::new("Bench Plug-in", "Run-time counters."))
             .expect("add the object");
         fill(&prf, obj, existing);
@@ -207,14 +212,19 @@ fn runtime_counters(c: &mut Criterion) {
                 let mut timed = Duration::ZERO;
                 for _ in 0..iters {
                     let start = Instant::now();
-                    let added = prf.add_counter(obj, &spec).expect("add a counter");
+                    let added = prf
+                        .dynamic()
+                        .add_counter(obj, &spec)
+                        .expect("add a counter");
                     timed += start.elapsed();
-                    prf.remove_counter(&added).expect("remove it again");
+                    prf.dynamic()
+                        .remove_counter(&added)
+                        .expect("remove it again");
                 }
                 timed
             })
         });
-        prf.remove_object(obj).expect("remove the object");
+        prf.dynamic().remove_object(obj).expect("remove the object");
     }
     runtime_single_adds(&mut group, &prf);
     let names = names(500);
@@ -224,11 +234,13 @@ fn runtime_counters(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let mut timed = Duration::ZERO;
             for _ in 0..iters {
-                let obj = prf.add_object(&plugin).expect("add the object");
+                let obj = prf.dynamic().add_object(&plugin).expect("add the object");
                 let start = Instant::now();
-                prf.add_counters(obj, &many).expect("add the counters");
+                prf.dynamic()
+                    .add_counters(obj, &many)
+                    .expect("add the counters");
                 timed += start.elapsed();
-                prf.remove_object(obj).expect("remove the object");
+                prf.dynamic().remove_object(obj).expect("remove the object");
             }
             timed
         })

@@ -78,6 +78,7 @@ fn main() {
     .expect("install the map");
     let prf = adds_map::PrfData::activate_in(&dir.join("shm")).expect("activate");
     let obj = prf
+        .dynamic()
         .add_object(&ObjectSpec::new("Adds", "Run-time counters."))
         .expect("add the object");
 
@@ -88,16 +89,22 @@ fn main() {
     let mut handles = Vec::with_capacity(count);
     for (i, name) in names.iter().enumerate() {
         let spec = CounterSpec::new(name, "A run-time counter.", PERF_COUNTER_RAWCOUNT);
-        handles.push(prf.add_counter(obj, &spec).expect("add a counter"));
+        handles.push(
+            prf.dynamic()
+                .add_counter(obj, &spec)
+                .expect("add a counter"),
+        );
         if (i + 1) % (count / 10).max(1) == 0 {
             tenths.push(tenth.elapsed().as_millis());
             tenth = Instant::now();
         }
     }
-    prf.publish_runtime().expect("publish the staged counters");
+    prf.dynamic()
+        .publish_runtime()
+        .expect("publish the staged counters");
     let (wall, cpu_used) = (start.elapsed(), cpu() - cpu_start);
     println!("adds {count}");
-    println!("generations {}", prf.runtime_publications());
+    println!("generations {}", prf.dynamic().runtime_publications());
     println!("wall_ms {}", wall.as_millis());
     println!("cpu_ms {}", cpu_used.as_millis());
     println!("rss_growth_kib {}", rss_kib().saturating_sub(rss));

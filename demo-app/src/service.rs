@@ -129,7 +129,7 @@ fn open() -> Result<(Arc<Shared>, Vec<InstanceId<demo::POOL>>), prfdata::Error> 
     // PERF_ELAPSED_TIME holds the start time as a FILETIME; monitors show the seconds since.
     prf.set_elapsed_start(demo::UPTIME, (), SystemTime::now());
     // Computed only when a monitor asks (the Windows 95 stat servers' PSTF_FUNCPTR).
-    prf.on_demand(demo::OPEN_FILES, || {
+    prf.on_demand().serve(demo::OPEN_FILES, || {
         std::fs::read_dir("/proc/self/fd").map_or(-1, |fds| fds.count() as i32)
     })?;
     let pools = POOLS

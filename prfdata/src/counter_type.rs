@@ -57,7 +57,7 @@ impl Width for NoValue {
 
 /// A width whose value is one atomic integer: [`Dword`] (`AtomicI32`) or [`Large`]
 /// (`AtomicI64`): what an on-demand counter of this width is stored in
-/// ([`PrfData::on_demand`](crate::PrfData::on_demand)).
+/// ([`OnDemand::serve`](crate::OnDemand::serve)).
 ///
 /// # Examples
 ///
@@ -82,7 +82,7 @@ pub trait AtomicWidth: Width {
     /// `AtomicI32` or `AtomicI64`.
     type Atomic: Send + Sync + 'static;
     /// `i32` or `i64`: what an on-demand closure of this width returns
-    /// ([`PrfData::on_demand`](crate::PrfData::on_demand)).
+    /// ([`OnDemand::serve`](crate::OnDemand::serve)).
     type Value: Copy + Send + 'static;
 
     /// Stores `value` in `atomic` (relaxed): how an on-demand value is published.

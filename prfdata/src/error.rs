@@ -209,7 +209,7 @@ pub enum Error {
         offset: u32,
     },
     /// Only the process that activated the block defines run-time objects and counters; an
-    /// attached process reaches them with `PrfData::dyn_counter`.
+    /// attached process reaches them with `Dynamic::dyn_counter`.
     #[error(
         "this process attached to app {app}: only the process that activated it adds and removes \
          run-time objects and counters"
@@ -355,7 +355,7 @@ pub enum Error {
         "invalid map: {0}; declare the map with prfdata_map!, which checks it at compile time"
     )]
     Map(#[from] MapError),
-    /// [`PrfData::on_demand`](crate::PrfData::on_demand) for a counter the map does not declare
+    /// [`OnDemand::serve`](crate::OnDemand::serve) for a counter the map does not declare
     /// `on_demand: true`.
     #[error(
         "counter {counter} is not an on-demand counter: declare it with `on_demand: true` in the \

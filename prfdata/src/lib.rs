@@ -40,7 +40,7 @@
 //!
 //! **Run-time statistics** (feature `install`)
 //! - `dynamic`: objects and counters added and removed after activation
-//!   (`PrfData::add_object`, `add_counter`, `DynCounter`), in a second block laid out again on
+//!   (`prf.dynamic()`: `add_object`, `add_counter`, `DynCounter`), in a second block laid out again on
 //!   each change, their names registered at run time.
 //!
 //! **Installing** (feature `install`, off by default)
@@ -132,6 +132,7 @@ pub use crate::prfdata::{CtrsGuard, InstanceSpec, PrfData};
 pub use block::open::{block_path, shm_dir};
 pub use error::Error;
 pub use instances::{Instance, Instances};
+pub use on_demand::OnDemand;
 pub use optex::{Optex, OptexGuard};
 pub use process::ProcessId;
 pub use shard::ShardedCtr;

@@ -14,9 +14,7 @@ use crate::error::Error;
 use crate::instances::Instances;
 use crate::instances::{Corrupt, NewInstance, SlotRef, Tables};
 use crate::layout;
-use crate::map::{
-    data_offset, CtrId, Global, InstanceId, Instanced, Object, PerfDataMap, Scope, Source,
-};
+use crate::map::{CtrId, InstanceId, Instanced, Object, PerfDataMap, Scope};
 use crate::on_demand::Server;
 use crate::optex::{Optex, OptexGuard};
 use crate::shard::{ShardHost, ShardedCtr};
@@ -92,9 +90,9 @@ use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct PrfData<M: PerfDataMap> {
-    /// The on-demand servicing thread, started by the first [`PrfData::on_demand`]. Declared
+    /// The on-demand servicing thread, started by the first [`OnDemand::serve`](crate::OnDemand::serve). Declared
     /// before `block`: dropped (the thread joined) before the block is unmapped.
-    on_demand: OnceLock<Server>,
+    pub(crate) on_demand: OnceLock<Server>,
     /// The shard slots this handle's threads own ([`PrfData::sharded`]). Declared before
     /// `block`: released before the block is unmapped.
     shards: ShardHost,
@@ -126,20 +124,6 @@ fn block_dir(path: &Path) -> &Path {
 fn watch_path(def: &crate::map::MapDef, dir: &Path) -> std::path::PathBuf {
     dir.join(format!("{}.watch", def.app))
 }
-
-/// A counter's atomic, carried to the on-demand thread.
-struct CounterPtr<A>(*const A);
-
-impl<A> CounterPtr<A> {
-    /// The pointer (a method, so that a closure captures the whole `Send` wrapper).
-    fn get(&self) -> *const A {
-        self.0
-    }
-}
-
-// SAFETY: `A` is `AtomicI32` or `AtomicI64` in shared memory that outlives the thread it is sent
-// to (see `PrfData::on_demand`); it is only accessed atomically.
-unsafe impl<A: Sync> Send for CounterPtr<A> {}
 
 /// How to add an instance: its name, and optionally a unique id, a parent and an owner process.
 /// A `&str` (or `&String`) is the spec of an instance with only a name.
@@ -830,87 +814,10 @@ impl<M: PerfDataMap> PrfData<M> {
         }
     }
 
-    /// Registers `f` as the closure that computes the on-demand counter `ctr` (declared
-    /// `on_demand: true` in the map: the Windows 95 stat servers' `PSTF_FUNCPTR`), replacing any
-    /// earlier one.
-    ///
-    /// The first registration starts the handle's servicing thread, which sleeps until a
-    /// collector asks for fresh values, then runs every registered closure and stores each value
-    /// in its counter (the collector's side is
-    /// [`BlockReader::refresh_on_demand`](crate::reader::BlockReader::refresh_on_demand)). A
-    /// collector waits for the answer at most its service's bound
-    /// (`Services\<app>\Performance\OnDemand Timeout`, 20 ms by default), then serves the last
-    /// value: keep closures short. The thread stops when this handle is dropped (waiting for a
-    /// closure still running).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NotOnDemand`] if the map does not declare `ctr` on demand;
-    /// [`Error::OnDemandThread`] if the servicing thread cannot be started.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// prfdata::prfdata_map! { pub mod m { app: "OnDemandDoc",
-    ///   object PROC { name: "Process", help: "This process.", counters {
-    ///     OPEN_FILES: RawCount { name: "Open files", help: name, on_demand: true },
-    ///   } } } }
-    /// # let dir = tempfile::tempdir()?;
-    /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// prf.on_demand(m::OPEN_FILES, || {
-    ///     std::fs::read_dir("/proc/self/fd").map_or(-1, |d| d.count() as i32)
-    /// })?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn on_demand<T, O, F>(&self, ctr: CtrId<T, O>, mut f: F) -> Result<(), Error>
-    where
-        T: CounterType,
-        T::Width: AtomicWidth,
-        O: Object<Map = M, Scope = Global>,
-        F: FnMut() -> <T::Width as AtomicWidth>::Value + Send + 'static,
-    {
-        let def = &M::DEF.objects[O::INDEX].counters[ctr.index()];
-        if def.source != Source::OnDemand {
-            return Err(Error::NotOnDemand {
-                counter: def.symbol,
-            });
-        }
-        let server = match self.on_demand.get() {
-            Some(server) => server,
-            None => {
-                // SAFETY: `base` is the start of the whole block's mapping, which `self.block`
-                // keeps until `self` is dropped; `self.on_demand` is declared before `block`,
-                // so the server (and its thread) is dropped first. The closures below touch
-                // only counters inside that mapping.
-                let server = unsafe { Server::start(self.block.raw.base()) }
-                    .map_err(Error::OnDemandThread)?;
-                // Another thread may have started one meanwhile: keep the first, drop ours.
-                let _ = self.on_demand.set(server);
-                self.on_demand.get().ok_or(Error::NotOnDemand {
-                    counter: def.symbol,
-                })?
-            }
-        };
-        let offset = const { data_offset::<O>() } + ctr.offset();
-        let counter = CounterPtr(self.atomic_at::<T::Width>(offset) as *const _);
-        server.register(
-            O::INDEX,
-            offset,
-            Box::new(move || {
-                let value = f();
-                // SAFETY: `counter` points at the counter's atomic in the block's mapping,
-                // which outlives the server's thread, the only caller (see above).
-                let atomic = unsafe { &*counter.get() };
-                <T::Width as AtomicWidth>::__store(atomic, value);
-            }),
-        );
-        Ok(())
-    }
-
     /// The atomic of width `W` at `off`, which the callers computed from `M` and a counter id
     /// whose width is `W` (checked against the map when the id was made).
     #[inline(always)]
-    fn atomic_at<W: AtomicWidth>(&self, off: usize) -> &W::Atomic {
+    pub(crate) fn atomic_at<W: AtomicWidth>(&self, off: usize) -> &W::Atomic {
         let size = <W as Width>::SIZE as usize;
         debug_assert!(
             off + size <= self.block.raw.len() && off.is_multiple_of(size),

@@ -1,4 +1,5 @@
-//! Handles of run-time objects and counters, and the [`PrfData`] methods that make them.
+//! [`Dynamic`], the handle [`PrfData::dynamic`] gives, and the handles of the run-time objects
+//! and counters it makes.
 
 use std::fmt;
 
@@ -6,7 +7,7 @@ use super::{CounterSpec, CtrDef, Defs, ObjDef, ObjectSpec, Shared, State};
 use crate::map::{CounterDef, PerfDataMap, Source, Text};
 use crate::{Error, PrfData};
 
-/// An object added at run time ([`PrfData::add_object`]): its symbolic offset, which its name
+/// An object added at run time ([`Dynamic::add_object`]): its symbolic offset, which its name
 /// index is First Counter + (an offset above the installed map's highest).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct DynObject {
@@ -20,8 +21,8 @@ impl DynObject {
     }
 }
 
-/// A counter added at run time ([`PrfData::add_counter`]), or found by its offset in an
-/// attached process ([`PrfData::dyn_counter`]).
+/// A counter added at run time ([`Dynamic::add_counter`]), or found by its offset in an
+/// attached process ([`Dynamic::dyn_counter`]).
 ///
 /// Every operation takes the run-time block's lock for the instant of one atomic operation, and
 /// follows the block when it is laid out again (see [`crate::dynamic`]): no update is lost to a
@@ -34,7 +35,7 @@ pub struct DynCounter<'a> {
 
 impl DynCounter<'_> {
     /// The counter's symbolic offset: what another process of the app passes to
-    /// [`PrfData::dyn_counter`] to reach it.
+    /// [`Dynamic::dyn_counter`] to reach it.
     pub fn offset(&self) -> u32 {
         self.offset
     }
@@ -104,9 +105,25 @@ fn find(defs: &mut Defs, obj: DynObject) -> Option<&mut ObjDef> {
     defs.objects.iter_mut().find(|o| o.offset == obj.offset)
 }
 
+/// Adds, removes and reaches the run-time objects and counters of a [`PrfData`] (the Windows 95
+/// stat servers' statistics added "at any time"): made by [`PrfData::dynamic`]. Feature
+/// `install`; see [`crate::dynamic`] for where they live and how their names reach the registry.
+#[derive(Debug)]
+pub struct Dynamic<'a, M: PerfDataMap> {
+    prf: &'a PrfData<M>,
+}
+
 impl<M: PerfDataMap> PrfData<M> {
+    /// The handle that adds, removes and reaches run-time objects and counters ([`Dynamic`]).
+    /// Feature `install`.
+    pub fn dynamic(&self) -> Dynamic<'_, M> {
+        Dynamic { prf: self }
+    }
+}
+
+impl<'a, M: PerfDataMap> Dynamic<'a, M> {
     /// Adds an object at run time (the Windows 95 stat servers' statistics added "at any time"),
-    /// without counters yet: it is published with its first [`add_counter`](PrfData::add_counter).
+    /// without counters yet: it is published with its first [`add_counter`](Dynamic::add_counter).
     /// Feature `install`; see [`crate::dynamic`] for where it lives and how its names reach
     /// the registry.
     ///
@@ -124,22 +141,22 @@ impl<M: PerfDataMap> PrfData<M> {
     /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
     /// # let dir = tempfile::tempdir()?;
     /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// let plugin = prf.add_object(&ObjectSpec::new("Plug-in", "A plug-in's counters."))?;
-    /// let calls = prf.add_counter(plugin, &CounterSpec::new("Calls", "Calls so far.",
+    /// let plugin = prf.dynamic().add_object(&ObjectSpec::new("Plug-in", "A plug-in's counters."))?;
+    /// let calls = prf.dynamic().add_counter(plugin, &CounterSpec::new("Calls", "Calls so far.",
     ///     prfdata_wire::winperf::PERF_COUNTER_LARGE_RAWCOUNT))?;
     /// calls.fetch_add(5)?;
     /// // Another counter re-lays the run-time block out; the value follows.
-    /// let errors = prf.add_counter(plugin, &CounterSpec::new("Errors", "Errors so far.",
+    /// let errors = prf.dynamic().add_counter(plugin, &CounterSpec::new("Errors", "Errors so far.",
     ///     prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT))?;
     /// assert_eq!(calls.load()?, 5);
     /// assert_eq!((plugin.offset(), calls.offset(), errors.offset()), (4, 6, 8));
-    /// prf.remove_counter(&calls)?;
+    /// prf.dynamic().remove_counter(&calls)?;
     /// assert!(calls.load().is_err());
-    /// prf.remove_object(plugin)?;
+    /// prf.dynamic().remove_object(plugin)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn add_object(&self, spec: &ObjectSpec<'_>) -> Result<DynObject, Error> {
-        let mut defs = self.dynamic.defs()?;
+        let mut defs = self.prf.dynamic.defs()?;
         let offset = State::take_offset(&mut defs);
         defs.objects.push(ObjDef {
             offset,
@@ -160,8 +177,8 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// A publication is one registry update and one new block, each costing in proportion to
     /// the run-time counters there are; batches grow with the counters, so that n single adds
-    /// cost work in proportion to n. [`add_counters`](PrfData::add_counters) adds many in one
-    /// call; [`publish_runtime`](PrfData::publish_runtime) publishes what is staged now.
+    /// cost work in proportion to n. [`add_counters`](Dynamic::add_counters) adds many in one
+    /// call; [`publish_runtime`](Dynamic::publish_runtime) publishes what is staged now.
     ///
     /// # Errors
     ///
@@ -173,10 +190,10 @@ impl<M: PerfDataMap> PrfData<M> {
         &self,
         obj: DynObject,
         spec: &CounterSpec<'_>,
-    ) -> Result<DynCounter<'_>, Error> {
+    ) -> Result<DynCounter<'a>, Error> {
         let mut added = self.add_counters(obj, std::slice::from_ref(spec))?;
         added.pop().ok_or_else(|| Error::NoSuchStatistic {
-            app: self.dynamic.app.to_owned(),
+            app: self.prf.dynamic.app.to_owned(),
             offset: obj.offset,
         })
     }
@@ -186,7 +203,7 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// # Errors
     ///
-    /// As [`PrfData::add_counter`]; if any spec is refused, none is added.
+    /// As [`Dynamic::add_counter`]; if any spec is refused, none is added.
     ///
     /// # Examples
     ///
@@ -198,13 +215,13 @@ impl<M: PerfDataMap> PrfData<M> {
     /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
     /// # let dir = tempfile::tempdir()?;
     /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// let queues = prf.add_object(&ObjectSpec::new("Queues", "One counter per queue."))?;
+    /// let queues = prf.dynamic().add_object(&ObjectSpec::new("Queues", "One counter per queue."))?;
     /// let names: Vec<String> = (0..3).map(|i| format!("Queue {i}")).collect();
     /// let specs: Vec<_> = names
     ///     .iter()
     ///     .map(|n| CounterSpec::new(n, "Items waiting.", PERF_COUNTER_RAWCOUNT))
     ///     .collect();
-    /// let depths = prf.add_counters(queues, &specs)?;
+    /// let depths = prf.dynamic().add_counters(queues, &specs)?;
     /// depths[2].store(7)?;
     /// assert_eq!(depths.iter().map(|d| d.offset()).collect::<Vec<_>>(), [6, 8, 10]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -213,8 +230,8 @@ impl<M: PerfDataMap> PrfData<M> {
         &self,
         obj: DynObject,
         specs: &[CounterSpec<'_>],
-    ) -> Result<Vec<DynCounter<'_>>, Error> {
-        let shared = &self.dynamic;
+    ) -> Result<Vec<DynCounter<'a>>, Error> {
+        let shared = &self.prf.dynamic;
         if specs.is_empty() {
             return Ok(Vec::new());
         }
@@ -249,9 +266,9 @@ impl<M: PerfDataMap> PrfData<M> {
     /// # Errors
     ///
     /// [`Error::NoSuchStatistic`] if it was removed already; otherwise as
-    /// [`PrfData::add_counter`].
+    /// [`Dynamic::add_counter`].
     pub fn remove_counter(&self, ctr: &DynCounter<'_>) -> Result<(), Error> {
-        let shared = &self.dynamic;
+        let shared = &self.prf.dynamic;
         shared.change(|defs| {
             for obj in &mut defs.objects {
                 if let Some(i) = obj.counters.iter().position(|c| c.offset == ctr.offset) {
@@ -270,9 +287,9 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// # Errors
     ///
-    /// As [`PrfData::remove_counter`].
+    /// As [`Dynamic::remove_counter`].
     pub fn remove_object(&self, obj: DynObject) -> Result<(), Error> {
-        let shared = &self.dynamic;
+        let shared = &self.prf.dynamic;
         shared.change(|defs| {
             let i = defs
                 .objects
@@ -304,24 +321,24 @@ impl<M: PerfDataMap> PrfData<M> {
     /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
     /// # let dir = tempfile::tempdir()?;
     /// let owner = m::PrfData::activate_in(dir.path())?;
-    /// let obj = owner.add_object(&ObjectSpec::new("Plug-in", "p"))?;
-    /// let calls = owner.add_counter(obj, &CounterSpec::new("Calls", "c",
+    /// let obj = owner.dynamic().add_object(&ObjectSpec::new("Plug-in", "p"))?;
+    /// let calls = owner.dynamic().add_counter(obj, &CounterSpec::new("Calls", "c",
     ///     prfdata_wire::winperf::PERF_COUNTER_LARGE_RAWCOUNT))?;
     /// // In a worker process (here the same one):
     /// let worker = m::PrfData::attach_in(dir.path())?;
-    /// worker.dyn_counter(calls.offset())?.fetch_add(2)?;
+    /// worker.dynamic().dyn_counter(calls.offset())?.fetch_add(2)?;
     /// assert_eq!(calls.load()?, 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn dyn_counter(&self, offset: u32) -> Result<DynCounter<'_>, Error> {
-        if self.dynamic.has_counter(offset)? {
+    pub fn dyn_counter(&self, offset: u32) -> Result<DynCounter<'a>, Error> {
+        if self.prf.dynamic.has_counter(offset)? {
             Ok(DynCounter {
-                shared: &self.dynamic,
+                shared: &self.prf.dynamic,
                 offset,
             })
         } else {
             Err(Error::NoSuchStatistic {
-                app: self.dynamic.app.to_owned(),
+                app: self.prf.dynamic.app.to_owned(),
                 offset,
             })
         }
@@ -336,11 +353,11 @@ impl<M: PerfDataMap> PrfData<M> {
     ///
     /// # Errors
     ///
-    /// As [`PrfData::add_counter`].
+    /// As [`Dynamic::add_counter`].
     pub fn publish_runtime(&self) -> Result<(), Error> {
         // Only the owner publishes (`Error::NotOwner` in an attached process).
-        drop(self.dynamic.defs()?);
-        self.dynamic.publish()
+        drop(self.prf.dynamic.defs()?);
+        self.prf.dynamic.publish()
     }
 
     /// How many generations of the run-time block this process laid out: one per change
@@ -357,17 +374,17 @@ impl<M: PerfDataMap> PrfData<M> {
     /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
     /// # let dir = tempfile::tempdir()?;
     /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// let obj = prf.add_object(&ObjectSpec::new("Queues", "One counter per queue."))?;
+    /// let obj = prf.dynamic().add_object(&ObjectSpec::new("Queues", "One counter per queue."))?;
     /// let names: Vec<String> = (0..200).map(|i| format!("Queue {i}")).collect();
     /// for name in &names {
-    ///     prf.add_counter(obj, &CounterSpec::new(name, "Items waiting.", PERF_COUNTER_RAWCOUNT))?;
+    ///     prf.dynamic().add_counter(obj, &CounterSpec::new(name, "Items waiting.", PERF_COUNTER_RAWCOUNT))?;
     /// }
-    /// prf.publish_runtime()?;
+    /// prf.dynamic().publish_runtime()?;
     /// // Far fewer block generations than adds: most adds were published in batches.
-    /// assert!(prf.runtime_publications() < 50);
+    /// assert!(prf.dynamic().runtime_publications() < 50);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn runtime_publications(&self) -> u64 {
-        self.dynamic.publications()
+        self.prf.dynamic.publications()
     }
 }

@@ -67,7 +67,7 @@
 //! publications is constant).
 //!
 //! What is staged is published by whichever comes first: an add past the fraction, any other
-//! change (a removal publishes the staged adds with it), [`PrfData::publish_runtime`], or
+//! change (a removal publishes the staged adds with it), [`Dynamic::publish_runtime`], or
 //! the owner's publishing thread, started by the first staged add, [`PUBLISH_DELAY`] (50 ms)
 //! after the oldest staged add. So **a counter added is visible to collectors, the registry,
 //! the `.INI` and attached processes within `PUBLISH_DELAY`** (the time of one publication
@@ -76,17 +76,17 @@
 //! is logged and retried after the delay; `publish_runtime` returns its error. When the owner
 //! goes, the thread is stopped and joined before the app's block is removed, and what is
 //! still staged is not published (the app's run-time block goes with it).
-//! [`PrfData::runtime_publications`] counts the generations laid out.
+//! [`Dynamic::runtime_publications`] counts the generations laid out.
 //!
-//! [`PrfData::publish_runtime`]: crate::PrfData::publish_runtime
-//! [`PrfData::runtime_publications`]: crate::PrfData::runtime_publications
+//! [`Dynamic::publish_runtime`]: crate::dynamic::Dynamic::publish_runtime
+//! [`Dynamic::runtime_publications`]: crate::dynamic::Dynamic::runtime_publications
 
 mod handle;
 mod pending;
 mod runtime_map;
 mod spec;
 
-pub use handle::{DynCounter, DynObject};
+pub use handle::{DynCounter, DynObject, Dynamic};
 pub use pending::PUBLISH_DELAY;
 pub use spec::{CounterSpec, ObjectSpec};
 

@@ -2,7 +2,7 @@
 
 use crate::map::DetailLevel;
 
-/// An object added at run time ([`PrfData::add_object`](crate::PrfData::add_object)): one set
+/// An object added at run time ([`Dynamic::add_object`](crate::dynamic::Dynamic::add_object)): one set
 /// of counters, without instances (the Windows 95 stat servers' statistics are single values).
 ///
 /// # Examples
@@ -37,7 +37,7 @@ impl<'a> ObjectSpec<'a> {
 }
 
 /// A counter added at run time to a run-time object
-/// ([`PrfData::add_counter`](crate::PrfData::add_counter)).
+/// ([`Dynamic::add_counter`](crate::dynamic::Dynamic::add_counter)).
 ///
 /// `counter_type` is a winperf.h type whose value is a DWORD or a LARGE number and that needs no
 /// base counter (`PERF_COUNTER_RAWCOUNT`, `PERF_COUNTER_LARGE_RAWCOUNT`, `PERF_COUNTER_COUNTER`,

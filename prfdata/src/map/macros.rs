@@ -72,7 +72,7 @@
 ///   counter record and, at install, in `Services\<app>\Performance\Factors`, where consumers
 ///   look it up by counter name index (perflib's counter definition has no field for it).
 /// - `on_demand: true`: the app computes the value when a collector asks, with a closure given
-///   to [`PrfData::on_demand`](crate::PrfData::on_demand); objects without instances only.
+///   to [`OnDemand::serve`](crate::OnDemand::serve); objects without instances only.
 /// - `sum: [A, B, ...]`: the sum of 1 to 8 other counters of the object, of the same width,
 ///   computed by the reader at every read (the app never writes it; a 32-bit sum wraps at 2^32
 ///   as a 32-bit counter would). Sums do not nest.

@@ -311,7 +311,7 @@ pub enum Source {
     /// The app stores the value (the ordinary counter).
     Stored,
     /// The Windows 95 stat servers' `PSTF_FUNCPTR`: the app computes the value when a collector
-    /// asks, through a closure registered with [`PrfData::on_demand`](crate::PrfData::on_demand); a
+    /// asks, through a closure registered with [`OnDemand::serve`](crate::OnDemand::serve); a
     /// collector that gets no answer within the service's bound serves the last value.
     OnDemand,
     /// The Windows 95 stat servers' `PSTF_COMPLEX`: the sum of these counters of the same object

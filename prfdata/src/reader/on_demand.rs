@@ -84,7 +84,7 @@ impl BlockReader {
     ///   } } } }
     /// # let dir = tempfile::tempdir()?;
     /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// prf.on_demand(m::ANSWER, || 42)?;
+    /// prf.on_demand().serve(m::ANSWER, || 42)?;
     ///
     /// let reader = BlockReader::open_path("RefreshDoc", &dir.path().join("RefreshDoc.blk"))?;
     /// // A generous bound for a doctest; providers use the service's (20 ms by default).
@@ -139,7 +139,7 @@ impl BlockReader {
     ///   } } } }
     /// # let dir = tempfile::tempdir()?;
     /// let prf = m::PrfData::activate_in(dir.path())?;
-    /// prf.on_demand(m::ANSWER, || 42)?;
+    /// prf.on_demand().serve(m::ANSWER, || 42)?;
     /// let reader = BlockReader::open_path("AllDoc", &dir.path().join("AllDoc.blk"))?;
     /// let deadline = Instant::now() + Duration::from_secs(5);
     /// let got = BlockReader::refresh_on_demand_all(&[(&reader, deadline)], |_, _| true);

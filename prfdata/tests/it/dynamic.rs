@@ -24,12 +24,16 @@ fn run_time_counters_keep_their_values_across_layouts_and_their_block_goes_with_
     let dir = tempfile::tempdir().unwrap();
     let dyn_path = dir.path().join("PrfDataRunTime.dyn.blk");
     let prf = rt::PrfData::activate_in(dir.path()).unwrap();
-    let obj = prf.add_object(&ObjectSpec::new("Plugin", "p")).unwrap();
+    let obj = prf
+        .dynamic()
+        .add_object(&ObjectSpec::new("Plugin", "p"))
+        .unwrap();
     assert!(
         !dyn_path.exists(),
         "an object without counters is not laid out"
     );
     let big = prf
+        .dynamic()
         .add_counter(
             obj,
             &CounterSpec::new("Big", "b", PERF_COUNTER_LARGE_RAWCOUNT),
@@ -37,11 +41,16 @@ fn run_time_counters_keep_their_values_across_layouts_and_their_block_goes_with_
         .unwrap();
     big.store(1 << 40).unwrap();
     let small = prf
+        .dynamic()
         .add_counter(obj, &CounterSpec::new("Small", "s", PERF_COUNTER_RAWCOUNT))
         .unwrap();
     small.fetch_add(-5).unwrap();
-    let other = prf.add_object(&ObjectSpec::new("Other", "o")).unwrap();
+    let other = prf
+        .dynamic()
+        .add_object(&ObjectSpec::new("Other", "o"))
+        .unwrap();
     let third = prf
+        .dynamic()
         .add_counter(
             other,
             &CounterSpec::new("Third", "t", PERF_COUNTER_RAWCOUNT),
@@ -51,22 +60,26 @@ fn run_time_counters_keep_their_values_across_layouts_and_their_block_goes_with_
     assert_eq!((big.load().unwrap(), small.load().unwrap()), (1 << 40, -5));
     assert!(dyn_path.exists());
 
-    prf.remove_object(obj).unwrap();
+    prf.dynamic().remove_object(obj).unwrap();
     assert!(matches!(
         big.load(),
         Err(Error::NoSuchStatistic { offset, .. }) if offset == big.offset()
     ));
     assert_eq!(third.load().unwrap(), 3, "the other object's value kept");
     assert!(matches!(
-        prf.remove_object(obj),
+        prf.dynamic().remove_object(obj),
         Err(Error::NoSuchStatistic { .. })
     ));
 
-    prf.remove_object(other).unwrap();
+    prf.dynamic().remove_object(other).unwrap();
     assert!(!dyn_path.exists(), "nothing left to publish");
-    let again = prf.add_object(&ObjectSpec::new("Again", "a")).unwrap();
+    let again = prf
+        .dynamic()
+        .add_object(&ObjectSpec::new("Again", "a"))
+        .unwrap();
     assert!(again.offset() > third.offset(), "offsets are never reused");
-    prf.add_counter(again, &CounterSpec::new("A", "a", PERF_COUNTER_RAWCOUNT))
+    prf.dynamic()
+        .add_counter(again, &CounterSpec::new("A", "a", PERF_COUNTER_RAWCOUNT))
         .unwrap();
     assert!(dyn_path.exists());
     drop(prf);
@@ -82,9 +95,12 @@ fn staged_run_time_counters_keep_their_values_and_are_published_within_the_delay
     const ADDS: usize = 60;
     let dir = tempfile::tempdir().unwrap();
     let prf = rt::PrfData::activate_in(dir.path()).unwrap();
-    let obj = prf.add_object(&ObjectSpec::new("Plugin", "p")).unwrap();
+    let obj = prf
+        .dynamic()
+        .add_object(&ObjectSpec::new("Plugin", "p"))
+        .unwrap();
     let names: Vec<String> = (0..ADDS).map(|i| format!("Staged {i}")).collect();
-    let before = prf.runtime_publications();
+    let before = prf.dynamic().runtime_publications();
     let mut counters = Vec::new();
     for (i, name) in names.iter().enumerate() {
         let ty = if i % 2 == 0 {
@@ -93,13 +109,14 @@ fn staged_run_time_counters_keep_their_values_and_are_published_within_the_delay
             PERF_COUNTER_LARGE_RAWCOUNT
         };
         let ctr = prf
+            .dynamic()
             .add_counter(obj, &CounterSpec::new(name, "s", ty))
             .unwrap();
         ctr.store(i as i64 * 10).unwrap();
         assert_eq!(ctr.fetch_add(1).unwrap(), i as i64 * 10);
         counters.push(ctr);
     }
-    let generations = prf.runtime_publications() - before;
+    let generations = prf.dynamic().runtime_publications() - before;
     assert!(
         generations < ADDS as u64,
         "{ADDS} single adds laid out {generations} generations: none was staged"
@@ -109,13 +126,14 @@ fn staged_run_time_counters_keep_their_values_and_are_published_within_the_delay
     // call; bounded wait, generous for a loaded machine.
     let mut extra = 0;
     let last = loop {
-        let published = prf.runtime_publications();
+        let published = prf.dynamic().runtime_publications();
         let name = format!("Extra {extra}");
         let ctr = prf
+            .dynamic()
             .add_counter(obj, &CounterSpec::new(&name, "s", PERF_COUNTER_RAWCOUNT))
             .unwrap();
         ctr.store((ADDS as i64 - 1) * 10 + 1).unwrap();
-        if prf.runtime_publications() == published {
+        if prf.dynamic().runtime_publications() == published {
             break (ctr, published);
         }
         extra += 1;
@@ -125,7 +143,7 @@ fn staged_run_time_counters_keep_their_values_and_are_published_within_the_delay
     let attached = rt::PrfData::attach_in(dir.path()).unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let seen = loop {
-        match attached.dyn_counter(last.offset()) {
+        match attached.dynamic().dyn_counter(last.offset()) {
             Ok(ctr) => break ctr,
             Err(Error::NoSuchStatistic { .. }) => {
                 assert!(
@@ -139,7 +157,7 @@ fn staged_run_time_counters_keep_their_values_and_are_published_within_the_delay
     };
     assert_eq!(seen.load().unwrap(), (ADDS as i64 - 1) * 10 + 1);
     assert!(
-        prf.runtime_publications() > published,
+        prf.dynamic().runtime_publications() > published,
         "published by the publishing thread"
     );
     for (i, ctr) in counters.iter().enumerate() {
@@ -147,23 +165,30 @@ fn staged_run_time_counters_keep_their_values_and_are_published_within_the_delay
     }
     // A staged counter removed, and another one left staged, published explicitly.
     let gone = prf
+        .dynamic()
         .add_counter(obj, &CounterSpec::new("Gone", "g", PERF_COUNTER_RAWCOUNT))
         .unwrap();
     gone.store(5).unwrap();
     let kept = prf
+        .dynamic()
         .add_counter(obj, &CounterSpec::new("Kept", "k", PERF_COUNTER_RAWCOUNT))
         .unwrap();
     kept.store(7).unwrap();
-    prf.remove_counter(&gone).unwrap();
+    prf.dynamic().remove_counter(&gone).unwrap();
     assert!(matches!(gone.load(), Err(Error::NoSuchStatistic { .. })));
-    prf.publish_runtime().unwrap();
+    prf.dynamic().publish_runtime().unwrap();
     assert_eq!(
-        attached.dyn_counter(kept.offset()).unwrap().load().unwrap(),
+        attached
+            .dynamic()
+            .dyn_counter(kept.offset())
+            .unwrap()
+            .load()
+            .unwrap(),
         7
     );
-    assert!(attached.dyn_counter(gone.offset()).is_err());
+    assert!(attached.dynamic().dyn_counter(gone.offset()).is_err());
     assert!(matches!(
-        attached.publish_runtime(),
+        attached.dynamic().publish_runtime(),
         Err(Error::NotOwner { .. })
     ));
 }
@@ -172,13 +197,18 @@ fn staged_run_time_counters_keep_their_values_and_are_published_within_the_delay
 fn run_time_statistics_are_refused_where_they_cannot_be() {
     let dir = tempfile::tempdir().unwrap();
     let prf = rt::PrfData::activate_in(dir.path()).unwrap();
-    let obj = prf.add_object(&ObjectSpec::new("Plugin", "p")).unwrap();
+    let obj = prf
+        .dynamic()
+        .add_object(&ObjectSpec::new("Plugin", "p"))
+        .unwrap();
     // A type that needs a base counter after it.
     let err = prf
+        .dynamic()
         .add_counter(obj, &CounterSpec::new("Avg", "a", PERF_AVERAGE_TIMER))
         .unwrap_err();
     assert!(matches!(err, Error::Map(_)), "{err}");
     let ok = prf
+        .dynamic()
         .add_counter(obj, &CounterSpec::new("Ok", "o", PERF_COUNTER_RAWCOUNT))
         .unwrap();
     assert_eq!(
@@ -189,14 +219,19 @@ fn run_time_statistics_are_refused_where_they_cannot_be() {
 
     let attached = rt::PrfData::attach_in(dir.path()).unwrap();
     assert!(matches!(
-        attached.add_object(&ObjectSpec::new("No", "n")),
+        attached.dynamic().add_object(&ObjectSpec::new("No", "n")),
         Err(Error::NotOwner { .. })
     ));
-    attached.dyn_counter(ok.offset()).unwrap().store(4).unwrap();
+    attached
+        .dynamic()
+        .dyn_counter(ok.offset())
+        .unwrap()
+        .store(4)
+        .unwrap();
     assert_eq!(ok.load().unwrap(), 4);
     assert!(
         matches!(
-            attached.dyn_counter(obj.offset()),
+            attached.dynamic().dyn_counter(obj.offset()),
             Err(Error::NoSuchStatistic { .. })
         ),
         "an object is not a counter"
@@ -211,8 +246,12 @@ fn child_entry() {
         return;
     }
     let prf = rt::PrfData::activate().unwrap();
-    let obj = prf.add_object(&ObjectSpec::new("Plugin", "p")).unwrap();
-    prf.add_counter(obj, &CounterSpec::new("C", "c", PERF_COUNTER_RAWCOUNT))
+    let obj = prf
+        .dynamic()
+        .add_object(&ObjectSpec::new("Plugin", "p"))
+        .unwrap();
+    prf.dynamic()
+        .add_counter(obj, &CounterSpec::new("C", "c", PERF_COUNTER_RAWCOUNT))
         .unwrap()
         .store(5)
         .unwrap();
@@ -246,8 +285,12 @@ fn an_attached_process_refuses_a_corrupt_run_time_block() {
     use std::os::unix::fs::OpenOptionsExt;
     let dir = tempfile::tempdir().unwrap();
     let prf = rt::PrfData::activate_in(dir.path()).unwrap();
-    let obj = prf.add_object(&ObjectSpec::new("Plugin", "p")).unwrap();
+    let obj = prf
+        .dynamic()
+        .add_object(&ObjectSpec::new("Plugin", "p"))
+        .unwrap();
     let ctr = prf
+        .dynamic()
         .add_counter(obj, &CounterSpec::new("C", "c", PERF_COUNTER_RAWCOUNT))
         .unwrap();
     let path = dir.path().join("PrfDataRunTime.dyn.blk");
@@ -269,7 +312,7 @@ fn an_attached_process_refuses_a_corrupt_run_time_block() {
     std::fs::rename(&fake, &path).unwrap();
 
     let attached = rt::PrfData::attach_in(dir.path()).unwrap();
-    let err = attached.dyn_counter(ctr.offset()).unwrap_err();
+    let err = attached.dynamic().dyn_counter(ctr.offset()).unwrap_err();
     assert!(matches!(err, Error::MapMismatch { .. }), "{err}");
     drop(prf);
 }
@@ -315,12 +358,15 @@ fn cost_child() {
     })
     .unwrap();
     let prf = rt::PrfData::activate().unwrap();
-    let obj = prf.add_object(&ObjectSpec::new("Plugin", "p")).unwrap();
+    let obj = prf
+        .dynamic()
+        .add_object(&ObjectSpec::new("Plugin", "p"))
+        .unwrap();
     let commits = || prfdata_registry::store_writes() + prfdata_registry::log_appends();
     let (writes, appends, generations) = (
         prfdata_registry::store_writes(),
         prfdata_registry::log_appends(),
-        prf.runtime_publications(),
+        prf.dynamic().runtime_publications(),
     );
     let mut rss = vec![rss_kib()];
     let mut growth_10 = 0;
@@ -329,7 +375,7 @@ fn cost_child() {
         let name = format!("Counter {i}");
         let spec = CounterSpec::new(&name, "A run-time counter.", PERF_COUNTER_RAWCOUNT);
         let (len, rewrites) = (log_len(&registry), prfdata_registry::store_writes());
-        counters.push(prf.add_counter(obj, &spec).unwrap());
+        counters.push(prf.dynamic().add_counter(obj, &spec).unwrap());
         // What the 10th add appended to the journal (published at once: few counters yet).
         if i == 9 && prfdata_registry::store_writes() == rewrites {
             growth_10 = log_len(&registry).saturating_sub(len);
@@ -338,17 +384,17 @@ fn cost_child() {
             rss.push(rss_kib());
         }
     }
-    prf.publish_runtime().unwrap();
+    prf.dynamic().publish_runtime().unwrap();
     rss.push(rss_kib());
-    let generations = prf.runtime_publications() - generations;
+    let generations = prf.dynamic().runtime_publications() - generations;
     let writes = prfdata_registry::store_writes() - writes;
     let appends = prfdata_registry::log_appends() - appends;
     // One more counter, staged, then published alone: what its journal record takes.
     // Measured before the add: the publishing thread may publish it before `publish_runtime`.
     let spec = CounterSpec::new("Counter last", "A run-time counter.", PERF_COUNTER_RAWCOUNT);
     let (len, rewrites) = (log_len(&registry), prfdata_registry::store_writes());
-    counters.push(prf.add_counter(obj, &spec).unwrap());
-    prf.publish_runtime().unwrap();
+    counters.push(prf.dynamic().add_counter(obj, &spec).unwrap());
+    prf.dynamic().publish_runtime().unwrap();
     let growth_last = if prfdata_registry::store_writes() == rewrites {
         log_len(&registry).saturating_sub(len)
     } else {
@@ -360,7 +406,7 @@ fn cost_child() {
         .map(|n| CounterSpec::new(n, "Added at once.", PERF_COUNTER_RAWCOUNT))
         .collect();
     let batch = commits();
-    counters.extend(prf.add_counters(obj, &specs).unwrap());
+    counters.extend(prf.dynamic().add_counters(obj, &specs).unwrap());
     let batch = commits() - batch;
     assert_eq!(counters.len(), 2 * COST_COUNTERS + 1);
     let report = [
@@ -494,15 +540,16 @@ fn add_concurrently<M: prfdata::map::PerfDataMap>(prefix: &str) {
     .unwrap();
     let prf = prfdata::PrfData::<M>::activate().unwrap();
     let obj = prf
+        .dynamic()
         .add_object(&ObjectSpec::new(&format!("{prefix} Plugin"), "p"))
         .unwrap();
     for i in 0..CONCURRENT_ADDS {
         let name = concurrent_name(prefix, i);
         let spec = CounterSpec::new(&name, "A run-time counter.", PERF_COUNTER_RAWCOUNT);
-        prf.add_counter(obj, &spec).unwrap();
+        prf.dynamic().add_counter(obj, &spec).unwrap();
     }
     // Staged adds reach the registry within `PUBLISH_DELAY`, or now.
-    prf.publish_runtime().unwrap();
+    prf.dynamic().publish_runtime().unwrap();
     std::fs::write(dir.join(format!("added-{prefix}")), "").unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     while !dir.join("checked").exists() {

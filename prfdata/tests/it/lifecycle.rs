@@ -263,8 +263,12 @@ fn the_block_outlives_the_process_that_activated_it() {
 fn the_last_member_out_removes_the_block_and_its_companions() {
     let dir = tempfile::tempdir().unwrap();
     let master = PrfData::activate_in(dir.path()).unwrap();
-    let plugin = master.add_object(&ObjectSpec::new("Plugin", "p")).unwrap();
+    let plugin = master
+        .dynamic()
+        .add_object(&ObjectSpec::new("Plugin", "p"))
+        .unwrap();
     let ctr = master
+        .dynamic()
         .add_counter(
             plugin,
             &CounterSpec::new("Loaded", "l", PERF_COUNTER_RAWCOUNT),

@@ -141,9 +141,10 @@ fn a_closure_that_panics_keeps_its_counters_last_value_and_the_others_are_served
     let dir = tempfile::tempdir().unwrap();
     let prf = sm::PrfData::activate_in(dir.path()).unwrap();
     prf.get_ctr32(sm::PANICS, ()).store(-5, Relaxed);
-    prf.on_demand(sm::PANICS, || panic!("a closure that panics"))
+    prf.on_demand()
+        .serve(sm::PANICS, || panic!("a closure that panics"))
         .unwrap();
-    prf.on_demand(sm::ASKED, || 7).unwrap();
+    prf.on_demand().serve(sm::ASKED, || 7).unwrap();
     let reader = BlockReader::open_path(APP, prf.path()).unwrap();
     for _ in 0..2 {
         assert_eq!(
@@ -163,7 +164,7 @@ fn a_closure_that_panics_keeps_its_counters_last_value_and_the_others_are_served
 fn only_on_demand_counters_take_a_closure_and_a_map_without_any_asks_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let prf = sm::PrfData::activate_in(dir.path()).unwrap();
-    let err = prf.on_demand(sm::A, || 1).unwrap_err();
+    let err = prf.on_demand().serve(sm::A, || 1).unwrap_err();
     assert!(
         matches!(err, prfdata::Error::NotOnDemand { counter: "A" }),
         "{err}"
@@ -186,7 +187,7 @@ fn dropping_the_handle_stops_its_thread() {
     std::thread::spawn(move || {
         for _ in 0..20 {
             let prf = sm::PrfData::activate_in(&path).unwrap();
-            prf.on_demand(sm::ASKED, || 1).unwrap();
+            prf.on_demand().serve(sm::ASKED, || 1).unwrap();
             drop(prf);
         }
         let _ = done.send(());
@@ -219,10 +220,12 @@ fn a_request_runs_the_closures_of_the_requested_objects_only() {
         std::sync::atomic::AtomicI32::new(0),
     ]);
     let r = std::sync::Arc::clone(&runs);
-    prf.on_demand(two::F, move || r[0].fetch_add(1, Relaxed) + 1)
+    prf.on_demand()
+        .serve(two::F, move || r[0].fetch_add(1, Relaxed) + 1)
         .unwrap();
     let r = std::sync::Arc::clone(&runs);
-    prf.on_demand(two::S, move || r[1].fetch_add(1, Relaxed) + 1)
+    prf.on_demand()
+        .serve(two::S, move || r[1].fetch_add(1, Relaxed) + 1)
         .unwrap();
     let reader = BlockReader::open_path("StatsTwoObjectsTest", prf.path()).unwrap();
     let bound = Duration::from_secs(20);
@@ -267,7 +270,8 @@ fn a_missed_request_is_not_waited_for_again_until_it_is_served() {
     // A closure starts the app's servicing thread, which serves the pending request.
     let runs = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
     let r = std::sync::Arc::clone(&runs);
-    prf.on_demand(two::F, move || r.fetch_add(1, Relaxed) + 1)
+    prf.on_demand()
+        .serve(two::F, move || r.fetch_add(1, Relaxed) + 1)
         .unwrap();
     let start = std::time::Instant::now();
     while runs.load(Relaxed) == 0 {

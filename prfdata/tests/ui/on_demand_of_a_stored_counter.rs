@@ -13,7 +13,7 @@ prfdata::prfdata_map! {
 fn main() {
     let prf = m::PrfData::activate().unwrap();
     // Compiles: whether a counter is on demand is the map's, checked at run time.
-    let _ = prf.on_demand(m::FILES, || 1);
+    let _ = prf.on_demand().serve(m::FILES, || 1);
     // Does not: the closure returns the counter's width.
-    let _ = prf.on_demand(m::FILES, || 1i64);
+    let _ = prf.on_demand().serve(m::FILES, || 1i64);
 }

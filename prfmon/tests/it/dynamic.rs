@@ -68,7 +68,7 @@ fn app_child() {
     if role == "attached" {
         let prf = dynmap::PrfData::attach().expect("attach");
         let calls = prfdata_testkit::wait_until(Duration::from_secs(60), "Calls", || {
-            prf.dyn_counter(CALLS).ok()
+            prf.dynamic().dyn_counter(CALLS).ok()
         });
         say(&dir, "attached-ready", "");
         let mut n = 0u64;
@@ -81,9 +81,11 @@ fn app_child() {
     }
     let prf = dynmap::PrfData::activate().expect("activate");
     let plugin = prf
+        .dynamic()
         .add_object(&ObjectSpec::new("Dyn Plugin", "Added at run time."))
         .unwrap();
     let calls = prf
+        .dynamic()
         .add_counter(
             plugin,
             &CounterSpec::new("Dyn Calls", "Calls.", PERF_COUNTER_LARGE_RAWCOUNT),
@@ -102,6 +104,7 @@ fn app_child() {
         });
         wait_file(&dir, "add");
         let errors = prf
+            .dynamic()
             .add_counter(
                 plugin,
                 &CounterSpec::new("Dyn Errors", "Errors.", PERF_COUNTER_RAWCOUNT),
@@ -111,7 +114,7 @@ fn app_child() {
         errors.store(7).unwrap();
         say(&dir, "added", "");
         wait_file(&dir, "remove");
-        prf.remove_counter(&errors).unwrap();
+        prf.dynamic().remove_counter(&errors).unwrap();
         assert!(errors.load().is_err(), "a removed counter is gone");
         say(&dir, "removed", "");
         let n = worker.join().unwrap();

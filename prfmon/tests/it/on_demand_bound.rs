@@ -93,17 +93,23 @@ fn app_entry() {
     let _prf: Box<dyn std::any::Any> = match app.as_str() {
         "OdBoundA" => {
             let prf = od_a::PrfData::activate().expect("activate A");
-            prf.on_demand(od_a::ANSWER, answer).expect("register A");
+            prf.on_demand()
+                .serve(od_a::ANSWER, answer)
+                .expect("register A");
             Box::new(prf)
         }
         "OdBoundB" => {
             let prf = od_b::PrfData::activate().expect("activate B");
-            prf.on_demand(od_b::ANSWER, answer).expect("register B");
+            prf.on_demand()
+                .serve(od_b::ANSWER, answer)
+                .expect("register B");
             Box::new(prf)
         }
         _ => {
             let prf = od_c::PrfData::activate().expect("activate C");
-            prf.on_demand(od_c::ANSWER, answer).expect("register C");
+            prf.on_demand()
+                .serve(od_c::ANSWER, answer)
+                .expect("register C");
             Box::new(prf)
         }
     };

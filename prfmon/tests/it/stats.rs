@@ -38,11 +38,12 @@ fn app_child() {
     prf.get_ctr32(st::READS, ()).store(40, Relaxed);
     prf.get_ctr32(st::WRITES, ()).store(2, Relaxed);
     let mut asked = 0;
-    prf.on_demand(st::ASKED, move || {
-        asked += 1;
-        asked
-    })
-    .expect("register");
+    prf.on_demand()
+        .serve(st::ASKED, move || {
+            asked += 1;
+            asked
+        })
+        .expect("register");
     prfdata_app::app_ready(b"up");
     std::thread::sleep(Duration::from_secs(60));
 }

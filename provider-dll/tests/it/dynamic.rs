@@ -88,9 +88,11 @@ fn run_time_names_that_move_the_range_are_followed_without_another_open() {
     assert_eq!(objects(&p), [(old_first, 3)]);
 
     let plugin = prf
+        .dynamic()
         .add_object(&ObjectSpec::new("Moving Plugin", "p"))
         .unwrap();
     let calls = prf
+        .dynamic()
         .add_counter(
             plugin,
             &CounterSpec::new("Plugin Calls", "c", PERF_COUNTER_RAWCOUNT),
@@ -124,7 +126,7 @@ fn run_time_names_that_move_the_range_are_followed_without_another_open() {
     assert!(h.contains(&format!(" {}\n", calls.offset())), "{h}");
 
     // Removed: the run-time block is gone and so are its names.
-    prf.remove_object(plugin).unwrap();
+    prf.dynamic().remove_object(plugin).unwrap();
     assert_eq!(objects_soon(&p, &[(new_first, 3)]), [(new_first, 3)]);
     let names = prfdata_registry::perflib::read_counter_text(&reg, "009").unwrap();
     assert!(!names.counter.contains_key(&(new_first + calls.offset())));

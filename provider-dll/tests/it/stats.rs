@@ -26,13 +26,14 @@ fn child_entry() {
     let prf = app_s::PrfData::activate().expect("child activates app S");
     if role == "serve" {
         let file = answer_file();
-        prf.on_demand(app_s::ANSWER, move || {
-            std::fs::read_to_string(&file)
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-                .unwrap_or(-1)
-        })
-        .expect("register the closure");
+        prf.on_demand()
+            .serve(app_s::ANSWER, move || {
+                std::fs::read_to_string(&file)
+                    .ok()
+                    .and_then(|s| s.trim().parse().ok())
+                    .unwrap_or(-1)
+            })
+            .expect("register the closure");
     }
     std::fs::write(ready_file(), b"").unwrap();
     std::thread::sleep(Duration::from_secs(120));
@@ -298,7 +299,8 @@ fn collectors_share_a_pending_request() {
     assert!(raised <= 1, "one request for four collectors, not {raised}");
     let runs = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
     let counted = std::sync::Arc::clone(&runs);
-    prf.on_demand(app_s::ANSWER, move || counted.fetch_add(1, Relaxed) + 1)
+    prf.on_demand()
+        .serve(app_s::ANSWER, move || counted.fetch_add(1, Relaxed) + 1)
         .unwrap();
     // The pending request is served without anyone asking again.
     let start = Instant::now();

@@ -17,20 +17,23 @@
 //!   serves the block: fresh values, or the last ones if the bound passed first
 //! ```
 //!
-//! The thread starts with the first closure registered ([`PrfData::on_demand`]) and sleeps on
+//! The thread starts with the first closure registered ([`OnDemand::serve`]) and sleeps on
 //! the request word; it never polls. It is stopped and joined when its [`PrfData`] is dropped,
 //! before the block is unmapped (a closure still running is waited for). A closure that panics is logged and its counter keeps its last
 //! value; the others are still served.
 //!
 //! [`BlockHeader::od_request`]: crate::layout::BlockHeader::od_request
 //! [`PrfData`]: crate::PrfData
-//! [`PrfData::on_demand`]: crate::PrfData::on_demand
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+mod handle;
+
+pub use handle::OnDemand;
 
 use crate::layout::{OD_OBJECTS_OFFSET, OD_REQUEST_OFFSET, OD_SERVED_OFFSET};
 use crate::sys::futex;
