@@ -86,7 +86,7 @@ pub enum Error {
         reason: String,
     },
     /// The file at the block's path is larger than any block
-    /// ([`MAX_BLOCK_SIZE`](crate::reader::MAX_BLOCK_SIZE)).
+    /// ([`MAX_BLOCK_SIZE`](crate::reader::BlockReader::MAX_BLOCK_SIZE)).
     #[error(
         "{path} is {size} bytes long, more than the {max} bytes a block may have: it is not a \
          block, remove it"
@@ -148,7 +148,7 @@ pub enum Error {
         max: u32,
     },
     /// A live process holds the block's lock and did not let go within one second (the bound
-    /// of `activate` and `attach`: twenty times [`CHECK_INTERVAL`](crate::optex::CHECK_INTERVAL),
+    /// of `activate` and `attach`: twenty times [`CHECK_INTERVAL`](crate::Optex::CHECK_INTERVAL),
     /// in which a holder that died is always recovered), while this process activated or
     /// attached: the holder is alive but stopped (`SIGSTOP`, a debugger) or stuck inside
     /// `lock_ctrs`.

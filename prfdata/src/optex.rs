@@ -12,7 +12,7 @@
 //! section it works across processes; unlike a kernel mutex it costs no system call when free.
 //!
 //! Because the processes that share it are independent programs, one of them may die while it
-//! holds the optex. Every waiter therefore wakes up now and then ([`CHECK_INTERVAL`]) and asks
+//! holds the optex. Every waiter therefore wakes up now and then ([`Optex::CHECK_INTERVAL`]) and asks
 //! whether the owner is still running ([`ProcessId::is_alive`]); if it is not, the waiter takes
 //! the optex over and its guard says so ([`OptexGuard::owner_died`]), so that it can check and
 //! repair whatever the dead owner was changing.
@@ -70,7 +70,7 @@
 //! # Contention
 //!
 //! Taking a free optex and releasing one nobody waits for are one atomic instruction each, and
-//! no system call. A locker that finds the optex held spins a little ([`SPIN_LIMIT`] turns of
+//! no system call. A locker that finds the optex held spins a little ([`Optex::SPIN_LIMIT`] turns of
 //! crossbeam-utils' `Backoff::spin`, an exponential backoff), reading the word once per turn
 //! and trying the compare-and-exchange only when it reads the optex free; it sleeps in the
 //! kernel (a futex wait) only when the spin ends, when it loses the race for a release to
@@ -132,42 +132,6 @@ fn waited_on(watched: &mut Option<(u64, Instant)>, state: u64, now: Instant) -> 
 /// Shift of the owner's start tag in the state word (its high half).
 const TAG_SHIFT: u32 = 32;
 
-/// Busy-wait turns before a locker that finds the optex held sleeps in the kernel: turn `n` is
-/// crossbeam-utils' `Backoff::spin`, `1 << n` spin-loop hints (1, 2, 4, ... 32: 63 in all), then
-/// the word is read once.
-///
-/// Backoff's own limit of spinning is also 6, but the optex counts its turns itself: its
-/// `is_completed` also counts yields, and the optex never yields. Six turns are long enough to ride out a
-/// short critical section on another core, a few microseconds at most, and with the word read
-/// only six times, too few to slow its owner down. Unlike parking_lot's `SpinWait` and
-/// crossbeam's `snooze`, no turn yields: `sched_yield` is a system call that either returns at
-/// once (an idle machine) or gives the core away for a whole time slice (a busy one), and
-/// sleeping on the futex is cheaper than both. A locker skips spinning altogether when others
-/// already sleep, and stops at the first release it loses to another locker.
-///
-/// # Examples
-///
-/// ```
-/// assert_eq!(prfdata::optex::SPIN_LIMIT, 6);
-/// ```
-pub const SPIN_LIMIT: u32 = 6;
-
-/// How long a waiter sleeps on one owner before it checks whether that owner's process died.
-///
-/// Bounds the time to recover from a dead owner to about this, well under the one second that a
-/// provider's collect call can afford; each check reads one `/proc/<pid>/stat`, which at 20
-/// checks a second per waiter costs nothing measurable.
-///
-/// # Examples
-///
-/// ```
-/// use prfdata::optex::CHECK_INTERVAL;
-/// use std::time::Duration;
-///
-/// assert!(CHECK_INTERVAL < Duration::from_secs(1));
-/// ```
-pub const CHECK_INTERVAL: Duration = Duration::from_millis(50);
-
 /// A lock for threads of several processes, placed in memory they share.
 ///
 /// It is not recursive: a thread that locks an optex it already holds deadlocks. Threads of the
@@ -179,7 +143,7 @@ pub const CHECK_INTERVAL: Duration = Duration::from_millis(50);
 /// more, it is a zombie, or its pid now belongs to a process with another start time. Any exit
 /// counts, a normal exit (or `exit` from a thread) included, and the next locker gets a guard
 /// whose [`owner_died`](OptexGuard::owner_died) is `true`. Recovery takes about
-/// [`CHECK_INTERVAL`]. The owner is a *process*: a thread that ends while holding the optex
+/// [`Optex::CHECK_INTERVAL`]. The owner is a *process*: a thread that ends while holding the optex
 /// (having leaked its guard) leaves it locked for as long as its process lives, and a process
 /// that calls `exec` while holding it keeps it (same pid, same start time).
 ///
@@ -297,6 +261,42 @@ impl Acquired {
 }
 
 impl Optex {
+    /// Busy-wait turns before a locker that finds the optex held sleeps in the kernel: turn `n` is
+    /// crossbeam-utils' `Backoff::spin`, `1 << n` spin-loop hints (1, 2, 4, ... 32: 63 in all), then
+    /// the word is read once.
+    ///
+    /// Backoff's own limit of spinning is also 6, but the optex counts its turns itself: its
+    /// `is_completed` also counts yields, and the optex never yields. Six turns are long enough to ride out a
+    /// short critical section on another core, a few microseconds at most, and with the word read
+    /// only six times, too few to slow its owner down. Unlike parking_lot's `SpinWait` and
+    /// crossbeam's `snooze`, no turn yields: `sched_yield` is a system call that either returns at
+    /// once (an idle machine) or gives the core away for a whole time slice (a busy one), and
+    /// sleeping on the futex is cheaper than both. A locker skips spinning altogether when others
+    /// already sleep, and stops at the first release it loses to another locker.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(prfdata::Optex::SPIN_LIMIT, 6);
+    /// ```
+    pub const SPIN_LIMIT: u32 = 6;
+
+    /// How long a waiter sleeps on one owner before it checks whether that owner's process died.
+    ///
+    /// Bounds the time to recover from a dead owner to about this, well under the one second that a
+    /// provider's collect call can afford; each check reads one `/proc/<pid>/stat`, which at 20
+    /// checks a second per waiter costs nothing measurable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata::Optex;
+    /// use std::time::Duration;
+    ///
+    /// assert!(Optex::CHECK_INTERVAL < Duration::from_secs(1));
+    /// ```
+    pub const CHECK_INTERVAL: Duration = Duration::from_millis(50);
+
     /// An unlocked optex (all bytes zero).
     ///
     /// # Examples
@@ -636,7 +636,7 @@ impl Optex {
         check: &dyn OwnerCheck,
     ) -> Option<Acquired> {
         let mine = owner_word(me);
-        // Spin turns done since this call began or this thread last woke (see SPIN_LIMIT): the
+        // Spin turns done since this call began or this thread last woke (see Optex::SPIN_LIMIT): the
         // optex counts its own, since `Backoff::is_completed` also counts yields.
         let mut spins = 0u32;
         let backoff = Backoff::new();
@@ -656,13 +656,13 @@ impl Optex {
                     Ok(()) => return Some(Acquired { owner_died: false }),
                     // Another locker took the release: leave it the optex for a while rather
                     // than fight for the next one (see "Contention" above).
-                    Err(now) if now & OWNER_MASK != 0 => (spins, state) = (SPIN_LIMIT, now),
+                    Err(now) if now & OWNER_MASK != 0 => (spins, state) = (Optex::SPIN_LIMIT, now),
                     Err(now) => state = now,
                 }
                 continue;
             }
             // Held. Spin while nobody sleeps, reading the word once per turn.
-            if state & WAITERS == 0 && spins < SPIN_LIMIT {
+            if state & WAITERS == 0 && spins < Optex::SPIN_LIMIT {
                 backoff.spin();
                 spins += 1;
                 state = self.state.load(Ordering::Acquire);
@@ -671,9 +671,9 @@ impl Optex {
             let now = Instant::now();
             let expired = deadline.is_some_and(|d| now >= d);
             let waited = waited_on(&mut watched, state, now);
-            // Check the owner every CHECK_INTERVAL, and once before giving up, so that timed
-            // acquires shorter than CHECK_INTERVAL still recover from a dead owner.
-            if waited >= CHECK_INTERVAL || (expired && !checked) {
+            // Check the owner every Optex::CHECK_INTERVAL, and once before giving up, so that timed
+            // acquires shorter than Optex::CHECK_INTERVAL still recover from a dead owner.
+            if waited >= Optex::CHECK_INTERVAL || (expired && !checked) {
                 (checked, watched) = (true, Some((state & !WAITERS, now)));
                 match self.take_from_dead(state, me, check) {
                     Ok(acquired) => return Some(acquired),
@@ -690,7 +690,7 @@ impl Optex {
                 }
                 return None;
             }
-            let mut timeout = CHECK_INTERVAL - waited;
+            let mut timeout = Optex::CHECK_INTERVAL - waited;
             if let Some(deadline) = deadline {
                 timeout = timeout.min(deadline.saturating_duration_since(now));
             }
@@ -1079,7 +1079,7 @@ mod tests {
                 (released.load(Ordering::Acquire), g.owner_died())
             })
         };
-        std::thread::sleep(CHECK_INTERVAL * 4);
+        std::thread::sleep(Optex::CHECK_INTERVAL * 4);
         released.store(true, Ordering::Release);
         drop(guard);
         let (after_release, died) = waiter.join().unwrap();
@@ -1193,7 +1193,7 @@ mod tests {
         let guard = optex.try_lock_for(Duration::from_secs(2)).unwrap();
         assert!(guard.owner_died());
         let took = start.elapsed();
-        assert!(took >= CHECK_INTERVAL, "{took:?}");
+        assert!(took >= Optex::CHECK_INTERVAL, "{took:?}");
         assert!(took < Duration::from_secs(1), "{took:?}");
     }
 
@@ -1228,16 +1228,16 @@ mod tests {
         let optex = Optex::new();
         optex.state.store(owner_word(parent), Ordering::Relaxed);
         assert_eq!(optex.owner(), Some(parent));
-        assert!(optex.try_lock_for(CHECK_INTERVAL * 3).is_none());
+        assert!(optex.try_lock_for(Optex::CHECK_INTERVAL * 3).is_none());
         assert!(optex.try_lock_for(Duration::ZERO).is_none());
         // Nor when the owner could not read its own start time (tag 0): only its pid counts.
         optex.state.store(u64::from(parent.pid), Ordering::Relaxed);
-        assert!(optex.try_lock_for(CHECK_INTERVAL * 3).is_none());
+        assert!(optex.try_lock_for(Optex::CHECK_INTERVAL * 3).is_none());
         // Nor with WAITERS set beside the owner.
         optex
             .state
             .store(owner_word(parent) | WAITERS, Ordering::Relaxed);
-        assert!(optex.try_lock_for(CHECK_INTERVAL * 3).is_none());
+        assert!(optex.try_lock_for(Optex::CHECK_INTERVAL * 3).is_none());
         assert_eq!(optex.recoveries(), 0);
     }
 
@@ -1269,7 +1269,7 @@ mod tests {
         let optex = Optex::new();
         optex.state.store(u64::from(me.pid), Ordering::Relaxed);
         std::thread::scope(|s| {
-            s.spawn(|| assert!(optex.try_lock_for(CHECK_INTERVAL * 2).is_none()));
+            s.spawn(|| assert!(optex.try_lock_for(Optex::CHECK_INTERVAL * 2).is_none()));
         });
         assert_eq!(optex.recoveries(), 0);
     }

@@ -82,7 +82,7 @@ pub const REG_PATH: &str = "/reg";
 pub const SERVICES_HEADER: &str = "Prfmon-Services";
 
 /// The largest answer read unless told otherwise ([`RemoteOptions::max_answer`], `--max-answer`):
-/// the largest block an app may publish ([`prfdata::reader::MAX_BLOCK_SIZE`], 1 GiB), so that a
+/// the largest block an app may publish ([`prfdata::reader::BlockReader::MAX_BLOCK_SIZE`], 1 GiB), so that a
 /// collection of one app of any size crosses the wire while a hostile server can make the client
 /// hold no more than that (and twice it to decode). A collection can be larger: one service's
 /// Collect answers up to 2 GiB
@@ -90,7 +90,7 @@ pub const SERVICES_HEADER: &str = "Prfmon-Services";
 /// has two blocks) and a collection of several up to 4 GiB
 /// ([`MAX_PERF_DATA_BLOCK`](crate::datablock::MAX_PERF_DATA_BLOCK)); such an answer is refused
 /// naming its size and `--max-answer`, which admits it when raised.
-pub const DEFAULT_MAX_ANSWER: u64 = prfdata::reader::MAX_BLOCK_SIZE;
+pub const DEFAULT_MAX_ANSWER: u64 = prfdata::reader::BlockReader::MAX_BLOCK_SIZE;
 
 /// The most of an error answer's body read and shown (its first lines say what went wrong).
 pub const MAX_MESSAGE: u64 = 64 * 1024;

@@ -46,7 +46,7 @@ mod macros;
 pub mod offsets;
 #[cfg(not(feature = "layout"))]
 pub(crate) mod offsets;
-pub mod validate;
+pub(crate) mod validate;
 
 pub(crate) use aggregate::rule_code;
 pub use aggregate::Aggregate;
@@ -57,10 +57,6 @@ pub use ids::{CtrId, Global, InstanceId, Instanced, Object, PerfDataMap, Scope};
 pub use prfdata_macros::prfdata_map as __prfdata_map;
 pub(crate) use validate::validate_at_run_time;
 pub use validate::{validate, MapError};
-// One page for the limit, at `map::validate` (it comes from prfdata-rules, so rustdoc would
-// otherwise document it at both paths).
-#[doc(no_inline)]
-pub use validate::MAX_SUM_PARTS;
 
 use crate::winperf;
 
@@ -315,7 +311,7 @@ pub enum Source {
     /// collector that gets no answer within the service's bound serves the last value.
     OnDemand,
     /// The Windows 95 stat servers' `PSTF_COMPLEX`: the sum of these counters of the same object
-    /// (indexes among its counters, at most [`MAX_SUM_PARTS`]), computed by the
+    /// (indexes among its counters, at most 8, prfdata-rules' `MAX_SUM_PARTS`), computed by the
     /// reader at each read (in 64 bits, then truncated to the counter's width), so that every
     /// consumer sees an ordinary counter. The app never writes it.
     SumOf(&'static [usize]),

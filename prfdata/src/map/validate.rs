@@ -13,7 +13,7 @@ use crate::layout::{
 };
 use crate::winperf;
 
-pub use crate::layout::{MAX_APP_NAME, MAX_INSTANCES, MAX_INSTANCE_NAME, MAX_SUM_PARTS};
+use crate::layout::MAX_INSTANCE_NAME;
 use prfdata_rules::counter;
 use prfdata_rules::map::{self as rules, Violation};
 pub(crate) use prfdata_rules::valid_app_name;
@@ -67,7 +67,7 @@ pub enum MapError {
         /// The language id.
         lang: &'static str,
     },
-    /// Instance limits of zero, or above [`MAX_INSTANCES`] / [`MAX_INSTANCE_NAME`].
+    /// Instance limits of zero, or above prfdata-rules' `MAX_INSTANCES` / `MAX_INSTANCE_NAME`.
     BadInstanceLimits {
         /// The object's symbol.
         object: &'static str,
@@ -144,7 +144,7 @@ pub enum MapError {
         counter: &'static str,
     },
     /// A derived counter ([`super::Source::SumOf`]) with no part or more than
-    /// [`MAX_SUM_PARTS`], a part that is not another numeric, stored or on-demand, non-base
+    /// `MAX_SUM_PARTS` (8), a part that is not another numeric, stored or on-demand, non-base
     /// counter of the object, a part of another width than the sum, or a sum that is a base or
     /// text.
     BadSum {

@@ -18,24 +18,6 @@ use crate::layout::{
 };
 use crate::sys::shm;
 
-/// A deadline for [`BlockReader::read_with`] that fits a provider's Collect: how long it keeps
-/// retrying while writers change the block, well under the 50 ms a Collect may take in all.
-pub const DEFAULT_READ_DEADLINE: Duration = Duration::from_millis(20);
-/// How long a read waits, with the sequence odd all along, before it checks whether the
-/// lock's holder is dead (and recovers the block if so). A writer's section lasts
-/// microseconds; one that has held the sequence odd for a millisecond is stopped, slow
-/// (`lock_ctrs`) or dead, and telling which costs one `/proc/<pid>/stat` read. Reads with a
-/// deadline shorter than twice this check at half their deadline, so every read that ends
-/// busy has checked once.
-///
-/// # Examples
-///
-/// ```
-/// use prfdata::reader::{DEAD_HOLDER_CHECK, DEFAULT_READ_DEADLINE};
-/// assert!(DEAD_HOLDER_CHECK < DEFAULT_READ_DEADLINE);
-/// ```
-pub const DEAD_HOLDER_CHECK: Duration = Duration::from_millis(1);
-
 /// A block opened read-only, with its records validated: the reader providers and tools use.
 ///
 /// Everything is read through [`BlockReader::read_with`], inside one consistent window.
@@ -44,7 +26,7 @@ pub const DEAD_HOLDER_CHECK: Duration = Duration::from_millis(1);
 ///
 /// ```
 /// use std::sync::atomic::Ordering::Relaxed;
-/// use prfdata::reader::{BlockReader, DEFAULT_READ_DEADLINE};
+/// use prfdata::reader::BlockReader;
 /// # prfdata::prfdata_map! { pub mod app { app: "ReaderDoc", object JOBS = 0 { name: "Jobs",
 /// #   help: "Jobs.", detail: Novice, default: none, instances: none, costly: false, counters {
 /// #   DONE = 2: RawCount { name: "Done", help: "Done.", detail: Novice, scale: 0 }, } } } }
@@ -53,7 +35,7 @@ pub const DEAD_HOLDER_CHECK: Duration = Duration::from_millis(1);
 /// prf.get_ctr32(app::DONE, ()).store(7, Relaxed);
 ///
 /// let reader = BlockReader::open("ReaderDoc")?; // in the provider
-/// let done = reader.read_with(DEFAULT_READ_DEADLINE, |view| view.global_value(0, 0))?;
+/// let done = reader.read_with(BlockReader::DEFAULT_READ_DEADLINE, |view| view.global_value(0, 0))?;
 /// assert_eq!(done, 7);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -86,6 +68,27 @@ pub struct BlockReader {
 }
 
 impl BlockReader {
+    /// A deadline for [`read_with`](BlockReader::read_with) that fits a provider's Collect: how long it keeps
+    /// retrying while writers change the block, well under the 50 ms a Collect may take in all.
+    pub const DEFAULT_READ_DEADLINE: Duration = Duration::from_millis(20);
+    /// How long a read waits, with the sequence odd all along, before it checks whether the
+    /// lock's holder is dead (and recovers the block if so). A writer's section lasts
+    /// microseconds; one that has held the sequence odd for a millisecond is stopped, slow
+    /// (`lock_ctrs`) or dead, and telling which costs one `/proc/<pid>/stat` read. Reads with a
+    /// deadline shorter than twice this check at half their deadline, so every read that ends
+    /// busy has checked once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata::reader::BlockReader;
+    /// assert!(BlockReader::DEAD_HOLDER_CHECK < BlockReader::DEFAULT_READ_DEADLINE);
+    /// ```
+    pub const DEAD_HOLDER_CHECK: Duration = Duration::from_millis(1);
+    /// The largest block an app may publish (1 GiB): the limit of prfdata-rules, which
+    /// [`BlockReader::open`] enforces.
+    pub const MAX_BLOCK_SIZE: u64 = MAX_BLOCK_SIZE;
+
     /// Opens the block of `app` in [`shm_dir`](crate::shm_dir).
     ///
     /// # Errors
@@ -101,7 +104,7 @@ impl BlockReader {
     /// (`O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC`), then, from `fstat` of what was opened, only a
     /// regular file ([`Error::NotRegular`](crate::Error::NotRegular) otherwise: a FIFO planted
     /// at the path is refused at once) owned by this user with mode 0600
-    /// ([`Error::NotABlock`](crate::Error::NotABlock)) and no larger than [`MAX_BLOCK_SIZE`](super::MAX_BLOCK_SIZE)
+    /// ([`Error::NotABlock`](crate::Error::NotABlock)) and no larger than [`MAX_BLOCK_SIZE`](BlockReader::MAX_BLOCK_SIZE)
     /// ([`Error::TooLarge`](crate::Error::TooLarge)); only then is it mapped, read-only, and its
     /// records validated.
     ///
@@ -150,7 +153,9 @@ impl BlockReader {
         let len = usize::try_from(identity.size).map_err(|_| too_large())?;
         let raw = RawBlock::map(&file, len, false).map_err(io)?;
         let parsed = {
-            let watch = watch(&raw, false, || Instant::now() + DEFAULT_READ_DEADLINE)?;
+            let watch = watch(&raw, false, || {
+                Instant::now() + BlockReader::DEFAULT_READ_DEADLINE
+            })?;
             let parsed = records::parse(&raw, identity.size);
             if watch.faulted() {
                 return Err(truncated(&file, identity.size));
@@ -218,7 +223,9 @@ impl BlockReader {
     /// # Ok::<(), prfdata::reader::ReadError>(())
     /// ```
     pub fn members(&self) -> Result<Vec<crate::process::ProcessId>, ReadError> {
-        let window = watch(&self.raw, false, || Instant::now() + DEFAULT_READ_DEADLINE)?;
+        let window = watch(&self.raw, false, || {
+            Instant::now() + BlockReader::DEFAULT_READ_DEADLINE
+        })?;
         let header = &self.records.header;
         // `parse` checked that the table lies inside the block; the loads are checked again.
         let mut out = Vec::new();
@@ -437,7 +444,7 @@ pub(super) fn truncated(file: &File, mapped: u64) -> ReadError {
 /// The Collect answer's bound (the rule is in `block/answer.rs`).
 impl BlockReader {
     /// The most bytes one Collect of prfdata's provider answers for one app: the objects of its
-    /// two blocks (installed and run-time), each at most [`MAX_BLOCK_SIZE`] (see the rule in
+    /// two blocks (installed and run-time), each at most [`MAX_BLOCK_SIZE`](BlockReader::MAX_BLOCK_SIZE) (see the rule in
     /// `block/answer.rs`). The provider answers no more for a whole service (an app that would
     /// take it past this is left out of that Collect, logged), and the collector grows its
     /// Collect buffer up to this before it calls a provider that still wants more misbehaving.
@@ -445,8 +452,11 @@ impl BlockReader {
     /// # Examples
     ///
     /// ```
-    /// use prfdata::reader::{BlockReader, MAX_BLOCK_SIZE};
-    /// assert_eq!(u64::from(BlockReader::MAX_COLLECT_ANSWER), 2 * MAX_BLOCK_SIZE);
+    /// use prfdata::reader::BlockReader;
+    /// assert_eq!(
+    ///     u64::from(BlockReader::MAX_COLLECT_ANSWER),
+    ///     2 * BlockReader::MAX_BLOCK_SIZE
+    /// );
     /// ```
     pub const MAX_COLLECT_ANSWER: u32 = {
         let max = answer::BLOCKS_PER_APP * MAX_BLOCK_SIZE;

@@ -26,9 +26,9 @@
 //! | truncated, or truncated and regrown, under a read | the `SIGBUS` is caught (see below): [`ReadError::Truncated`], the reader is spent ([`BlockReader::is_replaced`]) |
 //! | replaced (another file renamed over the path) | [`BlockReader::is_replaced`]; a new reader reads the new file |
 //! | a FIFO, socket, directory or symlink at the path | refused at open without blocking (`O_NOFOLLOW \| O_NONBLOCK`, then `fstat`: a regular file owned by this user, mode 0600) |
-//! | a file larger than [`MAX_BLOCK_SIZE`] | [`Error::TooLarge`](crate::Error::TooLarge), never mapped |
+//! | a file larger than [`BlockReader::MAX_BLOCK_SIZE`] | [`Error::TooLarge`](crate::Error::TooLarge), never mapped |
 //! | any byte changed to anything | [`ReadError::Field`] naming the offset, or the values as written; lone surrogates in names and text served as U+FFFD |
-//! | a process killed holding the lock inside a write section | the reader takes the lock over through the optex's dead-owner path and repairs the tables as a writer would, within [`DEAD_HOLDER_CHECK`] of the sequence staying odd |
+//! | a process killed holding the lock inside a write section | the reader takes the lock over through the optex's dead-owner path and repairs the tables as a writer would, within [`BlockReader::DEAD_HOLDER_CHECK`] of the sequence staying odd |
 //! | every member of the block killed (the activating process alone gone is not enough) | [`ReadError::OwnerGone`] |
 //!
 //! A load from a page of a block truncated under the read would raise `SIGBUS` and kill the
@@ -42,7 +42,7 @@
 //!
 //! ```
 //! use std::sync::atomic::Ordering::Relaxed;
-//! use prfdata::reader::{BlockReader, DEFAULT_READ_DEADLINE};
+//! use prfdata::reader::BlockReader;
 //!
 //! prfdata::prfdata_map! {
 //!     pub mod app {
@@ -62,7 +62,7 @@
 //! prf.get_ctr32(app::JOBS, w).store(3, Relaxed);
 //!
 //! let reader = BlockReader::open("ReaderModuleDoc")?; // a provider
-//! let workers = reader.read_with(DEFAULT_READ_DEADLINE, |view| {
+//! let workers = reader.read_with(BlockReader::DEFAULT_READ_DEADLINE, |view| {
 //!     let table = view.instances(0)?;
 //!     let mut out = Vec::new();
 //!     for pos in 0..table.len() {
@@ -86,8 +86,7 @@ mod utf16;
 mod view;
 
 pub use crate::block::records::{CounterInfo, ObjectInfo};
-pub use crate::layout::{MAX_BLOCK_SIZE, MAX_COUNTERS, MAX_COUNTER_BLOCK, MAX_OBJECTS};
-pub use block_reader::{BlockReader, DEAD_HOLDER_CHECK, DEFAULT_READ_DEADLINE};
+pub use block_reader::BlockReader;
 pub use error::ReadError;
 pub use on_demand::Refresh;
 pub use view::{BlockView, InstanceTable, LiveInstance, ParentLink};

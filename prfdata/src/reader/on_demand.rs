@@ -15,7 +15,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::block_reader::{watch, BlockReader, DEFAULT_READ_DEADLINE};
+use super::block_reader::{watch, BlockReader};
 use super::error::ReadError;
 use crate::block::open::open_block;
 use crate::block::raw::RawBlock;
@@ -77,7 +77,7 @@ impl BlockReader {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use prfdata::reader::{BlockReader, Refresh, DEFAULT_READ_DEADLINE};
+    /// use prfdata::reader::{BlockReader, Refresh};
     /// prfdata::prfdata_map! { pub mod m { app: "RefreshDoc",
     ///   object PROC { name: "Process", help: "This process.", counters {
     ///     ANSWER: RawCount { name: "Answer", help: name, on_demand: true },
@@ -89,7 +89,7 @@ impl BlockReader {
     /// let reader = BlockReader::open_path("RefreshDoc", &dir.path().join("RefreshDoc.blk"))?;
     /// // A generous bound for a doctest; providers use the service's (20 ms by default).
     /// assert_eq!(reader.refresh_on_demand(Duration::from_secs(5))?, Refresh::Served);
-    /// assert_eq!(reader.read_with(DEFAULT_READ_DEADLINE, |v| v.global_value(0, 0))?, 42);
+    /// assert_eq!(reader.read_with(BlockReader::DEFAULT_READ_DEADLINE, |v| v.global_value(0, 0))?, 42);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn refresh_on_demand(&self, bound: Duration) -> Result<Refresh, ReadError> {
@@ -180,7 +180,9 @@ impl BlockReader {
             return Ok(Asked::Done(Refresh::NotNeeded));
         }
         let header = self.header_rw()?;
-        let guard = watch(header, true, || Instant::now() + DEFAULT_READ_DEADLINE)?;
+        let guard = watch(header, true, || {
+            Instant::now() + BlockReader::DEFAULT_READ_DEADLINE
+        })?;
         let (request, served, objects) = words(header);
         let prev = objects.fetch_or(mask, Ordering::AcqRel);
         let missed = self.od_missed.load(Ordering::Relaxed);

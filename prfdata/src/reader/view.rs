@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::Backoff;
 
-use super::block_reader::{truncated, watch, BlockReader, DEAD_HOLDER_CHECK};
+use super::block_reader::{truncated, watch, BlockReader};
 use super::error::{field, ReadError};
 use super::recover::{self, Recovery};
 use super::utf16;
@@ -39,7 +39,7 @@ impl BlockReader {
     /// Each window registers the mapping with the `SIGBUS` handler (see the
     /// [module docs](super)): if the
     /// file is truncated under `f`, `f` reads zeros from then on, and its result is thrown away
-    /// for [`ReadError::Truncated`]. If the sequence stays odd for [`DEAD_HOLDER_CHECK`], the
+    /// for [`ReadError::Truncated`]. If the sequence stays odd for [`BlockReader::DEAD_HOLDER_CHECK`], the
     /// read checks once whether the lock's holder died, and recovers the block if so.
     ///
     /// # Errors
@@ -67,7 +67,7 @@ impl BlockReader {
         // When the read first had to wait (a window not opened at once, or one to repeat): the
         // deadline counts from there, so a read that succeeds at once reads no clock.
         let mut waited_from: Option<Instant> = None;
-        let check_after = DEAD_HOLDER_CHECK.min(deadline / 2);
+        let check_after = BlockReader::DEAD_HOLDER_CHECK.min(deadline / 2);
         let mut attempt = 0u32;
         let pause = Backoff::new();
         // Since when the sequence has been odd at every look, and whether this read has
@@ -181,7 +181,9 @@ impl BlockReader {
         if self.spent.load(Ordering::Relaxed) {
             return true;
         }
-        let Ok(window) = watch(&self.raw, false, || Instant::now() + DEAD_HOLDER_CHECK) else {
+        let Ok(window) = watch(&self.raw, false, || {
+            Instant::now() + BlockReader::DEAD_HOLDER_CHECK
+        }) else {
             return false;
         };
         let ended = self.ended();

@@ -171,7 +171,7 @@ pub fn child_dir() -> std::path::PathBuf {
 /// ([`BlockReader::read_with`](prfdata::reader::BlockReader::read_with)): what the tests compare
 /// against what they wrote.
 pub mod snapshot {
-    use prfdata::reader::{BlockReader, ParentLink, ReadError, DEFAULT_READ_DEADLINE};
+    use prfdata::reader::{BlockReader, ParentLink, ReadError};
 
     /// One instance of a [`Snapshot`].
     #[derive(Clone, Debug, PartialEq, Eq)]
@@ -230,7 +230,7 @@ pub mod snapshot {
 
     impl ReadAll for BlockReader {
         fn read(&self, snap: &mut Snapshot) -> Result<(), ReadError> {
-            let copied = self.read_with(DEFAULT_READ_DEADLINE, |view| {
+            let copied = self.read_with(BlockReader::DEFAULT_READ_DEADLINE, |view| {
                 let mut objects = Vec::new();
                 for (k, info) in self.objects().iter().enumerate() {
                     let stride = info.counter_block_size as usize;

@@ -69,7 +69,7 @@ pub(super) struct Member {
 /// [`Error::LockStalled`], naming the holder.
 ///
 /// One second, as a leaving process waits (`LEAVE_BOUND`): twenty times the optex's
-/// [`CHECK_INTERVAL`](crate::optex::CHECK_INTERVAL), so a holder that died is always recovered
+/// [`CHECK_INTERVAL`](crate::Optex::CHECK_INTERVAL), so a holder that died is always recovered
 /// well within it (recovery takes one interval), while a live process holds the lock for
 /// microseconds (an instance added or removed) or for a `lock_ctrs` section, which must be as
 /// short: a holder that keeps it a whole second is stopped or stuck, and waiting longer would
