@@ -12,17 +12,17 @@
 //! never stepped by a clock change; and coarse enough that a 32-bit `PERF_AVERAGE_TIMER` holds
 //! 429 s of accumulated time before it wraps.
 //!
-//! # The object timer: [`filetime_now`]
+//! # The object timer: [`filetime::now`]
 //!
 //! Counters whose type has `PERF_OBJECT_TIMER` are read against their object's own PerfTime /
 //! PerfFreq (winperf.h: "use the object timer"). NT's Process object, and every consumer written
 //! against it (PDH, windows_exporter), makes that clock the wall clock as a `FILETIME`: 100 ns
 //! units since 1601-01-01 UTC, PerfFreq 10,000,000. The provider sets every object's PerfTime to
-//! [`filetime_now`] at collection and its PerfFreq to [`OBJECT_FREQUENCY`], so:
+//! [`filetime::now`] at collection and its PerfFreq to [`OBJECT_FREQUENCY`], so:
 //!
 //! | type | what the app stores | what a consumer shows |
 //! |---|---|---|
-//! | `PERF_ELAPSED_TIME` ([`ElapsedTime`](crate::counter_type::ElapsedTime)) | the **start time** as a FILETIME: [`filetime`] / [`filetime_now`], or [`PrfData::set_elapsed_start`](crate::PrfData::set_elapsed_start) | (PerfTime − N) / PerfFreq: seconds since the start |
+//! | `PERF_ELAPSED_TIME` ([`ElapsedTime`](crate::counter_type::ElapsedTime)) | the **start time** as a FILETIME: [`filetime::of`] / [`filetime::now`], or [`PrfData::set_elapsed_start`](crate::PrfData::set_elapsed_start) | (PerfTime − N) / PerfFreq: seconds since the start |
 //! | `PERF_OBJ_TIME_TIMER`, `PERF_COUNTER_OBJ_TIME_QUEUELEN_TYPE` | busy time (or queue length × time) accumulated in 100 ns units: a duration's `as_nanos() / 100`, or a difference of [`perf_counter`] readings | ΔN / ΔPerfTime: both in 100 ns units |
 //! | `PERF_PRECISION_OBJECT_TIMER` | busy time in 100 ns units, with its `PERF_PRECISION_TIMESTAMP` base in the same units | ΔN / ΔBase |
 //!
@@ -31,6 +31,11 @@
 //! only `PERF_ELAPSED_TIME`, a point in time, must be a FILETIME. A consumer may also read the
 //! value as NT's does: windows_exporter reports a process's start time as
 //! `(N − FILETIME of 1970-01-01) / 10⁷` Unix seconds ([`FILETIME_UNIX_EPOCH`]).
+//!
+//! [`filetime::now`]: prfdata_wire::filetime::now
+//! [`filetime::of`]: prfdata_wire::filetime::of
+//! [`OBJECT_FREQUENCY`]: prfdata_wire::filetime::OBJECT_FREQUENCY
+//! [`FILETIME_UNIX_EPOCH`]: prfdata_wire::filetime::FILETIME_UNIX_EPOCH
 //!
 //! # Examples
 //!
@@ -41,13 +46,14 @@
 //! assert!(elapsed >= 2 * prfdata::clock::PERF_FREQUENCY / 1000);
 //!
 //! // A start time, and the seconds since it as a consumer computes them from an object's clock.
-//! let start = prfdata::clock::filetime_now();
-//! let perf_time = prfdata::clock::filetime_now();
-//! let seconds = (perf_time - start) as f64 / prfdata::clock::OBJECT_FREQUENCY as f64;
+//! use prfdata_wire::filetime;
+//! let start = filetime::now();
+//! let perf_time = filetime::now();
+//! let seconds = (perf_time - start) as f64 / filetime::OBJECT_FREQUENCY as f64;
 //! assert!((0.0..60.0).contains(&seconds));
 //! ```
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// Ticks per second of [`perf_counter`].
 pub const PERF_FREQUENCY: i64 = 10_000_000;
@@ -73,46 +79,6 @@ const NANOS_PER_TICK: i64 = 1_000_000_000 / PERF_FREQUENCY;
 /// counters count), saturating.
 pub(crate) fn ticks(d: Duration) -> i64 {
     i64::try_from(d.as_nanos() / 100).unwrap_or(i64::MAX)
-}
-
-/// Ticks per second of the object timer ([`filetime_now`]): FILETIME's 100 ns units, the
-/// PerfFreq of every object a provider returns.
-pub const OBJECT_FREQUENCY: i64 = 10_000_000;
-
-/// 1970-01-01 00:00 UTC as a FILETIME: 100 ns units since 1601-01-01 (369 years, 89 of them leap
-/// years: 134,774 days of 86,400 s).
-pub const FILETIME_UNIX_EPOCH: i64 = 116_444_736_000_000_000;
-
-/// `time` as a FILETIME: 100 ns units since 1601-01-01 UTC (saturating), the unit of
-/// `PERF_ELAPSED_TIME` start times and of the object timer.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::{Duration, UNIX_EPOCH};
-/// use prfdata::clock::{filetime, FILETIME_UNIX_EPOCH};
-/// assert_eq!(filetime(UNIX_EPOCH), FILETIME_UNIX_EPOCH);
-/// assert_eq!(filetime(UNIX_EPOCH + Duration::from_secs(1)), FILETIME_UNIX_EPOCH + 10_000_000);
-/// assert_eq!(filetime(UNIX_EPOCH - Duration::from_micros(1)), FILETIME_UNIX_EPOCH - 10);
-/// ```
-pub fn filetime(time: SystemTime) -> i64 {
-    match time.duration_since(UNIX_EPOCH) {
-        Ok(after) => FILETIME_UNIX_EPOCH.saturating_add(ticks(after)),
-        Err(before) => FILETIME_UNIX_EPOCH.saturating_sub(ticks(before.duration())),
-    }
-}
-
-/// The wall clock now as a FILETIME ([`filetime`]): the object timer, every object's PerfTime.
-///
-/// # Examples
-///
-/// ```
-/// let now = prfdata::clock::filetime_now();
-/// // Some time after 2020-01-01 (FILETIME 132,223,104,000,000,000).
-/// assert!(now > 132_223_104_000_000_000);
-/// ```
-pub fn filetime_now() -> i64 {
-    filetime(SystemTime::now())
 }
 
 #[cfg(test)]
@@ -145,21 +111,5 @@ mod tests {
     fn ticks_are_100_ns() {
         assert_eq!(ticks(Duration::from_micros(3)), 30);
         assert_eq!(ticks(Duration::from_secs(1)), PERF_FREQUENCY);
-    }
-
-    /// The epoch constant from its definition: 1601-01-01 to 1970-01-01 is 369 years, 89 of
-    /// them leap years (1700, 1800 and 1900 are not).
-    #[test]
-    fn filetime_epoch_is_369_years_before_unix() {
-        let days: i64 = 369 * 365 + 89;
-        assert_eq!(FILETIME_UNIX_EPOCH, days * 86_400 * OBJECT_FREQUENCY);
-    }
-
-    #[test]
-    fn filetime_now_follows_the_wall_clock() {
-        let before = SystemTime::now();
-        let now = filetime_now();
-        let after = SystemTime::now();
-        assert!(filetime(before) <= now && now <= filetime(after));
     }
 }

@@ -236,7 +236,7 @@ pub struct BlockHeader {
     /// Explicit padding.
     pub _pad0: u32,
     /// Ticks per second of the object timer (`PERF_OBJECT_TIMER` counters, each object's
-    /// PerfTime): [`clock::OBJECT_FREQUENCY`](crate::clock::OBJECT_FREQUENCY), the wall clock in
+    /// PerfTime): [`filetime::OBJECT_FREQUENCY`](prfdata_wire::filetime::OBJECT_FREQUENCY), the wall clock in
     /// FILETIME units, as NT's Process object. Readers refuse any other value.
     pub timer_freq: u64,
     /// The consistency sequence (atomic): odd while a writer holding the optex changes the

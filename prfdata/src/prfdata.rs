@@ -8,7 +8,6 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::block::create::{join_deadline, BlockFile, Joined};
-use crate::clock;
 use crate::counter_type::{AtomicWidth, CounterType, Dword, ElapsedTime, Large, TextType, Width};
 use crate::error::Error;
 use crate::instances::Instances;
@@ -835,7 +834,7 @@ impl<M: PerfDataMap> PrfData<M> {
 
     /// Sets the `PERF_ELAPSED_TIME` counter `ctr` at `at` (`()` for an object without
     /// instances, else the instance's id) to the start time `start` (a FILETIME,
-    /// [`clock::filetime`]): monitors show the seconds since then, against the object's clock, as
+    /// [`filetime::of`](prfdata_wire::filetime::of)): monitors show the seconds since then, against the object's clock, as
     /// they do for NT's Process "Elapsed Time". A service's uptime is
     /// `set_elapsed_start(UPTIME, (), SystemTime::now())` once, when it starts.
     ///
@@ -855,7 +854,8 @@ impl<M: PerfDataMap> PrfData<M> {
     /// prf.set_elapsed_start(m::AGE, job, started);
     /// // What a monitor computes from the object's PerfTime (the FILETIME now) and PerfFreq:
     /// let n = prf.get_ctr64(m::AGE, job).load(std::sync::atomic::Ordering::Relaxed);
-    /// let seconds = (prfdata::clock::filetime_now() - n) / prfdata::clock::OBJECT_FREQUENCY;
+    /// use prfdata_wire::filetime;
+    /// let seconds = (filetime::now() - n) / filetime::OBJECT_FREQUENCY;
     /// assert!((90..100).contains(&seconds));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -868,7 +868,7 @@ impl<M: PerfDataMap> PrfData<M> {
         O: Object<Map = M>,
     {
         self.get_ctr64(ctr, at)
-            .store(clock::filetime(start), Ordering::Relaxed);
+            .store(prfdata_wire::filetime::of(start), Ordering::Relaxed);
     }
 
     /// Adds an instance to `obj` (CPrfData's `AddInstance`): named by `spec`, a name or an

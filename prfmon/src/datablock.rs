@@ -40,8 +40,8 @@ use crate::decode::SIGNATURE;
 pub const MAX_PERF_DATA_BLOCK: u64 = u32::MAX as u64;
 
 /// 100 ns intervals between 1601-01-01 (FILETIME's epoch) and 1970-01-01 (Unix's): the same as
-/// [`prfdata::clock::FILETIME_UNIX_EPOCH`].
-pub const FILETIME_UNIX_EPOCH: i64 = prfdata::clock::FILETIME_UNIX_EPOCH;
+/// [`prfdata_wire::filetime::FILETIME_UNIX_EPOCH`].
+pub const FILETIME_UNIX_EPOCH: i64 = prfdata_wire::filetime::FILETIME_UNIX_EPOCH;
 
 /// The times a collection is stamped with, taken before the providers are called.
 ///

@@ -33,7 +33,6 @@
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use prfdata::clock;
 use prfdata::reader::{BlockReader, ReadError};
 
 use crate::apps;
@@ -339,7 +338,7 @@ fn collect_with(query: &Query, buf: &mut [u8], selected: &mut Selection) -> Coll
         query,
         collect,
         left: &left,
-        perf_time: clock::filetime_now(),
+        perf_time: prfdata_wire::filetime::now(),
     };
     let mut at = 0usize;
     let mut objects = 0;

@@ -47,15 +47,15 @@
 //! slot is checked again when its counter block is copied.
 //!
 //! Every object's PerfTime is the object timer at collection, the wall clock as a FILETIME, and
-//! its PerfFreq [`OBJECT_FREQUENCY`] (see [`prfdata::clock`]), as NT's Process object has them.
+//! its PerfFreq [`OBJECT_FREQUENCY`] (see [`prfdata_wire::filetime`]), as NT's Process object has them.
 //! An instance's `ParentObjectTitleIndex` / `ParentObjectInstance` are written only when its
 //! parent is live in the window and its object is among those written
 //! ([`Selection`] makes sure it is); otherwise both are 0.
 
 use std::sync::Arc;
 
-use prfdata::clock::OBJECT_FREQUENCY;
 use prfdata::reader::{BlockReader, BlockView, InstanceTable, ReadError};
+use prfdata_wire::filetime::OBJECT_FREQUENCY;
 use prfdata_wire::winperf::{
     PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType, I32, I64, PERF_NO_INSTANCES,
     PERF_NO_UNIQUE_ID, U32,
@@ -134,7 +134,7 @@ pub fn objects_size_bound(view: &BlockView<'_>, objects: &[usize]) -> Result<usi
 /// bytes and the objects written. With `out` at least [`objects_size`] bytes for the same window,
 /// the bytes are exactly that size.
 ///
-/// `perf_time` is the object timer at collection ([`prfdata::clock::filetime_now`]), every
+/// `perf_time` is the object timer at collection ([`prfdata_wire::filetime::now`]), every
 /// object's PerfTime. Nothing is reused from an earlier Collect: see [`write_prepared`].
 ///
 /// # Errors

@@ -399,7 +399,7 @@ fn check_header(h: &BlockHeader, file_size: u64) -> Result<(u64, u64), ReadError
         "counter count",
         counters,
     )?;
-    let freq_ok = h.timer_freq == crate::clock::OBJECT_FREQUENCY as u64;
+    let freq_ok = h.timer_freq == prfdata_wire::filetime::OBJECT_FREQUENCY as u64;
     ensure(
         freq_ok,
         header_at!(timer_freq),

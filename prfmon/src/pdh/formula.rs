@@ -1029,7 +1029,7 @@ mod tests {
     /// NT's convention, as prfdata's provider follows it: FILETIME start and object clock.
     #[test]
     fn elapsed_time_from_filetimes() {
-        use prfdata::clock::{filetime, OBJECT_FREQUENCY};
+        use prfdata_wire::filetime::{of as filetime, OBJECT_FREQUENCY};
         use std::time::{Duration, UNIX_EPOCH};
         let start = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         let now = start + Duration::from_millis(86_400_500);

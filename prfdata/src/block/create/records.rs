@@ -3,7 +3,6 @@
 
 use zerocopy::IntoBytes;
 
-use crate::clock;
 use crate::layout::*;
 use crate::map::offsets::*;
 use crate::map::{Instances, MapDef, Source};
@@ -62,7 +61,7 @@ fn header(map: &MapDef, fingerprint: u64, owner: ProcessId, generation: u64) -> 
         objects_offset: HEADER_SIZE as u32,
         counters_offset: counters_offset(map) as u32,
         _pad0: 0,
-        timer_freq: clock::OBJECT_FREQUENCY as u64,
+        timer_freq: prfdata_wire::filetime::OBJECT_FREQUENCY as u64,
         seq: 0,
         generation,
         app_name,
