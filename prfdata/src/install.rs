@@ -1,7 +1,7 @@
 //! Install / Uninstall a map (feature `install`): CPrfData's `Install(library)` and
 //! `Uninstall()`, for apps that install themselves.
 //!
-//! The map is validated ([`crate::map::validate()`]: its app name becomes the file names),
+//! The map is validated (the map's rules, [`MapError`](crate::map::MapError): its app name becomes the file names),
 //! described as a [`CounterSet`] ([`counter_set`]) and handed to
 //! [`prfdata_registry::install`], which writes the .INI and .h, loads them and registers the
 //! provider library in one registry update. [`PrfData::install`](crate::PrfData::install) and

@@ -90,7 +90,7 @@ pub const MAX_BLOCK_STRIDE: u32 =
 pub const MAX_SHARD_LINE: u32 = MAX_SHARDED * 8;
 
 // Limits: what a block may declare, from prfdata-rules (the map macro checks the same). A map
-// past one of them does not compile (the map's validation, [`crate::map::validate()`]); a block
+// past one of them does not compile (the map's validation, `map::validate`); a block
 // past one is refused by the reader. [`MAX_BLOCK_SIZE`], the largest block prfdata creates or
 // opens, also caps a file at a block's path: a larger one is not a block
 // ([`Error::TooLarge`](crate::Error::TooLarge)) and is never mapped. Activation reserves every

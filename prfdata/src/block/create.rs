@@ -4,7 +4,7 @@
 //!
 //! Publication protocol (every step fails safe):
 //!
-//! 0. Check the map ([`validate`](crate::map::validate())): its app name becomes a file name
+//! 0. Check the map (`map::validate`): its app name becomes a file name
 //!    and its limits the file's size. Remove the temporary files of activations killed half-way
 //!    in the folder ([`temp`]).
 //! 1. Create `.<app>.<pid>.<n>.tmp` beside the block with `O_CREAT | O_EXCL | O_NOFOLLOW`, mode

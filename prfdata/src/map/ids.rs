@@ -18,7 +18,7 @@ use crate::counter_type::{CounterType, Width};
 ///
 /// Implement it only through [`prfdata_map!`](crate::prfdata_map). The layout of the shared
 /// block, and so every offset [`PrfData`](crate::PrfData) reaches memory at, is computed from
-/// `DEF`: an implementation promises that `DEF` passes [`validate`](super::validate()) (the
+/// `DEF`: an implementation promises that `DEF` passes the map's rules ([`MapError::assert_valid`](super::MapError::assert_valid)) (the
 /// macro checks it at compile time). [`PrfData::activate`](crate::PrfData::activate) and
 /// [`PrfData::attach`](crate::PrfData::attach) check it again and refuse an invalid map with
 /// [`Error::Map`](crate::Error::Map), so a broken promise here ends in an error, not in memory

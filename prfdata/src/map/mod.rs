@@ -5,7 +5,7 @@
 //! mistakes it reports are in its docs) generates a module holding:
 //!
 //! - `MAP`: a [`MapDef`] (objects, counters, texts, detail levels, scales, instance limits),
-//!   validated at compile time by [`validate()`];
+//!   validated at compile time ([`MapError::assert_valid`]);
 //! - `Map`: the marker type that implements [`PerfDataMap`], so [`PrfData<Map>`](crate::PrfData)
 //!   only accepts ids from this map;
 //! - `PrfData`: an alias of `PrfData<Map>`;
@@ -55,8 +55,9 @@ pub use ids::{CtrId, Global, InstanceId, Instanced, Object, PerfDataMap, Scope};
 /// The proc macro behind [`prfdata_map!`](crate::prfdata_map), which passes it `$crate`.
 #[doc(hidden)]
 pub use prfdata_macros::prfdata_map as __prfdata_map;
+pub(crate) use validate::validate;
 pub(crate) use validate::validate_at_run_time;
-pub use validate::{validate, MapError};
+pub use validate::MapError;
 
 use crate::winperf;
 

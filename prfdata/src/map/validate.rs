@@ -171,15 +171,7 @@ pub enum MapError {
 /// # Errors
 ///
 /// The first [`MapError`] found, in declaration order.
-///
-/// # Examples
-///
-/// ```
-/// use prfdata::map::{validate, MapDef, MapError};
-/// let empty = MapDef { app: "Empty", objects: &[] };
-/// assert_eq!(validate(&empty), Err(MapError::NoObjects));
-/// ```
-pub const fn validate(map: &MapDef) -> Result<(), MapError> {
+pub(crate) const fn validate(map: &MapDef) -> Result<(), MapError> {
     if let Err(e) = check_shape(map) {
         return Err(e);
     }
@@ -267,8 +259,8 @@ const fn check_size(map: &MapDef) -> Result<(), MapError> {
     Ok(())
 }
 
-/// [`validate`], panicking with the error's message: what `prfdata_map!` calls in a constant so a
-/// bad map fails to compile.
+/// The map's rules, checked in declaration order, panicking with the first error's message:
+/// what `prfdata_map!` calls in a constant so a bad map fails to compile.
 ///
 /// # Panics
 ///
@@ -278,7 +270,6 @@ const fn check_size(map: &MapDef) -> Result<(), MapError> {
 ///
 /// ```
 /// use prfdata::map::MapDef;
-/// use prfdata::map::validate;
 /// let result = std::panic::catch_unwind(|| {
 ///     prfdata::map::MapError::assert_valid(&MapDef { app: "bad name!", objects: &[] })
 /// });

@@ -88,8 +88,8 @@ unsafe impl PerfDataMap for HugeText {
 #[test]
 fn an_app_name_that_is_a_path_is_refused_before_any_file_is_made() {
     let dir = tempfile::tempdir().unwrap();
-    // Make every folder the escape needs, so that only the check can stop it (before issue
-    // 13 the block was published at ESCAPE_DIR/Escaped.blk).
+    // Make every folder the escape needs, so that only the check can stop it (without it the
+    // block would be published at ESCAPE_DIR/Escaped.blk).
     std::fs::create_dir_all(format!("{ESCAPE_DIR}/tmp/prfdata-map-validation-escape")).unwrap();
     let escaped = std::path::Path::new(ESCAPE_DIR).join("Escaped.blk");
     let _ = std::fs::remove_file(&escaped);

@@ -338,14 +338,15 @@ fn a_killed_process_leaves_its_slots_and_values_to_the_next_owners() {
 
 #[test]
 fn a_sharded_counter_must_be_a_64_bit_count() {
-    use prfdata::map::{validate, CounterDef, DetailLevel, Instances, MapDef, MapError, ObjectDef};
+    use prfdata::map::PerfDataMap;
+    use prfdata::map::{CounterDef, DetailLevel, Instances, MapDef, MapError, ObjectDef};
     use prfdata::map::{Source, Text};
     const T: &[Text] = &[Text {
         lang: "009",
         name: "C",
         help: "c",
     }];
-    static C: [CounterDef; 1] = [CounterDef {
+    const C: [CounterDef; 1] = [CounterDef {
         symbol: "C",
         offset: Some(2),
         texts: T,
@@ -357,7 +358,7 @@ fn a_sharded_counter_must_be_a_64_bit_count() {
         source: Source::Sharded,
         aggregate: None,
     }];
-    static O: [ObjectDef; 1] = [ObjectDef {
+    const O: [ObjectDef; 1] = [ObjectDef {
         symbol: "O",
         offset: 0,
         texts: T,
@@ -369,9 +370,22 @@ fn a_sharded_counter_must_be_a_64_bit_count() {
         packed: false,
         counters: &C,
     }];
-    let map = MapDef {
-        app: "ShardedBad",
-        objects: &O,
-    };
-    assert_eq!(validate(&map), Err(MapError::BadSharded { counter: "C" }));
+    /// A map written by hand, past the macro's checks: `activate` checks it again.
+    struct ShardedBad;
+    // SAFETY: deliberately broken (its DEF breaks the map's rules), to show that prfdata checks.
+    unsafe impl PerfDataMap for ShardedBad {
+        const DEF: &'static MapDef = &MapDef {
+            app: "ShardedBad",
+            objects: &O,
+        };
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let err = prfdata::PrfData::<ShardedBad>::activate_in(dir.path()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            prfdata::Error::Map(MapError::BadSharded { counter: "C" })
+        ),
+        "{err:?}"
+    );
 }
