@@ -1,18 +1,6 @@
 //! FILETIME: 100 ns units since 1601-01-01 UTC, the unit of the object timer (the PerfTime of
 //! every object a provider returns, with PerfFreq [`OBJECT_FREQUENCY`]) and of
 //! `PERF_ELAPSED_TIME` start times.
-//!
-//! # Examples
-//!
-//! ```
-//! use std::time::{Duration, UNIX_EPOCH};
-//! use prfdata_wire::filetime::{self, FILETIME_UNIX_EPOCH};
-//! assert_eq!(filetime::of(UNIX_EPOCH), FILETIME_UNIX_EPOCH);
-//! assert_eq!(filetime::of(UNIX_EPOCH + Duration::from_secs(1)), FILETIME_UNIX_EPOCH + 10_000_000);
-//! assert_eq!(filetime::of(UNIX_EPOCH - Duration::from_micros(1)), FILETIME_UNIX_EPOCH - 10);
-//! // Some time after 2020-01-01 (FILETIME 132,223,104,000,000,000).
-//! assert!(filetime::now() > 132_223_104_000_000_000);
-//! ```
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -25,6 +13,16 @@ pub const OBJECT_FREQUENCY: i64 = 10_000_000;
 pub const FILETIME_UNIX_EPOCH: i64 = 116_444_736_000_000_000;
 
 /// `time` as a FILETIME (saturating).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, UNIX_EPOCH};
+/// use prfdata_wire::filetime::{of, FILETIME_UNIX_EPOCH};
+/// assert_eq!(of(UNIX_EPOCH), FILETIME_UNIX_EPOCH);
+/// assert_eq!(of(UNIX_EPOCH + Duration::from_secs(1)), FILETIME_UNIX_EPOCH + 10_000_000);
+/// assert_eq!(of(UNIX_EPOCH - Duration::from_micros(1)), FILETIME_UNIX_EPOCH - 10);
+/// ```
 pub fn of(time: SystemTime) -> i64 {
     let ticks = |d: Duration| i64::try_from(d.as_nanos() / 100).unwrap_or(i64::MAX);
     match time.duration_since(UNIX_EPOCH) {
@@ -34,6 +32,13 @@ pub fn of(time: SystemTime) -> i64 {
 }
 
 /// The wall clock now as a FILETIME: the object timer, every object's PerfTime.
+///
+/// # Examples
+///
+/// ```
+/// // Some time after 2020-01-01 (FILETIME 132,223,104,000,000,000).
+/// assert!(prfdata_wire::filetime::now() > 132_223_104_000_000_000);
+/// ```
 pub fn now() -> i64 {
     of(SystemTime::now())
 }

@@ -116,6 +116,24 @@ pub struct Dynamic<'a, M: PerfDataMap> {
 impl<M: PerfDataMap> PrfData<M> {
     /// The handle that adds, removes and reaches run-time objects and counters ([`Dynamic`]).
     /// Feature `install`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata::dynamic::{CounterSpec, ObjectSpec};
+    /// # prfdata::prfdata_map! { pub mod m { app: "DynamicHandleDoc", object O = 0 { name: "O",
+    /// #   help: "o", detail: Novice, default: C, instances: none, costly: false, counters {
+    /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let dynamic = prf.dynamic();
+    /// let obj = dynamic.add_object(&ObjectSpec::new("Plug-in", "p"))?;
+    /// let calls = dynamic.add_counter(obj, &CounterSpec::new("Calls", "c",
+    ///     prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT))?;
+    /// calls.fetch_add(1)?;
+    /// assert_eq!(calls.load()?, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn dynamic(&self) -> Dynamic<'_, M> {
         Dynamic { prf: self }
     }

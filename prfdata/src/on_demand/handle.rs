@@ -16,6 +16,19 @@ pub struct OnDemand<'a, M: PerfDataMap> {
 
 impl<M: PerfDataMap> PrfData<M> {
     /// The handle that registers the closures of on-demand counters ([`OnDemand`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// prfdata::prfdata_map! { pub mod m { app: "OnDemandHandleDoc",
+    ///   object PROC { name: "Process", help: "This process.", counters {
+    ///     ANSWER: RawCount { name: "Answer", help: name, on_demand: true },
+    ///   } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// prf.on_demand().serve(m::ANSWER, || 42)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn on_demand(&self) -> OnDemand<'_, M> {
         OnDemand { prf: self }
     }
