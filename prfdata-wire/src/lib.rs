@@ -6,10 +6,10 @@
 //!   lie in the bytes: little endian, at any alignment.
 //!
 //! With the `view` feature (what a collector reads with; an app through prfdata does without):
-//! - [`view`]: PERF_DATA_BLOCK bytes, untrusted, checked in one pass and then read in place.
-//! - [`snapshot`]: the view owned: the bytes kept and read in place, header fields and counter
+//! - `view`: PERF_DATA_BLOCK bytes, untrusted, checked in one pass and then read in place.
+//! - `snapshot`: the view owned: the bytes kept and read in place, header fields and counter
 //!   definitions copied (`Serialize` with the `serde` feature).
-//! - [`error`]: what is wrong in the bytes, and where.
+//! - `error`: what is wrong in the bytes, and where.
 //!
 //! The modules import in one direction: snapshot → view → error (and the UTF-16 checks).
 

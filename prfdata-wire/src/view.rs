@@ -6,12 +6,12 @@
 //! same offset) and keeps only where things are: one `Vec` of counter-definition offsets and
 //! one of instance offsets for the whole block, one entry per object. Nothing is allocated per
 //! instance or per counter value. The structures are read through zerocopy views of
-//! [`prfdata_wire::winperf`]'s little-endian, unaligned `PERF_OBJECT_TYPE` and the rest: a view
+//! [`crate::winperf`]'s little-endian, unaligned `PERF_OBJECT_TYPE` and the rest: a view
 //! is a reference into the input, valid at any alignment (a Windows provider's objects are
 //! only DWORD-aligned), and a field read is one load.
 //!
-//! A [`DataSnapshot`] is this view owned: the bytes kept with the same index, its objects
-//! read in place ([`crate::snapshot::decode_owned`], [`DataSnapshot::from_block`], or
+//! A [`DataSnapshot`](crate::snapshot::DataSnapshot) is this view owned: the bytes kept with the same index, its objects
+//! read in place ([`crate::snapshot::decode_owned`], [`DataSnapshot::from_block`](crate::snapshot::DataSnapshot::from_block), or
 //! [`DataView::to_snapshot`] with a copy of the bytes); reading the view directly is for hot
 //! paths that touch values, not names (a bench).
 //!
@@ -1239,7 +1239,7 @@ impl CounterView<'_> {
     }
 
     /// For a counter that needs a base, the position of that base (the definition right after
-    /// it, if it is a base); see [`CounterDef::base`].
+    /// it, if it is a base); see [`CounterDef::base`](crate::snapshot::CounterDef::base).
     pub fn base(&self) -> Option<usize> {
         let next = self.object.counter(self.index + 1)?;
         (winperf::required_base(self.counter_type()).is_some() && next.is_base())
