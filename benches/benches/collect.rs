@@ -6,7 +6,7 @@
 //! |                      | library on an app with 1,000 instances × 16 counters              |
 //! | `memcpy_same_bytes`  | copying as many bytes as that Collect returns: the floor          |
 //! | `decode_1000x16`     | prfmon decoding that Collect's output in its PERF_DATA_BLOCK     |
-//! |                      | (`prfmon::view::DataView::parse`: every check) and reading every |
+//! |                      | (`prfdata_wire::view::DataView::parse`: every check) and reading every |
 //! |                      | counter value of every instance (the real work of a consumer)    |
 //! | `end_to_end_1000x16` | prfmon's collector (in process): Collect through the dlopen'ed   |
 //! |                      | provider into a checked PERF_DATA_BLOCK, then read as above       |
@@ -309,7 +309,7 @@ fn unaliased(src: &[u8]) -> (Vec<u8>, usize) {
 
 /// Every counter value of every instance (and of every object without instances) in `view`,
 /// summed: what a consumer of the collection reads, so that a decode is measured with its use.
-fn touch_every_value(view: &prfmon::view::DataView<'_>) -> i64 {
+fn touch_every_value(view: &prfdata_wire::view::DataView<'_>) -> i64 {
     let mut sum = 0i64;
     for object in view.objects() {
         // One plan per object: each value is then one load (`BlockView::ints`).
@@ -339,16 +339,18 @@ fn bench_decode(group: &mut BenchmarkGroup<'_, WallTime>, collected: &[u8]) {
             num_objects: 1,
         }],
     );
-    let snap = prfmon::decode::decode(&block).expect("the collection decodes");
+    let snap = prfdata_wire::snapshot::decode(&block).expect("the collection decodes");
     assert_eq!(snap.objects[0].instance_count(), INSTANCES);
-    let view = prfmon::view::DataView::parse(&block).expect("the collection decodes");
+    let view = prfdata_wire::view::DataView::parse(&block).expect("the collection decodes");
     let expected: i64 = snap.objects[0]
         .instances()
         .flat_map(|i| i.values().iter().filter_map(|v| v.as_i64()))
         .sum();
     assert_eq!(touch_every_value(&view), expected, "every value is read");
     group.bench_function("decode_1000x16", |b| {
-        b.iter(|| prfmon::view::DataView::parse(black_box(&block)).map(|v| touch_every_value(&v)))
+        b.iter(|| {
+            prfdata_wire::view::DataView::parse(black_box(&block)).map(|v| touch_every_value(&v))
+        })
     });
 }
 
@@ -364,14 +366,14 @@ fn bench_end_to_end(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) {
         ..Default::default()
     };
     let mut collector = Collector::open(registry, options).expect("open the collector");
-    let first = prfmon::decode::decode(&collector.collect("Global")).expect("decodes");
+    let first = prfdata_wire::snapshot::decode(&collector.collect("Global")).expect("decodes");
     assert_eq!(
         first.objects[0].instance_count(),
         INSTANCES,
         "the collector reaches the app"
     );
     let checked = collector.collect_checked("Global");
-    let reparsed = prfmon::view::DataView::parse(checked.bytes()).expect("decodes");
+    let reparsed = prfdata_wire::view::DataView::parse(checked.bytes()).expect("decodes");
     assert_eq!(
         checked.view().to_snapshot(),
         reparsed.to_snapshot(),

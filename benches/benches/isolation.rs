@@ -146,7 +146,7 @@ impl Fixture {
         };
         let mut collector = Collector::open(self.registry.clone(), options).expect("collector");
         let collection = collector.collect_with_services("Global");
-        let snap = prfmon::decode::decode(&collection.bytes).expect("decodes");
+        let snap = prfdata_wire::snapshot::decode(&collection.bytes).expect("decodes");
         assert_eq!(
             snap.objects.len(),
             n,

@@ -1,7 +1,7 @@
 //! What reads a collection after the decoder: `prfmon decode`'s input, the consumers of a
 //! decoded collection, and PDH counter paths resolved against one.
 //!
-//! - [`check_data_block`]: bytes as `prfmon decode FILE` reads them ([`prfmon::decode::decode`]);
+//! - [`check_data_block`]: bytes as `prfmon decode FILE` reads them ([`prfdata_wire::snapshot::decode`]);
 //!   a block that decodes goes to [`check_snapshot`], and its view's bulk value read
 //!   (`BlockView::ints`) must read what `BlockView::int` does.
 //! - [`check_snapshot`]: everything the CLI does with a decoded collection: the table and JSON
@@ -15,7 +15,7 @@
 
 use std::sync::OnceLock;
 
-use prfmon::decode::{decode, DataSnapshot};
+use prfdata_wire::snapshot::{decode, DataSnapshot};
 use prfmon::names::Names;
 use prfmon::pdh::{self, CounterPath, FormatOptions};
 use prfmon::sampler::{check, offers, resolve, Columns, Sampler};
@@ -50,7 +50,7 @@ pub fn names() -> &'static Names {
 /// ```
 pub fn check_data_block(bytes: &[u8]) {
     // The view's bulk value read agrees with its value-by-value one.
-    if let Ok(view) = prfmon::view::DataView::parse(bytes) {
+    if let Ok(view) = prfdata_wire::view::DataView::parse(bytes) {
         for object in view.objects() {
             let counters: Vec<_> = object.counters().collect();
             let plan = object.plan();
@@ -88,7 +88,7 @@ pub fn check_data_block(bytes: &[u8]) {
 /// # Examples
 ///
 /// ```
-/// prfdata_fuzz::consumers::check_snapshot(&prfmon::decode::DataSnapshot::default());
+/// prfdata_fuzz::consumers::check_snapshot(&prfdata_wire::snapshot::DataSnapshot::default());
 /// ```
 pub fn check_snapshot(snapshot: &DataSnapshot) {
     let names = names();

@@ -15,7 +15,7 @@
 //!
 //!    Steps 2 and 3 for `Global`, `Costly` and all the objects by index: the other queries
 //!    size the same objects the same way.
-//! 4. the data, in a PERF_DATA_BLOCK, decodes ([`prfmon::decode::decode`]) with the objects
+//! 4. the data, in a PERF_DATA_BLOCK, decodes ([`prfdata_wire::snapshot::decode`]) with the objects
 //!    Collect counted; the `Global` and `Costly` collections merge as `typeperf` merges them,
 //!    and the consumers of [`crate::consumers`] run over the result.
 //!
@@ -29,12 +29,12 @@ use std::sync::Once;
 use prfdata::layout::SEQ_OFFSET;
 use prfdata::reader::BlockReader;
 use prfdata_provider::{CollectPerformanceData, OpenPerformanceData};
+use prfdata_wire::snapshot::{decode, DataSnapshot};
 use prfdata_wire::winperf::{ERROR_MORE_DATA, ERROR_SUCCESS};
 use prfmon::collector::library::{RawCollect, CANARY_BYTE, CANARY_LEN};
 use prfmon::collector::validate::{check_collect as judge, Verdict};
 use prfmon::collector::{INITIAL_BUFFER, MAX_BUFFER};
 use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-use prfmon::decode::{decode, DataSnapshot};
 
 /// What the buffer holds before Collect runs: anything Collect writes shows.
 const FILL: u8 = 0x5A;

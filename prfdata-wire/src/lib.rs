@@ -5,6 +5,23 @@
 //! - [`winperf`]: winperf.h's counter-type bit fields, the composed counter types and what a
 //!   type asks of its value, and the wire structures (`PERF_DATA_BLOCK` and the rest) as they
 //!   lie in the bytes: little endian, at any alignment.
+//!
+//! With the `view` feature (what a collector reads with; an app through prfdata does without):
+//! - `view`: PERF_DATA_BLOCK bytes, untrusted, checked in one pass and then read in place.
+//! - `snapshot`: the view owned: the bytes kept and read in place, header fields and counter
+//!   definitions copied (`Serialize` with the `serde` feature).
+//! - `error`: what is wrong in the bytes, and where.
+//!
+//! The modules import in one direction: snapshot → view → error (and the UTF-16 checks).
 
 pub mod filetime;
 pub mod winperf;
+
+#[cfg(feature = "view")]
+pub mod error;
+#[cfg(feature = "view")]
+pub mod snapshot;
+#[cfg(feature = "view")]
+mod utf16;
+#[cfg(feature = "view")]
+pub mod view;

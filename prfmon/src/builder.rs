@@ -23,7 +23,7 @@
 //! use prfdata_wire::winperf::{PERF_COUNTER_COUNTER, PERF_COUNTER_RAWCOUNT};
 //! use prfmon::builder::ObjectBuilder;
 //! use prfmon::datablock::{build_data_block, CollectionTimes};
-//! use prfmon::decode::{InstanceData, RawValue};
+//! use prfdata_wire::snapshot::{InstanceData, RawValue};
 //!
 //! let pools = ObjectBuilder::new(10)
 //!     .counter(12, PERF_COUNTER_RAWCOUNT, 4)
@@ -32,10 +32,10 @@
 //!     .counter(22, PERF_COUNTER_COUNTER, 8)
 //!     .values(vec![RawValue::Int(41)]);
 //! let bytes = build_data_block("box", &CollectionTimes::now(), &[pools.output(), service.output()]);
-//! let snap = prfmon::decode::decode(&bytes)?;
+//! let snap = prfdata_wire::snapshot::decode(&bytes)?;
 //! assert_eq!(snap.objects[0].instance(0).unwrap().values().int(0), Some(3));
 //! assert_eq!(snap.objects[1].values().unwrap().int(0), Some(41));
-//! # Ok::<(), prfmon::decode::DecodeError>(())
+//! # Ok::<(), prfdata_wire::error::DecodeError>(())
 //! ```
 
 use prfdata_wire::winperf::{
@@ -45,7 +45,7 @@ use prfdata_wire::winperf::{
 use zerocopy::IntoBytes;
 
 use crate::datablock::ProviderOutput;
-use crate::decode::{InstanceData, RawValue};
+use prfdata_wire::snapshot::{InstanceData, RawValue};
 
 /// `PERF_COUNTER_BLOCK`'s bytes before the first value: its `ByteLength` and 4 of padding.
 const BLOCK_HEADER: u32 = 8;
@@ -106,8 +106,8 @@ impl ObjectBuilder {
     /// use prfmon::builder::ObjectBuilder;
     /// let b = ObjectBuilder::new(10).counter(12, prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT, 4).scale(-2);
     /// let out = prfmon::datablock::build_data_block("h", &prfmon::datablock::CollectionTimes::now(), &[b.output()]);
-    /// assert_eq!(prfmon::decode::decode(&out)?.objects[0].counters[0].default_scale, -2);
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// assert_eq!(prfdata_wire::snapshot::decode(&out)?.objects[0].counters[0].default_scale, -2);
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn scale(mut self, default_scale: i32) -> Self {
         if let Some(last) = self.counters.last_mut() {
@@ -124,9 +124,9 @@ impl ObjectBuilder {
     /// use prfmon::builder::ObjectBuilder;
     /// let b = ObjectBuilder::new(10).clock(5, 1000);
     /// let out = prfmon::datablock::build_data_block("h", &prfmon::datablock::CollectionTimes::now(), &[b.output()]);
-    /// let snap = prfmon::decode::decode(&out)?;
+    /// let snap = prfdata_wire::snapshot::decode(&out)?;
     /// assert_eq!((snap.objects[0].perf_time, snap.objects[0].perf_freq), (5, 1000));
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn clock(mut self, perf_time: i64, perf_freq: i64) -> Self {
         self.header.perf_time = perf_time.into();
@@ -148,9 +148,9 @@ impl ObjectBuilder {
     /// use prfmon::builder::ObjectBuilder;
     /// let b = ObjectBuilder::new(10).with_instances();
     /// let out = prfmon::datablock::build_data_block("h", &prfmon::datablock::CollectionTimes::now(), &[b.output()]);
-    /// let snap = prfmon::decode::decode(&out)?;
+    /// let snap = prfdata_wire::snapshot::decode(&out)?;
     /// assert!(snap.objects[0].has_instances() && snap.objects[0].instance_count() == 0);
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn with_instances(mut self) -> Self {
         self.instances.get_or_insert_with(Vec::new);

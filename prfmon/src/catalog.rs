@@ -17,22 +17,22 @@
 //! use prfmon::names::Names;
 //!
 //! let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-//! let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+//! let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
 //! let all = catalog_with_services(&[snap.clone()], &[vec!["MyApp".into()]], &Names::default(), 400);
 //! assert_eq!(all[0].counters.len(), 2); // the base is not listed
 //! assert_eq!(all[0].services, ["MyApp"]);
 //! let novice = catalog(&[snap], &Names::default(), 100);
 //! assert_eq!(novice[0].counters.len(), 1);
 //! assert!(novice[0].services.is_empty()); // services not known
-//! # Ok::<(), prfmon::decode::DecodeError>(())
+//! # Ok::<(), prfdata_wire::error::DecodeError>(())
 //! ```
 
 use serde::Serialize;
 
-use crate::decode::DataSnapshot;
 use crate::factor::Factors;
 use crate::names::Names;
 use crate::report::detail_name;
+use prfdata_wire::snapshot::DataSnapshot;
 
 /// One object on offer.
 ///
@@ -98,7 +98,7 @@ pub struct CatalogCounter {
 /// use prfmon::catalog::{catalog, with_factors};
 /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-/// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+/// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
 /// let mut objects = catalog(&[snap], &prfmon::names::Names::default(), 400);
 /// let index = objects[0].counters[0].index;
 /// let mut hive = prfdata_registry::perflib::new_hive();

@@ -24,7 +24,7 @@
 use prfdata_wire::winperf::{PerfDataBlock, SystemTime, I32, I64, U16, U32};
 use zerocopy::IntoBytes;
 
-use crate::decode::SIGNATURE;
+use prfdata_wire::view::SIGNATURE;
 
 /// The largest PERF_DATA_BLOCK: its `TotalByteLength` is a DWORD. A collection is at most this
 /// (a service whose answer would take it past is left out of that collection, logged), and
@@ -97,7 +97,7 @@ impl CollectionTimes {
 /// use std::time::Duration;
 /// // 2000-03-01 12:34:56.789 UTC, a Wednesday.
 /// let t = prfmon::datablock::system_time_utc(Duration::from_millis(951_914_096_789));
-/// let t = prfmon::decode::SystemTimeFields::from(t);
+/// let t = prfdata_wire::snapshot::SystemTimeFields::from(t);
 /// assert_eq!((t.year, t.month, t.day, t.day_of_week), (2000, 3, 1, 3));
 /// assert_eq!((t.hour, t.minute, t.second, t.milliseconds), (12, 34, 56, 789));
 /// ```
@@ -164,9 +164,9 @@ pub fn host_name() -> String {
 /// let out = ProviderOutput { bytes: object.clone(), num_objects: 1 };
 /// let block = build_data_block("box", &CollectionTimes::now(), &[out]);
 /// assert_eq!(block.len(), 96 + object.len());
-/// let snap = prfmon::decode::decode(&block)?;
+/// let snap = prfdata_wire::snapshot::decode(&block)?;
 /// assert_eq!(snap.default_object, 1848);
-/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
 pub fn build_data_block(
     system_name: &str,
@@ -333,7 +333,7 @@ mod tests {
     fn header_fields_are_as_perflib_writes_them() {
         let times = CollectionTimes::now();
         let bytes = build_data_block("abcd", &times, &[]);
-        let snap = crate::decode::decode(&bytes).unwrap();
+        let snap = prfdata_wire::snapshot::decode(&bytes).unwrap();
         assert_eq!((snap.version, snap.revision), (1, 1));
         // 88 + 10 bytes of name → 104.
         assert_eq!(snap.header_length, 104);

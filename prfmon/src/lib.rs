@@ -34,9 +34,9 @@
 //!   default), the facts kept current while a consumer runs.
 //!
 //! **Reading a collection**
-//! - [`decode`]: PERF_DATA_BLOCK bytes → [`DataSnapshot`](decode::DataSnapshot), as untrusted
-//!   input, the bytes kept and read in place; [`view`]: the same checks, then the bytes read
-//!   in place ([`DataView`](view::DataView)), nothing allocated per instance or value.
+//! - `prfdata_wire::snapshot` and `prfdata_wire::view`: PERF_DATA_BLOCK bytes, as untrusted
+//!   input, checked in one pass, then read in place (`DataView`) or kept and read in place
+//!   (`DataSnapshot`), nothing allocated per instance or value.
 //! - [`catalog`]: the objects and counters on offer, with Name / Description / Differentiate.
 //! - [`merge`]: a `Global` collection and one by index (or `Costly`) as one view, each object
 //!   once, parent links re-pointed.
@@ -76,7 +76,7 @@
 //! let names = prfmon::names::Names::load(&registry, "009")?;
 //! let mut collector = Collector::open(registry, CollectorOptions::default())?;
 //! let collection = collector.collect_with_services("Global");
-//! let snapshot = prfmon::decode::decode_owned(collection.bytes)?;
+//! let snapshot = prfdata_wire::snapshot::decode_owned(collection.bytes)?;
 //! prfmon::report::write_table(&mut std::io::stdout(), &snapshot, &names, &collection.services)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -87,7 +87,6 @@ pub mod builder;
 pub mod catalog;
 pub mod collector;
 pub mod datablock;
-pub mod decode;
 pub mod factor;
 pub mod lease;
 pub mod merge;
@@ -103,4 +102,3 @@ pub mod sampler;
 pub mod session;
 pub mod trust;
 pub mod typeperf;
-pub mod view;

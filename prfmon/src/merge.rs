@@ -18,7 +18,7 @@
 //! ```
 //! use prfmon::builder::ObjectBuilder;
 //! use prfmon::datablock::{build_data_block, CollectionTimes};
-//! use prfmon::decode::InstanceData;
+//! use prfdata_wire::snapshot::InstanceData;
 //! use prfmon::merge::merge_missing;
 //! let inst = |name: &str, parent: u32, pos: u32| InstanceData {
 //!     name: name.into(), unique_id: -1,
@@ -26,7 +26,7 @@
 //! };
 //! let collect = |objects: &[ObjectBuilder]| {
 //!     let outputs: Vec<_> = objects.iter().map(ObjectBuilder::output).collect();
-//!     prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &outputs))
+//!     prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &outputs))
 //! };
 //! // Global: pools "a" and "b". By index: the costly tasks, with the pools (now "b" first).
 //! let mut global = collect(&[ObjectBuilder::new(10).instance(inst("a", 0, 0)).instance(inst("b", 0, 0))])?;
@@ -38,14 +38,14 @@
 //! assert_eq!(global.objects.len(), 2, "the pools once");
 //! let names = prfmon::names::instance_names(&global, &global.objects[1]);
 //! assert_eq!(names, ["b/t1"]);
-//! # Ok::<(), prfmon::decode::DecodeError>(())
+//! # Ok::<(), prfdata_wire::error::DecodeError>(())
 //! ```
 
 use std::collections::HashMap;
 
-use crate::decode::{DataSnapshot, ObjectData};
 use crate::names::InstanceNames;
 use crate::namesakes::NameIndex;
+use prfdata_wire::snapshot::{DataSnapshot, ObjectData};
 
 /// Where an appended instance's parent is.
 #[derive(Clone, Copy)]
@@ -243,8 +243,8 @@ mod tests {
     use super::*;
     use crate::builder::ObjectBuilder;
     use crate::datablock::{build_data_block, CollectionTimes};
-    use crate::decode::InstanceData;
     use crate::names::instance_names;
+    use prfdata_wire::snapshot::InstanceData;
 
     fn inst(name: &str, parent: u32, pos: u32) -> InstanceData {
         InstanceData {
@@ -265,7 +265,8 @@ mod tests {
 
     fn snapshot(objects: Vec<ObjectBuilder>) -> DataSnapshot {
         let outputs: Vec<_> = objects.iter().map(ObjectBuilder::output).collect();
-        crate::decode::decode(&build_data_block("h", &CollectionTimes::now(), &outputs)).unwrap()
+        prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &outputs))
+            .unwrap()
     }
 
     fn names(snap: &DataSnapshot, index: u32) -> Vec<String> {

@@ -18,7 +18,7 @@
 
 use prfdata_registry::{perflib, Hive, Registry, RegistryError};
 
-use crate::decode::{DataSnapshot, Instance, ObjectData};
+use prfdata_wire::snapshot::{DataSnapshot, Instance, ObjectData};
 
 mod map;
 
@@ -118,16 +118,16 @@ impl Names {
 /// ```
 /// use prfmon::builder::ObjectBuilder;
 /// use prfmon::datablock::{build_data_block, CollectionTimes};
-/// use prfmon::decode::InstanceData;
+/// use prfdata_wire::snapshot::InstanceData;
 /// use prfmon::names::InstanceNames;
 ///
 /// let inst = |name: &str| InstanceData { name: name.into(), unique_id: -1, ..Default::default() };
 /// let object = ObjectBuilder::new(10).instance(inst("a")).instance(inst("b")).instance(inst("a"));
-/// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[object.output()]))?;
+/// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[object.output()]))?;
 /// let names = InstanceNames::new(&snap, &snap.objects[0]);
 /// assert_eq!(names.get(2), "a#1");
 /// assert_eq!(names.iter().collect::<Vec<_>>(), ["a", "b", "a#1"]);
-/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct InstanceNames<'a> {
@@ -158,8 +158,8 @@ impl<'a> InstanceNames<'a> {
     /// # Examples
     ///
     /// ```
-    /// let snap = prfmon::decode::DataSnapshot::default();
-    /// let object = prfmon::decode::ObjectData::default();
+    /// let snap = prfdata_wire::snapshot::DataSnapshot::default();
+    /// let object = prfdata_wire::snapshot::ObjectData::default();
     /// assert!(prfmon::names::InstanceNames::new(&snap, &object).is_empty());
     /// ```
     pub fn len(&self) -> usize {
@@ -177,8 +177,8 @@ impl<'a> InstanceNames<'a> {
     /// # Examples
     ///
     /// ```
-    /// let snap = prfmon::decode::DataSnapshot::default();
-    /// let object = prfmon::decode::ObjectData::default();
+    /// let snap = prfdata_wire::snapshot::DataSnapshot::default();
+    /// let object = prfdata_wire::snapshot::ObjectData::default();
     /// assert_eq!(prfmon::names::InstanceNames::new(&snap, &object).number(0), 0);
     /// ```
     pub fn number(&self, index: usize) -> u32 {
@@ -222,12 +222,12 @@ impl<'a> InstanceNames<'a> {
 /// ```
 /// use prfmon::builder::ObjectBuilder;
 /// use prfmon::datablock::{build_data_block, CollectionTimes};
-/// use prfmon::decode::InstanceData;
+/// use prfdata_wire::snapshot::InstanceData;
 /// let inst = |name: &str| InstanceData { name: name.into(), unique_id: -1, ..Default::default() };
 /// let object = ObjectBuilder::new(10).instance(inst("a")).instance(inst("b")).instance(inst("a"));
-/// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[object.output()]))?;
+/// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[object.output()]))?;
 /// assert_eq!(prfmon::names::instance_names(&snap, &snap.objects[0]), ["a", "b", "a#1"]);
-/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
 pub fn instance_names(snapshot: &DataSnapshot, object: &ObjectData) -> Vec<String> {
     InstanceNames::new(snapshot, object).iter().collect()
@@ -248,7 +248,7 @@ mod tests {
     use super::*;
     use crate::builder::ObjectBuilder;
     use crate::datablock::{build_data_block, CollectionTimes};
-    use crate::decode::InstanceData;
+    use prfdata_wire::snapshot::InstanceData;
 
     fn inst(name: &str, parent: u32, pos: u32) -> InstanceData {
         InstanceData {
@@ -262,7 +262,8 @@ mod tests {
 
     fn snapshot(objects: Vec<ObjectBuilder>) -> DataSnapshot {
         let outputs: Vec<_> = objects.iter().map(ObjectBuilder::output).collect();
-        crate::decode::decode(&build_data_block("h", &CollectionTimes::now(), &outputs)).unwrap()
+        prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &outputs))
+            .unwrap()
     }
 
     #[test]

@@ -29,7 +29,7 @@
 //! larger is [`RemoteError::TooLarge`] before a byte is read. A body that ends before its
 //! `Content-Length` is [`RemoteError::CutShort`] with both counts. A redirect is not followed
 //! ([`RemoteError::Redirected`], naming where it pointed): the token goes only to the address
-//! the user named. The PERF_DATA_BLOCK is checked in place ([`crate::view::DataView`]), not
+//! the user named. The PERF_DATA_BLOCK is checked in place ([`prfdata_wire::view::DataView`]), not
 //! copied out, so an answer costs the client its size and the view's offsets (8 bytes per
 //! instance). An error's body is read up to [`MAX_MESSAGE`] bytes.
 //!
@@ -600,7 +600,7 @@ impl Remote {
         }
         let services = decode_services(header).map_err(|reason| self.bad_answer(reason))?;
         // Checked in place: a copy of every instance would cost many times the answer.
-        let objects = crate::view::DataView::parse(&answer.body)
+        let objects = prfdata_wire::view::DataView::parse(&answer.body)
             .map_err(|e| self.bad_answer(format!("the PERF_DATA_BLOCK does not decode: {e}")))?
             .object_count();
         if objects != services.len() {

@@ -8,13 +8,13 @@
 //! use prfmon::names::Names;
 //!
 //! let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-//! let snap = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
+//! let snap = prfdata_wire::snapshot::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
 //! let table = prfmon::report::table_with_services(&snap, &Names::default(), &["MyApp".into()]);
 //! assert!(table.contains("alpha") && table.contains("service MyApp"));
 //! let json = prfmon::report::json(&snap, &Names::default());
 //! assert_eq!(json["objects"][0]["instances"][1]["values"][1], -5);
 //! assert!(json["objects"][0].get("service").is_none()); // not known from a file
-//! # Ok::<(), prfmon::decode::DecodeError>(())
+//! # Ok::<(), prfdata_wire::error::DecodeError>(())
 //! ```
 //!
 //! # Cost
@@ -30,10 +30,10 @@ use std::io::Write;
 use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
-use crate::decode::{CounterDef, DataSnapshot, ObjectData, Values};
 use crate::factor::Factors;
 use crate::names::{InstanceNames, Names};
 use prfdata_untrusted::text::{escape_field, Style};
+use prfdata_wire::snapshot::{CounterDef, DataSnapshot, ObjectData, Values};
 
 /// The name of a `PERF_DETAIL_*` level.
 ///
@@ -58,7 +58,7 @@ pub fn detail_name(level: u32) -> String {
 /// # Examples
 ///
 /// ```
-/// use prfmon::decode::CounterDef;
+/// use prfdata_wire::snapshot::CounterDef;
 /// let names = prfmon::names::Names::default();
 /// let defs = [
 ///     CounterDef { name_index: 1850, base: Some(1), ..Default::default() },
@@ -93,7 +93,7 @@ pub fn counter_name(names: &Names, counters: &[CounterDef], i: usize) -> String 
 /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 /// use prfmon::report::JsonReport;
 /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-/// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+/// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
 /// let names = prfmon::names::Names::default();
 /// let services = ["App".to_owned()];
 /// let mut text = Vec::new();
@@ -140,7 +140,7 @@ impl<'a> JsonReport<'a> {
     /// ```
     /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
     /// let counter = snap.objects[0].counters[0].name_index;
     /// let mut hive = prfdata_registry::perflib::new_hive();
     /// prfdata_registry::stats::write_factors(&mut hive, "App", &[(counter, "/1024".into())])?;
@@ -170,7 +170,7 @@ impl JsonReport<'_> {
     /// # Examples
     ///
     /// ```
-    /// let snap = prfmon::decode::DataSnapshot::default();
+    /// let snap = prfdata_wire::snapshot::DataSnapshot::default();
     /// let names = prfmon::names::Names::default();
     /// let mut out = Vec::new();
     /// prfmon::report::JsonReport::new(&snap, &names).write_to(&mut out)?;
@@ -428,7 +428,7 @@ pub fn table_with_services(snap: &DataSnapshot, names: &Names, services: &[Strin
 /// ```
 /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-/// let snap = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
+/// let snap = prfdata_wire::snapshot::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
 /// let mut text = Vec::new();
 /// prfmon::report::write_table(&mut text, &snap, &prfmon::names::Names::default(), &[])?;
 /// let text = String::from_utf8(text)?;
@@ -554,7 +554,7 @@ fn write_rows(
 }
 
 /// A value's cell: its text (a text counter's escaped as [`shown`]), or `?` when there is none.
-fn value_text(value: Option<crate::decode::RawValue>) -> String {
+fn value_text(value: Option<prfdata_wire::snapshot::RawValue>) -> String {
     value.map_or_else(|| "?".to_owned(), |v| shown(&v.to_string()).into_owned())
 }
 

@@ -66,8 +66,8 @@ use chrono::{DateTime, Local, Offset, TimeZone as _};
 
 use prfdata_untrusted::text::{escape_field, Style};
 
-use crate::decode::DataSnapshot;
 use crate::names::Names;
+use prfdata_wire::snapshot::DataSnapshot;
 
 /// The text log's flavour: `-f CSV` or `-f TSV`.
 ///
@@ -444,7 +444,7 @@ impl<W: Write> LogWriter<W> {
 /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 /// use prfmon::typeperf::query_paths;
 /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-/// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+/// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
 /// let names = prfmon::names::Names::default();
 /// let list = |object: Option<&str>, expanded: bool| {
 ///     let mut paths = Vec::new();
@@ -454,7 +454,7 @@ impl<W: Write> LogWriter<W> {
 /// assert_eq!(list(None, false), [r"\#1848(*)\#1850", r"\#1848(*)\#1852"]);
 /// assert_eq!(list(Some("#1848"), true).len(), 4);
 /// assert!(list(Some("Memory"), true).is_empty());
-/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
 pub fn query_paths<E>(
     snapshot: &DataSnapshot,

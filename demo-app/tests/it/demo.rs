@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use prfdata_registry::FileRegistry;
 use prfdata_testkit::{ChildGuard, Sandbox};
+use prfdata_wire::snapshot::{decode, DataSnapshot};
 use prfmon::collector::{Collector, CollectorOptions, Isolation};
-use prfmon::decode::{decode, DataSnapshot};
 use prfmon::names::{instance_names, Names};
 use prfmon::pdh::{format, FormatOptions, RawSample};
 
@@ -30,7 +30,7 @@ fn samples(snap: &DataSnapshot, names: &Names) -> BTreeMap<String, RawSample> {
     for obj in &snap.objects {
         let object = names.name(obj.name_index);
         let insts = instance_names(snap, obj);
-        let rows: Vec<(String, Vec<prfmon::decode::RawValue>)> = if obj.has_instances() {
+        let rows: Vec<(String, Vec<prfdata_wire::snapshot::RawValue>)> = if obj.has_instances() {
             insts
                 .into_iter()
                 .zip(obj.instances().map(|i| i.values().to_vec()))

@@ -103,7 +103,7 @@
 //! let registry = FileRegistry::open(dir.path())?;
 //! let mut collector = Collector::open(registry, CollectorOptions::default())?;
 //! let bytes = collector.collect("Global");
-//! let snapshot = prfmon::decode::decode(&bytes)?;
+//! let snapshot = prfdata_wire::snapshot::decode(&bytes)?;
 //! assert!(snapshot.objects.is_empty()); // no providers registered
 //! collector.close();
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -129,9 +129,9 @@ use prfdata_wire::winperf::ERROR_SUCCESS;
 
 use crate::datablock::{finish_block, host_name, start_block, CollectionTimes};
 use crate::trust::TrustPolicy;
-use crate::view::{CheckedBlock, Offsets};
 use host::{HostError, HostProcess};
 use host_user::HostUser;
+use prfdata_wire::view::{CheckedBlock, Offsets};
 use protocol::{Request, Response};
 use service::{services_from, Backend, RegistryWatch, Service, State};
 use validate::{append_checked, Appended, Call, ProviderFault};
@@ -568,7 +568,7 @@ impl<R: Registry> Collector<R> {
     /// # let reg = prfdata_registry::FileRegistry::open(dir.path())?;
     /// let mut c = prfmon::collector::Collector::open(reg, Default::default())?;
     /// let collection = c.collect_with_services("Global");
-    /// let snapshot = prfmon::decode::decode(&collection.bytes)?;
+    /// let snapshot = prfdata_wire::snapshot::decode(&collection.bytes)?;
     /// assert_eq!(collection.services.len(), snapshot.objects.len());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -582,7 +582,7 @@ impl<R: Registry> Collector<R> {
 
     /// Makes one collection, as [`collect`](Self::collect) does, and returns it checked: each
     /// provider's output was checked once, as it came out of Collect, with every check of
-    /// [`DataView::parse`](crate::view::DataView::parse), so its
+    /// [`DataView::parse`](prfdata_wire::view::DataView::parse), so its
     /// [`view`](CheckedBlock::view) needs no second pass.
     ///
     /// # Examples
@@ -593,7 +593,7 @@ impl<R: Registry> Collector<R> {
     /// let mut c = prfmon::collector::Collector::open(reg, Default::default())?;
     /// let block = c.collect_checked("Global");
     /// assert_eq!(block.view().object_count(), 0); // no providers registered
-    /// assert!(prfmon::view::DataView::parse(block.bytes()).is_ok());
+    /// assert!(prfdata_wire::view::DataView::parse(block.bytes()).is_ok());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn collect_checked(&mut self, query: &str) -> CheckedBlock {
@@ -809,7 +809,7 @@ impl<R: Registry> Collector<R> {
         i: usize,
         query: &str,
         out: &mut Vec<u8>,
-        objects: &mut Vec<crate::view::ObjectEntry>,
+        objects: &mut Vec<prfdata_wire::view::ObjectEntry>,
         offsets: &mut Offsets,
     ) -> Result<u32, ProviderFault> {
         let max = self.options.max_buffer.max(8);
@@ -854,7 +854,7 @@ impl<R: Registry> Collector<R> {
         query: &str,
         size: u32,
         out: &mut Vec<u8>,
-        objects: &mut Vec<crate::view::ObjectEntry>,
+        objects: &mut Vec<prfdata_wire::view::ObjectEntry>,
         offsets: &mut Offsets,
     ) -> Result<Appended, ProviderFault> {
         let service = &mut self.services[i];

@@ -129,8 +129,8 @@ mod tests {
                 num_objects: 2,
             }],
         );
-        let snap = crate::decode::decode(&block).unwrap();
-        let reference = crate::decode::decode(&build_data_block(
+        let snap = prfdata_wire::snapshot::decode(&block).unwrap();
+        let reference = prfdata_wire::snapshot::decode(&build_data_block(
             "h",
             &CollectionTimes::now(),
             &[ProviderOutput {

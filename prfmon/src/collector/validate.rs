@@ -36,8 +36,8 @@ use prfdata_wire::winperf::{ERROR_MORE_DATA, ERROR_SUCCESS};
 use super::library::RawCollect;
 use super::realign;
 use crate::datablock::ProviderOutput;
-use crate::decode::DecodeError;
-use crate::view::{walk_object, ObjectEntry, Offsets, Record};
+use prfdata_wire::error::DecodeError;
+use prfdata_wire::view::{walk_object, ObjectEntry, Offsets, Record};
 
 /// One of the three provider calls.
 ///
@@ -261,7 +261,7 @@ pub(crate) enum Appended {
 /// [`check_collect_owned`] for a call whose output `data` is still in Collect's buffer: a valid
 /// output is appended to `out` (a PERF_DATA_BLOCK being built; realigned if it must be) and the
 /// walk's findings to `objects` and `offsets`, moved to where the output now lies in `out`, so
-/// that [`crate::view::CheckedBlock`] needs no second pass. On a fault nothing is appended.
+/// that [`prfdata_wire::view::CheckedBlock`] needs no second pass. On a fault nothing is appended.
 pub(crate) fn append_checked(
     raw: &RawCollect,
     data: &[u8],

@@ -17,7 +17,7 @@
 //!
 //! // The sample object (see `prfdata_testkit::sample`, a test fixture): RAWCOUNT, AVERAGE_BULK and its base.
 //! let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-//! let snapshot = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+//! let snapshot = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
 //! let mut names = Names::default();
 //! names.counter.extend([(1848, "Jobs".to_owned()), (1850, "Queued".to_owned()), (1852, "Avg size".to_owned())]);
 //! names.help.insert(1851, "Jobs waiting.".to_owned());
@@ -30,7 +30,7 @@
 //! assert!(text.contains("prfdata_jobs_avg_size_total{instance=\"alpha\",app=\"JobSvc\"} 100\n"));
 //! assert!(text.contains("prfdata_jobs_avg_size_base_total{instance=\"beta\",app=\"JobSvc\"} 1\n"));
 //! assert!(text.ends_with("# EOF\n"));
-//! # Ok::<(), prfmon::decode::DecodeError>(())
+//! # Ok::<(), prfdata_wire::error::DecodeError>(())
 //! ```
 
 use std::collections::{BTreeMap, HashSet};
@@ -46,9 +46,9 @@ use prometheus_client::registry::Registry;
 
 use super::kind::{metric_kind, MetricKind};
 use super::naming::{object_stem, word_or_index, NameTable};
-use crate::decode::{CounterDef, DataSnapshot, ObjectData};
 use crate::names::{InstanceNames, Names};
 use crate::namesakes::NameIndex;
+use prfdata_wire::snapshot::{CounterDef, DataSnapshot, ObjectData};
 use prfdata_wire::winperf::{PERF_OBJECT_TIMER, PERF_TIMER_MASK, PERF_TYPE_MASK, PERF_TYPE_TEXT};
 
 /// The `Content-Type` of [`Exposition::encode`]'s output.
@@ -190,10 +190,10 @@ impl Exposition {
     /// ```
     /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snapshot = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let snapshot = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
     /// let e = prfmon::openmetrics::exposition::Exposition::new(&snapshot, &[], &Default::default());
     /// assert_eq!(e.family_names(), ["prfdata_n1848_n1850", "prfdata_n1848_n1852", "prfdata_n1848_n1852_base"]);
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn family_names(&self) -> Vec<&str> {
         let mut labels = ObjectLabels::new(&self.snapshot);
@@ -282,12 +282,12 @@ impl Exposition {
     /// ```
     /// use prfmon::builder::ObjectBuilder;
     /// use prfmon::datablock::{build_data_block, CollectionTimes};
-    /// use prfmon::decode::RawValue;
+    /// use prfdata_wire::snapshot::RawValue;
     /// use prfmon::openmetrics::exposition::Exposition;
     /// let object = ObjectBuilder::new(10)
     ///     .counter(12, prfdata_wire::winperf::PERF_COUNTER_BULK_COUNT, 8)
     ///     .values(vec![RawValue::Int(3)]);
-    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[object.output()]))?;
+    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[object.output()]))?;
     /// let mut names = prfmon::names::Names::default();
     /// names.counter.extend([(10, "A".to_owned()), (12, "B".to_owned())]);
     /// names.help.insert(13, "Say \"hi\".".to_owned());
@@ -911,7 +911,7 @@ mod tests {
     use super::*;
     use crate::builder::ObjectBuilder;
     use crate::datablock::{build_data_block, CollectionTimes};
-    use crate::decode::{InstanceData, RawValue};
+    use prfdata_wire::snapshot::{InstanceData, RawValue};
     use prfdata_wire::winperf::*;
 
     /// The size a counter of `counter_type` has (a LARGE for the 64-bit types).
@@ -933,7 +933,8 @@ mod tests {
 
     fn snapshot(objects: &[ObjectBuilder]) -> DataSnapshot {
         let outputs: Vec<_> = objects.iter().map(ObjectBuilder::output).collect();
-        crate::decode::decode(&build_data_block("h", &CollectionTimes::now(), &outputs)).unwrap()
+        prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &outputs))
+            .unwrap()
     }
 
     fn names(pairs: &[(u32, &str)]) -> Names {

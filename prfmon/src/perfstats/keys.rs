@@ -39,7 +39,7 @@ pub fn view(registry: &FileRegistry) -> Result<PerfStats, String> {
 /// [`view`] through an open collector (`serve` answering a remote `reg query`).
 pub fn view_with<R: Registry>(collector: &mut Collector<R>) -> PerfStats {
     let machine = Machine::load(collector.registry(), "009").unwrap_or_default();
-    let decode = |bytes: Vec<u8>| crate::decode::decode_owned(bytes).unwrap_or_default();
+    let decode = |bytes: Vec<u8>| prfdata_wire::snapshot::decode_owned(bytes).unwrap_or_default();
     let mut snapshot = decode(collector.collect("Global"));
     let costly = decode(collector.collect("Costly"));
     crate::merge::merge_missing(&mut snapshot, costly);

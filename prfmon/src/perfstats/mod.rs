@@ -42,7 +42,7 @@
 //! use prfmon::perfstats::PerfStats;
 //!
 //! let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-//! let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+//! let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
 //! let mut names = prfmon::names::Names::default();
 //! names.counter.insert(1848, "Sample Object".into());
 //! names.counter.insert(1850, "Items".into());
@@ -61,12 +61,12 @@ use std::time::Duration;
 use prfdata::watch::{WatchError, WatchSet, WatchTable};
 use prfdata_registry::{Hive, Value};
 
-use crate::decode::DataSnapshot;
 use crate::factor::Factors;
 use crate::lease::AppRanges;
 use crate::names::Names;
 use crate::pdh::{self, FormatOptions};
 use prfdata::map::Factor;
+use prfdata_wire::snapshot::DataSnapshot;
 
 /// The key a PerfStats client enumerates (the Windows 95 stat servers' `PERF_REG_KEY` under HKLM),
 /// as prfmon's registry spells HKLM.

@@ -7,9 +7,9 @@ use std::hash::{BuildHasher, RandomState};
 use super::offered::{Hit, Offered};
 use super::previous::Previous;
 use super::{machine_of, reading};
-use crate::decode::DataSnapshot;
 use crate::names::Names;
 use crate::pdh::{CounterPath, FormatOptions};
+use prfdata_wire::snapshot::DataSnapshot;
 
 /// What a column is looked up by: one word to sort on, one to check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -71,7 +71,7 @@ struct Waiting {
 /// use prfmon::sampler::Columns;
 ///
 /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-/// let snap = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
+/// let snap = prfdata_wire::snapshot::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
 /// let names = prfmon::names::Names::default();
 /// let mut header = Vec::new();
 /// let requests = [parse(r"\#1848(*)\#1850")?];
@@ -190,7 +190,7 @@ impl Columns {
     /// use prfmon::sampler::Columns;
     ///
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
+    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
     /// let mut names = prfmon::names::Names::default();
     /// let requests = [parse(r"\#1848(alpha)\#1850")?, parse(r"\Later(alpha)\Value")?];
     /// let mut header = Vec::new();
@@ -236,7 +236,7 @@ impl Columns {
     /// # Examples
     ///
     /// ```
-    /// let snap = prfmon::decode::DataSnapshot::default();
+    /// let snap = prfdata_wire::snapshot::DataSnapshot::default();
     /// let names = prfmon::names::Names::default();
     /// let columns = prfmon::sampler::Columns::new(&[], &snap, &names, Default::default(),
     ///     |_| Ok::<(), ()>(()))?;

@@ -38,7 +38,7 @@
 //!
 //! // The sample object: RAWCOUNT "#1850" with instances "alpha" (7) and "beta".
 //! let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-//! let snapshot = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
+//! let snapshot = prfdata_wire::snapshot::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
 //!
 //! let mut sampler = Sampler::new(vec![pdh::parse(r"\#1848(*)\#1850")?], FormatOptions::default());
 //! let sample = sampler.sample(&snapshot, &Names::default());
@@ -57,11 +57,11 @@ use std::collections::{BTreeSet, HashSet};
 
 pub use columns::Columns;
 
-use crate::decode::{CounterDef, DataSnapshot, ObjectData};
 use crate::names::Names;
 use crate::pdh::{self, Available, CounterPath, FormatOptions, NoValue, PathError, RawSample};
 use offered::{Hit, Offered};
 use previous::Previous;
+use prfdata_wire::snapshot::{CounterDef, DataSnapshot, ObjectData};
 use unresolved::Unresolved;
 
 /// One counter a collection offers, with where its data is.
@@ -71,13 +71,13 @@ use unresolved::Unresolved;
 /// ```
 /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-/// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+/// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
 /// let offers = prfmon::sampler::offers(&snap, &prfmon::names::Names::default());
 /// // Two counters (the base is not offered) × two instances.
 /// assert_eq!(offers.len(), 4);
 /// assert_eq!(offers[0].available.path().to_string(), r"\#1848(alpha)\#1850");
 /// assert_eq!((offers[0].object, offers[0].counter, offers[0].instance), (0, 0, Some(0)));
-/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Offer {
@@ -111,11 +111,11 @@ pub fn offers(snapshot: &DataSnapshot, names: &Names) -> Vec<Offer> {
 /// ```
 /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-/// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+/// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
 /// let mut count = 0;
 /// prfmon::sampler::each_offer(&snap, &prfmon::names::Names::default(), |_| count += 1);
 /// assert_eq!(count, 4);
-/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
 pub fn each_offer(snapshot: &DataSnapshot, names: &Names, mut visit: impl FnMut(Offer)) {
     for (hit, available) in Offered::new(snapshot, names).availables() {
@@ -145,7 +145,7 @@ pub fn each_offer(snapshot: &DataSnapshot, names: &Names, mut visit: impl FnMut(
 /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 /// use prfmon::pdh::parse;
 /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-/// let snap = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
+/// let snap = prfdata_wire::snapshot::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
 /// let names = prfmon::names::Names::default();
 /// let paths = prfmon::sampler::resolve(&[parse(r"\#1848(*)\*")?], &snap, &names)?;
 /// assert_eq!(paths.len(), 4);
@@ -192,7 +192,7 @@ pub fn resolve(
 /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 /// use prfmon::pdh::parse;
 /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-/// let snap = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
+/// let snap = prfdata_wire::snapshot::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
 /// let names = prfmon::names::Names::default();
 /// assert!(prfmon::sampler::check(&[parse(r"\#1848(*)\*")?], &snap, &names).is_ok());
 /// assert!(prfmon::sampler::check(&[parse(r"\\db1\#1848(*)\*")?], &snap, &names).is_err());
@@ -224,7 +224,7 @@ pub fn check(
 /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 /// use prfmon::pdh::parse;
 /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-/// let snap = prfmon::decode::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
+/// let snap = prfdata_wire::snapshot::decode(&build_data_block("box", &CollectionTimes::now(), &[out]))?;
 /// let names = prfmon::names::Names::default();
 /// let requests = [parse(r"\#1848(*)\#1850")?, parse(r"\#1848(*)\#1851")?];
 /// let waiting = prfmon::sampler::unmatched(&requests, &snap, &names)?;
@@ -435,7 +435,7 @@ impl Sampler {
     /// use prfmon::sampler::Sampler;
     ///
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
     /// let mut sampler = Sampler::new(
     ///     vec![parse(r"\#1848(beta)\#1850")?, parse(r"\#1848(gone)\#1850")?],
     ///     FormatOptions::default(),
@@ -461,7 +461,7 @@ impl Sampler {
     /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// use prfmon::pdh::{parse, FormatOptions};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
     /// let mut sampler = prfmon::sampler::Sampler::new(vec![parse(r"\#1848(*)\#1850")?], FormatOptions::default());
     /// let mut values = Vec::new();
     /// let sample = sampler.sample_with(&snap, &prfmon::names::Names::default(), |r| values.push(r.value));
@@ -563,7 +563,7 @@ impl Sampler {
     /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// use prfmon::pdh::{parse, FormatOptions};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
     /// let mut sampler = prfmon::sampler::Sampler::new(vec![parse(r"\#1848(*)\#1850")?], FormatOptions::default());
     /// assert_eq!(sampler.titles(&snap, &prfmon::names::Names::default()), [1848, 1850]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -602,10 +602,10 @@ impl Sampler {
 /// ```
 /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-/// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+/// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
 /// assert!(prfmon::sampler::raw_sample_at(&snap, 0, 0, Some(0)).unwrap().is_ok());
 /// assert!(prfmon::sampler::raw_sample_at(&snap, 5, 0, None).is_none());
-/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
 pub fn raw_sample_at(
     snapshot: &DataSnapshot,
@@ -658,7 +658,7 @@ mod tests {
     use super::*;
     use crate::builder::ObjectBuilder;
     use crate::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    use crate::decode::{InstanceData, RawValue};
+    use prfdata_wire::snapshot::{InstanceData, RawValue};
     use prfdata_wire::winperf::{
         PERF_100NSEC_TIMER, PERF_AVERAGE_BASE, PERF_AVERAGE_TIMER, PERF_COUNTER_COUNTER,
         PERF_COUNTER_RAWCOUNT, PERF_ELAPSED_TIME, PERF_NO_UNIQUE_ID,
@@ -713,7 +713,7 @@ mod tests {
             bytes: object(instances, seconds * OBJECT_FREQ),
             num_objects: 1,
         };
-        crate::decode::decode(&build_data_block("box", &times, &[out])).unwrap()
+        prfdata_wire::snapshot::decode(&build_data_block("box", &times, &[out])).unwrap()
     }
 
     fn names() -> Names {

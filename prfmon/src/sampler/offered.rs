@@ -12,10 +12,10 @@ use std::cell::OnceCell;
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 
-use crate::decode::{DataSnapshot, Instance, ObjectData};
 use crate::names::Names;
 use crate::pdh::path::{eq_ignore_case, fold_case, near_matches, write_path};
 use crate::pdh::{Available, CounterPath, InstanceName, InstanceSel, PathError, Pattern};
+use prfdata_wire::snapshot::{DataSnapshot, Instance, ObjectData};
 
 /// One counter a collection offers: positions in the snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,8 +19,8 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 
-use crate::decode::DataSnapshot;
 use crate::pdh::{FormatOptions, NoValue, RawSample};
+use prfdata_wire::snapshot::DataSnapshot;
 
 /// One counter's raw sample, without its clocks.
 #[derive(Debug, Clone, Copy)]

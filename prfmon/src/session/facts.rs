@@ -9,7 +9,7 @@ use prfdata_registry::StoreStamp;
 
 use super::{Machine, Source};
 use crate::collector::service::RegistryWatch;
-use crate::decode::DataSnapshot;
+use prfdata_wire::snapshot::DataSnapshot;
 
 /// How often at most the names of a source that gives no stamp (a remote machine) are read
 /// again while its collections hold the same objects: a rename that keeps every index is seen
@@ -27,12 +27,12 @@ pub const NAMES_RECHECK: Duration = Duration::from_secs(10);
 /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 /// use prfmon::session::Contents;
 /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-/// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+/// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
 /// let app = Contents::of(&snap, &["App".into()]);
 /// assert_eq!(app, Contents::of(&snap, &["App".into()]));
 /// assert_ne!(app, Contents::of(&snap, &["Other".into()]));
-/// assert_ne!(app, Contents::of(&prfmon::decode::DataSnapshot::default(), &[]));
-/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// assert_ne!(app, Contents::of(&prfdata_wire::snapshot::DataSnapshot::default(), &[]));
+/// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Contents(u64);

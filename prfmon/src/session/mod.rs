@@ -25,11 +25,12 @@ use prfdata_registry::StoreStamp;
 use prfdata_registry::{FileRegistry, Hive, PerformanceService, Registry, RegistryError};
 
 use crate::collector::{Collection, Collector, CollectorOptions};
-use crate::decode::{DataSnapshot, DecodeError};
 use crate::factor::Factors;
 use crate::lease::AppRanges;
 use crate::merge::merge_missing;
 use crate::names::Names;
+use prfdata_wire::error::DecodeError;
+use prfdata_wire::snapshot::DataSnapshot;
 
 /// Why a session gave no collection or no names.
 #[derive(Debug, thiserror::Error)]
@@ -257,7 +258,7 @@ impl Session {
     /// As [`Session::collect`], or the collection does not decode.
     pub fn snapshot(&mut self, query: &str) -> Result<(DataSnapshot, Contents), SessionError> {
         let collection = self.collect(query)?;
-        let mut snapshot = crate::decode::decode_owned(collection.bytes)?;
+        let mut snapshot = prfdata_wire::snapshot::decode_owned(collection.bytes)?;
         if let Some(label) = &self.label {
             snapshot.system_name = label.clone();
         }

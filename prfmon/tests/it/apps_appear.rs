@@ -152,7 +152,7 @@ pub(crate) fn empty_sandbox() -> Sandbox {
 /// registry's current names; `None` when the block does not hold it.
 fn value_in(bytes: &[u8], registry: &FileRegistry, object: &str, counter: &str) -> Option<i64> {
     let names = Names::load(registry, "009").ok()?;
-    let snapshot = prfmon::decode::decode(bytes).expect("a valid PERF_DATA_BLOCK");
+    let snapshot = prfdata_wire::snapshot::decode(bytes).expect("a valid PERF_DATA_BLOCK");
     let obj = snapshot
         .objects
         .iter()
@@ -212,7 +212,10 @@ fn serve_collects_apps_installed_uninstalled_and_renamed_after_it_started() {
     let addr = addr.expect("serve listens");
     let perfdata = || get_bytes(addr, "/perfdata?query=Global");
     assert_eq!(
-        prfmon::decode::decode(&perfdata()).unwrap().objects.len(),
+        prfdata_wire::snapshot::decode(&perfdata())
+            .unwrap()
+            .objects
+            .len(),
         0,
         "nothing installed yet"
     );
@@ -230,7 +233,10 @@ fn serve_collects_apps_installed_uninstalled_and_renamed_after_it_started() {
         Instant::now()
     };
     seen("serve: the app uninstalled", removed, 0, || {
-        prfmon::decode::decode(&perfdata()).unwrap().objects.len()
+        prfdata_wire::snapshot::decode(&perfdata())
+            .unwrap()
+            .objects
+            .len()
     });
     drop(app);
 
@@ -363,7 +369,7 @@ fn a_collector_follows_installs_library_moves_uninstalls_and_renames() {
         Instant::now()
     };
     seen("collector: the app uninstalled", removed, 0, || {
-        prfmon::decode::decode(&collector.collect("Global"))
+        prfdata_wire::snapshot::decode(&collector.collect("Global"))
             .unwrap()
             .objects
             .len()

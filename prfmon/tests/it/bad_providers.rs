@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use common::{bounded, name_object, options, provider_copy, register, TEST_WAIT};
 use prfdata_registry::{performance_services, FileRegistry};
+use prfdata_wire::snapshot::decode;
 use prfmon::collector::validate::{Call, ProviderFault};
 use prfmon::collector::Collector;
-use prfmon::decode::decode;
 
 /// The bad provider's Open / Collect timeout, for the providers that hang.
 const TIMEOUT_MS: u32 = 500;

@@ -23,8 +23,8 @@ use prfdata::map::offsets;
 use prfdata_app::Installed;
 use prfdata_registry::FileRegistry;
 use prfdata_testkit::ProcessEnv;
+use prfdata_wire::snapshot::{decode, DataSnapshot};
 use prfmon::collector::{Collector, CollectorOptions, Isolation};
-use prfmon::decode::{decode, DataSnapshot};
 use prfmon::names::Names;
 
 prfdata::prfdata_map! {

@@ -5,8 +5,8 @@ use crate::common;
 
 use common::{bounded, name_object, options, provider_copy, register, TEST_WAIT};
 use prfdata_registry::{paths, update, FileRegistry, RegistryError, Value};
+use prfdata_wire::snapshot::{decode, DataSnapshot, RawValue};
 use prfmon::collector::{Collector, CollectorOptions, Isolation};
-use prfmon::decode::{decode, DataSnapshot, RawValue};
 use prfmon::names::instance_names;
 
 fn with_good(dir: &std::path::Path, services: &[(&str, u32)]) -> FileRegistry {
@@ -427,7 +427,7 @@ fn a_checked_collection_views_what_a_parse_of_its_bytes_finds() {
             for _ in 0..3 {
                 let block = collector.collect_checked("Global");
                 let view = block.view();
-                let parsed = prfmon::view::DataView::parse(block.bytes()).unwrap();
+                let parsed = prfdata_wire::view::DataView::parse(block.bytes()).unwrap();
                 let snap = view.to_snapshot();
                 assert_eq!(snap, parsed.to_snapshot(), "{isolation:?}");
                 assert_eq!(snap.objects.len(), 2, "{isolation:?}");

@@ -11,9 +11,9 @@ use crate::common;
 
 use common::{bounded, c_large, c_provider, name_c_object, options, register_c, TEST_WAIT};
 use prfdata_registry::{performance_services, FileRegistry};
+use prfdata_wire::snapshot::{decode, RawValue};
 use prfmon::collector::validate::ProviderFault;
 use prfmon::collector::{Collector, CollectorOptions, Isolation};
-use prfmon::decode::{decode, RawValue};
 
 /// The DWORD provider's objects: indexes 7000, 7010, 7020 (value 5).
 const DWORD_INDEX: u32 = 7000;
@@ -95,7 +95,8 @@ fn a_provider_returning_dword_multiples_is_kept_and_realigned_and_a_word_multipl
             }
             // Checked as it came, realigned, then viewed: what a parse of the bytes finds.
             let block = collector.collect_checked("Global");
-            let parsed = prfmon::view::DataView::parse(block.bytes()).expect("the block decodes");
+            let parsed =
+                prfdata_wire::view::DataView::parse(block.bytes()).expect("the block decodes");
             assert_eq!(
                 block.view().to_snapshot(),
                 parsed.to_snapshot(),

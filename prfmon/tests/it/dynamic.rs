@@ -15,9 +15,9 @@ use std::time::Duration;
 use prfdata::dynamic::{CounterSpec, ObjectSpec};
 use prfdata_registry::{perflib, FileRegistry};
 use prfdata_testkit::ChildGuard;
+use prfdata_wire::snapshot::decode;
 use prfdata_wire::winperf::{PERF_COUNTER_LARGE_RAWCOUNT, PERF_COUNTER_RAWCOUNT};
 use prfmon::collector::{Collector, Isolation};
-use prfmon::decode::decode;
 
 prfdata::prfdata_map! {
     /// The installed map; everything else is added at run time.

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use prfdata_registry::FileRegistry;
 use prfdata_testkit::{ChildGuard, ProcessEnv, Sandbox};
+use prfdata_wire::snapshot::{decode, DataSnapshot, ObjectData};
 use prfmon::collector::{Collector, Isolation};
-use prfmon::decode::{decode, DataSnapshot, ObjectData};
 use prfmon::names::{instance_names, Names};
 
 prfdata::prfdata_map! {
@@ -158,7 +158,7 @@ fn check_values(snap: &DataSnapshot, names: &Names) {
     let build = object(snap, fc + 16);
     assert_eq!(
         build.values().unwrap().to_vec(),
-        [prfmon::decode::RawValue::Text("1.2.3-é".into())],
+        [prfdata_wire::snapshot::RawValue::Text("1.2.3-é".into())],
         "a text counter"
     );
     let sessions = object(snap, fc + 12);

@@ -610,7 +610,7 @@ fn in_process_collectors_opened_again_and_again_reuse_the_copies_of_their_librar
             let mut collector = Collector::open(registry.clone(), options).expect("collector");
             assert_eq!(collector.open_services(), services, "pass {pass}");
             let collection = collector.collect_with_services("Global");
-            let snap = prfmon::decode::decode(&collection.bytes).expect("decodes");
+            let snap = prfdata_wire::snapshot::decode(&collection.bytes).expect("decodes");
             let indexes: Vec<u32> = snap.objects.iter().map(|o| o.name_index).collect();
             assert_eq!(indexes, [1848, 1860, 1872], "pass {pass}");
             assert_eq!(collection.services, services, "pass {pass}");

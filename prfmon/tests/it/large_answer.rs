@@ -112,7 +112,7 @@ fn a_large_valid_answer_does_not_disable_its_provider() {
         "the answer ({} bytes) is past the old 64 MiB cap, as this test needs",
         bytes.len()
     );
-    let snapshot = prfmon::decode::decode(&bytes).expect("a valid PERF_DATA_BLOCK");
+    let snapshot = prfdata_wire::snapshot::decode(&bytes).expect("a valid PERF_DATA_BLOCK");
     // prfdata's rule: a block's objects answer at most the block's size.
     let objects = bytes.len() as u64 - u64::from(snapshot.header_length);
     assert!(
@@ -136,7 +136,7 @@ fn a_large_valid_answer_does_not_disable_its_provider() {
     assert!(service.is_some_and(|s| !s.disabled), "not disabled");
     // The next, smaller collection (an index list the app does not have) is served too.
     assert_eq!(
-        prfmon::decode::decode(&collector.collect("2"))
+        prfdata_wire::snapshot::decode(&collector.collect("2"))
             .unwrap()
             .objects
             .len(),

@@ -34,7 +34,6 @@ mod dynamic;
 mod elapsed_time;
 mod end_to_end;
 mod event_log;
-mod golden;
 mod host_user;
 mod hostile_files;
 mod hostile_names;

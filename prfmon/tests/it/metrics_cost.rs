@@ -13,7 +13,7 @@ use crate::hostile_http::{huge_names, many_instances};
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use prfmon::decode::decode_owned;
+use prfdata_wire::snapshot::decode_owned;
 use prfmon::names::Names;
 use prfmon::openmetrics::exposition::Exposition;
 

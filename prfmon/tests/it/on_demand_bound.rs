@@ -187,7 +187,8 @@ fn answers(
     names: &Names,
     apps: &[AppRow],
 ) -> Vec<Option<i64>> {
-    let snapshot = prfmon::decode::decode(&collector.collect("Global")).expect("a valid block");
+    let snapshot =
+        prfdata_wire::snapshot::decode(&collector.collect("Global")).expect("a valid block");
     apps.iter()
         .map(|(_, object, _)| {
             let obj = snapshot

@@ -16,8 +16,8 @@ use prfdata::InstanceSpec;
 use prfdata_app::Installed;
 use prfdata_registry::FileRegistry;
 use prfdata_testkit::ProcessEnv;
+use prfdata_wire::snapshot::{decode, DataSnapshot};
 use prfmon::collector::{Collector, CollectorOptions, Isolation};
-use prfmon::decode::{decode, DataSnapshot};
 use prfmon::names::{instance_names, Names};
 
 prfdata::prfdata_map! {

@@ -100,7 +100,7 @@ fn query_json_carries_factors_and_raw_values_and_serves_sums_and_on_demand_value
     );
 
     // The raw PERF_DATA_BLOCK decodes to the same raw values: no factor applied there.
-    let decoded = prfmon::decode::decode(&std::fs::read(&raw).unwrap()).unwrap();
+    let decoded = prfdata_wire::snapshot::decode(&std::fs::read(&raw).unwrap()).unwrap();
     let o = &decoded.objects[0];
     let k = o
         .counters

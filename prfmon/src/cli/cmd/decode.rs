@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use clap::Args;
 use prfdata_registry::FileRegistry;
 use prfdata_untrusted::{Symlinks, UntrustedFile};
-use prfmon::decode::DataSnapshot;
+use prfdata_wire::snapshot::DataSnapshot;
 use prfmon::session::Machine;
 
 use crate::cli::error::CliError;
@@ -73,8 +73,8 @@ pub fn print(snapshot: &DataSnapshot, machine: &Machine, services: &[String], js
 pub fn run(args: DecodeArgs) -> Result<ExitCode, CliError> {
     let bytes = INPUT_RULE.read(&args.file).map_err(|e| e.to_string())?;
     // The snapshot keeps the bytes (no copy) and reads them in place.
-    let snapshot =
-        prfmon::decode::decode_owned(bytes).map_err(|e| format!("{}: {e}", args.file.display()))?;
+    let snapshot = prfdata_wire::snapshot::decode_owned(bytes)
+        .map_err(|e| format!("{}: {e}", args.file.display()))?;
     let machine = FileRegistry::open_default()
         .and_then(|registry| Machine::load(&registry, &args.lang))
         .unwrap_or_default();

@@ -77,7 +77,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         let collection = session.collect(value)?;
         services.push(collection.services);
         // Objects and counters only: an instance costs nothing here.
-        let view = prfmon::view::DataView::parse(&collection.bytes)
+        let view = prfdata_wire::view::DataView::parse(&collection.bytes)
             .map_err(|e| format!("the {value} collection does not decode: {e}"))?;
         snapshots.push(view.to_definitions());
     }

@@ -46,7 +46,8 @@ pub fn run(args: QueryArgs) -> Result<ExitCode, CliError> {
             .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
     }
     // The snapshot keeps the bytes (no copy) and reads them in place.
-    let snapshot = prfmon::decode::decode_owned(collection.bytes).map_err(SessionError::from)?;
+    let snapshot =
+        prfdata_wire::snapshot::decode_owned(collection.bytes).map_err(SessionError::from)?;
     super::decode::print(&snapshot, &machine, &collection.services, args.json);
     let missing: Vec<u32> = named_indexes(&value)
         .into_iter()

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use crate::cli::error::CliError;
 use crate::cli::stdout::{errln, field};
 use clap::Args;
-use prfmon::decode::DataSnapshot;
+use prfdata_wire::snapshot::DataSnapshot;
 use prfmon::merge::merge_missing;
 use prfmon::pdh::{self, CounterPath, FormatOptions};
 use prfmon::sampler::{self, Columns, Sampler};

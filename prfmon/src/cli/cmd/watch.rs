@@ -59,7 +59,7 @@ fn sample_into(
     sampler: &mut Sampler,
     leases: &mut prfmon::lease::Leases,
     session: &Session,
-    snapshot: &prfmon::decode::DataSnapshot,
+    snapshot: &prfdata_wire::snapshot::DataSnapshot,
 ) {
     let names = &session.machine().names;
     leases.hold(&sampler.titles(snapshot, names));

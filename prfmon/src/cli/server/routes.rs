@@ -227,7 +227,7 @@ fn scrape<R: Registry>(shared: &Shared<R>, query: &str) -> Result<Exposition, St
     drop(collector);
     // The collector builds the block and validates every object, so an error is a bug; the
     // scrape answers 500 with the reason.
-    prfmon::decode::decode_owned(collection.bytes)
+    prfdata_wire::snapshot::decode_owned(collection.bytes)
         .map(|snapshot| Exposition::new(&snapshot, &collection.services, &names))
         .map_err(|e| format!("prfmon: the collection does not decode: {e}"))
 }

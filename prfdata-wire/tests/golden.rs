@@ -9,13 +9,14 @@
 //!   (`FIRST..=LAST prefix|resized error`).
 //!
 //! The files were first written by the decoder the view replaced, so the view reproduces what
-//! it decoded and refused. After a deliberate change, `PRFDATA_BLESS=1 cargo test -p prfmon
-//! --test it golden` writes them again from the view.
+//! it decoded and refused. After a deliberate change, `PRFDATA_BLESS=1 cargo test -p prfdata-wire
+//! --test golden` writes them again from the view.
 
 use std::path::{Path, PathBuf};
 
-use prfmon::decode::{CounterDef, DataSnapshot, DecodeError, InstanceData, RawValue};
-use prfmon::view::DataView;
+use prfdata_wire::error::DecodeError;
+use prfdata_wire::snapshot::{CounterDef, DataSnapshot, InstanceData, RawValue};
+use prfdata_wire::view::DataView;
 use serde::Serialize;
 
 /// The golden collections, by file name.
@@ -58,7 +59,7 @@ struct Collection {
     total_byte_length: u32,
     header_length: u32,
     default_object: i32,
-    system_time: prfmon::decode::SystemTimeFields,
+    system_time: prfdata_wire::snapshot::SystemTimeFields,
     perf_time: i64,
     perf_freq: i64,
     perf_time_100nsec: i64,
@@ -180,7 +181,7 @@ fn the_real_collections_decode_as_recorded() {
         assert!(!snap.objects.is_empty(), "{name}");
         check(name, "json", &json(&snap));
         // The snapshot that keeps the bytes reads the same.
-        let owned = prfmon::decode::decode_owned(bytes.clone()).expect("decodes");
+        let owned = prfdata_wire::snapshot::decode_owned(bytes.clone()).expect("decodes");
         assert_eq!(json(&owned), json(&snap), "{name}");
     }
 }
@@ -192,7 +193,7 @@ fn every_truncation_fails_as_recorded() {
         let lines = truncations(&bytes, |b| DataView::parse(b).map(drop));
         check(name, "truncations", &lines);
         let owned = truncations(&bytes, |b| {
-            prfmon::decode::decode_owned(b.to_vec()).map(drop)
+            prfdata_wire::snapshot::decode_owned(b.to_vec()).map(drop)
         });
         assert_eq!(owned, lines, "{name}");
     }

@@ -1,17 +1,17 @@
 //! A zero-copy view of PERF_DATA_BLOCK bytes: the decoder's one pass of checks, then objects,
 //! counter definitions, instances and values read in place, names decoded only when asked for.
 //!
-//! [`DataView::parse`] checks the whole block once, exactly as [`crate::decode`] always has
+//! [`DataView::parse`] checks the whole block once, exactly as [`crate::snapshot`] always has
 //! (every offset, length, count, name and text value, with the same [`DecodeError`] at the
 //! same offset) and keeps only where things are: one `Vec` of counter-definition offsets and
 //! one of instance offsets for the whole block, one entry per object. Nothing is allocated per
 //! instance or per counter value. The structures are read through zerocopy views of
-//! [`prfdata_wire::winperf`]'s little-endian, unaligned `PERF_OBJECT_TYPE` and the rest: a view
+//! [`crate::winperf`]'s little-endian, unaligned `PERF_OBJECT_TYPE` and the rest: a view
 //! is a reference into the input, valid at any alignment (a Windows provider's objects are
 //! only DWORD-aligned), and a field read is one load.
 //!
-//! A [`DataSnapshot`] is this view owned: the bytes kept with the same index, its objects
-//! read in place ([`crate::decode::decode_owned`], [`DataSnapshot::from_block`], or
+//! A [`DataSnapshot`](crate::snapshot::DataSnapshot) is this view owned: the bytes kept with the same index, its objects
+//! read in place ([`crate::snapshot::decode_owned`], [`DataSnapshot::from_block`](crate::snapshot::DataSnapshot::from_block), or
 //! [`DataView::to_snapshot`] with a copy of the bytes); reading the view directly is for hot
 //! paths that touch values, not names (a bench).
 //!
@@ -27,7 +27,7 @@
 //!
 //! ```
 //! use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-//! use prfmon::view::DataView;
+//! use prfdata_wire::view::DataView;
 //!
 //! // The sample object: counters "#1850" (RAWCOUNT) and a fraction with its base; instances
 //! // "alpha" and "beta".
@@ -39,26 +39,27 @@
 //! let values: Vec<Option<i64>> = object.instances().map(|i| i.values().int(&first)).collect();
 //! assert_eq!(values, [Some(7), Some(0xFFFF_FFFF)]);
 //! assert_eq!(object.instance(0).unwrap().name(), "alpha");
-//! assert_eq!(view.to_snapshot(), prfmon::decode::decode(&bytes)?);
-//! # Ok::<(), prfmon::decode::DecodeError>(())
+//! assert_eq!(view.to_snapshot(), prfdata_wire::snapshot::decode(&bytes)?);
+//! # Ok::<(), prfdata_wire::error::DecodeError>(())
 //! ```
 
 use std::borrow::Cow;
 use std::ops::Range;
-use std::sync::Arc;
 
-use prfdata_wire::winperf::{
+use crate::winperf::{
     self, PerfCounterBlock, PerfCounterDefinition, PerfDataBlock, PerfInstanceDefinition,
     PerfObjectType, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK, PERF_TYPE_TEXT,
 };
 use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 
-use crate::decode::{
-    CounterDef, DataSnapshot, DecodeError, ObjectData, RawValue, SystemTimeFields, SIGNATURE,
-};
+use crate::error::DecodeError;
+use crate::utf16::{ascii_lossy, check_utf16, utf16_lossy};
+
+/// `"PERF"` in UTF-16, the signature of a PERF_DATA_BLOCK.
+pub const SIGNATURE: [u16; 4] = [b'P' as u16, b'E' as u16, b'R' as u16, b'F' as u16];
 
 /// `PERF_OBJECT_TYPE`'s size: the least `HeaderLength` and `TotalByteLength`.
-const OBJECT_HEADER: usize = core::mem::size_of::<PerfObjectType>();
+pub(crate) const OBJECT_HEADER: usize = core::mem::size_of::<PerfObjectType>();
 /// `PERF_COUNTER_DEFINITION`'s size: the least `ByteLength`.
 const COUNTER_DEFINITION: usize = core::mem::size_of::<PerfCounterDefinition>();
 /// `PERF_INSTANCE_DEFINITION`'s size: the least `ByteLength`.
@@ -133,115 +134,12 @@ fn field(offset: usize, what: &'static str, value: i64, expected: &'static str) 
         expected,
     }
 }
-
-/// The UTF-16LE code units of `raw` (an odd last byte left out) up to the first NUL.
-#[inline]
-fn units(raw: &[u8]) -> impl Iterator<Item = u16> + '_ {
-    raw.chunks_exact(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .take_while(|&u| u != 0)
-}
-
-/// Whether `raw` up to its first NUL is valid UTF-16LE: every high surrogate followed by a low
-/// one, no low surrogate alone. What `char::decode_utf16` accepts, without building chars.
-#[inline]
-fn is_utf16(raw: &[u8]) -> bool {
-    let mut it = units(raw);
-    while let Some(u) = it.next() {
-        if u & 0xF800 != 0xD800 {
-            continue;
-        }
-        // A surrogate: a high one (D800–DBFF) must have a low one (DC00–DFFF) after it.
-        if u >= 0xDC00 || it.next().is_none_or(|v| v & 0xFC00 != 0xDC00) {
-            return false;
-        }
-    }
-    true
-}
-
-/// Whether `raw` holds no surrogate code unit at all (whole units; an odd last byte is not
-/// one): then it is valid UTF-16LE whatever follows its NUL. The fast path of [`check_utf16`]
-/// for names and text: four units a word, the last word overlapping the one before it rather
-/// than a unit-by-unit tail (a 24-byte name is four loads, no loop set-up).
-#[inline(always)]
-fn has_no_surrogate(raw: &[u8]) -> bool {
-    // A unit is a surrogate (D800–DFFF) when its high byte (the second, little-endian) is D8–DF.
-    // Four units a word: a unit's lane of `x` is zero exactly when it is a surrogate, and the
-    // usual "has a zero lane" test (no false positive: a lane is 0 or at least 0x0800) finds one.
-    const ONES: u64 = 0x0001_0001_0001_0001;
-    const HIGH: u64 = 0x8000_8000_8000_8000;
-    #[inline(always)]
-    fn surrogates(word: [u8; 8]) -> u64 {
-        let x = (u64::from_le_bytes(word) & 0xF800_F800_F800_F800) ^ 0xD800_D800_D800_D800;
-        x.wrapping_sub(ONES) & !x & HIGH
-    }
-    // Whole units only; the words below then start on a unit (every offset is even).
-    let raw = raw.get(..raw.len() & !1).unwrap_or_default();
-    let Some(last) = raw.last_chunk::<8>() else {
-        // Under four units: padded with zero units, which are not surrogates.
-        let mut word = [0u8; 8];
-        word[..raw.len()].copy_from_slice(raw);
-        return surrogates(word) == 0;
-    };
-    let (words, _) = raw.as_chunks::<8>();
-    let mut found = surrogates(*last);
-    for word in words {
-        found |= surrogates(*word);
-    }
-    found == 0
-}
-
-/// Checks that `bytes[start..end]` up to its first NUL is valid UTF-16LE.
-#[inline(always)]
-fn check_utf16(
-    bytes: &[u8],
-    start: usize,
-    end: usize,
-    what: &'static str,
-) -> Result<(), DecodeError> {
-    match bytes.get(start..end) {
-        Some(raw) if has_no_surrogate(raw) => Ok(()),
-        _ => check_utf16_exactly(bytes, start, end, what),
-    }
-}
-
-/// [`check_utf16`] unit by unit: text with a surrogate in it (rare), or out of the bytes.
-#[cold]
-#[inline(never)]
-fn check_utf16_exactly(
-    bytes: &[u8],
-    start: usize,
-    end: usize,
-    what: &'static str,
-) -> Result<(), DecodeError> {
-    match bytes.get(start..end) {
-        Some(raw) if is_utf16(raw) => Ok(()),
-        _ => Err(DecodeError::Utf16 {
-            offset: start,
-            what,
-        }),
-    }
-}
-
-/// `raw` up to its first NUL as UTF-16LE, invalid units replaced (never, once checked).
-fn utf16_lossy(raw: &[u8]) -> String {
-    let mut out = String::with_capacity(raw.len() / 2);
-    out.extend(char::decode_utf16(units(raw)).map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER)));
-    out
-}
-
-/// `raw` up to its first NUL as 8-bit text (a code page other than UTF-16), lossily.
-fn ascii_lossy(raw: &[u8]) -> String {
-    let text = raw.split(|&b| b == 0).next().unwrap_or(raw);
-    String::from_utf8_lossy(text).into_owned()
-}
-
 // ---------------------------------------------------------------------------------------------
 // The one pass of checks.
 // ---------------------------------------------------------------------------------------------
 
 /// Where the walk keeps what it found: offsets for a view, nothing for a check.
-pub(crate) trait Record {
+pub trait Record {
     /// How many definitions and instances are recorded so far.
     fn counts(&self) -> (usize, usize);
     /// A counter definition at `at`.
@@ -268,21 +166,21 @@ impl Record for () {
 
 /// [`DataView`]'s: the offsets of every definition and instance, in order.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Offsets {
+pub struct Offsets {
     pub(crate) definitions: Vec<usize>,
     pub(crate) instances: Vec<usize>,
 }
 
 impl Offsets {
     /// Drops what was recorded after `counts` (a [`Record::counts`]).
-    pub(crate) fn truncate(&mut self, counts: (usize, usize)) {
+    pub fn truncate(&mut self, counts: (usize, usize)) {
         self.definitions.truncate(counts.0);
         self.instances.truncate(counts.1);
     }
 
     /// Adds `by` to every offset recorded after `counts`: what was recorded in a part of the
     /// bytes now at `by` in a bigger buffer.
-    pub(crate) fn shift(&mut self, counts: (usize, usize), by: usize) {
+    pub fn shift(&mut self, counts: (usize, usize), by: usize) {
         for at in self.definitions[counts.0..]
             .iter_mut()
             .chain(&mut self.instances[counts.1..])
@@ -313,20 +211,20 @@ impl Record for Offsets {
 
 /// One checked object: where it and its parts are.
 #[derive(Debug, Clone)]
-pub(crate) struct ObjectEntry {
+pub struct ObjectEntry {
     /// Offset of the PERF_OBJECT_TYPE.
-    pub(crate) offset: usize,
+    pub offset: usize,
     /// Its counter definitions in [`DataView::definitions`].
-    definitions: Range<usize>,
+    pub(crate) definitions: Range<usize>,
     /// Its instances in [`DataView::instances`].
-    instances: Range<usize>,
+    pub(crate) instances: Range<usize>,
     /// For an object without instances, the offset of its counter block.
-    block: Option<usize>,
+    pub(crate) block: Option<usize>,
 }
 
 impl ObjectEntry {
     /// The entry of the same object moved `by` bytes further (see [`Offsets::shift`]).
-    pub(crate) fn shifted(self, by: usize) -> ObjectEntry {
+    pub fn shifted(self, by: usize) -> ObjectEntry {
         ObjectEntry {
             offset: self.offset + by,
             block: self.block.map(|b| b + by),
@@ -430,7 +328,7 @@ fn walk_definitions<R: Record>(
 
 /// Checks the PERF_OBJECT_TYPE at `offset` (ending by `limit`) and everything in it, recording
 /// its definitions and instances in `rec`; returns the entry and the next object's offset.
-pub(crate) fn walk_object<R: Record>(
+pub fn walk_object<R: Record>(
     bytes: &[u8],
     offset: usize,
     limit: usize,
@@ -617,14 +515,22 @@ fn check_values(
     Ok(())
 }
 
-/// Checks the PERF_OBJECT_TYPE at `offset`, which must end by `limit`, and everything in it,
-/// without keeping anything; returns the offset of the next object. See
-/// [`crate::decode::check_object`].
-pub(crate) fn check_object(
-    bytes: &[u8],
-    offset: usize,
-    limit: usize,
-) -> Result<usize, DecodeError> {
+/// Checks the PERF_OBJECT_TYPE at `offset` exactly as [`crate::snapshot::decode_object`] does — it accepts
+/// what `decode_object` accepts and fails with the same error otherwise — without building
+/// the instances and values; returns the offset of the next object.
+///
+/// The collector validates every provider's output with this, at a fraction of a decode's
+/// cost.
+///
+/// # Examples
+///
+/// ```
+/// let object = prfdata_testkit::sample::sample_object(1848);
+/// assert_eq!(prfdata_wire::view::check_object(&object, 0, object.len())?, object.len());
+/// assert!(prfdata_wire::view::check_object(&object[..100], 0, 100).is_err());
+/// # Ok::<(), prfdata_wire::error::DecodeError>(())
+/// ```
+pub fn check_object(bytes: &[u8], offset: usize, limit: usize) -> Result<usize, DecodeError> {
     walk_object(bytes, offset, limit, &mut ()).map(|(_, next)| next)
 }
 
@@ -638,24 +544,24 @@ pub(crate) fn check_object(
 ///
 /// ```
 /// use prfmon::datablock::{build_data_block, CollectionTimes};
-/// use prfmon::view::DataView;
+/// use prfdata_wire::view::DataView;
 /// let bytes = build_data_block("host", &CollectionTimes::now(), &[]);
 /// let view = DataView::parse(&bytes)?;
 /// assert_eq!(view.system_name(), "host");
 /// assert_eq!(view.object_count(), 0);
 /// assert!(DataView::parse(&bytes[..40]).is_err());
-/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
 pub struct DataView<'a> {
-    bytes: &'a [u8],
-    header: &'a PerfDataBlock,
+    pub(crate) bytes: &'a [u8],
+    pub(crate) header: &'a PerfDataBlock,
     /// The system name's bytes.
-    name: Range<usize>,
-    objects: Cow<'a, [ObjectEntry]>,
+    pub(crate) name: Range<usize>,
+    pub(crate) objects: Cow<'a, [ObjectEntry]>,
     /// Offsets of every object's counter definitions, object after object.
-    definitions: Cow<'a, [usize]>,
+    pub(crate) definitions: Cow<'a, [usize]>,
     /// Offsets of every object's instance definitions, object after object.
-    instances: Cow<'a, [usize]>,
+    pub(crate) instances: Cow<'a, [usize]>,
 }
 
 impl std::fmt::Debug for DataView<'_> {
@@ -674,7 +580,7 @@ impl<'a> DataView<'a> {
     ///
     /// # Errors
     ///
-    /// The first thing wrong, with its offset: what [`crate::decode::decode`] returns for the
+    /// The first thing wrong, with its offset: what [`crate::snapshot::decode`] returns for the
     /// same bytes.
     pub fn parse(bytes: &'a [u8]) -> Result<Self, DecodeError> {
         const WHAT: &str = "PERF_DATA_BLOCK";
@@ -749,9 +655,9 @@ impl<'a> DataView<'a> {
     /// ```
     /// # use prfmon::datablock::{build_data_block, CollectionTimes};
     /// let bytes = build_data_block("h", &CollectionTimes::now(), &[]);
-    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// assert_eq!((view.version(), view.revision()), (1, 1));
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn version(&self) -> u32 {
         self.header.version.get()
@@ -769,9 +675,9 @@ impl<'a> DataView<'a> {
     /// ```
     /// # use prfmon::datablock::{build_data_block, CollectionTimes};
     /// let bytes = build_data_block("abcd", &CollectionTimes::now(), &[]);
-    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// assert_eq!((view.total_byte_length(), view.header_length()), (104, 104));
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn total_byte_length(&self) -> u32 {
         self.header.total_byte_length.get()
@@ -789,27 +695,11 @@ impl<'a> DataView<'a> {
     /// ```
     /// # use prfmon::datablock::{build_data_block, CollectionTimes};
     /// let bytes = build_data_block("h", &CollectionTimes::now(), &[]);
-    /// assert_eq!(prfmon::view::DataView::parse(&bytes)?.default_object(), -1);
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// assert_eq!(prfdata_wire::view::DataView::parse(&bytes)?.default_object(), -1);
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn default_object(&self) -> i32 {
         self.header.default_object.get()
-    }
-
-    /// `SystemTime` (UTC).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
-    /// let times = CollectionTimes::now();
-    /// let bytes = build_data_block("h", &times, &[]);
-    /// let view = prfmon::view::DataView::parse(&bytes)?;
-    /// assert_eq!(view.system_time(), times.system_time.into());
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
-    /// ```
-    pub fn system_time(&self) -> SystemTimeFields {
-        self.header.system_time.into()
     }
 
     /// `PerfTime`: the high-resolution clock at collection.
@@ -820,10 +710,10 @@ impl<'a> DataView<'a> {
     /// # use prfmon::datablock::{build_data_block, CollectionTimes};
     /// let times = CollectionTimes::now();
     /// let bytes = build_data_block("h", &times, &[]);
-    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// assert_eq!((view.perf_time(), view.perf_freq()), (times.perf_time, times.perf_freq));
     /// assert_eq!(view.perf_time_100nsec(), times.perf_time_100nsec);
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn perf_time(&self) -> i64 {
         self.header.perf_time.get()
@@ -866,73 +756,29 @@ impl<'a> DataView<'a> {
             index,
         )
     }
-
-    /// The whole collection as owned data: what [`crate::decode::decode`] returns.
-    pub fn to_snapshot(&self) -> DataSnapshot {
-        let end = (self.total_byte_length() as usize).min(self.bytes.len());
-        let checked = Checked {
-            bytes: self.bytes[..end].to_vec(),
-            objects: self.objects.to_vec(),
-            offsets: Offsets {
-                definitions: self.definitions.to_vec(),
-                instances: self.instances.to_vec(),
-            },
-        };
-        DataSnapshot::in_place(self.to_definitions(), checked)
-    }
-
-    /// The collection's header fields and each object's [`ObjectView::to_definition`]: no
-    /// values or instances, so its cost does not grow with the instances.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("box", &CollectionTimes::now(), &[out]);
-    /// let outline = prfmon::view::DataView::parse(&bytes)?.to_definitions();
-    /// assert_eq!(outline.system_name, "box");
-    /// assert_eq!(outline.objects[0].instance_count(), 0);
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
-    /// ```
-    pub fn to_definitions(&self) -> DataSnapshot {
-        DataSnapshot {
-            version: self.version(),
-            revision: self.revision(),
-            total_byte_length: self.total_byte_length(),
-            header_length: self.header_length(),
-            default_object: self.default_object(),
-            system_time: self.system_time(),
-            perf_time: self.perf_time(),
-            perf_freq: self.perf_freq(),
-            perf_time_100nsec: self.perf_time_100nsec(),
-            system_name: self.system_name(),
-            objects: self.objects().map(|o| o.to_definition()).collect(),
-        }
-    }
 }
 
 /// A PERF_DATA_BLOCK that has passed every check of [`DataView::parse`], kept with where its
 /// parts are: [`view`](Self::view) reads it again without a second pass of checks. The
-/// collector returns one ([`crate::collector::Collector::collect_checked`]): it checked each
+/// collector returns one (the collector's checked Collect): it checked each
 /// provider's output as it came, which is what the view's pass would check again.
 ///
 /// # Examples
 ///
 /// ```
 /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-/// use prfmon::view::CheckedBlock;
+/// use prfdata_wire::view::CheckedBlock;
 /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
 /// let block = CheckedBlock::parse(build_data_block("box", &CollectionTimes::now(), &[out]))?;
 /// let view = block.view();
 /// assert_eq!(view.object(0).unwrap().instance(1).unwrap().name(), "beta");
 /// assert!(CheckedBlock::parse(vec![0; 40]).is_err());
-/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct CheckedBlock {
-    checked: Checked,
-    name: Range<usize>,
+    pub(crate) checked: Checked,
+    pub(crate) name: Range<usize>,
 }
 
 /// Bytes whose objects passed [`walk_object`], with where those objects and their parts are:
@@ -940,9 +786,9 @@ pub struct CheckedBlock {
 /// new pass of checks ([`Checked::object`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Checked {
-    bytes: Vec<u8>,
-    objects: Vec<ObjectEntry>,
-    offsets: Offsets,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) objects: Vec<ObjectEntry>,
+    pub(crate) offsets: Offsets,
 }
 
 impl Checked {
@@ -985,7 +831,7 @@ impl CheckedBlock {
 
     /// A block whose header the caller wrote (with the system name at `name`) and whose
     /// objects it checked with [`walk_object`], recording `objects` and `offsets`.
-    pub(crate) fn from_checked(
+    pub fn from_checked(
         bytes: Vec<u8>,
         name: Range<usize>,
         objects: Vec<ObjectEntry>,
@@ -1029,10 +875,10 @@ impl CheckedBlock {
     /// ```
     /// # use prfmon::datablock::{build_data_block, CollectionTimes};
     /// let bytes = build_data_block("h", &CollectionTimes::now(), &[]);
-    /// let block = prfmon::view::CheckedBlock::parse(bytes.clone())?;
+    /// let block = prfdata_wire::view::CheckedBlock::parse(bytes.clone())?;
     /// assert_eq!(block.bytes(), &bytes[..]);
     /// assert_eq!(block.into_bytes(), bytes);
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn bytes(&self) -> &[u8] {
         &self.checked.bytes
@@ -1047,11 +893,11 @@ impl CheckedBlock {
 /// One PERF_OBJECT_TYPE of a [`DataView`].
 #[derive(Clone, Copy)]
 pub struct ObjectView<'v> {
-    bytes: &'v [u8],
-    header: &'v PerfObjectType,
-    entry: &'v ObjectEntry,
-    definitions: &'v [usize],
-    instances: &'v [usize],
+    pub(crate) bytes: &'v [u8],
+    pub(crate) header: &'v PerfObjectType,
+    pub(crate) entry: &'v ObjectEntry,
+    pub(crate) definitions: &'v [usize],
+    pub(crate) instances: &'v [usize],
 }
 
 impl std::fmt::Debug for ObjectView<'_> {
@@ -1074,12 +920,12 @@ impl<'v> ObjectView<'v> {
     /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
     /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
-    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
     /// assert_eq!(object.offset(), view.header_length() as usize);
     /// assert_eq!((object.name_index(), object.num_instances()), (1848, 2));
     /// assert!(object.has_instances() && object.values().is_none());
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn offset(&self) -> usize {
         self.entry.offset
@@ -1098,13 +944,13 @@ impl<'v> ObjectView<'v> {
     /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
     /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
-    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
-    /// let data = &prfmon::decode::decode(&bytes)?.objects[0];
+    /// let data = &prfdata_wire::snapshot::decode(&bytes)?.objects[0];
     /// assert_eq!((data.help_index, data.detail_level), (object.help_index(), object.detail_level()));
     /// assert_eq!((data.default_counter, data.code_page), (object.default_counter(), object.code_page()));
     /// assert_eq!((data.perf_time, data.perf_freq), (object.perf_time(), object.perf_freq()));
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn help_index(&self) -> u32 {
         self.header.object_help_title_index.get()
@@ -1153,11 +999,11 @@ impl<'v> ObjectView<'v> {
     /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
     /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
-    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
     /// assert_eq!(object.num_counters(), 3);
     /// assert_eq!(object.counters().filter(|c| c.is_base()).count(), 1);
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn num_counters(&self) -> usize {
         self.definitions.len()
@@ -1199,12 +1045,12 @@ impl<'v> ObjectView<'v> {
     /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
     /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
-    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
     /// assert_eq!(object.instance_count(), 2);
     /// let names: Vec<String> = object.instances().map(|i| i.name()).collect();
     /// assert_eq!(names, ["alpha", "beta"]);
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn instance_count(&self) -> usize {
         self.instances.len()
@@ -1262,38 +1108,6 @@ impl<'v> ObjectView<'v> {
         });
         ValuePlan { slots, end, dense }
     }
-
-    /// The object's header fields and counter definitions as owned data, without its values
-    /// and instances ([`ObjectData::instance_count`] 0, [`ObjectData::values`] `None`,
-    /// [`ObjectData::num_instances`] as written): what a catalog of objects and counters
-    /// needs, at a cost that does not grow with the instances.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("box", &CollectionTimes::now(), &[out]);
-    /// let view = prfmon::view::DataView::parse(&bytes)?;
-    /// let object = view.object(0).unwrap().to_definition();
-    /// assert_eq!((object.counters.len(), object.num_instances), (3, 2));
-    /// assert!(object.has_instances() && object.instance_count() == 0);
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
-    /// ```
-    pub fn to_definition(&self) -> ObjectData {
-        let mut object = ObjectData::default();
-        object.offset = self.offset();
-        object.name_index = self.name_index();
-        object.help_index = self.help_index();
-        object.detail_level = self.detail_level();
-        object.default_counter = self.default_counter();
-        object.num_instances = self.num_instances();
-        object.code_page = self.code_page();
-        object.perf_time = self.perf_time();
-        object.perf_freq = self.perf_freq();
-        object.counters = self.counters().map(|c| c.to_def()).collect();
-        object
-    }
 }
 
 /// The object at position `index` of checked parts (a [`DataView`]'s or a [`Checked`]'s).
@@ -1328,19 +1142,19 @@ fn block(bytes: &[u8], at: usize) -> Option<BlockView<'_>> {
 /// One PERF_COUNTER_DEFINITION of an [`ObjectView`].
 #[derive(Clone, Copy)]
 pub struct CounterView<'v> {
-    def: &'v PerfCounterDefinition,
-    index: usize,
-    object: ObjectView<'v>,
+    pub(crate) def: &'v PerfCounterDefinition,
+    pub(crate) index: usize,
+    pub(crate) object: ObjectView<'v>,
     /// `CounterOffset`, read once: what [`BlockView::int`] needs, at hand.
-    offset: u32,
+    pub(crate) offset: u32,
     /// How [`BlockView::int`] reads the value.
     int: IntKind,
     /// For an integer, `CounterOffset + 8`: a block at least this long lets [`BlockView::int`]
     /// load 8 bytes and mask them (`mask`), with no branch on the kind. `usize::MAX` for
     /// anything else (the slow path, which says `None`).
-    wide_end: usize,
+    pub(crate) wide_end: usize,
     /// [`IntKind::mask`] of `int`.
-    mask: u64,
+    pub(crate) mask: u64,
 }
 
 /// How a counter's raw integer is read (winperf.h `PERF_SIZE_*`, text excluded).
@@ -1389,11 +1203,11 @@ impl CounterView<'_> {
     /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
     /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
-    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let c = view.object(0).unwrap().counter(1).unwrap();
     /// assert_eq!((c.index(), c.base(), c.base_of()), (1, Some(2), None));
-    /// assert_eq!(c.to_def(), prfmon::decode::decode(&bytes)?.objects[0].counters[1]);
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// assert_eq!(c.to_def(), prfdata_wire::snapshot::decode(&bytes)?.objects[0].counters[1]);
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn index(&self) -> usize {
         self.index
@@ -1425,7 +1239,7 @@ impl CounterView<'_> {
     }
 
     /// For a counter that needs a base, the position of that base (the definition right after
-    /// it, if it is a base); see [`CounterDef::base`].
+    /// it, if it is a base); see [`CounterDef::base`](crate::snapshot::CounterDef::base).
     pub fn base(&self) -> Option<usize> {
         let next = self.object.counter(self.index + 1)?;
         (winperf::required_base(self.counter_type()).is_some() && next.is_base())
@@ -1437,32 +1251,16 @@ impl CounterView<'_> {
         let before = self.object.counter(self.index.checked_sub(1)?)?;
         (before.base() == Some(self.index)).then_some(self.index - 1)
     }
-
-    /// The definition as owned data.
-    pub fn to_def(&self) -> CounterDef {
-        CounterDef {
-            name_index: self.name_index(),
-            help_index: self.def.counter_help_title_index.get(),
-            default_scale: self.def.default_scale.get(),
-            detail_level: self.def.detail_level.get(),
-            counter_type: self.counter_type(),
-            size: self.size(),
-            offset: self.offset(),
-            is_base: self.is_base(),
-            base: self.base(),
-            base_of: self.base_of(),
-        }
-    }
 }
 
 /// One PERF_INSTANCE_DEFINITION of an [`ObjectView`], with its counter block.
 #[derive(Clone, Copy)]
 pub struct InstanceView<'v> {
-    bytes: &'v [u8],
-    at: usize,
-    def: &'v PerfInstanceDefinition,
-    code_page: u32,
-    values: BlockView<'v>,
+    pub(crate) bytes: &'v [u8],
+    pub(crate) at: usize,
+    pub(crate) def: &'v PerfInstanceDefinition,
+    pub(crate) code_page: u32,
+    pub(crate) values: BlockView<'v>,
 }
 
 impl std::fmt::Debug for InstanceView<'_> {
@@ -1484,12 +1282,12 @@ impl<'v> InstanceView<'v> {
     /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
     /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
-    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let beta = view.object(0).unwrap().instance(1).unwrap();
     /// assert_eq!(beta.name(), "beta");
     /// assert_eq!((beta.parent_object_title_index(), beta.parent_object_instance()), (0, 0));
     /// assert_eq!(beta.unique_id(), -1);
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn name(&self) -> String {
         let raw = self.name_bytes();
@@ -1538,13 +1336,13 @@ impl<'v> InstanceView<'v> {
 #[derive(Clone, Copy, Debug)]
 pub struct BlockView<'v> {
     /// The whole block, `ByteLength` bytes from the PERF_COUNTER_BLOCK.
-    bytes: &'v [u8],
+    pub(crate) bytes: &'v [u8],
 }
 
 impl<'v> BlockView<'v> {
     /// The bytes of `counter`'s value (empty only if it has size 0).
     #[inline]
-    fn value_bytes(&self, counter: &CounterView<'_>) -> &'v [u8] {
+    pub(crate) fn value_bytes(&self, counter: &CounterView<'_>) -> &'v [u8] {
         let start = counter.offset() as usize;
         self.bytes
             .get(start..start.saturating_add(counter.size() as usize))
@@ -1552,7 +1350,7 @@ impl<'v> BlockView<'v> {
     }
 
     /// `counter`'s raw integer: a DWORD zero-extended or a LARGE_INTEGER (see
-    /// [`crate::decode`]'s sign rules); `None` for text and other sizes. Allocates nothing.
+    /// [`crate::snapshot`]'s sign rules); `None` for text and other sizes. Allocates nothing.
     ///
     /// # Examples
     ///
@@ -1560,12 +1358,12 @@ impl<'v> BlockView<'v> {
     /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
     /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
-    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
     /// let beta = object.instance(1).unwrap().values();
     /// assert_eq!(beta.int(&object.counter(1).unwrap()), Some(-5));
-    /// assert_eq!(beta.raw(&object.counter(1).unwrap()), prfmon::decode::RawValue::Int(-5));
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// assert_eq!(beta.raw(&object.counter(1).unwrap()), prfdata_wire::snapshot::RawValue::Int(-5));
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     #[inline]
     pub fn int(&self, counter: &CounterView<'_>) -> Option<i64> {
@@ -1592,24 +1390,6 @@ impl<'v> BlockView<'v> {
         }
     }
 
-    /// `counter`'s raw value, as [`crate::decode`] decodes it (text and odd sizes allocate).
-    pub fn raw(&self, counter: &CounterView<'_>) -> RawValue {
-        let raw = self.value_bytes(counter);
-        let counter_type = counter.counter_type();
-        if counter_type & PERF_TYPE_MASK == PERF_TYPE_TEXT {
-            return RawValue::Text(if counter_type & PERF_TEXT_ASCII != 0 {
-                ascii_lossy(raw)
-            } else {
-                utf16_lossy(raw)
-            });
-        }
-        match *raw {
-            [] => RawValue::Empty,
-            [a, b, c, d] => RawValue::Int(u32::from_le_bytes([a, b, c, d]).into()),
-            [a, b, c, d, e, f, g, h] => RawValue::Int(i64::from_le_bytes([a, b, c, d, e, f, g, h])),
-            _ => RawValue::Bytes(raw.to_vec()),
-        }
-    }
     /// Every value of the block in definition order, read by `plan` (its object's
     /// [`ObjectView::plan`]): what [`BlockView::int`] returns for each counter, with one 8-byte
     /// load and a mask per value when the block is as long as the plan needs (the usual case,
@@ -1621,12 +1401,12 @@ impl<'v> BlockView<'v> {
     /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
     /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
-    /// let view = prfmon::view::DataView::parse(&bytes)?;
+    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
     /// let plan = object.plan();
     /// let beta: Vec<Option<i64>> = object.instance(1).unwrap().values().ints(&plan).collect();
     /// assert_eq!(beta, [Some(0xFFFF_FFFF), Some(-5), Some(1)]);
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     #[inline]
     pub fn ints<'p>(&self, plan: &'p ValuePlan) -> Ints<'v, 'p> {
@@ -1766,41 +1546,12 @@ impl Iterator for Ints<'_, '_> {
 
 impl ExactSizeIterator for Ints<'_, '_> {}
 
-/// Decodes the PERF_OBJECT_TYPE at `offset` (see [`crate::decode::decode_object`]): the
-/// object read in place from a copy of `bytes[..limit]`.
-pub(crate) fn decode_object(
-    bytes: &[u8],
-    offset: usize,
-    limit: usize,
-) -> Result<(ObjectData, usize), DecodeError> {
-    let mut offsets = Offsets::default();
-    let (entry, next) = walk_object(bytes, offset, limit, &mut offsets)?;
-    let end = limit.min(bytes.len());
-    let checked = Checked {
-        bytes: bytes[..end].to_vec(),
-        objects: vec![entry],
-        offsets,
-    };
-    let definition =
-        checked
-            .object(0)
-            .map(|o| o.to_definition())
-            .ok_or(DecodeError::Truncated {
-                offset,
-                what: "PERF_OBJECT_TYPE",
-                need: OBJECT_HEADER as u64,
-                available: 0,
-            })?;
-    Ok((
-        ObjectData::in_place(definition, &Arc::new(checked), 0),
-        next,
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    use crate::snapshot::RawValue;
+    use crate::utf16::{has_no_surrogate, is_utf16};
+    use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 
     /// Real collections (the fuzz corpus: the demo, and the rich map with text counters, objects
     /// without instances and parents) and the sample object in a block.
@@ -1827,7 +1578,7 @@ mod tests {
     /// they read from the real collections is pinned by the golden files (tests/it/golden.rs).
     fn agrees(bytes: &[u8]) -> Result<(), proptest::test_runner::TestCaseError> {
         let view = DataView::parse(bytes).map(|v| v.to_snapshot());
-        let owned = crate::decode::decode_owned(bytes.to_vec());
+        let owned = crate::snapshot::decode_owned(bytes.to_vec());
         proptest::prop_assert_eq!(&owned, &view);
         let mut shifted = vec![0u8; bytes.len() + 1];
         shifted[1..].copy_from_slice(bytes);
@@ -1836,7 +1587,7 @@ mod tests {
         for offset in [0, 88, 96, 104, 112] {
             let limit = bytes.len();
             proptest::prop_assert_eq!(
-                crate::decode::decode_object(bytes, offset, limit).map(|(_, next)| next),
+                crate::snapshot::decode_object(bytes, offset, limit).map(|(_, next)| next),
                 check_object(bytes, offset, limit)
             );
         }

@@ -38,12 +38,13 @@
 //!
 //! ```
 //! use prfmon::datablock::{build_data_block, CollectionTimes};
-//! use prfmon::decode::{decode, DecodeError};
+//! use prfdata_wire::error::DecodeError;
+//! use prfdata_wire::snapshot::decode;
 //!
 //! let bytes = build_data_block("host", &CollectionTimes::now(), &[]);
 //! let snap = decode(&bytes)?;
 //! assert_eq!(snap.system_name, "host");
-//! assert_eq!(prfmon::decode::decode_owned(bytes.clone())?, snap);
+//! assert_eq!(prfdata_wire::snapshot::decode_owned(bytes.clone())?, snap);
 //! assert!(snap.objects.is_empty());
 //! assert!(matches!(decode(&bytes[..40]), Err(DecodeError::Truncated { offset: 0, .. })));
 //! # Ok::<(), DecodeError>(())
@@ -51,83 +52,14 @@
 
 use std::sync::Arc;
 
-use prfdata_wire::winperf::{self, PERF_NO_INSTANCES};
-use serde::Serialize;
+use crate::utf16::{ascii_lossy, utf16_lossy};
+use crate::winperf::{self, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK, PERF_TYPE_TEXT};
 
-use crate::view::{BlockView, Checked, CheckedBlock, DataView, InstanceView, ObjectView};
-
-/// `"PERF"` in UTF-16, the signature of a PERF_DATA_BLOCK.
-pub const SIGNATURE: [u16; 4] = [b'P' as u16, b'E' as u16, b'R' as u16, b'F' as u16];
-
-/// Something wrong in PERF_DATA_BLOCK bytes, with the offset where it is.
-///
-/// # Examples
-///
-/// ```
-/// let err = prfmon::decode::decode(&[0u8; 100]).unwrap_err();
-/// assert_eq!(err.offset(), 0);
-/// assert!(err.to_string().contains("offset 0"));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DecodeError {
-    /// A structure does not fit in the bytes that remain for it.
-    #[error("truncated {what} at offset {offset}: needs {need} bytes, {available} available")]
-    Truncated {
-        /// Where the structure starts.
-        offset: usize,
-        /// Which structure.
-        what: &'static str,
-        /// Bytes it needs.
-        need: u64,
-        /// Bytes there are (up to the end of its container).
-        available: u64,
-    },
-    /// The block does not start with `"PERF"` in UTF-16.
-    #[error("no PERF_DATA_BLOCK at offset {offset}: the signature is not \"PERF\" in UTF-16")]
-    Signature {
-        /// Where the signature is.
-        offset: usize,
-    },
-    /// A field has a value the format does not allow.
-    #[error("{what} at offset {offset} is {value}: {expected}")]
-    Field {
-        /// Where the field is.
-        offset: usize,
-        /// The structure and field, e.g. `PERF_OBJECT_TYPE.HeaderLength`.
-        what: &'static str,
-        /// The value found.
-        value: i64,
-        /// What the format requires.
-        expected: &'static str,
-    },
-    /// A name is not valid UTF-16.
-    #[error("{what} at offset {offset} is not valid UTF-16")]
-    Utf16 {
-        /// Where the name starts.
-        offset: usize,
-        /// Which name.
-        what: &'static str,
-    },
-}
-
-impl DecodeError {
-    /// The offset, from the start of the input, where the problem is.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let err = prfmon::decode::DecodeError::Signature { offset: 0 };
-    /// assert_eq!(err.offset(), 0);
-    /// ```
-    pub fn offset(&self) -> usize {
-        match *self {
-            Self::Truncated { offset, .. }
-            | Self::Signature { offset }
-            | Self::Field { offset, .. }
-            | Self::Utf16 { offset, .. } => offset,
-        }
-    }
-}
+use crate::error::DecodeError;
+use crate::view::{
+    walk_object, BlockView, Checked, CheckedBlock, CounterView, DataView, InstanceView, ObjectView,
+    Offsets, OBJECT_HEADER,
+};
 
 /// A whole collection: the PERF_DATA_BLOCK header and its objects.
 ///
@@ -142,10 +74,10 @@ impl DecodeError {
 /// ```
 /// use prfmon::datablock::{build_data_block, CollectionTimes};
 /// let times = CollectionTimes::now();
-/// let snap = prfmon::decode::decode(&build_data_block("h", &times, &[]))?;
+/// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &times, &[]))?;
 /// assert_eq!(snap.perf_time, times.perf_time);
 /// assert_eq!(snap.perf_freq, prfdata::clock::PERF_FREQUENCY);
-/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct DataSnapshot {
@@ -199,12 +131,12 @@ impl DataSnapshot {
     ///
     /// ```
     /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// use prfmon::decode::DataSnapshot;
+    /// use prfdata_wire::snapshot::DataSnapshot;
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let block = prfmon::view::CheckedBlock::parse(build_data_block("box", &CollectionTimes::now(), &[out]))?;
+    /// let block = prfdata_wire::view::CheckedBlock::parse(build_data_block("box", &CollectionTimes::now(), &[out]))?;
     /// let snap = DataSnapshot::from_block(block);
     /// assert_eq!(snap.objects[0].instance(1).unwrap().name(), "beta");
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn from_block(block: CheckedBlock) -> Self {
         let head = block.view().to_definitions();
@@ -233,10 +165,10 @@ impl DataSnapshot {
     /// ```
     /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
     /// let alpha = snap.objects[0].instance(0).unwrap();
     /// assert!(snap.parent(&alpha).is_none());
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn parent(&self, instance: &Instance<'_>) -> Option<Instance<'_>> {
         let title = instance.parent_object_title_index();
@@ -255,10 +187,11 @@ impl DataSnapshot {
 /// # Examples
 ///
 /// ```
-/// let t = prfmon::decode::SystemTimeFields::default();
+/// let t = prfdata_wire::snapshot::SystemTimeFields::default();
 /// assert_eq!(t.to_string(), "0000-00-00 00:00:00.000");
 /// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[allow(missing_docs)]
 pub struct SystemTimeFields {
     pub year: u16,
@@ -304,7 +237,7 @@ impl From<winperf::SystemTime> for SystemTimeFields {
 ///
 /// ```
 /// use prfdata_wire::winperf::PERF_NO_INSTANCES;
-/// let mut obj = prfmon::decode::ObjectData::default();
+/// let mut obj = prfdata_wire::snapshot::ObjectData::default();
 /// obj.num_instances = PERF_NO_INSTANCES;
 /// assert!(!obj.has_instances() && obj.instance_count() == 0 && obj.values().is_none());
 /// ```
@@ -373,7 +306,7 @@ impl ObjectData {
     /// # Examples
     ///
     /// ```
-    /// let mut obj = prfmon::decode::ObjectData::default();
+    /// let mut obj = prfdata_wire::snapshot::ObjectData::default();
     /// obj.num_instances = 0;
     /// assert!(obj.has_instances());
     /// ```
@@ -395,12 +328,12 @@ impl ObjectData {
     /// ```
     /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
     /// let object = &snap.objects[0];
     /// assert_eq!(object.instance_count(), 2);
     /// let names: Vec<String> = object.instances().map(|i| i.name()).collect();
     /// assert_eq!(names, ["alpha", "beta"]);
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn instance_count(&self) -> usize {
         match &self.data {
@@ -436,10 +369,10 @@ impl ObjectData {
     /// ```
     /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
     /// assert!(snap.objects[0].values().is_none());
     /// assert_eq!(snap.objects[0].instance(1).unwrap().values().int(1), Some(-5));
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn values(&self) -> Option<Values<'_>> {
         let object = self.view()?;
@@ -450,9 +383,9 @@ impl ObjectData {
     }
 
     /// Keeps only the instances `kept` names, in its order: each a current position and the
-    /// `ParentObjectInstance` it has from now on. What [`crate::merge`] does to the objects
+    /// `ParentObjectInstance` it has from now on. What the collector's merge does to the objects
     /// it appends. `num_instances` is left to the caller.
-    pub(crate) fn keep_instances(&mut self, kept: impl IntoIterator<Item = (usize, u32)>) {
+    pub fn keep_instances(&mut self, kept: impl IntoIterator<Item = (usize, u32)>) {
         let Some(data) = self.data.as_mut() else {
             return;
         };
@@ -481,9 +414,9 @@ impl ObjectData {
     /// ```
     /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
     /// assert_eq!(snap.objects[0].instance_data()[0].name, "alpha");
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn instance_data(&self) -> Vec<InstanceData> {
         self.instances().map(|i| i.to_data()).collect()
@@ -581,9 +514,9 @@ impl<'a> Instance<'a> {
     /// ```
     /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
     /// assert_eq!(snap.objects[0].instance(0).unwrap().own_name(), "alpha");
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn own_name(&self) -> String {
         let name = self.name();
@@ -625,14 +558,14 @@ impl<'a> Instance<'a> {
     ///
     /// ```
     /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// use prfmon::decode::RawValue;
+    /// use prfdata_wire::snapshot::RawValue;
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
     /// let beta = snap.objects[0].instance(1).unwrap().to_data();
     /// assert_eq!((beta.name.as_str(), beta.unique_id), ("beta", -1));
     /// assert_eq!((beta.parent_object_title_index, beta.parent_object_instance), (0, 0));
     /// assert_eq!(beta.values, [RawValue::Int(0xFFFF_FFFF), RawValue::Int(-5), RawValue::Int(1)]);
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn to_data(&self) -> InstanceData {
         InstanceData {
@@ -667,13 +600,13 @@ impl<'a> Values<'a> {
     /// ```
     /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
     /// let values = snap.objects[0].instance(0).unwrap().values();
     /// assert_eq!(values.len(), 3);
     /// assert!(!values.is_empty());
-    /// assert_eq!(values.get(0), Some(prfmon::decode::RawValue::Int(7)));
+    /// assert_eq!(values.get(0), Some(prfdata_wire::snapshot::RawValue::Int(7)));
     /// assert_eq!(values.get(3), None);
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn len(&self) -> usize {
         self.object.num_counters()
@@ -703,10 +636,10 @@ impl<'a> Values<'a> {
     /// ```
     /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfmon::decode::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
     /// let values: Vec<_> = snap.objects[0].instance(0).unwrap().values().iter().collect();
     /// assert_eq!(values, snap.objects[0].instance(0).unwrap().values().to_vec());
-    /// # Ok::<(), prfmon::decode::DecodeError>(())
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn iter(&self) -> impl Iterator<Item = RawValue> + 'a {
         let block = self.block;
@@ -725,10 +658,11 @@ impl<'a> Values<'a> {
 ///
 /// ```
 /// use prfdata_wire::winperf::PERF_AVERAGE_BASE;
-/// let def = prfmon::decode::CounterDef { counter_type: PERF_AVERAGE_BASE, ..Default::default() };
+/// let def = prfdata_wire::snapshot::CounterDef { counter_type: PERF_AVERAGE_BASE, ..Default::default() };
 /// assert_eq!(def.type_name(), "PERF_AVERAGE_BASE");
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct CounterDef {
     /// `CounterNameTitleIndex` (0 for a base).
     pub name_index: u32,
@@ -759,7 +693,7 @@ impl CounterDef {
     /// # Examples
     ///
     /// ```
-    /// let def = prfmon::decode::CounterDef { counter_type: 0x1234, ..Default::default() };
+    /// let def = prfdata_wire::snapshot::CounterDef { counter_type: 0x1234, ..Default::default() };
     /// assert_eq!(def.type_name(), "0x00001234");
     /// ```
     pub fn type_name(&self) -> String {
@@ -770,15 +704,16 @@ impl CounterDef {
 }
 
 /// One PERF_INSTANCE_DEFINITION with its values, as owned data: what [`Instance::to_data`]
-/// returns, and what [`crate::builder::ObjectBuilder`] writes.
+/// returns, and what the collector's object builder writes.
 ///
 /// # Examples
 ///
 /// ```
-/// let inst = prfmon::decode::InstanceData::default();
+/// let inst = prfdata_wire::snapshot::InstanceData::default();
 /// assert!(inst.name.is_empty());
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct InstanceData {
     /// The name as written (without its NUL).
     pub name: String,
@@ -797,12 +732,13 @@ pub struct InstanceData {
 /// # Examples
 ///
 /// ```
-/// use prfmon::decode::RawValue;
+/// use prfdata_wire::snapshot::RawValue;
 /// assert_eq!(RawValue::Int(7).as_i64(), Some(7));
 /// assert_eq!(RawValue::Empty.as_i64(), None);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(untagged))]
 pub enum RawValue {
     /// A DWORD (zero-extended) or a LARGE_INTEGER.
     Int(i64),
@@ -820,7 +756,7 @@ impl RawValue {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(prfmon::decode::RawValue::Text("x".into()).as_i64(), None);
+    /// assert_eq!(prfdata_wire::snapshot::RawValue::Text("x".into()).as_i64(), None);
     /// ```
     pub fn as_i64(&self) -> Option<i64> {
         match *self {
@@ -851,9 +787,9 @@ impl std::fmt::Display for RawValue {
 /// ```
 /// use prfmon::datablock::{build_data_block, CollectionTimes};
 /// let bytes = build_data_block("box", &CollectionTimes::now(), &[]);
-/// let snap = prfmon::decode::decode(&bytes)?;
+/// let snap = prfdata_wire::snapshot::decode(&bytes)?;
 /// assert_eq!(snap.total_byte_length as usize, bytes.len());
-/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
 pub fn decode(bytes: &[u8]) -> Result<DataSnapshot, DecodeError> {
     DataView::parse(bytes).map(|view| view.to_snapshot())
@@ -871,9 +807,9 @@ pub fn decode(bytes: &[u8]) -> Result<DataSnapshot, DecodeError> {
 /// ```
 /// use prfmon::datablock::{build_data_block, CollectionTimes};
 /// let bytes = build_data_block("box", &CollectionTimes::now(), &[]);
-/// let snap = prfmon::decode::decode_owned(bytes)?;
+/// let snap = prfdata_wire::snapshot::decode_owned(bytes)?;
 /// assert_eq!(snap.system_name, "box");
-/// # Ok::<(), prfmon::decode::DecodeError>(())
+/// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
 pub fn decode_owned(bytes: Vec<u8>) -> Result<DataSnapshot, DecodeError> {
     CheckedBlock::parse(bytes).map(DataSnapshot::from_block)
@@ -889,7 +825,7 @@ pub fn decode_owned(bytes: Vec<u8>) -> Result<DataSnapshot, DecodeError> {
 ///
 /// ```
 /// // 64 zero bytes: HeaderLength 0 is refused.
-/// let err = prfmon::decode::decode_object(&[0u8; 64], 0, 64).unwrap_err();
+/// let err = prfdata_wire::snapshot::decode_object(&[0u8; 64], 0, 64).unwrap_err();
 /// assert!(err.to_string().contains("TotalByteLength"));
 /// ```
 pub fn decode_object(
@@ -897,33 +833,176 @@ pub fn decode_object(
     offset: usize,
     limit: usize,
 ) -> Result<(ObjectData, usize), DecodeError> {
-    crate::view::decode_object(bytes, offset, limit)
+    let mut offsets = Offsets::default();
+    let (entry, next) = walk_object(bytes, offset, limit, &mut offsets)?;
+    let end = limit.min(bytes.len());
+    let checked = Checked {
+        bytes: bytes[..end].to_vec(),
+        objects: vec![entry],
+        offsets,
+    };
+    let definition =
+        checked
+            .object(0)
+            .map(|o| o.to_definition())
+            .ok_or(DecodeError::Truncated {
+                offset,
+                what: "PERF_OBJECT_TYPE",
+                need: OBJECT_HEADER as u64,
+                available: 0,
+            })?;
+    Ok((
+        ObjectData::in_place(definition, &Arc::new(checked), 0),
+        next,
+    ))
 }
 
-/// Checks the PERF_OBJECT_TYPE at `offset` exactly as [`decode_object`] does — it accepts
-/// what `decode_object` accepts and fails with the same error otherwise — without building
-/// the instances and values; returns the offset of the next object.
-///
-/// The collector validates every provider's output with this, at a fraction of a decode's
-/// cost.
-///
-/// # Examples
-///
-/// ```
-/// let object = prfdata_testkit::sample::sample_object(1848);
-/// assert_eq!(prfmon::decode::check_object(&object, 0, object.len())?, object.len());
-/// assert!(prfmon::decode::check_object(&object[..100], 0, 100).is_err());
-/// # Ok::<(), prfmon::decode::DecodeError>(())
-/// ```
-pub fn check_object(bytes: &[u8], offset: usize, limit: usize) -> Result<usize, DecodeError> {
-    crate::view::check_object(bytes, offset, limit)
+// ---------------------------------------------------------------------------------------------
+// The view's owned copies.
+// ---------------------------------------------------------------------------------------------
+
+impl<'a> DataView<'a> {
+    /// `SystemTime` (UTC).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
+    /// let times = CollectionTimes::now();
+    /// let bytes = build_data_block("h", &times, &[]);
+    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
+    /// assert_eq!(view.system_time(), times.system_time.into());
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
+    /// ```
+    pub fn system_time(&self) -> SystemTimeFields {
+        self.header.system_time.into()
+    }
+
+    /// The whole collection as owned data: what [`crate::snapshot::decode`] returns.
+    pub fn to_snapshot(&self) -> DataSnapshot {
+        let end = (self.total_byte_length() as usize).min(self.bytes.len());
+        let checked = Checked {
+            bytes: self.bytes[..end].to_vec(),
+            objects: self.objects.to_vec(),
+            offsets: Offsets {
+                definitions: self.definitions.to_vec(),
+                instances: self.instances.to_vec(),
+            },
+        };
+        DataSnapshot::in_place(self.to_definitions(), checked)
+    }
+
+    /// The collection's header fields and each object's [`ObjectView::to_definition`]: no
+    /// values or instances, so its cost does not grow with the instances.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let bytes = build_data_block("box", &CollectionTimes::now(), &[out]);
+    /// let outline = prfdata_wire::view::DataView::parse(&bytes)?.to_definitions();
+    /// assert_eq!(outline.system_name, "box");
+    /// assert_eq!(outline.objects[0].instance_count(), 0);
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
+    /// ```
+    pub fn to_definitions(&self) -> DataSnapshot {
+        DataSnapshot {
+            version: self.version(),
+            revision: self.revision(),
+            total_byte_length: self.total_byte_length(),
+            header_length: self.header_length(),
+            default_object: self.default_object(),
+            system_time: self.system_time(),
+            perf_time: self.perf_time(),
+            perf_freq: self.perf_freq(),
+            perf_time_100nsec: self.perf_time_100nsec(),
+            system_name: self.system_name(),
+            objects: self.objects().map(|o| o.to_definition()).collect(),
+        }
+    }
+}
+
+impl ObjectView<'_> {
+    /// The object's header fields and counter definitions as owned data, without its values
+    /// and instances ([`ObjectData::instance_count`] 0, [`ObjectData::values`] `None`,
+    /// [`ObjectData::num_instances`] as written): what a catalog of objects and counters
+    /// needs, at a cost that does not grow with the instances.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let bytes = build_data_block("box", &CollectionTimes::now(), &[out]);
+    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
+    /// let object = view.object(0).unwrap().to_definition();
+    /// assert_eq!((object.counters.len(), object.num_instances), (3, 2));
+    /// assert!(object.has_instances() && object.instance_count() == 0);
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
+    /// ```
+    pub fn to_definition(&self) -> ObjectData {
+        ObjectData {
+            offset: self.offset(),
+            name_index: self.name_index(),
+            help_index: self.help_index(),
+            detail_level: self.detail_level(),
+            default_counter: self.default_counter(),
+            num_instances: self.num_instances(),
+            code_page: self.code_page(),
+            perf_time: self.perf_time(),
+            perf_freq: self.perf_freq(),
+            counters: self.counters().map(|c| c.to_def()).collect(),
+            ..ObjectData::default()
+        }
+    }
+}
+
+impl CounterView<'_> {
+    /// The definition as owned data.
+    pub fn to_def(&self) -> CounterDef {
+        CounterDef {
+            name_index: self.name_index(),
+            help_index: self.def.counter_help_title_index.get(),
+            default_scale: self.def.default_scale.get(),
+            detail_level: self.def.detail_level.get(),
+            counter_type: self.counter_type(),
+            size: self.size(),
+            offset: self.offset(),
+            is_base: self.is_base(),
+            base: self.base(),
+            base_of: self.base_of(),
+        }
+    }
+}
+
+impl BlockView<'_> {
+    /// `counter`'s raw value, as [`crate::snapshot`] decodes it (text and odd sizes allocate).
+    pub fn raw(&self, counter: &CounterView<'_>) -> RawValue {
+        let raw = self.value_bytes(counter);
+        let counter_type = counter.counter_type();
+        if counter_type & PERF_TYPE_MASK == PERF_TYPE_TEXT {
+            return RawValue::Text(if counter_type & PERF_TEXT_ASCII != 0 {
+                ascii_lossy(raw)
+            } else {
+                utf16_lossy(raw)
+            });
+        }
+        match *raw {
+            [] => RawValue::Empty,
+            [a, b, c, d] => RawValue::Int(u32::from_le_bytes([a, b, c, d]).into()),
+            [a, b, c, d, e, f, g, h] => RawValue::Int(i64::from_le_bytes([a, b, c, d, e, f, g, h])),
+            _ => RawValue::Bytes(raw.to_vec()),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    use crate::view::check_object;
     use prfdata_testkit::sample::sample_object;
+    use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 
     fn sample_block() -> Vec<u8> {
         build_data_block(
