@@ -151,7 +151,7 @@ pub fn check_snapshot(snapshot: &DataSnapshot) {
 }
 
 /// The demo at work, collected: the snapshot [`check_path`] resolves paths against (the
-/// committed `decode` seed `demo-global.raw`, a real `prfmon query --raw` file).
+/// committed `decode` corpus file `demo-global.raw`, a real `prfmon query --raw` file).
 ///
 /// # Examples
 ///

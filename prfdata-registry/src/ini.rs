@@ -22,7 +22,7 @@
 //! The readers are small line-based ones written here rather than an INI crate: lodctr's errors
 //! must name the file and line of the offending entry, sections and keys are case-insensitive
 //! and the first occurrence of a key wins, as with `GetPrivateProfileString`, and lines without
-//! `=` (such as the `// end .INI file` in the seed's example) are ignored as Windows does;
+//! `=` (such as the `// end .INI file` in the lodctr design specification's example) are ignored as Windows does;
 //! the INI crates on crates.io give neither line numbers nor those rules.
 //!
 //! # Encodings

@@ -10,7 +10,7 @@ use prfdata_registry::{
     save_settings, unlodctr, FileRegistry, LodctrError, LodctrOptions, Registry, Value,
 };
 
-use crate::seed001::{DEVDEF_H, DEVICE_INI};
+use crate::lodctr_spec::{DEVDEF_H, DEVICE_INI};
 
 struct Fixture {
     dir: tempfile::TempDir,
@@ -47,7 +47,7 @@ fn strings(items: &[&str]) -> Vec<String> {
 }
 
 #[test]
-fn seed_example_loads_and_unloads_exactly() {
+fn lodctr_spec_example_loads_and_unloads_exactly() {
     let f = Fixture::new();
     let before = f.store_bytes();
 

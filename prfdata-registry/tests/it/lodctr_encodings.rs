@@ -7,7 +7,7 @@ use std::path::Path;
 
 use prfdata_registry::{lodctr, FileRegistry, LodctrError, LodctrOptions, Registry};
 
-use crate::seed001::{DEVDEF_H, DEVICE_INI};
+use crate::lodctr_spec::{DEVDEF_H, DEVICE_INI};
 
 /// The encodings, each as its byte order mark and the bytes of a text.
 #[derive(Clone, Copy, Debug)]
@@ -55,7 +55,7 @@ fn load(
 }
 
 #[test]
-fn the_seed_example_loads_the_same_in_every_encoding() {
+fn the_lodctr_spec_example_loads_the_same_in_every_encoding() {
     let plain = tempfile::tempdir().unwrap();
     let (result, reg) = load(plain.path(), DEVICE_INI, Encoding::Utf8, Encoding::Utf8);
     result.unwrap();

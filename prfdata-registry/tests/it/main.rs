@@ -6,7 +6,7 @@
 mod loadperf;
 mod lodctr;
 mod lodctr_encodings;
+mod lodctr_spec;
 mod registry_service;
 mod registry_store;
 mod runtime_names;
-mod seed001;

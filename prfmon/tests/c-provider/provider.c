@@ -1,6 +1,7 @@
 /*
  * A third-party perflib provider written in C, as a vendor would ship one: the three winperf.h
- * exports (seed 004), strings in UTF-16 (Windows' WCHAR), nothing but libc. The prfmon tests
+ * exports (as "How the DLL Interfaces with a Performance Monitor Application" describes
+ * them), strings in UTF-16 (Windows' WCHAR), nothing but libc. The prfmon tests
  * build it with `cc -shared -fPIC` (see `c_provider` in tests/common) and register it under
  * several services.
  *
@@ -20,8 +21,8 @@
  *
  *   good   one object of 208 bytes (the block's ByteLength is 24: 4 bytes of padding)
  *   dword  three objects (indexes N, N+10, N+20), each 204 bytes: TotalByteLength and the
- *          byte count are multiples of 4, not of 8 (valid per seed 004: "a multiple of a
- *          DWORD")
+ *          byte count are multiples of 4, not of 8 (valid per "How the DLL Interfaces
+ *          with a Performance Monitor Application": "a multiple of a DWORD")
  *   word   one object of 206 bytes (2 stray bytes in its counter block): a byte count that is
  *          not even a multiple of 4
  *
