@@ -7,8 +7,7 @@ use prfdata_registry::{normalize_key, FileRegistry, Registry, RegistryError};
 use prfdata_untrusted::text::{escape_field, Style};
 
 use super::{dyn_data_path, PerfStats, PerfStatsError};
-use crate::collector::{Collector, CollectorOptions};
-use crate::session::Machine;
+use crate::session::Session;
 
 /// The PerfStats key below `HKLM\System\CurrentControlSet\Control`.
 const PERFSTATS_UNDER_HKLM: &str = r"HKLM\System\CurrentControlSet\Control\PerfStats";
@@ -29,21 +28,33 @@ pub fn needs_view(key: &str) -> bool {
 
 /// One collection (`Global`, then the costly objects) and the names, as a PerfStats view.
 pub fn view(registry: &FileRegistry) -> Result<PerfStats, String> {
-    let mut collector = Collector::open(registry.clone(), CollectorOptions::default())
+    let mut session = Session::local(registry.clone(), Default::default(), "009")
         .map_err(|e| format!("cannot collect the PerfStats view: {e}"))?;
-    let view = view_with(&mut collector);
-    collector.close();
-    Ok(view)
+    Ok(view_with(&mut session))
 }
 
-/// [`view`] through an open collector (`serve` answering a remote `reg query`).
-pub fn view_with<R: Registry>(collector: &mut Collector<R>) -> PerfStats {
-    let machine = Machine::load(collector.registry(), "009").unwrap_or_default();
-    let decode = |bytes: Vec<u8>| prfdata_wire::snapshot::decode_owned(bytes).unwrap_or_default();
-    let mut snapshot = decode(collector.collect("Global"));
-    let costly = decode(collector.collect("Costly"));
+/// [`view`] through an open session (`serve` answering a remote `reg query`): its facts are
+/// followed after the `Global` collection, so that apps installed since are seen.
+pub fn view_with(session: &mut Session) -> PerfStats {
+    let mut snapshot = match session.snapshot("Global") {
+        Ok((snapshot, contents)) => {
+            session.follow(contents);
+            snapshot
+        }
+        Err(_) => Default::default(),
+    };
+    let costly = session
+        .snapshot("Costly")
+        .map(|(s, _)| s)
+        .unwrap_or_default();
     crate::merge::merge_missing(&mut snapshot, costly);
-    PerfStats::with_factors(&snapshot, &machine.names, machine.apps, &machine.factors)
+    let machine = session.machine();
+    PerfStats::with_factors(
+        &snapshot,
+        &machine.names,
+        machine.apps.clone(),
+        &machine.factors,
+    )
 }
 
 /// The three operations under `HKEY_DYN_DATA\PerfStats`.

@@ -210,3 +210,34 @@ fn serve_listens_on_loopback_by_default() {
         ),
     }
 }
+
+/// `prfmon serve` reads the registry store once, as it starts: the names, scale factors, apps'
+/// name ranges (of the watch leases it holds) and disabled services all come from that read,
+/// and a scrape reads none while the registry does not change (one `stat` tells). The
+/// registry traces each read with its number and process; the provider hosts' own reads are
+/// theirs, not the server's.
+#[test]
+fn serve_reads_the_registry_once_not_per_scrape() {
+    let setup = setup();
+    let _app = setup.start_app("static");
+    let args = ["--listen", "127.0.0.1:0", "--log-to", "stderr"];
+    let envs = [("PRFMON_LOG", "trace"), ("PRFDATA_PROVIDER_LOG", "off")];
+    let (serve, addr, log) = setup.start_serve_with(&args, None, &envs);
+    let addr = addr.expect("listening");
+    for _ in 0..3 {
+        let r = get(addr, "/metrics");
+        assert_eq!(r.status, 200, "{r:?}");
+        assert!(r.body.contains(APP), "{r:?}");
+    }
+    // The leases are renewed meanwhile (every second), and the log has caught up.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(get(addr, "/metrics").status, 200);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let mine = format!(" in process {}: ", serve.id());
+    let log = log.lock().unwrap().clone();
+    let reads = log
+        .lines()
+        .filter(|l| l.contains("registry store read") && l.contains(&mine))
+        .count();
+    assert_eq!(reads, 1, "{log}");
+}

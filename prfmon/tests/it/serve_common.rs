@@ -190,9 +190,20 @@ impl Setup {
         args: &[&str],
         nofile: Option<u64>,
     ) -> (Guard, Result<SocketAddr, String>, Arc<Mutex<String>>) {
+        self.start_serve_with(args, nofile, &[])
+    }
+
+    /// [`Setup::start_serve_limited`] with more environment variables (`envs`).
+    pub fn start_serve_with(
+        &self,
+        args: &[&str],
+        nofile: Option<u64>,
+        envs: &[(&str, &str)],
+    ) -> (Guard, Result<SocketAddr, String>, Arc<Mutex<String>>) {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_prfmon"));
         cmd.arg("serve")
             .args(args)
+            .envs(envs.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());

@@ -15,10 +15,9 @@ use crate::cli::stdout::errln;
 use crate::cli::token::BearerToken;
 use clap::Args;
 use prfdata::watch::Lease;
-use prfdata_registry::service::services_in;
-use prfdata_registry::Registry;
-use prfmon::collector::Collector;
+use prfdata_registry::{FileRegistry, Registry, StoreStamp};
 use prfmon::lease::{AppRanges, Leases};
+use prfmon::session::Session;
 
 /// `prfmon serve ...`.
 #[derive(Args, Debug)]
@@ -62,14 +61,14 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
         None => None,
     };
     let registry = args.collector.open_registry()?;
-    // One read for the disabled services and the collector's services.
+    // The stamp before the session's one read of the registry: the lease holder reads again
+    // only when it moves.
     let stamp = registry.stamp();
-    let hive = registry.snapshot().map_err(|e| e.to_string())?;
-    super::report_disabled("serve", &services_in(&hive).unwrap_or_default());
     let options = args.collector.options()?;
-    let leases = hold_leases_on_everything(&registry);
-    let collector =
-        Collector::from_hive(registry, &hive, stamp, options).map_err(|e| e.to_string())?;
+    let session =
+        Session::local(registry.clone(), options, &args.lang).map_err(|e| e.to_string())?;
+    super::report_disabled("serve", &session.machine().disabled);
+    let leases = hold_leases_on_everything(&registry, stamp, session.machine().apps.clone());
     // Before the collector starts its provider hosts: they inherit the limit.
     raise_open_files_limit();
     let serve_options = ServeOptions {
@@ -89,7 +88,8 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
     } else {
         "http"
     };
-    let server = MetricsServer::bind(collector, serve_options).map_err(|e| e.to_string())?;
+    let server =
+        MetricsServer::bind(session, registry, serve_options).map_err(|e| e.to_string())?;
     if open_to_the_network(&server.local_addr(), args.token_file.is_none()) {
         errln!(
             "prfmon serve: warning: listening on {} without --token-file: anyone who can reach \
@@ -117,8 +117,8 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
 }
 
 /// The thread that holds watch leases on every object and counter of every app while `serve`
-/// runs (it exports them all), renewed every [`Lease::RENEW_INTERVAL`]; the registry is read again
-/// each time, so apps installed later are leased too.
+/// runs (it exports them all), renewed every [`Lease::RENEW_INTERVAL`]; the apps' ranges are
+/// read again when the registry's stamp moves, so apps installed later are leased too.
 struct LeaseHolder {
     stop: std::sync::mpsc::Sender<()>,
     thread: std::thread::JoinHandle<()>,
@@ -131,15 +131,25 @@ impl LeaseHolder {
     }
 }
 
-fn hold_leases_on_everything(registry: &prfdata_registry::FileRegistry) -> LeaseHolder {
+/// `ranges` were read at `stamp`.
+fn hold_leases_on_everything(
+    registry: &FileRegistry,
+    mut stamp: Option<StoreStamp>,
+    ranges: AppRanges,
+) -> LeaseHolder {
     let registry = registry.clone();
     let (stop, stopped) = std::sync::mpsc::channel::<()>();
     let thread = std::thread::spawn(move || {
-        let mut leases = Leases::new(AppRanges::default(), Lease::RENEW_INTERVAL);
+        let mut titles = ranges.all_titles();
+        let mut leases = Leases::new(ranges, Lease::RENEW_INTERVAL);
         loop {
-            let ranges = AppRanges::load(&registry).unwrap_or_default();
-            let titles = ranges.all_titles();
-            leases.set_ranges(ranges);
+            let now = registry.stamp();
+            if now.is_none() || now != stamp {
+                stamp = now;
+                let ranges = AppRanges::load(&registry).unwrap_or_default();
+                titles = ranges.all_titles();
+                leases.set_ranges(ranges);
+            }
             leases.hold(&titles);
             match stopped.recv_timeout(Lease::RENEW_INTERVAL) {
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}

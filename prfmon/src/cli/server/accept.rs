@@ -20,7 +20,6 @@ use std::time::Duration;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use prfdata_registry::Registry;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -52,9 +51,9 @@ const WATCHDOG_TICK: Duration = Duration::from_millis(500);
 const HYPER_BUF: usize = 2 * MAX_HEAD;
 
 /// What the loop and the connections share.
-pub struct Ctx<R: Registry> {
+pub struct Ctx {
     /// The routes' state.
-    pub shared: Arc<Shared<R>>,
+    pub shared: Arc<Shared>,
     /// The open connections.
     pub conns: Arc<Conns>,
     /// TLS, if served.
@@ -64,7 +63,7 @@ pub struct Ctx<R: Registry> {
 }
 
 /// Accepts connections until the server is stopped, then closes them all.
-pub async fn serve<R: Registry + Send + 'static>(ctx: Arc<Ctx<R>>, listener: TcpListener) {
+pub async fn serve(ctx: Arc<Ctx>, listener: TcpListener) {
     let mut errors = AcceptErrors::default();
     while !ctx.stop.is_set() {
         let accepted = tokio::select! {
@@ -125,12 +124,7 @@ impl AcceptErrors {
 }
 
 /// One connection: TLS if served, then HTTP/1 until it ends, times out or is closed.
-async fn connection<R: Registry + Send + 'static>(
-    ctx: Arc<Ctx<R>>,
-    tcp: TcpStream,
-    peer: SocketAddr,
-    admitted: Admitted,
-) {
+async fn connection(ctx: Arc<Ctx>, tcp: TcpStream, peer: SocketAddr, admitted: Admitted) {
     let _ = tcp.set_nodelay(true);
     match &ctx.tls {
         None => serve_io(&ctx, tcp, peer, &admitted).await,
@@ -148,9 +142,8 @@ async fn connection<R: Registry + Send + 'static>(
     }
 }
 
-async fn serve_io<R, S>(ctx: &Arc<Ctx<R>>, io: S, peer: SocketAddr, admitted: &Admitted)
+async fn serve_io<S>(ctx: &Arc<Ctx>, io: S, peer: SocketAddr, admitted: &Admitted)
 where
-    R: Registry + Send + 'static,
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let state = Arc::clone(&admitted.state);

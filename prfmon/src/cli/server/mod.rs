@@ -84,12 +84,11 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use prfdata_registry::{Registry, StoreStamp};
+use prfdata_registry::FileRegistry;
 use tokio::sync::Notify;
 
 use super::token::BearerToken;
-use prfmon::collector::Collector;
-use prfmon::names::Names;
+use prfmon::session::Session;
 
 pub use conns::{effective_cap, raise_open_files_limit};
 
@@ -216,23 +215,21 @@ impl Stopper {
     }
 }
 
-impl<R: Registry> Shared<R> {
-    /// The collector, when its turn comes.
-    pub(super) fn collector(&self) -> std::sync::MutexGuard<'_, Collector<R>> {
-        self.collector
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+impl Shared {
+    /// The session, when its turn comes.
+    pub(super) fn session(&self) -> std::sync::MutexGuard<'_, Session> {
+        self.session.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 /// What the requests share.
-pub struct Shared<R: Registry> {
-    collector: Mutex<Collector<R>>,
+pub struct Shared {
+    /// The machine's one session: collections, and the facts read once per registry change.
+    session: Mutex<Session>,
+    /// The registry the session reads, for `/names`, `/factors` and `/reg`.
+    registry: FileRegistry,
     lang: String,
     token: Option<BearerToken>,
-    /// The last names read and the registry's stamp before the read, kept when a later read
-    /// fails.
-    names: Mutex<(Option<StoreStamp>, Arc<Names>)>,
     /// Whether peers may start and stop watches (a token, or `--allow-remote-watch`).
     allow_watch: bool,
     /// The watches held for peers.
@@ -241,10 +238,10 @@ pub struct Shared<R: Registry> {
     scrapes: scrapes::Scrapes,
 }
 
-/// A bound `/metrics` server over one collector.
-pub struct MetricsServer<R: Registry> {
+/// A bound `/metrics` server over one session.
+pub struct MetricsServer {
     listener: std::net::TcpListener,
-    shared: Arc<Shared<R>>,
+    shared: Arc<Shared>,
     tls: Option<tokio_rustls::TlsAcceptor>,
     addr: SocketAddr,
     workers: usize,
@@ -252,7 +249,7 @@ pub struct MetricsServer<R: Registry> {
     stop: Arc<StopFlag>,
 }
 
-impl<R: Registry> std::fmt::Debug for MetricsServer<R> {
+impl std::fmt::Debug for MetricsServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MetricsServer")
             .field("addr", &self.addr)
@@ -262,13 +259,15 @@ impl<R: Registry> std::fmt::Debug for MetricsServer<R> {
     }
 }
 
-impl<R: Registry + Send + 'static> MetricsServer<R>
-where
-    Collector<R>: Send,
-{
-    /// Opens the listening socket (and reads the TLS files). Port 0 picks a free port: see
+impl MetricsServer {
+    /// Opens the listening socket (and reads the TLS files) to serve `session`, the local
+    /// machine's over `registry`. Port 0 picks a free port: see
     /// [`local_addr`](Self::local_addr).
-    pub fn bind(collector: Collector<R>, options: ServeOptions) -> Result<Self, ServeError> {
+    pub fn bind(
+        session: Session,
+        registry: FileRegistry,
+        options: ServeOptions,
+    ) -> Result<Self, ServeError> {
         let tls = options.tls.as_ref().map(tls::acceptor).transpose()?;
         let bind_error = |e: std::io::Error| ServeError::Bind {
             addr: options.listen,
@@ -284,16 +283,14 @@ where
                  accept may run out of files (then connections are closed to make room)"
             );
         }
-        let stamp = collector.registry().stamp();
-        let names = Names::load(collector.registry(), &options.lang).unwrap_or_default();
         let allow_watch = options.token.is_some() || options.allow_remote_watch;
         Ok(Self {
             listener,
             shared: Arc::new(Shared {
-                collector: Mutex::new(collector),
+                session: Mutex::new(session),
+                registry,
                 lang: options.lang,
                 token: options.token,
-                names: Mutex::new((stamp, Arc::new(names))),
                 allow_watch,
                 watches: Mutex::new(watches::PeerWatches::default()),
                 scrapes: scrapes::Scrapes::default(),
@@ -321,7 +318,7 @@ where
         Stopper(Arc::clone(&self.stop))
     }
 
-    /// Serves requests until stopped, then closes the collector (its providers' Close is
+    /// Serves requests until stopped, then closes the session (its providers' Close is
     /// called, as when a monitor closes `HKEY_PERFORMANCE_DATA`).
     pub fn run(self) {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -351,13 +348,10 @@ where
             }
             Err(e) => log::error!("prfmon serve: cannot start the runtime: {e}"),
         }
-        // The tasks are gone: this is the last reference, and dropping it closes the collector.
+        // The tasks are gone: this is the last reference, and dropping it closes the session.
         if let Ok(shared) = Arc::try_unwrap(self.shared) {
-            let collector = shared
-                .collector
-                .into_inner()
-                .unwrap_or_else(PoisonError::into_inner);
-            collector.close();
+            let session = shared.session.into_inner();
+            session.unwrap_or_else(PoisonError::into_inner).close();
         }
     }
 }
@@ -371,18 +365,16 @@ mod tests {
 
     #[test]
     fn example_module() -> Result<(), Box<dyn std::error::Error>> {
-        use prfdata_registry::FileRegistry;
-        use prfmon::collector::Collector;
         use std::io::{Read, Write};
 
         let dir = tempfile::tempdir()?;
         let registry = FileRegistry::open(dir.path())?;
-        let collector = Collector::open(registry, Default::default())?;
+        let session = Session::local(registry.clone(), Default::default(), "009")?;
         let options = ServeOptions {
             listen: "127.0.0.1:0".parse()?,
             ..Default::default()
         };
-        let server = MetricsServer::bind(collector, options)?;
+        let server = MetricsServer::bind(session, registry, options)?;
         let addr = server.local_addr();
         let stop = server.stopper();
         let running = std::thread::spawn(move || server.run());

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, PoisonError};
 
 use hyper::Method;
-use prfdata_registry::{Registry, RegistryError};
+use prfdata_registry::RegistryError;
 use prfmon::perfstats::{stat_write, PerfStatsError, StatWrite};
 
 use super::routes::{blocking, not_allowed, param, text, Answer};
@@ -42,12 +42,7 @@ fn parse(query: &str) -> Result<RegQuery, String> {
 }
 
 /// Answers `/reg` for `peer`.
-pub async fn answer<R: Registry + Send + 'static>(
-    shared: &Arc<Shared<R>>,
-    peer: IpAddr,
-    method: &Method,
-    query: &str,
-) -> Answer {
+pub async fn answer(shared: &Arc<Shared>, peer: IpAddr, method: &Method, query: &str) -> Answer {
     let q = match parse(query) {
         Ok(q) => q,
         Err(message) => return text(400, message),
@@ -68,12 +63,9 @@ fn error(e: &PeerWatchError) -> Answer {
 }
 
 /// `StartStat` or `StopStat` of a stat, for `peer`.
-fn watch<R: Registry>(shared: &Shared<R>, peer: IpAddr, write: StatWrite, q: &RegQuery) -> Answer {
+fn watch(shared: &Shared, peer: IpAddr, write: StatWrite, q: &RegQuery) -> Answer {
     let stat = q.value.as_deref().unwrap_or_default();
-    let view = {
-        let mut collector = shared.collector();
-        view_with(&mut collector)
-    };
+    let view = view_with(&mut shared.session());
     let target = match view.watch_target(stat) {
         Ok(t) => t,
         Err(PerfStatsError::NoSuchStat { .. }) => {
@@ -99,30 +91,26 @@ fn watch<R: Registry>(shared: &Shared<R>, peer: IpAddr, write: StatWrite, q: &Re
 }
 
 /// A read: what `reg query` prints; a `StatData` read renews the peer's watches of the stat.
-fn read<R: Registry>(shared: &Shared<R>, peer: IpAddr, q: &RegQuery) -> Answer {
+fn read(shared: &Shared, peer: IpAddr, q: &RegQuery) -> Answer {
     let options = prfdata_registry::reg_cli::QueryOptions {
         value: q.value.as_deref(),
         recurse: q.recurse,
         separator: q.separator.as_deref().unwrap_or("\\0"),
         type_numbers: q.type_numbers,
     };
-    let result = {
-        let mut collector = shared.collector();
-        // The PerfStats keys are computed from a collection: a remote StatData reads this
-        // machine's apps.
-        let view = needs_view(&q.key).then(|| view_with(&mut collector));
-        if let (Some(view), Some(stat)) = (&view, q.value.as_deref()) {
-            if let Ok(target) = view.watch_target(stat) {
-                shared
-                    .watches
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .renew(peer, &target.app, target.set);
-            }
+    // The PerfStats keys are computed from a collection: a remote StatData reads this
+    // machine's apps.
+    let view = needs_view(&q.key).then(|| view_with(&mut shared.session()));
+    if let (Some(view), Some(stat)) = (&view, q.value.as_deref()) {
+        if let Ok(target) = view.watch_target(stat) {
+            shared
+                .watches
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .renew(peer, &target.app, target.set);
         }
-        query_text(collector.registry(), &q.key, &options, view.as_ref())
-    };
-    match result {
+    }
+    match query_text(&shared.registry, &q.key, &options, view.as_ref()) {
         Ok(out) => text(200, out),
         Err(e) => query_error(&q.key, &e),
     }

@@ -6,18 +6,18 @@
 //! apps, services and stats, never a local path: the full reason is logged here.
 
 use std::net::IpAddr;
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 
 use hyper::body::Bytes;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use prfdata_registry::Registry;
 
 use super::body::AnswerBody;
 use super::scrapes::{self, Client, Permit};
 use super::Shared;
 use prfmon::names::Names;
 use prfmon::openmetrics::exposition::{Exposition, CONTENT_TYPE, TEXT_CONTENT_TYPE};
+use prfmon::session::Contents;
 
 /// An answer: whole, or `/metrics`' written as it is encoded ([`AnswerBody`]).
 pub type Answer = Response<AnswerBody>;
@@ -56,10 +56,9 @@ pub fn not_allowed(allow: &str) -> Answer {
 }
 
 /// Runs `work` on a blocking thread.
-pub async fn blocking<R, F>(shared: &Arc<Shared<R>>, work: F) -> Answer
+pub async fn blocking<F>(shared: &Arc<Shared>, work: F) -> Answer
 where
-    R: Registry + Send + 'static,
-    F: FnOnce(&Shared<R>) -> Answer + Send + 'static,
+    F: FnOnce(&Shared) -> Answer + Send + 'static,
 {
     let shared = Arc::clone(shared);
     tokio::task::spawn_blocking(move || work(&shared))
@@ -71,8 +70,8 @@ where
 }
 
 /// Answers one request of `client`, whose address is `peer`.
-pub async fn route<R: Registry + Send + 'static>(
-    shared: Arc<Shared<R>>,
+pub async fn route(
+    shared: Arc<Shared>,
     peer: IpAddr,
     client: &Client,
     request: Request<hyper::body::Incoming>,
@@ -93,8 +92,8 @@ pub async fn route<R: Registry + Send + 'static>(
     r
 }
 
-async fn dispatch<R: Registry + Send + 'static>(
-    shared: &Arc<Shared<R>>,
+async fn dispatch(
+    shared: &Arc<Shared>,
     peer: IpAddr,
     client: &Client,
     request: &Request<hyper::body::Incoming>,
@@ -145,7 +144,7 @@ async fn dispatch<R: Registry + Send + 'static>(
 
 /// Whether the request may be answered: no token is required, or an `Authorization` header
 /// carries it.
-fn authorized<R: Registry>(headers: &HeaderMap, shared: &Shared<R>) -> bool {
+fn authorized(headers: &HeaderMap, shared: &Shared) -> bool {
     let Some(token) = &shared.token else {
         return true;
     };
@@ -167,12 +166,7 @@ fn wants_openmetrics(headers: &HeaderMap) -> bool {
 
 /// `/metrics`: one collection, encoded as the client reads it (the text is never held whole),
 /// holding `permit` until it is sent.
-fn metrics<R: Registry>(
-    shared: &Shared<R>,
-    query: &str,
-    openmetrics: bool,
-    permit: Permit,
-) -> Answer {
+fn metrics(shared: &Shared, query: &str, openmetrics: bool, permit: Permit) -> Answer {
     let exposition = match scrape(shared, query) {
         Ok(e) => e,
         // Prometheus then records the scrape as failed (`up` = 0).
@@ -208,33 +202,27 @@ fn metrics<R: Registry>(
     }
 }
 
-/// One collection for `query`. Collections take turns on the collector's mutex.
-fn scrape<R: Registry>(shared: &Shared<R>, query: &str) -> Result<Exposition, String> {
-    let mut collector = shared.collector();
-    let collection = collector.collect_with_services(query);
-    // Names are read again when the registry changed (lodctr), one `stat` telling; a failed
-    // read keeps the last names.
-    let stamp = collector.registry().stamp();
-    let names = {
-        let mut last = shared.names.lock().unwrap_or_else(PoisonError::into_inner);
-        if stamp.is_none() || last.0 != stamp {
-            if let Ok(fresh) = Names::load(collector.registry(), &shared.lang) {
-                *last = (stamp, Arc::new(fresh));
-            }
-        }
-        Arc::clone(&last.1)
-    };
-    drop(collector);
+/// One collection for `query`, named with the session's facts, which are read again when the
+/// registry changed (lodctr), one `stat` telling (a failed read keeps the last ones).
+/// Collections take turns on the session's mutex.
+fn scrape(shared: &Shared, query: &str) -> Result<Exposition, String> {
+    let mut session = shared.session();
+    let collection = session.collect(query).map_err(|e| format!("prfmon: {e}"))?;
     // The collector builds the block and validates every object, so an error is a bug; the
     // scrape answers 500 with the reason.
-    prfdata_wire::snapshot::decode_owned(collection.bytes)
-        .map(|snapshot| Exposition::new(&snapshot, &collection.services, &names))
-        .map_err(|e| format!("prfmon: the collection does not decode: {e}"))
+    let snapshot = prfdata_wire::snapshot::decode_owned(collection.bytes)
+        .map_err(|e| format!("prfmon: the collection does not decode: {e}"))?;
+    session.follow(Contents::of(&snapshot, &collection.services));
+    let names = &session.machine().names;
+    Ok(Exposition::new(&snapshot, &collection.services, names))
 }
 
 /// `/perfdata`: one collection, the bytes as collected, the services in a header.
-fn perfdata<R: Registry>(shared: &Shared<R>, query: &str) -> Answer {
-    let collection = shared.collector().collect_with_services(query);
+fn perfdata(shared: &Shared, query: &str) -> Answer {
+    let collection = match shared.session().collect(query) {
+        Ok(c) => c,
+        Err(e) => return text(500, format!("prfmon: {e}\n")),
+    };
     let r = answer(200, "application/octet-stream", collection.bytes);
     let services = prfmon::remote::encode_services(&collection.services);
     match HeaderName::from_bytes(prfmon::remote::SERVICES_HEADER.as_bytes()) {
@@ -244,7 +232,7 @@ fn perfdata<R: Registry>(shared: &Shared<R>, query: &str) -> Answer {
 }
 
 /// `/names?lang=009`: the names of one language as JSON.
-fn names_answer<R: Registry>(shared: &Shared<R>, query: &str) -> Answer {
+fn names_answer(shared: &Shared, query: &str) -> Answer {
     let lang = match param(query, "lang") {
         Ok(lang) => lang.unwrap_or_else(|| shared.lang.clone()),
         Err(message) => return text(400, message),
@@ -252,11 +240,7 @@ fn names_answer<R: Registry>(shared: &Shared<R>, query: &str) -> Answer {
     if lang.is_empty() || !lang.bytes().all(|b| b.is_ascii_alphanumeric()) {
         return text(400, "lang must be a Perflib language subkey such as 009\n");
     }
-    let names = {
-        let collector = shared.collector();
-        Names::load(collector.registry(), &lang)
-    };
-    match names.map(|n| serde_json::to_vec(&n)) {
+    match Names::load(&shared.registry, &lang).map(|n| serde_json::to_vec(&n)) {
         Ok(Ok(body)) => answer(200, "application/json", body),
         Ok(Err(e)) => text(500, format!("cannot encode the names: {e}\n")),
         Err(e) => {
@@ -267,12 +251,9 @@ fn names_answer<R: Registry>(shared: &Shared<R>, query: &str) -> Answer {
 }
 
 /// `/factors`: the scale factors (`PSTF_FACTOR_*`) as JSON, name index to `*N` / `/N`.
-fn factors_answer<R: Registry>(shared: &Shared<R>) -> Answer {
-    let factors = {
-        let collector = shared.collector();
-        prfmon::factor::Factors::load(collector.registry())
-    };
-    match factors.map(|f| serde_json::to_vec(&f.to_texts())) {
+fn factors_answer(shared: &Shared) -> Answer {
+    match prfmon::factor::Factors::load(&shared.registry).map(|f| serde_json::to_vec(&f.to_texts()))
+    {
         Ok(Ok(body)) => answer(200, "application/json", body),
         Ok(Err(e)) => text(500, format!("cannot encode the factors: {e}\n")),
         Err(e) => {
