@@ -39,6 +39,7 @@ mod hostile_files;
 mod hostile_names;
 mod isolation;
 mod large_answer;
+mod layers;
 mod list;
 mod lodctr;
 mod logging;
