@@ -130,11 +130,7 @@ impl Pattern {
 impl From<&str> for Pattern {
     /// `"*"` is the wildcard; anything else a name.
     fn from(text: &str) -> Self {
-        if text == "*" {
-            Pattern::Wildcard
-        } else {
-            Pattern::Exact(text.to_owned())
-        }
+        Pattern::from(text.to_owned())
     }
 }
 
@@ -151,19 +147,13 @@ impl From<String> for Pattern {
 
 impl From<Pattern> for String {
     fn from(pattern: Pattern) -> Self {
-        match pattern {
-            Pattern::Wildcard => "*".to_owned(),
-            Pattern::Exact(name) => name,
-        }
+        pattern_text(&pattern).to_owned()
     }
 }
 
 impl fmt::Display for Pattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Pattern::Wildcard => f.write_str("*"),
-            Pattern::Exact(name) => f.write_str(name),
-        }
+        f.write_str(pattern_text(self))
     }
 }
 
@@ -454,14 +444,12 @@ impl CounterPath {
 
 impl fmt::Display for CounterPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(machine) = &self.machine {
-            write!(f, r"\\{machine}")?;
-        }
-        write!(f, r"\{}", self.object)?;
-        if let Some(instance) = &self.instance {
-            write!(f, "({instance})")?;
-        }
-        write!(f, r"\{}", self.counter)
+        let instance = self.instance.as_ref().map(|sel| {
+            let parent = sel.parent.as_ref().map(pattern_text);
+            (parent, pattern_text(&sel.name), sel.index)
+        });
+        let counter = pattern_text(&self.counter);
+        write_path(f, self.machine.as_deref(), &self.object, instance, counter)
     }
 }
 
@@ -484,7 +472,7 @@ impl FromStr for CounterPath {
 /// use prfmon::pdh::path::{parse, PathError};
 ///
 /// let err = parse(r"\Process(svchost\% Processor Time").unwrap_err();
-/// assert!(matches!(err, PathError::UnclosedInstance { column: 9, .. }));
+/// assert!(matches!(err, PathError::UnclosedInstance(_, 9)));
 /// assert_eq!(
 ///     err.to_string(),
 ///     r"counter path `\Process(svchost\% Processor Time`: the `(` at column 9 has no `)` before the `\` of the counter"
@@ -492,114 +480,49 @@ impl FromStr for CounterPath {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
-    /// The path does not start with `\`.
+    /// The path does not start with `\`. Holds the path.
     #[error(
-        r"counter path `{path}`: must start with `\` (column 1), as in \Object(Instance)\Counter"
+        r"counter path `{0}`: must start with `\` (column 1), as in \Object(Instance)\Counter"
     )]
-    NoLeadingBackslash {
-        /// The path.
-        path: String,
-    },
-    /// `\\` is followed by no machine name, or the machine name by nothing.
-    #[error(r"counter path `{path}`: expected a machine name and `\Object` after the `\\` at column {column}")]
-    BadMachine {
-        /// The path.
-        path: String,
-        /// Column of the `\\`.
-        column: usize,
-    },
-    /// There is no `\` between the object and the counter.
-    #[error(r"counter path `{path}`: no `\Counter` after the object at column {column}")]
-    MissingCounter {
-        /// The path.
-        path: String,
-        /// Column of the object.
-        column: usize,
-    },
-    /// The object name is empty.
-    #[error("counter path `{path}`: empty object name at column {column}")]
-    EmptyObject {
-        /// The path.
-        path: String,
-        /// Column where the object name should be.
-        column: usize,
-    },
-    /// The object name is `*`.
-    #[error("counter path `{path}`: the object at column {column} is `*`; name the object (wildcards are for instances and counters)")]
-    ObjectWildcard {
-        /// The path.
-        path: String,
-        /// Column of the `*`.
-        column: usize,
-    },
-    /// The counter name is empty.
-    #[error(r"counter path `{path}`: empty counter name after the `\` at column {column}")]
-    EmptyCounter {
-        /// The path.
-        path: String,
-        /// Column of the last `\`.
-        column: usize,
-    },
-    /// A `(` with no `)` before the counter's `\`.
-    #[error(r"counter path `{path}`: the `(` at column {column} has no `)` before the `\` of the counter")]
-    UnclosedInstance {
-        /// The path.
-        path: String,
-        /// Column of the `(`.
-        column: usize,
-    },
-    /// A `)` in the object part without a `(` before it.
-    #[error("counter path `{path}`: the `)` at column {column} closes no `(`")]
-    UnopenedInstance {
-        /// The path.
-        path: String,
-        /// Column of the `)`.
-        column: usize,
-    },
-    /// Text between the instance's `)` and the counter's `\`.
-    #[error(r"counter path `{path}`: unexpected text at column {column} after the instance's `)`; the `\Counter` must follow it")]
-    TextAfterInstance {
-        /// The path.
-        path: String,
-        /// Column of the first unexpected character.
-        column: usize,
-    },
-    /// The instance name is empty (`()`, `(parent/)`, `(#1)`).
-    #[error("counter path `{path}`: empty instance name at column {column}")]
-    EmptyInstance {
-        /// The path.
-        path: String,
-        /// Column where the instance name should be.
-        column: usize,
-    },
-    /// The parent name before `/` is empty.
-    #[error("counter path `{path}`: empty parent name before the `/` at column {column}")]
-    EmptyParent {
-        /// The path.
-        path: String,
-        /// Column of the `/`.
-        column: usize,
-    },
-    /// The `#index` does not fit in 32 bits.
+    NoLeadingBackslash(String),
+    /// `\\` is followed by no machine name, or the machine name by nothing. Holds the path and the column of the `\\`.
     #[error(
-        "counter path `{path}`: the instance index at column {column} does not fit in 32 bits"
+        r"counter path `{0}`: expected a machine name and `\Object` after the `\\` at column {1}"
     )]
-    BadIndex {
-        /// The path.
-        path: String,
-        /// Column of the `#`.
-        column: usize,
-    },
-    /// An `#index` after the wildcard instance `*`.
-    #[error(
-        "counter path `{path}`: the wildcard instance `*` takes no `#index` (column {column})"
-    )]
-    IndexOnWildcard {
-        /// The path.
-        path: String,
-        /// Column of the `#`.
-        column: usize,
-    },
+    BadMachine(String, usize),
+    /// There is no `\` between the object and the counter. Holds the path and the column of the object.
+    #[error(r"counter path `{0}`: no `\Counter` after the object at column {1}")]
+    MissingCounter(String, usize),
+    /// The object name is empty. Holds the path and the column where the object name should be.
+    #[error("counter path `{0}`: empty object name at column {1}")]
+    EmptyObject(String, usize),
+    /// The object name is `*`. Holds the path and the column of the `*`.
+    #[error("counter path `{0}`: the object at column {1} is `*`; name the object (wildcards are for instances and counters)")]
+    ObjectWildcard(String, usize),
+    /// The counter name is empty. Holds the path and the column of the last `\`.
+    #[error(r"counter path `{0}`: empty counter name after the `\` at column {1}")]
+    EmptyCounter(String, usize),
+    /// A `(` with no `)` before the counter's `\`. Holds the path and the column of the `(`.
+    #[error(r"counter path `{0}`: the `(` at column {1} has no `)` before the `\` of the counter")]
+    UnclosedInstance(String, usize),
+    /// A `)` in the object part without a `(` before it. Holds the path and the column of the `)`.
+    #[error("counter path `{0}`: the `)` at column {1} closes no `(`")]
+    UnopenedInstance(String, usize),
+    /// Text between the instance's `)` and the counter's `\`. Holds the path and the column of the first unexpected character.
+    #[error(r"counter path `{0}`: unexpected text at column {1} after the instance's `)`; the `\Counter` must follow it")]
+    TextAfterInstance(String, usize),
+    /// The instance name is empty (`()`, `(parent/)`, `(#1)`). Holds the path and the column where the instance name should be.
+    #[error("counter path `{0}`: empty instance name at column {1}")]
+    EmptyInstance(String, usize),
+    /// The parent name before `/` is empty. Holds the path and the column of the `/`.
+    #[error("counter path `{0}`: empty parent name before the `/` at column {1}")]
+    EmptyParent(String, usize),
+    /// The `#index` does not fit in 32 bits. Holds the path and the column of the `#`.
+    #[error("counter path `{0}`: the instance index at column {1} does not fit in 32 bits")]
+    BadIndex(String, usize),
+    /// An `#index` after the wildcard instance `*`. Holds the path and the column of the `#`.
+    #[error("counter path `{0}`: the wildcard instance `*` takes no `#index` (column {1})")]
+    IndexOnWildcard(String, usize),
     /// The path names another machine (`\\HOST\...`), and this collection is this machine's:
     /// its data is never answered under another machine's name.
     #[error(r"counter path `{path}` names machine `{machine}`, but the data comes from this machine (`{local}`); remote collection is not supported: run the command on `{machine}`, or drop the `\\{machine}` prefix")]
@@ -629,11 +552,6 @@ fn near_text(near: &[String]) -> String {
     } else {
         format!("near matches: {}", near.join(", "))
     }
-}
-
-/// The 1-based character column of byte offset `byte` in `text`.
-fn column(text: &str, byte: usize) -> usize {
-    text.get(..byte).map_or(0, |head| head.chars().count()) + 1
 }
 
 /// `name#digits` → (`name`, byte offset of `#`, `digits`), when the name ends in a `#` followed
@@ -672,66 +590,52 @@ fn split_index(text: &str) -> Option<(&str, usize, &str)> {
 /// # Ok::<(), prfmon::pdh::path::PathError>(())
 /// ```
 pub fn parse(text: &str) -> Result<CounterPath, PathError> {
-    let path = || text.to_owned();
-    let col = |byte: usize| column(text, byte);
-
-    // 1. `\\machine`, then the `\` that starts the object.
+    let fail = |error: fn(String, usize) -> PathError, byte| error_at(text, error, byte);
+    // The machine, then the counter after the last `\`.
     let (machine, object_start) = parse_machine(text)?;
-
-    // 2. The counter: after the last `\`.
     let last = text.rfind('\\').unwrap_or(0);
     if last < object_start {
-        return Err(PathError::MissingCounter {
-            path: path(),
-            column: col(object_start),
-        });
+        return fail(PathError::MissingCounter, object_start);
     }
     let counter = &text[last + 1..];
     if counter.is_empty() {
-        return Err(PathError::EmptyCounter {
-            path: path(),
-            column: col(last),
-        });
+        return fail(PathError::EmptyCounter, last);
     }
-
-    // 3. The object part: `Object` or `Object(instance)`.
+    // The object between them, with its instance.
     let (object, instance) = parse_object(text, object_start, last)?;
-    if object.is_empty() {
-        return Err(PathError::EmptyObject {
-            path: path(),
-            column: col(object_start),
-        });
+    match object {
+        "" => fail(PathError::EmptyObject, object_start),
+        "*" => fail(PathError::ObjectWildcard, object_start),
+        _ => Ok(CounterPath {
+            machine,
+            object: object.to_owned(),
+            instance,
+            counter: Pattern::from(counter),
+        }),
     }
-    if object == "*" {
-        return Err(PathError::ObjectWildcard {
-            path: path(),
-            column: col(object_start),
-        });
-    }
+}
 
-    Ok(CounterPath {
-        machine,
-        object: object.to_owned(),
-        instance,
-        counter: Pattern::from(counter),
-    })
+/// The error `error` of `text` at `byte`, its column counted in characters from 1.
+fn error_at<T>(
+    text: &str,
+    error: fn(String, usize) -> PathError,
+    byte: usize,
+) -> Result<T, PathError> {
+    let column = text.get(..byte).map_or(0, |head| head.chars().count()) + 1;
+    Err(error(text.to_owned(), column))
 }
 
 /// The machine of `text` (`\\machine\...`, or `None` for `\...`) and where its object starts.
 fn parse_machine(text: &str) -> Result<(Option<String>, usize), PathError> {
-    let path = || text.to_owned();
     if let Some(after) = text.strip_prefix(r"\\") {
         match after.find('\\') {
             Some(end) if end > 0 => Ok((Some(after[..end].to_owned()), 2 + end + 1)),
-            _ => Err(PathError::BadMachine {
-                path: path(),
-                column: 1,
-            }),
+            _ => error_at(text, PathError::BadMachine, 0),
         }
     } else if text.starts_with('\\') {
         Ok((None, 1))
     } else {
-        Err(PathError::NoLeadingBackslash { path: path() })
+        Err(PathError::NoLeadingBackslash(text.to_owned()))
     }
 }
 
@@ -741,74 +645,44 @@ fn parse_object(
     start: usize,
     end: usize,
 ) -> Result<(&str, Option<InstanceSel>), PathError> {
-    let path = || text.to_owned();
-    let col = |byte: usize| column(text, byte);
+    let fail = |error: fn(String, usize) -> PathError, byte| error_at(text, error, start + byte);
     let object_part = &text[start..end];
     let Some(open) = object_part.find('(') else {
-        if let Some(close) = object_part.find(')') {
-            return Err(PathError::UnopenedInstance {
-                path: path(),
-                column: col(start + close),
-            });
-        }
-        return Ok((object_part, None));
+        return match object_part.find(')') {
+            Some(close) => fail(PathError::UnopenedInstance, close),
+            None => Ok((object_part, None)),
+        };
     };
-    let open_at = start + open;
     let Some(close) = object_part.rfind(')').filter(|&close| close > open) else {
-        return Err(PathError::UnclosedInstance {
-            path: path(),
-            column: col(open_at),
-        });
+        return fail(PathError::UnclosedInstance, open);
     };
     if close + 1 != object_part.len() {
-        return Err(PathError::TextAfterInstance {
-            path: path(),
-            column: col(start + close + 1),
-        });
+        return fail(PathError::TextAfterInstance, close + 1);
     }
-    let instance = parse_instance(text, open_at + 1, start + close)?;
+    let instance = parse_instance(text, start + open + 1, start + close)?;
     Ok((&object_part[..open], Some(instance)))
 }
 
 /// The instance `text[start..end]`: `[parent/]name[#index]`.
 fn parse_instance(text: &str, start: usize, end: usize) -> Result<InstanceSel, PathError> {
-    let path = || text.to_owned();
-    let col = |byte: usize| column(text, byte);
+    let fail = |error: fn(String, usize) -> PathError, byte| error_at(text, error, start + byte);
     let inner = &text[start..end];
-
     let (parent, name_start) = match inner.find('/') {
-        Some(0) => {
-            return Err(PathError::EmptyParent {
-                path: path(),
-                column: col(start),
-            })
-        }
+        Some(0) => return fail(PathError::EmptyParent, 0),
         Some(slash) => (Some(Pattern::from(&inner[..slash])), slash + 1),
         None => (None, 0),
     };
     let rest = &inner[name_start..];
     let (name, index) = match split_index(rest) {
-        Some((name, hash, digits)) => {
-            let hash_at = start + name_start + hash;
-            if name == "*" {
-                return Err(PathError::IndexOnWildcard {
-                    path: path(),
-                    column: col(hash_at),
-                });
-            }
-            let index = digits.parse::<u32>().map_err(|_| PathError::BadIndex {
-                path: path(),
-                column: col(hash_at),
-            })?;
-            (name, index)
-        }
+        Some(("*", hash, _)) => return fail(PathError::IndexOnWildcard, name_start + hash),
+        Some((name, hash, digits)) => match digits.parse::<u32>() {
+            Ok(index) => (name, index),
+            Err(_) => return fail(PathError::BadIndex, name_start + hash),
+        },
         None => (rest, 0),
     };
     if name.is_empty() {
-        return Err(PathError::EmptyInstance {
-            path: path(),
-            column: col(start + name_start),
-        });
+        return fail(PathError::EmptyInstance, name_start);
     }
     Ok(InstanceSel {
         parent,
@@ -1311,78 +1185,61 @@ mod tests {
         let err = |text: &str| parse(text).unwrap_err();
         assert_eq!(
             err("Memory"),
-            PathError::NoLeadingBackslash {
-                path: "Memory".into()
-            }
+            PathError::NoLeadingBackslash("Memory".into())
         );
-        assert!(matches!(
-            err(r"\\HOST"),
-            PathError::BadMachine { column: 1, .. }
-        ));
-        assert!(matches!(
-            err(r"\\\Memory\X"),
-            PathError::BadMachine { column: 1, .. }
-        ));
-        assert!(matches!(
-            err(r"\Memory"),
-            PathError::MissingCounter { column: 2, .. }
-        ));
+        assert!(matches!(err(r"\\HOST"), PathError::BadMachine(_, 1)));
+        assert!(matches!(err(r"\\\Memory\X"), PathError::BadMachine(_, 1)));
+        assert!(matches!(err(r"\Memory"), PathError::MissingCounter(_, 2)));
         assert!(matches!(
             err(r"\\HOST\Memory"),
-            PathError::MissingCounter { column: 8, .. }
+            PathError::MissingCounter(_, 8)
         ));
-        assert!(matches!(
-            err(r"\Memory\"),
-            PathError::EmptyCounter { column: 8, .. }
-        ));
-        assert!(matches!(err(r"\\Counter"), PathError::BadMachine { .. }));
-        assert!(matches!(
-            err(r"\(x)\Counter"),
-            PathError::EmptyObject { column: 2, .. }
-        ));
+        assert!(matches!(err(r"\Memory\"), PathError::EmptyCounter(_, 8)));
+        assert!(matches!(err(r"\\Counter"), PathError::BadMachine(..)));
+        assert!(matches!(err(r"\(x)\Counter"), PathError::EmptyObject(_, 2)));
         assert!(matches!(
             err(r"\*\Counter"),
-            PathError::ObjectWildcard { column: 2, .. }
+            PathError::ObjectWildcard(_, 2)
         ));
         assert!(matches!(
             err(r"\Process(x\Y"),
-            PathError::UnclosedInstance { column: 9, .. }
+            PathError::UnclosedInstance(_, 9)
         ));
         assert!(matches!(
             err(r"\Process)x(\Y"),
-            PathError::UnclosedInstance { column: 11, .. }
+            PathError::UnclosedInstance(_, 11)
         ));
         assert!(matches!(
             err(r"\Process x)\Y"),
-            PathError::UnopenedInstance { column: 11, .. }
+            PathError::UnopenedInstance(_, 11)
         ));
         assert!(matches!(
             err(r"\Process(x)y\Y"),
-            PathError::TextAfterInstance { column: 12, .. }
+            PathError::TextAfterInstance(_, 12)
         ));
         assert!(matches!(
             err(r"\Process()\Y"),
-            PathError::EmptyInstance { column: 10, .. }
+            PathError::EmptyInstance(_, 10)
         ));
         assert!(matches!(
             err(r"\Process(p/)\Y"),
-            PathError::EmptyInstance { column: 12, .. }
+            PathError::EmptyInstance(_, 12)
         ));
         assert!(matches!(
             err(r"\Process(#3)\Y"),
-            PathError::EmptyInstance { column: 10, .. }
+            PathError::EmptyInstance(_, 10)
         ));
         assert!(matches!(
             err(r"\Process(/x)\Y"),
-            PathError::EmptyParent { column: 10, .. }
+            PathError::EmptyParent(_, 10)
         ));
         assert!(matches!(
             err(r"\Process(x#4294967296)\Y"),
-            PathError::BadIndex { column: 11, .. }
+            PathError::BadIndex(_, 11)
         ));
         assert!(matches!(
             err(r"\Process(*#1)\Y"),
-            PathError::IndexOnWildcard { column: 11, .. }
+            PathError::IndexOnWildcard(_, 11)
         ));
     }
 
@@ -1391,7 +1248,7 @@ mod tests {
         // "é" is two bytes; the `(` is the 6th character.
         assert!(matches!(
             parse(r"\Café(x\Y").unwrap_err(),
-            PathError::UnclosedInstance { column: 6, .. }
+            PathError::UnclosedInstance(_, 6)
         ));
     }
 
