@@ -37,19 +37,6 @@ struct View {
     reg_view: Vec<String>,
 }
 
-impl View {
-    /// reg.exe refuses `/reg:32 /reg:64` and a repeated switch.
-    fn check(&self) -> Result<(), String> {
-        if self.reg_view.len() > 1 {
-            return Err(
-                "ERROR: Invalid syntax. /reg:32 and /reg:64 may be given once, and not both."
-                    .into(),
-            );
-        }
-        Ok(())
-    }
-}
-
 /// `reg query`'s search switches, which prfmon refuses.
 #[derive(Args, Debug)]
 struct Search {
@@ -94,160 +81,125 @@ impl Search {
 enum RegOp {
     /// Print a key's values and subkeys:
     /// `reg query KEY [/v NAME | /ve] [/s] [/se SEP] [/z] [/reg:32 | /reg:64]`.
-    Query {
-        /// The key, e.g. `HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Perflib`.
-        key: String,
-        /// Print only this value (`/v NAME`).
-        #[arg(long = "value", value_name = "NAME", conflicts_with = "empty_value")]
-        value: Option<String>,
-        /// Print only the default (unnamed) value (`/ve`).
-        #[arg(long = "empty-value")]
-        empty_value: bool,
-        /// Every key below too, depth first (`/s`).
-        #[arg(long = "recursive")]
-        recursive: bool,
-        /// The character shown between REG_MULTI_SZ entries (`/se SEP`, default `\0`).
-        #[arg(long = "separator", value_name = "SEP")]
-        separator: Option<String>,
-        /// Show each type's number after its name (`/z`).
-        #[arg(long = "type-numbers")]
-        type_numbers: bool,
-        #[command(flatten)]
-        search: Search,
-        #[command(flatten)]
-        view: View,
-        /// `\\HOST\KEY` (or `--computer HOST:PORT`) reads the key on HOST's `prfmon serve`.
-        #[command(flatten)]
-        remote: super::RemoteArgs,
-    },
+    Query(QueryOp),
     /// Create a key or set a value:
     /// `reg add KEY [/v NAME | /ve] [/t TYPE] [/s SEP] [/d DATA] [/f] [/reg:32 | /reg:64]`.
-    Add {
-        /// The key.
-        key: String,
-        /// The value's name (`/v NAME`); without it only the key is created.
-        #[arg(long = "value", value_name = "NAME", conflicts_with = "empty_value")]
-        value: Option<String>,
-        /// Set the default (unnamed) value (`/ve`).
-        #[arg(long = "empty-value")]
-        empty_value: bool,
-        /// REG_SZ, REG_EXPAND_SZ, REG_DWORD or REG_MULTI_SZ (`/t TYPE`).
-        #[arg(long = "type", value_name = "TYPE", default_value = "REG_SZ")]
-        ty: String,
-        /// The separator between REG_MULTI_SZ entries (`/s SEP`, default the two characters \0).
-        #[arg(long = "separator", value_name = "SEP", default_value = "\\0")]
-        separator: String,
-        /// The data (`/d DATA`); REG_DWORD in decimal or 0x hex.
-        #[arg(long = "data", value_name = "DATA", allow_hyphen_values = true)]
-        data: Option<String>,
-        /// Overwrite an existing value without asking (`/f`).
-        #[arg(long = "force")]
-        force: bool,
-        #[command(flatten)]
-        view: View,
-    },
+    Add(AddOp),
     /// Delete a key (with its subkeys) or a value:
     /// `reg delete KEY [/v NAME | /ve | /va] [/f] [/reg:32 | /reg:64]`.
-    Delete {
-        /// The key.
-        key: String,
-        /// Delete only this value (`/v NAME`).
-        #[arg(long = "value", value_name = "NAME", conflicts_with_all = ["empty_value", "all_values"])]
-        value: Option<String>,
-        /// Delete only the default (unnamed) value (`/ve`).
-        #[arg(long = "empty-value", conflicts_with = "all_values")]
-        empty_value: bool,
-        /// Delete every value of the key, keeping the key and its subkeys (`/va`).
-        #[arg(long = "all-values")]
-        all_values: bool,
-        /// Delete without asking (`/f`).
-        #[arg(long = "force")]
-        force: bool,
-        #[command(flatten)]
-        view: View,
-    },
+    Delete(DeleteOp),
+}
+
+/// `reg query`'s arguments.
+#[derive(Args, Debug)]
+struct QueryOp {
+    /// The key, e.g. `HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Perflib`.
+    key: String,
+    /// Print only this value (`/v NAME`).
+    #[arg(long = "value", value_name = "NAME", conflicts_with = "empty_value")]
+    value: Option<String>,
+    /// Print only the default (unnamed) value (`/ve`).
+    #[arg(long = "empty-value")]
+    empty_value: bool,
+    /// Every key below too, depth first (`/s`).
+    #[arg(long = "recursive")]
+    recursive: bool,
+    /// The character shown between REG_MULTI_SZ entries (`/se SEP`, default `\0`).
+    #[arg(long = "separator", value_name = "SEP")]
+    separator: Option<String>,
+    /// Show each type's number after its name (`/z`).
+    #[arg(long = "type-numbers")]
+    type_numbers: bool,
+    #[command(flatten)]
+    search: Search,
+    #[command(flatten)]
+    view: View,
+    /// `\\HOST\KEY` (or `--computer HOST:PORT`) reads the key on HOST's `prfmon serve`.
+    #[command(flatten)]
+    remote: super::RemoteArgs,
+}
+
+/// `reg add`'s arguments.
+#[derive(Args, Debug)]
+struct AddOp {
+    /// The key.
+    key: String,
+    /// The value's name (`/v NAME`); without it only the key is created.
+    #[arg(long = "value", value_name = "NAME", conflicts_with = "empty_value")]
+    value: Option<String>,
+    /// Set the default (unnamed) value (`/ve`).
+    #[arg(long = "empty-value")]
+    empty_value: bool,
+    /// REG_SZ, REG_EXPAND_SZ, REG_DWORD or REG_MULTI_SZ (`/t TYPE`).
+    #[arg(long = "type", value_name = "TYPE", default_value = "REG_SZ")]
+    ty: String,
+    /// The separator between REG_MULTI_SZ entries (`/s SEP`, default the two characters \0).
+    #[arg(long = "separator", value_name = "SEP", default_value = "\\0")]
+    separator: String,
+    /// The data (`/d DATA`); REG_DWORD in decimal or 0x hex.
+    #[arg(long = "data", value_name = "DATA", allow_hyphen_values = true)]
+    data: Option<String>,
+    /// Overwrite an existing value without asking (`/f`).
+    #[arg(long = "force")]
+    force: bool,
+    #[command(flatten)]
+    view: View,
+}
+
+/// `reg delete`'s arguments.
+#[derive(Args, Debug)]
+struct DeleteOp {
+    /// The key.
+    key: String,
+    /// Delete only this value (`/v NAME`).
+    #[arg(long = "value", value_name = "NAME", conflicts_with_all = ["empty_value", "all_values"])]
+    value: Option<String>,
+    /// Delete only the default (unnamed) value (`/ve`).
+    #[arg(long = "empty-value", conflicts_with = "all_values")]
+    empty_value: bool,
+    /// Delete every value of the key, keeping the key and its subkeys (`/va`).
+    #[arg(long = "all-values")]
+    all_values: bool,
+    /// Delete without asking (`/f`).
+    #[arg(long = "force")]
+    force: bool,
+    #[command(flatten)]
+    view: View,
 }
 
 /// Runs `prfmon reg ...`.
 pub fn run(args: RegArgs) -> Result<ExitCode, CliError> {
     check_switches(&args.op).map_err(CliError::Said)?;
     match args.op {
-        RegOp::Query {
-            key,
-            value,
-            empty_value,
-            recursive,
-            separator,
-            type_numbers,
-            remote,
-            ..
-        } => {
-            let query = RegQuery {
-                key,
-                value: value_name(value, empty_value),
-                recurse: recursive,
-                separator,
-                type_numbers,
-            };
-            query_on(&remote, query)
-        }
-        RegOp::Add {
-            key,
-            value,
-            empty_value,
-            ty,
-            separator,
-            data,
-            force,
-            ..
-        } => {
-            let name = value_name(value, empty_value);
-            let data = data.as_deref().unwrap_or("");
-            let registry = FileRegistry::open_default()?;
-            add(&registry, &key, name, &ty, (data, &separator), force)
-        }
-        RegOp::Delete {
-            key,
-            value,
-            empty_value,
-            all_values,
-            force,
-            ..
-        } => {
-            let registry = FileRegistry::open_default()?;
-            delete(
-                &registry,
-                &key,
-                value_name(value, empty_value),
-                all_values,
-                force,
-            )
-        }
+        RegOp::Query(q) => query_on(q),
+        RegOp::Add(a) => add(&FileRegistry::open_default()?, a),
+        RegOp::Delete(d) => delete(&FileRegistry::open_default()?, d),
     }
 }
 
 /// Refuses what this reg does not do, naming the switch; checks the switches reg.exe checks.
 fn check_switches(op: &RegOp) -> Result<(), String> {
-    match op {
-        RegOp::Query {
-            search,
-            view,
-            separator,
-            ..
-        } => {
-            if let Some(switch) = search.first() {
+    let view = match op {
+        RegOp::Query(q) => {
+            if let Some(switch) = q.search.first() {
                 return Err(format!(
                     "ERROR: {switch} (search) is not supported by prfmon reg query: list the \
                      keys with /s and filter the output (e.g. with grep)."
                 ));
             }
-            if separator.as_ref().is_some_and(|s| s.chars().count() != 1) {
+            if q.separator.as_ref().is_some_and(|s| s.chars().count() != 1) {
                 return Err("ERROR: Invalid syntax. /se takes one character.".into());
             }
-            view.check()
+            &q.view
         }
-        RegOp::Add { view, .. } | RegOp::Delete { view, .. } => view.check(),
+        RegOp::Add(AddOp { view, .. }) | RegOp::Delete(DeleteOp { view, .. }) => view,
+    };
+    if view.reg_view.len() > 1 {
+        return Err(
+            "ERROR: Invalid syntax. /reg:32 and /reg:64 may be given once, and not both.".into(),
+        );
     }
+    Ok(())
 }
 
 /// Asks a Yes/No question on stdout and reads the answer from stdin, as reg.exe does.
@@ -269,11 +221,7 @@ fn done() -> Result<ExitCode, CliError> {
 }
 
 fn value_name(value: Option<String>, empty_value: bool) -> Option<String> {
-    if empty_value {
-        Some(String::new())
-    } else {
-        value
-    }
+    empty_value.then(String::new).or(value)
 }
 
 /// `reg query \\HOST\KEY`: the machine (`HOST` or `HOST:PORT`) and the key; `None` for a
@@ -316,16 +264,22 @@ fn with_machine(text: &str, machine: &str) -> String {
 
 /// `reg query`: on the machine `\\HOST\KEY` or `--computer` names (`\\THIS-MACHINE\KEY` is
 /// `KEY` here), else here.
-fn query_on(remote: &super::RemoteArgs, mut query: RegQuery) -> Result<ExitCode, CliError> {
-    let (host, local_key) = match remote_key(&query.key) {
+fn query_on(q: QueryOp) -> Result<ExitCode, CliError> {
+    let (host, key) = match remote_key(&q.key) {
         Some((host, k)) => (Some(host), k),
-        None => (None, query.key.as_str()),
+        None => (None, q.key.as_str()),
     };
     let machines: Vec<&str> = host.into_iter().collect();
-    let machine = remote.machine(&machines).map_err(CliError::reg)?;
-    query.key = local_key.to_owned();
+    let machine = q.remote.machine(&machines).map_err(CliError::reg)?;
+    let query = RegQuery {
+        key: key.to_owned(),
+        value: value_name(q.value, q.empty_value),
+        recurse: q.recursive,
+        separator: q.separator,
+        type_numbers: q.type_numbers,
+    };
     if let Some(machine) = machine {
-        return query_remote(remote, &machine, &query);
+        return query_remote(&q.remote, &machine, &query);
     }
     let registry = FileRegistry::open_default()?;
     let options = QueryOptions {
@@ -358,23 +312,17 @@ fn query(
 
 /// `reg add KEY [/v NAME /t TYPE /s SEP /d DATA] [/f]`; `data` is the data and its
 /// separator.
-fn add(
-    registry: &FileRegistry,
-    key: &str,
-    name: Option<String>,
-    ty: &str,
-    data: (&str, &str),
-    force: bool,
-) -> Result<ExitCode, CliError> {
-    let key = normalize_key(key)?;
-    let Some(name) = name else {
+fn add(registry: &FileRegistry, a: AddOp) -> Result<ExitCode, CliError> {
+    let key = normalize_key(&a.key)?;
+    let Some(name) = value_name(a.value, a.empty_value) else {
         update(registry, |hive| hive.create_key(&key))?;
         return done();
     };
-    let ty: ValueType = ty.parse().map_err(CliError::reg)?;
-    let data = Value::parse_reg_data(ty, data.0, data.1).map_err(CliError::reg)?;
+    let ty: ValueType = a.ty.parse().map_err(CliError::reg)?;
+    let data = a.data.as_deref().unwrap_or("");
+    let data = Value::parse_reg_data(ty, data, &a.separator).map_err(CliError::reg)?;
     let exists = registry.snapshot()?.value(&key, &name)?.is_some();
-    if exists && !force && !confirm(&format!("Value {name} exists, overwrite")) {
+    if exists && !a.force && !confirm(&format!("Value {name} exists, overwrite")) {
         return cancelled();
     }
     update(registry, |hive| hive.set_value(&key, &name, data))?;
@@ -382,20 +330,15 @@ fn add(
 }
 
 /// `reg delete KEY [/v NAME | /ve | /va] [/f]`.
-fn delete(
-    registry: &FileRegistry,
-    key: &str,
-    name: Option<String>,
-    all_values: bool,
-    force: bool,
-) -> Result<ExitCode, CliError> {
-    let key = normalize_key(key)?;
+fn delete(registry: &FileRegistry, d: DeleteOp) -> Result<ExitCode, CliError> {
+    let force = d.force;
+    let key = normalize_key(&d.key)?;
     let hive = registry.snapshot()?;
     if !hive.key_exists(&key) {
         return Err(RegistryError::KeyNotFound(key).into());
     }
     let shown = display_key(&hive.key_path(&key).unwrap_or_else(|| key.clone()));
-    if all_values {
+    if d.all_values {
         if !force && !confirm(&format!("Delete all values under the registry key {shown}")) {
             return cancelled();
         }
@@ -413,7 +356,7 @@ fn delete(
         })?;
         return done();
     }
-    if let Some(name) = name {
+    if let Some(name) = value_name(d.value, d.empty_value) {
         if hive.value(&key, &name)?.is_none() {
             return Err(RegistryError::ValueNotFound { key, name }.into());
         }
@@ -421,14 +364,13 @@ fn delete(
             return cancelled();
         }
         update(registry, |hive| {
-            if hive.delete_value(&key, &name)? {
-                Ok(())
-            } else {
-                Err(RegistryError::ValueNotFound {
-                    key: key.clone(),
-                    name: name.clone(),
-                })
-            }
+            let not_found = || RegistryError::ValueNotFound {
+                key: key.clone(),
+                name: name.clone(),
+            };
+            hive.delete_value(&key, &name)?
+                .then_some(())
+                .ok_or_else(not_found)
         })?;
         return done();
     }
@@ -436,11 +378,8 @@ fn delete(
         return cancelled();
     }
     update(registry, |hive| {
-        if hive.delete_key(&key)? {
-            Ok(())
-        } else {
-            Err(RegistryError::KeyNotFound(key.clone()))
-        }
+        let not_found = || RegistryError::KeyNotFound(key.clone());
+        hive.delete_key(&key)?.then_some(()).ok_or_else(not_found)
     })?;
     done()
 }

@@ -154,12 +154,6 @@ pub fn collect_first(
     Ok((first, waiting))
 }
 
-/// Runs `prfmon typeperf`.
-pub fn run(args: TypeperfArgs) -> Result<ExitCode, CliError> {
-    run_inner(args)?;
-    Ok(ExitCode::SUCCESS)
-}
-
 /// Why the log stopped.
 fn write_error(e: csv::Error) -> String {
     format!("cannot write the log: {e}")
@@ -171,7 +165,8 @@ fn reader_gone(e: &csv::Error) -> bool {
     matches!(e.kind(), csv::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
-fn run_inner(args: TypeperfArgs) -> Result<(), String> {
+/// Runs `prfmon typeperf`.
+pub fn run(args: TypeperfArgs) -> Result<ExitCode, CliError> {
     let interval = parse_interval(&args.interval)?;
     if args.samples == Some(0) {
         return Err("-sc must be at least 1".into());
@@ -184,12 +179,7 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
     if query.is_none() && args.paths.is_empty() {
         return Err("name at least one counter path, e.g. \"\\PrfData Demo Service\\Jobs/sec\", or list them with -q".into());
     }
-    let requests = args
-        .paths
-        .iter()
-        .map(|p| pdh::parse(p))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
+    let requests = parse_paths(&args.paths)?;
 
     let out: Box<dyn Write> = match &args.output {
         Some(file) => Box::new(
@@ -211,13 +201,9 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
     )?;
 
     if let Some((object, expanded)) = query {
-        return list(
-            &mut session,
-            out,
-            object.as_deref(),
-            expanded,
-            args.output.is_none(),
-        );
+        let console = args.output.is_none();
+        list(&mut session, out, object.as_deref(), expanded, console)?;
+        return Ok(ExitCode::SUCCESS);
     }
 
     let style = if args.output.is_some() {
@@ -226,7 +212,16 @@ fn run_inner(args: TypeperfArgs) -> Result<(), String> {
         ValueStyle::Console
     };
     let log = LogWriter::new(out, args.format, style);
-    write_log(session, log, requests, interval, args.samples)
+    write_log(session, log, requests, interval, args.samples)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The counter paths given, parsed.
+pub fn parse_paths(paths: &[String]) -> Result<Vec<CounterPath>, String> {
+    paths
+        .iter()
+        .map(|p| pdh::parse(p).map_err(|e| e.to_string()))
+        .collect()
 }
 
 /// What typeperf says will happen to a path that names nothing at its first sample: a path

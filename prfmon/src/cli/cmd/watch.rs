@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use crate::cli::chart::{render, WatchState};
 use crate::cli::error::CliError;
 use clap::Args;
-use prfmon::pdh::{self, FormatOptions};
+use prfmon::pdh::FormatOptions;
 use prfmon::sampler::Sampler;
 use prfmon::session::Session;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
@@ -70,17 +70,7 @@ fn sample_into(
 
 /// Runs `prfmon watch`.
 pub fn run(args: WatchArgs) -> Result<ExitCode, CliError> {
-    run_inner(args)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-fn run_inner(args: WatchArgs) -> Result<(), String> {
-    let requests = args
-        .paths
-        .iter()
-        .map(|p| pdh::parse(p))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
+    let requests = super::typeperf::parse_paths(&args.paths)?;
     let typeperf = super::typeperf::open;
     let mut session = typeperf(
         "watch",
@@ -122,7 +112,8 @@ fn run_inner(args: WatchArgs) -> Result<(), String> {
     ratatui::restore();
     chart.leases.release();
     session.close();
-    result
+    result?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// What the chart keeps between samples.
