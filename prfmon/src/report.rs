@@ -205,59 +205,49 @@ impl Serialize for JsonObjects<'_, '_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let report = self.0;
         let mut seq = serializer.serialize_seq(Some(report.snap.objects.len()))?;
-        for (i, object) in report.snap.objects.iter().enumerate() {
+        for (i, obj) in report.snap.objects.iter().enumerate() {
+            let names = report.names;
+            let instanced = obj.has_instances();
             seq.serialize_element(&JsonObject {
-                report,
-                object,
+                counters: (0..obj.counters.len())
+                    .map(|i| json_counter(obj, i, names, report.factors))
+                    .collect(),
+                default_counter: obj.default_counter,
+                detail: detail_name(obj.detail_level),
+                help: names.help(obj.help_index),
+                index: obj.name_index,
+                instances: instanced.then_some(JsonInstances {
+                    snap: report.snap,
+                    object: obj,
+                }),
+                name: names.name(obj.name_index),
+                perf_freq: obj.perf_freq,
+                perf_time: obj.perf_time,
                 service: report.services.get(i).map(String::as_str),
+                values: (!instanced).then(|| JsonValues(obj.values())),
             })?;
         }
         seq.end()
     }
 }
 
-/// One object of a [`JsonReport`].
-struct JsonObject<'r, 'a> {
-    report: &'r JsonReport<'a>,
-    object: &'a ObjectData,
+/// One object in the JSON report (its fields in the report's order).
+#[derive(Serialize)]
+struct JsonObject<'a> {
+    counters: Vec<JsonCounter>,
+    default_counter: i32,
+    detail: String,
+    help: String,
+    index: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instances: Option<JsonInstances<'a>>,
+    name: String,
+    perf_freq: i64,
+    perf_time: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
     service: Option<&'a str>,
-}
-
-impl Serialize for JsonObject<'_, '_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let (obj, names) = (self.object, self.report.names);
-        let counters: Vec<JsonCounter> = (0..obj.counters.len())
-            .map(|i| json_counter(obj, i, names, self.report.factors))
-            .collect();
-        let mut s = serializer.serialize_struct("Object", 11)?;
-        s.serialize_field("counters", &counters)?;
-        s.serialize_field("default_counter", &obj.default_counter)?;
-        s.serialize_field("detail", &detail_name(obj.detail_level))?;
-        s.serialize_field("help", &names.help(obj.help_index))?;
-        s.serialize_field("index", &obj.name_index)?;
-        if obj.has_instances() {
-            let instances = JsonInstances {
-                snap: self.report.snap,
-                object: obj,
-            };
-            s.serialize_field("instances", &instances)?;
-        } else {
-            s.skip_field("instances")?;
-        }
-        s.serialize_field("name", &names.name(obj.name_index))?;
-        s.serialize_field("perf_freq", &obj.perf_freq)?;
-        s.serialize_field("perf_time", &obj.perf_time)?;
-        match self.service {
-            Some(service) => s.serialize_field("service", service)?,
-            None => s.skip_field("service")?,
-        }
-        if obj.has_instances() {
-            s.skip_field("values")?;
-        } else {
-            s.serialize_field("values", &JsonValues(obj.values()))?;
-        }
-        s.end()
-    }
+    #[serde(skip_serializing_if = "Option::is_none")]
+    values: Option<JsonValues<'a>>,
 }
 
 /// One counter definition of a [`JsonReport`].
@@ -321,11 +311,11 @@ impl Serialize for JsonInstances<'_> {
         let names = InstanceNames::new(self.snap, self.object);
         let mut seq = serializer.serialize_seq(Some(self.object.instance_count()))?;
         for (i, inst) in self.object.instances().enumerate() {
-            let mut s = JsonInstanceFields::default();
-            names.push_name(i, &mut s.name);
-            s.raw_name = inst.name();
+            let mut name = String::new();
+            names.push_name(i, &mut name);
             seq.serialize_element(&JsonInstance {
-                fields: s,
+                name,
+                raw_name: inst.name(),
                 unique_id: inst.unique_id(),
                 parent_object_title_index: inst.parent_object_title_index(),
                 parent_object_instance: inst.parent_object_instance(),
@@ -336,33 +326,15 @@ impl Serialize for JsonInstances<'_> {
     }
 }
 
-/// The two names of a [`JsonInstance`].
-#[derive(Default)]
-struct JsonInstanceFields {
-    name: String,
-    raw_name: String,
-}
-
-/// One instance of a [`JsonReport`].
+/// One instance in the JSON report (its fields in the report's order).
+#[derive(Serialize)]
 struct JsonInstance<'a> {
-    fields: JsonInstanceFields,
-    unique_id: i32,
-    parent_object_title_index: u32,
+    name: String,
     parent_object_instance: u32,
+    parent_object_title_index: u32,
+    raw_name: String,
+    unique_id: i32,
     values: JsonValues<'a>,
-}
-
-impl Serialize for JsonInstance<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("Instance", 6)?;
-        s.serialize_field("name", &self.fields.name)?;
-        s.serialize_field("parent_object_instance", &self.parent_object_instance)?;
-        s.serialize_field("parent_object_title_index", &self.parent_object_title_index)?;
-        s.serialize_field("raw_name", &self.fields.raw_name)?;
-        s.serialize_field("unique_id", &self.unique_id)?;
-        s.serialize_field("values", &self.values)?;
-        s.end()
-    }
 }
 
 /// The values of one counter block (none: an empty list), read as they are serialized.

@@ -140,12 +140,7 @@ impl Columns {
                     return;
                 };
                 result = header(&path);
-                let key = this.key_of(&path, true);
-                this.columns.push(Column {
-                    key,
-                    position: this.count as u32,
-                });
-                this.count += 1;
+                this.push(this.key_of(&path, true));
             });
             if found == 0 && !request.is_wildcard() && result.is_ok() {
                 let path = CounterPath {
@@ -169,14 +164,20 @@ impl Columns {
 
     /// Adds a column with `key` for request `request`, which names nothing now.
     fn wait_for(&mut self, key: Key, request: usize) {
-        let position = self.count as u32;
-        self.columns.push(Column { key, position });
+        let position = self.push(key);
         self.waiting.push(Waiting {
             position,
             request: request as u32,
             matched: false,
         });
+    }
+
+    /// Adds a column of `key` after the others; its position.
+    fn push(&mut self, key: Key) -> u32 {
+        let position = self.count as u32;
+        self.columns.push(Column { key, position });
         self.count += 1;
+        position
     }
 
     /// The requests (their indexes in the `requests` given to [`Columns::new`]) that named
@@ -255,12 +256,6 @@ impl Columns {
     /// The key of an exact path (its machine left out), with its parent or (`with_parent`
     /// false) as a path without one.
     fn key_of(&self, path: &CounterPath, with_parent: bool) -> Key {
-        let instance = path.instance.as_ref().map(|sel| {
-            let parent = with_parent
-                .then(|| sel.parent.as_ref().map(|p| p.to_string()))
-                .flatten();
-            (parent, sel.name.to_string(), sel.index)
-        });
         let mut text = String::new();
         let part = |text: &mut String, s: &str| {
             let folded: String = s.chars().flat_map(char::to_lowercase).collect();
@@ -268,18 +263,18 @@ impl Columns {
         };
         part(&mut text, &path.object);
         part(&mut text, &path.counter.to_string());
-        match &instance {
+        match &path.instance {
             None => text.push('-'),
-            Some((parent, name, index)) => {
-                match parent {
+            Some(sel) => {
+                match sel.parent.as_ref().filter(|_| with_parent) {
                     Some(p) => {
                         text.push('P');
-                        part(&mut text, p);
+                        part(&mut text, &p.to_string());
                     }
                     None => text.push('N'),
                 }
-                part(&mut text, name);
-                let _ = write!(text, "#{index}");
+                part(&mut text, &sel.name.to_string());
+                let _ = write!(text, "#{}", sel.index);
             }
         }
         Key {
