@@ -468,18 +468,15 @@ impl Remote {
             url.push_str(&encode_component(v));
         }
         let bearer = self.token.as_ref().map(|t| format!("Bearer {t}"));
-        let sent = if post {
-            let request = self.agent.post(&url);
-            match &bearer {
-                Some(b) => request.header("Authorization", b).send_empty(),
-                None => request.send_empty(),
-            }
-        } else {
-            let request = self.agent.get(&url);
-            match &bearer {
-                Some(b) => request.header("Authorization", b).call(),
-                None => request.call(),
-            }
+        let sent = match (post, &bearer) {
+            (true, Some(b)) => self
+                .agent
+                .post(&url)
+                .header("Authorization", b)
+                .send_empty(),
+            (true, None) => self.agent.post(&url).send_empty(),
+            (false, Some(b)) => self.agent.get(&url).header("Authorization", b).call(),
+            (false, None) => self.agent.get(&url).call(),
         };
         let mut response = sent.map_err(|e| self.transport(e))?;
         let status = response.status().as_u16();
@@ -555,24 +552,24 @@ impl Remote {
     }
 
     fn transport(&self, e: ureq::Error) -> RemoteError {
+        let address = self.address.clone();
+        let timed_out = match &e {
+            ureq::Error::Timeout(_) => true,
+            ureq::Error::Io(io) => io.kind() == std::io::ErrorKind::TimedOut,
+            _ => false,
+        };
         match e {
-            ureq::Error::Timeout(_) => RemoteError::TimedOut {
-                address: self.address.clone(),
+            _ if timed_out => RemoteError::TimedOut {
+                address,
                 timeout: self.timeout,
             },
-            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
-                RemoteError::TimedOut {
-                    address: self.address.clone(),
-                    timeout: self.timeout,
-                }
-            }
             ureq::Error::BodyExceedsLimit(limit) => RemoteError::TooLarge {
-                address: self.address.clone(),
+                address,
                 size: None,
                 limit,
             },
             other => RemoteError::Unreachable {
-                address: self.address.clone(),
+                address,
                 reason: other.to_string(),
             },
         }

@@ -206,46 +206,15 @@ pub enum TrustError {
 }
 
 impl TrustError {
-    /// The same error, naming `file` as the file checked (the registry root when its nearest
+    /// The same error, naming `named` as the file checked (the registry root when its nearest
     /// existing folder was checked).
-    fn naming(self, file: &Path) -> Self {
-        let file = file.to_path_buf();
-        match self {
-            Self::Untrusted {
-                what,
-                component,
-                owner,
-                mode,
-                rule,
-                uid,
-                ..
-            } => Self::Untrusted {
-                what,
-                file,
-                component,
-                owner,
-                mode,
-                rule,
-                uid,
-            },
-            Self::Io {
-                what,
-                component,
-                source,
-                ..
-            } => Self::Io {
-                what,
-                file,
-                component,
-                source,
-            },
-            Self::SymlinkLoop { what, .. } => Self::SymlinkLoop { what, file },
-            Self::Changed { what, resolved, .. } => Self::Changed {
-                what,
-                file,
-                resolved,
-            },
-        }
+    fn naming(mut self, named: &Path) -> Self {
+        let (Self::Untrusted { file, .. }
+        | Self::Io { file, .. }
+        | Self::SymlinkLoop { file, .. }
+        | Self::Changed { file, .. }) = &mut self;
+        *file = named.to_path_buf();
+        self
     }
 }
 
@@ -491,13 +460,12 @@ impl TrustPolicy {
         if let Some(rule) = kind_rule {
             return Err(self.untrusted(what, path, current, metadata, rule));
         }
-        if self.is_trusted_path(current) {
-            return Ok(found);
+        match violation {
+            Some((component, meta, rule)) if !self.is_trusted_path(current) => {
+                Err(self.untrusted(what, path, &component, &meta, rule))
+            }
+            _ => Ok(found),
         }
-        if let Some((component, component_metadata, rule)) = violation {
-            return Err(self.untrusted(what, path, &component, &component_metadata, rule));
-        }
-        Ok(found)
     }
 
     /// The rule `metadata` (of `component`) breaks, if any. `last`: the file itself, whose
