@@ -136,13 +136,7 @@ impl Exposition {
         let app = |position: usize| services.get(position).map_or("", String::as_str);
         // Naming order (naming rule 5): object index, service, position.
         let mut order: Vec<usize> = (0..snapshot.objects.len()).collect();
-        order.sort_by(|&a, &b| {
-            (snapshot.objects[a].name_index, app(a), a).cmp(&(
-                snapshot.objects[b].name_index,
-                app(b),
-                b,
-            ))
-        });
+        order.sort_by_key(|&o| (snapshot.objects[o].name_index, app(o), o));
         let mut table = NameTable::default();
         let mut families: BTreeMap<String, Family> = BTreeMap::new();
         // All names are decided first, then the sources added, both in naming order.
@@ -158,15 +152,10 @@ impl Exposition {
         };
         for &object in &order {
             let plan = &plans[object];
-            if let Some((time, freq)) = &plan.clock {
-                add(
-                    time,
-                    Source::Clock {
-                        object,
-                        freq: false,
-                    },
-                );
-                add(freq, Source::Clock { object, freq: true });
+            if let Some((time, ticks)) = &plan.clock {
+                for (name, freq) in [(time, false), (ticks, true)] {
+                    add(name, Source::Clock { object, freq });
+                }
             }
             for (counter, family) in plan.counters.iter().enumerate() {
                 if let Some(name) = family {
@@ -848,11 +837,8 @@ fn family_of(
 }
 
 fn counter_stem(object_stem: &str, def: &CounterDef, names: &Names) -> String {
-    let counter_name = names.counter.get(def.name_index);
-    format!(
-        "{object_stem}_{}",
-        word_or_index(counter_name, def.name_index)
-    )
+    let counter = word_or_index(names.counter.get(def.name_index), def.name_index);
+    format!("{object_stem}_{counter}")
 }
 
 /// `HELP`: the explain text, then `[\Object\Counter, TYPE]`.
