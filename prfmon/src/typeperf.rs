@@ -232,6 +232,20 @@ pub struct TimeZone {
 /// What Windows calls UTC.
 const UTC_NAME: &str = "Coordinated Universal Time";
 
+/// The zone names that mean UTC (with no offset, named [`UTC_NAME`] as Windows does).
+const UTC_ALIASES: [&str; 10] = [
+    "",
+    "UTC",
+    "UCT",
+    "Etc/UTC",
+    "Etc/UCT",
+    "Etc/Universal",
+    "Universal",
+    "Zulu",
+    "Etc/Zulu",
+    "UTC0",
+];
+
 impl TimeZone {
     /// The local zone at `time`: `TZ` (when set) or the system zone's IANA name, UTC spelt as
     /// Windows spells it, and the offset in force at `time` (from `chrono`'s local time, which
@@ -261,18 +275,7 @@ impl TimeZone {
             .filter(|tz| !tz.is_empty())
             .or_else(|| iana_time_zone::get_timezone().ok())
             .unwrap_or_default();
-        let utc_alias = matches!(
-            name.as_str(),
-            "" | "UTC"
-                | "UCT"
-                | "Etc/UTC"
-                | "Etc/UCT"
-                | "Etc/Universal"
-                | "Universal"
-                | "Zulu"
-                | "Etc/Zulu"
-                | "UTC0"
-        );
+        let utc_alias = UTC_ALIASES.contains(&name.as_str());
         TimeZone {
             name: if utc_alias && offset == 0 {
                 UTC_NAME.to_owned()
@@ -410,8 +413,7 @@ impl<W: Write> LogWriter<W> {
     /// The writer's error.
     pub fn end_header(&mut self) -> Result<(), csv::Error> {
         self.csv.write_record(None::<&[u8]>)?;
-        self.csv.flush()?;
-        Ok(())
+        Ok(self.csv.flush()?)
     }
 
     /// Writes one sample row: the time stamp (see [`timestamp`]), then the values.
@@ -423,8 +425,7 @@ impl<W: Write> LogWriter<W> {
         let fields = values.iter().map(|v| self.style.format(*v));
         self.csv
             .write_record(std::iter::once(stamp.to_owned()).chain(fields))?;
-        self.csv.flush()?;
-        Ok(())
+        Ok(self.csv.flush()?)
     }
 }
 
