@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use super::error::RegistryError;
+use super::error::{ensure, RegistryError};
 use super::hive::Hive;
 use super::paths::{self, PERFLIB};
 use super::store::Registry;
@@ -121,12 +121,12 @@ pub fn read_optional_dword(
     match hive.value(key, name)? {
         None => Ok(None),
         Some(Value::Dword(n)) => Ok(Some(*n)),
-        Some(other) => Err(RegistryError::WrongType {
-            key: key.to_owned(),
-            name: name.to_owned(),
-            expected: ValueType::Dword,
-            found: other.value_type(),
-        }),
+        Some(other) => Err(RegistryError::wrong_type(
+            key,
+            name,
+            ValueType::Dword,
+            other,
+        )),
     }
 }
 
@@ -212,9 +212,9 @@ pub fn parse_text_table(
             .trim()
             .parse()
             .map_err(|_| bad(pair * 2, format!("`{}` is not an index", chunk[0])))?;
-        if map.insert(index, chunk[1].clone()).is_some() {
-            return Err(bad(pair * 2, format!("index {index} appears twice")));
-        }
+        ensure(map.insert(index, chunk[1].clone()).is_none(), || {
+            bad(pair * 2, format!("index {index} appears twice"))
+        })?;
     }
     Ok(map)
 }
@@ -255,12 +255,12 @@ pub fn read_text_table(
     match hive.value(&key, name)? {
         None => Ok(BTreeMap::new()),
         Some(Value::MultiSz(entries)) => parse_text_table(entries, &key, name),
-        Some(other) => Err(RegistryError::WrongType {
-            key,
-            name: name.to_owned(),
-            expected: ValueType::MultiSz,
-            found: other.value_type(),
-        }),
+        Some(other) => Err(RegistryError::wrong_type(
+            &key,
+            name,
+            ValueType::MultiSz,
+            other,
+        )),
     }
 }
 

@@ -7,7 +7,7 @@
 //! the Open, Collect, and Close values in the registry." `Linkage\Export` lists what the
 //! collector passes to Open.
 
-use super::error::RegistryError;
+use super::error::{ensure, RegistryError};
 use super::hive::Hive;
 use super::paths;
 use super::perflib::{read_optional_dword, LAST_COUNTER, LAST_HELP};
@@ -307,11 +307,9 @@ pub fn first_counter_help<R: Registry + ?Sized>(
 pub fn enable_service(hive: &mut Hive, driver: &str, enabled: bool) -> Result<(), RegistryError> {
     check_name(NameKind::Service, driver)?;
     let perf = paths::performance(driver);
-    if !hive.key_exists(&perf) {
-        return Err(RegistryError::NoSuchService {
-            service: driver.to_owned(),
-        });
-    }
+    ensure(hive.key_exists(&perf), || RegistryError::NoSuchService {
+        service: driver.to_owned(),
+    })?;
     if enabled {
         hive.delete_value(&perf, DISABLE)?;
     } else {
@@ -428,12 +426,7 @@ fn read_string(hive: &Hive, key: &str, name: &str) -> Result<Option<String>, Reg
     match hive.value(key, name)? {
         None => Ok(None),
         Some(Value::Sz(s) | Value::ExpandSz(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(RegistryError::WrongType {
-            key: key.to_owned(),
-            name: name.to_owned(),
-            expected: ValueType::Sz,
-            found: other.value_type(),
-        }),
+        Some(other) => Err(RegistryError::wrong_type(key, name, ValueType::Sz, other)),
     }
 }
 
@@ -460,12 +453,13 @@ pub fn read_service(
         None => Vec::new(),
         Some(Value::MultiSz(v)) => v.clone(),
         Some(other) => {
-            return Err(RegistryError::WrongType {
-                key: paths::linkage(driver),
-                name: EXPORT.to_owned(),
-                expected: ValueType::MultiSz,
-                found: other.value_type(),
-            })
+            let key = paths::linkage(driver);
+            return Err(RegistryError::wrong_type(
+                &key,
+                EXPORT,
+                ValueType::MultiSz,
+                other,
+            ));
         }
     };
     let name = hive

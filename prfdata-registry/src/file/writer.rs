@@ -13,7 +13,7 @@ use super::journal;
 use super::replay;
 use super::{FileRegistry, LOG_RULE, MAX_STORE_SIZE};
 use crate::change::Change;
-use crate::error::RegistryError;
+use crate::error::{ensure, RegistryError};
 use crate::hive::Hive;
 use crate::paths;
 use crate::privacy::{Tightened, FILE_MODE};
@@ -269,12 +269,11 @@ impl FileRegistry {
             });
         }
         // Never replace the store with something that does not read back as the same tree.
-        if !decode_store(&text, &store).is_ok_and(|(read, s)| read == *hive && s == seq) {
-            return Err(RegistryError::Encode {
-                path: store,
-                message: "the new contents do not read back as the same keys and values".into(),
-            });
-        }
+        let same = decode_store(&text, &store).is_ok_and(|(read, s)| read == *hive && s == seq);
+        ensure(same, || RegistryError::Encode {
+            path: store,
+            message: "the new contents do not read back as the same keys and values".into(),
+        })?;
         let stamp = self.replace(paths::STORE_FILE, text.as_bytes())?;
         Ok((stamp, text.len() as u64))
     }

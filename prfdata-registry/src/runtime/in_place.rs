@@ -157,13 +157,7 @@ fn plan<'w>(
         None => (false, &[]),
         Some(Value::MultiSz(entries)) => (true, entries),
         Some(other) => {
-            return Err(RegistryError::WrongType {
-                key: key.to_owned(),
-                name: table.to_owned(),
-                expected: ValueType::MultiSz,
-                found: other.value_type(),
-            }
-            .into())
+            return Err(RegistryError::wrong_type(key, table, ValueType::MultiSz, other).into())
         }
     };
     let bounds = (
