@@ -168,16 +168,12 @@ impl FileRegistry {
         let seq = w.seq + 1;
         let record = journal::encode_record(seq, changes)?;
         // Never append what does not read back as the same changes.
-        if journal::decode_record(&record)
-            .as_ref()
-            .map(|(s, c)| (*s, c.as_slice()))
-            != Some((seq, changes))
-        {
-            return Err(RegistryError::Encode {
-                path: self.log_path(),
-                message: "the journal record does not read back as the same changes".into(),
-            });
-        }
+        let read_back = journal::decode_record(&record);
+        let same = read_back.as_ref().map(|(s, c)| (*s, c.as_slice())) == Some((seq, changes));
+        ensure(same, || RegistryError::Encode {
+            path: self.log_path(),
+            message: "the journal record does not read back as the same changes".into(),
+        })?;
         let growth: u64 = changes.iter().map(growth_bound).sum();
         let header = if w.log.len == 0 {
             journal::header(w.seq).into_bytes()
