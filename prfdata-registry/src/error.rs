@@ -15,6 +15,21 @@ pub(crate) fn ensure<E>(ok: bool, error: impl FnOnce() -> E) -> Result<(), E> {
     }
 }
 
+/// [`RegistryError::WrongType`]: value `name` of `key` is `found`, not of type `expected`.
+pub(crate) fn wrong_type(
+    key: &str,
+    name: &str,
+    expected: ValueType,
+    found: &Value,
+) -> RegistryError {
+    RegistryError::WrongType {
+        key: key.to_owned(),
+        name: name.to_owned(),
+        expected,
+        found: found.value_type(),
+    }
+}
+
 /// Something wrong with the registry store or with a value read from it.
 ///
 /// # Examples
@@ -360,16 +375,6 @@ impl RegistryError {
         Self::BadKeyPath {
             path: path.to_owned(),
             reason,
-        }
-    }
-
-    /// [`RegistryError::WrongType`]: value `name` of `key` is `found`, not of type `expected`.
-    pub(crate) fn wrong_type(key: &str, name: &str, expected: ValueType, found: &Value) -> Self {
-        Self::WrongType {
-            key: key.to_owned(),
-            name: name.to_owned(),
-            expected,
-            found: found.value_type(),
         }
     }
 }

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::change::Change;
-use super::error::{ensure, RegistryError};
+use super::error::{ensure, wrong_type, RegistryError};
 use super::value::{Value, ValueType};
 
 /// The predefined root keys: short name as `reg.exe` accepts it, long name as it prints it.
@@ -438,12 +438,7 @@ impl Hive {
             .find(|(n, _)| same_name(n, name))
             .ok_or_else(not_found)?;
         let Value::MultiSz(entries) = value else {
-            return Err(RegistryError::wrong_type(
-                &p,
-                stored,
-                ValueType::MultiSz,
-                value,
-            ));
+            return Err(wrong_type(&p, stored, ValueType::MultiSz, value));
         };
         let len = entries.len();
         if at.checked_add(remove).is_none_or(|end| end > len) {

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use super::error::{ensure, RegistryError};
+use super::error::{ensure, wrong_type, RegistryError};
 use super::hive::Hive;
 use super::paths::{self, PERFLIB};
 use super::store::Registry;
@@ -121,12 +121,7 @@ pub fn read_optional_dword(
     match hive.value(key, name)? {
         None => Ok(None),
         Some(Value::Dword(n)) => Ok(Some(*n)),
-        Some(other) => Err(RegistryError::wrong_type(
-            key,
-            name,
-            ValueType::Dword,
-            other,
-        )),
+        Some(other) => Err(wrong_type(key, name, ValueType::Dword, other)),
     }
 }
 
@@ -252,15 +247,22 @@ pub fn read_text_table(
     name: &str,
 ) -> Result<BTreeMap<u32, String>, RegistryError> {
     let key = paths::perflib_language(lang);
-    match hive.value(&key, name)? {
+    match read_optional_multi_sz(hive, &key, name)? {
         None => Ok(BTreeMap::new()),
-        Some(Value::MultiSz(entries)) => parse_text_table(entries, &key, name),
-        Some(other) => Err(RegistryError::wrong_type(
-            &key,
-            name,
-            ValueType::MultiSz,
-            other,
-        )),
+        Some(entries) => parse_text_table(entries, &key, name),
+    }
+}
+
+/// The entries of a REG_MULTI_SZ that may be absent; present with another type is an error.
+pub(crate) fn read_optional_multi_sz<'h>(
+    hive: &'h Hive,
+    key: &str,
+    name: &str,
+) -> Result<Option<&'h [String]>, RegistryError> {
+    match hive.value(key, name)? {
+        None => Ok(None),
+        Some(Value::MultiSz(entries)) => Ok(Some(entries)),
+        Some(other) => Err(wrong_type(key, name, ValueType::MultiSz, other)),
     }
 }
 

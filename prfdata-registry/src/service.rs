@@ -7,10 +7,10 @@
 //! the Open, Collect, and Close values in the registry." `Linkage\Export` lists what the
 //! collector passes to Open.
 
-use super::error::{ensure, RegistryError};
+use super::error::{ensure, wrong_type, RegistryError};
 use super::hive::Hive;
 use super::paths;
-use super::perflib::{read_optional_dword, LAST_COUNTER, LAST_HELP};
+use super::perflib::{read_optional_dword, read_optional_multi_sz, LAST_COUNTER, LAST_HELP};
 use super::store::{update, Registry};
 use super::value::{Value, ValueType};
 use prfdata_untrusted::{check_name, NameKind};
@@ -426,7 +426,7 @@ fn read_string(hive: &Hive, key: &str, name: &str) -> Result<Option<String>, Reg
     match hive.value(key, name)? {
         None => Ok(None),
         Some(Value::Sz(s) | Value::ExpandSz(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(RegistryError::wrong_type(key, name, ValueType::Sz, other)),
+        Some(other) => Err(wrong_type(key, name, ValueType::Sz, other)),
     }
 }
 
@@ -449,19 +449,7 @@ pub fn read_service(
         return Ok(None);
     }
     let dword = |name| read_optional_dword(hive, &perf, name);
-    let export = match hive.value(&paths::linkage(driver), EXPORT)? {
-        None => Vec::new(),
-        Some(Value::MultiSz(v)) => v.clone(),
-        Some(other) => {
-            let key = paths::linkage(driver);
-            return Err(RegistryError::wrong_type(
-                &key,
-                EXPORT,
-                ValueType::MultiSz,
-                other,
-            ));
-        }
-    };
+    let export = read_optional_multi_sz(hive, &paths::linkage(driver), EXPORT)?;
     let name = hive
         .key_path(&paths::service(driver))
         .and_then(|p| p.rsplit_once('\\').map(|(_, n)| n.to_owned()))
@@ -486,7 +474,7 @@ pub fn read_service(
         open_timeout_ms: dword(OPEN_TIMEOUT)?,
         collect_timeout_ms: dword(COLLECT_TIMEOUT)?,
         disabled: dword(DISABLE)?.is_some_and(|d| d != 0),
-        export,
+        export: export.map_or_else(Vec::new, <[String]>::to_vec),
     }))
 }
 
