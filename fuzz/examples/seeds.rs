@@ -40,7 +40,7 @@ fn main() {
         std::fs::write(dir.join(name), bytes).expect("seed");
     };
     let env = env::get();
-    let templates = maps::templates();
+    let templates = env::templates();
     for (name, t) in [
         ("rich-populated.blk", &templates[2]),
         ("rich-empty.blk", &templates[3]),

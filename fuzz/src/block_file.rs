@@ -122,7 +122,7 @@ fn present(file: &File) -> std::io::Result<()> {
 /// # Examples
 ///
 /// ```
-/// let t = &prfdata_fuzz::maps::templates()[2];
+/// let t = &prfdata_fuzz::env::templates()[2];
 /// prfdata_fuzz::block_file::place_app_block(&t.bytes);
 /// let env = prfdata_fuzz::env::get();
 /// assert!(env.shm.join("PrfDataFuzz.blk").exists());

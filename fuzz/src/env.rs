@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 use prfdata::install::{install_in, InstallOptions};
 use prfdata_registry::{CounterRange, FileRegistry};
 
-use crate::maps;
+use crate::maps::{self, Template};
 
 /// The scratch folder and what is installed in it.
 #[derive(Debug)]
@@ -60,6 +60,24 @@ pub struct Env {
 pub fn get() -> &'static Env {
     static ENV: OnceLock<Env> = OnceLock::new();
     ENV.get_or_init(make)
+}
+
+/// The real blocks the structure-aware target edits ([`maps::build_templates`]), built once per
+/// process in the scratch folder's `templates/`.
+///
+/// # Panics
+///
+/// If a block cannot be made (the scratch folder is unusable).
+///
+/// # Examples
+///
+/// ```
+/// let t = prfdata_fuzz::env::templates();
+/// assert_eq!(&t[1].bytes[..8], b"PRFDATA\0");
+/// ```
+pub fn templates() -> &'static [Template] {
+    static TEMPLATES: OnceLock<Vec<Template>> = OnceLock::new();
+    TEMPLATES.get_or_init(|| maps::build_templates(&get().templates))
 }
 
 fn make() -> Env {

@@ -1,4 +1,4 @@
-//! The maps the fuzz blocks come from, and real blocks built from them ([`templates`]).
+//! The maps the fuzz blocks come from, and real blocks built from them ([`build_templates`]).
 //!
 //! - [`demo`]: `demo-app`'s own map (the same source file), so a template is what the demo
 //!   publishes: a service object, pools and their workers.
@@ -6,8 +6,8 @@
 //!   three levels of parents with a costly grandchild, text counters (global and per instance),
 //!   every base-counter pairing, 64-bit and 32-bit values, elapsed time, unique ids.
 
+use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use prfdata::InstanceSpec;
@@ -92,8 +92,9 @@ pub struct Template {
     pub bytes: Vec<u8>,
 }
 
-/// The real blocks the structure-aware target edits, built once per process by activating the
-/// maps in the scratch folder and copying the files:
+/// The real blocks the structure-aware target edits, built by activating the maps in `dir` and
+/// copying the files (see [`env::templates`](crate::env::templates), which builds them once per
+/// process in the scratch folder):
 ///
 /// 0. the demo, just started (pools, no workers yet);
 /// 1. the demo at work: two pools, five workers, counters moving;
@@ -103,45 +104,34 @@ pub struct Template {
 ///
 /// # Panics
 ///
-/// If a block cannot be made (the scratch folder is unusable).
-///
-/// # Examples
-///
-/// ```
-/// let t = prfdata_fuzz::maps::templates();
-/// assert_eq!(&t[1].bytes[..8], b"PRFDATA\0");
-/// ```
-pub fn templates() -> &'static [Template] {
-    static TEMPLATES: OnceLock<Vec<Template>> = OnceLock::new();
-    TEMPLATES.get_or_init(|| {
-        vec![
-            Template {
-                name: "demo started",
-                bytes: demo_block(false),
-            },
-            Template {
-                name: "demo at work",
-                bytes: demo_block(true),
-            },
-            Template {
-                name: "rich populated",
-                bytes: rich_block(true),
-            },
-            Template {
-                name: "rich empty",
-                bytes: rich_block(false),
-            },
-        ]
-    })
+/// If a block cannot be made (`dir` is unusable).
+pub fn build_templates(dir: &Path) -> Vec<Template> {
+    vec![
+        Template {
+            name: "demo started",
+            bytes: demo_block(dir, false),
+        },
+        Template {
+            name: "demo at work",
+            bytes: demo_block(dir, true),
+        },
+        Template {
+            name: "rich populated",
+            bytes: rich_block(dir, true),
+        },
+        Template {
+            name: "rich empty",
+            bytes: rich_block(dir, false),
+        },
+    ]
 }
 
-fn read_block(path: &std::path::Path) -> Vec<u8> {
+fn read_block(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
 /// The demo's block, as the demo publishes it (see `demo-app/src/service.rs`).
-fn demo_block(working: bool) -> Vec<u8> {
-    let dir = &crate::env::get().templates;
+fn demo_block(dir: &Path, working: bool) -> Vec<u8> {
     let prf = demo::PrfData::activate_in(dir).unwrap_or_else(|e| panic!("demo block: {e}"));
     prf.set_elapsed_start(
         demo::UPTIME,
@@ -183,9 +173,8 @@ fn demo_block(working: bool) -> Vec<u8> {
 }
 
 /// The rich map's block, populated or empty.
-fn rich_block(populated: bool) -> Vec<u8> {
+fn rich_block(dir: &Path, populated: bool) -> Vec<u8> {
     use rich::*;
-    let dir = &crate::env::get().templates;
     let prf = PrfData::activate_in(dir).unwrap_or_else(|e| panic!("rich block: {e}"));
     prf.set_elapsed_start(UPTIME, (), SystemTime::now() - Duration::from_secs(3600));
     prf.text().set(VERSION, (), "1.4.2 (ünïcode) ✓");

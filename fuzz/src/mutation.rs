@@ -1,4 +1,4 @@
-//! Structure-aware block inputs: a real block ([`crate::maps::templates`]) with typed edits of
+//! Structure-aware block inputs: a real block ([`crate::env::templates`]) with typed edits of
 //! its fields, made with the `arbitrary` crate from the fuzzer's bytes.
 //!
 //! Raw byte mutation rarely gets past a block's header checks (magic, version, total size equal
@@ -255,7 +255,7 @@ impl Layout {
 /// assert_eq!(&block[28..32], &[0, 0, 0, 0]);
 /// ```
 pub fn apply(input: &BlockInput) -> Vec<u8> {
-    let templates = crate::maps::templates();
+    let templates = crate::env::templates();
     let template = &templates[input.template as usize % templates.len()];
     let mut block = template.bytes.clone();
     let layout = Layout::of(&block);

@@ -48,7 +48,7 @@ const FILL: u8 = 0x5A;
 /// # Examples
 ///
 /// ```
-/// prfdata_fuzz::provider::check_collect(&prfdata_fuzz::maps::templates()[2].bytes);
+/// prfdata_fuzz::provider::check_collect(&prfdata_fuzz::env::templates()[2].bytes);
 /// prfdata_fuzz::provider::check_collect(b"PRFDATA\0 and then nothing");
 /// ```
 pub fn check_collect(bytes: &[u8]) {

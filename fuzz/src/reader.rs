@@ -30,7 +30,7 @@ use prfdata::reader::{BlockReader, BlockView, CounterInfo, InstanceTable, ReadEr
 ///
 /// ```
 /// prfdata_fuzz::reader::check_block(b"PRFDATA\0 but nothing after");
-/// prfdata_fuzz::reader::check_block(&prfdata_fuzz::maps::templates()[1].bytes);
+/// prfdata_fuzz::reader::check_block(&prfdata_fuzz::env::templates()[1].bytes);
 /// ```
 pub fn check_block(bytes: &[u8]) {
     let path = crate::env::get().work.join("Reader.blk");

@@ -123,7 +123,7 @@ fn counter_def(krate: &TokenStream, c: &Ctr) -> TokenStream {
     let texts = texts(krate, &c.texts);
     let detail = format_ident!("{}", c.detail.name());
     let scale = Literal::i32_unsuffixed(c.scale);
-    let ty = &c.ty;
+    let ty = marker(krate, &c.ty);
     let factor = match c.factor {
         Some((true, n)) => {
             let n = Literal::u32_unsuffixed(n);
@@ -156,9 +156,9 @@ fn counter_def(krate: &TokenStream, c: &Ctr) -> TokenStream {
             detail: #krate::map::DetailLevel::#detail,
             default_scale: #scale,
             counter_type:
-                <#krate::counter_type::#ty as #krate::counter_type::CounterType>::TYPE,
+                <#ty as #krate::counter_type::CounterType>::TYPE,
             text_len:
-                <#krate::counter_type::#ty as #krate::counter_type::CounterType>::TEXT_LEN,
+                <#ty as #krate::counter_type::CounterType>::TEXT_LEN,
             factor: #factor,
             source: #source,
             aggregate: #aggregate,
@@ -173,9 +173,9 @@ fn sum_width_checks(krate: &TokenStream, objects: &[Obj]) -> TokenStream {
     for o in objects {
         for c in &o.counters {
             let Some(parts) = &c.sum else { continue };
-            let sum_ty = &c.ty;
+            let sum_ty = marker(krate, &c.ty);
             for (i, token) in parts {
-                let part_ty = &o.counters[*i].ty;
+                let part_ty = marker(krate, &o.counters[*i].ty);
                 let msg = format!(
                     "counter {} sums {token}, a counter of another width: {}",
                     c.symbol,
@@ -183,9 +183,9 @@ fn sum_width_checks(krate: &TokenStream, objects: &[Obj]) -> TokenStream {
                 );
                 let check = quote! {
                     const _: () = ::core::assert!(
-                        <<#krate::counter_type::#sum_ty as #krate::counter_type::CounterType>::Width
+                        <<#sum_ty as #krate::counter_type::CounterType>::Width
                             as #krate::counter_type::Width>::SIZE
-                            == <<#krate::counter_type::#part_ty as #krate::counter_type::CounterType>::Width
+                            == <<#part_ty as #krate::counter_type::CounterType>::Width
                             as #krate::counter_type::Width>::SIZE,
                         #msg
                     );
@@ -225,7 +225,7 @@ fn object_items(krate: &TokenStream, index: usize, o: &Obj) -> TokenStream {
     let index = Literal::usize_unsuffixed(index);
     let counters = o.counters.iter().enumerate().map(|(j, c)| {
         let csym = &c.symbol;
-        let ty = &c.ty;
+        let ty = marker(krate, &c.ty);
         let docs = if !c.docs.is_empty() {
             let docs = &c.docs;
             quote!(#(#docs)*)
@@ -240,7 +240,7 @@ fn object_items(krate: &TokenStream, index: usize, o: &Obj) -> TokenStream {
         quote! {
             #docs
             // SAFETY: `#osym` and `Map` implement `Object` and `PerfDataMap` here, from `MAP`.
-            pub const #csym: #krate::map::CtrId<#krate::counter_type::#ty, #osym> =
+            pub const #csym: #krate::map::CtrId<#ty, #osym> =
                 unsafe { #krate::map::CtrId::__from_macro(#j) };
         }
     });
@@ -264,6 +264,25 @@ fn object_items(krate: &TokenStream, index: usize, o: &Obj) -> TokenStream {
         }
 
         #(#counters)*
+    }
+}
+
+/// The marker type a map's counter type names: `Text16` to `Text128` are `Text<16>` to
+/// `Text<128>`, every other name is the marker type of that name. The type keeps the span of the
+/// name in the map.
+fn marker(krate: &TokenStream, ty: &Ident) -> TokenStream {
+    let units = ty
+        .to_string()
+        .strip_prefix("Text")
+        .and_then(|n| n.parse::<u32>().ok());
+    match units {
+        Some(n) => {
+            let text = Ident::new("Text", ty.span());
+            let mut n = Literal::u32_unsuffixed(n);
+            n.set_span(ty.span());
+            quote!(#krate::counter_type::#text<#n>)
+        }
+        None => quote!(#krate::counter_type::#ty),
     }
 }
 

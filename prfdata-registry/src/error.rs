@@ -3,8 +3,32 @@
 
 use std::path::PathBuf;
 
-use super::value::ValueType;
+use super::value::{Value, ValueType};
 use prfdata_untrusted::{BadName, UntrustedFileError};
+
+/// `Ok(())` when `ok`, else `Err(error())`: a check and its error in one statement.
+pub(crate) fn ensure<E>(ok: bool, error: impl FnOnce() -> E) -> Result<(), E> {
+    if ok {
+        Ok(())
+    } else {
+        Err(error())
+    }
+}
+
+/// [`RegistryError::WrongType`]: value `name` of `key` is `found`, not of type `expected`.
+pub(crate) fn wrong_type(
+    key: &str,
+    name: &str,
+    expected: ValueType,
+    found: &Value,
+) -> RegistryError {
+    RegistryError::WrongType {
+        key: key.to_owned(),
+        name: name.to_owned(),
+        expected,
+        found: found.value_type(),
+    }
+}
 
 /// Something wrong with the registry store or with a value read from it.
 ///
@@ -343,4 +367,14 @@ pub enum LodctrError {
     /// The registry could not be read or updated.
     #[error(transparent)]
     Registry(#[from] RegistryError),
+}
+
+impl RegistryError {
+    /// [`RegistryError::BadKeyPath`] of `path`.
+    pub(crate) fn bad_key_path(path: &str, reason: &'static str) -> Self {
+        Self::BadKeyPath {
+            path: path.to_owned(),
+            reason,
+        }
+    }
 }

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::change::Change;
-use super::error::RegistryError;
+use super::error::{ensure, wrong_type, RegistryError};
 use super::value::{Value, ValueType};
 
 /// The predefined root keys: short name as `reg.exe` accepts it, long name as it prints it.
@@ -52,35 +52,30 @@ pub fn normalize_key(path: &str) -> Result<String, RegistryError> {
         .iter()
         .find(|(s, l)| root.eq_ignore_ascii_case(s) || root.eq_ignore_ascii_case(l))
         .map(|(s, _)| *s)
-        .ok_or_else(|| RegistryError::BadKeyPath {
-            path: path.to_owned(),
-            reason: "it must start with HKLM, HKCU, HKCR, HKU or HKCC",
+        .ok_or_else(|| {
+            RegistryError::bad_key_path(path, "it must start with HKLM, HKCU, HKCR, HKU or HKCC")
         })?;
     let mut out = String::from(short);
     for part in parts {
-        if part.is_empty() {
-            return Err(RegistryError::BadKeyPath {
-                path: path.to_owned(),
-                reason: "it has an empty key name",
-            });
-        }
-        if part.chars().any(char::is_control) {
-            return Err(RegistryError::BadKeyPath {
-                path: path.to_owned(),
-                reason: "a key name contains a NUL or control character (key names are printable)",
-            });
-        }
-        if part.encode_utf16().count() > MAX_KEY_NAME {
-            return Err(RegistryError::BadKeyPath {
-                path: path.to_owned(),
-                reason: "a key name is longer than 255 characters (Windows' limit)",
-            });
-        }
-        if part.trim() != part {
-            return Err(RegistryError::BadKeyPath {
-                path: path.to_owned(),
-                reason: "a key name in it begins or ends with whitespace",
-            });
+        let bad = [
+            (part.is_empty(), "it has an empty key name"),
+            (
+                part.chars().any(char::is_control),
+                "a key name contains a NUL or control character (key names are printable)",
+            ),
+            (
+                part.encode_utf16().count() > MAX_KEY_NAME,
+                "a key name is longer than 255 characters (Windows' limit)",
+            ),
+            (
+                part.trim() != part,
+                "a key name in it begins or ends with whitespace",
+            ),
+        ]
+        .into_iter()
+        .find_map(|(bad, reason)| bad.then_some(reason));
+        if let Some(reason) = bad {
+            return Err(RegistryError::bad_key_path(path, reason));
         }
         out.push('\\');
         out.push_str(part);
@@ -282,12 +277,9 @@ impl Hive {
     /// ```
     pub fn delete_key(&mut self, path: &str) -> Result<bool, RegistryError> {
         let p = normalize_key(path)?;
-        if is_root(&p) {
-            return Err(RegistryError::BadKeyPath {
-                path: path.to_owned(),
-                reason: "a root key cannot be deleted",
-            });
-        }
+        ensure(!is_root(&p), || {
+            RegistryError::bad_key_path(path, "a root key cannot be deleted")
+        })?;
         let folded = fold(&p);
         let existed = self.keys.remove(&folded).is_some();
         let prefix = format!("{folded}\\");
@@ -361,12 +353,9 @@ impl Hive {
     /// ```
     pub fn set_value(&mut self, path: &str, name: &str, value: Value) -> Result<(), RegistryError> {
         let p = normalize_key(path)?;
-        if is_root(&p) {
-            return Err(RegistryError::BadKeyPath {
-                path: path.to_owned(),
-                reason: "values cannot be stored in a root key",
-            });
-        }
+        ensure(!is_root(&p), || {
+            RegistryError::bad_key_path(path, "values cannot be stored in a root key")
+        })?;
         let created = self.create_normalized(&p);
         let tracking = self.changes.is_some();
         let key = self
@@ -449,12 +438,7 @@ impl Hive {
             .find(|(n, _)| same_name(n, name))
             .ok_or_else(not_found)?;
         let Value::MultiSz(entries) = value else {
-            return Err(RegistryError::WrongType {
-                key: p,
-                name: stored.clone(),
-                expected: ValueType::MultiSz,
-                found: value.value_type(),
-            });
+            return Err(wrong_type(&p, stored, ValueType::MultiSz, value));
         };
         let len = entries.len();
         if at.checked_add(remove).is_none_or(|end| end > len) {

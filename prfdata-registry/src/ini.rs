@@ -43,7 +43,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::error::LodctrError;
+use super::error::{ensure, LodctrError};
 use prfdata_untrusted::{check_name, NameKind, Symlinks, UntrustedFile};
 
 /// The largest counter .INI file read (8 MiB). The file is read whole; the counter .INI files
@@ -83,33 +83,31 @@ fn decode_utf16(
     odd: bool,
     order: &str,
 ) -> Result<String, LodctrError> {
+    let bad = |text: &str, message| LodctrError::BadEncoding {
+        path: path.to_path_buf(),
+        line: line_after(text),
+        message,
+    };
     let mut text = String::new();
     for c in char::decode_utf16(units) {
-        match c {
-            Ok(c) => text.push(c),
-            Err(e) => {
-                return Err(LodctrError::BadEncoding {
-                    path: path.to_path_buf(),
-                    line: line_after(&text),
-                    message: format!(
-                        "unpaired UTF-16 surrogate {:#06X} in a file that starts with a {order} \
-                         byte order mark",
-                        e.unpaired_surrogate()
-                    ),
-                })
-            }
-        }
+        text.push(c.map_err(|e| {
+            let unit = e.unpaired_surrogate();
+            bad(
+                &text,
+                format!(
+                    "unpaired UTF-16 surrogate {unit:#06X} in a file that starts with a {order} \
+                     byte order mark"
+                ),
+            )
+        })?);
     }
-    if odd {
-        return Err(LodctrError::BadEncoding {
-            path: path.to_path_buf(),
-            line: line_after(&text),
-            message: format!(
-                "the file starts with a {order} byte order mark but has an odd number of bytes: \
-                 it is cut short"
-            ),
-        });
-    }
+    ensure(!odd, || {
+        let message = format!(
+            "the file starts with a {order} byte order mark but has an odd number of bytes: \
+             it is cut short"
+        );
+        bad(&text, message)
+    })?;
     Ok(text)
 }
 
@@ -135,17 +133,19 @@ fn decode_utf16(
 /// # Ok::<(), prfdata_registry::LodctrError>(())
 /// ```
 pub fn decode_text(path: &Path, bytes: &[u8]) -> Result<String, LodctrError> {
-    if let Some(rest) = bytes.strip_prefix(&[0xFF, 0xFE]) {
-        let units = rest
-            .chunks_exact(2)
-            .map(|p| u16::from_le_bytes([p[0], p[1]]));
-        return decode_utf16(path, units, rest.len() % 2 == 1, "UTF-16LE");
-    }
-    if let Some(rest) = bytes.strip_prefix(&[0xFE, 0xFF]) {
-        let units = rest
-            .chunks_exact(2)
-            .map(|p| u16::from_be_bytes([p[0], p[1]]));
-        return decode_utf16(path, units, rest.len() % 2 == 1, "UTF-16BE");
+    let utf16 = [
+        (
+            [0xFF, 0xFE],
+            "UTF-16LE",
+            u16::from_le_bytes as fn([u8; 2]) -> u16,
+        ),
+        ([0xFE, 0xFF], "UTF-16BE", u16::from_be_bytes),
+    ];
+    for (mark, order, unit) in utf16 {
+        if let Some(rest) = bytes.strip_prefix(&mark) {
+            let units = rest.chunks_exact(2).map(|p| unit([p[0], p[1]]));
+            return decode_utf16(path, units, rest.len() % 2 == 1, order);
+        }
     }
     if let Some(rest) = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
         return String::from_utf8(rest.to_vec()).map_err(|e| {
@@ -354,7 +354,6 @@ impl<'a> Sections<'a> {
     }
 }
 
-/// Splits a `[text]` key into symbol, language and kind, from the right.
 /// The `[text]` line `l` of the .INI at `path`: its key names a symbol of `symbols` (read from
 /// `symbol_file`) with an even offset, and one of `languages`.
 fn text_entry(
@@ -385,16 +384,14 @@ fn text_entry(
             symbol: symbol.to_owned(),
             symbol_file: symbol_file.to_path_buf(),
         })?;
-    if !sym.value.is_multiple_of(2) {
-        return Err(LodctrError::OddOffset {
-            path: path.to_path_buf(),
-            line: l.line,
-            symbol: symbol.to_owned(),
-            offset: sym.value,
-            symbol_file: symbol_file.to_path_buf(),
-            symbol_line: sym.line,
-        });
-    }
+    ensure(sym.value.is_multiple_of(2), || LodctrError::OddOffset {
+        path: path.to_path_buf(),
+        line: l.line,
+        symbol: symbol.to_owned(),
+        offset: sym.value,
+        symbol_file: symbol_file.to_path_buf(),
+        symbol_line: sym.line,
+    })?;
     Ok(TextEntry {
         symbol: symbol.to_owned(),
         offset: sym.value,
@@ -405,6 +402,7 @@ fn text_entry(
     })
 }
 
+/// Splits a `[text]` key into symbol, language and kind, from the right.
 fn split_text_key(key: &str) -> Option<(&str, &str, TextKind)> {
     let (rest, kind) = key.rsplit_once('_')?;
     let kind = if kind.eq_ignore_ascii_case("NAME") {

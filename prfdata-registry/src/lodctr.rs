@@ -20,7 +20,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::error::{LodctrError, RegistryError};
+use super::error::{ensure, LodctrError, RegistryError};
 use super::file::FileRegistry;
 use super::hive::Hive;
 use super::ini::{CounterIni, TextKind};
@@ -141,27 +141,20 @@ pub fn apply_lodctr(
     })?;
     let perf = paths::performance(driver);
     if let Some(first_counter) = perflib::read_optional_dword(hive, &perf, FIRST_COUNTER)? {
-        if !options.replace {
-            return Err(LodctrError::AlreadyLoaded {
-                path: ini.path.clone(),
-                line: ini.driver_line,
-                driver: driver.to_owned(),
-                first_counter,
-            });
-        }
+        ensure(options.replace, || LodctrError::AlreadyLoaded {
+            path: ini.path.clone(),
+            line: ini.driver_line,
+            driver: driver.to_owned(),
+            first_counter,
+        })?;
         apply_unlodctr(hive, driver)?;
     }
 
+    let add = |a: u32, b: u32| a.checked_add(b).ok_or_else(|| overflow(driver));
     let first_counter = first_free(hive, driver)?;
-    let first_help = first_counter
-        .checked_add(1)
-        .ok_or_else(|| overflow(driver))?;
-    let new_last_counter = first_counter
-        .checked_add(ini.largest_offset())
-        .ok_or_else(|| overflow(driver))?;
-    let new_last_help = new_last_counter
-        .checked_add(1)
-        .ok_or_else(|| overflow(driver))?;
+    let first_help = add(first_counter, 1)?;
+    let new_last_counter = add(first_counter, ini.largest_offset())?;
+    let new_last_help = add(new_last_counter, 1)?;
     write_texts(hive, ini, first_counter, first_help)?;
     hive.set_value(PERFLIB, LAST_COUNTER, Value::Dword(new_last_counter))?;
     hive.set_value(PERFLIB, LAST_HELP, Value::Dword(new_last_help))?;
@@ -185,17 +178,14 @@ pub fn apply_lodctr(
 /// Counter, or after its Last Help if the two disagree.
 pub(crate) fn first_free(hive: &Hive, driver: &str) -> Result<u32, LodctrError> {
     let (last_counter, last_help) = perflib::last_counter_help(hive)?;
-    let mut first_counter = last_counter
-        .checked_add(2)
-        .ok_or_else(|| overflow(driver))?;
-    if first_counter <= last_help {
-        // Perflib's two values disagree; stay clear of both, on an even index.
-        let step = if last_help.is_multiple_of(2) { 2 } else { 1 };
-        first_counter = last_help
-            .checked_add(step)
-            .ok_or_else(|| overflow(driver))?;
-    }
-    Ok(first_counter)
+    // When Perflib's two values disagree, stay clear of both, on an even index.
+    let (last, step) = match last_counter.checked_add(2) {
+        Some(first) if first > last_help => return Ok(first),
+        Some(_) if last_help.is_multiple_of(2) => (last_help, 2),
+        Some(_) => (last_help, 1),
+        None => return Err(overflow(driver)),
+    };
+    last.checked_add(step).ok_or_else(|| overflow(driver))
 }
 
 /// Writes the texts of `ini` into each of its languages' tables, names from `first_counter`
@@ -222,13 +212,13 @@ fn write_texts(
                 TextKind::Help => (&mut helps, first_help, HELP),
             };
             let index = base + e.offset;
-            if table.insert(index, e.text.clone()).is_some() {
-                return Err(LodctrError::IndexInUse {
-                    key: lang_key,
+            ensure(table.insert(index, e.text.clone()).is_none(), || {
+                LodctrError::IndexInUse {
+                    key: lang_key.clone(),
                     name,
                     index,
-                });
-            }
+                }
+            })?;
         }
         write_table(hive, &lang_key, COUNTER, &names)?;
         write_table(hive, &lang_key, HELP, &helps)?;

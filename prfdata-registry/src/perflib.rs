@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use super::error::RegistryError;
+use super::error::{ensure, wrong_type, RegistryError};
 use super::hive::Hive;
 use super::paths::{self, PERFLIB};
 use super::store::Registry;
@@ -121,12 +121,7 @@ pub fn read_optional_dword(
     match hive.value(key, name)? {
         None => Ok(None),
         Some(Value::Dword(n)) => Ok(Some(*n)),
-        Some(other) => Err(RegistryError::WrongType {
-            key: key.to_owned(),
-            name: name.to_owned(),
-            expected: ValueType::Dword,
-            found: other.value_type(),
-        }),
+        Some(other) => Err(wrong_type(key, name, ValueType::Dword, other)),
     }
 }
 
@@ -212,9 +207,9 @@ pub fn parse_text_table(
             .trim()
             .parse()
             .map_err(|_| bad(pair * 2, format!("`{}` is not an index", chunk[0])))?;
-        if map.insert(index, chunk[1].clone()).is_some() {
-            return Err(bad(pair * 2, format!("index {index} appears twice")));
-        }
+        ensure(map.insert(index, chunk[1].clone()).is_none(), || {
+            bad(pair * 2, format!("index {index} appears twice"))
+        })?;
     }
     Ok(map)
 }
@@ -252,15 +247,22 @@ pub fn read_text_table(
     name: &str,
 ) -> Result<BTreeMap<u32, String>, RegistryError> {
     let key = paths::perflib_language(lang);
-    match hive.value(&key, name)? {
+    match read_optional_multi_sz(hive, &key, name)? {
         None => Ok(BTreeMap::new()),
-        Some(Value::MultiSz(entries)) => parse_text_table(entries, &key, name),
-        Some(other) => Err(RegistryError::WrongType {
-            key,
-            name: name.to_owned(),
-            expected: ValueType::MultiSz,
-            found: other.value_type(),
-        }),
+        Some(entries) => parse_text_table(entries, &key, name),
+    }
+}
+
+/// The entries of a REG_MULTI_SZ that may be absent; present with another type is an error.
+pub(crate) fn read_optional_multi_sz<'h>(
+    hive: &'h Hive,
+    key: &str,
+    name: &str,
+) -> Result<Option<&'h [String]>, RegistryError> {
+    match hive.value(key, name)? {
+        None => Ok(None),
+        Some(Value::MultiSz(entries)) => Ok(Some(entries)),
+        Some(other) => Err(wrong_type(key, name, ValueType::MultiSz, other)),
     }
 }
 

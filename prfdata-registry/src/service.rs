@@ -7,10 +7,10 @@
 //! the Open, Collect, and Close values in the registry." `Linkage\Export` lists what the
 //! collector passes to Open.
 
-use super::error::RegistryError;
+use super::error::{ensure, wrong_type, RegistryError};
 use super::hive::Hive;
 use super::paths;
-use super::perflib::{read_optional_dword, LAST_COUNTER, LAST_HELP};
+use super::perflib::{read_optional_dword, read_optional_multi_sz, LAST_COUNTER, LAST_HELP};
 use super::store::{update, Registry};
 use super::value::{Value, ValueType};
 use prfdata_untrusted::{check_name, NameKind};
@@ -307,11 +307,9 @@ pub fn first_counter_help<R: Registry + ?Sized>(
 pub fn enable_service(hive: &mut Hive, driver: &str, enabled: bool) -> Result<(), RegistryError> {
     check_name(NameKind::Service, driver)?;
     let perf = paths::performance(driver);
-    if !hive.key_exists(&perf) {
-        return Err(RegistryError::NoSuchService {
-            service: driver.to_owned(),
-        });
-    }
+    ensure(hive.key_exists(&perf), || RegistryError::NoSuchService {
+        service: driver.to_owned(),
+    })?;
     if enabled {
         hive.delete_value(&perf, DISABLE)?;
     } else {
@@ -428,12 +426,7 @@ fn read_string(hive: &Hive, key: &str, name: &str) -> Result<Option<String>, Reg
     match hive.value(key, name)? {
         None => Ok(None),
         Some(Value::Sz(s) | Value::ExpandSz(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(RegistryError::WrongType {
-            key: key.to_owned(),
-            name: name.to_owned(),
-            expected: ValueType::Sz,
-            found: other.value_type(),
-        }),
+        Some(other) => Err(wrong_type(key, name, ValueType::Sz, other)),
     }
 }
 
@@ -456,18 +449,7 @@ pub fn read_service(
         return Ok(None);
     }
     let dword = |name| read_optional_dword(hive, &perf, name);
-    let export = match hive.value(&paths::linkage(driver), EXPORT)? {
-        None => Vec::new(),
-        Some(Value::MultiSz(v)) => v.clone(),
-        Some(other) => {
-            return Err(RegistryError::WrongType {
-                key: paths::linkage(driver),
-                name: EXPORT.to_owned(),
-                expected: ValueType::MultiSz,
-                found: other.value_type(),
-            })
-        }
-    };
+    let export = read_optional_multi_sz(hive, &paths::linkage(driver), EXPORT)?;
     let name = hive
         .key_path(&paths::service(driver))
         .and_then(|p| p.rsplit_once('\\').map(|(_, n)| n.to_owned()))
@@ -492,7 +474,7 @@ pub fn read_service(
         open_timeout_ms: dword(OPEN_TIMEOUT)?,
         collect_timeout_ms: dword(COLLECT_TIMEOUT)?,
         disabled: dword(DISABLE)?.is_some_and(|d| d != 0),
-        export,
+        export: export.map_or_else(Vec::new, <[String]>::to_vec),
     }))
 }
 

@@ -5,6 +5,8 @@
 //! - [`winperf`]: winperf.h's counter-type bit fields, the composed counter types and what a
 //!   type asks of its value, and the wire structures (`PERF_DATA_BLOCK` and the rest) as they
 //!   lie in the bytes: little endian, at any alignment.
+//! - [`utf16`]: UTF-16 text: the lone surrogates a block's reader replaces (and, with `view`, the
+//!   checks of wire text).
 //!
 //! With the `view` feature (what a collector reads with; an app through prfdata does without):
 //! - `view`: PERF_DATA_BLOCK bytes, untrusted, checked in one pass and then read in place.
@@ -15,13 +17,12 @@
 //! The modules import in one direction: snapshot → view → error (and the UTF-16 checks).
 
 pub mod filetime;
+pub mod utf16;
 pub mod winperf;
 
 #[cfg(feature = "view")]
 pub mod error;
 #[cfg(feature = "view")]
 pub mod snapshot;
-#[cfg(feature = "view")]
-mod utf16;
 #[cfg(feature = "view")]
 pub mod view;

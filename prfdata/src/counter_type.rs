@@ -265,38 +265,35 @@ impl<const N: u32> Width for Utf16<N> {
     const SIZE: u32 = 2 * N;
 }
 
-/// A text counter type ([`Text16`], [`Text32`], [`Text64`], [`Text128`]), set with
-/// [`TextCtrs::set`](crate::TextCtrs::set).
+/// A text counter type ([`Text<N>`](Text)), set with [`TextCtrs::set`](crate::TextCtrs::set).
 pub trait TextType: CounterType {}
 
+/// `PERF_COUNTER_TEXT` with room for `N - 1` UTF-16 units of text and the NUL. A map names it
+/// `Text16`, `Text32`, `Text64` or `Text128` (`Text<16>` to `Text<128>`), the sizes it exists in.
+#[derive(Debug)]
+pub enum Text<const N: u32> {}
+
 macro_rules! text_types {
-    ($($(#[$doc:meta])* $name:ident = $units:literal;)*) => {
+    ($($name:ident = $units:literal;)*) => {
         /// Every text counter type's name.
         #[cfg(test)]
         const TEXT: &[&str] = &[$(stringify!($name)),*];
         $(
-        $(#[$doc])*
-        #[derive(Debug)]
-        pub enum $name {}
-        impl sealed::Sealed for $name {}
-        impl CounterType for $name {
+        impl sealed::Sealed for Text<$units> {}
+        impl CounterType for Text<$units> {
             const TYPE: u32 = rules::marker(stringify!($name));
             type Width = Utf16<$units>;
             const TEXT_LEN: u32 = $units;
         }
-        impl TextType for $name {}
+        impl TextType for Text<$units> {}
         const _: () = assert!(agrees_with_winperf(stringify!($name), PERF_COUNTER_TEXT));
     )*};
 }
 
 text_types! {
-    /// `PERF_COUNTER_TEXT` with room for 15 UTF-16 units of text and the NUL.
     Text16 = 16;
-    /// `PERF_COUNTER_TEXT` with room for 31 UTF-16 units of text and the NUL.
     Text32 = 32;
-    /// `PERF_COUNTER_TEXT` with room for 63 UTF-16 units of text and the NUL.
     Text64 = 64;
-    /// `PERF_COUNTER_TEXT` with room for 127 UTF-16 units of text and the NUL.
     Text128 = 128;
 }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::change::Change;
-use crate::error::RegistryError;
+use crate::error::{ensure, RegistryError};
 use crate::hive::{normalize_key, Hive};
 use crate::paths;
 use crate::value::{UnknownValueType, Value, ValueType};
@@ -208,13 +208,13 @@ pub(super) fn decode_store(text: &str, path: &Path) -> Result<(Hive, u64), Regis
     for key in file.key {
         let at = key.path.span().start;
         let norm = normalize_key(key.path.get_ref()).map_err(|e| src.corrupt(at, e.to_string()))?;
-        if !norm.contains('\\') {
-            return Err(src.corrupt(at, format!("`{norm}` is a root key")));
-        }
+        ensure(norm.contains('\\'), || {
+            src.corrupt(at, format!("`{norm}` is a root key"))
+        })?;
         let folded: String = norm.chars().flat_map(char::to_lowercase).collect();
-        if !seen.insert(folded) {
-            return Err(src.corrupt(at, format!("key `{norm}` appears twice")));
-        }
+        ensure(seen.insert(folded), || {
+            src.corrupt(at, format!("key `{norm}` appears twice"))
+        })?;
         hive.create_key(&norm)
             .map_err(|e| src.corrupt(at, e.to_string()))?;
         let mut names = std::collections::HashSet::new();

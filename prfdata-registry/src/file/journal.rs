@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::format::DataOut;
 use crate::change::Change;
-use crate::error::RegistryError;
+use crate::error::{ensure, RegistryError};
 use crate::value::{Value, ValueType};
 
 /// The first word of the header line.
@@ -260,15 +260,13 @@ pub(super) fn parse(bytes: &[u8], path: &Path) -> Result<Journal, RegistryError>
         expected = expected
             .checked_add(1)
             .ok_or_else(|| corrupt(number, "the sequence number overflows".into()))?;
-        if record.seq != expected {
-            return Err(corrupt(
+        let seq = record.seq;
+        ensure(seq == expected, || {
+            corrupt(
                 number,
-                format!(
-                    "record with sequence number {}, expected {expected}",
-                    record.seq
-                ),
-            ));
-        }
+                format!("record with sequence number {seq}, expected {expected}"),
+            )
+        })?;
         let changes = changes_in(record.ops).map_err(|m| corrupt(number, m))?;
         journal.last_start = journal.end;
         journal.end += line.len();

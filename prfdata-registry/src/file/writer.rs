@@ -13,7 +13,7 @@ use super::journal;
 use super::replay;
 use super::{FileRegistry, LOG_RULE, MAX_STORE_SIZE};
 use crate::change::Change;
-use crate::error::RegistryError;
+use crate::error::{ensure, RegistryError};
 use crate::hive::Hive;
 use crate::paths;
 use crate::privacy::{Tightened, FILE_MODE};
@@ -168,16 +168,12 @@ impl FileRegistry {
         let seq = w.seq + 1;
         let record = journal::encode_record(seq, changes)?;
         // Never append what does not read back as the same changes.
-        if journal::decode_record(&record)
-            .as_ref()
-            .map(|(s, c)| (*s, c.as_slice()))
-            != Some((seq, changes))
-        {
-            return Err(RegistryError::Encode {
-                path: self.log_path(),
-                message: "the journal record does not read back as the same changes".into(),
-            });
-        }
+        let read_back = journal::decode_record(&record);
+        let same = read_back.as_ref().map(|(s, c)| (*s, c.as_slice())) == Some((seq, changes));
+        ensure(same, || RegistryError::Encode {
+            path: self.log_path(),
+            message: "the journal record does not read back as the same changes".into(),
+        })?;
         let growth: u64 = changes.iter().map(growth_bound).sum();
         let header = if w.log.len == 0 {
             journal::header(w.seq).into_bytes()
@@ -269,12 +265,11 @@ impl FileRegistry {
             });
         }
         // Never replace the store with something that does not read back as the same tree.
-        if !decode_store(&text, &store).is_ok_and(|(read, s)| read == *hive && s == seq) {
-            return Err(RegistryError::Encode {
-                path: store,
-                message: "the new contents do not read back as the same keys and values".into(),
-            });
-        }
+        let same = decode_store(&text, &store).is_ok_and(|(read, s)| read == *hive && s == seq);
+        ensure(same, || RegistryError::Encode {
+            path: store,
+            message: "the new contents do not read back as the same keys and values".into(),
+        })?;
         let stamp = self.replace(paths::STORE_FILE, text.as_bytes())?;
         Ok((stamp, text.len() as u64))
     }

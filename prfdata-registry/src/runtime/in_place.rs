@@ -18,7 +18,7 @@ use super::{languages_used, no_other_range_in, Current};
 use crate::install::CounterNames;
 use crate::paths;
 use crate::perflib::{self, COUNTER, HELP};
-use crate::{CounterRange, Hive, LodctrError, RegistryError, Value, ValueType};
+use crate::{CounterRange, Hive, LodctrError, RegistryError, Value};
 
 /// The app's new names in one language, by offset: (offset, name, help).
 type Wanted<'a> = Vec<(u32, &'a str, &'a str)>;
@@ -153,19 +153,8 @@ fn plan<'w>(
     r: Region,
     wanted: &[(u32, &'w str, &'w str)],
 ) -> Result<Option<Splice>, LodctrError> {
-    let (exists, entries): (bool, &[String]) = match hive.value(key, table)? {
-        None => (false, &[]),
-        Some(Value::MultiSz(entries)) => (true, entries),
-        Some(other) => {
-            return Err(RegistryError::WrongType {
-                key: key.to_owned(),
-                name: table.to_owned(),
-                expected: ValueType::MultiSz,
-                found: other.value_type(),
-            }
-            .into())
-        }
-    };
+    let entries = perflib::read_optional_multi_sz(hive, key, table)?;
+    let (exists, entries) = (entries.is_some(), entries.unwrap_or_default());
     let bounds = (
         r.installed_highest
             .checked_add(1)

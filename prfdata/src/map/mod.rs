@@ -152,7 +152,7 @@ pub struct CounterDef {
     /// The composed winperf.h counter type.
     pub counter_type: u32,
     /// For a `PERF_COUNTER_TEXT` counter: its room in UTF-16 code units, the terminating NUL
-    /// included (see [`counter_type::Text32`](crate::counter_type::Text32)); 0 otherwise.
+    /// included (see [`counter_type::Text`](crate::counter_type::Text)); 0 otherwise.
     pub text_len: u32,
     /// The integer displayed values are multiplied or divided by (the Windows 95 stat servers'
     /// `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`), besides `default_scale`; `None` for 1.

@@ -82,7 +82,6 @@ pub(crate) mod error;
 mod on_demand;
 mod owners;
 mod recover;
-mod utf16;
 mod view;
 
 pub use crate::block::records::{CounterInfo, ObjectInfo};

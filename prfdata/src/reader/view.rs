@@ -6,11 +6,11 @@ use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::Backoff;
+use prfdata_wire::utf16;
 
 use super::block_reader::{truncated, watch, BlockReader};
 use super::error::{field, ReadError};
 use super::recover::{self, Recovery};
-use super::utf16;
 use crate::block::fault::Watch;
 use crate::block::presence::Probe;
 use crate::block::records::{AggPlan, CounterInfo, ObjectInfo, SumPlan};
