@@ -55,6 +55,7 @@ pub use ids::{CtrId, Global, InstanceId, Instanced, Object, PerfDataMap, Scope};
 /// The proc macro behind [`prfdata_map!`](crate::prfdata_map), which passes it `$crate`.
 #[doc(hidden)]
 pub use prfdata_macros::prfdata_map as __prfdata_map;
+#[cfg(feature = "install")]
 pub(crate) use validate::validate;
 pub(crate) use validate::validate_at_run_time;
 pub use validate::MapError;
