@@ -57,8 +57,8 @@ use crate::winperf::{self, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK, P
 
 use crate::error::DecodeError;
 use crate::view::{
-    walk_object, BlockView, Checked, CheckedBlock, CounterView, DataView, InstanceView, ObjectView,
-    Offsets, OBJECT_HEADER,
+    BlockView, CheckedBlock, CounterView, DataView, InstanceView, ObjectRun, ObjectView,
+    OBJECT_HEADER,
 };
 
 /// A whole collection: the PERF_DATA_BLOCK header and its objects.
@@ -140,12 +140,12 @@ impl DataSnapshot {
     /// ```
     pub fn from_block(block: CheckedBlock) -> Self {
         let head = block.view().to_definitions();
-        Self::in_place(head, block.into_checked())
+        Self::in_place(head, block)
     }
 
     /// `head` (a [`DataView::to_definitions`] of `checked`) with its objects' instances and
     /// values read in place from `checked`.
-    pub(crate) fn in_place(mut head: DataSnapshot, checked: Checked) -> Self {
+    pub(crate) fn in_place(mut head: DataSnapshot, checked: CheckedBlock) -> Self {
         let checked = Arc::new(checked);
         let definitions = std::mem::take(&mut head.objects);
         head.objects = definitions
@@ -270,7 +270,7 @@ pub struct ObjectData {
 /// The instances and values of an [`ObjectData`], in the collection's bytes.
 #[derive(Clone)]
 struct InPlace {
-    checked: Arc<Checked>,
+    checked: Arc<CheckedBlock>,
     /// The object's position in `checked`.
     object: usize,
     /// After [`ObjectData::keep_instances`]: the instances kept, in order, each with the
@@ -290,7 +290,11 @@ struct Kept {
 impl ObjectData {
     /// `definition` (an [`ObjectView::to_definition`]) with the instances and values of object
     /// `object` of `checked`.
-    pub(crate) fn in_place(definition: ObjectData, checked: &Arc<Checked>, object: usize) -> Self {
+    pub(crate) fn in_place(
+        definition: ObjectData,
+        checked: &Arc<CheckedBlock>,
+        object: usize,
+    ) -> Self {
         ObjectData {
             data: Some(InPlace {
                 checked: Arc::clone(checked),
@@ -529,18 +533,18 @@ impl<'a> Instance<'a> {
 
     /// `UniqueID`, or -1 (`PERF_NO_UNIQUE_ID`).
     pub fn unique_id(&self) -> i32 {
-        self.view.unique_id()
+        self.view.def().unique_id.get()
     }
 
     /// `ParentObjectTitleIndex`: the name index of the parent's object, or 0.
     pub fn parent_object_title_index(&self) -> u32 {
-        self.view.parent_object_title_index()
+        self.view.def().parent_object_title_index.get()
     }
 
     /// `ParentObjectInstance`: the parent's position among its object's instances.
     pub fn parent_object_instance(&self) -> u32 {
         self.parent
-            .unwrap_or_else(|| self.view.parent_object_instance())
+            .unwrap_or_else(|| self.view.def().parent_object_instance.get())
     }
 
     /// The instance's values, one per counter.
@@ -833,14 +837,10 @@ pub fn decode_object(
     offset: usize,
     limit: usize,
 ) -> Result<(ObjectData, usize), DecodeError> {
-    let mut offsets = Offsets::default();
-    let (entry, next) = walk_object(bytes, offset, limit, &mut offsets)?;
+    let mut run = ObjectRun::default();
+    let next = run.check(bytes, offset, limit)?;
     let end = limit.min(bytes.len());
-    let checked = Checked {
-        bytes: bytes[..end].to_vec(),
-        objects: vec![entry],
-        offsets,
-    };
+    let checked = CheckedBlock::from_checked(bytes[..end].to_vec(), 0..0, run);
     let definition =
         checked
             .object(0)
@@ -875,20 +875,14 @@ impl<'a> DataView<'a> {
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn system_time(&self) -> SystemTimeFields {
-        self.header.system_time.into()
+        self.header().system_time.into()
     }
 
     /// The whole collection as owned data: what [`crate::snapshot::decode`] returns.
     pub fn to_snapshot(&self) -> DataSnapshot {
-        let end = (self.total_byte_length() as usize).min(self.bytes.len());
-        let checked = Checked {
-            bytes: self.bytes[..end].to_vec(),
-            objects: self.objects.to_vec(),
-            offsets: Offsets {
-                definitions: self.definitions.to_vec(),
-                instances: self.instances.to_vec(),
-            },
-        };
+        let end = (self.header().total_byte_length.get() as usize).min(self.bytes.len());
+        let (bytes, run) = (self.bytes[..end].to_vec(), self.run.clone().into_owned());
+        let checked = CheckedBlock::from_checked(bytes, self.name.clone(), run);
         DataSnapshot::in_place(self.to_definitions(), checked)
     }
 
@@ -907,16 +901,17 @@ impl<'a> DataView<'a> {
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn to_definitions(&self) -> DataSnapshot {
+        let h = self.header();
         DataSnapshot {
-            version: self.version(),
-            revision: self.revision(),
-            total_byte_length: self.total_byte_length(),
-            header_length: self.header_length(),
-            default_object: self.default_object(),
+            version: h.version.get(),
+            revision: h.revision.get(),
+            total_byte_length: h.total_byte_length.get(),
+            header_length: h.header_length.get(),
+            default_object: h.default_object.get(),
             system_time: self.system_time(),
-            perf_time: self.perf_time(),
-            perf_freq: self.perf_freq(),
-            perf_time_100nsec: self.perf_time_100nsec(),
+            perf_time: h.perf_time.get(),
+            perf_freq: h.perf_freq.get(),
+            perf_time_100nsec: h.perf_time_100nsec.get(),
             system_name: self.system_name(),
             objects: self.objects().map(|o| o.to_definition()).collect(),
         }
@@ -942,16 +937,17 @@ impl ObjectView<'_> {
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn to_definition(&self) -> ObjectData {
+        let h = self.header();
         ObjectData {
             offset: self.offset(),
-            name_index: self.name_index(),
-            help_index: self.help_index(),
-            detail_level: self.detail_level(),
-            default_counter: self.default_counter(),
-            num_instances: self.num_instances(),
-            code_page: self.code_page(),
-            perf_time: self.perf_time(),
-            perf_freq: self.perf_freq(),
+            name_index: h.object_name_title_index.get(),
+            help_index: h.object_help_title_index.get(),
+            detail_level: h.detail_level.get(),
+            default_counter: h.default_counter.get(),
+            num_instances: h.num_instances.get(),
+            code_page: h.code_page.get(),
+            perf_time: h.perf_time.get(),
+            perf_freq: h.perf_freq.get(),
             counters: self.counters().map(|c| c.to_def()).collect(),
             ..ObjectData::default()
         }
@@ -961,15 +957,16 @@ impl ObjectView<'_> {
 impl CounterView<'_> {
     /// The definition as owned data.
     pub fn to_def(&self) -> CounterDef {
+        let d = self.def();
         CounterDef {
-            name_index: self.name_index(),
-            help_index: self.def.counter_help_title_index.get(),
-            default_scale: self.def.default_scale.get(),
-            detail_level: self.def.detail_level.get(),
-            counter_type: self.counter_type(),
-            size: self.size(),
-            offset: self.offset(),
-            is_base: self.is_base(),
+            name_index: d.counter_name_title_index.get(),
+            help_index: d.counter_help_title_index.get(),
+            default_scale: d.default_scale.get(),
+            detail_level: d.detail_level.get(),
+            counter_type: d.counter_type.get(),
+            size: d.counter_size.get(),
+            offset: d.counter_offset.get(),
+            is_base: winperf::is_base(d.counter_type.get()),
             base: self.base(),
             base_of: self.base_of(),
         }
@@ -980,7 +977,7 @@ impl BlockView<'_> {
     /// `counter`'s raw value, as [`crate::snapshot`] decodes it (text and odd sizes allocate).
     pub fn raw(&self, counter: &CounterView<'_>) -> RawValue {
         let raw = self.value_bytes(counter);
-        let counter_type = counter.counter_type();
+        let counter_type = counter.def().counter_type.get();
         if counter_type & PERF_TYPE_MASK == PERF_TYPE_TEXT {
             return RawValue::Text(if counter_type & PERF_TEXT_ASCII != 0 {
                 ascii_lossy(raw)
@@ -1000,7 +997,6 @@ impl BlockView<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::check_object;
     use prfdata_testkit::sample::sample_object;
     use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 
@@ -1104,7 +1100,7 @@ mod tests {
             object[at..at + 4].copy_from_slice(&value.to_le_bytes());
             let limit = object.len() - cut % object.len();
             proptest::prop_assert_eq!(
-                check_object(&object, 0, limit),
+                ObjectRun::default().check(&object, 0, limit),
                 decode_object(&object, 0, limit).map(|(_, next)| next)
             );
         }

@@ -37,7 +37,7 @@ use super::library::RawCollect;
 use super::realign;
 use crate::datablock::ProviderOutput;
 use prfdata_wire::error::DecodeError;
-use prfdata_wire::view::{walk_object, ObjectEntry, Offsets, Record};
+use prfdata_wire::view::ObjectRun;
 
 /// One of the three provider calls.
 ///
@@ -212,7 +212,7 @@ pub enum Verdict {
 /// assert!(matches!(check_collect(&raw), Ok(Verdict::Data(_))));
 /// ```
 pub fn check_collect(raw: &RawCollect) -> Result<Verdict, ProviderFault> {
-    Ok(match judge(raw, &raw.data, &mut (), &mut Vec::new())? {
+    Ok(match judge(raw, &raw.data, &mut ObjectRun::default())? {
         Judged::MoreData => Verdict::MoreData,
         Judged::Failed(status) => Verdict::Failed(status),
         Judged::Data(lengths) => Verdict::Data(output(raw.data.clone(), &lengths, raw.num_objects)),
@@ -237,7 +237,7 @@ pub fn check_collect(raw: &RawCollect) -> Result<Verdict, ProviderFault> {
 /// assert_eq!(out.bytes, object);
 /// ```
 pub fn check_collect_owned(raw: RawCollect) -> Result<Verdict, ProviderFault> {
-    Ok(match judge(&raw, &raw.data, &mut (), &mut Vec::new())? {
+    Ok(match judge(&raw, &raw.data, &mut ObjectRun::default())? {
         Judged::MoreData => Verdict::MoreData,
         Judged::Failed(status) => Verdict::Failed(status),
         Judged::Data(lengths) => Verdict::Data(output(raw.data, &lengths, raw.num_objects)),
@@ -259,23 +259,20 @@ pub(crate) enum Appended {
 }
 
 /// [`check_collect_owned`] for a call whose output `data` is still in Collect's buffer: a valid
-/// output is appended to `out` (a PERF_DATA_BLOCK being built; realigned if it must be) and the
-/// walk's findings to `objects` and `offsets`, moved to where the output now lies in `out`, so
-/// that [`prfdata_wire::view::CheckedBlock`] needs no second pass. On a fault nothing is appended.
+/// output is appended to `out` (a PERF_DATA_BLOCK being built; realigned if it must be) and its
+/// objects to `run`, moved to where the output now lies in `out`, so that the
+/// [`CheckedBlock`](prfdata_wire::view::CheckedBlock) built from them needs no second pass. On a
+/// fault nothing is appended.
 pub(crate) fn append_checked(
     raw: &RawCollect,
     data: &[u8],
     out: &mut Vec<u8>,
-    objects: &mut Vec<ObjectEntry>,
-    offsets: &mut Offsets,
+    run: &mut ObjectRun,
 ) -> Result<Appended, ProviderFault> {
-    let at = out.len();
-    let counts = offsets.counts();
-    let first = objects.len();
-    let judged = judge(raw, data, offsets, objects);
+    let (at, first) = (out.len(), run.count());
+    let judged = judge(raw, data, run);
     if !matches!(judged, Ok(Judged::Data(_))) {
-        offsets.truncate(counts);
-        objects.truncate(first);
+        run.truncate(first);
     }
     let lengths = match judged? {
         Judged::MoreData => return Ok(Appended::MoreData),
@@ -285,30 +282,24 @@ pub(crate) fn append_checked(
     // Realigning adds at most 4 bytes per object.
     let most = data.len() + 4 * lengths.len();
     if (at + most) as u64 > crate::datablock::MAX_PERF_DATA_BLOCK {
-        offsets.truncate(counts);
-        objects.truncate(first);
+        run.truncate(first);
         return Ok(Appended::NoRoom(most));
     }
     if realign::needed(&lengths) {
-        // Rare: DWORD-aligned objects padded to 8, then walked again where they now lie.
-        offsets.truncate(counts);
-        objects.truncate(first);
+        // Rare: DWORD-aligned objects padded to 8, then checked again where they now lie.
+        run.truncate(first);
         let aligned = realign::to_qword(data, &lengths);
-        let mut offset = 0;
-        for _ in 0..raw.num_objects {
-            let (entry, next) = walk_object(&aligned, offset, aligned.len(), offsets)
-                .map_err(ProviderFault::BadObject)?;
-            objects.push(entry);
-            offset = next;
+        let end = aligned.len();
+        let walked = (0..raw.num_objects).try_fold(0, |offset, _| run.check(&aligned, offset, end));
+        if let Err(e) = walked {
+            run.truncate(first);
+            return Err(ProviderFault::BadObject(e));
         }
         out.extend_from_slice(&aligned);
     } else {
         out.extend_from_slice(data);
     }
-    offsets.shift(counts, at);
-    for entry in &mut objects[first..] {
-        *entry = entry.clone().shifted(at);
-    }
+    run.shift(first, at);
     Ok(Appended::Objects(raw.num_objects))
 }
 
@@ -330,13 +321,8 @@ enum Judged {
 }
 
 /// The checks of [`check_collect`] on the call's record and its output `data` (the record's
-/// own `data` is not read), the walk of each object recorded in `rec` and `entries`.
-fn judge<R: Record>(
-    raw: &RawCollect,
-    data: &[u8],
-    rec: &mut R,
-    entries: &mut Vec<ObjectEntry>,
-) -> Result<Judged, ProviderFault> {
+/// own `data` is not read), each object checked into `run`.
+fn judge(raw: &RawCollect, data: &[u8], run: &mut ObjectRun) -> Result<Judged, ProviderFault> {
     if !raw.canary_intact {
         return Err(ProviderFault::Overrun {
             buffer_len: raw.buffer_len,
@@ -385,9 +371,9 @@ fn judge<R: Record>(
     let mut count = 0u32;
     let mut lengths = Vec::new();
     while count < raw.num_objects && offset < bytes {
-        let (entry, next) =
-            walk_object(data, offset, bytes, rec).map_err(ProviderFault::BadObject)?;
-        entries.push(entry);
+        let next = run
+            .check(data, offset, bytes)
+            .map_err(ProviderFault::BadObject)?;
         let length = next - offset;
         if !length.is_multiple_of(4) {
             return Err(ProviderFault::ObjectMisaligned {
