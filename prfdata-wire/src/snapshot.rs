@@ -57,8 +57,7 @@ use crate::winperf::{self, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK, P
 
 use crate::error::DecodeError;
 use crate::view::{
-    BlockView, CheckedBlock, CounterView, DataView, InstanceView, ObjectRun, ObjectView,
-    OBJECT_HEADER,
+    BlockView, CounterView, DataView, InstanceView, ObjectRun, ObjectView, OBJECT_HEADER,
 };
 
 /// A whole collection: the PERF_DATA_BLOCK header and its objects.
@@ -133,19 +132,19 @@ impl DataSnapshot {
     /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// use prfdata_wire::snapshot::DataSnapshot;
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let block = prfdata_wire::view::CheckedBlock::parse(build_data_block("box", &CollectionTimes::now(), &[out]))?;
+    /// let block = prfdata_wire::view::DataView::parse_owned(build_data_block("box", &CollectionTimes::now(), &[out]))?;
     /// let snap = DataSnapshot::from_block(block);
     /// assert_eq!(snap.objects[0].instance(1).unwrap().name(), "beta");
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
-    pub fn from_block(block: CheckedBlock) -> Self {
-        let head = block.view().to_definitions();
-        Self::in_place(head, block)
+    pub fn from_block(block: DataView<'_>) -> Self {
+        let head = block.to_definitions();
+        Self::in_place(head, block.into_owned())
     }
 
     /// `head` (a [`DataView::to_definitions`] of `checked`) with its objects' instances and
     /// values read in place from `checked`.
-    pub(crate) fn in_place(mut head: DataSnapshot, checked: CheckedBlock) -> Self {
+    pub(crate) fn in_place(mut head: DataSnapshot, checked: DataView<'static>) -> Self {
         let checked = Arc::new(checked);
         let definitions = std::mem::take(&mut head.objects);
         head.objects = definitions
@@ -270,7 +269,7 @@ pub struct ObjectData {
 /// The instances and values of an [`ObjectData`], in the collection's bytes.
 #[derive(Clone)]
 struct InPlace {
-    checked: Arc<CheckedBlock>,
+    checked: Arc<DataView<'static>>,
     /// The object's position in `checked`.
     object: usize,
     /// After [`ObjectData::keep_instances`]: the instances kept, in order, each with the
@@ -292,7 +291,7 @@ impl ObjectData {
     /// `object` of `checked`.
     pub(crate) fn in_place(
         definition: ObjectData,
-        checked: &Arc<CheckedBlock>,
+        checked: &Arc<DataView<'static>>,
         object: usize,
     ) -> Self {
         ObjectData {
@@ -816,7 +815,7 @@ pub fn decode(bytes: &[u8]) -> Result<DataSnapshot, DecodeError> {
 /// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
 pub fn decode_owned(bytes: Vec<u8>) -> Result<DataSnapshot, DecodeError> {
-    CheckedBlock::parse(bytes).map(DataSnapshot::from_block)
+    DataView::parse_owned(bytes).map(DataSnapshot::from_block)
 }
 
 /// Decodes the PERF_OBJECT_TYPE at `offset`, which must end by `limit`; returns it and the
@@ -840,7 +839,7 @@ pub fn decode_object(
     let mut run = ObjectRun::default();
     let next = run.check(bytes, offset, limit)?;
     let end = limit.min(bytes.len());
-    let checked = CheckedBlock::from_checked(bytes[..end].to_vec(), 0..0, run);
+    let checked = DataView::from_checked(bytes[..end].to_vec(), 0..0, run);
     let definition =
         checked
             .object(0)
@@ -882,7 +881,7 @@ impl<'a> DataView<'a> {
     pub fn to_snapshot(&self) -> DataSnapshot {
         let end = (self.header().total_byte_length.get() as usize).min(self.bytes.len());
         let (bytes, run) = (self.bytes[..end].to_vec(), self.run.clone().into_owned());
-        let checked = CheckedBlock::from_checked(bytes, self.name.clone(), run);
+        let checked = DataView::from_checked(bytes, self.name.clone(), run);
         DataSnapshot::in_place(self.to_definitions(), checked)
     }
 

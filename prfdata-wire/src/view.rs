@@ -153,7 +153,7 @@ fn field(offset: usize, what: &'static str, value: i64, expected: &'static str) 
 /// Objects checked where they lie, one after another, kept with where their parts are: what
 /// [`DataView::parse`] finds in a block, and what the collector finds in each provider's
 /// Collect output as it comes ([`ObjectRun::check`]), so that the block it builds from them
-/// ([`CheckedBlock::from_checked`]) is read with no second pass of checks.
+/// ([`DataView::from_checked`]) is read with no second pass of checks.
 ///
 /// # Examples
 ///
@@ -517,7 +517,10 @@ fn check_values(
 // The views.
 // ---------------------------------------------------------------------------------------------
 
-/// A checked PERF_DATA_BLOCK, read in place (see the [module docs](self)).
+/// A checked PERF_DATA_BLOCK, read in place (see the [module docs](self)): over borrowed bytes
+/// ([`parse`](Self::parse)), or owning them ([`parse_owned`](Self::parse_owned), and the
+/// collector's checked Collect, which checked each provider's output as it came:
+/// [`from_checked`](Self::from_checked)), read again with no second pass of checks.
 ///
 /// # Examples
 ///
@@ -531,9 +534,12 @@ fn check_values(
 /// assert!(DataView::parse(&bytes[..40]).is_err());
 /// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
+#[derive(Clone)]
 pub struct DataView<'a> {
-    pub(crate) bytes: &'a [u8],
-    header: &'a PerfDataBlock,
+    pub(crate) bytes: Cow<'a, [u8]>,
+    /// The PERF_DATA_BLOCK header (meaningless for the object alone that
+    /// [`crate::snapshot::decode_object`] keeps).
+    header: PerfDataBlock,
     /// The system name's bytes.
     pub(crate) name: Range<usize>,
     pub(crate) run: Cow<'a, ObjectRun>,
@@ -617,8 +623,8 @@ impl<'a> DataView<'a> {
             offset = run.walk(bytes, offset, total)?;
         }
         Ok(DataView {
-            bytes,
-            header,
+            bytes: Cow::Borrowed(bytes),
+            header: *header,
             name: name_start..name_end,
             run: Cow::Owned(run),
         })
@@ -641,8 +647,8 @@ impl<'a> DataView<'a> {
     /// assert_eq!(header.perf_time_100nsec.get(), times.perf_time_100nsec);
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
-    pub fn header(&self) -> &'a PerfDataBlock {
-        self.header
+    pub fn header(&self) -> &PerfDataBlock {
+        &self.header
     }
 
     /// The system name, decoded now.
@@ -658,103 +664,81 @@ impl<'a> DataView<'a> {
     /// The objects, in order.
     #[inline]
     pub fn objects(&self) -> impl Iterator<Item = ObjectView<'_>> + '_ {
-        self.run.objects(self.bytes)
+        self.run.objects(&self.bytes)
     }
 
     /// The object at position `index`, if there is one.
     #[inline]
     pub fn object(&self, index: usize) -> Option<ObjectView<'_>> {
-        self.run.object(self.bytes, index)
-    }
-}
-
-/// A PERF_DATA_BLOCK that has passed every check of [`DataView::parse`], kept with where its
-/// parts are: [`view`](Self::view) reads it again without a second pass of checks. The
-/// collector returns one (the collector's checked Collect): it checked each
-/// provider's output as it came, which is what the view's pass would check again.
-///
-/// # Examples
-///
-/// ```
-/// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-/// use prfdata_wire::view::CheckedBlock;
-/// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-/// let block = CheckedBlock::parse(build_data_block("box", &CollectionTimes::now(), &[out]))?;
-/// let view = block.view();
-/// assert_eq!(view.object(0).unwrap().instance(1).unwrap().name(), "beta");
-/// assert!(CheckedBlock::parse(vec![0; 40]).is_err());
-/// # Ok::<(), prfdata_wire::error::DecodeError>(())
-/// ```
-#[derive(Debug, Clone)]
-pub struct CheckedBlock {
-    pub(crate) bytes: Vec<u8>,
-    pub(crate) run: ObjectRun,
-    /// The system name's bytes (empty for the objects [`crate::snapshot::decode_object`]
-    /// keeps, which have no PERF_DATA_BLOCK header).
-    name: Range<usize>,
-}
-
-impl CheckedBlock {
-    /// Checks `bytes` as [`DataView::parse`] does and keeps them with what the check found.
-    ///
-    /// # Errors
-    ///
-    /// What [`DataView::parse`] returns for the same bytes.
-    pub fn parse(bytes: Vec<u8>) -> Result<Self, DecodeError> {
-        let view = DataView::parse(&bytes)?;
-        let (name, run) = (view.name.clone(), view.run.into_owned());
-        Ok(CheckedBlock { bytes, run, name })
+        self.run.object(&self.bytes, index)
     }
 
-    /// A block whose PERF_DATA_BLOCK header the caller wrote (with the system name at `name`)
-    /// and whose objects it checked where they lie in `bytes`, as `run`.
-    pub fn from_checked(bytes: Vec<u8>, name: Range<usize>, run: ObjectRun) -> Self {
-        CheckedBlock { bytes, run, name }
-    }
-
-    /// The view of the block, with no new pass of checks.
-    ///
-    /// # Panics
-    ///
-    /// If the bytes are shorter than a PERF_DATA_BLOCK header, which neither constructor allows
-    /// (`parse` checked it, the collector wrote it).
+    /// The PERF_DATA_BLOCK's bytes.
     ///
     /// # Examples
     ///
     /// ```
     /// # use prfmon::datablock::{build_data_block, CollectionTimes};
     /// let bytes = build_data_block("h", &CollectionTimes::now(), &[]);
-    /// let block = prfdata_wire::view::CheckedBlock::parse(bytes.clone())?;
-    /// assert_eq!(block.view().system_name(), "h");
-    /// assert_eq!(block.bytes(), &bytes[..]);
-    /// assert_eq!(block.into_bytes(), bytes);
+    /// let view = prfdata_wire::view::DataView::parse_owned(bytes.clone())?;
+    /// assert_eq!(view.bytes(), &bytes[..]);
+    /// assert_eq!(view.into_bytes(), bytes);
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
-    pub fn view(&self) -> DataView<'_> {
-        let header = checked::<PerfDataBlock>(&self.bytes, 0)
-            .expect("a CheckedBlock starts with a whole PERF_DATA_BLOCK header");
-        DataView {
-            bytes: &self.bytes,
-            header,
-            name: self.name.clone(),
-            run: Cow::Borrowed(&self.run),
-        }
-    }
-
-    /// The PERF_DATA_BLOCK's bytes.
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
     }
 
-    /// The PERF_DATA_BLOCK's bytes, kept.
+    /// The PERF_DATA_BLOCK's bytes, kept (a copy if the view borrows them).
     pub fn into_bytes(self) -> Vec<u8> {
-        self.bytes
+        self.bytes.into_owned()
     }
 
-    /// Object `index`, read in place.
-    #[inline]
-    pub(crate) fn object(&self, index: usize) -> Option<ObjectView<'_>> {
-        self.run.object(&self.bytes, index)
+    /// The view with the bytes, and what the check found, owned.
+    pub(crate) fn into_owned(self) -> DataView<'static> {
+        DataView {
+            bytes: Cow::Owned(self.bytes.into_owned()),
+            header: self.header,
+            name: self.name,
+            run: Cow::Owned(self.run.into_owned()),
+        }
+    }
+}
+
+impl DataView<'static> {
+    /// [`parse`](DataView::parse), keeping `bytes` in the view.
+    ///
+    /// # Errors
+    ///
+    /// What [`parse`](DataView::parse) returns for the same bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// use prfdata_wire::view::DataView;
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let view = DataView::parse_owned(build_data_block("box", &CollectionTimes::now(), &[out]))?;
+    /// assert_eq!(view.object(0).unwrap().instance(1).unwrap().name(), "beta");
+    /// assert!(DataView::parse_owned(vec![0; 40]).is_err());
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
+    /// ```
+    pub fn parse_owned(bytes: Vec<u8>) -> Result<Self, DecodeError> {
+        let (name, run) = DataView::parse(&bytes).map(|v| (v.name, v.run.into_owned()))?;
+        Ok(DataView::from_checked(bytes, name, run))
+    }
+
+    /// A block whose PERF_DATA_BLOCK header the caller wrote (with the system name at `name`)
+    /// and whose objects it checked where they lie in `bytes`, as `run`.
+    pub fn from_checked(bytes: Vec<u8>, name: Range<usize>, run: ObjectRun) -> Self {
+        let header = PerfDataBlock::read_from_prefix(&bytes)
+            .map_or_else(|_| PerfDataBlock::default(), |(h, _)| h);
+        DataView {
+            bytes: Cow::Owned(bytes),
+            header,
+            name,
+            run: Cow::Owned(run),
+        }
     }
 }
 
@@ -962,7 +946,7 @@ pub struct CounterView<'v> {
     /// How [`BlockView::int`] reads the value.
     int: IntKind,
     /// For an integer, `CounterOffset + 8`: a block at least this long lets [`BlockView::int`]
-    /// load 8 bytes and mask them (`mask`), with no branch on the kind. `usize::MAX` for
+    /// load 8 bytes and mask them (`mask`), with no test of the kind. `usize::MAX` for
     /// anything else (the slow path, which says `None`).
     wide_end: usize,
     /// [`IntKind::mask`] of `int`.
@@ -1176,7 +1160,7 @@ impl<'v> BlockView<'v> {
     pub fn int(&self, counter: &CounterView<'_>) -> Option<i64> {
         let start = counter.offset as usize;
         // The usual case: 8 bytes from the value's start lie in the block (a DWORD's other 4
-        // are masked off), one load and no branch on the kind.
+        // are masked off), one load and no test of the kind.
         if let Some(raw) = self
             .bytes
             .get(..counter.wide_end)
@@ -1517,8 +1501,8 @@ mod tests {
     fn a_checked_block_views_what_a_parse_finds() {
         for bytes in blocks() {
             let parsed = DataView::parse(&bytes).unwrap().to_snapshot();
-            let block = CheckedBlock::parse(bytes.clone()).unwrap();
-            assert_eq!(block.view().to_snapshot(), parsed);
+            let block = DataView::parse_owned(bytes.clone()).unwrap();
+            assert_eq!(block.to_snapshot(), parsed);
             assert_eq!(block.into_bytes(), bytes);
         }
     }

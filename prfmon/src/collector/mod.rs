@@ -131,7 +131,7 @@ use crate::datablock::{finish_block, host_name, start_block, CollectionTimes};
 use crate::trust::TrustPolicy;
 use host::{HostError, HostProcess};
 use host_user::HostUser;
-use prfdata_wire::view::{CheckedBlock, ObjectRun};
+use prfdata_wire::view::{DataView, ObjectRun};
 use protocol::{Request, Response};
 use service::{services_from, Backend, RegistryWatch, Service, State};
 use validate::{append_checked, Appended, Call, ProviderFault};
@@ -582,8 +582,7 @@ impl<R: Registry> Collector<R> {
 
     /// Makes one collection, as [`collect`](Self::collect) does, and returns it checked: each
     /// provider's output was checked once, as it came out of Collect, with every check of
-    /// [`DataView::parse`](prfdata_wire::view::DataView::parse), so its
-    /// [`view`](CheckedBlock::view) needs no second pass.
+    /// [`DataView::parse`], so reading it needs no second pass.
     ///
     /// # Examples
     ///
@@ -592,17 +591,17 @@ impl<R: Registry> Collector<R> {
     /// # let reg = prfdata_registry::FileRegistry::open(dir.path())?;
     /// let mut c = prfmon::collector::Collector::open(reg, Default::default())?;
     /// let block = c.collect_checked("Global");
-    /// assert_eq!(block.view().object_count(), 0); // no providers registered
+    /// assert_eq!(block.object_count(), 0); // no providers registered
     /// assert!(prfdata_wire::view::DataView::parse(block.bytes()).is_ok());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn collect_checked(&mut self, query: &str) -> CheckedBlock {
+    pub fn collect_checked(&mut self, query: &str) -> DataView<'static> {
         self.collect_block(query).0
     }
 
     /// One collection: the checked PERF_DATA_BLOCK and the service of each object. Each
     /// output is checked in Collect's buffer and copied once, into the block.
-    fn collect_block(&mut self, query: &str) -> (CheckedBlock, Vec<String>) {
+    fn collect_block(&mut self, query: &str) -> (DataView<'static>, Vec<String>) {
         self.follow_registry();
         let times = CollectionTimes::now();
         let room = self.services.iter().map(|s| s.last_len).sum();
@@ -635,7 +634,7 @@ impl<R: Registry> Collector<R> {
         let default_object = indexes.first().map_or(-1, |&i| i as i32);
         let num_objects = u32::try_from(run.count()).unwrap_or(u32::MAX);
         finish_block(&mut out, &head, &times, num_objects, default_object);
-        let block = CheckedBlock::from_checked(out, head.name, run);
+        let block = DataView::from_checked(out, head.name, run);
         (block, services)
     }
 

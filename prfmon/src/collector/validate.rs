@@ -261,7 +261,7 @@ pub(crate) enum Appended {
 /// [`check_collect_owned`] for a call whose output `data` is still in Collect's buffer: a valid
 /// output is appended to `out` (a PERF_DATA_BLOCK being built; realigned if it must be) and its
 /// objects to `run`, moved to where the output now lies in `out`, so that the
-/// [`CheckedBlock`](prfdata_wire::view::CheckedBlock) built from them needs no second pass. On a
+/// [`DataView`](prfdata_wire::view::DataView) built from them needs no second pass. On a
 /// fault nothing is appended.
 pub(crate) fn append_checked(
     raw: &RawCollect,
