@@ -78,7 +78,7 @@ use crate::view::{
 /// assert_eq!(snap.perf_freq, prfdata::clock::PERF_FREQUENCY);
 /// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DataSnapshot {
     /// `Version`.
     pub version: u32,
@@ -102,24 +102,6 @@ pub struct DataSnapshot {
     pub system_name: String,
     /// The objects, in order.
     pub objects: Vec<ObjectData>,
-}
-
-impl std::fmt::Debug for DataSnapshot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DataSnapshot")
-            .field("version", &self.version)
-            .field("revision", &self.revision)
-            .field("total_byte_length", &self.total_byte_length)
-            .field("header_length", &self.header_length)
-            .field("default_object", &self.default_object)
-            .field("system_time", &self.system_time)
-            .field("perf_time", &self.perf_time)
-            .field("perf_freq", &self.perf_freq)
-            .field("perf_time_100nsec", &self.perf_time_100nsec)
-            .field("system_name", &self.system_name)
-            .field("objects", &self.objects)
-            .finish()
-    }
 }
 
 impl DataSnapshot {

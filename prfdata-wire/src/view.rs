@@ -974,6 +974,21 @@ impl IntKind {
         }
     }
 
+    /// The value at `start` of `bytes`, read this way; `None` if it does not lie in them.
+    fn read(self, bytes: &[u8], start: usize) -> Option<i64> {
+        match self {
+            IntKind::Large => {
+                let raw = bytes.get(start..start.checked_add(8)?)?;
+                Some(i64::from_le_bytes(raw.try_into().ok()?))
+            }
+            IntKind::Dword => {
+                let raw = bytes.get(start..start.checked_add(4)?)?;
+                Some(u32::from_le_bytes(raw.try_into().ok()?).into())
+            }
+            IntKind::None => None,
+        }
+    }
+
     fn of(counter_type: u32, size: u32) -> IntKind {
         match size {
             _ if counter_type & PERF_TYPE_MASK == PERF_TYPE_TEXT => IntKind::None,
@@ -1158,7 +1173,6 @@ impl<'v> BlockView<'v> {
     /// ```
     #[inline]
     pub fn int(&self, counter: &CounterView<'_>) -> Option<i64> {
-        let start = counter.offset as usize;
         // The usual case: 8 bytes from the value's start lie in the block (a DWORD's other 4
         // are masked off), one load and no test of the kind.
         if let Some(raw) = self
@@ -1168,17 +1182,7 @@ impl<'v> BlockView<'v> {
         {
             return Some((u64::from_le_bytes(*raw) & counter.mask) as i64);
         }
-        match counter.int {
-            IntKind::Large => {
-                let raw: [u8; 8] = self.bytes.get(start..start + 8)?.try_into().ok()?;
-                Some(i64::from_le_bytes(raw))
-            }
-            IntKind::Dword => {
-                let raw: [u8; 4] = self.bytes.get(start..start + 4)?.try_into().ok()?;
-                Some(u32::from_le_bytes(raw).into())
-            }
-            IntKind::None => None,
-        }
+        counter.int.read(self.bytes, counter.offset as usize)
     }
 
     /// Every value of the block in definition order, read by `plan` (its object's
@@ -1243,18 +1247,7 @@ impl Slot {
     /// The value read with `int`'s checks (a block shorter than the plan's end).
     #[cold]
     fn read_checked(&self, bytes: &[u8]) -> Option<i64> {
-        let start = self.offset as usize;
-        match self.int {
-            IntKind::Large => {
-                let raw: [u8; 8] = bytes.get(start..start.checked_add(8)?)?.try_into().ok()?;
-                Some(i64::from_le_bytes(raw))
-            }
-            IntKind::Dword => {
-                let raw: [u8; 4] = bytes.get(start..start.checked_add(4)?)?.try_into().ok()?;
-                Some(u32::from_le_bytes(raw).into())
-            }
-            IntKind::None => None,
-        }
+        self.int.read(bytes, self.offset as usize)
     }
 }
 

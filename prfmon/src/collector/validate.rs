@@ -212,11 +212,7 @@ pub enum Verdict {
 /// assert!(matches!(check_collect(&raw), Ok(Verdict::Data(_))));
 /// ```
 pub fn check_collect(raw: &RawCollect) -> Result<Verdict, ProviderFault> {
-    Ok(match judge(raw, &raw.data, &mut ObjectRun::default())? {
-        Judged::MoreData => Verdict::MoreData,
-        Judged::Failed(status) => Verdict::Failed(status),
-        Judged::Data(lengths) => Verdict::Data(output(raw.data.clone(), &lengths, raw.num_objects)),
-    })
+    check_collect_owned(raw.clone())
 }
 
 /// [`check_collect`], taking the call's record: valid data that needs no realigning becomes the
@@ -323,76 +319,66 @@ enum Judged {
 /// The checks of [`check_collect`] on the call's record and its output `data` (the record's
 /// own `data` is not read), each object checked into `run`.
 fn judge(raw: &RawCollect, data: &[u8], run: &mut ObjectRun) -> Result<Judged, ProviderFault> {
-    if !raw.canary_intact {
-        return Err(ProviderFault::Overrun {
-            buffer_len: raw.buffer_len,
-        });
-    }
+    let (advance, bytes, buffer_len, num_objects) =
+        (raw.advance, raw.bytes, raw.buffer_len, raw.num_objects);
+    ensure(raw.canary_intact, || ProviderFault::Overrun { buffer_len })?;
     if raw.status == ERROR_MORE_DATA {
-        if raw.advance != 0 || raw.bytes != 0 || raw.num_objects != 0 {
-            return Err(ProviderFault::MoreDataNotClean {
-                advance: raw.advance,
-                bytes: raw.bytes,
-                num_objects: raw.num_objects,
-            });
-        }
+        let clean = advance == 0 && bytes == 0 && num_objects == 0;
+        ensure(clean, || ProviderFault::MoreDataNotClean {
+            advance,
+            bytes,
+            num_objects,
+        })?;
         return Ok(Judged::MoreData);
     }
     if raw.status != ERROR_SUCCESS {
         return Ok(Judged::Failed(raw.status));
     }
-    if raw.advance < 0 || raw.advance > i64::from(raw.buffer_len) {
-        return Err(ProviderFault::PointerOutOfBuffer {
-            advance: raw.advance,
-            buffer_len: raw.buffer_len,
-        });
-    }
-    if raw.advance != i64::from(raw.bytes) {
-        return Err(ProviderFault::ByteCountMismatch {
-            advance: raw.advance,
-            bytes: raw.bytes,
-        });
-    }
-    if !raw.bytes.is_multiple_of(4) {
-        return Err(ProviderFault::Misaligned { bytes: raw.bytes });
-    }
-    let bytes = raw.bytes as usize;
-    if data.len() != bytes {
-        return Err(ProviderFault::Protocol {
-            call: Call::Collect,
-            message: format!(
-                "{} bytes of data for a reported {} bytes",
-                data.len(),
-                raw.bytes
-            ),
-        });
-    }
-    let mut offset = 0;
-    let mut count = 0u32;
-    let mut lengths = Vec::new();
-    while count < raw.num_objects && offset < bytes {
+    let inside = (0..=i64::from(buffer_len)).contains(&advance);
+    ensure(inside, || ProviderFault::PointerOutOfBuffer {
+        advance,
+        buffer_len,
+    })?;
+    let matches = advance == i64::from(bytes);
+    ensure(matches, || ProviderFault::ByteCountMismatch {
+        advance,
+        bytes,
+    })?;
+    ensure(bytes.is_multiple_of(4), || ProviderFault::Misaligned {
+        bytes,
+    })?;
+    ensure(data.len() == bytes as usize, || ProviderFault::Protocol {
+        call: Call::Collect,
+        message: format!("{} bytes of data for a reported {bytes} bytes", data.len()),
+    })?;
+    let (mut offset, mut lengths) = (0, Vec::new());
+    while lengths.len() < num_objects as usize && offset < data.len() {
         let next = run
-            .check(data, offset, bytes)
+            .check(data, offset, data.len())
             .map_err(ProviderFault::BadObject)?;
-        let length = next - offset;
-        if !length.is_multiple_of(4) {
-            return Err(ProviderFault::ObjectMisaligned {
-                offset,
-                length: length as u32,
-            });
-        }
-        lengths.push(length);
+        let length = (next - offset) as u32;
+        ensure(length.is_multiple_of(4), || {
+            ProviderFault::ObjectMisaligned { offset, length }
+        })?;
+        lengths.push(length as usize);
         offset = next;
-        count += 1;
     }
-    if count != raw.num_objects || offset != bytes {
-        return Err(ProviderFault::ObjectChain {
-            num_objects: raw.num_objects,
-            sum: offset,
-            bytes: raw.bytes,
-        });
-    }
+    let whole = lengths.len() == num_objects as usize && offset == data.len();
+    ensure(whole, || ProviderFault::ObjectChain {
+        num_objects,
+        sum: offset,
+        bytes,
+    })?;
     Ok(Judged::Data(lengths))
+}
+
+/// `Ok` if `ok`, else the fault `fault` makes: the one form of [`judge`]'s checks.
+fn ensure(ok: bool, fault: impl FnOnce() -> ProviderFault) -> Result<(), ProviderFault> {
+    if ok {
+        Ok(())
+    } else {
+        Err(fault())
+    }
 }
 
 #[cfg(test)]
