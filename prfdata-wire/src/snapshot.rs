@@ -56,9 +56,7 @@ use crate::utf16::{ascii_lossy, utf16_lossy};
 use crate::winperf::{self, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK, PERF_TYPE_TEXT};
 
 use crate::error::DecodeError;
-use crate::view::{
-    BlockView, CounterView, DataView, InstanceView, ObjectRun, ObjectView, OBJECT_HEADER,
-};
+use crate::view::{BlockView, CounterView, DataView, InstanceView, ObjectView};
 
 /// A whole collection: the PERF_DATA_BLOCK header and its objects.
 ///
@@ -800,44 +798,6 @@ pub fn decode_owned(bytes: Vec<u8>) -> Result<DataSnapshot, DecodeError> {
     DataView::parse_owned(bytes).map(DataSnapshot::from_block)
 }
 
-/// Decodes the PERF_OBJECT_TYPE at `offset`, which must end by `limit`; returns it and the
-/// offset of the next object (`offset + TotalByteLength`).
-///
-/// Used on whole blocks by [`decode`] and on a provider's raw Collect output by the
-/// collector's validation.
-///
-/// # Examples
-///
-/// ```
-/// // 64 zero bytes: HeaderLength 0 is refused.
-/// let err = prfdata_wire::snapshot::decode_object(&[0u8; 64], 0, 64).unwrap_err();
-/// assert!(err.to_string().contains("TotalByteLength"));
-/// ```
-pub fn decode_object(
-    bytes: &[u8],
-    offset: usize,
-    limit: usize,
-) -> Result<(ObjectData, usize), DecodeError> {
-    let mut run = ObjectRun::default();
-    let next = run.check(bytes, offset, limit)?;
-    let end = limit.min(bytes.len());
-    let checked = DataView::from_checked(bytes[..end].to_vec(), 0..0, run);
-    let definition =
-        checked
-            .object(0)
-            .map(|o| o.to_definition())
-            .ok_or(DecodeError::Truncated {
-                offset,
-                what: "PERF_OBJECT_TYPE",
-                need: OBJECT_HEADER as u64,
-                available: 0,
-            })?;
-    Ok((
-        ObjectData::in_place(definition, &Arc::new(checked), 0),
-        next,
-    ))
-}
-
 // ---------------------------------------------------------------------------------------------
 // The view's owned copies.
 // ---------------------------------------------------------------------------------------------
@@ -978,6 +938,7 @@ impl BlockView<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::view::ObjectRun;
     use prfdata_testkit::sample::sample_object;
     use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 
@@ -1071,19 +1032,37 @@ mod tests {
         }
 
         #[test]
-        fn checking_an_object_agrees_with_decoding_it(
+        fn an_object_refused_leaves_the_run_as_it_was(
             at in 0usize..400,
             value in proptest::num::u32::ANY,
             cut in 0usize..400,
         ) {
-            let mut object = sample_object(1848);
+            let good = sample_object(1848);
+            let mut object = good.clone();
             let at = (at * 4) % (object.len() - 3);
             object[at..at + 4].copy_from_slice(&value.to_le_bytes());
             let limit = object.len() - cut % object.len();
-            proptest::prop_assert_eq!(
-                ObjectRun::default().check(&object, 0, limit),
-                decode_object(&object, 0, limit).map(|(_, next)| next)
-            );
+            let mut run = ObjectRun::default();
+            proptest::prop_assert_eq!(run.check(&good, 0, good.len()), Ok(good.len()));
+            let names = |run: &ObjectRun| -> Vec<String> {
+                run.objects(&good).flat_map(|o| o.instances()).map(|i| i.name()).collect()
+            };
+            let before = names(&run);
+            match run.check(&object, 0, limit) {
+                Ok(next) => {
+                    proptest::prop_assert!(next <= limit);
+                    proptest::prop_assert_eq!(run.count(), 2);
+                }
+                Err(e) => {
+                    proptest::prop_assert!(e.offset() <= limit);
+                    proptest::prop_assert_eq!(run.count(), 1);
+                    proptest::prop_assert_eq!(names(&run), before);
+                    // What was kept of the refused object went with it: the next one goes on
+                    // from the first.
+                    proptest::prop_assert_eq!(run.check(&good, 0, good.len()), Ok(good.len()));
+                    proptest::prop_assert_eq!(run.objects(&good).count(), 2);
+                }
+            }
         }
 
         #[test]

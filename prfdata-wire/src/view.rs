@@ -61,7 +61,7 @@ use crate::utf16::{ascii_lossy, check_utf16, utf16_lossy};
 pub const SIGNATURE: [u16; 4] = [b'P' as u16, b'E' as u16, b'R' as u16, b'F' as u16];
 
 /// `PERF_OBJECT_TYPE`'s size: the least `HeaderLength` and `TotalByteLength`.
-pub(crate) const OBJECT_HEADER: usize = core::mem::size_of::<PerfObjectType>();
+const OBJECT_HEADER: usize = core::mem::size_of::<PerfObjectType>();
 /// `PERF_COUNTER_DEFINITION`'s size: the least `ByteLength`.
 const COUNTER_DEFINITION: usize = core::mem::size_of::<PerfCounterDefinition>();
 /// `PERF_INSTANCE_DEFINITION`'s size: the least `ByteLength`.
@@ -213,7 +213,7 @@ impl ObjectRun {
     /// let object = prfdata_testkit::sample::sample_object(1848);
     /// let mut run = prfdata_wire::view::ObjectRun::default();
     /// let err = run.check(&object, 0, 63).unwrap_err();
-    /// assert_eq!(err.to_string(), prfdata_wire::snapshot::decode_object(&object, 0, 63).unwrap_err().to_string());
+    /// assert_eq!(err.to_string(), "truncated PERF_OBJECT_TYPE at offset 0: needs 64 bytes, 63 available");
     /// assert_eq!(run.count(), 0);
     /// ```
     pub fn check(
@@ -537,8 +537,7 @@ fn check_values(
 #[derive(Clone)]
 pub struct DataView<'a> {
     pub(crate) bytes: Cow<'a, [u8]>,
-    /// The PERF_DATA_BLOCK header (meaningless for the object alone that
-    /// [`crate::snapshot::decode_object`] keeps).
+    /// The PERF_DATA_BLOCK header.
     header: PerfDataBlock,
     /// The system name's bytes.
     pub(crate) name: Range<usize>,
@@ -1368,12 +1367,16 @@ mod tests {
         shifted[1..].copy_from_slice(bytes);
         let moved = DataView::parse(&shifted[1..]).map(|v| v.to_snapshot());
         proptest::prop_assert_eq!(&moved, &view);
-        for offset in [0, 88, 96, 104, 112] {
-            let limit = bytes.len();
-            proptest::prop_assert_eq!(
-                crate::snapshot::decode_object(bytes, offset, limit).map(|(_, next)| next),
-                ObjectRun::default().check(bytes, offset, limit)
-            );
+        // Each object of a block that parses checks alone where it lies, up to the next one.
+        if let Ok(view) = DataView::parse(bytes) {
+            let offsets: Vec<usize> = view.objects().map(|o| o.offset()).collect();
+            for (k, &at) in offsets.iter().enumerate() {
+                let next = ObjectRun::default().check(bytes, at, bytes.len());
+                proptest::prop_assert!(next.is_ok(), "object {} at {}: {:?}", k, at, next);
+                if let (Ok(next), Some(&following)) = (next, offsets.get(k + 1)) {
+                    proptest::prop_assert_eq!(next, following);
+                }
+            }
         }
         Ok(())
     }
