@@ -103,25 +103,6 @@ pub struct DataSnapshot {
 }
 
 impl DataSnapshot {
-    /// The snapshot of a checked block: its header fields copied, its objects read in place
-    /// from its bytes, which the snapshot keeps (no copy).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// use prfdata_wire::snapshot::DataSnapshot;
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let block = prfdata_wire::view::DataView::parse_owned(build_data_block("box", &CollectionTimes::now(), &[out]))?;
-    /// let snap = DataSnapshot::from_block(block);
-    /// assert_eq!(snap.objects[0].instance(1).unwrap().name(), "beta");
-    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
-    /// ```
-    pub fn from_block(block: DataView<'_>) -> Self {
-        let head = block.to_definitions();
-        Self::in_place(head, block.into_owned())
-    }
-
     /// `head` (a [`DataView::to_definitions`] of `checked`) with its objects' instances and
     /// values read in place from `checked`.
     pub(crate) fn in_place(mut head: DataSnapshot, checked: DataView<'static>) -> Self {
@@ -329,9 +310,8 @@ impl ObjectData {
     /// The instance at position `index`, if there is one.
     #[inline]
     pub fn instance(&self, index: usize) -> Option<Instance<'_>> {
-        let data = self.data.as_ref()?;
-        let object = data.checked.object(data.object)?;
-        Instance::at(object, data.kept.as_deref(), index)
+        let kept = self.data.as_ref()?.kept.as_deref();
+        Instance::at(self.view()?, kept, index)
     }
 
     /// The instances, in order.
@@ -795,7 +775,8 @@ pub fn decode(bytes: &[u8]) -> Result<DataSnapshot, DecodeError> {
 /// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
 pub fn decode_owned(bytes: Vec<u8>) -> Result<DataSnapshot, DecodeError> {
-    DataView::parse_owned(bytes).map(DataSnapshot::from_block)
+    let view = DataView::parse_owned(bytes)?;
+    Ok(DataSnapshot::in_place(view.to_definitions(), view))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,8 +12,7 @@
 //! computing: names, values, bases and positions.
 //!
 //! A [`DataSnapshot`](crate::snapshot::DataSnapshot) is this view owned: the bytes kept with
-//! the same index, its objects read in place ([`crate::snapshot::decode_owned`],
-//! [`DataSnapshot::from_block`](crate::snapshot::DataSnapshot::from_block), or
+//! the same index, its objects read in place ([`crate::snapshot::decode_owned`], or
 //! [`DataView::to_snapshot`] with a copy of the bytes); reading the view directly is for hot
 //! paths that touch values, not names (a bench).
 //!
@@ -692,16 +691,6 @@ impl<'a> DataView<'a> {
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes.into_owned()
     }
-
-    /// The view with the bytes, and what the check found, owned.
-    pub(crate) fn into_owned(self) -> DataView<'static> {
-        DataView {
-            bytes: Cow::Owned(self.bytes.into_owned()),
-            header: self.header,
-            name: self.name,
-            run: Cow::Owned(self.run.into_owned()),
-        }
-    }
 }
 
 impl DataView<'static> {
@@ -729,6 +718,27 @@ impl DataView<'static> {
 
     /// A block whose PERF_DATA_BLOCK header the caller wrote (with the system name at `name`)
     /// and whose objects it checked where they lie in `bytes`, as `run`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// use prfdata_wire::view::{DataView, ObjectRun};
+    /// let object = prfdata_testkit::sample::sample_object(1848);
+    /// let out = ProviderOutput { bytes: object.clone(), num_objects: 1 };
+    /// let bytes = build_data_block("box", &CollectionTimes::now(), &[out]);
+    /// let header = *DataView::parse(&bytes)?.header();
+    /// // The object checked in the provider's output, then moved to where the block holds it.
+    /// let mut run = ObjectRun::default();
+    /// run.check(&object, 0, object.len())?;
+    /// run.shift(0, header.header_length.get() as usize);
+    /// let name = header.system_name_offset.get() as usize;
+    /// let name = name..name + header.system_name_length.get() as usize;
+    /// let view = DataView::from_checked(bytes.clone(), name, run);
+    /// assert_eq!(view.system_name(), "box");
+    /// assert_eq!(view.to_snapshot(), prfdata_wire::snapshot::decode(&bytes)?);
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
+    /// ```
     pub fn from_checked(bytes: Vec<u8>, name: Range<usize>, run: ObjectRun) -> Self {
         let header = PerfDataBlock::read_from_prefix(&bytes)
             .map_or_else(|_| PerfDataBlock::default(), |(h, _)| h);
