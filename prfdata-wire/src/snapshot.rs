@@ -53,7 +53,10 @@
 use std::sync::Arc;
 
 use crate::utf16::{ascii_lossy, utf16_lossy};
-use crate::winperf::{self, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK, PERF_TYPE_TEXT};
+use crate::winperf::{
+    self, PerfInstanceDefinition, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK,
+    PERF_TYPE_TEXT,
+};
 
 use crate::error::DecodeError;
 use crate::view::{BlockView, CounterView, DataView, InstanceView, ObjectView};
@@ -131,7 +134,7 @@ impl DataSnapshot {
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn parent(&self, instance: &Instance<'_>) -> Option<Instance<'_>> {
-        let title = instance.parent_object_title_index();
+        let title = instance.def().parent_object_title_index.get();
         if title == 0 {
             return None;
         }
@@ -316,12 +319,9 @@ impl ObjectData {
 
     /// The instances, in order.
     pub fn instances(&self) -> impl Iterator<Item = Instance<'_>> + '_ {
-        let data = self.data.as_ref();
+        let kept = self.data.as_ref().and_then(|d| d.kept.as_deref());
         let object = self.view();
-        (0..self.instance_count()).filter_map(move |i| {
-            let data = data?;
-            Instance::at(object?, data.kept.as_deref(), i)
-        })
+        (0..self.instance_count()).filter_map(move |i| Instance::at(object?, kept, i))
     }
 
     /// The values of an object without instances, one per counter; `None` for an object with
@@ -483,21 +483,19 @@ impl<'a> Instance<'a> {
     /// ```
     pub fn own_name(&self) -> String {
         let name = self.name();
-        if name.is_empty() && self.unique_id() >= 0 {
-            self.unique_id().to_string()
+        let id = self.def().unique_id.get();
+        if name.is_empty() && id >= 0 {
+            id.to_string()
         } else {
             name
         }
     }
 
-    /// `UniqueID`, or -1 (`PERF_NO_UNIQUE_ID`).
-    pub fn unique_id(&self) -> i32 {
-        self.view.def().unique_id.get()
-    }
-
-    /// `ParentObjectTitleIndex`: the name index of the parent's object, or 0.
-    pub fn parent_object_title_index(&self) -> u32 {
-        self.view.def().parent_object_title_index.get()
+    /// The PERF_INSTANCE_DEFINITION as written (`UniqueID`, `ParentObjectTitleIndex`; its
+    /// `ParentObjectInstance` is [`parent_object_instance`](Self::parent_object_instance)'s
+    /// unless [`ObjectData::keep_instances`] gave it another).
+    pub fn def(&self) -> &'a PerfInstanceDefinition {
+        self.view.def()
     }
 
     /// `ParentObjectInstance`: the parent's position among its object's instances.
@@ -533,8 +531,8 @@ impl<'a> Instance<'a> {
     pub fn to_data(&self) -> InstanceData {
         InstanceData {
             name: self.name(),
-            unique_id: self.unique_id(),
-            parent_object_title_index: self.parent_object_title_index(),
+            unique_id: self.def().unique_id.get(),
+            parent_object_title_index: self.def().parent_object_title_index.get(),
             parent_object_instance: self.parent_object_instance(),
             values: self.values().to_vec(),
         }

@@ -190,6 +190,7 @@ struct ObjectEntry {
 }
 
 /// What the values of every counter block of an object must satisfy, from its definitions.
+#[derive(Default)]
 struct Needs {
     /// The largest `CounterOffset + CounterSize`: a block at least this long holds every value.
     end: u64,
@@ -338,10 +339,7 @@ impl ObjectRun {
         defs_end: usize,
         num_counters: u32,
     ) -> Result<Needs, DecodeError> {
-        let mut needs = Needs {
-            end: 0,
-            utf16_text: false,
-        };
+        let mut needs = Needs::default();
         for _ in 0..num_counters {
             let def: &PerfCounterDefinition = view(bytes, at, defs_end, "PERF_COUNTER_DEFINITION")?;
             let byte_length = def.byte_length.get();
@@ -804,16 +802,11 @@ impl<'v> ObjectView<'v> {
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
     /// assert_eq!(object.offset(), view.header().header_length.get() as usize);
-    /// assert!(object.has_instances() && object.values().is_none());
+    /// assert!(object.values().is_none(), "an object with instances has no block of its own");
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn offset(&self) -> usize {
         self.entry.offset
-    }
-
-    /// Whether the object has instances (`NumInstances` is not `PERF_NO_INSTANCES`).
-    pub fn has_instances(&self) -> bool {
-        self.header.num_instances.get() != PERF_NO_INSTANCES
     }
 
     /// The number of counter definitions.
