@@ -51,7 +51,7 @@ use crate::winperf::{
     self, PerfCounterBlock, PerfCounterDefinition, PerfDataBlock, PerfInstanceDefinition,
     PerfObjectType, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK, PERF_TYPE_TEXT,
 };
-use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::error::DecodeError;
 use crate::utf16::{ascii_lossy, check_utf16, utf16_lossy};
@@ -61,12 +61,35 @@ pub const SIGNATURE: [u16; 4] = [b'P' as u16, b'E' as u16, b'R' as u16, b'F' as 
 
 /// `PERF_OBJECT_TYPE`'s size: the least `HeaderLength` and `TotalByteLength`.
 const OBJECT_HEADER: usize = core::mem::size_of::<PerfObjectType>();
-/// `PERF_COUNTER_DEFINITION`'s size: the least `ByteLength`.
-const COUNTER_DEFINITION: usize = core::mem::size_of::<PerfCounterDefinition>();
 /// `PERF_INSTANCE_DEFINITION`'s size: the least `ByteLength`.
 const INSTANCE_DEFINITION: usize = core::mem::size_of::<PerfInstanceDefinition>();
 /// `PERF_COUNTER_BLOCK`'s size: the least `ByteLength`.
 const COUNTER_BLOCK: usize = core::mem::size_of::<PerfCounterBlock>();
+
+/// How the errors name a structure that starts with its own `ByteLength`
+/// ([`with_length`]).
+struct Named {
+    /// The structure.
+    what: &'static str,
+    /// Its `ByteLength` field.
+    field: &'static str,
+    /// What `ByteLength` must be.
+    least: &'static str,
+    /// The bytes `ByteLength` spans.
+    span: &'static str,
+}
+
+/// The [`Named`] of winperf.h's `$name`, at least `$least` bytes long.
+macro_rules! named {
+    ($name:literal, $least:literal) => {
+        Named {
+            what: $name,
+            field: concat!($name, ".ByteLength"),
+            least: concat!("must be at least ", $least),
+            span: concat!($name, " (ByteLength)"),
+        }
+    };
+}
 
 // ---------------------------------------------------------------------------------------------
 // Checked reads.
@@ -111,6 +134,27 @@ fn checked<T: FromBytes + KnownLayout + Immutable + Unaligned>(
 ) -> Option<&T> {
     let raw = bytes.get(offset..offset.checked_add(core::mem::size_of::<T>())?)?;
     T::ref_from_bytes(raw).ok()
+}
+
+/// The `T` at `at`, ending by `limit`, that starts with its own `ByteLength` (a counter
+/// definition, an instance definition, a counter block): that length at least `T`'s size and
+/// ending by `limit`. Returns the `T` and the offset `ByteLength` bytes on.
+#[inline]
+fn with_length<'a, T: FromBytes + IntoBytes + KnownLayout + Immutable + Unaligned>(
+    bytes: &'a [u8],
+    at: usize,
+    limit: usize,
+    named: &Named,
+) -> Result<(&'a T, usize), DecodeError> {
+    let value: &T = view(bytes, at, limit, named.what)?;
+    let first = value.as_bytes().first_chunk::<4>().copied();
+    let byte_length = u32::from_le_bytes(first.unwrap_or_default());
+    let least = byte_length as usize >= core::mem::size_of::<T>();
+    ensure!(
+        least,
+        field(at, named.field, byte_length.into(), named.least)
+    );
+    Ok((value, span(at, byte_length.into(), limit, at, named.span)?))
 }
 
 /// `start + len` as an end offset that must not pass `limit` (an error names `at`).
@@ -341,19 +385,8 @@ impl ObjectRun {
     ) -> Result<Needs, DecodeError> {
         let mut needs = Needs::default();
         for _ in 0..num_counters {
-            let def: &PerfCounterDefinition = view(bytes, at, defs_end, "PERF_COUNTER_DEFINITION")?;
-            let byte_length = def.byte_length.get();
-            ensure!(
-                byte_length as usize >= COUNTER_DEFINITION,
-                field(
-                    at,
-                    "PERF_COUNTER_DEFINITION.ByteLength",
-                    byte_length.into(),
-                    "must be at least 40",
-                )
-            );
-            let what = "PERF_COUNTER_DEFINITION (ByteLength)";
-            let next = span(at, byte_length.into(), defs_end, at, what)?;
+            let named = named!("PERF_COUNTER_DEFINITION", 40);
+            let (def, next) = with_length::<PerfCounterDefinition>(bytes, at, defs_end, &named)?;
             self.definitions.push(at);
             let value_end = u64::from(def.counter_offset.get()) + u64::from(def.counter_size.get());
             needs.end = needs.end.max(value_end);
@@ -422,19 +455,8 @@ fn check_instance(
     limit: usize,
     code_page: u32,
 ) -> Result<usize, DecodeError> {
-    let inst: &PerfInstanceDefinition = view(bytes, at, limit, "PERF_INSTANCE_DEFINITION")?;
-    let byte_length = inst.byte_length.get();
-    ensure!(
-        byte_length as usize >= INSTANCE_DEFINITION,
-        field(
-            at,
-            "PERF_INSTANCE_DEFINITION.ByteLength",
-            byte_length.into(),
-            "must be at least 24",
-        )
-    );
-    let what = "PERF_INSTANCE_DEFINITION (ByteLength)";
-    let def_end = span(at, byte_length.into(), limit, at, what)?;
+    let named = named!("PERF_INSTANCE_DEFINITION", 24);
+    let (inst, def_end) = with_length::<PerfInstanceDefinition>(bytes, at, limit, &named)?;
     let name_length = inst.name_length.get();
     if name_length != 0 {
         let (offset, what) = (inst.name_offset.get(), "instance name (NameOffset)");
@@ -459,22 +481,11 @@ fn check_block(
     num_counters: u32,
     needs: &Needs,
 ) -> Result<usize, DecodeError> {
-    let block: &PerfCounterBlock = view(bytes, at, limit, "PERF_COUNTER_BLOCK")?;
-    let byte_length = block.byte_length.get();
-    ensure!(
-        byte_length as usize >= COUNTER_BLOCK,
-        field(
-            at,
-            "PERF_COUNTER_BLOCK.ByteLength",
-            byte_length.into(),
-            "must be at least 4",
-        )
-    );
-    let what = "PERF_COUNTER_BLOCK (ByteLength)";
-    let end = span(at, byte_length.into(), limit, at, what)?;
+    let named = named!("PERF_COUNTER_BLOCK", 4);
+    let (_, end) = with_length::<PerfCounterBlock>(bytes, at, limit, &named)?;
     // The usual case: the block holds every value and no value is UTF-16 text, so no value can
     // fail. Else every value in order, as the definitions list them.
-    if u64::from(byte_length) < needs.end || needs.utf16_text {
+    if ((end - at) as u64) < needs.end || needs.utf16_text {
         check_values(bytes, at, end, first_def, num_counters)?;
     }
     Ok(end)
