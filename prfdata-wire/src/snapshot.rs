@@ -110,12 +110,15 @@ impl DataSnapshot {
     /// values read in place from `checked`.
     pub(crate) fn in_place(mut head: DataSnapshot, checked: DataView<'static>) -> Self {
         let checked = Arc::new(checked);
-        let definitions = std::mem::take(&mut head.objects);
-        head.objects = definitions
-            .into_iter()
-            .enumerate()
-            .map(|(k, definition)| ObjectData::in_place(definition, &checked, k))
-            .collect();
+        for (object, definition) in head.objects.iter_mut().enumerate() {
+            let checked = Arc::clone(&checked);
+            let kept = None;
+            definition.data = Some(InPlace {
+                checked,
+                object,
+                kept,
+            });
+        }
         head
     }
 
@@ -251,23 +254,6 @@ struct Kept {
 }
 
 impl ObjectData {
-    /// `definition` (an [`ObjectView::to_definition`]) with the instances and values of object
-    /// `object` of `checked`.
-    pub(crate) fn in_place(
-        definition: ObjectData,
-        checked: &Arc<DataView<'static>>,
-        object: usize,
-    ) -> Self {
-        ObjectData {
-            data: Some(InPlace {
-                checked: Arc::clone(checked),
-                object,
-                kept: None,
-            }),
-            ..definition
-        }
-    }
-
     /// Whether the object has instances (`NumInstances` is not `PERF_NO_INSTANCES`).
     ///
     /// # Examples

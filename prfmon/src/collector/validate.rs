@@ -233,11 +233,17 @@ pub fn check_collect(raw: &RawCollect) -> Result<Verdict, ProviderFault> {
 /// assert_eq!(out.bytes, object);
 /// ```
 pub fn check_collect_owned(raw: RawCollect) -> Result<Verdict, ProviderFault> {
-    Ok(match judge(&raw, &raw.data, &mut ObjectRun::default())? {
-        Judged::MoreData => Verdict::MoreData,
-        Judged::Failed(status) => Verdict::Failed(status),
-        Judged::Data(lengths) => Verdict::Data(output(raw.data, &lengths, raw.num_objects)),
-    })
+    let lengths = match judge(&raw, &raw.data, &mut ObjectRun::default())? {
+        Judged::MoreData => return Ok(Verdict::MoreData),
+        Judged::Failed(status) => return Ok(Verdict::Failed(status)),
+        Judged::Data(lengths) => lengths,
+    };
+    let num_objects = raw.num_objects;
+    let bytes = match realign::needed(&lengths) {
+        true => realign::to_qword(&raw.data, &lengths),
+        false => raw.data,
+    };
+    Ok(Verdict::Data(ProviderOutput { bytes, num_objects }))
 }
 
 /// What [`append_checked`] did with a call.
@@ -297,16 +303,6 @@ pub(crate) fn append_checked(
     }
     run.shift(first, at);
     Ok(Appended::Objects(raw.num_objects))
-}
-
-/// The valid output `data` of `num_objects` objects of `lengths`, 8-aligned.
-fn output(data: Vec<u8>, lengths: &[usize], num_objects: u32) -> ProviderOutput {
-    let bytes = if realign::needed(lengths) {
-        realign::to_qword(&data, lengths)
-    } else {
-        data
-    };
-    ProviderOutput { bytes, num_objects }
 }
 
 /// What [`check_collect`] found: the verdict, with the objects' lengths for data.
