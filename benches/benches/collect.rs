@@ -375,14 +375,14 @@ fn bench_end_to_end(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) {
     let checked = collector.collect_checked("Global");
     let reparsed = prfdata_wire::view::DataView::parse(checked.bytes()).expect("decodes");
     assert_eq!(
-        checked.view().to_snapshot(),
+        checked.to_snapshot(),
         reparsed.to_snapshot(),
         "the checked view is the parsed one"
     );
     group.bench_function("end_to_end_1000x16", |b| {
         b.iter(|| {
             let block = collector.collect_checked(black_box("Global"));
-            touch_every_value(&block.view())
+            touch_every_value(&block)
         })
     });
 }

@@ -53,13 +53,13 @@
 use std::sync::Arc;
 
 use crate::utf16::{ascii_lossy, utf16_lossy};
-use crate::winperf::{self, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK, PERF_TYPE_TEXT};
+use crate::winperf::{
+    self, PerfInstanceDefinition, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK,
+    PERF_TYPE_TEXT,
+};
 
 use crate::error::DecodeError;
-use crate::view::{
-    walk_object, BlockView, Checked, CheckedBlock, CounterView, DataView, InstanceView, ObjectView,
-    Offsets, OBJECT_HEADER,
-};
+use crate::view::{BlockView, CounterView, DataView, InstanceView, ObjectView};
 
 /// A whole collection: the PERF_DATA_BLOCK header and its objects.
 ///
@@ -79,7 +79,7 @@ use crate::view::{
 /// assert_eq!(snap.perf_freq, prfdata::clock::PERF_FREQUENCY);
 /// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DataSnapshot {
     /// `Version`.
     pub version: u32,
@@ -105,54 +105,20 @@ pub struct DataSnapshot {
     pub objects: Vec<ObjectData>,
 }
 
-impl std::fmt::Debug for DataSnapshot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DataSnapshot")
-            .field("version", &self.version)
-            .field("revision", &self.revision)
-            .field("total_byte_length", &self.total_byte_length)
-            .field("header_length", &self.header_length)
-            .field("default_object", &self.default_object)
-            .field("system_time", &self.system_time)
-            .field("perf_time", &self.perf_time)
-            .field("perf_freq", &self.perf_freq)
-            .field("perf_time_100nsec", &self.perf_time_100nsec)
-            .field("system_name", &self.system_name)
-            .field("objects", &self.objects)
-            .finish()
-    }
-}
-
 impl DataSnapshot {
-    /// The snapshot of a checked block: its header fields copied, its objects read in place
-    /// from its bytes, which the snapshot keeps (no copy).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// use prfdata_wire::snapshot::DataSnapshot;
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let block = prfdata_wire::view::CheckedBlock::parse(build_data_block("box", &CollectionTimes::now(), &[out]))?;
-    /// let snap = DataSnapshot::from_block(block);
-    /// assert_eq!(snap.objects[0].instance(1).unwrap().name(), "beta");
-    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
-    /// ```
-    pub fn from_block(block: CheckedBlock) -> Self {
-        let head = block.view().to_definitions();
-        Self::in_place(head, block.into_checked())
-    }
-
     /// `head` (a [`DataView::to_definitions`] of `checked`) with its objects' instances and
     /// values read in place from `checked`.
-    pub(crate) fn in_place(mut head: DataSnapshot, checked: Checked) -> Self {
+    pub(crate) fn in_place(mut head: DataSnapshot, checked: DataView<'static>) -> Self {
         let checked = Arc::new(checked);
-        let definitions = std::mem::take(&mut head.objects);
-        head.objects = definitions
-            .into_iter()
-            .enumerate()
-            .map(|(k, definition)| ObjectData::in_place(definition, &checked, k))
-            .collect();
+        for (object, definition) in head.objects.iter_mut().enumerate() {
+            let checked = Arc::clone(&checked);
+            let kept = None;
+            definition.data = Some(InPlace {
+                checked,
+                object,
+                kept,
+            });
+        }
         head
     }
 
@@ -171,7 +137,7 @@ impl DataSnapshot {
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn parent(&self, instance: &Instance<'_>) -> Option<Instance<'_>> {
-        let title = instance.parent_object_title_index();
+        let title = instance.def().parent_object_title_index.get();
         if title == 0 {
             return None;
         }
@@ -270,7 +236,7 @@ pub struct ObjectData {
 /// The instances and values of an [`ObjectData`], in the collection's bytes.
 #[derive(Clone)]
 struct InPlace {
-    checked: Arc<Checked>,
+    checked: Arc<DataView<'static>>,
     /// The object's position in `checked`.
     object: usize,
     /// After [`ObjectData::keep_instances`]: the instances kept, in order, each with the
@@ -288,19 +254,6 @@ struct Kept {
 }
 
 impl ObjectData {
-    /// `definition` (an [`ObjectView::to_definition`]) with the instances and values of object
-    /// `object` of `checked`.
-    pub(crate) fn in_place(definition: ObjectData, checked: &Arc<Checked>, object: usize) -> Self {
-        ObjectData {
-            data: Some(InPlace {
-                checked: Arc::clone(checked),
-                object,
-                kept: None,
-            }),
-            ..definition
-        }
-    }
-
     /// Whether the object has instances (`NumInstances` is not `PERF_NO_INSTANCES`).
     ///
     /// # Examples
@@ -346,19 +299,15 @@ impl ObjectData {
     /// The instance at position `index`, if there is one.
     #[inline]
     pub fn instance(&self, index: usize) -> Option<Instance<'_>> {
-        let data = self.data.as_ref()?;
-        let object = data.checked.object(data.object)?;
-        Instance::at(object, data.kept.as_deref(), index)
+        let kept = self.data.as_ref()?.kept.as_deref();
+        Instance::at(self.view()?, kept, index)
     }
 
     /// The instances, in order.
     pub fn instances(&self) -> impl Iterator<Item = Instance<'_>> + '_ {
-        let data = self.data.as_ref();
+        let kept = self.data.as_ref().and_then(|d| d.kept.as_deref());
         let object = self.view();
-        (0..self.instance_count()).filter_map(move |i| {
-            let data = data?;
-            Instance::at(object?, data.kept.as_deref(), i)
-        })
+        (0..self.instance_count()).filter_map(move |i| Instance::at(object?, kept, i))
     }
 
     /// The values of an object without instances, one per counter; `None` for an object with
@@ -520,27 +469,25 @@ impl<'a> Instance<'a> {
     /// ```
     pub fn own_name(&self) -> String {
         let name = self.name();
-        if name.is_empty() && self.unique_id() >= 0 {
-            self.unique_id().to_string()
+        let id = self.def().unique_id.get();
+        if name.is_empty() && id >= 0 {
+            id.to_string()
         } else {
             name
         }
     }
 
-    /// `UniqueID`, or -1 (`PERF_NO_UNIQUE_ID`).
-    pub fn unique_id(&self) -> i32 {
-        self.view.unique_id()
-    }
-
-    /// `ParentObjectTitleIndex`: the name index of the parent's object, or 0.
-    pub fn parent_object_title_index(&self) -> u32 {
-        self.view.parent_object_title_index()
+    /// The PERF_INSTANCE_DEFINITION as written (`UniqueID`, `ParentObjectTitleIndex`; its
+    /// `ParentObjectInstance` is [`parent_object_instance`](Self::parent_object_instance)'s
+    /// unless [`ObjectData::keep_instances`] gave it another).
+    pub fn def(&self) -> &'a PerfInstanceDefinition {
+        self.view.def()
     }
 
     /// `ParentObjectInstance`: the parent's position among its object's instances.
     pub fn parent_object_instance(&self) -> u32 {
         self.parent
-            .unwrap_or_else(|| self.view.parent_object_instance())
+            .unwrap_or_else(|| self.view.def().parent_object_instance.get())
     }
 
     /// The instance's values, one per counter.
@@ -570,8 +517,8 @@ impl<'a> Instance<'a> {
     pub fn to_data(&self) -> InstanceData {
         InstanceData {
             name: self.name(),
-            unique_id: self.unique_id(),
-            parent_object_title_index: self.parent_object_title_index(),
+            unique_id: self.def().unique_id.get(),
+            parent_object_title_index: self.def().parent_object_title_index.get(),
             parent_object_instance: self.parent_object_instance(),
             values: self.values().to_vec(),
         }
@@ -812,49 +759,8 @@ pub fn decode(bytes: &[u8]) -> Result<DataSnapshot, DecodeError> {
 /// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
 pub fn decode_owned(bytes: Vec<u8>) -> Result<DataSnapshot, DecodeError> {
-    CheckedBlock::parse(bytes).map(DataSnapshot::from_block)
-}
-
-/// Decodes the PERF_OBJECT_TYPE at `offset`, which must end by `limit`; returns it and the
-/// offset of the next object (`offset + TotalByteLength`).
-///
-/// Used on whole blocks by [`decode`] and on a provider's raw Collect output by the
-/// collector's validation.
-///
-/// # Examples
-///
-/// ```
-/// // 64 zero bytes: HeaderLength 0 is refused.
-/// let err = prfdata_wire::snapshot::decode_object(&[0u8; 64], 0, 64).unwrap_err();
-/// assert!(err.to_string().contains("TotalByteLength"));
-/// ```
-pub fn decode_object(
-    bytes: &[u8],
-    offset: usize,
-    limit: usize,
-) -> Result<(ObjectData, usize), DecodeError> {
-    let mut offsets = Offsets::default();
-    let (entry, next) = walk_object(bytes, offset, limit, &mut offsets)?;
-    let end = limit.min(bytes.len());
-    let checked = Checked {
-        bytes: bytes[..end].to_vec(),
-        objects: vec![entry],
-        offsets,
-    };
-    let definition =
-        checked
-            .object(0)
-            .map(|o| o.to_definition())
-            .ok_or(DecodeError::Truncated {
-                offset,
-                what: "PERF_OBJECT_TYPE",
-                need: OBJECT_HEADER as u64,
-                available: 0,
-            })?;
-    Ok((
-        ObjectData::in_place(definition, &Arc::new(checked), 0),
-        next,
-    ))
+    let view = DataView::parse_owned(bytes)?;
+    Ok(DataSnapshot::in_place(view.to_definitions(), view))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -875,20 +781,14 @@ impl<'a> DataView<'a> {
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn system_time(&self) -> SystemTimeFields {
-        self.header.system_time.into()
+        self.header().system_time.into()
     }
 
     /// The whole collection as owned data: what [`crate::snapshot::decode`] returns.
     pub fn to_snapshot(&self) -> DataSnapshot {
-        let end = (self.total_byte_length() as usize).min(self.bytes.len());
-        let checked = Checked {
-            bytes: self.bytes[..end].to_vec(),
-            objects: self.objects.to_vec(),
-            offsets: Offsets {
-                definitions: self.definitions.to_vec(),
-                instances: self.instances.to_vec(),
-            },
-        };
+        let end = (self.header().total_byte_length.get() as usize).min(self.bytes.len());
+        let (bytes, run) = (self.bytes[..end].to_vec(), self.run.clone().into_owned());
+        let checked = DataView::from_checked(bytes, self.name.clone(), run);
         DataSnapshot::in_place(self.to_definitions(), checked)
     }
 
@@ -907,16 +807,17 @@ impl<'a> DataView<'a> {
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn to_definitions(&self) -> DataSnapshot {
+        let h = self.header();
         DataSnapshot {
-            version: self.version(),
-            revision: self.revision(),
-            total_byte_length: self.total_byte_length(),
-            header_length: self.header_length(),
-            default_object: self.default_object(),
+            version: h.version.get(),
+            revision: h.revision.get(),
+            total_byte_length: h.total_byte_length.get(),
+            header_length: h.header_length.get(),
+            default_object: h.default_object.get(),
             system_time: self.system_time(),
-            perf_time: self.perf_time(),
-            perf_freq: self.perf_freq(),
-            perf_time_100nsec: self.perf_time_100nsec(),
+            perf_time: h.perf_time.get(),
+            perf_freq: h.perf_freq.get(),
+            perf_time_100nsec: h.perf_time_100nsec.get(),
             system_name: self.system_name(),
             objects: self.objects().map(|o| o.to_definition()).collect(),
         }
@@ -942,16 +843,17 @@ impl ObjectView<'_> {
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn to_definition(&self) -> ObjectData {
+        let h = self.header();
         ObjectData {
             offset: self.offset(),
-            name_index: self.name_index(),
-            help_index: self.help_index(),
-            detail_level: self.detail_level(),
-            default_counter: self.default_counter(),
-            num_instances: self.num_instances(),
-            code_page: self.code_page(),
-            perf_time: self.perf_time(),
-            perf_freq: self.perf_freq(),
+            name_index: h.object_name_title_index.get(),
+            help_index: h.object_help_title_index.get(),
+            detail_level: h.detail_level.get(),
+            default_counter: h.default_counter.get(),
+            num_instances: h.num_instances.get(),
+            code_page: h.code_page.get(),
+            perf_time: h.perf_time.get(),
+            perf_freq: h.perf_freq.get(),
             counters: self.counters().map(|c| c.to_def()).collect(),
             ..ObjectData::default()
         }
@@ -961,15 +863,16 @@ impl ObjectView<'_> {
 impl CounterView<'_> {
     /// The definition as owned data.
     pub fn to_def(&self) -> CounterDef {
+        let d = self.def();
         CounterDef {
-            name_index: self.name_index(),
-            help_index: self.def.counter_help_title_index.get(),
-            default_scale: self.def.default_scale.get(),
-            detail_level: self.def.detail_level.get(),
-            counter_type: self.counter_type(),
-            size: self.size(),
-            offset: self.offset(),
-            is_base: self.is_base(),
+            name_index: d.counter_name_title_index.get(),
+            help_index: d.counter_help_title_index.get(),
+            default_scale: d.default_scale.get(),
+            detail_level: d.detail_level.get(),
+            counter_type: d.counter_type.get(),
+            size: d.counter_size.get(),
+            offset: d.counter_offset.get(),
+            is_base: winperf::is_base(d.counter_type.get()),
             base: self.base(),
             base_of: self.base_of(),
         }
@@ -980,7 +883,7 @@ impl BlockView<'_> {
     /// `counter`'s raw value, as [`crate::snapshot`] decodes it (text and odd sizes allocate).
     pub fn raw(&self, counter: &CounterView<'_>) -> RawValue {
         let raw = self.value_bytes(counter);
-        let counter_type = counter.counter_type();
+        let counter_type = counter.def().counter_type.get();
         if counter_type & PERF_TYPE_MASK == PERF_TYPE_TEXT {
             return RawValue::Text(if counter_type & PERF_TEXT_ASCII != 0 {
                 ascii_lossy(raw)
@@ -1000,7 +903,7 @@ impl BlockView<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::check_object;
+    use crate::view::ObjectRun;
     use prfdata_testkit::sample::sample_object;
     use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 
@@ -1094,19 +997,37 @@ mod tests {
         }
 
         #[test]
-        fn checking_an_object_agrees_with_decoding_it(
+        fn an_object_refused_leaves_the_run_as_it_was(
             at in 0usize..400,
             value in proptest::num::u32::ANY,
             cut in 0usize..400,
         ) {
-            let mut object = sample_object(1848);
+            let good = sample_object(1848);
+            let mut object = good.clone();
             let at = (at * 4) % (object.len() - 3);
             object[at..at + 4].copy_from_slice(&value.to_le_bytes());
             let limit = object.len() - cut % object.len();
-            proptest::prop_assert_eq!(
-                check_object(&object, 0, limit),
-                decode_object(&object, 0, limit).map(|(_, next)| next)
-            );
+            let mut run = ObjectRun::default();
+            proptest::prop_assert_eq!(run.check(&good, 0, good.len()), Ok(good.len()));
+            let names = |run: &ObjectRun| -> Vec<String> {
+                run.objects(&good).flat_map(|o| o.instances()).map(|i| i.name()).collect()
+            };
+            let before = names(&run);
+            match run.check(&object, 0, limit) {
+                Ok(next) => {
+                    proptest::prop_assert!(next <= limit);
+                    proptest::prop_assert_eq!(run.count(), 2);
+                }
+                Err(e) => {
+                    proptest::prop_assert!(e.offset() <= limit);
+                    proptest::prop_assert_eq!(run.count(), 1);
+                    proptest::prop_assert_eq!(names(&run), before);
+                    // What was kept of the refused object went with it: the next one goes on
+                    // from the first.
+                    proptest::prop_assert_eq!(run.check(&good, 0, good.len()), Ok(good.len()));
+                    proptest::prop_assert_eq!(run.objects(&good).count(), 2);
+                }
+            }
         }
 
         #[test]

@@ -3,15 +3,16 @@
 //!
 //! [`DataView::parse`] checks the whole block once, exactly as [`crate::snapshot`] always has
 //! (every offset, length, count, name and text value, with the same [`DecodeError`] at the
-//! same offset) and keeps only where things are: one `Vec` of counter-definition offsets and
-//! one of instance offsets for the whole block, one entry per object. Nothing is allocated per
-//! instance or per counter value. The structures are read through zerocopy views of
-//! [`crate::winperf`]'s little-endian, unaligned `PERF_OBJECT_TYPE` and the rest: a view
-//! is a reference into the input, valid at any alignment (a Windows provider's objects are
-//! only DWORD-aligned), and a field read is one load.
+//! same offset) and keeps only where things are: an [`ObjectRun`], one `Vec` of
+//! counter-definition offsets and one of instance offsets for the whole block, one entry per
+//! object. Nothing is allocated per instance or per counter value. The views hand out
+//! [`crate::winperf`]'s little-endian, unaligned `PERF_OBJECT_TYPE` and the rest as they lie
+//! in the input (valid at any alignment: a Windows provider's objects are only
+//! DWORD-aligned), so a field read is one load; the views themselves add only what needs
+//! computing: names, values, bases and positions.
 //!
-//! A [`DataSnapshot`](crate::snapshot::DataSnapshot) is this view owned: the bytes kept with the same index, its objects
-//! read in place ([`crate::snapshot::decode_owned`], [`DataSnapshot::from_block`](crate::snapshot::DataSnapshot::from_block), or
+//! A [`DataSnapshot`](crate::snapshot::DataSnapshot) is this view owned: the bytes kept with
+//! the same index, its objects read in place ([`crate::snapshot::decode_owned`], or
 //! [`DataView::to_snapshot`] with a copy of the bytes); reading the view directly is for hot
 //! paths that touch values, not names (a bench).
 //!
@@ -50,7 +51,7 @@ use crate::winperf::{
     self, PerfCounterBlock, PerfCounterDefinition, PerfDataBlock, PerfInstanceDefinition,
     PerfObjectType, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK, PERF_TYPE_TEXT,
 };
-use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::error::DecodeError;
 use crate::utf16::{ascii_lossy, check_utf16, utf16_lossy};
@@ -59,17 +60,49 @@ use crate::utf16::{ascii_lossy, check_utf16, utf16_lossy};
 pub const SIGNATURE: [u16; 4] = [b'P' as u16, b'E' as u16, b'R' as u16, b'F' as u16];
 
 /// `PERF_OBJECT_TYPE`'s size: the least `HeaderLength` and `TotalByteLength`.
-pub(crate) const OBJECT_HEADER: usize = core::mem::size_of::<PerfObjectType>();
-/// `PERF_COUNTER_DEFINITION`'s size: the least `ByteLength`.
-const COUNTER_DEFINITION: usize = core::mem::size_of::<PerfCounterDefinition>();
+const OBJECT_HEADER: usize = core::mem::size_of::<PerfObjectType>();
 /// `PERF_INSTANCE_DEFINITION`'s size: the least `ByteLength`.
 const INSTANCE_DEFINITION: usize = core::mem::size_of::<PerfInstanceDefinition>();
 /// `PERF_COUNTER_BLOCK`'s size: the least `ByteLength`.
 const COUNTER_BLOCK: usize = core::mem::size_of::<PerfCounterBlock>();
 
+/// How the errors name a structure that starts with its own `ByteLength`
+/// ([`with_length`]).
+struct Named {
+    /// The structure.
+    what: &'static str,
+    /// Its `ByteLength` field.
+    field: &'static str,
+    /// What `ByteLength` must be.
+    least: &'static str,
+    /// The bytes `ByteLength` spans.
+    span: &'static str,
+}
+
+/// The [`Named`] of winperf.h's `$name`, at least `$least` bytes long.
+macro_rules! named {
+    ($name:literal, $least:literal) => {
+        Named {
+            what: $name,
+            field: concat!($name, ".ByteLength"),
+            least: concat!("must be at least ", $least),
+            span: concat!($name, " (ByteLength)"),
+        }
+    };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Checked reads.
 // ---------------------------------------------------------------------------------------------
+
+/// Returns `Err($err)` unless `$cond` holds: the one form of every check below.
+macro_rules! ensure {
+    ($cond:expr, $err:expr) => {
+        if !$cond {
+            return Err($err);
+        }
+    };
+}
 
 /// A view of the `T` at `offset`, which must end by `limit` (≤ `bytes.len()`).
 #[inline]
@@ -87,9 +120,7 @@ fn view<'a, T: FromBytes + KnownLayout + Immutable + Unaligned>(
         need: need as u64,
         available: available as u64,
     };
-    if available < need {
-        return Err(truncated());
-    }
+    ensure!(available >= need, truncated());
     let raw = bytes.get(offset..offset + need).ok_or_else(truncated)?;
     T::ref_from_bytes(raw).map_err(|_| truncated())
 }
@@ -105,7 +136,28 @@ fn checked<T: FromBytes + KnownLayout + Immutable + Unaligned>(
     T::ref_from_bytes(raw).ok()
 }
 
-/// `start + len` as an end offset that must not pass `limit`.
+/// The `T` at `at`, ending by `limit`, that starts with its own `ByteLength` (a counter
+/// definition, an instance definition, a counter block): that length at least `T`'s size and
+/// ending by `limit`. Returns the `T` and the offset `ByteLength` bytes on.
+#[inline]
+fn with_length<'a, T: FromBytes + IntoBytes + KnownLayout + Immutable + Unaligned>(
+    bytes: &'a [u8],
+    at: usize,
+    limit: usize,
+    named: &Named,
+) -> Result<(&'a T, usize), DecodeError> {
+    let value: &T = view(bytes, at, limit, named.what)?;
+    let first = value.as_bytes().first_chunk::<4>().copied();
+    let byte_length = u32::from_le_bytes(first.unwrap_or_default());
+    let least = byte_length as usize >= core::mem::size_of::<T>();
+    ensure!(
+        least,
+        field(at, named.field, byte_length.into(), named.least)
+    );
+    Ok((value, span(at, byte_length.into(), limit, at, named.span)?))
+}
+
+/// `start + len` as an end offset that must not pass `limit` (an error names `at`).
 #[inline]
 fn span(
     start: usize,
@@ -115,17 +167,19 @@ fn span(
     what: &'static str,
 ) -> Result<usize, DecodeError> {
     let available = limit.saturating_sub(start) as u64;
-    if len > available {
-        return Err(DecodeError::Truncated {
+    ensure!(
+        len <= available,
+        DecodeError::Truncated {
             offset: at,
             what,
             need: len,
             available,
-        });
-    }
+        }
+    );
     Ok(start + len as usize)
 }
 
+/// A field at `offset` whose `value` is not what it must be (`expected`).
 fn field(offset: usize, what: &'static str, value: i64, expected: &'static str) -> DecodeError {
     DecodeError::Field {
         offset,
@@ -134,111 +188,213 @@ fn field(offset: usize, what: &'static str, value: i64, expected: &'static str) 
         expected,
     }
 }
+
 // ---------------------------------------------------------------------------------------------
 // The one pass of checks.
 // ---------------------------------------------------------------------------------------------
 
-/// Where the walk keeps what it found: offsets for a view, nothing for a check.
-pub trait Record {
-    /// How many definitions and instances are recorded so far.
-    fn counts(&self) -> (usize, usize);
-    /// A counter definition at `at`.
-    fn definition(&mut self, at: usize);
-    /// Room for `n` more instances.
-    fn reserve_instances(&mut self, n: usize);
-    /// An instance definition at `at`.
-    fn instance(&mut self, at: usize);
-}
-
-/// [`check_object`]'s: keeps nothing.
-impl Record for () {
-    #[inline]
-    fn counts(&self) -> (usize, usize) {
-        (0, 0)
-    }
-    #[inline]
-    fn definition(&mut self, _: usize) {}
-    #[inline]
-    fn reserve_instances(&mut self, _: usize) {}
-    #[inline]
-    fn instance(&mut self, _: usize) {}
-}
-
-/// [`DataView`]'s: the offsets of every definition and instance, in order.
+/// Objects checked where they lie, one after another, kept with where their parts are: what
+/// [`DataView::parse`] finds in a block, and what the collector finds in each provider's
+/// Collect output as it comes ([`ObjectRun::check`]), so that the block it builds from them
+/// ([`DataView::from_checked`]) is read with no second pass of checks.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_wire::view::ObjectRun;
+/// let object = prfdata_testkit::sample::sample_object(1848);
+/// let mut run = ObjectRun::default();
+/// assert_eq!(run.check(&object, 0, object.len())?, object.len());
+/// let names: Vec<String> = run.objects(&object).flat_map(|o| o.instances()).map(|i| i.name()).collect();
+/// assert_eq!(names, ["alpha", "beta"]);
+/// assert!(run.check(&object[..100], 0, 100).is_err());
+/// assert_eq!(run.count(), 1, "a refused object leaves the run as it was");
+/// # Ok::<(), prfdata_wire::error::DecodeError>(())
+/// ```
 #[derive(Debug, Clone, Default)]
-pub struct Offsets {
-    pub(crate) definitions: Vec<usize>,
-    pub(crate) instances: Vec<usize>,
+pub struct ObjectRun {
+    objects: Vec<ObjectEntry>,
+    /// Offsets of every object's counter definitions, object after object.
+    definitions: Vec<usize>,
+    /// Offsets of every object's instance definitions, object after object.
+    instances: Vec<usize>,
 }
 
-impl Offsets {
-    /// Drops what was recorded after `counts` (a [`Record::counts`]).
-    pub fn truncate(&mut self, counts: (usize, usize)) {
-        self.definitions.truncate(counts.0);
-        self.instances.truncate(counts.1);
-    }
-
-    /// Adds `by` to every offset recorded after `counts`: what was recorded in a part of the
-    /// bytes now at `by` in a bigger buffer.
-    pub fn shift(&mut self, counts: (usize, usize), by: usize) {
-        for at in self.definitions[counts.0..]
-            .iter_mut()
-            .chain(&mut self.instances[counts.1..])
-        {
-            *at += by;
-        }
-    }
-}
-
-impl Record for Offsets {
-    #[inline]
-    fn counts(&self) -> (usize, usize) {
-        (self.definitions.len(), self.instances.len())
-    }
-    #[inline]
-    fn definition(&mut self, at: usize) {
-        self.definitions.push(at);
-    }
-    #[inline]
-    fn reserve_instances(&mut self, n: usize) {
-        self.instances.reserve(n);
-    }
-    #[inline]
-    fn instance(&mut self, at: usize) {
-        self.instances.push(at);
-    }
-}
-
-/// One checked object: where it and its parts are.
+/// One checked object of an [`ObjectRun`]: where it and its parts are.
 #[derive(Debug, Clone)]
-pub struct ObjectEntry {
+struct ObjectEntry {
     /// Offset of the PERF_OBJECT_TYPE.
-    pub offset: usize,
-    /// Its counter definitions in [`DataView::definitions`].
-    pub(crate) definitions: Range<usize>,
-    /// Its instances in [`DataView::instances`].
-    pub(crate) instances: Range<usize>,
+    offset: usize,
+    /// Its counter definitions in [`ObjectRun::definitions`].
+    definitions: Range<usize>,
+    /// Its instances in [`ObjectRun::instances`].
+    instances: Range<usize>,
     /// For an object without instances, the offset of its counter block.
-    pub(crate) block: Option<usize>,
-}
-
-impl ObjectEntry {
-    /// The entry of the same object moved `by` bytes further (see [`Offsets::shift`]).
-    pub fn shifted(self, by: usize) -> ObjectEntry {
-        ObjectEntry {
-            offset: self.offset + by,
-            block: self.block.map(|b| b + by),
-            ..self
-        }
-    }
+    block: Option<usize>,
 }
 
 /// What the values of every counter block of an object must satisfy, from its definitions.
+#[derive(Default)]
 struct Needs {
     /// The largest `CounterOffset + CounterSize`: a block at least this long holds every value.
     end: u64,
     /// Whether some counter is UTF-16 text, checked in every block.
     utf16_text: bool,
+}
+
+impl ObjectRun {
+    /// Checks the PERF_OBJECT_TYPE at `offset` of `bytes` (ending by `limit`) and everything
+    /// in it, exactly as [`DataView::parse`] checks each object of a block, and keeps it;
+    /// returns the next object's offset (`offset + TotalByteLength`).
+    ///
+    /// # Errors
+    ///
+    /// The first thing wrong, with its offset in `bytes`; the run is then left as it was.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let object = prfdata_testkit::sample::sample_object(1848);
+    /// let mut run = prfdata_wire::view::ObjectRun::default();
+    /// let err = run.check(&object, 0, 63).unwrap_err();
+    /// assert_eq!(err.to_string(), "truncated PERF_OBJECT_TYPE at offset 0: needs 64 bytes, 63 available");
+    /// assert_eq!(run.count(), 0);
+    /// ```
+    pub fn check(
+        &mut self,
+        bytes: &[u8],
+        offset: usize,
+        limit: usize,
+    ) -> Result<usize, DecodeError> {
+        let count = self.objects.len();
+        let walked = self.walk(bytes, offset, limit);
+        if walked.is_err() {
+            self.truncate(count);
+        }
+        walked
+    }
+
+    /// The number of objects checked.
+    pub fn count(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// Forgets every object after the first `count`.
+    pub fn truncate(&mut self, count: usize) {
+        let count = count.min(self.objects.len());
+        let ends = self.objects[..count]
+            .last()
+            .map_or((0, 0), |o| (o.definitions.end, o.instances.end));
+        self.objects.truncate(count);
+        self.definitions.truncate(ends.0);
+        self.instances.truncate(ends.1);
+    }
+
+    /// Moves every object after the first `count` `by` bytes further: they were checked in a
+    /// part of the bytes that now lies at `by` in a bigger buffer.
+    pub fn shift(&mut self, count: usize, by: usize) {
+        let Some(first) = self.objects.get(count) else {
+            return;
+        };
+        let (definitions, instances) = (first.definitions.start, first.instances.start);
+        for at in self.definitions[definitions..]
+            .iter_mut()
+            .chain(&mut self.instances[instances..])
+        {
+            *at += by;
+        }
+        for object in &mut self.objects[count..] {
+            object.offset += by;
+            object.block = object.block.map(|b| b + by);
+        }
+    }
+
+    /// The objects, read in place from `bytes`, the bytes they were checked in.
+    pub fn objects<'v>(&'v self, bytes: &'v [u8]) -> impl Iterator<Item = ObjectView<'v>> + 'v {
+        (0..self.objects.len()).filter_map(move |i| self.object(bytes, i))
+    }
+
+    /// Object `index`, read in place from `bytes` (the bytes it was checked in).
+    #[inline]
+    pub(crate) fn object<'v>(&'v self, bytes: &'v [u8], index: usize) -> Option<ObjectView<'v>> {
+        let entry = self.objects.get(index)?;
+        Some(ObjectView {
+            bytes,
+            header: checked(bytes, entry.offset)?,
+            entry,
+            definitions: self.definitions.get(entry.definitions.clone())?,
+            instances: self.instances.get(entry.instances.clone())?,
+        })
+    }
+
+    /// [`check`](Self::check) without the rollback: what is kept of a refused object is
+    /// left for the caller to drop.
+    fn walk(&mut self, bytes: &[u8], offset: usize, limit: usize) -> Result<usize, DecodeError> {
+        let (obj, end) = check_object_header(bytes, offset, limit)?;
+        let first_def = offset + obj.header_length.get() as usize;
+        let defs_end = offset + obj.definition_length.get() as usize;
+        let num_counters = obj.num_counters.get();
+        let definitions = self.definitions.len();
+        let needs = self.walk_definitions(bytes, first_def, defs_end, num_counters)?;
+        let instances = self.instances.len();
+        let block = match obj.num_instances.get() {
+            PERF_NO_INSTANCES => {
+                check_block(bytes, defs_end, end, first_def, num_counters, &needs)?;
+                Some(defs_end)
+            }
+            n => {
+                ensure!(
+                    n >= 0,
+                    field(
+                        offset + 40,
+                        "PERF_OBJECT_TYPE.NumInstances",
+                        n.into(),
+                        "must be -1 (PERF_NO_INSTANCES) or a count",
+                    )
+                );
+                // Each instance takes at least 28 bytes (definition and block), which bounds
+                // what an untrusted NumInstances can make us reserve.
+                let most = (end - defs_end) / (INSTANCE_DEFINITION + COUNTER_BLOCK);
+                self.instances.reserve((n as usize).min(most));
+                let mut at = defs_end;
+                for _ in 0..n {
+                    let block_at = check_instance(bytes, at, end, obj.code_page.get())?;
+                    self.instances.push(at);
+                    at = check_block(bytes, block_at, end, first_def, num_counters, &needs)?;
+                }
+                None
+            }
+        };
+        self.objects.push(ObjectEntry {
+            offset,
+            definitions: definitions..self.definitions.len(),
+            instances: instances..self.instances.len(),
+            block,
+        });
+        Ok(end)
+    }
+
+    /// The `num_counters` counter definitions from `at` to `defs_end`, each `ByteLength` long,
+    /// kept: what every counter block must hold.
+    fn walk_definitions(
+        &mut self,
+        bytes: &[u8],
+        mut at: usize,
+        defs_end: usize,
+        num_counters: u32,
+    ) -> Result<Needs, DecodeError> {
+        let mut needs = Needs::default();
+        for _ in 0..num_counters {
+            let named = named!("PERF_COUNTER_DEFINITION", 40);
+            let (def, next) = with_length::<PerfCounterDefinition>(bytes, at, defs_end, &named)?;
+            self.definitions.push(at);
+            let value_end = u64::from(def.counter_offset.get()) + u64::from(def.counter_size.get());
+            needs.end = needs.end.max(value_end);
+            needs.utf16_text |= is_utf16_text(def.counter_type.get());
+            at = next;
+        }
+        Ok(needs)
+    }
 }
 
 /// The `PERF_OBJECT_TYPE` at `offset` with its lengths checked, and where the object ends.
@@ -252,136 +408,36 @@ fn check_object_header(
     let total = obj.total_byte_length.get() as usize;
     let def_len = obj.definition_length.get() as usize;
     let hdr_len = obj.header_length.get() as usize;
-    if total < OBJECT_HEADER {
-        return Err(field(
+    ensure!(
+        total >= OBJECT_HEADER,
+        field(
             offset,
             "PERF_OBJECT_TYPE.TotalByteLength",
             total as i64,
             "must be at least 64",
-        ));
-    }
-    let end = span(
-        offset,
-        total as u64,
-        limit,
-        offset,
-        "PERF_OBJECT_TYPE (TotalByteLength)",
-    )?;
-    if hdr_len < OBJECT_HEADER || hdr_len > def_len {
-        return Err(field(
+        )
+    );
+    let what = "PERF_OBJECT_TYPE (TotalByteLength)";
+    let end = span(offset, total as u64, limit, offset, what)?;
+    ensure!(
+        hdr_len >= OBJECT_HEADER && hdr_len <= def_len,
+        field(
             offset + 8,
             "PERF_OBJECT_TYPE.HeaderLength",
             hdr_len as i64,
             "must be at least 64 and at most DefinitionLength",
-        ));
-    }
-    if def_len > total {
-        return Err(field(
+        )
+    );
+    ensure!(
+        def_len <= total,
+        field(
             offset + 4,
             "PERF_OBJECT_TYPE.DefinitionLength",
             def_len as i64,
             "must be at most TotalByteLength",
-        ));
-    }
-    Ok((obj, end))
-}
-
-/// The `num_counters` counter definitions from `at` to `defs_end`, each `ByteLength` long,
-/// recorded in `rec`: what every counter block must hold.
-fn walk_definitions<R: Record>(
-    bytes: &[u8],
-    mut at: usize,
-    defs_end: usize,
-    num_counters: u32,
-    rec: &mut R,
-) -> Result<Needs, DecodeError> {
-    let mut needs = Needs {
-        end: 0,
-        utf16_text: false,
-    };
-    for _ in 0..num_counters {
-        let def: &PerfCounterDefinition = view(bytes, at, defs_end, "PERF_COUNTER_DEFINITION")?;
-        let byte_length = def.byte_length.get();
-        if (byte_length as usize) < COUNTER_DEFINITION {
-            return Err(field(
-                at,
-                "PERF_COUNTER_DEFINITION.ByteLength",
-                byte_length.into(),
-                "must be at least 40",
-            ));
-        }
-        let next = span(
-            at,
-            byte_length.into(),
-            defs_end,
-            at,
-            "PERF_COUNTER_DEFINITION (ByteLength)",
-        )?;
-        rec.definition(at);
-        let value_end = u64::from(def.counter_offset.get()) + u64::from(def.counter_size.get());
-        needs.end = needs.end.max(value_end);
-        needs.utf16_text |= is_utf16_text(def.counter_type.get());
-        at = next;
-    }
-    Ok(needs)
-}
-
-/// Checks the PERF_OBJECT_TYPE at `offset` (ending by `limit`) and everything in it, recording
-/// its definitions and instances in `rec`; returns the entry and the next object's offset.
-pub fn walk_object<R: Record>(
-    bytes: &[u8],
-    offset: usize,
-    limit: usize,
-    rec: &mut R,
-) -> Result<(ObjectEntry, usize), DecodeError> {
-    let (definitions_before, instances_before) = rec.counts();
-    let (obj, end) = check_object_header(bytes, offset, limit)?;
-    let (def_len, hdr_len) = (
-        obj.definition_length.get() as usize,
-        obj.header_length.get() as usize,
+        )
     );
-    let defs_end = offset + def_len;
-    let num_counters = obj.num_counters.get();
-    let needs = walk_definitions(bytes, offset + hdr_len, defs_end, num_counters, rec)?;
-    let first_def = offset + hdr_len;
-
-    let instances_start = instances_before;
-    let mut instances_end = instances_before;
-    let mut block = None;
-    let mut at = defs_end;
-    let num_instances = obj.num_instances.get();
-    if num_instances == PERF_NO_INSTANCES {
-        check_block(bytes, at, end, first_def, num_counters, &needs)?;
-        block = Some(at);
-    } else if num_instances < 0 {
-        return Err(field(
-            offset + 40,
-            "PERF_OBJECT_TYPE.NumInstances",
-            num_instances.into(),
-            "must be -1 (PERF_NO_INSTANCES) or a count",
-        ));
-    } else {
-        // Each instance takes at least 28 bytes (definition and block), which bounds what an
-        // untrusted NumInstances can make us reserve.
-        let most = (end - at) / (INSTANCE_DEFINITION + COUNTER_BLOCK);
-        rec.reserve_instances((num_instances as usize).min(most));
-        let code_page = obj.code_page.get();
-        for _ in 0..num_instances {
-            let block_at = check_instance(bytes, at, end, code_page)?;
-            rec.instance(at);
-            at = check_block(bytes, block_at, end, first_def, num_counters, &needs)?;
-            instances_end += 1;
-        }
-    }
-    Ok((
-        ObjectEntry {
-            offset,
-            definitions: definitions_before..definitions_before + num_counters as usize,
-            instances: instances_start..instances_end,
-            block,
-        },
-        end,
-    ))
+    Ok((obj, end))
 }
 
 /// Whether a counter type is text in UTF-16 (checked as such in every block).
@@ -399,39 +455,14 @@ fn check_instance(
     limit: usize,
     code_page: u32,
 ) -> Result<usize, DecodeError> {
-    let inst: &PerfInstanceDefinition = view(bytes, at, limit, "PERF_INSTANCE_DEFINITION")?;
-    let byte_length = inst.byte_length.get();
-    if (byte_length as usize) < INSTANCE_DEFINITION {
-        return Err(field(
-            at,
-            "PERF_INSTANCE_DEFINITION.ByteLength",
-            byte_length.into(),
-            "must be at least 24",
-        ));
-    }
-    let def_end = span(
-        at,
-        byte_length.into(),
-        limit,
-        at,
-        "PERF_INSTANCE_DEFINITION (ByteLength)",
-    )?;
+    let named = named!("PERF_INSTANCE_DEFINITION", 24);
+    let (inst, def_end) = with_length::<PerfInstanceDefinition>(bytes, at, limit, &named)?;
     let name_length = inst.name_length.get();
     if name_length != 0 {
-        let name_start = span(
-            at,
-            inst.name_offset.get().into(),
-            def_end,
-            at + 16,
-            "instance name (NameOffset)",
-        )?;
-        let name_end = span(
-            name_start,
-            name_length.into(),
-            def_end,
-            at + 20,
-            "instance name (NameLength)",
-        )?;
+        let (offset, what) = (inst.name_offset.get(), "instance name (NameOffset)");
+        let name_start = span(at, offset.into(), def_end, at + 16, what)?;
+        let what = "instance name (NameLength)";
+        let name_end = span(name_start, name_length.into(), def_end, at + 20, what)?;
         if code_page == 0 {
             check_utf16(bytes, name_start, name_end, "instance name")?;
         }
@@ -450,26 +481,11 @@ fn check_block(
     num_counters: u32,
     needs: &Needs,
 ) -> Result<usize, DecodeError> {
-    let block: &PerfCounterBlock = view(bytes, at, limit, "PERF_COUNTER_BLOCK")?;
-    let byte_length = block.byte_length.get();
-    if (byte_length as usize) < COUNTER_BLOCK {
-        return Err(field(
-            at,
-            "PERF_COUNTER_BLOCK.ByteLength",
-            byte_length.into(),
-            "must be at least 4",
-        ));
-    }
-    let end = span(
-        at,
-        byte_length.into(),
-        limit,
-        at,
-        "PERF_COUNTER_BLOCK (ByteLength)",
-    )?;
+    let named = named!("PERF_COUNTER_BLOCK", 4);
+    let (_, end) = with_length::<PerfCounterBlock>(bytes, at, limit, &named)?;
     // The usual case: the block holds every value and no value is UTF-16 text, so no value can
     // fail. Else every value in order, as the definitions list them.
-    if u64::from(byte_length) < needs.end || needs.utf16_text {
+    if ((end - at) as u64) < needs.end || needs.utf16_text {
         check_values(bytes, at, end, first_def, num_counters)?;
     }
     Ok(end)
@@ -492,20 +508,10 @@ fn check_values(
             break;
         };
         def_at += def.byte_length.get() as usize;
-        let start = span(
-            at,
-            def.counter_offset.get().into(),
-            end,
-            at,
-            "counter value (CounterOffset)",
-        )?;
-        let stop = span(
-            start,
-            def.counter_size.get().into(),
-            end,
-            start,
-            "counter value (CounterSize)",
-        )?;
+        let what = "counter value (CounterOffset)";
+        let start = span(at, def.counter_offset.get().into(), end, at, what)?;
+        let what = "counter value (CounterSize)";
+        let stop = span(start, def.counter_size.get().into(), end, start, what)?;
         if is_utf16_text(def.counter_type.get()) {
             // UTF-16 text: whole units only.
             let text_end = stop - (stop - start) % 2;
@@ -515,30 +521,14 @@ fn check_values(
     Ok(())
 }
 
-/// Checks the PERF_OBJECT_TYPE at `offset` exactly as [`crate::snapshot::decode_object`] does — it accepts
-/// what `decode_object` accepts and fails with the same error otherwise — without building
-/// the instances and values; returns the offset of the next object.
-///
-/// The collector validates every provider's output with this, at a fraction of a decode's
-/// cost.
-///
-/// # Examples
-///
-/// ```
-/// let object = prfdata_testkit::sample::sample_object(1848);
-/// assert_eq!(prfdata_wire::view::check_object(&object, 0, object.len())?, object.len());
-/// assert!(prfdata_wire::view::check_object(&object[..100], 0, 100).is_err());
-/// # Ok::<(), prfdata_wire::error::DecodeError>(())
-/// ```
-pub fn check_object(bytes: &[u8], offset: usize, limit: usize) -> Result<usize, DecodeError> {
-    walk_object(bytes, offset, limit, &mut ()).map(|(_, next)| next)
-}
-
 // ---------------------------------------------------------------------------------------------
 // The views.
 // ---------------------------------------------------------------------------------------------
 
-/// A checked PERF_DATA_BLOCK, read in place (see the [module docs](self)).
+/// A checked PERF_DATA_BLOCK, read in place (see the [module docs](self)): over borrowed bytes
+/// ([`parse`](Self::parse)), or owning them ([`parse_owned`](Self::parse_owned), and the
+/// collector's checked Collect, which checked each provider's output as it came:
+/// [`from_checked`](Self::from_checked)), read again with no second pass of checks.
 ///
 /// # Examples
 ///
@@ -552,24 +542,22 @@ pub fn check_object(bytes: &[u8], offset: usize, limit: usize) -> Result<usize, 
 /// assert!(DataView::parse(&bytes[..40]).is_err());
 /// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
+#[derive(Clone)]
 pub struct DataView<'a> {
-    pub(crate) bytes: &'a [u8],
-    pub(crate) header: &'a PerfDataBlock,
+    pub(crate) bytes: Cow<'a, [u8]>,
+    /// The PERF_DATA_BLOCK header.
+    header: PerfDataBlock,
     /// The system name's bytes.
     pub(crate) name: Range<usize>,
-    pub(crate) objects: Cow<'a, [ObjectEntry]>,
-    /// Offsets of every object's counter definitions, object after object.
-    pub(crate) definitions: Cow<'a, [usize]>,
-    /// Offsets of every object's instance definitions, object after object.
-    pub(crate) instances: Cow<'a, [usize]>,
+    pub(crate) run: Cow<'a, ObjectRun>,
 }
 
 impl std::fmt::Debug for DataView<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DataView")
             .field("bytes", &self.bytes.len())
-            .field("objects", &self.objects.len())
-            .field("instances", &self.instances.len())
+            .field("objects", &self.run.objects.len())
+            .field("instances", &self.run.instances.len())
             .finish()
     }
 }
@@ -582,151 +570,92 @@ impl<'a> DataView<'a> {
     ///
     /// The first thing wrong, with its offset: what [`crate::snapshot::decode`] returns for the
     /// same bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
+    /// let mut bytes = build_data_block("h", &CollectionTimes::now(), &[]);
+    /// bytes[8] = 0; // LittleEndian
+    /// let err = prfdata_wire::view::DataView::parse(&bytes).unwrap_err();
+    /// assert_eq!(err.to_string(), "PERF_DATA_BLOCK.LittleEndian at offset 8 is 0: must be 1");
+    /// ```
     pub fn parse(bytes: &'a [u8]) -> Result<Self, DecodeError> {
-        const WHAT: &str = "PERF_DATA_BLOCK";
-        let header: &PerfDataBlock = view(bytes, 0, bytes.len(), WHAT)?;
-        if header.signature.map(|u| u.get()) != SIGNATURE {
-            return Err(DecodeError::Signature { offset: 0 });
-        }
-        if header.little_endian.get() != 1 {
-            return Err(field(
+        let header: &PerfDataBlock = view(bytes, 0, bytes.len(), "PERF_DATA_BLOCK")?;
+        ensure!(
+            header.signature.map(|u| u.get()) == SIGNATURE,
+            DecodeError::Signature { offset: 0 }
+        );
+        let little_endian = header.little_endian.get();
+        ensure!(
+            little_endian == 1,
+            field(
                 8,
                 "PERF_DATA_BLOCK.LittleEndian",
-                header.little_endian.get().into(),
-                "must be 1",
-            ));
-        }
-        let total = span(
-            0,
-            header.total_byte_length.get().into(),
-            bytes.len(),
-            20,
-            "PERF_DATA_BLOCK (TotalByteLength)",
-        )?;
+                little_endian.into(),
+                "must be 1"
+            )
+        );
+        let total_len = header.total_byte_length.get().into();
+        let what = "PERF_DATA_BLOCK (TotalByteLength)";
+        let total = span(0, total_len, bytes.len(), 20, what)?;
         let header_len = header.header_length.get() as usize;
-        if header_len < core::mem::size_of::<PerfDataBlock>() || header_len > total {
-            return Err(field(
+        ensure!(
+            header_len >= core::mem::size_of::<PerfDataBlock>() && header_len <= total,
+            field(
                 24,
                 "PERF_DATA_BLOCK.HeaderLength",
-                header.header_length.get().into(),
+                header_len as i64,
                 "must be at least 88 and at most TotalByteLength",
-            ));
-        }
+            )
+        );
         let name_start = header.system_name_offset.get() as usize;
-        if name_start > header_len {
-            return Err(field(
+        ensure!(
+            name_start <= header_len,
+            field(
                 84,
                 "PERF_DATA_BLOCK.SystemNameOffset",
-                header.system_name_offset.get().into(),
+                name_start as i64,
                 "must lie inside the header (HeaderLength)",
-            ));
-        }
-        let name_end = span(
-            name_start,
-            header.system_name_length.get().into(),
-            header_len,
-            80,
-            "system name (SystemNameLength)",
-        )?;
+            )
+        );
+        let name_len = header.system_name_length.get().into();
+        let what = "system name (SystemNameLength)";
+        let name_end = span(name_start, name_len, header_len, 80, what)?;
         check_utf16(bytes, name_start, name_end, "system name")?;
 
-        let mut offsets = Offsets::default();
-        let mut objects = Vec::new();
+        let mut run = ObjectRun::default();
         let mut offset = header_len;
         for _ in 0..header.num_object_types.get() {
-            let (entry, next) = walk_object(bytes, offset, total, &mut offsets)?;
-            objects.push(entry);
-            offset = next;
+            offset = run.walk(bytes, offset, total)?;
         }
         Ok(DataView {
-            bytes,
-            header,
+            bytes: Cow::Borrowed(bytes),
+            header: *header,
             name: name_start..name_end,
-            objects: Cow::Owned(objects),
-            definitions: Cow::Owned(offsets.definitions),
-            instances: Cow::Owned(offsets.instances),
+            run: Cow::Owned(run),
         })
     }
 
-    /// `Version`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[]);
-    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
-    /// assert_eq!((view.version(), view.revision()), (1, 1));
-    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
-    /// ```
-    pub fn version(&self) -> u32 {
-        self.header.version.get()
-    }
-
-    /// `Revision`. See [`DataView::version`].
-    pub fn revision(&self) -> u32 {
-        self.header.revision.get()
-    }
-
-    /// `TotalByteLength`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
-    /// let bytes = build_data_block("abcd", &CollectionTimes::now(), &[]);
-    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
-    /// assert_eq!((view.total_byte_length(), view.header_length()), (104, 104));
-    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
-    /// ```
-    pub fn total_byte_length(&self) -> u32 {
-        self.header.total_byte_length.get()
-    }
-
-    /// `HeaderLength`.
-    pub fn header_length(&self) -> u32 {
-        self.header.header_length.get()
-    }
-
-    /// `DefaultObject`: the name index of the default object, or -1.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[]);
-    /// assert_eq!(prfdata_wire::view::DataView::parse(&bytes)?.default_object(), -1);
-    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
-    /// ```
-    pub fn default_object(&self) -> i32 {
-        self.header.default_object.get()
-    }
-
-    /// `PerfTime`: the high-resolution clock at collection.
+    /// The PERF_DATA_BLOCK header, as checked.
     ///
     /// # Examples
     ///
     /// ```
     /// # use prfmon::datablock::{build_data_block, CollectionTimes};
     /// let times = CollectionTimes::now();
-    /// let bytes = build_data_block("h", &times, &[]);
+    /// let bytes = build_data_block("abcd", &times, &[]);
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
-    /// assert_eq!((view.perf_time(), view.perf_freq()), (times.perf_time, times.perf_freq));
-    /// assert_eq!(view.perf_time_100nsec(), times.perf_time_100nsec);
+    /// let header = view.header();
+    /// assert_eq!((header.version.get(), header.revision.get()), (1, 1));
+    /// assert_eq!((header.total_byte_length.get(), header.header_length.get()), (104, 104));
+    /// assert_eq!(header.default_object.get(), -1);
+    /// assert_eq!((header.perf_time.get(), header.perf_freq.get()), (times.perf_time, times.perf_freq));
+    /// assert_eq!(header.perf_time_100nsec.get(), times.perf_time_100nsec);
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
-    pub fn perf_time(&self) -> i64 {
-        self.header.perf_time.get()
-    }
-
-    /// `PerfFreq`: ticks per second of [`perf_time`](Self::perf_time).
-    pub fn perf_freq(&self) -> i64 {
-        self.header.perf_freq.get()
-    }
-
-    /// `PerfTime100nSec`: the collection time in 100 ns units since 1601 (FILETIME).
-    pub fn perf_time_100nsec(&self) -> i64 {
-        self.header.perf_time_100nsec.get()
+    pub fn header(&self) -> &PerfDataBlock {
+        &self.header
     }
 
     /// The system name, decoded now.
@@ -736,136 +665,19 @@ impl<'a> DataView<'a> {
 
     /// The number of objects (`NumObjectTypes`).
     pub fn object_count(&self) -> usize {
-        self.objects.len()
+        self.run.objects.len()
     }
 
     /// The objects, in order.
     #[inline]
     pub fn objects(&self) -> impl Iterator<Item = ObjectView<'_>> + '_ {
-        (0..self.objects.len()).filter_map(|i| self.object(i))
+        self.run.objects(&self.bytes)
     }
 
     /// The object at position `index`, if there is one.
     #[inline]
     pub fn object(&self, index: usize) -> Option<ObjectView<'_>> {
-        object_view(
-            self.bytes,
-            &self.objects,
-            &self.definitions,
-            &self.instances,
-            index,
-        )
-    }
-}
-
-/// A PERF_DATA_BLOCK that has passed every check of [`DataView::parse`], kept with where its
-/// parts are: [`view`](Self::view) reads it again without a second pass of checks. The
-/// collector returns one (the collector's checked Collect): it checked each
-/// provider's output as it came, which is what the view's pass would check again.
-///
-/// # Examples
-///
-/// ```
-/// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-/// use prfdata_wire::view::CheckedBlock;
-/// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-/// let block = CheckedBlock::parse(build_data_block("box", &CollectionTimes::now(), &[out]))?;
-/// let view = block.view();
-/// assert_eq!(view.object(0).unwrap().instance(1).unwrap().name(), "beta");
-/// assert!(CheckedBlock::parse(vec![0; 40]).is_err());
-/// # Ok::<(), prfdata_wire::error::DecodeError>(())
-/// ```
-#[derive(Debug, Clone)]
-pub struct CheckedBlock {
-    pub(crate) checked: Checked,
-    pub(crate) name: Range<usize>,
-}
-
-/// Bytes whose objects passed [`walk_object`], with where those objects and their parts are:
-/// what a [`CheckedBlock`] and an owned [`DataSnapshot`] keep, read again in place with no
-/// new pass of checks ([`Checked::object`]).
-#[derive(Debug, Clone)]
-pub(crate) struct Checked {
-    pub(crate) bytes: Vec<u8>,
-    pub(crate) objects: Vec<ObjectEntry>,
-    pub(crate) offsets: Offsets,
-}
-
-impl Checked {
-    /// The object at position `index`, read in place.
-    #[inline]
-    pub(crate) fn object(&self, index: usize) -> Option<ObjectView<'_>> {
-        object_view(
-            &self.bytes,
-            &self.objects,
-            &self.offsets.definitions,
-            &self.offsets.instances,
-            index,
-        )
-    }
-}
-
-impl CheckedBlock {
-    /// Checks `bytes` as [`DataView::parse`] does and keeps them with what the check found.
-    ///
-    /// # Errors
-    ///
-    /// What [`DataView::parse`] returns for the same bytes.
-    pub fn parse(bytes: Vec<u8>) -> Result<Self, DecodeError> {
-        let view = DataView::parse(&bytes)?;
-        let name = view.name.clone();
-        let objects = view.objects.into_owned();
-        let offsets = Offsets {
-            definitions: view.definitions.into_owned(),
-            instances: view.instances.into_owned(),
-        };
-        Ok(CheckedBlock {
-            checked: Checked {
-                bytes,
-                objects,
-                offsets,
-            },
-            name,
-        })
-    }
-
-    /// A block whose header the caller wrote (with the system name at `name`) and whose
-    /// objects it checked with [`walk_object`], recording `objects` and `offsets`.
-    pub fn from_checked(
-        bytes: Vec<u8>,
-        name: Range<usize>,
-        objects: Vec<ObjectEntry>,
-        offsets: Offsets,
-    ) -> Self {
-        CheckedBlock {
-            checked: Checked {
-                bytes,
-                objects,
-                offsets,
-            },
-            name,
-        }
-    }
-
-    /// The checked parts without the header: what an owned snapshot keeps.
-    pub(crate) fn into_checked(self) -> Checked {
-        self.checked
-    }
-
-    /// The view of the block, with no new pass of checks.
-    pub fn view(&self) -> DataView<'_> {
-        // Both constructors hold a whole header: `parse` checked it, the collector wrote it.
-        let c = &self.checked;
-        let header = checked::<PerfDataBlock>(&c.bytes, 0)
-            .expect("a CheckedBlock starts with a whole PERF_DATA_BLOCK header");
-        DataView {
-            bytes: &c.bytes,
-            header,
-            name: self.name.clone(),
-            objects: Cow::Borrowed(&c.objects),
-            definitions: Cow::Borrowed(&c.offsets.definitions),
-            instances: Cow::Borrowed(&c.offsets.instances),
-        }
+        self.run.object(&self.bytes, index)
     }
 
     /// The PERF_DATA_BLOCK's bytes.
@@ -875,36 +687,94 @@ impl CheckedBlock {
     /// ```
     /// # use prfmon::datablock::{build_data_block, CollectionTimes};
     /// let bytes = build_data_block("h", &CollectionTimes::now(), &[]);
-    /// let block = prfdata_wire::view::CheckedBlock::parse(bytes.clone())?;
-    /// assert_eq!(block.bytes(), &bytes[..]);
-    /// assert_eq!(block.into_bytes(), bytes);
+    /// let view = prfdata_wire::view::DataView::parse_owned(bytes.clone())?;
+    /// assert_eq!(view.bytes(), &bytes[..]);
+    /// assert_eq!(view.into_bytes(), bytes);
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn bytes(&self) -> &[u8] {
-        &self.checked.bytes
+        &self.bytes
     }
 
-    /// The PERF_DATA_BLOCK's bytes, kept. See [`CheckedBlock::bytes`].
+    /// The PERF_DATA_BLOCK's bytes, kept (a copy if the view borrows them).
     pub fn into_bytes(self) -> Vec<u8> {
-        self.checked.bytes
+        self.bytes.into_owned()
+    }
+}
+
+impl DataView<'static> {
+    /// [`parse`](DataView::parse), keeping `bytes` in the view.
+    ///
+    /// # Errors
+    ///
+    /// What [`parse`](DataView::parse) returns for the same bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// use prfdata_wire::view::DataView;
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let view = DataView::parse_owned(build_data_block("box", &CollectionTimes::now(), &[out]))?;
+    /// assert_eq!(view.object(0).unwrap().instance(1).unwrap().name(), "beta");
+    /// assert!(DataView::parse_owned(vec![0; 40]).is_err());
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
+    /// ```
+    pub fn parse_owned(bytes: Vec<u8>) -> Result<Self, DecodeError> {
+        let (name, run) = DataView::parse(&bytes).map(|v| (v.name, v.run.into_owned()))?;
+        Ok(DataView::from_checked(bytes, name, run))
+    }
+
+    /// A block whose PERF_DATA_BLOCK header the caller wrote (with the system name at `name`)
+    /// and whose objects it checked where they lie in `bytes`, as `run`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// use prfdata_wire::view::{DataView, ObjectRun};
+    /// let object = prfdata_testkit::sample::sample_object(1848);
+    /// let out = ProviderOutput { bytes: object.clone(), num_objects: 1 };
+    /// let bytes = build_data_block("box", &CollectionTimes::now(), &[out]);
+    /// let header = *DataView::parse(&bytes)?.header();
+    /// // The object checked in the provider's output, then moved to where the block holds it.
+    /// let mut run = ObjectRun::default();
+    /// run.check(&object, 0, object.len())?;
+    /// run.shift(0, header.header_length.get() as usize);
+    /// let name = header.system_name_offset.get() as usize;
+    /// let name = name..name + header.system_name_length.get() as usize;
+    /// let view = DataView::from_checked(bytes.clone(), name, run);
+    /// assert_eq!(view.system_name(), "box");
+    /// assert_eq!(view.to_snapshot(), prfdata_wire::snapshot::decode(&bytes)?);
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
+    /// ```
+    pub fn from_checked(bytes: Vec<u8>, name: Range<usize>, run: ObjectRun) -> Self {
+        let header = PerfDataBlock::read_from_prefix(&bytes)
+            .map_or_else(|_| PerfDataBlock::default(), |(h, _)| h);
+        DataView {
+            bytes: Cow::Owned(bytes),
+            header,
+            name,
+            run: Cow::Owned(run),
+        }
     }
 }
 
 /// One PERF_OBJECT_TYPE of a [`DataView`].
 #[derive(Clone, Copy)]
 pub struct ObjectView<'v> {
-    pub(crate) bytes: &'v [u8],
-    pub(crate) header: &'v PerfObjectType,
-    pub(crate) entry: &'v ObjectEntry,
-    pub(crate) definitions: &'v [usize],
-    pub(crate) instances: &'v [usize],
+    bytes: &'v [u8],
+    header: &'v PerfObjectType,
+    entry: &'v ObjectEntry,
+    definitions: &'v [usize],
+    instances: &'v [usize],
 }
 
 impl std::fmt::Debug for ObjectView<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ObjectView")
             .field("offset", &self.entry.offset)
-            .field("name_index", &self.name_index())
+            .field("name_index", &self.header.object_name_title_index.get())
             .field("counters", &self.definitions.len())
             .field("instances", &self.instances.len())
             .finish()
@@ -912,6 +782,26 @@ impl std::fmt::Debug for ObjectView<'_> {
 }
 
 impl<'v> ObjectView<'v> {
+    /// The PERF_OBJECT_TYPE, as checked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
+    /// let object = view.object(0).unwrap().header();
+    /// let data = &prfdata_wire::snapshot::decode(&bytes)?.objects[0];
+    /// assert_eq!((object.object_name_title_index.get(), object.num_instances.get()), (1848, 2));
+    /// assert_eq!((data.help_index, data.detail_level), (object.object_help_title_index.get(), object.detail_level.get()));
+    /// assert_eq!((data.default_counter, data.code_page), (object.default_counter.get(), object.code_page.get()));
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
+    /// ```
+    pub fn header(&self) -> &'v PerfObjectType {
+        self.header
+    }
+
     /// Offset of the PERF_OBJECT_TYPE from the start of the input.
     ///
     /// # Examples
@@ -922,73 +812,12 @@ impl<'v> ObjectView<'v> {
     /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
-    /// assert_eq!(object.offset(), view.header_length() as usize);
-    /// assert_eq!((object.name_index(), object.num_instances()), (1848, 2));
-    /// assert!(object.has_instances() && object.values().is_none());
+    /// assert_eq!(object.offset(), view.header().header_length.get() as usize);
+    /// assert!(object.values().is_none(), "an object with instances has no block of its own");
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn offset(&self) -> usize {
         self.entry.offset
-    }
-
-    /// `ObjectNameTitleIndex`. See [`ObjectView::offset`].
-    pub fn name_index(&self) -> u32 {
-        self.header.object_name_title_index.get()
-    }
-
-    /// `ObjectHelpTitleIndex`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
-    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
-    /// let object = view.object(0).unwrap();
-    /// let data = &prfdata_wire::snapshot::decode(&bytes)?.objects[0];
-    /// assert_eq!((data.help_index, data.detail_level), (object.help_index(), object.detail_level()));
-    /// assert_eq!((data.default_counter, data.code_page), (object.default_counter(), object.code_page()));
-    /// assert_eq!((data.perf_time, data.perf_freq), (object.perf_time(), object.perf_freq()));
-    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
-    /// ```
-    pub fn help_index(&self) -> u32 {
-        self.header.object_help_title_index.get()
-    }
-
-    /// `DetailLevel` (`PERF_DETAIL_*`).
-    pub fn detail_level(&self) -> u32 {
-        self.header.detail_level.get()
-    }
-
-    /// `DefaultCounter`: index into the counters, or -1.
-    pub fn default_counter(&self) -> i32 {
-        self.header.default_counter.get()
-    }
-
-    /// `NumInstances` as written: -1 (`PERF_NO_INSTANCES`) or the instance count.
-    pub fn num_instances(&self) -> i32 {
-        self.header.num_instances.get()
-    }
-
-    /// Whether the object has instances (`NumInstances` is not `PERF_NO_INSTANCES`).
-    pub fn has_instances(&self) -> bool {
-        self.num_instances() != PERF_NO_INSTANCES
-    }
-
-    /// `CodePage`: 0 for UTF-16 instance names.
-    pub fn code_page(&self) -> u32 {
-        self.header.code_page.get()
-    }
-
-    /// `PerfTime`: the object's timer, for object-timer counters.
-    pub fn perf_time(&self) -> i64 {
-        self.header.perf_time.get()
-    }
-
-    /// `PerfFreq`.
-    pub fn perf_freq(&self) -> i64 {
-        self.header.perf_freq.get()
     }
 
     /// The number of counter definitions.
@@ -1002,7 +831,7 @@ impl<'v> ObjectView<'v> {
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
     /// assert_eq!(object.num_counters(), 3);
-    /// assert_eq!(object.counters().filter(|c| c.is_base()).count(), 1);
+    /// assert_eq!(object.counters().filter(|c| c.base_of().is_some()).count(), 1);
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn num_counters(&self) -> usize {
@@ -1021,17 +850,16 @@ impl<'v> ObjectView<'v> {
     pub fn counter(&self, index: usize) -> Option<CounterView<'v>> {
         let def: &PerfCounterDefinition = checked(self.bytes, *self.definitions.get(index)?)?;
         let int = IntKind::of(def.counter_type.get(), def.counter_size.get());
+        let offset = def.counter_offset.get();
         Some(CounterView {
             def,
             index,
             object: *self,
-            offset: def.counter_offset.get(),
+            offset,
             int,
             wide_end: match int {
                 IntKind::None => usize::MAX,
-                IntKind::Dword | IntKind::Large => {
-                    (def.counter_offset.get() as usize).saturating_add(8)
-                }
+                IntKind::Dword | IntKind::Large => (offset as usize).saturating_add(8),
             },
             mask: int.mask(),
         })
@@ -1073,7 +901,7 @@ impl<'v> ObjectView<'v> {
             bytes: self.bytes,
             at,
             def,
-            code_page: self.code_page(),
+            code_page: self.header.code_page.get(),
             values: block(self.bytes, block_at)?,
         })
     }
@@ -1110,25 +938,6 @@ impl<'v> ObjectView<'v> {
     }
 }
 
-/// The object at position `index` of checked parts (a [`DataView`]'s or a [`Checked`]'s).
-#[inline]
-fn object_view<'v>(
-    bytes: &'v [u8],
-    objects: &'v [ObjectEntry],
-    definitions: &'v [usize],
-    instances: &'v [usize],
-    index: usize,
-) -> Option<ObjectView<'v>> {
-    let entry = objects.get(index)?;
-    Some(ObjectView {
-        bytes,
-        header: checked(bytes, entry.offset)?,
-        entry,
-        definitions: definitions.get(entry.definitions.clone())?,
-        instances: instances.get(entry.instances.clone())?,
-    })
-}
-
 /// The checked counter block at `at`: its whole `ByteLength`.
 #[inline]
 fn block(bytes: &[u8], at: usize) -> Option<BlockView<'_>> {
@@ -1142,19 +951,19 @@ fn block(bytes: &[u8], at: usize) -> Option<BlockView<'_>> {
 /// One PERF_COUNTER_DEFINITION of an [`ObjectView`].
 #[derive(Clone, Copy)]
 pub struct CounterView<'v> {
-    pub(crate) def: &'v PerfCounterDefinition,
-    pub(crate) index: usize,
-    pub(crate) object: ObjectView<'v>,
+    def: &'v PerfCounterDefinition,
+    index: usize,
+    object: ObjectView<'v>,
     /// `CounterOffset`, read once: what [`BlockView::int`] needs, at hand.
-    pub(crate) offset: u32,
+    offset: u32,
     /// How [`BlockView::int`] reads the value.
     int: IntKind,
     /// For an integer, `CounterOffset + 8`: a block at least this long lets [`BlockView::int`]
-    /// load 8 bytes and mask them (`mask`), with no branch on the kind. `usize::MAX` for
+    /// load 8 bytes and mask them (`mask`), with no test of the kind. `usize::MAX` for
     /// anything else (the slow path, which says `None`).
-    pub(crate) wide_end: usize,
+    wide_end: usize,
     /// [`IntKind::mask`] of `int`.
-    pub(crate) mask: u64,
+    mask: u64,
 }
 
 /// How a counter's raw integer is read (winperf.h `PERF_SIZE_*`, text excluded).
@@ -1178,6 +987,21 @@ impl IntKind {
         }
     }
 
+    /// The value at `start` of `bytes`, read this way; `None` if it does not lie in them.
+    fn read(self, bytes: &[u8], start: usize) -> Option<i64> {
+        match self {
+            IntKind::Large => {
+                let raw = bytes.get(start..start.checked_add(8)?)?;
+                Some(i64::from_le_bytes(raw.try_into().ok()?))
+            }
+            IntKind::Dword => {
+                let raw = bytes.get(start..start.checked_add(4)?)?;
+                Some(u32::from_le_bytes(raw.try_into().ok()?).into())
+            }
+            IntKind::None => None,
+        }
+    }
+
     fn of(counter_type: u32, size: u32) -> IntKind {
         match size {
             _ if counter_type & PERF_TYPE_MASK == PERF_TYPE_TEXT => IntKind::None,
@@ -1194,7 +1018,26 @@ impl std::fmt::Debug for CounterView<'_> {
     }
 }
 
-impl CounterView<'_> {
+impl<'v> CounterView<'v> {
+    /// The PERF_COUNTER_DEFINITION, as checked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// use prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT;
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
+    /// let def = view.object(0).unwrap().counter(0).unwrap().def();
+    /// assert_eq!((def.counter_name_title_index.get(), def.counter_type.get()), (1850, PERF_COUNTER_RAWCOUNT));
+    /// assert_eq!(def.counter_size.get(), 4);
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
+    /// ```
+    pub fn def(&self) -> &'v PerfCounterDefinition {
+        self.def
+    }
+
     /// The counter's position among its object's definitions.
     ///
     /// # Examples
@@ -1213,37 +1056,13 @@ impl CounterView<'_> {
         self.index
     }
 
-    /// `CounterNameTitleIndex` (0 for a base).
-    pub fn name_index(&self) -> u32 {
-        self.def.counter_name_title_index.get()
-    }
-
-    /// `CounterType`.
-    pub fn counter_type(&self) -> u32 {
-        self.def.counter_type.get()
-    }
-
-    /// `CounterSize`.
-    pub fn size(&self) -> u32 {
-        self.def.counter_size.get()
-    }
-
-    /// `CounterOffset` within the counter block.
-    pub fn offset(&self) -> u32 {
-        self.offset
-    }
-
-    /// Whether the type is a base (the denominator of the counter before it).
-    pub fn is_base(&self) -> bool {
-        winperf::is_base(self.counter_type())
-    }
-
     /// For a counter that needs a base, the position of that base (the definition right after
     /// it, if it is a base); see [`CounterDef::base`](crate::snapshot::CounterDef::base).
     pub fn base(&self) -> Option<usize> {
         let next = self.object.counter(self.index + 1)?;
-        (winperf::required_base(self.counter_type()).is_some() && next.is_base())
-            .then_some(self.index + 1)
+        (winperf::required_base(self.def.counter_type.get()).is_some()
+            && winperf::is_base(next.def.counter_type.get()))
+        .then_some(self.index + 1)
     }
 
     /// For a base, the position of the counter before it that it is the base of.
@@ -1256,11 +1075,11 @@ impl CounterView<'_> {
 /// One PERF_INSTANCE_DEFINITION of an [`ObjectView`], with its counter block.
 #[derive(Clone, Copy)]
 pub struct InstanceView<'v> {
-    pub(crate) bytes: &'v [u8],
-    pub(crate) at: usize,
-    pub(crate) def: &'v PerfInstanceDefinition,
-    pub(crate) code_page: u32,
-    pub(crate) values: BlockView<'v>,
+    bytes: &'v [u8],
+    at: usize,
+    def: &'v PerfInstanceDefinition,
+    code_page: u32,
+    values: BlockView<'v>,
 }
 
 impl std::fmt::Debug for InstanceView<'_> {
@@ -1273,6 +1092,24 @@ impl std::fmt::Debug for InstanceView<'_> {
 }
 
 impl<'v> InstanceView<'v> {
+    /// The PERF_INSTANCE_DEFINITION, as checked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
+    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
+    /// let beta = view.object(0).unwrap().instance(1).unwrap().def();
+    /// assert_eq!((beta.parent_object_title_index.get(), beta.parent_object_instance.get()), (0, 0));
+    /// assert_eq!(beta.unique_id.get(), -1);
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
+    /// ```
+    pub fn def(&self) -> &'v PerfInstanceDefinition {
+        self.def
+    }
+
     /// The name as written (without its NUL), decoded now: UTF-16 for code page 0, else 8-bit
     /// text (lossily).
     ///
@@ -1283,10 +1120,7 @@ impl<'v> InstanceView<'v> {
     /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
     /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
-    /// let beta = view.object(0).unwrap().instance(1).unwrap();
-    /// assert_eq!(beta.name(), "beta");
-    /// assert_eq!((beta.parent_object_title_index(), beta.parent_object_instance()), (0, 0));
-    /// assert_eq!(beta.unique_id(), -1);
+    /// assert_eq!(view.object(0).unwrap().instance(1).unwrap().name(), "beta");
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn name(&self) -> String {
@@ -1310,21 +1144,6 @@ impl<'v> InstanceView<'v> {
             .unwrap_or_default()
     }
 
-    /// `UniqueID`, or -1 (`PERF_NO_UNIQUE_ID`).
-    pub fn unique_id(&self) -> i32 {
-        self.def.unique_id.get()
-    }
-
-    /// `ParentObjectTitleIndex`: the name index of the parent's object, or 0.
-    pub fn parent_object_title_index(&self) -> u32 {
-        self.def.parent_object_title_index.get()
-    }
-
-    /// `ParentObjectInstance`: the parent's position among its object's instances.
-    pub fn parent_object_instance(&self) -> u32 {
-        self.def.parent_object_instance.get()
-    }
-
     /// The instance's counter block.
     #[inline]
     pub fn values(&self) -> BlockView<'v> {
@@ -1336,16 +1155,16 @@ impl<'v> InstanceView<'v> {
 #[derive(Clone, Copy, Debug)]
 pub struct BlockView<'v> {
     /// The whole block, `ByteLength` bytes from the PERF_COUNTER_BLOCK.
-    pub(crate) bytes: &'v [u8],
+    bytes: &'v [u8],
 }
 
 impl<'v> BlockView<'v> {
     /// The bytes of `counter`'s value (empty only if it has size 0).
     #[inline]
     pub(crate) fn value_bytes(&self, counter: &CounterView<'_>) -> &'v [u8] {
-        let start = counter.offset() as usize;
+        let start = counter.offset as usize;
         self.bytes
-            .get(start..start.saturating_add(counter.size() as usize))
+            .get(start..start.saturating_add(counter.def.counter_size.get() as usize))
             .unwrap_or_default()
     }
 
@@ -1367,9 +1186,8 @@ impl<'v> BlockView<'v> {
     /// ```
     #[inline]
     pub fn int(&self, counter: &CounterView<'_>) -> Option<i64> {
-        let start = counter.offset as usize;
         // The usual case: 8 bytes from the value's start lie in the block (a DWORD's other 4
-        // are masked off), one load and no branch on the kind.
+        // are masked off), one load and no test of the kind.
         if let Some(raw) = self
             .bytes
             .get(..counter.wide_end)
@@ -1377,17 +1195,7 @@ impl<'v> BlockView<'v> {
         {
             return Some((u64::from_le_bytes(*raw) & counter.mask) as i64);
         }
-        match counter.int {
-            IntKind::Large => {
-                let raw: [u8; 8] = self.bytes.get(start..start + 8)?.try_into().ok()?;
-                Some(i64::from_le_bytes(raw))
-            }
-            IntKind::Dword => {
-                let raw: [u8; 4] = self.bytes.get(start..start + 4)?.try_into().ok()?;
-                Some(u32::from_le_bytes(raw).into())
-            }
-            IntKind::None => None,
-        }
+        counter.int.read(self.bytes, counter.offset as usize)
     }
 
     /// Every value of the block in definition order, read by `plan` (its object's
@@ -1452,18 +1260,7 @@ impl Slot {
     /// The value read with `int`'s checks (a block shorter than the plan's end).
     #[cold]
     fn read_checked(&self, bytes: &[u8]) -> Option<i64> {
-        let start = self.offset as usize;
-        match self.int {
-            IntKind::Large => {
-                let raw: [u8; 8] = bytes.get(start..start.checked_add(8)?)?.try_into().ok()?;
-                Some(i64::from_le_bytes(raw))
-            }
-            IntKind::Dword => {
-                let raw: [u8; 4] = bytes.get(start..start.checked_add(4)?)?.try_into().ok()?;
-                Some(u32::from_le_bytes(raw).into())
-            }
-            IntKind::None => None,
-        }
+        self.int.read(bytes, self.offset as usize)
     }
 }
 
@@ -1584,12 +1381,16 @@ mod tests {
         shifted[1..].copy_from_slice(bytes);
         let moved = DataView::parse(&shifted[1..]).map(|v| v.to_snapshot());
         proptest::prop_assert_eq!(&moved, &view);
-        for offset in [0, 88, 96, 104, 112] {
-            let limit = bytes.len();
-            proptest::prop_assert_eq!(
-                crate::snapshot::decode_object(bytes, offset, limit).map(|(_, next)| next),
-                check_object(bytes, offset, limit)
-            );
+        // Each object of a block that parses checks alone where it lies, up to the next one.
+        if let Ok(view) = DataView::parse(bytes) {
+            let offsets: Vec<usize> = view.objects().map(|o| o.offset()).collect();
+            for (k, &at) in offsets.iter().enumerate() {
+                let next = ObjectRun::default().check(bytes, at, bytes.len());
+                proptest::prop_assert!(next.is_ok(), "object {} at {}: {:?}", k, at, next);
+                if let (Ok(next), Some(&following)) = (next, offsets.get(k + 1)) {
+                    proptest::prop_assert_eq!(next, following);
+                }
+            }
         }
         Ok(())
     }
@@ -1689,7 +1490,7 @@ mod tests {
         let view = DataView::parse(bytes).unwrap();
         let object = view.object(0).unwrap();
         let dword = object.counter(0).unwrap();
-        assert_eq!(dword.size(), 4);
+        assert_eq!(dword.def().counter_size.get(), 4);
         let beta = object.instance(1).unwrap().values();
         assert_eq!(beta.int(&dword), Some(0xFFFF_FFFF));
         assert_eq!(beta.int(&object.counter(1).unwrap()), Some(-5));
@@ -1710,8 +1511,8 @@ mod tests {
     fn a_checked_block_views_what_a_parse_finds() {
         for bytes in blocks() {
             let parsed = DataView::parse(&bytes).unwrap().to_snapshot();
-            let block = CheckedBlock::parse(bytes.clone()).unwrap();
-            assert_eq!(block.view().to_snapshot(), parsed);
+            let block = DataView::parse_owned(bytes.clone()).unwrap();
+            assert_eq!(block.to_snapshot(), parsed);
             assert_eq!(block.into_bytes(), bytes);
         }
     }

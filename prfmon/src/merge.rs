@@ -181,7 +181,7 @@ fn find_parents(
         let row = object
             .instances()
             .map(|inst| {
-                let index = inst.parent_object_title_index();
+                let index = inst.def().parent_object_title_index.get();
                 let pos = inst.parent_object_instance();
                 if index == 0 {
                     Parent::Untouched

@@ -316,8 +316,8 @@ impl Serialize for JsonInstances<'_> {
             seq.serialize_element(&JsonInstance {
                 name,
                 raw_name: inst.name(),
-                unique_id: inst.unique_id(),
-                parent_object_title_index: inst.parent_object_title_index(),
+                unique_id: inst.def().unique_id.get(),
+                parent_object_title_index: inst.def().parent_object_title_index.get(),
                 parent_object_instance: inst.parent_object_instance(),
                 values: JsonValues(Some(inst.values())),
             })?;

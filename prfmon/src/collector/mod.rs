@@ -131,7 +131,7 @@ use crate::datablock::{finish_block, host_name, start_block, CollectionTimes};
 use crate::trust::TrustPolicy;
 use host::{HostError, HostProcess};
 use host_user::HostUser;
-use prfdata_wire::view::{CheckedBlock, Offsets};
+use prfdata_wire::view::{DataView, ObjectRun};
 use protocol::{Request, Response};
 use service::{services_from, Backend, RegistryWatch, Service, State};
 use validate::{append_checked, Appended, Call, ProviderFault};
@@ -582,8 +582,7 @@ impl<R: Registry> Collector<R> {
 
     /// Makes one collection, as [`collect`](Self::collect) does, and returns it checked: each
     /// provider's output was checked once, as it came out of Collect, with every check of
-    /// [`DataView::parse`](prfdata_wire::view::DataView::parse), so its
-    /// [`view`](CheckedBlock::view) needs no second pass.
+    /// [`DataView::parse`], so reading it needs no second pass.
     ///
     /// # Examples
     ///
@@ -592,23 +591,22 @@ impl<R: Registry> Collector<R> {
     /// # let reg = prfdata_registry::FileRegistry::open(dir.path())?;
     /// let mut c = prfmon::collector::Collector::open(reg, Default::default())?;
     /// let block = c.collect_checked("Global");
-    /// assert_eq!(block.view().object_count(), 0); // no providers registered
+    /// assert_eq!(block.object_count(), 0); // no providers registered
     /// assert!(prfdata_wire::view::DataView::parse(block.bytes()).is_ok());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn collect_checked(&mut self, query: &str) -> CheckedBlock {
+    pub fn collect_checked(&mut self, query: &str) -> DataView<'static> {
         self.collect_block(query).0
     }
 
     /// One collection: the checked PERF_DATA_BLOCK and the service of each object. Each
     /// output is checked in Collect's buffer and copied once, into the block.
-    fn collect_block(&mut self, query: &str) -> (CheckedBlock, Vec<String>) {
+    fn collect_block(&mut self, query: &str) -> (DataView<'static>, Vec<String>) {
         self.follow_registry();
         let times = CollectionTimes::now();
         let room = self.services.iter().map(|s| s.last_len).sum();
         let (mut out, head) = start_block(&self.system_name, room);
-        let mut objects = Vec::new();
-        let mut offsets = Offsets::default();
+        let mut run = ObjectRun::default();
         let mut services: Vec<String> = Vec::new();
         for i in 0..self.services.len() {
             if self.services[i].state == State::Pending {
@@ -618,7 +616,7 @@ impl<R: Registry> Collector<R> {
                 continue;
             }
             let at = out.len();
-            match self.collect_service(i, query, &mut out, &mut objects, &mut offsets) {
+            match self.collect_service(i, query, &mut out, &mut run) {
                 Ok(n) => {
                     // `append_checked` made sure the output holds exactly `n` objects.
                     let name = &self.services[i].config.name;
@@ -628,17 +626,15 @@ impl<R: Registry> Collector<R> {
                 Err(fault) => self.disable(i, fault),
             }
         }
-        // Each object's name index, at offset 12 of its PERF_OBJECT_TYPE (checked by the walk).
-        let indexes: Vec<u32> = objects
-            .iter()
-            .filter_map(|o| out.get(o.offset + 12..o.offset + 16))
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        let indexes: Vec<u32> = run
+            .objects(&out)
+            .map(|o| o.header().object_name_title_index.get())
             .collect();
         self.log_duplicates(&indexes, &services);
         let default_object = indexes.first().map_or(-1, |&i| i as i32);
-        let num_objects = u32::try_from(objects.len()).unwrap_or(u32::MAX);
+        let num_objects = u32::try_from(run.count()).unwrap_or(u32::MAX);
         finish_block(&mut out, &head, &times, num_objects, default_object);
-        let block = CheckedBlock::from_checked(out, head.name, objects, offsets);
+        let block = DataView::from_checked(out, head.name, run);
         (block, services)
     }
 
@@ -809,14 +805,13 @@ impl<R: Registry> Collector<R> {
         i: usize,
         query: &str,
         out: &mut Vec<u8>,
-        objects: &mut Vec<prfdata_wire::view::ObjectEntry>,
-        offsets: &mut Offsets,
+        run: &mut ObjectRun,
     ) -> Result<u32, ProviderFault> {
         let max = self.options.max_buffer.max(8);
         let mut size = self.services[i].buffer.min(max);
         let at = out.len();
         loop {
-            let appended = self.call_collect(i, query, size, out, objects, offsets)?;
+            let appended = self.call_collect(i, query, size, out, run)?;
             match appended {
                 Appended::MoreData if size >= max => {
                     return Err(ProviderFault::BufferCap { cap: max })
@@ -854,14 +849,13 @@ impl<R: Registry> Collector<R> {
         query: &str,
         size: u32,
         out: &mut Vec<u8>,
-        objects: &mut Vec<prfdata_wire::view::ObjectEntry>,
-        offsets: &mut Offsets,
+        run: &mut ObjectRun,
     ) -> Result<Appended, ProviderFault> {
         let service = &mut self.services[i];
         let host = match &mut service.backend {
             Backend::InProcess(Some((entry, _))) => {
                 let (raw, data) = entry.collect_in(query, size, &mut service.scratch);
-                return append_checked(&raw, data, out, objects, offsets);
+                return append_checked(&raw, data, out, run);
             }
             Backend::Host(Some(host)) => host,
             Backend::InProcess(None) | Backend::Host(None) => {
@@ -881,9 +875,7 @@ impl<R: Registry> Collector<R> {
             buffer_len: size,
         };
         match host.call(&request, timeout) {
-            Ok(Response::Collected { raw, .. }) => {
-                append_checked(&raw, &raw.data, out, objects, offsets)
-            }
+            Ok(Response::Collected { raw, .. }) => append_checked(&raw, &raw.data, out, run),
             Ok(other) => Err(protocol_fault(Call::Collect, &other)),
             Err(e) => Err(host_fault(Call::Collect, timeout, e)),
         }

@@ -37,7 +37,7 @@ use super::library::RawCollect;
 use super::realign;
 use crate::datablock::ProviderOutput;
 use prfdata_wire::error::DecodeError;
-use prfdata_wire::view::{walk_object, ObjectEntry, Offsets, Record};
+use prfdata_wire::view::ObjectRun;
 
 /// One of the three provider calls.
 ///
@@ -212,11 +212,7 @@ pub enum Verdict {
 /// assert!(matches!(check_collect(&raw), Ok(Verdict::Data(_))));
 /// ```
 pub fn check_collect(raw: &RawCollect) -> Result<Verdict, ProviderFault> {
-    Ok(match judge(raw, &raw.data, &mut (), &mut Vec::new())? {
-        Judged::MoreData => Verdict::MoreData,
-        Judged::Failed(status) => Verdict::Failed(status),
-        Judged::Data(lengths) => Verdict::Data(output(raw.data.clone(), &lengths, raw.num_objects)),
-    })
+    check_collect_owned(raw.clone())
 }
 
 /// [`check_collect`], taking the call's record: valid data that needs no realigning becomes the
@@ -237,11 +233,17 @@ pub fn check_collect(raw: &RawCollect) -> Result<Verdict, ProviderFault> {
 /// assert_eq!(out.bytes, object);
 /// ```
 pub fn check_collect_owned(raw: RawCollect) -> Result<Verdict, ProviderFault> {
-    Ok(match judge(&raw, &raw.data, &mut (), &mut Vec::new())? {
-        Judged::MoreData => Verdict::MoreData,
-        Judged::Failed(status) => Verdict::Failed(status),
-        Judged::Data(lengths) => Verdict::Data(output(raw.data, &lengths, raw.num_objects)),
-    })
+    let lengths = match judge(&raw, &raw.data, &mut ObjectRun::default())? {
+        Judged::MoreData => return Ok(Verdict::MoreData),
+        Judged::Failed(status) => return Ok(Verdict::Failed(status)),
+        Judged::Data(lengths) => lengths,
+    };
+    let num_objects = raw.num_objects;
+    let bytes = match realign::needed(&lengths) {
+        true => realign::to_qword(&raw.data, &lengths),
+        false => raw.data,
+    };
+    Ok(Verdict::Data(ProviderOutput { bytes, num_objects }))
 }
 
 /// What [`append_checked`] did with a call.
@@ -259,23 +261,20 @@ pub(crate) enum Appended {
 }
 
 /// [`check_collect_owned`] for a call whose output `data` is still in Collect's buffer: a valid
-/// output is appended to `out` (a PERF_DATA_BLOCK being built; realigned if it must be) and the
-/// walk's findings to `objects` and `offsets`, moved to where the output now lies in `out`, so
-/// that [`prfdata_wire::view::CheckedBlock`] needs no second pass. On a fault nothing is appended.
+/// output is appended to `out` (a PERF_DATA_BLOCK being built; realigned if it must be) and its
+/// objects to `run`, moved to where the output now lies in `out`, so that the
+/// [`DataView`](prfdata_wire::view::DataView) built from them needs no second pass. On a
+/// fault nothing is appended.
 pub(crate) fn append_checked(
     raw: &RawCollect,
     data: &[u8],
     out: &mut Vec<u8>,
-    objects: &mut Vec<ObjectEntry>,
-    offsets: &mut Offsets,
+    run: &mut ObjectRun,
 ) -> Result<Appended, ProviderFault> {
-    let at = out.len();
-    let counts = offsets.counts();
-    let first = objects.len();
-    let judged = judge(raw, data, offsets, objects);
+    let (at, first) = (out.len(), run.count());
+    let judged = judge(raw, data, run);
     if !matches!(judged, Ok(Judged::Data(_))) {
-        offsets.truncate(counts);
-        objects.truncate(first);
+        run.truncate(first);
     }
     let lengths = match judged? {
         Judged::MoreData => return Ok(Appended::MoreData),
@@ -285,41 +284,25 @@ pub(crate) fn append_checked(
     // Realigning adds at most 4 bytes per object.
     let most = data.len() + 4 * lengths.len();
     if (at + most) as u64 > crate::datablock::MAX_PERF_DATA_BLOCK {
-        offsets.truncate(counts);
-        objects.truncate(first);
+        run.truncate(first);
         return Ok(Appended::NoRoom(most));
     }
     if realign::needed(&lengths) {
-        // Rare: DWORD-aligned objects padded to 8, then walked again where they now lie.
-        offsets.truncate(counts);
-        objects.truncate(first);
+        // Rare: DWORD-aligned objects padded to 8, then checked again where they now lie.
+        run.truncate(first);
         let aligned = realign::to_qword(data, &lengths);
-        let mut offset = 0;
-        for _ in 0..raw.num_objects {
-            let (entry, next) = walk_object(&aligned, offset, aligned.len(), offsets)
-                .map_err(ProviderFault::BadObject)?;
-            objects.push(entry);
-            offset = next;
+        let end = aligned.len();
+        let walked = (0..raw.num_objects).try_fold(0, |offset, _| run.check(&aligned, offset, end));
+        if let Err(e) = walked {
+            run.truncate(first);
+            return Err(ProviderFault::BadObject(e));
         }
         out.extend_from_slice(&aligned);
     } else {
         out.extend_from_slice(data);
     }
-    offsets.shift(counts, at);
-    for entry in &mut objects[first..] {
-        *entry = entry.clone().shifted(at);
-    }
+    run.shift(first, at);
     Ok(Appended::Objects(raw.num_objects))
-}
-
-/// The valid output `data` of `num_objects` objects of `lengths`, 8-aligned.
-fn output(data: Vec<u8>, lengths: &[usize], num_objects: u32) -> ProviderOutput {
-    let bytes = if realign::needed(lengths) {
-        realign::to_qword(&data, lengths)
-    } else {
-        data
-    };
-    ProviderOutput { bytes, num_objects }
 }
 
 /// What [`check_collect`] found: the verdict, with the objects' lengths for data.
@@ -330,83 +313,68 @@ enum Judged {
 }
 
 /// The checks of [`check_collect`] on the call's record and its output `data` (the record's
-/// own `data` is not read), the walk of each object recorded in `rec` and `entries`.
-fn judge<R: Record>(
-    raw: &RawCollect,
-    data: &[u8],
-    rec: &mut R,
-    entries: &mut Vec<ObjectEntry>,
-) -> Result<Judged, ProviderFault> {
-    if !raw.canary_intact {
-        return Err(ProviderFault::Overrun {
-            buffer_len: raw.buffer_len,
-        });
-    }
+/// own `data` is not read), each object checked into `run`.
+fn judge(raw: &RawCollect, data: &[u8], run: &mut ObjectRun) -> Result<Judged, ProviderFault> {
+    let (advance, bytes, buffer_len, num_objects) =
+        (raw.advance, raw.bytes, raw.buffer_len, raw.num_objects);
+    ensure(raw.canary_intact, || ProviderFault::Overrun { buffer_len })?;
     if raw.status == ERROR_MORE_DATA {
-        if raw.advance != 0 || raw.bytes != 0 || raw.num_objects != 0 {
-            return Err(ProviderFault::MoreDataNotClean {
-                advance: raw.advance,
-                bytes: raw.bytes,
-                num_objects: raw.num_objects,
-            });
-        }
+        let clean = advance == 0 && bytes == 0 && num_objects == 0;
+        ensure(clean, || ProviderFault::MoreDataNotClean {
+            advance,
+            bytes,
+            num_objects,
+        })?;
         return Ok(Judged::MoreData);
     }
     if raw.status != ERROR_SUCCESS {
         return Ok(Judged::Failed(raw.status));
     }
-    if raw.advance < 0 || raw.advance > i64::from(raw.buffer_len) {
-        return Err(ProviderFault::PointerOutOfBuffer {
-            advance: raw.advance,
-            buffer_len: raw.buffer_len,
-        });
-    }
-    if raw.advance != i64::from(raw.bytes) {
-        return Err(ProviderFault::ByteCountMismatch {
-            advance: raw.advance,
-            bytes: raw.bytes,
-        });
-    }
-    if !raw.bytes.is_multiple_of(4) {
-        return Err(ProviderFault::Misaligned { bytes: raw.bytes });
-    }
-    let bytes = raw.bytes as usize;
-    if data.len() != bytes {
-        return Err(ProviderFault::Protocol {
-            call: Call::Collect,
-            message: format!(
-                "{} bytes of data for a reported {} bytes",
-                data.len(),
-                raw.bytes
-            ),
-        });
-    }
-    let mut offset = 0;
-    let mut count = 0u32;
-    let mut lengths = Vec::new();
-    while count < raw.num_objects && offset < bytes {
-        let (entry, next) =
-            walk_object(data, offset, bytes, rec).map_err(ProviderFault::BadObject)?;
-        entries.push(entry);
-        let length = next - offset;
-        if !length.is_multiple_of(4) {
-            return Err(ProviderFault::ObjectMisaligned {
-                offset,
-                length: length as u32,
-            });
-        }
-        lengths.push(length);
+    let inside = (0..=i64::from(buffer_len)).contains(&advance);
+    ensure(inside, || ProviderFault::PointerOutOfBuffer {
+        advance,
+        buffer_len,
+    })?;
+    let matches = advance == i64::from(bytes);
+    ensure(matches, || ProviderFault::ByteCountMismatch {
+        advance,
+        bytes,
+    })?;
+    ensure(bytes.is_multiple_of(4), || ProviderFault::Misaligned {
+        bytes,
+    })?;
+    ensure(data.len() == bytes as usize, || ProviderFault::Protocol {
+        call: Call::Collect,
+        message: format!("{} bytes of data for a reported {bytes} bytes", data.len()),
+    })?;
+    let (mut offset, mut lengths) = (0, Vec::new());
+    while lengths.len() < num_objects as usize && offset < data.len() {
+        let next = run
+            .check(data, offset, data.len())
+            .map_err(ProviderFault::BadObject)?;
+        let length = (next - offset) as u32;
+        ensure(length.is_multiple_of(4), || {
+            ProviderFault::ObjectMisaligned { offset, length }
+        })?;
+        lengths.push(length as usize);
         offset = next;
-        count += 1;
     }
-    if count != raw.num_objects || offset != bytes {
-        return Err(ProviderFault::ObjectChain {
-            num_objects: raw.num_objects,
-            sum: offset,
-            bytes: raw.bytes,
-        });
-    }
+    let whole = lengths.len() == num_objects as usize && offset == data.len();
+    ensure(whole, || ProviderFault::ObjectChain {
+        num_objects,
+        sum: offset,
+        bytes,
+    })?;
     Ok(Judged::Data(lengths))
+}
+
+/// `Ok` if `ok`, else the fault `fault` makes: the one form of [`judge`]'s checks.
+fn ensure(ok: bool, fault: impl FnOnce() -> ProviderFault) -> Result<(), ProviderFault> {
+    if ok {
+        Ok(())
+    } else {
+        Err(fault())
+    }
 }
 
 #[cfg(test)]

@@ -426,7 +426,7 @@ fn a_checked_collection_views_what_a_parse_of_its_bytes_finds() {
             let mut collector = Collector::open(registry.clone(), opts).unwrap();
             for _ in 0..3 {
                 let block = collector.collect_checked("Global");
-                let view = block.view();
+                let view = &block;
                 let parsed = prfdata_wire::view::DataView::parse(block.bytes()).unwrap();
                 let snap = view.to_snapshot();
                 assert_eq!(snap, parsed.to_snapshot(), "{isolation:?}");

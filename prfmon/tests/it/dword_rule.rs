@@ -97,11 +97,7 @@ fn a_provider_returning_dword_multiples_is_kept_and_realigned_and_a_word_multipl
             let block = collector.collect_checked("Global");
             let parsed =
                 prfdata_wire::view::DataView::parse(block.bytes()).expect("the block decodes");
-            assert_eq!(
-                block.view().to_snapshot(),
-                parsed.to_snapshot(),
-                "{isolation:?}"
-            );
+            assert_eq!(block.to_snapshot(), parsed.to_snapshot(), "{isolation:?}");
             // The WORD provider: disabled, for its byte count.
             let disabled = collector.disabled().to_vec();
             assert_eq!(disabled.len(), 1, "{isolation:?}: {disabled:?}");

@@ -174,7 +174,7 @@ fn check_values(snap: &DataSnapshot, names: &Names) {
     assert_eq!(sent, [100, 200, 300]);
     assert!(sessions
         .instances()
-        .all(|i| i.parent_object_title_index() == fc + 8));
+        .all(|i| i.def().parent_object_title_index.get() == fc + 8));
 }
 
 #[test]
