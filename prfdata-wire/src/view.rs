@@ -26,13 +26,13 @@
 //! # Examples
 //!
 //! ```
-//! use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+//! use prfdata_wire::build::DataBlockWriter;
 //! use prfdata_wire::view::DataView;
 //!
 //! // The sample object: counters "#1850" (RAWCOUNT) and a fraction with its base; instances
 //! // "alpha" and "beta".
-//! let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-//! let bytes = build_data_block("box", &CollectionTimes::now(), &[out]);
+//! let out = prfdata_testkit::sample::sample_object(1848);
+//! let bytes = DataBlockWriter::new("box", 0).objects(&out, 1).finish();
 //! let view = DataView::parse(&bytes)?;
 //! let object = view.object(0).unwrap();
 //! let first = object.counter(0).unwrap();
@@ -55,15 +55,9 @@ use zerocopy::{FromBytes, Immutable, KnownLayout, Unaligned};
 use crate::error::DecodeError;
 use crate::utf16::{ascii_lossy, check_utf16, utf16_lossy};
 
-/// `"PERF"` in UTF-16, the signature of a PERF_DATA_BLOCK.
-pub const SIGNATURE: [u16; 4] = [b'P' as u16, b'E' as u16, b'R' as u16, b'F' as u16];
-
-/// `PERF_OBJECT_TYPE`'s size: the least `HeaderLength` and `TotalByteLength`.
-pub(crate) const OBJECT_HEADER: usize = core::mem::size_of::<PerfObjectType>();
-/// `PERF_COUNTER_DEFINITION`'s size: the least `ByteLength`.
-const COUNTER_DEFINITION: usize = core::mem::size_of::<PerfCounterDefinition>();
-/// `PERF_INSTANCE_DEFINITION`'s size: the least `ByteLength`.
-const INSTANCE_DEFINITION: usize = core::mem::size_of::<PerfInstanceDefinition>();
+pub use crate::build::SIGNATURE;
+// The structures' sizes: the least `HeaderLength`, `TotalByteLength` and `ByteLength`.
+pub(crate) use crate::build::{COUNTER_DEFINITION, INSTANCE_DEFINITION, OBJECT_HEADER};
 /// `PERF_COUNTER_BLOCK`'s size: the least `ByteLength`.
 const COUNTER_BLOCK: usize = core::mem::size_of::<PerfCounterBlock>();
 
@@ -543,9 +537,9 @@ pub fn check_object(bytes: &[u8], offset: usize, limit: usize) -> Result<usize, 
 /// # Examples
 ///
 /// ```
-/// use prfmon::datablock::{build_data_block, CollectionTimes};
+/// use prfdata_wire::build::DataBlockWriter;
 /// use prfdata_wire::view::DataView;
-/// let bytes = build_data_block("host", &CollectionTimes::now(), &[]);
+/// let bytes = DataBlockWriter::new("host", 0).finish();
 /// let view = DataView::parse(&bytes)?;
 /// assert_eq!(view.system_name(), "host");
 /// assert_eq!(view.object_count(), 0);
@@ -653,8 +647,8 @@ impl<'a> DataView<'a> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let bytes = DataBlockWriter::new("h", 0).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// assert_eq!((view.version(), view.revision()), (1, 1));
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
@@ -673,8 +667,8 @@ impl<'a> DataView<'a> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
-    /// let bytes = build_data_block("abcd", &CollectionTimes::now(), &[]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let bytes = DataBlockWriter::new("abcd", 0).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// assert_eq!((view.total_byte_length(), view.header_length()), (104, 104));
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
@@ -693,8 +687,8 @@ impl<'a> DataView<'a> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let bytes = DataBlockWriter::new("h", 0).finish();
     /// assert_eq!(prfdata_wire::view::DataView::parse(&bytes)?.default_object(), -1);
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
@@ -707,12 +701,11 @@ impl<'a> DataView<'a> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
-    /// let times = CollectionTimes::now();
-    /// let bytes = build_data_block("h", &times, &[]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let bytes = DataBlockWriter::new("h", 0).times(Default::default(), 5, 1000, 7).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
-    /// assert_eq!((view.perf_time(), view.perf_freq()), (times.perf_time, times.perf_freq));
-    /// assert_eq!(view.perf_time_100nsec(), times.perf_time_100nsec);
+    /// assert_eq!((view.perf_time(), view.perf_freq()), (5, 1000));
+    /// assert_eq!(view.perf_time_100nsec(), 7);
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn perf_time(&self) -> i64 {
@@ -766,10 +759,10 @@ impl<'a> DataView<'a> {
 /// # Examples
 ///
 /// ```
-/// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+/// use prfdata_wire::build::DataBlockWriter;
 /// use prfdata_wire::view::CheckedBlock;
-/// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-/// let block = CheckedBlock::parse(build_data_block("box", &CollectionTimes::now(), &[out]))?;
+/// let out = prfdata_testkit::sample::sample_object(1848);
+/// let block = CheckedBlock::parse(DataBlockWriter::new("box", 0).objects(&out, 1).finish())?;
 /// let view = block.view();
 /// assert_eq!(view.object(0).unwrap().instance(1).unwrap().name(), "beta");
 /// assert!(CheckedBlock::parse(vec![0; 40]).is_err());
@@ -873,8 +866,8 @@ impl CheckedBlock {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let bytes = DataBlockWriter::new("h", 0).finish();
     /// let block = prfdata_wire::view::CheckedBlock::parse(bytes.clone())?;
     /// assert_eq!(block.bytes(), &bytes[..]);
     /// assert_eq!(block.into_bytes(), bytes);
@@ -917,9 +910,9 @@ impl<'v> ObjectView<'v> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("h", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
     /// assert_eq!(object.offset(), view.header_length() as usize);
@@ -941,9 +934,9 @@ impl<'v> ObjectView<'v> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("h", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
     /// let data = &prfdata_wire::snapshot::decode(&bytes)?.objects[0];
@@ -996,9 +989,9 @@ impl<'v> ObjectView<'v> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("h", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
     /// assert_eq!(object.num_counters(), 3);
@@ -1042,9 +1035,9 @@ impl<'v> ObjectView<'v> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("h", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
     /// assert_eq!(object.instance_count(), 2);
@@ -1200,9 +1193,9 @@ impl CounterView<'_> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("h", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let c = view.object(0).unwrap().counter(1).unwrap();
     /// assert_eq!((c.index(), c.base(), c.base_of()), (1, Some(2), None));
@@ -1279,9 +1272,9 @@ impl<'v> InstanceView<'v> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("h", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let beta = view.object(0).unwrap().instance(1).unwrap();
     /// assert_eq!(beta.name(), "beta");
@@ -1355,9 +1348,9 @@ impl<'v> BlockView<'v> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("h", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
     /// let beta = object.instance(1).unwrap().values();
@@ -1398,9 +1391,9 @@ impl<'v> BlockView<'v> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("h", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
     /// let plan = object.plan();
@@ -1549,21 +1542,16 @@ impl ExactSizeIterator for Ints<'_, '_> {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::build::DataBlockWriter;
     use crate::snapshot::RawValue;
     use crate::utf16::{has_no_surrogate, is_utf16};
-    use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 
     /// Real collections (the fuzz corpus: the demo, and the rich map with text counters, objects
     /// without instances and parents) and the sample object in a block.
     fn blocks() -> Vec<Vec<u8>> {
-        let sample = build_data_block(
-            "unit-host",
-            &CollectionTimes::now(),
-            &[ProviderOutput {
-                bytes: prfdata_testkit::sample::sample_object(1848),
-                num_objects: 1,
-            }],
-        );
+        let sample = DataBlockWriter::new("unit-host", 0)
+            .objects(&prfdata_testkit::sample::sample_object(1848), 1)
+            .finish();
         vec![
             sample,
             include_bytes!("../../fuzz/corpus/decode/demo-global.raw").to_vec(),

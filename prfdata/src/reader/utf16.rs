@@ -10,58 +10,7 @@
 //! one UTF-16 unit, like the surrogate it replaces, so no length changes: a name keeps the
 //! length the reader sized it with.
 
-/// Whether a surrogate (`0xD800..=0xDFFF`) is among the four native-order UTF-16 units of
-/// `word`: each unit's top five bits compared with `11011` at once (a lane of the XOR is zero
-/// where they match; "has a zero lane" is the usual bit trick).
-#[inline]
-pub(super) fn has_surrogate(word: u64) -> bool {
-    const LANES: u64 = 0x0001_0001_0001_0001;
-    const TOP5: u64 = 0xF800 * LANES;
-    const SURROGATE: u64 = 0xD800 * LANES;
-    const HIGH_BIT: u64 = 0x8000 * LANES;
-    let x = (word & TOP5) ^ SURROGATE;
-    x.wrapping_sub(LANES) & !x & HIGH_BIT != 0
-}
-
-/// Replaces each lone surrogate among the native-order UTF-16 units in `bytes` by U+FFFD; a
-/// trailing odd byte is left alone. Returns whether anything changed.
-pub(super) fn make_well_formed(bytes: &mut [u8]) -> bool {
-    // Text without surrogates, nearly all of it, is only scanned: four units at a time.
-    let words = bytes.chunks_exact(8);
-    let tail = words.remainder();
-    let clean = tail
-        .chunks_exact(2)
-        .all(|u| !(0xD800..0xE000).contains(&u16::from_ne_bytes([u[0], u[1]])))
-        && words
-            .map(|w| u64::from_ne_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]))
-            .all(|w| !has_surrogate(w));
-    if clean {
-        return false;
-    }
-    replace_lone_surrogates(bytes)
-}
-
-#[cold]
-fn replace_lone_surrogates(bytes: &mut [u8]) -> bool {
-    let unit = |b: &[u8]| u16::from_ne_bytes([b[0], b[1]]);
-    let n = bytes.len() / 2;
-    let mut changed = false;
-    let mut i = 0;
-    while i < n {
-        let u = unit(&bytes[2 * i..]);
-        let high = (0xD800..0xDC00).contains(&u);
-        if high && i + 1 < n && (0xDC00..0xE000).contains(&unit(&bytes[2 * i + 2..])) {
-            i += 2; // a pair
-            continue;
-        }
-        if (0xD800..0xE000).contains(&u) {
-            bytes[2 * i..2 * i + 2].copy_from_slice(&0xFFFDu16.to_ne_bytes());
-            changed = true;
-        }
-        i += 1;
-    }
-    changed
-}
+pub(super) use prfdata_wire::utf16::{has_surrogate, make_well_formed};
 
 /// [`make_well_formed`] over units.
 pub(super) fn make_units_well_formed(units: &mut [u16]) {
@@ -112,24 +61,6 @@ mod tests {
                 String::from_utf16(&u).unwrap(),
                 String::from_utf16_lossy(input)
             );
-        }
-    }
-
-    #[test]
-    fn the_word_test_finds_a_surrogate_in_any_lane() {
-        for lane in 0..4 {
-            for unit in [0xD800u16, 0xDBFF, 0xDC00, 0xDFFF] {
-                let mut units = [0x0061u16; 4];
-                units[lane] = unit;
-                let word = u64::from_ne_bytes(bytes(&units).try_into().unwrap());
-                assert!(has_surrogate(word), "{units:x?}");
-            }
-            for unit in [0xD7FFu16, 0xE000, 0xFFFD, 0, 0x5800] {
-                let mut units = [0x0061u16; 4];
-                units[lane] = unit;
-                let word = u64::from_ne_bytes(bytes(&units).try_into().unwrap());
-                assert!(!has_surrogate(word), "{units:x?}");
-            }
         }
     }
 }

@@ -127,7 +127,7 @@ use prfdata_registry::service::{DEFAULT_COLLECT_TIMEOUT_MS, DEFAULT_OPEN_TIMEOUT
 use prfdata_registry::{paths, update, Hive, Registry, RegistryError, StoreStamp, Value};
 use prfdata_wire::winperf::ERROR_SUCCESS;
 
-use crate::datablock::{finish_block, host_name, start_block, CollectionTimes};
+use crate::datablock::{host_name, CollectionTimes};
 use crate::trust::TrustPolicy;
 use host::{HostError, HostProcess};
 use host_user::HostUser;
@@ -606,7 +606,8 @@ impl<R: Registry> Collector<R> {
         self.follow_registry();
         let times = CollectionTimes::now();
         let room = self.services.iter().map(|s| s.last_len).sum();
-        let (mut out, head) = start_block(&self.system_name, room);
+        let mut block = times.writer(&self.system_name, room);
+        let out = block.buffer();
         let mut objects = Vec::new();
         let mut offsets = Offsets::default();
         let mut services: Vec<String> = Vec::new();
@@ -618,7 +619,7 @@ impl<R: Registry> Collector<R> {
                 continue;
             }
             let at = out.len();
-            match self.collect_service(i, query, &mut out, &mut objects, &mut offsets) {
+            match self.collect_service(i, query, out, &mut objects, &mut offsets) {
                 Ok(n) => {
                     // `append_checked` made sure the output holds exactly `n` objects.
                     let name = &self.services[i].config.name;
@@ -637,8 +638,9 @@ impl<R: Registry> Collector<R> {
         self.log_duplicates(&indexes, &services);
         let default_object = indexes.first().map_or(-1, |&i| i as i32);
         let num_objects = u32::try_from(objects.len()).unwrap_or(u32::MAX);
-        finish_block(&mut out, &head, &times, num_objects, default_object);
-        let block = CheckedBlock::from_checked(out, head.name, objects, offsets);
+        let name = block.system_name();
+        let out = block.counts(num_objects, default_object).finish();
+        let block = CheckedBlock::from_checked(out, name, objects, offsets);
         (block, services)
     }
 
