@@ -1,19 +1,20 @@
-//! What turns a counter block copied word by word out of an app's shared block into wire
-//! format: the copy holds the values as the app stored them, and a few counters are not their
-//! stored bytes.
-//!
-//! - `ByteLength`: the block's validated size (the app's own word is not trusted);
-//! - text counters (`PERF_COUNTER_TEXT`): UTF-16 made well-formed (see [`crate::utf16`]);
-//! - sums (the Windows 95 stat servers' `PSTF_COMPLEX`): computed from their parts in the same
-//!   copy, so one consistent set of values, presented at the sum's width.
-//!
-//! The values are in the machine's order, as the app stored them (a little-endian machine's,
-//! as the wire format says).
+//! The fix-ups of a counter block copied out of an app's block: [`CounterBlockFixups`].
 
 use crate::utf16::make_well_formed;
 
-/// The fix-ups of one object's counter blocks (see the [module docs](self)); every place lies
-/// inside the block, which whoever makes them checks.
+/// What turns a counter block copied word by word out of an app's shared block into wire
+/// format: the copy holds the values as the app stored them, and a few counters are not their
+/// stored bytes.
+///
+/// - `ByteLength`: the block's validated size (the app's own word is not trusted);
+/// - text counters (`PERF_COUNTER_TEXT`): UTF-16 made well-formed (see [`crate::utf16`]);
+/// - sums (the Windows 95 stat servers' `PSTF_COMPLEX`): computed from their parts in the same
+///   copy, so one consistent set of values, presented at the sum's width.
+///
+/// The values are in the machine's order, as the app stored them (a little-endian machine's,
+/// as the wire format says).
+///
+/// Every place lies inside the block, which whoever makes the fix-ups checks.
 ///
 /// # Examples
 ///

@@ -1,32 +1,4 @@
-//! Writing a PERF_OBJECT_TYPE from owned parts: what a provider's Collect returns, for
-//! examples and tests of the consumer side (a collection with parents, duplicate names, text
-//! or odd sizes, without a provider) and for anything else that builds one in memory.
-//!
-//! Each counter's value lies at the next offset of its size (after the 8-byte
-//! PERF_COUNTER_BLOCK) unless [`ObjectBuilder::offset`] places it, the block padded to 8. A
-//! [`RawValue::Int`] is written at the counter's size (a DWORD's low 32 bits),
-//! [`RawValue::Text`] as UTF-16 (8-bit for `PERF_TEXT_ASCII`), cut or NUL-padded to the size,
-//! [`RawValue::Bytes`] as they are; anything missing is zero.
-//!
-//! # Examples
-//!
-//! ```
-//! use prfdata_wire::winperf::{PERF_COUNTER_COUNTER, PERF_COUNTER_RAWCOUNT};
-//! use prfdata_wire::build::{DataBlockWriter, ObjectBuilder};
-//! use prfdata_wire::snapshot::{InstanceData, RawValue};
-//!
-//! let pools = ObjectBuilder::new(10)
-//!     .counter(12, PERF_COUNTER_RAWCOUNT, 4)
-//!     .instance(InstanceData { name: "a".into(), unique_id: -1, values: vec![RawValue::Int(3)], ..Default::default() });
-//! let service = ObjectBuilder::new(20)
-//!     .counter(22, PERF_COUNTER_COUNTER, 8)
-//!     .values(vec![RawValue::Int(41)]);
-//! let bytes = DataBlockWriter::new("box", 0).objects(&pools.build(), 1).objects(&service.build(), 1).finish();
-//! let snap = prfdata_wire::snapshot::decode(&bytes)?;
-//! assert_eq!(snap.objects[0].instance(0).unwrap().values().int(0), Some(3));
-//! assert_eq!(snap.objects[1].values().unwrap().int(0), Some(41));
-//! # Ok::<(), prfdata_wire::error::DecodeError>(())
-//! ```
+//! A PERF_OBJECT_TYPE written from owned parts: [`ObjectBuilder`].
 
 use zerocopy::IntoBytes;
 
@@ -37,7 +9,35 @@ use crate::winperf::{
     PERF_TEXT_ASCII, PERF_TYPE_MASK, PERF_TYPE_TEXT, U32,
 };
 
-/// One object to write (see the [module docs](self)).
+/// Writing a PERF_OBJECT_TYPE from owned parts: what a provider's Collect returns, for
+/// examples and tests of the consumer side (a collection with parents, duplicate names, text
+/// or odd sizes, without a provider) and for anything else that builds one in memory.
+///
+/// Each counter's value lies at the next offset of its size (after the 8-byte
+/// PERF_COUNTER_BLOCK) unless [`ObjectBuilder::offset`] places it, the block padded to 8. A
+/// [`RawValue::Int`] is written at the counter's size (a DWORD's low 32 bits),
+/// [`RawValue::Text`] as UTF-16 (8-bit for `PERF_TEXT_ASCII`), cut or NUL-padded to the size,
+/// [`RawValue::Bytes`] as they are; anything missing is zero.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_wire::winperf::{PERF_COUNTER_COUNTER, PERF_COUNTER_RAWCOUNT};
+/// use prfdata_wire::build::{DataBlockWriter, ObjectBuilder};
+/// use prfdata_wire::snapshot::{InstanceData, RawValue};
+///
+/// let pools = ObjectBuilder::new(10)
+///     .counter(12, PERF_COUNTER_RAWCOUNT, 4)
+///     .instance(InstanceData { name: "a".into(), unique_id: -1, values: vec![RawValue::Int(3)], ..Default::default() });
+/// let service = ObjectBuilder::new(20)
+///     .counter(22, PERF_COUNTER_COUNTER, 8)
+///     .values(vec![RawValue::Int(41)]);
+/// let bytes = DataBlockWriter::new("box", 0).objects(&pools.build(), 1).objects(&service.build(), 1).finish();
+/// let snap = prfdata_wire::snapshot::decode(&bytes)?;
+/// assert_eq!(snap.objects[0].instance(0).unwrap().values().int(0), Some(3));
+/// assert_eq!(snap.objects[1].values().unwrap().int(0), Some(41));
+/// # Ok::<(), prfdata_wire::error::DecodeError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct ObjectBuilder {
     header: PerfObjectType,
