@@ -65,8 +65,6 @@ pub struct ObjectInfo {
     /// its text counters (`PERF_COUNTER_TEXT`) made well-formed, its sums computed (each place
     /// checked inside the block).
     pub(crate) fixups: CounterBlockFixups,
-    /// The sums (the Windows 95 stat servers' `PSTF_COMPLEX`), for the reader's own values.
-    pub(crate) sums: Vec<SumPlan>,
     /// Whether readers show a synthesised `_Total` instance (`total: true` in the map).
     pub total: bool,
     /// How `_Total` and departed instances aggregate each stored numeric counter (sums are
@@ -239,17 +237,6 @@ impl CounterInfo {
     pub fn sum_parts(&self) -> Option<&[u16]> {
         (self.part_count > 0).then(|| &self.parts[..usize::from(self.part_count)])
     }
-}
-
-/// A sum in a counter block: the sum's place and size, and its parts' places, each checked
-/// inside the block at open.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct SumPlan {
-    /// The sum's index among the object's counters.
-    pub(crate) counter: usize,
-    pub(crate) offset: u32,
-    pub(crate) size: u32,
-    pub(crate) parts: Vec<u32>,
 }
 
 /// The most padding a slot may have after its header and longest name: the writer pads the name
@@ -564,10 +551,7 @@ fn check_object(
             })
         })
         .collect();
-    let sums = sum_plans(own, records_at)?;
-    for sum in &sums {
-        fixups.sum(sum.offset, sum.size, sum.parts.clone());
-    }
+    sum_plans(own, records_at, &mut fixups)?;
     let instanced = rec.flags & OBJECT_INSTANCED != 0;
     let (max, name_len, slot_size) = check_instances(rec, off, instanced)?;
     check_regions(rec, off, (max, slot_size), block_stride, file_size)?;
@@ -591,7 +575,6 @@ fn check_object(
         slots_offset: rec.slots_offset,
         data_offset: rec.data_offset,
         fixups,
-        sums,
         total: rec.flags & OBJECT_TOTAL != 0,
         aggregates,
         plain,
@@ -723,9 +706,12 @@ fn check_places(
 }
 
 /// The sums among an object's counters (`own`, their records at `records_at`), each part
-/// checked with the map's sum rules.
-fn sum_plans(own: &[CounterInfo], records_at: u64) -> Result<Vec<SumPlan>, ReadError> {
-    let mut sums = Vec::new();
+/// checked with the map's sum rules, added to `fixups`.
+fn sum_plans(
+    own: &[CounterInfo],
+    records_at: u64,
+    fixups: &mut CounterBlockFixups,
+) -> Result<(), ReadError> {
     for (i, c) in own.iter().enumerate() {
         let Some(parts) = c.sum_parts() else { continue };
         let at = records_at + (i * COUNTER_RECORD_SIZE + offset_of!(CounterRecord, parts)) as u64;
@@ -743,14 +729,9 @@ fn sum_plans(own: &[CounterInfo], records_at: u64) -> Result<Vec<SumPlan>, ReadE
             rule.map_err(|_| bad())?;
             offsets.push(part.block_offset);
         }
-        sums.push(SumPlan {
-            counter: i,
-            offset: c.block_offset,
-            size: c.size,
-            parts: offsets,
-        });
+        fixups.sum(c.block_offset, c.size, offsets);
     }
-    Ok(sums)
+    Ok(())
 }
 
 /// The object's live list, slots and counter blocks (`max` instances of slots of `slot_size`

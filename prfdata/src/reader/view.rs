@@ -13,7 +13,7 @@ use super::recover::{self, Recovery};
 use super::utf16;
 use crate::block::fault::Watch;
 use crate::block::presence::Probe;
-use crate::block::records::{AggPlan, CounterInfo, ObjectInfo, SumPlan};
+use crate::block::records::{AggPlan, CounterInfo, ObjectInfo};
 use crate::layout::{
     slot, AGG_LIVE, AGG_MAX, AGG_MIN, AGG_SUM, BYTE_LENGTH_SIZE, CLOSED_OFFSET, DWORD_SIZE,
     GENERATION_OFFSET, LARGE_SIZE, LIVE_COUNT_OFFSET, LIVE_ENTRY_SIZE, NAME_UNIT_SIZE,
@@ -1234,9 +1234,9 @@ impl BlockReader {
         Ok(())
     }
 
-    /// The value of counter `info` of object `o` (which has sharded counters) in the counter
-    /// block at `block`, read from a whole copy of the block: shards added, sums computed
-    /// from the summed parts.
+    /// The value of counter `info` of object `o` (a sum, or of an object with sharded counters)
+    /// in the counter block at `block`, read from a whole copy of the block: shards added, then
+    /// the object's fix-ups (sums computed from the summed parts).
     #[cold]
     fn value_in_copy(
         &self,
@@ -1271,11 +1271,8 @@ impl BlockReader {
             .nth(counter)
             .and_then(|i| self.records.counters.get(i))
             .ok_or_else(|| field(o.record_offset, "counter of the object", counter as u64))?;
-        if !o.sharded.is_empty() {
+        if !o.sharded.is_empty() || info.sum_parts().is_some() {
             return self.value_in_copy(o, block, info);
-        }
-        if let Some(plan) = o.sums.iter().find(|s| s.counter == counter) {
-            return self.sum_at(block, plan, info.size);
         }
         // Checked at open: the value lies inside the counter block, aligned to its size.
         let at = block + u64::from(info.block_offset);
@@ -1288,29 +1285,6 @@ impl BlockReader {
                 .ok_or_else(|| field(at, "counter value", at)),
             size => Err(field(at, "counter that is not a number", size)),
         }
-    }
-
-    /// A sum's value (the Windows 95 stat servers' `PSTF_COMPLEX`) in the counter block at `block`:
-    /// its parts loaded one by one, added in 64 bits, presented at the sum's width (a DWORD
-    /// sign-extended as [`BlockView::global_value`] presents every DWORD).
-    #[cold]
-    fn sum_at(&self, block: u64, plan: &SumPlan, size: u32) -> Result<i64, ReadError> {
-        let mut sum = 0u64;
-        for &p in &plan.parts {
-            let at = block + u64::from(p);
-            let v = match size {
-                DWORD_SIZE => u64::from(self.u32(at, "counter value")?),
-                _ => usize::try_from(at)
-                    .ok()
-                    .and_then(|a| self.raw.load_u64(a))
-                    .ok_or_else(|| field(at, "counter value", at))?,
-            };
-            sum = sum.wrapping_add(v);
-        }
-        Ok(match size {
-            DWORD_SIZE => i64::from(sum as u32 as i32),
-            _ => sum as i64,
-        })
     }
 
     /// The relaxed load of the `u32` at `off`, or [`ReadError::Field`] naming `what` if it lies
