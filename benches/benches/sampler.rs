@@ -13,10 +13,10 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use prfdata_wire::build::ObjectBuilder;
 use prfdata_wire::snapshot::{DataSnapshot, InstanceData, RawValue};
 use prfdata_wire::winperf::{PERF_COUNTER_RAWCOUNT, PERF_NO_UNIQUE_ID};
-use prfmon::builder::ObjectBuilder;
-use prfmon::datablock::{build_data_block, CollectionTimes};
+use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 use prfmon::names::Names;
 use prfmon::pdh::{parse, FormatOptions};
 use prfmon::sampler::Sampler;
@@ -36,7 +36,11 @@ fn collection() -> (DataSnapshot, Names) {
             ..InstanceData::default()
         });
     }
-    let bytes = build_data_block("bench", &CollectionTimes::now(), &[object.output()]);
+    let bytes = build_data_block(
+        "bench",
+        &CollectionTimes::now(),
+        &[ProviderOutput::from(&object)],
+    );
     let snapshot = prfdata_wire::snapshot::decode(&bytes).expect("the benchmark's collection");
     let mut names = Names::default();
     names.counter.insert(1848, "Bench Pool".into());

@@ -17,7 +17,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use prfdata::reader::{BlockReader, BlockView, CounterInfo, InstanceTable, ReadError};
+use prfdata::reader::{BlockReader, BlockView, CounterInfo, InstanceTable, ObjectInfo, ReadError};
 
 /// Places `bytes` as a block file and reads it every way the reader offers (see the module
 /// docs for what is checked).
@@ -95,6 +95,7 @@ fn walk(view: &BlockView<'_>) -> Vec<Result<u32, String>> {
                 let mut block = vec![0u8; info.counter_block_size as usize];
                 view.copy_global_block(k, &mut block)
                     .map_err(|e| e.to_string())?;
+                info.fixups().apply(&mut block);
                 let counters = &reader.counters()[info.counters.clone()];
                 for (i, c) in counters
                     .iter()
@@ -111,7 +112,7 @@ fn walk(view: &BlockView<'_>) -> Vec<Result<u32, String>> {
             let table = view.instances(k).map_err(|e| e.to_string())?;
             let _ = table.is_empty();
             let counters = &reader.counters()[info.counters.clone()];
-            walk_table(view, &table, info.counter_block_size as usize, counters)
+            walk_table(view, &table, info, counters)
         })
         .collect()
 }
@@ -119,9 +120,10 @@ fn walk(view: &BlockView<'_>) -> Vec<Result<u32, String>> {
 fn walk_table(
     view: &BlockView<'_>,
     table: &InstanceTable<'_>,
-    stride: usize,
+    info: &ObjectInfo,
     counters: &[CounterInfo],
 ) -> Result<u32, String> {
+    let stride = info.counter_block_size as usize;
     // One past the end too: it must be refused, not read.
     assert!(
         table.get(table.len()).is_err(),
@@ -143,7 +145,8 @@ fn walk_table(
         table
             .copy_counter_block(&inst, &mut block)
             .map_err(|e| e.to_string())?;
-        // Text is made well-formed in the copy, and a corrupt record may lay text over a number:
+        info.fixups().apply(&mut block);
+        // Text is made well-formed by the fix-ups, and a corrupt record may lay text over a number:
         // compare only blocks of numbers.
         for (i, c) in counters
             .iter()

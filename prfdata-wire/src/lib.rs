@@ -1,7 +1,10 @@
 //! The perflib wire format, defined once for everything that writes or reads it: prfdata's
 //! block records, the provider's serializer, the collector's checks and every consumer.
 //!
+//! - [`build`]: the one writer of the wire format's headers (`PERF_DATA_BLOCK` and the
+//!   rest), with their lengths and alignment; with `view`, whole objects from owned parts.
 //! - [`filetime`]: FILETIME, the unit of the object timer and of elapsed-time start times.
+//! - [`utf16`]: lone surrogates replaced in UTF-16 text.
 //! - [`winperf`]: winperf.h's counter-type bit fields, the composed counter types and what a
 //!   type asks of its value, and the wire structures (`PERF_DATA_BLOCK` and the rest) as they
 //!   lie in the bytes: little endian, at any alignment.
@@ -16,6 +19,7 @@
 //!
 //! The modules import in one direction: snapshot → view → error (and the UTF-16 checks).
 
+pub mod build;
 pub mod filetime;
 pub mod utf16;
 pub mod winperf;

@@ -37,11 +37,11 @@
 //! # Examples
 //!
 //! ```
-//! use prfmon::datablock::{build_data_block, CollectionTimes};
+//! use prfdata_wire::build::DataBlockWriter;
 //! use prfdata_wire::error::DecodeError;
 //! use prfdata_wire::snapshot::decode;
 //!
-//! let bytes = build_data_block("host", &CollectionTimes::now(), &[]);
+//! let bytes = DataBlockWriter::new("host", 0).finish();
 //! let snap = decode(&bytes)?;
 //! assert_eq!(snap.system_name, "host");
 //! assert_eq!(prfdata_wire::snapshot::decode_owned(bytes.clone())?, snap);
@@ -72,11 +72,10 @@ use crate::view::{BlockView, CounterView, DataView, InstanceView, ObjectView};
 /// # Examples
 ///
 /// ```
-/// use prfmon::datablock::{build_data_block, CollectionTimes};
-/// let times = CollectionTimes::now();
-/// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &times, &[]))?;
-/// assert_eq!(snap.perf_time, times.perf_time);
-/// assert_eq!(snap.perf_freq, prfdata::clock::PERF_FREQUENCY);
+/// use prfdata_wire::build::DataBlockWriter;
+/// let bytes = DataBlockWriter::new("h", 0).times(Default::default(), 5, 1000, 7).finish();
+/// let snap = prfdata_wire::snapshot::decode(&bytes)?;
+/// assert_eq!((snap.perf_time, snap.perf_freq, snap.perf_time_100nsec), (5, 1000, 7));
 /// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -129,9 +128,9 @@ impl DataSnapshot {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let snap = prfdata_wire::snapshot::decode(&DataBlockWriter::new("h", 0).objects(&out, 1).finish())?;
     /// let alpha = snap.objects[0].instance(0).unwrap();
     /// assert!(snap.parent(&alpha).is_none());
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
@@ -279,9 +278,9 @@ impl ObjectData {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let snap = prfdata_wire::snapshot::decode(&DataBlockWriter::new("h", 0).objects(&out, 1).finish())?;
     /// let object = &snap.objects[0];
     /// assert_eq!(object.instance_count(), 2);
     /// let names: Vec<String> = object.instances().map(|i| i.name()).collect();
@@ -316,9 +315,9 @@ impl ObjectData {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let snap = prfdata_wire::snapshot::decode(&DataBlockWriter::new("h", 0).objects(&out, 1).finish())?;
     /// assert!(snap.objects[0].values().is_none());
     /// assert_eq!(snap.objects[0].instance(1).unwrap().values().int(1), Some(-5));
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
@@ -361,9 +360,9 @@ impl ObjectData {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let snap = prfdata_wire::snapshot::decode(&DataBlockWriter::new("h", 0).objects(&out, 1).finish())?;
     /// assert_eq!(snap.objects[0].instance_data()[0].name, "alpha");
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
@@ -461,9 +460,9 @@ impl<'a> Instance<'a> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let snap = prfdata_wire::snapshot::decode(&DataBlockWriter::new("h", 0).objects(&out, 1).finish())?;
     /// assert_eq!(snap.objects[0].instance(0).unwrap().own_name(), "alpha");
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
@@ -504,10 +503,10 @@ impl<'a> Instance<'a> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// # use prfdata_wire::build::DataBlockWriter;
     /// use prfdata_wire::snapshot::RawValue;
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let snap = prfdata_wire::snapshot::decode(&DataBlockWriter::new("h", 0).objects(&out, 1).finish())?;
     /// let beta = snap.objects[0].instance(1).unwrap().to_data();
     /// assert_eq!((beta.name.as_str(), beta.unique_id), ("beta", -1));
     /// assert_eq!((beta.parent_object_title_index, beta.parent_object_instance), (0, 0));
@@ -545,9 +544,9 @@ impl<'a> Values<'a> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let snap = prfdata_wire::snapshot::decode(&DataBlockWriter::new("h", 0).objects(&out, 1).finish())?;
     /// let values = snap.objects[0].instance(0).unwrap().values();
     /// assert_eq!(values.len(), 3);
     /// assert!(!values.is_empty());
@@ -581,9 +580,9 @@ impl<'a> Values<'a> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let snap = prfdata_wire::snapshot::decode(&DataBlockWriter::new("h", 0).objects(&out, 1).finish())?;
     /// let values: Vec<_> = snap.objects[0].instance(0).unwrap().values().iter().collect();
     /// assert_eq!(values, snap.objects[0].instance(0).unwrap().values().to_vec());
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
@@ -732,8 +731,8 @@ impl std::fmt::Display for RawValue {
 /// # Examples
 ///
 /// ```
-/// use prfmon::datablock::{build_data_block, CollectionTimes};
-/// let bytes = build_data_block("box", &CollectionTimes::now(), &[]);
+/// use prfdata_wire::build::DataBlockWriter;
+/// let bytes = DataBlockWriter::new("box", 0).finish();
 /// let snap = prfdata_wire::snapshot::decode(&bytes)?;
 /// assert_eq!(snap.total_byte_length as usize, bytes.len());
 /// # Ok::<(), prfdata_wire::error::DecodeError>(())
@@ -752,8 +751,8 @@ pub fn decode(bytes: &[u8]) -> Result<DataSnapshot, DecodeError> {
 /// # Examples
 ///
 /// ```
-/// use prfmon::datablock::{build_data_block, CollectionTimes};
-/// let bytes = build_data_block("box", &CollectionTimes::now(), &[]);
+/// use prfdata_wire::build::DataBlockWriter;
+/// let bytes = DataBlockWriter::new("box", 0).finish();
 /// let snap = prfdata_wire::snapshot::decode_owned(bytes)?;
 /// assert_eq!(snap.system_name, "box");
 /// # Ok::<(), prfdata_wire::error::DecodeError>(())
@@ -773,11 +772,12 @@ impl<'a> DataView<'a> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
-    /// let times = CollectionTimes::now();
-    /// let bytes = build_data_block("h", &times, &[]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// use prfdata_wire::winperf::{SystemTime, U16};
+    /// let time = SystemTime { year: U16::new(2026), month: U16::new(11), ..Default::default() };
+    /// let bytes = DataBlockWriter::new("h", 0).times(time, 0, 1, 0).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
-    /// assert_eq!(view.system_time(), times.system_time.into());
+    /// assert_eq!((view.system_time().year, view.system_time().month), (2026, 11));
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn system_time(&self) -> SystemTimeFields {
@@ -798,9 +798,9 @@ impl<'a> DataView<'a> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("box", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("box", 0).objects(&out, 1).finish();
     /// let outline = prfdata_wire::view::DataView::parse(&bytes)?.to_definitions();
     /// assert_eq!(outline.system_name, "box");
     /// assert_eq!(outline.objects[0].instance_count(), 0);
@@ -833,9 +833,9 @@ impl ObjectView<'_> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("box", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("box", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap().to_definition();
     /// assert_eq!((object.counters.len(), object.num_instances), (3, 2));
@@ -903,19 +903,14 @@ impl BlockView<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::build::DataBlockWriter;
     use crate::view::ObjectRun;
     use prfdata_testkit::sample::sample_object;
-    use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 
     fn sample_block() -> Vec<u8> {
-        build_data_block(
-            "unit-host",
-            &CollectionTimes::now(),
-            &[ProviderOutput {
-                bytes: sample_object(1848),
-                num_objects: 1,
-            }],
-        )
+        DataBlockWriter::new("unit-host", 0)
+            .objects(&sample_object(1848), 1)
+            .finish()
     }
 
     #[test]

@@ -27,13 +27,13 @@
 //! # Examples
 //!
 //! ```
-//! use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+//! use prfdata_wire::build::DataBlockWriter;
 //! use prfdata_wire::view::DataView;
 //!
 //! // The sample object: counters "#1850" (RAWCOUNT) and a fraction with its base; instances
 //! // "alpha" and "beta".
-//! let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-//! let bytes = build_data_block("box", &CollectionTimes::now(), &[out]);
+//! let out = prfdata_testkit::sample::sample_object(1848);
+//! let bytes = DataBlockWriter::new("box", 0).objects(&out, 1).finish();
 //! let view = DataView::parse(&bytes)?;
 //! let object = view.object(0).unwrap();
 //! let first = object.counter(0).unwrap();
@@ -56,13 +56,9 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 use crate::error::DecodeError;
 use crate::utf16::{ascii_lossy, check_utf16, utf16_lossy};
 
-/// `"PERF"` in UTF-16, the signature of a PERF_DATA_BLOCK.
-pub const SIGNATURE: [u16; 4] = [b'P' as u16, b'E' as u16, b'R' as u16, b'F' as u16];
-
-/// `PERF_OBJECT_TYPE`'s size: the least `HeaderLength` and `TotalByteLength`.
-const OBJECT_HEADER: usize = core::mem::size_of::<PerfObjectType>();
-/// `PERF_INSTANCE_DEFINITION`'s size: the least `ByteLength`.
-const INSTANCE_DEFINITION: usize = core::mem::size_of::<PerfInstanceDefinition>();
+pub use crate::build::SIGNATURE;
+// The structures' sizes: the least `HeaderLength`, `TotalByteLength` and `ByteLength`.
+pub(crate) use crate::build::{INSTANCE_DEFINITION, OBJECT_HEADER};
 /// `PERF_COUNTER_BLOCK`'s size: the least `ByteLength`.
 const COUNTER_BLOCK: usize = core::mem::size_of::<PerfCounterBlock>();
 
@@ -533,9 +529,9 @@ fn check_values(
 /// # Examples
 ///
 /// ```
-/// use prfmon::datablock::{build_data_block, CollectionTimes};
+/// use prfdata_wire::build::DataBlockWriter;
 /// use prfdata_wire::view::DataView;
-/// let bytes = build_data_block("host", &CollectionTimes::now(), &[]);
+/// let bytes = DataBlockWriter::new("host", 0).finish();
 /// let view = DataView::parse(&bytes)?;
 /// assert_eq!(view.system_name(), "host");
 /// assert_eq!(view.object_count(), 0);
@@ -574,8 +570,8 @@ impl<'a> DataView<'a> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
-    /// let mut bytes = build_data_block("h", &CollectionTimes::now(), &[]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let mut bytes = DataBlockWriter::new("h", 0).finish();
     /// bytes[8] = 0; // LittleEndian
     /// let err = prfdata_wire::view::DataView::parse(&bytes).unwrap_err();
     /// assert_eq!(err.to_string(), "PERF_DATA_BLOCK.LittleEndian at offset 8 is 0: must be 1");
@@ -642,16 +638,15 @@ impl<'a> DataView<'a> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
-    /// let times = CollectionTimes::now();
-    /// let bytes = build_data_block("abcd", &times, &[]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let bytes = DataBlockWriter::new("abcd", 0).times(Default::default(), 5, 1000, 7).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let header = view.header();
     /// assert_eq!((header.version.get(), header.revision.get()), (1, 1));
     /// assert_eq!((header.total_byte_length.get(), header.header_length.get()), (104, 104));
     /// assert_eq!(header.default_object.get(), -1);
-    /// assert_eq!((header.perf_time.get(), header.perf_freq.get()), (times.perf_time, times.perf_freq));
-    /// assert_eq!(header.perf_time_100nsec.get(), times.perf_time_100nsec);
+    /// assert_eq!((header.perf_time.get(), header.perf_freq.get()), (5, 1000));
+    /// assert_eq!(header.perf_time_100nsec.get(), 7);
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
     pub fn header(&self) -> &PerfDataBlock {
@@ -685,8 +680,8 @@ impl<'a> DataView<'a> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes};
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let bytes = DataBlockWriter::new("h", 0).finish();
     /// let view = prfdata_wire::view::DataView::parse_owned(bytes.clone())?;
     /// assert_eq!(view.bytes(), &bytes[..]);
     /// assert_eq!(view.into_bytes(), bytes);
@@ -712,10 +707,10 @@ impl DataView<'static> {
     /// # Examples
     ///
     /// ```
-    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// use prfdata_wire::build::DataBlockWriter;
     /// use prfdata_wire::view::DataView;
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let view = DataView::parse_owned(build_data_block("box", &CollectionTimes::now(), &[out]))?;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let view = DataView::parse_owned(DataBlockWriter::new("box", 0).objects(&out, 1).finish())?;
     /// assert_eq!(view.object(0).unwrap().instance(1).unwrap().name(), "beta");
     /// assert!(DataView::parse_owned(vec![0; 40]).is_err());
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
@@ -731,11 +726,11 @@ impl DataView<'static> {
     /// # Examples
     ///
     /// ```
-    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// use prfdata_wire::build::DataBlockWriter;
     /// use prfdata_wire::view::{DataView, ObjectRun};
     /// let object = prfdata_testkit::sample::sample_object(1848);
-    /// let out = ProviderOutput { bytes: object.clone(), num_objects: 1 };
-    /// let bytes = build_data_block("box", &CollectionTimes::now(), &[out]);
+    /// let out = object.clone();
+    /// let bytes = DataBlockWriter::new("box", 0).objects(&out, 1).finish();
     /// let header = *DataView::parse(&bytes)?.header();
     /// // The object checked in the provider's output, then moved to where the block holds it.
     /// let mut run = ObjectRun::default();
@@ -787,9 +782,9 @@ impl<'v> ObjectView<'v> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("h", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap().header();
     /// let data = &prfdata_wire::snapshot::decode(&bytes)?.objects[0];
@@ -807,9 +802,9 @@ impl<'v> ObjectView<'v> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("h", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
     /// assert_eq!(object.offset(), view.header().header_length.get() as usize);
@@ -825,9 +820,9 @@ impl<'v> ObjectView<'v> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("h", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
     /// assert_eq!(object.num_counters(), 3);
@@ -870,9 +865,9 @@ impl<'v> ObjectView<'v> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("h", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
     /// assert_eq!(object.instance_count(), 2);
@@ -1024,10 +1019,10 @@ impl<'v> CounterView<'v> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// # use prfdata_wire::build::DataBlockWriter;
     /// use prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT;
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("h", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let def = view.object(0).unwrap().counter(0).unwrap().def();
     /// assert_eq!((def.counter_name_title_index.get(), def.counter_type.get()), (1850, PERF_COUNTER_RAWCOUNT));
@@ -1043,9 +1038,9 @@ impl<'v> CounterView<'v> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("h", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let c = view.object(0).unwrap().counter(1).unwrap();
     /// assert_eq!((c.index(), c.base(), c.base_of()), (1, Some(2), None));
@@ -1097,9 +1092,9 @@ impl<'v> InstanceView<'v> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("h", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let beta = view.object(0).unwrap().instance(1).unwrap().def();
     /// assert_eq!((beta.parent_object_title_index.get(), beta.parent_object_instance.get()), (0, 0));
@@ -1116,9 +1111,9 @@ impl<'v> InstanceView<'v> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("h", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// assert_eq!(view.object(0).unwrap().instance(1).unwrap().name(), "beta");
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
@@ -1174,9 +1169,9 @@ impl<'v> BlockView<'v> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("h", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
     /// let beta = object.instance(1).unwrap().values();
@@ -1206,9 +1201,9 @@ impl<'v> BlockView<'v> {
     /// # Examples
     ///
     /// ```
-    /// # use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
-    /// let out = ProviderOutput { bytes: prfdata_testkit::sample::sample_object(1848), num_objects: 1 };
-    /// let bytes = build_data_block("h", &CollectionTimes::now(), &[out]);
+    /// # use prfdata_wire::build::DataBlockWriter;
+    /// let out = prfdata_testkit::sample::sample_object(1848);
+    /// let bytes = DataBlockWriter::new("h", 0).objects(&out, 1).finish();
     /// let view = prfdata_wire::view::DataView::parse(&bytes)?;
     /// let object = view.object(0).unwrap();
     /// let plan = object.plan();
@@ -1346,21 +1341,16 @@ impl ExactSizeIterator for Ints<'_, '_> {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::build::DataBlockWriter;
     use crate::snapshot::RawValue;
     use crate::utf16::{has_no_surrogate, is_utf16};
-    use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 
     /// Real collections (the fuzz corpus: the demo, and the rich map with text counters, objects
     /// without instances and parents) and the sample object in a block.
     fn blocks() -> Vec<Vec<u8>> {
-        let sample = build_data_block(
-            "unit-host",
-            &CollectionTimes::now(),
-            &[ProviderOutput {
-                bytes: prfdata_testkit::sample::sample_object(1848),
-                num_objects: 1,
-            }],
-        );
+        let sample = DataBlockWriter::new("unit-host", 0)
+            .objects(&prfdata_testkit::sample::sample_object(1848), 1)
+            .finish();
         vec![
             sample,
             include_bytes!("../../fuzz/corpus/decode/demo-global.raw").to_vec(),

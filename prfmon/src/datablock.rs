@@ -21,10 +21,8 @@
 //! assert_eq!(&bytes[..8], b"P\0E\0R\0F\0");
 //! ```
 
-use prfdata_wire::winperf::{PerfDataBlock, SystemTime, I32, I64, U16, U32};
-use zerocopy::IntoBytes;
-
-use prfdata_wire::view::SIGNATURE;
+use prfdata_wire::build::{DataBlockWriter, ObjectBuilder};
+use prfdata_wire::winperf::{SystemTime, U16};
 
 /// The largest PERF_DATA_BLOCK: its `TotalByteLength` is a DWORD. A collection is at most this
 /// (a service whose answer would take it past is left out of that collection, logged), and
@@ -86,6 +84,18 @@ impl CollectionTimes {
             perf_freq: prfdata::clock::PERF_FREQUENCY,
             perf_time_100nsec: unix_100ns.saturating_add(FILETIME_UNIX_EPOCH),
         }
+    }
+
+    /// A PERF_DATA_BLOCK for `system_name` stamped with these times, room for `room` bytes
+    /// of objects.
+    pub(crate) fn writer(&self, system_name: &str, room: usize) -> DataBlockWriter {
+        let (system_time, ft) = (self.system_time, self.perf_time_100nsec);
+        DataBlockWriter::new(system_name, room).times(
+            system_time,
+            self.perf_time,
+            self.perf_freq,
+            ft,
+        )
     }
 }
 
@@ -174,80 +184,11 @@ pub fn build_data_block(
     providers: &[ProviderOutput],
 ) -> Vec<u8> {
     let data_len: usize = providers.iter().map(|p| p.bytes.len()).sum();
-    let (mut out, head) = start_block(system_name, data_len);
-    for p in providers {
-        out.extend_from_slice(&p.bytes);
-    }
-    let default_object = providers
+    let start = times.writer(system_name, data_len);
+    providers
         .iter()
-        .find(|p| p.num_objects > 0 && p.bytes.len() >= 16)
-        .map_or(-1, |p| {
-            i32::from_le_bytes([p.bytes[12], p.bytes[13], p.bytes[14], p.bytes[15]])
-        });
-    let num_objects = providers.iter().map(|p| p.num_objects).sum();
-    finish_block(&mut out, &head, times, num_objects, default_object);
-    out
-}
-
-/// Where [`start_block`] put the system name, for [`finish_block`].
-#[derive(Debug, Clone)]
-pub(crate) struct BlockHead {
-    /// The system name's bytes (UTF-16 with its NUL).
-    pub(crate) name: std::ops::Range<usize>,
-    /// `HeaderLength`: the header and the name, 8-aligned.
-    header_length: usize,
-}
-
-/// A PERF_DATA_BLOCK's first `HeaderLength` bytes, the header itself still zero, with room
-/// for `data_len` more: the objects are appended, then [`finish_block`] writes the header.
-pub(crate) fn start_block(system_name: &str, data_len: usize) -> (Vec<u8>, BlockHead) {
-    const HEADER: usize = core::mem::size_of::<PerfDataBlock>();
-    let name_len = system_name.encode_utf16().count().saturating_add(1) * 2;
-    let header_length = (HEADER + name_len).next_multiple_of(8);
-    let mut out = Vec::with_capacity(header_length + data_len);
-    out.resize(HEADER, 0);
-    out.extend(
-        system_name
-            .encode_utf16()
-            .chain([0])
-            .flat_map(u16::to_le_bytes),
-    );
-    out.resize(header_length, 0);
-    let head = BlockHead {
-        name: HEADER..HEADER + name_len,
-        header_length,
-    };
-    (out, head)
-}
-
-/// Writes the PERF_DATA_BLOCK header of `out` ([`start_block`]'s, objects appended):
-/// `TotalByteLength` is `out`'s length.
-pub(crate) fn finish_block(
-    out: &mut [u8],
-    head: &BlockHead,
-    times: &CollectionTimes,
-    num_objects: u32,
-    default_object: i32,
-) {
-    const HEADER: usize = core::mem::size_of::<PerfDataBlock>();
-    let header = PerfDataBlock {
-        signature: SIGNATURE.map(U16::new),
-        little_endian: U32::new(1),
-        version: U32::new(1),
-        revision: U32::new(1),
-        total_byte_length: U32::new(u32::try_from(out.len()).unwrap_or(u32::MAX)),
-        header_length: U32::new(head.header_length as u32),
-        num_object_types: U32::new(num_objects),
-        default_object: I32::new(default_object),
-        system_time: times.system_time,
-        _pad: U32::new(0),
-        perf_time: I64::new(times.perf_time),
-        perf_freq: I64::new(times.perf_freq),
-        perf_time_100nsec: I64::new(times.perf_time_100nsec),
-        system_name_length: U32::new(head.name.len() as u32),
-        system_name_offset: U32::new(HEADER as u32),
-    };
-    out[..HEADER].copy_from_slice(header.as_bytes());
+        .fold(start, |w, p| w.objects(&p.bytes, p.num_objects))
+        .finish()
 }
 
 /// One provider's validated Collect output.
@@ -264,6 +205,24 @@ pub struct ProviderOutput {
     pub bytes: Vec<u8>,
     /// `*lpNumObjectTypes`.
     pub num_objects: u32,
+}
+
+/// One object written by an [`ObjectBuilder`].
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_wire::build::ObjectBuilder;
+/// let out = prfmon::datablock::ProviderOutput::from(&ObjectBuilder::new(10));
+/// assert_eq!((out.bytes.len(), out.num_objects), (64 + 8, 1));
+/// ```
+impl From<&ObjectBuilder> for ProviderOutput {
+    fn from(object: &ObjectBuilder) -> Self {
+        ProviderOutput {
+            bytes: object.build(),
+            num_objects: 1,
+        }
+    }
 }
 
 impl ProviderOutput {

@@ -26,8 +26,8 @@
 //!     (`--host-user`).
 //! - [`trust`]: which provider libraries and registries the collector trusts (owner and
 //!   mode checks on the file and every folder above it, as OpenSSH's StrictModes).
-//! - [`datablock`]: the PERF_DATA_BLOCK that heads a collection; [`builder`]: a
-//!   PERF_OBJECT_TYPE written from owned parts (what a provider returns, for tests).
+//! - [`datablock`]: the PERF_DATA_BLOCK that heads a collection (its times, the host's name,
+//!   each provider's output), written by `prfdata_wire::build`.
 //! - [`session`]: one machine's collections and facts (names, factors, apps' ranges, disabled
 //!   services) from one registry read: the [`Collector`](collector::Collector) or
 //!   `remote::Remote` (another machine's `prfmon serve`, with the `remote` feature, on by
@@ -83,7 +83,6 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-pub mod builder;
 pub mod catalog;
 pub mod collector;
 pub mod datablock;

@@ -16,8 +16,8 @@
 //! # Examples
 //!
 //! ```
-//! use prfmon::builder::ObjectBuilder;
-//! use prfmon::datablock::{build_data_block, CollectionTimes};
+//! use prfdata_wire::build::ObjectBuilder;
+//! use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 //! use prfdata_wire::snapshot::InstanceData;
 //! use prfmon::merge::merge_missing;
 //! let inst = |name: &str, parent: u32, pos: u32| InstanceData {
@@ -25,7 +25,7 @@
 //!     parent_object_title_index: parent, parent_object_instance: pos, values: vec![],
 //! };
 //! let collect = |objects: &[ObjectBuilder]| {
-//!     let outputs: Vec<_> = objects.iter().map(ObjectBuilder::output).collect();
+//!     let outputs: Vec<_> = objects.iter().map(ProviderOutput::from).collect();
 //!     prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &outputs))
 //! };
 //! // Global: pools "a" and "b". By index: the costly tasks, with the pools (now "b" first).
@@ -241,9 +241,9 @@ fn first_of(snapshot: &DataSnapshot, index: u32) -> Option<&ObjectData> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builder::ObjectBuilder;
-    use crate::datablock::{build_data_block, CollectionTimes};
+    use crate::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     use crate::names::instance_names;
+    use prfdata_wire::build::ObjectBuilder;
     use prfdata_wire::snapshot::InstanceData;
 
     fn inst(name: &str, parent: u32, pos: u32) -> InstanceData {
@@ -264,7 +264,7 @@ mod tests {
     }
 
     fn snapshot(objects: Vec<ObjectBuilder>) -> DataSnapshot {
-        let outputs: Vec<_> = objects.iter().map(ObjectBuilder::output).collect();
+        let outputs: Vec<_> = objects.iter().map(ProviderOutput::from).collect();
         prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &outputs))
             .unwrap()
     }

@@ -116,14 +116,14 @@ impl Names {
 /// # Examples
 ///
 /// ```
-/// use prfmon::builder::ObjectBuilder;
-/// use prfmon::datablock::{build_data_block, CollectionTimes};
+/// use prfdata_wire::build::ObjectBuilder;
+/// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 /// use prfdata_wire::snapshot::InstanceData;
 /// use prfmon::names::InstanceNames;
 ///
 /// let inst = |name: &str| InstanceData { name: name.into(), unique_id: -1, ..Default::default() };
 /// let object = ObjectBuilder::new(10).instance(inst("a")).instance(inst("b")).instance(inst("a"));
-/// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[object.output()]))?;
+/// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[ProviderOutput::from(&object)]))?;
 /// let names = InstanceNames::new(&snap, &snap.objects[0]);
 /// assert_eq!(names.get(2), "a#1");
 /// assert_eq!(names.iter().collect::<Vec<_>>(), ["a", "b", "a#1"]);
@@ -220,12 +220,12 @@ impl<'a> InstanceNames<'a> {
 /// # Examples
 ///
 /// ```
-/// use prfmon::builder::ObjectBuilder;
-/// use prfmon::datablock::{build_data_block, CollectionTimes};
+/// use prfdata_wire::build::ObjectBuilder;
+/// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 /// use prfdata_wire::snapshot::InstanceData;
 /// let inst = |name: &str| InstanceData { name: name.into(), unique_id: -1, ..Default::default() };
 /// let object = ObjectBuilder::new(10).instance(inst("a")).instance(inst("b")).instance(inst("a"));
-/// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[object.output()]))?;
+/// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[ProviderOutput::from(&object)]))?;
 /// assert_eq!(prfmon::names::instance_names(&snap, &snap.objects[0]), ["a", "b", "a#1"]);
 /// # Ok::<(), prfdata_wire::error::DecodeError>(())
 /// ```
@@ -246,8 +246,8 @@ fn push_full_name(snapshot: &DataSnapshot, inst: &Instance<'_>, out: &mut String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builder::ObjectBuilder;
-    use crate::datablock::{build_data_block, CollectionTimes};
+    use crate::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    use prfdata_wire::build::ObjectBuilder;
     use prfdata_wire::snapshot::InstanceData;
 
     fn inst(name: &str, parent: u32, pos: u32) -> InstanceData {
@@ -261,7 +261,7 @@ mod tests {
     }
 
     fn snapshot(objects: Vec<ObjectBuilder>) -> DataSnapshot {
-        let outputs: Vec<_> = objects.iter().map(ObjectBuilder::output).collect();
+        let outputs: Vec<_> = objects.iter().map(ProviderOutput::from).collect();
         prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &outputs))
             .unwrap()
     }

@@ -41,8 +41,9 @@
 //! A Collect then writes all the instances of an object in one call
 //! ([`InstanceTable::copy_blocks_after`]): per instance its definition and name (its own memory),
 //! then its counter block out of the mapping in one bulk copy (every word read whole, wide loads
-//! where the processor guarantees that), then the counters a plain copy cannot give (text, sums,
-//! `_Total`: the reader's fix-up after the bulk copy), with the sizes checked once for all. A
+//! where the processor guarantees that, shard lines added, `_Total` aggregated), with the sizes
+//! checked once for all. The serializer then makes the counters a plain copy cannot give wire
+//! format (text, sums: the object's [`ObjectInfo::fixups`]). A
 //! block that lies about its sequence can make the names served stale, never out of bounds: every
 //! slot is checked again when its counter block is copied.
 //!
@@ -54,7 +55,9 @@
 
 use std::sync::Arc;
 
-use prfdata::reader::{BlockReader, BlockView, InstanceTable, ReadError};
+use prfdata::reader::{BlockReader, BlockView, InstanceTable, ObjectInfo, ReadError};
+use prfdata_wire::build::INSTANCE_DEFINITION as INSTANCE_DEF;
+use prfdata_wire::build::{instance_size, COUNTER_DEFINITION as COUNTER_DEF, OBJECT_HEADER};
 use prfdata_wire::filetime::OBJECT_FREQUENCY;
 use prfdata_wire::winperf::{
     PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType, I32, I64, PERF_NO_INSTANCES,
@@ -64,21 +67,7 @@ use zerocopy::IntoBytes;
 
 use crate::select::Selection;
 
-/// Size of PERF_OBJECT_TYPE.
-const OBJECT_HEADER: usize = 64;
-/// Size of PERF_COUNTER_DEFINITION.
-const COUNTER_DEF: usize = 40;
-/// Size of PERF_INSTANCE_DEFINITION.
-const INSTANCE_DEF: usize = 24;
-
 pub use crate::select::TitleBase;
-
-/// Bytes of an instance definition with its name: 24 + (len + 1) × 2, padded to 8. `name_units`
-/// is a length the reader checked against the object's limit (at most 1024).
-#[inline]
-fn instance_def_size(name_units: usize) -> usize {
-    (INSTANCE_DEF + (name_units + 1) * 2).next_multiple_of(8)
-}
 
 /// Bytes [`write_objects`] will write for `objects` in the same state of the block.
 ///
@@ -100,7 +89,7 @@ pub fn objects_size(view: &BlockView<'_>, objects: &[usize]) -> Result<usize, Re
         }
         let table = view.instances(k)?;
         for pos in 0..table.len() {
-            let one = instance_def_size(table.name_len(pos)? as usize) + block;
+            let one = instance_size(table.name_len(pos)? as usize) + block;
             total = total.saturating_add(one);
         }
     }
@@ -121,7 +110,7 @@ pub fn objects_size_bound(view: &BlockView<'_>, objects: &[usize]) -> Result<usi
         let block = info.counter_block_size as usize;
         total = total.saturating_add(if info.instanced {
             // The synthesised `_Total` (its name is shorter than any limit) is one more.
-            let one = instance_def_size(info.max_name_len.max(6) as usize) + block;
+            let one = instance_size(info.max_name_len.max(6) as usize) + block;
             (view.live_count(k)? as usize + usize::from(info.total)).saturating_mul(one)
         } else {
             block
@@ -349,39 +338,24 @@ fn object_parts(reader: &BlockReader, titles: TitleBase) -> Vec<ObjectParts> {
             let mut defs = vec![0u8; OBJECT_HEADER];
             defs.reserve(COUNTER_DEF * counters.len());
             for c in counters {
+                let (name, help) = c
+                    .name_offset
+                    .map_or((0, 0), |o| (titles.name(o), titles.help(o)));
                 let def = PerfCounterDefinition {
-                    byte_length: U32::new(COUNTER_DEF as u32),
-                    counter_name_title_index: U32::new(c.name_offset.map_or(0, |o| titles.name(o))),
-                    counter_name_title: U32::new(0),
-                    counter_help_title_index: U32::new(c.name_offset.map_or(0, |o| titles.help(o))),
-                    counter_help_title: U32::new(0),
                     default_scale: I32::new(c.default_scale),
                     detail_level: U32::new(c.detail_level),
-                    counter_type: U32::new(c.counter_type),
-                    counter_size: U32::new(c.size),
-                    counter_offset: U32::new(c.block_offset),
+                    ..PerfCounterDefinition::new(name, help, c.counter_type, c.size, c.block_offset)
                 };
                 defs.extend_from_slice(def.as_bytes());
             }
+            let (name, help) = (titles.name(info.name_offset), titles.help(info.name_offset));
+            let default_counter = info.default_counter.and_then(|c| i32::try_from(c).ok());
             let head = PerfObjectType {
-                total_byte_length: U32::new(0),
-                definition_length: U32::new(defs.len() as u32),
-                header_length: U32::new(OBJECT_HEADER as u32),
-                object_name_title_index: U32::new(titles.name(info.name_offset)),
-                object_name_title: U32::new(0),
-                object_help_title_index: U32::new(titles.help(info.name_offset)),
-                object_help_title: U32::new(0),
                 detail_level: U32::new(info.detail_level),
-                num_counters: U32::new(counters.len() as u32),
-                default_counter: I32::new(
-                    info.default_counter
-                        .and_then(|c| i32::try_from(c).ok())
-                        .unwrap_or(-1),
-                ),
+                default_counter: I32::new(default_counter.unwrap_or(-1)),
                 num_instances: I32::new(0),
-                code_page: U32::new(0),
-                perf_time: I64::new(0),
                 perf_freq: I64::new(OBJECT_FREQUENCY),
+                ..PerfObjectType::new(name, help, counters.len())
             };
             ObjectParts { head, defs }
         })
@@ -423,21 +397,27 @@ fn write_object(
             // without moving its sequence) is written from the window: the output always
             // agrees with its own header.
             Some(Instances::Reuse(rec)) if rec.entries.len() == table.len() as usize => {
-                pos += table.copy_blocks_after(&rec.entries, &rec.bytes, &mut out[pos..])?;
+                let end =
+                    pos + table.copy_blocks_after(&rec.entries, &rec.bytes, &mut out[pos..])?;
+                if !info.fixups().is_plain() {
+                    fix_blocks(info, &rec.entries, &mut out[pos..end]);
+                }
+                pos = end;
             }
             Some(Instances::Record(rec)) => {
                 rec.bytes.clear();
                 rec.entries.clear();
-                pos = write_instances(view, &table, selection, titles, pos, block, out, Some(rec))?;
+                pos = write_instances(view, &table, selection, titles, pos, info, out, Some(rec))?;
             }
             Some(Instances::Reuse(_)) | None => {
-                pos = write_instances(view, &table, selection, titles, pos, block, out, None)?;
+                pos = write_instances(view, &table, selection, titles, pos, info, out, None)?;
             }
         }
         table.len() as i32
     } else {
         let end = fits(pos + block)?;
         view.copy_global_block(index, &mut out[pos..end])?;
+        info.fixups().apply(&mut out[pos..end]);
         pos = end;
         PERF_NO_INSTANCES
     };
@@ -451,8 +431,8 @@ fn write_object(
     Ok(pos)
 }
 
-/// Writes the instances of `table` from the window at `out[pos..]`, each counter block `block`
-/// bytes, recording their definitions in `record`; returns the end.
+/// Writes the instances of `table` (of object `info`) from the window at `out[pos..]`, each
+/// counter block fixed up, recording their definitions in `record`; returns the end.
 #[allow(clippy::too_many_arguments)]
 fn write_instances(
     view: &BlockView<'_>,
@@ -460,15 +440,16 @@ fn write_instances(
     selection: &Selection,
     titles: TitleBase,
     mut pos: usize,
-    block: usize,
+    info: &ObjectInfo,
     out: &mut [u8],
     mut record: Option<&mut Recorded>,
 ) -> Result<usize, ReadError> {
     let reader = view.reader();
+    let (block, fixups) = (info.counter_block_size as usize, info.fixups());
     let len = out.len();
     for p in 0..table.len() {
         let inst = table.get(p)?;
-        let def_size = instance_def_size(inst.name_len as usize);
+        let def_size = instance_size(inst.name_len as usize);
         let end = pos + def_size + block;
         if end > len {
             return Err(ReadError::Inconsistent);
@@ -485,14 +466,12 @@ fn write_instances(
                 ))
             })
             .unwrap_or((0, 0));
-        let head = PerfInstanceDefinition {
-            byte_length: U32::new(def_size as u32),
-            parent_object_title_index: U32::new(parent_title),
-            parent_object_instance: U32::new(parent_pos),
-            unique_id: I32::new(inst.unique_id.unwrap_or(PERF_NO_UNIQUE_ID)),
-            name_offset: U32::new(INSTANCE_DEF as u32),
-            name_length: U32::new((inst.name_len + 1) * 2),
-        };
+        let unique_id = inst.unique_id.unwrap_or(PERF_NO_UNIQUE_ID);
+        let head = PerfInstanceDefinition::named(
+            inst.name_len as usize,
+            unique_id,
+            (parent_title, parent_pos),
+        );
         def[..INSTANCE_DEF].copy_from_slice(head.as_bytes());
         // The name, then its NUL and padding as zeros.
         table.copy_name(&inst, &mut def[INSTANCE_DEF..])?;
@@ -501,7 +480,24 @@ fn write_instances(
             rec.entries.push((inst.slot, def_size as u32));
         }
         table.copy_counter_block(&inst, data)?;
+        if !fixups.is_plain() {
+            fixups.apply(data);
+        }
         pos = end;
     }
     Ok(pos)
+}
+
+/// Applies `info`'s fix-ups to the counter blocks [`InstanceTable::copy_blocks_after`] wrote in
+/// `out`, each after its instance definition of `entries`' length.
+fn fix_blocks(info: &ObjectInfo, entries: &[(u32, u32)], out: &mut [u8]) {
+    let block = info.counter_block_size as usize;
+    let mut at = 0;
+    for &(_, prefix) in entries {
+        at += prefix as usize;
+        if let Some(data) = out.get_mut(at..at + block) {
+            info.fixups().apply(data);
+        }
+        at += block;
+    }
 }

@@ -20,6 +20,7 @@ use crate::reader::error::{field, ReadError};
 use crate::winperf;
 use prfdata_rules::counter;
 use prfdata_rules::map as map_rules;
+use prfdata_wire::build::CounterBlockFixups;
 
 /// A validated object record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,12 +61,10 @@ pub struct ObjectInfo {
     pub(crate) live_offset: u64,
     pub(crate) slots_offset: u64,
     pub(crate) data_offset: u64,
-    /// The text counters (`PERF_COUNTER_TEXT`) of the object's counter block: offset and bytes,
-    /// each range inside the block. Their UTF-16 is made well-formed when copied.
-    pub(crate) text: Vec<(u32, u32)>,
-    /// The sums (the Windows 95 stat servers' `PSTF_COMPLEX`) the reader fills in each copied
-    /// counter block.
-    pub(crate) sums: Vec<SumPlan>,
+    /// What a counter block copied out of the block needs to be wire format: its ByteLength,
+    /// its text counters (`PERF_COUNTER_TEXT`) made well-formed, its sums computed (each place
+    /// checked inside the block).
+    pub(crate) fixups: CounterBlockFixups,
     /// Whether readers show a synthesised `_Total` instance (`total: true` in the map).
     pub total: bool,
     /// How `_Total` and departed instances aggregate each stored numeric counter (sums are
@@ -138,6 +137,18 @@ pub(crate) struct TableLayout {
 }
 
 impl ObjectInfo {
+    /// What each counter block copied out of the block ([`InstanceTable::copy_counter_block`],
+    /// [`BlockView::copy_global_block`], [`InstanceTable::copy_blocks_after`],
+    /// [`InstanceTable::total_block`]) needs before it is wire format: apply it to each.
+    ///
+    /// [`InstanceTable::copy_counter_block`]: crate::reader::InstanceTable::copy_counter_block
+    /// [`BlockView::copy_global_block`]: crate::reader::BlockView::copy_global_block
+    /// [`InstanceTable::copy_blocks_after`]: crate::reader::InstanceTable::copy_blocks_after
+    /// [`InstanceTable::total_block`]: crate::reader::InstanceTable::total_block
+    pub fn fixups(&self) -> &CounterBlockFixups {
+        &self.fixups
+    }
+
     /// What the object's bound in a Collect answer depends on (`block/answer.rs`).
     pub(crate) fn geometry(&self) -> Geometry {
         Geometry {
@@ -225,60 +236,6 @@ impl CounterInfo {
     /// ```
     pub fn sum_parts(&self) -> Option<&[u16]> {
         (self.part_count > 0).then(|| &self.parts[..usize::from(self.part_count)])
-    }
-}
-
-/// A sum the reader fills in a counter block: the sum's place and size, and its parts'
-/// places, each checked inside the block at open.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct SumPlan {
-    /// The sum's index among the object's counters.
-    pub(crate) counter: usize,
-    pub(crate) offset: u32,
-    pub(crate) size: u32,
-    pub(crate) parts: Vec<u32>,
-}
-
-impl SumPlan {
-    /// The sum of the parts in `block` (a copied counter block), wrapped to the sum's width.
-    pub(crate) fn sum_in(&self, block: &[u8]) -> u64 {
-        let mut sum = 0u64;
-        for &p in &self.parts {
-            sum = sum.wrapping_add(load(block, p, self.size));
-        }
-        sum
-    }
-
-    /// Writes `sum` at the sum's place in `block`.
-    pub(crate) fn store(&self, block: &mut [u8], sum: u64) {
-        let at = self.offset as usize;
-        match self.size {
-            DWORD_SIZE => {
-                if let Some(b) = block.get_mut(at..at + 4) {
-                    b.copy_from_slice(&(sum as u32).to_ne_bytes());
-                }
-            }
-            _ => {
-                if let Some(b) = block.get_mut(at..at + 8) {
-                    b.copy_from_slice(&sum.to_ne_bytes());
-                }
-            }
-        }
-    }
-}
-
-/// The DWORD or LARGE value at `at` in a copied counter block (0 outside it: checked at open).
-fn load(block: &[u8], at: u32, size: u32) -> u64 {
-    let at = at as usize;
-    match size {
-        DWORD_SIZE => block
-            .get(at..at + 4)
-            .and_then(|b| b.try_into().ok())
-            .map_or(0, |b| u64::from(u32::from_ne_bytes(b))),
-        _ => block
-            .get(at..at + 8)
-            .and_then(|b| b.try_into().ok())
-            .map_or(0, u64::from_ne_bytes),
     }
 }
 
@@ -581,7 +538,7 @@ fn check_object(
         .filter_map(|c| Some((c.block_offset, c.shard?)))
         .collect();
     let shards = check_shards(rec, off, &sharded, stride, block_stride)?;
-    let text = check_places(own, records_at, stride)?;
+    let mut fixups = check_places(own, records_at, stride)?;
     let aggregates = own
         .iter()
         .filter(|c| c.sum_parts().is_none() && matches!(c.size, DWORD_SIZE | LARGE_SIZE))
@@ -594,11 +551,11 @@ fn check_object(
             })
         })
         .collect();
-    let sums = sum_plans(own, records_at)?;
+    sum_plans(own, records_at, &mut fixups)?;
     let instanced = rec.flags & OBJECT_INSTANCED != 0;
     let (max, name_len, slot_size) = check_instances(rec, off, instanced)?;
     check_regions(rec, off, (max, slot_size), block_stride, file_size)?;
-    let plain = sharded.is_empty() && text.is_empty() && sums.is_empty();
+    let plain = sharded.is_empty() && fixups.is_plain();
     Ok(ObjectInfo {
         name_offset: rec.name_offset,
         detail_level: rec.detail_level,
@@ -617,8 +574,7 @@ fn check_object(
         live_offset: rec.live_offset,
         slots_offset: rec.slots_offset,
         data_offset: rec.data_offset,
-        text,
-        sums,
+        fixups,
         total: rec.flags & OBJECT_TOTAL != 0,
         aggregates,
         plain,
@@ -729,13 +685,13 @@ fn check_shards(
 }
 
 /// Each of an object's counters (`own`, their records at `records_at`) inside its counter
-/// block of `stride` bytes; returns the text counters' places.
+/// block of `stride` bytes; returns the block's fix-ups with its text counters.
 fn check_places(
     own: &[CounterInfo],
     records_at: u64,
     stride: u32,
-) -> Result<Vec<(u32, u32)>, ReadError> {
-    let mut text = Vec::new();
+) -> Result<CounterBlockFixups, ReadError> {
+    let mut fixups = CounterBlockFixups::new(stride);
     for (i, c) in own.iter().enumerate() {
         // In u64: a block offset near 2^32 must not wrap past the check.
         let inside = u64::from(c.block_offset) + u64::from(c.size) <= u64::from(stride);
@@ -743,16 +699,19 @@ fn check_places(
             records_at + (i * COUNTER_RECORD_SIZE + offset_of!(CounterRecord, block_offset)) as u64;
         ensure(inside, at, "counter beyond its block", c.block_offset)?;
         if c.counter_type == winperf::PERF_COUNTER_TEXT {
-            text.push((c.block_offset, c.size));
+            fixups.text(c.block_offset, c.size);
         }
     }
-    Ok(text)
+    Ok(fixups)
 }
 
 /// The sums among an object's counters (`own`, their records at `records_at`), each part
-/// checked with the map's sum rules.
-fn sum_plans(own: &[CounterInfo], records_at: u64) -> Result<Vec<SumPlan>, ReadError> {
-    let mut sums = Vec::new();
+/// checked with the map's sum rules, added to `fixups`.
+fn sum_plans(
+    own: &[CounterInfo],
+    records_at: u64,
+    fixups: &mut CounterBlockFixups,
+) -> Result<(), ReadError> {
     for (i, c) in own.iter().enumerate() {
         let Some(parts) = c.sum_parts() else { continue };
         let at = records_at + (i * COUNTER_RECORD_SIZE + offset_of!(CounterRecord, parts)) as u64;
@@ -770,14 +729,9 @@ fn sum_plans(own: &[CounterInfo], records_at: u64) -> Result<Vec<SumPlan>, ReadE
             rule.map_err(|_| bad())?;
             offsets.push(part.block_offset);
         }
-        sums.push(SumPlan {
-            counter: i,
-            offset: c.block_offset,
-            size: c.size,
-            parts: offsets,
-        });
+        fixups.sum(c.block_offset, c.size, offsets);
     }
-    Ok(sums)
+    Ok(())
 }
 
 /// The object's live list, slots and counter blocks (`max` instances of slots of `slot_size`

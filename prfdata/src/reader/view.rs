@@ -13,7 +13,7 @@ use super::error::{field, ReadError};
 use super::recover::{self, Recovery};
 use crate::block::fault::Watch;
 use crate::block::presence::Probe;
-use crate::block::records::{AggPlan, CounterInfo, ObjectInfo, SumPlan};
+use crate::block::records::{AggPlan, CounterInfo, ObjectInfo};
 use crate::layout::{
     slot, AGG_LIVE, AGG_MAX, AGG_MIN, AGG_SUM, BYTE_LENGTH_SIZE, CLOSED_OFFSET, DWORD_SIZE,
     GENERATION_OFFSET, LARGE_SIZE, LIVE_COUNT_OFFSET, LIVE_ENTRY_SIZE, NAME_UNIT_SIZE,
@@ -471,7 +471,8 @@ impl<'a> BlockView<'a> {
     }
 
     /// Writes the counter block of object `obj`, which has no instances, into `out`, as
-    /// [`InstanceTable::copy_counter_block`] does for an instance.
+    /// [`InstanceTable::copy_counter_block`] does for an instance (its text and sums as
+    /// stored: see [`ObjectInfo::fixups`]).
     ///
     /// # Panics
     ///
@@ -499,7 +500,7 @@ impl<'a> BlockView<'a> {
             return Err(field(o.data_offset, "counter block", o.counter_block_size));
         }
         self.reader.add_shards(o, o.data_offset, out)?;
-        finish_counter_block(o, out);
+        set_byte_length(o, out);
         Ok(())
     }
 }
@@ -825,6 +826,7 @@ impl InstanceTable<'_> {
         if self.is_total_inst(inst) {
             let mut block = vec![0u8; o.counter_block_size as usize];
             self.total_block(&mut block)?;
+            o.fixups.apply(&mut block);
             let info = o
                 .counters
                 .clone()
@@ -851,8 +853,10 @@ impl InstanceTable<'_> {
     }
 
     /// Writes the counter block of `inst` into `out`, which must be exactly
-    /// [`ObjectInfo::counter_block_size`] long; its ByteLength word is set to that size (the
-    /// writer's own value is not trusted).
+    /// [`ObjectInfo::counter_block_size`] long: each 8-byte word whole, sharded counters with
+    /// their shard lines added, the ByteLength word set to that size (the writer's own value is
+    /// not trusted); its text and sums as stored, for [`ObjectInfo::fixups`] to make them wire
+    /// format.
     ///
     /// # Panics
     ///
@@ -866,7 +870,7 @@ impl InstanceTable<'_> {
             "one counter block"
         );
         // The common case inline, with no call per instance: a slot below the limit (so not
-        // `_Total`, whose block number is the limit) of an object with no counter to fix up.
+        // `_Total`, whose block number is the limit) of an object with no sharded counter.
         if inst.slot < o.max_instances && o.plain {
             let at = o.data_offset as usize + inst.slot as usize * o.block_stride as usize;
             // SAFETY: as in `copy_counter_block_checked`: `inst.slot < max_instances` (just
@@ -876,8 +880,7 @@ impl InstanceTable<'_> {
             // mapping: the `out.len() == counter_block_size` bytes at `at` are in bounds and
             // 8-aligned, a multiple of 8 long.
             unsafe { self.reader.raw.load_words_to(at, out) };
-            // The ByteLength word: the validated size (`finish_counter_block`'s only effect on
-            // a plain object).
+            // The ByteLength word: the validated size.
             out[..BYTE_LENGTH_SIZE].copy_from_slice(&o.counter_block_size.to_le_bytes());
             return Ok(());
         }
@@ -957,7 +960,7 @@ impl InstanceTable<'_> {
         Ok(pos)
     }
 
-    /// [`InstanceTable::copy_blocks_after`] for a plain object (no counter to fix up), with
+    /// [`InstanceTable::copy_blocks_after`] for a plain object (no sharded counter), with
     /// `out` and `prefixes` checked long enough: a loop with no check per instance but its
     /// slot's, the copy of a thousand instances within a few tenths of a `memcpy` of the same
     /// bytes. Stops before the first entry whose slot is not below the instance limit; returns
@@ -1025,7 +1028,7 @@ impl InstanceTable<'_> {
     }
 
     /// [`InstanceTable::copy_counter_block`] for `_Total`, an invalid slot, or an object whose
-    /// counter blocks need fix-ups (shards, text, sums). `out` has the block's length.
+    /// counter blocks have shards, text or sums. `out` has the block's length.
     #[inline(never)]
     fn copy_counter_block_checked(
         &self,
@@ -1041,7 +1044,7 @@ impl InstanceTable<'_> {
         }
         let at = o.data_offset as usize + inst.slot as usize * o.block_stride as usize;
         // The whole block in one bulk copy (each 8-byte word whole, wide loads where the
-        // processor guarantees that), then the fix-ups of its special counters.
+        // processor guarantees that), then its shard lines added.
         // SAFETY: `inst.slot < max_instances` (checked above), and `BlockView::instances`
         // checked that the `max_instances` blocks `block_stride` bytes apart (a multiple of 8, at
         // least `counter_block_size`, itself a multiple of 8, checked at open) at the 8-aligned
@@ -1051,7 +1054,7 @@ impl InstanceTable<'_> {
         if !o.sharded.is_empty() {
             self.reader.add_shards(o, at as u64, out)?;
         }
-        finish_counter_block(o, out);
+        set_byte_length(o, out);
         Ok(())
     }
 
@@ -1105,7 +1108,8 @@ impl InstanceTable<'_> {
     /// Writes the `_Total` counter block into `out` (one counter block long): each counter
     /// aggregated over the instances shown by its rule, plus, for `sum` counters, the retired
     /// share (the retired accumulator and the instances whose owner died but are not reclaimed
-    /// yet); sums (`PSTF_COMPLEX`) computed again from the totalled parts; text empty.
+    /// yet); text empty. Sums (`PSTF_COMPLEX`) are computed again from the totalled parts by
+    /// [`ObjectInfo::fixups`].
     pub fn total_block(&self, out: &mut [u8]) -> Result<(), ReadError> {
         let o = self.info;
         let stride = o.counter_block_size as usize;
@@ -1146,7 +1150,7 @@ impl InstanceTable<'_> {
                 _ => out[at..at + 8].copy_from_slice(&v.to_ne_bytes()),
             }
         }
-        finish_counter_block(o, out);
+        set_byte_length(o, out);
         Ok(())
     }
 
@@ -1188,36 +1192,12 @@ fn word_at<const N: usize>(block: &[u8], at: usize) -> [u8; N] {
     out
 }
 
-/// Completes a counter block copied from the mapping: its ByteLength word set to the
-/// validated size (the writer's own value is not trusted) and its text counters made
-/// well-formed UTF-16 (see [`utf16`]).
-///
-/// This is the fix-up hook of the bulk copy: every copy of a counter block out of the mapping
-/// (an instance's, a global object's) is one word-wise bulk copy followed by this, which patches
-/// the counters a plain copy cannot give (text, sums; a new kind of counter whose stored bytes
-/// are not its value, e.g. one spread over several slots, is patched here too). `_Total` is
-/// built by [`InstanceTable::total_block`], which ends here as well. Cost for an object with no
-/// such counter: one 4-byte store and two empty-slice checks.
+/// Sets the ByteLength word of a counter block copied from the mapping to the validated size
+/// (the writer's own value is not trusted): the one fix-up a copy makes in the same pass; the
+/// rest is [`ObjectInfo::fixups`]'s, applied by whoever serialises the copy.
 #[inline]
-fn finish_counter_block(o: &ObjectInfo, out: &mut [u8]) {
+fn set_byte_length(o: &ObjectInfo, out: &mut [u8]) {
     out[..BYTE_LENGTH_SIZE].copy_from_slice(&o.counter_block_size.to_le_bytes());
-    if !o.text.is_empty() {
-        fix_text(o, out);
-    }
-    // Sums from the parts in this same copy: one consistent set of values.
-    for sum in &o.sums {
-        sum.store(out, sum.sum_in(out));
-    }
-}
-
-fn fix_text(o: &ObjectInfo, out: &mut [u8]) {
-    for &(offset, size) in &o.text {
-        // Checked at open to lie inside the block.
-        let range = offset as usize..offset as usize + size as usize;
-        if let Some(text) = out.get_mut(range) {
-            utf16::make_well_formed(text);
-        }
-    }
 }
 
 /// The mask of the first `n` bytes (in memory order, `n < 8`) of a native `u64`.
@@ -1254,9 +1234,9 @@ impl BlockReader {
         Ok(())
     }
 
-    /// The value of counter `info` of object `o` (which has sharded counters) in the counter
-    /// block at `block`, read from a whole copy of the block: shards added, sums computed
-    /// from the summed parts.
+    /// The value of counter `info` of object `o` (a sum, or of an object with sharded counters)
+    /// in the counter block at `block`, read from a whole copy of the block: shards added, then
+    /// the object's fix-ups (sums computed from the summed parts).
     #[cold]
     fn value_in_copy(
         &self,
@@ -1270,7 +1250,7 @@ impl BlockReader {
             .and_then(|a| self.raw.copy_words_to(a, &mut copy))
             .ok_or_else(|| field(block, "counter block", o.counter_block_size))?;
         self.add_shards(o, block, &mut copy)?;
-        finish_counter_block(o, &mut copy);
+        o.fixups.apply(&mut copy);
         let at = info.block_offset as usize;
         match info.size {
             DWORD_SIZE => Ok(i64::from(i32::from_ne_bytes(word_at(&copy, at)))),
@@ -1291,11 +1271,8 @@ impl BlockReader {
             .nth(counter)
             .and_then(|i| self.records.counters.get(i))
             .ok_or_else(|| field(o.record_offset, "counter of the object", counter as u64))?;
-        if !o.sharded.is_empty() {
+        if !o.sharded.is_empty() || info.sum_parts().is_some() {
             return self.value_in_copy(o, block, info);
-        }
-        if let Some(plan) = o.sums.iter().find(|s| s.counter == counter) {
-            return self.sum_at(block, plan, info.size);
         }
         // Checked at open: the value lies inside the counter block, aligned to its size.
         let at = block + u64::from(info.block_offset);
@@ -1308,29 +1285,6 @@ impl BlockReader {
                 .ok_or_else(|| field(at, "counter value", at)),
             size => Err(field(at, "counter that is not a number", size)),
         }
-    }
-
-    /// A sum's value (the Windows 95 stat servers' `PSTF_COMPLEX`) in the counter block at `block`:
-    /// its parts loaded one by one, added in 64 bits, presented at the sum's width (a DWORD
-    /// sign-extended as [`BlockView::global_value`] presents every DWORD).
-    #[cold]
-    fn sum_at(&self, block: u64, plan: &SumPlan, size: u32) -> Result<i64, ReadError> {
-        let mut sum = 0u64;
-        for &p in &plan.parts {
-            let at = block + u64::from(p);
-            let v = match size {
-                DWORD_SIZE => u64::from(self.u32(at, "counter value")?),
-                _ => usize::try_from(at)
-                    .ok()
-                    .and_then(|a| self.raw.load_u64(a))
-                    .ok_or_else(|| field(at, "counter value", at))?,
-            };
-            sum = sum.wrapping_add(v);
-        }
-        Ok(match size {
-            DWORD_SIZE => i64::from(sum as u32 as i32),
-            _ => sum as i64,
-        })
     }
 
     /// The relaxed load of the `u32` at `off`, or [`ReadError::Field`] naming `what` if it lies

@@ -238,6 +238,7 @@ pub mod snapshot {
                     if !info.instanced {
                         out.global = vec![0; stride];
                         view.copy_global_block(k, &mut out.global)?;
+                        info.fixups().apply(&mut out.global);
                         objects.push(out);
                         continue;
                     }
@@ -248,6 +249,7 @@ pub mod snapshot {
                         table.name_units(&inst, &mut name)?;
                         let mut data = vec![0; stride];
                         table.copy_counter_block(&inst, &mut data)?;
+                        info.fixups().apply(&mut data);
                         out.instances.push(InstanceSnapshot {
                             slot: inst.slot,
                             generation: inst.generation,

@@ -127,7 +127,7 @@ use prfdata_registry::service::{DEFAULT_COLLECT_TIMEOUT_MS, DEFAULT_OPEN_TIMEOUT
 use prfdata_registry::{paths, update, Hive, Registry, RegistryError, StoreStamp, Value};
 use prfdata_wire::winperf::ERROR_SUCCESS;
 
-use crate::datablock::{finish_block, host_name, start_block, CollectionTimes};
+use crate::datablock::{host_name, CollectionTimes};
 use crate::trust::TrustPolicy;
 use host::{HostError, HostProcess};
 use host_user::HostUser;
@@ -605,7 +605,8 @@ impl<R: Registry> Collector<R> {
         self.follow_registry();
         let times = CollectionTimes::now();
         let room = self.services.iter().map(|s| s.last_len).sum();
-        let (mut out, head) = start_block(&self.system_name, room);
+        let mut block = times.writer(&self.system_name, room);
+        let out = block.buffer();
         let mut run = ObjectRun::default();
         let mut services: Vec<String> = Vec::new();
         for i in 0..self.services.len() {
@@ -616,7 +617,7 @@ impl<R: Registry> Collector<R> {
                 continue;
             }
             let at = out.len();
-            match self.collect_service(i, query, &mut out, &mut run) {
+            match self.collect_service(i, query, out, &mut run) {
                 Ok(n) => {
                     // `append_checked` made sure the output holds exactly `n` objects.
                     let name = &self.services[i].config.name;
@@ -627,14 +628,15 @@ impl<R: Registry> Collector<R> {
             }
         }
         let indexes: Vec<u32> = run
-            .objects(&out)
+            .objects(out)
             .map(|o| o.header().object_name_title_index.get())
             .collect();
         self.log_duplicates(&indexes, &services);
         let default_object = indexes.first().map_or(-1, |&i| i as i32);
         let num_objects = u32::try_from(run.count()).unwrap_or(u32::MAX);
-        finish_block(&mut out, &head, &times, num_objects, default_object);
-        let block = DataView::from_checked(out, head.name, run);
+        let name = block.system_name();
+        let out = block.counts(num_objects, default_object).finish();
+        let block = DataView::from_checked(out, name, run);
         (block, services)
     }
 

@@ -269,14 +269,14 @@ impl Exposition {
     /// # Examples
     ///
     /// ```
-    /// use prfmon::builder::ObjectBuilder;
-    /// use prfmon::datablock::{build_data_block, CollectionTimes};
+    /// use prfdata_wire::build::ObjectBuilder;
+    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// use prfdata_wire::snapshot::RawValue;
     /// use prfmon::openmetrics::exposition::Exposition;
     /// let object = ObjectBuilder::new(10)
     ///     .counter(12, prfdata_wire::winperf::PERF_COUNTER_BULK_COUNT, 8)
     ///     .values(vec![RawValue::Int(3)]);
-    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[object.output()]))?;
+    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[ProviderOutput::from(&object)]))?;
     /// let mut names = prfmon::names::Names::default();
     /// names.counter.extend([(10, "A".to_owned()), (12, "B".to_owned())]);
     /// names.help.insert(13, "Say \"hi\".".to_owned());
@@ -895,8 +895,8 @@ fn write_value(kind: MetricKind, value: i64, encoder: MetricEncoder<'_>) -> std:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builder::ObjectBuilder;
-    use crate::datablock::{build_data_block, CollectionTimes};
+    use crate::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    use prfdata_wire::build::ObjectBuilder;
     use prfdata_wire::snapshot::{InstanceData, RawValue};
     use prfdata_wire::winperf::*;
 
@@ -918,7 +918,7 @@ mod tests {
     }
 
     fn snapshot(objects: &[ObjectBuilder]) -> DataSnapshot {
-        let outputs: Vec<_> = objects.iter().map(ObjectBuilder::output).collect();
+        let outputs: Vec<_> = objects.iter().map(ProviderOutput::from).collect();
         prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &outputs))
             .unwrap()
     }

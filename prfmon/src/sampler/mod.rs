@@ -656,8 +656,8 @@ fn raw_sample_of(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builder::ObjectBuilder;
     use crate::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    use prfdata_wire::build::ObjectBuilder;
     use prfdata_wire::snapshot::{InstanceData, RawValue};
     use prfdata_wire::winperf::{
         PERF_100NSEC_TIMER, PERF_AVERAGE_BASE, PERF_AVERAGE_TIMER, PERF_COUNTER_COUNTER,

@@ -1,56 +1,43 @@
-//! Writing a PERF_OBJECT_TYPE from owned parts: what a provider's Collect returns, for
-//! examples and tests of the consumer side (a collection with parents, duplicate names, text
-//! or odd sizes, without a provider) and for anything else that builds one in memory.
-//!
-//! The layout is winperf.h's, 8-aligned as prfdata's provider writes it:
-//!
-//! ```text
-//! PERF_OBJECT_TYPE (64)
-//! PERF_COUNTER_DEFINITION × counters (40 each)
-//! either PERF_COUNTER_BLOCK + values            (no instances)
-//! or per instance: PERF_INSTANCE_DEFINITION (24) + name (UTF-16, NUL, padded to 8)
-//!                  PERF_COUNTER_BLOCK + values  (each value at its CounterOffset)
-//! ```
-//!
-//! Each counter's value lies at the next offset of its size (after the 8-byte
-//! PERF_COUNTER_BLOCK), the block padded to 8. A [`RawValue::Int`] is written at the counter's
-//! size (a DWORD's low 32 bits), [`RawValue::Text`] as UTF-16 (8-bit for `PERF_TEXT_ASCII`),
-//! cut or NUL-padded to the size, [`RawValue::Bytes`] as they are; anything missing is zero.
-//!
-//! # Examples
-//!
-//! ```
-//! use prfdata_wire::winperf::{PERF_COUNTER_COUNTER, PERF_COUNTER_RAWCOUNT};
-//! use prfmon::builder::ObjectBuilder;
-//! use prfmon::datablock::{build_data_block, CollectionTimes};
-//! use prfdata_wire::snapshot::{InstanceData, RawValue};
-//!
-//! let pools = ObjectBuilder::new(10)
-//!     .counter(12, PERF_COUNTER_RAWCOUNT, 4)
-//!     .instance(InstanceData { name: "a".into(), unique_id: -1, values: vec![RawValue::Int(3)], ..Default::default() });
-//! let service = ObjectBuilder::new(20)
-//!     .counter(22, PERF_COUNTER_COUNTER, 8)
-//!     .values(vec![RawValue::Int(41)]);
-//! let bytes = build_data_block("box", &CollectionTimes::now(), &[pools.output(), service.output()]);
-//! let snap = prfdata_wire::snapshot::decode(&bytes)?;
-//! assert_eq!(snap.objects[0].instance(0).unwrap().values().int(0), Some(3));
-//! assert_eq!(snap.objects[1].values().unwrap().int(0), Some(41));
-//! # Ok::<(), prfdata_wire::error::DecodeError>(())
-//! ```
+//! A PERF_OBJECT_TYPE written from owned parts: [`ObjectBuilder`].
 
-use prfdata_wire::winperf::{
-    PerfCounterBlock, PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType, I32, I64,
-    PERF_DETAIL_NOVICE, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK, PERF_TYPE_TEXT, U32,
-};
 use zerocopy::IntoBytes;
 
-use crate::datablock::ProviderOutput;
-use prfdata_wire::snapshot::{InstanceData, RawValue};
+use super::{push_instance, COUNTER_BLOCK_HEADER, COUNTER_DEFINITION, OBJECT_HEADER};
+use crate::snapshot::{InstanceData, RawValue};
+use crate::winperf::{
+    PerfCounterBlock, PerfCounterDefinition, PerfObjectType, I32, I64, PERF_NO_INSTANCES,
+    PERF_TEXT_ASCII, PERF_TYPE_MASK, PERF_TYPE_TEXT, U32,
+};
 
-/// `PERF_COUNTER_BLOCK`'s bytes before the first value: its `ByteLength` and 4 of padding.
-const BLOCK_HEADER: u32 = 8;
-
-/// One object to write (see the [module docs](crate::builder)).
+/// Writing a PERF_OBJECT_TYPE from owned parts: what a provider's Collect returns, for
+/// examples and tests of the consumer side (a collection with parents, duplicate names, text
+/// or odd sizes, without a provider) and for anything else that builds one in memory.
+///
+/// Each counter's value lies at the next offset of its size (after the 8-byte
+/// PERF_COUNTER_BLOCK) unless [`ObjectBuilder::offset`] places it, the block padded to 8. A
+/// [`RawValue::Int`] is written at the counter's size (a DWORD's low 32 bits),
+/// [`RawValue::Text`] as UTF-16 (8-bit for `PERF_TEXT_ASCII`), cut or NUL-padded to the size,
+/// [`RawValue::Bytes`] as they are; anything missing is zero.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_wire::winperf::{PERF_COUNTER_COUNTER, PERF_COUNTER_RAWCOUNT};
+/// use prfdata_wire::build::{DataBlockWriter, ObjectBuilder};
+/// use prfdata_wire::snapshot::{InstanceData, RawValue};
+///
+/// let pools = ObjectBuilder::new(10)
+///     .counter(12, PERF_COUNTER_RAWCOUNT, 4)
+///     .instance(InstanceData { name: "a".into(), unique_id: -1, values: vec![RawValue::Int(3)], ..Default::default() });
+/// let service = ObjectBuilder::new(20)
+///     .counter(22, PERF_COUNTER_COUNTER, 8)
+///     .values(vec![RawValue::Int(41)]);
+/// let bytes = DataBlockWriter::new("box", 0).objects(&pools.build(), 1).objects(&service.build(), 1).finish();
+/// let snap = prfdata_wire::snapshot::decode(&bytes)?;
+/// assert_eq!(snap.objects[0].instance(0).unwrap().values().int(0), Some(3));
+/// assert_eq!(snap.objects[1].values().unwrap().int(0), Some(41));
+/// # Ok::<(), prfdata_wire::error::DecodeError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct ObjectBuilder {
     header: PerfObjectType,
@@ -66,14 +53,8 @@ impl ObjectBuilder {
     pub fn new(name_index: u32) -> Self {
         ObjectBuilder {
             header: PerfObjectType {
-                header_length: U32::new(64),
-                object_name_title_index: U32::new(name_index),
-                object_help_title_index: U32::new(name_index + 1),
-                detail_level: U32::new(PERF_DETAIL_NOVICE),
-                default_counter: I32::new(-1),
-                num_instances: I32::new(PERF_NO_INSTANCES),
                 perf_freq: I64::new(1),
-                ..Default::default()
+                ..PerfObjectType::new(name_index, name_index + 1, 0)
             },
             counters: Vec::new(),
             instances: None,
@@ -82,19 +63,50 @@ impl ObjectBuilder {
     }
 
     /// Adds a counter of `counter_type`, `size` bytes, name index `name_index` (help
-    /// `name_index + 1`), after the ones before it.
+    /// `name_index + 1`; none for a counter without a name, 0), after the ones before it.
     pub fn counter(mut self, name_index: u32, counter_type: u32, size: u32) -> Self {
         let offset = self.block_end().next_multiple_of(size.clamp(1, 8));
-        self.counters.push(PerfCounterDefinition {
-            byte_length: U32::new(40),
-            counter_name_title_index: U32::new(name_index),
-            counter_help_title_index: U32::new(name_index + 1),
-            detail_level: U32::new(PERF_DETAIL_NOVICE),
-            counter_type: U32::new(counter_type),
-            counter_size: U32::new(size),
-            counter_offset: U32::new(offset),
-            ..Default::default()
-        });
+        let help = if name_index == 0 { 0 } else { name_index + 1 };
+        let def = PerfCounterDefinition::new(name_index, help, counter_type, size, offset);
+        self.counters.push(def);
+        self
+    }
+
+    /// Places the last counter's value at `offset` in the counter block (the next counters
+    /// follow it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata_wire::build::{DataBlockWriter, ObjectBuilder};
+    /// let b = ObjectBuilder::new(10).counter(12, prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT, 4).offset(4);
+    /// let out = DataBlockWriter::new("h", 0).objects(&b.build(), 1).finish();
+    /// assert_eq!(prfdata_wire::snapshot::decode(&out)?.objects[0].counters[0].offset, 4);
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
+    /// ```
+    pub fn offset(mut self, offset: u32) -> Self {
+        if let Some(last) = self.counters.last_mut() {
+            last.counter_offset = offset.into();
+        }
+        self
+    }
+
+    /// Sets the last counter's `DetailLevel`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata_wire::build::{DataBlockWriter, ObjectBuilder};
+    /// use prfdata_wire::winperf::{PERF_COUNTER_RAWCOUNT, PERF_DETAIL_EXPERT};
+    /// let b = ObjectBuilder::new(10).counter(12, PERF_COUNTER_RAWCOUNT, 4).detail(PERF_DETAIL_EXPERT);
+    /// let out = DataBlockWriter::new("h", 0).objects(&b.build(), 1).finish();
+    /// assert_eq!(prfdata_wire::snapshot::decode(&out)?.objects[0].counters[0].detail_level, PERF_DETAIL_EXPERT);
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
+    /// ```
+    pub fn detail(mut self, detail_level: u32) -> Self {
+        if let Some(last) = self.counters.last_mut() {
+            last.detail_level = detail_level.into();
+        }
         self
     }
 
@@ -103,9 +115,9 @@ impl ObjectBuilder {
     /// # Examples
     ///
     /// ```
-    /// use prfmon::builder::ObjectBuilder;
+    /// use prfdata_wire::build::{DataBlockWriter, ObjectBuilder};
     /// let b = ObjectBuilder::new(10).counter(12, prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT, 4).scale(-2);
-    /// let out = prfmon::datablock::build_data_block("h", &prfmon::datablock::CollectionTimes::now(), &[b.output()]);
+    /// let out = DataBlockWriter::new("h", 0).objects(&b.build(), 1).finish();
     /// assert_eq!(prfdata_wire::snapshot::decode(&out)?.objects[0].counters[0].default_scale, -2);
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
     /// ```
@@ -121,9 +133,9 @@ impl ObjectBuilder {
     /// # Examples
     ///
     /// ```
-    /// use prfmon::builder::ObjectBuilder;
+    /// use prfdata_wire::build::{DataBlockWriter, ObjectBuilder};
     /// let b = ObjectBuilder::new(10).clock(5, 1000);
-    /// let out = prfmon::datablock::build_data_block("h", &prfmon::datablock::CollectionTimes::now(), &[b.output()]);
+    /// let out = DataBlockWriter::new("h", 0).objects(&b.build(), 1).finish();
     /// let snap = prfdata_wire::snapshot::decode(&out)?;
     /// assert_eq!((snap.objects[0].perf_time, snap.objects[0].perf_freq), (5, 1000));
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
@@ -145,9 +157,9 @@ impl ObjectBuilder {
     /// # Examples
     ///
     /// ```
-    /// use prfmon::builder::ObjectBuilder;
+    /// use prfdata_wire::build::{DataBlockWriter, ObjectBuilder};
     /// let b = ObjectBuilder::new(10).with_instances();
-    /// let out = prfmon::datablock::build_data_block("h", &prfmon::datablock::CollectionTimes::now(), &[b.output()]);
+    /// let out = DataBlockWriter::new("h", 0).objects(&b.build(), 1).finish();
     /// let snap = prfdata_wire::snapshot::decode(&out)?;
     /// assert!(snap.objects[0].has_instances() && snap.objects[0].instance_count() == 0);
     /// # Ok::<(), prfdata_wire::error::DecodeError>(())
@@ -169,8 +181,8 @@ impl ObjectBuilder {
             .iter()
             .map(|c| c.counter_offset.get() + c.counter_size.get())
             .max()
-            .unwrap_or(BLOCK_HEADER)
-            .max(BLOCK_HEADER)
+            .unwrap_or(COUNTER_BLOCK_HEADER)
+            .max(COUNTER_BLOCK_HEADER)
     }
 
     /// A PERF_COUNTER_BLOCK holding `values`.
@@ -204,7 +216,7 @@ impl ObjectBuilder {
     /// # Examples
     ///
     /// ```
-    /// let bytes = prfmon::builder::ObjectBuilder::new(10).build();
+    /// let bytes = prfdata_wire::build::ObjectBuilder::new(10).build();
     /// assert_eq!(bytes.len(), 64 + 8);
     /// ```
     pub fn build(&self) -> Vec<u8> {
@@ -213,24 +225,13 @@ impl ObjectBuilder {
             None => body.extend(self.block(&self.values)),
             Some(instances) => {
                 for inst in instances {
-                    let units: Vec<u16> = inst.name.encode_utf16().chain([0]).collect();
-                    let name_bytes = units.len() * 2;
-                    let definition = PerfInstanceDefinition {
-                        byte_length: U32::new((24 + name_bytes).next_multiple_of(8) as u32),
-                        parent_object_title_index: U32::new(inst.parent_object_title_index),
-                        parent_object_instance: U32::new(inst.parent_object_instance),
-                        unique_id: I32::new(inst.unique_id),
-                        name_offset: U32::new(24),
-                        name_length: U32::new(name_bytes as u32),
-                    };
-                    body.extend_from_slice(definition.as_bytes());
-                    body.extend(units.iter().flat_map(|u| u.to_le_bytes()));
-                    body.resize(body.len().next_multiple_of(8), 0);
+                    let parent = (inst.parent_object_title_index, inst.parent_object_instance);
+                    push_instance(&mut body, &inst.name, inst.unique_id, parent);
                     body.extend(self.block(&inst.values));
                 }
             }
         }
-        let definition_length = 64 + 40 * self.counters.len();
+        let definition_length = OBJECT_HEADER + COUNTER_DEFINITION * self.counters.len();
         let header = PerfObjectType {
             total_byte_length: U32::new((definition_length + body.len()) as u32),
             definition_length: U32::new(definition_length as u32),
@@ -249,14 +250,6 @@ impl ObjectBuilder {
         }
         out.extend(body);
         out
-    }
-
-    /// The object as one provider's output, for [`crate::datablock::build_data_block`].
-    pub fn output(&self) -> ProviderOutput {
-        ProviderOutput {
-            bytes: self.build(),
-            num_objects: 1,
-        }
     }
 }
 
