@@ -1,31 +1,29 @@
-//! [`Change`]: one edit of a [`Hive`], as a tracked hive records it and as the journal of
+//! [`Change`]: one edit of a [`Hive`](crate::Hive), as a tracked hive records it and as the journal of
 //! [`FileRegistry`](crate::FileRegistry) stores it.
 //!
 //! An update's changes, replayed in order on the tree the update started from, make the tree it
-//! ended with: each change is applied through the same [`Hive`] method that made it, so a
+//! ended with: each change is applied through the same [`Hive`](crate::Hive) method that made it, so a
 //! replay follows the same rules (ancestors created, names matched case-insensitively, the
 //! first spelling kept). A REG_MULTI_SZ value edited in place is recorded as a
 //! [`Change::Splice`] of the entries that differ, so appending two names to Perflib's
 //! 2,000-entry `Counter` table records two entries, not 2,002.
 
-use super::error::RegistryError;
-use super::hive::Hive;
 use super::value::Value;
 
 /// One edit of a key tree. Key paths are normalised (`HKLM\...`), as the edit gave them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Change {
-    /// [`Hive::create_key`]: the key and its missing ancestors.
+    /// [`Hive::create_key`](crate::Hive::create_key): the key and its missing ancestors.
     CreateKey {
         /// The key.
         key: String,
     },
-    /// [`Hive::delete_key`]: the key and its subkeys.
+    /// [`Hive::delete_key`](crate::Hive::delete_key): the key and its subkeys.
     DeleteKey {
         /// The key.
         key: String,
     },
-    /// [`Hive::set_value`]: the value, its key created if missing.
+    /// [`Hive::set_value`](crate::Hive::set_value): the value, its key created if missing.
     SetValue {
         /// The key.
         key: String,
@@ -34,14 +32,14 @@ pub(crate) enum Change {
         /// Its new data.
         value: Value,
     },
-    /// [`Hive::delete_value`].
+    /// [`Hive::delete_value`](crate::Hive::delete_value).
     DeleteValue {
         /// The key.
         key: String,
         /// The value's name.
         name: String,
     },
-    /// [`Hive::splice_multi_sz`]: entries `at..at + remove` of a REG_MULTI_SZ value replaced
+    /// [`Hive::splice_multi_sz`](crate::Hive::splice_multi_sz): entries `at..at + remove` of a REG_MULTI_SZ value replaced
     /// with `insert`.
     Splice {
         /// The key.
@@ -58,29 +56,6 @@ pub(crate) enum Change {
 }
 
 impl Change {
-    /// Makes this change to `hive`.
-    ///
-    /// # Errors
-    ///
-    /// What the [`Hive`] method that made the change returns: a key path that is not valid, a
-    /// value in a root key, or a splice of a value that is absent, of another type or shorter
-    /// than the splice.
-    pub(crate) fn apply(&self, hive: &mut Hive) -> Result<(), RegistryError> {
-        match self {
-            Change::CreateKey { key } => hive.create_key(key),
-            Change::DeleteKey { key } => hive.delete_key(key).map(drop),
-            Change::SetValue { key, name, value } => hive.set_value(key, name, value.clone()),
-            Change::DeleteValue { key, name } => hive.delete_value(key, name).map(drop),
-            Change::Splice {
-                key,
-                name,
-                at,
-                remove,
-                insert,
-            } => hive.splice_multi_sz(key, name, *at, *remove, insert.iter().cloned()),
-        }
-    }
-
     /// The change that turns the REG_MULTI_SZ entries `old` into `new`: the entries between
     /// their common beginning and their common end. `None` if they are equal.
     pub(crate) fn splice_between(
@@ -115,6 +90,7 @@ impl Change {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Hive;
 
     fn strings(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| (*s).to_owned()).collect()
@@ -172,7 +148,7 @@ mod tests {
         ));
         let mut replayed = start.clone();
         for c in &changes {
-            c.apply(&mut replayed).unwrap();
+            replayed.apply(c).unwrap();
         }
         assert_eq!(replayed, edited);
     }

@@ -572,6 +572,32 @@ impl Hive {
     }
 }
 
+impl Hive {
+    /// Makes `change` to this tree (replaying a journal).
+    ///
+    /// # Errors
+    ///
+    /// What the [`Hive`] method that made the change returns: a key path that is not valid, a
+    /// value in a root key, or a splice of a value that is absent, of another type or shorter
+    /// than the splice.
+    pub(crate) fn apply(&mut self, change: &Change) -> Result<(), RegistryError> {
+        let hive = self;
+        match change {
+            Change::CreateKey { key } => hive.create_key(key),
+            Change::DeleteKey { key } => hive.delete_key(key).map(drop),
+            Change::SetValue { key, name, value } => hive.set_value(key, name, value.clone()),
+            Change::DeleteValue { key, name } => hive.delete_value(key, name).map(drop),
+            Change::Splice {
+                key,
+                name,
+                at,
+                remove,
+                insert,
+            } => hive.splice_multi_sz(key, name, *at, *remove, insert.iter().cloned()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,6 +50,12 @@ pub const COLLECT_TIMEOUT: &str = "Collect Timeout";
 pub const DISABLE: &str = "Disable Performance Counters";
 /// Value name `Export` under `Linkage`.
 pub const EXPORT: &str = "Export";
+/// Value name `Factors`: the scale factors of the app's counters (REG_MULTI_SZ of `"<name index> <factor>"`,
+/// the factor `*N` or `/N`).
+pub const FACTORS: &str = "Factors";
+/// Value name `OnDemand Timeout`: how long, in ms, a Collect waits for the app to serve its on-demand
+/// counters before it serves their last values.
+pub const ON_DEMAND_TIMEOUT: &str = "OnDemand Timeout";
 
 /// The default `Open Timeout`: Perflib's `OpenProcedureWaitTime` default, 0x2710 ms (10 s),
 /// per the Windows 2000 / Server 2003 registry reference.
@@ -206,8 +212,8 @@ pub fn erase_service(hive: &mut Hive, driver: &str) -> Result<(), RegistryError>
         CLOSE,
         OPEN_TIMEOUT,
         COLLECT_TIMEOUT,
-        crate::stats::FACTORS,
-        crate::stats::ON_DEMAND_TIMEOUT,
+        FACTORS,
+        ON_DEMAND_TIMEOUT,
     ] {
         hive.delete_value(&perf, name)?;
     }

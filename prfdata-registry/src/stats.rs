@@ -39,14 +39,9 @@ use std::time::Duration;
 
 use crate::hive::Hive;
 use crate::service::{COLLECT_TIMEOUT, DEFAULT_COLLECT_TIMEOUT_MS, EXPORT};
+pub use crate::service::{FACTORS, ON_DEMAND_TIMEOUT};
 use crate::{paths, RegistryError, Value};
 
-/// `Factors`: the scale factors of the app's counters (REG_MULTI_SZ of `"<name index> <factor>"`,
-/// the factor `*N` or `/N`).
-pub const FACTORS: &str = "Factors";
-/// `OnDemand Timeout`: how long, in ms, a Collect waits for the app to serve its on-demand
-/// counters before it serves their last values.
-pub const ON_DEMAND_TIMEOUT: &str = "OnDemand Timeout";
 /// The bound a Collect waits for on-demand values when `OnDemand Timeout` is absent: 20 ms.
 pub const DEFAULT_ON_DEMAND_TIMEOUT_MS: u32 = 20;
 /// The largest `OnDemand Timeout` honoured (a larger value is capped): 10 s, the default

@@ -131,8 +131,7 @@ fn apply_journal(
     let from = seq;
     for record in journal.records.iter().filter(|r| r.seq > from) {
         for change in &record.changes {
-            change
-                .apply(hive)
+            hive.apply(change)
                 .map_err(|e| corrupt(record.line, format!("record {}: {e}", record.seq)))?;
             bound = bound.saturating_add(growth_bound(change));
         }
