@@ -17,7 +17,8 @@
 //! # Examples
 //!
 //! ```
-//! use prfdata_wire::build::{instance_size, DataBlockWriter};
+//! use prfdata_wire::build::DataBlockWriter;
+//! use prfdata_wire::winperf::instance_size;
 //! // "box\0" (8 bytes) after the 88-byte header: already a multiple of 8.
 //! let bytes = DataBlockWriter::new("box", 0).finish();
 //! assert_eq!(bytes.len(), 96);
@@ -26,33 +27,15 @@
 //! assert_eq!(instance_size(5), 40);
 //! ```
 
-use core::mem::size_of;
 use core::ops::Range;
 
 use zerocopy::IntoBytes;
 
 use crate::winperf::{
-    PerfCounterDefinition, PerfDataBlock, PerfInstanceDefinition, PerfObjectType, SystemTime, I32,
-    I64, PERF_DETAIL_NOVICE, PERF_NO_INSTANCES, U16, U32,
+    instance_size, PerfCounterDefinition, PerfDataBlock, PerfInstanceDefinition, PerfObjectType,
+    SystemTime, COUNTER_DEFINITION, I32, I64, INSTANCE_DEFINITION, OBJECT_HEADER,
+    PERF_DETAIL_NOVICE, PERF_NO_INSTANCES, SIGNATURE, U16, U32,
 };
-
-/// Bytes of PERF_OBJECT_TYPE.
-pub const OBJECT_HEADER: usize = size_of::<PerfObjectType>();
-/// Bytes of PERF_COUNTER_DEFINITION.
-pub const COUNTER_DEFINITION: usize = size_of::<PerfCounterDefinition>();
-/// Bytes of PERF_INSTANCE_DEFINITION; the instance's name follows it.
-pub const INSTANCE_DEFINITION: usize = size_of::<PerfInstanceDefinition>();
-/// A PERF_COUNTER_BLOCK's bytes before its first value: `ByteLength` and 4 of padding.
-pub const COUNTER_BLOCK_HEADER: u32 = 8;
-/// `"PERF"` in UTF-16: a PERF_DATA_BLOCK's `Signature`.
-pub const SIGNATURE: [u16; 4] = [b'P' as u16, b'E' as u16, b'R' as u16, b'F' as u16];
-
-/// Bytes of an instance definition with its name of `name_units` UTF-16 units: 24 + the name
-/// and its NUL, padded to 8.
-#[inline]
-pub const fn instance_size(name_units: usize) -> usize {
-    (INSTANCE_DEFINITION + (name_units + 1) * 2).next_multiple_of(8)
-}
 
 impl PerfObjectType {
     /// The header of an object with `num_counters` counters, its name and help indexes

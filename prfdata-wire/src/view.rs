@@ -49,16 +49,14 @@ use std::ops::Range;
 
 use crate::winperf::{
     self, PerfCounterBlock, PerfCounterDefinition, PerfDataBlock, PerfInstanceDefinition,
-    PerfObjectType, PERF_NO_INSTANCES, PERF_TEXT_ASCII, PERF_TYPE_MASK, PERF_TYPE_TEXT,
+    PerfObjectType, INSTANCE_DEFINITION, OBJECT_HEADER, PERF_NO_INSTANCES, PERF_TEXT_ASCII,
+    PERF_TYPE_MASK, PERF_TYPE_TEXT, SIGNATURE,
 };
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use crate::error::DecodeError;
 use crate::utf16::{ascii_lossy, check_utf16, utf16_lossy};
 
-pub use crate::build::SIGNATURE;
-// The structures' sizes: the least `HeaderLength`, `TotalByteLength` and `ByteLength`.
-pub(crate) use crate::build::{INSTANCE_DEFINITION, OBJECT_HEADER};
 /// `PERF_COUNTER_BLOCK`'s size: the least `ByteLength`.
 const COUNTER_BLOCK: usize = core::mem::size_of::<PerfCounterBlock>();
 

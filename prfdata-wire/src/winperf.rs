@@ -739,6 +739,24 @@ const _: () = {
     assert!(size_of::<PerfCounterBlock>() == size_of::<ws::PERF_COUNTER_BLOCK>());
 };
 
+/// Bytes of PERF_OBJECT_TYPE.
+pub const OBJECT_HEADER: usize = size_of::<PerfObjectType>();
+/// Bytes of PERF_COUNTER_DEFINITION.
+pub const COUNTER_DEFINITION: usize = size_of::<PerfCounterDefinition>();
+/// Bytes of PERF_INSTANCE_DEFINITION; the instance's name follows it.
+pub const INSTANCE_DEFINITION: usize = size_of::<PerfInstanceDefinition>();
+/// A PERF_COUNTER_BLOCK's bytes before its first value: `ByteLength` and 4 of padding.
+pub const COUNTER_BLOCK_HEADER: u32 = 8;
+/// `"PERF"` in UTF-16: a PERF_DATA_BLOCK's `Signature`.
+pub const SIGNATURE: [u16; 4] = [b'P' as u16, b'E' as u16, b'R' as u16, b'F' as u16];
+
+/// Bytes of an instance definition with its name of `name_units` UTF-16 units: 24 + the name
+/// and its NUL, padded to 8.
+#[inline]
+pub const fn instance_size(name_units: usize) -> usize {
+    (INSTANCE_DEFINITION + (name_units + 1) * 2).next_multiple_of(8)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,9 +56,9 @@
 use std::sync::Arc;
 
 use prfdata::reader::{BlockReader, BlockView, InstanceTable, ObjectInfo, ReadError};
-use prfdata_wire::build::INSTANCE_DEFINITION as INSTANCE_DEF;
-use prfdata_wire::build::{instance_size, COUNTER_DEFINITION as COUNTER_DEF, OBJECT_HEADER};
 use prfdata_wire::filetime::OBJECT_FREQUENCY;
+use prfdata_wire::winperf::INSTANCE_DEFINITION as INSTANCE_DEF;
+use prfdata_wire::winperf::{instance_size, COUNTER_DEFINITION as COUNTER_DEF, OBJECT_HEADER};
 use prfdata_wire::winperf::{
     PerfCounterDefinition, PerfInstanceDefinition, PerfObjectType, I32, I64, PERF_NO_INSTANCES,
     PERF_NO_UNIQUE_ID, U32,

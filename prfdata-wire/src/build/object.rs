@@ -2,11 +2,12 @@
 
 use zerocopy::IntoBytes;
 
-use super::{push_instance, COUNTER_BLOCK_HEADER, COUNTER_DEFINITION, OBJECT_HEADER};
+use super::push_instance;
 use crate::snapshot::{InstanceData, RawValue};
 use crate::winperf::{
-    PerfCounterBlock, PerfCounterDefinition, PerfObjectType, I32, I64, PERF_NO_INSTANCES,
-    PERF_TEXT_ASCII, PERF_TYPE_MASK, PERF_TYPE_TEXT, U32,
+    PerfCounterBlock, PerfCounterDefinition, PerfObjectType, COUNTER_BLOCK_HEADER,
+    COUNTER_DEFINITION, I32, I64, OBJECT_HEADER, PERF_NO_INSTANCES, PERF_TEXT_ASCII,
+    PERF_TYPE_MASK, PERF_TYPE_TEXT, U32,
 };
 
 /// Writing a PERF_OBJECT_TYPE from owned parts: what a provider's Collect returns, for
