@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """List non-test Rust functions longer than a limit.
 
-Usage: long_functions.py [ROOT] [--limit N] [--all] [--code]
+Usage: long_functions.py [ROOT] [--limit N] [--all] [--code] [--check]
 
 Walks ROOT's crates (every `src/` folder outside target/, .git/, tests/; fuzz/ and benches/
 only with --all), skips `#[cfg(test)]` items (a test module, inline or in its own file, or a
@@ -11,7 +11,8 @@ is longer than N lines (default 80), longest first:
     LINES  CODE  path:line  name
 
 LINES is the span; CODE the span's non-blank lines that are not comments. --code sorts and
-filters on CODE instead of LINES. Brace matching skips strings, raw strings, chars and comments.
+filters on CODE instead of LINES. --check exits with status 1 if any function is listed (CI
+runs it). Brace matching skips strings, raw strings, chars and comments.
 """
 import os, re, sys
 
@@ -147,6 +148,8 @@ def main():
     for span, code, p, line, name in rows:
         print(f"{span:5d} {code:5d}  {os.path.relpath(p, root)}:{line}  {name}")
     print(f"{len(rows)} functions over {limit} {'code ' if bycode else ''}lines")
+    if '--check' in args and rows:
+        sys.exit(1)
 
 if __name__ == '__main__':
     main()
