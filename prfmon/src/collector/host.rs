@@ -7,7 +7,9 @@
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -22,6 +24,30 @@ use crate::trust::{OpenedLibrary, LIBRARY_FD};
 /// How long a host that was asked to exit (its stdin closed) gets before it is killed: Close
 /// has run by then, so this only covers the host's own exit (unloading the library).
 pub const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// Set once this process was asked to stop by a signal (see [`note_stop_signal`]).
+static STOP_SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+/// Records that this process was asked to stop by a signal (SIGINT, SIGTERM or SIGHUP), for
+/// its signal handler to call. A provider host that dies of one of those signals while the
+/// collector closes it afterwards was stopped with the collector (a service manager signals
+/// every process of a service at once), not by a fault of its provider: see
+/// [`HostProcess::stopped_with_collector`]. Async-signal-safe (one atomic store).
+///
+/// # Examples
+///
+/// ```
+/// prfmon::collector::host::note_stop_signal();
+/// assert!(prfmon::collector::host::stop_signalled());
+/// ```
+pub fn note_stop_signal() {
+    STOP_SIGNALLED.store(true, Ordering::SeqCst);
+}
+
+/// Whether [`note_stop_signal`] was called in this process.
+pub fn stop_signalled() -> bool {
+    STOP_SIGNALLED.load(Ordering::SeqCst)
+}
 
 /// A call to a host failed.
 ///
@@ -107,6 +133,8 @@ pub struct HostProcess {
     /// sent: one request is outstanding at a time, and a timeout kills the host.
     collect_buffer: Arc<Mutex<Option<u32>>>,
     dead: bool,
+    /// How the host ended, once it was found dead and reaped (not when prfmon killed it).
+    exit: Option<ExitStatus>,
 }
 
 /// The command that starts a host for `library` (its descriptor as fd 3), as `user` when
@@ -124,7 +152,12 @@ fn host_command(exe: &Path, library: &OpenedLibrary, user: Option<&HostUser>) ->
         .arg(library.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .stderr(Stdio::inherit())
+        // Its own process group: a signal meant for the collector's group (a terminal's
+        // Ctrl-C, `timeout`'s SIGTERM) does not kill the host in the middle of Close. The
+        // host still ends with the collector: at its stdin's EOF, or when its parent changes
+        // (see `perfhost`).
+        .process_group(0);
     // A `dlopen`ed prfdata provider logs to stderr only when asked (its own copy of `log`
     // is out of reach of this process's logger): ask for its warnings unless told otherwise.
     if std::env::var_os("PRFDATA_PROVIDER_LOG").is_none() {
@@ -232,6 +265,7 @@ impl HostProcess {
             responses,
             collect_buffer,
             dead: false,
+            exit: None,
         };
         host.handshake(exe, timeout)?;
         Ok(host)
@@ -301,6 +335,18 @@ impl HostProcess {
         self.dead
     }
 
+    /// Whether the host was found dead of SIGINT, SIGTERM or SIGHUP after this process was
+    /// asked to stop by a signal ([`note_stop_signal`]): it went with the collector, so
+    /// closing it is no fault of its provider.
+    pub fn stopped_with_collector(&self) -> bool {
+        use std::os::unix::process::ExitStatusExt;
+        let by_stop_signal = self
+            .exit
+            .and_then(|s| s.signal())
+            .is_some_and(|sig| sig == libc::SIGINT || sig == libc::SIGTERM || sig == libc::SIGHUP);
+        by_stop_signal && stop_signalled()
+    }
+
     fn receive(&mut self, timeout: Duration) -> Result<Response, HostError> {
         match self.responses.recv_timeout(timeout) {
             Ok(Ok(response)) => Ok(response),
@@ -330,7 +376,10 @@ impl HostProcess {
         let deadline = Instant::now() + EXIT_GRACE;
         loop {
             match self.child.try_wait() {
-                Ok(Some(status)) => return describe_exit(status),
+                Ok(Some(status)) => {
+                    self.exit = Some(status);
+                    return describe_exit(status);
+                }
                 Ok(None) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(5))
                 }

@@ -66,7 +66,9 @@
 //! returning an error ("How a performance DLL interfaces with a monitor": then Collect is not
 //! called), a host executable that is not a prfmon host. A Collect that returns an error other than
 //! ERROR_MORE_DATA has its output ignored for that collection. A host that dies costs only its own
-//! service, which is disabled.
+//! service, which is disabled; except a host found dead, at the final Close, of the SIGINT,
+//! SIGTERM or SIGHUP that stops this process too ([`host::note_stop_signal`]). Hosts run in a
+//! process group of their own, so a terminal's Ctrl-C reaches only the collector.
 //!
 //! [`Isolation::InProcess`] calls providers directly (for benchmarks and trusted providers):
 //! the output is still validated, but there are no timeouts and a crash is the collector's.
@@ -676,6 +678,12 @@ impl<R: Registry> Collector<R> {
                     "service {}: Close returned {code}",
                     self.services[i].config.name
                 ),
+                // The signal that stops this process reached the host too (a service manager
+                // signals every process of a service): not the provider's fault.
+                Err(fault) if stopped_with_collector(&self.services[i]) => log::info!(
+                    "service {}: {fault}, as this process was stopping for a signal",
+                    self.services[i].config.name
+                ),
                 Err(fault) => self.disable(i, fault),
             }
         }
@@ -896,6 +904,12 @@ fn protocol_fault(call: Call, response: &Response) -> ProviderFault {
         other => format!("unexpected response {other:?}"),
     };
     ProviderFault::Protocol { call, message }
+}
+
+/// Whether `service`'s host died of the signal that stops this process (see
+/// [`host::HostProcess::stopped_with_collector`]).
+fn stopped_with_collector(service: &Service) -> bool {
+    matches!(&service.backend, Backend::Host(Some(h)) if h.stopped_with_collector())
 }
 
 fn host_fault(call: Call, timeout: Duration, error: HostError) -> ProviderFault {

@@ -37,6 +37,7 @@ mod event_log;
 mod host_user;
 mod hostile_files;
 mod hostile_names;
+mod interrupt;
 mod isolation;
 mod large_answer;
 mod layers;

@@ -99,7 +99,10 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
         );
     }
     let stopper = server.stopper();
-    if let Err(e) = ctrlc::set_handler(move || stopper.stop()) {
+    if let Err(e) = ctrlc::set_handler(move || {
+        prfmon::collector::host::note_stop_signal();
+        stopper.stop();
+    }) {
         errln!("prfmon serve: cannot handle SIGINT/SIGTERM: {e}");
     }
     // Tests and scripts read the address from this line (port 0 picks one).
