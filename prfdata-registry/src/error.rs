@@ -110,6 +110,22 @@ pub enum RegistryError {
         /// What is wrong.
         message: String,
     },
+    /// The store file is in a format newer than this build reads: a newer prfdata wrote it,
+    /// and this program (or provider library) was built from older sources.
+    #[error(
+        "registry file {} is format {format}, written by a newer prfdata; this build reads \
+         formats up to {reads}: rebuild this program from the sources that wrote the registry \
+         (cargo build --workspace)",
+        path.display()
+    )]
+    NewerFormat {
+        /// The store file.
+        path: PathBuf,
+        /// Its format.
+        format: u32,
+        /// The newest format this build reads.
+        reads: u32,
+    },
     /// A tree could not be rendered in the store format; nothing was written.
     #[error("registry file {}: cannot write: {message}", path.display())]
     Encode {

@@ -34,7 +34,7 @@ use prfdata::Error as PrfError;
 use prfdata_registry::{
     check_names_fit, first_counter_help, service, stats, FileRegistry, Registry,
 };
-use prfdata_registry::{NamesMismatch, PerformanceService, StoreStamp};
+use prfdata_registry::{NamesMismatch, PerformanceService, RegistryError, StoreStamp};
 
 use crate::serialize::TitleBase;
 
@@ -118,7 +118,7 @@ struct Known {
 
 impl Names {
     /// Reads `app`'s names from the registry.
-    fn read(registry: &FileRegistry, app: &str) -> Result<Names, prfdata_registry::RegistryError> {
+    fn read(registry: &FileRegistry, app: &str) -> Result<Names, RegistryError> {
         let (first_counter, first_help) = first_counter_help(registry, app)?;
         let hive = registry.snapshot()?;
         Ok(Names {
@@ -411,11 +411,39 @@ pub const ERROR_FILE_NOT_FOUND: u32 = 2;
 /// Win32 `ERROR_BAD_CONFIGURATION`: the registry could not be read.
 pub const ERROR_BAD_CONFIGURATION: u32 = 1610;
 
+/// What to say when the registry is in a format newer than this library reads (`error`, a
+/// [`RegistryError::NewerFormat`]): the library is older than the prfdata that wrote the
+/// registry, so name the library, both formats and how to rebuild and reinstall it. Any other
+/// error is said as it is.
+fn stale_library(error: &RegistryError) -> String {
+    let RegistryError::NewerFormat {
+        path,
+        format,
+        reads,
+    } = error
+    else {
+        return error.to_string();
+    };
+    let library = crate::library_path()
+        .map_or_else(|| "this library".to_owned(), |p| p.display().to_string());
+    format!(
+        "the provider library {library} reads registry format {reads} at most, but the \
+         registry {} has format {format}: the library is older than the prfdata that wrote the \
+         registry; rebuild it (cargo build -p prfdata-provider) and install the app again with \
+         the new library (for the demo: demo-app install)",
+        path.display()
+    )
+}
+
 /// Open: serve `names` (from `Linkage\Export`), reading each one's First Counter / First Help.
 /// Returns a Win32 error code; nothing is added unless every name is installed.
 pub fn open(names: Vec<String>) -> u32 {
     let registry = match FileRegistry::open_default() {
         Ok(r) => r,
+        Err(e @ RegistryError::NewerFormat { .. }) => {
+            log::error!("Open: {}", stale_library(&e));
+            return ERROR_BAD_CONFIGURATION;
+        }
         Err(e) => {
             log::error!("Open: cannot read the registry: {e}");
             return ERROR_BAD_CONFIGURATION;
@@ -426,6 +454,10 @@ pub fn open(names: Vec<String>) -> u32 {
         let stamp = stamp_now();
         match Names::read(&registry, &name) {
             Ok(names) => new.push((name, names, stamp)),
+            Err(e @ RegistryError::NewerFormat { .. }) => {
+                log::error!("Open: {}", stale_library(&e));
+                return ERROR_BAD_CONFIGURATION;
+            }
             Err(e) => {
                 log::error!("Open: app {name} is not installed: {e}");
                 return ERROR_FILE_NOT_FOUND;

@@ -44,6 +44,35 @@ use collect::Collected;
 pub use collect::COLLECT_BUDGET;
 use prfdata_wire::winperf::{ERROR_MORE_DATA, ERROR_SUCCESS};
 
+/// The file this library was loaded from (`dladdr` of one of its functions): the provider
+/// library's path when it is `dlopen`ed, the program's when it is linked in. `None` if the
+/// loader cannot say.
+///
+/// # Examples
+///
+/// ```
+/// // Linked into this doctest, the "library" is the doctest's own executable.
+/// assert!(prfdata_provider::library_path().is_some_and(|p| p.is_absolute() || p.exists()));
+/// ```
+pub fn library_path() -> Option<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    let here = library_path as *const c_void;
+    // SAFETY: `here` is the address of a function of this object; dladdr only writes `info`
+    // (zeroed, so every pointer in it is null until dladdr sets it) and returns 0 on failure.
+    let found = unsafe { libc::dladdr(here, info.as_mut_ptr()) };
+    // SAFETY: `info` was zero-initialised and dladdr wrote it in full where it succeeded.
+    let info = unsafe { info.assume_init() };
+    if found == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dladdr's `dli_fname` is a NUL-terminated string owned by the loader, valid while
+    // this object stays loaded (this call runs inside it); it is copied before returning.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(name.to_bytes()));
+    Some(path.to_path_buf())
+}
+
 /// Returned by Open if it panicked (Win32 `ERROR_INTERNAL_ERROR`).
 const ERROR_INTERNAL_ERROR: u32 = 1359;
 

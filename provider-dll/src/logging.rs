@@ -6,7 +6,7 @@
 //!
 //! | level | message |
 //! |---|---|
-//! | `error` | `Open: cannot read the registry: ...`, `Open: app NAME is not installed: ...` |
+//! | `error` | `Open: cannot read the registry: ...`, `Open: app NAME is not installed: ...`, `Open: the provider library PATH reads registry format N at most, but the registry ... has format M: ...` (a stale library: rebuild and reinstall it) |
 //! | `warn` | `app NAME: no data: REASON` (not running, killed, busy, corrupt, replaced, ...) |
 //!
 //! Linked into a Rust program (tests, fuzzers), the program's logger receives these. Loaded as a

@@ -197,7 +197,14 @@ pub(super) fn decode_store(text: &str, path: &Path) -> Result<(Hive, u64), Regis
         }
     })?;
     let format = *file.format.get_ref();
-    if !(OLDEST_FORMAT..=FORMAT).contains(&format) {
+    if format > FORMAT {
+        return Err(RegistryError::NewerFormat {
+            path: path.to_path_buf(),
+            format,
+            reads: FORMAT,
+        });
+    }
+    if format < OLDEST_FORMAT {
         return Err(src.corrupt(
             file.format.span().start,
             format!("unknown format {format} (this build reads {OLDEST_FORMAT} to {FORMAT})"),
@@ -330,7 +337,7 @@ mod tests {
             ("format = 1\n[[key]\n", 2),
             ("format = 1\n[[key]]\npath = 'HKLM\\A'\n[[key.value]]\nname = 'x'\ntype = 'REG_DWORD'\ndata = -1\n", 7),
             ("format = 1\n[[key]]\npath = 'HKLM\\A'\n[[key.value]]\nname = 'x'\ntype = 'REG_BINARY'\ndata = 1\n", 6),
-            ("format = 3\n", 1),
+            ("format = 0\n", 1),
             ("format = 2\nsequence = -1\n", 2),
             ("format = 1\n[[key]]\npath = 'HKLM\\A'\n[[key]]\npath = 'hklm\\a'\n", 5),
         ];
@@ -340,6 +347,23 @@ mod tests {
                 other => panic!("{text}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_newer_format_is_not_called_corrupt() {
+        let newer = FORMAT + 1;
+        let err = decode_hive(&format!("format = {newer}\n"), "x.toml").unwrap_err();
+        assert!(
+            matches!(&err, RegistryError::NewerFormat { format, reads: FORMAT, .. } if *format == newer),
+            "{err:?}"
+        );
+        let text = err.to_string();
+        assert!(!text.contains("corrupt"), "{text}");
+        assert!(
+            text.contains(&format!("is format {newer}, written by a newer prfdata"))
+                && text.contains(&format!("reads formats up to {FORMAT}: rebuild")),
+            "{text}"
+        );
     }
 
     #[test]

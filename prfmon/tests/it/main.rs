@@ -61,6 +61,7 @@ mod serve_large;
 mod serve_peers;
 mod serve_prometheus;
 mod shm_folder;
+mod stale_provider;
 mod stats;
 mod trust;
 mod typeperf;
