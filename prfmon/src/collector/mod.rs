@@ -331,14 +331,29 @@ pub fn expand_environment(text: &str) -> String {
 /// assert_eq!(reenable_command("It's"), r"prfmon lodctr '/E:It'\''s'");
 /// ```
 pub fn reenable_command(service: &str) -> String {
-    let word = format!("/E:{service}");
-    let plain = word
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/:._-+,@%=".contains(c));
+    format!("prfmon lodctr {}", shell_word(&format!("/E:{service}")))
+}
+
+/// `word` as one word for a POSIX shell: as it is when every character is plain, else in
+/// single quotes (a `'` in it as `'\''`), for commands quoted in messages.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::collector::shell_word;
+/// assert_eq!(shell_word("/E:App"), "/E:App");
+/// assert_eq!(shell_word(r"\A B\C"), r"'\A B\C'");
+/// assert_eq!(shell_word("It's"), r"'It'\''s'");
+/// ```
+pub fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/:._-+,@%=".contains(c));
     if plain {
-        format!("prfmon lodctr {word}")
+        word.to_owned()
     } else {
-        format!("prfmon lodctr '{}'", word.replace('\'', r"'\''"))
+        format!("'{}'", word.replace('\'', r"'\''"))
     }
 }
 

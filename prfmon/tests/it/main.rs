@@ -67,3 +67,4 @@ mod trust;
 mod typeperf;
 mod watch;
 mod watch_leases;
+mod watch_no_terminal;

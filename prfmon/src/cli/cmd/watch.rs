@@ -9,8 +9,13 @@
 //! legend's title as not found now; one whose app goes is marked gone. Collections are made as
 //! `typeperf` makes them ([`prfmon::session::Session::sample`]).
 //!
+//! Without a terminal (standard output not one, or no controlling terminal to read keys from),
+//! `watch` checks its paths as usual, then exits with status 1 naming the `prfmon typeperf`
+//! command that logs the same counters at the same interval to a pipe or a file.
+//!
 //! The hidden option `--frames N` quits by itself after N samples have been drawn, for tests.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -107,13 +112,49 @@ pub fn run(args: WatchArgs) -> Result<ExitCode, CliError> {
     );
     drop(first);
 
-    let mut terminal = ratatui::try_init().map_err(|e| format!("cannot use the terminal: {e}"))?;
+    let mut terminal = match terminal_missing() {
+        None => ratatui::try_init().map_err(|e| format!("cannot use the terminal: {e}"))?,
+        Some(why) => return Err(no_terminal(&args, why).into()),
+    };
     let result = chart.run(&mut terminal, &mut session, &objects, args.frames);
     ratatui::restore();
     chart.leases.release();
     session.close();
     result?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Why `watch` cannot draw here, if it cannot: standard output is not a terminal, or there is
+/// no controlling terminal (`/dev/tty`, where the keys are read from) to open.
+fn terminal_missing() -> Option<String> {
+    if !std::io::stdout().is_terminal() {
+        return Some("standard output is not one".into());
+    }
+    match std::fs::File::open("/dev/tty") {
+        Ok(_) => None,
+        Err(e) => Some(format!(
+            "this process has none to read keys from (/dev/tty: {e})"
+        )),
+    }
+}
+
+/// The message for a `watch` with no terminal (`why`), naming the `typeperf` command that logs
+/// the same counters at the same interval to a pipe or a file, quoted for a POSIX shell.
+fn no_terminal(args: &WatchArgs, why: String) -> String {
+    let quote = prfmon::collector::shell_word;
+    let mut command = String::from("prfmon typeperf");
+    for path in &args.paths {
+        command.push(' ');
+        command.push_str(&quote(path));
+    }
+    if let Some(computer) = &args.remote.computer {
+        command.push_str(&format!(" -s {}", quote(computer)));
+    }
+    command.push_str(&format!(" -si {}", args.interval.as_secs_f64()));
+    format!(
+        "watch draws in a terminal, and {why}; for a pipe or a file, log the same counters \
+         with: {command}"
+    )
 }
 
 /// What the chart keeps between samples.
