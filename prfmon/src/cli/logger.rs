@@ -24,6 +24,15 @@
 //! the provider host processes (`prfmon __provider-host`) and a provider library loaded by
 //! them or in process write to the same place.
 //!
+//! A provider host's stderr is a pipe: [`prfmon::collector::host`] relays each line as a
+//! record of target [`HOST_OUTPUT_TARGET`], written here as it is (it has its own prefix) and
+//! not held back as a repeated condition (the host's library reports each once itself).
+//!
+//! # While a program draws on the terminal
+//!
+//! [`hold`] keeps the lines for stderr (up to [`MAX_HELD`]) until its guard drops: `watch`
+//! holds them while its chart is on screen and writes them after restoring the terminal.
+//!
 //! The level is `info` unless `PRFMON_LOG` names another (`off`, `error`, `warn`, `info`,
 //! `debug`, `trace`, any case). A provider library is not reached by this logger: a Rust
 //! cdylib carries its own copy of `log`, so it writes its own messages at the level
@@ -38,6 +47,7 @@ use std::sync::{Mutex, PoisonError};
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
 use prfdata_untrusted::text::{escape_controls, Style};
+use prfmon::collector::host::HOST_OUTPUT_TARGET;
 
 /// The environment variable that sets the level.
 pub const LEVEL_ENV: &str = "PRFMON_LOG";
@@ -166,6 +176,54 @@ struct State {
     syslog: Option<Syslog>,
     /// The conditions reported so far.
     seen: BTreeSet<String>,
+    /// While a program draws on the terminal ([`hold`]): the lines for stderr, kept for later.
+    held: Option<Vec<String>>,
+    /// Lines not kept because [`MAX_HELD`] were held already.
+    dropped: usize,
+}
+
+/// The most lines [`hold`] keeps; later ones are counted and said as a number.
+pub const MAX_HELD: usize = 1000;
+
+impl State {
+    /// Writes `line` (a whole line, newline included) to stderr, or keeps it while held.
+    fn stderr(&mut self, line: String) {
+        match &mut self.held {
+            Some(held) if held.len() < MAX_HELD => held.push(line),
+            Some(_) => self.dropped += 1,
+            None => write_stderr(&line),
+        }
+    }
+}
+
+/// Holds the lines the logger would write to stderr, from [`hold`] until it drops: then they
+/// are written, in order, with the number of any left out past [`MAX_HELD`].
+#[must_use = "the lines are written when the guard drops"]
+pub struct Held(());
+
+/// Keeps the logger's stderr lines (the collector's messages and the provider hosts' output)
+/// off the terminal while a program draws on it (`watch`), until the returned guard drops,
+/// after the terminal is restored. Messages for the system log go there as they come.
+pub fn hold() -> Held {
+    let mut state = LOGGER.state.lock().unwrap_or_else(PoisonError::into_inner);
+    state.held.get_or_insert_with(Vec::new);
+    Held(())
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut state = LOGGER.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = state.held.take().unwrap_or_default();
+        for line in &held {
+            write_stderr(line);
+        }
+        let dropped = std::mem::take(&mut state.dropped);
+        if dropped > 0 {
+            write_stderr(&format!(
+                "prfmon: {dropped} more messages came while the terminal was in use (only the first {MAX_HELD} are kept)\n"
+            ));
+        }
+    }
 }
 
 /// Writes each new condition to the system log or stderr.
@@ -177,14 +235,19 @@ static LOGGER: Logger = Logger {
     state: Mutex::new(State {
         syslog: None,
         seen: BTreeSet::new(),
+        held: None,
+        dropped: 0,
     }),
 };
 
-fn stderr_line(message: &str) {
-    // One write per line, so that lines of concurrent threads (and of provider hosts sharing
-    // the collector's stderr) do not interleave; a failed write has nowhere to go.
-    let line = format!("prfmon: {message}\n");
+/// Writes `line` (newline included) to stderr in one write, so that lines of concurrent
+/// threads do not interleave; a failed write has nowhere to go.
+fn write_stderr(line: &str) {
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+fn stderr_line(message: &str) {
+    write_stderr(&format!("prfmon: {message}\n"));
 }
 
 impl Log for Logger {
@@ -201,11 +264,14 @@ impl Log for Logger {
         let message = record.args().to_string();
         let message = escape_controls(&message, Style::Terminal);
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        // A provider host's output line carries its own prefix, and the host says each
+        // condition once itself.
+        let host_output = record.target() == HOST_OUTPUT_TARGET;
         let condition = format!("{}|{}|{message}", record.level(), record.target());
         if state.seen.len() >= MAX_CONDITIONS {
             state.seen.clear();
         }
-        if !state.seen.insert(condition) {
+        if !host_output && !state.seen.insert(condition) {
             return;
         }
         if let Some(syslog) = &mut state.syslog {
@@ -215,13 +281,19 @@ impl Log for Logger {
                 Err(e) => {
                     let path = syslog.path.display().to_string();
                     state.syslog = None;
-                    stderr_line(&format!(
-                        "cannot write to the system log at {path} ({e}): messages go to stderr"
+                    state.stderr(format!(
+                        "prfmon: cannot write to the system log at {path} ({e}): messages go \
+                         to stderr\n"
                     ));
                 }
             }
         }
-        stderr_line(&message);
+        let line = if host_output {
+            format!("{message}\n")
+        } else {
+            format!("prfmon: {message}\n")
+        };
+        state.stderr(line);
     }
 
     fn flush(&self) {

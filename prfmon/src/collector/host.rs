@@ -8,7 +8,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -48,6 +48,59 @@ pub fn note_stop_signal() {
 pub fn stop_signalled() -> bool {
     STOP_SIGNALLED.load(Ordering::SeqCst)
 }
+
+/// The `log` target of a provider host's own output (its stderr: the provider library's
+/// messages and the host's), relayed a line at a time by [`HostProcess::spawn`]. A logger
+/// writes such a line as it is: it carries its own prefix (`prfdata-provider: `, `prfmon: `).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(prfmon::collector::host::HOST_OUTPUT_TARGET, "prfmon::provider-host");
+/// ```
+pub const HOST_OUTPUT_TARGET: &str = "prfmon::provider-host";
+
+/// The longest line of a host's output relayed as one record; a longer one comes in pieces.
+const MAX_OUTPUT_LINE: u64 = 4096;
+
+/// The thread that relays the host's stderr, a line at a time, as `warn` records of target
+/// [`HOST_OUTPUT_TARGET`] (so the collector's logger decides where it goes: stderr, the
+/// system log, or held while a program draws on the terminal); to this process's stderr when
+/// no logger takes warnings. Ends at the pipe's EOF, when the host exits; the channel
+/// returned disconnects then.
+fn relay_output(stderr: ChildStderr) -> std::io::Result<Receiver<()>> {
+    use std::io::{BufRead, Read, Write};
+    let mut stderr = std::io::BufReader::new(stderr);
+    let (done, ended) = mpsc::channel::<()>();
+    std::thread::Builder::new()
+        .name("prfmon-host-output".into())
+        .spawn(move || {
+            let _done = done;
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match (&mut stderr)
+                    .take(MAX_OUTPUT_LINE)
+                    .read_until(b'\n', &mut line)
+                {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                let text = String::from_utf8_lossy(&line);
+                let text = text.trim_end_matches('\n');
+                if log::log_enabled!(target: HOST_OUTPUT_TARGET, log::Level::Warn) {
+                    log::warn!(target: HOST_OUTPUT_TARGET, "{text}");
+                } else {
+                    let _ = std::io::stderr().lock().write_all(&line);
+                }
+            }
+        })?;
+    Ok(ended)
+}
+
+/// How long a reaped host's last lines of output may take to be relayed (a process the host
+/// started may hold its stderr open: this bounds the wait for it).
+const OUTPUT_DRAIN: Duration = Duration::from_secs(1);
 
 /// A call to a host failed.
 ///
@@ -135,6 +188,8 @@ pub struct HostProcess {
     dead: bool,
     /// How the host ended, once it was found dead and reaped (not when prfmon killed it).
     exit: Option<ExitStatus>,
+    /// Disconnects when the host's output is relayed to its end (see [`relay_output`]).
+    output: Option<Receiver<()>>,
 }
 
 /// The command that starts a host for `library` (its descriptor as fd 3), as `user` when
@@ -152,7 +207,7 @@ fn host_command(exe: &Path, library: &OpenedLibrary, user: Option<&HostUser>) ->
         .arg(library.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         // Its own process group: a signal meant for the collector's group (a terminal's
         // Ctrl-C, `timeout`'s SIGTERM) does not kill the host in the middle of Close. The
         // host still ends with the collector: at its stdin's EOF, or when its parent changes
@@ -257,6 +312,10 @@ impl HostProcess {
                 how: "has no stdout pipe".into(),
             });
         };
+        let output = match child.stderr.take() {
+            Some(stderr) => Some(relay_output(stderr).map_err(spawn_error)?),
+            None => None,
+        };
         let collect_buffer = Arc::new(Mutex::new(None));
         let responses = read_responses(stdout, Arc::clone(&collect_buffer)).map_err(spawn_error)?;
         let mut host = Self {
@@ -266,6 +325,7 @@ impl HostProcess {
             collect_buffer,
             dead: false,
             exit: None,
+            output,
         };
         host.handshake(exe, timeout)?;
         Ok(host)
@@ -378,6 +438,7 @@ impl HostProcess {
             match self.child.try_wait() {
                 Ok(Some(status)) => {
                     self.exit = Some(status);
+                    self.drain_output();
                     return describe_exit(status);
                 }
                 Ok(None) if Instant::now() < deadline => {
@@ -397,6 +458,15 @@ impl HostProcess {
         self.stdin = None;
         let _ = self.child.kill();
         let _ = self.child.wait();
+        self.drain_output();
+    }
+
+    /// Waits (at most [`OUTPUT_DRAIN`]) until the exited host's last output is relayed, so
+    /// that what it said comes before what the collector says about its end.
+    fn drain_output(&mut self) {
+        if let Some(output) = self.output.take() {
+            let _ = output.recv_timeout(OUTPUT_DRAIN);
+        }
     }
 
     /// Asks the host to exit (closes its stdin) and reaps it, killing it after

@@ -67,4 +67,5 @@ mod trust;
 mod typeperf;
 mod watch;
 mod watch_leases;
+mod watch_messages;
 mod watch_no_terminal;

@@ -112,12 +112,15 @@ pub fn run(args: WatchArgs) -> Result<ExitCode, CliError> {
     );
     drop(first);
 
-    let mut terminal = match terminal_missing() {
-        None => ratatui::try_init().map_err(|e| format!("cannot use the terminal: {e}"))?,
-        Some(why) => return Err(no_terminal(&args, why).into()),
-    };
+    if let Some(why) = terminal_missing() {
+        return Err(no_terminal(&args, why).into());
+    }
+    // Messages that come while the chart is on screen are written after it, never over it.
+    let held = crate::cli::logger::hold();
+    let mut terminal = ratatui::try_init().map_err(|e| format!("cannot use the terminal: {e}"))?;
     let result = chart.run(&mut terminal, &mut session, &objects, args.frames);
     ratatui::restore();
+    drop(held);
     chart.leases.release();
     session.close();
     result?;

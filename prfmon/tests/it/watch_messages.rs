@@ -1,0 +1,54 @@
+//! What the provider says while `prfmon watch` owns the terminal (here: the watched app was
+//! killed, and the provider says its block has no data) never draws over the chart: the
+//! provider hosts' stderr goes through prfmon's logger, which holds its lines while the chart
+//! is on screen and writes them after the terminal is restored.
+
+use crate::serve_common::setup;
+use crate::watch::{tmux_missing, Pane};
+
+use crate::sampling_app::shell_env;
+
+#[test]
+fn an_app_killed_while_watched_leaves_the_chart_whole_and_its_message_after_exit() {
+    if tmux_missing() {
+        return;
+    }
+    let setup = setup();
+    let mut app = setup.start_app("static");
+    let pane = Pane::start_with(
+        &shell_env(&setup.sandbox),
+        r"'\Serve Test Service\Queue length' --interval 0.25",
+    );
+    pane.wait_for("the app's value in the legend", |s| {
+        s.contains("Legend") && s.contains("42")
+    });
+
+    let child = app.child();
+    child.kill().expect("kill the app");
+    child.wait().expect("reap the app");
+    pane.wait_for("the series marked gone", |s| s.contains("gone"));
+    // A few more samples, each of which could say more.
+    std::thread::sleep(std::time::Duration::from_secs(1));
+
+    let screen = pane.screen();
+    let rows: Vec<&str> = screen.lines().collect();
+    assert!(
+        rows.first().is_some_and(|r| r.starts_with('┌')),
+        "the chart's top border is on row 0:\n{screen}"
+    );
+    assert!(
+        rows.iter().all(|r| r.chars().count() <= 80),
+        "every row within 80 columns:\n{screen}"
+    );
+    assert!(
+        !screen.contains("prfdata-provider"),
+        "no provider message over the chart:\n{screen}"
+    );
+
+    pane.keys(&["q"]);
+    let after = pane.wait_for("watch's exit", |s| s.contains("EXITED 0"));
+    assert!(
+        after.contains("prfdata-provider: app ServeTestApp: no data"),
+        "the provider's message, after the chart:\n{after}"
+    );
+}
