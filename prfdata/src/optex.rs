@@ -169,13 +169,7 @@ const TAG_SHIFT: u32 = 32;
 /// use memmap2::MmapRaw;
 /// use prfdata::Optex;
 ///
-/// let path = std::env::temp_dir().join(format!("optex-doc-{}", std::process::id()));
-/// let file = std::fs::OpenOptions::new()
-///     .read(true)
-///     .write(true)
-///     .create(true)
-///     .truncate(true)
-///     .open(&path)?;
+/// let file = tempfile::tempfile()?; // a file without a name: gone once closed
 /// file.set_len(4096)?; // zero-filled: an unlocked optex
 /// let (a, b) = (MmapRaw::map_raw(&file)?, MmapRaw::map_raw(&file)?);
 /// // SAFETY: each mapping is page-aligned, 4096 bytes long and outlives the reference, and the
@@ -189,8 +183,6 @@ const TAG_SHIFT: u32 = 32;
 ///     assert!(in_b.try_lock().is_none());
 /// }
 /// assert!(in_b.try_lock().is_some());
-/// # drop((a, b));
-/// std::fs::remove_file(&path)?;
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[repr(C, align(64))]

@@ -5,12 +5,10 @@
 include!("../ui/shared/map.rs");
 
 fn main() {
-    let dir = std::env::temp_dir().join(format!("prfdata-ui-pass-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let prf = m::PrfData::activate_in(&dir).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let prf = m::PrfData::activate_in(dir.path()).unwrap();
     prf.get_ctr32(m::QUEUE, ()).store(3, std::sync::atomic::Ordering::Relaxed);
     let worker = prf.add_instance(m::WORKER, "w").unwrap();
     prf.get_ctr64(m::BUSY, worker).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     drop(prf);
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -23,7 +23,7 @@ use crate::apps_appear::{
 };
 use crate::common;
 use crate::sampling_app::shell_env;
-use crate::watch::{tmux_missing, Pane};
+use crate::watch::Pane;
 
 const OLD_PATH: &str = r"\Appear Service\Appear Value";
 const NEW_PATH: &str = r"\Appear Renamed\Renamed Value";
@@ -245,10 +245,8 @@ fn typeperf_over_a_remote_logs_an_app_installed_after_it_started() {
 }
 
 #[test]
+#[cfg_attr(not(prfmon_tests_tmux), ignore = "needs tmux (apt-get install tmux)")]
 fn watch_started_before_an_app_is_installed_draws_it_and_marks_it_gone_once_uninstalled() {
-    if tmux_missing() {
-        return;
-    }
     let sandbox = empty_sandbox();
     let registry = sandbox.open();
     let pane = Pane::start_with(

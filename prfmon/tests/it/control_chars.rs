@@ -7,7 +7,7 @@
 
 use crate::hostile_http::{HostileServer, Reply};
 use crate::prfdata_app::{self, prfmon_for, Installed};
-use crate::watch::{tmux_missing, Pane};
+use crate::watch::Pane;
 
 use prfdata_registry::{paths, update, FileRegistry, Registry, RegistryError, Value};
 use prfdata_untrusted::text::is_control;
@@ -257,10 +257,8 @@ fn a_log_line_naming_a_hostile_library_path_is_escaped() {
 }
 
 #[test]
+#[cfg_attr(not(prfmon_tests_tmux), ignore = "needs tmux (apt-get install tmux)")]
 fn watch_shows_escaped_instance_names_and_keeps_the_pane_title() {
-    if tmux_missing() {
-        return;
-    }
     let (installed, _app) = hostile_app();
     let q = |p: &std::path::Path| format!("'{}'", p.display());
     let env = format!(

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use prfdata_registry::{performance_services, FileRegistry};
 use privilege::{
-    copy, other_user_name, other_users_folder, public_prfmon, register_good, root_or_skip, run,
+    assert_root, copy, other_user_name, other_users_folder, public_prfmon, register_good, run,
     shared_tempdir, spawn_copied, test_provider_at, OTHER_UID,
 };
 
@@ -50,14 +50,11 @@ fn app_child() {
 }
 
 #[test]
+#[cfg_attr(not(prfmon_tests_root), ignore = "needs root (see prfmon/build.rs)")]
 fn provider_hosts_run_as_the_host_user() {
     const TEST: &str = "provider_hosts_run_as_the_host_user";
-    if !root_or_skip(TEST) {
-        return;
-    }
-    let Some(user) = other_user_name(TEST) else {
-        return;
-    };
+    assert_root(TEST);
+    let user = other_user_name(TEST);
     let dir = shared_tempdir();
     let prfmon = public_prfmon(dir.path());
     let library = test_provider_at(&dir.path().join("libprobe.so"), 0, 0o755);
@@ -94,14 +91,11 @@ fn provider_hosts_run_as_the_host_user() {
 }
 
 #[test]
+#[cfg_attr(not(prfmon_tests_root), ignore = "needs root (see prfmon/build.rs)")]
 fn data_flows_from_a_block_the_host_user_can_read() {
     const TEST: &str = "data_flows_from_a_block_the_host_user_can_read";
-    if !root_or_skip(TEST) {
-        return;
-    }
-    let Some(user) = other_user_name(TEST) else {
-        return;
-    };
+    assert_root(TEST);
+    let user = other_user_name(TEST);
     let dir = shared_tempdir();
     let prfmon = public_prfmon(dir.path());
     // The real provider, where the host user can read it.
@@ -186,14 +180,11 @@ impl Drop for KillOnDrop {
 }
 
 #[test]
+#[cfg_attr(not(prfmon_tests_root), ignore = "needs root (see prfmon/build.rs)")]
 fn a_library_only_root_can_read_is_skipped_with_a_clear_error() {
     const TEST: &str = "a_library_only_root_can_read_is_skipped_with_a_clear_error";
-    if !root_or_skip(TEST) {
-        return;
-    }
-    let Some(user) = other_user_name(TEST) else {
-        return;
-    };
+    assert_root(TEST);
+    let user = other_user_name(TEST);
     let dir = shared_tempdir();
     let prfmon = public_prfmon(dir.path());
     let library = test_provider_at(&dir.path().join("libprobe.so"), 0, 0o700);
@@ -228,14 +219,11 @@ fn a_library_only_root_can_read_is_skipped_with_a_clear_error() {
 }
 
 #[test]
+#[cfg_attr(not(prfmon_tests_root), ignore = "needs root (see prfmon/build.rs)")]
 fn a_collector_that_is_not_root_refuses_host_user() {
     const TEST: &str = "a_collector_that_is_not_root_refuses_host_user";
-    if !root_or_skip(TEST) {
-        return;
-    }
-    let Some(user) = other_user_name(TEST) else {
-        return;
-    };
+    assert_root(TEST);
+    let user = other_user_name(TEST);
     let dir = shared_tempdir();
     let prfmon = public_prfmon(dir.path());
     let home = other_users_folder(dir.path(), "home");

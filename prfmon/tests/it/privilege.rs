@@ -1,7 +1,6 @@
 //! Real users for the privilege tests: they run as root (as this machine and CI do), make
 //! files owned by an unprivileged user (uid 65534, `nobody`) and run `prfmon` against them.
-//! Not root: the older tests print why they are skipped and pass ([`root_or_skip`]); newer ones
-//! are compiled as ignored, with the reason, when the build is not root
+//! Not root: they are compiled as ignored, with the reason, when the build is not root
 //! (`#[cfg_attr(not(prfmon_tests_root), ignore = "...")]`, see `prfmon/build.rs`) and check
 //! again when they run ([`assert_root`]).
 
@@ -18,15 +17,6 @@ use super::common::{finish, name_object, test_providers_library, Run};
 /// The unprivileged user: `nobody` on Debian and most systems.
 pub const OTHER_UID: u32 = 65534;
 
-/// Whether the test can run (root); prints why not.
-pub fn root_or_skip(test: &str) -> bool {
-    if rustix::process::geteuid().is_root() {
-        return true;
-    }
-    eprintln!("{test}: skipped: needs root, to make files owned by uid {OTHER_UID}");
-    false
-}
-
 /// For a test the build found runnable as root (`cfg(prfmon_tests_root)`): fails at once, with
 /// the reason, if this process is not root after all (built as root, run as another user).
 pub fn assert_root(test: &str) {
@@ -38,17 +28,19 @@ pub fn assert_root(test: &str) {
     );
 }
 
-/// The name of [`OTHER_UID`] in the user database (for `--host-user`), or `None`, printed as
-/// a skip reason.
-pub fn other_user_name(test: &str) -> Option<String> {
-    let name = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(OTHER_UID))
+/// The name of [`OTHER_UID`] in the user database (for `--host-user`); its absence fails the
+/// test, with what to do.
+pub fn other_user_name(test: &str) -> String {
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(OTHER_UID))
         .ok()
         .flatten()
-        .map(|u| u.name);
-    if name.is_none() {
-        eprintln!("{test}: skipped: no user with uid {OTHER_UID} in the user database");
-    }
-    name
+        .map(|u| u.name)
+        .unwrap_or_else(|| {
+            panic!(
+                "{test}: no user with uid {OTHER_UID} in the user database: add one (Debian's \
+                 `nobody`)"
+            )
+        })
 }
 
 /// Gives `path` to `uid` (and group `uid`).

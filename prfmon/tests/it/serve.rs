@@ -1,6 +1,6 @@
 //! `prfmon serve` as a process: the exact values of a real app, labels, types, costly
 //! objects, concurrent scrapes, 404 / 405 / 400, the loopback default, and `promtool check
-//! metrics` on the output when Prometheus' tools are installed.
+//! metrics` on the output (ignored, with the reason, by a build without Prometheus' tools).
 
 use crate::serve_common;
 
@@ -108,10 +108,22 @@ fn metrics_carry_the_apps_raw_values_exactly_with_types_help_and_labels() {
         .lines()
         .any(|l| l == format!("# TYPE {SVC}_requests_per_second_total counter")));
     assert_eq!(samples(&classic.body), s);
-    if let Some(promtool) = require_tool("promtool") {
-        let (ok, said) = promtool_check(&promtool, &classic.body);
-        assert!(ok, "promtool check metrics: {said}\n{}", classic.body);
-    }
+}
+
+#[test]
+#[cfg_attr(
+    not(prfmon_tests_prometheus),
+    ignore = "needs promtool (apt-get install prometheus)"
+)]
+fn promtool_accepts_the_classic_text() {
+    let promtool = require_tool("promtool");
+    let setup = setup();
+    let _app = setup.start_app("static");
+    let (_serve, addr, _log) = setup.start_serve(&["--listen", "127.0.0.1:0"]);
+    let classic = request(addr.expect("listening"), "GET", "/metrics", "*/*");
+    assert_eq!(classic.status, 200, "{classic:?}");
+    let (ok, said) = promtool_check(&promtool, &classic.body);
+    assert!(ok, "promtool check metrics: {said}\n{}", classic.body);
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use prfdata_registry::{performance_services, FileRegistry};
 use privilege::{
-    chmod, other_users_folder, register_good, root_or_skip, run, shared_tempdir, test_provider_at,
+    assert_root, chmod, other_users_folder, register_good, run, shared_tempdir, test_provider_at,
     OTHER_UID,
 };
 
@@ -70,10 +70,9 @@ fn assert_refused(
 }
 
 #[test]
+#[cfg_attr(not(prfmon_tests_root), ignore = "needs root (see prfmon/build.rs)")]
 fn root_refuses_a_provider_library_in_another_users_folder() {
-    if !root_or_skip("root_refuses_a_provider_library_in_another_users_folder") {
-        return;
-    }
+    assert_root("root_refuses_a_provider_library_in_another_users_folder");
     let dir = shared_tempdir();
     let home = other_users_folder(dir.path(), "home");
     let library = test_provider_at(&home.join("libprobe.so"), OTHER_UID, 0o755);
@@ -105,10 +104,9 @@ fn root_refuses_a_provider_library_in_another_users_folder() {
 }
 
 #[test]
+#[cfg_attr(not(prfmon_tests_root), ignore = "needs root (see prfmon/build.rs)")]
 fn root_refuses_a_root_owned_library_in_another_users_folder() {
-    if !root_or_skip("root_refuses_a_root_owned_library_in_another_users_folder") {
-        return;
-    }
+    assert_root("root_refuses_a_root_owned_library_in_another_users_folder");
     // The file is root's, but its folder is not: the user could rename another file over it.
     let dir = shared_tempdir();
     let home = other_users_folder(dir.path(), "home");
@@ -134,10 +132,9 @@ fn root_refuses_a_root_owned_library_in_another_users_folder() {
 }
 
 #[test]
+#[cfg_attr(not(prfmon_tests_root), ignore = "needs root (see prfmon/build.rs)")]
 fn a_group_writable_parent_folder_is_refused() {
-    if !root_or_skip("a_group_writable_parent_folder_is_refused") {
-        return;
-    }
+    assert_root("a_group_writable_parent_folder_is_refused");
     let dir = shared_tempdir();
     let lib_dir = dir.path().join("lib");
     std::fs::create_dir(&lib_dir).unwrap();
@@ -164,10 +161,9 @@ fn a_group_writable_parent_folder_is_refused() {
 }
 
 #[test]
+#[cfg_attr(not(prfmon_tests_root), ignore = "needs root (see prfmon/build.rs)")]
 fn another_users_library_in_a_sticky_folder_is_refused_roots_is_not() {
-    if !root_or_skip("another_users_library_in_a_sticky_folder_is_refused_roots_is_not") {
-        return;
-    }
+    assert_root("another_users_library_in_a_sticky_folder_is_refused_roots_is_not");
     // A world-writable sticky folder, as /tmp: others cannot replace root's file in it.
     let dir = shared_tempdir();
     let sticky = dir.path().join("sticky");
@@ -205,10 +201,9 @@ fn another_users_library_in_a_sticky_folder_is_refused_roots_is_not() {
 }
 
 #[test]
+#[cfg_attr(not(prfmon_tests_root), ignore = "needs root (see prfmon/build.rs)")]
 fn trust_path_admits_a_library_in_another_users_folder() {
-    if !root_or_skip("trust_path_admits_a_library_in_another_users_folder") {
-        return;
-    }
+    assert_root("trust_path_admits_a_library_in_another_users_folder");
     let dir = shared_tempdir();
     let home = other_users_folder(dir.path(), "home");
     let library = test_provider_at(&home.join("libprobe.so"), OTHER_UID, 0o755);
@@ -237,10 +232,9 @@ fn trust_path_admits_a_library_in_another_users_folder() {
 }
 
 #[test]
+#[cfg_attr(not(prfmon_tests_root), ignore = "needs root (see prfmon/build.rs)")]
 fn the_normal_case_everything_owned_by_the_collectors_user_is_collected() {
-    if !root_or_skip("the_normal_case_everything_owned_by_the_collectors_user_is_collected") {
-        return;
-    }
+    assert_root("the_normal_case_everything_owned_by_the_collectors_user_is_collected");
     let dir = shared_tempdir();
     let library = test_provider_at(&dir.path().join("libprobe.so"), 0, 0o755);
     let registry_root = dir.path().join("registry");
@@ -266,10 +260,9 @@ fn the_normal_case_everything_owned_by_the_collectors_user_is_collected() {
 }
 
 #[test]
+#[cfg_attr(not(prfmon_tests_root), ignore = "needs root (see prfmon/build.rs)")]
 fn root_refuses_a_registry_in_another_users_folder() {
-    if !root_or_skip("root_refuses_a_registry_in_another_users_folder") {
-        return;
-    }
+    assert_root("root_refuses_a_registry_in_another_users_folder");
     // The user's own registry names a library of root's: the registry itself is refused,
     // since its owner chooses what root loads.
     let dir = shared_tempdir();

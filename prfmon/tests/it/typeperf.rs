@@ -152,11 +152,18 @@ fn output_file_in_tsv_is_the_pdh_text_log() {
 }
 
 #[test]
+#[cfg_attr(
+    not(prfmon_tests_tz),
+    ignore = "needs the tz database (apt-get install tzdata)"
+)]
 fn the_header_names_the_zone_and_its_bias_in_minutes_west() {
-    if !std::path::Path::new("/usr/share/zoneinfo/Asia/Kolkata").exists() {
-        eprintln!("SKIPPED: no tz database (/usr/share/zoneinfo) on this machine");
-        return;
-    }
+    let zone = std::path::Path::new("/usr/share/zoneinfo/Asia/Kolkata");
+    assert!(
+        zone.is_file(),
+        "{} is missing, so this test cannot run: install tzdata, or rebuild without it \
+         (`cargo clean -p prfmon`) so that the test is reported ignored",
+        zone.display()
+    );
     let app = App::start();
     let out = app
         .command(&["typeperf", r"\TP Service\Queue length", "-sc", "1"])

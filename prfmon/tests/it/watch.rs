@@ -1,13 +1,12 @@
 //! `prfmon watch` as a person uses it: the real binary in an 80×24 tmux pane, against a real
 //! app and the real provider; keys typed with `send-keys`, the screen read with
-//! `capture-pane`. Without tmux these tests say so loudly and pass (install Debian's `tmux`).
+//! `capture-pane`. A build without tmux reports them ignored, with the reason (Debian's `tmux`).
 //! The rendering itself is unit-tested with ratatui's `TestBackend` in `src/watch.rs`.
 
 use crate::common;
 use crate::sampling_app;
 
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::finish;
@@ -16,23 +15,11 @@ use sampling_app::{shell_env, tp, App};
 /// How long the screen may take to show what a test waits for.
 const SCREEN_WAIT: Duration = Duration::from_secs(30);
 
-pub(crate) fn tmux_missing() -> bool {
-    let ok = Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!(
-            "SKIPPED: tmux is not installed, so `prfmon watch` was not tested in a terminal \
-             (apt-get install tmux)"
-        );
-    }
-    !ok
-}
-
-/// A tmux server of its own (`-L`), killed when dropped.
+/// A tmux server of its own, on a socket in a temp folder of its own: killed when dropped, and
+/// the folder with its socket removed.
 pub(crate) struct Pane {
     socket: String,
+    _dir: tempfile::TempDir,
 }
 
 impl Pane {
@@ -45,29 +32,34 @@ impl Pane {
     /// Runs `ENV prfmon watch ARGS` in a new 80×24 pane (`ENV`: `NAME=value` words for the
     /// shell); when it exits the pane shows `EXITED <code>`.
     pub(crate) fn start_with(env: &str, args: &str) -> Pane {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let socket = format!(
-            "prfmon-watch-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
+        let tmux = Command::new("tmux").arg("-V").output();
+        assert!(
+            tmux.as_ref().is_ok_and(|o| o.status.success()),
+            "tmux cannot run ({tmux:?}), so this test cannot: install it (apt-get install tmux), \
+             or rebuild without it (`cargo clean -p prfmon`) so that the test is reported ignored"
         );
+        let dir = tempfile::Builder::new()
+            .prefix("prfmon-watch-")
+            .tempdir()
+            .expect("temp dir");
+        let socket = dir.path().join("tmux").display().to_string();
         let command = format!(
             "{env} '{}' watch {args}; echo \"EXITED $?\"; sleep 120",
             env!("CARGO_BIN_EXE_prfmon")
         );
         let status = Command::new("tmux")
-            .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
+            .args(["-S", &socket, "-f", "/dev/null", "new-session", "-d"])
             .args(["-x", "80", "-y", "24", &command])
             .env_remove("TMUX")
             .status()
             .expect("run tmux");
         assert!(status.success(), "tmux new-session failed");
-        Pane { socket }
+        Pane { socket, _dir: dir }
     }
 
     pub(crate) fn tmux(&self, args: &[&str]) -> String {
         let out = Command::new("tmux")
-            .args(["-L", &self.socket])
+            .args(["-S", &self.socket])
             .args(args)
             .output()
             .expect("run tmux");
@@ -104,16 +96,14 @@ impl Pane {
 impl Drop for Pane {
     fn drop(&mut self) {
         let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
+            .args(["-S", &self.socket, "kill-server"])
             .output();
     }
 }
 
 #[test]
+#[cfg_attr(not(prfmon_tests_tmux), ignore = "needs tmux (apt-get install tmux)")]
 fn the_chart_follows_instances_changes_interval_and_quits_on_q() {
-    if tmux_missing() {
-        return;
-    }
     let app = App::start();
     let pane = Pane::start(
         &app,
@@ -173,10 +163,8 @@ fn the_chart_follows_instances_changes_interval_and_quits_on_q() {
 }
 
 #[test]
+#[cfg_attr(not(prfmon_tests_tmux), ignore = "needs tmux (apt-get install tmux)")]
 fn escape_and_ctrl_c_quit_too() {
-    if tmux_missing() {
-        return;
-    }
     let app = App::start();
     for key in ["Escape", "C-c"] {
         let pane = Pane::start(&app, r"'\TP Service\Queue length' --interval 0.25");
@@ -189,10 +177,8 @@ fn escape_and_ctrl_c_quit_too() {
 }
 
 #[test]
+#[cfg_attr(not(prfmon_tests_tmux), ignore = "needs tmux (apt-get install tmux)")]
 fn frames_quits_by_itself_after_that_many_samples() {
-    if tmux_missing() {
-        return;
-    }
     let app = App::start();
     let pane = Pane::start(
         &app,
@@ -206,6 +192,7 @@ fn frames_quits_by_itself_after_that_many_samples() {
 /// on stderr with its near matches and listed in the legend as not found now, while the other
 /// paths are drawn. A malformed path fails before taking the terminal.
 #[test]
+#[cfg_attr(not(prfmon_tests_tmux), ignore = "needs tmux (apt-get install tmux)")]
 fn a_path_that_matches_nothing_waits_and_a_malformed_one_fails() {
     let app = App::start();
     let bad = finish(app.spawn(&["watch", r"TP Worker(*)\Done", "--frames", "1"]));
@@ -215,9 +202,6 @@ fn a_path_that_matches_nothing_waits_and_a_malformed_one_fails() {
         "{}",
         bad.stderr
     );
-    if tmux_missing() {
-        return;
-    }
     let pane = Pane::start(
         &app,
         r"'\TP Worker(*)\Dome' '\TP Service\Queue length' --interval 0.25",
@@ -234,10 +218,8 @@ fn a_path_that_matches_nothing_waits_and_a_malformed_one_fails() {
 }
 
 #[test]
+#[cfg_attr(not(prfmon_tests_tmux), ignore = "needs tmux (apt-get install tmux)")]
 fn the_chart_holds_a_watch_lease_on_what_it_shows_until_it_quits() {
-    if tmux_missing() {
-        return;
-    }
     let app = App::start();
     let events = app.prf.watch().events();
     let pane = Pane::start(&app, r"'\TP Service\Queue length' --interval 0.25");
