@@ -4,15 +4,13 @@
 //! is on screen and writes them after the terminal is restored.
 
 use crate::serve_common::setup;
-use crate::watch::{tmux_missing, Pane};
+use crate::watch::Pane;
 
 use crate::sampling_app::shell_env;
 
 #[test]
+#[cfg_attr(not(prfmon_tests_tmux), ignore = "needs tmux (apt-get install tmux)")]
 fn an_app_killed_while_watched_leaves_the_chart_whole_and_its_message_after_exit() {
-    if tmux_missing() {
-        return;
-    }
     let setup = setup();
     let mut app = setup.start_app("static");
     let pane = Pane::start_with(
