@@ -8,8 +8,8 @@
  * The layout is bench_map's: per instance a 48-byte definition (from an array of its own, as the
  * provider's recorded definitions are) then a 136-byte counter block (8-byte header, 16 LARGE
  * counters) read from a 256-byte padded stride of a shared file mapping, written one after the
- * other (184 bytes an instance). Each figure is the best of 30 rounds, the four variants
- * alternated in each round.
+ * other (184 bytes an instance). Each figure is the best of 30 passes, the four variants
+ * alternated in each pass.
  *
  *   memcpy          memcpy of the output's bytes to a buffer half a page off (no 4K aliasing)
  *   fixed           the copies with the stride and block size known at compile time

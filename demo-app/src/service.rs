@@ -286,9 +286,9 @@ fn work(shared: &Shared, me: InstanceId<demo::WORKER>, retire: &AtomicBool, pool
             hit
         };
         // The work: hash the payload; bulk jobs hash it more times.
-        let rounds = if pool == 0 { 4 } else { 16 };
+        let passes = if pool == 0 { 4 } else { 16 };
         let mut h = 0xcbf2_9ce4_8422_2325u64;
-        for _ in 0..rounds {
+        for _ in 0..passes {
             for b in &job.payload {
                 h = (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
             }

@@ -18,7 +18,6 @@ mod hostile_reader;
 mod install;
 mod instance_guard;
 mod instances;
-mod layers;
 mod lifecycle;
 mod lock_reentry;
 mod map_macro;

@@ -446,7 +446,7 @@ fn eight_workers_with_sigkills_keep_an_exact_monotonic_total() {
     };
     let mut active: Vec<usize> = (0..WORKERS_N).collect();
     while !active.is_empty() {
-        // A round: every active worker performs a batch and reports; sampled meanwhile.
+        // Each step: every active worker performs a batch and reports; sampled meanwhile.
         let mut waiting = active.clone();
         while !waiting.is_empty() {
             match rx.recv_timeout(Duration::from_millis(2)) {

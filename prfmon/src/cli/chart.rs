@@ -21,7 +21,7 @@
 //! percentages are capped at 100; the legend says each counter's scale, and its Last, Average,
 //! Minimum and Maximum are in the same (scaled) units as the line, over every value since the
 //! counter appeared. `prfmon watch --no-scale` charts and lists the true values instead. The
-//! vertical axis runs from 0 to 100, or to the next round number above the largest value shown.
+//! vertical axis runs from 0 to 100, or to the next 1, 2 or 5 × 10ⁿ above the largest value shown.
 //! The layout fits an 80×24 terminal: a legend of up to [`LEGEND_ROWS`] counters (then "… N
 //! more"), the chart above it.
 

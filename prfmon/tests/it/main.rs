@@ -40,7 +40,6 @@ mod hostile_names;
 mod interrupt;
 mod isolation;
 mod large_answer;
-mod layers;
 mod list;
 mod lodctr;
 mod logging;

@@ -169,7 +169,7 @@ fn unknown_paths_are_404_and_other_methods_405() {
 #[test]
 fn concurrent_scrapes_all_get_complete_valid_output() {
     const SCRAPERS: usize = 8;
-    const ROUNDS: usize = 5;
+    const REPEATS: usize = 5;
     let setup = setup();
     let _app = setup.start_app("ticking");
     let (_serve, addr, _log) = setup.start_serve(&["--listen", "127.0.0.1:0"]);
@@ -177,7 +177,7 @@ fn concurrent_scrapes_all_get_complete_valid_output() {
     let threads: Vec<_> = (0..SCRAPERS)
         .map(|_| {
             std::thread::spawn(move || {
-                (0..ROUNDS)
+                (0..REPEATS)
                     .map(|_| {
                         let r = get(addr, "/metrics");
                         assert_eq!(r.status, 200);
