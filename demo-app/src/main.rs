@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use prfdata::install::InstallOptions;
+use prfdata::Departure;
 
 use counters::demo::PrfData;
 
@@ -206,11 +207,11 @@ fn live(duration: Option<f64>, workers: usize) -> Result<(), String> {
         .status()
         .map_err(|e| format!("cannot run {}: {e}", prfmon.display()));
     stop.store(true, Ordering::Relaxed);
-    let done = service
+    let (done, prf) = service
         .join()
-        .map_err(|_| "the service thread panicked".to_string())?;
-    let done = done.map_err(|e| e.to_string())?;
-    eprintln!("demo-app: stopped after {done} jobs; block removed");
+        .map_err(|_| "the service thread panicked".to_string())?
+        .map_err(|e| e.to_string())?;
+    eprintln!("demo-app: {}", stopped(done, prf.close()));
     match watched? {
         status if status.success() => Ok(()),
         status => Err(format!("prfmon ended with {status}")),
@@ -242,14 +243,27 @@ fn run(duration: Option<f64>, workers: usize, processes: usize) -> Result<(), St
         std::thread::spawn(move || processes::supervise(processes, &done))
     });
     let result = service::run(workers, duration, stop);
-    // The main process has left the block; the worker processes still attached keep it until
-    // the last of them exits.
+    // The worker processes leave first: this process, still a member, then knows whether it
+    // is the last one out.
     service_done.store(true, Ordering::Relaxed);
     if let Some(s) = supervisor {
         s.join()
             .map_err(|_| "the supervisor thread panicked".to_string())??;
     }
-    let done = result.map_err(|e| e.to_string())?;
-    eprintln!("demo-app: stopped after {done} jobs; block removed");
+    let (done, prf) = result.map_err(|e| e.to_string())?;
+    eprintln!("demo-app: {}", stopped(done, prf.close()));
     Ok(())
+}
+
+/// The last line of a run: the jobs done, and what leaving the block did.
+fn stopped(done: u64, departure: Departure) -> String {
+    let left = match departure {
+        Departure::Removed => "block removed".to_string(),
+        Departure::StillHeld { members } => format!(
+            "left the block to {members} other process{} of PrfDataDemo (it stays published)",
+            if members == 1 { "" } else { "es" }
+        ),
+        Departure::Abandoned { reason } => format!("could not leave the block cleanly: {reason}"),
+    };
+    format!("stopped after {done} jobs; {left}")
 }

@@ -3,3 +3,4 @@
 //! feature. Shared helpers come from `prfdata-testkit`.
 
 mod demo;
+mod two_runs;
