@@ -93,8 +93,10 @@ prfdata::prfdata_map! {
             }
         }
         object WORKER = 18 {
-            name: "PrfData Demo Worker", help: "One worker thread; workers come and go.",
+            name: "PrfData Demo Worker",
+            help: "One worker thread; workers come and go, and _Total keeps what the retired ones did.",
             detail: Novice, default: BUSY, instances: { max: 64, name_len: 32 }, costly: false,
+            total: true,
             counters {
                 BUSY = 20: Timer100Ns {
                     name: "% Busy", help: "Percentage of time the worker spent on jobs.",

@@ -2,15 +2,21 @@
 //! CPrfData (Richter, MSJ, August 1998), under the driver name `PrfDataDemo`.
 //!
 //! - `demo-app install` puts the map's names and help into the registry and records the provider
-//!   library found next to this executable (`libprfdata_provider.so`).
+//!   library found next to this executable (`libprfdata_provider.so`); the `.ini` and `.h` it
+//!   writes go to `ini` under the registry's root (`PRFDATA_REGISTRY`), not beside the library.
 //! - `demo-app run [--duration S] [--workers N] [--processes P]` publishes counters while it
-//!   works; Ctrl-C stops it cleanly and removes its block. With `--processes P`, P worker
+//!   works; Ctrl-C stops it cleanly and removes its block (or leaves it to the other processes
+//!   still publishing it, and says so). With `--processes P`, P worker
 //!   processes attach to the block too, each with its own instance of "PrfData Demo Process",
 //!   recycled every few seconds and now and then killed (`processes`).
 //! - `demo-app uninstall` removes it from the registry.
 //! - `demo-app live [--duration S] [--workers N]` is the whole tour in one command: install, run,
 //!   and watch the counters live through the collector (`prfmon watch` in a terminal,
-//!   `prfmon typeperf` otherwise), which loads the provider library as perflib would.
+//!   `prfmon typeperf` otherwise, whose CSV is then all of stdout: the notes go to stderr),
+//!   which loads the provider library as perflib would.
+//! - Two runs of the app by one user share its block (one block folder, `PRFDATA_SHM_DIR`): the
+//!   second says it joined, the counters add up, and the first to stop leaves the block to the
+//!   other.
 
 mod counters;
 mod processes;
@@ -24,6 +30,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use prfdata::install::InstallOptions;
+use prfdata::Departure;
 
 use counters::demo::PrfData;
 
@@ -42,7 +49,8 @@ enum Command {
         /// The provider library to register instead of the one next to this executable.
         #[arg(long)]
         library: Option<PathBuf>,
-        /// Where to write PrfDataDemo.ini and PrfDataDemo.h (default: beside the library).
+        /// Where to write PrfDataDemo.ini and PrfDataDemo.h (default: `ini` under the
+        /// registry's root, PRFDATA_REGISTRY or ~/.local/state/prfdata).
         #[arg(long)]
         ini_dir: Option<PathBuf>,
     },
@@ -82,7 +90,9 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Install { library, ini_dir } => install(library, ini_dir),
+        Command::Install { library, ini_dir } => {
+            install(library, ini_dir).map(|note| println!("{note}"))
+        }
         Command::Uninstall => PrfData::uninstall()
             .map(|r| {
                 println!(
@@ -113,7 +123,10 @@ fn main() -> ExitCode {
     }
 }
 
-fn install(library: Option<PathBuf>, ini_dir: Option<PathBuf>) -> Result<(), String> {
+/// Installs the demo: its names, and the provider `library` (default: beside this
+/// executable); the .ini and .h go to `ini_dir` (default: `ini` under the registry's root, so
+/// a sandboxed run writes nothing beside the programs). Returns the note to print.
+fn install(library: Option<PathBuf>, ini_dir: Option<PathBuf>) -> Result<String, String> {
     let library = match library {
         Some(l) => l,
         None => {
@@ -131,34 +144,41 @@ fn install(library: Option<PathBuf>, ini_dir: Option<PathBuf>) -> Result<(), Str
     let library = library
         .canonicalize()
         .map_err(|e| format!("{}: {e}", library.display()))?;
-    let ini_dir =
-        ini_dir.unwrap_or_else(|| library.parent().map(PathBuf::from).unwrap_or_default());
+    let ini_dir = match ini_dir {
+        Some(dir) => dir,
+        None => prfdata::install::registry_root()
+            .map_err(|e| e.to_string())?
+            .join("ini"),
+    };
     let range = PrfData::install(&InstallOptions {
         library: library.clone(),
         ini_dir,
         replace: true,
     })
     .map_err(|e| e.to_string())?;
-    println!(
+    Ok(format!(
         "installed PrfDataDemo: names {}..={}, help {}..={}, provider {}",
         range.first_counter,
         range.last_counter,
         range.first_help,
         range.last_help,
         library.display()
-    );
-    Ok(())
+    ))
 }
 
-/// The counters `live` shows.
-const LIVE_PATHS: [&str; 6] = [
+/// The counters `live` shows: the service's, then the workers'.
+const LIVE_PATHS: [&str; 5] = [
     r"\PrfData Demo Service\Jobs/sec",
     r"\PrfData Demo Service\Bytes/sec",
     r"\PrfData Demo Service\Queue length",
     r"\PrfData Demo Service\Avg. job latency",
     r"\PrfData Demo Service\Cache hit ratio",
-    r"\PrfData Demo Worker(*)\% Busy",
 ];
+/// The workers on the terminal's chart: each, as they come and go.
+const LIVE_WORKERS_CHART: &str = r"\PrfData Demo Worker(*)\% Busy";
+/// The workers in CSV: their `_Total`, since a CSV's columns are fixed at its first sample
+/// (a wildcard's would go blank as the workers it matched retire).
+const LIVE_WORKERS_CSV: &str = r"\PrfData Demo Worker(_Total)\% Busy";
 
 fn live(duration: Option<f64>, workers: usize) -> Result<(), String> {
     use std::io::IsTerminal;
@@ -171,7 +191,8 @@ fn live(duration: Option<f64>, workers: usize) -> Result<(), String> {
             prfmon.display()
         ));
     }
-    install(None, None)?;
+    // On stderr: without a terminal, stdout is prfmon's CSV alone.
+    eprintln!("demo-app: {}", install(None, None)?);
     let duration = parse_duration(duration)?;
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -192,12 +213,18 @@ fn live(duration: Option<f64>, workers: usize) -> Result<(), String> {
     let samples = duration.map(|d| d.as_secs().max(1));
     let mut cmd = std::process::Command::new(&prfmon);
     if std::io::stdout().is_terminal() {
-        cmd.arg("watch").args(LIVE_PATHS).args(["--interval", "1"]);
+        cmd.arg("watch")
+            .args(LIVE_PATHS)
+            .arg(LIVE_WORKERS_CHART)
+            .args(["--interval", "1"]);
         if let Some(n) = samples {
             cmd.args(["--frames", &n.to_string()]);
         }
     } else {
-        cmd.arg("typeperf").args(LIVE_PATHS).args(["-si", "1"]);
+        cmd.arg("typeperf")
+            .args(LIVE_PATHS)
+            .arg(LIVE_WORKERS_CSV)
+            .args(["-si", "1"]);
         if let Some(n) = samples {
             cmd.args(["-sc", &n.to_string()]);
         }
@@ -206,11 +233,11 @@ fn live(duration: Option<f64>, workers: usize) -> Result<(), String> {
         .status()
         .map_err(|e| format!("cannot run {}: {e}", prfmon.display()));
     stop.store(true, Ordering::Relaxed);
-    let done = service
+    let (done, prf) = service
         .join()
-        .map_err(|_| "the service thread panicked".to_string())?;
-    let done = done.map_err(|e| e.to_string())?;
-    eprintln!("demo-app: stopped after {done} jobs; block removed");
+        .map_err(|_| "the service thread panicked".to_string())?
+        .map_err(|e| e.to_string())?;
+    eprintln!("demo-app: {}", stopped(done, prf.close()));
     match watched? {
         status if status.success() => Ok(()),
         status => Err(format!("prfmon ended with {status}")),
@@ -242,14 +269,27 @@ fn run(duration: Option<f64>, workers: usize, processes: usize) -> Result<(), St
         std::thread::spawn(move || processes::supervise(processes, &done))
     });
     let result = service::run(workers, duration, stop);
-    // The main process has left the block; the worker processes still attached keep it until
-    // the last of them exits.
+    // The worker processes leave first: this process, still a member, then knows whether it
+    // is the last one out.
     service_done.store(true, Ordering::Relaxed);
     if let Some(s) = supervisor {
         s.join()
             .map_err(|_| "the supervisor thread panicked".to_string())??;
     }
-    let done = result.map_err(|e| e.to_string())?;
-    eprintln!("demo-app: stopped after {done} jobs; block removed");
+    let (done, prf) = result.map_err(|e| e.to_string())?;
+    eprintln!("demo-app: {}", stopped(done, prf.close()));
     Ok(())
+}
+
+/// The last line of a run: the jobs done, and what leaving the block did.
+fn stopped(done: u64, departure: Departure) -> String {
+    let left = match departure {
+        Departure::Removed => "block removed".to_string(),
+        Departure::StillHeld { members } => format!(
+            "left the block to {members} other process{} of PrfDataDemo (it stays published)",
+            if members == 1 { "" } else { "es" }
+        ),
+        Departure::Abandoned { reason } => format!("could not leave the block cleanly: {reason}"),
+    };
+    format!("stopped after {done} jobs; {left}")
 }

@@ -67,7 +67,9 @@ struct Worker {
     thread: JoinHandle<()>,
 }
 
-/// Runs the service until `duration` passes or `stop` is set (Ctrl-C). Returns the jobs done.
+/// Runs the service until `duration` passes or `stop` is set (Ctrl-C). Returns the jobs done
+/// and the handle on the block, still a member: the caller closes it once the processes it
+/// started have left, and says what closing did.
 ///
 /// # Errors
 ///
@@ -76,14 +78,39 @@ pub fn run(
     workers: usize,
     duration: Option<Duration>,
     stop: Arc<AtomicBool>,
+) -> Result<(u64, PrfData), prfdata::Error> {
+    let shared = open()?;
+    let done = {
+        // Guards: a run that joined another's block takes its pools with it when it stops.
+        let pools = POOLS
+            .iter()
+            .map(|name| {
+                let pool = shared.prf.add_instance(demo::POOL, name)?;
+                Ok(shared.prf.instances().guard(pool))
+            })
+            .collect::<Result<Vec<_>, prfdata::Error>>()?;
+        let ids: Vec<InstanceId<demo::POOL>> = pools.iter().map(|p| p.id()).collect();
+        serve(&shared, &ids, workers, duration, &stop)?
+    };
+    let shared = Arc::into_inner(shared).expect("every thread of the service has ended");
+    Ok((done, shared.prf))
+}
+
+/// The service's loop: the producer and `workers` workers in `pools` (the manager retiring
+/// and hiring them) until `duration` passes or `stop` is set; then every thread is joined.
+fn serve(
+    shared: &Arc<Shared>,
+    pools: &[InstanceId<demo::POOL>],
+    workers: usize,
+    duration: Option<Duration>,
+    stop: &AtomicBool,
 ) -> Result<u64, prfdata::Error> {
-    let (shared, pools) = open()?;
     let producer = {
-        let shared = Arc::clone(&shared);
+        let shared = Arc::clone(shared);
         std::thread::spawn(move || produce(&shared))
     };
     let hired = AtomicU32::new(0);
-    let hire = |pool: usize| hire(&shared, pools[pool], pool, hired.fetch_add(1, Relaxed) + 1);
+    let hire = |pool: usize| hire(shared, pools[pool], pool, hired.fetch_add(1, Relaxed) + 1);
     let mut staff: Vec<(usize, Worker)> = Vec::new();
     for i in 0..workers.max(1) {
         let pool = i % POOLS.len();
@@ -122,20 +149,22 @@ pub fn run(
     Ok(u64::from(done))
 }
 
-/// Activates the block, sets the uptime, registers the on-demand and watched counters, and adds
-/// the pools.
-fn open() -> Result<(Arc<Shared>, Vec<InstanceId<demo::POOL>>), prfdata::Error> {
+/// Activates the block (saying so when it joined another process's), sets the uptime, and
+/// registers the on-demand and watched counters.
+fn open() -> Result<Arc<Shared>, prfdata::Error> {
     let prf = PrfData::activate()?;
+    if let Some(pid) = another_member(&prf) {
+        eprintln!(
+            "demo-app: joined the block another process of PrfDataDemo publishes (pid {pid}): \
+             counters add up; set PRFDATA_SHM_DIR to run apart"
+        );
+    }
     // PERF_ELAPSED_TIME holds the start time as a FILETIME; monitors show the seconds since.
     prf.set_elapsed_start(demo::UPTIME, (), SystemTime::now());
     // Computed only when a monitor asks (the Windows 95 stat servers' PSTF_FUNCPTR).
     prf.on_demand().serve(demo::OPEN_FILES, || {
         std::fs::read_dir("/proc/self/fd").map_or(-1, |fds| fds.count() as i32)
     })?;
-    let pools = POOLS
-        .iter()
-        .map(|name| prf.add_instance(demo::POOL, name))
-        .collect::<Result<_, _>>()?;
     // The Windows 95 stat-server interface: a stat that is expensive to maintain is kept only while
     // someone watches it.
     prf.watch().on_change(|event| {
@@ -157,7 +186,27 @@ fn open() -> Result<(Arc<Shared>, Vec<InstanceId<demo::POOL>>), prfdata::Error> 
         stop: AtomicBool::new(false),
         cache: Mutex::new(HashMap::new()),
     });
-    Ok((shared, pools))
+    Ok(shared)
+}
+
+/// Another live process on the block `prf` just activated, if it joined one: the process that
+/// published it when it is still there, else any other member.
+fn another_member(prf: &PrfData) -> Option<u32> {
+    let reader = prfdata::reader::BlockReader::open_path("PrfDataDemo", prf.path()).ok()?;
+    let me = std::process::id();
+    let others: Vec<u32> = reader
+        .members()
+        .ok()?
+        .into_iter()
+        .filter(|p| p.pid != me && p.is_alive())
+        .map(|p| p.pid)
+        .collect();
+    let publisher = reader.owner_pid();
+    if others.contains(&publisher) {
+        Some(publisher)
+    } else {
+        others.first().copied()
+    }
 }
 
 /// Adds worker `n` of pool `pool_index` (instance `pool`) and starts its thread.

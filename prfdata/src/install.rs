@@ -13,6 +13,9 @@ use prfdata_registry::{check_names_fit, paths, service, FileRegistry, Registry};
 pub use prfdata_registry::install::{
     CounterNames, CounterSet, InstallError, InstallOptions, ObjectNames, Text,
 };
+/// The registry's root folder (`PRFDATA_REGISTRY`, else the per-user state folder), where an app
+/// that installs itself may also keep its `.ini` and `.h` (`<root>/ini`).
+pub use prfdata_registry::paths::registry_root;
 pub use prfdata_registry::CounterRange;
 
 use crate::map::{self, MapDef};

@@ -19,7 +19,8 @@
 //! - [`PrfData`]: an activated block: instances ([`InstanceId`], [`InstanceSpec`], the
 //!   [`Instance`] guard), live counters ([`PrfData::get_ctr32`] /
 //!   [`PrfData::get_ctr64`]), [`ShardedCtr`] ([`PrfData::sharded`]: a counter spread over per-thread
-//!   cache lines), [`CtrsGuard`] (`lock_ctrs`); [`Error`] says what went wrong and what to do.
+//!   cache lines), [`CtrsGuard`] (`lock_ctrs`); [`Error`] says what went wrong and what to do;
+//!   [`Departure`] ([`PrfData::close`]): whether leaving removed the block or left it to others.
 //! - [`Optex`]: the cross-process lock that guards layout changes ([`optex`]); [`ProcessId`]
 //!   ([`process`]): the identity (pid + start time) it records its owner by.
 //! - [`clock`]: the clocks timer counters are measured against.
@@ -129,6 +130,7 @@ mod write_lock;
 
 pub use crate::map::InstanceId;
 pub use crate::prfdata::{CtrsGuard, InstanceSpec, PrfData};
+pub use block::create::Departure;
 pub use block::open::{block_path, shm_dir};
 pub use error::Error;
 pub use instances::{Instance, Instances};

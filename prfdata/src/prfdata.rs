@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::block::create::{join_deadline, BlockFile, Joined};
+use crate::block::create::{join_deadline, BlockFile, Departure, Joined};
 use crate::counter_type::{AtomicWidth, CounterType, Dword, ElapsedTime, Large, TextType, Width};
 use crate::error::Error;
 use crate::instances::Instances;
@@ -583,6 +583,41 @@ impl<M: PerfDataMap> PrfData<M> {
             watch,
             _map: PhantomData,
         })
+    }
+
+    /// Leaves the block now, as dropping the handle does, and says what that did
+    /// ([`Departure`]): [`Removed`](Departure::Removed) if this was its last member (monitors no
+    /// longer see the app), [`StillHeld`](Departure::StillHeld) if other members (processes of
+    /// the app, or other handles) keep it published, [`Abandoned`](Departure::Abandoned) if
+    /// another process held the block's lock a whole second or truncated its file.
+    ///
+    /// Two runs of one app by one user (the same block folder) share one block: the first to
+    /// stop leaves it to the other. A process forked from a member is not a member itself: its
+    /// `close` leaves nothing and answers `StillHeld`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata::Departure;
+    /// # prfdata::prfdata_map! { pub mod m { app: "CloseDoc", object O = 0 { name: "O", help: "o",
+    /// #   detail: Novice, default: C, instances: none, costly: false, counters {
+    /// #   C = 2: RawCount { name: "C", help: "c", detail: Novice, scale: 0 }, } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// # let dir = dir.path();
+    /// let app = m::PrfData::activate_in(dir)?;
+    /// let worker = m::PrfData::attach_in(dir)?;
+    /// assert_eq!(app.close(), Departure::StillHeld { members: 1 });
+    /// assert_eq!(worker.close(), Departure::Removed);
+    /// assert!(!dir.join("CloseDoc.blk").exists());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn close(mut self) -> Departure {
+        // As a drop does: no run-time block laid out after the last member removed it, and the
+        // on-demand thread, which answers through the block, joined first.
+        #[cfg(feature = "install")]
+        self.dynamic.stop();
+        drop(self.on_demand.take());
+        self.block.depart()
     }
 
     /// Installs this map (CPrfData's `Install`): see [`install::install`](crate::install::install).

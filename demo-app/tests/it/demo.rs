@@ -102,7 +102,12 @@ fn the_demo_publishes_counters_that_behave() {
             .keys()
             .filter_map(|k| k.strip_prefix("PrfData Demo Worker\\% Busy("))
             .map(|k| k.trim_end_matches(')').to_string())
+            .filter(|w| w != "_Total")
             .collect();
+        assert!(
+            cur.contains_key("PrfData Demo Worker\\% Busy(_Total)"),
+            "the workers' _Total is shown"
+        );
         // Three workers, give or take the one being replaced at this moment.
         assert!(
             (2..=4).contains(&worker_set.len()),

@@ -3,3 +3,5 @@
 //! feature. Shared helpers come from `prfdata-testkit`.
 
 mod demo;
+mod live;
+mod two_runs;

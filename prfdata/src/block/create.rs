@@ -59,8 +59,9 @@ mod membership;
 mod records;
 mod temp;
 
+pub use membership::Departure;
 pub(crate) use membership::{exit_cleanup, Joined, JOIN_BOUND};
-use membership::{join, leave, Leaving, Member};
+use membership::{join, leave, listed_members, Leaving, Member};
 pub(crate) use records::records_image;
 
 /// How many times a stale block is removed and publication retried before giving up (another
@@ -111,6 +112,32 @@ impl BlockFile {
     /// How this handle joined its block (`None` for a run-time block).
     pub(crate) fn joined(&self) -> Option<Joined> {
         self.member.as_ref().map(|m| m.how)
+    }
+
+    /// Leaves the block now, as dropping the handle would, and says what that did; the drop
+    /// then leaves nothing. A forked child's copy (not a member in its own name) leaves
+    /// nothing: the block stays with the members it lists.
+    pub(crate) fn depart(&mut self) -> Departure {
+        let m = match self.member.take() {
+            Some(m) if m.me.pid == std::process::id() => m,
+            other => {
+                // A run-time block (`None`) goes with its app's block, whose members keep it.
+                let members = other
+                    .as_ref()
+                    .map_or(1, |m| listed_members(&self.raw, m.def));
+                self.member = other;
+                return Departure::StillHeld { members };
+            }
+        };
+        exit_cleanup::unregister(&self.raw);
+        leave(Leaving {
+            raw: &self.raw,
+            file: &self.file,
+            path: &self.path,
+            identity: self.identity,
+            me: m.me,
+            def: m.def,
+        })
     }
 
     /// Asks which processes are present on the block, this one among them: a forked child
@@ -376,18 +403,12 @@ impl Drop for BlockFile {
     fn drop(&mut self) {
         // Only the process that joined leaves: a child that inherited the handle through
         // `fork` has another pid (the kernel's, not a cached one).
-        if let Some(m) = &self.member {
-            if m.me.pid == std::process::id() {
-                exit_cleanup::unregister(&self.raw);
-                leave(Leaving {
-                    raw: &self.raw,
-                    file: &self.file,
-                    path: &self.path,
-                    identity: self.identity,
-                    me: m.me,
-                    def: m.def,
-                });
-            }
+        if self
+            .member
+            .as_ref()
+            .is_some_and(|m| m.me.pid == std::process::id())
+        {
+            let _ = self.depart();
         }
     }
 }

@@ -94,6 +94,14 @@ impl<'a> Members<'a> {
         Err(Full)
     }
 
+    /// How many entries the table lists now (each a claim: a process killed with `SIGKILL`
+    /// stays listed until pruned).
+    pub(crate) fn count(&self) -> usize {
+        (0..MAX_MEMBERS as usize)
+            .filter(|&i| self.entry(i).0.load(Acquire) != 0)
+            .count()
+    }
+
     /// Removes one entry of `me` (a process with two handles on the block has two) and prunes
     /// the gone.
     pub(crate) fn leave(&self, me: ProcessId, alive: impl Fn(ProcessId) -> bool) {

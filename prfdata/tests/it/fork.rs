@@ -90,6 +90,7 @@ fn child_entry() {
     match common::role().as_deref() {
         Some("drop-in-child") => drop_in_child(),
         Some("exit-in-child") => exit_in_child(),
+        Some("close-in-child") => close_in_child(),
         Some("instances-in-child") => instances_in_child(),
         Some("guard-across-fork") => guard_across_fork(),
         Some("parent-killed-holding") => parent_killed_holding(),
@@ -117,6 +118,30 @@ fn drop_in_child() {
     let path = prf.path().to_path_buf();
     drop(prf);
     assert!(!path.exists(), "the parent's own drop removes it");
+}
+
+/// `close` in the child: it is not a member in its own name, so it leaves nothing and says the
+/// block stays with the member it lists (the parent), which then removes it.
+fn close_in_child() {
+    let dir = common::child_dir();
+    let prf = PrfData::activate_in(&dir).unwrap();
+    let before = inode(prf.path());
+    let (prf, code) = fork_with(prf, false, |prf| match prf.close() {
+        prfdata::Departure::StillHeld { members: 1 } => 0,
+        _ => 2,
+    });
+    assert_eq!(
+        code, 0,
+        "the child's close answered StillHeld {{ members: 1 }}"
+    );
+    assert_eq!(
+        inode(prf.path()),
+        before,
+        "the child's close left the block"
+    );
+    let path = prf.path().to_path_buf();
+    assert_eq!(prf.close(), prfdata::Departure::Removed);
+    assert!(!path.exists());
 }
 
 fn exit_in_child() {
@@ -238,6 +263,11 @@ fn run(role: &str) {
 #[test]
 fn a_handle_dropped_in_a_forked_child_leaves_the_parents_block() {
     run("drop-in-child");
+}
+
+#[test]
+fn close_in_a_forked_child_leaves_the_parents_block() {
+    run("close-in-child");
 }
 
 #[test]

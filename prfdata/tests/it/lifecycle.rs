@@ -751,3 +751,38 @@ fn the_last_two_members_leaving_at_once_remove_the_block() {
         assert!(!dir.path().join(WATCH).exists(), "and its watch table");
     }
 }
+
+/// `close` says what leaving did: the block left to another live process (here a worker in a
+/// child process), removed by its last member, or abandoned when another process holds its
+/// lock past the leaving bound (a child stopped inside `lock_ctrs`).
+#[test]
+fn close_reports_whether_this_process_removed_the_block() {
+    use prfdata::Departure;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(BLOCK);
+    let master = PrfData::activate_in(dir.path()).unwrap();
+    let worker = Proc::spawn("attach", dir.path(), &[]);
+    assert_eq!(worker.expect_line(), "ready");
+    assert_eq!(master.close(), Departure::StillHeld { members: 1 });
+    assert!(path.exists(), "the worker keeps the block published");
+    assert_eq!(members(&path), [worker.child.id()], "the master left");
+    worker.finish();
+    assert!(!path.exists(), "the worker, last out, removed it");
+
+    let master = PrfData::activate_in(dir.path()).unwrap();
+    assert!(path.exists());
+    assert_eq!(master.close(), Departure::Removed);
+    assert!(!path.exists() && !dir.path().join(WATCH).exists());
+
+    let master = PrfData::activate_in(dir.path()).unwrap();
+    let victim = Proc::spawn("victim", dir.path(), &[("TURNS", "0".into())]);
+    assert_eq!(victim.expect_line(), "holding 0");
+    let departure = master.close();
+    victim.kill();
+    match departure {
+        Departure::Abandoned { reason } => {
+            assert!(reason.contains("held the block's lock"), "{reason}")
+        }
+        other => panic!("expected Abandoned, got {other:?}"),
+    }
+}

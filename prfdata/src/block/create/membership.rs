@@ -319,6 +319,34 @@ fn lock_members_within<'a>(
     MembersLock::Locked(guard)
 }
 
+/// What leaving a block did: whether this process removed it, left it to other members, or
+/// could not leave cleanly. [`PrfData::close`](crate::PrfData::close) answers it; dropping a
+/// handle (or the process exiting) leaves the same way and says nothing.
+///
+/// Who is the last member out is proven by the block's file lock, which every member holds for
+/// its life, not by the members table (any process of the user can write it): the count in
+/// [`Departure::StillHeld`] is the table's, and at least 1.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use = "it says whether the block is still published"]
+pub enum Departure {
+    /// This process was the block's last member: it marked the block closed and removed it,
+    /// with its watch table and run-time block. Monitors no longer see the app.
+    Removed,
+    /// Other live members hold the block, which stays published with its values and their
+    /// instances.
+    StillHeld {
+        /// How many other handles the members table lists (at least 1; a process with two
+        /// handles on the block counts twice).
+        members: usize,
+    },
+    /// This process could not leave cleanly: the block stays, listing it until the next
+    /// process that joins or leaves prunes it.
+    Abandoned {
+        /// Why, as a sentence.
+        reason: String,
+    },
+}
+
 /// What a member handle needs to leave its block.
 pub(super) struct Leaving<'a> {
     pub(super) raw: &'a RawBlock,
@@ -332,7 +360,7 @@ pub(super) struct Leaving<'a> {
 
 /// Leaves the members table of the block; the last member out (the one that can take the
 /// block's `flock` alone) marks it closed and removes its companions, then the block.
-pub(super) fn leave(l: Leaving<'_>) {
+pub(super) fn leave(l: Leaving<'_>) -> Departure {
     let key = BlockKey {
         dev: l.identity.dev,
         ino: l.identity.ino,
@@ -348,29 +376,35 @@ pub(super) fn leave(l: Leaving<'_>) {
         MembersLock::Locked(guard) => Some(guard),
         MembersLock::HeldHere => None,
         MembersLock::TimedOut => {
-            log::warn!(
-                "{}: another process held the block's lock for {LEAVE_BOUND:?}; this process \
-                 leaves without taking itself off its members table (the next process to join \
-                 or leave prunes it)",
-                l.path.display()
+            let reason = format!(
+                "another process held the block's lock for {LEAVE_BOUND:?}; this process left \
+                 without taking itself off its members table (the next process to join or leave \
+                 prunes it)"
             );
-            return;
+            log::warn!("{}: {reason}", l.path.display());
+            return Departure::Abandoned { reason };
         }
     };
-    if let Some(members) = Members::new(l.raw, members_offset(l.def)) {
+    let members = Members::new(l.raw, members_offset(l.def));
+    if let Some(members) = &members {
         members.leave(l.me, |id| probe.is_alive(id));
     }
+    let others = members.map_or(0, |m| m.count());
     if window
         .as_ref()
         .is_some_and(crate::block::fault::Watch::faulted)
     {
-        return;
+        return Departure::Abandoned {
+            reason: "another process truncated the block's file; it is left as it is".into(),
+        };
     }
     // Another member's shared lock makes this fail, whatever the table says. A failed try
     // drops this handle's own shared lock (flock(2): a conversion is not atomic), which it
     // is about to close anyway.
     if !shm::try_lock_exclusive(l.file).unwrap_or(false) {
-        return;
+        return Departure::StillHeld {
+            members: others.max(1),
+        };
     }
     closed(l.raw).store(1, Ordering::Release);
     // The last one out. Companions first: a process activating the app meanwhile waits for the
@@ -382,6 +416,15 @@ pub(super) fn leave(l: Leaving<'_>) {
         }
     }
     remove_if_same(l.path, l.identity);
+    Departure::Removed
+}
+
+/// The live members the table of the block mapped at `raw` lists now (a forked child's view:
+/// it is not a member itself), at least 1 (the process it was forked from).
+pub(super) fn listed_members(raw: &RawBlock, def: &'static MapDef) -> usize {
+    Members::new(raw, members_offset(def))
+        .map_or(0, |m| m.count())
+        .max(1)
 }
 
 /// The files beside an app's block that go with it: its watch table and run-time block.
@@ -419,7 +462,7 @@ pub(crate) mod exit_cleanup {
         };
         for e in list {
             if e.me.pid == me {
-                leave(Leaving {
+                let _ = leave(Leaving {
                     raw: &e.raw,
                     file: &e.file,
                     path: &e.path,
