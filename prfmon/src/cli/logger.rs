@@ -210,6 +210,17 @@ pub fn hold() -> Held {
     Held(())
 }
 
+impl Held {
+    /// The latest line held (without its newline) and how many came before it, for a status
+    /// row; `None` before any came.
+    pub fn latest(&self) -> Option<(String, usize)> {
+        let state = LOGGER.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = state.held.as_ref()?;
+        let last = held.last()?;
+        Some((last.trim_end().to_owned(), held.len() - 1 + state.dropped))
+    }
+}
+
 impl Drop for Held {
     fn drop(&mut self) {
         let mut state = LOGGER.state.lock().unwrap_or_else(PoisonError::into_inner);

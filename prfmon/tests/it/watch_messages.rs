@@ -1,7 +1,8 @@
 //! What the provider says while `prfmon watch` owns the terminal (here: the watched app was
 //! killed, and the provider says its block has no data) never draws over the chart: the
 //! provider hosts' stderr goes through prfmon's logger, which holds its lines while the chart
-//! is on screen and writes them after the terminal is restored.
+//! is on screen, shows the latest on the chart's status row, and writes them all after the
+//! terminal is restored.
 
 use crate::serve_common::setup;
 use crate::watch::Pane;
@@ -10,7 +11,7 @@ use crate::sampling_app::shell_env;
 
 #[test]
 #[cfg_attr(not(prfmon_tests_tmux), ignore = "needs tmux (apt-get install tmux)")]
-fn an_app_killed_while_watched_leaves_the_chart_whole_and_its_message_after_exit() {
+fn an_app_killed_while_watched_leaves_the_chart_whole_and_its_message_on_the_status_row() {
     let setup = setup();
     let mut app = setup.start_app("static");
     let pane = Pane::start_with(
@@ -24,24 +25,37 @@ fn an_app_killed_while_watched_leaves_the_chart_whole_and_its_message_after_exit
     let child = app.child();
     child.kill().expect("kill the app");
     child.wait().expect("reap the app");
-    pane.wait_for("the series marked gone", |s| s.contains("gone"));
+    pane.wait_for("the series marked gone", |s| s.contains("1 gone"));
+    let screen = pane.wait_for("the provider's message on the status row", |s| {
+        s.lines()
+            .last()
+            .is_some_and(|r| r.starts_with("prfdata-provider: app ServeTestApp: no data"))
+    });
     // A few more samples, each of which could say more.
     std::thread::sleep(std::time::Duration::from_secs(1));
-
-    let screen = pane.screen();
-    let rows: Vec<&str> = screen.lines().collect();
-    assert!(
-        rows.first().is_some_and(|r| r.starts_with('┌')),
-        "the chart's top border is on row 0:\n{screen}"
-    );
-    assert!(
-        rows.iter().all(|r| r.chars().count() <= 80),
-        "every row within 80 columns:\n{screen}"
-    );
-    assert!(
-        !screen.contains("prfdata-provider"),
-        "no provider message over the chart:\n{screen}"
-    );
+    let later = pane.screen();
+    for screen in [&screen, &later] {
+        let rows: Vec<&str> = screen.lines().collect();
+        assert!(
+            rows.first()
+                .is_some_and(|r| r.starts_with("┌ prfmon watch")),
+            "the chart's top border is on row 0:\n{screen}"
+        );
+        assert_eq!(rows.len(), 24, "the chart fills the pane:\n{screen}");
+        assert!(
+            rows[22].starts_with('└') && rows[23].starts_with("prfdata-provider"),
+            "the legend's bottom border above the status row:\n{screen}"
+        );
+        assert!(
+            rows.iter().all(|r| r.chars().count() <= 80),
+            "every row within 80 columns:\n{screen}"
+        );
+        assert_eq!(
+            screen.matches("prfdata-provider").count(),
+            1,
+            "the provider's message on the status row only:\n{screen}"
+        );
+    }
 
     pane.keys(&["q"]);
     let after = pane.wait_for("watch's exit", |s| s.contains("EXITED 0"));
