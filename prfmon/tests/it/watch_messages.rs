@@ -2,7 +2,9 @@
 //! killed, and the provider says its block has no data) never draws over the chart: the
 //! provider hosts' stderr goes through prfmon's logger, which holds its lines while the chart
 //! is on screen, shows the latest on the chart's status row, and writes them all after the
-//! terminal is restored.
+//! terminal is restored. A provider loaded into prfmon itself (`--in-process`) writes to
+//! prfmon's own stderr, which `watch` takes over while the chart is on screen, with the same
+//! result.
 
 use crate::serve_common::setup;
 use crate::watch::Pane;
@@ -12,11 +14,23 @@ use crate::sampling_app::shell_env;
 #[test]
 #[cfg_attr(not(prfmon_tests_tmux), ignore = "needs tmux (apt-get install tmux)")]
 fn an_app_killed_while_watched_leaves_the_chart_whole_and_its_message_on_the_status_row() {
+    killed_while_watched("", "");
+}
+
+#[test]
+#[cfg_attr(not(prfmon_tests_tmux), ignore = "needs tmux (apt-get install tmux)")]
+fn an_in_process_providers_message_goes_to_the_status_row_too() {
+    killed_while_watched("PRFDATA_PROVIDER_LOG=warn", "--in-process");
+}
+
+/// Watches the test app with `ENV prfmon watch ... ARGS`, kills the app, and checks that the
+/// provider's message shows on the status row only, then after the chart.
+fn killed_while_watched(env: &str, args: &str) {
     let setup = setup();
     let mut app = setup.start_app("static");
     let pane = Pane::start_with(
-        &shell_env(&setup.sandbox),
-        r"'\Serve Test Service\Queue length' --interval 0.25",
+        &format!("{} {env}", shell_env(&setup.sandbox)),
+        &format!(r"'\Serve Test Service\Queue length' --interval 0.25 {args}"),
     );
     pane.wait_for("the app's value in the legend", |s| {
         s.contains("Legend") && s.contains("42")

@@ -135,9 +135,13 @@ pub fn run(args: WatchArgs) -> Result<ExitCode, CliError> {
     }
     // Messages that come while the chart is on screen are written after it, never over it.
     let held = crate::cli::logger::hold();
+    // And what is written to fd 2 itself (a provider loaded with `--in-process`, `errln!`).
+    let console = crate::cli::console::capture()
+        .map_err(|e| format!("cannot take over standard error while drawing: {e}"))?;
     let mut terminal = ratatui::try_init().map_err(|e| format!("cannot use the terminal: {e}"))?;
     let result = chart.run(&mut terminal, &mut session, &objects, args.frames, &held);
     ratatui::restore();
+    drop(console);
     drop(held);
     chart.leases.release();
     session.close();
