@@ -78,3 +78,27 @@ fn killed_while_watched(env: &str, args: &str) {
         "the provider's message, after the chart:\n{after}"
     );
 }
+
+/// A panic while the chart is on screen: the terminal is restored and the panic's message
+/// reaches the real stderr (not the pipe `watch` reads fd 2 from while drawing), after the
+/// messages held until then.
+#[test]
+#[cfg_attr(not(prfmon_tests_tmux), ignore = "needs tmux (apt-get install tmux)")]
+fn a_panic_while_drawing_restores_the_terminal_and_its_message_reaches_stderr() {
+    let setup = setup();
+    let _app = setup.start_app("static");
+    let pane = Pane::start_with(
+        &shell_env(&setup.sandbox),
+        r"'\Serve Test Service\Queue length' --interval 0.1 --panic-after 3",
+    );
+    let screen = pane.wait_for("watch's exit", |s| s.contains("EXITED"));
+    assert!(!screen.contains("EXITED 0"), "{screen}");
+    assert!(
+        screen.contains("--panic-after 3: a panic while the chart is on screen"),
+        "the panic's message on the real stderr:\n{screen}"
+    );
+    assert!(
+        !screen.contains("Legend"),
+        "the terminal restored:\n{screen}"
+    );
+}

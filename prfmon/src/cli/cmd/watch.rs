@@ -17,7 +17,9 @@
 //! `watch` checks its paths as usual, then exits with status 1 naming the `prfmon typeperf`
 //! command that logs the same counters at the same interval to a pipe or a file.
 //!
-//! The hidden option `--frames N` quits by itself after N samples have been drawn, for tests.
+//! The hidden option `--frames N` quits by itself after N samples have been drawn, and
+//! `--panic-after N` panics then (its message must reach the real stderr, the terminal
+//! restored), for tests.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -72,6 +74,9 @@ pub struct WatchArgs {
     /// Quit after this many samples (for tests).
     #[arg(long, hide = true)]
     frames: Option<u64>,
+    /// Panic after this many samples (for tests).
+    #[arg(long, hide = true)]
+    panic_after: Option<u64>,
 }
 
 /// Takes one sample of `snapshot` into the chart, a reading at a time (a wildcard over many
@@ -118,6 +123,7 @@ pub fn run(args: WatchArgs) -> Result<ExitCode, CliError> {
         // servers' start/stop).
         leases: prfmon::lease::Leases::new(session.machine().apps.clone(), args.interval),
         generation: 0,
+        panic_after: args.panic_after,
     };
     // The Windows 95 stat servers' scale factors, from the registry the names came from.
     chart.state.factors = session.machine().factors.clone();
@@ -189,6 +195,8 @@ struct Chart {
     leases: prfmon::lease::Leases,
     /// The session's facts' generation the leases and factors were taken at.
     generation: u64,
+    /// Panic after this many samples (`--panic-after`).
+    panic_after: Option<u64>,
 }
 
 impl Chart {
@@ -213,6 +221,9 @@ impl Chart {
         loop {
             if frames.is_some_and(|n| self.state.samples >= n) {
                 return Ok(());
+            }
+            if let Some(n) = self.panic_after.filter(|&n| self.state.samples >= n) {
+                panic!("--panic-after {n}: a panic while the chart is on screen");
             }
             let due = last + self.state.interval;
             let wait = due.saturating_duration_since(Instant::now());
