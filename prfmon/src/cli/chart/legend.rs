@@ -24,6 +24,8 @@ const NUMBER_WIDTH: u16 = 9;
 pub struct LegendView {
     /// The selected row (an index into [`rows`]).
     pub selected: usize,
+    /// The selected series' path: the selection follows it as rows above it come and go.
+    pub anchor: Option<String>,
     /// The first row shown.
     pub offset: usize,
     /// How many rows the legend showed last (what PgUp and PgDn move by).
@@ -37,6 +39,7 @@ impl Default for LegendView {
     fn default() -> Self {
         LegendView {
             selected: 0,
+            anchor: None,
             offset: 0,
             page: LEGEND_ROWS,
             show_gone: false,
@@ -107,8 +110,33 @@ pub enum Move {
 }
 
 impl WatchState {
+    /// Selects the anchor's row again, wherever the rows have moved it (if it is listed).
+    fn follow_anchor(&mut self) {
+        let Some(path) = &self.legend.anchor else {
+            return;
+        };
+        let row = rows(self).iter().position(|r| match r {
+            LegendRow::Series(i) => self.series[*i].path == *path,
+            LegendRow::Gone(_) => false,
+        });
+        if let Some(row) = row {
+            self.legend.selected = row;
+        }
+    }
+
+    /// Makes the selected row's series (if it is one) the anchor, after its window is fitted.
+    fn set_anchor(&mut self) {
+        let all = rows(self);
+        self.legend.fit(all.len());
+        self.legend.anchor = match all.get(self.legend.selected) {
+            Some(LegendRow::Series(i)) => Some(self.series[*i].path.clone()),
+            _ => None,
+        };
+    }
+
     /// Moves the legend's selection (and its window with it).
     pub fn move_selection(&mut self, to: Move) {
+        self.follow_anchor();
         let total = rows(self).len();
         let view = &mut self.legend;
         let page = view.page.max(1);
@@ -126,11 +154,12 @@ impl WatchState {
             Move::Home => (view.selected, view.offset) = (0, 0),
             Move::End => (view.selected, view.offset) = (total, total),
         }
-        view.fit(total);
+        self.set_anchor();
     }
 
     /// Space: charts or hides the selected series; on the gone row, shows or hides them.
     pub fn toggle_selected(&mut self) {
+        self.follow_anchor();
         match rows(self).get(self.legend.selected) {
             Some(LegendRow::Series(i)) => self.series[*i].charted ^= true,
             Some(LegendRow::Gone(_)) => self.toggle_gone(),
@@ -147,9 +176,10 @@ impl WatchState {
 
     /// `g`: lists the gone series under their row, or stops listing them.
     pub fn toggle_gone(&mut self) {
+        self.follow_anchor();
         self.legend.show_gone ^= true;
-        let total = rows(self).len();
-        self.legend.fit(total);
+        self.follow_anchor();
+        self.set_anchor();
     }
 }
 
@@ -230,9 +260,10 @@ fn table_row(state: &WatchState, row: LegendRow, path_width: usize) -> Row<'stat
 
 /// Draws the legend into `area`, fitting its window to the rows `area` has.
 pub fn render(frame: &mut Frame, area: Rect, state: &mut WatchState) {
-    let all = rows(state);
     state.legend.page = usize::from(area.height.saturating_sub(3)).max(1);
-    state.legend.fit(all.len());
+    state.follow_anchor();
+    state.set_anchor();
+    let all = rows(state);
     let view = state.legend.clone();
     let widths = [
         Constraint::Length(1),
@@ -335,6 +366,31 @@ mod tests {
             lines.join("\n")
         );
         assert!(lines.join("\n").contains("Legend 1–8 of 10"));
+    }
+
+    #[test]
+    fn the_selection_follows_its_series_as_rows_above_it_go() {
+        let mut state = churned(0..10, 0..10);
+        for _ in 0..5 {
+            state.move_selection(Move::Down);
+        }
+        // i05 selected; i01 and i02 go: i05 moves up two rows, and stays selected.
+        state.update(&sample(
+            [0, 3, 4, 5, 6, 7, 8, 9]
+                .into_iter()
+                .map(|i| reading(Some(&format!("i{i:02}")), "Jobs/sec", 0, Some(1.0)))
+                .collect(),
+        ));
+        let rows = legend_rows(&screen(&mut state, 80, 24));
+        assert_eq!(state.legend.selected, 3);
+        state.toggle_selected();
+        let hidden: Vec<&str> = state
+            .series
+            .iter()
+            .filter(|s| !s.charted)
+            .map(|s| s.path.as_str())
+            .collect();
+        assert_eq!(hidden, [r"\PrfData Demo Worker(i05)\Jobs/sec"], "{rows:?}");
     }
 
     #[test]
