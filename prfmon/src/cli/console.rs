@@ -43,9 +43,9 @@ pub fn capture() -> std::io::Result<Console> {
             relay(reader);
             let _ = tell.send(());
         })?;
+    rustix::stdio::dup2_stderr(&writer)?;
     SAVED.store(saved.as_raw_fd(), Ordering::SeqCst);
     install_panic_hook();
-    rustix::stdio::dup2_stderr(&writer)?;
     // fd 2 is now the pipe's only writer here: at restore, the reader sees its end.
     drop(writer);
     Ok(Console {
