@@ -1,7 +1,7 @@
 //! `prfmon watch` as a person uses it: the real binary in an 80×24 tmux pane, against a real
 //! app and the real provider; keys typed with `send-keys`, the screen read with
 //! `capture-pane`. A build without tmux reports them ignored, with the reason (Debian's `tmux`).
-//! The rendering itself is unit-tested with ratatui's `TestBackend` in `src/watch.rs`.
+//! The rendering itself is unit-tested with ratatui's `TestBackend` in `src/cli/chart/`.
 
 use crate::common;
 use crate::sampling_app;
@@ -336,10 +336,13 @@ fn the_legend_scrolls_and_picks_the_charted_series() {
     let screen = pane.wait_for("the gone series listed", |s| {
         churn_row(s, "c10").is_some_and(|r| r.contains("(gone)")) && s.contains("of 27")
     });
+    // The last window: the gone rows from c03 to c10.
+    assert!(screen.contains("Legend 20–27 of 27"), "{screen}");
     assert!(
-        screen.contains("▾ 10 gone (g hides them)") || churn_row(&screen, "c03").is_some(),
+        churn_row(&screen, "c03").is_some_and(|r| r.contains("(gone)")),
         "{screen}"
     );
+    assert!(churn_row(&screen, "c02").is_none(), "{screen}");
 
     pane.keys(&["q"]);
     pane.wait_for("a clean exit", |s| s.contains("EXITED 0"));
