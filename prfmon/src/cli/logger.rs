@@ -210,6 +210,25 @@ pub fn hold() -> Held {
     Held(())
 }
 
+/// A line written to fd 2 while [`crate::cli::console`] holds it: kept with the logger's own
+/// lines while they are held, else written to stderr; control characters escaped.
+pub fn console_line(line: &str) {
+    let line = escape_controls(line, Style::Terminal);
+    let mut state = LOGGER.state.lock().unwrap_or_else(PoisonError::into_inner);
+    state.stderr(format!("{line}\n"));
+}
+
+impl Held {
+    /// The latest line held (without its newline) and how many came before it, for a status
+    /// row; `None` before any came.
+    pub fn latest(&self) -> Option<(String, usize)> {
+        let state = LOGGER.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = state.held.as_ref()?;
+        let last = held.last()?;
+        Some((last.trim_end().to_owned(), held.len() - 1 + state.dropped))
+    }
+}
+
 impl Drop for Held {
     fn drop(&mut self) {
         let mut state = LOGGER.state.lock().unwrap_or_else(PoisonError::into_inner);

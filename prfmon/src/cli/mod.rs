@@ -12,12 +12,14 @@
 //! | [`server`], [`token`] | `prfmon serve`'s HTTP server and its bearer token |
 //! | [`stdout`] | `out!` / `outln!` / `errln!`: output with control characters escaped, quietly ended by a closed pipe |
 //! | [`logger`] | `log` records to stderr as `prfmon: <message>` (`PRFMON_LOG`) |
+//! | [`console`] | fd 2 taken over while `watch` draws, its lines held by the logger |
 //!
 //! Built with the `cli` feature (on by default); the library alone
 //! (`default-features = false`) compiles none of this.
 
 pub mod chart;
 pub mod cmd;
+pub mod console;
 pub mod error;
 pub mod logger;
 pub mod server;

@@ -268,7 +268,7 @@ fn watch_started_before_an_app_is_installed_draws_it_and_marks_it_gone_once_unin
     uninstall_in(&registry, &v1::MAP).expect("uninstall v1");
     let removed = Instant::now();
     seen("watch: the app uninstalled", removed, true, || {
-        pane.screen().contains(r"\Appear Value (gone)")
+        pane.screen().contains("▸ 1 gone (g shows them)")
     });
     pane.keys(&["q"]);
     pane.wait_for("a clean exit", |s| s.contains("EXITED 0"));

@@ -33,6 +33,13 @@ prfdata::prfdata_map! {
                 SCANS = 12: LargeRawCount { name: "Scans", help: "Scans so far.", detail: Wizard, scale: 0 },
             }
         }
+        object CHURN = 14 {
+            name: "TP Churn", help: "Instances that come and go, more than a legend shows.",
+            detail: Novice, default: VALUE, instances: { max: 64, name_len: 16 }, costly: false,
+            counters {
+                VALUE = 16: RawCount { name: "Value", help: "The instance's number.", detail: Novice, scale: 0 },
+            }
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! `prfmon watch` as a person uses it: the real binary in an 80×24 tmux pane, against a real
 //! app and the real provider; keys typed with `send-keys`, the screen read with
 //! `capture-pane`. A build without tmux reports them ignored, with the reason (Debian's `tmux`).
-//! The rendering itself is unit-tested with ratatui's `TestBackend` in `src/watch.rs`.
+//! The rendering itself is unit-tested with ratatui's `TestBackend` in `src/cli/chart/`.
 
 use crate::common;
 use crate::sampling_app;
@@ -145,9 +145,17 @@ fn the_chart_follows_instances_changes_interval_and_quits_on_q() {
         .get_ctr32(tp::DONE, w3)
         .store(11, std::sync::atomic::Ordering::Relaxed);
     let screen = pane.wait_for("w2 gone and w3 added", |s| {
-        s.contains(r"Worker(w2)\Done (gone)") && s.contains(r"Worker(w3)\Done")
+        s.contains("▸ 1 gone (g shows them)") && s.contains(r"Worker(w3)\Done")
     });
     assert!(screen.contains("11.000"), "{screen}");
+    assert!(
+        !screen.contains(r"Worker(w2)"),
+        "gone rows folded:\n{screen}"
+    );
+    pane.keys(&["g"]);
+    pane.wait_for("w2 listed as gone", |s| {
+        s.contains(r"Worker(w2)\Done (gone)")
+    });
 
     pane.keys(&["+"]);
     pane.wait_for("the longer interval", |s| s.contains("every 500 ms"));
@@ -248,4 +256,94 @@ fn the_chart_holds_a_watch_lease_on_what_it_shows_until_it_quits() {
     // Quitting ends the lease at once (no lapse to wait for).
     let stop = queue_event();
     assert!(stop.is_for(tp::QUEUE) && !stop.is_start(), "{stop:?}");
+}
+
+/// The legend row of the screen that names `instance` of `TP Churn`.
+fn churn_row<'a>(screen: &'a str, instance: &str) -> Option<&'a str> {
+    let name = format!(r"Churn({instance})\Value");
+    screen.lines().find(|l| l.contains(&name))
+}
+
+/// Instances come and go, more than the legend has rows for: the live ones are listed first,
+/// the gone ones collapsed into one row; the keys scroll the legend, chart or hide the selected
+/// series, and show the gone ones.
+#[test]
+#[cfg_attr(not(prfmon_tests_tmux), ignore = "needs tmux (apt-get install tmux)")]
+fn the_legend_scrolls_and_picks_the_charted_series() {
+    let app = App::start();
+    let add = |name: &str, value: i32| {
+        let inst = app
+            .prf
+            .add_instance(tp::CHURN, name)
+            .expect("add an instance");
+        app.prf
+            .get_ctr32(tp::VALUE, inst)
+            .store(value, std::sync::atomic::Ordering::Relaxed);
+        inst
+    };
+    let first: Vec<_> = (1..=20).map(|i| add(&format!("c{i:02}"), i)).collect();
+    let pane = Pane::start(&app, r"'\TP Churn(*)\Value' --interval 0.25");
+    pane.wait_for("the first instances in the legend", |s| {
+        churn_row(s, "c01").is_some()
+    });
+
+    for inst in &first[..10] {
+        app.prf.remove_instance(*inst).expect("remove an instance");
+    }
+    for i in 1..=6 {
+        add(&format!("d{i:02}"), 100 + i);
+    }
+    // 16 live rows, then one row for the 10 gone.
+    let screen = pane.wait_for("the live rows first, the gone ones collapsed", |s| {
+        let header = s
+            .lines()
+            .position(|l| l.contains("Scale") && l.contains("Counter"));
+        header.is_some_and(|h| {
+            s.lines()
+                .nth(h + 1)
+                .is_some_and(|row| row.contains(r"Churn(c11)\Value"))
+        }) && s.contains("Legend 1–8 of 17")
+    });
+    assert!(churn_row(&screen, "c01").is_none(), "{screen}");
+    assert!(screen.lines().all(|l| l.chars().count() <= 80), "{screen}");
+
+    pane.keys(&["Down", "Down", "PageDown"]);
+    let screen = pane.wait_for("the next page of the legend", |s| {
+        s.contains("Legend 9–16 of 17")
+    });
+    assert!(
+        churn_row(&screen, "d01").is_some_and(|r| r.contains('■')),
+        "{screen}"
+    );
+    assert!(churn_row(&screen, "c11").is_none(), "{screen}");
+
+    // Space hides the selected series (the third of this page), `a` charts every live one.
+    pane.keys(&["Space"]);
+    pane.wait_for("the selected series hidden", |s| {
+        churn_row(s, "d01").is_some_and(|r| r.contains('□'))
+    });
+    pane.keys(&["a"]);
+    pane.wait_for("every live series charted", |s| {
+        churn_row(s, "d01").is_some_and(|r| r.contains('■'))
+    });
+
+    pane.keys(&["End"]);
+    pane.wait_for("the collapsed row at the end", |s| {
+        s.contains("▸ 10 gone (g shows them)") && s.contains("of 17")
+    });
+    pane.keys(&["g"]);
+    pane.keys(&["End"]);
+    let screen = pane.wait_for("the gone series listed", |s| {
+        churn_row(s, "c10").is_some_and(|r| r.contains("(gone)")) && s.contains("of 27")
+    });
+    // The last window: the gone rows from c03 to c10.
+    assert!(screen.contains("Legend 20–27 of 27"), "{screen}");
+    assert!(
+        churn_row(&screen, "c03").is_some_and(|r| r.contains("(gone)")),
+        "{screen}"
+    );
+    assert!(churn_row(&screen, "c02").is_none(), "{screen}");
+
+    pane.keys(&["q"]);
+    pane.wait_for("a clean exit", |s| s.contains("EXITED 0"));
 }

@@ -1,8 +1,12 @@
 //! `prfmon watch PATH... [--interval SECONDS] [--lang 009] [--no-scale]`: a live chart of
 //! counters in the terminal ([`crate::cli::chart`]).
 //!
-//! Keys: `+` samples less often, `-` more often (through [`crate::cli::chart::INTERVALS`]); `q`,
-//! Esc or Ctrl-C quit and restore the terminal. The paths are resolved again at every sample,
+//! Keys: `↑` `↓` (or `k` `j`) select a legend row, PgUp PgDn Home End scroll the legend, Space
+//! charts or hides the selected series, `a` charts every live one, `g` lists or folds the gone
+//! ones ([`crate::cli::chart`] has the table); `+` samples less often, `-` more often (through
+//! [`crate::cli::chart::INTERVALS`]); `q`, Esc or Ctrl-C quit and restore the terminal.
+//! Messages that come while the chart is on screen show on its status row, and all of them are
+//! written to stderr after the terminal is restored. The paths are resolved again at every sample,
 //! so wildcards pick up new instances, and the names are read again when the registry changes,
 //! so a path whose app is installed later starts drawing then: a well-formed path that matches
 //! nothing at the start is said on stderr (`not found now: ...`) and waits, listed in the
@@ -13,13 +17,15 @@
 //! `watch` checks its paths as usual, then exits with status 1 naming the `prfmon typeperf`
 //! command that logs the same counters at the same interval to a pipe or a file.
 //!
-//! The hidden option `--frames N` quits by itself after N samples have been drawn, for tests.
+//! The hidden option `--frames N` quits by itself after N samples have been drawn, and
+//! `--panic-after N` panics then (its message must reach the real stderr, the terminal
+//! restored), for tests.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use crate::cli::chart::{render, WatchState};
+use crate::cli::chart::{render, Message, Move, WatchState};
 use crate::cli::error::CliError;
 use clap::Args;
 use prfmon::pdh::FormatOptions;
@@ -27,8 +33,22 @@ use prfmon::sampler::Sampler;
 use prfmon::session::Session;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
+/// The keys, for `prfmon watch --help`.
+const KEYS_HELP: &str = "Keys:
+  Up Down, k j        select a legend row
+  PgUp PgDn Home End  scroll the legend
+  Space               chart or hide the selected series (on the gone row: list the gone ones)
+  a                   chart every live series
+  g                   list or fold the gone series
+  + -                 sample less or more often
+  q Esc Ctrl-C        quit
+
+Messages that come while the chart is on screen show on its last row; all of them are written \
+to stderr after it quits.";
+
 /// `prfmon watch ...`.
 #[derive(Args, Debug)]
+#[command(after_help = KEYS_HELP)]
 pub struct WatchArgs {
     /// Counter paths, e.g. `"\PrfData Demo Worker(*)\% Busy"`.
     #[arg(required = true)]
@@ -54,6 +74,9 @@ pub struct WatchArgs {
     /// Quit after this many samples (for tests).
     #[arg(long, hide = true)]
     frames: Option<u64>,
+    /// Panic after this many samples (for tests).
+    #[arg(long, hide = true)]
+    panic_after: Option<u64>,
 }
 
 /// Takes one sample of `snapshot` into the chart, a reading at a time (a wildcard over many
@@ -100,6 +123,7 @@ pub fn run(args: WatchArgs) -> Result<ExitCode, CliError> {
         // servers' start/stop).
         leases: prfmon::lease::Leases::new(session.machine().apps.clone(), args.interval),
         generation: 0,
+        panic_after: args.panic_after,
     };
     // The Windows 95 stat servers' scale factors, from the registry the names came from.
     chart.state.factors = session.machine().factors.clone();
@@ -117,9 +141,13 @@ pub fn run(args: WatchArgs) -> Result<ExitCode, CliError> {
     }
     // Messages that come while the chart is on screen are written after it, never over it.
     let held = crate::cli::logger::hold();
+    // And what is written to fd 2 itself (a provider loaded with `--in-process`, `errln!`).
+    let console = crate::cli::console::capture()
+        .map_err(|e| format!("cannot take over standard error while drawing: {e}"))?;
     let mut terminal = ratatui::try_init().map_err(|e| format!("cannot use the terminal: {e}"))?;
-    let result = chart.run(&mut terminal, &mut session, &objects, args.frames);
+    let result = chart.run(&mut terminal, &mut session, &objects, args.frames, &held);
     ratatui::restore();
+    drop(console);
     drop(held);
     chart.leases.release();
     session.close();
@@ -167,6 +195,8 @@ struct Chart {
     leases: prfmon::lease::Leases,
     /// The session's facts' generation the leases and factors were taken at.
     generation: u64,
+    /// Panic after this many samples (`--panic-after`).
+    panic_after: Option<u64>,
 }
 
 impl Chart {
@@ -177,18 +207,23 @@ impl Chart {
         session: &mut Session,
         objects: &[String],
         frames: Option<u64>,
+        held: &crate::cli::logger::Held,
     ) -> Result<(), String> {
-        let mut draw = |state: &WatchState| {
+        let mut draw = |state: &mut WatchState| {
+            state.message = held.latest().map(|(text, more)| Message { text, more });
             terminal
                 .draw(|frame| render(frame, state))
                 .map(|_| ())
                 .map_err(|e| format!("cannot draw: {e}"))
         };
-        draw(&self.state)?;
+        draw(&mut self.state)?;
         let mut last = Instant::now();
         loop {
             if frames.is_some_and(|n| self.state.samples >= n) {
                 return Ok(());
+            }
+            if let Some(n) = self.panic_after.filter(|&n| self.state.samples >= n) {
+                panic!("--panic-after {n}: a panic while the chart is on screen");
             }
             let due = last + self.state.interval;
             let wait = due.saturating_duration_since(Instant::now());
@@ -196,12 +231,12 @@ impl Chart {
                 if self.key(event::read().map_err(|e| e.to_string())?) {
                     return Ok(());
                 }
-                draw(&self.state)?;
+                draw(&mut self.state)?;
                 continue;
             }
             last = Instant::now();
             self.sample(session, objects);
-            draw(&self.state)?;
+            draw(&mut self.state)?;
         }
     }
 
@@ -218,7 +253,14 @@ impl Chart {
             KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return true,
             KeyCode::Char('+') => self.state.slower(),
             KeyCode::Char('-') => self.state.faster(),
-            _ => {}
+            KeyCode::Char(' ') => self.state.toggle_selected(),
+            KeyCode::Char('a') => self.state.chart_all_live(),
+            KeyCode::Char('g') => self.state.toggle_gone(),
+            code => {
+                if let Some(to) = legend_move(code) {
+                    self.state.move_selection(to);
+                }
+            }
         }
         false
     }
@@ -236,4 +278,17 @@ impl Chart {
         // The collection goes before the next comes: two are never held at once.
         drop(snapshot);
     }
+}
+
+/// The legend move `code` asks for, if any.
+fn legend_move(code: KeyCode) -> Option<Move> {
+    Some(match code {
+        KeyCode::Up | KeyCode::Char('k') => Move::Up,
+        KeyCode::Down | KeyCode::Char('j') => Move::Down,
+        KeyCode::PageUp => Move::PageUp,
+        KeyCode::PageDown => Move::PageDown,
+        KeyCode::Home => Move::Home,
+        KeyCode::End => Move::End,
+        _ => return None,
+    })
 }
