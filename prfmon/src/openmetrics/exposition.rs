@@ -26,9 +26,9 @@
 //! let text = exposition.encode();
 //! assert!(text.contains("# HELP prfdata_jobs_queued Jobs waiting."));
 //! assert!(text.contains("# TYPE prfdata_jobs_queued gauge\n"));
-//! assert!(text.contains("prfdata_jobs_queued{instance=\"alpha\",app=\"JobSvc\"} 7\n"));
-//! assert!(text.contains("prfdata_jobs_avg_size_total{instance=\"alpha\",app=\"JobSvc\"} 100\n"));
-//! assert!(text.contains("prfdata_jobs_avg_size_base_total{instance=\"beta\",app=\"JobSvc\"} 1\n"));
+//! assert!(text.contains("prfdata_jobs_queued{perf_instance=\"alpha\",app=\"JobSvc\"} 7\n"));
+//! assert!(text.contains("prfdata_jobs_avg_size_total{perf_instance=\"alpha\",app=\"JobSvc\"} 100\n"));
+//! assert!(text.contains("prfdata_jobs_avg_size_base_total{perf_instance=\"beta\",app=\"JobSvc\"} 1\n"));
 //! assert!(text.ends_with("# EOF\n"));
 //! # Ok::<(), prfdata_wire::error::DecodeError>(())
 //! ```
@@ -50,6 +50,17 @@ use crate::names::{InstanceNames, Names};
 use crate::namesakes::NameIndex;
 use prfdata_wire::snapshot::{CounterDef, DataSnapshot, ObjectData};
 use prfdata_wire::winperf::{PERF_OBJECT_TIMER, PERF_TIMER_MASK, PERF_TYPE_MASK, PERF_TYPE_TEXT};
+
+/// The label naming a series' instance: not `instance`, which Prometheus attaches to every
+/// series itself (the scrape target) and which would turn the exporter's into
+/// `exported_instance` in a real scrape.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(prfmon::openmetrics::exposition::INSTANCE_LABEL, "perf_instance");
+/// ```
+pub const INSTANCE_LABEL: &str = "perf_instance";
 
 /// The `Content-Type` of [`Exposition::encode`]'s output.
 ///
@@ -683,7 +694,7 @@ impl PromCollector for Exposition {
             self.series(family, &mut cache, |l, value| {
                 let mut labels: Vec<(&str, Escaped<'_>)> = Vec::with_capacity(3);
                 if let Some(i) = l.instance {
-                    labels.push(("instance", Escaped(i)));
+                    labels.push((INSTANCE_LABEL, Escaped(i)));
                 }
                 if let Some(p) = l.parent {
                     labels.push(("parent", Escaped(p)));
@@ -960,13 +971,13 @@ mod tests {
         let n = names(&[(10, "Pool"), (12, "Size"), (14, "Worker"), (16, "Done/sec")]);
         let text = Exposition::new(&snap, &["A".into(), "A".into()], &n).encode();
         assert!(
-            text.contains("prfdata_pool_size{instance=\"pool \\\"B\\\"\",app=\"A\"} 2\n"),
+            text.contains("prfdata_pool_size{perf_instance=\"pool \\\"B\\\"\",app=\"A\"} 2\n"),
             "{text}"
         );
-        assert!(text.contains("prfdata_worker_done_per_second_total{instance=\"w\",parent=\"pool \\\"B\\\"\",app=\"A\"} 5\n"));
-        assert!(text.contains("prfdata_worker_done_per_second_total{instance=\"w#1\",parent=\"pool \\\"B\\\"\",app=\"A\"} 6\n"));
+        assert!(text.contains("prfdata_worker_done_per_second_total{perf_instance=\"w\",parent=\"pool \\\"B\\\"\",app=\"A\"} 5\n"));
+        assert!(text.contains("prfdata_worker_done_per_second_total{perf_instance=\"w#1\",parent=\"pool \\\"B\\\"\",app=\"A\"} 6\n"));
         assert!(text.contains(
-            "prfdata_worker_done_per_second_total{instance=\"w\",parent=\"pool A\",app=\"A\"} 7\n"
+            "prfdata_worker_done_per_second_total{perf_instance=\"w\",parent=\"pool A\",app=\"A\"} 7\n"
         ));
         assert!(text.contains("# HELP prfdata_worker_done_per_second Help of Done/sec. [Worker\\\\Done/sec, PERF_COUNTER_COUNTER]\n"), "{text}");
     }
@@ -1091,11 +1102,11 @@ mod tests {
         assert_eq!(
             series(&text),
             [
-                ("prfdata_o_c{instance=\"a\",app=\"A\"}", "1"),
-                ("prfdata_o_c{instance=\"b\",app=\"A\"}", "2"),
-                ("prfdata_o_c{instance=\"c\",app=\"A\"}", "4"),
-                ("prfdata_o_c{instance=\"a#1\",app=\"B\"}", "5"),
-                ("prfdata_o_c{instance=\"a\",app=\"B\"}", "6"),
+                ("prfdata_o_c{perf_instance=\"a\",app=\"A\"}", "1"),
+                ("prfdata_o_c{perf_instance=\"b\",app=\"A\"}", "2"),
+                ("prfdata_o_c{perf_instance=\"c\",app=\"A\"}", "4"),
+                ("prfdata_o_c{perf_instance=\"a#1\",app=\"B\"}", "5"),
+                ("prfdata_o_c{perf_instance=\"a\",app=\"B\"}", "6"),
             ]
         );
     }
@@ -1120,10 +1131,10 @@ mod tests {
             Exposition::new(&snap, &["A".into()], &n).encode_text(),
             "# HELP prfdata_p_c_total a \"q\" \\\\ b\\nc [P\\\\C, PERF_COUNTER_BULK_COUNT]\n\
              # TYPE prfdata_p_c_total counter\n\
-             prfdata_p_c_total{instance=\"x\\\"y\",app=\"A\"} 1\n\
+             prfdata_p_c_total{perf_instance=\"x\\\"y\",app=\"A\"} 1\n\
              # HELP prfdata_p_g g [P\\\\G, PERF_COUNTER_RAWCOUNT]\n\
              # TYPE prfdata_p_g gauge\n\
-             prfdata_p_g{instance=\"x\\\"y\",app=\"A\"} 2\n"
+             prfdata_p_g{perf_instance=\"x\\\"y\",app=\"A\"} 2\n"
         );
     }
 

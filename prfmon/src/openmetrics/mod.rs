@@ -33,13 +33,14 @@
 //!     static_configs: [{ targets: ['127.0.0.1:9358'] }]
 //! ```
 //!
-//! **Labels**: `instance` (the instance name as PDH gives it, without the parent, `#n` for
-//! the second and later instances of one name under one parent; absent for an object without
-//! instances), `parent` (the parent instance's name, when the parent object is in the
-//! collection), `app` (the service whose provider returned the object, from
+//! **Labels**: `perf_instance` (the instance name as PDH gives it, without the parent, `#n`
+//! for the second and later instances of one name under one parent; absent for an object
+//! without instances; [`exposition::INSTANCE_LABEL`]), `parent` (the parent instance's name,
+//! when the parent object is in the collection), `app` (the service whose provider returned
+//! the object, from
 //! [`Collector::collect_with_services`](crate::collector::Collector::collect_with_services)).
-//! Prometheus attaches its own `instance` label (the target) to every series, and keeps the
-//! exporter's as `exported_instance` unless the job sets `honor_labels: true`.
+//! The instance label is not called `instance`: Prometheus attaches its own `instance` label
+//! (the target) to every series, and would keep the exporter's as `exported_instance`.
 //!
 //! **Object clocks**: an object with a counter read against the object's own clock
 //! (`PERF_OBJECT_TIMER` in its type: `PERF_ELAPSED_TIME`, `PERF_OBJ_TIME_TIMER`,
