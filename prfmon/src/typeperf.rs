@@ -56,6 +56,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod counter_file;
+
 use std::collections::HashSet;
 use std::hash::{BuildHasher, RandomState};
 use std::io::Write;

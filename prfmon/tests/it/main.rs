@@ -68,3 +68,4 @@ mod watch;
 mod watch_leases;
 mod watch_messages;
 mod watch_no_terminal;
+mod windows_switches;
