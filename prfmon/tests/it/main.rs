@@ -45,6 +45,7 @@ mod lodctr;
 mod logging;
 mod membership;
 mod metrics_cost;
+mod metrics_units;
 mod on_demand_bound;
 mod parents;
 mod query_decode;

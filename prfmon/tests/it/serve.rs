@@ -33,8 +33,8 @@ fn metrics_carry_the_apps_raw_values_exactly_with_types_help_and_labels() {
             FIXED_REQUESTS.to_string(),
         ),
         (
-            format!("{SVC}_avg_latency_total{{{APP}}}"),
-            LATENCY.to_string(),
+            format!("{SVC}_avg_latency_seconds_total{{{APP}}}"),
+            (f64::from(LATENCY) / prfdata::clock::PERF_FREQUENCY as f64).to_string(),
         ),
         (
             format!("{SVC}_avg_latency_base_total{{{APP}}}"),
@@ -80,6 +80,8 @@ fn metrics_carry_the_apps_raw_values_exactly_with_types_help_and_labels() {
     for line in [
         format!("# TYPE {SVC}_requests_per_second counter"),
         format!("# TYPE {SVC}_avg_latency_base counter"),
+        format!("# TYPE {SVC}_avg_latency_seconds counter"),
+        format!("# UNIT {SVC}_avg_latency_seconds seconds"),
         format!("# TYPE {SVC}_queue_length gauge"),
         format!("# HELP {SVC}_queue_length Requests waiting right now. [Serve Test Service\\\\Queue length, PERF_COUNTER_RAWCOUNT]"),
         "# TYPE prfdata_serve_test_worker_jobs_done gauge".to_owned(),

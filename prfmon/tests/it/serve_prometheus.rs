@@ -178,11 +178,14 @@ fn prometheus_scrapes_serve_and_sees_the_apps_counters_increase() {
     let ratio = until(deadline, "latency / base", &report, || {
         let r = query(
             web,
-            "prfdata_serve_test_service_avg_latency_total / prfdata_serve_test_service_avg_latency_base_total",
+            "prfdata_serve_test_service_avg_latency_seconds_total / prfdata_serve_test_service_avg_latency_base_total",
         )?;
         value_of(r.first()?)
     });
-    assert_eq!(ratio, f64::from(LATENCY) / f64::from(LATENCY_BASE));
+    // The average in seconds: the timer's ticks are exported in seconds.
+    let seconds = f64::from(LATENCY) / prfdata::clock::PERF_FREQUENCY as f64;
+    let want = seconds / f64::from(LATENCY_BASE);
+    assert!((ratio - want).abs() < want * 1e-9, "{ratio} against {want}");
 
     // The TYPE made it through: Prometheus' metadata API knows the counter as a counter.
     let meta = until(deadline, "metadata", &report, || {
