@@ -7,6 +7,7 @@ use std::hash::{BuildHasher, RandomState};
 use super::offered::{Hit, Offered};
 use super::previous::Previous;
 use super::{machine_of, reading};
+use crate::factor::Factors;
 use crate::names::Names;
 use crate::pdh::{CounterPath, FormatOptions};
 use prfdata_wire::snapshot::DataSnapshot;
@@ -294,8 +295,14 @@ impl Columns {
 
     /// One value per column from `snapshot` (`None`: no value now, as for an instance that
     /// has gone, or a rate's first sample), formatted from the previous sample of each counter
-    /// and this one.
-    pub fn sample(&mut self, snapshot: &DataSnapshot, names: &Names) -> Vec<Option<f64>> {
+    /// and this one, with each counter's scale factor in `factors` applied (a factor is part
+    /// of the displayed value: [`crate::factor`]).
+    pub fn sample(
+        &mut self,
+        snapshot: &DataSnapshot,
+        names: &Names,
+        factors: &Factors,
+    ) -> Vec<Option<f64>> {
         let offered = Offered::new(snapshot, names);
         let mut values = vec![None; self.count];
         let mut current = self.previous.next(snapshot);
@@ -316,12 +323,13 @@ impl Columns {
             let _ = write!(key, "{path}");
             let key = key.to_lowercase();
             let (previous, options) = (&self.previous, self.options);
-            let Some((_, value, _)) = reading(&offered, hit, |raw| {
+            let Some((_, value, def)) = reading(&offered, hit, |raw| {
                 previous.format(&mut current, &key, hit.object, raw, options)
             }) else {
                 continue;
             };
             if let Ok(v) = value {
+                let v = factors.apply(def.name_index, v);
                 for &column in &hits {
                     values[column] = Some(v);
                 }

@@ -450,3 +450,39 @@ fn an_existing_output_file_is_kept_without_y() {
     assert_eq!(table.len(), 2, "{table:?}");
     assert_eq!(table[1][1], "42");
 }
+
+prfdata::prfdata_map! {
+    pub mod factor_app {
+        app: "TpFactorApp",
+        object HEAP = 0 {
+            name: "TP Heap", help: "Memory.",
+            detail: Novice, default: BYTES, instances: none, costly: false,
+            counters {
+                BYTES = 2: LargeRawCount { name: "Heap KiB", help: "Bytes, shown as KiB.", factor: / 1024 },
+            }
+        }
+    }
+}
+
+/// One factor rule: a scale factor is part of the displayed value, so typeperf's log shows
+/// what watch and the PerfStats view show (2048 bytes in a `/ 1024` counter: 2).
+#[test]
+fn typeperf_applies_the_scale_factor_as_watch_does() {
+    let sandbox = prfdata_testkit::Sandbox::new();
+    sandbox.install(&factor_app::MAP);
+    let prf = factor_app::PrfData::activate_in(&sandbox.shm).expect("activate the app");
+    prf.get_ctr64(factor_app::BYTES, ())
+        .store(2048, std::sync::atomic::Ordering::Relaxed);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_prfmon"));
+    sandbox
+        .apply_env(&mut cmd)
+        .args(["typeperf", r"\TP Heap\Heap KiB", "-sc", "1"])
+        .env("TZ", "UTC")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let run = finish(cmd.spawn().expect("spawn prfmon"));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let table = rows(&run.stdout, b',');
+    assert_eq!(table[1][1], "2.000000", "{}", run.stdout);
+}

@@ -274,7 +274,8 @@ fn write_log(
 ) -> Result<(), String> {
     let (first, waiting) = collect_first(&mut session, "typeperf", &requests, then_for)?;
     // PDH's text log: the true value, percentages not capped (PDH_FMT_NOCAP100, as typeperf
-    // logs a process's "% Processor Time" above 100 on several cores), no scale. `watch` caps
+    // logs a process's "% Processor Time" above 100 on several cores), no DefaultScale; a
+    // counter's scale factor is part of its displayed value (`Columns::sample`). `watch` caps
     // unless asked not to (`--nocap100`), as perfmon's chart does.
     let options = FormatOptions {
         cap_percent: false,
@@ -363,7 +364,7 @@ fn sample_rows(
         }
         let names = &session.machine().names;
         leases.hold(&sampler.titles(&snapshot, names));
-        let values = columns.sample(&snapshot, names);
+        let values = columns.sample(&snapshot, names, &session.machine().factors);
         match log.write_row(&timestamp(sample_time(&snapshot)), &values) {
             Ok(()) => {}
             Err(e) if reader_gone(&e) => break None,
