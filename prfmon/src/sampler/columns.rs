@@ -81,7 +81,7 @@ struct Waiting {
 ///     Ok::<(), std::convert::Infallible>(())
 /// })?;
 /// assert_eq!(header, [r"\\box\#1848(alpha)\#1850", r"\\box\#1848(beta)\#1850"]);
-/// assert_eq!(columns.sample(&snap, &names), [Some(7.0), Some(4_294_967_295.0)]);
+/// assert_eq!(columns.sample(&snap, &names, &Default::default()), [Some(7.0), Some(4_294_967_295.0)]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
@@ -202,12 +202,12 @@ impl Columns {
     /// })?;
     /// // The second path waits, with an empty column.
     /// assert_eq!(header, [r"\\box\#1848(alpha)\#1850", r"\\box\Later(alpha)\Value"]);
-    /// assert_eq!(columns.sample(&snap, &names), [Some(7.0), None]);
+    /// assert_eq!(columns.sample(&snap, &names, &Default::default()), [Some(7.0), None]);
     /// assert_eq!(columns.never_matched().collect::<Vec<_>>(), [1]);
     /// // The same counters under other names (read again after a rename): the columns swap.
     /// names.counter.insert(1848, "Later".into());
     /// names.counter.insert(1850, "Value".into());
-    /// assert_eq!(columns.sample(&snap, &names), [None, Some(7.0)]);
+    /// assert_eq!(columns.sample(&snap, &names, &Default::default()), [None, Some(7.0)]);
     /// assert_eq!(columns.never_matched().count(), 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
