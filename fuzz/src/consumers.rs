@@ -144,7 +144,10 @@ pub fn check_snapshot(snapshot: &DataSnapshot) {
         if let Ok(mut columns) = columns {
             assert_eq!(columns.len(), count);
             for _ in 0..2 {
-                assert_eq!(columns.sample(snapshot, names).len(), count);
+                assert_eq!(
+                    columns.sample(snapshot, names, &Default::default()).len(),
+                    count
+                );
             }
         }
     }

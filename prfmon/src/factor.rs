@@ -7,11 +7,12 @@
 //! index like the names themselves. [`Factors::load`] reads every service's; [`of`] answers for
 //! one counter.
 //!
-//! Where they apply: `prfmon watch`, the PerfStats view (`HKEY_DYN_DATA\PerfStats\StatData`), the
-//! JSON of `query --json` and `list --json` (the formatted value), the table of `query`. Where
-//! they never apply: raw values (`query --raw`, `decode`, the `/metrics` series, which are raw
-//! counter values as Prometheus expects, and typeperf's CSV, which is PDH's formatted value and
-//! PDH knows no such factor).
+//! The one rule: **a factor is part of the displayed value**. Every consumer of displayed
+//! values applies it: `prfmon watch`, `prfmon typeperf`'s log, the PerfStats view
+//! (`HKEY_DYN_DATA\PerfStats\StatData`), the JSON of `query --json` and `list --json` (the
+//! formatted value), the table of `query`. Raw values never carry it: `query --raw`, `decode`,
+//! the raw numbers of `query` and its JSON (which name the factor in their `factor` field),
+//! and the `/metrics` series, which are raw counter values in base units as Prometheus expects.
 //!
 //! # Examples
 //!

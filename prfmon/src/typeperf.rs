@@ -23,7 +23,9 @@
 //!   (`PERF_DATA_BLOCK.PerfTime100nSec`) as `MM/DD/YYYY HH:MM:SS.mmm`; then one field per
 //!   counter.
 //! - **Values.** PDH's text log formats with `PDH_FMT_DOUBLE | PDH_FMT_NOCAP100` and no scale:
-//!   the true value, percentages not capped at 100. A value that cannot be computed (the first
+//!   the true value, percentages not capped at 100; a counter's scale factor (the Windows 95
+//!   stat servers' `factor: / 1024`) is part of its displayed value and applied
+//!   ([`crate::factor`]). A value that cannot be computed (the first
 //!   sample of a rate, an instance that is gone, a clock that stood still) is a single space,
 //!   `" "`, as PDH writes it. Numbers are written two ways ([`ValueStyle`]): on the console as
 //!   typeperf prints them, with six decimals (`"41.997000"`); in a file (`-o`) as pdh.dll's log
@@ -55,6 +57,8 @@
 //! ));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+
+pub mod counter_file;
 
 use std::collections::HashSet;
 use std::hash::{BuildHasher, RandomState};

@@ -13,7 +13,9 @@
 //! | `reg add` | `/v NAME`, `/ve`, `/t TYPE`, `/s SEP`, `/d DATA`, `/f`, `/reg:32`, `/reg:64` |
 //! | `reg delete` | `/v NAME`, `/ve`, `/va`, `/f`, `/reg:32`, `/reg:64` |
 //! | `lodctr` | `/S:FILE`, `/R:FILE`, `/E:SERVICE`, `/D:SERVICE` |
-//! | `typeperf` | `-si`, `-sc`, `-o`, `-f`, `-q`, `-qx`, `-s HOST:PORT` (typeperf's own single-dash switches) |
+//! | `typeperf` | `-si`, `-sc`, `-o`, `-y`, `-f`, `-cf FILE`, `-q`, `-qx`, `-s HOST:PORT` (typeperf's own single-dash switches) |
+//! | `watch` | `-si` (typeperf's interval switch) |
+//! | each of these, `unlodctr` and `prfmon` alone | `/?`, `-?` (help) |
 
 use std::ffi::OsString;
 
@@ -62,15 +64,28 @@ const REG_DELETE: [Switch; 6] = [
 
 /// typeperf's single-dash switches → the long flags of `prfmon typeperf` (`-q` / `-qx` take an
 /// optional OBJECT, which clap reads as it is).
-const TYPEPERF: [Switch; 7] = [
+const TYPEPERF: [Switch; 9] = [
     ("-s", "--computer", true),
     ("-si", "--si", true),
     ("-sc", "--sc", true),
     ("-o", "--output", true),
+    ("-y", "--yes", false),
+    ("-cf", "--counter-file", true),
     ("-f", "--format", true),
     ("-q", "--query", false),
     ("-qx", "--query-expanded", false),
 ];
+
+/// `watch`'s typeperf-style switch.
+const WATCH: [Switch; 1] = [("-si", "--interval", true)];
+
+/// The help switches of the Windows tools, mapped on every command that takes Windows-style
+/// switches ([`takes_help_switches`]).
+const HELP: [Switch; 2] = [("/?", "--help", false), ("-?", "--help", false)];
+
+/// The commands named after a Windows tool (`prfmon` alone too): `/?` and `-?` print their
+/// help.
+const WINDOWS_COMMANDS: [&str; 5] = ["reg", "lodctr", "unlodctr", "typeperf", "watch"];
 
 /// lodctr's `/X:value` switches → `--flag=value`.
 const LODCTR_PREFIXES: [(&str, &str); 4] = [
@@ -93,8 +108,18 @@ fn switches_for(words: &[Option<String>]) -> &'static [Switch] {
         (Some("reg"), Some("add")) => &REG_ADD,
         (Some("reg"), Some("delete")) => &REG_DELETE,
         (Some("typeperf"), _) => &TYPEPERF,
+        (Some("watch"), _) => &WATCH,
         _ => &[],
     }
+}
+
+/// Whether the command a command line runs is one of [`WINDOWS_COMMANDS`], or none (`prfmon
+/// /?`).
+fn takes_help_switches(words: &[Option<String>]) -> bool {
+    words.get(1).and_then(|w| w.as_deref()).is_some_and(|w| {
+        HELP.iter().any(|(h, _, _)| w == *h)
+            || WINDOWS_COMMANDS.iter().any(|c| w.eq_ignore_ascii_case(c))
+    })
 }
 
 /// Rewrites the Windows-style words of a command line into clap's dashed forms.
@@ -106,6 +131,11 @@ pub fn to_dashed(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
         .map(|a| a.to_str().map(str::to_owned))
         .collect();
     let switches = switches_for(&words);
+    let help: &[Switch] = if takes_help_switches(&words) {
+        &HELP
+    } else {
+        &[]
+    };
     let lodctr = words
         .get(1)
         .and_then(|w| w.as_deref())
@@ -122,7 +152,9 @@ pub fn to_dashed(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
             continue;
         };
         let lower = word.to_ascii_lowercase();
-        if let Some((_, dashed, takes_value)) = switches.iter().find(|(s, _, _)| *s == lower) {
+        if let Some((_, dashed, takes_value)) =
+            switches.iter().chain(help).find(|(s, _, _)| *s == lower)
+        {
             value_next = *takes_value;
             out.push((*dashed).into());
             continue;
@@ -185,6 +217,57 @@ mod tests {
             ]
         );
         assert_eq!(map(&["prfmon", "list", "-q"]), ["prfmon", "list", "-q"]);
+    }
+
+    #[test]
+    fn typeperf_counter_file_and_yes_map() {
+        assert_eq!(
+            map(&["prfmon", "typeperf", "-CF", "list.txt", "-o", "-y", "-Y"]),
+            [
+                "prfmon",
+                "typeperf",
+                "--counter-file",
+                "list.txt",
+                "--output",
+                "-y",
+                "--yes"
+            ]
+        );
+    }
+
+    #[test]
+    fn watch_si_is_its_interval() {
+        assert_eq!(
+            map(&["prfmon", "watch", r"\A\B", "-SI", "0.5"]),
+            ["prfmon", "watch", r"\A\B", "--interval", "0.5"]
+        );
+        assert_eq!(map(&["prfmon", "list", "-si"]), ["prfmon", "list", "-si"]);
+    }
+
+    #[test]
+    fn slash_and_dash_question_are_help_on_windows_style_commands() {
+        for help in ["/?", "-?"] {
+            for command in [
+                &["prfmon", "reg", "query"][..],
+                &["prfmon", "lodctr"],
+                &["prfmon", "unlodctr"],
+                &["prfmon", "typeperf"],
+                &["prfmon", "watch"],
+                &["prfmon"],
+            ] {
+                let mut words = command.to_vec();
+                words.push(help);
+                let mut want: Vec<&str> = command.to_vec();
+                want.push("--help");
+                assert_eq!(map(&words), want, "{words:?}");
+            }
+        }
+        // A switch's value stays a value; other commands keep the word.
+        assert_eq!(
+            map(&["prfmon", "reg", "add", "K", "/v", "/?"]),
+            ["prfmon", "reg", "add", "K", "--value", "/?"]
+        );
+        assert_eq!(map(&["prfmon", "decode", "/?"]), ["prfmon", "decode", "/?"]);
     }
 
     #[test]

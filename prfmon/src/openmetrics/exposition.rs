@@ -26,9 +26,9 @@
 //! let text = exposition.encode();
 //! assert!(text.contains("# HELP prfdata_jobs_queued Jobs waiting."));
 //! assert!(text.contains("# TYPE prfdata_jobs_queued gauge\n"));
-//! assert!(text.contains("prfdata_jobs_queued{instance=\"alpha\",app=\"JobSvc\"} 7\n"));
-//! assert!(text.contains("prfdata_jobs_avg_size_total{instance=\"alpha\",app=\"JobSvc\"} 100\n"));
-//! assert!(text.contains("prfdata_jobs_avg_size_base_total{instance=\"beta\",app=\"JobSvc\"} 1\n"));
+//! assert!(text.contains("prfdata_jobs_queued{perf_instance=\"alpha\",app=\"JobSvc\"} 7\n"));
+//! assert!(text.contains("prfdata_jobs_avg_size_total{perf_instance=\"alpha\",app=\"JobSvc\"} 100\n"));
+//! assert!(text.contains("prfdata_jobs_avg_size_base_total{perf_instance=\"beta\",app=\"JobSvc\"} 1\n"));
 //! assert!(text.ends_with("# EOF\n"));
 //! # Ok::<(), prfdata_wire::error::DecodeError>(())
 //! ```
@@ -42,14 +42,25 @@ use prometheus_client::encoding::{
 };
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Registry, Unit};
 
-use super::kind::{metric_kind, MetricKind};
+use super::kind::{metric_kind, unit_of, Clock, MetricKind, MetricUnit};
 use super::naming::{object_stem, word_or_index, NameTable};
 use crate::names::{InstanceNames, Names};
 use crate::namesakes::NameIndex;
 use prfdata_wire::snapshot::{CounterDef, DataSnapshot, ObjectData};
-use prfdata_wire::winperf::{PERF_OBJECT_TIMER, PERF_TIMER_MASK, PERF_TYPE_MASK, PERF_TYPE_TEXT};
+use prfdata_wire::winperf::{PERF_TYPE_MASK, PERF_TYPE_TEXT};
+
+/// The label naming a series' instance: not `instance`, which Prometheus attaches to every
+/// series itself (the scrape target) and which would turn the exporter's into
+/// `exported_instance` in a real scrape.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(prfmon::openmetrics::exposition::INSTANCE_LABEL, "perf_instance");
+/// ```
+pub const INSTANCE_LABEL: &str = "perf_instance";
 
 /// The `Content-Type` of [`Exposition::encode`]'s output.
 ///
@@ -69,20 +80,17 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 /// ```
 pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// Where one family's series come from, in naming order.
+/// Where one family's series come from, in naming order: a counter of an object, a series
+/// per instance (or one for an object without).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Source {
-    /// The object's own clock: `PerfTime` (or `PerfFreq`), one series labelled with its app.
-    Clock { object: usize, freq: bool },
-    /// A counter of the object: a series per instance (or one for an object without).
-    Counter { object: usize, counter: usize },
+struct Source {
+    object: usize,
+    counter: usize,
 }
 
 impl Source {
     fn object(self) -> usize {
-        match self {
-            Source::Clock { object, .. } | Source::Counter { object, .. } => object,
-        }
+        self.object
     }
 }
 
@@ -95,8 +103,10 @@ struct Family {
     help: String,
     /// `TYPE`.
     kind: MetricKind,
-    /// The objects' clocks and counters whose values are its series: objects in naming order
-    /// (see [`super::naming`]), each object's clock before its counters, counters in order.
+    /// The unit its values are exported in (the name ends with its word).
+    unit: MetricUnit,
+    /// The objects' counters whose values are its series: objects in naming order (see
+    /// [`super::naming`]), counters in order.
     sources: Vec<Source>,
 }
 
@@ -123,6 +133,15 @@ struct Labels<'a> {
     parent: Option<&'a str>,
     /// The service that produced the object.
     app: &'a str,
+    /// The object the value comes from (its clock converts a time), by position.
+    object: usize,
+}
+
+impl Labels<'_> {
+    /// Whether no label is written.
+    fn is_empty(&self) -> bool {
+        self.instance.is_none() && self.parent.is_none() && self.app.is_empty()
+    }
 }
 
 impl Exposition {
@@ -140,8 +159,7 @@ impl Exposition {
         let mut table = NameTable::default();
         let mut families: BTreeMap<String, Family> = BTreeMap::new();
         // All names are decided first, then the sources added, both in naming order.
-        let mut plans: Vec<ObjectPlan> = Vec::with_capacity(snapshot.objects.len());
-        plans.resize_with(snapshot.objects.len(), ObjectPlan::default);
+        let mut plans: Vec<Vec<Option<String>>> = vec![Vec::new(); snapshot.objects.len()];
         for &o in &order {
             plans[o] = plan_object(&snapshot.objects[o], names, &mut table, &mut families);
         }
@@ -151,15 +169,9 @@ impl Exposition {
             }
         };
         for &object in &order {
-            let plan = &plans[object];
-            if let Some((time, ticks)) = &plan.clock {
-                for (name, freq) in [(time, false), (ticks, true)] {
-                    add(name, Source::Clock { object, freq });
-                }
-            }
-            for (counter, family) in plan.counters.iter().enumerate() {
+            for (counter, family) in plans[object].iter().enumerate() {
                 if let Some(name) = family {
-                    add(name, Source::Counter { object, counter });
+                    add(name, Source { object, counter });
                 }
             }
         }
@@ -260,7 +272,7 @@ impl Exposition {
     /// - a counter's `# HELP` and `# TYPE` lines name the family with its `_total`, as its
     ///   samples do (OpenMetrics names the family without it);
     /// - `\"` in HELP becomes `"` (the older format escapes only `\\` and `\n` there);
-    /// - no `# EOF` line.
+    /// - no `# EOF` line, and no `# UNIT` lines.
     ///
     /// # Errors
     ///
@@ -333,7 +345,8 @@ impl<W: std::fmt::Write> Classic<'_, W> {
     fn write_line(&mut self) -> std::fmt::Result {
         let line = std::mem::take(&mut self.line);
         let line = line.strip_suffix('\r').unwrap_or(&line);
-        if line == "# EOF" {
+        // The older format has no `# EOF` and no `# UNIT` (the unit is the name's last word).
+        if line == "# EOF" || line.starts_with("# UNIT ") {
             return Ok(());
         }
         let descriptor = line
@@ -531,30 +544,13 @@ impl Exposition {
         before.dedup();
         let object_labels = Labels {
             app,
+            object,
             ..Labels::default()
         };
         let mut count = 0;
-        // The object's own row (its clock, or its values without instances) is shown once.
-        let mut object_row_shown = before.iter().any(|&o| self.shows_object_row(o, earlier));
-        for source in group {
-            if let Source::Clock { freq, .. } = *source {
-                if !object_row_shown {
-                    emit(
-                        object_labels,
-                        if freq { obj.perf_freq } else { obj.perf_time },
-                    )?;
-                    count += 1;
-                    object_row_shown = true;
-                }
-            }
-        }
-        let counters: Vec<usize> = group
-            .iter()
-            .filter_map(|s| match *s {
-                Source::Counter { counter, .. } => Some(counter),
-                Source::Clock { .. } => None,
-            })
-            .collect();
+        // The object's own row (its values without instances) is shown once.
+        let object_row_shown = before.iter().any(|&o| self.shows_object_row(o, earlier));
+        let counters: Vec<usize> = group.iter().map(|s| s.counter).collect();
         if !obj.has_instances() {
             let value = obj
                 .values()
@@ -611,6 +607,7 @@ impl Exposition {
                     instance: Some(&label),
                     parent: parent.as_deref(),
                     app,
+                    object,
                 };
                 emit(labels, value)?;
                 count += 1;
@@ -619,19 +616,15 @@ impl Exposition {
         Ok(count)
     }
 
-    /// Whether object `o`'s sources among `sources` show its own row: a clock, or a value of
-    /// an object without instances.
+    /// Whether object `o`'s sources among `sources` show its own row: a value of an object
+    /// without instances.
     fn shows_object_row(&self, o: usize, sources: &[Source]) -> bool {
         let obj = &self.snapshot.objects[o];
-        sources
-            .iter()
-            .filter(|s| s.object() == o)
-            .any(|s| match *s {
-                Source::Clock { .. } => true,
-                Source::Counter { counter, .. } => {
-                    !obj.has_instances() && obj.values().and_then(|v| v.int(counter)).is_some()
-                }
-            })
+        !obj.has_instances()
+            && sources
+                .iter()
+                .filter(|s| s.object() == o)
+                .any(|s| obj.values().and_then(|v| v.int(s.counter)).is_some())
     }
 
     /// Whether object `o`'s sources among `sources` show a row per instance.
@@ -641,12 +634,7 @@ impl Exposition {
             && sources
                 .iter()
                 .filter(|s| s.object() == o)
-                .any(|s| match *s {
-                    Source::Counter { counter, .. } => {
-                        obj.counters.get(counter).is_some_and(gives_int)
-                    }
-                    Source::Clock { .. } => false,
-                })
+                .any(|s| obj.counters.get(s.counter).is_some_and(gives_int))
     }
 }
 
@@ -655,18 +643,18 @@ impl PromCollector for Exposition {
         let mut cache = ObjectLabels::new(&self.snapshot);
         for family in &self.families {
             // The first series, and whether there is a second (then every series has labels).
-            let mut first: Option<(bool, i64)> = None;
+            let mut first: Option<(bool, i64, usize)> = None;
             let mut more = false;
             let _ = self.series(family, &mut cache, |labels, value| {
                 if first.is_none() {
-                    first = Some((labels == Labels::default(), value));
+                    first = Some((labels.is_empty(), value, labels.object));
                     return Ok(());
                 }
                 more = true;
                 // Stop: two series are enough to know.
                 Err(std::fmt::Error)
             });
-            let Some((unlabelled, value)) = first else {
+            let Some((unlabelled, value, object)) = first else {
                 continue;
             };
             let help = escape(&family.help, true);
@@ -674,16 +662,23 @@ impl PromCollector for Exposition {
                 MetricKind::Counter => ConstCounter::new(0u64).metric_type(),
                 MetricKind::Gauge => ConstGauge::new(0i64).metric_type(),
             };
-            let mut metric = encoder.encode_descriptor(&family.name, &help, None, metric_type)?;
+            // prometheus-client writes the unit after the name it is given (and a `# UNIT`
+            // line); a name that does not end in it (a collision's index after it) gets none.
+            let seconds = Unit::Seconds;
+            let (name, unit) = match family.name.strip_suffix("_seconds") {
+                Some(stem) if family.unit != MetricUnit::Raw => (stem, Some(&seconds)),
+                _ => (family.name.as_str(), None),
+            };
+            let mut metric = encoder.encode_descriptor(name, &help, unit, metric_type)?;
             if !more && unlabelled {
                 // No labels at all: `name value`, not `name{} value`.
-                write_value(family.kind, value, metric)?;
+                self.write_value(family, value, object, metric)?;
                 continue;
             }
             self.series(family, &mut cache, |l, value| {
                 let mut labels: Vec<(&str, Escaped<'_>)> = Vec::with_capacity(3);
                 if let Some(i) = l.instance {
-                    labels.push(("instance", Escaped(i)));
+                    labels.push((INSTANCE_LABEL, Escaped(i)));
                 }
                 if let Some(p) = l.parent {
                     labels.push(("parent", Escaped(p)));
@@ -691,7 +686,7 @@ impl PromCollector for Exposition {
                 if !l.app.is_empty() {
                     labels.push(("app", Escaped(l.app)));
                 }
-                write_value(family.kind, value, metric.encode_family(&labels)?)
+                self.write_value(family, value, l.object, metric.encode_family(&labels)?)
             })?;
         }
         Ok(())
@@ -719,74 +714,45 @@ fn unescape_quotes(text: &str) -> String {
     out
 }
 
-/// The families one object's values go to.
-#[derive(Default)]
-struct ObjectPlan {
-    /// Per counter, its family (`None`: not exported).
-    counters: Vec<Option<String>>,
-    /// The families of the object's `PerfTime` and `PerfFreq`, when a counter is read against
-    /// them.
-    clock: Option<(String, String)>,
-}
-
-/// Decides the family of each counter of `object` and of its clock, and creates the
+/// Decides the family of each counter of `object` (`None`: not exported), and creates the
 /// families that do not exist yet.
 fn plan_object(
     object: &ObjectData,
     names: &Names,
     table: &mut NameTable,
     families: &mut BTreeMap<String, Family>,
-) -> ObjectPlan {
+) -> Vec<Option<String>> {
     let object_name = names.counter.get(object.name_index);
     let object_stem = object_stem(&word_or_index(object_name, object.name_index));
-    let mut add = |stem: &str, kind: MetricKind, key: u32, help: String| -> String {
-        let name = table.claim(stem, kind, (object.name_index, key));
+    let mut plan: Vec<Option<String>> = Vec::with_capacity(object.counters.len());
+    for (c, def) in object.counters.iter().enumerate() {
+        let served = def.base_of.and_then(|j| object.counters.get(j));
+        let serves = served.map(|s| s.counter_type);
+        let Some(kind) = metric_kind(def.counter_type, serves) else {
+            plan.push(None);
+            continue;
+        };
+        let unit = unit_of(def.counter_type, serves);
+        let (stem, key_index, help) = family_of(object, c, &plan, &object_stem, names);
+        let stem = match unit.suffix() {
+            // A counter named for its unit ("Busy seconds") does not say it twice.
+            Some(suffix) => format!(
+                "{}_{suffix}",
+                stem.strip_suffix("_seconds").unwrap_or(&stem)
+            ),
+            None => stem,
+        };
+        let name = table.claim(&stem, kind, (object.name_index, key_index));
         families.entry(name.clone()).or_insert_with(|| Family {
             name: name.clone(),
             help,
             kind,
+            unit,
             sources: Vec::new(),
         });
-        name
-    };
-    let mut plan: Vec<Option<String>> = Vec::with_capacity(object.counters.len());
-    for (c, def) in object.counters.iter().enumerate() {
-        let served = def.base_of.and_then(|j| object.counters.get(j));
-        let Some(kind) = metric_kind(def.counter_type, served.map(|s| s.counter_type)) else {
-            plan.push(None);
-            continue;
-        };
-        let (stem, key_index, help) = family_of(object, c, &plan, &object_stem, names);
-        plan.push(Some(add(&stem, kind, key_index, help)));
+        plan.push(Some(name));
     }
-    // ELAPSED_TIME and the OBJ_TIME / PRECISION_OBJECT types are read against the object's
-    // own clock (winperf.h: PERF_OBJECT_TIMER), which PromQL then needs too: for example
-    // `(x_perf_time_total - x_uptime) / x_perf_freq` is the uptime in seconds.
-    let clock = object
-        .counters
-        .iter()
-        .any(|d| d.counter_type & PERF_TIMER_MASK == PERF_OBJECT_TIMER)
-        .then(|| {
-            let path = object_name.unwrap_or("?");
-            (
-                add(
-                    &format!("{object_stem}_perf_time"),
-                    MetricKind::Counter,
-                    0,
-                    format!("The object's clock (PERF_OBJECT_TYPE PerfTime), in ticks of its PerfFreq. [{path}]"),
-                ),
-                add(
-                    &format!("{object_stem}_perf_freq"),
-                    MetricKind::Gauge,
-                    0,
-                    format!("Ticks per second of the object's clock (PERF_OBJECT_TYPE PerfFreq). [{path}]"),
-                ),
-            )
-        });
-    ObjectPlan {
-        counters: plan,
-        clock,
-    }
+    plan
 }
 
 /// The family stem, key index and help text of counter `c` of `object` (`plan`: the families
@@ -807,8 +773,12 @@ fn family_of(
                 .base_of
                 .and_then(|j| plan.get(j).cloned().flatten())
                 .unwrap_or_else(|| counter_stem(object_stem, counter, names));
+            // A base counts (jobs, samples): named for its counter without the unit word.
+            let stem = counter_family
+                .strip_suffix("_seconds")
+                .unwrap_or(&counter_family);
             (
-                format!("{counter_family}_base"),
+                format!("{stem}_base"),
                 counter.name_index,
                 format!(
                     "The base (denominator) of {}. [{}\\{} base, {}]",
@@ -883,12 +853,66 @@ fn escape(text: &str, quote: bool) -> String {
     out
 }
 
-/// Writes one value through `encoder`.
-fn write_value(kind: MetricKind, value: i64, encoder: MetricEncoder<'_>) -> std::fmt::Result {
-    match kind {
-        // A LARGE counter is a ULONGLONG: the bits as unsigned.
-        MetricKind::Counter => ConstCounter::new(value as u64).encode(encoder),
-        MetricKind::Gauge => ConstGauge::new(value).encode(encoder),
+/// Seconds from 1601-01-01 (FILETIME's epoch, `PerfTime100nSec`'s) to 1970-01-01.
+const FILETIME_UNIX_EPOCH_SECONDS: f64 = 11_644_473_600.0;
+
+impl Exposition {
+    /// Writes one raw `value` of `family` from object `object` through `encoder`, in the
+    /// family's unit.
+    fn write_value(
+        &self,
+        family: &Family,
+        value: i64,
+        object: usize,
+        encoder: MetricEncoder<'_>,
+    ) -> std::fmt::Result {
+        // A LARGE counter is a ULONGLONG: the bits as unsigned; a gauge is signed.
+        let raw = match family.kind {
+            MetricKind::Counter => value as u64 as f64,
+            MetricKind::Gauge => value as f64,
+        };
+        let obj = self.snapshot.objects.get(object);
+        let seconds = match family.unit {
+            MetricUnit::Raw => {
+                return match family.kind {
+                    MetricKind::Counter => ConstCounter::new(value as u64).encode(encoder),
+                    MetricKind::Gauge => ConstGauge::new(value).encode(encoder),
+                };
+            }
+            MetricUnit::Seconds(clock) => {
+                let freq = match clock {
+                    Clock::System => self.snapshot.perf_freq,
+                    Clock::HundredNs => HUNDRED_NS_PER_SECOND,
+                    Clock::Object => obj.map_or(0, |o| o.perf_freq),
+                };
+                per_second(raw, freq)
+            }
+            // Now (the collection's wall clock) less the time since the start by the object's
+            // clock.
+            MetricUnit::StartTime => {
+                let now = self.snapshot.perf_time_100nsec as f64 / HUNDRED_NS_PER_SECOND as f64
+                    - FILETIME_UNIX_EPOCH_SECONDS;
+                let (time, freq) = obj.map_or((0, 0), |o| (o.perf_time, o.perf_freq));
+                now - per_second(time.wrapping_sub(value) as f64, freq)
+            }
+        };
+        match family.kind {
+            MetricKind::Counter => ConstCounter::new(seconds).encode(encoder),
+            MetricKind::Gauge => ConstGauge::new(seconds).encode(encoder),
+        }
+    }
+}
+
+/// 100-nanosecond units in a second.
+const HUNDRED_NS_PER_SECOND: i64 = 10_000_000;
+
+/// `ticks` of a clock of `freq` ticks a second, in seconds; NaN for a clock without a
+/// frequency (a provider that reports none).
+fn per_second(ticks: f64, freq: i64) -> f64 {
+    if freq > 0 {
+        ticks / freq as f64
+    } else {
+        f64::NAN
     }
 }
 
@@ -960,13 +984,13 @@ mod tests {
         let n = names(&[(10, "Pool"), (12, "Size"), (14, "Worker"), (16, "Done/sec")]);
         let text = Exposition::new(&snap, &["A".into(), "A".into()], &n).encode();
         assert!(
-            text.contains("prfdata_pool_size{instance=\"pool \\\"B\\\"\",app=\"A\"} 2\n"),
+            text.contains("prfdata_pool_size{perf_instance=\"pool \\\"B\\\"\",app=\"A\"} 2\n"),
             "{text}"
         );
-        assert!(text.contains("prfdata_worker_done_per_second_total{instance=\"w\",parent=\"pool \\\"B\\\"\",app=\"A\"} 5\n"));
-        assert!(text.contains("prfdata_worker_done_per_second_total{instance=\"w#1\",parent=\"pool \\\"B\\\"\",app=\"A\"} 6\n"));
+        assert!(text.contains("prfdata_worker_done_per_second_total{perf_instance=\"w\",parent=\"pool \\\"B\\\"\",app=\"A\"} 5\n"));
+        assert!(text.contains("prfdata_worker_done_per_second_total{perf_instance=\"w#1\",parent=\"pool \\\"B\\\"\",app=\"A\"} 6\n"));
         assert!(text.contains(
-            "prfdata_worker_done_per_second_total{instance=\"w\",parent=\"pool A\",app=\"A\"} 7\n"
+            "prfdata_worker_done_per_second_total{perf_instance=\"w\",parent=\"pool A\",app=\"A\"} 7\n"
         ));
         assert!(text.contains("# HELP prfdata_worker_done_per_second Help of Done/sec. [Worker\\\\Done/sec, PERF_COUNTER_COUNTER]\n"), "{text}");
     }
@@ -1001,8 +1025,8 @@ mod tests {
         assert_eq!(
             e.family_names(),
             [
-                "prfdata_svc_avg_latency",
                 "prfdata_svc_avg_latency_base",
+                "prfdata_svc_avg_latency_seconds",
                 "prfdata_svc_hit_ratio",
                 "prfdata_svc_hit_ratio_base",
             ]
@@ -1011,8 +1035,11 @@ mod tests {
         assert_eq!(
             series(&text),
             [
-                ("prfdata_svc_avg_latency_total{app=\"S\"}", "300"),
                 ("prfdata_svc_avg_latency_base_total{app=\"S\"}", "3"),
+                (
+                    "prfdata_svc_avg_latency_seconds_total{app=\"S\"}",
+                    "0.00003"
+                ),
                 ("prfdata_svc_hit_ratio{app=\"S\"}", "1"),
                 ("prfdata_svc_hit_ratio_base{app=\"S\"}", "4"),
             ]
@@ -1022,7 +1049,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("# TYPE prfdata_svc_avg_latency counter\n"),
+            text.contains("# TYPE prfdata_svc_avg_latency_seconds counter\n"),
             "{text}"
         );
     }
@@ -1091,11 +1118,11 @@ mod tests {
         assert_eq!(
             series(&text),
             [
-                ("prfdata_o_c{instance=\"a\",app=\"A\"}", "1"),
-                ("prfdata_o_c{instance=\"b\",app=\"A\"}", "2"),
-                ("prfdata_o_c{instance=\"c\",app=\"A\"}", "4"),
-                ("prfdata_o_c{instance=\"a#1\",app=\"B\"}", "5"),
-                ("prfdata_o_c{instance=\"a\",app=\"B\"}", "6"),
+                ("prfdata_o_c{perf_instance=\"a\",app=\"A\"}", "1"),
+                ("prfdata_o_c{perf_instance=\"b\",app=\"A\"}", "2"),
+                ("prfdata_o_c{perf_instance=\"c\",app=\"A\"}", "4"),
+                ("prfdata_o_c{perf_instance=\"a#1\",app=\"B\"}", "5"),
+                ("prfdata_o_c{perf_instance=\"a\",app=\"B\"}", "6"),
             ]
         );
     }
@@ -1120,15 +1147,15 @@ mod tests {
             Exposition::new(&snap, &["A".into()], &n).encode_text(),
             "# HELP prfdata_p_c_total a \"q\" \\\\ b\\nc [P\\\\C, PERF_COUNTER_BULK_COUNT]\n\
              # TYPE prfdata_p_c_total counter\n\
-             prfdata_p_c_total{instance=\"x\\\"y\",app=\"A\"} 1\n\
+             prfdata_p_c_total{perf_instance=\"x\\\"y\",app=\"A\"} 1\n\
              # HELP prfdata_p_g g [P\\\\G, PERF_COUNTER_RAWCOUNT]\n\
              # TYPE prfdata_p_g gauge\n\
-             prfdata_p_g{instance=\"x\\\"y\",app=\"A\"} 2\n"
+             prfdata_p_g{perf_instance=\"x\\\"y\",app=\"A\"} 2\n"
         );
     }
 
     #[test]
-    fn an_object_with_an_elapsed_time_exports_its_clock() {
+    fn an_elapsed_time_is_a_unix_start_time_and_no_clock_is_exported() {
         let obj = |index: u32, counter_type: u32| {
             object(index, &[(index + 2, counter_type)])
                 .clock(5_000, 10_000_000)
@@ -1144,23 +1171,69 @@ mod tests {
         let e = Exposition::new(&snap, &["A".into(), "A".into()], &n);
         assert_eq!(
             e.family_names(),
-            [
-                "prfdata_other_n",
-                "prfdata_svc_perf_freq",
-                "prfdata_svc_perf_time",
-                "prfdata_svc_uptime",
-            ],
-            "only the object with an object-timer counter has a clock"
+            ["prfdata_other_n", "prfdata_svc_uptime_start_time_seconds"]
         );
-        assert_eq!(
-            series(&e.encode()),
-            [
-                ("prfdata_other_n{app=\"A\"}", "1000"),
-                ("prfdata_svc_perf_freq{app=\"A\"}", "10000000"),
-                ("prfdata_svc_perf_time_total{app=\"A\"}", "5000"),
-                ("prfdata_svc_uptime{app=\"A\"}", "1000"),
-            ]
-        );
+        let text = e.encode();
+        let got = series(&text);
+        assert_eq!(got[0], ("prfdata_other_n{app=\"A\"}", "1000"));
+        assert_eq!(got[1].0, "prfdata_svc_uptime_start_time_seconds{app=\"A\"}");
+        // Started 4000 ticks of 10^7 a second before the collection.
+        let now = snap.perf_time_100nsec as f64 / 1e7 - FILETIME_UNIX_EPOCH_SECONDS;
+        let started: f64 = got[1].1.parse().unwrap();
+        assert!((started - (now - 0.0004)).abs() < 1e-3, "{started} {now}");
+        assert!(text.contains("# TYPE prfdata_svc_uptime_start_time_seconds gauge\n# UNIT prfdata_svc_uptime_start_time_seconds seconds\n"), "{text}");
+    }
+
+    #[test]
+    fn every_timer_is_exported_in_seconds_by_its_own_clock() {
+        // The block's clock ticks 1000 times a second, the object's 500: each type divides by
+        // its own (100 ns types by 10^7).
+        let types = [
+            (12, PERF_COUNTER_TIMER, 3_000),
+            (14, PERF_COUNTER_TIMER_INV, 3_000),
+            (16, PERF_COUNTER_MULTI_TIMER, 3_000),
+            (18, PERF_100NSEC_TIMER, 20_000_000),
+            (20, PERF_100NSEC_TIMER_INV, 20_000_000),
+            (22, PERF_100NSEC_MULTI_TIMER, 20_000_000),
+            (24, PERF_OBJ_TIME_TIMER, 2_500),
+            (26, PERF_AVERAGE_TIMER, 3_000),
+        ];
+        let counters: Vec<(u32, u32)> = types.iter().map(|&(i, t, _)| (i, t)).collect();
+        let obj = object(10, &counters)
+            .clock(0, 500)
+            .values(types.iter().map(|&(_, _, v)| RawValue::Int(v)).collect());
+        let mut snap = snapshot(&[obj]);
+        snap.perf_freq = 1_000;
+        let n = names(&[
+            (10, "T"),
+            (12, "A"),
+            (14, "B"),
+            (16, "C"),
+            (18, "D"),
+            (20, "E"),
+            (22, "F"),
+            (24, "G"),
+            (26, "H"),
+        ]);
+        let text = Exposition::new(&snap, &[], &n).encode();
+        let want: Vec<(String, &str)> = [
+            ("a", "3.0"),
+            ("b", "3.0"),
+            ("c", "3.0"),
+            ("d", "2.0"),
+            ("e", "2.0"),
+            ("f", "2.0"),
+            ("g", "5.0"),
+            ("h", "3.0"),
+        ]
+        .iter()
+        .map(|&(c, v)| (format!("prfdata_t_{c}_seconds_total"), v))
+        .collect();
+        let got: Vec<(String, &str)> = series(&text)
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        assert_eq!(got, want, "{text}");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Which counter types are OpenMetrics counters and which are gauges.
+//! Which counter types are OpenMetrics counters and which are gauges ([`metric_kind`]), and
+//! the unit each is exported in ([`unit_of`]).
 //!
 //! A raw value is a `counter` when PDH computes the displayed value from the *difference* of
 //! two samples (winperf.h sets `PERF_DELTA_COUNTER` on all those types), and when it is the
@@ -123,6 +124,102 @@ pub fn metric_kind(counter_type: u32, serves: Option<u32>) -> Option<MetricKind>
     })
 }
 
+/// The clock a time value counts ticks of (winperf.h's `PERF_TIMER_*` field, and the 100 ns
+/// types' fixed unit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    /// The system's performance counter: ticks of the data block's `PerfFreq`
+    /// (`PERF_TIMER_TICK`).
+    System,
+    /// 100-nanosecond units: 10⁷ a second (`PERF_TIMER_100NS`).
+    HundredNs,
+    /// The object's own clock: ticks of the object's `PerfFreq` (`PERF_OBJECT_TIMER`).
+    Object,
+}
+
+/// The unit a raw value is exported in, so that a value means what its name says (Prometheus'
+/// naming: base units, the unit as the name's last word).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricUnit {
+    /// As perflib returns it: a count, a rate's count, a fraction's part, a base, a queue
+    /// length accumulated per tick. No unit word in the name.
+    Raw,
+    /// Ticks of a clock, exported in seconds; the name ends in `_seconds`.
+    Seconds(Clock),
+    /// `PERF_ELAPSED_TIME`: a start time in the object's clock, exported as Unix time in
+    /// seconds; the name ends in `_start_time_seconds`.
+    StartTime,
+}
+
+impl MetricUnit {
+    /// The words the family name ends with (after the counter's name), if any.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::openmetrics::kind::{Clock, MetricUnit};
+    /// assert_eq!(MetricUnit::Seconds(Clock::System).suffix(), Some("seconds"));
+    /// assert_eq!(MetricUnit::Raw.suffix(), None);
+    /// ```
+    pub fn suffix(self) -> Option<&'static str> {
+        match self {
+            Self::Raw => None,
+            Self::Seconds(_) => Some("seconds"),
+            Self::StartTime => Some("start_time_seconds"),
+        }
+    }
+}
+
+/// The unit `counter_type` is exported in; `serves` as for [`metric_kind`] (a precision
+/// timer's time stamp counts the timer's clock).
+///
+/// | winperf.h type | unit |
+/// |---|---|
+/// | `PERF_COUNTER_TIMER(_INV)`, `PERF_COUNTER_MULTI_TIMER(_INV)`, `PERF_AVERAGE_TIMER`, `PERF_PRECISION_SYSTEM_TIMER` | seconds: ticks ÷ the block's `PerfFreq` |
+/// | `PERF_100NSEC_TIMER(_INV)`, `PERF_100NSEC_MULTI_TIMER(_INV)`, `PERF_PRECISION_100NS_TIMER` | seconds: ticks ÷ 10⁷ |
+/// | `PERF_OBJ_TIME_TIMER`, `PERF_PRECISION_OBJECT_TIMER` | seconds: ticks ÷ the object's `PerfFreq` |
+/// | `PERF_PRECISION_TIMESTAMP` | seconds, by the clock of the timer it serves |
+/// | `PERF_ELAPSED_TIME` | the start as Unix time, in seconds |
+/// | every other type (counts, rates, bulk counts, fractions and bases, deltas, queue lengths) | raw |
+///
+/// Queue lengths (`PERF_COUNTER_*QUEUELEN_TYPE`) stay raw: their value is a length summed
+/// per tick, a count rather than a time.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_wire::winperf::*;
+/// use prfmon::openmetrics::kind::{unit_of, Clock, MetricUnit};
+/// assert_eq!(unit_of(PERF_AVERAGE_TIMER, None), MetricUnit::Seconds(Clock::System));
+/// assert_eq!(unit_of(PERF_AVERAGE_BASE, Some(PERF_AVERAGE_TIMER)), MetricUnit::Raw);
+/// assert_eq!(unit_of(PERF_ELAPSED_TIME, None), MetricUnit::StartTime);
+/// ```
+pub fn unit_of(counter_type: u32, serves: Option<u32>) -> MetricUnit {
+    use Clock::{HundredNs, Object, System};
+    use MetricUnit::{Raw, Seconds, StartTime};
+    match counter_type {
+        PERF_COUNTER_TIMER
+        | PERF_COUNTER_TIMER_INV
+        | PERF_COUNTER_MULTI_TIMER
+        | PERF_COUNTER_MULTI_TIMER_INV
+        | PERF_AVERAGE_TIMER
+        | PERF_PRECISION_SYSTEM_TIMER => Seconds(System),
+        PERF_100NSEC_TIMER
+        | PERF_100NSEC_TIMER_INV
+        | PERF_100NSEC_MULTI_TIMER
+        | PERF_100NSEC_MULTI_TIMER_INV
+        | PERF_PRECISION_100NS_TIMER => Seconds(HundredNs),
+        PERF_OBJ_TIME_TIMER | PERF_PRECISION_OBJECT_TIMER => Seconds(Object),
+        // PERF_PRECISION_TIMESTAMP and PERF_LARGE_RAW_BASE are one constant.
+        PERF_LARGE_RAW_BASE => match serves {
+            Some(timer) if is_precision(timer) => unit_of(timer, None),
+            _ => Raw,
+        },
+        PERF_ELAPSED_TIME => StartTime,
+        _ => Raw,
+    }
+}
+
 /// Whether `counter_type` is one of the precision timers, whose base is a time stamp.
 fn is_precision(counter_type: u32) -> bool {
     matches!(
@@ -192,6 +289,92 @@ mod tests {
             (PERF_PRECISION_OBJECT_TIMER, Some(C)),
         ]
     };
+
+    /// Every type winperf.h defines, with the unit [`unit_of`]'s table gives it.
+    const UNITS: &[(u32, MetricUnit)] = {
+        use Clock::{HundredNs as N, Object as O, System as S};
+        use MetricUnit::{Raw as R, Seconds as T, StartTime};
+        &[
+            (PERF_COUNTER_COUNTER, R),
+            (PERF_COUNTER_TIMER, T(S)),
+            (PERF_COUNTER_QUEUELEN_TYPE, R),
+            (PERF_COUNTER_LARGE_QUEUELEN_TYPE, R),
+            (PERF_COUNTER_100NS_QUEUELEN_TYPE, R),
+            (PERF_COUNTER_OBJ_TIME_QUEUELEN_TYPE, R),
+            (PERF_COUNTER_BULK_COUNT, R),
+            (PERF_COUNTER_TEXT, R),
+            (PERF_COUNTER_RAWCOUNT, R),
+            (PERF_COUNTER_LARGE_RAWCOUNT, R),
+            (PERF_COUNTER_RAWCOUNT_HEX, R),
+            (PERF_COUNTER_LARGE_RAWCOUNT_HEX, R),
+            (PERF_SAMPLE_FRACTION, R),
+            (PERF_SAMPLE_COUNTER, R),
+            (PERF_COUNTER_NODATA, R),
+            (PERF_COUNTER_TIMER_INV, T(S)),
+            (PERF_SAMPLE_BASE, R),
+            (PERF_AVERAGE_TIMER, T(S)),
+            (PERF_AVERAGE_BASE, R),
+            (PERF_AVERAGE_BULK, R),
+            (PERF_OBJ_TIME_TIMER, T(O)),
+            (PERF_100NSEC_TIMER, T(N)),
+            (PERF_100NSEC_TIMER_INV, T(N)),
+            (PERF_COUNTER_MULTI_TIMER, T(S)),
+            (PERF_COUNTER_MULTI_TIMER_INV, T(S)),
+            (PERF_COUNTER_MULTI_BASE, R),
+            (PERF_100NSEC_MULTI_TIMER, T(N)),
+            (PERF_100NSEC_MULTI_TIMER_INV, T(N)),
+            (PERF_RAW_FRACTION, R),
+            (PERF_LARGE_RAW_FRACTION, R),
+            (PERF_RAW_BASE, R),
+            (PERF_LARGE_RAW_BASE, R),
+            (PERF_ELAPSED_TIME, StartTime),
+            (PERF_COUNTER_DELTA, R),
+            (PERF_COUNTER_LARGE_DELTA, R),
+            (PERF_PRECISION_SYSTEM_TIMER, T(S)),
+            (PERF_PRECISION_100NS_TIMER, T(N)),
+            (PERF_PRECISION_OBJECT_TIMER, T(O)),
+        ]
+    };
+
+    #[test]
+    fn every_winperf_type_has_one_unit() {
+        assert_eq!(
+            UNITS.len(),
+            TABLE.len(),
+            "one row per type of the kind table"
+        );
+        for (&(t, unit), &(k, _)) in UNITS.iter().zip(TABLE) {
+            assert_eq!(t, k, "the two tables list the types in one order");
+            let name = counter_type_name(t).unwrap();
+            assert_eq!(unit_of(t, None), unit, "{name}");
+            // A time is exported only from a type whose display is a time or a fraction of
+            // one: its timer field names the clock the table divides by.
+            if let MetricUnit::Seconds(clock) = unit {
+                let field = match clock {
+                    Clock::System => PERF_TIMER_TICK,
+                    Clock::HundredNs => PERF_TIMER_100NS,
+                    Clock::Object => PERF_OBJECT_TIMER,
+                };
+                assert_eq!(t & PERF_TIMER_MASK, field, "{name}'s clock");
+            }
+        }
+        // A precision timer's time stamp counts its timer's clock; another large raw base is a
+        // count.
+        for (timer, clock) in [
+            (PERF_PRECISION_SYSTEM_TIMER, Clock::System),
+            (PERF_PRECISION_100NS_TIMER, Clock::HundredNs),
+            (PERF_PRECISION_OBJECT_TIMER, Clock::Object),
+        ] {
+            assert_eq!(
+                unit_of(PERF_PRECISION_TIMESTAMP, Some(timer)),
+                MetricUnit::Seconds(clock)
+            );
+        }
+        assert_eq!(
+            unit_of(PERF_LARGE_RAW_BASE, Some(PERF_LARGE_RAW_FRACTION)),
+            MetricUnit::Raw
+        );
+    }
 
     #[test]
     fn every_winperf_type_maps_as_the_table_says() {

@@ -1,18 +1,24 @@
-//! The raw values of every object, counter and instance in the OpenMetrics text format, as
-//! `prfmon serve` exposes them at `/metrics` for Prometheus (the HTTP server is the binary's).
+//! The values of every object, counter and instance in base units, in the OpenMetrics text
+//! format, as `prfmon serve` exposes them at `/metrics` for Prometheus (the HTTP server is the
+//! binary's).
 //!
 //! # Index
 //!
 //! - [`exposition`]: a collection as metric families, encoded with `prometheus-client`.
 //! - [`naming`]: metric names from object and counter names, and collisions.
-//! - [`kind`]: which counter types are counters and which gauges.
+//! - [`kind`]: which counter types are counters and which gauges, and the unit of each.
 //!
 //! # What is exported
 //!
 //! Each scrape of `prfmon serve`'s `/metrics` makes one collection (`Global` by default) and
-//! exports every counter's *raw* value, as perflib returns it: no PDH formula is applied, so
-//! that Prometheus can compute rates and ratios over any window (`rate(x_total[1m])`,
-//! `rate(x_total[1m]) / rate(x_base_total[1m])`, `x / x_base`).
+//! exports every counter's value as perflib returns it, in base units: no PDH formula is
+//! applied, so that Prometheus can compute rates and ratios over any window
+//! (`rate(x_total[1m])`, `rate(x_seconds_total[1m]) / rate(x_base_total[1m])`, `x / x_base`).
+//! A time is exported in seconds, whatever clock it was counted in, and its name ends in
+//! `_seconds` (with a `# UNIT` line); an elapsed time is the start as Unix time,
+//! `<counter>_start_time_seconds`, so `time() - x_start_time_seconds` is the uptime; counts,
+//! fractions, bases and queue lengths are exported as they are. The table is
+//! [`kind::unit_of`].
 //!
 //! **Costly objects** are not in a `Global` collection (perflib collects them only when
 //! `Costly` is asked for). `/metrics?query=Costly` collects them; point a second scrape job at
@@ -33,26 +39,14 @@
 //!     static_configs: [{ targets: ['127.0.0.1:9358'] }]
 //! ```
 //!
-//! **Labels**: `instance` (the instance name as PDH gives it, without the parent, `#n` for
-//! the second and later instances of one name under one parent; absent for an object without
-//! instances), `parent` (the parent instance's name, when the parent object is in the
-//! collection), `app` (the service whose provider returned the object, from
+//! **Labels**: `perf_instance` (the instance name as PDH gives it, without the parent, `#n`
+//! for the second and later instances of one name under one parent; absent for an object
+//! without instances; [`exposition::INSTANCE_LABEL`]), `parent` (the parent instance's name,
+//! when the parent object is in the collection), `app` (the service whose provider returned
+//! the object, from
 //! [`Collector::collect_with_services`](crate::collector::Collector::collect_with_services)).
-//! Prometheus attaches its own `instance` label (the target) to every series, and keeps the
-//! exporter's as `exported_instance` unless the job sets `honor_labels: true`.
-//!
-//! **Object clocks**: an object with a counter read against the object's own clock
-//! (`PERF_OBJECT_TIMER` in its type: `PERF_ELAPSED_TIME`, `PERF_OBJ_TIME_TIMER`,
-//! `PERF_COUNTER_OBJ_TIME_QUEUELEN_TYPE`, `PERF_PRECISION_OBJECT_TIMER`) also exports that
-//! clock: `prfdata_<object>_perf_time_total` (`PerfTime`, counter) and
-//! `prfdata_<object>_perf_freq` (`PerfFreq`, gauge), labelled `app`. So an uptime in seconds is
-//! `(prfdata_demo_service_perf_time_total - prfdata_demo_service_uptime) /
-//! prfdata_demo_service_perf_freq`. For prfdata's objects that clock is, as for NT's Process
-//! object, the wall clock as a FILETIME (100 ns units since 1601-01-01, `PerfFreq` 10,000,000),
-//! and a `PERF_ELAPSED_TIME` value is a start time in the same units, so
-//! `prfdata_demo_service_uptime / 1e7 - 11644473600` is the start as Unix time
-//! ([`prfdata::clock`]). The system clock the other timers count against ticks
-//! [`prfdata::clock::PERF_FREQUENCY`] times a second.
+//! The instance label is not called `instance`: Prometheus attaches its own `instance` label
+//! (the target) to every series, and would keep the exporter's as `exported_instance`.
 //!
 //! **HELP** is the counter's explain text in the language of `--lang`, followed by
 //! `[\Object\Counter, PERF_TYPE]`; a base's HELP names its counter.
@@ -62,7 +56,8 @@
 //! `prfdata_<object>_<counter>`, each part lowercased with `%` → `percent`, `/` → `per`,
 //! `#` → `num`, every run of other characters → one `_`, and the word `sec` → `second`; an
 //! object whose name begins with "PrfData" does not repeat the prefix; a counter family's
-//! samples end in `_total`; a base is `<its counter's name>_base`. Collisions are resolved by appending
+//! samples end in `_total`; a time ends in `_seconds`, an elapsed time in
+//! `_start_time_seconds`; a base is `<its counter's name, without _seconds>_base`. Collisions are resolved by appending
 //! the object and counter name indexes. The full rule is in [`naming`]. For example
 //! `\PrfData Demo Service\Jobs/sec` is `prfdata_demo_service_jobs_per_second_total`.
 //!
@@ -83,7 +78,7 @@
 //! | `PERF_PRECISION_SYSTEM_TIMER`, `_100NS_TIMER`, `_OBJECT_TIMER` and their `PERF_PRECISION_TIMESTAMP` | counter |
 //! | `PERF_COUNTER_RAWCOUNT`, `PERF_COUNTER_LARGE_RAWCOUNT` and their `_HEX` forms | gauge |
 //! | `PERF_RAW_FRACTION`, `PERF_LARGE_RAW_FRACTION` and their `PERF_RAW_BASE` / `PERF_LARGE_RAW_BASE` | gauge |
-//! | `PERF_ELAPSED_TIME` (the start time, in the object's time base) | gauge  |
+//! | `PERF_ELAPSED_TIME` (the start time, as Unix time in seconds) | gauge  |
 //! | `PERF_COUNTER_MULTI_BASE` (the number of things timed)      | gauge     |
 //! | `PERF_COUNTER_TEXT`, `PERF_COUNTER_NODATA`                  | not exported |
 //! | a type winperf.h does not define                            | counter if it has `PERF_DELTA_COUNTER` or `PERF_DELTA_BASE`, else gauge |
@@ -102,6 +97,9 @@
 //! assert_eq!(metric_stem("PrfData Demo Service", "Avg. job latency"), "prfdata_demo_service_avg_job_latency");
 //! assert_eq!(metric_kind(PERF_AVERAGE_TIMER, None), Some(MetricKind::Counter));
 //! assert_eq!(metric_kind(PERF_AVERAGE_BASE, Some(PERF_AVERAGE_TIMER)), Some(MetricKind::Counter));
+//! // The timer's ticks are exported in seconds: `prfdata_demo_service_avg_job_latency_seconds`.
+//! use prfmon::openmetrics::kind::{unit_of, Clock, MetricUnit};
+//! assert_eq!(unit_of(PERF_AVERAGE_TIMER, None), MetricUnit::Seconds(Clock::System));
 //! ```
 
 pub mod exposition;

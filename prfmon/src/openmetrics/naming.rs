@@ -9,9 +9,11 @@
 //!    become `second` and `seconds` (promtool's linter rejects the abbreviations). A name that leaves nothing, or an
 //!    index with no name in `Perflib\<lang>`, becomes `n<index>`.
 //! 2. The stem is `prfdata_<object word>_<counter word>` ([`metric_stem`]), where an object
-//!    word that begins with `prfdata_` does not repeat it ([`object_stem`]); a base's stem is
-//!    its counter's final name followed by `_base`; an object's clock is
-//!    `prfdata_<object word>_perf_time` and `..._perf_freq`.
+//!    word that begins with `prfdata_` does not repeat it ([`object_stem`]); a counter exported
+//!    in a unit ([`unit_of`](super::kind::unit_of)) ends with it: `_seconds` for a time (a
+//!    counter word that already ends in `_seconds` does not repeat it),
+//!    `_start_time_seconds` for an elapsed time; a base's stem is its counter's final name
+//!    without `_seconds`, followed by `_base`.
 //! 3. A counter family loses a trailing `_total` (the encoder appends it to every sample).
 //! 4. Families with the same stem and the same type are one family: the same object and
 //!    counter names from two services (the same map installed twice) are told apart by the

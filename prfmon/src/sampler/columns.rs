@@ -7,6 +7,7 @@ use std::hash::{BuildHasher, RandomState};
 use super::offered::{Hit, Offered};
 use super::previous::Previous;
 use super::{machine_of, reading};
+use crate::factor::Factors;
 use crate::names::Names;
 use crate::pdh::{CounterPath, FormatOptions};
 use prfdata_wire::snapshot::DataSnapshot;
@@ -80,7 +81,7 @@ struct Waiting {
 ///     Ok::<(), std::convert::Infallible>(())
 /// })?;
 /// assert_eq!(header, [r"\\box\#1848(alpha)\#1850", r"\\box\#1848(beta)\#1850"]);
-/// assert_eq!(columns.sample(&snap, &names), [Some(7.0), Some(4_294_967_295.0)]);
+/// assert_eq!(columns.sample(&snap, &names, &Default::default()), [Some(7.0), Some(4_294_967_295.0)]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
@@ -201,12 +202,12 @@ impl Columns {
     /// })?;
     /// // The second path waits, with an empty column.
     /// assert_eq!(header, [r"\\box\#1848(alpha)\#1850", r"\\box\Later(alpha)\Value"]);
-    /// assert_eq!(columns.sample(&snap, &names), [Some(7.0), None]);
+    /// assert_eq!(columns.sample(&snap, &names, &Default::default()), [Some(7.0), None]);
     /// assert_eq!(columns.never_matched().collect::<Vec<_>>(), [1]);
     /// // The same counters under other names (read again after a rename): the columns swap.
     /// names.counter.insert(1848, "Later".into());
     /// names.counter.insert(1850, "Value".into());
-    /// assert_eq!(columns.sample(&snap, &names), [None, Some(7.0)]);
+    /// assert_eq!(columns.sample(&snap, &names, &Default::default()), [None, Some(7.0)]);
     /// assert_eq!(columns.never_matched().count(), 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -294,8 +295,14 @@ impl Columns {
 
     /// One value per column from `snapshot` (`None`: no value now, as for an instance that
     /// has gone, or a rate's first sample), formatted from the previous sample of each counter
-    /// and this one.
-    pub fn sample(&mut self, snapshot: &DataSnapshot, names: &Names) -> Vec<Option<f64>> {
+    /// and this one, with each counter's scale factor in `factors` applied (a factor is part
+    /// of the displayed value: [`crate::factor`]).
+    pub fn sample(
+        &mut self,
+        snapshot: &DataSnapshot,
+        names: &Names,
+        factors: &Factors,
+    ) -> Vec<Option<f64>> {
         let offered = Offered::new(snapshot, names);
         let mut values = vec![None; self.count];
         let mut current = self.previous.next(snapshot);
@@ -316,12 +323,13 @@ impl Columns {
             let _ = write!(key, "{path}");
             let key = key.to_lowercase();
             let (previous, options) = (&self.previous, self.options);
-            let Some((_, value, _)) = reading(&offered, hit, |raw| {
+            let Some((_, value, def)) = reading(&offered, hit, |raw| {
                 previous.format(&mut current, &key, hit.object, raw, options)
             }) else {
                 continue;
             };
             if let Ok(v) = value {
+                let v = factors.apply(def.name_index, v);
                 for &column in &hits {
                     values[column] = Some(v);
                 }

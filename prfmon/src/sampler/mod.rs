@@ -907,7 +907,10 @@ mod tests {
         // One waiting column for w2 (the second spelling is the same path), w1 from the
         // wildcard, nothing for the wildcard that matches nothing.
         assert_eq!(header, [r"\\box\Jobs(w2)\Queue", r"\\box\Jobs(w1)\Queue"]);
-        assert_eq!(columns.sample(&first, &names), [None, Some(1.0)]);
+        assert_eq!(
+            columns.sample(&first, &names, &Default::default()),
+            [None, Some(1.0)]
+        );
         assert_eq!(columns.never_matched().collect::<Vec<_>>(), [0]);
         // w2 appears: its column has its value; w3 gets no column.
         let later = snapshot(
@@ -918,10 +921,16 @@ mod tests {
                 ("w3", [3, 0, 0, 0, 0, 0]),
             ],
         );
-        assert_eq!(columns.sample(&later, &names), [Some(2.0), Some(1.0)]);
+        assert_eq!(
+            columns.sample(&later, &names, &Default::default()),
+            [Some(2.0), Some(1.0)]
+        );
         assert_eq!(columns.never_matched().count(), 0);
         // Gone again: empty again.
-        assert_eq!(columns.sample(&first, &names), [None, Some(1.0)]);
+        assert_eq!(
+            columns.sample(&first, &names, &Default::default()),
+            [None, Some(1.0)]
+        );
     }
 
     #[test]

@@ -445,7 +445,7 @@ fn check_serve(f: &Fixture, mode: &[&str]) {
         let stem = metric_stem(&workers, &format!("{} Done", app.name));
         for (i, w) in ["w1", "w2"].iter().enumerate() {
             want.insert(
-                format!("{stem}{{app=\"{}\",instance=\"{w}\"}}", app.service),
+                format!("{stem}{{app=\"{}\",perf_instance=\"{w}\"}}", app.service),
                 app.done[i].to_string(),
             );
         }

@@ -133,7 +133,7 @@ fn encoding_a_huge_collection_costs_at_most_twice_its_size() {
     assert_eq!(open[1], u64::from(HUGE) + 3, "{result}");
     assert_eq!(classic[1], u64::from(HUGE) + 2, "{result}");
     let expected = format!(
-        "prfdata_huge_value{{instance=\"7a11f\",app=\"Huge\"}} {}",
+        "prfdata_huge_value{{perf_instance=\"7a11f\",app=\"Huge\"}} {}",
         HUGE - 1
     );
     assert_eq!(last, expected, "{result}");

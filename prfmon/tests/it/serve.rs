@@ -33,8 +33,8 @@ fn metrics_carry_the_apps_raw_values_exactly_with_types_help_and_labels() {
             FIXED_REQUESTS.to_string(),
         ),
         (
-            format!("{SVC}_avg_latency_total{{{APP}}}"),
-            LATENCY.to_string(),
+            format!("{SVC}_avg_latency_seconds_total{{{APP}}}"),
+            (f64::from(LATENCY) / prfdata::clock::PERF_FREQUENCY as f64).to_string(),
         ),
         (
             format!("{SVC}_avg_latency_base_total{{{APP}}}"),
@@ -42,28 +42,28 @@ fn metrics_carry_the_apps_raw_values_exactly_with_types_help_and_labels() {
         ),
         (format!("{SVC}_queue_length{{{APP}}}"), QUEUE.to_string()),
         (
-            format!("prfdata_serve_test_pool_size{{{APP},instance=\"pool A\"}}"),
+            format!("prfdata_serve_test_pool_size{{{APP},perf_instance=\"pool A\"}}"),
             "2".into(),
         ),
         (
-            format!("prfdata_serve_test_pool_size{{{APP},instance=\"pool B\"}}"),
+            format!("prfdata_serve_test_pool_size{{{APP},perf_instance=\"pool B\"}}"),
             "1".into(),
         ),
         (
             format!(
-                "prfdata_serve_test_worker_jobs_done{{{APP},instance=\"w1\",parent=\"pool A\"}}"
+                "prfdata_serve_test_worker_jobs_done{{{APP},parent=\"pool A\",perf_instance=\"w1\"}}"
             ),
             "5".into(),
         ),
         (
             format!(
-                "prfdata_serve_test_worker_jobs_done{{{APP},instance=\"w2\",parent=\"pool A\"}}"
+                "prfdata_serve_test_worker_jobs_done{{{APP},parent=\"pool A\",perf_instance=\"w2\"}}"
             ),
             "6".into(),
         ),
         (
             format!(
-                "prfdata_serve_test_worker_jobs_done{{{APP},instance=\"w1\",parent=\"pool B\"}}"
+                "prfdata_serve_test_worker_jobs_done{{{APP},parent=\"pool B\",perf_instance=\"w1\"}}"
             ),
             (1i64 << 40).to_string(),
         ),
@@ -80,6 +80,8 @@ fn metrics_carry_the_apps_raw_values_exactly_with_types_help_and_labels() {
     for line in [
         format!("# TYPE {SVC}_requests_per_second counter"),
         format!("# TYPE {SVC}_avg_latency_base counter"),
+        format!("# TYPE {SVC}_avg_latency_seconds counter"),
+        format!("# UNIT {SVC}_avg_latency_seconds seconds"),
         format!("# TYPE {SVC}_queue_length gauge"),
         format!("# HELP {SVC}_queue_length Requests waiting right now. [Serve Test Service\\\\Queue length, PERF_COUNTER_RAWCOUNT]"),
         "# TYPE prfdata_serve_test_worker_jobs_done gauge".to_owned(),

@@ -156,24 +156,36 @@ fn prometheus_scrapes_serve_and_sees_the_apps_counters_increase() {
         query(web, &format!("increase({REQUESTS}[5s]) > 0")).filter(|r| !r.is_empty())
     });
 
-    // Instance and parent labels arrive (the exporter's `instance` kept as
-    // `exported_instance`), with the exact values, and the rate / ratio pair works.
+    // Instance and parent labels arrive as the exporter wrote them (`perf_instance` does not
+    // collide with Prometheus' target label, so nothing is renamed `exported_instance`),
+    // with the exact values, and the rate / ratio pair works.
     let worker = until(deadline, "a worker series", &report, || {
         let r = query(
             web,
-            "prfdata_serve_test_worker_jobs_done{exported_instance=\"w1\",parent=\"pool B\"}",
+            "prfdata_serve_test_worker_jobs_done{perf_instance=\"w1\",parent=\"pool B\"}",
         )?;
         value_of(r.first()?)
     });
     assert_eq!(worker, (1u64 << 40) as f64);
+    let renamed = until(deadline, "a query for exported_instance", &report, || {
+        query(web, "{exported_instance!=\"\"}")
+    });
+    assert!(
+        renamed.is_empty(),
+        "series with an `exported_instance` label: {renamed:?}\n{}",
+        report()
+    );
     let ratio = until(deadline, "latency / base", &report, || {
         let r = query(
             web,
-            "prfdata_serve_test_service_avg_latency_total / prfdata_serve_test_service_avg_latency_base_total",
+            "prfdata_serve_test_service_avg_latency_seconds_total / prfdata_serve_test_service_avg_latency_base_total",
         )?;
         value_of(r.first()?)
     });
-    assert_eq!(ratio, f64::from(LATENCY) / f64::from(LATENCY_BASE));
+    // The average in seconds: the timer's ticks are exported in seconds.
+    let seconds = f64::from(LATENCY) / prfdata::clock::PERF_FREQUENCY as f64;
+    let want = seconds / f64::from(LATENCY_BASE);
+    assert!((ratio - want).abs() < want * 1e-9, "{ratio} against {want}");
 
     // The TYPE made it through: Prometheus' metadata API knows the counter as a counter.
     let meta = until(deadline, "metadata", &report, || {

@@ -6,6 +6,7 @@
 use crate::common;
 use crate::sampling_app;
 
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -371,4 +372,117 @@ fn an_instance_that_goes_leaves_blanks_in_its_column() {
     assert_eq!(table[1][1..], ["7", "9"]);
     let last = &table[8];
     assert_eq!(last[1..], ["7", " "], "{text}");
+}
+
+/// typeperf's `-cf FILE`: one counter path per line, blank lines and `#` comments skipped,
+/// logged as if named on the command line; a line that is not a counter path is refused with
+/// the file and the line.
+#[test]
+fn counter_file_lists_the_paths() {
+    let app = App::start();
+    let list = app.path("counters.txt");
+    std::fs::write(
+        &list,
+        "# what the dashboard shows\n\n\\TP Service\\Queue length\r\n   \n  \\TP Worker(w2)\\Done  \n",
+    )
+    .expect("write the counter file");
+    let list_arg = list.display().to_string();
+    let run = finish(app.spawn(&["typeperf", "-cf", &list_arg, "-sc", "1"]));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let host = prfmon::datablock::host_name();
+    let table = rows(&run.stdout, b',');
+    assert_eq!(table.len(), 2, "{}", run.stdout);
+    assert_eq!(
+        table[0][1..],
+        [
+            format!(r"\\{host}\TP Service\Queue length"),
+            format!(r"\\{host}\TP Worker(w2)\Done"),
+        ]
+    );
+    assert_eq!(table[1][1..], ["42.000000", "9.000000"]);
+
+    std::fs::write(&list, "\\TP Service\\Queue length\n# fine\nQueue length\n").expect("write");
+    let bad = finish(app.spawn(&["typeperf", "-CF", &list_arg, "-sc", "1"]));
+    assert_eq!(bad.code, 1, "{}", bad.stdout);
+    assert!(
+        bad.stderr.contains(&format!("{list_arg}, line 3")) && bad.stderr.contains("Queue length"),
+        "{}",
+        bad.stderr
+    );
+    let fifo = app.path("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let fifo_arg = fifo.display().to_string();
+    let refused = finish(app.spawn(&["typeperf", "-cf", &fifo_arg, "-sc", "1"]));
+    assert_eq!(refused.code, 1);
+    assert!(
+        refused.stderr.contains(&fifo_arg) && refused.stderr.contains("not a regular file"),
+        "{}",
+        refused.stderr
+    );
+}
+
+/// `-o FILE` never overwrites a file that is there unless `-y` says so, as typeperf asks
+/// before it overwrites.
+#[test]
+fn an_existing_output_file_is_kept_without_y() {
+    let app = App::start();
+    let out = app.path("out.csv");
+    std::fs::write(&out, "keep me\n").expect("write the old file");
+    let out_arg = out.display().to_string();
+    let path = r"\TP Service\Queue length";
+    let run = finish(app.spawn(&["typeperf", path, "-o", &out_arg, "-sc", "1"]));
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains(&format!("{out_arg} exists: add -y to overwrite it")),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(&out).expect("the old file"),
+        "keep me\n"
+    );
+
+    let run = finish(app.spawn(&["typeperf", path, "-o", &out_arg, "-sc", "1", "-y"]));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let table = rows(&std::fs::read_to_string(&out).expect("the log"), b',');
+    assert_eq!(table.len(), 2, "{table:?}");
+    assert_eq!(table[1][1], "42");
+}
+
+prfdata::prfdata_map! {
+    pub mod factor_app {
+        app: "TpFactorApp",
+        object HEAP = 0 {
+            name: "TP Heap", help: "Memory.",
+            detail: Novice, default: BYTES, instances: none, costly: false,
+            counters {
+                BYTES = 2: LargeRawCount { name: "Heap KiB", help: "Bytes, shown as KiB.", factor: / 1024 },
+            }
+        }
+    }
+}
+
+/// One factor rule: a scale factor is part of the displayed value, so typeperf's log shows
+/// what watch and the PerfStats view show (2048 bytes in a `/ 1024` counter: 2).
+#[test]
+fn typeperf_applies_the_scale_factor_as_watch_does() {
+    let sandbox = prfdata_testkit::Sandbox::new();
+    sandbox.install(&factor_app::MAP);
+    let prf = factor_app::PrfData::activate_in(&sandbox.shm).expect("activate the app");
+    prf.get_ctr64(factor_app::BYTES, ())
+        .store(2048, std::sync::atomic::Ordering::Relaxed);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_prfmon"));
+    sandbox
+        .apply_env(&mut cmd)
+        .args(["typeperf", r"\TP Heap\Heap KiB", "-sc", "1"])
+        .env("TZ", "UTC")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let run = finish(cmd.spawn().expect("spawn prfmon"));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let table = rows(&run.stdout, b',');
+    assert_eq!(table[1][1], "2.000000", "{}", run.stdout);
 }

@@ -1,4 +1,4 @@
-//! `prfmon typeperf PATH... [-si [[hh:]mm:]ss] [-sc SAMPLES] [-o FILE] [-f CSV|TSV]` and
+//! `prfmon typeperf PATH... [-cf FILE] [-si [[hh:]mm:]ss] [-sc SAMPLES] [-o FILE [-y]] [-f CSV|TSV]` and
 //! `prfmon typeperf -q [OBJECT]` / `-qx [OBJECT]`: Windows' typeperf over prfdata counters.
 //!
 //! The paths are expanded once, at the first collection, into the log's columns (a CSV header
@@ -29,14 +29,19 @@ use prfmon::merge::merge_missing;
 use prfmon::pdh::{self, CounterPath, FormatOptions};
 use prfmon::sampler::{self, Columns, Sampler};
 use prfmon::session::Session;
+use prfmon::typeperf::counter_file::read_counter_file;
 use prfmon::typeperf::{query_paths, timestamp, LogFormat, LogWriter, TimeZone, ValueStyle};
 
-/// `prfmon typeperf ...`. typeperf's single-dash switches (`-si`, `-sc`, `-o`, `-f`, `-q`,
-/// `-qx`, any case) are accepted as well as the long forms shown here.
+/// `prfmon typeperf ...`. typeperf's single-dash switches (`-cf`, `-si`, `-sc`, `-o`, `-y`,
+/// `-f`, `-q`, `-qx`, any case) are accepted as well as the long forms shown here.
 #[derive(Args, Debug)]
 pub struct TypeperfArgs {
     /// Counter paths, e.g. `"\PrfData Demo Worker(*)\% Busy"`.
     paths: Vec<String>,
+    /// A file of counter paths to log as well, one per line (blank lines and lines starting
+    /// with `#` skipped). typeperf: `-cf`.
+    #[arg(long = "counter-file", value_name = "FILE")]
+    counter_file: Option<PathBuf>,
     /// Time between samples, `[[hh:]mm:]ss` (fractions of a second allowed). typeperf: `-si`.
     #[arg(long = "si", value_name = "[[hh:]mm:]ss", default_value = "1")]
     interval: String,
@@ -46,6 +51,10 @@ pub struct TypeperfArgs {
     /// Write the log to FILE instead of standard output. typeperf: `-o`.
     #[arg(long = "output", short = 'o', value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Overwrite the `-o` file if it exists (without it, an existing file is kept and typeperf
+    /// stops). typeperf: `-y`.
+    #[arg(long = "yes")]
+    yes: bool,
     /// The log format: CSV or TSV. typeperf: `-f`.
     #[arg(long = "format", short = 'f', default_value = "CSV", value_parser = parse_format)]
     format: LogFormat,
@@ -176,16 +185,16 @@ pub fn run(args: TypeperfArgs) -> Result<ExitCode, CliError> {
         (None, Some(object)) => Some((object.clone(), true)),
         (None, None) => None,
     };
-    if query.is_none() && args.paths.is_empty() {
+    let mut requests = parse_paths(&args.paths)?;
+    if let Some(file) = &args.counter_file {
+        requests.extend(read_counter_file(file).map_err(|e| e.to_string())?);
+    }
+    if query.is_none() && requests.is_empty() {
         return Err("name at least one counter path, e.g. \"\\PrfData Demo Service\\Jobs/sec\", or list them with -q".into());
     }
-    let requests = parse_paths(&args.paths)?;
 
     let out: Box<dyn Write> = match &args.output {
-        Some(file) => Box::new(
-            std::fs::File::create(file)
-                .map_err(|e| format!("cannot create {}: {e}", file.display()))?,
-        ),
+        Some(file) => Box::new(create_output(file, args.yes)?),
         // The exact text in a file; on standard output, control characters escaped (a CSV
         // field with `\x1b` is still CSV).
         None => Box::new(crate::cli::stdout::EscapedWriter::new(
@@ -214,6 +223,23 @@ pub fn run(args: TypeperfArgs) -> Result<ExitCode, CliError> {
     let log = LogWriter::new(out, args.format, style);
     write_log(session, log, requests, interval, args.samples)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Creates the `-o` file: a new file, or with `yes` (`-y`) one that replaces what is there.
+fn create_output(file: &std::path::Path, yes: bool) -> Result<std::fs::File, String> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true);
+    if yes {
+        options.create(true).truncate(true);
+    } else {
+        options.create_new(true);
+    }
+    options.open(file).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => {
+            format!("{} exists: add -y to overwrite it", file.display())
+        }
+        _ => format!("cannot create {}: {e}", file.display()),
+    })
 }
 
 /// The counter paths given, parsed.
@@ -248,7 +274,8 @@ fn write_log(
 ) -> Result<(), String> {
     let (first, waiting) = collect_first(&mut session, "typeperf", &requests, then_for)?;
     // PDH's text log: the true value, percentages not capped (PDH_FMT_NOCAP100, as typeperf
-    // logs a process's "% Processor Time" above 100 on several cores), no scale. `watch` caps
+    // logs a process's "% Processor Time" above 100 on several cores), no DefaultScale; a
+    // counter's scale factor is part of its displayed value (`Columns::sample`). `watch` caps
     // unless asked not to (`--nocap100`), as perfmon's chart does.
     let options = FormatOptions {
         cap_percent: false,
@@ -337,7 +364,7 @@ fn sample_rows(
         }
         let names = &session.machine().names;
         leases.hold(&sampler.titles(&snapshot, names));
-        let values = columns.sample(&snapshot, names);
+        let values = columns.sample(&snapshot, names, &session.machine().factors);
         match log.write_row(&timestamp(sample_time(&snapshot)), &values) {
             Ok(()) => {}
             Err(e) if reader_gone(&e) => break None,
