@@ -7,13 +7,17 @@
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use prfdata_wire::snapshot::DataSnapshot;
 use prfdata_wire::winperf::{
     PERF_DETAIL_ADVANCED, PERF_DETAIL_EXPERT, PERF_DETAIL_NOVICE, PERF_DETAIL_WIZARD,
 };
+use prfmon::absence;
 use prfmon::catalog::catalog_with_services;
+use prfmon::names::objects::{counter_of, not_an_object};
+use prfmon::session::Machine;
 
 use crate::cli::error::CliError;
-use crate::cli::stdout::{field, outln};
+use crate::cli::stdout::{errln, field, outln};
 
 /// A detail level (winperf.h `PERF_DETAIL_*`).
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -61,16 +65,6 @@ pub struct ListArgs {
 /// Runs `prfmon list`.
 pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let mut session = super::open_session("list", &args.lang, &args.collector, &args.remote, &[])?;
-    let wanted = match &args.object {
-        None => None,
-        Some(o) => Some(
-            session
-                .machine()
-                .names
-                .index_of(o)
-                .ok_or_else(|| format!("no object named `{o}`"))?,
-        ),
-    };
     let mut snapshots = Vec::new();
     let mut services = Vec::new();
     for value in ["Global", "Costly"] {
@@ -85,14 +79,24 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let names = &machine.names;
     let mut objects = catalog_with_services(&snapshots, &services, names, args.detail.level());
     prfmon::catalog::with_factors(&mut objects, &machine.factors);
-    if let Some(index) = wanted {
-        objects.retain(|o| o.index == index);
-        if objects.is_empty() {
-            return Err(format!(
-                "object {} is not collected by any provider (or is above the detail level)",
-                field(&names.name(index))
-            )
-            .into());
+    match &args.object {
+        Some(word) => {
+            let collected: Vec<&DataSnapshot> = snapshots.iter().collect();
+            let index = wanted(word, &machine, &collected)?;
+            objects.retain(|o| o.index == index);
+            if objects.is_empty() {
+                return Err(format!(
+                    "object {} is above the detail level asked for: add --detail wizard",
+                    field(&names.name(index))
+                )
+                .into());
+            }
+        }
+        None => {
+            let collected: Vec<u32> = objects.iter().map(|o| o.index).collect();
+            for absence in absence::silent_services(&machine, &collected) {
+                errln!("prfmon list: {absence}");
+            }
         }
     }
     if args.json {
@@ -101,6 +105,30 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         objects.iter().for_each(|o| print_object(o, args.verbose));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The name index of the object `word` names, when the `collected` snapshots have it; else
+/// the sentence that says what `word` names instead, or why its object is not collected.
+fn wanted(word: &str, machine: &Machine, collected: &[&DataSnapshot]) -> Result<u32, String> {
+    let names = &machine.names;
+    let Some(index) = names.index_of(word) else {
+        return Err(not_an_object(word, None, names, collected, "list"));
+    };
+    if collected
+        .iter()
+        .any(|s| s.objects.iter().any(|o| o.name_index == index))
+    {
+        return Ok(index);
+    }
+    Err(
+        counter_of(word, index, names, collected, "list").unwrap_or_else(|| {
+            format!(
+                "object \"{}\" ({index}) is not collected: {}",
+                names.name(index),
+                absence::explain(machine, index)
+            )
+        }),
+    )
 }
 
 /// Prints one object of the catalog, with its counters (`verbose`: with their type codes,

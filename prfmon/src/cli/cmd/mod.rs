@@ -16,7 +16,6 @@ use clap::Args;
 use prfdata_registry::{paths, FileRegistry, PerformanceService};
 use prfmon::collector::host_user::HostUser;
 use prfmon::collector::{reenable_command, CollectorOptions, Isolation};
-use prfmon::names::Names;
 use prfmon::remote::{parse_address, Remote, RemoteOptions};
 use prfmon::sampler::is_local_machine;
 use prfmon::session::Session;
@@ -79,34 +78,6 @@ impl CollectorArgs {
             .map_err(|e| e.to_string())?;
         Ok(registry)
     }
-}
-
-/// Turns the words of a query into the value Collect gets: `Global` and `Costly` (any case)
-/// as themselves, numbers as they are, object names looked up in `names`: the whole text as one
-/// name first (`"PrfData Demo Worker"`), else word by word.
-pub fn query_value(words: &[String], names: &Names) -> Result<String, String> {
-    let joined = words.join(" ");
-    let trimmed = joined.trim();
-    if trimmed.is_empty() || trimmed.eq_ignore_ascii_case("global") {
-        return Ok("Global".into());
-    }
-    if trimmed.eq_ignore_ascii_case("costly") {
-        return Ok("Costly".into());
-    }
-    if trimmed.starts_with("Foreign") {
-        return Ok(trimmed.to_owned());
-    }
-    if let Some(i) = names.index_of(trimmed) {
-        return Ok(i.to_string());
-    }
-    let mut indexes = Vec::new();
-    for word in trimmed.split_whitespace() {
-        match names.index_of(word) {
-            Some(i) => indexes.push(i.to_string()),
-            None => return Err(format!("no object named `{word}`")),
-        }
-    }
-    Ok(indexes.join(" "))
 }
 
 /// The options of the subcommands that can read another machine (`query`, `list`,
