@@ -243,3 +243,31 @@ fn a_counter_name_given_as_an_object_names_its_object() {
         );
     }
 }
+
+#[test]
+fn decode_says_one_counter_in_the_singular() {
+    use prfdata_wire::build::ObjectBuilder;
+    use prfdata_wire::snapshot::{InstanceData, RawValue};
+    use prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT;
+    use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+
+    let dir = tempfile::tempdir().unwrap();
+    let one = ObjectBuilder::new(1848)
+        .counter(1850, PERF_COUNTER_RAWCOUNT, 4)
+        .instance(InstanceData {
+            name: "only".into(),
+            unique_id: -1,
+            values: vec![RawValue::Int(7)],
+            ..Default::default()
+        });
+    let block = build_data_block("h", &CollectionTimes::now(), &[ProviderOutput::from(&one)]);
+    let file = dir.path().join("one.bin");
+    std::fs::write(&file, block).unwrap();
+    let run = prfmon(dir.path(), &["decode", &file.display().to_string()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("1 object, ") && run.stdout.contains(", 1 counter, 1 instance\n"),
+        "{}",
+        run.stdout
+    );
+}
