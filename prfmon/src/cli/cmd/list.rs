@@ -2,7 +2,9 @@
 //! [--in-process]`: the objects and counters the providers offer (one Global and one Costly
 //! collection), with the service that offers each object and KB Q174631's Name, Description and
 //! Differentiate, filtered by detail level; `--verbose` adds each counter's type code, default
-//! scale and unit (JSON always has them).
+//! scale and unit (JSON always has them) and how many collectors watch each object and counter
+//! now (their live leases; not known for `--computer`). An installed service that published
+//! nothing is said on stderr, with why ([`prfmon::absence`]).
 
 use std::process::ExitCode;
 
@@ -14,6 +16,7 @@ use prfdata_wire::winperf::{
 use prfmon::absence;
 use prfmon::catalog::catalog_with_services;
 use prfmon::names::objects::{counter_of, not_an_object};
+use prfmon::report::plural;
 use prfmon::session::Machine;
 
 use crate::cli::error::CliError;
@@ -50,7 +53,8 @@ pub struct ListArgs {
     /// The language of names and explain texts (a Perflib subkey).
     #[arg(long, default_value = "009")]
     lang: String,
-    /// Also print each counter's type code, default scale and unit.
+    /// Also print each counter's type code, default scale and unit, and how many collectors
+    /// watch each object and counter now (JSON: `watchers`).
     #[arg(short, long)]
     verbose: bool,
     /// Print JSON instead of text (every field, as with --verbose).
@@ -79,6 +83,11 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let names = &machine.names;
     let mut objects = catalog_with_services(&snapshots, &services, names, args.detail.level());
     prfmon::catalog::with_factors(&mut objects, &machine.factors);
+    if args.verbose {
+        if let Ok(dir) = prfdata::shm_dir() {
+            prfmon::catalog::with_watchers(&mut objects, &machine.apps, &dir);
+        }
+    }
     match &args.object {
         Some(word) => {
             let collected: Vec<&DataSnapshot> = snapshots.iter().collect();
@@ -139,6 +148,9 @@ fn print_object(o: &prfmon::catalog::CatalogObject, verbose: bool) {
     outln!("  Description: {}", field(&o.description));
     outln!("  Detail: {}", o.detail);
     outln!("  Instances: {}", if o.instances { "yes" } else { "no" });
+    if let Some(n) = o.watchers {
+        outln!("  Watched by: {}", plural(n, "collector"));
+    }
     for c in &o.counters {
         outln!("  Counter: {} ({})", field(&c.name), c.index);
         outln!("    Description: {}", field(&c.description));
@@ -158,6 +170,9 @@ fn print_object(o: &prfmon::catalog::CatalogObject, verbose: bool) {
                 "    Unit: {}",
                 if c.unit.is_empty() { "(none)" } else { c.unit }
             );
+            if let Some(n) = c.watchers {
+                outln!("    Watched by: {}", plural(n, "collector"));
+            }
         }
     }
 }
