@@ -19,7 +19,10 @@ use crate::session::Machine;
 pub enum Absence {
     /// No installed service's name range holds the object (or the machine is remote, where the
     /// ranges are not known).
-    NotInstalled,
+    NotInstalled {
+        /// The services whose providers are disabled (one of them may be its provider).
+        disabled: Vec<String>,
+    },
     /// The service's provider is disabled.
     Disabled {
         /// The service.
@@ -50,12 +53,20 @@ pub enum Absence {
 impl fmt::Display for Absence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Absence::NotInstalled => {
-                write!(
-                    f,
-                    "no installed service publishes it (is its app installed?)"
-                )
-            }
+            Absence::NotInstalled { disabled } if disabled.is_empty() => write!(
+                f,
+                "no installed service's name range holds it: is its app installed?"
+            ),
+            Absence::NotInstalled { disabled } => write!(
+                f,
+                "no installed service's name range holds it, and the providers of {} are \
+                 disabled: re-enable its provider with: {}",
+                disabled.join(", "),
+                match disabled.as_slice() {
+                    [one] => reenable_command(one),
+                    _ => reenable_command("SERVICE"),
+                }
+            ),
             Absence::Disabled { service } => write!(
                 f,
                 "the provider of service {service} is disabled; re-enable it with: {}",
@@ -90,12 +101,14 @@ impl fmt::Display for Absence {
 /// ```
 /// use prfmon::absence::{explain, Absence};
 /// let machine = prfmon::session::Machine::from_hive(&prfdata_registry::perflib::new_hive(), "009");
-/// assert_eq!(explain(&machine, 1848), Absence::NotInstalled);
+/// assert_eq!(explain(&machine, 1848), Absence::NotInstalled { disabled: vec![] });
 /// ```
 pub fn explain(machine: &Machine, index: u32) -> Absence {
     match machine.apps.locate(index) {
         Some((service, _)) => explain_service(machine, service),
-        None => Absence::NotInstalled,
+        None => Absence::NotInstalled {
+            disabled: machine.disabled.iter().map(|s| s.name.clone()).collect(),
+        },
     }
 }
 
@@ -137,7 +150,7 @@ pub fn silent_services(machine: &Machine, collected: &[u32]) -> Vec<Absence> {
 /// name: why, when the name is installed; else that no object of a similar name is available.
 pub fn hint_for_object(machine: &Machine, object: &str) -> String {
     match machine.names.index_of(object).map(|i| explain(machine, i)) {
-        Some(absence) if absence != Absence::NotInstalled => absence.to_string(),
+        Some(absence) if !matches!(absence, Absence::NotInstalled { .. }) => absence.to_string(),
         _ => "no object of a similar name is available".to_owned(),
     }
 }

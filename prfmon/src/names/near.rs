@@ -12,7 +12,7 @@ fn near_distance(name: &str) -> usize {
 }
 
 /// The edit distance from a requested name to an available one, and whether the available one is
-/// near: within [`near_distance`], or one name containing the other (ignoring case; at least three
+/// near: within two edits (one in four characters for longer names), or one name containing the other (ignoring case; at least three
 /// characters requested).
 ///
 /// # Examples
