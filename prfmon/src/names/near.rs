@@ -46,8 +46,8 @@ pub fn distance(a: &str, b: &str) -> usize {
 /// # Examples
 ///
 /// ```
-/// let near = prfmon::names::near("TP Servce", ["Memory", "TP Service", "TP Servers"]);
-/// assert_eq!(near, ["TP Service", "TP Servers"]);
+/// let near = prfmon::names::near("TP Servce", ["Memory", "TP Services", "TP Service"]);
+/// assert_eq!(near, ["TP Service", "TP Services"]);
 /// assert!(prfmon::names::near("Disk", ["Network Interface"]).is_empty());
 /// ```
 pub fn near<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<String> {
