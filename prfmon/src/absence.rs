@@ -69,7 +69,9 @@ impl fmt::Display for Absence {
             ),
             Absence::Disabled { service } => write!(
                 f,
-                "the provider of service {service} is disabled; re-enable it with: {}",
+                "the provider of service {service} is disabled (Disable Performance Counters \
+                 under {}) and is not collected; re-enable it with: {}",
+                prfdata_registry::paths::performance(service),
                 reenable_command(service)
             ),
             Absence::NotRunning { service, block } => write!(

@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use clap::Args;
 use prfdata_registry::{paths, FileRegistry, PerformanceService};
+use prfmon::absence::Absence;
 use prfmon::collector::host_user::HostUser;
-use prfmon::collector::{reenable_command, CollectorOptions, Isolation};
+use prfmon::collector::{CollectorOptions, Isolation};
 use prfmon::remote::{parse_address, Remote, RemoteOptions};
 use prfmon::sampler::is_local_machine;
 use prfmon::session::Session;
@@ -242,12 +243,7 @@ pub fn open_session(
 /// nonzero, so the collector skips them) and the command that re-enables each.
 pub fn report_disabled(command: &str, services: &[PerformanceService]) {
     for s in services.iter().filter(|s| s.disabled) {
-        errln!(
-            "prfmon {command}: the provider of service {} is disabled (Disable Performance \
-             Counters under {}) and is not collected; re-enable it with: {}",
-            s.name,
-            paths::performance(&s.name),
-            reenable_command(&s.name)
-        );
+        let service = s.name.clone();
+        errln!("prfmon {command}: {}", Absence::Disabled { service });
     }
 }
