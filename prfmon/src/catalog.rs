@@ -29,7 +29,13 @@
 
 use serde::Serialize;
 
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use prfdata::watch::WatchTable;
+
 use crate::factor::Factors;
+use crate::lease::AppRanges;
 use crate::names::Names;
 use crate::report::detail_name;
 use prfdata_wire::snapshot::DataSnapshot;
@@ -56,6 +62,10 @@ pub struct CatalogObject {
     pub instances: bool,
     /// Its counters at or below the detail level.
     pub counters: Vec<CatalogCounter>,
+    /// How many collectors watch it now (their live leases), when asked for and known
+    /// ([`with_watchers`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub watchers: Option<usize>,
 }
 
 /// One counter on offer.
@@ -88,6 +98,32 @@ pub struct CatalogCounter {
     /// value, when the counter has one ([`crate::factor`]; filled by [`with_factors`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub factor: Option<String>,
+    /// How many collectors watch it now (their live leases), when asked for and known
+    /// ([`with_watchers`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub watchers: Option<usize>,
+}
+
+/// Fills each object's and counter's `watchers` with the live leases on it in its app's watch
+/// table (`<shm_dir>/<app>.watch`, the Windows 95 stat servers' start/stop count): the app is
+/// the one whose name range in `apps` holds the index, and the watched offset the index's
+/// offset in that range. Left `None` where no range holds the index (a remote machine) or the
+/// table cannot be opened; `Some(0)` when the app runs and nobody watches.
+pub fn with_watchers(objects: &mut [CatalogObject], apps: &AppRanges, shm_dir: &Path) {
+    let mut tables: BTreeMap<String, Option<WatchTable>> = BTreeMap::new();
+    let mut count = |index: u32| {
+        let (app, offset) = apps.locate(index)?;
+        let table = tables
+            .entry(app.to_owned())
+            .or_insert_with(|| WatchTable::open_in(shm_dir, app).ok());
+        Some(table.as_ref()?.watchers(offset))
+    };
+    for o in objects.iter_mut() {
+        o.watchers = count(o.index);
+        for c in &mut o.counters {
+            c.watchers = count(c.index);
+        }
+    }
 }
 
 /// Fills each counter's [`CatalogCounter::factor`] from `factors`.
@@ -176,6 +212,7 @@ pub fn catalog_with_services(
                 default_scale: c.default_scale,
                 unit: crate::pdh::unit(c.counter_type),
                 factor: None,
+                watchers: None,
             })
             .collect();
         out.push(CatalogObject {
@@ -186,6 +223,7 @@ pub fn catalog_with_services(
             detail: detail_name(obj.detail_level),
             instances: obj.has_instances(),
             counters,
+            watchers: None,
         });
     }
     out

@@ -83,6 +83,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod absence;
 pub mod catalog;
 pub mod collector;
 pub mod datablock;

@@ -79,8 +79,8 @@ fn main() -> ExitCode {
     cli::logger::route(cli.log_to, matches!(cli.command, Command::Serve(_)));
     let (who, result) = match cli.command {
         Command::Reg(args) => ("prfmon reg", cmd::reg::run(args)),
-        Command::Lodctr(args) => ("lodctr", cmd::lodctr::run_lodctr(args)),
-        Command::Unlodctr(args) => ("unlodctr", cmd::lodctr::run_unlodctr(args)),
+        Command::Lodctr(args) => ("prfmon lodctr", cmd::lodctr::run_lodctr(args)),
+        Command::Unlodctr(args) => ("prfmon unlodctr", cmd::lodctr::run_unlodctr(args)),
         Command::Query(args) => ("prfmon query", cmd::query::run(args)),
         Command::Decode(args) => ("prfmon decode", cmd::decode::run(args)),
         Command::List(args) => ("prfmon list", cmd::list::run(args)),

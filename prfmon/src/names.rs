@@ -21,8 +21,11 @@ use prfdata_registry::{perflib, Hive, Registry, RegistryError};
 use prfdata_wire::snapshot::{DataSnapshot, Instance, ObjectData};
 
 mod map;
+mod near;
+pub mod objects;
 
 pub use map::NameMap;
+pub use near::{distance, near, nearness};
 
 /// One language's counter names and explain texts, by index.
 ///

@@ -384,6 +384,22 @@ pub fn table_with_services(snap: &DataSnapshot, names: &Names, services: &[Strin
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// `n word`, with an `s` unless `n` is 1: `1 counter`, `2 counters`, `0 objects`.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(prfmon::report::plural(1, "counter"), "1 counter");
+/// assert_eq!(prfmon::report::plural(3, "instance"), "3 instances");
+/// ```
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
 /// Writes the collection as a table to `out`: a header line, then per object a line (with the
 /// service that returned it, `services[i]` for object `i`, when known) and one row per counter
 /// and instance with the raw value, in left-aligned columns two spaces apart.
@@ -415,18 +431,18 @@ pub fn write_table(
 ) -> std::io::Result<()> {
     writeln!(
         out,
-        "System {}  {} UTC  PerfTime {}  PerfFreq {}  PerfTime100nSec {}  {} objects, {} bytes",
+        "System {}  {} UTC  PerfTime {}  PerfFreq {}  PerfTime100nSec {}  {}, {} bytes",
         shown(&snap.system_name),
         snap.system_time,
         snap.perf_time,
         snap.perf_freq,
         snap.perf_time_100nsec,
-        snap.objects.len(),
+        plural(snap.objects.len(), "object"),
         snap.total_byte_length,
     )?;
     for (position, obj) in snap.objects.iter().enumerate() {
         let count = if obj.has_instances() {
-            format!("{} instances", obj.instance_count())
+            plural(obj.instance_count(), "instance")
         } else {
             "no instances".into()
         };
@@ -435,11 +451,11 @@ pub fn write_table(
             .map_or_else(String::new, |s| format!(" from service {}", shown(s)));
         writeln!(
             out,
-            "\nObject {} ({}){service}, detail {}, {} counters, {count}",
+            "\nObject {} ({}){service}, detail {}, {}, {count}",
             shown(&names.name(obj.name_index)),
             obj.name_index,
             detail_name(obj.detail_level),
-            obj.counters.len(),
+            plural(obj.counters.len(), "counter"),
         )?;
         write_rows(out, snap, obj, names)?;
     }

@@ -6,30 +6,25 @@ use prfmon::session::SessionError;
 
 use crate::cli::stdout::errln;
 
-/// Why a subcommand failed.
+/// Why a subcommand failed: one sentence, said after the subcommand's name
+/// (`prfmon query: MESSAGE`, `prfmon lodctr: MESSAGE`); `reg` says reg.exe's wording there
+/// (`prfmon reg: ERROR: ...`).
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
-    /// Said after the subcommand's name: `prfmon query: MESSAGE` (`lodctr: MESSAGE` for the
-    /// tools named after Windows' own).
+    /// The sentence.
     #[error("{0}")]
     Failed(String),
-    /// Said as it is: reg.exe's `ERROR: ...` lines and its not-found message.
-    #[error("{0}")]
-    Said(String),
 }
 
 impl CliError {
     /// reg.exe's `ERROR: <e>`.
     pub fn reg(e: impl std::fmt::Display) -> CliError {
-        CliError::Said(format!("ERROR: {e}"))
+        CliError::Failed(format!("ERROR: {e}"))
     }
 
-    /// Writes the error on stderr, after `who` (`prfmon query`) unless it is said as it is.
+    /// Writes the error on stderr, after `who` (`prfmon query`).
     pub fn print(&self, who: &str) {
-        match self {
-            CliError::Failed(message) => errln!("{who}: {message}"),
-            CliError::Said(message) => errln!("{message}"),
-        }
+        errln!("{who}: {self}");
     }
 }
 
@@ -57,7 +52,7 @@ impl From<RegistryError> for CliError {
     fn from(e: RegistryError) -> Self {
         match e {
             RegistryError::KeyNotFound(_) | RegistryError::ValueNotFound { .. } => {
-                CliError::Said(reg_cli::NOT_FOUND.to_owned())
+                CliError::Failed(reg_cli::NOT_FOUND.to_owned())
             }
             other => CliError::reg(other),
         }

@@ -67,6 +67,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::names::{distance, nearness};
+
 /// How many near matches a [`PathError::NoMatch`] lists at most: enough to show the likely fix,
 /// few enough for one terminal screen.
 const MAX_NEAR: usize = 8;
@@ -930,7 +932,7 @@ pub fn expand(path: &CounterPath, available: &[Available]) -> Result<Vec<Match>,
 ///
 /// A counter is a candidate when its object's name is near the requested object's, or its own
 /// name near the requested counter's (so a counter asked of the wrong object is found in the
-/// right one). "Near" is [`nearness`]. Candidates are scored by the sum of the edit distances of
+/// right one). "Near" is [`crate::names::nearness`]. Candidates are scored by the sum of the edit distances of
 /// object, counter and instance, and each is suggested as the path that would name it, keeping
 /// the request's wildcards (and `(*)` where the request lacked an instance the object has).
 ///
@@ -1012,24 +1014,6 @@ fn keep_best(best: &mut Vec<(usize, String)>, score: usize, suggestion: String) 
     best.truncate(MAX_NEAR);
 }
 
-/// The largest edit distance at which a differently spelt name is still near: two edits, or one
-/// in four characters for longer names (a dropped word such as "Service" is caught by
-/// containment instead).
-fn near_distance(name: &str) -> usize {
-    (name.chars().count() / 4).max(2)
-}
-
-/// The edit distance from a requested name to an available one, and whether the available one is
-/// near: within [`near_distance`], or one name containing the other (ignoring case; at least three
-/// characters requested).
-fn nearness(want: &str, have: &str) -> (usize, bool) {
-    let d = distance(want, have);
-    let (want_folded, have_folded) = (fold_case(want), fold_case(have));
-    let contains = want_folded.chars().count() >= 3
-        && (have_folded.contains(&want_folded) || want_folded.contains(&have_folded));
-    (d, d <= near_distance(want) || contains)
-}
-
 /// How far an instance is from a selection that names one instance exactly.
 fn instance_distance(sel: &InstanceSel, have: &InstanceName) -> usize {
     let name = match &sel.name {
@@ -1043,11 +1027,6 @@ fn instance_distance(sel: &InstanceSel, have: &InstanceName) -> usize {
         (Some(_), None) => 1,
     };
     name + index + parent
-}
-
-/// Damerau–Levenshtein distance ignoring case.
-fn distance(a: &str, b: &str) -> usize {
-    strsim::damerau_levenshtein(&fold_case(a), &fold_case(b))
 }
 
 /// A name folded for case-insensitive comparison.

@@ -222,7 +222,10 @@ fn an_object_named_but_not_delivered_fails_the_command_naming_it() {
         let run = prfmon(&root, words);
         assert_eq!(run.code, 1, "{words:?}: {}", run.stderr);
         assert!(
-            run.stderr.contains("object Beta Obj (1860) was asked for"),
+            run.stderr.contains(
+                "object \"Beta Obj\" (1860) is not collected: no installed service's name \
+                 range holds it, and the providers of Beta are disabled"
+            ),
             "{words:?}: {}",
             run.stderr
         );

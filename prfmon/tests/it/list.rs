@@ -67,7 +67,7 @@ fn list_filters_by_object_and_detail_level() {
     let missing = prfmon(&root, &["list", "Nothing"]);
     assert_eq!(missing.code, 1);
     assert!(
-        missing.stderr.contains("no object named `Nothing`"),
+        missing.stderr.contains(r#"no object named "Nothing""#),
         "{}",
         missing.stderr
     );

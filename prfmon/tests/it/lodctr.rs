@@ -210,3 +210,21 @@ fn eight_lodctr_binaries_at_once_get_disjoint_ranges() {
         );
     }
 }
+
+#[test]
+fn unlodctr_of_a_misspelled_driver_suggests_the_installed_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("reg");
+    setup(dir.path(), &["DriverName"]);
+    let run = prfmon(&root, &["lodctr", &path(dir.path(), "DriverName.ini")]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = prfmon(&root, &["unlodctr", "DriverNam"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "prfmon unlodctr: driver DriverNam has no counters loaded (no First Counter under its \
+         Performance key); did you mean DriverName?\n"
+    );
+    let run = prfmon(&root, &["unlodctr", "Unrelated"]);
+    assert!(!run.stderr.contains("did you mean"), "{}", run.stderr);
+}

@@ -148,3 +148,57 @@ fn the_real_providers_messages_reach_the_collectors_stderr() {
         );
     }
 }
+
+/// The last line of a failed run's stderr, checked: exit status 1, the subcommand's prefix, a
+/// sentence rather than a Rust Debug rendering.
+fn assert_one_prefixed_sentence(sub: &str, run: &Run) {
+    assert_eq!(run.code, 1, "{sub}: {}", run.stderr);
+    let last = run.stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with(&format!("prfmon {sub}: ")),
+        "{sub}: the error is not said after `prfmon {sub}: `: {}",
+        run.stderr
+    );
+    for debug in ["{ ", "Os {", "Error:", "kind: "] {
+        assert!(
+            !last.contains(debug),
+            "{sub}: Debug text {debug:?} in {last}"
+        );
+    }
+}
+
+#[test]
+fn every_subcommand_says_its_error_as_one_prefixed_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("reg");
+    FileRegistry::open(&root).unwrap();
+    let missing = dir.path().join("missing.file").display().to_string();
+    let used = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let used = used.local_addr().unwrap().to_string();
+    let calls: [(&str, Vec<&str>); 9] = [
+        ("query", vec!["query", "Nothing"]),
+        ("list", vec!["list", "Nothing"]),
+        ("typeperf", vec!["typeperf", "no-backslash", "-sc", "1"]),
+        ("watch", vec!["watch", r"\Nope\Nothing"]),
+        ("decode", vec!["decode", &missing]),
+        ("lodctr", vec!["lodctr", &missing]),
+        ("unlodctr", vec!["unlodctr", "NoSuchDriver"]),
+        ("reg", vec!["reg", "query", r"HKLM\SOFTWARE\NoSuchKey"]),
+        (
+            "serve",
+            vec!["serve", "--listen", &used, "--log-to", "stderr"],
+        ),
+    ];
+    for (sub, args) in &calls {
+        assert_one_prefixed_sentence(sub, &prfmon_logging(&root, args, None));
+    }
+    // A registry written by a newer prfdata is said to be newer, not corrupt.
+    std::fs::write(root.join("registry.toml"), "format = 999\n").unwrap();
+    let run = prfmon_logging(&root, &["query"], None);
+    assert_one_prefixed_sentence("query", &run);
+    assert!(
+        run.stderr.contains("newer prfdata") && !run.stderr.contains("corrupt"),
+        "{}",
+        run.stderr
+    );
+}

@@ -21,6 +21,7 @@ mod privilege;
 mod sampling_app;
 mod serve_common;
 
+mod absence;
 mod apps_appear;
 mod apps_follow;
 mod bad_providers;

@@ -100,6 +100,14 @@ fn query_takes_object_indexes_or_names() {
     };
     assert_eq!(objects(&["query", "1860", "--json"]), ["Workers"]);
     assert_eq!(
+        objects(&["query", "1848 1860", "--json"]),
+        ["Jobs", "Workers"]
+    );
+    assert_eq!(
+        objects(&["query", "1848", "1860", "--json"]),
+        ["Jobs", "Workers"]
+    );
+    assert_eq!(
         objects(&["query", "workers", "Jobs", "--json"]),
         ["Jobs", "Workers"]
     );
@@ -114,7 +122,7 @@ fn query_takes_object_indexes_or_names() {
     let unknown = prfmon(&root, &["query", "Nothing"]);
     assert_eq!(unknown.code, 1);
     assert!(
-        unknown.stderr.contains("no object named `Nothing`"),
+        unknown.stderr.contains(r#"no object named "Nothing""#),
         "{}",
         unknown.stderr
     );
@@ -183,4 +191,83 @@ fn query_reads_the_registry_once() {
         .filter(|l| l.contains("registry store read") && l.contains(&mine))
         .collect();
     assert_eq!(reads.len(), 1, "{}", run.stderr);
+}
+
+#[test]
+fn an_object_name_with_spaces_is_one_name_with_near_matches() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("reg");
+    let registry = FileRegistry::open(&root).unwrap();
+    register(
+        &registry,
+        "TP",
+        &provider_copy(dir.path(), "TP"),
+        "good",
+        1848,
+        5_000,
+    );
+    name_object(&registry, 1848, "TP Service");
+    let run = prfmon(&root, &["query", "TP Service", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = prfmon(&root, &["query", "TP Servce"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains(r#"prfmon query: no object named "TP Servce"; did you mean "TP Service"?"#),
+        "{}",
+        run.stderr
+    );
+    let run = prfmon(&root, &["list", "TP Servce"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains(r#"prfmon list: no object named "TP Servce"; did you mean "TP Service"?"#),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_counter_name_given_as_an_object_names_its_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = setup(dir.path());
+    for sub in ["query", "list"] {
+        let run = prfmon(&root, &[sub, "Jobs Count"]);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(
+            run.stderr.contains(&format!(
+                r#"prfmon {sub}: "Jobs Count" is a counter of object "Jobs": prfmon {sub} "Jobs""#
+            )),
+            "{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn decode_says_one_counter_in_the_singular() {
+    use prfdata_wire::build::ObjectBuilder;
+    use prfdata_wire::snapshot::{InstanceData, RawValue};
+    use prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT;
+    use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+
+    let dir = tempfile::tempdir().unwrap();
+    let one = ObjectBuilder::new(1848)
+        .counter(1850, PERF_COUNTER_RAWCOUNT, 4)
+        .instance(InstanceData {
+            name: "only".into(),
+            unique_id: -1,
+            values: vec![RawValue::Int(7)],
+            ..Default::default()
+        });
+    let block = build_data_block("h", &CollectionTimes::now(), &[ProviderOutput::from(&one)]);
+    let file = dir.path().join("one.bin");
+    std::fs::write(&file, block).unwrap();
+    let run = prfmon(dir.path(), &["decode", &file.display().to_string()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("1 object, ") && run.stdout.contains(", 1 counter, 1 instance\n"),
+        "{}",
+        run.stdout
+    );
 }

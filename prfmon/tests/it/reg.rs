@@ -9,7 +9,7 @@ const PERFLIB_LONG: &str =
     r"HKEY_LOCAL_MACHINE\SOFTWARE\Microsoft\Windows NT\CurrentVersion\Perflib";
 const APP_PERF: &str = r"HKLM\SYSTEM\CurrentControlSet\Services\App\Performance";
 const NOT_FOUND: &str =
-    "ERROR: The system was unable to find the specified registry key or value.\n";
+    "prfmon reg: ERROR: The system was unable to find the specified registry key or value.\n";
 
 #[test]
 fn query_prints_values_then_subkeys_like_reg_exe() {
@@ -131,7 +131,11 @@ fn bad_data_and_type_are_errors() {
         ],
     );
     assert_eq!(run.code, 1);
-    assert!(run.stderr.starts_with("ERROR:"), "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with("prfmon reg: ERROR:"),
+        "{}",
+        run.stderr
+    );
     let run = prfmon(
         dir.path(),
         &[
@@ -326,7 +330,11 @@ fn query_ve_se_z_and_reg_views() {
         &["reg", "query", APP_PERF, "/reg:32", "/reg:64"],
     );
     assert_eq!(run.code, 1);
-    assert!(run.stderr.starts_with("ERROR:"), "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with("prfmon reg: ERROR:"),
+        "{}",
+        run.stderr
+    );
     let run = prfmon(dir.path(), &["reg", "query", APP_PERF, "/se", "ab"]);
     assert_eq!(run.code, 1);
     assert!(run.stderr.contains("/se"), "{}", run.stderr);
@@ -349,8 +357,9 @@ fn query_search_switches_are_refused_naming_the_switch() {
         let run = prfmon(dir.path(), &all);
         assert_eq!(run.code, 1, "{args:?}");
         assert!(
-            run.stderr
-                .starts_with(&format!("ERROR: {switch} (search) is not supported")),
+            run.stderr.starts_with(&format!(
+                "prfmon reg: ERROR: {switch} (search) is not supported"
+            )),
             "{args:?}: {}",
             run.stderr
         );

@@ -289,3 +289,58 @@ fn perfstats_errors_are_reg_errors() {
     );
     assert_eq!(run.code, 1, "{}", run.stdout);
 }
+
+/// `prfmon list --verbose --json` of `app`: the watchers of object `TP Service` and of its
+/// counters `Queue length` and `Jobs/sec`, as the JSON says them.
+fn listed_watchers(app: &App) -> (serde_json::Value, serde_json::Value, serde_json::Value) {
+    let mut command = app.command(&["list", "TP Service", "--verbose", "--json"]);
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let run = finish(command.spawn().expect("spawn prfmon list"));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let object = &json[0];
+    let counter = |name: &str| {
+        object["counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .map_or(serde_json::Value::Null, |c| c["watchers"].clone())
+    };
+    (
+        object["watchers"].clone(),
+        counter("Queue length"),
+        counter("Jobs/sec"),
+    )
+}
+
+#[test]
+fn list_verbose_counts_the_collectors_watching_now() {
+    let app = App::start();
+    assert_eq!(listed_watchers(&app), (0.into(), 0.into(), 0.into()));
+    let mut plain = app.command(&["list", "--json"]);
+    plain.stdin(Stdio::null()).stdout(Stdio::piped());
+    let plain = finish(plain.spawn().expect("spawn prfmon list"));
+    assert!(!plain.stdout.contains("watchers"), "{}", plain.stdout);
+
+    let mut typeperf = app
+        .command(&["typeperf", r"\TP Service\Queue length", "-si", "0.2"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn prfmon typeperf");
+    eventually("list says typeperf watches", START_WAIT, || {
+        listed_watchers(&app) == (1.into(), 1.into(), 0.into())
+    });
+    typeperf.kill().expect("SIGKILL typeperf");
+    typeperf.wait().expect("reap typeperf");
+    eventually(
+        "list says nobody watches",
+        Lease::TTL + Duration::from_secs(5),
+        || listed_watchers(&app) == (0.into(), 0.into(), 0.into()),
+    );
+}

@@ -2,18 +2,25 @@
 //! [--in-process]`: the objects and counters the providers offer (one Global and one Costly
 //! collection), with the service that offers each object and KB Q174631's Name, Description and
 //! Differentiate, filtered by detail level; `--verbose` adds each counter's type code, default
-//! scale and unit (JSON always has them).
+//! scale and unit (JSON always has them) and how many collectors watch each object and counter
+//! now (their live leases; not known for `--computer`). An installed service that published
+//! nothing is said on stderr, with why ([`prfmon::absence`]).
 
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use prfdata_wire::snapshot::DataSnapshot;
 use prfdata_wire::winperf::{
     PERF_DETAIL_ADVANCED, PERF_DETAIL_EXPERT, PERF_DETAIL_NOVICE, PERF_DETAIL_WIZARD,
 };
+use prfmon::absence;
 use prfmon::catalog::catalog_with_services;
+use prfmon::names::objects::{counter_of, not_an_object};
+use prfmon::report::plural;
+use prfmon::session::Machine;
 
 use crate::cli::error::CliError;
-use crate::cli::stdout::{field, outln};
+use crate::cli::stdout::{errln, field, outln};
 
 /// A detail level (winperf.h `PERF_DETAIL_*`).
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -46,7 +53,8 @@ pub struct ListArgs {
     /// The language of names and explain texts (a Perflib subkey).
     #[arg(long, default_value = "009")]
     lang: String,
-    /// Also print each counter's type code, default scale and unit.
+    /// Also print each counter's type code, default scale and unit, and how many collectors
+    /// watch each object and counter now (JSON: `watchers`).
     #[arg(short, long)]
     verbose: bool,
     /// Print JSON instead of text (every field, as with --verbose).
@@ -61,16 +69,6 @@ pub struct ListArgs {
 /// Runs `prfmon list`.
 pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let mut session = super::open_session("list", &args.lang, &args.collector, &args.remote, &[])?;
-    let wanted = match &args.object {
-        None => None,
-        Some(o) => Some(
-            session
-                .machine()
-                .names
-                .index_of(o)
-                .ok_or_else(|| format!("no object named `{o}`"))?,
-        ),
-    };
     let mut snapshots = Vec::new();
     let mut services = Vec::new();
     for value in ["Global", "Costly"] {
@@ -85,14 +83,29 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let names = &machine.names;
     let mut objects = catalog_with_services(&snapshots, &services, names, args.detail.level());
     prfmon::catalog::with_factors(&mut objects, &machine.factors);
-    if let Some(index) = wanted {
-        objects.retain(|o| o.index == index);
-        if objects.is_empty() {
-            return Err(format!(
-                "object {} is not collected by any provider (or is above the detail level)",
-                field(&names.name(index))
-            )
-            .into());
+    if args.verbose {
+        if let Ok(dir) = prfdata::shm_dir() {
+            prfmon::catalog::with_watchers(&mut objects, &machine.apps, &dir);
+        }
+    }
+    match &args.object {
+        Some(word) => {
+            let collected: Vec<&DataSnapshot> = snapshots.iter().collect();
+            let index = wanted(word, &machine, &collected)?;
+            objects.retain(|o| o.index == index);
+            if objects.is_empty() {
+                return Err(format!(
+                    "object {} is above the detail level asked for: add --detail wizard",
+                    field(&names.name(index))
+                )
+                .into());
+            }
+        }
+        None => {
+            let collected: Vec<u32> = objects.iter().map(|o| o.index).collect();
+            for absence in absence::silent_services(&machine, &collected) {
+                errln!("prfmon list: {absence}");
+            }
         }
     }
     if args.json {
@@ -103,6 +116,30 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The name index of the object `word` names, when the `collected` snapshots have it; else
+/// the sentence that says what `word` names instead, or why its object is not collected.
+fn wanted(word: &str, machine: &Machine, collected: &[&DataSnapshot]) -> Result<u32, String> {
+    let names = &machine.names;
+    let Some(index) = names.index_of(word) else {
+        return Err(not_an_object(word, None, names, collected, "list"));
+    };
+    if collected
+        .iter()
+        .any(|s| s.objects.iter().any(|o| o.name_index == index))
+    {
+        return Ok(index);
+    }
+    Err(
+        counter_of(word, index, names, collected, "list").unwrap_or_else(|| {
+            format!(
+                "object \"{}\" ({index}) is not collected: {}",
+                names.name(index),
+                absence::explain(machine, index)
+            )
+        }),
+    )
+}
+
 /// Prints one object of the catalog, with its counters (`verbose`: with their type codes,
 /// scales and units).
 fn print_object(o: &prfmon::catalog::CatalogObject, verbose: bool) {
@@ -111,6 +148,9 @@ fn print_object(o: &prfmon::catalog::CatalogObject, verbose: bool) {
     outln!("  Description: {}", field(&o.description));
     outln!("  Detail: {}", o.detail);
     outln!("  Instances: {}", if o.instances { "yes" } else { "no" });
+    if let Some(n) = o.watchers {
+        outln!("  Watched by: {}", plural(n, "collector"));
+    }
     for c in &o.counters {
         outln!("  Counter: {} ({})", field(&c.name), c.index);
         outln!("    Description: {}", field(&c.description));
@@ -130,6 +170,9 @@ fn print_object(o: &prfmon::catalog::CatalogObject, verbose: bool) {
                 "    Unit: {}",
                 if c.unit.is_empty() { "(none)" } else { c.unit }
             );
+            if let Some(n) = c.watchers {
+                outln!("    Watched by: {}", plural(n, "collector"));
+            }
         }
     }
 }

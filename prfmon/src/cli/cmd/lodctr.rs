@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use clap::{ArgGroup, Args};
 use prfdata_registry::{
-    enabled_message, lodctr, restore_settings, save_settings, set_service_enabled, unlodctr,
-    FileRegistry, LodctrError, LodctrOptions,
+    enabled_message, lodctr, performance_services, restore_settings, save_settings,
+    set_service_enabled, unlodctr, FileRegistry, LodctrError, LodctrOptions,
 };
 
 use crate::cli::error::CliError;
@@ -93,9 +93,26 @@ pub fn run_lodctr(args: LodctrArgs) -> Result<ExitCode, CliError> {
 
 /// Runs `prfmon unlodctr`.
 pub fn run_unlodctr(args: UnlodctrArgs) -> Result<ExitCode, CliError> {
-    let result = FileRegistry::open_default()
-        .map_err(LodctrError::from)
-        .and_then(|registry| unlodctr(&registry, &args.driver))
-        .map(|range| format!("Removed counters for {range}"));
-    finish(result)
+    let registry = FileRegistry::open_default().map_err(|e| e.to_string())?;
+    match unlodctr(&registry, &args.driver) {
+        Ok(range) => finish(Ok(format!("Removed counters for {range}"))),
+        Err(e @ LodctrError::NotLoaded { .. }) => Err(with_near_driver(&registry, &args.driver, e)),
+        Err(e) => finish(Err(e)),
+    }
+}
+
+/// `e`, followed by `; did you mean NAME?` when a driver with counters loaded has a name near
+/// `driver` (a misspelling).
+fn with_near_driver(registry: &FileRegistry, driver: &str, e: LodctrError) -> CliError {
+    let loaded: Vec<String> = performance_services(registry)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| s.first_counter.is_some())
+        .map(|s| s.name)
+        .collect();
+    let near = prfmon::names::near(driver, loaded.iter().map(String::as_str));
+    match near.first() {
+        Some(name) => format!("{e}; did you mean {name}?").into(),
+        None => e.to_string().into(),
+    }
 }

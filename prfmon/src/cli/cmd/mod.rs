@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use clap::Args;
 use prfdata_registry::{paths, FileRegistry, PerformanceService};
+use prfmon::absence::Absence;
 use prfmon::collector::host_user::HostUser;
-use prfmon::collector::{reenable_command, CollectorOptions, Isolation};
-use prfmon::names::Names;
+use prfmon::collector::{CollectorOptions, Isolation};
 use prfmon::remote::{parse_address, Remote, RemoteOptions};
 use prfmon::sampler::is_local_machine;
 use prfmon::session::Session;
@@ -79,34 +79,6 @@ impl CollectorArgs {
             .map_err(|e| e.to_string())?;
         Ok(registry)
     }
-}
-
-/// Turns the words of a query into the value Collect gets: `Global` and `Costly` (any case)
-/// as themselves, numbers as they are, object names looked up in `names`: the whole text as one
-/// name first (`"PrfData Demo Worker"`), else word by word.
-pub fn query_value(words: &[String], names: &Names) -> Result<String, String> {
-    let joined = words.join(" ");
-    let trimmed = joined.trim();
-    if trimmed.is_empty() || trimmed.eq_ignore_ascii_case("global") {
-        return Ok("Global".into());
-    }
-    if trimmed.eq_ignore_ascii_case("costly") {
-        return Ok("Costly".into());
-    }
-    if trimmed.starts_with("Foreign") {
-        return Ok(trimmed.to_owned());
-    }
-    if let Some(i) = names.index_of(trimmed) {
-        return Ok(i.to_string());
-    }
-    let mut indexes = Vec::new();
-    for word in trimmed.split_whitespace() {
-        match names.index_of(word) {
-            Some(i) => indexes.push(i.to_string()),
-            None => return Err(format!("no object named `{word}`")),
-        }
-    }
-    Ok(indexes.join(" "))
 }
 
 /// The options of the subcommands that can read another machine (`query`, `list`,
@@ -271,12 +243,7 @@ pub fn open_session(
 /// nonzero, so the collector skips them) and the command that re-enables each.
 pub fn report_disabled(command: &str, services: &[PerformanceService]) {
     for s in services.iter().filter(|s| s.disabled) {
-        errln!(
-            "prfmon {command}: the provider of service {} is disabled (Disable Performance \
-             Counters under {}) and is not collected; re-enable it with: {}",
-            s.name,
-            paths::performance(&s.name),
-            reenable_command(&s.name)
-        );
+        let service = s.name.clone();
+        errln!("prfmon {command}: {}", Absence::Disabled { service });
     }
 }

@@ -12,7 +12,10 @@ use std::process::ExitCode;
 use crate::cli::error::CliError;
 use crate::cli::stdout::errln;
 use clap::Args;
-use prfmon::session::SessionError;
+use prfdata_wire::snapshot::DataSnapshot;
+use prfmon::absence;
+use prfmon::names::objects::{self, query_value};
+use prfmon::session::{Session, SessionError};
 
 /// `prfmon query ...`.
 #[derive(Args, Debug)]
@@ -38,9 +41,15 @@ pub struct QueryArgs {
 /// Runs `prfmon query`.
 pub fn run(args: QueryArgs) -> Result<ExitCode, CliError> {
     let mut session = super::open_session("query", &args.lang, &args.collector, &args.remote, &[])?;
-    let value = super::query_value(&args.query, &session.machine().names)?;
+    let value = match query_value(&args.query, &session.machine().names) {
+        Ok(value) => value,
+        Err(word) => {
+            let global = definitions(&mut session, "Global")?;
+            let names = &session.machine().names;
+            return Err(objects::not_an_object(&word, None, names, &[&global], "query").into());
+        }
+    };
     let collection = session.collect(&value)?;
-    let machine = session.close();
     if let Some(file) = &args.raw {
         std::fs::write(file, &collection.bytes)
             .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
@@ -48,23 +57,43 @@ pub fn run(args: QueryArgs) -> Result<ExitCode, CliError> {
     // The snapshot keeps the bytes (no copy) and reads them in place.
     let snapshot =
         prfdata_wire::snapshot::decode_owned(collection.bytes).map_err(SessionError::from)?;
-    super::decode::print(&snapshot, &machine, &collection.services, args.json);
     let missing: Vec<u32> = named_indexes(&value)
         .into_iter()
         .filter(|i| !snapshot.objects.iter().any(|o| o.name_index == *i))
         .collect();
+    // Said after what was collected: a counter asked for as an object, or why it is absent.
+    let global = if missing.is_empty() {
+        None
+    } else {
+        Some(definitions(&mut session, "Global")?)
+    };
+    let machine = session.close();
+    super::decode::print(&snapshot, &machine, &collection.services, args.json);
     for index in &missing {
-        errln!(
-            "prfmon query: object {} ({index}) was asked for, but no provider returned \
-             it (is its app running, and its provider enabled?)",
-            machine.names.name(*index)
-        );
+        let name = machine.names.name(*index);
+        let collected: Vec<&DataSnapshot> = global.iter().collect();
+        let said = objects::counter_of(&name, *index, &machine.names, &collected, "query")
+            .unwrap_or_else(|| {
+                format!(
+                    "object \"{name}\" ({index}) is not collected: {}",
+                    absence::explain(&machine, *index)
+                )
+            });
+        errln!("prfmon query: {said}");
     }
     Ok(if missing.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The object and counter definitions of one collection of `value` by `session`.
+pub(super) fn definitions(session: &mut Session, value: &str) -> Result<DataSnapshot, CliError> {
+    let collection = session.collect(value)?;
+    let view = prfdata_wire::view::DataView::parse(&collection.bytes)
+        .map_err(|e| format!("the {value} collection does not decode: {e}"))?;
+    Ok(view.to_definitions())
 }
 
 /// The object indexes a query value names explicitly: none for `Global`, `Costly` and

@@ -169,7 +169,7 @@ struct DeleteOp {
 
 /// Runs `prfmon reg ...`.
 pub fn run(args: RegArgs) -> Result<ExitCode, CliError> {
-    check_switches(&args.op).map_err(CliError::Said)?;
+    check_switches(&args.op).map_err(CliError::Failed)?;
     match args.op {
         RegOp::Query(q) => query_on(q),
         RegOp::Add(a) => add(&FileRegistry::open_default()?, a),
@@ -244,7 +244,7 @@ fn query_remote(
             out!("{}", with_machine(&text, &machine.label));
             Ok(ExitCode::SUCCESS)
         }
-        Err(RemoteError::NotFound { .. }) => Err(CliError::Said(reg_cli::NOT_FOUND.into())),
+        Err(RemoteError::NotFound { .. }) => Err(CliError::Failed(reg_cli::NOT_FOUND.into())),
         Err(e) => Err(CliError::reg(e)),
     }
 }

@@ -153,7 +153,8 @@ pub fn collect_first(
             other => return Err(other.to_string()),
         };
         let hint = if near.is_empty() {
-            "no object of a similar name is available".to_owned()
+            let object = requests.get(u.request).map_or("", |r| r.object.as_str());
+            prfmon::absence::hint_for_object(session.machine(), object)
         } else {
             format!("did you mean {}?", near.join(", "))
         };

@@ -1,0 +1,92 @@
+//! An object that is installed but that no process publishes now is explained by every
+//! collecting command, naming the service, the app and what to start: when the app never ran,
+//! and when it ran and was killed (its block is left with no live process).
+
+use std::process::Stdio;
+
+use prfdata_testkit::{ready, ChildGuard};
+
+use crate::common::{Run, TEST_WAIT};
+use crate::prfdata_app::{self, prfmon_for, Installed};
+
+prfdata::prfdata_map! {
+    /// An app that is installed and started only by the test that kills it.
+    pub mod idle {
+        app: "AbsenceTest",
+        object JOBS {
+            name: "Absence Jobs", help: name,
+            counters { DONE: LargeRawCount { name: "Absence Done", help: name } }
+        }
+    }
+}
+
+/// The commands that collect, each asking for the app's object.
+const COMMANDS: [&[&str]; 4] = [
+    &["query", "Absence Jobs"],
+    &["list"],
+    &["list", "Absence Jobs"],
+    &["typeperf", r"\Absence Jobs\Absence Done", "-sc", "1"],
+];
+
+/// Runs every command of [`COMMANDS`] and checks that its stderr names the service and says
+/// `what` (and what to start).
+fn every_command_says(installed: &Installed, what: &str) {
+    for args in COMMANDS {
+        let run: Run = prfmon_for(installed, args);
+        let sub = args[0];
+        assert!(
+            run.stderr.contains(&format!("prfmon {sub}: "))
+                && run.stderr.contains("service AbsenceTest is installed")
+                && run.stderr.contains(what)
+                && run.stderr.contains("start the app"),
+            "{args:?} (exit {}): {}",
+            run.code,
+            run.stderr
+        );
+        if args.len() > 1 {
+            assert_eq!(run.code, 1, "{args:?}: {}", run.stderr);
+        }
+    }
+}
+
+#[test]
+fn every_command_says_an_installed_app_is_not_running_and_to_start_it() {
+    let installed = prfdata_app::install(&idle::MAP);
+    every_command_says(
+        &installed,
+        "no process of app AbsenceTest publishes counters now",
+    );
+}
+
+/// The app child: activates and waits to be killed.
+#[test]
+#[ignore = "entry point for child processes"]
+fn absence_app_entry() {
+    if std::env::var_os(prfdata_app::APP_ROLE).is_none() {
+        return;
+    }
+    let prf = idle::PrfData::activate().expect("activate");
+    prfdata_app::app_ready(b"up");
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let _ = &prf;
+    }
+}
+
+#[test]
+fn every_command_says_the_app_exited() {
+    let installed = prfdata_app::install(&idle::MAP);
+    let ready = prfdata_app::ready_file(&installed.shm);
+    let mut command =
+        prfdata_testkit::self_command(&prfdata_testkit::test_path!("absence_app_entry"));
+    installed
+        .apply_env(&mut command)
+        .env(prfdata_app::APP_ROLE, "1")
+        .stdout(Stdio::null());
+    let mut app = ChildGuard::new(command.spawn().expect("spawn the app"), "the app");
+    ready::wait(&ready, TEST_WAIT);
+    app.child().kill().expect("kill the app");
+    app.child().wait().expect("reap the app");
+    assert!(installed.shm.join("AbsenceTest.blk").exists());
+    every_command_says(&installed, "app AbsenceTest exited");
+}
