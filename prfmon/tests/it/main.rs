@@ -29,6 +29,7 @@ mod broken_pipe;
 mod collector;
 mod control_chars;
 mod disabled_providers;
+mod docs;
 mod dword_rule;
 mod dynamic;
 mod elapsed_time;
