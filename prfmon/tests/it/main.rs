@@ -49,6 +49,7 @@ mod metrics_cost;
 mod on_demand_bound;
 mod parents;
 mod query_decode;
+mod readme_walk;
 mod reg;
 mod registry_journal;
 mod registry_privacy;
