@@ -184,7 +184,7 @@ fn runtime_counters(c: &mut Criterion) {
     let dir = work_dir();
     std::env::set_var("PRFDATA_REGISTRY", dir.join("registry"));
     bench_map::PrfData::install(&prfdata::install::InstallOptions {
-        library: dir.join("libprfdata_provider.so"),
+        library: prfdata_testkit::provider_library(),
         ini_dir: dir.join("ini"),
         replace: true,
     })

@@ -71,7 +71,7 @@ fn main() {
     std::fs::create_dir_all(&dir).expect("create the folder");
     std::env::set_var("PRFDATA_REGISTRY", dir.join("registry"));
     adds_map::PrfData::install(&prfdata::install::InstallOptions {
-        library: dir.join("libprfdata_provider.so"),
+        library: prfdata_testkit::provider_library(),
         ini_dir: dir.join("ini"),
         replace: true,
     })

@@ -21,8 +21,8 @@
 //! built from them), [`block_file`] (bytes placed as an app's live block).
 //!
 //! A property that does not hold is a panic naming it; libFuzzer reports the input. Run one
-//! target locally with `cargo +nightly fuzz run block_reader` from the repository root (see the
-//! README's "Fuzzing" section).
+//! target locally with `cargo +nightly fuzz run block_reader` from the repository root (see
+//! docs/testing.md, "Fuzzing").
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]

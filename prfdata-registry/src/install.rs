@@ -181,6 +181,28 @@ pub enum InstallError {
     /// The registry could not be opened or updated.
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// The provider library to register is not an existing regular file: refused before
+    /// anything is written or created.
+    #[error(
+        "the provider library {path} {why}: build it with `cargo build -p prfdata-provider` \
+         and register the `libprfdata_provider.so` it makes (in target/debug)"
+    )]
+    NoLibrary {
+        /// The library given.
+        path: PathBuf,
+        /// What is wrong with it ("does not exist", "is not a regular file").
+        why: String,
+    },
+    /// [`provider_library`] found no `libprfdata_provider.so` where it looked.
+    #[error(
+        "found no provider library (looked for {}): build it with `cargo build -p prfdata-provider`, \
+         or set {PROVIDER_ENV} to its path",
+        looked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    NoProvider {
+        /// Each path looked at, in order.
+        looked: Vec<PathBuf>,
+    },
 }
 
 /// How to install.
@@ -193,6 +215,93 @@ pub struct InstallOptions {
     pub ini_dir: PathBuf,
     /// Reinstall over an existing installation (lodctr `--replace`).
     pub replace: bool,
+}
+
+/// The variable naming the provider library [`provider_library`] returns.
+pub const PROVIDER_ENV: &str = "PRFDATA_PROVIDER";
+
+/// The provider library's file name, as Cargo builds it.
+pub const PROVIDER_FILE: &str = "libprfdata_provider.so";
+
+/// The provider library an app registers when it installs itself: `$PRFDATA_PROVIDER` if set,
+/// else `libprfdata_provider.so` beside the running program, else in the folder above it
+/// (where Cargo puts the library when the program is an example or a test, in `examples/` or
+/// `deps/`). The path returned is an existing regular file, made absolute.
+///
+/// # Errors
+///
+/// [`InstallError::NoLibrary`] if `$PRFDATA_PROVIDER` names no regular file;
+/// [`InstallError::NoProvider`] naming every place looked at if none holds the library.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_registry::install::{provider_library, InstallError};
+/// match provider_library() {
+///     Ok(library) => assert!(library.is_file()),
+///     Err(InstallError::NoProvider { looked }) => assert!(!looked.is_empty()),
+///     Err(e) => panic!("{e}"),
+/// }
+/// ```
+pub fn provider_library() -> Result<PathBuf, InstallError> {
+    if let Some(path) = std::env::var_os(PROVIDER_ENV).filter(|v| !v.is_empty()) {
+        let path = PathBuf::from(path);
+        check_library(&path)?;
+        return Ok(std::fs::canonicalize(&path).unwrap_or(path));
+    }
+    let exe = std::env::current_exe().ok();
+    let beside = exe.as_deref().and_then(Path::parent);
+    let looked: Vec<PathBuf> = beside
+        .into_iter()
+        .chain(beside.and_then(Path::parent))
+        .map(|folder| folder.join(PROVIDER_FILE))
+        .collect();
+    match looked.iter().find(|path| path.is_file()) {
+        Some(found) => Ok(std::fs::canonicalize(found).unwrap_or_else(|_| found.clone())),
+        None => Err(InstallError::NoProvider { looked }),
+    }
+}
+
+/// Refuses a provider library that is not an existing regular file
+/// ([`InstallError::NoLibrary`]), as [`install`] does before it writes anything.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_registry::install::{check_library, InstallError};
+/// let err = check_library("/nonexistent/libprfdata_provider.so".as_ref()).unwrap_err();
+/// assert!(matches!(err, InstallError::NoLibrary { .. }));
+/// assert!(err.to_string().contains("cargo build -p prfdata-provider"));
+/// ```
+pub fn check_library(path: &Path) -> Result<(), InstallError> {
+    let why = match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => return Ok(()),
+        Ok(_) => "is not a regular file".to_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist".to_owned(),
+        Err(e) => format!("cannot be read ({e})"),
+    };
+    Err(InstallError::NoLibrary {
+        path: path.to_path_buf(),
+        why,
+    })
+}
+
+/// The folder the counter files (`<app>.ini`, `<app>.h`) of an app that installs itself go to:
+/// `ini` in the registry's folder (`PRFDATA_REGISTRY`, else the per-user state folder).
+///
+/// # Errors
+///
+/// [`InstallError::Registry`] if no registry folder can be named (no `HOME`).
+///
+/// # Examples
+///
+/// ```
+/// let dir = prfdata_registry::install::ini_dir()?;
+/// assert!(dir.ends_with("ini"));
+/// # Ok::<(), prfdata_registry::install::InstallError>(())
+/// ```
+pub fn ini_dir() -> Result<PathBuf, InstallError> {
+    Ok(crate::paths::registry_root()?.join("ini"))
 }
 
 /// The name a language id is listed under in `[languages]`.
@@ -490,11 +599,14 @@ fn counter_files(set: &CounterSet, dir: &Path, durable: bool) -> Result<PathBuf,
     Ok(ini_path)
 }
 
-/// [`install_in`] the default registry (`PRFDATA_REGISTRY`, else the per-user state folder).
+/// [`install_in`] the default registry (`PRFDATA_REGISTRY`, else the per-user state folder),
+/// after refusing a provider library that is not an existing regular file (nothing is written
+/// or created then): what an app that installs itself calls, with [`provider_library`].
 ///
 /// # Errors
 ///
-/// As [`install_in`].
+/// [`InstallError::NoLibrary`] if `options.library` is not an existing regular file; otherwise
+/// as [`install_in`].
 ///
 /// # Examples
 ///
@@ -509,6 +621,7 @@ fn counter_files(set: &CounterSet, dir: &Path, durable: bool) -> Result<PathBuf,
 /// # Ok::<(), prfdata_registry::install::InstallError>(())
 /// ```
 pub fn install(set: &CounterSet, options: &InstallOptions) -> Result<CounterRange, InstallError> {
+    check_library(&options.library)?;
     install_in(&FileRegistry::open_default()?, set, options)
 }
 

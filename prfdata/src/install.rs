@@ -11,7 +11,8 @@ use prfdata_registry::install as registry_install;
 use prfdata_registry::{check_names_fit, paths, service, FileRegistry, Registry};
 
 pub use prfdata_registry::install::{
-    CounterNames, CounterSet, InstallError, InstallOptions, ObjectNames, Text,
+    check_library, ini_dir, provider_library, CounterNames, CounterSet, InstallError,
+    InstallOptions, ObjectNames, Text, PROVIDER_ENV, PROVIDER_FILE,
 };
 /// The registry's root folder (`PRFDATA_REGISTRY`, else the per-user state folder), where an app
 /// that installs itself may also keep its `.ini` and `.h` (`<root>/ini`).
@@ -149,11 +150,14 @@ pub fn install_in<R: Registry + ?Sized>(
     registry_install::install_in(registry, &counter_set(map), options)
 }
 
-/// [`install_in`] the default registry (`PRFDATA_REGISTRY`, else the per-user state folder).
+/// [`install_in`] the default registry (`PRFDATA_REGISTRY`, else the per-user state folder),
+/// after refusing a provider library that is not an existing regular file (nothing is written
+/// or created then): what an app that installs itself calls, with [`provider_library`].
 ///
 /// # Errors
 ///
-/// As [`install_in`].
+/// [`InstallError::NoLibrary`] if `options.library` is not an existing regular file; otherwise
+/// as [`install_in`].
 ///
 /// # Examples
 ///
@@ -170,6 +174,7 @@ pub fn install_in<R: Registry + ?Sized>(
 /// # Ok::<(), prfdata::install::InstallError>(())
 /// ```
 pub fn install(map: &MapDef, options: &InstallOptions) -> Result<CounterRange, InstallError> {
+    registry_install::check_library(&options.library)?;
     install_in(&FileRegistry::open_default()?, map, options)
 }
 

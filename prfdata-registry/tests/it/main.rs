@@ -3,6 +3,7 @@
 //! Tests that kill an update re-execute this binary with `--exact <module>::child_entry` and a
 //! fault point (feature `fault-injection`, enabled by this crate's dev-dependencies).
 
+mod install;
 mod loadperf;
 mod lodctr;
 mod lodctr_encodings;

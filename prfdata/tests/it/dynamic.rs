@@ -352,7 +352,8 @@ fn cost_child() {
     let dir = crate::common::child_dir();
     let registry = std::path::PathBuf::from(std::env::var_os("PRFDATA_REGISTRY").unwrap());
     rt::PrfData::install(&prfdata::install::InstallOptions {
-        library: "/nonexistent/libprovider.so".into(),
+        // Nothing loads the provider here: any existing file will do.
+        library: std::env::current_exe().unwrap(),
         ini_dir: dir.join("ini"),
         replace: true,
     })
@@ -533,7 +534,8 @@ fn concurrent_name(prefix: &str, i: usize) -> String {
 fn add_concurrently<M: prfdata::map::PerfDataMap>(prefix: &str) {
     let dir = crate::common::child_dir();
     prfdata::PrfData::<M>::install(&prfdata::install::InstallOptions {
-        library: "/nonexistent/libprovider.so".into(),
+        // Nothing loads the provider here: any existing file will do.
+        library: std::env::current_exe().unwrap(),
         ini_dir: dir.join(format!("ini-{prefix}")),
         replace: true,
     })

@@ -1,4 +1,4 @@
-//! Inputs the fuzz targets found (`fuzz/`, README "Fuzzing"), replayed through the public API.
+//! Inputs the fuzz targets found (`fuzz/`, docs/testing.md, "Fuzzing"), replayed through the public API.
 //! Each input is committed as `fuzz/corpus/<target>/regression-*`, so the fuzzers start from
 //! it as well.
 

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The bound on the server's resident memory under every attack at once; README.md and
+/// The bound on the server's resident memory under every attack at once; docs/serve.md and
 /// BENCHMARKS.md name the same figure.
 const RSS_BOUND_KIB: u64 = 64 * 1024;
 

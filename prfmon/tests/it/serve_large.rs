@@ -3,7 +3,7 @@
 //! receive buffer): clients that do not read it, or read it slowly, hold their answers open.
 //! They must stall only themselves (an honest scrape is still answered in time, however many
 //! they are), an answer must end within the server's answer deadline however its client reads,
-//! and the server's resident memory must stay within the bound README.md names for scrapes in
+//! and the server's resident memory must stay within the bound docs/serve.md names for scrapes in
 //! flight.
 
 use crate::serve_common::*;
@@ -40,7 +40,7 @@ const WIDE_APP_ENV: &str = "PRFMON_SERVE_WIDE_APP";
 const HONEST_WAIT: Duration = Duration::from_secs(30);
 
 /// The scrapes `prfmon serve` works on at once, and the memory it may hold besides them:
-/// README.md's bound on resident memory is `BASE_KIB + SCRAPES x (the /perfdata size + the
+/// docs/serve.md's bound on resident memory is `BASE_KIB + SCRAPES x (the /perfdata size + the
 /// /metrics size)`.
 const SCRAPES: u64 = 8;
 const BASE_KIB: u64 = 64 * 1024;

@@ -23,7 +23,7 @@ const TOKEN: &str = "0123456789abcdef-prfmon-peer-token";
 const STAT: &str = r"ServeTestService\Queuelength";
 const STAT_OFFSET: u32 = 6;
 
-/// The leases one peer may hold, and serve's share of one app's table (README.md's figures).
+/// The leases one peer may hold, and serve's share of one app's table (docs/serve.md's figures).
 const PER_PEER: usize = 4;
 const SHARE: usize = 16;
 
