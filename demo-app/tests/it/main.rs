@@ -4,4 +4,5 @@
 
 mod demo;
 mod live;
+mod live_terminal;
 mod two_runs;
