@@ -93,6 +93,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    notes::log_to_notes();
     let result = match cli.command {
         Command::Install { library, ini_dir } => {
             install(library, ini_dir).map(|note| println!("{note}"))

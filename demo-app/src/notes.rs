@@ -2,8 +2,9 @@
 //! (`live` hands it to `prfmon watch`), held in order and written to stderr when it gives the
 //! terminal back, so that no note draws over its screen.
 //!
-//! Every note of the service goes through [`note!`]; [`hold`] returns the guard that holds
-//! them until it drops.
+//! Every note of the service goes through [`note!`], and so do the warnings and errors the
+//! libraries log (prfdata logs through the `log` facade; [`log_to_notes`]); [`hold`] returns
+//! the guard that holds them until it drops.
 
 use std::io::Write;
 use std::sync::{Mutex, PoisonError};
@@ -63,6 +64,34 @@ impl Held {
             ));
         }
         self.lines
+    }
+}
+
+/// The `log` records of Warn and above, written as notes (`warning: ...`, `error: ...`).
+struct Logger;
+
+impl log::Log for Logger {
+    fn enabled(&self, metadata: &log::Metadata) -> bool {
+        metadata.level() <= log::Level::Warn
+    }
+
+    fn log(&self, record: &log::Record) {
+        if self.enabled(record.metadata()) {
+            let level = match record.level() {
+                log::Level::Error => "error",
+                _ => "warning",
+            };
+            write(&format!("{level}: {}", record.args()));
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// Writes the libraries' warnings and errors as notes, from now on (once per process).
+pub fn log_to_notes() {
+    if log::set_logger(&Logger).is_ok() {
+        log::set_max_level(log::LevelFilter::Warn);
     }
 }
 

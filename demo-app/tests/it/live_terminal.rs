@@ -153,21 +153,16 @@ fn broken(screen: &str) -> Option<&'static str> {
 }
 
 /// `prfmon typeperf` on "Cache entries scanned" for three samples, a second collector.
-fn second_collector(bin: &Path, root: &Path) -> ChildGuard {
-    let child = Command::new(bin.join("prfmon"))
-        .args([
-            "typeperf",
-            r"\PrfData Demo Service\Cache entries scanned",
-            "-sc",
-            "3",
-        ])
-        .env("PRFDATA_REGISTRY", root.join("registry"))
-        .env("PRFDATA_SHM_DIR", root.join("shm"))
+fn second_collector(bin: &Path, sandbox: &Sandbox) -> ChildGuard {
+    let mut typeperf = Command::new(bin.join("prfmon"));
+    sandbox.apply_env(&mut typeperf);
+    typeperf
+        .args(["typeperf", r"\PrfData Demo Service\Cache entries scanned"])
+        .args(["-sc", "3"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn prfmon typeperf");
+        .stderr(Stdio::null());
+    let child = typeperf.spawn().expect("spawn prfmon typeperf");
     ChildGuard::new(child, "prfmon typeperf")
 }
 
@@ -199,15 +194,15 @@ fn a_collectors_lease_note_waits_until_the_live_chart_is_gone() {
     let pane = Pane::start(&format!(
         "PRFDATA_REGISTRY='{}' PRFDATA_SHM_DIR='{}' '{}' live --workers 2; \
          echo \"EXITED $?\"; sleep 120",
-        root.join("registry").display(),
-        root.join("shm").display(),
+        sandbox.registry.display(),
+        sandbox.shm.display(),
         bin.join("demo-app").display()
     ));
     pane.wait_for("the chart with the service's counters", |s| {
         s.contains("Legend") && s.contains("Jobs/sec") && broken(s).is_none()
     });
 
-    let mut collector = second_collector(&bin, root);
+    let mut collector = second_collector(&bin, &sandbox);
     if let Some((why, screen)) = first_broken_screen(&pane, &mut collector) {
         panic!("{why}:\n{screen}");
     }

@@ -6,3 +6,4 @@ mod demo;
 mod live;
 mod live_terminal;
 mod two_runs;
+mod warnings;
