@@ -13,12 +13,15 @@
 //! - `demo-app live [--duration S] [--workers N]` is the whole tour in one command: install, run,
 //!   and watch the counters live through the collector (`prfmon watch` in a terminal,
 //!   `prfmon typeperf` otherwise, whose CSV is then all of stdout: the notes go to stderr),
-//!   which loads the provider library as perflib would.
+//!   which loads the provider library as perflib would. While `watch` owns the terminal, the
+//!   service's notes (a collector starts or stops watching a counter, the block was joined)
+//!   are held and written to stderr, in order, once it exits (`notes`).
 //! - Two runs of the app by one user share its block (one block folder, `PRFDATA_SHM_DIR`): the
 //!   second says it joined, the counters add up, and the first to stop leaves the block to the
 //!   other.
 
 mod counters;
+mod notes;
 mod processes;
 mod service;
 
@@ -33,6 +36,7 @@ use prfdata::install::InstallOptions;
 use prfdata::Departure;
 
 use counters::demo::PrfData;
+use notes::note;
 
 /// A job-processing service that publishes prfdata counters (driver name PrfDataDemo).
 #[derive(Parser, Debug)]
@@ -89,6 +93,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    notes::log_to_notes();
     let result = match cli.command {
         Command::Install { library, ini_dir } => {
             install(library, ini_dir).map(|note| println!("{note}"))
@@ -192,7 +197,7 @@ fn live(duration: Option<f64>, workers: usize) -> Result<(), String> {
         ));
     }
     // On stderr: without a terminal, stdout is prfmon's CSV alone.
-    eprintln!("demo-app: {}", install(None, None)?);
+    note!("{}", install(None, None)?);
     let duration = parse_duration(duration)?;
     let stop = Arc::new(AtomicBool::new(false));
     {
@@ -212,7 +217,8 @@ fn live(duration: Option<f64>, workers: usize) -> Result<(), String> {
     }
     let samples = duration.map(|d| d.as_secs().max(1));
     let mut cmd = std::process::Command::new(&prfmon);
-    if std::io::stdout().is_terminal() {
+    let on_terminal = std::io::stdout().is_terminal();
+    if on_terminal {
         cmd.arg("watch")
             .args(LIVE_PATHS)
             .arg(LIVE_WORKERS_CHART)
@@ -229,15 +235,18 @@ fn live(duration: Option<f64>, workers: usize) -> Result<(), String> {
             cmd.args(["-sc", &n.to_string()]);
         }
     }
-    let watched = cmd
-        .status()
-        .map_err(|e| format!("cannot run {}: {e}", prfmon.display()));
+    let watched = {
+        // `watch` owns the terminal until it exits: the service's notes wait for it.
+        let _held = on_terminal.then(notes::hold);
+        cmd.status()
+            .map_err(|e| format!("cannot run {}: {e}", prfmon.display()))
+    };
     stop.store(true, Ordering::Relaxed);
     let (done, prf) = service
         .join()
         .map_err(|_| "the service thread panicked".to_string())?
         .map_err(|e| e.to_string())?;
-    eprintln!("demo-app: {}", stopped(done, prf.close()));
+    note!("{}", stopped(done, prf.close()));
     match watched? {
         status if status.success() => Ok(()),
         status => Err(format!("prfmon ended with {status}")),
@@ -260,9 +269,7 @@ fn run(duration: Option<f64>, workers: usize, processes: usize) -> Result<(), St
             .map_err(|e| format!("cannot handle Ctrl-C: {e}"))?;
     }
     let duration = parse_duration(duration)?;
-    eprintln!(
-        "demo-app: running with {workers} workers and {processes} worker processes; Ctrl-C to stop"
-    );
+    note!("running with {workers} workers and {processes} worker processes; Ctrl-C to stop");
     let service_done = Arc::new(AtomicBool::new(false));
     let supervisor = (processes > 0).then(|| {
         let done = Arc::clone(&service_done);
@@ -277,7 +284,7 @@ fn run(duration: Option<f64>, workers: usize, processes: usize) -> Result<(), St
             .map_err(|_| "the supervisor thread panicked".to_string())??;
     }
     let (done, prf) = result.map_err(|e| e.to_string())?;
-    eprintln!("demo-app: {}", stopped(done, prf.close()));
+    note!("{}", stopped(done, prf.close()));
     Ok(())
 }
 

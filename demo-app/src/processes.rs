@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::counters::demo::{self, PrfData};
+use crate::notes::note;
 
 /// How often the supervisor kills a worker process with `SIGKILL`.
 const KILL_EVERY: Duration = Duration::from_secs(5);
@@ -95,7 +96,7 @@ pub fn supervise(n: usize, stop: &AtomicBool) -> Result<(), String> {
             last_kill = Instant::now();
             rng = crate::service::xorshift(rng);
             if let Some(child) = workers[rng as usize % n].as_mut() {
-                eprintln!("demo-app: killing worker process {} (SIGKILL)", child.id());
+                note!("killing worker process {} (SIGKILL)", child.id());
                 let _ = child.kill();
                 let _ = child.wait();
             }

@@ -12,6 +12,7 @@ use prfdata::clock;
 use prfdata::{InstanceId, InstanceSpec};
 
 use crate::counters::demo::{self, PrfData};
+use crate::notes::note;
 
 /// The most jobs waiting; the producer slows down beyond it.
 const QUEUE_LIMIT: usize = 500;
@@ -154,8 +155,8 @@ fn serve(
 fn open() -> Result<Arc<Shared>, prfdata::Error> {
     let prf = PrfData::activate()?;
     if let Some(pid) = another_member(&prf) {
-        eprintln!(
-            "demo-app: joined the block another process of PrfDataDemo publishes (pid {pid}): \
+        note!(
+            "joined the block another process of PrfDataDemo publishes (pid {pid}): \
              counters add up; set PRFDATA_SHM_DIR to run apart"
         );
     }
@@ -170,13 +171,9 @@ fn open() -> Result<Arc<Shared>, prfdata::Error> {
     prf.watch().on_change(|event| {
         if event.is_for(demo::CACHE_SCANNED) {
             if event.is_start() {
-                eprintln!(
-                    "demo-app: a monitor watches \"Cache entries scanned\": scanning the cache"
-                );
+                note!("a monitor watches \"Cache entries scanned\": scanning the cache");
             } else {
-                eprintln!(
-                    "demo-app: nobody watches \"Cache entries scanned\": cache scans stopped"
-                );
+                note!("nobody watches \"Cache entries scanned\": cache scans stopped");
             }
         }
     });

@@ -16,7 +16,7 @@ const DEMO: &str = env!("CARGO_BIN_EXE_demo-app");
 
 /// The folder `root/bin` with a copy of demo-app, prfmon and the provider library, as an
 /// installation has them: `live` finds prfmon and the provider beside its own executable.
-fn programs(root: &Path) -> PathBuf {
+pub(crate) fn programs(root: &Path) -> PathBuf {
     let bin = root.join("bin");
     std::fs::create_dir(&bin).unwrap();
     for (from, name) in [

@@ -4,4 +4,6 @@
 
 mod demo;
 mod live;
+mod live_terminal;
 mod two_runs;
+mod warnings;
