@@ -21,7 +21,7 @@ use prfdata_registry::{perflib, Hive, Registry, RegistryError};
 use prfdata_wire::snapshot::{DataSnapshot, Instance, ObjectData};
 
 mod map;
-mod near;
+pub(crate) mod near;
 pub mod objects;
 
 pub use map::NameMap;

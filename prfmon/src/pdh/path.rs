@@ -67,7 +67,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::names::{distance, nearness};
+use crate::names::near::{distance, nearness};
 
 /// How many near matches a [`PathError::NoMatch`] lists at most: enough to show the likely fix,
 /// few enough for one terminal screen.
