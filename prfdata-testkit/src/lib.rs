@@ -51,6 +51,7 @@ pub mod process;
 pub mod process_env;
 pub mod sample;
 pub mod sandbox;
+pub mod tmux;
 pub mod wait;
 
 pub use artifacts::{cdylib, provider_library, target_binary};

@@ -6,21 +6,12 @@
 use crate::common;
 use crate::sampling_app;
 
-use std::process::Command;
-use std::time::{Duration, Instant};
-
 use common::finish;
+use prfdata_testkit::tmux::SCREEN_WAIT;
 use sampling_app::{shell_env, tp, App};
 
-/// How long the screen may take to show what a test waits for.
-const SCREEN_WAIT: Duration = Duration::from_secs(30);
-
-/// A tmux server of its own, on a socket in a temp folder of its own: killed when dropped, and
-/// the folder with its socket removed.
-pub(crate) struct Pane {
-    socket: String,
-    _dir: tempfile::TempDir,
-}
+/// A tmux pane running `prfmon watch` (`prfdata_testkit::tmux::Pane`, which it derefs to).
+pub(crate) struct Pane(prfdata_testkit::tmux::Pane);
 
 impl Pane {
     /// Runs `prfmon watch ARGS` in a new 80×24 pane, against the app's registry and blocks;
@@ -32,72 +23,18 @@ impl Pane {
     /// Runs `ENV prfmon watch ARGS` in a new 80×24 pane (`ENV`: `NAME=value` words for the
     /// shell); when it exits the pane shows `EXITED <code>`.
     pub(crate) fn start_with(env: &str, args: &str) -> Pane {
-        let tmux = Command::new("tmux").arg("-V").output();
-        assert!(
-            tmux.as_ref().is_ok_and(|o| o.status.success()),
-            "tmux cannot run ({tmux:?}), so this test cannot: install it (apt-get install tmux), \
-             or rebuild without it (`cargo clean -p prfmon`) so that the test is reported ignored"
-        );
-        let dir = tempfile::Builder::new()
-            .prefix("prfmon-watch-")
-            .tempdir()
-            .expect("temp dir");
-        let socket = dir.path().join("tmux").display().to_string();
-        let command = format!(
+        Pane(prfdata_testkit::tmux::Pane::start(&format!(
             "{env} '{}' watch {args}; echo \"EXITED $?\"; sleep 120",
             env!("CARGO_BIN_EXE_prfmon")
-        );
-        let status = Command::new("tmux")
-            .args(["-S", &socket, "-f", "/dev/null", "new-session", "-d"])
-            .args(["-x", "80", "-y", "24", &command])
-            .env_remove("TMUX")
-            .status()
-            .expect("run tmux");
-        assert!(status.success(), "tmux new-session failed");
-        Pane { socket, _dir: dir }
-    }
-
-    pub(crate) fn tmux(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .args(["-S", &self.socket])
-            .args(args)
-            .output()
-            .expect("run tmux");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    pub(crate) fn screen(&self) -> String {
-        self.tmux(&["capture-pane", "-p"])
-    }
-
-    pub(crate) fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys"];
-        args.extend_from_slice(keys);
-        self.tmux(&args);
-    }
-
-    /// Waits (bounded) until the screen satisfies `ok`; returns it.
-    pub(crate) fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + SCREEN_WAIT;
-        loop {
-            let screen = self.screen();
-            if ok(&screen) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the screen never showed {what}:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        )))
     }
 }
 
-impl Drop for Pane {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-S", &self.socket, "kill-server"])
-            .output();
+impl std::ops::Deref for Pane {
+    type Target = prfdata_testkit::tmux::Pane;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
     }
 }
 
