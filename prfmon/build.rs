@@ -16,7 +16,10 @@
 //! ignored tests too, so there a missing tool fails). Uid and capabilities come from
 //! `/proc/self/status` (its `Uid:` and `CapEff:` lines), so the script needs no crate.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+#[path = "../prfdata-testkit/src/probe.rs"]
+mod probe;
 
 /// `CAP_SYS_ADMIN`'s bit in a capability set (linux/capability.h).
 const CAP_SYS_ADMIN: u32 = 21;
@@ -29,10 +32,11 @@ fn main() {
         println!("cargo::rustc-check-cfg=cfg(prfmon_tests_{cfg})");
     }
     println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-changed=../prfdata-testkit/src/probe.rs");
     privileges();
-    let tmux = tools_on_path(&["tmux"]);
-    let prometheus = tools_on_path(&["prometheus", "promtool"]);
-    let tz = found(Path::new(TZ_PROBE));
+    let tmux = probe::tools_on_path(&["tmux"]);
+    let prometheus = probe::tools_on_path(&["prometheus", "promtool"]);
+    let tz = probe::found(Path::new(TZ_PROBE));
     for (cfg, have) in [("tmux", tmux), ("prometheus", prometheus), ("tz", tz)] {
         if have {
             println!("cargo::rustc-cfg=prfmon_tests_{cfg}");
@@ -42,56 +46,11 @@ fn main() {
 
 /// Emits `prfmon_tests_root` and `prfmon_tests_mount` from this process' uid and capabilities.
 fn privileges() {
-    // A build by another user (sudo, su) sets these differently: look again.
-    println!("cargo::rerun-if-env-changed=USER");
-    println!("cargo::rerun-if-env-changed=SUDO_USER");
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .map(str::trim)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    // `Uid:` lists the real, effective, saved and file-system uids.
-    let root = field("Uid:").split_whitespace().nth(1) == Some("0");
-    let caps = u64::from_str_radix(&field("CapEff:"), 16).unwrap_or(0);
+    let (root, caps) = probe::privileges();
     if root {
         println!("cargo::rustc-cfg=prfmon_tests_root");
         if caps & (1 << CAP_SYS_ADMIN) != 0 {
             println!("cargo::rustc-cfg=prfmon_tests_mount");
         }
     }
-}
-
-/// Whether every one of `names` is a file in a `PATH` folder. Asks cargo to look again when
-/// `PATH` changes, when a file found changes or goes, and, while one is missing, when a `PATH`
-/// folder changes (the tool installed).
-fn tools_on_path(names: &[&str]) -> bool {
-    println!("cargo::rerun-if-env-changed=PATH");
-    let folders: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    let mut all = true;
-    for name in names {
-        match folders.iter().map(|f| f.join(name)).find(|p| p.is_file()) {
-            Some(file) => println!("cargo::rerun-if-changed={}", file.display()),
-            None => all = false,
-        }
-    }
-    if !all {
-        for folder in folders.iter().filter(|f| f.is_dir()) {
-            println!("cargo::rerun-if-changed={}", folder.display());
-        }
-    }
-    all
-}
-
-/// Whether `file` exists; asks cargo to look again when it changes or, while it is missing,
-/// when its nearest existing parent folder changes.
-fn found(file: &Path) -> bool {
-    let watched = file.ancestors().find(|p| p.exists()).unwrap_or(file);
-    println!("cargo::rerun-if-changed={}", watched.display());
-    watched == file
 }

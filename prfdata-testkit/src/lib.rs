@@ -47,6 +47,7 @@
 pub mod artifacts;
 pub mod at_exit;
 pub mod layers;
+pub mod probe;
 pub mod process;
 pub mod process_env;
 pub mod sample;
