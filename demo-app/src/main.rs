@@ -2,8 +2,9 @@
 //! CPrfData (Richter, MSJ, August 1998), under the driver name `PrfDataDemo`.
 //!
 //! - `demo-app install` puts the map's names and help into the registry and records the provider
-//!   library found next to this executable (`libprfdata_provider.so`); the `.ini` and `.h` it
-//!   writes go to `ini` under the registry's root (`PRFDATA_REGISTRY`), not beside the library.
+//!   library (`$PRFDATA_PROVIDER`, else `libprfdata_provider.so` next to this executable or a
+//!   folder up); the `.ini` and `.h` it writes go to `ini` under the registry's root
+//!   (`PRFDATA_REGISTRY`), not beside the library.
 //! - `demo-app run [--duration S] [--workers N] [--processes P]` publishes counters while it
 //!   works; Ctrl-C stops it cleanly and removes its block (or leaves it to the other processes
 //!   still publishing it, and says so). With `--processes P`, P worker
@@ -48,9 +49,10 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Install the counter names and register the provider library (next to this executable).
+    /// Install the counter names and register the provider library ($PRFDATA_PROVIDER, else the
+    /// one next to this executable or a folder up).
     Install {
-        /// The provider library to register instead of the one next to this executable.
+        /// The provider library to register instead of the one found.
         #[arg(long)]
         library: Option<PathBuf>,
         /// Where to write PrfDataDemo.ini and PrfDataDemo.h (default: `ini` under the
@@ -128,32 +130,24 @@ fn main() -> ExitCode {
     }
 }
 
-/// Installs the demo: its names, and the provider `library` (default: beside this
-/// executable); the .ini and .h go to `ini_dir` (default: `ini` under the registry's root, so
-/// a sandboxed run writes nothing beside the programs). Returns the note to print.
+/// Installs the demo: its names, and the provider `library` (default: the one
+/// `prfdata::install::provider_library` finds); the .ini and .h go to `ini_dir` (default: `ini`
+/// under the registry's root, so a sandboxed run writes nothing beside the programs). Returns
+/// the note to print.
 fn install(library: Option<PathBuf>, ini_dir: Option<PathBuf>) -> Result<String, String> {
+    // The lookup every app that installs itself uses: `PRFDATA_PROVIDER`, else beside this
+    // executable or one folder up; an explicit library must be an existing regular file.
     let library = match library {
-        Some(l) => l,
-        None => {
-            let exe = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
-            exe.with_file_name("libprfdata_provider.so")
+        Some(l) => {
+            prfdata::install::check_library(&l).map_err(|e| e.to_string())?;
+            l.canonicalize()
+                .map_err(|e| format!("{}: {e}", l.display()))?
         }
+        None => prfdata::install::provider_library().map_err(|e| e.to_string())?,
     };
-    if !library.exists() {
-        return Err(format!(
-            "the provider library {} does not exist; build it with `cargo build -p prfdata-provider` \
-             or pass --library",
-            library.display()
-        ));
-    }
-    let library = library
-        .canonicalize()
-        .map_err(|e| format!("{}: {e}", library.display()))?;
     let ini_dir = match ini_dir {
         Some(dir) => dir,
-        None => prfdata::install::registry_root()
-            .map_err(|e| e.to_string())?
-            .join("ini"),
+        None => prfdata::install::ini_dir().map_err(|e| e.to_string())?,
     };
     let range = PrfData::install(&InstallOptions {
         library: library.clone(),

@@ -14,9 +14,6 @@ pub use prfdata_registry::install::{
     check_library, ini_dir, provider_library, CounterNames, CounterSet, InstallError,
     InstallOptions, ObjectNames, Text, PROVIDER_ENV, PROVIDER_FILE,
 };
-/// The registry's root folder (`PRFDATA_REGISTRY`, else the per-user state folder), where an app
-/// that installs itself may also keep its `.ini` and `.h` (`<root>/ini`).
-pub use prfdata_registry::paths::registry_root;
 pub use prfdata_registry::CounterRange;
 
 use crate::map::{self, MapDef};
