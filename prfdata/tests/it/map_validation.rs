@@ -21,6 +21,7 @@ const RAW: CounterDef = CounterDef {
     counter_type: prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT,
     text_len: 0,
     factor: None,
+    unit: None,
     source: prfdata::map::Source::Stored,
     aggregate: None,
 };
