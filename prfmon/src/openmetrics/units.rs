@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use prfdata_registry::{perflib, stats};
-//! use prfmon::openmetrics::unit::{DeclaredUnit, Units};
+//! use prfmon::openmetrics::units::{DeclaredUnit, Units};
 //! let mut hive = perflib::new_hive();
 //! stats::write_units(&mut hive, "App", &[(1852, "bytes".into()), (1854, "furlongs".into())])?;
 //! let units = Units::from_hive(&hive)?;
@@ -29,7 +29,7 @@ use prfdata_registry::{stats, Hive, RegistryError};
 /// # Examples
 ///
 /// ```
-/// use prfmon::openmetrics::unit::DeclaredUnit;
+/// use prfmon::openmetrics::units::DeclaredUnit;
 /// assert_eq!(DeclaredUnit::parse("bytes"), Some(DeclaredUnit::Bytes));
 /// assert_eq!(DeclaredUnit::Seconds.word(), "seconds");
 /// ```
