@@ -108,18 +108,29 @@ fn values_are_in_the_unit_the_name_states() {
         "start {started}\n{}",
         r.body
     );
-    for line in [
+    // No raw clock families: the values carry their unit.
+    assert!(!r.body.contains("_perf_freq"), "{}", r.body);
+    let lines = [
         "# TYPE prfdata_units_times_busy_seconds counter",
         "# UNIT prfdata_units_times_busy_seconds seconds",
         "# TYPE prfdata_units_times_uptime_start_time_seconds gauge",
-    ] {
-        assert!(r.body.contains(line), "{line} in\n{}", r.body);
-    }
-    // No raw clock families: the values carry their unit.
-    assert!(!r.body.contains("_perf_freq"), "{}", r.body);
+    ];
+    has_lines_and_passes_promtool(&promtool, addr, &r.body, &lines);
+}
 
+/// `body` (the OpenMetrics text of `/metrics` at `addr`) has each of `lines`, and `promtool
+/// check metrics` accepts the classic text of another scrape.
+fn has_lines_and_passes_promtool(
+    promtool: &std::path::Path,
+    addr: std::net::SocketAddr,
+    body: &str,
+    lines: &[&str],
+) {
+    for line in lines {
+        assert!(body.contains(line), "{line} in\n{body}");
+    }
     let classic = request(addr, "GET", "/metrics", "*/*");
-    let (ok, said) = promtool_check(&promtool, &classic.body);
+    let (ok, said) = promtool_check(promtool, &classic.body);
     assert!(ok, "promtool check metrics: {said}\n{}", classic.body);
 }
 
@@ -200,15 +211,11 @@ fn one_factor_rule_for_typeperf_watch_and_metrics() {
         r.body,
         log.lock().unwrap()
     );
-    for line in [
+    assert!(!r.body.contains("_kib"), "{}", r.body);
+    let lines = [
         "# HELP prfdata_units_heap_queued_payload_bytes Payload queued, shown in KiB.",
         "# TYPE prfdata_units_heap_queued_payload_bytes gauge",
         "# UNIT prfdata_units_heap_queued_payload_bytes bytes",
-    ] {
-        assert!(r.body.contains(line), "{line} in\n{}", r.body);
-    }
-    assert!(!r.body.contains("_kib"), "{}", r.body);
-    let classic = request(addr, "GET", "/metrics", "*/*");
-    let (ok, said) = promtool_check(&promtool, &classic.body);
-    assert!(ok, "promtool check metrics: {said}\n{}", classic.body);
+    ];
+    has_lines_and_passes_promtool(&promtool, addr, &r.body, &lines);
 }
