@@ -1043,6 +1043,51 @@ mod tests {
     }
 
     #[test]
+    fn a_declared_unit_names_a_counts_family_and_a_times_type_keeps_its_own() {
+        let obj = object(
+            10,
+            &[
+                (12, PERF_COUNTER_BULK_COUNT),
+                (14, PERF_COUNTER_LARGE_RAWCOUNT),
+                (16, PERF_100NSEC_TIMER),
+            ],
+        )
+        .values(
+            [4096, 120, 30_000_000]
+                .map(RawValue::Int)
+                .into_iter()
+                .collect(),
+        );
+        let snap = snapshot(&[obj]);
+        let n = names(&[
+            (10, "Pool"),
+            (12, "Sent KiB"),
+            (14, "Uptime minutes"),
+            (16, "Busy"),
+        ]);
+        let mut hive = prfdata_registry::perflib::new_hive();
+        let declared = [
+            (12, "bytes".into()),
+            (14, "seconds".into()),
+            (16, "bytes".into()),
+        ];
+        prfdata_registry::stats::write_units(&mut hive, "App", &declared).unwrap();
+        let units = Units::from_hive(&hive).unwrap();
+        let text = Exposition::with_units(&snap, &[], &n, &units).encode();
+        for line in [
+            "# UNIT prfdata_pool_sent_bytes bytes\n",
+            "prfdata_pool_sent_bytes_total 4096\n",
+            "# UNIT prfdata_pool_uptime_seconds seconds\n",
+            "prfdata_pool_uptime_seconds 120\n",
+            // A time is in seconds by its type, whatever the registry says.
+            "prfdata_pool_busy_seconds_total 3.0\n",
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
+        }
+        assert!(!text.contains("busy_bytes"), "{text}");
+    }
+
+    #[test]
     fn bases_are_families_of_their_own_named_after_their_counter() {
         let obj = object(
             10,
