@@ -100,6 +100,7 @@ fn runtime_names(count: usize) -> Vec<CounterNames> {
         offset,
         texts: vec![Text::new("009", name, "A run-time name.")],
         factor: None,
+        unit: None,
     };
     let first = INSTALLED_HIGHEST + 2;
     std::iter::once(one("PLUGIN".into(), first, "Bench Plug-in".into()))

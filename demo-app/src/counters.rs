@@ -56,7 +56,7 @@ prfdata::prfdata_map! {
                 QUEUED_KIB = 34: LargeRawCount {
                     name: "Queued payload KiB",
                     help: "Payload waiting in the queue; the service counts bytes, monitors show KiB.",
-                    factor: / 1024,
+                    factor: / 1024, unit: bytes,
                 },
                 CACHE_SCANNED = 36: RawCount {
                     name: "Cache entries scanned",

@@ -90,6 +90,8 @@ pub(crate) struct CounterBody {
     pub(crate) scale: Option<Scale>,
     /// `factor: * 4096` or `factor: / 1024`.
     pub(crate) factor: Option<FactorAst>,
+    /// `unit: bytes` or `unit: seconds`.
+    pub(crate) unit: Option<Ident>,
     /// `on_demand: true`.
     pub(crate) on_demand: Option<LitBool>,
     /// `sum: [A, B, ...]`: the bracket's span and the parts.
@@ -131,6 +133,7 @@ const COUNTER_FIELDS: &[&str] = &[
     "detail",
     "scale",
     "factor",
+    "unit",
     "on_demand",
     "sum",
     "aggregate",
@@ -478,6 +481,7 @@ fn parse_counter(input: ParseStream, errors: &mut Errors) -> syn::Result<Counter
             detail: None,
             scale: None,
             factor: None,
+            unit: None,
             on_demand: None,
             sum: None,
             aggregate: None,
@@ -495,6 +499,7 @@ fn parse_counter(input: ParseStream, errors: &mut Errors) -> syn::Result<Counter
                 match key.to_string().as_str() {
                     "detail" => b.detail = Some(value(input)?),
                     "aggregate" => b.aggregate = Some(value(input)?),
+                    "unit" => b.unit = Some(value(input)?),
                     "sharded" => b.sharded = Some(value(input)?),
                     "factor" => {
                         input.parse::<Token![:]>()?;

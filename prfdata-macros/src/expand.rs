@@ -135,6 +135,10 @@ fn counter_def(krate: &TokenStream, c: &Ctr) -> TokenStream {
         }
         None => quote!(::core::option::Option::None),
     };
+    let unit = match c.unit {
+        Some(u) => quote!(::core::option::Option::Some(#u)),
+        None => quote!(::core::option::Option::None),
+    };
     let source = match &c.sum {
         Some(parts) => {
             let parts = parts.iter().map(|(i, _)| Literal::usize_unsuffixed(*i));
@@ -160,6 +164,7 @@ fn counter_def(krate: &TokenStream, c: &Ctr) -> TokenStream {
             text_len:
                 <#ty as #krate::counter_type::CounterType>::TEXT_LEN,
             factor: #factor,
+            unit: #unit,
             source: #source,
             aggregate: #aggregate,
         }

@@ -63,6 +63,8 @@ pub(crate) struct Ctr {
     pub(crate) serves: Option<String>,
     /// `factor: * N` (true) or `/ N` (false).
     pub(crate) factor: Option<(bool, u32)>,
+    /// `unit: bytes`: the unit, one of `prfdata_rules::counter::UNITS`.
+    pub(crate) unit: Option<&'static str>,
     /// `on_demand: true`.
     pub(crate) on_demand: bool,
     /// `sum: [...]`: each part's index among the object's counters, and its token.
@@ -537,6 +539,7 @@ fn check_counter(
         scale: 0,
         serves,
         factor: None,
+        unit: None,
         on_demand: false,
         sum: None,
         aggregate: None,
@@ -573,7 +576,51 @@ fn check_counter(
         .as_ref()
         .and_then(|a| check_aggregate(a, symbol, &ctr.ty, kind, errors));
     ctr.sharded = check_sharded(&body, symbol, errors);
+    ctr.unit = body
+        .unit
+        .as_ref()
+        .and_then(|u| check_unit(u, symbol, &ctr.ty, kind, errors));
     ctr
+}
+
+/// `unit: bytes | seconds`: the unit, or `None` (reported) for an unknown one or one the
+/// counter's type cannot take (text, a time).
+fn check_unit(
+    unit: &Ident,
+    symbol: &Ident,
+    ty: &Ident,
+    kind: Option<Kind>,
+    errors: &mut Errors,
+) -> Option<&'static str> {
+    let name = unit.to_string();
+    let ty_name = ty.to_string();
+    let text = ty_name.starts_with("Text") || matches!(kind, Some(Kind::Base { .. }));
+    let time = counter::TIME_TYPES.contains(&ty_name.as_str());
+    match counter::unit(&name, text, time) {
+        Ok(i) => Some(counter::UNITS[i]),
+        Err(Violation::UnknownUnit) => {
+            let units = counter::UNITS;
+            let hint = format!("a unit is {}", one_of(&units));
+            errors.at(
+                unit.span(),
+                format!(
+                    "unknown unit `{name}` for counter {symbol}{}",
+                    did_you_mean(&name, units.iter().copied(), &hint)
+                ),
+            );
+            None
+        }
+        Err(v) => {
+            errors.at(
+                unit.span(),
+                format!(
+                    "counter {symbol} ({ty_name}) cannot declare a unit: {}",
+                    v.message()
+                ),
+            );
+            None
+        }
+    }
 }
 
 /// A part that is a base or itself a sum: known once every counter is.

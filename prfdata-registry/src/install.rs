@@ -43,6 +43,7 @@ use crate::{
 ///             offset: 2,
 ///             texts: vec![Text::new("009", "Jobs/sec", "Jobs done per second.")],
 ///             factor: None,
+///             unit: None,
 ///         }],
 ///     }],
 ///     fingerprint: None,
@@ -87,6 +88,9 @@ pub struct CounterNames {
     /// `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`): written to `Performance\Factors`
     /// ([`crate::stats`]).
     pub factor: Option<String>,
+    /// The unit the raw value is in (`bytes`, `seconds`): written to `Performance\Units`
+    /// ([`crate::stats`]).
+    pub unit: Option<String>,
 }
 
 /// A name and explain text in one language (`"009"` is English, `"00C"` French, ...).
@@ -364,6 +368,7 @@ pub fn symbol_file(set: &CounterSet) -> String {
 ///             offset: 2,
 ///             texts: vec![Text::new("009", "Ctr", "A counter.")],
 ///             factor: None,
+///             unit: None,
 ///         }],
 ///     }],
 ///     fingerprint: None,
@@ -456,7 +461,7 @@ fn replace_file(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()>
 ///         symbol: "OBJ".into(),
 ///         offset: 0,
 ///         texts: vec![Text::new("009", "O", "o")],
-///         counters: vec![CounterNames { symbol: "CTR".into(), offset: 2, texts: vec![Text::new("009", "C", "c")], factor: None }],
+///         counters: vec![CounterNames { symbol: "CTR".into(), offset: 2, texts: vec![Text::new("009", "C", "c")], factor: None, unit: None }],
 ///     }],
 ///     fingerprint: None,
 /// };
@@ -515,17 +520,8 @@ pub fn install_in<R: Registry + ?Sized>(
             service::INI_FILE,
             Value::Sz(ini_value.to_string_lossy().into_owned()),
         )?;
-        // The factors, keyed by the name indexes lodctr assigned, in the same update.
-        let factors: Vec<(u32, String)> = set
-            .objects
-            .iter()
-            .flat_map(|o| &o.counters)
-            .filter_map(|c| {
-                let f = c.factor.clone()?;
-                Some((range.first_counter.checked_add(c.offset)?, f))
-            })
-            .collect();
-        crate::stats::write_factors(hive, &set.app, &factors)?;
+        // The factors and units, keyed by the name indexes lodctr assigned, in the same update.
+        write_stats(hive, set, range.first_counter)?;
         if let Some(fingerprint) = set.fingerprint {
             hive.set_value(
                 &paths::performance(&set.app),
@@ -535,6 +531,25 @@ pub fn install_in<R: Registry + ?Sized>(
         }
         Ok(range)
     })
+}
+
+/// Writes `set`'s `Factors` and `Units` ([`crate::stats`]), keyed by the name indexes from
+/// `first_counter` on.
+fn write_stats(
+    hive: &mut crate::Hive,
+    set: &CounterSet,
+    first_counter: u32,
+) -> Result<(), InstallError> {
+    let by_index = |of: fn(&CounterNames) -> Option<&String>| -> Vec<(u32, String)> {
+        set.objects
+            .iter()
+            .flat_map(|o| &o.counters)
+            .filter_map(|c| Some((first_counter.checked_add(c.offset)?, of(c)?.clone())))
+            .collect()
+    };
+    crate::stats::write_factors(hive, &set.app, &by_index(|c| c.factor.as_ref()))?;
+    crate::stats::write_units(hive, &set.app, &by_index(|c| c.unit.as_ref()))?;
+    Ok(())
 }
 
 /// The highest symbolic offset of `set`.

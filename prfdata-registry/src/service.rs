@@ -53,6 +53,9 @@ pub const EXPORT: &str = "Export";
 /// Value name `Factors`: the scale factors of the app's counters (REG_MULTI_SZ of `"<name index> <factor>"`,
 /// the factor `*N` or `/N`).
 pub const FACTORS: &str = "Factors";
+/// Value name `Units`: the units the app's counters' raw values are in (REG_MULTI_SZ of
+/// `"<name index> <unit>"`, the unit `bytes` or `seconds`).
+pub const UNITS: &str = "Units";
 /// Value name `OnDemand Timeout`: how long, in ms, a Collect waits for the app to serve its on-demand
 /// counters before it serves their last values.
 pub const ON_DEMAND_TIMEOUT: &str = "OnDemand Timeout";

@@ -1,5 +1,6 @@
 //! The Windows 95 stat-server interface's stat-server extras in `Services\<app>\Performance`: the scale factors of an
-//! app's counters and the bound a Collect waits for on-demand values.
+//! app's counters, the units their raw values are in, and the bound a Collect waits for
+//! on-demand values.
 //!
 //! perflib's `PERF_COUNTER_DEFINITION` has a power-of-ten `DefaultScale` and no room for an
 //! arbitrary integer factor (the Windows 95 stat-server interface's `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`), and a
@@ -11,10 +12,13 @@
 //! ```text
 //! Services\<app>\Performance
 //!     Factors            REG_MULTI_SZ   "1852 *4096", "1854 /1024"   (name index, space, factor)
+//!     Units              REG_MULTI_SZ   "1854 bytes"                 (name index, space, unit)
 //!     OnDemand Timeout   REG_DWORD      20                           (ms; default 20)
 //! ```
 //!
 //! The block carries each factor too (its counter record), for readers of the block itself.
+//! A unit (`bytes` or `seconds`: what the raw value is in, declared in the map as `unit: bytes`)
+//! is in the registry only: `prfmon serve` names a counter's family for it.
 //!
 //! # How long a Collect waits for on-demand values
 //!
@@ -39,7 +43,7 @@ use std::time::Duration;
 
 use crate::hive::Hive;
 use crate::service::{COLLECT_TIMEOUT, DEFAULT_COLLECT_TIMEOUT_MS, EXPORT};
-pub use crate::service::{FACTORS, ON_DEMAND_TIMEOUT};
+pub use crate::service::{FACTORS, ON_DEMAND_TIMEOUT, UNITS};
 use crate::{paths, RegistryError, Value};
 
 /// The bound a Collect waits for on-demand values when `OnDemand Timeout` is absent: 20 ms.
@@ -68,32 +72,74 @@ pub fn write_factors(
     driver: &str,
     factors: &[(u32, String)],
 ) -> Result<(), RegistryError> {
-    let perf = paths::performance(driver);
-    if factors.is_empty() {
-        return hive.delete_value(&perf, FACTORS).map(|_| ());
-    }
-    let lines = factors.iter().map(|(i, f)| format!("{i} {f}")).collect();
-    hive.set_value(&perf, FACTORS, Value::MultiSz(lines))
+    write_by_index(hive, driver, FACTORS, factors)
 }
 
 /// Every service's `Factors`, by counter name index, as written (the factor text is the
 /// consumer's to parse). Lines that are not `<index> <factor>` are skipped: the registry is
 /// input from elsewhere, and a bad line costs only its counter's factor.
 pub fn factors_in(hive: &Hive) -> Result<BTreeMap<u32, String>, RegistryError> {
+    by_index_in(hive, FACTORS)
+}
+
+/// Writes `driver`'s `Units` (name index, unit such as `bytes`), or deletes the value when
+/// there are none.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_registry::{perflib, stats};
+/// let mut hive = perflib::new_hive();
+/// stats::write_units(&mut hive, "App", &[(1854, "bytes".into())])?;
+/// assert_eq!(stats::units_in(&hive)?[&1854], "bytes");
+/// # Ok::<(), prfdata_registry::RegistryError>(())
+/// ```
+pub fn write_units(
+    hive: &mut Hive,
+    driver: &str,
+    units: &[(u32, String)],
+) -> Result<(), RegistryError> {
+    write_by_index(hive, driver, UNITS, units)
+}
+
+/// Every service's `Units`, by counter name index, as written (the unit is the consumer's to
+/// check). Lines that are not `<index> <unit>` are skipped, as for [`factors_in`].
+pub fn units_in(hive: &Hive) -> Result<BTreeMap<u32, String>, RegistryError> {
+    by_index_in(hive, UNITS)
+}
+
+/// Writes `driver`'s `Performance\<value>` as `"<name index> <text>"` lines, or deletes it
+/// when `entries` is empty.
+fn write_by_index(
+    hive: &mut Hive,
+    driver: &str,
+    value: &str,
+    entries: &[(u32, String)],
+) -> Result<(), RegistryError> {
+    let perf = paths::performance(driver);
+    if entries.is_empty() {
+        return hive.delete_value(&perf, value).map(|_| ());
+    }
+    let lines = entries.iter().map(|(i, t)| format!("{i} {t}")).collect();
+    hive.set_value(&perf, value, Value::MultiSz(lines))
+}
+
+/// Every service's `Performance\<value>` of `"<name index> <text>"` lines, by name index.
+fn by_index_in(hive: &Hive, value: &str) -> Result<BTreeMap<u32, String>, RegistryError> {
     let mut out = BTreeMap::new();
     for key in hive.subkeys(paths::SERVICES)? {
         let Some((_, name)) = key.rsplit_once('\\') else {
             continue;
         };
-        let Ok(Some(Value::MultiSz(lines))) = hive.value(&paths::performance(name), FACTORS) else {
+        let Ok(Some(Value::MultiSz(lines))) = hive.value(&paths::performance(name), value) else {
             continue;
         };
         for line in lines {
-            let Some((index, factor)) = line.trim().split_once(' ') else {
+            let Some((index, text)) = line.trim().split_once(' ') else {
                 continue;
             };
             if let Ok(index) = index.parse::<u32>() {
-                out.insert(index, factor.trim().to_owned());
+                out.insert(index, text.trim().to_owned());
             }
         }
     }
@@ -185,4 +231,53 @@ fn exports(hive: &Hive, service: &str, driver: &str) -> bool {
 /// ```
 pub fn on_demand_bound(hive: &Hive, driver: &str) -> Duration {
     on_demand_timeout(hive, driver).min(collect_share(hive, driver))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::install::{install_in, CounterNames, CounterSet, InstallOptions, ObjectNames, Text};
+    use crate::{FileRegistry, Registry};
+
+    fn set(unit: Option<&str>) -> CounterSet {
+        CounterSet {
+            app: "UnitsApp".into(),
+            objects: vec![ObjectNames {
+                symbol: "OBJ".into(),
+                offset: 0,
+                texts: vec![Text::new("009", "O", "o")],
+                counters: vec![CounterNames {
+                    symbol: "HEAP".into(),
+                    offset: 2,
+                    texts: vec![Text::new("009", "Heap KiB", "h")],
+                    factor: Some("/1024".into()),
+                    unit: unit.map(str::to_owned),
+                }],
+            }],
+            fingerprint: None,
+        }
+    }
+
+    #[test]
+    fn install_records_units_beside_factors_and_a_reinstall_without_drops_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let reg = FileRegistry::open(dir.path().join("registry")).unwrap();
+        let options = InstallOptions {
+            library: "/opt/app/libprfdata_provider.so".into(),
+            ini_dir: dir.path().to_path_buf(),
+            replace: true,
+        };
+        let range = install_in(&reg, &set(Some("bytes")), &options).unwrap();
+        let index = range.first_counter + 2;
+        let hive = reg.snapshot().unwrap();
+        assert_eq!(factors_in(&hive).unwrap()[&index], "/1024");
+        assert_eq!(units_in(&hive).unwrap()[&index], "bytes");
+
+        install_in(&reg, &set(None), &options).unwrap();
+        let hive = reg.snapshot().unwrap();
+        assert!(units_in(&hive).unwrap().is_empty());
+        assert_eq!(factors_in(&hive).unwrap()[&index], "/1024");
+        let perf = paths::performance("UnitsApp");
+        assert_eq!(hive.value(&perf, UNITS).unwrap(), None);
+    }
 }

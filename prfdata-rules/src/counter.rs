@@ -1,4 +1,5 @@
-//! A counter's rules (its base, its source: on demand, a sum or sharded, and its aggregation)
+//! A counter's rules (its base, its source: on demand, a sum or sharded, its aggregation and its
+//! unit)
 //! as `const fn`s over plain values, each returning the [`Violation`] it finds. The map macro
 //! calls them with the types it looked up by name, prfdata's map validation with the map's
 //! counter definitions, and prfdata's reader with the records of a block.
@@ -166,6 +167,59 @@ pub const fn aggregate(
     }
 }
 
+/// The units a counter's raw value may be declared in (`unit: bytes`): Prometheus' base units,
+/// which `prfmon serve` names its families for and exports the raw value in.
+pub const UNITS: [&str; 2] = ["bytes", "seconds"];
+
+/// The counter types whose values are times: their type gives their unit (seconds).
+pub const TIME_TYPES: [&str; 11] = [
+    "CounterTimer",
+    "CounterTimerInv",
+    "Timer100Ns",
+    "Timer100NsInv",
+    "ObjTimeTimer",
+    "MultiTimer",
+    "MultiTimerInv",
+    "MultiTimer100Ns",
+    "MultiTimer100NsInv",
+    "AverageTimer",
+    "ElapsedTime",
+];
+
+/// Whether the winperf.h type `counter_type` is one of [`TIME_TYPES`].
+pub const fn is_time(counter_type: u32) -> bool {
+    let mut i = 0;
+    while i < TIME_TYPES.len() {
+        if crate::counter_types::marker(TIME_TYPES[i]) == counter_type {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// A counter's declared unit (`unit: bytes`) is one of [`UNITS`], and is declared for a number
+/// whose type gives no unit: not text (`text`), not a time (`time`, see [`is_time`]). Returns
+/// the unit's index in [`UNITS`].
+///
+/// # Errors
+///
+/// [`Violation::UnknownUnit`] or [`Violation::UnitOfType`].
+pub const fn unit(name: &str, text: bool, time: bool) -> Result<usize, Violation> {
+    let mut i = 0;
+    while i < UNITS.len() {
+        if crate::str_eq(UNITS[i], name) {
+            return if text || time {
+                Err(Violation::UnitOfType)
+            } else {
+                Ok(i)
+            };
+        }
+        i += 1;
+    }
+    Err(Violation::UnknownUnit)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,5 +273,12 @@ mod tests {
             Err(Violation::AggregateElapsed)
         );
         assert_eq!(aggregate(Some(2), false, false, true), Ok(()));
+        assert_eq!(unit("bytes", false, false), Ok(0));
+        assert_eq!(unit("seconds", false, false), Ok(1));
+        assert_eq!(unit("kib", false, false), Err(Violation::UnknownUnit));
+        assert_eq!(unit("bytes", true, false), Err(Violation::UnitOfType));
+        assert_eq!(unit("bytes", false, true), Err(Violation::UnitOfType));
+        assert!(is_time(crate::counter_types::marker("AverageTimer")));
+        assert!(!is_time(crate::counter_types::marker("LargeRawCount")));
     }
 }

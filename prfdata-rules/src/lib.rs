@@ -10,7 +10,7 @@
 //! - [`app`]: the app-name rule;
 //! - [`map`]: an object's rules (app name, offset parity, language ids, instance limits) as
 //!   `const fn`s, each with one message;
-//! - [`counter`]: a counter's rules (its base, on demand, sums, sharded, aggregation).
+//! - [`counter`]: a counter's rules (its base, on demand, sums, sharded, aggregation, unit).
 //!
 //! The crate depends on nothing, so the macro and the app compile nothing more for it.
 //!

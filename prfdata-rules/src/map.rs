@@ -75,6 +75,10 @@ pub enum Violation {
     AggregateWithBase,
     /// An elapsed time that aggregates as `sum` or `live`.
     AggregateElapsed,
+    /// A unit that is none of [`UNITS`](crate::counter::UNITS).
+    UnknownUnit,
+    /// A unit declared for a text counter, or for a time, whose type gives its unit.
+    UnitOfType,
 }
 
 /// perflib's detail levels (winperf.h `PERF_DETAIL_NOVICE` 100 to `PERF_DETAIL_WIZARD` 400),
@@ -150,6 +154,11 @@ impl Violation {
             Violation::AggregateElapsed => {
                 "an elapsed time is a start time: sums of start times mean nothing; use `min`, \
                  `max` or `last`"
+            }
+            Violation::UnknownUnit => "a unit is `bytes` or `seconds`",
+            Violation::UnitOfType => {
+                "a unit is declared for a count whose raw value is in it; a time's type gives \
+                 its unit (seconds) and text has none"
             }
         }
     }

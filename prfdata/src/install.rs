@@ -65,6 +65,7 @@ pub(crate) fn counter_set_with(map: &MapDef, fingerprint: u64) -> CounterSet {
                             offset: ctr.offset?,
                             texts: texts(ctr.texts),
                             factor: ctr.factor.map(|f| f.to_string()),
+                            unit: ctr.unit.map(str::to_owned),
                         })
                     })
                     .collect(),

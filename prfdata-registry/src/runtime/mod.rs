@@ -57,7 +57,7 @@ use crate::{update, CounterRange, Hive, LodctrError, Registry, RegistryError, Va
 /// hive.set_value(&paths::performance("App"), "Last Counter", prfdata_registry::Value::Dword(1850))?;
 /// hive.set_value(&paths::performance("App"), "First Help", prfdata_registry::Value::Dword(1849))?;
 /// hive.set_value(&paths::performance("App"), "Last Help", prfdata_registry::Value::Dword(1851))?;
-/// let names = [CounterNames { symbol: "DYN".into(), offset: 4, texts: vec![Text::new("009", "Dyn", "d")], factor: None }];
+/// let names = [CounterNames { symbol: "DYN".into(), offset: 4, texts: vec![Text::new("009", "Dyn", "d")], factor: None, unit: None }];
 /// let range = apply_runtime_names(&mut hive, "App", 2, &names, Some(7))?;
 /// assert_eq!((range.first_counter, range.last_counter), (1848, 1852));
 /// assert_eq!(perflib::counter_text(&hive, "009")?.counter[&1852], "Dyn");
@@ -341,7 +341,7 @@ fn record_range(
 ///     symbol: "O".into(), offset: 0, texts: vec![Text::new("009", "O", "o")], counters: vec![] }] };
 /// let opts = InstallOptions { library: "/x.so".into(), ini_dir: dir.path().into(), replace: false };
 /// install_in(&reg, &set, &opts)?;
-/// let names = [CounterNames { symbol: "D".into(), offset: 2, texts: vec![Text::new("009", "Dyn", "d")], factor: None }];
+/// let names = [CounterNames { symbol: "D".into(), offset: 2, texts: vec![Text::new("009", "Dyn", "d")], factor: None, unit: None }];
 /// let range = register_runtime_names(&reg, "RtDoc", 0, &names, Some(1))?;
 /// assert_eq!(range.last_counter, range.first_counter + 2);
 /// let range = register_runtime_names(&reg, "RtDoc", 0, &[], None)?;
@@ -424,6 +424,7 @@ mod tests {
                     .map(|(_, lang)| Text::new(*lang, format!("N{name}"), format!("H{name}")))
                     .collect(),
                 factor: None,
+                unit: None,
             })
             .collect()
     }

@@ -29,6 +29,7 @@ fn set() -> CounterSet {
                 offset: 2,
                 texts: vec![Text::new("009", "Ctr", "c")],
                 factor: None,
+                unit: None,
             }],
         }],
         fingerprint: Some(1),

@@ -24,6 +24,7 @@ fn set(app: &str) -> CounterSet {
                 offset: 2,
                 texts: vec![Text::new("009", format!("{app} Ctr"), "c")],
                 factor: None,
+                unit: None,
             }],
         }],
         fingerprint: Some(1),
@@ -48,6 +49,7 @@ fn runtime(offset: u32, name: &str) -> CounterNames {
             Text::new("00C", format!("{name} fr"), "h"),
         ],
         factor: None,
+        unit: None,
     }
 }
 

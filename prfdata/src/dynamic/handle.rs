@@ -95,6 +95,7 @@ fn check_spec(spec: &CounterSpec<'_>) -> Result<(), Error> {
         counter_type: spec.counter_type,
         text_len: 0,
         factor: None,
+        unit: None,
         source: Source::Stored,
         aggregate: None,
     };

@@ -564,6 +564,7 @@ impl State {
                 offset: o.offset,
                 texts: o.texts.clone(),
                 factor: None,
+                unit: None,
             })
             .collect();
         let names = object_names

@@ -48,6 +48,7 @@ impl RuntimeMap {
                         counter_type: c.counter_type,
                         text_len: 0,
                         factor: None,
+                        unit: None,
                         source: Source::Stored,
                         aggregate: None,
                     })

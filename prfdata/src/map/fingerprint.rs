@@ -10,7 +10,8 @@
 //! and for each object and named counter, in declaration order, its symbolic offset and its texts
 //! (language, name, help), each string preceded by its length so that no two maps run together,
 //! and a counter's scale factor (the Windows 95 stat servers' `PSTF_FACTOR_*`, which install
-//! records beside the names in `Factors`).
+//! records beside the names in `Factors`), and its declared unit (which install records in
+//! `Units`), hashed only when there is one.
 //! Counter types, detail levels and instance limits are left out: changing them does not change
 //! any name.
 
@@ -20,6 +21,9 @@ use super::{Factor, MapDef, Text};
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 /// FNV-1a's 64-bit prime.
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// What precedes a declared unit: odd, so never an offset.
+const UNIT_TAG: u32 = 3;
 
 struct Fnv(u64);
 
@@ -75,6 +79,12 @@ pub(crate) fn fingerprint(map: &MapDef) -> u64 {
                     h.u32(n);
                 }
             }
+            // An odd tag cannot be read as the next offset (offsets are even), so a map
+            // without units keeps the fingerprint it had before units existed.
+            if let Some(unit) = ctr.unit {
+                h.u32(UNIT_TAG);
+                h.str(unit);
+            }
         }
     }
     h.0
@@ -108,6 +118,7 @@ mod tests {
         counter_type: crate::winperf::PERF_COUNTER_RAWCOUNT,
         text_len: 0,
         factor: None,
+        unit: None,
         source: crate::map::Source::Stored,
         aggregate: None,
     };
@@ -125,7 +136,7 @@ mod tests {
     };
 
     #[test]
-    fn names_and_factors_change_the_fingerprint_and_types_do_not() {
+    fn names_factors_and_units_change_the_fingerprint_and_types_do_not() {
         let base = MapDef {
             app: "A",
             objects: &[OBJ],
@@ -185,6 +196,21 @@ mod tests {
             fingerprint(&base),
             fingerprint(&scaled),
             "factors reach the registry"
+        );
+        let in_bytes = MapDef {
+            app: "A",
+            objects: &[ObjectDef {
+                counters: &[CounterDef {
+                    unit: Some("bytes"),
+                    ..CTR
+                }],
+                ..OBJ
+            }],
+        };
+        assert_ne!(
+            fingerprint(&base),
+            fingerprint(&in_bytes),
+            "units reach the registry"
         );
         assert_eq!(highest_offset(&base), 2);
         assert_eq!(highest_offset(&moved), 4);

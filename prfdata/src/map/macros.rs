@@ -33,6 +33,7 @@
 ///                     detail: Novice,              // default: the object's
 ///                     scale: 0,                    // default 0
 ///                     factor: * N | / N,           // default none (Windows 95 scale factor)
+///                     unit: bytes | seconds,       // default none (the raw value's unit)
 ///                     on_demand: false | true,     // default false (Windows 95 PSTF_FUNCPTR)
 ///                     sum: [COUNTER, ...],         // default none (Windows 95 PSTF_COMPLEX)
 ///                     aggregate: sum | live | min | max | last, // default: by type
@@ -71,6 +72,12 @@
 ///   this integer, besides `scale` (raw values are never changed). It is kept in the block's
 ///   counter record and, at install, in `Services\<app>\Performance\Factors`, where consumers
 ///   look it up by counter name index (perflib's counter definition has no field for it).
+/// - `unit: bytes` or `unit: seconds`: the unit the *raw* value is in, for a count whose type
+///   gives none (not text or a time, whose type says seconds). Install records it in
+///   `Services\<app>\Performance\Units`; `prfmon serve` exports the raw value in it and names
+///   the family for it (`"Queued payload KiB"` with `factor: / 1024, unit: bytes` is
+///   `..._queued_payload_bytes`, in bytes). It is part of the map's fingerprint, as names and
+///   factors are.
 /// - `on_demand: true`: the app computes the value when a collector asks, with a closure given
 ///   to [`OnDemand::serve`](crate::OnDemand::serve); objects without instances only.
 /// - `sum: [A, B, ...]`: the sum of 1 to 8 other counters of the object, of the same width,
@@ -112,8 +119,8 @@
 /// a counter that is not one of the object's (or is itself, a base or a sum), a sum's part of
 /// another width, an on-demand counter of an object with instances, a factor of 0, an unknown
 /// aggregation rule or one that cannot mean anything for the counter's type (any on text,
-/// `min`/`max`/`last` on a counter read against a base, `sum`/`live` on an elapsed time),
-/// `total: true` on an object without instances. The map is
+/// `min`/`max`/`last` on a counter read against a base, `sum`/`live` on an elapsed time), an
+/// unknown unit (with the nearest names) or a unit on text or a time, `total: true` on an object without instances. The map is
 /// then validated again in
 /// a `const` ([`MapError::assert_valid`](crate::map::MapError::assert_valid)), which also checks
 /// the size of the block laid out from it. `prfdata/tests/ui` shows each message.

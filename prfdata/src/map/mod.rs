@@ -158,6 +158,11 @@ pub struct CounterDef {
     /// The integer displayed values are multiplied or divided by (the Windows 95 stat servers'
     /// `PSTF_FACTOR_MULTIPLY` / `PSTF_FACTOR_DIVIDE`), besides `default_scale`; `None` for 1.
     pub factor: Option<Factor>,
+    /// The unit the raw value is in, one of `bytes` or `seconds` (`unit: bytes` in a map; the
+    /// rule is `prfdata_rules::counter::unit`), for a count whose type gives no unit: install
+    /// records it in `Services\<app>\Performance\Units`, and `prfmon serve` names the
+    /// counter's family for it and exports the raw value. `None`: no unit declared.
+    pub unit: Option<&'static str>,
     /// Where the value comes from: the app's stores, a closure run on request, or a sum.
     pub source: Source,
     /// How departed instances and `_Total` aggregate it (`aggregate:` in a map); `None` takes
@@ -336,7 +341,7 @@ impl CounterDef {
     /// use prfdata::map::{CounterDef, DetailLevel};
     /// let text = CounterDef { symbol: "T", offset: Some(2), texts: &[], detail: DetailLevel::Novice,
     ///     default_scale: 0, counter_type: prfdata_wire::winperf::PERF_COUNTER_TEXT, text_len: 32,
-    ///     factor: None, source: prfdata::map::Source::Stored, aggregate: None, };
+    ///     factor: None, unit: None, source: prfdata::map::Source::Stored, aggregate: None, };
     /// assert_eq!(text.value_size(), Some(64));
     /// ```
     pub const fn value_size(&self) -> Option<u32> {
@@ -467,7 +472,7 @@ impl ObjectDef {
     /// const CTR: CounterDef = CounterDef { symbol: "C", offset: Some(2), texts: &[],
     ///     detail: DetailLevel::Novice, default_scale: 0,
     ///     counter_type: prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT, text_len: 0,
-    ///     factor: None, source: prfdata::map::Source::Stored, aggregate: None, };
+    ///     factor: None, unit: None, source: prfdata::map::Source::Stored, aggregate: None, };
     /// const OBJ: ObjectDef = ObjectDef { symbol: "OBJ", offset: 0, texts: &[],
     ///     detail: DetailLevel::Novice, default_counter: None, instances: Instances::None,
     ///     costly: false, total: false, packed: false, counters: &[CTR] };

@@ -288,6 +288,7 @@ pub(crate) mod tests {
             counter_type: ty,
             text_len: 0,
             factor: None,
+            unit: None,
             source: crate::map::Source::Stored,
             aggregate: None,
         }

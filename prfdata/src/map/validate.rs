@@ -143,6 +143,12 @@ pub enum MapError {
         /// The counter's symbol.
         counter: &'static str,
     },
+    /// A declared unit that is not `bytes` or `seconds`, or one declared for text, a base or
+    /// a time (whose type gives its unit).
+    BadUnit {
+        /// The counter's symbol.
+        counter: &'static str,
+    },
     /// A derived counter ([`super::Source::SumOf`]) with no part or more than
     /// `MAX_SUM_PARTS` (8), a part that is not another numeric, stored or on-demand, non-base
     /// counter of the object, a part of another width than the sum, or a sum that is a base or
@@ -396,6 +402,10 @@ impl MapError {
                 .push("counter ")
                 .push(counter)
                 .push(": a scale factor multiplies or divides by an integer of at least 1"),
+            MapError::BadUnit { counter } => m
+                .push("counter ")
+                .push(counter)
+                .push(": a unit (`bytes` or `seconds`) is declared for a count whose raw value is in it; a time's type gives its unit, text and bases have none"),
             MapError::BadSum { counter } => m.push("counter ").push(counter).push(
                 ": a sum has 1 to 8 parts, each another stored or on-demand counter of the \
                  object with the sum's width, and is itself neither a base nor text",
@@ -496,13 +506,20 @@ const fn check_object(obj: &ObjectDef) -> Result<(), MapError> {
     Ok(())
 }
 
-/// A counter's factor and source (the Windows 95 stat servers' scale factors, `PSTF_FUNCPTR`,
-/// `PSTF_COMPLEX`).
+/// A counter's factor, unit and source (the Windows 95 stat servers' scale factors,
+/// `PSTF_FUNCPTR`, `PSTF_COMPLEX`).
 const fn check_source(obj: &ObjectDef, c: usize) -> Result<(), MapError> {
     let ctr = &obj.counters[c];
     let counter = ctr.symbol;
     if let Some(Factor::Multiply(0) | Factor::Divide(0)) = ctr.factor {
         return Err(MapError::BadFactor { counter });
+    }
+    if let Some(unit) = ctr.unit {
+        let text =
+            ctr.counter_type == winperf::PERF_COUNTER_TEXT || winperf::is_base(ctr.counter_type);
+        if counter::unit(unit, text, counter::is_time(ctr.counter_type)).is_err() {
+            return Err(MapError::BadUnit { counter });
+        }
     }
     let plain = !winperf::is_base(ctr.counter_type)
         && ctr.counter_type != winperf::PERF_COUNTER_TEXT
@@ -784,6 +801,7 @@ mod tests {
             counter_type: ty,
             text_len: 0,
             factor: None,
+            unit: None,
             source: crate::map::Source::Stored,
             aggregate: None,
         }
@@ -798,6 +816,7 @@ mod tests {
             counter_type: ty,
             text_len: 0,
             factor: None,
+            unit: None,
             source: crate::map::Source::Stored,
             aggregate: None,
         }

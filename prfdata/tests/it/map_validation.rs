@@ -21,6 +21,7 @@ const RAW: CounterDef = CounterDef {
     counter_type: prfdata_wire::winperf::PERF_COUNTER_RAWCOUNT,
     text_len: 0,
     factor: None,
+    unit: None,
     source: prfdata::map::Source::Stored,
     aggregate: None,
 };
@@ -157,5 +158,41 @@ fn an_app_name_with_two_dots_is_refused_by_activate_in_too() {
         matches!(err, Error::Map(MapError::BadAppName { app: "Dot..Dot" })),
         "{err:?}"
     );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+/// A unit that is not one (`kib`: a displayed unit, not the raw value's), and one declared for
+/// a time, whose type gives its unit.
+struct BadUnits<const TIME: bool>;
+const KIB: &[CounterDef] = &[CounterDef {
+    unit: Some("kib"),
+    ..RAW
+}];
+const TIMED: &[CounterDef] = &[CounterDef {
+    counter_type: prfdata_wire::winperf::PERF_100NSEC_TIMER,
+    unit: Some("seconds"),
+    ..RAW
+}];
+// SAFETY: deliberately broken, as `Escape`.
+unsafe impl<const TIME: bool> PerfDataMap for BadUnits<TIME> {
+    const DEF: &'static MapDef = &MapDef {
+        app: "BadUnits",
+        objects: &[object(Instances::None, if TIME { TIMED } else { KIB })],
+    };
+}
+
+#[test]
+fn a_unit_that_is_not_one_or_is_declared_for_a_time_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for err in [
+        prfdata::PrfData::<BadUnits<false>>::activate_in(dir.path()).unwrap_err(),
+        prfdata::PrfData::<BadUnits<true>>::activate_in(dir.path()).unwrap_err(),
+    ] {
+        assert!(
+            matches!(err, Error::Map(MapError::BadUnit { counter: "C" })),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("`bytes` or `seconds`"), "{err}");
+    }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

@@ -355,6 +355,7 @@ fn a_sharded_counter_must_be_a_64_bit_count() {
         counter_type: prfdata_wire::winperf::PERF_COUNTER_COUNTER,
         text_len: 0,
         factor: None,
+        unit: None,
         source: Source::Sharded,
         aggregate: None,
     }];

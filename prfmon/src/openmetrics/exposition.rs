@@ -42,10 +42,11 @@ use prometheus_client::encoding::{
 };
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::Registry;
 
 use super::kind::{metric_kind, unit_of, Clock, MetricKind, MetricUnit};
-use super::naming::{object_stem, word_or_index, NameTable};
+use super::naming::{declared_stem, object_stem, word_or_index, NameTable};
+use super::units::Units;
 use crate::names::{InstanceNames, Names};
 use crate::namesakes::NameIndex;
 use prfdata_wire::snapshot::{CounterDef, DataSnapshot, ObjectData};
@@ -152,6 +153,44 @@ impl Exposition {
     /// in naming order (see [`super::naming`]). Text, zero-size and non-integer values are left
     /// out.
     pub fn new(snapshot: &DataSnapshot, services: &[String], names: &Names) -> Self {
+        Self::with_units(snapshot, services, names, &Units::default())
+    }
+
+    /// [`Exposition::new`] with the units counters declare for their raw values (`units`, by
+    /// counter name index): such a count's family is named for its unit (see the
+    /// [module docs](super)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata_wire::build::ObjectBuilder;
+    /// use prfdata_wire::snapshot::RawValue;
+    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// use prfmon::openmetrics::exposition::Exposition;
+    /// use prfmon::openmetrics::units::Units;
+    /// let object = ObjectBuilder::new(10)
+    ///     .counter(12, prfdata_wire::winperf::PERF_COUNTER_LARGE_RAWCOUNT, 8)
+    ///     .values(vec![RawValue::Int(2048)]);
+    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[ProviderOutput::from(&object)]))?;
+    /// let mut names = prfmon::names::Names::default();
+    /// names.counter.extend([(10, "Pool".to_owned()), (12, "Payload KiB".to_owned())]);
+    /// let mut hive = prfdata_registry::perflib::new_hive();
+    /// prfdata_registry::stats::write_units(&mut hive, "App", &[(12, "bytes".into())])?;
+    /// let units = Units::from_hive(&hive)?;
+    /// let text = Exposition::with_units(&snap, &[], &names, &units).encode();
+    /// assert!(text.contains("# UNIT prfdata_pool_payload_bytes bytes\n"), "{text}");
+    /// assert!(text.contains("\nprfdata_pool_payload_bytes 2048\n"), "{text}");
+    /// // Without the declared unit: raw, named as the counter is.
+    /// let text = Exposition::new(&snap, &[], &names).encode();
+    /// assert!(text.contains("\nprfdata_pool_payload_kib 2048\n"), "{text}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_units(
+        snapshot: &DataSnapshot,
+        services: &[String],
+        names: &Names,
+        units: &Units,
+    ) -> Self {
         let app = |position: usize| services.get(position).map_or("", String::as_str);
         // Naming order (naming rule 5): object index, service, position.
         let mut order: Vec<usize> = (0..snapshot.objects.len()).collect();
@@ -161,7 +200,8 @@ impl Exposition {
         // All names are decided first, then the sources added, both in naming order.
         let mut plans: Vec<Vec<Option<String>>> = vec![Vec::new(); snapshot.objects.len()];
         for &o in &order {
-            plans[o] = plan_object(&snapshot.objects[o], names, &mut table, &mut families);
+            let object = &snapshot.objects[o];
+            plans[o] = plan_object(object, (names, units), &mut table, &mut families);
         }
         let mut add = |name: &str, source: Source| {
             if let Some(family) = families.get_mut(name) {
@@ -664,10 +704,13 @@ impl PromCollector for Exposition {
             };
             // prometheus-client writes the unit after the name it is given (and a `# UNIT`
             // line); a name that does not end in it (a collision's index after it) gets none.
-            let seconds = Unit::Seconds;
-            let (name, unit) = match family.name.strip_suffix("_seconds") {
-                Some(stem) if family.unit != MetricUnit::Raw => (stem, Some(&seconds)),
-                _ => (family.name.as_str(), None),
+            let unit = family.unit.openmetrics_unit();
+            let (name, unit) = match &unit {
+                Some((unit, ending)) => match family.name.strip_suffix(ending) {
+                    Some(stem) => (stem, Some(unit)),
+                    None => (family.name.as_str(), None),
+                },
+                None => (family.name.as_str(), None),
             };
             let mut metric = encoder.encode_descriptor(name, &help, unit, metric_type)?;
             if !more && unlabelled {
@@ -718,7 +761,7 @@ fn unescape_quotes(text: &str) -> String {
 /// families that do not exist yet.
 fn plan_object(
     object: &ObjectData,
-    names: &Names,
+    (names, units): (&Names, &Units),
     table: &mut NameTable,
     families: &mut BTreeMap<String, Family>,
 ) -> Vec<Option<String>> {
@@ -732,15 +775,19 @@ fn plan_object(
             plan.push(None);
             continue;
         };
-        let unit = unit_of(def.counter_type, serves);
+        let unit = match (unit_of(def.counter_type, serves), units.of(def.name_index)) {
+            (MetricUnit::Raw, Some(declared)) if !def.is_base => MetricUnit::Declared(declared),
+            (unit, _) => unit,
+        };
         let (stem, key_index, help) = family_of(object, c, &plan, &object_stem, names);
-        let stem = match unit.suffix() {
+        let stem = match (unit, unit.suffix()) {
+            (MetricUnit::Declared(declared), _) => declared_stem(&stem, declared),
             // A counter named for its unit ("Busy seconds") does not say it twice.
-            Some(suffix) => format!(
+            (_, Some(suffix)) => format!(
                 "{}_{suffix}",
                 stem.strip_suffix("_seconds").unwrap_or(&stem)
             ),
-            None => stem,
+            (_, None) => stem,
         };
         let name = table.claim(&stem, kind, (object.name_index, key_index));
         families.entry(name.clone()).or_insert_with(|| Family {
@@ -873,7 +920,7 @@ impl Exposition {
         };
         let obj = self.snapshot.objects.get(object);
         let seconds = match family.unit {
-            MetricUnit::Raw => {
+            MetricUnit::Raw | MetricUnit::Declared(_) => {
                 return match family.kind {
                     MetricKind::Counter => ConstCounter::new(value as u64).encode(encoder),
                     MetricKind::Gauge => ConstGauge::new(value).encode(encoder),
@@ -993,6 +1040,51 @@ mod tests {
             "prfdata_worker_done_per_second_total{perf_instance=\"w\",parent=\"pool A\",app=\"A\"} 7\n"
         ));
         assert!(text.contains("# HELP prfdata_worker_done_per_second Help of Done/sec. [Worker\\\\Done/sec, PERF_COUNTER_COUNTER]\n"), "{text}");
+    }
+
+    #[test]
+    fn a_declared_unit_names_a_counts_family_and_a_times_type_keeps_its_own() {
+        let obj = object(
+            10,
+            &[
+                (12, PERF_COUNTER_BULK_COUNT),
+                (14, PERF_COUNTER_LARGE_RAWCOUNT),
+                (16, PERF_100NSEC_TIMER),
+            ],
+        )
+        .values(
+            [4096, 120, 30_000_000]
+                .map(RawValue::Int)
+                .into_iter()
+                .collect(),
+        );
+        let snap = snapshot(&[obj]);
+        let n = names(&[
+            (10, "Pool"),
+            (12, "Sent KiB"),
+            (14, "Uptime minutes"),
+            (16, "Busy"),
+        ]);
+        let mut hive = prfdata_registry::perflib::new_hive();
+        let declared = [
+            (12, "bytes".into()),
+            (14, "seconds".into()),
+            (16, "bytes".into()),
+        ];
+        prfdata_registry::stats::write_units(&mut hive, "App", &declared).unwrap();
+        let units = Units::from_hive(&hive).unwrap();
+        let text = Exposition::with_units(&snap, &[], &n, &units).encode();
+        for line in [
+            "# UNIT prfdata_pool_sent_bytes bytes\n",
+            "prfdata_pool_sent_bytes_total 4096\n",
+            "# UNIT prfdata_pool_uptime_seconds seconds\n",
+            "prfdata_pool_uptime_seconds 120\n",
+            // A time is in seconds by its type, whatever the registry says.
+            "prfdata_pool_busy_seconds_total 3.0\n",
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
+        }
+        assert!(!text.contains("busy_bytes"), "{text}");
     }
 
     #[test]

@@ -19,6 +19,9 @@
 //! ```
 
 use prfdata_wire::winperf::*;
+use prometheus_client::registry::Unit;
+
+use super::units::DeclaredUnit;
 
 /// The OpenMetrics type a raw value is exported as.
 ///
@@ -149,6 +152,10 @@ pub enum MetricUnit {
     /// `PERF_ELAPSED_TIME`: a start time in the object's clock, exported as Unix time in
     /// seconds; the name ends in `_start_time_seconds`.
     StartTime,
+    /// A count whose raw value the map declares in a unit (`unit: bytes`), exported as it is;
+    /// the name ends in the unit's word instead of the counter name's own unit word
+    /// ([`naming::declared_stem`](super::naming::declared_stem)).
+    Declared(DeclaredUnit),
 }
 
 impl MetricUnit {
@@ -166,6 +173,28 @@ impl MetricUnit {
             Self::Raw => None,
             Self::Seconds(_) => Some("seconds"),
             Self::StartTime => Some("start_time_seconds"),
+            Self::Declared(unit) => Some(unit.word()),
+        }
+    }
+
+    /// The OpenMetrics unit a family name of this unit ends with (its `# UNIT` line), and
+    /// that ending (`_seconds`, `_bytes`); `None` for a raw value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::openmetrics::kind::MetricUnit;
+    /// use prfmon::openmetrics::units::DeclaredUnit;
+    /// assert_eq!(MetricUnit::Declared(DeclaredUnit::Bytes).openmetrics_unit().map(|u| u.1), Some("_bytes"));
+    /// assert!(MetricUnit::Raw.openmetrics_unit().is_none());
+    /// ```
+    pub fn openmetrics_unit(self) -> Option<(Unit, &'static str)> {
+        match self {
+            Self::Raw => None,
+            Self::Seconds(_) | Self::StartTime | Self::Declared(DeclaredUnit::Seconds) => {
+                Some((Unit::Seconds, "_seconds"))
+            }
+            Self::Declared(DeclaredUnit::Bytes) => Some((Unit::Bytes, "_bytes")),
         }
     }
 }

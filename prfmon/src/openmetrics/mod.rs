@@ -7,6 +7,7 @@
 //! - [`exposition`]: a collection as metric families, encoded with `prometheus-client`.
 //! - [`naming`]: metric names from object and counter names, and collisions.
 //! - [`kind`]: which counter types are counters and which gauges, and the unit of each.
+//! - [`units`]: the units counters declare for their raw values (`unit: bytes` in a map).
 //!
 //! # What is exported
 //!
@@ -19,6 +20,17 @@
 //! `<counter>_start_time_seconds`, so `time() - x_start_time_seconds` is the uptime; counts,
 //! fractions, bases and queue lengths are exported as they are. The table is
 //! [`kind::unit_of`].
+//!
+//! **Scale factors and declared units.** A scale factor (`factor: / 1024`, the Windows 95 stat
+//! servers' `PSTF_FACTOR_*`) is part of the *displayed* value (watch, typeperf, the PerfStats
+//! view apply it); `/metrics` exports base units, so it never applies one. A count whose map
+//! declares the unit of its raw value (`unit: bytes` or `unit: seconds`, recorded by install in
+//! `Performance\Units`, [`units`]) is exported raw in that unit, and its family is named for it:
+//! the counter name's own unit word goes and the unit's takes its place ("Queued payload KiB"
+//! with `factor: / 1024, unit: bytes` is `..._queued_payload_bytes`, in bytes, with a
+//! `# UNIT` line); HELP is the explain text as written. A counter with a factor and no declared
+//! unit is exported raw, its name as the counter's (with no unit word added): its unit is the
+//! one of its raw value, which only the map can state.
 //!
 //! **Costly objects** are not in a `Global` collection (perflib collects them only when
 //! `Costly` is asked for). `/metrics?query=Costly` collects them; point a second scrape job at
@@ -57,7 +69,8 @@
 //! `#` → `num`, every run of other characters → one `_`, and the word `sec` → `second`; an
 //! object whose name begins with "PrfData" does not repeat the prefix; a counter family's
 //! samples end in `_total`; a time ends in `_seconds`, an elapsed time in
-//! `_start_time_seconds`; a base is `<its counter's name, without _seconds>_base`. Collisions are resolved by appending
+//! `_start_time_seconds`; a count with a declared unit ends in the unit (`_bytes`) instead of
+//! its own unit word (`_kib`); a base is `<its counter's name, without _seconds>_base`. Collisions are resolved by appending
 //! the object and counter name indexes. The full rule is in [`naming`]. For example
 //! `\PrfData Demo Service\Jobs/sec` is `prfdata_demo_service_jobs_per_second_total`.
 //!
@@ -105,3 +118,4 @@
 pub mod exposition;
 pub mod kind;
 pub mod naming;
+pub mod units;

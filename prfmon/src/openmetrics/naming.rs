@@ -12,8 +12,10 @@
 //!    word that begins with `prfdata_` does not repeat it ([`object_stem`]); a counter exported
 //!    in a unit ([`unit_of`](super::kind::unit_of)) ends with it: `_seconds` for a time (a
 //!    counter word that already ends in `_seconds` does not repeat it),
-//!    `_start_time_seconds` for an elapsed time; a base's stem is its counter's final name
-//!    without `_seconds`, followed by `_base`.
+//!    `_start_time_seconds` for an elapsed time; a count whose map declares its unit
+//!    (`unit: bytes`) ends with the unit's word in place of the counter name's own unit word
+//!    ([`declared_stem`]); a base's stem is its counter's final name without `_seconds`,
+//!    followed by `_base`.
 //! 3. A counter family loses a trailing `_total` (the encoder appends it to every sample).
 //! 4. Families with the same stem and the same type are one family: the same object and
 //!    counter names from two services (the same map installed twice) are told apart by the
@@ -35,6 +37,7 @@
 use std::collections::HashMap;
 
 use super::kind::MetricKind;
+use super::units::DeclaredUnit;
 
 /// The prefix of every metric name.
 ///
@@ -155,6 +158,81 @@ pub fn metric_stem(object: &str, counter: &str) -> String {
         }
     };
     format!("{}_{}", object_stem(&word(object)), word(counter))
+}
+
+/// Words a counter name may end with that name a unit of bytes, as [`sanitize`] leaves them.
+const BYTE_WORDS: &[&str] = &[
+    "b",
+    "byte",
+    "bytes",
+    "kb",
+    "kib",
+    "kbytes",
+    "kilobytes",
+    "mb",
+    "mib",
+    "mbytes",
+    "megabytes",
+    "gb",
+    "gib",
+    "gbytes",
+    "gigabytes",
+    "tb",
+    "tib",
+    "terabytes",
+];
+
+/// Words a counter name may end with that name a unit of time, as [`sanitize`] leaves them
+/// (`sec` is `second` by then).
+const TIME_WORDS: &[&str] = &[
+    "s",
+    "second",
+    "seconds",
+    "ms",
+    "msec",
+    "millisecond",
+    "milliseconds",
+    "us",
+    "microsecond",
+    "microseconds",
+    "ns",
+    "nanosecond",
+    "nanoseconds",
+    "min",
+    "mins",
+    "minute",
+    "minutes",
+    "hour",
+    "hours",
+    "day",
+    "days",
+];
+
+/// The stem of a count whose raw value is declared in `unit` (rule 2): `stem` without its last
+/// word if that word names a unit of the same quantity (`kib`, `ms`), followed by the unit's
+/// word. The stem keeps at least its object and counter words.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::openmetrics::naming::declared_stem;
+/// use prfmon::openmetrics::units::DeclaredUnit::{Bytes, Seconds};
+/// assert_eq!(declared_stem("prfdata_demo_queued_payload_kib", Bytes), "prfdata_demo_queued_payload_bytes");
+/// assert_eq!(declared_stem("prfdata_demo_heap", Bytes), "prfdata_demo_heap_bytes");
+/// assert_eq!(declared_stem("prfdata_demo_uptime_minutes", Seconds), "prfdata_demo_uptime_seconds");
+/// assert_eq!(declared_stem("prfdata_pool_kib", Bytes), "prfdata_pool_bytes");
+/// ```
+pub fn declared_stem(stem: &str, unit: DeclaredUnit) -> String {
+    let words = match unit {
+        DeclaredUnit::Bytes => BYTE_WORDS,
+        DeclaredUnit::Seconds => TIME_WORDS,
+    };
+    let kept = match stem.rsplit_once('_') {
+        // `prfdata_<object>` stays: the last word is the counter's only one.
+        Some((rest, last)) if words.contains(&last) && rest.matches('_').count() >= 1 => rest,
+        _ => stem,
+    };
+    format!("{kept}_{}", unit.word())
 }
 
 /// The names handed out in one exposition (rules 3 to 5 of the module docs).

@@ -104,13 +104,13 @@ impl Facts {
         self.machine
     }
 
-    /// How many times the names, factors or app ranges changed since the first read.
+    /// How many times the names, factors, units or app ranges changed since the first read.
     pub fn generation(&self) -> u64 {
         self.generation
     }
 
     /// After a collection that held `contents`: reads the facts again if they may have
-    /// changed (see [`Facts`]); true if the names, factors or app ranges did.
+    /// changed (see [`Facts`]); true if the names, factors, units or app ranges did.
     pub(super) fn follow(&mut self, source: &mut Source, contents: Contents) -> bool {
         if !self.watch.due() {
             return false;
@@ -142,8 +142,10 @@ impl Facts {
         self.failing = false;
         self.watch.read_at(stamp);
         let old = &self.machine;
-        let same =
-            fresh.names == old.names && fresh.factors == old.factors && fresh.apps == old.apps;
+        let same = fresh.names == old.names
+            && fresh.factors == old.factors
+            && fresh.units == old.units
+            && fresh.apps == old.apps;
         self.machine = fresh;
         if same {
             return false;

@@ -29,6 +29,7 @@ use crate::factor::Factors;
 use crate::lease::AppRanges;
 use crate::merge::merge_missing;
 use crate::names::Names;
+use crate::openmetrics::units::Units;
 use prfdata_wire::error::DecodeError;
 use prfdata_wire::snapshot::DataSnapshot;
 
@@ -56,6 +57,9 @@ pub struct Machine {
     pub names: Names,
     /// The scale factors.
     pub factors: Factors,
+    /// The units counters declare for their raw values (`/metrics` names families for them);
+    /// none known for a remote machine (its own `serve` exports its metrics).
+    pub units: Units,
     /// The apps' name ranges: none for a remote machine, whose `serve` holds leases on all it
     /// exports.
     pub apps: AppRanges,
@@ -66,7 +70,8 @@ pub struct Machine {
 
 impl Machine {
     /// The facts in `hive` with names of `lang`. Names that cannot be read are logged and left
-    /// empty (numbers are shown); factors and services that cannot be read are left out.
+    /// empty (numbers are shown); factors, units and services that cannot be read are left
+    /// out.
     ///
     /// # Examples
     ///
@@ -83,6 +88,7 @@ impl Machine {
         Machine {
             names,
             factors: Factors::from_hive(hive).unwrap_or_default(),
+            units: Units::from_hive(hive).unwrap_or_default(),
             apps: AppRanges::from_services(&services),
             disabled: services.into_iter().filter(|s| s.disabled).collect(),
         }

@@ -213,8 +213,13 @@ fn scrape(shared: &Shared, query: &str) -> Result<Exposition, String> {
     let snapshot = prfdata_wire::snapshot::decode_owned(collection.bytes)
         .map_err(|e| format!("prfmon: the collection does not decode: {e}"))?;
     session.follow(Contents::of(&snapshot, &collection.services));
-    let names = &session.machine().names;
-    Ok(Exposition::new(&snapshot, &collection.services, names))
+    let machine = session.machine();
+    Ok(Exposition::with_units(
+        &snapshot,
+        &collection.services,
+        &machine.names,
+        &machine.units,
+    ))
 }
 
 /// `/perfdata`: one collection, the bytes as collected, the services in a header.
