@@ -43,7 +43,7 @@
 //! - [`names`]: names and explain texts from `Perflib\<lang>`; PDH-style instance names;
 //!   [`namesakes`]: instances of one name numbered and found with a word per instance.
 //! - [`factor`]: the Windows 95 stat servers' integer scale factors, from the registry, for
-//!   displayed values.
+//!   displayed values; [`units`]: the units counters declare for their raw values.
 //! - [`report`]: a collection as a table or as JSON.
 //!
 //! **Sampling over time**
@@ -102,3 +102,4 @@ pub mod sampler;
 pub mod session;
 pub mod trust;
 pub mod typeperf;
+pub mod units;

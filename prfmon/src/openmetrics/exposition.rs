@@ -46,9 +46,9 @@ use prometheus_client::registry::Registry;
 
 use super::kind::{metric_kind, unit_of, Clock, MetricKind, MetricUnit};
 use super::naming::{declared_stem, object_stem, word_or_index, NameTable};
-use super::units::Units;
 use crate::names::{InstanceNames, Names};
 use crate::namesakes::NameIndex;
+use crate::units::Units;
 use prfdata_wire::snapshot::{CounterDef, DataSnapshot, ObjectData};
 use prfdata_wire::winperf::{PERF_TYPE_MASK, PERF_TYPE_TEXT};
 
@@ -167,7 +167,7 @@ impl Exposition {
     /// use prfdata_wire::snapshot::RawValue;
     /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
     /// use prfmon::openmetrics::exposition::Exposition;
-    /// use prfmon::openmetrics::units::Units;
+    /// use prfmon::units::Units;
     /// let object = ObjectBuilder::new(10)
     ///     .counter(12, prfdata_wire::winperf::PERF_COUNTER_LARGE_RAWCOUNT, 8)
     ///     .values(vec![RawValue::Int(2048)]);

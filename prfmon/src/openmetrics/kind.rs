@@ -21,7 +21,7 @@
 use prfdata_wire::winperf::*;
 use prometheus_client::registry::Unit;
 
-use super::units::DeclaredUnit;
+use crate::units::DeclaredUnit;
 
 /// The OpenMetrics type a raw value is exported as.
 ///
@@ -184,7 +184,7 @@ impl MetricUnit {
     ///
     /// ```
     /// use prfmon::openmetrics::kind::MetricUnit;
-    /// use prfmon::openmetrics::units::DeclaredUnit;
+    /// use prfmon::units::DeclaredUnit;
     /// assert_eq!(MetricUnit::Declared(DeclaredUnit::Bytes).openmetrics_unit().map(|u| u.1), Some("_bytes"));
     /// assert!(MetricUnit::Raw.openmetrics_unit().is_none());
     /// ```

@@ -7,7 +7,6 @@
 //! - [`exposition`]: a collection as metric families, encoded with `prometheus-client`.
 //! - [`naming`]: metric names from object and counter names, and collisions.
 //! - [`kind`]: which counter types are counters and which gauges, and the unit of each.
-//! - [`units`]: the units counters declare for their raw values (`unit: bytes` in a map).
 //!
 //! # What is exported
 //!
@@ -25,7 +24,7 @@
 //! servers' `PSTF_FACTOR_*`) is part of the *displayed* value (watch, typeperf, the PerfStats
 //! view apply it); `/metrics` exports base units, so it never applies one. A count whose map
 //! declares the unit of its raw value (`unit: bytes` or `unit: seconds`, recorded by install in
-//! `Performance\Units`, [`units`]) is exported raw in that unit, and its family is named for it:
+//! `Performance\Units`, [`crate::units`]) is exported raw in that unit, and its family is named for it:
 //! the counter name's own unit word goes and the unit's takes its place ("Queued payload KiB"
 //! with `factor: / 1024, unit: bytes` is `..._queued_payload_bytes`, in bytes, with a
 //! `# UNIT` line); HELP is the explain text as written. A counter with a factor and no declared
@@ -118,4 +117,3 @@
 pub mod exposition;
 pub mod kind;
 pub mod naming;
-pub mod units;

@@ -37,7 +37,7 @@
 use std::collections::HashMap;
 
 use super::kind::MetricKind;
-use super::units::DeclaredUnit;
+use crate::units::DeclaredUnit;
 
 /// The prefix of every metric name.
 ///
@@ -216,7 +216,7 @@ const TIME_WORDS: &[&str] = &[
 ///
 /// ```
 /// use prfmon::openmetrics::naming::declared_stem;
-/// use prfmon::openmetrics::units::DeclaredUnit::{Bytes, Seconds};
+/// use prfmon::units::DeclaredUnit::{Bytes, Seconds};
 /// assert_eq!(declared_stem("prfdata_demo_queued_payload_kib", Bytes), "prfdata_demo_queued_payload_bytes");
 /// assert_eq!(declared_stem("prfdata_demo_heap", Bytes), "prfdata_demo_heap_bytes");
 /// assert_eq!(declared_stem("prfdata_demo_uptime_minutes", Seconds), "prfdata_demo_uptime_seconds");

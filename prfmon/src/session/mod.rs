@@ -29,7 +29,7 @@ use crate::factor::Factors;
 use crate::lease::AppRanges;
 use crate::merge::merge_missing;
 use crate::names::Names;
-use crate::openmetrics::units::Units;
+use crate::units::Units;
 use prfdata_wire::error::DecodeError;
 use prfdata_wire::snapshot::DataSnapshot;
 

@@ -5,13 +5,13 @@
 //! A declared unit says what the *raw* value is in, whatever scale factor the counter displays
 //! it with: "Queued payload KiB" with `factor: / 1024, unit: bytes` holds bytes, which monitors
 //! show divided by 1024. `/metrics` exports base units, so it exports the raw bytes and names
-//! the family for them ([`super::naming::declared_stem`]).
+//! the family for them ([`crate::openmetrics::naming::declared_stem`]).
 //!
 //! # Examples
 //!
 //! ```
 //! use prfdata_registry::{perflib, stats};
-//! use prfmon::openmetrics::units::{DeclaredUnit, Units};
+//! use prfmon::units::{DeclaredUnit, Units};
 //! let mut hive = perflib::new_hive();
 //! stats::write_units(&mut hive, "App", &[(1852, "bytes".into()), (1854, "furlongs".into())])?;
 //! let units = Units::from_hive(&hive)?;
@@ -29,7 +29,7 @@ use prfdata_registry::{stats, Hive, RegistryError};
 /// # Examples
 ///
 /// ```
-/// use prfmon::openmetrics::units::DeclaredUnit;
+/// use prfmon::units::DeclaredUnit;
 /// assert_eq!(DeclaredUnit::parse("bytes"), Some(DeclaredUnit::Bytes));
 /// assert_eq!(DeclaredUnit::Seconds.word(), "seconds");
 /// ```
