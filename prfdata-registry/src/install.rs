@@ -118,6 +118,12 @@ impl Text {
     }
 }
 
+/// The value under `Services\<app>\Performance` that lists the app's objects: their name
+/// indexes in decimal, separated by spaces (`REG_SZ`), as Windows NT keeps it for a performance
+/// DLL's objects; install writes it ([`install_in`]) so that a monitor tells the objects from the
+/// counters while no process of the app runs.
+pub const OBJECT_LIST: &str = "Object List";
+
 /// The export names of the provider library (`libprfdata_provider.so`).
 ///
 /// # Examples
@@ -526,6 +532,7 @@ pub fn install_in<R: Registry + ?Sized>(
             })
             .collect();
         crate::stats::write_factors(hive, &set.app, &factors)?;
+        write_object_list(hive, set, range.first_counter)?;
         if let Some(fingerprint) = set.fingerprint {
             hive.set_value(
                 &paths::performance(&set.app),
@@ -535,6 +542,26 @@ pub fn install_in<R: Registry + ?Sized>(
         }
         Ok(range)
     })
+}
+
+/// Records `set`'s objects in [`OBJECT_LIST`]: the name index of each (`first_counter` + its
+/// offset), in declaration order.
+fn write_object_list(
+    hive: &mut crate::Hive,
+    set: &CounterSet,
+    first_counter: u32,
+) -> Result<(), RegistryError> {
+    let indexes: Vec<String> = set
+        .objects
+        .iter()
+        .filter_map(|o| first_counter.checked_add(o.offset))
+        .map(|i| i.to_string())
+        .collect();
+    hive.set_value(
+        &paths::performance(&set.app),
+        OBJECT_LIST,
+        Value::Sz(indexes.join(" ")),
+    )
 }
 
 /// The highest symbolic offset of `set`.
