@@ -142,8 +142,10 @@ impl Facts {
         self.failing = false;
         self.watch.read_at(stamp);
         let old = &self.machine;
-        let same =
-            fresh.names == old.names && fresh.factors == old.factors && fresh.apps == old.apps;
+        let same = fresh.names == old.names
+            && fresh.factors == old.factors
+            && fresh.apps == old.apps
+            && fresh.objects == old.objects;
         self.machine = fresh;
         if same {
             return false;

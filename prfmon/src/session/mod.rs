@@ -20,9 +20,14 @@ mod facts;
 
 pub use facts::{Contents, Facts, NAMES_RECHECK};
 
+use std::collections::BTreeMap;
+
+use prfdata_registry::install::OBJECT_LIST;
 use prfdata_registry::service::services_in;
 use prfdata_registry::StoreStamp;
-use prfdata_registry::{FileRegistry, Hive, PerformanceService, Registry, RegistryError};
+use prfdata_registry::{
+    FileRegistry, Hive, PerformanceService, Registry, RegistryError, Value,
+};
 
 use crate::collector::{Collection, Collector, CollectorOptions};
 use crate::factor::Factors;
@@ -62,6 +67,10 @@ pub struct Machine {
     /// The services whose `Disable Performance Counters` is set (none known for a remote
     /// machine).
     pub disabled: Vec<PerformanceService>,
+    /// The objects each installed service lists in its `Object List` (name indexes, as install
+    /// records them): which names are objects while no process of the app runs. A service
+    /// that lists none is left out (none known for a remote machine).
+    pub objects: BTreeMap<String, Vec<u32>>,
 }
 
 impl Machine {
@@ -84,6 +93,7 @@ impl Machine {
             names,
             factors: Factors::from_hive(hive).unwrap_or_default(),
             apps: AppRanges::from_services(&services),
+            objects: object_lists(hive, &services),
             disabled: services.into_iter().filter(|s| s.disabled).collect(),
         }
     }
@@ -105,6 +115,25 @@ impl Machine {
     pub fn load<R: Registry + ?Sized>(registry: &R, lang: &str) -> Result<Machine, RegistryError> {
         Ok(Machine::from_hive(&registry.snapshot()?, lang))
     }
+}
+
+/// The `Object List` of each of `services` in `hive` that has one: its numbers (anything else
+/// in the value is skipped, and a value that is not a string lists nothing).
+fn object_lists(hive: &Hive, services: &[PerformanceService]) -> BTreeMap<String, Vec<u32>> {
+    services
+        .iter()
+        .filter_map(|service| {
+            let perf = prfdata_registry::paths::performance(&service.name);
+            let Ok(Some(Value::Sz(list))) = hive.value(&perf, OBJECT_LIST) else {
+                return None;
+            };
+            let indexes: Vec<u32> = list
+                .split_whitespace()
+                .filter_map(|n| n.parse().ok())
+                .collect();
+            Some((service.name.clone(), indexes))
+        })
+        .collect()
 }
 
 /// Where collections come from (one per session: the size difference does not matter).

@@ -15,7 +15,10 @@ prfdata::prfdata_map! {
         app: "AbsenceTest",
         object JOBS {
             name: "Absence Jobs", help: name,
-            counters { DONE: LargeRawCount { name: "Absence Done", help: name } }
+            counters {
+                DONE: LargeRawCount { name: "Absence Done", help: name },
+                RATE: CounterCounter { name: "Absence Jobs/sec", help: name },
+            }
         }
     }
 }
@@ -89,4 +92,34 @@ fn every_command_says_the_app_exited() {
     app.child().wait().expect("reap the app");
     assert!(installed.shm.join("AbsenceTest.blk").exists());
     every_command_says(&installed, "app AbsenceTest exited");
+}
+
+/// `query` and `list` given a counter's name as an object, or an object's name misspelt, while
+/// the app is installed and no process of it runs: the installed objects (install's `Object
+/// List`) say which object the counter belongs to, and are the names near a misspelt one.
+#[test]
+fn an_idle_app_s_objects_are_told_from_its_counters() {
+    let installed = prfdata_app::install(&idle::MAP);
+    for sub in ["query", "list"] {
+        let run: Run = prfmon_for(&installed, &[sub, "Absence Done"]);
+        assert!(
+            run.stderr
+                .contains(r#""Absence Done" is a counter of object "Absence Jobs""#)
+                && run.stderr.contains("no process of app AbsenceTest publishes")
+                && run.stderr.contains("start the app"),
+            "{sub} (exit {}): {}",
+            run.code,
+            run.stderr
+        );
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        let run: Run = prfmon_for(&installed, &[sub, "Absence Job"]);
+        assert!(
+            run.stderr
+                .contains(r#"no object named "Absence Job"; did you mean "Absence Jobs"?"#),
+            "{sub} (exit {}): {}",
+            run.code,
+            run.stderr
+        );
+        assert_eq!(run.code, 1, "{}", run.stderr);
+    }
 }

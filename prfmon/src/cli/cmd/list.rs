@@ -121,7 +121,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
 fn wanted(word: &str, machine: &Machine, collected: &[&DataSnapshot]) -> Result<u32, String> {
     let names = &machine.names;
     let Some(index) = names.index_of(word) else {
-        return Err(not_an_object(word, None, names, collected, "list"));
+        return Err(not_an_object(word, None, machine, collected, "list"));
     };
     if collected
         .iter()
@@ -130,7 +130,7 @@ fn wanted(word: &str, machine: &Machine, collected: &[&DataSnapshot]) -> Result<
         return Ok(index);
     }
     Err(
-        counter_of(word, index, names, collected, "list").unwrap_or_else(|| {
+        counter_of(word, index, machine, collected, "list").unwrap_or_else(|| {
             format!(
                 "object \"{}\" ({index}) is not collected: {}",
                 names.name(index),

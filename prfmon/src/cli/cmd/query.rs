@@ -45,8 +45,8 @@ pub fn run(args: QueryArgs) -> Result<ExitCode, CliError> {
         Ok(value) => value,
         Err(word) => {
             let global = definitions(&mut session, "Global")?;
-            let names = &session.machine().names;
-            return Err(objects::not_an_object(&word, None, names, &[&global], "query").into());
+            let machine = session.machine();
+            return Err(objects::not_an_object(&word, None, machine, &[&global], "query").into());
         }
     };
     let collection = session.collect(&value)?;
@@ -72,7 +72,7 @@ pub fn run(args: QueryArgs) -> Result<ExitCode, CliError> {
     for index in &missing {
         let name = machine.names.name(*index);
         let collected: Vec<&DataSnapshot> = global.iter().collect();
-        let said = objects::counter_of(&name, *index, &machine.names, &collected, "query")
+        let said = objects::counter_of(&name, *index, &machine, &collected, "query")
             .unwrap_or_else(|| {
                 format!(
                     "object \"{name}\" ({index}) is not collected: {}",
