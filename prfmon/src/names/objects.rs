@@ -4,7 +4,7 @@
 use prfdata_wire::snapshot::DataSnapshot;
 
 use super::{near, Names};
-use crate::absence::explain_service;
+use crate::absence::{explain, explain_service};
 use crate::session::Machine;
 
 /// The sentence for `word`, given as an object name to `prfmon COMMAND` but naming no object
@@ -68,6 +68,35 @@ pub fn counter_of(
     Some(format!(
         "\"{word}\" is a counter of object \"{object}\": prfmon {command} \"{object}\""
     ))
+}
+
+/// The sentence for name index `index` (named `word`), asked for as an object by `prfmon
+/// COMMAND` and missing from the `collected` snapshots: the object it is a counter of
+/// ([`counter_of`]), else why the object is not collected ([`explain`]).
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::names::objects::not_collected;
+/// let mut machine = prfmon::session::Machine::default();
+/// machine.names.counter.insert(1848, "Jobs".into());
+/// let said = not_collected("Jobs", 1848, &machine, &[], "query");
+/// assert!(said.starts_with(r#"object "Jobs" (1848) is not collected: no installed service"#));
+/// ```
+pub fn not_collected(
+    word: &str,
+    index: u32,
+    machine: &Machine,
+    collected: &[&DataSnapshot],
+    command: &str,
+) -> String {
+    counter_of(word, index, machine, collected, command).unwrap_or_else(|| {
+        format!(
+            "object \"{}\" ({index}) is not collected: {}",
+            machine.names.name(index),
+            explain(machine, index)
+        )
+    })
 }
 
 /// [`counter_of`] for a counter no collection holds: the objects its service lists as

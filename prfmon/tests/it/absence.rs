@@ -24,10 +24,11 @@ prfdata::prfdata_map! {
 }
 
 /// The commands that collect, each asking for the app's object.
-const COMMANDS: [&[&str]; 4] = [
+const COMMANDS: [&[&str]; 5] = [
     &["query", "Absence Jobs"],
     &["list"],
     &["list", "Absence Jobs"],
+    &["typeperf", "-q", "Absence Jobs"],
     &["typeperf", r"\Absence Jobs\Absence Done", "-sc", "1"],
 ];
 

@@ -15,7 +15,7 @@ use prfdata_wire::winperf::{
 };
 use prfmon::absence;
 use prfmon::catalog::catalog_with_services;
-use prfmon::names::objects::{counter_of, not_an_object};
+use prfmon::names::objects::{not_an_object, not_collected};
 use prfmon::report::plural;
 use prfmon::session::Machine;
 
@@ -129,15 +129,7 @@ fn wanted(word: &str, machine: &Machine, collected: &[&DataSnapshot]) -> Result<
     {
         return Ok(index);
     }
-    Err(
-        counter_of(word, index, machine, collected, "list").unwrap_or_else(|| {
-            format!(
-                "object \"{}\" ({index}) is not collected: {}",
-                names.name(index),
-                absence::explain(machine, index)
-            )
-        }),
-    )
+    Err(not_collected(word, index, machine, collected, "list"))
 }
 
 /// Prints one object of the catalog, with its counters (`verbose`: with their type codes,

@@ -13,7 +13,6 @@ use crate::cli::error::CliError;
 use crate::cli::stdout::errln;
 use clap::Args;
 use prfdata_wire::snapshot::DataSnapshot;
-use prfmon::absence;
 use prfmon::names::objects::{self, query_value};
 use prfmon::session::{Session, SessionError};
 
@@ -72,13 +71,7 @@ pub fn run(args: QueryArgs) -> Result<ExitCode, CliError> {
     for index in &missing {
         let name = machine.names.name(*index);
         let collected: Vec<&DataSnapshot> = global.iter().collect();
-        let said = objects::counter_of(&name, *index, &machine, &collected, "query")
-            .unwrap_or_else(|| {
-                format!(
-                    "object \"{name}\" ({index}) is not collected: {}",
-                    absence::explain(&machine, *index)
-                )
-            });
+        let said = objects::not_collected(&name, *index, &machine, &collected, "query");
         errln!("prfmon query: {said}");
     }
     Ok(if missing.is_empty() {
