@@ -10,6 +10,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use prfdata::reader::BlockReader;
+use prfdata_wire::snapshot::DataSnapshot;
 
 use crate::collector::reenable_command;
 use crate::session::Machine;
@@ -93,6 +94,59 @@ impl fmt::Display for Absence {
             ),
         }
     }
+}
+
+impl Absence {
+    /// The absence in a few words, for a line that has little room (`watch`'s legend title):
+    /// the app and what to do; none when no installed service holds the object.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::absence::Absence;
+    /// let idle = Absence::NotRunning { service: "App".into(), block: "/dev/shm/App.blk".into() };
+    /// assert_eq!(idle.brief().as_deref(), Some("app App is not running: start the app"));
+    /// assert_eq!(Absence::NotInstalled { disabled: vec![] }.brief(), None);
+    /// ```
+    pub fn brief(&self) -> Option<String> {
+        Some(match self {
+            Absence::NotInstalled { .. } => return None,
+            Absence::Disabled { service } => format!(
+                "the provider of {service} is disabled: {}",
+                reenable_command(service)
+            ),
+            Absence::NotRunning { service, .. } => {
+                format!("app {service} is not running: start the app")
+            }
+            Absence::Exited { service, .. } => {
+                format!("app {service} exited: start the app again")
+            }
+            Absence::ProviderFailed { service } => {
+                format!("the provider of {service} returned nothing")
+            }
+        })
+    }
+}
+
+/// The brief reasons ([`Absence::brief`]) why the installed objects named `objects` that
+/// `collected` lacks are missing from it (a collection of `machine`), each once.
+pub fn briefs<'a>(
+    machine: &Machine,
+    collected: &DataSnapshot,
+    objects: impl IntoIterator<Item = &'a str>,
+) -> Vec<String> {
+    let mut said: Vec<String> = Vec::new();
+    for object in objects {
+        let brief = machine
+            .names
+            .index_of(object)
+            .filter(|i| !collected.objects.iter().any(|o| o.name_index == *i))
+            .and_then(|i| explain(machine, i).brief());
+        if let Some(brief) = brief.filter(|b| !said.contains(b)) {
+            said.push(brief);
+        }
+    }
+    said
 }
 
 /// Why the object or counter with name index `index` is missing from a collection of

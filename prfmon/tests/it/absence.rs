@@ -124,3 +124,21 @@ fn an_idle_app_s_objects_are_told_from_its_counters() {
         assert_eq!(run.code, 1, "{}", run.stderr);
     }
 }
+
+/// `watch` in a terminal says in its legend's title, beside the path not found now, that the
+/// installed app is not running and to start it (its stderr line is hidden while the chart
+/// owns the screen).
+#[test]
+#[cfg_attr(not(prfmon_tests_tmux), ignore = "needs tmux (apt-get install tmux)")]
+fn watch_says_in_its_legend_that_the_app_is_not_running() {
+    let installed = prfdata_app::install(&idle::MAP);
+    let env = crate::sampling_app::shell_env(&installed);
+    let pane = crate::watch::Pane::start_with(&env, r"'\Absence Jobs\Absence Done' --interval 0.2");
+    let screen = pane.wait_for("the path not found now", |s| s.contains("Not found now"));
+    assert!(
+        screen.contains("AbsenceTest is not running: start the app"),
+        "{screen}"
+    );
+    pane.keys(&["q"]);
+    pane.wait_for("a clean exit", |s| s.contains("EXITED 0"));
+}
