@@ -25,9 +25,7 @@ use std::collections::BTreeMap;
 use prfdata_registry::install::OBJECT_LIST;
 use prfdata_registry::service::services_in;
 use prfdata_registry::StoreStamp;
-use prfdata_registry::{
-    FileRegistry, Hive, PerformanceService, Registry, RegistryError, Value,
-};
+use prfdata_registry::{FileRegistry, Hive, PerformanceService, Registry, RegistryError, Value};
 
 use crate::collector::{Collection, Collector, CollectorOptions};
 use crate::factor::Factors;

@@ -106,7 +106,9 @@ fn an_idle_app_s_objects_are_told_from_its_counters() {
         assert!(
             run.stderr
                 .contains(r#""Absence Done" is a counter of object "Absence Jobs""#)
-                && run.stderr.contains("no process of app AbsenceTest publishes")
+                && run
+                    .stderr
+                    .contains("no process of app AbsenceTest publishes")
                 && run.stderr.contains("start the app"),
             "{sub} (exit {}): {}",
             run.code,

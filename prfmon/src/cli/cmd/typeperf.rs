@@ -28,8 +28,8 @@ use prfdata_wire::snapshot::DataSnapshot;
 use prfmon::merge::merge_missing;
 use prfmon::names::objects;
 use prfmon::pdh::{self, CounterPath, FormatOptions};
-use prfmon::sampler::{self, Columns, Sampler};
 use prfmon::report::plural;
+use prfmon::sampler::{self, Columns, Sampler};
 use prfmon::session::{Machine, Session};
 use prfmon::typeperf::counter_file::read_counter_file;
 use prfmon::typeperf::{query_paths, timestamp, LogFormat, LogWriter, TimeZone, ValueStyle};
@@ -337,7 +337,10 @@ fn write_log(
     Err(format!(
         "{} matched no counter in {}",
         paths.join(", "),
-        plural(usize::try_from(samples.unwrap_or(0)).unwrap_or(usize::MAX), "sample")
+        plural(
+            usize::try_from(samples.unwrap_or(0)).unwrap_or(usize::MAX),
+            "sample"
+        )
     ))
 }
 
