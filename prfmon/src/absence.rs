@@ -49,6 +49,14 @@ pub enum Absence {
         /// The service (and app).
         service: String,
     },
+    /// Another machine (`--computer`), whose installed services are not known here, returned
+    /// the object from none of its services.
+    NotReturned {
+        /// The machine, as the user named it.
+        computer: String,
+        /// The services that returned objects there (its `Prfmon-Services` header).
+        answered: Vec<String>,
+    },
 }
 
 impl fmt::Display for Absence {
@@ -92,6 +100,16 @@ impl fmt::Display for Absence {
                 "service {service} is installed and app {service} runs, but its provider \
                  returned nothing (see the messages above)"
             ),
+            Absence::NotReturned { computer, answered } => write!(
+                f,
+                "no service of {computer} returned it (the services that answered: {}): is its \
+                 app installed and running there? prfmon list on that machine says why",
+                if answered.is_empty() {
+                    "none".to_owned()
+                } else {
+                    answered.join(", ")
+                }
+            ),
         }
     }
 }
@@ -123,6 +141,9 @@ impl Absence {
             }
             Absence::ProviderFailed { service } => {
                 format!("the provider of {service} returned nothing")
+            }
+            Absence::NotReturned { computer, .. } => {
+                format!("no service of {computer} returned it")
             }
         })
     }
@@ -165,6 +186,31 @@ pub fn explain(machine: &Machine, index: u32) -> Absence {
         None => Absence::NotInstalled {
             disabled: machine.disabled.iter().map(|s| s.name.clone()).collect(),
         },
+    }
+}
+
+/// Why an object is missing from a collection of another machine, `computer`, whose
+/// collections came from the services `answered` (the `Prfmon-Services` header of
+/// each, in any order, repeated): those services, each once.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::absence::{not_returned, Absence};
+/// let answered = ["A".to_owned(), "B".to_owned(), "A".to_owned()];
+/// let absence = not_returned("db1", answered.iter());
+/// assert_eq!(absence, Absence::NotReturned { computer: "db1".into(), answered: vec!["A".into(), "B".into()] });
+/// ```
+pub fn not_returned<'a>(computer: &str, answered: impl IntoIterator<Item = &'a String>) -> Absence {
+    let mut services: Vec<String> = Vec::new();
+    for service in answered {
+        if !services.contains(service) {
+            services.push(service.clone());
+        }
+    }
+    Absence::NotReturned {
+        computer: computer.to_owned(),
+        answered: services,
     }
 }
 

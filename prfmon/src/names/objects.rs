@@ -4,7 +4,7 @@
 use prfdata_wire::snapshot::DataSnapshot;
 
 use super::{near, Names};
-use crate::absence::{explain, explain_service};
+use crate::absence::{explain, explain_service, Absence};
 use crate::session::Machine;
 
 /// The sentence for `word`, given as an object name to `prfmon COMMAND` but naming no object
@@ -72,7 +72,8 @@ pub fn counter_of(
 
 /// The sentence for name index `index` (named `word`), asked for as an object by `prfmon
 /// COMMAND` and missing from the `collected` snapshots: the object it is a counter of
-/// ([`counter_of`]), else why the object is not collected ([`explain`]).
+/// ([`counter_of`]), else why the object is not collected: `why` when the caller knows it (a
+/// remote machine's [`Absence::NotReturned`]), else [`explain`].
 ///
 /// # Examples
 ///
@@ -80,7 +81,7 @@ pub fn counter_of(
 /// use prfmon::names::objects::not_collected;
 /// let mut machine = prfmon::session::Machine::default();
 /// machine.names.counter.insert(1848, "Jobs".into());
-/// let said = not_collected("Jobs", 1848, &machine, &[], "query");
+/// let said = not_collected("Jobs", 1848, &machine, &[], "query", None);
 /// assert!(said.starts_with(r#"object "Jobs" (1848) is not collected: no installed service"#));
 /// ```
 pub fn not_collected(
@@ -89,12 +90,13 @@ pub fn not_collected(
     machine: &Machine,
     collected: &[&DataSnapshot],
     command: &str,
+    why: Option<Absence>,
 ) -> String {
     counter_of(word, index, machine, collected, command).unwrap_or_else(|| {
         format!(
             "object \"{}\" ({index}) is not collected: {}",
             machine.names.name(index),
-            explain(machine, index)
+            why.unwrap_or_else(|| explain(machine, index))
         )
     })
 }

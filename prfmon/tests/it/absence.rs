@@ -144,3 +144,31 @@ fn watch_says_in_its_legend_that_the_app_is_not_running() {
     pane.keys(&["q"]);
     pane.wait_for("a clean exit", |s| s.contains("EXITED 0"));
 }
+
+/// `query` and `list` of another machine (`--computer`), whose installed services the client
+/// does not know: an object no service returned is said with the services that answered
+/// there (the `Prfmon-Services` header), not as uninstalled.
+#[test]
+fn a_remote_absence_names_the_services_that_answered() {
+    let setup = crate::serve_common::setup();
+    setup.sandbox.install(&idle::MAP);
+    let _app = setup.start_app("static");
+    let (_serve, addr, log) = setup.start_serve(&["--listen", "127.0.0.1:0"]);
+    let addr = addr.unwrap_or_else(|e| panic!("serve did not start: {e}; {log:?}"));
+    let empty = tempfile::tempdir().expect("a temp folder");
+    let computer = addr.to_string();
+    for sub in ["query", "list"] {
+        let args = [sub, "--computer", &computer, "Absence Jobs"];
+        let run = crate::common::prfmon(&empty.path().join("registry"), &args);
+        assert!(
+            run.stderr.contains(&format!(
+                "no service of {computer} returned it (the services that answered: \
+                 ServeTestApp): is its app installed and running there?"
+            )),
+            "{sub} (exit {}): {}",
+            run.code,
+            run.stderr
+        );
+        assert_eq!(run.code, 1, "{}", run.stderr);
+    }
+}

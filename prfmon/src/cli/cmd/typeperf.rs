@@ -442,7 +442,7 @@ fn not_listed(object: &str, machine: &Machine, both: &DataSnapshot) -> String {
     let command = "typeperf -q";
     match machine.names.index_of(object) {
         Some(index) if !both.objects.iter().any(|o| o.name_index == index) => {
-            objects::not_collected(object, index, machine, &[both], command)
+            objects::not_collected(object, index, machine, &[both], command, None)
         }
         _ => objects::not_an_object(object, None, machine, &[both], command),
     }
