@@ -115,7 +115,8 @@ fn counter_of_installed(word: &str, index: u32, machine: &Machine) -> Option<Str
         .collect();
     let owner = match quoted.as_slice() {
         [one] => format!("object {one}"),
-        _ => format!("one of the objects {}", quoted.join(", ")),
+        [many @ .., last] => format!("one of the objects {} or {last}", many.join(", ")),
+        [] => return None,
     };
     Some(format!(
         "\"{word}\" is a counter of {owner}, which is not collected: {}",
