@@ -122,6 +122,12 @@ impl Text {
     }
 }
 
+/// The value under `Services\<app>\Performance` that lists the app's objects: their name
+/// indexes in decimal, separated by spaces (`REG_SZ`), as Windows NT keeps it for a performance
+/// DLL's objects; install writes it ([`install_in`]) so that a monitor tells the objects from the
+/// counters while no process of the app runs.
+pub const OBJECT_LIST: &str = "Object List";
+
 /// The export names of the provider library (`libprfdata_provider.so`).
 ///
 /// # Examples
@@ -522,6 +528,7 @@ pub fn install_in<R: Registry + ?Sized>(
         )?;
         // The factors and units, keyed by the name indexes lodctr assigned, in the same update.
         write_stats(hive, set, range.first_counter)?;
+        write_object_list(hive, set, range.first_counter)?;
         if let Some(fingerprint) = set.fingerprint {
             hive.set_value(
                 &paths::performance(&set.app),
@@ -550,6 +557,26 @@ fn write_stats(
     crate::stats::write_factors(hive, &set.app, &by_index(|c| c.factor.as_ref()))?;
     crate::stats::write_units(hive, &set.app, &by_index(|c| c.unit.as_ref()))?;
     Ok(())
+}
+
+/// Records `set`'s objects in [`OBJECT_LIST`]: the name index of each (`first_counter` + its
+/// offset), in declaration order.
+fn write_object_list(
+    hive: &mut crate::Hive,
+    set: &CounterSet,
+    first_counter: u32,
+) -> Result<(), RegistryError> {
+    let indexes: Vec<String> = set
+        .objects
+        .iter()
+        .filter_map(|o| first_counter.checked_add(o.offset))
+        .map(|i| i.to_string())
+        .collect();
+    hive.set_value(
+        &paths::performance(&set.app),
+        OBJECT_LIST,
+        Value::Sz(indexes.join(" ")),
+    )
 }
 
 /// The highest symbolic offset of `set`.

@@ -10,6 +10,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use prfdata::reader::BlockReader;
+use prfdata_wire::snapshot::DataSnapshot;
 
 use crate::collector::reenable_command;
 use crate::session::Machine;
@@ -47,6 +48,14 @@ pub enum Absence {
     ProviderFailed {
         /// The service (and app).
         service: String,
+    },
+    /// Another machine (`--computer`), whose installed services are not known here, returned
+    /// the object from none of its services.
+    NotReturned {
+        /// The machine, as the user named it.
+        computer: String,
+        /// The services that returned objects there (its `Prfmon-Services` header).
+        answered: Vec<String>,
     },
 }
 
@@ -91,8 +100,74 @@ impl fmt::Display for Absence {
                 "service {service} is installed and app {service} runs, but its provider \
                  returned nothing (see the messages above)"
             ),
+            Absence::NotReturned { computer, answered } => write!(
+                f,
+                "no service of {computer} returned it (the services that answered: {}): is its \
+                 app installed and running there? prfmon list on that machine says why",
+                if answered.is_empty() {
+                    "none".to_owned()
+                } else {
+                    answered.join(", ")
+                }
+            ),
         }
     }
+}
+
+impl Absence {
+    /// The absence in a few words, for a line that has little room (`watch`'s legend title):
+    /// the app and what to do; none when no installed service holds the object.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::absence::Absence;
+    /// let idle = Absence::NotRunning { service: "App".into(), block: "/dev/shm/App.blk".into() };
+    /// assert_eq!(idle.brief().as_deref(), Some("app App is not running: start the app"));
+    /// assert_eq!(Absence::NotInstalled { disabled: vec![] }.brief(), None);
+    /// ```
+    pub fn brief(&self) -> Option<String> {
+        Some(match self {
+            Absence::NotInstalled { .. } => return None,
+            Absence::Disabled { service } => format!(
+                "the provider of {service} is disabled: {}",
+                reenable_command(service)
+            ),
+            Absence::NotRunning { service, .. } => {
+                format!("app {service} is not running: start the app")
+            }
+            Absence::Exited { service, .. } => {
+                format!("app {service} exited: start the app again")
+            }
+            Absence::ProviderFailed { service } => {
+                format!("the provider of {service} returned nothing")
+            }
+            Absence::NotReturned { computer, .. } => {
+                format!("no service of {computer} returned it")
+            }
+        })
+    }
+}
+
+/// The brief reasons ([`Absence::brief`]) why the installed objects named `objects` that
+/// `collected` lacks are missing from it (a collection of `machine`), each once.
+pub fn briefs<'a>(
+    machine: &Machine,
+    collected: &DataSnapshot,
+    objects: impl IntoIterator<Item = &'a str>,
+) -> Vec<String> {
+    let mut said: Vec<String> = Vec::new();
+    for object in objects {
+        let brief = machine
+            .names
+            .index_of(object)
+            .filter(|i| !collected.objects.iter().any(|o| o.name_index == *i))
+            .and_then(|i| explain(machine, i).brief());
+        if let Some(brief) = brief.filter(|b| !said.contains(b)) {
+            said.push(brief);
+        }
+    }
+    said
 }
 
 /// Why the object or counter with name index `index` is missing from a collection of
@@ -111,6 +186,31 @@ pub fn explain(machine: &Machine, index: u32) -> Absence {
         None => Absence::NotInstalled {
             disabled: machine.disabled.iter().map(|s| s.name.clone()).collect(),
         },
+    }
+}
+
+/// Why an object is missing from a collection of another machine, `computer`, whose
+/// collections came from the services `answered` (the `Prfmon-Services` header of
+/// each, in any order, repeated): those services, each once.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::absence::{not_returned, Absence};
+/// let answered = ["A".to_owned(), "B".to_owned(), "A".to_owned()];
+/// let absence = not_returned("db1", answered.iter());
+/// assert_eq!(absence, Absence::NotReturned { computer: "db1".into(), answered: vec!["A".into(), "B".into()] });
+/// ```
+pub fn not_returned<'a>(computer: &str, answered: impl IntoIterator<Item = &'a String>) -> Absence {
+    let mut services: Vec<String> = Vec::new();
+    for service in answered {
+        if !services.contains(service) {
+            services.push(service.clone());
+        }
+    }
+    Absence::NotReturned {
+        computer: computer.to_owned(),
+        answered: services,
     }
 }
 

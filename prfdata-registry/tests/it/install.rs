@@ -109,3 +109,42 @@ fn a_missing_provider_is_refused_and_nothing_is_written() {
         );
     }
 }
+
+/// Install records the set's objects in NT's `Object List` value (the objects' name indexes,
+/// separated by spaces, under `Services\<app>\Performance`), in declaration order, so that a
+/// monitor tells the app's objects from its counters while no process of the app runs; uninstall
+/// removes it with the rest.
+#[test]
+fn install_records_the_object_list() {
+    use prfdata_registry::install::{install_in, uninstall_in, OBJECT_LIST};
+    use prfdata_registry::{paths, FileRegistry, Registry, Value};
+    let dir = tempfile::tempdir().expect("a temp folder");
+    let registry = FileRegistry::open(dir.path().join("registry")).expect("a registry");
+    let mut two = set();
+    two.app = "TwoObjects".into();
+    let mut second = two.objects[0].clone();
+    (second.symbol, second.offset) = ("OBJ2".into(), 10);
+    second.texts = vec![Text::new("009", "Second Object", "o")];
+    second.counters[0].symbol = "CTR2".into();
+    second.counters[0].offset = 4;
+    two.objects.push(second);
+    let options = InstallOptions {
+        library: "/opt/app/libprfdata_provider.so".into(),
+        ini_dir: dir.path().join("ini"),
+        replace: false,
+    };
+    let range = install_in(&registry, &two, &options).expect("install");
+    let hive = registry.snapshot().expect("a snapshot");
+    let list = hive
+        .value(&paths::performance("TwoObjects"), OBJECT_LIST)
+        .expect("the key reads");
+    let first = range.first_counter;
+    assert_eq!(list, Some(&Value::Sz(format!("{first} {}", first + 10))));
+
+    uninstall_in(&registry, "TwoObjects").expect("uninstall");
+    let hive = registry.snapshot().expect("a snapshot");
+    assert!(
+        !hive.key_exists(&paths::performance("TwoObjects")),
+        "uninstall leaves no Performance key"
+    );
+}

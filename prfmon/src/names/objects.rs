@@ -4,60 +4,135 @@
 use prfdata_wire::snapshot::DataSnapshot;
 
 use super::{near, Names};
+use crate::absence::{explain, explain_service, Absence};
+use crate::session::Machine;
 
 /// The sentence for `word`, given as an object name to `prfmon COMMAND` but naming no object
 /// of the `collected` snapshots (`index`: the name index `word` has, if any): the object it is
-/// a counter of and the command for that object, else the object names near it (those of the
-/// collection, or every name when nothing was collected).
+/// a counter of ([`counter_of`]), else the object names near it: those of the collection and
+/// the objects `machine`'s services list as installed, or every name when there are none.
 ///
 /// # Examples
 ///
 /// ```
-/// use prfmon::names::{objects::not_an_object, Names};
-/// let mut names = Names::default();
-/// names.counter.insert(1848, "TP Service".into());
-/// let said = not_an_object("TP Servce", None, &names, &[], "query");
+/// use prfmon::names::objects::not_an_object;
+/// let mut machine = prfmon::session::Machine::default();
+/// machine.names.counter.insert(1848, "TP Service".into());
+/// let said = not_an_object("TP Servce", None, &machine, &[], "query");
 /// assert_eq!(said, r#"no object named "TP Servce"; did you mean "TP Service"?"#);
 /// ```
 pub fn not_an_object(
     word: &str,
     index: Option<u32>,
-    names: &Names,
+    machine: &Machine,
     collected: &[&DataSnapshot],
     command: &str,
 ) -> String {
     index
-        .and_then(|i| counter_of(word, i, names, collected, command))
-        .unwrap_or_else(|| no_object_named(word, names, collected))
+        .and_then(|i| counter_of(word, i, machine, collected, command))
+        .unwrap_or_else(|| no_object_named(word, machine, collected))
 }
 
 /// `"WORD" is a counter of object "OBJECT": prfmon COMMAND "OBJECT"`, when name index `index`
-/// is a counter of an object of the `collected` snapshots.
+/// is a counter of an object of the `collected` snapshots; else, when it is a counter of an
+/// installed service whose objects were not collected, its object (or the service's objects,
+/// when it lists several) and why they were not collected.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::names::objects::counter_of;
+/// let mut machine = prfmon::session::Machine::default();
+/// machine.apps = prfmon::lease::AppRanges::from_ranges(vec![("Idle".into(), 1848, 1853)]);
+/// machine.objects.insert("Idle".into(), vec![1848]);
+/// machine.names.counter.insert(1848, "Idle Jobs".into());
+/// let said = counter_of("Done", 1850, &machine, &[], "query").unwrap();
+/// assert!(said.starts_with(r#""Done" is a counter of object "Idle Jobs", which is not collected: "#));
+/// assert_eq!(counter_of("Idle Jobs", 1848, &machine, &[], "query"), None, "an object");
+/// ```
 pub fn counter_of(
     word: &str,
     index: u32,
-    names: &Names,
+    machine: &Machine,
     collected: &[&DataSnapshot],
     command: &str,
 ) -> Option<String> {
     let owner = collected
         .iter()
         .flat_map(|s| s.objects.iter())
-        .find(|o| o.counters.iter().any(|c| c.name_index == index))?;
-    let object = names.name(owner.name_index);
+        .find(|o| o.counters.iter().any(|c| c.name_index == index));
+    let Some(owner) = owner else {
+        return counter_of_installed(word, index, machine);
+    };
+    let object = machine.names.name(owner.name_index);
     Some(format!(
         "\"{word}\" is a counter of object \"{object}\": prfmon {command} \"{object}\""
     ))
 }
 
-/// `no object named "WORD"`, with the object names of the `collected` snapshots near it (every
-/// name when nothing was collected).
-fn no_object_named(word: &str, names: &Names, collected: &[&DataSnapshot]) -> String {
-    let object_names: Vec<String> = collected
+/// The sentence for name index `index` (named `word`), asked for as an object by `prfmon
+/// COMMAND` and missing from the `collected` snapshots: the object it is a counter of
+/// ([`counter_of`]), else why the object is not collected: `why` when the caller knows it (a
+/// remote machine's [`Absence::NotReturned`]), else [`explain`].
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::names::objects::not_collected;
+/// let mut machine = prfmon::session::Machine::default();
+/// machine.names.counter.insert(1848, "Jobs".into());
+/// let said = not_collected("Jobs", 1848, &machine, &[], "query", None);
+/// assert!(said.starts_with(r#"object "Jobs" (1848) is not collected: no installed service"#));
+/// ```
+pub fn not_collected(
+    word: &str,
+    index: u32,
+    machine: &Machine,
+    collected: &[&DataSnapshot],
+    command: &str,
+    why: Option<Absence>,
+) -> String {
+    counter_of(word, index, machine, collected, command).unwrap_or_else(|| {
+        format!(
+            "object \"{}\" ({index}) is not collected: {}",
+            machine.names.name(index),
+            why.unwrap_or_else(|| explain(machine, index))
+        )
+    })
+}
+
+/// [`counter_of`] for a counter no collection holds: the objects its service lists as
+/// installed, when `index` is not one of them, and why the service published nothing.
+fn counter_of_installed(word: &str, index: u32, machine: &Machine) -> Option<String> {
+    let (service, _) = machine.apps.locate(index)?;
+    let objects = machine.objects.get(service)?;
+    if objects.is_empty() || objects.contains(&index) {
+        return None;
+    }
+    let quoted: Vec<String> = objects
         .iter()
-        .flat_map(|s| s.objects.iter())
-        .map(|o| names.name(o.name_index))
+        .map(|o| format!("\"{}\"", machine.names.name(*o)))
         .collect();
+    let owner = match quoted.as_slice() {
+        [one] => format!("object {one}"),
+        [many @ .., last] => format!("one of the objects {} or {last}", many.join(", ")),
+        [] => return None,
+    };
+    Some(format!(
+        "\"{word}\" is a counter of {owner}, which is not collected: {}",
+        explain_service(machine, service)
+    ))
+}
+
+/// `no object named "WORD"`, with the object names near it: those of the `collected` snapshots
+/// and of `machine`'s installed objects (every name when there are none).
+fn no_object_named(word: &str, machine: &Machine, collected: &[&DataSnapshot]) -> String {
+    let names = &machine.names;
+    let collected_objects = collected.iter().flat_map(|s| s.objects.iter());
+    let indexes = collected_objects
+        .map(|o| o.name_index)
+        .chain(machine.objects.values().flatten().copied());
+    let object_names: Vec<String> = indexes.map(|i| names.name(i)).collect();
     let near = if object_names.is_empty() {
         near(word, names.counter.iter().map(|(_, n)| n))
     } else {

@@ -145,7 +145,8 @@ impl Facts {
         let same = fresh.names == old.names
             && fresh.factors == old.factors
             && fresh.units == old.units
-            && fresh.apps == old.apps;
+            && fresh.apps == old.apps
+            && fresh.objects == old.objects;
         self.machine = fresh;
         if same {
             return false;

@@ -20,9 +20,12 @@ mod facts;
 
 pub use facts::{Contents, Facts, NAMES_RECHECK};
 
-use prfdata_registry::service::services_in;
+use std::collections::BTreeMap;
+
+use prfdata_registry::install::OBJECT_LIST;
+use prfdata_registry::service::{services_in, DYNAMIC_FINGERPRINT};
 use prfdata_registry::StoreStamp;
-use prfdata_registry::{FileRegistry, Hive, PerformanceService, Registry, RegistryError};
+use prfdata_registry::{FileRegistry, Hive, PerformanceService, Registry, RegistryError, Value};
 
 use crate::collector::{Collection, Collector, CollectorOptions};
 use crate::factor::Factors;
@@ -66,6 +69,10 @@ pub struct Machine {
     /// The services whose `Disable Performance Counters` is set (none known for a remote
     /// machine).
     pub disabled: Vec<PerformanceService>,
+    /// The objects each installed service lists in its `Object List` (name indexes, as install
+    /// records them): which names are objects while no process of the app runs. A service
+    /// that lists none is left out (none known for a remote machine).
+    pub objects: BTreeMap<String, Vec<u32>>,
 }
 
 impl Machine {
@@ -90,6 +97,7 @@ impl Machine {
             factors: Factors::from_hive(hive).unwrap_or_default(),
             units: Units::from_hive(hive).unwrap_or_default(),
             apps: AppRanges::from_services(&services),
+            objects: object_lists(hive, &services),
             disabled: services.into_iter().filter(|s| s.disabled).collect(),
         }
     }
@@ -111,6 +119,30 @@ impl Machine {
     pub fn load<R: Registry + ?Sized>(registry: &R, lang: &str) -> Result<Machine, RegistryError> {
         Ok(Machine::from_hive(&registry.snapshot()?, lang))
     }
+}
+
+/// The `Object List` of each of `services` in `hive` that has one: its numbers (anything else
+/// in the value is skipped, and a value that is not a string lists nothing). A service with
+/// names added at run time (`Dynamic Fingerprint`) is left out: its run-time objects are not
+/// in the list, which then no longer tells objects from counters.
+fn object_lists(hive: &Hive, services: &[PerformanceService]) -> BTreeMap<String, Vec<u32>> {
+    services
+        .iter()
+        .filter_map(|service| {
+            let perf = prfdata_registry::paths::performance(&service.name);
+            if let Ok(Some(_)) = hive.value(&perf, DYNAMIC_FINGERPRINT) {
+                return None;
+            }
+            let Ok(Some(Value::Sz(list))) = hive.value(&perf, OBJECT_LIST) else {
+                return None;
+            };
+            let indexes: Vec<u32> = list
+                .split_whitespace()
+                .filter_map(|n| n.parse().ok())
+                .collect();
+            Some((service.name.clone(), indexes))
+        })
+        .collect()
 }
 
 /// Where collections come from (one per session: the size difference does not matter).
@@ -330,4 +362,62 @@ fn missing(names: &Names, objects: &[String], global: &DataSnapshot) -> Option<S
     }
     let extra: Vec<String> = indexes.iter().map(u32::to_string).collect();
     (!extra.is_empty()).then(|| extra.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prfdata_registry::install::{install_in, CounterNames, CounterSet, InstallOptions};
+    use prfdata_registry::install::{ObjectNames, Text};
+
+    /// An app that installed one object and one counter.
+    fn installed(dir: &std::path::Path) -> FileRegistry {
+        let registry = FileRegistry::open(dir.join("registry")).expect("a registry");
+        let counter = CounterNames {
+            symbol: "C".into(),
+            offset: 2,
+            texts: vec![Text::new("009", "Done", "d")],
+            factor: None,
+        };
+        let object = ObjectNames {
+            symbol: "O".into(),
+            offset: 0,
+            texts: vec![Text::new("009", "Jobs", "o")],
+            counters: vec![counter],
+        };
+        let set = CounterSet {
+            app: "Listed".into(),
+            objects: vec![object],
+            fingerprint: None,
+        };
+        let options = InstallOptions {
+            library: "/x.so".into(),
+            ini_dir: dir.into(),
+            replace: false,
+        };
+        install_in(&registry, &set, &options).expect("install");
+        registry
+    }
+
+    #[test]
+    fn the_installed_objects_are_read_unless_names_were_added_at_run_time() {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let registry = installed(dir.path());
+        let machine = Machine::load(&registry, "009").expect("the facts");
+        let first = machine.names.index_of("Jobs").expect("the object's name");
+        assert_eq!(machine.objects.get("Listed"), Some(&vec![first]));
+
+        // An object added at run time is not in the Object List: the list no longer tells
+        // every object, so none of it is taken as the whole.
+        let names = [CounterNames {
+            symbol: "R".into(),
+            offset: 4,
+            texts: vec![Text::new("009", "Run-time object", "r")],
+            factor: None,
+        }];
+        prfdata_registry::register_runtime_names(&registry, "Listed", 2, &names, Some(1))
+            .expect("run-time names");
+        let machine = Machine::load(&registry, "009").expect("the facts");
+        assert_eq!(machine.objects.get("Listed"), None);
+    }
 }

@@ -15,16 +15,20 @@ prfdata::prfdata_map! {
         app: "AbsenceTest",
         object JOBS {
             name: "Absence Jobs", help: name,
-            counters { DONE: LargeRawCount { name: "Absence Done", help: name } }
+            counters {
+                DONE: LargeRawCount { name: "Absence Done", help: name },
+                RATE: CounterCounter { name: "Absence Jobs/sec", help: name },
+            }
         }
     }
 }
 
 /// The commands that collect, each asking for the app's object.
-const COMMANDS: [&[&str]; 4] = [
+const COMMANDS: [&[&str]; 5] = [
     &["query", "Absence Jobs"],
     &["list"],
     &["list", "Absence Jobs"],
+    &["typeperf", "-q", "Absence Jobs"],
     &["typeperf", r"\Absence Jobs\Absence Done", "-sc", "1"],
 ];
 
@@ -89,4 +93,82 @@ fn every_command_says_the_app_exited() {
     app.child().wait().expect("reap the app");
     assert!(installed.shm.join("AbsenceTest.blk").exists());
     every_command_says(&installed, "app AbsenceTest exited");
+}
+
+/// `query` and `list` given a counter's name as an object, or an object's name misspelt, while
+/// the app is installed and no process of it runs: the installed objects (install's `Object
+/// List`) say which object the counter belongs to, and are the names near a misspelt one.
+#[test]
+fn an_idle_app_s_objects_are_told_from_its_counters() {
+    let installed = prfdata_app::install(&idle::MAP);
+    for sub in ["query", "list"] {
+        let run: Run = prfmon_for(&installed, &[sub, "Absence Done"]);
+        assert!(
+            run.stderr
+                .contains(r#""Absence Done" is a counter of object "Absence Jobs""#)
+                && run
+                    .stderr
+                    .contains("no process of app AbsenceTest publishes")
+                && run.stderr.contains("start the app"),
+            "{sub} (exit {}): {}",
+            run.code,
+            run.stderr
+        );
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        let run: Run = prfmon_for(&installed, &[sub, "Absence Job"]);
+        assert!(
+            run.stderr
+                .contains(r#"no object named "Absence Job"; did you mean "Absence Jobs"?"#),
+            "{sub} (exit {}): {}",
+            run.code,
+            run.stderr
+        );
+        assert_eq!(run.code, 1, "{}", run.stderr);
+    }
+}
+
+/// `watch` in a terminal says in its legend's title, beside the path not found now, that the
+/// installed app is not running and to start it (its stderr line is hidden while the chart
+/// owns the screen).
+#[test]
+#[cfg_attr(not(prfmon_tests_tmux), ignore = "needs tmux (apt-get install tmux)")]
+fn watch_says_in_its_legend_that_the_app_is_not_running() {
+    let installed = prfdata_app::install(&idle::MAP);
+    let env = crate::sampling_app::shell_env(&installed);
+    let pane = crate::watch::Pane::start_with(&env, r"'\Absence Jobs\Absence Done' --interval 0.2");
+    let screen = pane.wait_for("the path not found now", |s| s.contains("Not found now"));
+    assert!(
+        screen.contains("AbsenceTest is not running: start the app"),
+        "{screen}"
+    );
+    pane.keys(&["q"]);
+    pane.wait_for("a clean exit", |s| s.contains("EXITED 0"));
+}
+
+/// `query` and `list` of another machine (`--computer`), whose installed services the client
+/// does not know: an object no service returned is said with the services that answered
+/// there (the `Prfmon-Services` header), not as uninstalled.
+#[test]
+fn a_remote_absence_names_the_services_that_answered() {
+    let setup = crate::serve_common::setup();
+    setup.sandbox.install(&idle::MAP);
+    let _app = setup.start_app("static");
+    let (_serve, addr, log) = setup.start_serve(&["--listen", "127.0.0.1:0"]);
+    let addr = addr.unwrap_or_else(|e| panic!("serve did not start: {e}; {log:?}"));
+    let empty = tempfile::tempdir().expect("a temp folder");
+    let computer = addr.to_string();
+    for sub in ["query", "list"] {
+        let args = [sub, "--computer", &computer, "Absence Jobs"];
+        let run = crate::common::prfmon(&empty.path().join("registry"), &args);
+        assert!(
+            run.stderr.contains(&format!(
+                "no service of {computer} returned it (the services that answered: \
+                 ServeTestApp): is its app installed and running there?"
+            )),
+            "{sub} (exit {}): {}",
+            run.code,
+            run.stderr
+        );
+        assert_eq!(run.code, 1, "{}", run.stderr);
+    }
 }

@@ -205,9 +205,27 @@ fn query_lists_counters_and_instances() {
     let none = finish(app.spawn(&["typeperf", "-q", "No Such Object"]));
     assert_ne!(none.code, 0);
     assert!(
-        none.stderr.contains("no object named `No Such Object`"),
+        none.stderr.contains(r#"no object named "No Such Object""#),
         "{}",
         none.stderr
+    );
+    let misspelt = finish(app.spawn(&["typeperf", "-q", "TP Servce"]));
+    assert_ne!(misspelt.code, 0);
+    assert!(
+        misspelt
+            .stderr
+            .contains(r#"no object named "TP Servce"; did you mean "TP Service"?"#),
+        "{}",
+        misspelt.stderr
+    );
+    let counter = finish(app.spawn(&["typeperf", "-q", "Jobs/sec"]));
+    assert_ne!(counter.code, 0);
+    assert!(
+        counter.stderr.contains(
+            r#""Jobs/sec" is a counter of object "TP Service": prfmon typeperf -q "TP Service""#
+        ),
+        "{}",
+        counter.stderr
     );
 }
 
@@ -282,7 +300,7 @@ fn a_path_that_matches_nothing_waits_with_near_matches_and_fails_at_the_end() {
     );
     assert!(
         run.stderr.contains(
-            r"\TP Servce\Queue lenght, \TP Worker(*)\Dome matched no counter in any of the 2 samples"
+            r"\TP Servce\Queue lenght, \TP Worker(*)\Dome matched no counter in 2 samples"
         ),
         "{}",
         run.stderr

@@ -199,7 +199,12 @@ fn title(state: &WatchState, total: usize) -> String {
         format!("Legend {}–{last} of {total}", view.offset + 1)
     };
     if !state.unmatched.is_empty() {
-        format!(" {window} ─ Not found now: {} ", state.unmatched.join(", "))
+        // Why first: a long path list is cut at the right edge.
+        let why: String = state.absent.iter().map(|a| format!("{a} ─ ")).collect();
+        format!(
+            " {window} ─ {why}Not found now: {} ",
+            state.unmatched.join(", ")
+        )
     } else if state.dropped > 0 {
         format!(
             " {window} ─ {MAX_SERIES} live counters at most, not charted: {} ",

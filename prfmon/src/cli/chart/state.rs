@@ -114,6 +114,9 @@ pub struct WatchState {
     pub scale: bool,
     /// The paths that matched nothing in the latest sample.
     pub unmatched: Vec<String>,
+    /// Why installed apps named by [`WatchState::unmatched`] publish nothing, in brief
+    /// ([`prfmon::absence::Absence::brief`]).
+    pub absent: Vec<String>,
     /// Counters not charted because there were already [`MAX_SERIES`] live ones.
     pub dropped: usize,
     /// The Windows 95 stat servers' scale factors, applied to every displayed value (with or
@@ -136,6 +139,7 @@ impl WatchState {
             samples: 0,
             scale,
             unmatched: Vec::new(),
+            absent: Vec::new(),
             dropped: 0,
             factors: Factors::default(),
             legend: LegendView::default(),

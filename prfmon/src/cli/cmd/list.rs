@@ -15,7 +15,7 @@ use prfdata_wire::winperf::{
 };
 use prfmon::absence;
 use prfmon::catalog::catalog_with_services;
-use prfmon::names::objects::{counter_of, not_an_object};
+use prfmon::names::objects::{not_an_object, not_collected};
 use prfmon::report::plural;
 use prfmon::session::Machine;
 
@@ -91,7 +91,9 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     match &args.object {
         Some(word) => {
             let collected: Vec<&DataSnapshot> = snapshots.iter().collect();
-            let index = wanted(word, &machine, &collected)?;
+            let computer = args.remote.machine(&[])?.map(|m| m.label);
+            let why = computer.map(|c| absence::not_returned(&c, services.iter().flatten()));
+            let index = wanted(word, &machine, &collected, why)?;
             objects.retain(|o| o.index == index);
             if objects.is_empty() {
                 return Err(format!(
@@ -117,11 +119,17 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
 }
 
 /// The name index of the object `word` names, when the `collected` snapshots have it; else
-/// the sentence that says what `word` names instead, or why its object is not collected.
-fn wanted(word: &str, machine: &Machine, collected: &[&DataSnapshot]) -> Result<u32, String> {
+/// the sentence that says what `word` names instead, or why its object is not collected
+/// (`why`, when the caller knows it).
+fn wanted(
+    word: &str,
+    machine: &Machine,
+    collected: &[&DataSnapshot],
+    why: Option<absence::Absence>,
+) -> Result<u32, String> {
     let names = &machine.names;
     let Some(index) = names.index_of(word) else {
-        return Err(not_an_object(word, None, names, collected, "list"));
+        return Err(not_an_object(word, None, machine, collected, "list"));
     };
     if collected
         .iter()
@@ -129,15 +137,7 @@ fn wanted(word: &str, machine: &Machine, collected: &[&DataSnapshot]) -> Result<
     {
         return Ok(index);
     }
-    Err(
-        counter_of(word, index, names, collected, "list").unwrap_or_else(|| {
-            format!(
-                "object \"{}\" ({index}) is not collected: {}",
-                names.name(index),
-                absence::explain(machine, index)
-            )
-        }),
-    )
+    Err(not_collected(word, index, machine, collected, "list", why))
 }
 
 /// Prints one object of the catalog, with its counters (`verbose`: with their type codes,

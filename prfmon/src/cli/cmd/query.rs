@@ -44,9 +44,9 @@ pub fn run(args: QueryArgs) -> Result<ExitCode, CliError> {
     let value = match query_value(&args.query, &session.machine().names) {
         Ok(value) => value,
         Err(word) => {
-            let global = definitions(&mut session, "Global")?;
-            let names = &session.machine().names;
-            return Err(objects::not_an_object(&word, None, names, &[&global], "query").into());
+            let (global, _) = definitions(&mut session, "Global")?;
+            let machine = session.machine();
+            return Err(objects::not_an_object(&word, None, machine, &[&global], "query").into());
         }
     };
     let collection = session.collect(&value)?;
@@ -69,16 +69,15 @@ pub fn run(args: QueryArgs) -> Result<ExitCode, CliError> {
     };
     let machine = session.close();
     super::decode::print(&snapshot, &machine, &collection.services, args.json);
+    let computer = args.remote.machine(&[])?.map(|m| m.label);
     for index in &missing {
         let name = machine.names.name(*index);
-        let collected: Vec<&DataSnapshot> = global.iter().collect();
-        let said = objects::counter_of(&name, *index, &machine.names, &collected, "query")
-            .unwrap_or_else(|| {
-                format!(
-                    "object \"{name}\" ({index}) is not collected: {}",
-                    absence::explain(&machine, *index)
-                )
-            });
+        let collected: Vec<&DataSnapshot> = global.iter().map(|(g, _)| g).collect();
+        let answered = global.iter().flat_map(|(_, services)| services);
+        let why = computer
+            .as_deref()
+            .map(|c| absence::not_returned(c, answered));
+        let said = objects::not_collected(&name, *index, &machine, &collected, "query", why);
         errln!("prfmon query: {said}");
     }
     Ok(if missing.is_empty() {
@@ -88,12 +87,16 @@ pub fn run(args: QueryArgs) -> Result<ExitCode, CliError> {
     })
 }
 
-/// The object and counter definitions of one collection of `value` by `session`.
-pub(super) fn definitions(session: &mut Session, value: &str) -> Result<DataSnapshot, CliError> {
+/// The object and counter definitions of one collection of `value` by `session`, with the
+/// service of each object.
+fn definitions(
+    session: &mut Session,
+    value: &str,
+) -> Result<(DataSnapshot, Vec<String>), CliError> {
     let collection = session.collect(value)?;
     let view = prfdata_wire::view::DataView::parse(&collection.bytes)
         .map_err(|e| format!("the {value} collection does not decode: {e}"))?;
-    Ok(view.to_definitions())
+    Ok((view.to_definitions(), collection.services))
 }
 
 /// The object indexes a query value names explicitly: none for `Global`, `Costly` and

@@ -26,9 +26,11 @@ use crate::cli::stdout::{errln, field};
 use clap::Args;
 use prfdata_wire::snapshot::DataSnapshot;
 use prfmon::merge::merge_missing;
+use prfmon::names::objects;
 use prfmon::pdh::{self, CounterPath, FormatOptions};
+use prfmon::report::plural;
 use prfmon::sampler::{self, Columns, Sampler};
-use prfmon::session::Session;
+use prfmon::session::{Machine, Session};
 use prfmon::typeperf::counter_file::read_counter_file;
 use prfmon::typeperf::{query_paths, timestamp, LogFormat, LogWriter, TimeZone, ValueStyle};
 
@@ -333,9 +335,12 @@ fn write_log(
         .map(ToString::to_string)
         .collect();
     Err(format!(
-        "{} matched no counter in any of the {} samples",
+        "{} matched no counter in {}",
         paths.join(", "),
-        samples.unwrap_or(0)
+        plural(
+            usize::try_from(samples.unwrap_or(0)).unwrap_or(usize::MAX),
+            "sample"
+        )
     ))
 }
 
@@ -420,13 +425,26 @@ fn list(
     .and_then(|count| out.flush().map(|()| count));
     match listed {
         Ok(0) => Err(match object {
-            Some(o) => format!("no object named `{o}` is available"),
+            Some(o) => not_listed(o, session.machine(), &both),
             None => "no counters are available".into(),
         }),
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             Err(format!("cannot write the list: {e}"))
         }
         _ => Ok(()),
+    }
+}
+
+/// Why `typeperf -q OBJECT` listed nothing from collection `both`: the object `object` is
+/// not collected (a counter's object, or why the installed object is missing), or the
+/// object names near it.
+fn not_listed(object: &str, machine: &Machine, both: &DataSnapshot) -> String {
+    let command = "typeperf -q";
+    match machine.names.index_of(object) {
+        Some(index) if !both.objects.iter().any(|o| o.name_index == index) => {
+            objects::not_collected(object, index, machine, &[both], command, None)
+        }
+        _ => objects::not_an_object(object, None, machine, &[both], command),
     }
 }
 

@@ -94,6 +94,13 @@ fn sample_into(
     let mut seen = state.begin();
     let sample = sampler.sample_with(snapshot, names, |r| state.add(&r, &mut seen));
     state.finish(&sample, seen);
+    let requests = sampler.requests();
+    let objects = sample
+        .unmatched
+        .iter()
+        .filter_map(|u| requests.get(u.request));
+    let objects = objects.map(|r| r.object.as_str());
+    state.absent = prfmon::absence::briefs(session.machine(), snapshot, objects);
 }
 
 /// Runs `prfmon watch`.
