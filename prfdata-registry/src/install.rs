@@ -122,12 +122,6 @@ impl Text {
     }
 }
 
-/// The value under `Services\<app>\Performance` that lists the app's objects: their name
-/// indexes in decimal, separated by spaces (`REG_SZ`), as Windows NT keeps it for a performance
-/// DLL's objects; install writes it ([`install_in`]) so that a monitor tells the objects from the
-/// counters while no process of the app runs.
-pub const OBJECT_LIST: &str = "Object List";
-
 /// The export names of the provider library (`libprfdata_provider.so`).
 ///
 /// # Examples
@@ -559,7 +553,7 @@ fn write_stats(
     Ok(())
 }
 
-/// Records `set`'s objects in [`OBJECT_LIST`]: the name index of each (`first_counter` + its
+/// Records `set`'s objects in [`service::OBJECT_LIST`]: the name index of each (`first_counter` + its
 /// offset), in declaration order.
 fn write_object_list(
     hive: &mut crate::Hive,
@@ -574,7 +568,7 @@ fn write_object_list(
         .collect();
     hive.set_value(
         &paths::performance(&set.app),
-        OBJECT_LIST,
+        service::OBJECT_LIST,
         Value::Sz(indexes.join(" ")),
     )
 }

@@ -303,7 +303,7 @@ pub fn apply_unlodctr(hive: &mut Hive, driver: &str) -> Result<CounterRange, Lod
         service::MAP_FINGERPRINT,
         service::DYNAMIC_FINGERPRINT,
         service::INI_FILE,
-        crate::install::OBJECT_LIST,
+        crate::service::OBJECT_LIST,
     ] {
         hive.delete_value(&perf, name)?;
     }

@@ -56,6 +56,10 @@ pub const FACTORS: &str = "Factors";
 /// Value name `Units`: the units the app's counters' raw values are in (REG_MULTI_SZ of
 /// `"<name index> <unit>"`, the unit `bytes` or `seconds`).
 pub const UNITS: &str = "Units";
+/// Value name `Object List`: the app's objects, their name indexes in decimal separated by
+/// spaces (`REG_SZ`), as Windows NT keeps it for a performance DLL's objects; install writes it
+/// so that a monitor tells the objects from the counters while no process of the app runs.
+pub const OBJECT_LIST: &str = "Object List";
 /// Value name `OnDemand Timeout`: how long, in ms, a Collect waits for the app to serve its on-demand
 /// counters before it serves their last values.
 pub const ON_DEMAND_TIMEOUT: &str = "OnDemand Timeout";

@@ -116,7 +116,8 @@ fn a_missing_provider_is_refused_and_nothing_is_written() {
 /// removes it with the rest.
 #[test]
 fn install_records_the_object_list() {
-    use prfdata_registry::install::{install_in, uninstall_in, OBJECT_LIST};
+    use prfdata_registry::install::{install_in, uninstall_in};
+    use prfdata_registry::service::OBJECT_LIST;
     use prfdata_registry::{paths, FileRegistry, Registry, Value};
     let dir = tempfile::tempdir().expect("a temp folder");
     let registry = FileRegistry::open(dir.path().join("registry")).expect("a registry");

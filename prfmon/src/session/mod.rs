@@ -22,7 +22,7 @@ pub use facts::{Contents, Facts, NAMES_RECHECK};
 
 use std::collections::BTreeMap;
 
-use prfdata_registry::install::OBJECT_LIST;
+use prfdata_registry::service::OBJECT_LIST;
 use prfdata_registry::service::{services_in, DYNAMIC_FINGERPRINT};
 use prfdata_registry::StoreStamp;
 use prfdata_registry::{FileRegistry, Hive, PerformanceService, Registry, RegistryError, Value};
@@ -378,6 +378,7 @@ mod tests {
             offset: 2,
             texts: vec![Text::new("009", "Done", "d")],
             factor: None,
+            unit: None,
         };
         let object = ObjectNames {
             symbol: "O".into(),
@@ -414,6 +415,7 @@ mod tests {
             offset: 4,
             texts: vec![Text::new("009", "Run-time object", "r")],
             factor: None,
+            unit: None,
         }];
         prfdata_registry::register_runtime_names(&registry, "Listed", 2, &names, Some(1))
             .expect("run-time names");
