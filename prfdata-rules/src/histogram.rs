@@ -43,6 +43,11 @@ pub use descriptor::{Descriptor, DescriptorError, MAX_DESCRIPTOR_WORDS};
 use crate::limits::{MAX_EXPLICIT_BOUNDS, MAX_HISTOGRAM_BUCKETS};
 use crate::map::{HistogramViolation, Violation};
 
+/// The rule `h` broken, as a rule's result.
+const fn broken<T>(h: HistogramViolation) -> Result<T, Violation> {
+    Err(Violation::Histogram(h))
+}
+
 /// The largest value a histogram's range or bounds may name, in its unit: 2^62. It keeps every
 /// bucket edge, and the edge after the last, inside a `u64` with room to spare.
 pub const MAX_HISTOGRAM_VALUE: u64 = 1 << 62;
@@ -115,7 +120,7 @@ impl Unit {
             }
             code += 1;
         }
-        Err(Violation::Histogram(HistogramViolation::Unit))
+        broken(HistogramViolation::Unit)
     }
 
     /// The name a map gives the unit.
@@ -167,24 +172,24 @@ impl Unit {
                 let given_ns = match Unit::from_name(suffix) {
                     Ok(given) => match given.nanos() {
                         Some(ns) => ns,
-                        None => return Err(Violation::Histogram(HistogramViolation::Suffix)),
+                        None => return broken(HistogramViolation::Suffix),
                     },
-                    Err(_) => return Err(Violation::Histogram(HistogramViolation::Suffix)),
+                    Err(_) => return broken(HistogramViolation::Suffix),
                 };
                 let ns = amount as u128 * given_ns as u128;
                 if !ns.is_multiple_of(unit_ns as u128) {
-                    return Err(Violation::Histogram(HistogramViolation::NotWhole));
+                    return broken(HistogramViolation::NotWhole);
                 }
                 let v = ns / unit_ns as u128;
                 if v > MAX_HISTOGRAM_VALUE as u128 {
-                    return Err(Violation::Histogram(HistogramViolation::High));
+                    return broken(HistogramViolation::High);
                 }
                 v as u64
             }
-            _ => return Err(Violation::Histogram(HistogramViolation::Suffix)),
+            _ => return broken(HistogramViolation::Suffix),
         };
         if value > MAX_HISTOGRAM_VALUE {
-            return Err(Violation::Histogram(HistogramViolation::High));
+            return broken(HistogramViolation::High);
         }
         Ok(value)
     }
@@ -207,7 +212,7 @@ impl Unit {
 /// ```
 pub const fn sub_bits(basis_points: u32) -> Result<u8, Violation> {
     if basis_points < 40 || basis_points > 5000 {
-        return Err(Violation::Histogram(HistogramViolation::Error));
+        return broken(HistogramViolation::Error);
     }
     let mut p = *SUB_BITS.start();
     while (basis_points as u64) << p < 10_000 {
@@ -276,7 +281,7 @@ impl LogLinear {
             Err(v) => return Err(v),
         };
         if n > MAX_HISTOGRAM_BUCKETS as u64 {
-            return Err(Violation::Histogram(HistogramViolation::Buckets));
+            return broken(HistogramViolation::Buckets);
         }
         let shift = shift_for(lo, sub_bits);
         let base = raw(lo >> shift, sub_bits) - 1;
@@ -299,13 +304,13 @@ impl LogLinear {
     /// ```
     pub const fn bucket_count(lo: u64, hi: u64, sub_bits: u8) -> Result<u64, Violation> {
         if sub_bits < *SUB_BITS.start() || sub_bits > *SUB_BITS.end() {
-            return Err(Violation::Histogram(HistogramViolation::Error));
+            return broken(HistogramViolation::Error);
         }
         if lo == 0 || lo >= hi {
-            return Err(Violation::Histogram(HistogramViolation::Range));
+            return broken(HistogramViolation::Range);
         }
         if hi > MAX_HISTOGRAM_VALUE {
-            return Err(Violation::Histogram(HistogramViolation::High));
+            return broken(HistogramViolation::High);
         }
         let shift = shift_for(lo, sub_bits);
         Ok(raw(hi >> shift, sub_bits) - raw(lo >> shift, sub_bits) + 3)
@@ -337,20 +342,20 @@ impl LogLinear {
         buckets: u32,
     ) -> Result<LogLinear, Violation> {
         if sub_bits < *SUB_BITS.start() || sub_bits > *SUB_BITS.end() {
-            return Err(Violation::Histogram(HistogramViolation::Error));
+            return broken(HistogramViolation::Error);
         }
         if shift > 63 || (shift > 0 && (base as u64) + 1 < 1 << sub_bits) {
-            return Err(Violation::Histogram(HistogramViolation::Shift));
+            return broken(HistogramViolation::Shift);
         }
         if buckets < 3 || buckets > MAX_HISTOGRAM_BUCKETS {
-            return Err(Violation::Histogram(HistogramViolation::Buckets));
+            return broken(HistogramViolation::Buckets);
         }
         let overflow = match raw_lower(base as u64 + buckets as u64 - 1, sub_bits) {
             Some(edge) => edge << shift,
-            None => return Err(Violation::Histogram(HistogramViolation::High)),
+            None => return broken(HistogramViolation::High),
         };
         if overflow > 1 << 63 {
-            return Err(Violation::Histogram(HistogramViolation::High));
+            return broken(HistogramViolation::High);
         }
         Ok(LogLinear {
             unit,
@@ -459,9 +464,9 @@ pub struct Explicit {
 /// [`HistogramViolation::BoundsEmpty`] or [`HistogramViolation::BoundsTooMany`].
 pub const fn explicit_len(bounds: usize) -> Result<(), Violation> {
     if bounds == 0 {
-        Err(Violation::Histogram(HistogramViolation::BoundsEmpty))
+        broken(HistogramViolation::BoundsEmpty)
     } else if bounds > MAX_EXPLICIT_BOUNDS {
-        Err(Violation::Histogram(HistogramViolation::BoundsTooMany))
+        broken(HistogramViolation::BoundsTooMany)
     } else {
         Ok(())
     }
@@ -475,11 +480,9 @@ pub const fn explicit_len(bounds: usize) -> Result<(), Violation> {
 /// [`HistogramViolation::BoundZero`], [`HistogramViolation::BoundsOrder`] or [`HistogramViolation::High`].
 pub const fn explicit_bound(previous: Option<u64>, bound: u64) -> Result<(), Violation> {
     match previous {
-        None if bound == 0 => Err(Violation::Histogram(HistogramViolation::BoundZero)),
-        Some(before) if bound <= before => {
-            Err(Violation::Histogram(HistogramViolation::BoundsOrder))
-        }
-        _ if bound > MAX_HISTOGRAM_VALUE => Err(Violation::Histogram(HistogramViolation::High)),
+        None if bound == 0 => broken(HistogramViolation::BoundZero),
+        Some(before) if bound <= before => broken(HistogramViolation::BoundsOrder),
+        _ if bound > MAX_HISTOGRAM_VALUE => broken(HistogramViolation::High),
         _ => Ok(()),
     }
 }
@@ -660,7 +663,16 @@ impl Geometry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::map::HistogramViolation as H;
     use proptest::prelude::*;
+
+    fn rule(h: H) -> Violation {
+        Violation::Histogram(h)
+    }
+
+    fn err<T>(h: H) -> Result<T, Violation> {
+        Err(rule(h))
+    }
 
     /// The reference index: the first bucket whose upper edge is at or above `v`, by a scan.
     fn index_slow(g: &Geometry, v: u64) -> usize {
@@ -867,46 +879,22 @@ mod tests {
         let ns_to_1000_s = LogLinear::bucket_count(1, 1_000_000_000_000, 7);
         assert_eq!(ns_to_1000_s, Ok(4330));
         let refused = LogLinear::new(Unit::Nanoseconds, 1, 1_000_000_000_000, 7);
-        assert_eq!(
-            refused,
-            Err(Violation::Histogram(HistogramViolation::Buckets))
-        );
+        assert_eq!(refused, err(H::Buckets));
     }
 
     #[test]
     fn each_histogram_rule_accepts_its_bounds_and_refuses_past_them() {
         assert_eq!((sub_bits(5000), sub_bits(40)), (Ok(1), Ok(8)));
-        assert_eq!(
-            sub_bits(5001),
-            Err(Violation::Histogram(HistogramViolation::Error))
-        );
-        assert_eq!(
-            sub_bits(39),
-            Err(Violation::Histogram(HistogramViolation::Error))
-        );
+        assert_eq!(sub_bits(5001), err(H::Error));
+        assert_eq!(sub_bits(39), err(H::Error));
         let count = |lo, hi, p| LogLinear::bucket_count(lo, hi, p);
         assert_eq!(count(1, 2, 1), Ok(4));
-        assert_eq!(
-            count(0, 2, 1),
-            Err(Violation::Histogram(HistogramViolation::Range))
-        );
-        assert_eq!(
-            count(2, 2, 1),
-            Err(Violation::Histogram(HistogramViolation::Range))
-        );
-        assert_eq!(
-            count(1, 2, 0),
-            Err(Violation::Histogram(HistogramViolation::Error))
-        );
-        assert_eq!(
-            count(1, 2, 9),
-            Err(Violation::Histogram(HistogramViolation::Error))
-        );
+        assert_eq!(count(0, 2, 1), err(H::Range));
+        assert_eq!(count(2, 2, 1), err(H::Range));
+        assert_eq!(count(1, 2, 0), err(H::Error));
+        assert_eq!(count(1, 2, 9), err(H::Error));
         assert!(count(1, MAX_HISTOGRAM_VALUE, 1).is_ok());
-        assert_eq!(
-            count(1, MAX_HISTOGRAM_VALUE + 1, 1),
-            Err(Violation::Histogram(HistogramViolation::High))
-        );
+        assert_eq!(count(1, MAX_HISTOGRAM_VALUE + 1, 1), err(H::High));
         // The largest hi of 4096 buckets at p = 8 from 1, found by bisection.
         let (mut fits, mut past) = (2, MAX_HISTOGRAM_VALUE);
         while past - fits > 1 {
@@ -922,77 +910,38 @@ mod tests {
             4096
         );
         let past_limit = LogLinear::new(Unit::Count, 1, fits + 1, 8);
-        assert_eq!(
-            past_limit,
-            Err(Violation::Histogram(HistogramViolation::Buckets))
-        );
+        assert_eq!(past_limit, err(H::Buckets));
         let parts = |s, base, n| LogLinear::from_parts(Unit::Count, 4, s, base, n);
         assert!(parts(1, 15, 3).is_ok());
-        assert_eq!(
-            parts(1, 14, 3),
-            Err(Violation::Histogram(HistogramViolation::Shift))
-        );
-        assert_eq!(
-            parts(64, 15, 3),
-            Err(Violation::Histogram(HistogramViolation::Shift))
-        );
-        assert_eq!(
-            parts(0, 0, 2),
-            Err(Violation::Histogram(HistogramViolation::Buckets))
-        );
-        assert_eq!(
-            parts(0, 0, 4097),
-            Err(Violation::Histogram(HistogramViolation::Buckets))
-        );
+        assert_eq!(parts(1, 14, 3), err(H::Shift));
+        assert_eq!(parts(64, 15, 3), err(H::Shift));
+        assert_eq!(parts(0, 0, 2), err(H::Buckets));
+        assert_eq!(parts(0, 0, 4097), err(H::Buckets));
         // The overflow bucket's lower edge: raw 15 + 18 − 1 = 32 is 32 << 58 = 2^63 at most.
         let top = parts(58, 15, 18).unwrap();
         assert_eq!(top.lower(17), 1 << 63);
-        assert_eq!(
-            parts(58, 15, 19),
-            Err(Violation::Histogram(HistogramViolation::High))
-        );
-        assert_eq!(
-            parts(0, u32::MAX, 3),
-            Err(Violation::Histogram(HistogramViolation::High))
-        );
+        assert_eq!(parts(58, 15, 19), err(H::High));
+        assert_eq!(parts(0, u32::MAX, 3), err(H::High));
     }
 
     #[test]
     fn each_explicit_rule_accepts_its_bounds_and_refuses_past_them() {
-        assert_eq!(
-            explicit_len(0),
-            Err(Violation::Histogram(HistogramViolation::BoundsEmpty))
-        );
+        assert_eq!(explicit_len(0), err(H::BoundsEmpty));
         assert_eq!(
             (explicit_len(1), explicit_len(MAX_EXPLICIT_BOUNDS)),
             (Ok(()), Ok(()))
         );
-        assert_eq!(
-            explicit_len(MAX_EXPLICIT_BOUNDS + 1),
-            Err(Violation::Histogram(HistogramViolation::BoundsTooMany))
-        );
-        assert_eq!(
-            explicit_bound(None, 0),
-            Err(Violation::Histogram(HistogramViolation::BoundZero))
-        );
+        assert_eq!(explicit_len(MAX_EXPLICIT_BOUNDS + 1), err(H::BoundsTooMany));
+        assert_eq!(explicit_bound(None, 0), err(H::BoundZero));
         assert_eq!(explicit_bound(None, 1), Ok(()));
-        assert_eq!(
-            explicit_bound(Some(5), 5),
-            Err(Violation::Histogram(HistogramViolation::BoundsOrder))
-        );
+        assert_eq!(explicit_bound(Some(5), 5), err(H::BoundsOrder));
         assert_eq!(explicit_bound(Some(5), MAX_HISTOGRAM_VALUE), Ok(()));
         let high = explicit_bound(Some(5), MAX_HISTOGRAM_VALUE + 1);
-        assert_eq!(high, Err(Violation::Histogram(HistogramViolation::High)));
+        assert_eq!(high, err(H::High));
         let many: Vec<u64> = (1..=65).collect();
         assert!(Explicit::new(Unit::Count, &many[..64]).is_ok());
-        assert_eq!(
-            Explicit::new(Unit::Count, &many),
-            Err(Violation::Histogram(HistogramViolation::BoundsTooMany))
-        );
-        assert_eq!(
-            Explicit::new(Unit::Count, &[3, 2]),
-            Err(Violation::Histogram(HistogramViolation::BoundsOrder))
-        );
+        assert_eq!(Explicit::new(Unit::Count, &many), err(H::BoundsTooMany));
+        assert_eq!(Explicit::new(Unit::Count, &[3, 2]), err(H::BoundsOrder));
     }
 
     #[test]
@@ -1002,40 +951,19 @@ mod tests {
             assert_eq!((unit as usize, unit.name()), (code, *name));
             assert_eq!(Unit::from_code(code as u8), Some(unit));
         }
-        assert_eq!(
-            Unit::from_name("sec"),
-            Err(Violation::Histogram(HistogramViolation::Unit))
-        );
+        assert_eq!(Unit::from_name("sec"), err(H::Unit));
         assert_eq!(Unit::Microseconds.whole(10, "s"), Ok(10_000_000));
         assert_eq!(Unit::Microseconds.whole(2000, "ns"), Ok(2));
-        assert_eq!(
-            Unit::Microseconds.whole(1500, "ns"),
-            Err(Violation::Histogram(HistogramViolation::NotWhole))
-        );
-        assert_eq!(
-            Unit::Microseconds.whole(10, ""),
-            Err(Violation::Histogram(HistogramViolation::Suffix))
-        );
-        assert_eq!(
-            Unit::Microseconds.whole(10, "bytes"),
-            Err(Violation::Histogram(HistogramViolation::Suffix))
-        );
-        assert_eq!(
-            Unit::Bytes.whole(10, "ms"),
-            Err(Violation::Histogram(HistogramViolation::Suffix))
-        );
+        assert_eq!(Unit::Microseconds.whole(1500, "ns"), err(H::NotWhole));
+        assert_eq!(Unit::Microseconds.whole(10, ""), err(H::Suffix));
+        assert_eq!(Unit::Microseconds.whole(10, "bytes"), err(H::Suffix));
+        assert_eq!(Unit::Bytes.whole(10, "ms"), err(H::Suffix));
         assert_eq!(
             Unit::Count.whole(MAX_HISTOGRAM_VALUE, ""),
             Ok(MAX_HISTOGRAM_VALUE)
         );
-        assert_eq!(
-            Unit::Count.whole(MAX_HISTOGRAM_VALUE + 1, ""),
-            Err(Violation::Histogram(HistogramViolation::High))
-        );
-        assert_eq!(
-            Unit::Nanoseconds.whole(u64::MAX, "s"),
-            Err(Violation::Histogram(HistogramViolation::High))
-        );
+        assert_eq!(Unit::Count.whole(MAX_HISTOGRAM_VALUE + 1, ""), err(H::High));
+        assert_eq!(Unit::Nanoseconds.whole(u64::MAX, "s"), err(H::High));
         assert_eq!(
             crate::counter::UNITS[Unit::Bytes.base_unit().unwrap()],
             "bytes"
@@ -1047,35 +975,35 @@ mod tests {
         assert_eq!(Unit::Count.base_unit(), None);
     }
 
+    /// The largest histogram value (the longest descriptor and the most buckets) fits a counter
+    /// block, and the largest log-linear edge fits a `u64` with the overflow bucket above it.
+    #[test]
+    fn the_largest_histogram_fits_the_block_limits() {
+        let words = (MAX_DESCRIPTOR_WORDS + MAX_HISTOGRAM_BUCKETS as usize) as u32;
+        assert!(words * 8 <= crate::MAX_COUNTER_BLOCK);
+        let widest = LogLinear::new(Unit::Count, 1, MAX_HISTOGRAM_VALUE, 1).unwrap();
+        let n = widest.buckets();
+        assert!(widest.upper(n - 2) >= MAX_HISTOGRAM_VALUE && widest.lower(n - 1) <= 1 << 63);
+        assert_eq!(widest.index(u64::MAX), n - 1);
+    }
+
     /// The messages spell the limits out as text: they name the limits' values.
     #[test]
     fn the_histogram_messages_name_the_limits() {
         let buckets = format!("3 to {MAX_HISTOGRAM_BUCKETS} buckets");
-        assert!(Violation::Histogram(HistogramViolation::Buckets)
-            .message()
-            .contains(&buckets));
+        assert!(rule(H::Buckets).message().contains(&buckets));
         let bounds = format!("1 to {MAX_EXPLICIT_BOUNDS} bounds");
-        assert!(Violation::Histogram(HistogramViolation::BoundsEmpty)
-            .message()
-            .contains(&bounds));
+        assert!(rule(H::BoundsEmpty).message().contains(&bounds));
         let most = format!("at most {MAX_EXPLICIT_BOUNDS} bounds");
-        assert!(Violation::Histogram(HistogramViolation::BoundsTooMany)
-            .message()
-            .contains(&most));
+        assert!(rule(H::BoundsTooMany).message().contains(&most));
         let high = format!("2^62 ({MAX_HISTOGRAM_VALUE})");
-        assert!(Violation::Histogram(HistogramViolation::High)
-            .message()
-            .contains(&high));
+        assert!(rule(H::High).message().contains(&high));
         let kib = format!("{} KiB", MAX_HISTOGRAM_BUCKETS * 8 / 1024);
-        assert!(Violation::Histogram(HistogramViolation::Buckets)
-            .message()
-            .contains(&kib));
+        assert!(rule(H::Buckets).message().contains(&kib));
         for (p, bp) in [(1, 5000), (8, 40)] {
             assert_eq!(sub_bits(bp), Ok(p));
         }
-        assert!(Violation::Histogram(HistogramViolation::Error)
-            .message()
-            .contains("0.4% to 50%"));
+        assert!(rule(H::Error).message().contains("0.4% to 50%"));
     }
 
     /// Each field a descriptor checks, broken alone in a valid value.
@@ -1096,15 +1024,9 @@ mod tests {
         assert_eq!(broken(0, w0 | 0xff << 32), DescriptorError::Unit(0xff));
         assert_eq!(broken(0, w0 | 1 << 56), DescriptorError::Reserved);
         let p9 = broken(0, w0 & !(0xff << 40) | 9 << 40);
-        assert_eq!(
-            p9,
-            DescriptorError::Geometry(Violation::Histogram(HistogramViolation::Error))
-        );
+        assert_eq!(p9, DescriptorError::Geometry(rule(H::Error)));
         let n = broken(1, w1 & !0xffff_ffff | 4097);
-        assert_eq!(
-            n,
-            DescriptorError::Geometry(Violation::Histogram(HistogramViolation::Buckets))
-        );
+        assert_eq!(n, DescriptorError::Geometry(rule(H::Buckets)));
         let short = Descriptor::decode(&good[..1]).unwrap_err();
         assert_eq!(
             short,
@@ -1134,14 +1056,11 @@ mod tests {
         v[3] = 1;
         assert_eq!(
             Descriptor::decode(&v),
-            Err(DescriptorError::Geometry(Violation::Histogram(
-                HistogramViolation::BoundsOrder
-            )))
+            Err(DescriptorError::Geometry(rule(H::BoundsOrder)))
         );
         let mut v = good.clone();
         v[1] = 66;
-        let too_many =
-            DescriptorError::Geometry(Violation::Histogram(HistogramViolation::BoundsTooMany));
+        let too_many = DescriptorError::Geometry(rule(H::BoundsTooMany));
         assert_eq!(Descriptor::decode(&v), Err(too_many));
         let cut = Descriptor::decode(&good[..4]).unwrap_err();
         assert_eq!(
