@@ -155,7 +155,8 @@ impl Unit {
     ///
     /// # Errors
     ///
-    /// [`HistogramViolation::Suffix`] (a suffix of the wrong kind), [`HistogramViolation::NotWhole`]
+    /// [`HistogramViolation::Suffix`] (a suffix of the wrong kind),
+    /// [`HistogramViolation::NotWhole`]
     /// (`1500ns` in `us`) or [`HistogramViolation::High`] (past [`MAX_HISTOGRAM_VALUE`]).
     ///
     /// # Examples
@@ -462,6 +463,13 @@ pub struct Explicit {
 /// # Errors
 ///
 /// [`HistogramViolation::BoundsEmpty`] or [`HistogramViolation::BoundsTooMany`].
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_rules::histogram::explicit_len;
+/// assert!(explicit_len(64).is_ok() && explicit_len(65).is_err() && explicit_len(0).is_err());
+/// ```
 pub const fn explicit_len(bounds: usize) -> Result<(), Violation> {
     if bounds == 0 {
         broken(HistogramViolation::BoundsEmpty)
@@ -477,7 +485,19 @@ pub const fn explicit_len(bounds: usize) -> Result<(), Violation> {
 ///
 /// # Errors
 ///
-/// [`HistogramViolation::BoundZero`], [`HistogramViolation::BoundsOrder`] or [`HistogramViolation::High`].
+/// [`HistogramViolation::BoundZero`], [`HistogramViolation::BoundsOrder`] or
+/// [`HistogramViolation::High`].
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_rules::histogram::explicit_bound;
+/// use prfdata_rules::map::{HistogramViolation, Violation};
+///
+/// let order = Violation::Histogram(HistogramViolation::BoundsOrder);
+/// assert_eq!(explicit_bound(Some(5), 5), Err(order));
+/// assert!(explicit_bound(Some(5), 25).is_ok());
+/// ```
 pub const fn explicit_bound(previous: Option<u64>, bound: u64) -> Result<(), Violation> {
     match previous {
         None if bound == 0 => broken(HistogramViolation::BoundZero),
@@ -649,7 +669,8 @@ impl Geometry {
     ///
     /// ```
     /// use prfdata_rules::histogram::{Geometry, LogLinear, Unit};
-    /// let g = Geometry::LogLinear(LogLinear::new(Unit::Nanoseconds, 1000, 60_000_000_000, 5).unwrap());
+    /// let ns = LogLinear::new(Unit::Nanoseconds, 1000, 60_000_000_000, 5).unwrap();
+    /// let g = Geometry::LogLinear(ns);
     /// assert_eq!(g.relative_error(), Some(1.0 / 32.0));
     /// ```
     pub const fn relative_error(&self) -> Option<f64> {
@@ -753,10 +774,14 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(512))]
 
         #[test]
-        fn every_value_lies_within_its_buckets_edges((g, lo, hi) in log_linear(), v in magnitude()) {
+        fn every_value_lies_within_its_buckets_edges(
+            (g, lo, hi) in log_linear(),
+            v in magnitude(),
+        ) {
             let g = Geometry::LogLinear(g);
             let i = g.index(v % (hi + 1));
-            let edges = [g.lower(i), g.upper(i), g.lower(i).saturating_sub(1), g.upper(i).saturating_add(1)];
+            let (l, u) = (g.lower(i), g.upper(i));
+            let edges = [l, u, l.saturating_sub(1), u.saturating_add(1)];
             for v in [v, lo - 1, lo, hi, hi + 1, v % (hi + 1)].into_iter().chain(edges) {
                 check_value(&g, v)?;
             }

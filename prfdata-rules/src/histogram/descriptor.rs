@@ -43,6 +43,16 @@ pub struct Descriptor {
 }
 
 /// Why a histogram's descriptor was refused: the histogram has no data.
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_rules::histogram::{Descriptor, DescriptorError};
+///
+/// let err = Descriptor::decode(&[0x1234, 3, 0, 0, 0]).unwrap_err();
+/// assert_eq!(err, DescriptorError::Magic(0x1234));
+/// assert!(err.to_string().contains("not 0x4748"));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DescriptorError {
     /// Fewer words than the descriptor needs.
