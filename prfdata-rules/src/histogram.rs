@@ -23,6 +23,11 @@
 //! [`Descriptor`] encodes a geometry into the words that precede a histogram's bucket counts in
 //! perflib data, and decodes untrusted words back, checking everything.
 //!
+//! A map's histogram is checked by rules that each return the [`Violation`] the map macro reports
+//! at the token and prfdata's map validation again: [`shape`], [`Unit::from_name`],
+//! [`Unit::whole`], [`sub_bits`], [`LogLinear::new`], [`explicit_len`], [`explicit_bound`],
+//! [`aggregate`], [`recorded`] and [`sum_part`].
+//!
 //! # Examples
 //!
 //! ```
@@ -456,6 +461,68 @@ pub struct Explicit {
     unit: Unit,
     len: u8,
     bounds: [u64; MAX_EXPLICIT_BOUNDS],
+}
+
+/// A histogram's declaration gives a `unit` and either `range` and `error` or `buckets`.
+///
+/// # Errors
+///
+/// [`HistogramViolation::Shape`].
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_rules::histogram::shape;
+/// assert!(shape(true, true, true, false).is_ok());
+/// assert!(shape(true, true, false, true).is_err());
+/// ```
+pub const fn shape(unit: bool, range: bool, error: bool, buckets: bool) -> Result<(), Violation> {
+    let log_linear = range && error && !buckets;
+    let explicit = buckets && !range && !error;
+    if unit && (log_linear || explicit) {
+        Ok(())
+    } else {
+        broken(HistogramViolation::Shape)
+    }
+}
+
+/// A histogram aggregates as a sum (its buckets, count and sum add up): `rule` indexes
+/// [`AGGREGATES`](crate::counter::AGGREGATES), `None` for the default (`sum`).
+///
+/// # Errors
+///
+/// [`HistogramViolation::Aggregate`].
+pub const fn aggregate(rule: Option<usize>) -> Result<(), Violation> {
+    match rule {
+        None | Some(0) => Ok(()),
+        Some(_) => broken(HistogramViolation::Aggregate),
+    }
+}
+
+/// A histogram is recorded by the app: not on demand, not a sum, without a scale factor.
+///
+/// # Errors
+///
+/// [`HistogramViolation::Computed`].
+pub const fn recorded(on_demand: bool, sum: bool, factor: bool) -> Result<(), Violation> {
+    if on_demand || sum || factor {
+        broken(HistogramViolation::Computed)
+    } else {
+        Ok(())
+    }
+}
+
+/// A sum's part is not a histogram (`histogram`: the part named is one).
+///
+/// # Errors
+///
+/// [`HistogramViolation::SumPart`].
+pub const fn sum_part(histogram: bool) -> Result<(), Violation> {
+    if histogram {
+        broken(HistogramViolation::SumPart)
+    } else {
+        Ok(())
+    }
 }
 
 /// A map's number of explicit bounds: 1 to [`MAX_EXPLICIT_BOUNDS`].
@@ -998,6 +1065,42 @@ mod tests {
             "seconds"
         );
         assert_eq!(Unit::Count.base_unit(), None);
+    }
+
+    #[test]
+    fn each_declaration_rule_accepts_its_bounds_and_refuses_past_them() {
+        assert_eq!(shape(true, true, true, false), Ok(()));
+        assert_eq!(shape(true, false, false, true), Ok(()));
+        for (unit, range, error, buckets) in [
+            (false, true, true, false),
+            (false, false, false, true),
+            (true, false, false, false),
+            (true, true, false, false),
+            (true, false, true, false),
+            (true, true, true, true),
+            (true, true, false, true),
+        ] {
+            let given = (unit, range, error, buckets);
+            assert_eq!(
+                shape(unit, range, error, buckets),
+                err(H::Shape),
+                "{given:?}"
+            );
+        }
+        assert_eq!((aggregate(None), aggregate(Some(0))), (Ok(()), Ok(())));
+        for rule in 1..crate::counter::AGGREGATES.len() {
+            assert_eq!(aggregate(Some(rule)), err(H::Aggregate), "{rule}");
+        }
+        assert_eq!(recorded(false, false, false), Ok(()));
+        for (on_demand, sum, factor) in [
+            (true, false, false),
+            (false, true, false),
+            (false, false, true),
+        ] {
+            assert_eq!(recorded(on_demand, sum, factor), err(H::Computed));
+        }
+        assert_eq!((sum_part(false), sum_part(true)), (Ok(()), err(H::SumPart)));
+        assert!(rule(H::Aggregate).message().contains("`aggregate: sum`"));
     }
 
     /// The largest histogram value (the longest descriptor and the most buckets) fits a counter

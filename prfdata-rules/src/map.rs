@@ -199,6 +199,15 @@ pub enum HistogramViolation {
     BoundZero,
     /// A histogram's bound not above the one before it.
     BoundsOrder,
+    /// A histogram without a `unit`, or without exactly one of `range` with `error` and
+    /// `buckets`.
+    Shape,
+    /// A histogram that aggregates as anything but `sum`.
+    Aggregate,
+    /// A histogram declared on demand, as a sum or with a scale factor.
+    Computed,
+    /// A sum's part that is a histogram.
+    SumPart,
 }
 
 impl HistogramViolation {
@@ -249,6 +258,16 @@ impl HistogramViolation {
             HistogramViolation::BoundZero => {
                 "a bound is at least 1 (the first bucket counts from 0 up to its bound)"
             }
+            HistogramViolation::Shape => {
+                "a histogram gives `unit` and either `range` + `error` or `buckets`"
+            }
+            HistogramViolation::Aggregate => {
+                "a histogram's buckets, count and sum only add up: `aggregate: sum` (the default)"
+            }
+            HistogramViolation::Computed => {
+                "a histogram is recorded by the app: no `on_demand`, `sum` or `factor`"
+            }
+            HistogramViolation::SumPart => "is a histogram, not a number a sum can add",
             HistogramViolation::BoundsOrder => {
                 "bounds are strictly increasing, each above the one before"
             }
