@@ -10,7 +10,9 @@
 //! - [`app`]: the app-name rule;
 //! - [`map`]: an object's rules (app name, offset parity, language ids, instance limits) as
 //!   `const fn`s, each with one message;
-//! - [`counter`]: a counter's rules (its base, on demand, sums, sharded, aggregation, unit).
+//! - [`counter`]: a counter's rules (its base, on demand, sums, sharded, aggregation, unit);
+//! - [`histogram`]: a histogram's buckets (log-linear with a stated error, or explicit bounds),
+//!   their index and edges, and the descriptor that carries them in perflib data.
 //!
 //! The crate depends on nothing, so the macro and the app compile nothing more for it.
 //!
@@ -31,6 +33,7 @@
 pub mod app;
 pub mod counter;
 pub mod counter_types;
+pub mod histogram;
 pub mod limits;
 pub mod map;
 

@@ -79,6 +79,8 @@ pub enum Violation {
     UnknownUnit,
     /// A unit declared for a text counter, or for a time, whose type gives its unit.
     UnitOfType,
+    /// A histogram's unit, range, error or bounds break a rule.
+    Histogram(HistogramViolation),
 }
 
 /// perflib's detail levels (winperf.h `PERF_DETAIL_NOVICE` 100 to `PERF_DETAIL_WIZARD` 400),
@@ -159,6 +161,115 @@ impl Violation {
             Violation::UnitOfType => {
                 "a unit is declared for a count whose raw value is in it; a time's type gives \
                  its unit (seconds) and text has none"
+            }
+            Violation::Histogram(h) => h.message(),
+        }
+    }
+}
+
+/// A broken rule of a histogram's geometry ([`crate::histogram`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HistogramViolation {
+    /// A histogram's unit that is none of
+    /// [`UNIT_NAMES`](crate::histogram::UNIT_NAMES).
+    Unit,
+    /// A histogram value's suffix of the wrong kind: a time suffix on a `bytes` or `count`
+    /// histogram, or none on a time.
+    Suffix,
+    /// A histogram value that is not a whole number of the histogram's unit (`1500ns` in `us`).
+    NotWhole,
+    /// A histogram's range `lo..hi` with `lo` 0 or not below `hi`.
+    Range,
+    /// A histogram's value past [`MAX_HISTOGRAM_VALUE`](crate::histogram::MAX_HISTOGRAM_VALUE).
+    High,
+    /// A histogram's error outside 0.4 % to 50 % (sub-bucket bits outside 1 to 8).
+    Error,
+    /// A histogram of more than [`MAX_HISTOGRAM_BUCKETS`](crate::MAX_HISTOGRAM_BUCKETS) buckets
+    /// (or fewer than 3, in a descriptor).
+    Buckets,
+    /// A log-linear histogram whose resolution shift and first bucket leave a bucket wider than
+    /// its stated error (only a descriptor can say so; a map's range cannot).
+    Shift,
+    /// A histogram's `buckets` without a bound.
+    BoundsEmpty,
+    /// A histogram's `buckets` of more than
+    /// [`MAX_EXPLICIT_BOUNDS`](crate::MAX_EXPLICIT_BOUNDS) bounds.
+    BoundsTooMany,
+    /// A histogram's first bound is 0.
+    BoundZero,
+    /// A histogram's bound not above the one before it.
+    BoundsOrder,
+    /// A histogram without a `unit`, or without exactly one of `range` with `error` and
+    /// `buckets`.
+    Shape,
+    /// A histogram that aggregates as anything but `sum`.
+    Aggregate,
+    /// A histogram declared on demand, as a sum or with a scale factor.
+    Computed,
+    /// A sum's part that is a histogram.
+    SumPart,
+}
+
+impl HistogramViolation {
+    /// What the rule asks (see [`Violation::message`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata_rules::map::HistogramViolation;
+    /// assert!(HistogramViolation::Buckets.message().contains("4096"));
+    /// ```
+    pub const fn message(self) -> &'static str {
+        match self {
+            HistogramViolation::Unit => {
+                "a histogram's unit is `ns`, `us`, `ms`, `s`, `bytes` or `count`"
+            }
+            HistogramViolation::Suffix => {
+                "a time histogram's values take a suffix `ns`, `us`, `ms` or `s`; a `bytes` or \
+             `count` histogram's values take none"
+            }
+            HistogramViolation::NotWhole => {
+                "is not a whole number of the histogram's unit: give a whole value or declare a \
+             finer unit"
+            }
+            HistogramViolation::Range => {
+                "a histogram's range is LO..HI with 1 <= LO < HI (values below LO go to the \
+             underflow bucket)"
+            }
+            HistogramViolation::High => {
+                "a histogram's values are at most 2^62 (4611686018427387904) in its unit: use a \
+             coarser unit"
+            }
+            HistogramViolation::Error => {
+                "the error is 0.4% to 50% (bucket width 2^-p of its lower edge, p 1 to 8)"
+            }
+            HistogramViolation::Buckets => {
+                "a histogram has 3 to 4096 buckets (32 KiB per copy): widen the error or narrow \
+             the range"
+            }
+            HistogramViolation::Shift => {
+                "the resolution shift leaves the first bucket wider than the stated error: the \
+             histogram's descriptor is corrupt"
+            }
+            HistogramViolation::BoundsEmpty => "a histogram's `buckets` give 1 to 64 bounds",
+            HistogramViolation::BoundsTooMany => {
+                "a histogram gives at most 64 bounds: use `range` and `error` for more buckets"
+            }
+            HistogramViolation::BoundZero => {
+                "a bound is at least 1 (the first bucket counts from 0 up to its bound)"
+            }
+            HistogramViolation::Shape => {
+                "a histogram gives `unit` and either `range` + `error` or `buckets`"
+            }
+            HistogramViolation::Aggregate => {
+                "a histogram's buckets, count and sum only add up: `aggregate: sum` (the default)"
+            }
+            HistogramViolation::Computed => {
+                "a histogram is recorded by the app: no `on_demand`, `sum` or `factor`"
+            }
+            HistogramViolation::SumPart => "is a histogram, not a number a sum can add",
+            HistogramViolation::BoundsOrder => {
+                "bounds are strictly increasing, each above the one before"
             }
         }
     }

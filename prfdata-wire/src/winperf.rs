@@ -174,6 +174,21 @@ pub const PERF_SAMPLE_COUNTER: u32 = PERF_SIZE_DWORD
     | PERF_DISPLAY_NO_SUFFIX;
 /// A label with no data.
 pub const PERF_COUNTER_NODATA: u32 = PERF_SIZE_ZERO | PERF_DISPLAY_NOSHOW;
+/// prfdata's histogram buckets (not a winperf.h type): the third definition of a histogram,
+/// after its sum (a named [`PERF_AVERAGE_BULK`]) and its count (a [`PERF_AVERAGE_BASE`]). Its
+/// value is a descriptor (prfdata-rules' `histogram::Descriptor`) then one 64-bit count per
+/// bucket, and its `CounterSize` is that length: winperf.h's `PERF_SIZE_VARIABLE_LEN` says the
+/// definition carries the size, as for text. Composed so that no NT tool reads a number from it:
+///
+/// - `PERF_TYPE_ZERO`: winperf.h's "a zero value", so a tool walking the definitions computes
+///   nothing from the words;
+/// - `PERF_DISPLAY_NOSHOW`, and a name index of 0 in every block prfdata writes, so no counter
+///   path reaches it ("How a performance DLL interfaces with a monitor": a monitor lists the
+///   counters by their name index);
+/// - `PERF_COUNTER_HISTOGRAM_TYPE`: winperf.h's "counter begins or ends a histogram" bit, which
+///   no NT formula uses, marks it for prfdata's consumers.
+pub const PERF_PRFDATA_HISTOGRAM: u32 =
+    PERF_SIZE_VARIABLE_LEN | PERF_TYPE_ZERO | PERF_DISPLAY_NOSHOW | PERF_COUNTER_HISTOGRAM_TYPE;
 /// Percentage of time idle, shown as busy: 100 (1 − ΔN/ΔT), 64-bit.
 pub const PERF_COUNTER_TIMER_INV: u32 = PERF_SIZE_LARGE
     | PERF_TYPE_COUNTER
@@ -761,6 +776,19 @@ pub const fn instance_size(name_units: usize) -> usize {
 mod tests {
     use super::*;
 
+    /// The histogram buckets' type carries its own size, is neither a base nor needs one, is
+    /// not differentiated and has no winperf.h name, so an NT formula reads nothing from it.
+    #[test]
+    fn the_histogram_type_is_a_variable_length_zero_value() {
+        let t = PERF_PRFDATA_HISTOGRAM;
+        assert_eq!(t & PERF_SIZE_MASK, PERF_SIZE_VARIABLE_LEN);
+        assert_eq!(t & PERF_TYPE_MASK, PERF_TYPE_ZERO);
+        assert_eq!(counter_size(t), None);
+        assert!(!is_base(t) && !is_differentiated(t) && !uses_object_timer(t));
+        assert_eq!(required_base(t), None);
+        assert_eq!(counter_type_name(t), None);
+    }
+
     /// The composed values as documented (winperf.h and the Windows Server counter-type docs).
     #[test]
     fn composed_types_match_documented_values() {
@@ -780,6 +808,7 @@ mod tests {
             (PERF_SAMPLE_FRACTION, 0x20C2_0400),
             (PERF_SAMPLE_COUNTER, 0x0041_0400),
             (PERF_COUNTER_NODATA, 0x4000_0200),
+            (PERF_PRFDATA_HISTOGRAM, 0xC000_0F00),
             (PERF_COUNTER_TIMER_INV, 0x2141_0500),
             (PERF_SAMPLE_BASE, 0x4003_0401),
             (PERF_AVERAGE_TIMER, 0x3002_0400),
