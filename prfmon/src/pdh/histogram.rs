@@ -465,4 +465,42 @@ mod tests {
             }
         }
     }
+
+    proptest::proptest! {
+        /// Over any counts, a higher percentile never reads lower, every percentile lies
+        /// between the readings of the first and the last bucket, and the printed form of any
+        /// percentile parses back to it.
+        #[test]
+        fn percentiles_grow_with_q_and_print_back(
+            p in 1u8..=8,
+            lo in 1u64..5000,
+            span in 2u64..4000,
+            deltas in proptest::collection::vec(0u64..50, 1..=64),
+            qs in proptest::collection::vec(1u32..=100_000, 2..8),
+        ) {
+            let g = Geometry::LogLinear(LogLinear::new(Unit::Count, lo, lo * span, p).unwrap());
+            let prev = vec![7; g.buckets()];
+            let mut cur = prev.clone();
+            for (j, d) in deltas.iter().enumerate() {
+                cur[j * 7919 % g.buckets()] += d;
+            }
+            let mut qs: Vec<Percentile> =
+                qs.iter().filter_map(|&t| Percentile::from_thousandths(t)).collect();
+            qs.sort();
+            let at = |q| percentile(Some(&prev), &cur, &g, q);
+            let readings: Vec<_> = qs.iter().map(|&q| at(q)).collect();
+            if deltas.iter().all(|&d| d == 0) {
+                let none = NoValue::BaseNotAdvanced { delta: 0 };
+                proptest::prop_assert!(readings.iter().all(|r| *r == Err(none)));
+                return Ok(());
+            }
+            let readings: Vec<f64> = readings.into_iter().map(Result::unwrap).collect();
+            let (low, high) = (g.lower(1) as f64, g.upper(g.buckets() - 2) as f64);
+            proptest::prop_assert!(readings.windows(2).all(|w| w[0] <= w[1]), "{readings:?}");
+            proptest::prop_assert!(readings.iter().all(|&r| low <= r && r <= high));
+            for q in qs {
+                proptest::prop_assert_eq!(q.to_string().parse::<Percentile>(), Ok(q));
+            }
+        }
+    }
 }
