@@ -59,6 +59,15 @@ const MILLI: u32 = 1000;
 pub struct Percentile(u32);
 
 /// Why a text is not a [`Percentile`].
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::pdh::histogram::{Percentile, PercentileError};
+/// let e = "p99.9999".parse::<Percentile>().unwrap_err();
+/// assert!(matches!(e, PercentileError::Decimals { .. }));
+/// assert_eq!(e.to_string(), r#""p99.9999" has more than three decimals: write at most three, as p99.999"#);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PercentileError {
     /// The text does not have the form `p` + digits, optionally `.` + one to three digits.
@@ -101,6 +110,14 @@ impl Percentile {
     }
 
     /// Q in thousandths of a percent: 1 to 100 000.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::pdh::histogram::Percentile;
+    /// assert_eq!("p0.001".parse::<Percentile>()?.thousandths(), 1);
+    /// # Ok::<(), prfmon::pdh::histogram::PercentileError>(())
+    /// ```
     pub const fn thousandths(self) -> u32 {
         self.0
     }
