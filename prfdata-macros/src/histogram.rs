@@ -182,14 +182,7 @@ fn log_linear_error(
                 "{lo_lit}..{hi_lit} at {pct}% takes {n} buckets ({kib} KiB per copy); {}",
                 v.message()
             );
-            (
-                range
-                    .key
-                    .span()
-                    .join(error.key.span())
-                    .unwrap_or(range.key.span()),
-                text,
-            )
+            (range.key.span(), text)
         }
         Violation::Histogram(HistogramViolation::High) => {
             (range.hi.span(), format!("{hi_lit}: {}", v.message()))
