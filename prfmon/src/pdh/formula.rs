@@ -406,6 +406,13 @@ pub enum NoValue {
         /// The object's time minus the start time, negative.
         ticks: i64,
     },
+    /// A histogram's bucket counts cannot be read: the wrong number of them, or a total past
+    /// 2^64 − 1 (see [`percentile`](super::histogram::percentile)).
+    #[error("the histogram's bucket counts are unusable: {fault}")]
+    BadHistogram {
+        /// What is wrong with them.
+        fault: HistogramFault,
+    },
     /// The type carries no number to format: `PERF_COUNTER_NODATA`, text, or a base.
     #[error("{} has no formatted value", type_label(.counter_type))]
     NoData {
@@ -418,6 +425,22 @@ pub enum NoValue {
         /// The counter type.
         counter_type: u32,
     },
+}
+
+/// What makes a histogram's bucket counts unusable ([`NoValue::BadHistogram`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum HistogramFault {
+    /// A sample holds another number of buckets than the geometry lays out.
+    #[error("{found} bucket counts where the geometry has {expected} buckets")]
+    Buckets {
+        /// The bucket counts in the sample.
+        found: usize,
+        /// The geometry's buckets.
+        expected: usize,
+    },
+    /// The bucket counts of the interval add up past 2^64 − 1.
+    #[error("the bucket counts add up past 2^64 - 1")]
+    Total,
 }
 
 /// A counter type's winperf.h name, or its hexadecimal value.

@@ -8,6 +8,8 @@
 //!   `PdhGetFormattedCounterValue` computes it for every winperf.h counter type
 //!   ([`format()`], [`RawSample`], [`FormatOptions`], [`NoValue`]), with DefaultScale
 //!   ([`scaled`]) and the display unit ([`unit()`]).
+//! - [`histogram`]: a percentile of a histogram over the interval between two samples of its
+//!   bucket counts ([`percentile()`], [`Percentile`]).
 //! - [`path`]: `\\HOST\Object(Parent/Instance#2)\Counter` paths: parse and print
 //!   ([`CounterPath`], [`parse`]), PDH instance indexes ([`pdh_instance_names`]) and wildcard
 //!   expansion against what is available, with near matches when nothing matches ([`expand`]).
@@ -32,11 +34,14 @@
 //! ```
 
 pub mod formula;
+pub mod histogram;
 pub mod path;
 
 pub use formula::{
-    format, needs_two_samples, scaled, unit, Clock, FormatOptions, NoValue, RawSample,
+    format, needs_two_samples, scaled, unit, Clock, FormatOptions, HistogramFault, NoValue,
+    RawSample,
 };
+pub use histogram::{percentile, Percentile, PercentileError};
 pub use path::{
     expand, parse, pdh_instance_names, Available, CounterPath, InstanceName, InstanceSel, Match,
     PathError, Pattern,

@@ -165,7 +165,7 @@ const ENUM: &str = r"HKLM\System\CurrentControlSet\Control\PerfStats\Enum";
 /// KB Q174631, steps 1 to 7, each call a `prfmon reg query` process as a Windows 95 program's
 /// `RegEnumKeyEx` / `RegQueryValueEx` would be.
 #[test]
-fn seed003_steps_through_reg_query_start_read_and_stop_a_stat() {
+fn kb_q174631_steps_through_reg_query_start_read_and_stop_a_stat() {
     let app = App::start();
     let events = app.prf.watch().events();
     let reg = |args: &[&str]| {
