@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::block::create::{join_deadline, BlockFile, Departure, Joined};
 use crate::counter_type::{
-    AtomicWidth, Buckets, CounterType, Dword, ElapsedTime, Large, TextType, Width,
+    AtomicWidth, Buckets, CounterType, Dword, ElapsedTime, Large, Scalar, TextType, Width,
 };
 use crate::histogram::HistogramCtr;
 use prfdata_rules::histogram::Descriptor;
@@ -729,7 +729,7 @@ impl<M: PerfDataMap> PrfData<M> {
     #[inline]
     pub fn get_ctr32<T, O>(&self, ctr: CtrId<T, O>, at: <O::Scope as Scope>::At<O>) -> &AtomicI32
     where
-        T: CounterType<Width = Dword>,
+        T: CounterType<Width = Dword> + Scalar,
         O: Object<Map = M>,
     {
         // SAFETY: `__block_of` gives the offset of a counter block of object `O` in a block laid
@@ -764,7 +764,7 @@ impl<M: PerfDataMap> PrfData<M> {
     #[inline]
     pub fn get_ctr64<T, O>(&self, ctr: CtrId<T, O>, at: <O::Scope as Scope>::At<O>) -> &AtomicI64
     where
-        T: CounterType<Width = Large>,
+        T: CounterType<Width = Large> + Scalar,
         O: Object<Map = M>,
     {
         // SAFETY: as in `get_ctr32`; 64-bit values are 8-aligned within 8-aligned blocks.
@@ -805,7 +805,7 @@ impl<M: PerfDataMap> PrfData<M> {
     /// ```
     pub fn sharded<T, O>(&self, ctr: CtrId<T, O>, at: <O::Scope as Scope>::At<O>) -> ShardedCtr<'_>
     where
-        T: CounterType<Width = Large>,
+        T: CounterType<Width = Large> + Scalar,
         O: Object<Map = M>,
     {
         self.sharded_at::<O>(O::Scope::__block_of::<O>(at), ctr.index(), ctr.offset())

@@ -537,6 +537,7 @@ const fn check_source(obj: &ObjectDef, c: usize) -> Result<(), MapError> {
         Source::SumOf(parts) => {
             plain && counter::sum_len(parts.len()).is_ok() && sum_parts_ok(obj, c)
         }
+        Source::Histogram { .. } | Source::HistogramCount => false,
     };
     if ok {
         return Ok(());
@@ -544,6 +545,10 @@ const fn check_source(obj: &ObjectDef, c: usize) -> Result<(), MapError> {
     Err(match ctr.source {
         Source::Sharded => MapError::BadSharded { counter },
         Source::OnDemand => MapError::BadOnDemand { counter },
+        Source::Histogram { .. } | Source::HistogramCount => MapError::UnsupportedType {
+            counter,
+            counter_type: ctr.counter_type,
+        },
         _ => MapError::BadSum { counter },
     })
 }

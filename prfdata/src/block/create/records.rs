@@ -135,7 +135,7 @@ fn stat_fields(ctr: &crate::map::CounterDef) -> CounterRecord {
     let mut parts = [0u16; MAX_SUM_PARTS];
     let mut part_count = 0;
     match ctr.source {
-        Source::Stored | Source::Sharded => {}
+        Source::Stored | Source::Sharded | Source::Histogram { .. } | Source::HistogramCount => {}
         Source::OnDemand => flags |= winperf::PSTF_FUNCPTR,
         Source::SumOf(list) => {
             flags |= winperf::PSTF_COMPLEX;
