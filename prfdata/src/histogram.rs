@@ -70,8 +70,12 @@ pub struct HistogramCtr<'a, T> {
     /// The sum: the thread's shard word, or the counter block's.
     sum: ShardedCtr<'a>,
     /// The words' borrow; not `Send`, not `Sync` (the slot words are the thread's).
-    _words: PhantomData<(&'a [AtomicU64], *const (), fn() -> T)>,
+    _words: PhantomData<Words<'a, T>>,
 }
+
+/// What a [`HistogramCtr`] borrows and is: the words for `'a`, a raw pointer's `!Send` and
+/// `!Sync`, and its marker `T`.
+type Words<'a, T> = (&'a [AtomicU64], *const (), fn() -> T);
 
 /// [`HistogramCtr::buckets`]' bit for shared words.
 const SHARED: usize = 1;
@@ -118,7 +122,10 @@ impl<'a, T: CounterType> HistogramCtr<'a, T> {
             // word `i` is one of them, 8-aligned.
             let word = unsafe { &*tagged.add(i) };
             // The thread's own word: a plain load and store, no locked instruction.
-            word.store(word.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+            word.store(
+                word.load(Ordering::Relaxed).wrapping_add(1),
+                Ordering::Relaxed,
+            );
         } else {
             // SAFETY: with its lowest bit set, `tagged` is that pointer plus one byte (`new`:
             // the words are 8-aligned, so the bit was clear); one byte back is the pointer

@@ -11,9 +11,8 @@ use crate::block::create::{join_deadline, BlockFile, Departure, Joined};
 use crate::counter_type::{
     AtomicWidth, Buckets, CounterType, Dword, ElapsedTime, Large, Scalar, TextType, Width,
 };
-use crate::histogram::HistogramCtr;
-use prfdata_rules::histogram::Descriptor;
 use crate::error::Error;
+use crate::histogram::HistogramCtr;
 use crate::instances::Instances;
 use crate::instances::{Corrupt, NewInstance, SlotRef, Tables};
 use crate::layout;
@@ -24,6 +23,7 @@ use crate::shard::{ShardHost, ShardedCtr};
 use crate::watch::waiter::Host as WatchHost;
 use crate::watch::Watching;
 use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
+use prfdata_rules::histogram::Descriptor;
 
 /// An activated performance data block for map `M`: CPrfData's object after `Activate`.
 ///

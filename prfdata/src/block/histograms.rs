@@ -73,7 +73,12 @@ pub(crate) fn check(
         let descriptor_at = at + offset_of!(CounterRecord, histogram) as u64;
         if c.counter_type != winperf::PERF_PRFDATA_HISTOGRAM {
             let none = c.histogram == 0;
-            ensure(none, descriptor_at, "histogram descriptor offset", c.histogram)?;
+            ensure(
+                none,
+                descriptor_at,
+                "histogram descriptor offset",
+                c.histogram,
+            )?;
             continue;
         }
         let descriptor = descriptor(c, region, descriptor_at)?;
@@ -93,7 +98,12 @@ pub(crate) fn check(
         };
         let type_at = at + offset_of!(CounterRecord, counter_type) as u64;
         let rule = c.aggregate.map(|a| a.code());
-        ensure(rule == Some(AGG_SUM), type_at, "histogram aggregation", rule.unwrap_or(0))?;
+        ensure(
+            rule == Some(AGG_SUM),
+            type_at,
+            "histogram aggregation",
+            rule.unwrap_or(0),
+        )?;
         if let Some(k) = c.shard {
             let inside = u64::from(k) + u64::from(n) <= line_words;
             let shard_at = at + offset_of!(CounterRecord, shard) as u64;
@@ -145,5 +155,167 @@ fn ensure(ok: bool, at: u64, what: &'static str, value: impl Into<u64>) -> Resul
         Ok(())
     } else {
         Err(field(at, what, value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prfdata_rules::histogram::{Explicit, Geometry, LogLinear, Unit};
+
+    /// Where the records of the test object start, and the descriptor region.
+    const RECORDS: u64 = 1024;
+    const REGION: u64 = 4096;
+
+    fn geometry() -> Geometry {
+        Geometry::LogLinear(LogLinear::new(Unit::Microseconds, 10, 10_000, 3).unwrap())
+    }
+
+    /// A sum at 8, a base at 16, the histogram of `g` at 24 (its descriptor at `REGION + 8`),
+    /// its buckets sharded from word `shard`; and the region holding the descriptor.
+    fn object(g: &Geometry, shard: Option<u32>) -> (Vec<CounterInfo>, Region) {
+        let d = Descriptor::of(g);
+        let size = 8 * (d.words().len() + g.buckets()) as u32;
+        let own = vec![
+            CounterInfo::checked(winperf::PERF_AVERAGE_BULK, (8, 8), Some(0), 0),
+            CounterInfo::checked(winperf::PERF_AVERAGE_BASE, (4, 16), None, 0),
+            CounterInfo::checked(
+                winperf::PERF_PRFDATA_HISTOGRAM,
+                (size, 24),
+                shard,
+                REGION as u32 + 8,
+            ),
+        ];
+        let mut words = vec![0xdead];
+        words.extend_from_slice(d.words());
+        (
+            own,
+            Region {
+                start: REGION,
+                words,
+            },
+        )
+    }
+
+    /// Offset of field `field` of record `i`.
+    fn record(i: usize, field: usize) -> u64 {
+        RECORDS + (i * COUNTER_RECORD_SIZE + field) as u64
+    }
+
+    /// The offset a refusal names.
+    fn refused(r: Result<Vec<Plan>, ReadError>) -> u64 {
+        match r {
+            Err(ReadError::Field { offset, .. }) => offset,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_histogram_gives_its_descriptor_buckets_base_and_shard_words() {
+        let g = geometry();
+        let (own, region) = object(&g, Some(1));
+        let n = g.buckets() as u32;
+        let plans = check(&own, RECORDS, &region, 1 + u64::from(n)).unwrap();
+        assert_eq!(
+            plans,
+            [Plan {
+                value: 24,
+                descriptor: Descriptor::of(&g).words().to_vec(),
+                buckets: n,
+                base: 16,
+                shard: Some(1),
+            }]
+        );
+        assert_eq!(
+            plans[0].bucket(0),
+            24 + 16,
+            "after the two descriptor words"
+        );
+    }
+
+    #[test]
+    fn explicit_bounds_are_read_from_the_region() {
+        let g = Geometry::Explicit(Explicit::new(Unit::Bytes, &[64, 1024, 65536]).unwrap());
+        let (own, region) = object(&g, None);
+        let plans = check(&own, RECORDS, &region, 0).unwrap();
+        assert_eq!(plans[0].descriptor.len(), 5);
+        assert_eq!(plans[0].buckets, 4);
+    }
+
+    #[test]
+    fn a_descriptor_outside_the_region_or_misaligned_is_refused_at_its_offset() {
+        let at = record(2, offset_of!(CounterRecord, histogram));
+        for offset in [
+            0,
+            8,
+            REGION as u32 - 8,
+            REGION as u32 + 12,
+            REGION as u32 + 24,
+            u32::MAX,
+        ] {
+            let (mut own, region) = object(&geometry(), None);
+            own[2].histogram = offset;
+            assert_eq!(refused(check(&own, RECORDS, &region, 0)), at, "{offset}");
+        }
+    }
+
+    #[test]
+    fn a_corrupt_descriptor_word_is_refused() {
+        let at = record(2, offset_of!(CounterRecord, histogram));
+        for (word, value) in [(1, 0x4749), (1, 0), (2, 1 << 40), (2, 0)] {
+            let (own, mut region) = object(&geometry(), None);
+            region.words[word] ^= value | 1;
+            assert_eq!(refused(check(&own, RECORDS, &region, 0)), at, "{word}");
+        }
+    }
+
+    #[test]
+    fn a_size_that_is_not_the_descriptor_and_buckets_is_refused() {
+        let at = record(2, offset_of!(CounterRecord, histogram));
+        for delta in [8i64, -8, 4] {
+            let (mut own, region) = object(&geometry(), None);
+            own[2].size = (i64::from(own[2].size) + delta) as u32;
+            assert_eq!(refused(check(&own, RECORDS, &region, 0)), at, "{delta}");
+        }
+    }
+
+    #[test]
+    fn a_histogram_without_its_sum_and_base_before_it_is_refused() {
+        let (own, region) = object(&geometry(), None);
+        assert_eq!(refused(check(&own[1..], RECORDS, &region, 0)), record(1, 0));
+        let mut swapped = own.clone();
+        swapped.swap(0, 1);
+        assert_eq!(refused(check(&swapped, RECORDS, &region, 0)), record(2, 0));
+        let mut not_summed = own.clone();
+        not_summed[0].aggregate = Some(crate::map::Aggregate::Max);
+        assert_eq!(
+            refused(check(&not_summed, RECORDS, &region, 0)),
+            record(2, 0)
+        );
+    }
+
+    #[test]
+    fn buckets_that_do_not_aggregate_as_a_sum_are_refused() {
+        let (mut own, region) = object(&geometry(), None);
+        own[2].aggregate = Some(crate::map::Aggregate::Last);
+        let at = record(2, offset_of!(CounterRecord, counter_type));
+        assert_eq!(refused(check(&own, RECORDS, &region, 0)), at);
+    }
+
+    #[test]
+    fn sharded_buckets_past_the_shard_line_are_refused() {
+        let g = geometry();
+        let (own, region) = object(&g, Some(1));
+        let at = record(2, offset_of!(CounterRecord, shard));
+        let n = g.buckets() as u64;
+        assert_eq!(refused(check(&own, RECORDS, &region, n)), at);
+    }
+
+    #[test]
+    fn another_counter_naming_a_descriptor_is_refused() {
+        let (mut own, region) = object(&geometry(), None);
+        own[0].histogram = REGION as u32 + 8;
+        let at = record(0, offset_of!(CounterRecord, histogram));
+        assert_eq!(refused(check(&own, RECORDS, &region, 0)), at);
     }
 }

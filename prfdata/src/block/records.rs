@@ -246,6 +246,34 @@ impl CounterInfo {
     }
 }
 
+#[cfg(test)]
+impl CounterInfo {
+    /// A counter as the checks made it from a record: `counter_type` of `size` bytes at
+    /// `block_offset`, summed, with `shard` and the descriptor offset `histogram`.
+    pub(crate) fn checked(
+        counter_type: u32,
+        (size, block_offset): (u32, u32),
+        shard: Option<u32>,
+        histogram: u32,
+    ) -> CounterInfo {
+        CounterInfo {
+            name_offset: None,
+            counter_type,
+            size,
+            block_offset,
+            default_scale: 0,
+            detail_level: 0,
+            factor: None,
+            on_demand: false,
+            parts: [0; MAX_SUM_PARTS],
+            part_count: 0,
+            aggregate: Some(Aggregate::Sum),
+            shard,
+            histogram,
+        }
+    }
+}
+
 /// The most padding a slot may have after its header and longest name: the writer pads the name
 /// to a [`WORD`] (at most 6 bytes); a reader accepts up to this much, no more, so that a slot
 /// size read from the block cannot place the slots anywhere it likes.
@@ -325,7 +353,8 @@ pub(crate) fn parse(raw: &RawBlock, file_size: u64) -> Result<Records, ReadError
         objects.push(check_object(&rec, at, &counters, places, &region)?);
     }
     // Without histograms, no descriptor region: the members table right after the records.
-    let histograms = counters.iter().any(|c| c.histogram != 0) || objects.iter().any(|o| o.histograms);
+    let histograms =
+        counters.iter().any(|c| c.histogram != 0) || objects.iter().any(|o| o.histograms);
     let members_at = u64::from(header.members_offset);
     let tight = members_at == records_end.next_multiple_of(REGION_ALIGN as u64);
     ensure(
@@ -473,8 +502,8 @@ fn check_counter(rec: &CounterRecord, at: u64) -> Result<CounterInfo, ReadError>
                 && rec.size <= NAME_UNIT_SIZE as u32 * MAX_INSTANCE_NAME
         }
     };
-    let type_ok = size_ok
-        && (is_histogram || rec.counter_type & winperf::PERF_COUNTER_HISTOGRAM_TYPE == 0);
+    let type_ok =
+        size_ok && (is_histogram || rec.counter_type & winperf::PERF_COUNTER_HISTOGRAM_TYPE == 0);
     let type_at = field_at(offset_of!(CounterRecord, counter_type));
     ensure(type_ok, type_at, "counter type / size", rec.counter_type)?;
     let align = if is_text || is_histogram {
