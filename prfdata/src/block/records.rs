@@ -13,7 +13,6 @@ use std::ops::Range;
 use zerocopy::FromBytes;
 
 use super::answer::Geometry;
-use super::histograms;
 use super::raw::RawBlock;
 use crate::layout::*;
 use crate::map::{Aggregate, Factor};
@@ -23,6 +22,8 @@ use prfdata_rules::counter;
 use prfdata_rules::histogram::MAX_DESCRIPTOR_WORDS;
 use prfdata_rules::map as map_rules;
 use prfdata_wire::build::CounterBlockFixups;
+
+mod histograms;
 
 /// A validated object record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,7 +76,7 @@ pub struct ObjectInfo {
     /// No sharded, text, sum or histogram counter: a copied counter block needs no fix-up but
     /// its ByteLength word (computed once here, tested once per instance copied).
     pub(crate) plain: bool,
-    /// Whether it has histograms (whose base a copy computes: see [`super::histograms`]).
+    /// Whether it has histograms (whose base a copy computes: see `histograms`).
     pub(crate) histograms: bool,
 }
 
@@ -219,7 +220,7 @@ pub struct CounterInfo {
     /// For a sharded counter: its (first) word in the object's shard lines.
     pub(crate) shard: Option<u32>,
     /// For a histogram (`PERF_PRFDATA_HISTOGRAM`): the offset of its descriptor in the block,
-    /// checked with its object ([`super::histograms`]); 0 for every other counter.
+    /// checked with its object (`histograms`); 0 for every other counter.
     pub(crate) histogram: u32,
 }
 

@@ -16,7 +16,7 @@ use std::mem::offset_of;
 use prfdata_rules::histogram::{Descriptor, MAX_DESCRIPTOR_WORDS};
 use prfdata_wire::build::CounterBlockFixups;
 
-use super::records::CounterInfo;
+use super::CounterInfo;
 use crate::layout::{CounterRecord, AGG_SUM, COUNTER_RECORD_SIZE, WORD};
 use crate::reader::error::{field, ReadError};
 use crate::winperf;
