@@ -142,10 +142,59 @@ unsafe impl PerfDataMap for Good {
     const DEF: &'static MapDef = &GOOD;
 }
 
+/// The little-endian `u32` at `at`.
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
+}
+
+/// The little-endian `u64` at `at`.
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
+}
+
 #[test]
-fn a_histogram_laid_out_as_three_counters_is_accepted() {
+fn a_histograms_records_point_at_its_descriptor_after_the_counter_records() {
+    use core::mem::offset_of;
+    use prfdata::layout::{BlockHeader, CounterRecord, COUNTER_RECORD_SIZE};
+    use prfdata_rules::histogram::Descriptor;
+
     let dir = tempfile::tempdir().unwrap();
     let prf = prfdata::PrfData::<Good>::activate_in(dir.path()).expect("a valid map");
+    let block = std::fs::read(dir.path().join("HistogramHand.blk")).unwrap();
+    let counters = u32_at(&block, offset_of!(BlockHeader, counters_offset)) as usize;
+    let record =
+        |i: usize, field: usize| u32_at(&block, counters + i * COUNTER_RECORD_SIZE + field);
+    let histogram = offset_of!(CounterRecord, histogram);
+    let descriptors = counters + 7 * COUNTER_RECORD_SIZE;
+    // Global object: RAW, LAT, LAT_BASE, LAT_BUCKETS; instanced: SIZE, SIZE_BASE, SIZE_BUCKETS.
+    let pointers: Vec<u32> = (0..7).map(|i| record(i, histogram)).collect();
+    let (micros, bytes) = (Descriptor::of(&MICROS), Descriptor::of(&BYTES));
+    let second = descriptors + 8 * micros.words().len();
+    assert_eq!(pointers, [0, 0, 0, descriptors as u32, 0, 0, second as u32]);
+    for (at, d, g) in [(descriptors, micros, &MICROS), (second, bytes, &BYTES)] {
+        let words: Vec<u64> = (0..d.words().len())
+            .map(|k| u64_at(&block, at + 8 * k))
+            .collect();
+        assert_eq!(words, d.words());
+        let mut value = words.clone();
+        value.resize(words.len() + g.buckets(), 0);
+        assert_eq!(Descriptor::decode(&value), Ok((*g, words.len())));
+    }
+    let size = offset_of!(CounterRecord, size);
+    let expected = 8 * (bytes.words().len() + BYTES.buckets()) as u32;
+    assert_eq!(record(6, size), expected, "descriptor and buckets");
+    // The sharded sum takes word 0 of the instanced object's lines, its buckets the next ones;
+    // the global histogram's buckets are not sharded.
+    let shard = offset_of!(CounterRecord, shard);
+    assert_eq!((record(1, shard), record(3, shard)), (1, 0));
+    assert_eq!((record(4, shard), record(6, shard)), (1, 2));
+    let members = u32_at(&block, offset_of!(BlockHeader, members_offset)) as usize;
+    let end = second + 8 * bytes.words().len();
+    assert_eq!(
+        members,
+        end.next_multiple_of(64),
+        "the members table follows"
+    );
     drop(prf);
 }
 
@@ -358,4 +407,80 @@ fn sharded_buckets_past_the_shard_line_are_refused() {
         "{err:?}"
     );
     assert!(err.to_string().contains("8192"), "{err}");
+}
+
+/// The instanced object `W` of [`GOOD`].
+#[derive(Clone, Copy, Debug)]
+struct W;
+// SAFETY: `W` is object 1 of `Good`'s map, which has instances.
+unsafe impl prfdata::map::Object for W {
+    type Map = Good;
+    type Scope = prfdata::map::Instanced;
+    const INDEX: usize = 1;
+}
+
+#[test]
+fn a_removed_instances_buckets_and_their_shard_words_fold_into_the_retired_accumulator() {
+    use prfdata::map::offsets;
+    use std::os::unix::fs::FileExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let prf = prfdata::PrfData::<Good>::activate_in(dir.path()).expect("a valid map");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.path().join("HistogramHand.blk"))
+        .unwrap();
+    let write = |at: usize, v: u64| file.write_all_at(&v.to_le_bytes(), at as u64).unwrap();
+    let read = |at: usize| {
+        let mut b = [0; 8];
+        file.read_exact_at(&mut b, at as u64).unwrap();
+        u64::from_le_bytes(b)
+    };
+    let def = &GOOD.objects[1];
+    let (data, stride) = (offsets::data_offset(&GOOD, 1), offsets::block_stride(def));
+    let (start, line) = (offsets::shard_start(def), offsets::shard_line(def));
+    let (sum_at, buckets_at) = (
+        offsets::counter_offset(def, 0),
+        offsets::counter_offset(def, 2) + 8 * offsets::descriptor_words(&def.counters[2]),
+    );
+    let n = BYTES.buckets();
+    let retired = data + 4 * stride;
+    for round in 1..=2u64 {
+        let w = prf.add_instance(W, "w").unwrap();
+        let block = data + w.slot() as usize * stride;
+        let lines = (0..16).map(|s| block + start + s * line);
+        for j in 0..n {
+            assert_eq!(
+                read(block + buckets_at + 8 * j),
+                0,
+                "a new instance starts at 0"
+            );
+        }
+        // What the app's records left: in the counter block and in every shard line (word 0
+        // is the sum's, words 1..=n the buckets').
+        write(block + sum_at, 7);
+        for j in 0..n {
+            write(block + buckets_at + 8 * j, 10 + j as u64);
+        }
+        for (s, at) in lines.enumerate() {
+            write(at, 1);
+            for j in 0..n {
+                write(at + 8 * (1 + j), 100 * s as u64 + j as u64);
+            }
+        }
+        prf.remove_instance(w).unwrap();
+        // Each bucket: its block word and its 16 shard words (100 × (0 + .. + 15) + 16 j).
+        let buckets: Vec<u64> = (0..n).map(|j| read(retired + buckets_at + 8 * j)).collect();
+        let expected: Vec<u64> = (0..n as u64)
+            .map(|j| round * (10 + j + 12000 + 16 * j))
+            .collect();
+        assert_eq!(buckets, expected, "after {round} removals");
+        assert_eq!(read(retired + sum_at), round * (7 + 16));
+        let descriptor = offsets::counter_offset(def, 2);
+        assert_eq!(
+            (read(retired + descriptor), read(retired + descriptor + 8)),
+            (0, 0)
+        );
+    }
 }
