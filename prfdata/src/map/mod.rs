@@ -38,6 +38,7 @@
 
 mod aggregate;
 mod fingerprint;
+mod histogram_rules;
 mod ids;
 mod macros;
 /// Where a map's objects, slots and counters lie in its block (public with the feature
@@ -50,6 +51,7 @@ pub(crate) mod validate;
 
 pub(crate) use aggregate::rule_code;
 pub use aggregate::Aggregate;
+pub use histogram_rules::HistogramProblem;
 pub(crate) use ids::data_offset;
 pub use ids::{CtrId, Global, InstanceId, Instanced, Object, PerfDataMap, Scope};
 /// The proc macro behind [`prfdata_map!`](crate::prfdata_map), which passes it `$crate`.

@@ -303,13 +303,21 @@ const fn object_descriptor_words(obj: &ObjectDef, end: usize) -> usize {
 /// Offset of the members table: after the counter records and the descriptor region,
 /// 64-aligned.
 pub const fn members_offset(map: &MapDef) -> usize {
+    align_up(
+        descriptors_offset(map) + descriptor_region_words(map) * 8,
+        REGION_ALIGN,
+    )
+}
+
+/// The words of the descriptor region: every histogram's [`descriptor_words`].
+pub const fn descriptor_region_words(map: &MapDef) -> usize {
     let mut words = 0;
     let mut o = 0;
     while o < map.objects.len() {
         words += object_descriptor_words(&map.objects[o], map.objects[o].counters.len());
         o += 1;
     }
-    align_up(descriptors_offset(map) + words * 8, REGION_ALIGN)
+    words
 }
 
 /// Offset where the per-object regions start: after the members table, on a cache line (the
