@@ -324,7 +324,7 @@ text_types! {
 
 /// A histogram of sizes or counts (`Histogram { unit: bytes | count, .. }` in a map): its id
 /// names the bucket counter, a
-/// [`PERF_PRFDATA_HISTOGRAM`](crate::winperf::PERF_PRFDATA_HISTOGRAM) after the histogram's sum
+/// [`PERF_PRFDATA_HISTOGRAM`] after the histogram's sum
 /// and count ([`Source::Histogram`](crate::map::Source::Histogram)).
 #[derive(Debug)]
 pub enum Histogram {}
