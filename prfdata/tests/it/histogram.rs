@@ -17,8 +17,34 @@ use super::common;
 
 mod kill;
 
-mod map;
-use map::*;
+prfdata::prfdata_map! {
+    /// A service with three histograms, and workers with their own.
+    pub mod hist_map {
+        app: "PrfDataHistogram",
+        object SERVICE {
+            name: "Hist Service", help: "One service.",
+            counters {
+                LATENCY: Histogram { name: "Latency", help: "Microseconds.", unit: us,
+                    range: 1us..10s, error: 2% },
+                FAST: Histogram { name: "Fast latency", help: "Microseconds.", unit: us,
+                    range: 1us..10s, error: 2%, sharded: true },
+                SIZE: Histogram { name: "Size", help: "Bytes.", unit: bytes,
+                    buckets: [64, 1024, 65536] },
+            }
+        }
+        object WORKERS {
+            name: "Hist Workers", help: "One per worker process.",
+            instances: { max: 16, name_len: 16 }, total: true,
+            counters {
+                JOB: Histogram { name: "Job", help: "Microseconds.", unit: us,
+                    range: 1us..10s, error: 2% },
+                JOB_SHARDED: Histogram { name: "Job sharded", help: "Microseconds.", unit: us,
+                    range: 1us..10s, error: 5%, sharded: true },
+            }
+        }
+    }
+}
+use hist_map::*;
 
 const APP: &str = "PrfDataHistogram";
 /// The histograms' sums among their object's counters (base one after, buckets two after).

@@ -12,7 +12,7 @@ use prfdata_rules::histogram::Geometry;
 use prfdata_testkit::values::{values, Mix};
 
 use super::super::common;
-use super::map::*;
+use super::hist_map::*;
 use super::{expected, seen, Seen, APP};
 
 /// Values per batch.
