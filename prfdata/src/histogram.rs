@@ -136,6 +136,27 @@ impl<'a, T: CounterType> HistogramCtr<'a, T> {
         self.sum.add(v as i64);
     }
 
+    /// The shard slot this thread owns (where its sum goes, and with `sharded: true` its
+    /// buckets), or `None` when every slot was taken and the thread adds to the counter
+    /// block's words with atomic adds (as [`ShardedCtr::slot`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// prfdata::prfdata_map! { pub mod m { app: "HistogramSlotDoc",
+    ///   object SERVER { name: "Server", help: name, counters {
+    ///     LATENCY: Histogram { name: "Latency", help: "Microseconds.", unit: us,
+    ///       range: 1us..10s, error: 5%, sharded: true },
+    ///   } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// assert!(prf.histogram(m::LATENCY, ()).slot().is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn slot(&self) -> Option<u32> {
+        self.sum.slot()
+    }
+
     /// The histogram's geometry: its buckets' edges, its unit and its stated error.
     ///
     /// # Examples

@@ -166,6 +166,42 @@ fn a_copy_holds_the_descriptor_the_buckets_their_count_and_the_sum() {
     }
 }
 
+/// More threads than shard slots: the threads without a slot add to the counter block's
+/// buckets and sum with atomic adds, and nothing is lost.
+#[test]
+fn threads_beyond_the_shard_slots_still_count_every_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let prf = PrfData::activate_in(dir.path()).unwrap();
+    let all = values("log-normal 1.5", 40_000, (1.0, 1e7), &mut Mix(23));
+    let barrier = std::sync::Barrier::new(20);
+    let slots = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for part in all.chunks(2_000) {
+            let (prf, barrier, slots) = (&prf, &barrier, &slots);
+            s.spawn(move || {
+                let fast = prf.histogram(FAST, ());
+                if fast.slot().is_some() {
+                    slots.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                barrier.wait(); // every handle taken: 20 threads hold them at once
+                part.iter().for_each(|&v| fast.record(v));
+            });
+        }
+    });
+    assert_eq!(
+        slots.into_inner(),
+        layout::SHARD_SLOTS as usize,
+        "16 with a slot, 4 without"
+    );
+    let reader = BlockReader::open_path(APP, prf.path()).unwrap();
+    let got = seen(&reader, 0, S_FAST, &global_block(&reader, 0));
+    let (buckets, sum) = expected(prf.histogram(FAST, ()).geometry(), &all);
+    assert_eq!(
+        (got.buckets, got.count, got.sum),
+        (buckets, all.len() as u32, sum)
+    );
+}
+
 /// A child that records one distribution into the service's histograms, then exits.
 #[test]
 #[ignore = "entry point for child processes"]
