@@ -2,8 +2,8 @@
 //! batches: `_Total`'s buckets, count and sum never decrease, and whenever every worker waits
 //! they equal the histogram of every value any worker (dead or alive) reported recording.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::io::{BufRead, Write};
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -69,45 +69,26 @@ struct Worker {
     stdin: ChildStdin,
     seed: u64,
     /// Batches it reported.
-    done: u64,
+    done: i64,
 }
 
 fn spawn_worker(
     dir: &std::path::Path,
     slot: usize,
     seed: u64,
-    events: mpsc::Sender<(usize, u64)>,
+    events: mpsc::Sender<(usize, i64)>,
 ) -> Worker {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "histogram::kill::worker_entry",
-            "--include-ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(common::ROLE, "hist-worker")
-        .env("PRFDATA_SHM_DIR", dir)
-        .env("WORKER_NAME", format!("w{:x}", seed & 0xffff_ffff))
-        .env("WORKER_SEED", seed.to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn a worker");
-    let stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            // libtest's "test histogram::kill::worker_entry ... " may open the first line.
-            if let Some(n) = line.split_once("done ").map(|(_, n)| n) {
-                if events.send((slot, n.parse().unwrap())).is_err() {
-                    break;
-                }
-            }
-        }
-    });
+    let env = [
+        ("WORKER_NAME", format!("w{:x}", seed & 0xffff_ffff)),
+        ("WORKER_SEED", seed.to_string()),
+    ];
+    let (child, stdin) = common::spawn_reporting(
+        "histogram::kill::worker_entry",
+        "hist-worker",
+        dir,
+        &env,
+        (slot, events),
+    );
     Worker {
         child,
         stdin,
@@ -227,7 +208,7 @@ fn eight_workers_with_sigkills_keep_every_bucket_monotonic() {
             match rx.recv_timeout(Duration::from_millis(2)) {
                 Ok((slot, done)) => {
                     let w = workers[slot].as_mut().expect("a running worker");
-                    want.add(&batch(w.seed, done - 1));
+                    want.add(&batch(w.seed, done as u64 - 1));
                     w.done = done;
                     slot_batches[slot] += 1;
                     waiting.retain(|&s| s != slot);
