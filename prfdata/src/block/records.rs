@@ -434,15 +434,20 @@ fn check_header(h: &BlockHeader, file_size: u64) -> Result<(u64, u64), ReadError
     if records_end > file_size {
         return Err(truncated(file_size, records_end));
     }
-    // The members table (LAYOUT_VERSION 7): right after the records, inside the file. Readers
-    // only list it (`BlockReader::members`), but a block that misplaces it was not laid out by
-    // prfdata.
-    // LAYOUT_VERSION 11: the histograms' descriptor region between them, at most the most
-    // words a descriptor takes for each histogram the counters can hold (three counters each).
+    check_members(h, records_end, file_size)?;
+    Ok((counters_at, records_end))
+}
+
+/// The members table ([`LAYOUT_VERSION`] 7) of a block whose records end at `records_end`:
+/// after them, 64-aligned, inside the file. Readers only list it (`BlockReader::members`), but
+/// a block that misplaces it was not laid out by prfdata. Between them lies the histograms'
+/// descriptor region ([`LAYOUT_VERSION`] 11): at most the most words a descriptor takes for
+/// each histogram the counters can hold (three counters each).
+fn check_members(h: &BlockHeader, records_end: u64, file_size: u64) -> Result<(), ReadError> {
     let members_at = u64::from(h.members_offset);
     let members_end = members_at + u64::from(h.max_members) * MEMBER_ENTRY_SIZE as u64;
     let align = REGION_ALIGN as u64;
-    let descriptors = u64::from(counters / 3) * (WORD * MAX_DESCRIPTOR_WORDS) as u64;
+    let descriptors = u64::from(h.num_counters / 3) * (WORD * MAX_DESCRIPTOR_WORDS) as u64;
     let most = (records_end.next_multiple_of(WORD as u64) + descriptors).next_multiple_of(align);
     let members_ok = members_at.is_multiple_of(align)
         && members_at >= records_end.next_multiple_of(align)
@@ -457,7 +462,7 @@ fn check_header(h: &BlockHeader, file_size: u64) -> Result<(u64, u64), ReadError
     if members_end > file_size {
         return Err(truncated(file_size, members_end));
     }
-    Ok((counters_at, records_end))
+    Ok(())
 }
 
 /// The histograms' descriptor region of a block whose records end at `records_end`: from

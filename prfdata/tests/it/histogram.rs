@@ -210,10 +210,10 @@ fn recorder_entry() {
         return;
     }
     let kind = std::env::var("HIST_KIND").expect("HIST_KIND");
-    let seed: u64 = std::env::var("HIST_SEED").unwrap().parse().unwrap();
+    let start: u64 = std::env::var("HIST_START").unwrap().parse().unwrap();
     let prf = PrfData::attach_in(&common::child_dir()).expect("attach");
     let (latency, fast) = (prf.histogram(LATENCY, ()), prf.histogram(FAST, ()));
-    for v in values(&kind, 200_000, (1.0, 1e7), &mut Mix(seed)) {
+    for v in values(&kind, 200_000, (1.0, 1e7), &mut Mix(start)) {
         latency.record(v);
         fast.record(v);
     }
@@ -246,15 +246,15 @@ fn percentiles_are_within_the_stated_error() {
     let kinds = ["uniform", "log-normal 0.5", "log-normal 1.5", "bimodal"];
     for (k, kind) in kinds.into_iter().enumerate() {
         let before = global_block(&reader, 0);
-        let seed = 0x5eed_0000 + k as u64;
+        let start = 0x51a7_0000 + k as u64;
         let env = [
             ("HIST_KIND", kind.to_string()),
-            ("HIST_SEED", seed.to_string()),
+            ("HIST_START", start.to_string()),
         ];
         let child = common::spawn_child("histogram::recorder_entry", "recorder", dir.path(), &env);
         common::wait_ok(child, Duration::from_secs(120));
         let after = global_block(&reader, 0);
-        let mut sorted = values(kind, 200_000, (1.0, 1e7), &mut Mix(seed));
+        let mut sorted = values(kind, 200_000, (1.0, 1e7), &mut Mix(start));
         sorted.sort_unstable();
         for sum in [S_LATENCY, S_FAST] {
             let (old, new) = (
@@ -379,4 +379,35 @@ fn corrupt_bucket_words_are_no_data_and_scribbled_descriptors_are_replaced() {
         latency.geometry.is_some(),
         "the other histograms keep their data"
     );
+}
+
+/// The members table follows the descriptor region: in a block without histograms, right
+/// after the records; with histograms, no further than their descriptors can reach. A table
+/// placed elsewhere refuses the block, naming the header's field.
+#[test]
+fn a_members_table_past_the_descriptor_region_refuses_the_block() {
+    use prfdata::layout::BlockHeader;
+    let at = offset_of!(BlockHeader, members_offset) as u64;
+    let moved = |members: usize| (members as u32 + 64).to_le_bytes();
+    let dir = tempfile::tempdir().unwrap();
+    let plain = common::testmap::PrfData::activate_in(dir.path()).unwrap();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(plain.path())
+        .unwrap();
+    let members = offsets::members_offset(&common::testmap::MAP);
+    file.write_all_at(&moved(members), at).unwrap();
+    match BlockReader::open_path("PrfDataTest", plain.path()) {
+        Err(ReadError::Field { offset, .. }) => assert_eq!(offset, at),
+        other => panic!("a members table past the records: {other:?}"),
+    }
+    let prf = PrfData::activate_in(dir.path()).unwrap();
+    let records = offsets::counters_offset(&MAP) + 15 * layout::COUNTER_RECORD_SIZE;
+    // 15 counters: room for 5 descriptors of at most 66 words each, and no more.
+    let far = (records + 5 * 8 * 66).next_multiple_of(64);
+    scribble(&prf, at, &moved(far));
+    match BlockReader::open_path(APP, prf.path()) {
+        Err(ReadError::Field { offset, .. }) => assert_eq!(offset, at),
+        other => panic!("members past the descriptor region: {other:?}"),
+    }
 }

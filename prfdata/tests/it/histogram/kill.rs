@@ -22,13 +22,13 @@ const BATCHES: u64 = 12;
 /// The sums of WORKERS' two histograms among its counters.
 const SUMS: [usize; 2] = [0, 3];
 
-/// The values of batch `b` of the worker whose values start from `seed`.
-fn batch(seed: u64, b: u64) -> Vec<u64> {
+/// The values of batch `b` of the worker whose values start from `start`.
+fn batch(start: u64, b: u64) -> Vec<u64> {
     values(
         "log-normal 1.5",
         BATCH,
         (1.0, 1e7),
-        &mut Mix(seed ^ b.wrapping_mul(0x9e37_79b9)),
+        &mut Mix(start ^ b.wrapping_mul(0x9e37_79b9)),
     )
 }
 
@@ -42,7 +42,7 @@ fn worker_entry() {
         return;
     }
     let name = std::env::var("WORKER_NAME").expect("WORKER_NAME");
-    let seed: u64 = std::env::var("WORKER_SEED").unwrap().parse().unwrap();
+    let start: u64 = std::env::var("WORKER_START").unwrap().parse().unwrap();
     let prf = PrfData::attach_in(&common::child_dir()).expect("attach");
     let me = prf
         .add_instance(WORKERS, prfdata::InstanceSpec::named(&name).process_owned())
@@ -50,7 +50,7 @@ fn worker_entry() {
     let (job, sharded) = (prf.histogram(JOB, me), prf.histogram(JOB_SHARDED, me));
     let mut lines = std::io::stdin().lock().lines();
     for b in 0.. {
-        for v in batch(seed, b) {
+        for v in batch(start, b) {
             job.record(v);
             sharded.record(v);
         }
@@ -67,7 +67,7 @@ fn worker_entry() {
 struct Worker {
     child: Child,
     stdin: ChildStdin,
-    seed: u64,
+    start: u64,
     /// Batches it reported.
     done: i64,
 }
@@ -75,12 +75,12 @@ struct Worker {
 fn spawn_worker(
     dir: &std::path::Path,
     slot: usize,
-    seed: u64,
+    start: u64,
     events: mpsc::Sender<(usize, i64)>,
 ) -> Worker {
     let env = [
-        ("WORKER_NAME", format!("w{:x}", seed & 0xffff_ffff)),
-        ("WORKER_SEED", seed.to_string()),
+        ("WORKER_NAME", format!("w{:x}", start & 0xffff_ffff)),
+        ("WORKER_START", start.to_string()),
     ];
     let (child, stdin) = common::spawn_reporting(
         "histogram::kill::worker_entry",
@@ -92,7 +92,7 @@ fn spawn_worker(
     Worker {
         child,
         stdin,
-        seed,
+        start,
         done: 0,
     }
 }
@@ -192,10 +192,10 @@ fn eight_workers_with_sigkills_keep_every_bucket_monotonic() {
     eprintln!("run {run:#x}");
     let mut rng = Mix(run);
     let (tx, rx) = mpsc::channel();
-    let mut next_seed = run;
+    let mut next_start = run;
     let mut spawn = |slot: usize| {
-        next_seed = next_seed.wrapping_add(1);
-        spawn_worker(dir.path(), slot, next_seed, tx.clone())
+        next_start = next_start.wrapping_add(1);
+        spawn_worker(dir.path(), slot, next_start, tx.clone())
     };
     let mut workers: Vec<Option<Worker>> = (0..8).map(|s| Some(spawn(s))).collect();
     let mut slot_batches = [0u64; 8];
@@ -208,7 +208,7 @@ fn eight_workers_with_sigkills_keep_every_bucket_monotonic() {
             match rx.recv_timeout(Duration::from_millis(2)) {
                 Ok((slot, done)) => {
                     let w = workers[slot].as_mut().expect("a running worker");
-                    want.add(&batch(w.seed, done as u64 - 1));
+                    want.add(&batch(w.start, done as u64 - 1));
                     w.done = done;
                     slot_batches[slot] += 1;
                     waiting.retain(|&s| s != slot);
