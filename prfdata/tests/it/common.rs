@@ -85,9 +85,9 @@ impl Drop for ChildProcess {
     }
 }
 
-/// Starts this test binary again running only `entry` (an ignored test), with `role` and extra
-/// environment.
-pub fn spawn_child(entry: &str, role: &str, dir: &Path, env: &[(&str, String)]) -> ChildProcess {
+/// This test binary again, to run only `entry` (an ignored test) with `role`, the block folder
+/// `dir` and extra environment; its stderr inherited.
+fn child_command(entry: &str, role: &str, dir: &Path, env: &[(&str, String)]) -> Command {
     let exe = std::env::current_exe().expect("the test binary knows its path");
     let mut cmd = Command::new(exe);
     cmd.args([
@@ -99,12 +99,18 @@ pub fn spawn_child(entry: &str, role: &str, dir: &Path, env: &[(&str, String)]) 
     ])
     .env(ROLE, role)
     .env("PRFDATA_SHM_DIR", dir)
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
     .stderr(Stdio::inherit());
     for (k, v) in env {
         cmd.env(k, v);
     }
+    cmd
+}
+
+/// Starts this test binary again running only `entry` (an ignored test), with `role` and extra
+/// environment.
+pub fn spawn_child(entry: &str, role: &str, dir: &Path, env: &[(&str, String)]) -> ChildProcess {
+    let mut cmd = child_command(entry, role, dir, env);
+    cmd.stdin(Stdio::null()).stdout(Stdio::null());
     ChildProcess(cmd.spawn().expect("spawn child test process"))
 }
 
@@ -119,22 +125,8 @@ pub fn spawn_reporting(
     (slot, events): (usize, std::sync::mpsc::Sender<(usize, i64)>),
 ) -> (Child, std::process::ChildStdin) {
     use std::io::BufRead;
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "--exact",
-        entry,
-        "--include-ignored",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env(ROLE, role)
-    .env("PRFDATA_SHM_DIR", dir)
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::inherit());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
+    let mut cmd = child_command(entry, role, dir, env);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
     let mut child = cmd.spawn().expect("spawn a worker");
     let stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
