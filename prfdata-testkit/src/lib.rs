@@ -11,6 +11,7 @@
 //! | [`process_env`] | `PRFDATA_REGISTRY` / `PRFDATA_SHM_DIR` of this process, for an in-process provider, held by one test at a time ([`ProcessEnv`]) |
 //! | [`layers`] | a crate's imports against the layer order ARCHITECTURE.md draws ([`layers::check`]) |
 //! | [`sample`] | a small valid PERF_OBJECT_TYPE, for consumer-side examples and tests |
+//! | [`values`] | reproducible values of the histogram tests' distributions ([`values::Mix`], [`values::values`]) |
 //!
 //! # Examples
 //!
@@ -53,6 +54,7 @@ pub mod process_env;
 pub mod sample;
 pub mod sandbox;
 pub mod tmux;
+pub mod values;
 pub mod wait;
 
 pub use artifacts::{cdylib, provider_library, target_binary};

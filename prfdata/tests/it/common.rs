@@ -85,9 +85,9 @@ impl Drop for ChildProcess {
     }
 }
 
-/// Starts this test binary again running only `entry` (an ignored test), with `role` and extra
-/// environment.
-pub fn spawn_child(entry: &str, role: &str, dir: &Path, env: &[(&str, String)]) -> ChildProcess {
+/// This test binary again, to run only `entry` (an ignored test) with `role`, the block folder
+/// `dir` and extra environment; its stderr inherited.
+fn child_command(entry: &str, role: &str, dir: &Path, env: &[(&str, String)]) -> Command {
     let exe = std::env::current_exe().expect("the test binary knows its path");
     let mut cmd = Command::new(exe);
     cmd.args([
@@ -99,13 +99,49 @@ pub fn spawn_child(entry: &str, role: &str, dir: &Path, env: &[(&str, String)]) 
     ])
     .env(ROLE, role)
     .env("PRFDATA_SHM_DIR", dir)
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
     .stderr(Stdio::inherit());
     for (k, v) in env {
         cmd.env(k, v);
     }
+    cmd
+}
+
+/// Starts this test binary again running only `entry` (an ignored test), with `role` and extra
+/// environment.
+pub fn spawn_child(entry: &str, role: &str, dir: &Path, env: &[(&str, String)]) -> ChildProcess {
+    let mut cmd = child_command(entry, role, dir, env);
+    cmd.stdin(Stdio::null()).stdout(Stdio::null());
     ChildProcess(cmd.spawn().expect("spawn child test process"))
+}
+
+/// A worker child that reports its progress: this test binary again running only `entry`
+/// with `role` and `env`, its stdin a pipe (the worker reads `go` lines from it), each `done
+/// N` line it prints sent on `events` as `(slot, N)`.
+pub fn spawn_reporting(
+    entry: &str,
+    role: &str,
+    dir: &Path,
+    env: &[(&str, String)],
+    (slot, events): (usize, std::sync::mpsc::Sender<(usize, i64)>),
+) -> (Child, std::process::ChildStdin) {
+    use std::io::BufRead;
+    let mut cmd = child_command(entry, role, dir, env);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn a worker");
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            // libtest's "test <entry> ... " may open the first line.
+            if let Some(n) = line.split_once("done ").map(|(_, n)| n) {
+                if events.send((slot, n.parse().unwrap())).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    (child, stdin)
 }
 
 /// Runs `f` on a new thread and waits for it at most `limit`: a call that blocks fails the test
