@@ -49,6 +49,8 @@
 //! ```
 
 mod columns;
+#[cfg(test)]
+mod histogram_tests;
 mod offered;
 mod previous;
 mod unresolved;
@@ -62,6 +64,7 @@ use crate::pdh::{self, Available, CounterPath, FormatOptions, NoValue, PathError
 use offered::{Hit, Offered};
 use previous::Previous;
 use prfdata_wire::snapshot::{CounterDef, DataSnapshot, ObjectData};
+use prfdata_wire::winperf::PERF_PRFDATA_HISTOGRAM;
 use unresolved::Unresolved;
 
 /// One counter a collection offers, with where its data is.
@@ -304,6 +307,10 @@ pub enum ValueError {
     /// The formula has no value for these samples (first sample, clock stood still, ...).
     #[error(transparent)]
     NoValue(#[from] NoValue),
+    /// A histogram's bucket counts cannot be read in this collection (see
+    /// [`crate::histogram::NoData`]).
+    #[error(transparent)]
+    NoHistogram(#[from] crate::histogram::NoData),
     /// The counter's raw data is not an integer (an unusual `CounterSize`).
     #[error("the raw value is not an integer (CounterSize {size})")]
     NotANumber {
@@ -323,7 +330,7 @@ pub struct Reading {
     pub request: usize,
     /// Its full path, without wildcards, with the request's machine if it had one.
     pub path: CounterPath,
-    /// The counter type.
+    /// The counter type (`PERF_PRFDATA_HISTOGRAM` for a histogram's percentile).
     pub counter_type: u32,
     /// The counter's name index (`CounterNameTitleIndex`): the key of its scale factor
     /// ([`crate::factor`]).
@@ -495,9 +502,9 @@ impl Sampler {
                     return;
                 }
                 let key = key.to_lowercase();
-                let Some((raw, value, def)) = reading(&offered, hit, |raw| {
-                    previous.format(&mut current, &key, hit.object, raw, options)
-                }) else {
+                let Some((raw, value, def)) =
+                    reading(&offered, hit, (previous, &mut current), &key, options)
+                else {
                     return;
                 };
                 let Some(path) = offered.path(hit, path.machine.as_deref()) else {
@@ -506,7 +513,7 @@ impl Sampler {
                 visit(Reading {
                     request,
                     path,
-                    counter_type: def.counter_type,
+                    counter_type: raw.counter_type,
                     name_index: def.name_index,
                     default_scale: def.default_scale,
                     raw,
@@ -530,25 +537,63 @@ impl Sampler {
     }
 }
 
-/// The raw sample of `hit` and its value, formatted by `format` (which sees every raw sample
-/// that reads), with the counter's definition; `None` if `hit` is not in the snapshot.
+/// The raw sample of `hit` and its value, formatted from the sample `previous` keeps of it
+/// (under `key`, its path in lower case), kept in `current` for the next, with the counter's
+/// definition; `None` if `hit` is not in the snapshot. A histogram's percentile reads its
+/// bucket counts ([`percentile_reading`]).
 fn reading<'s>(
     offered: &Offered<'s>,
     hit: Hit,
-    format: impl FnOnce(&RawSample) -> Result<f64, NoValue>,
+    (previous, current): (&Previous, &mut Previous),
+    key: &str,
+    options: FormatOptions,
 ) -> Option<(RawSample, Result<f64, ValueError>, &'s CounterDef)> {
     let snapshot = offered.snapshot();
     let object = snapshot.objects.get(hit.object)?;
+    if let Some(q) = hit.percentile {
+        return percentile_reading(object, hit, q, (previous, current), key);
+    }
     let def = object.counters.get(hit.counter)?;
     Some(
         match raw_sample_of(snapshot, object, def, hit.counter, hit.instance) {
             Ok(raw) => {
-                let value = format(&raw).map_err(ValueError::from);
-                (raw, value, def)
+                let value = previous.format(current, key, hit.object, &raw, options);
+                (raw, value.map_err(ValueError::from), def)
             }
             Err(e) => (RawSample::new(def.counter_type, 0), Err(e), def),
         },
     )
+}
+
+/// [`reading`] of percentile `q` of the histogram whose bucket counter `hit` names: the raw
+/// sample is the histogram's count (type `PERF_PRFDATA_HISTOGRAM`), the definition its sum's
+/// (its name, scale and help); the bucket counts are kept under `key` without its `:pQ`.
+fn percentile_reading<'s>(
+    object: &'s ObjectData,
+    hit: Hit,
+    q: pdh::Percentile,
+    (previous, current): (&Previous, &mut Previous),
+    key: &str,
+) -> Option<(RawSample, Result<f64, ValueError>, &'s CounterDef)> {
+    let def = crate::histogram::find(object).find(|h| h.buckets == hit.counter)?;
+    let sum = object.counters.get(def.sum)?;
+    let values = match hit.instance {
+        Some(i) => object.instance(i)?.values(),
+        None => object.values()?,
+    };
+    let key = key.rsplit_once(':').map_or(key, |(histogram, _)| histogram);
+    Some(match crate::histogram::read(&def, &values) {
+        Ok(view) => {
+            let raw = RawSample::new(PERF_PRFDATA_HISTOGRAM, view.count() as i64);
+            let value = previous.percentile(current, key, &view, q);
+            (raw, value.map_err(ValueError::from), sum)
+        }
+        Err(e) => (
+            RawSample::new(PERF_PRFDATA_HISTOGRAM, 0),
+            Err(e.into()),
+            sum,
+        ),
+    })
 }
 
 impl Sampler {
@@ -579,7 +624,14 @@ impl Sampler {
             let found = offered.each_match(path, |hit| {
                 if let Some(object) = snapshot.objects.get(hit.object) {
                     out.insert(object.name_index);
-                    if let Some(def) = object.counters.get(hit.counter) {
+                    // A percentile's counter is its histogram's sum, which has the name.
+                    let counter = match hit.percentile {
+                        Some(_) => crate::histogram::find(object)
+                            .find(|h| h.buckets == hit.counter)
+                            .map_or(hit.counter, |h| h.sum),
+                        None => hit.counter,
+                    };
+                    if let Some(def) = object.counters.get(counter) {
                         out.insert(def.name_index);
                     }
                 }
