@@ -36,6 +36,7 @@
 //! # Ok::<(), prfdata_wire::error::DecodeError>(())
 //! ```
 
+use crate::pdh::{percentile, NoValue, Percentile};
 use prfdata_rules::histogram::{Descriptor, DescriptorError, Geometry};
 use prfdata_wire::snapshot::{ObjectData, RawValue, Values};
 use prfdata_wire::winperf::{PERF_AVERAGE_BASE, PERF_AVERAGE_BULK, PERF_PRFDATA_HISTOGRAM};
@@ -88,6 +89,116 @@ impl HistogramView<'_> {
     /// ```
     pub fn count(&self) -> u64 {
         self.buckets.iter().fold(0u64, |n, c| n.saturating_add(*c))
+    }
+}
+
+impl HistogramView<'_> {
+    /// Percentile `q` of every value the histogram counted since it began (the interval from
+    /// all-zero counts): what a single collection can say ([`crate::pdh::percentile`]).
+    ///
+    /// # Errors
+    ///
+    /// [`NoValue::BaseNotAdvanced`] when it counted nothing; [`NoValue::BadHistogram`] when
+    /// the counts do not fit the geometry.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::histogram::HistogramView;
+    /// let [_, sizes] = prfdata_testkit::sample::histogram_geometries();
+    /// let view = HistogramView { geometry: sizes, buckets: vec![90, 10, 0].into(), sum: 0 };
+    /// assert_eq!(view.percentile_since_start("p50".parse()?), Ok(5.0));
+    /// assert_eq!(view.percentile_since_start("p99".parse()?), Ok(15.5));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn percentile_since_start(&self, q: Percentile) -> Result<f64, NoValue> {
+        let zero = vec![0; self.buckets.len()];
+        percentile(Some(&zero), &self.buckets, &self.geometry, q)
+    }
+}
+
+/// How a histogram's buckets are laid out, as `list --verbose` and `query --json` show it.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::histogram::BucketLayout;
+/// let [latency, sizes] = prfdata_testkit::sample::histogram_geometries();
+/// assert_eq!(BucketLayout::of(&latency).to_string(),
+///            "log-linear, 5 .. 47 us within 25 % (p = 2), 15 buckets (with underflow and overflow)");
+/// assert_eq!(BucketLayout::of(&sizes).to_string(), "explicit bounds 10, 20 bytes, 3 buckets (the last above 20)");
+/// ```
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct BucketLayout {
+    /// `log-linear` or `explicit`.
+    pub scheme: &'static str,
+    /// The unit of the values: `count`, `ns`, `us`, `ms`, `s` or `bytes`.
+    pub unit: &'static str,
+    /// The number of buckets, underflow and overflow included.
+    pub buckets: usize,
+    /// Log-linear: the lowest value of the buckets that state the error (bucket 1's lower edge;
+    /// below it is the underflow bucket).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lowest: Option<u64>,
+    /// Log-linear: the highest value of those buckets (the overflow bucket holds the rest).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub highest: Option<u64>,
+    /// Log-linear: the stated relative error, 2^-p (a bucket is at most this part of its lower
+    /// edge wide).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<f64>,
+    /// Log-linear: p, the sub-bucket bits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sub_bits: Option<u8>,
+    /// Explicit: the bounds (bucket i holds the values above bound i − 1 up to bound i).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bounds: Vec<u64>,
+}
+
+impl BucketLayout {
+    /// The layout of `g`.
+    pub fn of(g: &Geometry) -> BucketLayout {
+        let n = g.buckets();
+        let (lowest, highest, sub_bits, bounds) = match g {
+            Geometry::LogLinear(ll) => (
+                Some(g.lower(1)),
+                Some(g.upper(n - 2)),
+                Some(ll.sub_bits()),
+                Vec::new(),
+            ),
+            Geometry::Explicit(e) => (None, None, None, e.bounds().to_vec()),
+        };
+        BucketLayout {
+            scheme: match g {
+                Geometry::LogLinear(_) => "log-linear",
+                Geometry::Explicit(_) => "explicit",
+            },
+            unit: g.unit().name(),
+            buckets: n,
+            lowest,
+            highest,
+            error: g.relative_error(),
+            sub_bits,
+            bounds,
+        }
+    }
+}
+
+impl core::fmt::Display for BucketLayout {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let (unit, n) = (self.unit, self.buckets);
+        match (self.lowest, self.highest, self.error, self.sub_bits) {
+            (Some(lo), Some(hi), Some(e), Some(p)) => write!(
+                f,
+                "log-linear, {lo} .. {hi} {unit} within {} % (p = {p}), {n} buckets (with underflow and overflow)",
+                e * 100.0
+            ),
+            _ => {
+                let bounds: Vec<String> = self.bounds.iter().map(u64::to_string).collect();
+                let last = bounds.last().map_or("", String::as_str);
+                write!(f, "explicit bounds {} {unit}, {n} buckets (the last above {last})", bounds.join(", "))
+            }
+        }
     }
 }
 
