@@ -354,3 +354,35 @@ fn decode_reads_a_saved_block_with_histograms() {
         run.stdout
     );
 }
+
+/// `watch` charts a percentile path like any counter: its legend line shows the percentile of
+/// each interval (here every collection counts 50 more values of 8..=9 us and of 10..=11 us,
+/// so p50 is 8.5 and p99 10.5 in every interval).
+#[test]
+#[cfg_attr(not(prfmon_tests_tmux), ignore = "needs tmux (apt-get install tmux)")]
+fn watch_charts_a_percentile_path_as_a_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let zero = || vec![0, 0, 0];
+    let objects: Vec<Vec<u8>> = (0..400)
+        .map(|k| {
+            object(&[
+                ("a", latency(50 * k, 50 * k), zero()),
+                ("b", latency(0, 0), zero()),
+            ])
+        })
+        .collect();
+    let root = replaying(dir.path(), &objects);
+    let env = format!("PRFDATA_REGISTRY='{}' TZ=UTC", root.display());
+    let pane = crate::watch::Pane::start_with(
+        &env,
+        r"'\Hist(a)\Latency:p50' '\Hist(a)\Latency:p99' --interval 0.25",
+    );
+    let screen = pane.wait_for("both percentiles in the legend", |s| {
+        let line = |name: &str| s.lines().find(|l| l.contains(name)).map(str::to_owned);
+        line(r"Hist(a)\Latency:p50").is_some_and(|l| l.contains("8.500"))
+            && line(r"Hist(a)\Latency:p99").is_some_and(|l| l.contains("10.500"))
+    });
+    assert!(screen.contains("Legend"), "{screen}");
+    pane.keys(&["q"]);
+    pane.wait_for("a clean exit", |s| s.contains("EXITED 0"));
+}
