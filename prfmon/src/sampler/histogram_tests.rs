@@ -260,3 +260,41 @@ fn a_log_column_of_a_percentile_is_headed_by_its_path_and_waits_like_any_other()
     );
     assert_eq!(columns.never_matched().count(), 0);
 }
+
+#[test]
+fn a_percentile_path_that_matches_nothing_suggests_the_same_percentile_nearby() {
+    let names = names("Position");
+    let zero = [0, 0, 0];
+    let snap = collection(
+        1,
+        &[
+            ("alpha", &latency(0, 0), &zero),
+            ("beta", &latency(0, 0), &zero),
+        ],
+    );
+    let err = check(
+        &[pdh::parse(r"\Hist(alpah)\Latency:p99.9").unwrap()],
+        &snap,
+        &names,
+    )
+    .unwrap_err();
+    let PathError::NoMatch { near, .. } = &err else {
+        panic!("{err}");
+    };
+    assert_eq!(near[0], r"\Hist(alpha)\Latency:p99.9", "{near:?}");
+    assert!(
+        near.iter().all(|p| p.ends_with(r"\Latency:p99.9")),
+        "{near:?}"
+    );
+    // A name no histogram has: the usual near matches, among the counters.
+    let err = check(
+        &[pdh::parse(r"\Hist(alpha)\Latenc:p99").unwrap()],
+        &snap,
+        &names,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, PathError::NoMatch { near, .. } if !near.is_empty()),
+        "{err}"
+    );
+}

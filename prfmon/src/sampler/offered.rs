@@ -244,20 +244,23 @@ impl<'a> Offered<'a> {
             return (exact, None);
         }
         match path.percentile() {
-            Some((name, Ok(q))) => (self.histograms_named(object, name).collect(), Some(q)),
+            Some((name, Ok(q))) => {
+                let buckets = self.histograms_named(object, name).map(|h| h.buckets);
+                (buckets.collect(), Some(q))
+            }
             _ => (Vec::new(), None),
         }
     }
 
-    /// The bucket counters of `object`'s histograms named `name`.
+    /// `object`'s histograms named `name`.
     fn histograms_named<'o>(
         &self,
         object: &'o OfferedObject<'a>,
         name: &'o str,
-    ) -> impl Iterator<Item = usize> + 'o {
-        object.histograms.iter().filter_map(move |h| {
-            let (_, sum) = object.counters.iter().find(|(c, _)| *c == h.sum)?;
-            eq_ignore_case(name, sum).then_some(h.buckets)
+    ) -> impl Iterator<Item = &'o HistogramDef> + 'o {
+        object.histograms.iter().filter(move |h| {
+            let sum = object.counters.iter().find(|(c, _)| *c == h.sum);
+            sum.is_some_and(|(_, sum)| eq_ignore_case(name, sum))
         })
     }
 
@@ -319,6 +322,12 @@ impl<'a> Offered<'a> {
         if let Some(error) = self.percentile_error(path) {
             return error;
         }
+        if let Some(near) = self.near_percentiles(path) {
+            return PathError::NoMatch {
+                path: path.to_string(),
+                near,
+            };
+        }
         PathError::NoMatch {
             path: path.to_string(),
             near: near_matches(path, self.availables().map(|(_, available)| available)),
@@ -352,6 +361,33 @@ impl<'a> Offered<'a> {
             path: path.to_string(),
             counter,
         })
+    }
+
+    /// For a percentile path (`Name:pQ`) of a histogram on offer that matched nothing (its
+    /// instance is not there): the nearest paths of the same percentile of the histograms on
+    /// offer, nearest first. `None` for any other path.
+    fn near_percentiles(&self, path: &CounterPath) -> Option<Vec<String>> {
+        let (name, Ok(q)) = path.percentile()? else {
+            return None;
+        };
+        let sums: HashSet<(usize, usize)> = (self.objects.iter())
+            .flat_map(|o| {
+                self.histograms_named(o, name)
+                    .map(move |h| (o.position, h.sum))
+            })
+            .collect();
+        if sums.is_empty() {
+            return None;
+        }
+        let histogram = CounterPath {
+            counter: Pattern::Exact(name.to_owned()),
+            ..path.clone()
+        };
+        let candidates = (self.availables())
+            .filter(|(hit, _)| sums.contains(&(hit.object, hit.counter)))
+            .map(|(_, available)| available);
+        let near = near_matches(&histogram, candidates);
+        Some(near.into_iter().map(|p| format!("{p}:{q}")).collect())
     }
 
     /// Every counter on offer, one at a time, in [`super::offers`] order.
