@@ -7,7 +7,9 @@
 //! 1. matches every requested path against what the collection offers ([`offers`]): every
 //!    counter of every object, per instance, named as PDH names it (object and counter names
 //!    from [`Names`], instance names `parent/name#index` as [`pdh_instance_names`](crate::pdh::pdh_instance_names) gives
-//!    them); base counters are not offered, they serve the counter before them. The list is
+//!    them); base counters are not offered, they serve the counter before them, nor is a
+//!    histogram's bucket counter: a path `Name:pQ` that names no counter exactly reads
+//!    percentile Q of the histogram `Name` ([`CounterPath::percentile`]). The list is
 //!    never built: each path is matched object by object, instance by instance, in place
 //!    (an object's instances cost one number each, their `#n`), **now** (as [`expand`](crate::pdh::expand) would
 //!    over the list): an instance that has gone yields no reading, a wildcard picks up
@@ -20,7 +22,8 @@
 //!    [`CounterDef::base`] link), `PerfTime` / `PerfFreq` / `PerfTime100nSec` from the
 //!    PERF_DATA_BLOCK and the object's own `PerfTime` / `PerfFreq`;
 //! 3. formats it with [`pdh::format`] from the previous sample of the same counter (same full
-//!    path) and the current one. Only the previous *collection* is remembered, and of it only
+//!    path) and the current one (a percentile: [`pdh::percentile`] of the histogram's bucket
+//!    counts in the previous collection and this one, kept once per histogram). Only the previous *collection* is remembered, and of it only
 //!    the counters whose formula needs it, a few words each: a counter that was missing from it
 //!    (an instance that went and came back) starts again with [`NoValue::FirstSample`], as a
 //!    counter newly added to a PDH query does.
@@ -96,7 +99,7 @@ pub struct Offer {
 
 /// Everything `snapshot` offers, object by object in collection order, and within an object
 /// counter by counter (in definition order), each counter for every instance in instance order.
-/// Base counters are left out. An object index that appears twice (two services claiming one
+/// Base counters and histograms' bucket counters are left out. An object index that appears twice (two services claiming one
 /// index: a conflict in the registry, which the collector logs) is offered once, as collected
 /// first, since a counter path names an object only by its name, as PDH's does.
 ///
