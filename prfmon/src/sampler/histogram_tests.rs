@@ -1,8 +1,8 @@
 //! Percentile paths (`Name:pQ`) through the sampler and a log's columns, over objects built
 //! with histograms as prfdata publishes them ([`prfdata_testkit::sample::histogram_object`]).
 
+use super::tests::{collection_of, values};
 use super::*;
-use crate::datablock::{build_data_block, CollectionTimes, ProviderOutput};
 use crate::histogram::NoData;
 use prfdata_rules::histogram::DescriptorError;
 use prfdata_testkit::sample::histogram_object;
@@ -19,21 +19,6 @@ fn latency(a: u64, b: u64) -> [u64; 15] {
 /// counts).
 fn collection(seconds: i64, instances: &[(&str, &[u64], &[u64])]) -> DataSnapshot {
     collection_of(seconds, histogram_object(3000, instances))
-}
-
-fn collection_of(seconds: i64, object: Vec<u8>) -> DataSnapshot {
-    const F: i64 = 10_000_000;
-    let times = CollectionTimes {
-        perf_time: seconds * F,
-        perf_freq: F,
-        perf_time_100nsec: crate::datablock::FILETIME_UNIX_EPOCH + seconds * F,
-        ..CollectionTimes::now()
-    };
-    let out = ProviderOutput {
-        bytes: object,
-        num_objects: 1,
-    };
-    prfdata_wire::snapshot::decode(&build_data_block("box", &times, &[out])).unwrap()
 }
 
 /// "Hist" with histograms "Latency" and "Sizes", and a plain counter named `plain`.
@@ -53,14 +38,6 @@ fn names(plain: &str) -> Names {
 fn sampler(paths: &[&str]) -> Sampler {
     let requests = paths.iter().map(|p| pdh::parse(p).unwrap()).collect();
     Sampler::new(requests, FormatOptions::default())
-}
-
-fn values(sample: &Sample) -> Vec<(String, Result<f64, ValueError>)> {
-    sample
-        .readings
-        .iter()
-        .map(|r| (r.path.to_string(), r.value))
-        .collect()
 }
 
 #[test]

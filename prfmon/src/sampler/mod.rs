@@ -758,6 +758,11 @@ mod tests {
     }
 
     fn snapshot(seconds: i64, instances: &[(&str, [i64; 6])]) -> DataSnapshot {
+        collection_of(seconds, object(instances, seconds * OBJECT_FREQ))
+    }
+
+    /// A collection of machine "box" taken `seconds` in (the 10 MHz clock), of one object.
+    pub(super) fn collection_of(seconds: i64, object: Vec<u8>) -> DataSnapshot {
         let times = CollectionTimes {
             perf_time: seconds * F,
             perf_freq: F,
@@ -765,7 +770,7 @@ mod tests {
             ..CollectionTimes::now()
         };
         let out = ProviderOutput {
-            bytes: object(instances, seconds * OBJECT_FREQ),
+            bytes: object,
             num_objects: 1,
         };
         prfdata_wire::snapshot::decode(&build_data_block("box", &times, &[out])).unwrap()
@@ -786,7 +791,7 @@ mod tests {
         n
     }
 
-    fn values(sample: &Sample) -> Vec<(String, Result<f64, ValueError>)> {
+    pub(super) fn values(sample: &Sample) -> Vec<(String, Result<f64, ValueError>)> {
         sample
             .readings
             .iter()

@@ -10,8 +10,8 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use common::{prfmon, provider_copy, write_names};
-use prfdata_registry::{register_service, FileRegistry, ServiceConfig};
+use common::{prfmon, provider_copy, register_exporting, write_names};
+use prfdata_registry::FileRegistry;
 use prfdata_testkit::sample::histogram_object;
 use prfdata_wire::build::DataBlockWriter;
 
@@ -65,18 +65,12 @@ fn replaying(dir: &Path, objects: &[Vec<u8>]) -> PathBuf {
     let root = dir.join("reg");
     let registry = FileRegistry::open(&root).unwrap();
     let library = provider_copy(dir, "replay");
-    let mut cfg = ServiceConfig::new(
-        library.display().to_string(),
-        "OpenPerformanceData",
-        "CollectPerformanceData",
-        "ClosePerformanceData",
-    );
-    cfg.export = vec![
+    let export = [
         "replay".into(),
         INDEX.to_string(),
         prefix.display().to_string(),
     ];
-    register_service(&registry, "Hist", &cfg).expect("register the service");
+    register_exporting(&registry, "Hist", &library, &export, 5_000);
     let entries = [
         ("Hist", "Histograms for the tests."),
         ("Latency", "Job latency, microseconds."),
