@@ -275,3 +275,13 @@ fn a_percentile_path_that_matches_nothing_suggests_the_same_percentile_nearby() 
         "{err}"
     );
 }
+
+/// A collector holds its watch lease on what a percentile reads by the histogram's name: its
+/// sum's name index, never the bucket counter's 0.
+#[test]
+fn a_percentile_is_watched_under_its_histograms_name() {
+    let names = names("Position");
+    let snap = collection(1, &[("a", &latency(0, 0), &[0, 0, 0])]);
+    let mut s = sampler(&[r"\Hist(*)\Sizes:p99"]);
+    assert_eq!(s.titles(&snap, &names), [3000, 3004]);
+}
