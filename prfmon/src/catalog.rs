@@ -7,7 +7,9 @@
 //! differentiated over time". Here that is every counter type whose displayed value needs two
 //! samples ([`prfdata_wire::winperf::is_differentiated`]): the `PERF_DELTA_COUNTER` types and the two
 //! averages. Base counters are not listed: they only serve the counter before them (and carry
-//! `PERF_DISPLAY_NOSHOW`).
+//! `PERF_DISPLAY_NOSHOW`). Nor is a histogram's bucket counter (no name, no number): its sum
+//! stands for the histogram, an average with the buckets' layout beside it
+//! ([`CatalogCounter::histogram`]).
 //!
 //! # Examples
 //!
@@ -35,17 +37,19 @@ use std::path::Path;
 use prfdata::watch::WatchTable;
 
 use crate::factor::Factors;
+use crate::histogram::{find, read, BucketLayout, HistogramDef};
 use crate::lease::AppRanges;
 use crate::names::Names;
 use crate::report::detail_name;
-use prfdata_wire::snapshot::DataSnapshot;
+use prfdata_wire::snapshot::{DataSnapshot, ObjectData};
+use prfdata_wire::winperf::PERF_PRFDATA_HISTOGRAM;
 
 /// One object on offer.
 ///
 /// # Examples
 ///
 /// See the module docs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CatalogObject {
     /// The services that returned it, in collection order (empty when not known). More than
     /// one means several services claim the same object index.
@@ -73,7 +77,7 @@ pub struct CatalogObject {
 /// # Examples
 ///
 /// See the module docs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CatalogCounter {
     /// Name index.
     pub index: u32,
@@ -102,6 +106,47 @@ pub struct CatalogCounter {
     /// ([`with_watchers`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub watchers: Option<usize>,
+    /// For a histogram (this counter is its sum, shown as an average): its buckets, read from
+    /// the object's first counter block.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<CatalogHistogram>,
+}
+
+/// A histogram's buckets in the catalog.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CatalogHistogram {
+    /// The layout, when a counter block says it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<BucketLayout>,
+    /// Why the layout is not shown: no counter block yet (an object whose instances are all
+    /// gone), or its descriptor does not decode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unknown: Option<String>,
+    /// The percentile paths' counter names, for a start (`Name:p50`, `Name:p90`, `Name:p99`):
+    /// any Q from p0.001 to p100 reads.
+    pub percentiles: Vec<String>,
+}
+
+impl CatalogHistogram {
+    /// The histogram `def` of `object`, as its first counter block (the object's own, or its
+    /// first instance's) lays it out; `name` is the histogram's name.
+    fn of(object: &ObjectData, def: &HistogramDef, name: &str) -> CatalogHistogram {
+        let block = object
+            .values()
+            .or_else(|| object.instance(0).map(|i| i.values()));
+        let (buckets, unknown) = match block.map(|values| read(def, &values)) {
+            Some(Ok(view)) => (Some(BucketLayout::of(&view.geometry)), None),
+            Some(Err(e)) => (None, Some(format!("no data: {e}"))),
+            None => (None, Some("shown once an instance exists".to_owned())),
+        };
+        CatalogHistogram {
+            buckets,
+            unknown,
+            percentiles: ["p50", "p90", "p99"]
+                .map(|q| format!("{name}:{q}"))
+                .to_vec(),
+        }
+    }
 }
 
 /// Fills each object's and counter's `watchers` with the live leases on it in its app's watch
@@ -197,11 +242,18 @@ pub fn catalog_with_services(
             }
             continue;
         }
+        let histograms: Vec<HistogramDef> = find(obj).collect();
         let counters = obj
             .counters
             .iter()
-            .filter(|c| !c.is_base && c.detail_level <= max_detail)
-            .map(|c| CatalogCounter {
+            .enumerate()
+            .filter(|(_, c)| {
+                // A histogram's buckets have no name and no number: its sum stands for it.
+                !c.is_base
+                    && c.counter_type != PERF_PRFDATA_HISTOGRAM
+                    && c.detail_level <= max_detail
+            })
+            .map(|(position, c)| CatalogCounter {
                 index: c.name_index,
                 name: names.name(c.name_index),
                 description: names.help(c.help_index),
@@ -213,6 +265,10 @@ pub fn catalog_with_services(
                 unit: crate::pdh::unit(c.counter_type),
                 factor: None,
                 watchers: None,
+                histogram: histograms
+                    .iter()
+                    .find(|h| h.sum == position)
+                    .map(|h| CatalogHistogram::of(obj, h, &names.name(c.name_index))),
             })
             .collect();
         out.push(CatalogObject {

@@ -1,5 +1,8 @@
 //! A decoded collection shown to people: a table of objects, counters, instances and raw
-//! values, or the same as JSON. `prfmon query` and `prfmon decode` print these.
+//! values, or the same as JSON. `prfmon query` and `prfmon decode` print these. A histogram's
+//! bucket counter ([`crate::histogram`]) is never shown as its raw words: its cell is the
+//! histogram's count, sum and the percentiles of all it counted since it began, or why it has
+//! no data.
 //!
 //! # Examples
 //!
@@ -31,9 +34,11 @@ use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
 use crate::factor::Factors;
+use crate::histogram::{find, read, HistogramDef};
 use crate::names::{InstanceNames, Names};
 use prfdata_untrusted::text::{escape_field, Style};
 use prfdata_wire::snapshot::{CounterDef, DataSnapshot, ObjectData, Values};
+use prfdata_wire::winperf::PERF_PRFDATA_HISTOGRAM;
 
 /// The name of a `PERF_DETAIL_*` level.
 ///
@@ -73,6 +78,9 @@ pub fn counter_name(names: &Names, counters: &[CounterDef], i: usize) -> String 
     match c.base_of {
         Some(of) if c.name_index == 0 && of < i => {
             format!("base of {}", counter_name(names, counters, of))
+        }
+        _ if c.counter_type == PERF_PRFDATA_HISTOGRAM && c.name_index == 0 && i >= 2 => {
+            format!("buckets of {}", counter_name(names, counters, i - 2))
         }
         _ => names.name(c.name_index),
     }
@@ -208,6 +216,8 @@ impl Serialize for JsonObjects<'_, '_> {
         for (i, obj) in report.snap.objects.iter().enumerate() {
             let names = report.names;
             let instanced = obj.has_instances();
+            let histograms: Vec<HistogramDef> = find(obj).collect();
+            let histograms = histograms.as_slice();
             seq.serialize_element(&JsonObject {
                 counters: (0..obj.counters.len())
                     .map(|i| json_counter(obj, i, names, report.factors))
@@ -219,12 +229,13 @@ impl Serialize for JsonObjects<'_, '_> {
                 instances: instanced.then_some(JsonInstances {
                     snap: report.snap,
                     object: obj,
+                    histograms,
                 }),
                 name: names.name(obj.name_index),
                 perf_freq: obj.perf_freq,
                 perf_time: obj.perf_time,
                 service: report.services.get(i).map(String::as_str),
-                values: (!instanced).then(|| JsonValues(obj.values())),
+                values: (!instanced).then(|| JsonValues(obj.values(), histograms)),
             })?;
         }
         seq.end()
@@ -304,6 +315,7 @@ fn json_counter(
 struct JsonInstances<'a> {
     snap: &'a DataSnapshot,
     object: &'a ObjectData,
+    histograms: &'a [HistogramDef],
 }
 
 impl Serialize for JsonInstances<'_> {
@@ -319,7 +331,7 @@ impl Serialize for JsonInstances<'_> {
                 unique_id: inst.def().unique_id.get(),
                 parent_object_title_index: inst.def().parent_object_title_index.get(),
                 parent_object_instance: inst.parent_object_instance(),
-                values: JsonValues(Some(inst.values())),
+                values: JsonValues(Some(inst.values()), self.histograms),
             })?;
         }
         seq.end()
@@ -337,18 +349,75 @@ struct JsonInstance<'a> {
     values: JsonValues<'a>,
 }
 
-/// The values of one counter block (none: an empty list), read as they are serialized.
-struct JsonValues<'a>(Option<Values<'a>>);
+/// The values of one counter block (none: an empty list), read as they are serialized; a
+/// histogram's bucket counter (one of the definitions given) as a [`JsonHistogram`], never as
+/// its raw words.
+struct JsonValues<'a>(Option<Values<'a>>, &'a [HistogramDef]);
 
 impl Serialize for JsonValues<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(Some(self.0.map_or(0, |v| v.len())))?;
         if let Some(values) = self.0 {
-            for value in values.iter() {
-                seq.serialize_element(&value)?;
+            for (i, value) in values.iter().enumerate() {
+                match self.1.iter().find(|h| h.buckets == i) {
+                    Some(def) => seq.serialize_element(&JsonHistogram::of(def, &values))?,
+                    None => seq.serialize_element(&value)?,
+                }
             }
         }
         seq.end()
+    }
+}
+
+/// A histogram's value in the JSON report: its unit, count, sum, the percentiles of every value
+/// it counted since it began, and its non-empty buckets as `[le, count]` (`le` the bucket's
+/// highest value, `null` for the last, unbounded one); or why it has no data.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum JsonHistogram {
+    /// The counts, read.
+    Read {
+        unit: &'static str,
+        count: u64,
+        sum: u64,
+        p50: Option<f64>,
+        p90: Option<f64>,
+        p99: Option<f64>,
+        buckets: Vec<(Option<u64>, u64)>,
+    },
+    /// Why not.
+    NoData { no_data: String },
+}
+
+impl JsonHistogram {
+    fn of(def: &HistogramDef, values: &Values<'_>) -> JsonHistogram {
+        let view = match read(def, values) {
+            Ok(view) => view,
+            Err(e) => {
+                return JsonHistogram::NoData {
+                    no_data: e.to_string(),
+                }
+            }
+        };
+        let g = &view.geometry;
+        let at = |q: &str| {
+            q.parse()
+                .ok()
+                .and_then(|q| view.percentile_since_start(q).ok())
+        };
+        let last = g.buckets() - 1;
+        JsonHistogram::Read {
+            unit: g.unit().name(),
+            count: view.count(),
+            sum: view.sum,
+            p50: at("p50"),
+            p90: at("p90"),
+            p99: at("p99"),
+            buckets: (view.buckets.iter().enumerate())
+                .filter(|(_, c)| **c > 0)
+                .map(|(i, c)| ((i < last).then(|| g.upper(i)), *c))
+                .collect(),
+        }
     }
 }
 
@@ -522,23 +591,55 @@ fn write_rows(
     };
     let [a, b, c, d, e] = HEADINGS;
     row(out, [a, b, c, d], e)?;
+    let histograms: Vec<HistogramDef> = find(obj).collect();
+    let value =
+        |i: usize, values: Option<Values<'_>>| match histograms.iter().find(|h| h.buckets == i) {
+            Some(def) => values.map_or_else(|| "?".to_owned(), |v| histogram_text(def, &v)),
+            None if obj.counters[i].counter_type == PERF_PRFDATA_HISTOGRAM => {
+                "no data: a histogram without its sum and base before it".to_owned()
+            }
+            None => value_text(values.and_then(|v| v.get(i))),
+        };
     for (i, [name, index, kind]) in heads.iter().enumerate() {
         match &instance_names {
             Some(list) => {
                 for (k, inst) in obj.instances().enumerate() {
                     cell.clear();
                     list.push_name(k, &mut cell);
-                    let value = value_text(inst.values().get(i));
-                    row(out, [name, index, kind, &shown(&cell)], &value)?;
+                    row(
+                        out,
+                        [name, index, kind, &shown(&cell)],
+                        &value(i, Some(inst.values())),
+                    )?;
                 }
             }
-            None => {
-                let value = value_text(obj.values().and_then(|v| v.get(i)));
-                row(out, [name, index, kind, "-"], &value)?;
-            }
+            None => row(out, [name, index, kind, "-"], &value(i, obj.values()))?,
         }
     }
     Ok(())
+}
+
+/// A histogram's cell: its count, sum and the percentiles of every value it counted since it
+/// began, in its unit (`count 100, sum 950 us; since start p50 8.5, p90 10.5, p99 10.5 us`), or
+/// why it has no data.
+fn histogram_text(def: &HistogramDef, values: &Values<'_>) -> String {
+    let view = match read(def, values) {
+        Ok(view) => view,
+        Err(e) => return format!("no data: {e}"),
+    };
+    let unit = view.geometry.unit().name();
+    let mut text = format!("count {}, sum {} {unit}", view.count(), view.sum);
+    let percentiles: Vec<String> = ["p50", "p90", "p99"]
+        .iter()
+        .filter_map(|q| {
+            let v = view.percentile_since_start(q.parse().ok()?).ok()?;
+            Some(format!("{q} {v}"))
+        })
+        .collect();
+    if !percentiles.is_empty() {
+        text.push_str(&format!("; since start {} {unit}", percentiles.join(", ")));
+    }
+    text
 }
 
 /// A value's cell: its text (a text counter's escaped as [`shown`]), or `?` when there is none.

@@ -67,6 +67,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use super::histogram::{Percentile, PercentileError};
 use crate::names::near::{distance, nearness};
 
 /// How many near matches a [`PathError::NoMatch`] lists at most: enough to show the likely fix,
@@ -444,6 +445,47 @@ impl CounterPath {
     }
 }
 
+impl CounterPath {
+    /// The counter read as a histogram's percentile, `Name:pQ`: the histogram's name and Q (or
+    /// why the text after the last `:` is no percentile), when the counter is a name whose last
+    /// `:` is followed by `p` and a digit or `.`; `None` otherwise (`*`, no `:`, `Name:x`).
+    ///
+    /// The path keeps the counter as written: matching ([`crate::sampler`]) tries it as a
+    /// counter name first, and only then, when no counter has that exact name, as this
+    /// percentile of the histogram `Name`. So a counter whose own name ends in `:p99` keeps
+    /// its meaning.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::pdh::{parse, Percentile};
+    ///
+    /// let path = parse(r"\\box\PrfData Demo Service\Job latency:p99.9")?;
+    /// let (name, q) = path.percentile().unwrap();
+    /// assert_eq!((name, q), ("Job latency", "p99.9".parse::<Percentile>()));
+    /// assert!(parse(r"\Svc\Job latency:p0")?.percentile().unwrap().1.is_err());
+    /// assert!(parse(r"\Svc\Ratio 1:2")?.percentile().is_none());
+    /// assert!(parse(r"\Svc(*)\*")?.percentile().is_none());
+    /// # Ok::<(), prfmon::pdh::PathError>(())
+    /// ```
+    pub fn percentile(&self) -> Option<(&str, Result<Percentile, PercentileError>)> {
+        let Pattern::Exact(counter) = &self.counter else {
+            return None;
+        };
+        split_percentile(counter)
+    }
+}
+
+/// `Name:pQ` → (`Name`, Q parsed): see [`CounterPath::percentile`].
+pub(crate) fn split_percentile(
+    counter: &str,
+) -> Option<(&str, Result<Percentile, PercentileError>)> {
+    let (name, suffix) = counter.rsplit_once(':')?;
+    let after_p = suffix.strip_prefix('p')?;
+    let looks_numeric = after_p.starts_with(|c: char| c.is_ascii_digit() || c == '.');
+    (!name.is_empty() && looks_numeric).then(|| (name, suffix.parse()))
+}
+
 impl fmt::Display for CounterPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let instance = self.instance.as_ref().map(|sel| {
@@ -535,6 +577,24 @@ pub enum PathError {
         machine: String,
         /// This machine's name (the collection's `SystemName`).
         local: String,
+    },
+    /// The path asks for a percentile (`Name:pQ`) of a counter that is not a histogram, and
+    /// no counter has the whole name.
+    #[error("counter path `{path}`: `{counter}` is not a histogram; a percentile (`:p99`) is read only from a histogram's buckets")]
+    NotAHistogram {
+        /// The path, as given.
+        path: String,
+        /// The counter named before the `:`.
+        counter: String,
+    },
+    /// The path asks for a percentile of a histogram with a Q that is no percentile
+    /// (`:p0`, `:p101`, `:p99.9999`), and no counter has the whole name.
+    #[error("counter path `{path}`: {error}")]
+    BadPercentile {
+        /// The path, as given.
+        path: String,
+        /// What is wrong with the text after the `:`.
+        error: PercentileError,
     },
     /// The path is well formed but matches no available counter.
     #[error("counter path `{path}` matches no available counter; {}", near_text(.near))]
@@ -1267,6 +1327,47 @@ mod tests {
         }
         // `#0` is not written unless the name needs it.
         assert_eq!(p(r"\X(a#0)\Y").to_string(), r"\X(a)\Y");
+    }
+
+    #[test]
+    fn a_percentile_path_keeps_its_text_and_reads_as_name_and_q() {
+        let q = |t: &str| t.parse::<Percentile>();
+        for (text, name, pq) in [
+            (r"\Svc\Job latency:p50", "Job latency", "p50"),
+            (r"\Svc(*)\Job latency:p99.9", "Job latency", "p99.9"),
+            (r"\\h\Svc(a/b#1)\Job latency:p100", "Job latency", "p100"),
+            (r"\Svc\a:b:p90", "a:b", "p90"),
+            (r"\Svc(x:p1)\Wait:p1", "Wait", "p1"),
+        ] {
+            let path = p(text);
+            assert_eq!(path.to_string(), text, "printed as written");
+            assert_eq!(path.percentile(), Some((name, q(pq))), "{text}");
+        }
+        // Texts after the last `:` that are no percentile, though they start like one.
+        for text in [
+            r"\Svc\X:p0",
+            r"\Svc\X:p101",
+            r"\Svc\X:p9.9999",
+            r"\Svc\X:p.5",
+            r"\Svc\X:p99 ",
+        ] {
+            assert!(
+                matches!(p(text).percentile(), Some(("X", Err(_)))),
+                "{text}"
+            );
+        }
+        // No percentile reading at all: no `:`, nothing before it, not `p` and a number, `*`.
+        for text in [
+            r"\Svc\X",
+            r"\Svc\:p99",
+            r"\Svc\X:",
+            r"\Svc\X:P99",
+            r"\Svc\X:pct",
+            r"\Svc\Ratio 1:2",
+            r"\Svc(*)\*",
+        ] {
+            assert_eq!(p(text).percentile(), None, "{text}");
+        }
     }
 
     #[test]

@@ -67,6 +67,7 @@ use crate::names::Names;
 use crate::pdh::{self, FormatOptions};
 use prfdata::map::Factor;
 use prfdata_wire::snapshot::DataSnapshot;
+use prfdata_wire::winperf::PERF_PRFDATA_HISTOGRAM;
 
 /// The key a PerfStats client enumerates (the Windows 95 stat servers' `PERF_REG_KEY` under HKLM),
 /// as prfmon's registry spells HKLM.
@@ -189,7 +190,22 @@ fn unique_key(display: &str, index: u32, taken: &mut Vec<String>) -> String {
 
 impl PerfStats {
     /// The view of `snapshot` (objects in collection order, each name index once; base counters
-    /// left out), with the apps' name ranges for watches.
+    /// and histograms' bucket counters left out), with the apps' name ranges for watches.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// let object = prfdata_testkit::sample::histogram_object(3000, &[("a", &[0; 15], &[0; 3])]);
+    /// let out = ProviderOutput { bytes: object, num_objects: 1 };
+    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let view = prfmon::perfstats::PerfStats::new(&snap, &Default::default(), Default::default());
+    /// // The plain counter and the two histograms' sums: no base, no bucket counter.
+    /// let mut indexes: Vec<u32> = view.objects()[0].counters.iter().map(|c| c.index).collect();
+    /// indexes.sort();
+    /// assert_eq!(indexes, [3002, 3004, 3006]);
+    /// # Ok::<(), prfdata_wire::error::DecodeError>(())
+    /// ```
     pub fn new(snapshot: &DataSnapshot, names: &Names, apps: AppRanges) -> Self {
         Self::with_factors(snapshot, names, apps, &Factors::default())
     }
@@ -222,9 +238,13 @@ impl PerfStats {
             let name = names.name(obj.name_index);
             let key = unique_key(&name, obj.name_index, &mut object_keys);
             let mut counter_keys = Vec::new();
-            let mut by_index: Vec<usize> = (0..obj.counters.len())
-                .filter(|&c| !obj.counters[c].is_base)
-                .collect();
+            // Bases serve the counter before them; a histogram's bucket counter has no name and
+            // no number (its sum stands for it, an average).
+            let shown = |c: &usize| {
+                let def = &obj.counters[*c];
+                !def.is_base && def.counter_type != PERF_PRFDATA_HISTOGRAM
+            };
+            let mut by_index: Vec<usize> = (0..obj.counters.len()).filter(shown).collect();
             by_index.sort_by_key(|&c| obj.counters[c].name_index);
             let mut counters: Vec<(usize, StatCounter)> = by_index
                 .into_iter()

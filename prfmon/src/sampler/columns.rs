@@ -9,7 +9,7 @@ use super::previous::Previous;
 use super::{machine_of, reading};
 use crate::factor::Factors;
 use crate::names::Names;
-use crate::pdh::{CounterPath, FormatOptions};
+use crate::pdh::{CounterPath, FormatOptions, Percentile};
 use prfdata_wire::snapshot::DataSnapshot;
 
 /// What a column is looked up by: one word to sort on, one to check.
@@ -94,6 +94,8 @@ pub struct Columns {
     previous: Previous,
     /// The columns made for paths that named nothing at first, by position.
     waiting: Vec<Waiting>,
+    /// The percentiles some column reads (`Name:pQ`), each once, ascending.
+    percentiles: Vec<Percentile>,
 }
 
 impl Columns {
@@ -125,6 +127,7 @@ impl Columns {
             options,
             previous: Previous::default(),
             waiting: Vec::new(),
+            percentiles: Vec::new(),
         };
         let mut result: Result<(), E> = Ok(());
         let mut at = 0;
@@ -140,6 +143,7 @@ impl Columns {
                 let Some(path) = offered.path(hit, machine) else {
                     return;
                 };
+                this.percentiles.extend(hit.percentile);
                 result = header(&path);
                 this.push(this.key_of(&path, true));
             });
@@ -149,6 +153,9 @@ impl Columns {
                     ..request.clone()
                 };
                 let key = this.key_of(&path, true);
+                if let Some((_, Ok(q))) = path.percentile() {
+                    this.percentiles.push(q);
+                }
                 if waiting_keys.insert(key) {
                     result = header(&path);
                     this.wait_for(key, index);
@@ -160,6 +167,8 @@ impl Columns {
         }
         result?;
         this.columns.sort_unstable();
+        this.percentiles.sort_unstable();
+        this.percentiles.dedup();
         Ok(this)
     }
 
@@ -263,7 +272,12 @@ impl Columns {
             let _ = write!(text, "{}:{folded}", folded.len());
         };
         part(&mut text, &path.object);
-        part(&mut text, &path.counter.to_string());
+        // A percentile as printed (`p99.9`, not `p99.90`): as a matched column's path has it.
+        let counter = match path.percentile() {
+            Some((name, Ok(q))) => format!("{name}:{q}"),
+            _ => path.counter.to_string(),
+        };
+        part(&mut text, &counter);
         match &path.instance {
             None => text.push('-'),
             Some(sel) => {
@@ -308,7 +322,12 @@ impl Columns {
         let mut current = self.previous.next(snapshot);
         let mut hits: Vec<usize> = Vec::new();
         let mut key = String::new();
-        for (hit, path) in offered.paths() {
+        let percentiles = std::mem::take(&mut self.percentiles);
+        let counters = offered.paths();
+        let percentile_paths = offered
+            .percentile_hits(&percentiles)
+            .filter_map(|hit| Some((hit, offered.path(hit, None)?)));
+        for (hit, path) in counters.chain(percentile_paths) {
             hits.clear();
             hits.extend(self.columns_of(self.key_of(&path, true)));
             if path.instance.as_ref().is_some_and(|i| i.parent.is_some()) {
@@ -322,10 +341,13 @@ impl Columns {
             key.clear();
             let _ = write!(key, "{path}");
             let key = key.to_lowercase();
-            let (previous, options) = (&self.previous, self.options);
-            let Some((_, value, def)) = reading(&offered, hit, |raw| {
-                previous.format(&mut current, &key, hit.object, raw, options)
-            }) else {
+            let Some((_, value, def)) = reading(
+                &offered,
+                hit,
+                (&self.previous, &mut current),
+                &key,
+                self.options,
+            ) else {
                 continue;
             };
             if let Ok(v) = value {
@@ -335,6 +357,7 @@ impl Columns {
                 }
             }
         }
+        self.percentiles = percentiles;
         self.previous = current;
         values
     }

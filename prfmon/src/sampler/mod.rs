@@ -7,7 +7,9 @@
 //! 1. matches every requested path against what the collection offers ([`offers`]): every
 //!    counter of every object, per instance, named as PDH names it (object and counter names
 //!    from [`Names`], instance names `parent/name#index` as [`pdh_instance_names`](crate::pdh::pdh_instance_names) gives
-//!    them); base counters are not offered, they serve the counter before them. The list is
+//!    them); base counters are not offered, they serve the counter before them, nor is a
+//!    histogram's bucket counter: a path `Name:pQ` that names no counter exactly reads
+//!    percentile Q of the histogram `Name` ([`CounterPath::percentile`]). The list is
 //!    never built: each path is matched object by object, instance by instance, in place
 //!    (an object's instances cost one number each, their `#n`), **now** (as [`expand`](crate::pdh::expand) would
 //!    over the list): an instance that has gone yields no reading, a wildcard picks up
@@ -20,7 +22,8 @@
 //!    [`CounterDef::base`] link), `PerfTime` / `PerfFreq` / `PerfTime100nSec` from the
 //!    PERF_DATA_BLOCK and the object's own `PerfTime` / `PerfFreq`;
 //! 3. formats it with [`pdh::format`] from the previous sample of the same counter (same full
-//!    path) and the current one. Only the previous *collection* is remembered, and of it only
+//!    path) and the current one (a percentile: [`pdh::percentile`] of the histogram's bucket
+//!    counts in the previous collection and this one, kept once per histogram). Only the previous *collection* is remembered, and of it only
 //!    the counters whose formula needs it, a few words each: a counter that was missing from it
 //!    (an instance that went and came back) starts again with [`NoValue::FirstSample`], as a
 //!    counter newly added to a PDH query does.
@@ -49,6 +52,8 @@
 //! ```
 
 mod columns;
+#[cfg(test)]
+mod histogram_tests;
 mod offered;
 mod previous;
 mod unresolved;
@@ -62,6 +67,7 @@ use crate::pdh::{self, Available, CounterPath, FormatOptions, NoValue, PathError
 use offered::{Hit, Offered};
 use previous::Previous;
 use prfdata_wire::snapshot::{CounterDef, DataSnapshot, ObjectData};
+use prfdata_wire::winperf::PERF_PRFDATA_HISTOGRAM;
 use unresolved::Unresolved;
 
 /// One counter a collection offers, with where its data is.
@@ -93,7 +99,7 @@ pub struct Offer {
 
 /// Everything `snapshot` offers, object by object in collection order, and within an object
 /// counter by counter (in definition order), each counter for every instance in instance order.
-/// Base counters are left out. An object index that appears twice (two services claiming one
+/// Base counters and histograms' bucket counters are left out. An object index that appears twice (two services claiming one
 /// index: a conflict in the registry, which the collector logs) is offered once, as collected
 /// first, since a counter path names an object only by its name, as PDH's does.
 ///
@@ -304,6 +310,10 @@ pub enum ValueError {
     /// The formula has no value for these samples (first sample, clock stood still, ...).
     #[error(transparent)]
     NoValue(#[from] NoValue),
+    /// A histogram's bucket counts cannot be read in this collection (see
+    /// [`crate::histogram::NoData`]).
+    #[error(transparent)]
+    NoHistogram(#[from] crate::histogram::NoData),
     /// The counter's raw data is not an integer (an unusual `CounterSize`).
     #[error("the raw value is not an integer (CounterSize {size})")]
     NotANumber {
@@ -323,7 +333,7 @@ pub struct Reading {
     pub request: usize,
     /// Its full path, without wildcards, with the request's machine if it had one.
     pub path: CounterPath,
-    /// The counter type.
+    /// The counter type (`PERF_PRFDATA_HISTOGRAM` for a histogram's percentile).
     pub counter_type: u32,
     /// The counter's name index (`CounterNameTitleIndex`): the key of its scale factor
     /// ([`crate::factor`]).
@@ -495,9 +505,9 @@ impl Sampler {
                     return;
                 }
                 let key = key.to_lowercase();
-                let Some((raw, value, def)) = reading(&offered, hit, |raw| {
-                    previous.format(&mut current, &key, hit.object, raw, options)
-                }) else {
+                let Some((raw, value, def)) =
+                    reading(&offered, hit, (previous, &mut current), &key, options)
+                else {
                     return;
                 };
                 let Some(path) = offered.path(hit, path.machine.as_deref()) else {
@@ -506,7 +516,7 @@ impl Sampler {
                 visit(Reading {
                     request,
                     path,
-                    counter_type: def.counter_type,
+                    counter_type: raw.counter_type,
                     name_index: def.name_index,
                     default_scale: def.default_scale,
                     raw,
@@ -530,25 +540,63 @@ impl Sampler {
     }
 }
 
-/// The raw sample of `hit` and its value, formatted by `format` (which sees every raw sample
-/// that reads), with the counter's definition; `None` if `hit` is not in the snapshot.
+/// The raw sample of `hit` and its value, formatted from the sample `previous` keeps of it
+/// (under `key`, its path in lower case), kept in `current` for the next, with the counter's
+/// definition; `None` if `hit` is not in the snapshot. A histogram's percentile reads its
+/// bucket counts ([`percentile_reading`]).
 fn reading<'s>(
     offered: &Offered<'s>,
     hit: Hit,
-    format: impl FnOnce(&RawSample) -> Result<f64, NoValue>,
+    (previous, current): (&Previous, &mut Previous),
+    key: &str,
+    options: FormatOptions,
 ) -> Option<(RawSample, Result<f64, ValueError>, &'s CounterDef)> {
     let snapshot = offered.snapshot();
     let object = snapshot.objects.get(hit.object)?;
+    if let Some(q) = hit.percentile {
+        return percentile_reading(object, hit, q, (previous, current), key);
+    }
     let def = object.counters.get(hit.counter)?;
     Some(
         match raw_sample_of(snapshot, object, def, hit.counter, hit.instance) {
             Ok(raw) => {
-                let value = format(&raw).map_err(ValueError::from);
-                (raw, value, def)
+                let value = previous.format(current, key, hit.object, &raw, options);
+                (raw, value.map_err(ValueError::from), def)
             }
             Err(e) => (RawSample::new(def.counter_type, 0), Err(e), def),
         },
     )
+}
+
+/// [`reading`] of percentile `q` of the histogram whose bucket counter `hit` names: the raw
+/// sample is the histogram's count (type `PERF_PRFDATA_HISTOGRAM`), the definition its sum's
+/// (its name, scale and help); the bucket counts are kept under `key` without its `:pQ`.
+fn percentile_reading<'s>(
+    object: &'s ObjectData,
+    hit: Hit,
+    q: pdh::Percentile,
+    (previous, current): (&Previous, &mut Previous),
+    key: &str,
+) -> Option<(RawSample, Result<f64, ValueError>, &'s CounterDef)> {
+    let def = crate::histogram::find(object).find(|h| h.buckets == hit.counter)?;
+    let sum = object.counters.get(def.sum)?;
+    let values = match hit.instance {
+        Some(i) => object.instance(i)?.values(),
+        None => object.values()?,
+    };
+    let key = key.rsplit_once(':').map_or(key, |(histogram, _)| histogram);
+    Some(match crate::histogram::read(&def, &values) {
+        Ok(view) => {
+            let raw = RawSample::new(PERF_PRFDATA_HISTOGRAM, view.count() as i64);
+            let value = previous.percentile(current, key, &view, q);
+            (raw, value.map_err(ValueError::from), sum)
+        }
+        Err(e) => (
+            RawSample::new(PERF_PRFDATA_HISTOGRAM, 0),
+            Err(e.into()),
+            sum,
+        ),
+    })
 }
 
 impl Sampler {
@@ -579,7 +627,14 @@ impl Sampler {
             let found = offered.each_match(path, |hit| {
                 if let Some(object) = snapshot.objects.get(hit.object) {
                     out.insert(object.name_index);
-                    if let Some(def) = object.counters.get(hit.counter) {
+                    // A percentile's counter is its histogram's sum, which has the name.
+                    let counter = match hit.percentile {
+                        Some(_) => crate::histogram::find(object)
+                            .find(|h| h.buckets == hit.counter)
+                            .map_or(hit.counter, |h| h.sum),
+                        None => hit.counter,
+                    };
+                    if let Some(def) = object.counters.get(counter) {
                         out.insert(def.name_index);
                     }
                 }
@@ -703,6 +758,11 @@ mod tests {
     }
 
     fn snapshot(seconds: i64, instances: &[(&str, [i64; 6])]) -> DataSnapshot {
+        collection_of(seconds, object(instances, seconds * OBJECT_FREQ))
+    }
+
+    /// A collection of machine "box" taken `seconds` in (the 10 MHz clock), of one object.
+    pub(super) fn collection_of(seconds: i64, object: Vec<u8>) -> DataSnapshot {
         let times = CollectionTimes {
             perf_time: seconds * F,
             perf_freq: F,
@@ -710,7 +770,7 @@ mod tests {
             ..CollectionTimes::now()
         };
         let out = ProviderOutput {
-            bytes: object(instances, seconds * OBJECT_FREQ),
+            bytes: object,
             num_objects: 1,
         };
         prfdata_wire::snapshot::decode(&build_data_block("box", &times, &[out])).unwrap()
@@ -731,7 +791,7 @@ mod tests {
         n
     }
 
-    fn values(sample: &Sample) -> Vec<(String, Result<f64, ValueError>)> {
+    pub(super) fn values(sample: &Sample) -> Vec<(String, Result<f64, ValueError>)> {
         sample
             .readings
             .iter()

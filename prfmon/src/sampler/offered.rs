@@ -7,15 +7,26 @@
 //! counter, each counter for every instance in instance order), but the list is never built:
 //! an object's instances cost one number each (their `#n`, [`crate::namesakes`]) while a path
 //! is matched, and nothing at all for an object the path does not name.
+//!
+//! A histogram ([`crate::histogram`]) is on offer as its sum, under its name (an average, as NT
+//! tools show it); its bucket counter is not on offer as a counter (it has no name and no
+//! number). A path `Name:pQ` that no counter's name matches exactly names percentile Q of the
+//! histogram `Name` ([`CounterPath::percentile`]): a [`Hit`] on the bucket counter with that
+//! percentile. A wildcard counter (`*`) names counters only, never percentiles.
 
+use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 
+use crate::histogram::{find, HistogramDef};
 use crate::names::Names;
 use crate::pdh::path::{eq_ignore_case, fold_case, near_matches, write_path};
-use crate::pdh::{Available, CounterPath, InstanceName, InstanceSel, PathError, Pattern};
+use crate::pdh::{
+    Available, CounterPath, InstanceName, InstanceSel, PathError, Pattern, Percentile,
+};
 use prfdata_wire::snapshot::{DataSnapshot, Instance, ObjectData};
+use prfdata_wire::winperf::PERF_PRFDATA_HISTOGRAM;
 
 /// One counter a collection offers: positions in the snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +37,8 @@ pub(crate) struct Hit {
     pub(crate) counter: usize,
     /// The instance's position, for an object with instances.
     pub(crate) instance: Option<usize>,
+    /// For a histogram's percentile (`counter` is then its bucket counter), which one.
+    pub(crate) percentile: Option<Percentile>,
 }
 
 /// An object on offer.
@@ -33,8 +46,10 @@ struct OfferedObject<'a> {
     position: usize,
     data: &'a ObjectData,
     name: String,
-    /// The counters on offer (not bases): position and name.
+    /// The counters on offer (not bases, not histograms' buckets): position and name.
     counters: Vec<(usize, String)>,
+    /// The histograms, each named by its sum (one of `counters`).
+    histograms: Vec<HistogramDef>,
     /// Each instance's `#n` among the instances of the same parent and name, found the first
     /// time a path needs it.
     numbers: OnceCell<Vec<u32>>,
@@ -87,9 +102,10 @@ impl<'a> Offered<'a> {
                     .counters
                     .iter()
                     .enumerate()
-                    .filter(|(_, def)| !def.is_base)
+                    .filter(|(_, def)| !def.is_base && def.counter_type != PERF_PRFDATA_HISTOGRAM)
                     .map(|(c, def)| (c, names.name(def.name_index)))
                     .collect(),
+                histograms: find(data).collect(),
                 numbers: OnceCell::new(),
             })
             .collect();
@@ -178,23 +194,21 @@ impl<'a> Offered<'a> {
             if !eq_ignore_case(&path.object, &object.name) {
                 continue;
             }
-            let counters = object
-                .counters
-                .iter()
-                .filter(|(_, name)| path.counter.matches(name));
+            let (counters, percentile) = self.named(object, path);
+            let hit = |counter, instance| Hit {
+                object: object.position,
+                counter,
+                instance,
+                percentile,
+            };
             match (&path.instance, object.data.has_instances()) {
                 (None, false) => {
-                    for &(counter, _) in counters {
+                    for &counter in &counters {
                         found += 1;
-                        visit(Hit {
-                            object: object.position,
-                            counter,
-                            instance: None,
-                        });
+                        visit(hit(counter, None));
                     }
                 }
                 (Some(sel), true) => {
-                    let counters: Vec<usize> = counters.map(|&(c, _)| c).collect();
                     if counters.is_empty() {
                         continue;
                     }
@@ -202,11 +216,7 @@ impl<'a> Offered<'a> {
                     for &counter in &counters {
                         for k in 0..chosen.len() {
                             found += 1;
-                            visit(Hit {
-                                object: object.position,
-                                counter,
-                                instance: Some(chosen.get(k)),
-                            });
+                            visit(hit(counter, Some(chosen.get(k))));
                         }
                     }
                 }
@@ -214,6 +224,64 @@ impl<'a> Offered<'a> {
             }
         }
         found
+    }
+
+    /// The counters of `object` that `path`'s counter names, by position: the counters of that
+    /// name (or every one, for `*`); if none, and the name reads `Name:pQ`, the bucket
+    /// counters of the histograms named `Name`, with Q.
+    fn named(
+        &self,
+        object: &OfferedObject<'a>,
+        path: &CounterPath,
+    ) -> (Vec<usize>, Option<Percentile>) {
+        let exact: Vec<usize> = object
+            .counters
+            .iter()
+            .filter(|(_, name)| path.counter.matches(name))
+            .map(|&(c, _)| c)
+            .collect();
+        if !exact.is_empty() {
+            return (exact, None);
+        }
+        match path.percentile() {
+            Some((name, Ok(q))) => {
+                let buckets = self.histograms_named(object, name).map(|h| h.buckets);
+                (buckets.collect(), Some(q))
+            }
+            _ => (Vec::new(), None),
+        }
+    }
+
+    /// `object`'s histograms named `name`.
+    fn histograms_named<'o>(
+        &self,
+        object: &'o OfferedObject<'a>,
+        name: &'o str,
+    ) -> impl Iterator<Item = &'o HistogramDef> + 'o {
+        object.histograms.iter().filter(move |h| {
+            let sum = object.counters.iter().find(|(c, _)| *c == h.sum);
+            sum.is_some_and(|(_, sum)| eq_ignore_case(name, sum))
+        })
+    }
+
+    /// The name `hit` is on offer under in `object`: its counter's, or for a percentile its
+    /// histogram's name and `:pQ`.
+    fn counter_name<'o>(&self, object: &'o OfferedObject<'a>, hit: Hit) -> Option<Cow<'o, str>> {
+        let counter = match hit.percentile {
+            Some(_) => {
+                object
+                    .histograms
+                    .iter()
+                    .find(|h| h.buckets == hit.counter)?
+                    .sum
+            }
+            None => hit.counter,
+        };
+        let (_, name) = object.counters.iter().find(|(c, _)| *c == counter)?;
+        Some(match hit.percentile {
+            Some(q) => Cow::Owned(format!("{name}:{q}")),
+            None => Cow::Borrowed(name),
+        })
     }
 
     /// What is on offer, in brief: a hash of each object's position and name index, its name
@@ -239,19 +307,87 @@ impl<'a> Offered<'a> {
         self.objects.iter().any(|object| {
             eq_ignore_case(&path.object, &object.name)
                 && object.data.has_instances() == path.instance.is_some()
-                && object
+                && (object
                     .counters
                     .iter()
                     .any(|(_, name)| path.counter.matches(name))
+                    || path.percentile().is_some_and(|(name, _)| {
+                        self.histograms_named(object, name).next().is_some()
+                    }))
         })
     }
 
     /// [`PathError::NoMatch`] for `path`, with its near matches among everything on offer.
     pub(crate) fn no_match(&self, path: &CounterPath) -> PathError {
+        if let Some(error) = self.percentile_error(path) {
+            return error;
+        }
+        if let Some(near) = self.near_percentiles(path) {
+            return PathError::NoMatch {
+                path: path.to_string(),
+                near,
+            };
+        }
         PathError::NoMatch {
             path: path.to_string(),
             near: near_matches(path, self.availables().map(|(_, available)| available)),
         }
+    }
+
+    /// Why `path`, read as `Name:pQ` ([`CounterPath::percentile`]), names no percentile of an
+    /// object it names: `Name` is a counter but no histogram ([`PathError::NotAHistogram`]),
+    /// or a histogram and Q is no percentile ([`PathError::BadPercentile`]); `None` if neither.
+    fn percentile_error(&self, path: &CounterPath) -> Option<PathError> {
+        let (name, q) = path.percentile()?;
+        let objects = self
+            .objects
+            .iter()
+            .filter(|o| eq_ignore_case(&path.object, &o.name));
+        let mut counter = None;
+        for object in objects {
+            if self.histograms_named(object, name).next().is_some() {
+                return q.err().map(|error| PathError::BadPercentile {
+                    path: path.to_string(),
+                    error,
+                });
+            }
+            let named = object
+                .counters
+                .iter()
+                .find(|(_, n)| eq_ignore_case(name, n));
+            counter = counter.or(named.map(|(_, n)| n.clone()));
+        }
+        counter.map(|counter| PathError::NotAHistogram {
+            path: path.to_string(),
+            counter,
+        })
+    }
+
+    /// For a percentile path (`Name:pQ`) of a histogram on offer that matched nothing (its
+    /// instance is not there): the nearest paths of the same percentile of the histograms on
+    /// offer, nearest first. `None` for any other path.
+    fn near_percentiles(&self, path: &CounterPath) -> Option<Vec<String>> {
+        let (name, Ok(q)) = path.percentile()? else {
+            return None;
+        };
+        let sums: HashSet<(usize, usize)> = (self.objects.iter())
+            .flat_map(|o| {
+                self.histograms_named(o, name)
+                    .map(move |h| (o.position, h.sum))
+            })
+            .collect();
+        if sums.is_empty() {
+            return None;
+        }
+        let histogram = CounterPath {
+            counter: Pattern::Exact(name.to_owned()),
+            ..path.clone()
+        };
+        let candidates = (self.availables())
+            .filter(|(hit, _)| sums.contains(&(hit.object, hit.counter)))
+            .map(|(_, available)| available);
+        let near = near_matches(&histogram, candidates);
+        Some(near.into_iter().map(|p| format!("{p}:{q}")).collect())
     }
 
     /// Every counter on offer, one at a time, in [`super::offers`] order.
@@ -271,6 +407,7 @@ impl<'a> Offered<'a> {
                         object: object.position,
                         counter: *c,
                         instance,
+                        percentile: None,
                     };
                     let name = instance.and_then(|i| self.instance_name(object, i));
                     (
@@ -282,17 +419,50 @@ impl<'a> Offered<'a> {
         })
     }
 
+    /// Every percentile of `qs` of every histogram on offer, instance by instance, in
+    /// collection order: the [`Hit`]s that `Name:pQ` paths name. A percentile whose path names
+    /// a counter of its own (`Name:p99` exactly) is left out: that counter is on offer.
+    pub(crate) fn percentile_hits<'q>(
+        &'q self,
+        qs: &'q [Percentile],
+    ) -> impl Iterator<Item = Hit> + 'q {
+        self.objects.iter().flat_map(move |object| {
+            let instances: Vec<Option<usize>> = match object.data.has_instances() {
+                true => (0..object.data.instance_count()).map(Some).collect(),
+                false => vec![None],
+            };
+            let hits = object.histograms.iter().flat_map(move |h| {
+                qs.iter().map(move |&q| Hit {
+                    object: object.position,
+                    counter: h.buckets,
+                    instance: None,
+                    percentile: Some(q),
+                })
+            });
+            hits.filter(move |hit| {
+                let name = self.counter_name(object, *hit);
+                !name.is_some_and(|n| object.counters.iter().any(|(_, c)| eq_ignore_case(c, &n)))
+            })
+            .flat_map(move |hit| {
+                instances
+                    .clone()
+                    .into_iter()
+                    .map(move |instance| Hit { instance, ..hit })
+            })
+        })
+    }
+
     /// The full path of `hit` on `machine`, spelt as the collection spells it.
     pub(crate) fn path(&self, hit: Hit, machine: Option<&str>) -> Option<CounterPath> {
         let object = self.object(hit.object)?;
-        let (_, counter) = object.counters.iter().find(|(c, _)| *c == hit.counter)?;
+        let counter = self.counter_name(object, hit)?;
         let instance = match hit.instance {
             Some(i) => Some(self.instance_name(object, i)?),
             None => None,
         };
         Some(CounterPath {
             machine: machine.map(str::to_owned),
-            ..Available::new(object.name.clone(), counter.clone(), instance).path()
+            ..Available::new(object.name.clone(), counter, instance).path()
         })
     }
 
@@ -302,7 +472,7 @@ impl<'a> Offered<'a> {
         let Some(object) = self.object(hit.object) else {
             return false;
         };
-        let Some((_, counter)) = object.counters.iter().find(|(c, _)| *c == hit.counter) else {
+        let Some(counter) = self.counter_name(object, hit) else {
             return false;
         };
         let instance = match hit.instance {
@@ -315,6 +485,6 @@ impl<'a> Offered<'a> {
         let parts = instance
             .as_ref()
             .map(|n| (n.parent.as_deref(), n.name.as_str(), n.index));
-        write_path(out, None, &object.name, parts, counter).is_ok()
+        write_path(out, None, &object.name, parts, &counter).is_ok()
     }
 }

@@ -15,11 +15,18 @@
 //!
 //! The clocks of the collection are kept once, and those of each object once
 //! (`PERF_OBJECT_TYPE.PerfTime` and `PerfFreq`), not per counter.
+//!
+//! A histogram whose percentiles are sampled keeps its bucket counts and geometry, once for all
+//! its percentiles, keyed the same way by the path of the histogram (its name, without `:pQ`).
+//! A geometry that changed between the samples (the app restarted with another map) makes the
+//! next sample a first one.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 
-use crate::pdh::{FormatOptions, NoValue, RawSample};
+use crate::histogram::HistogramView;
+use crate::pdh::{FormatOptions, NoValue, Percentile, RawSample};
+use prfdata_rules::histogram::Geometry;
 use prfdata_wire::snapshot::DataSnapshot;
 
 /// One counter's raw sample, without its clocks.
@@ -35,6 +42,15 @@ struct Kept {
     has_base: bool,
 }
 
+/// One histogram's bucket counts.
+#[derive(Debug, Clone)]
+struct KeptBuckets {
+    /// The second hash of the path.
+    check: u32,
+    geometry: Geometry,
+    counts: Vec<u64>,
+}
+
 /// The raw samples of one collection by path (see the [module docs](self)).
 #[derive(Debug, Clone)]
 pub(crate) struct Previous {
@@ -46,6 +62,8 @@ pub(crate) struct Previous {
     /// Position of each object's clock in `clocks`, by object position.
     clock_of: HashMap<usize, u32>,
     raws: HashMap<u64, Kept>,
+    /// The histograms' bucket counts, by the hash of the histogram's path.
+    buckets: HashMap<u64, KeptBuckets>,
 }
 
 impl Default for Previous {
@@ -62,6 +80,7 @@ impl Previous {
             clocks: Vec::new(),
             clock_of: HashMap::new(),
             raws: HashMap::new(),
+            buckets: HashMap::new(),
         }
     }
 
@@ -113,6 +132,32 @@ impl Previous {
     ) -> Result<f64, NoValue> {
         let value = crate::pdh::format(self.get(key).as_ref(), raw, options);
         next.insert(key, object, raw);
+        value
+    }
+
+    /// Percentile `q` of the histogram `view` over the interval from the bucket counts kept
+    /// here under `key` (the histogram's path in lower case, without `:pQ`) to `view`'s
+    /// ([`crate::pdh::percentile`]); `view`'s counts are then kept under `key` in `next`, once
+    /// for all the percentiles of the histogram.
+    pub(crate) fn percentile(
+        &self,
+        next: &mut Previous,
+        key: &str,
+        view: &HistogramView<'_>,
+        q: Percentile,
+    ) -> Result<f64, NoValue> {
+        let (hash, check) = self.hashes(key);
+        let before = self
+            .buckets
+            .get(&hash)
+            .filter(|k| k.check == check && k.geometry == view.geometry)
+            .map(|k| k.counts.as_slice());
+        let value = crate::pdh::percentile(before, &view.buckets, &view.geometry, q);
+        next.buckets.entry(hash).or_insert_with(|| KeptBuckets {
+            check,
+            geometry: view.geometry,
+            counts: view.buckets.to_vec(),
+        });
         value
     }
 

@@ -85,13 +85,27 @@ pub fn register(
     index: u32,
     timeout_ms: u32,
 ) {
+    let export = [mode.to_owned(), index.to_string()];
+    register_exporting(registry, service, library, &export, timeout_ms);
+}
+
+/// Registers `service` with the test provider `library`, its `Linkage\Export` strings
+/// `export` (mode, name index, then what the mode reads: see the provider's docs), with
+/// `timeout_ms` for Open and Collect.
+pub fn register_exporting(
+    registry: &FileRegistry,
+    service: &str,
+    library: &Path,
+    export: &[String],
+    timeout_ms: u32,
+) {
     let mut cfg = ServiceConfig::new(
         library.display().to_string(),
         "OpenPerformanceData",
         "CollectPerformanceData",
         "ClosePerformanceData",
     );
-    cfg.export = vec![mode.to_owned(), index.to_string()];
+    cfg.export = export.to_vec();
     cfg.open_timeout_ms = timeout_ms;
     cfg.collect_timeout_ms = timeout_ms;
     register_service(registry, service, &cfg).expect("register the service");

@@ -36,6 +36,7 @@ mod dynamic;
 mod elapsed_time;
 mod end_to_end;
 mod event_log;
+mod histogram;
 mod host_user;
 mod hostile_files;
 mod hostile_names;

@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use prfdata_registry::{register_service, FileRegistry, ServiceConfig};
+use prfdata_registry::FileRegistry;
 
 use super::common::{finish, name_object, test_providers_library, Run};
 
@@ -104,18 +104,13 @@ pub fn register_good(
     title: &str,
     call_log: &Path,
 ) {
-    let mut cfg = ServiceConfig::new(
-        library.display().to_string(),
-        "OpenPerformanceData",
-        "CollectPerformanceData",
-        "ClosePerformanceData",
-    );
-    cfg.export = vec![
+    let export = [
         "good".into(),
         index.to_string(),
         call_log.display().to_string(),
     ];
-    register_service(registry, service, &cfg).expect("register the service");
+    let timeout = prfdata_registry::service::DEFAULT_OPEN_TIMEOUT_MS;
+    crate::common::register_exporting(registry, service, library, &export, timeout);
     name_object(registry, index, title);
 }
 

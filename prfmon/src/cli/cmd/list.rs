@@ -2,8 +2,10 @@
 //! [--in-process]`: the objects and counters the providers offer (one Global and one Costly
 //! collection), with the service that offers each object and KB Q174631's Name, Description and
 //! Differentiate, filtered by detail level; `--verbose` adds each counter's type code, default
-//! scale and unit (JSON always has them) and how many collectors watch each object and counter
-//! now (their live leases; not known for `--computer`). An installed service that published
+//! scale and unit (JSON always has them), how many collectors watch each object and counter
+//! now (their live leases; not known for `--computer`), and each histogram's buckets (scheme,
+//! range and stated error, or bounds; read from its object's first counter block) with the
+//! percentile paths that read it. An installed service that published
 //! nothing is said on stderr, with why ([`prfmon::absence`]).
 
 use std::process::ExitCode;
@@ -53,8 +55,8 @@ pub struct ListArgs {
     /// The language of names and explain texts (a Perflib subkey).
     #[arg(long, default_value = "009")]
     lang: String,
-    /// Also print each counter's type code, default scale and unit, and how many collectors
-    /// watch each object and counter now (JSON: `watchers`).
+    /// Also print each counter's type code, default scale and unit, how many collectors
+    /// watch each object and counter now (JSON: `watchers`), and each histogram's buckets.
     #[arg(short, long)]
     verbose: bool,
     /// Print JSON instead of text (every field, as with --verbose).
@@ -74,10 +76,11 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     for value in ["Global", "Costly"] {
         let collection = session.collect(value)?;
         services.push(collection.services);
-        // Objects and counters only: an instance costs nothing here.
-        let view = prfdata_wire::view::DataView::parse(&collection.bytes)
+        // Read in place: an instance costs nothing here; a histogram's buckets are read from
+        // its object's first counter block.
+        let snapshot = prfdata_wire::snapshot::decode_owned(collection.bytes)
             .map_err(|e| format!("the {value} collection does not decode: {e}"))?;
-        snapshots.push(view.to_definitions());
+        snapshots.push(snapshot);
     }
     let machine = session.close();
     let names = &machine.names;
@@ -173,6 +176,28 @@ fn print_object(o: &prfmon::catalog::CatalogObject, verbose: bool) {
             if let Some(n) = c.watchers {
                 outln!("    Watched by: {}", plural(n, "collector"));
             }
+            if let Some(h) = &c.histogram {
+                print_histogram(h);
+            }
         }
     }
+}
+
+/// A histogram's lines under its counter (`--verbose`): its buckets, and the percentile paths
+/// that read it.
+fn print_histogram(h: &prfmon::catalog::CatalogHistogram) {
+    match (&h.buckets, &h.unknown) {
+        (Some(layout), _) => outln!("    Histogram: {layout}"),
+        (None, Some(why)) => outln!("    Histogram: buckets {}", field(why)),
+        (None, None) => outln!("    Histogram: buckets not known"),
+    }
+    let paths: Vec<String> = h
+        .percentiles
+        .iter()
+        .map(|p| field(p).into_owned())
+        .collect();
+    outln!(
+        "    Percentiles: {} (any :pQ, Q from 0.001 to 100)",
+        paths.join(", ")
+    );
 }

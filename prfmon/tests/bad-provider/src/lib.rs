@@ -25,6 +25,12 @@
 //! | `bad-chain` | Collect claims two objects but writes one                                |
 //! | `fail-open` | Open returns ERROR_ACCESS_DENIED (5)                                     |
 //! | `chatty`    | prints to stdout in Open and Collect, otherwise `good`                   |
+//! | `replay`    | answers with objects the test wrote (below)                              |
+//!
+//! `replay` takes the third export string as a path prefix, not a call log: the n-th Collect
+//! that asks for the object (from 0) answers with the bytes of the file `<prefix>.<n>`, or of
+//! the last such file there is, each one PERF_OBJECT_TYPE: a test lays out what each
+//! collection sees (a histogram's bucket counts growing, say) before the collector runs.
 //!
 //! Each test that needs separate state loads its own copy of the library (a different path
 //! is a different host process and a different `dlopen` instance).
@@ -47,6 +53,22 @@ static NAME_INDEX: AtomicU32 = AtomicU32::new(1848);
 static CALLS: AtomicU64 = AtomicU64::new(0);
 static CALL_LOG: Mutex<Option<String>> = Mutex::new(None);
 static OPENED_WITH_NULL: AtomicBool = AtomicBool::new(false);
+/// `replay`: the path prefix of the objects to answer with, and how many were answered.
+static REPLAY: Mutex<Option<String>> = Mutex::new(None);
+static REPLAYED: AtomicU64 = AtomicU64::new(0);
+
+/// `replay`: the object of the next Collect that asks for it (see the module docs); empty if
+/// there is no file.
+fn replayed_object() -> Vec<u8> {
+    let Some(prefix) = REPLAY.lock().ok().and_then(|p| p.clone()) else {
+        return Vec::new();
+    };
+    let n = REPLAYED.load(Relaxed);
+    (0..=n)
+        .rev()
+        .find_map(|k| std::fs::read(format!("{prefix}.{k}")).ok())
+        .unwrap_or_default()
+}
 
 /// Appends `line` to the call log named by the third export string, if any.
 fn log_call(line: &str) {
@@ -207,8 +229,9 @@ pub unsafe extern "system" fn OpenPerformanceData(device_names: *mut u16) -> u32
     if let Ok(mut m) = MODE.lock() {
         m.clone_from(&mode);
     }
-    if let (Some(path), Ok(mut log)) = (export.get(2), CALL_LOG.lock()) {
-        *log = Some(path.clone());
+    let third = if mode == "replay" { &REPLAY } else { &CALL_LOG };
+    if let (Some(path), Ok(mut slot)) = (export.get(2), third.lock()) {
+        *slot = Some(path.clone());
     }
     log_call(&format!("open {mode}"));
     match mode.as_str() {
@@ -281,7 +304,15 @@ pub unsafe extern "system" fn CollectPerformanceData(
         *out_num = 0;
         return ERROR_SUCCESS;
     }
-    let object = good_object(index, calls);
+    let object = match mode.as_str() {
+        "replay" => replayed_object(),
+        _ => good_object(index, calls),
+    };
+    if object.is_empty() {
+        *out_bytes = 0;
+        *out_num = 0;
+        return ERROR_SUCCESS;
+    }
     let mut written = object.len();
     if object.len() > available as usize {
         *out_bytes = 0;
@@ -292,6 +323,9 @@ pub unsafe extern "system" fn CollectPerformanceData(
     let start = unsafe { *data }.cast::<u8>();
     // SAFETY: as above; the source is a separate Vec.
     unsafe { std::ptr::copy_nonoverlapping(object.as_ptr(), start, object.len()) };
+    if mode == "replay" {
+        REPLAYED.fetch_add(1, Relaxed);
+    }
     let mut reported = written;
     let mut count = 1;
     match mode.as_str() {
