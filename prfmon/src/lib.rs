@@ -44,6 +44,8 @@
 //!   [`namesakes`]: instances of one name numbered and found with a word per instance.
 //! - [`factor`]: the Windows 95 stat servers' integer scale factors, from the registry, for
 //!   displayed values; [`units`]: the units counters declare for their raw values.
+//! - [`histogram`]: a decoded object's histograms (geometry, bucket counts, sum) from the
+//!   definitions prfdata publishes for one.
 //! - [`report`]: a collection as a table or as JSON.
 //!
 //! **Sampling over time**
@@ -88,6 +90,7 @@ pub mod catalog;
 pub mod collector;
 pub mod datablock;
 pub mod factor;
+pub mod histogram;
 pub mod lease;
 pub mod merge;
 pub mod names;
