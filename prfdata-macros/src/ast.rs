@@ -11,6 +11,9 @@ use syn::punctuated::Punctuated;
 use syn::{braced, Attribute, Expr, Ident, LitBool, LitInt, LitStr, Token, Visibility};
 
 use crate::errors::{did_you_mean, one_of, Errors};
+use crate::histogram_syntax::{
+    parse_buckets, parse_error, parse_range, BucketsAst, ErrorAst, RangeAst,
+};
 
 /// `pub mod NAME { app: "...", object ... }`.
 pub(crate) struct MapAst {
@@ -100,11 +103,19 @@ pub(crate) struct CounterBody {
     pub(crate) aggregate: Option<Ident>,
     /// `sharded: true`.
     pub(crate) sharded: Option<LitBool>,
+    /// A histogram's `range: LO..HI`.
+    pub(crate) range: Option<RangeAst>,
+    /// A histogram's `error: E%`.
+    pub(crate) error: Option<ErrorAst>,
+    /// A histogram's `buckets: [B1, .., Bk]`.
+    pub(crate) buckets: Option<BucketsAst>,
 }
 
 /// `factor: * 4096`: whether it multiplies, and the factor (`None` when it is not a `u32` of at
 /// least 1, reported already).
 pub(crate) struct FactorAst {
+    /// The operator's span.
+    pub(crate) at: Span,
     pub(crate) multiply: bool,
     pub(crate) value: Option<u32>,
 }
@@ -138,6 +149,9 @@ const COUNTER_FIELDS: &[&str] = &[
     "sum",
     "aggregate",
     "sharded",
+    "range",
+    "error",
+    "buckets",
 ];
 const LANG_FIELDS: &[&str] = &["name", "help"];
 const INSTANCE_FIELDS: &[&str] = &["max", "name_len"];
@@ -470,64 +484,11 @@ fn parse_counter(input: ParseStream, errors: &mut Errors) -> syn::Result<Counter
     }
     input.parse::<Token![:]>()?;
     let ty: Ident = input.parse()?;
-    let mut body = None;
-    if input.peek(syn::token::Brace) {
-        let fields;
-        let brace = braced!(fields in input);
-        let owner = format!("counter {symbol}");
-        let mut b = CounterBody {
-            brace: brace.span.join(),
-            texts: TextsAst::default(),
-            detail: None,
-            scale: None,
-            factor: None,
-            unit: None,
-            on_demand: None,
-            sum: None,
-            aggregate: None,
-            sharded: None,
-        };
-        parse_fields(
-            &fields,
-            &owner,
-            COUNTER_FIELDS,
-            errors,
-            |key, input, errors| {
-                if parse_text_field(key, input, &mut b.texts, &owner, errors)? {
-                    return Ok(key == "lang");
-                }
-                match key.to_string().as_str() {
-                    "detail" => b.detail = Some(value(input)?),
-                    "aggregate" => b.aggregate = Some(value(input)?),
-                    "unit" => b.unit = Some(value(input)?),
-                    "sharded" => b.sharded = Some(value(input)?),
-                    "factor" => {
-                        input.parse::<Token![:]>()?;
-                        b.factor = Some(parse_factor(input, errors)?);
-                    }
-                    "on_demand" => {
-                        input.parse::<Token![:]>()?;
-                        b.on_demand = Some(input.parse().map_err(|e: syn::Error| {
-                            syn::Error::new(e.span(), "expected `on_demand: true` or `false`")
-                        })?);
-                    }
-                    "sum" => {
-                        input.parse::<Token![:]>()?;
-                        let parts;
-                        let bracket = syn::bracketed!(parts in input);
-                        let list = Punctuated::<Ident, Token![,]>::parse_terminated(&parts)?;
-                        b.sum = Some((bracket.span.join(), list.into_iter().collect()));
-                    }
-                    _ => {
-                        input.parse::<Token![:]>()?;
-                        b.scale = Some(parse_scale(input, errors)?);
-                    }
-                }
-                Ok(false)
-            },
-        )?;
-        body = Some(b);
-    }
+    let body = if input.peek(syn::token::Brace) {
+        Some(parse_counter_body(input, &symbol, errors)?)
+    } else {
+        None
+    };
     Ok(CounterAst {
         docs,
         symbol,
@@ -537,8 +498,78 @@ fn parse_counter(input: ParseStream, errors: &mut Errors) -> syn::Result<Counter
     })
 }
 
+/// A counter's `{ fields }`.
+fn parse_counter_body(
+    input: ParseStream,
+    symbol: &Ident,
+    errors: &mut Errors,
+) -> syn::Result<CounterBody> {
+    let fields;
+    let brace = braced!(fields in input);
+    let owner = format!("counter {symbol}");
+    let mut b = CounterBody {
+        brace: brace.span.join(),
+        texts: TextsAst::default(),
+        detail: None,
+        scale: None,
+        factor: None,
+        unit: None,
+        on_demand: None,
+        sum: None,
+        aggregate: None,
+        sharded: None,
+        range: None,
+        error: None,
+        buckets: None,
+    };
+    parse_fields(
+        &fields,
+        &owner,
+        COUNTER_FIELDS,
+        errors,
+        |key, input, errors| {
+            if parse_text_field(key, input, &mut b.texts, &owner, errors)? {
+                return Ok(key == "lang");
+            }
+            match key.to_string().as_str() {
+                "detail" => b.detail = Some(value(input)?),
+                "aggregate" => b.aggregate = Some(value(input)?),
+                "unit" => b.unit = Some(value(input)?),
+                "sharded" => b.sharded = Some(value(input)?),
+                "range" => b.range = Some(parse_range(key, input)?),
+                "error" => b.error = Some(parse_error(key, input)?),
+                "buckets" => b.buckets = Some(parse_buckets(key, input)?),
+                "factor" => {
+                    input.parse::<Token![:]>()?;
+                    b.factor = Some(parse_factor(input, errors)?);
+                }
+                "on_demand" => {
+                    input.parse::<Token![:]>()?;
+                    b.on_demand = Some(input.parse().map_err(|e: syn::Error| {
+                        syn::Error::new(e.span(), "expected `on_demand: true` or `false`")
+                    })?);
+                }
+                "sum" => {
+                    input.parse::<Token![:]>()?;
+                    let parts;
+                    let bracket = syn::bracketed!(parts in input);
+                    let list = Punctuated::<Ident, Token![,]>::parse_terminated(&parts)?;
+                    b.sum = Some((bracket.span.join(), list.into_iter().collect()));
+                }
+                _ => {
+                    input.parse::<Token![:]>()?;
+                    b.scale = Some(parse_scale(input, errors)?);
+                }
+            }
+            Ok(false)
+        },
+    )?;
+    Ok(b)
+}
+
 /// `* 4096` or `/ 1024`: the integer displayed values are multiplied or divided by.
 fn parse_factor(input: ParseStream, errors: &mut Errors) -> syn::Result<FactorAst> {
+    let at = input.span();
     let multiply = if input.peek(Token![*]) {
         input.parse::<Token![*]>()?;
         true
@@ -561,7 +592,11 @@ fn parse_factor(input: ParseStream, errors: &mut Errors) -> syn::Result<FactorAs
             "a scale factor is an integer from 1 to 4294967295",
         );
     }
-    Ok(FactorAst { multiply, value })
+    Ok(FactorAst {
+        at,
+        multiply,
+        value,
+    })
 }
 
 /// `-3`, `0`, `2`: the power of ten monitors scale the counter by.

@@ -18,6 +18,8 @@ use syn::parse::{ParseStream, Parser};
 mod ast;
 mod errors;
 mod expand;
+mod histogram;
+mod histogram_syntax;
 mod model;
 
 use errors::Errors;

@@ -15,8 +15,10 @@ use syn::{Attribute, Expr, Ident, LitInt, LitStr, Visibility};
 
 use crate::ast::{CounterAst, CounterBody, Help, InstancesAst, MapAst, ObjectAst, TextsAst};
 use crate::errors::{did_you_mean, one_of, Errors};
+use crate::histogram;
 use prfdata_rules::counter;
 use prfdata_rules::counter_types::{self, Kind};
+use prfdata_rules::histogram::{self as histogram_rules, Geometry};
 use prfdata_rules::map::{self as rules, Violation};
 use prfdata_rules::MAX_SUM_PARTS;
 
@@ -73,6 +75,8 @@ pub(crate) struct Ctr {
     pub(crate) aggregate: Option<Ident>,
     /// `sharded: true`.
     pub(crate) sharded: bool,
+    /// A `Histogram`'s bucket geometry.
+    pub(crate) histogram: Option<Geometry>,
 }
 
 pub(crate) struct Text {
@@ -496,7 +500,7 @@ fn counter_kinds(list: &[CounterAst], errors: &mut Errors) -> Vec<Option<Kind>> 
         .map(|c| {
             let name = c.ty.to_string();
             let found = counter_types::find(&name);
-            if found.is_none() {
+            if found.is_none() && name != histogram::TYPE {
                 errors.at(
                     c.ty.span(),
                     format!(
@@ -544,6 +548,7 @@ fn check_counter(
         sum: None,
         aggregate: None,
         sharded: false,
+        histogram: None,
         symbol,
         ty,
     };
@@ -569,18 +574,48 @@ fn check_counter(
         ctr.detail = Level::parse(d, errors);
     }
     ctr.scale = body.scale.as_ref().and_then(|s| s.value).unwrap_or(0);
+    ctr.sharded = check_sharded(&body, symbol, errors);
+    if ctr.ty == histogram::TYPE {
+        ctr.histogram = histogram::check(&body, symbol, &ctr.ty, errors);
+        if ctr.histogram.is_some() {
+            errors.at(
+                ctr.ty.span(),
+                "histogram counters are not yet laid out in the block",
+            );
+        }
+        return ctr;
+    }
+    check_no_histogram_fields(&body, symbol, &ctr.ty, errors);
     (ctr.factor, ctr.on_demand, ctr.sum) =
         check_source(&body, symbol, object.instanced, object.names, errors);
     ctr.aggregate = body
         .aggregate
         .as_ref()
         .and_then(|a| check_aggregate(a, symbol, &ctr.ty, kind, errors));
-    ctr.sharded = check_sharded(&body, symbol, errors);
     ctr.unit = body
         .unit
         .as_ref()
         .and_then(|u| check_unit(u, symbol, &ctr.ty, kind, errors));
     ctr
+}
+
+/// `range`, `error` and `buckets` belong to a `Histogram` only.
+fn check_no_histogram_fields(body: &CounterBody, symbol: &Ident, ty: &Ident, errors: &mut Errors) {
+    let keys = [
+        body.range.as_ref().map(|r| &r.key),
+        body.error.as_ref().map(|e| &e.key),
+        body.buckets.as_ref().map(|b| &b.key),
+    ];
+    for key in keys.into_iter().flatten() {
+        errors.at(
+            key.span(),
+            format!(
+                "counter {symbol} ({ty}) takes no `{key}`: `range`, `error` and `buckets` \
+                 declare a `{}`",
+                histogram::TYPE
+            ),
+        );
+    }
 }
 
 /// `unit: bytes | seconds`: the unit, or `None` (reported) for an unknown one or one the
@@ -633,8 +668,14 @@ fn check_sum_parts(out: &[Ctr], errors: &mut Errors) {
                 sum: out[*p].sum.is_some(),
                 ..counter::Part::OK
             };
-            if let Err(v) = counter::sum_part(part) {
-                let symbol = &ctr.symbol;
+            let symbol = &ctr.symbol;
+            if let Err(v) = histogram_rules::sum_part(out[*p].ty == histogram::TYPE) {
+                let text = format!(
+                    "counter {symbol} cannot sum {token}: {token} {}",
+                    v.message()
+                );
+                errors.at(token.span(), text);
+            } else if let Err(v) = counter::sum_part(part) {
                 let text = format!("counter {symbol} cannot sum {token}: {}", v.message());
                 errors.at(token.span(), text);
             }

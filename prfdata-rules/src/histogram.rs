@@ -26,7 +26,7 @@
 //! A map's histogram is checked by rules that each return the [`Violation`] the map macro reports
 //! at the token and prfdata's map validation again: [`shape`], [`Unit::from_name`],
 //! [`Unit::whole`], [`sub_bits`], [`LogLinear::new`], [`explicit_len`], [`explicit_bound`],
-//! [`aggregate`], [`recorded`] and [`sum_part`].
+//! [`aggregate`], [`recorded`], [`sum_part`] and [`shard_line`].
 //!
 //! # Examples
 //!
@@ -45,7 +45,7 @@ mod descriptor;
 
 pub use descriptor::{Descriptor, DescriptorError, MAX_DESCRIPTOR_WORDS};
 
-use crate::limits::{MAX_EXPLICIT_BOUNDS, MAX_HISTOGRAM_BUCKETS};
+use crate::limits::{MAX_EXPLICIT_BOUNDS, MAX_HISTOGRAM_BUCKETS, MAX_SHARD_LINE};
 use crate::map::{HistogramViolation, Violation};
 
 /// The rule `h` broken, as a rule's result.
@@ -520,6 +520,27 @@ pub const fn recorded(on_demand: bool, sum: bool, factor: bool) -> Result<(), Vi
 pub const fn sum_part(histogram: bool) -> Result<(), Violation> {
     if histogram {
         broken(HistogramViolation::SumPart)
+    } else {
+        Ok(())
+    }
+}
+
+/// The words an object's shard line takes (one per sharded counter, one per bucket of each
+/// `sharded: true` histogram): at most [`MAX_SHARD_LINE`] bytes.
+///
+/// # Errors
+///
+/// [`HistogramViolation::ShardLine`].
+///
+/// # Examples
+///
+/// ```
+/// use prfdata_rules::histogram::shard_line;
+/// assert!(shard_line(8192).is_ok() && shard_line(8193).is_err());
+/// ```
+pub const fn shard_line(words: u64) -> Result<(), Violation> {
+    if words > (MAX_SHARD_LINE / 8) as u64 {
+        broken(HistogramViolation::ShardLine)
     } else {
         Ok(())
     }

@@ -30,6 +30,10 @@ pub const MAX_INSTANCE_NAME: u32 = 1024;
 pub const MAX_SUM_PARTS: usize = 8;
 /// The most sharded counters an object may declare.
 pub const MAX_SHARDED: u32 = 64;
+/// The longest shard line, in bytes: 64 KiB, 8192 words. A sharded counter takes one word of
+/// each line, a `sharded: true` histogram one per bucket, so an object's sharded counters and
+/// sharded histograms together take at most this many bytes per line.
+pub const MAX_SHARD_LINE: u32 = 64 * 1024;
 /// Shard slots per object with sharded counters: threads that update its sharded counters
 /// without a locked instruction at once (more share the counter's own value with atomic adds).
 pub const SHARD_SLOTS: u32 = 16;
@@ -53,7 +57,10 @@ mod tests {
     #[test]
     fn the_limits_fit_a_block_of_u32_offsets() {
         assert!(MAX_BLOCK_SIZE < u64::from(u32::MAX));
-        let shard_lines = u64::from(SHARD_SLOTS) * u64::from(MAX_SHARDED) * 8;
+        let shard_lines = u64::from(SHARD_SLOTS) * u64::from(MAX_SHARD_LINE);
+        assert!(u64::from(MAX_SHARDED) * 8 <= u64::from(MAX_SHARD_LINE));
+        // A sharded histogram of the most buckets fits a line beside the most sharded counters.
+        assert!(u64::from(MAX_HISTOGRAM_BUCKETS + MAX_SHARDED) * 8 <= u64::from(MAX_SHARD_LINE));
         let stride = u64::from(MAX_COUNTER_BLOCK) + shard_lines;
         assert!(stride.checked_mul(u64::from(MAX_INSTANCES)).is_some());
         // A text counter's room is counted in the instance-name unit and must fit its block.

@@ -208,6 +208,9 @@ pub enum HistogramViolation {
     Computed,
     /// A sum's part that is a histogram.
     SumPart,
+    /// An object whose sharded counters and `sharded: true` histograms' buckets take more than
+    /// [`MAX_SHARD_LINE`](crate::MAX_SHARD_LINE) bytes of a shard line.
+    ShardLine,
 }
 
 impl HistogramViolation {
@@ -268,6 +271,10 @@ impl HistogramViolation {
                 "a histogram is recorded by the app: no `on_demand`, `sum` or `factor`"
             }
             HistogramViolation::SumPart => "is a histogram, not a number a sum can add",
+            HistogramViolation::ShardLine => {
+                "an object's sharded counters and sharded histogram buckets take at most 8192 \
+             words of each shard line (64 KiB): declare fewer buckets `sharded: true`"
+            }
             HistogramViolation::BoundsOrder => {
                 "bounds are strictly increasing, each above the one before"
             }

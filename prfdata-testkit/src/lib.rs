@@ -10,8 +10,8 @@
 //! | [`sandbox`] | a temp registry and block folder ([`Sandbox`]) with maps installed against the real provider, the environment for a child, names for the counter-name registry |
 //! | [`process_env`] | `PRFDATA_REGISTRY` / `PRFDATA_SHM_DIR` of this process, for an in-process provider, held by one test at a time ([`ProcessEnv`]) |
 //! | [`layers`] | a crate's imports against the layer order ARCHITECTURE.md draws ([`layers::check`]) |
-//! | [`random`] | reproducible values from a seed ([`random::Mix`]: uniform, log-normal) |
 //! | [`sample`] | a small valid PERF_OBJECT_TYPE, for consumer-side examples and tests |
+//! | [`values`] | reproducible values of the histogram tests' distributions ([`values::Mix`], [`values::values`]) |
 //!
 //! # Examples
 //!
@@ -51,10 +51,10 @@ pub mod layers;
 pub mod probe;
 pub mod process;
 pub mod process_env;
-pub mod random;
 pub mod sample;
 pub mod sandbox;
 pub mod tmux;
+pub mod values;
 pub mod wait;
 
 pub use artifacts::{cdylib, provider_library, target_binary};

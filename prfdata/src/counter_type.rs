@@ -4,7 +4,9 @@
 //! width ([`Dword`], [`Large`], [`NoValue`] or text's [`Utf16`]) is part of the counter's id
 //! type: [`PrfData::get_ctr32`](crate::PrfData::get_ctr32) on a 64-bit counter,
 //! or [`PrfData::get_ctr64`](crate::PrfData::get_ctr64) on a 32-bit one, does not compile
-//! (CPrfData only asserted this in debug builds).
+//! (CPrfData only asserted this in debug builds). A histogram's markers, [`Histogram`] and
+//! [`TimeHistogram`], have the width [`Buckets`]: they have no single value, and only
+//! `prf.histogram(..)` records into them.
 //!
 //! # Examples
 //!
@@ -42,9 +44,17 @@ pub enum Large {}
 #[derive(Debug)]
 pub enum NoValue {}
 
+/// A histogram's value (`PERF_SIZE_VARIABLE_LEN`): its descriptor words and one u64 per bucket,
+/// as many as its geometry gives, so its size is the counter's
+/// ([`CounterDef::value_size`](crate::map::CounterDef::value_size)) and [`Width::SIZE`] is 0.
+/// Not an [`AtomicWidth`]: a histogram is recorded through `prf.histogram(..)`.
+#[derive(Debug)]
+pub enum Buckets {}
+
 impl sealed::Sealed for Dword {}
 impl sealed::Sealed for Large {}
 impl sealed::Sealed for NoValue {}
+impl sealed::Sealed for Buckets {}
 impl Width for Dword {
     const SIZE: u32 = 4;
 }
@@ -52,6 +62,9 @@ impl Width for Large {
     const SIZE: u32 = 8;
 }
 impl Width for NoValue {
+    const SIZE: u32 = 0;
+}
+impl Width for Buckets {
     const SIZE: u32 = 0;
 }
 
@@ -143,6 +156,16 @@ pub trait CounterType: sealed::Sealed + 'static {
     const TEXT_LEN: u32 = 0;
 }
 
+/// A counter type with one value, a number or a text: every type but the histograms. What
+/// [`PrfData::get_ctr32`](crate::PrfData::get_ctr32),
+/// [`get_ctr64`](crate::PrfData::get_ctr64) and [`sharded`](crate::PrfData::sharded) take.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is a histogram: it has no single value to get or update",
+    label = "a histogram's id",
+    note = "a histogram is recorded through `prf.histogram(..)`"
+)]
+pub trait Scalar: CounterType {}
+
 /// Whether prfdata-rules' row for a marker agrees with winperf.h: the composed type `ty`, and
 /// the base it needs or is as winperf.h's classification says.
 const fn agrees_with_winperf(name: &str, ty: u32) -> bool {
@@ -172,6 +195,7 @@ macro_rules! counter_types {
             const TYPE: u32 = rules::marker(stringify!($name));
             type Width = $width;
         }
+        impl Scalar for $name {}
         const _: () = assert!(agrees_with_winperf(stringify!($name), $ty));
         const _: () = assert!(matches!(counter_size($ty), Some(n) if n == <$width as Width>::SIZE));
     )*};
@@ -286,6 +310,7 @@ macro_rules! text_types {
             const TEXT_LEN: u32 = $units;
         }
         impl TextType for Text<$units> {}
+        impl Scalar for Text<$units> {}
         const _: () = assert!(agrees_with_winperf(stringify!($name), PERF_COUNTER_TEXT));
     )*};
 }
@@ -296,6 +321,29 @@ text_types! {
     Text64 = 64;
     Text128 = 128;
 }
+
+/// A histogram of sizes or counts (`Histogram { unit: bytes | count, .. }` in a map): its id
+/// names the bucket counter, a
+/// [`PERF_PRFDATA_HISTOGRAM`](crate::winperf::PERF_PRFDATA_HISTOGRAM) after the histogram's sum
+/// and count ([`Source::Histogram`](crate::map::Source::Histogram)).
+#[derive(Debug)]
+pub enum Histogram {}
+/// A histogram of durations (`Histogram { unit: ns | us | ms | s, .. }` in a map), as
+/// [`Histogram`], which a timer can also record into.
+#[derive(Debug)]
+pub enum TimeHistogram {}
+
+impl sealed::Sealed for Histogram {}
+impl sealed::Sealed for TimeHistogram {}
+impl CounterType for Histogram {
+    const TYPE: u32 = PERF_PRFDATA_HISTOGRAM;
+    type Width = Buckets;
+}
+impl CounterType for TimeHistogram {
+    const TYPE: u32 = PERF_PRFDATA_HISTOGRAM;
+    type Width = Buckets;
+}
+const _: () = assert!(counter_size(PERF_PRFDATA_HISTOGRAM).is_none());
 
 #[cfg(test)]
 mod tests {

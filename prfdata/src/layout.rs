@@ -8,6 +8,9 @@
 //!                                        generation, the consistency sequence, the Optex
 //!        256  ObjectRecord × objects     128 bytes each: definitions + instance bookkeeping
 //!             CounterRecord × counters   64 bytes each, in object order
+//!             descriptors                u64 × D per histogram, in counter order: the
+//!                                        descriptor of each PERF_PRFDATA_HISTOGRAM record
+//!                                        (`CounterRecord::histogram`, LAYOUT_VERSION 11)
 //!             (padding to 64)
 //!             MemberEntry × MAX_MEMBERS  16 bytes each: the attached processes (LAYOUT_VERSION 7)
 //!             per object, each region 64-aligned:
@@ -21,7 +24,8 @@
 //!   block_stride (a multiple of CACHE_LINE unless the object is `packed`)
 //!   ├─ counter block (counter_block_size)   the PERF_COUNTER_BLOCK a provider copies
 //!   ├─ padding to shard_start (CACHE_LINE-aligned)
-//!   ├─ shard line 0 .. SHARD_SLOTS-1        shard_line bytes each: one u64 per sharded counter
+//!   ├─ shard line 0 .. SHARD_SLOTS-1        shard_line bytes each: one u64 per sharded counter,
+//!   │                                       n per `sharded: true` histogram (LAYOUT_VERSION 11)
 //!   └─ padding to the stride
 //! ```
 //!
@@ -33,6 +37,19 @@
 //! and of one u64 in each shard line; a thread that owns shard slot `s` (its owner word, in the
 //! shard owners region, holds the thread's process) adds to line `s` with a plain load and
 //! store; readers add the lines up.
+//!
+//! A *histogram* (LAYOUT_VERSION 11) is three consecutive counters of one object: its sum (a
+//! named `PERF_AVERAGE_BULK`, always sharded), its count (a `PERF_AVERAGE_BASE` the app never
+//! writes: readers store the count of each copy in it) and its buckets (an unnamed
+//! [`PERF_PRFDATA_HISTOGRAM`](crate::winperf::PERF_PRFDATA_HISTOGRAM)). The buckets' value is D
+//! descriptor words (prfdata-rules' `histogram::Descriptor`), zero in the block and written by
+//! readers into each copy from the descriptor region, then n bucket counts the app adds to:
+//!
+//! ```text
+//!   counter block   … | sum u64 | base u32 | pad | descriptor: D × u64, zero | n × u64 buckets | …
+//!   descriptors     the D words of each histogram, at CounterRecord::histogram
+//!   shard line      … | the sum's word | the n bucket words (only with `sharded: true`) | …
+//! ```
 //!
 //! A counter block is laid out as perflib's `PERF_COUNTER_BLOCK`: a `u32` ByteLength (padded to
 //! 8 bytes), then each counter at its `CounterOffset`, aligned to its size, so that 64-bit values
@@ -50,7 +67,7 @@ pub const MAGIC: [u8; 8] = *b"PRFDATA\0";
 /// The layout version this crate writes and reads; a block of another version is refused.
 ///
 /// `CHANGELOG.md` at the repository's root says what each version changed.
-pub const LAYOUT_VERSION: u32 = 10;
+pub const LAYOUT_VERSION: u32 = 11;
 /// Size of [`BlockHeader`].
 pub const HEADER_SIZE: usize = 256;
 /// Size of [`ObjectRecord`].
@@ -82,12 +99,10 @@ pub const REGION_ALIGN: usize = 64;
 /// 64 and IA-32 Optimization Reference Manual, 2.5.5.4; Apple's M-series lines are 128 bytes).
 /// The same on every target, as a shared layout must be.
 pub const CACHE_LINE: usize = 128;
-/// The largest distance between two counter blocks: a counter block, padding and the shard
-/// lines of [`MAX_SHARDED`] counters.
+/// The largest distance between two counter blocks: a counter block, padding and
+/// [`SHARD_SLOTS`] shard lines of [`MAX_SHARD_LINE`] bytes.
 pub const MAX_BLOCK_STRIDE: u32 =
     MAX_COUNTER_BLOCK + 2 * CACHE_LINE as u32 + SHARD_SLOTS * MAX_SHARD_LINE;
-/// The longest shard line: one u64 per sharded counter.
-pub const MAX_SHARD_LINE: u32 = MAX_SHARDED * 8;
 
 // Limits: what a block may declare, from prfdata-rules (the map macro checks the same). A map
 // past one of them does not compile (the map's validation, `map::validate`); a block
@@ -99,7 +114,7 @@ pub const MAX_SHARD_LINE: u32 = MAX_SHARDED * 8;
 // bytes for each of 1024 instances with 64-unit names takes about 260 KiB, far below the cap.
 pub use prfdata_rules::limits::{
     MAX_APP_NAME, MAX_BLOCK_SIZE, MAX_COUNTERS, MAX_COUNTER_BLOCK, MAX_INSTANCES,
-    MAX_INSTANCE_NAME, MAX_OBJECTS, MAX_SHARDED, MAX_SUM_PARTS, SHARD_SLOTS,
+    MAX_INSTANCE_NAME, MAX_OBJECTS, MAX_SHARD_LINE, MAX_SUM_PARTS, SHARD_SLOTS,
 };
 
 /// `CounterRecord::name_offset` of a base counter, which has no name of its own.
@@ -381,7 +396,7 @@ pub const OWNED_COUNT_OFFSET: usize = offset_of!(ObjectRecord, owned_count);
 ///  0 name_offset   4 counter_type  8 size         12 block_offset
 /// 16 default_scale 20 detail_level 24 stat_flags   28 factor
 /// 32 parts: u16 × 8 (indexes among the object's counters)   48 part_count
-/// 52 aggregate     56 shard         60 reserved, zero (4 bytes)
+/// 52 aggregate     56 shard         60 histogram
 /// ```
 ///
 /// `stat_flags` holds the Windows 95 stat servers' `PSTF_FUNCPTR` (on demand), `PSTF_COMPLEX` (a
@@ -414,11 +429,17 @@ pub struct CounterRecord {
     /// How departed instances and `_Total` aggregate this counter: `AGG_*` ([`LAYOUT_VERSION`]
     /// 6).
     pub aggregate: u32,
-    /// A sharded counter ([`LAYOUT_VERSION`] 8): 1 + the index of its u64 in the object's shard
-    /// lines; 0 for any other counter. Its value is the counter block's plus every line's.
+    /// A sharded counter ([`LAYOUT_VERSION`] 8): 1 + the index of its first u64 in the object's
+    /// shard lines; 0 for any other counter. Its value is the counter block's plus every
+    /// line's. A counter takes one word of each line, a `sharded: true` histogram's buckets
+    /// one per bucket, consecutive from that index ([`LAYOUT_VERSION`] 11); the descriptor
+    /// words are never sharded.
     pub shard: u32,
-    /// Reserved, zero.
-    pub _reserved: u32,
+    /// For a [`PERF_PRFDATA_HISTOGRAM`](crate::winperf::PERF_PRFDATA_HISTOGRAM) counter: the
+    /// offset from the start of the block of its descriptor, D little-endian u64s in the
+    /// descriptor region after the counter records, 8-aligned; 0 for every other counter
+    /// ([`LAYOUT_VERSION`] 11).
+    pub histogram: u32,
 }
 
 // The Windows 95 System Monitor's `MAXCOMPLEXSUBSTAT` is the rules' sum limit.
@@ -522,6 +543,7 @@ const _: () = {
     assert!(offset_of!(ObjectRecord, block_stride) == 88);
     assert!(offset_of!(ObjectRecord, shard_owners) == 104);
     assert!(offset_of!(CounterRecord, shard) == 56);
+    assert!(offset_of!(CounterRecord, histogram) == 60);
     assert!(MAX_BLOCK_STRIDE as u64 * (MAX_INSTANCES as u64 + 1) < 1 << 42);
     assert!(OD_REQUEST_OFFSET.is_multiple_of(4) && OD_SERVED_OFFSET == OD_REQUEST_OFFSET + 4);
     assert!(OD_OBJECTS_OFFSET.is_multiple_of(8) && OD_OBJECTS_OFFSET + 8 <= HEADER_SIZE);

@@ -120,6 +120,7 @@ pub mod watch;
 use prfdata_wire::winperf;
 
 mod error;
+mod histogram;
 mod instances;
 mod on_demand;
 mod prfdata;
@@ -133,6 +134,7 @@ pub use crate::prfdata::{CtrsGuard, InstanceSpec, PrfData};
 pub use block::create::Departure;
 pub use block::open::{block_path, shm_dir};
 pub use error::Error;
+pub use histogram::{HistogramCtr, HistogramTimer, TimeUnit};
 pub use instances::{Instance, Instances};
 pub use on_demand::OnDemand;
 pub use optex::{Optex, OptexGuard};

@@ -8,8 +8,11 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::block::create::{join_deadline, BlockFile, Departure, Joined};
-use crate::counter_type::{AtomicWidth, CounterType, Dword, ElapsedTime, Large, TextType, Width};
+use crate::counter_type::{
+    AtomicWidth, Buckets, CounterType, Dword, ElapsedTime, Large, Scalar, TextType, Width,
+};
 use crate::error::Error;
+use crate::histogram::HistogramCtr;
 use crate::instances::Instances;
 use crate::instances::{Corrupt, NewInstance, SlotRef, Tables};
 use crate::layout;
@@ -20,6 +23,7 @@ use crate::shard::{ShardHost, ShardedCtr};
 use crate::watch::waiter::Host as WatchHost;
 use crate::watch::Watching;
 use crate::write_lock::{held_here, Acquisition, HeldMark, WriteSection};
+use prfdata_rules::histogram::Descriptor;
 
 /// An activated performance data block for map `M`: CPrfData's object after `Activate`.
 ///
@@ -725,7 +729,7 @@ impl<M: PerfDataMap> PrfData<M> {
     #[inline]
     pub fn get_ctr32<T, O>(&self, ctr: CtrId<T, O>, at: <O::Scope as Scope>::At<O>) -> &AtomicI32
     where
-        T: CounterType<Width = Dword>,
+        T: CounterType<Width = Dword> + Scalar,
         O: Object<Map = M>,
     {
         // SAFETY: `__block_of` gives the offset of a counter block of object `O` in a block laid
@@ -760,7 +764,7 @@ impl<M: PerfDataMap> PrfData<M> {
     #[inline]
     pub fn get_ctr64<T, O>(&self, ctr: CtrId<T, O>, at: <O::Scope as Scope>::At<O>) -> &AtomicI64
     where
-        T: CounterType<Width = Large>,
+        T: CounterType<Width = Large> + Scalar,
         O: Object<Map = M>,
     {
         // SAFETY: as in `get_ctr32`; 64-bit values are 8-aligned within 8-aligned blocks.
@@ -801,10 +805,73 @@ impl<M: PerfDataMap> PrfData<M> {
     /// ```
     pub fn sharded<T, O>(&self, ctr: CtrId<T, O>, at: <O::Scope as Scope>::At<O>) -> ShardedCtr<'_>
     where
-        T: CounterType<Width = Large>,
+        T: CounterType<Width = Large> + Scalar,
         O: Object<Map = M>,
     {
         self.sharded_at::<O>(O::Scope::__block_of::<O>(at), ctr.index(), ctr.offset())
+    }
+
+    /// A handle on the histogram `ctr` at `at` (`()` for an object without instances, else the
+    /// instance's id), for this thread: [`HistogramCtr::record`] puts a value in its bucket with
+    /// one relaxed `fetch_add` (none with `sharded: true`: the thread's shard line holds its own
+    /// buckets) and adds it to the sum in the thread's shard line. Readers compute the count
+    /// from the buckets. The first call of a thread claims its shard slot, as
+    /// [`sharded`](PrfData::sharded) does: take the handle once per thread, outside the hot
+    /// loop.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// prfdata::prfdata_map! { pub mod m { app: "HistogramDoc",
+    ///   object WORKER { name: "Worker", help: name, instances: { max: 8, name_len: 16 },
+    ///     total: true, counters {
+    ///     JOB: Histogram { name: "Job latency", help: "Microseconds per job.", unit: us,
+    ///       range: 10us..10s, error: 2%, sharded: true },
+    ///   } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// let worker = prf.add_instance(m::WORKER, "w1")?;
+    /// let job = prf.histogram(m::JOB, worker);
+    /// job.record(420);
+    /// job.record_duration(std::time::Duration::from_millis(3)); // 3000 us
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn histogram<T, O>(
+        &self,
+        ctr: CtrId<T, O>,
+        at: <O::Scope as Scope>::At<O>,
+    ) -> HistogramCtr<'_, T>
+    where
+        T: CounterType<Width = Buckets>,
+        O: Object<Map = M>,
+    {
+        use crate::map::{offsets, Source};
+        let def = &M::DEF.objects[O::INDEX];
+        let block = O::Scope::__block_of::<O>(at);
+        // The id names a histogram's bucket counter (its type checked when it was made), and
+        // a validated map gives every one the two counters before it: sum, then base.
+        let Source::Histogram { geometry, .. } = def.counters[ctr.index()].source else {
+            unreachable!("a histogram id names a counter with Source::Histogram")
+        };
+        let sum_index = ctr.index() - 2;
+        let sum_at = offsets::counter_offset(def, sum_index);
+        let sum = self.sharded_at::<O>(block, sum_index, sum_at);
+        let descriptor = Descriptor::of(geometry).words().len();
+        let (at, owned) = match (offsets::shard_index(def, ctr.index()), sum.slot()) {
+            (Some(k), Some(s)) => (self.shard_word_at::<O>(block, s, k), true),
+            _ => (block + ctr.offset() + 8 * descriptor, false),
+        };
+        // In bounds (see below); a pointer from the mapping's base, whose provenance covers
+        // every bucket (a reference to bucket 0 would cover only its 8 bytes).
+        let words = self.block.raw.base().wrapping_add(at).cast::<AtomicU64>();
+        // SAFETY: `words` is bucket 0 of `geometry.buckets()` consecutive 8-aligned words that
+        // the mapping (kept by `self` for `'_`) holds and that are only accessed atomically:
+        // either the bucket counter's value in a counter block of `O` of a block laid out from
+        // `M` (validated at activation or attach: the descriptor's words, then the buckets),
+        // or, when `owned`, its `offsets::shard_words` (one per bucket) from word `k` of line
+        // `s` of that block, the slot the thread holds until it exits (no other thread writes
+        // them; the handle is not `Send`).
+        unsafe { HistogramCtr::new(geometry, words, owned, sum) }
     }
 
     /// The handle on counter `index` (at `offset` in its block) of the counter block at `block`
@@ -816,36 +883,50 @@ impl<M: PerfDataMap> PrfData<M> {
         index: usize,
         offset: usize,
     ) -> ShardedCtr<'_> {
-        use crate::map::offsets;
         let def = &M::DEF.objects[O::INDEX];
         // SAFETY: `block` is a counter block of object `O` in a block laid out from `M`
         // (validated when it was activated or attached), and the 64-bit counter at `offset`
         // lies inside it, 8-aligned.
         let own = unsafe { self.block.raw.u64_at(block + offset) };
-        let Some(k) = offsets::shard_index(def, index) else {
+        let Some(k) = crate::map::offsets::shard_index(def, index) else {
             return ShardedCtr::new(own, None);
         };
+        match self.shard_slot::<O>() {
+            Some(s) => ShardedCtr::new(self.shard_word::<O>(block, s, k), Some(s)),
+            None => ShardedCtr::new(own, None),
+        }
+    }
+
+    /// The shard slot of object `O` the current thread owns, claimed if it has none; `None`
+    /// when every slot has a live owner. The object has sharded counters.
+    fn shard_slot<O: Object<Map = M>>(&self) -> Option<u32> {
+        use crate::map::offsets;
+        let def = &M::DEF.objects[O::INDEX];
         let owners = offsets::object_base(M::DEF, O::INDEX) + offsets::object_regions(def).owners;
         let slots = offsets::shard_slots(def) as u32;
         // SAFETY: the object has sharded counters, so its owner region holds `slots` u64s at
         // `owners` (8-aligned), and `s < slots` (the only values `slot_for` passes).
         let owner = |s: u32| unsafe { self.block.raw.u64_at(owners + 8 * s as usize) };
-        match self
-            .shards
+        self.shards
             .slot_for(owners, slots, owner, &self.block.probe())
-        {
-            Some(s) => {
-                let at = block
-                    + offsets::shard_start(def)
-                    + s as usize * offsets::shard_line(def)
-                    + 8 * k;
-                // SAFETY: the shard lines of the counter block at `block` lie inside its
-                // stride (`offsets::block_stride`), line `s < slots`, word `k` below the
-                // object's sharded count: 8-aligned, in bounds.
-                ShardedCtr::new(unsafe { self.block.raw.u64_at(at) }, Some(s))
-            }
-            None => ShardedCtr::new(own, None),
-        }
+    }
+
+    /// The offset of word `k` of shard line `s` of the counter block at `block` of object `O`:
+    /// `s` a slot [`shard_slot`](Self::shard_slot) gave, `k` below the words of the object's
+    /// shard line (from `offsets::shard_index` of one of its sharded counters, plus less than
+    /// its `offsets::shard_words`).
+    fn shard_word_at<O: Object<Map = M>>(&self, block: usize, s: u32, k: usize) -> usize {
+        use crate::map::offsets;
+        let def = &M::DEF.objects[O::INDEX];
+        block + offsets::shard_start(def) + s as usize * offsets::shard_line(def) + 8 * k
+    }
+
+    /// The word at [`shard_word_at`](Self::shard_word_at).
+    fn shard_word<O: Object<Map = M>>(&self, block: usize, s: u32, k: usize) -> &AtomicU64 {
+        // SAFETY: the shard lines of the counter block at `block` lie inside its stride
+        // (`offsets::block_stride`), line `s < slots`, word `k` inside the line (the caller's
+        // contract of `shard_word_at`): 8-aligned, in bounds.
+        unsafe { self.block.raw.u64_at(self.shard_word_at::<O>(block, s, k)) }
     }
 
     /// The atomic of width `W` at `off`, which the callers computed from `M` and a counter id

@@ -94,7 +94,7 @@ impl Recorder for hdrhistogram::Histogram<u64> {
 
 /// [`RING`] log-normal values in microseconds: median 2 ms, shape 0.8, within 1 µs .. 10 s.
 pub fn ring() -> Vec<u64> {
-    let mut mix = prfdata_testkit::random::Mix::new(0x9e6c_63d0_676a_9a99);
+    let mut mix = prfdata_testkit::values::Mix(0x9e6c_63d0_676a_9a99);
     (0..RING)
         .map(|_| (mix.log_normal(2000.0, 0.8).clamp(1.0, 1e7)) as u64)
         .collect()

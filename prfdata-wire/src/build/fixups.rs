@@ -9,7 +9,12 @@ use crate::utf16::make_well_formed;
 /// - `ByteLength`: the block's validated size (the app's own word is not trusted);
 /// - text counters (`PERF_COUNTER_TEXT`): UTF-16 made well-formed (see [`crate::utf16`]);
 /// - sums (the Windows 95 stat servers' `PSTF_COMPLEX`): computed from their parts in the same
-///   copy, so one consistent set of values, presented at the sum's width.
+///   copy, so one consistent set of values, presented at the sum's width;
+/// - histograms (`PERF_PRFDATA_HISTOGRAM`): the descriptor words written before the bucket
+///   counts (the app never writes them), and the count, the sum of the buckets, stored mod 2^32
+///   in the histogram's `PERF_AVERAGE_BASE`, so that count and buckets always agree. A count
+///   past 2^64 zeroes the descriptor's first word: the histogram has no data (its magic is
+///   gone), never a wrong one.
 ///
 /// The values are in the machine's order, as the app stored them (a little-endian machine's,
 /// as the wire format says).
@@ -39,6 +44,17 @@ pub struct CounterBlockFixups {
     /// Text counters: offset and bytes.
     text: Vec<(u32, u32)>,
     sums: Vec<Sum>,
+    histograms: Vec<Histogram>,
+}
+
+/// A histogram's value (its descriptor words, then `buckets` counts) at `offset` and its base
+/// (a DWORD) at `base`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Histogram {
+    offset: u32,
+    descriptor: Vec<u64>,
+    buckets: u32,
+    base: u32,
 }
 
 /// A sum's place and width (4 or 8 bytes), and its parts' places (each of the same width).
@@ -72,10 +88,37 @@ impl CounterBlockFixups {
         });
     }
 
+    /// A histogram whose value lies at `offset`: the `descriptor` words (written little-endian,
+    /// as perflib data is), then `buckets` counts of 8 bytes; its `PERF_AVERAGE_BASE` (a DWORD)
+    /// at `base`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfdata_wire::build::CounterBlockFixups;
+    /// // A 48-byte block: the base at 4, a descriptor of 2 words at 8, 2 buckets at 24.
+    /// let mut fixups = CounterBlockFixups::new(48);
+    /// fixups.histogram(8, vec![0x4748, 2], 2, 4);
+    /// let mut block = [0u8; 48];
+    /// block[24..32].copy_from_slice(&3u64.to_ne_bytes());
+    /// block[32..40].copy_from_slice(&4u64.to_ne_bytes());
+    /// fixups.apply(&mut block);
+    /// assert_eq!(block[4..8], 7u32.to_ne_bytes()); // the count: 3 + 4
+    /// assert_eq!(block[8..16], 0x4748u64.to_le_bytes());
+    /// ```
+    pub fn histogram(&mut self, offset: u32, descriptor: Vec<u64>, buckets: u32, base: u32) {
+        self.histograms.push(Histogram {
+            offset,
+            descriptor,
+            buckets,
+            base,
+        });
+    }
+
     /// Whether the blocks need nothing but `ByteLength`.
     #[inline]
     pub fn is_plain(&self) -> bool {
-        self.text.is_empty() && self.sums.is_empty()
+        self.text.is_empty() && self.sums.is_empty() && self.histograms.is_empty()
     }
 
     /// Fixes up `block`, one counter block copied out of the app's block.
@@ -88,6 +131,9 @@ impl CounterBlockFixups {
             if let Some(text) = block.get_mut(offset as usize..(offset + size) as usize) {
                 make_well_formed(text);
             }
+        }
+        for h in &self.histograms {
+            h.apply(block);
         }
         for sum in &self.sums {
             let total = sum
@@ -106,6 +152,30 @@ impl CounterBlockFixups {
     }
 }
 
+impl Histogram {
+    /// Writes the descriptor and the base of the histogram into `block`, from its bucket counts
+    /// there.
+    fn apply(&self, block: &mut [u8]) {
+        let start = self.offset as usize;
+        let counts = start + 8 * self.descriptor.len();
+        // Checked add: a count past 2^64 is no count at all.
+        let count = (0..self.buckets as usize).try_fold(0u64, |total, i| {
+            total.checked_add(load(block, (counts + 8 * i) as u32, 8))
+        });
+        for (i, word) in self.descriptor.iter().enumerate() {
+            let word = if i == 0 && count.is_none() { 0 } else { *word };
+            let at = start + 8 * i;
+            if let Some(b) = block.get_mut(at..at + 8) {
+                b.copy_from_slice(&word.to_le_bytes());
+            }
+        }
+        let at = self.base as usize;
+        if let Some(b) = block.get_mut(at..at + 4) {
+            b.copy_from_slice(&(count.unwrap_or(0) as u32).to_ne_bytes());
+        }
+    }
+}
+
 /// The DWORD (`size` 4) or LARGE value at `at` in `block`, 0 outside it.
 fn load(block: &[u8], at: u32, size: u32) -> u64 {
     let at = at as usize;
@@ -118,5 +188,63 @@ fn load(block: &[u8], at: u32, size: u32) -> u64 {
             .get(at..at + 8)
             .and_then(|b| b.try_into().ok())
             .map_or(0, u64::from_ne_bytes),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A block of `words` u64 words, ByteLength included in word 0.
+    fn block(words: &[u64]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_ne_bytes()).collect()
+    }
+
+    fn word(block: &[u8], i: usize) -> u64 {
+        u64::from_ne_bytes(block[8 * i..8 * i + 8].try_into().unwrap())
+    }
+
+    #[test]
+    fn a_histogram_gets_its_descriptor_and_its_count_mod_2_32() {
+        // Word 0: ByteLength and the base; words 1-2 descriptor; words 3-5 buckets.
+        let mut fixups = CounterBlockFixups::new(48);
+        fixups.histogram(8, vec![0x1_4748, 3 | 7 << 32], 3, 4);
+        assert!(!fixups.is_plain());
+        let mut b = block(&[99, 0xdead, 0xbeef, 1 << 32, 5, 1]);
+        fixups.apply(&mut b);
+        assert_eq!(b[..4], 48u32.to_le_bytes());
+        assert_eq!(b[4..8], 6u32.to_ne_bytes(), "(2^32 + 5 + 1) mod 2^32");
+        assert_eq!(b[8..16], 0x1_4748u64.to_le_bytes());
+        assert_eq!(b[16..24], (3u64 | 7 << 32).to_le_bytes());
+        assert_eq!([word(&b, 3), word(&b, 4), word(&b, 5)], [1 << 32, 5, 1]);
+    }
+
+    #[test]
+    fn a_count_past_2_64_leaves_the_histogram_without_data() {
+        let mut fixups = CounterBlockFixups::new(40);
+        fixups.histogram(8, vec![0x1_4748, 2], 2, 4);
+        let mut b = block(&[0, 7, 7, u64::MAX, 1]);
+        fixups.apply(&mut b);
+        assert_eq!(word(&b, 1), 0, "no magic: no data");
+        assert_eq!(b[16..24], 2u64.to_le_bytes());
+        assert_eq!(b[4..8], [0; 4]);
+        assert_eq!(
+            [word(&b, 3), word(&b, 4)],
+            [u64::MAX, 1],
+            "counts as stored"
+        );
+    }
+
+    #[test]
+    fn a_histogram_placed_past_the_block_writes_nothing_there() {
+        let mut fixups = CounterBlockFixups::new(16);
+        fixups.histogram(8, vec![0x1_4748, 2], 2, 40);
+        let mut b = block(&[0, 0]);
+        fixups.apply(&mut b);
+        assert_eq!(
+            word(&b, 1),
+            0x1_4748u64.to_le(),
+            "the word inside is written"
+        );
     }
 }

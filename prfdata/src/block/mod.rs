@@ -10,6 +10,8 @@
 //!   joined, adopted, removed by its last member; `members`: the table of the processes
 //!   attached to a block; `presence`: the locks that tell which processes are there, across
 //!   pid namespaces.
+//! - `records`: the header and records a reader checks at open (with `records/histograms.rs`,
+//!   the histograms among them: descriptor, sum, base, buckets).
 
 pub(crate) mod answer;
 pub(crate) mod create;

@@ -19,8 +19,11 @@ use crate::map::{Aggregate, Factor};
 use crate::reader::error::{field, ReadError};
 use crate::winperf;
 use prfdata_rules::counter;
+use prfdata_rules::histogram::MAX_DESCRIPTOR_WORDS;
 use prfdata_rules::map as map_rules;
 use prfdata_wire::build::CounterBlockFixups;
+
+mod histograms;
 
 /// A validated object record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,9 +73,11 @@ pub struct ObjectInfo {
     /// How `_Total` and departed instances aggregate each stored numeric counter (sums are
     /// computed again from their aggregated parts; text stays empty).
     pub(crate) aggregates: Vec<AggPlan>,
-    /// No sharded, text or sum counter: a copied counter block needs no fix-up but its
-    /// ByteLength word (computed once here, tested once per instance copied).
+    /// No sharded, text, sum or histogram counter: a copied counter block needs no fix-up but
+    /// its ByteLength word (computed once here, tested once per instance copied).
     pub(crate) plain: bool,
+    /// Whether it has histograms (whose base a copy computes: see `histograms`).
+    pub(crate) histograms: bool,
 }
 
 /// One counter's aggregation, checked at open: its place and size in the counter block and its
@@ -212,8 +217,11 @@ pub struct CounterInfo {
     /// How departed instances and `_Total` aggregate it (as the block says: the map's rule or
     /// its type's default, resolved by the writer); `None` for text.
     pub aggregate: Option<Aggregate>,
-    /// For a sharded counter: its word in the object's shard lines.
+    /// For a sharded counter: its (first) word in the object's shard lines.
     pub(crate) shard: Option<u32>,
+    /// For a histogram (`PERF_PRFDATA_HISTOGRAM`): the offset of its descriptor in the block,
+    /// checked with its object (`histograms`); 0 for every other counter.
+    pub(crate) histogram: u32,
 }
 
 impl CounterInfo {
@@ -236,6 +244,34 @@ impl CounterInfo {
     /// ```
     pub fn sum_parts(&self) -> Option<&[u16]> {
         (self.part_count > 0).then(|| &self.parts[..usize::from(self.part_count)])
+    }
+}
+
+#[cfg(test)]
+impl CounterInfo {
+    /// A counter as the checks made it from a record: `counter_type` of `size` bytes at
+    /// `block_offset`, summed, with `shard` and the descriptor offset `histogram`.
+    pub(crate) fn checked(
+        counter_type: u32,
+        (size, block_offset): (u32, u32),
+        shard: Option<u32>,
+        histogram: u32,
+    ) -> CounterInfo {
+        CounterInfo {
+            name_offset: None,
+            counter_type,
+            size,
+            block_offset,
+            default_scale: 0,
+            detail_level: 0,
+            factor: None,
+            on_demand: false,
+            parts: [0; MAX_SUM_PARTS],
+            part_count: 0,
+            aggregate: Some(Aggregate::Sum),
+            shard,
+            histogram,
+        }
     }
 }
 
@@ -298,6 +334,7 @@ pub(crate) fn parse(raw: &RawBlock, file_size: u64) -> Result<Records, ReadError
     let recs = raw
         .snapshot_bytes(HEADER_SIZE, records_len)
         .ok_or(truncated(file_size, records_end))?;
+    let region = descriptor_region(raw, &header, records_end, file_size)?;
     let first_counter = (counters_at - HEADER_SIZE as u64) as usize;
     let counter_recs = recs[first_counter..].chunks_exact(COUNTER_RECORD_SIZE);
     let mut counters = Vec::with_capacity(header.num_counters as usize);
@@ -313,8 +350,20 @@ pub(crate) fn parse(raw: &RawBlock, file_size: u64) -> Result<Records, ReadError
         let at = (HEADER_SIZE + i * OBJECT_RECORD_SIZE) as u64;
         let rec =
             ObjectRecord::read_from_bytes(rec).map_err(|_| truncated(file_size, records_end))?;
-        objects.push(check_object(&rec, at, &counters, counters_at, file_size)?);
+        let places = (counters_at, file_size);
+        objects.push(check_object(&rec, at, &counters, places, &region)?);
     }
+    // Without histograms, no descriptor region: the members table right after the records.
+    let histograms =
+        counters.iter().any(|c| c.histogram != 0) || objects.iter().any(|o| o.histograms);
+    let members_at = u64::from(header.members_offset);
+    let tight = members_at == records_end.next_multiple_of(REGION_ALIGN as u64);
+    ensure(
+        histograms || tight,
+        header_at!(members_offset),
+        "members table",
+        header.members_offset,
+    )?;
     super::answer::check(objects.iter().map(ObjectInfo::geometry), file_size)?;
     let capacity = objects.iter().map(|o| u64::from(o.max_instances)).sum();
     Ok(Records {
@@ -387,9 +436,16 @@ fn check_header(h: &BlockHeader, file_size: u64) -> Result<(u64, u64), ReadError
     // The members table (LAYOUT_VERSION 7): right after the records, inside the file. Readers
     // only list it (`BlockReader::members`), but a block that misplaces it was not laid out by
     // prfdata.
+    // LAYOUT_VERSION 11: the histograms' descriptor region between them, at most the most
+    // words a descriptor takes for each histogram the counters can hold (three counters each).
     let members_at = u64::from(h.members_offset);
     let members_end = members_at + u64::from(h.max_members) * MEMBER_ENTRY_SIZE as u64;
-    let members_ok = members_at == records_end.next_multiple_of(REGION_ALIGN as u64)
+    let align = REGION_ALIGN as u64;
+    let descriptors = u64::from(counters / 3) * (WORD * MAX_DESCRIPTOR_WORDS) as u64;
+    let most = (records_end.next_multiple_of(WORD as u64) + descriptors).next_multiple_of(align);
+    let members_ok = members_at.is_multiple_of(align)
+        && members_at >= records_end.next_multiple_of(align)
+        && members_at <= most
         && h.max_members == MAX_MEMBERS;
     ensure(
         members_ok,
@@ -403,14 +459,43 @@ fn check_header(h: &BlockHeader, file_size: u64) -> Result<(u64, u64), ReadError
     Ok((counters_at, records_end))
 }
 
+/// The histograms' descriptor region of a block whose records end at `records_end`: from
+/// there, 8-aligned, to the members table (checked inside the file by `check_header`), its
+/// words read once.
+fn descriptor_region(
+    raw: &RawBlock,
+    header: &BlockHeader,
+    records_end: u64,
+    file_size: u64,
+) -> Result<histograms::Region, ReadError> {
+    let start = records_end.next_multiple_of(WORD as u64);
+    let end = u64::from(header.members_offset);
+    // Both below the file size (checked), 8-aligned: a whole number of words, in a usize.
+    let bytes = usize::try_from(end - start)
+        .ok()
+        .zip(usize::try_from(start).ok())
+        .and_then(|(len, at)| raw.snapshot_bytes(at, len))
+        .ok_or(truncated(file_size, end))?;
+    let words = bytes
+        .chunks_exact(WORD)
+        .map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()))
+        .collect();
+    Ok(histograms::Region { start, words })
+}
+
 /// Checks the counter record at offset `at`.
 fn check_counter(rec: &CounterRecord, at: u64) -> Result<CounterInfo, ReadError> {
     let field_at = |offset: usize| at + offset as u64;
     // Numbers have the size their type says; text (PERF_COUNTER_TEXT) an even size up to
     // MAX_INSTANCE_NAME units, 8-aligned as the writer places it.
+    // A histogram: whole words, its descriptor then its buckets (checked with its object).
     let is_text = rec.counter_type == winperf::PERF_COUNTER_TEXT;
+    let is_histogram = rec.counter_type == winperf::PERF_PRFDATA_HISTOGRAM;
     let size_ok = match winperf::counter_size(rec.counter_type) {
         Some(n) => n == rec.size,
+        None if is_histogram => {
+            rec.size > 0 && rec.size.is_multiple_of(WORD as u32) && rec.size <= MAX_COUNTER_BLOCK
+        }
         None => {
             is_text
                 && rec.size > 0
@@ -418,17 +503,23 @@ fn check_counter(rec: &CounterRecord, at: u64) -> Result<CounterInfo, ReadError>
                 && rec.size <= NAME_UNIT_SIZE as u32 * MAX_INSTANCE_NAME
         }
     };
-    let type_ok = size_ok && rec.counter_type & winperf::PERF_COUNTER_HISTOGRAM_TYPE == 0;
+    let type_ok =
+        size_ok && (is_histogram || rec.counter_type & winperf::PERF_COUNTER_HISTOGRAM_TYPE == 0);
     let type_at = field_at(offset_of!(CounterRecord, counter_type));
     ensure(type_ok, type_at, "counter type / size", rec.counter_type)?;
-    let align = if is_text { WORD as u32 } else { rec.size };
+    let align = if is_text || is_histogram {
+        WORD as u32
+    } else {
+        rec.size
+    };
     let place_ok = rec.size == 0
         || (rec.block_offset >= COUNTER_BLOCK_HEADER as u32
             && rec.block_offset.is_multiple_of(align));
     let place_at = field_at(offset_of!(CounterRecord, block_offset));
     ensure(place_ok, place_at, "counter offset", rec.block_offset)?;
-    // A base has no name of its own; every other counter has an even name offset.
-    let is_base = winperf::is_base(rec.counter_type);
+    // A base, and a histogram's buckets, have no name of their own (the histogram's is its
+    // sum's); every other counter has an even name offset.
+    let is_base = winperf::is_base(rec.counter_type) || is_histogram;
     let name_offset = (rec.name_offset != NO_NAME).then_some(rec.name_offset);
     let name_ok = match name_offset {
         Some(n) => !is_base && map_rules::offset(n).is_ok(),
@@ -449,6 +540,7 @@ fn check_counter(rec: &CounterRecord, at: u64) -> Result<CounterInfo, ReadError>
         part_count: source.part_count,
         aggregate: Aggregate::from_code(rec.aggregate),
         shard: source.shard,
+        histogram: rec.histogram,
     })
 }
 
@@ -506,8 +598,11 @@ fn check_source(
     ensure(asked_ok, flags_at, "counter stat flags", flags)?;
     let shard = rec.shard.checked_sub(1);
     let wide_count = numeric && rec.size == LARGE_SIZE;
-    let shard_ok = shard
-        .is_none_or(|k| counter::sharded(complex || on_demand, wide_count, u64::from(k)).is_ok());
+    // A histogram's buckets take several words, checked against the line with its object.
+    let histogram = rec.counter_type == winperf::PERF_PRFDATA_HISTOGRAM;
+    let shard_ok = shard.is_none_or(|k| {
+        histogram || counter::sharded(complex || on_demand, wide_count, u64::from(k)).is_ok()
+    });
     let shard_at = field_at(offset_of!(CounterRecord, shard));
     ensure(shard_ok, shard_at, "counter shard word", rec.shard)?;
     Ok(SourceFields {
@@ -525,37 +620,37 @@ fn check_object(
     rec: &ObjectRecord,
     off: u64,
     counters: &[CounterInfo],
-    counters_at: u64,
-    file_size: u64,
+    (counters_at, file_size): (u64, u64),
+    region: &histograms::Region,
 ) -> Result<ObjectInfo, ReadError> {
     let range = check_object_head(rec, off, counters.len())?;
     let (stride, block_stride) = check_strides(rec, off)?;
     let own = &counters[range.clone()];
     // Where the object's counter records start.
     let records_at = counters_at + (range.start * COUNTER_RECORD_SIZE) as u64;
-    let sharded: Vec<(u32, u32)> = own
-        .iter()
-        .filter_map(|c| Some((c.block_offset, c.shard?)))
-        .collect();
+    // The shard line's words: checked against MAX_SHARD_LINE by `check_shards`, which sees
+    // every histogram's words among the sharded ones.
+    let line_words = u64::from(rec.shard_line) / WORD as u64;
+    let plans = histograms::check(own, records_at, region, line_words)?;
+    let (sharded, mut aggregates) = word_plans(own, &plans);
     let shards = check_shards(rec, off, &sharded, stride, block_stride)?;
     let mut fixups = check_places(own, records_at, stride)?;
-    let aggregates = own
-        .iter()
-        .filter(|c| c.sum_parts().is_none() && matches!(c.size, DWORD_SIZE | LARGE_SIZE))
-        .filter_map(|c| {
-            Some(AggPlan {
-                offset: c.block_offset,
-                size: c.size,
-                rule: c.aggregate?.code(),
-                shard: c.shard,
-            })
-        })
-        .collect();
     sum_plans(own, records_at, &mut fixups)?;
+    for p in &plans {
+        p.add_to(&mut fixups);
+        // Each bucket a sum of its own (the descriptor is written by the fix-up).
+        aggregates.extend((0..p.buckets).map(|j| AggPlan {
+            offset: p.bucket(j),
+            size: LARGE_SIZE,
+            rule: AGG_SUM,
+            shard: p.shard.map(|k| k + j),
+        }));
+    }
     let instanced = rec.flags & OBJECT_INSTANCED != 0;
     let (max, name_len, slot_size) = check_instances(rec, off, instanced)?;
     check_regions(rec, off, (max, slot_size), block_stride, file_size)?;
     let plain = sharded.is_empty() && fixups.is_plain();
+    let histograms = !plans.is_empty();
     Ok(ObjectInfo {
         name_offset: rec.name_offset,
         detail_level: rec.detail_level,
@@ -578,7 +673,38 @@ fn check_object(
         total: rec.flags & OBJECT_TOTAL != 0,
         aggregates,
         plain,
+        histograms,
     })
+}
+
+/// The sharded words of an object's counters (`own`, with its histograms' `plans`: one word
+/// per sharded bucket), each with its place in the counter block, and the aggregation of each
+/// stored numeric counter but the histograms' buckets.
+fn word_plans(own: &[CounterInfo], plans: &[histograms::Plan]) -> (Vec<(u32, u32)>, Vec<AggPlan>) {
+    let single = |c: &&CounterInfo| c.counter_type != winperf::PERF_PRFDATA_HISTOGRAM;
+    let mut sharded: Vec<(u32, u32)> = own
+        .iter()
+        .filter(single)
+        .filter_map(|c| Some((c.block_offset, c.shard?)))
+        .collect();
+    for p in plans {
+        if let Some(k) = p.shard {
+            sharded.extend((0..p.buckets).map(|j| (p.bucket(j), k + j)));
+        }
+    }
+    let aggregates = own
+        .iter()
+        .filter(|c| c.sum_parts().is_none() && matches!(c.size, DWORD_SIZE | LARGE_SIZE))
+        .filter_map(|c| {
+            Some(AggPlan {
+                offset: c.block_offset,
+                size: c.size,
+                rule: c.aggregate?.code(),
+                shard: c.shard,
+            })
+        })
+        .collect();
+    (sharded, aggregates)
 }
 
 /// The object record's counters (a range of the block's `count` counters), name offset, flags

@@ -41,7 +41,10 @@ impl<'a> ObjectSpec<'a> {
 ///
 /// `counter_type` is a winperf.h type whose value is a DWORD or a LARGE number and that needs no
 /// base counter (`PERF_COUNTER_RAWCOUNT`, `PERF_COUNTER_LARGE_RAWCOUNT`, `PERF_COUNTER_COUNTER`,
-/// `PERF_COUNTER_BULK_COUNT`, ...); others are refused ([`Error::Map`](crate::Error::Map)).
+/// `PERF_COUNTER_BULK_COUNT`, ...); others are refused ([`Error::Map`](crate::Error::Map)). A
+/// histogram (`PERF_PRFDATA_HISTOGRAM`) is declared in the map, with its geometry: here it is
+/// refused with [`MapError::BadHistogram`](crate::map::MapError::BadHistogram)
+/// ([`HistogramProblem::RunTime`](crate::map::HistogramProblem::RunTime)).
 ///
 /// # Examples
 ///

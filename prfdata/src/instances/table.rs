@@ -34,7 +34,7 @@ use crate::block::raw::RawBlock;
 use crate::block::records::TableLayout;
 use crate::layout::AGG_SUM;
 use crate::layout::{self, slot, SLOT_FREE, SLOT_LIVE};
-use crate::map::{offsets, InstanceId, Instances, MapDef, Object, ObjectDef};
+use crate::map::{offsets, InstanceId, Instances, MapDef, Object, ObjectDef, Source};
 use crate::process::ProcessId;
 
 /// A contradiction found in an index read from the block: written by some process outside the
@@ -172,8 +172,10 @@ impl<'a> ObjectTable<'a> {
     }
 
     /// Folds the values of live slot `slot_no` into the retired accumulator (counter block
-    /// number `max`), by each counter's rule: `sum` counters are added, the others dropped.
-    /// Only for tables from a trusted map; call inside the write section that removes it.
+    /// number `max`), by each counter's rule: `sum` counters are added, the others dropped. A
+    /// histogram's buckets are added word by word, each with its shard words; its descriptor
+    /// words, which the app never writes, are not. Only for tables from a trusted map; call
+    /// inside the write section that removes it.
     fn fold_into_retired(&self, slot_no: u32) {
         let Some(def) = self.def else { return };
         let from = self.block_offset(slot_no);
@@ -183,27 +185,59 @@ impl<'a> ObjectTable<'a> {
                 continue;
             }
             let at = offsets::counter_offset(def, i);
-            match def.counters[i].value_size() {
+            let shard = offsets::shard_index(def, i);
+            match (def.counters[i].source, def.counters[i].value_size()) {
+                (Source::Histogram { geometry, .. }, _) => {
+                    let first = at + 8 * offsets::descriptor_words(&def.counters[i]);
+                    for j in 0..geometry.buckets() {
+                        // SAFETY: bucket `j` of the histogram's value (its descriptor words,
+                        // then its buckets, 8-aligned, inside each counter block), and its
+                        // shard words `k + j` (below the line's words, `offsets::shard_index`).
+                        unsafe {
+                            self.fold_u64(def, from, to, first + 8 * j, shard.map(|k| k + j))
+                        };
+                    }
+                }
                 // SAFETY: both blocks are counter blocks of this object (slot `slot_no` below
                 // `max`, and the retired block `max`, which the data region holds), and `at` is
                 // the counter's offset inside one, aligned to its size.
-                Some(4) => unsafe {
+                (_, Some(4)) => unsafe {
                     let v = self.raw.u32_at(from + at).load(Relaxed);
                     self.raw.u32_at(to + at).fetch_add(v, Relaxed);
                 },
-                // SAFETY: as above, for an 8-byte value; a sharded counter's words are in the
-                // shard lines of the same stride (`shard_words`).
-                Some(8) => unsafe {
-                    let mut v = self.raw.u64_at(from + at).load(Relaxed);
-                    if let Some(k) = offsets::shard_index(def, i) {
-                        for word in shard_words(def, from, k) {
-                            v = v.wrapping_add(self.raw.u64_at(word).load(Relaxed));
-                        }
-                    }
-                    self.raw.u64_at(to + at).fetch_add(v, Relaxed);
-                },
+                // SAFETY: as above, for an 8-byte value and its shard word.
+                (_, Some(8)) => unsafe { self.fold_u64(def, from, to, at, shard) },
                 _ => {}
             }
+        }
+    }
+
+    /// Adds the u64 at `at` of the counter block at `from`, and its word `shard` of each of
+    /// that block's shard lines (a sharded value), to the u64 at `at` of the block at `to`.
+    ///
+    /// # Safety
+    ///
+    /// `from` and `to` are counter blocks of this table's object `def` (a trusted map), `at` an
+    /// 8-aligned offset of a value inside one, `shard` below the object's shard line words.
+    unsafe fn fold_u64(
+        &self,
+        def: &ObjectDef,
+        from: usize,
+        to: usize,
+        at: usize,
+        shard: Option<usize>,
+    ) {
+        // SAFETY: as the caller guarantees: two counter blocks of this object, `at` an 8-aligned
+        // value inside each; a sharded value's words lie in the shard lines of the same stride
+        // (`shard_words`).
+        unsafe {
+            let mut v = self.raw.u64_at(from + at).load(Relaxed);
+            if let Some(k) = shard {
+                for word in shard_words(def, from, k) {
+                    v = v.wrapping_add(self.raw.u64_at(word).load(Relaxed));
+                }
+            }
+            self.raw.u64_at(to + at).fetch_add(v, Relaxed);
         }
     }
 

@@ -183,8 +183,14 @@ impl<T: CounterType, O: Object> CtrId<T, O> {
             def.counters[index].counter_type == T::TYPE,
             "prfdata map: counter id typed with another counter type"
         );
+        let histogram = matches!(def.counters[index].source, super::Source::Histogram { .. });
         assert!(
-            matches!(def.counters[index].value_size(), Some(n) if n == <T::Width as Width>::SIZE),
+            histogram == (T::TYPE == crate::winperf::PERF_PRFDATA_HISTOGRAM),
+            "prfdata map: a histogram id names a histogram's buckets, and only it"
+        );
+        assert!(
+            matches!(def.counters[index].value_size(), Some(n)
+                if n == <T::Width as Width>::SIZE || histogram),
             "prfdata map: counter id typed with another value size"
         );
         let offset = super::offsets::counter_offset(def, index);

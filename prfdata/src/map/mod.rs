@@ -38,6 +38,7 @@
 
 mod aggregate;
 mod fingerprint;
+mod histogram_rules;
 mod ids;
 mod macros;
 /// Where a map's objects, slots and counters lie in its block (public with the feature
@@ -50,6 +51,7 @@ pub(crate) mod validate;
 
 pub(crate) use aggregate::rule_code;
 pub use aggregate::Aggregate;
+pub use histogram_rules::HistogramProblem;
 pub(crate) use ids::data_offset;
 pub use ids::{CtrId, Global, InstanceId, Instanced, Object, PerfDataMap, Scope};
 /// The proc macro behind [`prfdata_map!`](crate::prfdata_map), which passes it `$crate`.
@@ -61,6 +63,7 @@ pub(crate) use validate::validate_at_run_time;
 pub use validate::MapError;
 
 use crate::winperf;
+use prfdata_rules::histogram::{Descriptor, Geometry};
 
 /// How much a counter or object is meant for: perflib's detail levels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -329,11 +332,30 @@ pub enum Source {
     /// own slot); an update through
     /// [`get_ctr64`](crate::PrfData::get_ctr64) still counts.
     Sharded,
+    /// A histogram's buckets (a `Histogram` counter in a map): the third of the three counters
+    /// a histogram declares, of type
+    /// [`PERF_PRFDATA_HISTOGRAM`](crate::winperf::PERF_PRFDATA_HISTOGRAM), after its sum (a
+    /// named `PERF_AVERAGE_BULK`, [`Source::Sharded`]) and its count
+    /// ([`Source::HistogramCount`]). Its value is the geometry's descriptor words (never written
+    /// by the app; readers fill them in each copy) and one u64 per bucket, which the app adds
+    /// to; [`CounterDef::value_size`] is `8 × (descriptor words + buckets)`.
+    Histogram {
+        /// The buckets: prfdata-rules' log-linear or explicit geometry.
+        geometry: &'static Geometry,
+        /// `sharded: true`: the buckets also have one word each in every shard line, which
+        /// readers add to the counter block's.
+        sharded: bool,
+    },
+    /// A histogram's count: the `PERF_AVERAGE_BASE` between its sum and its buckets. The app
+    /// never writes it; readers store the sum of the buckets (mod 2^32) in each copy, so that
+    /// NT tools show the sum and count as an average.
+    HistogramCount,
 }
 
 impl CounterDef {
-    /// Bytes of the value in a counter block: from the type's size field, or `2 × text_len` for
-    /// text. `None` for a size this crate cannot place.
+    /// Bytes of the value in a counter block: from the type's size field, `2 × text_len` for
+    /// text, or `8 × (descriptor words + buckets)` for a histogram's buckets
+    /// ([`Source::Histogram`]). `None` for a size this crate cannot place.
     ///
     /// # Examples
     ///
@@ -345,12 +367,20 @@ impl CounterDef {
     /// assert_eq!(text.value_size(), Some(64));
     /// ```
     pub const fn value_size(&self) -> Option<u32> {
-        match crate::winperf::counter_size(self.counter_type) {
-            Some(n) => Some(n),
-            None if self.counter_type == crate::winperf::PERF_COUNTER_TEXT && self.text_len > 0 => {
+        match (crate::winperf::counter_size(self.counter_type), self.source) {
+            (Some(n), _) => Some(n),
+            (None, _)
+                if self.counter_type == crate::winperf::PERF_COUNTER_TEXT && self.text_len > 0 =>
+            {
                 self.text_len.checked_mul(2)
             }
-            None => None,
+            (None, Source::Histogram { geometry, .. })
+                if self.counter_type == crate::winperf::PERF_PRFDATA_HISTOGRAM =>
+            {
+                let words = Descriptor::of(geometry).words().len() + geometry.buckets();
+                Some(words as u32 * 8)
+            }
+            (None, _) => None,
         }
     }
 }

@@ -11,6 +11,7 @@ use crate::layout::{
 };
 use crate::map::{CounterDef, Instances, MapDef, ObjectDef, Source};
 use crate::winperf;
+use prfdata_rules::histogram::Descriptor;
 
 /// Bytes of a counter's value (0 for a size the map validation refuses).
 const fn value_size(ctr: &CounterDef) -> usize {
@@ -75,12 +76,26 @@ pub const fn counter_block_size(obj: &ObjectDef) -> usize {
     align_up(last, 8)
 }
 
-/// Number of sharded counters of the object ([`Source::Sharded`]).
+/// The u64 words counter `ctr` takes in each shard line: 1 for a sharded counter
+/// ([`Source::Sharded`]), one per bucket for a `sharded: true` histogram
+/// ([`Source::Histogram`]; its descriptor words are not sharded), 0 for any other.
+pub const fn shard_words(ctr: &CounterDef) -> usize {
+    match ctr.source {
+        Source::Sharded => 1,
+        Source::Histogram {
+            geometry,
+            sharded: true,
+        } => geometry.buckets(),
+        _ => 0,
+    }
+}
+
+/// Number of sharded counters of the object: those with [`shard_words`].
 pub const fn sharded_count(obj: &ObjectDef) -> usize {
     let mut n = 0;
     let mut i = 0;
     while i < obj.counters.len() {
-        if matches!(obj.counters[i].source, Source::Sharded) {
+        if shard_words(&obj.counters[i]) > 0 {
             n += 1;
         }
         i += 1;
@@ -88,20 +103,29 @@ pub const fn sharded_count(obj: &ObjectDef) -> usize {
     n
 }
 
-/// The index of counter `index`'s u64 in a shard line, if it is sharded.
-pub const fn shard_index(obj: &ObjectDef, index: usize) -> Option<usize> {
-    if !matches!(obj.counters[index].source, Source::Sharded) {
-        return None;
-    }
+/// The u64 words of one shard line the object's counters take: their [`shard_words`].
+pub const fn shard_line_words(obj: &ObjectDef) -> usize {
+    shard_words_before(obj, obj.counters.len())
+}
+
+/// The shard words of the object's counters before counter `index`.
+const fn shard_words_before(obj: &ObjectDef, index: usize) -> usize {
     let mut n = 0;
     let mut i = 0;
-    while i < index {
-        if matches!(obj.counters[i].source, Source::Sharded) {
-            n += 1;
-        }
+    while i < index && i < obj.counters.len() {
+        n += shard_words(&obj.counters[i]);
         i += 1;
     }
-    Some(n)
+    n
+}
+
+/// The index of counter `index`'s first u64 in a shard line, if it is sharded (it takes
+/// [`shard_words`] from there).
+pub const fn shard_index(obj: &ObjectDef, index: usize) -> Option<usize> {
+    if shard_words(&obj.counters[index]) == 0 {
+        return None;
+    }
+    Some(shard_words_before(obj, index))
 }
 
 /// Shard slots of the object: [`SHARD_SLOTS`] with sharded counters, else 0.
@@ -113,9 +137,9 @@ pub const fn shard_slots(obj: &ObjectDef) -> usize {
     }
 }
 
-/// Bytes of one shard line: a u64 per sharded counter, rounded up to a cache line (0 without).
+/// Bytes of one shard line: its [`shard_line_words`], rounded up to a cache line (0 without).
 pub const fn shard_line(obj: &ObjectDef) -> usize {
-    align_up(sharded_count(obj) * 8, CACHE_LINE)
+    align_up(shard_line_words(obj) * 8, CACHE_LINE)
 }
 
 /// Offset of shard line 0 inside a stride: the counter block rounded up to a cache line (0
@@ -233,12 +257,67 @@ pub const fn counters_offset(map: &MapDef) -> usize {
     HEADER_SIZE + map.objects.len() * OBJECT_RECORD_SIZE
 }
 
-/// Offset of the members table: after the counter records, 64-aligned.
+/// The descriptor words of counter `ctr`: those of its geometry for a histogram's buckets
+/// ([`Source::Histogram`]), 0 for any other counter.
+pub const fn descriptor_words(ctr: &CounterDef) -> usize {
+    match ctr.source {
+        Source::Histogram { geometry, .. } => Descriptor::of(geometry).words().len(),
+        _ => 0,
+    }
+}
+
+/// Offset of the descriptor region: right after the counter records (a multiple of 8).
+pub const fn descriptors_offset(map: &MapDef) -> usize {
+    counters_offset(map) + total_counters(map) * COUNTER_RECORD_SIZE
+}
+
+/// Offset of the descriptor of counter `counter` of object `object`
+/// ([`CounterRecord::histogram`](crate::layout::CounterRecord::histogram)): the histograms'
+/// descriptors lie in counter order in the descriptor region, each [`descriptor_words`] long.
+/// `None` for a counter that is not a histogram's buckets.
+pub const fn descriptor_offset(map: &MapDef, object: usize, counter: usize) -> Option<usize> {
+    if descriptor_words(&map.objects[object].counters[counter]) == 0 {
+        return None;
+    }
+    let mut words = 0;
+    let mut o = 0;
+    while o < object {
+        words += object_descriptor_words(&map.objects[o], map.objects[o].counters.len());
+        o += 1;
+    }
+    words += object_descriptor_words(&map.objects[object], counter);
+    Some(descriptors_offset(map) + words * 8)
+}
+
+/// The descriptor words of the object's counters before counter `end`.
+const fn object_descriptor_words(obj: &ObjectDef, end: usize) -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < end && i < obj.counters.len() {
+        n += descriptor_words(&obj.counters[i]);
+        i += 1;
+    }
+    n
+}
+
+/// Offset of the members table: after the counter records and the descriptor region,
+/// 64-aligned.
 pub const fn members_offset(map: &MapDef) -> usize {
     align_up(
-        counters_offset(map) + total_counters(map) * COUNTER_RECORD_SIZE,
+        descriptors_offset(map) + descriptor_region_words(map) * 8,
         REGION_ALIGN,
     )
+}
+
+/// The words of the descriptor region: every histogram's [`descriptor_words`].
+pub const fn descriptor_region_words(map: &MapDef) -> usize {
+    let mut words = 0;
+    let mut o = 0;
+    while o < map.objects.len() {
+        words += object_descriptor_words(&map.objects[o], map.objects[o].counters.len());
+        o += 1;
+    }
+    words
 }
 
 /// Offset where the per-object regions start: after the members table, on a cache line (the
@@ -276,6 +355,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::map::DetailLevel;
     use crate::winperf::*;
+    use prfdata_rules::histogram::{Explicit, Geometry, LogLinear, Unit};
 
     /// A stored counter of type `ty`, for tests that lay objects out.
     pub(crate) const fn ctr(ty: u32) -> CounterDef {
@@ -383,5 +463,129 @@ pub(crate) mod tests {
         assert_eq!(block_stride(&o), 128 + SHARD_SLOTS as usize * 128);
         let r = object_regions(&o);
         assert_eq!((r.owners, r.data), (0, 128));
+    }
+
+    /// 1 µs to 1 ms within 25 % (p = 2): 37 buckets.
+    static GEOMETRY: Geometry = match LogLinear::new(Unit::Microseconds, 1, 1000, 2) {
+        Ok(g) => Geometry::LogLinear(g),
+        Err(_) => panic!("a valid geometry"),
+    };
+
+    /// A histogram's three counters: its sum, its count and its buckets.
+    pub(crate) const fn histogram(geometry: &'static Geometry, sharded: bool) -> [CounterDef; 3] {
+        [
+            CounterDef {
+                source: Source::Sharded,
+                ..ctr(PERF_AVERAGE_BULK)
+            },
+            CounterDef {
+                offset: None,
+                source: Source::HistogramCount,
+                ..ctr(PERF_AVERAGE_BASE)
+            },
+            CounterDef {
+                offset: None,
+                source: Source::Histogram { geometry, sharded },
+                ..ctr(PERF_PRFDATA_HISTOGRAM)
+            },
+        ]
+    }
+
+    #[test]
+    fn a_histogram_value_is_its_descriptor_and_buckets_and_its_shard_words_follow_the_sum() {
+        let n = GEOMETRY.buckets();
+        assert_eq!(n, 37);
+        let [sum, base, buckets] = histogram(&GEOMETRY, true);
+        static C: [CounterDef; 5] = {
+            let [sum, base, buckets] = histogram(&GEOMETRY, true);
+            [
+                ctr(PERF_COUNTER_RAWCOUNT),
+                sum,
+                base,
+                buckets,
+                sharded(PERF_COUNTER_BULK_COUNT),
+            ]
+        };
+        assert_eq!(buckets.value_size(), Some(8 * (2 + 37)));
+        assert_eq!(
+            (shard_words(&sum), shard_words(&base), shard_words(&buckets)),
+            (1, 0, n)
+        );
+        let o = obj(&C, Instances::None);
+        // 8 header, raw 8, sum 16, base 24, buckets 8-aligned at 32 (2 + 37 words), bulk after.
+        let offsets: Vec<usize> = counter_offsets(&o).collect();
+        assert_eq!(offsets, [8, 16, 24, 32, 32 + 8 * 39]);
+        assert_eq!(counter_block_size(&o), 32 + 8 * 40);
+        let first = |i| shard_index(&o, i);
+        assert_eq!(
+            (first(0), first(1), first(2), first(3), first(4)),
+            (None, Some(0), None, Some(1), Some(1 + n))
+        );
+        assert_eq!(shard_line_words(&o), 2 + n);
+        assert_eq!(
+            shard_line(&o),
+            384,
+            "39 words round up to three 128-byte lines"
+        );
+        let unsharded: [CounterDef; 3] = histogram(&GEOMETRY, false);
+        assert_eq!(shard_words(&unsharded[2]), 0);
+    }
+
+    #[test]
+    fn descriptors_lie_after_the_counter_records_in_counter_order_before_the_members() {
+        static EXPLICIT: Geometry = match Explicit::new(Unit::Bytes, &[10, 100, 1000]) {
+            Ok(g) => Geometry::Explicit(g),
+            Err(_) => panic!("valid bounds"),
+        };
+        static A: [CounterDef; 4] = {
+            let [sum, base, buckets] = histogram(&GEOMETRY, false);
+            [ctr(PERF_COUNTER_RAWCOUNT), sum, base, buckets]
+        };
+        static B: [CounterDef; 3] = histogram(&EXPLICIT, true);
+        static O: [ObjectDef; 2] = [
+            ObjectDef {
+                symbol: "A",
+                offset: 0,
+                texts: &[],
+                detail: DetailLevel::Novice,
+                default_counter: None,
+                instances: Instances::None,
+                costly: false,
+                total: false,
+                packed: false,
+                counters: &A,
+            },
+            ObjectDef {
+                symbol: "B",
+                offset: 10,
+                texts: &[],
+                detail: DetailLevel::Novice,
+                default_counter: None,
+                instances: Instances::None,
+                costly: false,
+                total: false,
+                packed: false,
+                counters: &B,
+            },
+        ];
+        let map = MapDef {
+            app: "H",
+            objects: &O,
+        };
+        let records = counters_offset(&map) + 7 * COUNTER_RECORD_SIZE;
+        assert_eq!(descriptors_offset(&map), records);
+        assert_eq!(
+            descriptor_offset(&map, 0, 2),
+            None,
+            "the base has no descriptor"
+        );
+        assert_eq!(descriptor_offset(&map, 0, 3), Some(records));
+        // The log-linear descriptor is 2 words; the explicit one 2 + 3 bounds.
+        assert_eq!(descriptor_offset(&map, 1, 2), Some(records + 16));
+        assert_eq!(
+            members_offset(&map),
+            align_up(records + 16 + 40, REGION_ALIGN)
+        );
+        assert!(members_offset(&map) > records + 56 - 1);
     }
 }

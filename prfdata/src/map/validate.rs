@@ -5,6 +5,7 @@
 
 use core::fmt;
 
+use super::histogram_rules::{self, HistogramProblem};
 use super::offsets;
 use super::{str_eq, CounterDef, Factor, Instances, MapDef, ObjectDef, Source, Text};
 use crate::layout::{
@@ -170,6 +171,14 @@ pub enum MapError {
         /// The counter's symbol.
         counter: &'static str,
     },
+    /// A histogram's counters not as a histogram lays them out (its sum, its count, then its
+    /// buckets, [`super::Source::Histogram`]), or a histogram past a rule or a limit.
+    BadHistogram {
+        /// The symbol of the histogram's buckets (or of the counter the problem is about).
+        counter: &'static str,
+        /// What is wrong.
+        problem: HistogramProblem,
+    },
 }
 
 /// Checks a map: every rule of the lodctr design specification and winperf.h that a map can break.
@@ -234,7 +243,8 @@ const fn check_size(map: &MapDef) -> Result<(), MapError> {
     let mut total = align(
         (HEADER_SIZE
             + map.objects.len() * OBJECT_RECORD_SIZE
-            + offsets::total_counters(map) * COUNTER_RECORD_SIZE) as u64,
+            + offsets::total_counters(map) * COUNTER_RECORD_SIZE
+            + offsets::descriptor_region_words(map) * 8) as u64,
     );
     let mut o = 0;
     while o < map.objects.len() {
@@ -419,6 +429,11 @@ impl MapError {
                 .push(counter)
                 .push(": ")
                 .push(Violation::ShardedType.message()),
+            MapError::BadHistogram { counter, problem } => m
+                .push("histogram counter ")
+                .push(counter)
+                .push(": ")
+                .push(problem.message()),
             _ => m,
         }
     }
@@ -501,6 +516,9 @@ const fn check_object(obj: &ObjectDef) -> Result<(), MapError> {
         if let Err(e) = check_source(obj, c) {
             return Err(e);
         }
+        if let Err(e) = histogram_rules::check(obj, c) {
+            return Err(e);
+        }
         c += 1;
     }
     Ok(())
@@ -537,6 +555,8 @@ const fn check_source(obj: &ObjectDef, c: usize) -> Result<(), MapError> {
         Source::SumOf(parts) => {
             plain && counter::sum_len(parts.len()).is_ok() && sum_parts_ok(obj, c)
         }
+        // Checked as a histogram's counters (`histogram_rules`).
+        Source::Histogram { .. } | Source::HistogramCount => true,
     };
     if ok {
         return Ok(());
@@ -587,6 +607,18 @@ const fn sum_parts_ok(obj: &ObjectDef, c: usize) -> bool {
 /// checks each counter of a map; its errors name `ctr.symbol`.
 #[cfg(feature = "install")]
 pub(crate) const fn check_lone_counter(ctr: &CounterDef) -> Result<(), MapError> {
+    let histogram = ctr.counter_type == winperf::PERF_PRFDATA_HISTOGRAM;
+    if histogram
+        || matches!(
+            ctr.source,
+            Source::Histogram { .. } | Source::HistogramCount
+        )
+    {
+        return Err(MapError::BadHistogram {
+            counter: ctr.symbol,
+            problem: HistogramProblem::RunTime,
+        });
+    }
     check_counter(core::slice::from_ref(ctr), 0)
 }
 
@@ -599,6 +631,10 @@ const fn check_counter(counters: &[CounterDef], c: usize) -> Result<(), MapError
             counter: ctr.symbol,
             text_len: ctr.text_len,
         });
+    }
+    if histogram_rules::is_buckets(ctr) {
+        // A histogram's buckets: no name of their own, no base.
+        return histogram_rules::check_buckets_alone(ctr);
     }
     if ctr.value_size().is_none() || ty & winperf::PERF_COUNTER_HISTOGRAM_TYPE != 0 {
         return Err(MapError::UnsupportedType {

@@ -1271,7 +1271,7 @@ impl BlockReader {
             .nth(counter)
             .and_then(|i| self.records.counters.get(i))
             .ok_or_else(|| field(o.record_offset, "counter of the object", counter as u64))?;
-        if !o.sharded.is_empty() || info.sum_parts().is_some() {
+        if !o.sharded.is_empty() || info.sum_parts().is_some() || o.histograms {
             return self.value_in_copy(o, block, info);
         }
         // Checked at open: the value lies inside the counter block, aligned to its size.

@@ -4,7 +4,7 @@
 use prfdata::dynamic::{CounterSpec, ObjectSpec};
 use prfdata::Error;
 use prfdata_wire::winperf::{
-    PERF_AVERAGE_TIMER, PERF_COUNTER_LARGE_RAWCOUNT, PERF_COUNTER_RAWCOUNT,
+    PERF_AVERAGE_TIMER, PERF_COUNTER_LARGE_RAWCOUNT, PERF_COUNTER_RAWCOUNT, PERF_PRFDATA_HISTOGRAM,
 };
 
 prfdata::prfdata_map! {
@@ -207,6 +207,22 @@ fn run_time_statistics_are_refused_where_they_cannot_be() {
         .add_counter(obj, &CounterSpec::new("Avg", "a", PERF_AVERAGE_TIMER))
         .unwrap_err();
     assert!(matches!(err, Error::Map(_)), "{err}");
+    // A histogram: declared in the map, with its geometry, never added at run time.
+    let err = prf
+        .dynamic()
+        .add_counter(obj, &CounterSpec::new("Hist", "h", PERF_PRFDATA_HISTOGRAM))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Map(prfdata::map::MapError::BadHistogram {
+                problem: prfdata::map::HistogramProblem::RunTime,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("run time"), "{err}");
     let ok = prf
         .dynamic()
         .add_counter(obj, &CounterSpec::new("Ok", "o", PERF_COUNTER_RAWCOUNT))

@@ -20,6 +20,7 @@ mod instance_guard;
 mod instances;
 mod lifecycle;
 mod lock_reentry;
+mod map_histogram;
 mod map_macro;
 mod map_validation;
 mod names_fit;

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// The most public items prfdata may have.
-const MAX_ITEMS: usize = 99;
+const MAX_ITEMS: usize = 108;
 
 /// The items of an all-items page: `kind path::Name`, sorted.
 fn items(all_html: &str) -> Vec<String> {

@@ -410,45 +410,6 @@ mod tests {
         assert_eq!(percentile(Some(&prev), &[0, 0, 1], &e, q("p50")), Ok(20.0));
     }
 
-    /// A small deterministic generator (splitmix64), so the values are the same every run.
-    struct Mix(u64);
-
-    impl Mix {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-
-        /// Uniform in (0, 1).
-        fn unit(&mut self) -> f64 {
-            ((self.next() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-        }
-
-        /// Log-normal around `median` with shape `sigma` (Box-Muller for the normal).
-        fn log_normal(&mut self, median: f64, sigma: f64) -> f64 {
-            let (a, b) = (self.unit(), self.unit());
-            let z = (-2.0 * a.ln()).sqrt() * (core::f64::consts::TAU * b).cos();
-            median * (sigma * z).exp()
-        }
-    }
-
-    /// `n` values of distribution `kind` over 1 us .. 10 s, in microseconds.
-    fn values(kind: &str, n: usize, mix: &mut Mix) -> Vec<u64> {
-        let (lo, hi) = (1.0, 10_000_000.0);
-        let draw = |mix: &mut Mix| match kind {
-            "uniform" => lo + mix.unit() * (hi - lo),
-            "log-normal 0.5" => mix.log_normal(1000.0, 0.5),
-            "log-normal 1.5" => mix.log_normal(1000.0, 1.5),
-            // 90 % near 200 us, 10 % near 50 ms: p99 and p99.9 lie in the second mode.
-            _ if mix.unit() < 0.9 => mix.log_normal(200.0, 0.2),
-            _ => mix.log_normal(50_000.0, 0.2),
-        };
-        (0..n).map(|_| draw(mix).clamp(lo, hi) as u64).collect()
-    }
-
     /// For every distribution and p, the percentiles over the second half of the values (the
     /// first half is already in the previous sample) lie within 2^-(p+1) of the exact
     /// nearest-rank percentile of those values sorted: the midpoint of a bucket at most 2^-p of
@@ -456,12 +417,13 @@ mod tests {
     /// bucket is the one holding the exact percentile.
     #[test]
     fn percentiles_are_within_half_the_stated_error_of_the_exact_ones() {
+        use prfdata_testkit::values::{values, Mix};
         let mut mix = Mix(0x2545_f491_4f6c_dd1d);
         let kinds = ["uniform", "log-normal 0.5", "log-normal 1.5", "bimodal"];
         for (kind, p) in kinds.iter().flat_map(|k| [2u8, 4, 6, 7].map(|p| (*k, p))) {
             let ll = LogLinear::new(Unit::Microseconds, 1, 10_000_000, p).unwrap();
             let g = Geometry::LogLinear(ll);
-            let all = values(kind, 40_000, &mut mix);
+            let all = values(kind, 40_000, (1.0, 10_000_000.0), &mut mix);
             let (before, during) = all.split_at(all.len() / 2);
             let mut prev = vec![0; g.buckets()];
             before.iter().for_each(|&v| prev[g.index(v)] += 1);

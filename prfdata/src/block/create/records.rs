@@ -8,6 +8,7 @@ use crate::map::offsets::*;
 use crate::map::{Instances, MapDef, Source};
 use crate::process::ProcessId;
 use crate::winperf;
+use prfdata_rules::histogram::Descriptor;
 
 /// The header and records of a map's block: the first [`regions_offset`] bytes. `fingerprint`
 /// is the map's ([`MapDef::fingerprint`], which a caller that has it already passes on).
@@ -24,7 +25,7 @@ pub(crate) fn records_image(
         image.extend_from_slice(object_record(map, i, first_counter).as_bytes());
         first_counter += map.objects[i].counters.len() as u32;
     }
-    for obj in map.objects {
+    for (o, obj) in map.objects.iter().enumerate() {
         for ((c, ctr), at) in obj.counters.iter().enumerate().zip(counter_offsets(obj)) {
             let record = CounterRecord {
                 name_offset: ctr.offset.unwrap_or(NO_NAME),
@@ -35,13 +36,33 @@ pub(crate) fn records_image(
                 detail_level: ctr.detail.to_winperf(),
                 aggregate: crate::map::rule_code(obj, c),
                 shard: shard_index(obj, c).map_or(0, |k| k as u32 + 1),
+                histogram: descriptor_offset(map, o, c).map_or(0, |at| at as u32),
                 ..stat_fields(ctr)
             };
             image.extend_from_slice(record.as_bytes());
         }
     }
+    write_descriptors(map, &mut image);
     image.resize(regions_offset(map), 0);
     image
+}
+
+/// The descriptor region, after the counter records: each histogram's descriptor words
+/// (prfdata-rules' `Descriptor::of` its geometry), little-endian, in counter order, where its
+/// record's `histogram` field points.
+fn write_descriptors(map: &MapDef, image: &mut Vec<u8>) {
+    debug_assert_eq!(image.len(), descriptors_offset(map));
+    for ctr in map.objects.iter().flat_map(|obj| obj.counters) {
+        if let Source::Histogram { geometry, .. } = ctr.source {
+            for word in Descriptor::of(geometry).words() {
+                image.extend_from_slice(&word.to_le_bytes());
+            }
+        }
+    }
+    debug_assert_eq!(
+        image.len(),
+        descriptors_offset(map) + 8 * descriptor_region_words(map)
+    );
 }
 
 /// The block's header as the writer creates it: no instance yet, sequence 0, not closed.
@@ -135,7 +156,7 @@ fn stat_fields(ctr: &crate::map::CounterDef) -> CounterRecord {
     let mut parts = [0u16; MAX_SUM_PARTS];
     let mut part_count = 0;
     match ctr.source {
-        Source::Stored | Source::Sharded => {}
+        Source::Stored | Source::Sharded | Source::Histogram { .. } | Source::HistogramCount => {}
         Source::OnDemand => flags |= winperf::PSTF_FUNCPTR,
         Source::SumOf(list) => {
             flags |= winperf::PSTF_COMPLEX;
