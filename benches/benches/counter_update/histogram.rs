@@ -42,10 +42,6 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram as Pr
 
 use super::{count_only, shm_dir, Group};
 
-// The block the prfdata ids record into (a subfolder file, not a bench target).
-#[path = "prfdata_histograms.rs"]
-mod prfdata_histograms;
-
 /// How many precomputed values the loop cycles through (a power of two).
 pub const RING: usize = 4096;
 
@@ -182,10 +178,11 @@ where
     group.bench_function(id, |b| b.iter_custom(race));
 }
 
-/// The prfdata ids, on the histograms of [`prfdata_histograms`]: a handle kept by this thread,
+/// The prfdata ids, on the histograms of `prfdata_testkit::histogram_app` (1 µs .. 10 s in µs
+/// within 2 %, one of them sharded): a handle kept by this thread,
 /// and one taken by each of two threads (a sharded one claims the thread's slot).
 fn prfdata_ids(group: &mut Group<'_>, ring: &[u64]) {
-    use prfdata_histograms::{Map, LATENCY, LATENCY_SHARDED};
+    use prfdata_testkit::histogram_app::{Map, LATENCY, LATENCY_SHARDED};
     let dir = shm_dir();
     let prf = prfdata::PrfData::<Map>::activate_in(&dir).expect("activate the histogram block");
     let mut plain = prf.histogram(LATENCY, ());

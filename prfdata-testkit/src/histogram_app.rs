@@ -1,17 +1,28 @@
-//! The block the `histogram` group's prfdata ids record into: one object without instances
-//! with two histograms of the same geometry (1 µs .. 10 s in microseconds within 2 %, p = 6:
-//! 1166 buckets), `LATENCY` and `LATENCY_SHARDED` (`sharded: true`), as `prfdata_map!` lays a
-//! histogram out: the named sum (sharded), the count, the buckets.
+//! An app with two histograms, for the histogram benchmarks and `prfmon serve`'s end-to-end
+//! test: one object without instances, "Histogram Test", whose histograms "Latency" and
+//! "Latency sharded" (`sharded: true`) have the same geometry, [`MICROS`] (1 µs .. 10 s in
+//! microseconds within 2 %, p = 6: 1166 buckets), laid out as `prfdata_map!` lays a histogram
+//! out: the named sum (sharded), the count, the buckets.
 //!
 //! The map is written by hand, as `prfdata/tests/it/map_histogram.rs` writes its own, until
-//! `prfdata_map!` expands `Histogram { .. }` counters; then this file becomes
+//! `prfdata_map!` expands `Histogram { .. }` counters; then it becomes
 //!
 //! ```text
-//! object LAT = 0 { name: "Bench Latency", help: "h", counters {
-//!     LATENCY = 2: Histogram { name: "Latency", help: "h", unit: us, range: 1us..10s, error: 2% },
-//!     LATENCY_SHARDED = 4: Histogram { name: "Latency sharded", help: "h", unit: us,
+//! object LAT = 0 { name: "Histogram Test", help: "..", counters {
+//!     LATENCY = 2: Histogram { name: "Latency", help: "..", unit: us, range: 1us..10s, error: 2% },
+//!     LATENCY_SHARDED = 4: Histogram { name: "Latency sharded", help: "..", unit: us,
 //!         range: 1us..10s, error: 2%, sharded: true },
 //! } }
+//! ```
+//!
+//! # Examples
+//!
+//! ```
+//! use prfdata_testkit::histogram_app::{Map, LATENCY};
+//! let dir = tempfile::tempdir()?;
+//! let prf = prfdata::PrfData::<Map>::activate_in(dir.path())?;
+//! prf.histogram(LATENCY, ()).record(420);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 use prfdata::counter_type::TimeHistogram;
 use prfdata::map::{
@@ -21,25 +32,42 @@ use prfdata::map::{
 use prfdata_rules::histogram::{Geometry, LogLinear, Unit};
 use prfdata_wire::winperf::{PERF_AVERAGE_BASE, PERF_AVERAGE_BULK, PERF_PRFDATA_HISTOGRAM};
 
-const EN: &[Text] = &[Text {
+/// The object's name and help.
+const OBJECT_TEXTS: &[Text] = &[Text {
     lang: "009",
-    name: "n",
-    help: "h",
+    name: "Histogram Test",
+    help: "The histogram test app.",
+}];
+/// The first histogram's.
+const LATENCY_TEXTS: &[Text] = &[Text {
+    lang: "009",
+    name: "Latency",
+    help: "Microseconds per request.",
+}];
+/// The sharded histogram's.
+const SHARDED_TEXTS: &[Text] = &[Text {
+    lang: "009",
+    name: "Latency sharded",
+    help: "Microseconds per request, recorded in the threads' shard lines.",
 }];
 
 /// 1 µs to 10 s within 2 % (p = 6).
-static MICROS: Geometry = match LogLinear::new(Unit::Microseconds, 1, 10_000_000, 6) {
+pub static MICROS: Geometry = match LogLinear::new(Unit::Microseconds, 1, 10_000_000, 6) {
     Ok(g) => Geometry::LogLinear(g),
     Err(_) => panic!("1us..10s at 2% is a valid geometry"),
 };
 
 /// A histogram's three counters as the map macro declares them: the named sum (sharded), the
 /// count, the buckets.
-const fn histogram(symbol: [&'static str; 3], offset: u32, sharded: bool) -> [CounterDef; 3] {
+const fn histogram(
+    symbol: [&'static str; 3],
+    (offset, texts): (u32, &'static [Text]),
+    sharded: bool,
+) -> [CounterDef; 3] {
     let sum = CounterDef {
         symbol: symbol[0],
         offset: Some(offset),
-        texts: EN,
+        texts,
         detail: DetailLevel::Novice,
         default_scale: 0,
         counter_type: PERF_AVERAGE_BULK,
@@ -73,15 +101,24 @@ const fn histogram(symbol: [&'static str; 3], offset: u32, sharded: bool) -> [Co
     ]
 }
 
-const PLAIN: [CounterDef; 3] = histogram(["LATENCY", "LATENCY_BASE", "LATENCY_BUCKETS"], 2, false);
-const SHARDED: [CounterDef; 3] = histogram(["SHARDED", "SHARDED_BASE", "SHARDED_BUCKETS"], 4, true);
+const PLAIN: [CounterDef; 3] = histogram(
+    ["LATENCY", "LATENCY_BASE", "LATENCY_BUCKETS"],
+    (2, LATENCY_TEXTS),
+    false,
+);
+const SHARDED: [CounterDef; 3] = histogram(
+    ["SHARDED", "SHARDED_BASE", "SHARDED_BUCKETS"],
+    (4, SHARDED_TEXTS),
+    true,
+);
 
-static MAP: MapDef = MapDef {
-    app: "PrfDataBenchHistogram",
+/// The app's map: what [`Map`] declares, and what a test installs.
+pub static MAP: MapDef = MapDef {
+    app: "PrfDataHistogramTest",
     objects: &[ObjectDef {
         symbol: "LAT",
         offset: 0,
-        texts: EN,
+        texts: OBJECT_TEXTS,
         detail: DetailLevel::Novice,
         default_counter: None,
         instances: Instances::None,
