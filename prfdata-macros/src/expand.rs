@@ -5,10 +5,12 @@
 //! of the user's input, so that the `unsafe_code` lint (which skips code from external macros)
 //! leaves a crate that forbids unsafe code free to declare a map.
 
-use proc_macro2::{Group, Ident, Literal, Span, TokenStream, TokenTree};
+use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{format_ident, quote};
 
+use crate::expand_histogram as histogram;
 use crate::model::{Ctr, Model, Obj, Text};
+use crate::tokens::{located_at, texts};
 
 pub(crate) fn expand(m: &Model) -> TokenStream {
     let Model {
@@ -66,13 +68,6 @@ pub(crate) fn expand(m: &Model) -> TokenStream {
     }
 }
 
-fn texts(krate: &TokenStream, texts: &[Text]) -> TokenStream {
-    let texts = texts.iter().map(|Text { lang, name, help }| {
-        quote!(#krate::map::Text { lang: #lang, name: #name, help: #help })
-    });
-    quote!(&[#(#texts),*])
-}
-
 fn object_def(krate: &TokenStream, o: &Obj) -> TokenStream {
     let symbol = o.symbol.to_string();
     let offset = Literal::u32_unsuffixed(o.offset);
@@ -80,7 +75,13 @@ fn object_def(krate: &TokenStream, o: &Obj) -> TokenStream {
     let detail = format_ident!("{}", o.detail.name());
     let default = match o.default {
         Some(i) => {
-            let i = Literal::usize_unsuffixed(i);
+            // A histogram's name is its sum's, two before its buckets.
+            let sum = if o.counters[i].histogram.is_some() {
+                2
+            } else {
+                0
+            };
+            let i = Literal::usize_unsuffixed(histogram::def_indexes(o)[i] - sum);
             quote!(::core::option::Option::Some(#i))
         }
         None => quote!(::core::option::Option::None),
@@ -111,7 +112,9 @@ fn object_def(krate: &TokenStream, o: &Obj) -> TokenStream {
     }
 }
 
-fn counter_def(krate: &TokenStream, c: &Ctr) -> TokenStream {
+/// The `CounterDef` of counter `c` (not a histogram); `indexes` are its object's
+/// [`histogram::def_indexes`].
+fn counter_def(krate: &TokenStream, c: &Ctr, indexes: &[usize]) -> TokenStream {
     let symbol = c.symbol.to_string();
     let offset = match c.offset {
         Some(n) => {
@@ -141,7 +144,9 @@ fn counter_def(krate: &TokenStream, c: &Ctr) -> TokenStream {
     };
     let source = match &c.sum {
         Some(parts) => {
-            let parts = parts.iter().map(|(i, _)| Literal::usize_unsuffixed(*i));
+            let parts = parts
+                .iter()
+                .map(|(i, _)| Literal::usize_unsuffixed(indexes[*i]));
             quote!(#krate::map::Source::SumOf(&[#(#parts),*]))
         }
         None if c.sharded => quote!(#krate::map::Source::Sharded),
@@ -216,7 +221,16 @@ fn object_items(krate: &TokenStream, index: usize, o: &Obj) -> TokenStream {
         let docs = &o.docs;
         quote!(#(#docs)*)
     };
-    let counter_defs = o.counters.iter().map(|c| counter_def(krate, c));
+    let indexes = histogram::def_indexes(o);
+    let counter_defs = o.counters.iter().flat_map(|c| match &c.histogram {
+        Some(g) => histogram::defs(krate, osym, c, g).to_vec(),
+        None => vec![counter_def(krate, c, &indexes)],
+    });
+    let geometries = o.counters.iter().filter_map(|c| {
+        c.histogram
+            .as_ref()
+            .map(|g| histogram::geometry_const(krate, c, g))
+    });
     // The scope's path is located at the object's `instances` field (its symbol when the field
     // is left out), keeping the resolution of `$crate`, so that a counter used in the wrong
     // scope gets "expected this to be `Global`" pointing there rather than at the whole map.
@@ -230,7 +244,10 @@ fn object_items(krate: &TokenStream, index: usize, o: &Obj) -> TokenStream {
     let index = Literal::usize_unsuffixed(index);
     let counters = o.counters.iter().enumerate().map(|(j, c)| {
         let csym = &c.symbol;
-        let ty = marker(krate, &c.ty);
+        let ty = match &c.histogram {
+            Some(g) => histogram::marker(krate, c, g),
+            None => marker(krate, &c.ty),
+        };
         let docs = if !c.docs.is_empty() {
             let docs = &c.docs;
             quote!(#(#docs)*)
@@ -241,7 +258,7 @@ fn object_items(krate: &TokenStream, index: usize, o: &Obj) -> TokenStream {
             let doc = format!("The counter `{csym}` of `{osym}`: {}.", english(&c.texts));
             quote!(#[doc = #doc])
         };
-        let j = Literal::usize_unsuffixed(j);
+        let j = Literal::usize_unsuffixed(indexes[j]);
         quote! {
             #docs
             // SAFETY: `#osym` and `Map` implement `Object` and `PerfDataMap` here, from `MAP`.
@@ -258,6 +275,7 @@ fn object_items(krate: &TokenStream, index: usize, o: &Obj) -> TokenStream {
         impl #osym {
             #[doc(hidden)]
             pub const COUNTERS: &'static [#krate::map::CounterDef] = &[#(#counter_defs),*];
+            #(#geometries)*
         }
 
         // SAFETY: `INDEX` is this object's position in `MAP`, and `Scope` comes from the same
@@ -289,20 +307,4 @@ fn marker(krate: &TokenStream, ty: &Ident) -> TokenStream {
         }
         None => quote!(#krate::counter_type::#ty),
     }
-}
-
-/// `tokens` with every span moved to `at`'s location, each keeping its own name resolution.
-fn located_at(tokens: TokenStream, at: Span) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|mut tt| {
-            if let TokenTree::Group(g) = &tt {
-                let mut group = Group::new(g.delimiter(), located_at(g.stream(), at));
-                group.set_span(g.span().located_at(at));
-                return TokenTree::Group(group);
-            }
-            tt.set_span(tt.span().located_at(at));
-            tt
-        })
-        .collect()
 }

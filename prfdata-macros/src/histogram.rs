@@ -17,6 +17,12 @@ use prfdata_rules::MAX_EXPLICIT_BOUNDS;
 /// The counter type name that declares a histogram.
 pub(crate) const TYPE: &str = "Histogram";
 
+/// The symbols of a histogram's count and buckets, the second and third of the three counters
+/// it expands to (its sum takes the histogram's own symbol).
+pub(crate) fn part_symbols(symbol: &Ident) -> [String; 2] {
+    [format!("{symbol}_COUNT"), format!("{symbol}_BUCKETS")]
+}
+
 /// The geometry of histogram `symbol` (declared with the `ty` token), or `None` when a rule
 /// is broken (reported).
 pub(crate) fn check(

@@ -18,9 +18,11 @@ use syn::parse::{ParseStream, Parser};
 mod ast;
 mod errors;
 mod expand;
+mod expand_histogram;
 mod histogram;
 mod histogram_syntax;
 mod model;
+mod tokens;
 
 use errors::Errors;
 

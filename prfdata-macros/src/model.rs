@@ -483,7 +483,36 @@ fn check_counters(
         out.push(check_counter(c, kinds[i], serves, &ctx, symbols, errors));
     }
     check_sum_parts(&out, errors);
+    check_shard_line(&out, object, errors);
     out
+}
+
+/// The words the object's sharded counters take in each shard line (one each, a histogram's
+/// sum one, a `sharded: true` histogram's buckets one per bucket) fit `MAX_SHARD_LINE`: past
+/// it, reported at the sharded histogram that passes it.
+fn check_shard_line(out: &[Ctr], object: &Ident, errors: &mut Errors) {
+    let mut words = 0u64;
+    let mut past = None;
+    for ctr in out {
+        let buckets = ctr.histogram.as_ref().map(|g| g.buckets() as u64);
+        words += match buckets {
+            Some(n) if ctr.sharded => 1 + n,
+            Some(_) => 1,
+            None => u64::from(ctr.sharded),
+        };
+        if past.is_none() && ctr.sharded && histogram_rules::shard_line(words).is_err() {
+            past = Some(&ctr.symbol);
+        }
+    }
+    if let (Some(symbol), Err(v)) = (past, histogram_rules::shard_line(words)) {
+        errors.at(
+            symbol.span(),
+            format!(
+                "the sharded counters and buckets of {object} take {words} words per shard line: {}",
+                v.message()
+            ),
+        );
+    }
 }
 
 /// What a counter's checks need of its object: its detail level, whether it has instances,
@@ -577,11 +606,10 @@ fn check_counter(
     ctr.sharded = check_sharded(&body, symbol, errors);
     if ctr.ty == histogram::TYPE {
         ctr.histogram = histogram::check(&body, symbol, &ctr.ty, errors);
-        if ctr.histogram.is_some() {
-            errors.at(
-                ctr.ty.span(),
-                "histogram counters are not yet laid out in the block",
-            );
+        // The symbols of its count and buckets, which the expansion declares.
+        for part in histogram::part_symbols(symbol) {
+            let what = format!("a part of histogram {symbol}");
+            symbols.symbol(&Ident::new(&part, symbol.span()), what, errors);
         }
         return ctr;
     }

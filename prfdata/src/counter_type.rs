@@ -323,8 +323,9 @@ text_types! {
 }
 
 /// A histogram of sizes or counts (`Histogram { unit: bytes | count, .. }` in a map): its id
-/// names the bucket counter, a [`PERF_PRFDATA_HISTOGRAM`] after the histogram's sum and count
-/// ([`Source::Histogram`](crate::map::Source::Histogram)).
+/// names the bucket counter, a
+/// [`PERF_PRFDATA_HISTOGRAM`] after the histogram's sum
+/// and count ([`Source::Histogram`](crate::map::Source::Histogram)).
 #[derive(Debug)]
 pub enum Histogram {}
 /// A histogram of durations (`Histogram { unit: ns | us | ms | s, .. }` in a map), as

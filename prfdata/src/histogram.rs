@@ -136,6 +136,27 @@ impl<'a, T: CounterType> HistogramCtr<'a, T> {
         self.sum.add(v as i64);
     }
 
+    /// The shard slot this thread owns (where its sum goes, and with `sharded: true` its
+    /// buckets), or `None` when every slot was taken and the thread adds to the counter
+    /// block's words with atomic adds (as [`ShardedCtr::slot`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// prfdata::prfdata_map! { pub mod m { app: "HistogramSlotDoc",
+    ///   object SERVER { name: "Server", help: name, counters {
+    ///     LATENCY: Histogram { name: "Latency", help: "Microseconds.", unit: us,
+    ///       range: 1us..10s, error: 5%, sharded: true },
+    ///   } } } }
+    /// # let dir = tempfile::tempdir()?;
+    /// let prf = m::PrfData::activate_in(dir.path())?;
+    /// assert!(prf.histogram(m::LATENCY, ()).slot().is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn slot(&self) -> Option<u32> {
+        self.sum.slot()
+    }
+
     /// The histogram's geometry: its buckets' edges, its unit and its stated error.
     ///
     /// # Examples
@@ -174,11 +195,16 @@ mod sealed {
 
 impl TimeUnit for TimeHistogram {}
 
-impl<'a, T: TimeUnit> HistogramCtr<'a, T> {
+/// Durations, for a histogram with a time unit (the bound on each method, so that calling one
+/// on another histogram names it: [`TimeUnit`]'s message).
+impl<'a, T: CounterType> HistogramCtr<'a, T> {
     /// Records `d` in the histogram's unit (rounded down; a duration past 2^64 units counts
     /// as 2^64 − 1, in the overflow bucket).
     #[inline]
-    pub fn record_duration(&self, d: Duration) {
+    pub fn record_duration(&self, d: Duration)
+    where
+        T: TimeUnit,
+    {
         // A time unit (the marker says so): its nanoseconds, at least 1.
         let per_unit = u128::from(self.geometry.unit().nanos().unwrap_or(1).max(1));
         let v = d.as_nanos() / per_unit;
@@ -209,7 +235,10 @@ impl<'a, T: TimeUnit> HistogramCtr<'a, T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn start_timer(&self) -> HistogramTimer<'_, 'a, T> {
+    pub fn start_timer(&self) -> HistogramTimer<'_, 'a, T>
+    where
+        T: TimeUnit,
+    {
         HistogramTimer {
             histogram: self,
             start: Instant::now(),

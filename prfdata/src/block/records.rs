@@ -20,6 +20,7 @@ use crate::reader::error::{field, ReadError};
 use crate::winperf;
 use prfdata_rules::counter;
 use prfdata_rules::histogram::MAX_DESCRIPTOR_WORDS;
+use prfdata_rules::limits::MAX_SHARDED;
 use prfdata_rules::map as map_rules;
 use prfdata_wire::build::CounterBlockFixups;
 
@@ -598,11 +599,11 @@ fn check_source(
     ensure(asked_ok, flags_at, "counter stat flags", flags)?;
     let shard = rec.shard.checked_sub(1);
     let wide_count = numeric && rec.size == LARGE_SIZE;
-    // A histogram's buckets take several words, checked against the line with its object.
+    // The word is checked against the object's shard line, and the count of sharded counters
+    // against its limit, with the object (a histogram's buckets take several words).
     let histogram = rec.counter_type == winperf::PERF_PRFDATA_HISTOGRAM;
-    let shard_ok = shard.is_none_or(|k| {
-        histogram || counter::sharded(complex || on_demand, wide_count, u64::from(k)).is_ok()
-    });
+    let shard_ok = shard
+        .is_none_or(|_| histogram || counter::sharded(complex || on_demand, wide_count, 0).is_ok());
     let shard_at = field_at(offset_of!(CounterRecord, shard));
     ensure(shard_ok, shard_at, "counter shard word", rec.shard)?;
     Ok(SourceFields {
@@ -632,6 +633,12 @@ fn check_object(
     // every histogram's words among the sharded ones.
     let line_words = u64::from(rec.shard_line) / WORD as u64;
     let plans = histograms::check(own, records_at, region, line_words)?;
+    // At most MAX_SHARDED counters with shard words, whatever words they take.
+    let mut with_words = own.iter().enumerate().filter(|(_, c)| c.shard.is_some());
+    if let Some((i, c)) = with_words.nth(MAX_SHARDED as usize) {
+        let at = records_at + (i * COUNTER_RECORD_SIZE + offset_of!(CounterRecord, shard)) as u64;
+        return Err(field(at, "counter shard word", c.shard.unwrap_or(0) + 1));
+    }
     let (sharded, mut aggregates) = word_plans(own, &plans);
     let shards = check_shards(rec, off, &sharded, stride, block_stride)?;
     let mut fixups = check_places(own, records_at, stride)?;

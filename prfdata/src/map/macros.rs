@@ -40,6 +40,13 @@
 ///                     sharded: false | true,       // default false (per-thread slots)
 ///                 },
 ///                 BASE_SYMBOL: BaseType,           // right after the counter it serves
+///                 SYMBOL = OFFSET: Histogram {     // a histogram (see below)
+///                     name: "...", help: "..." | name, detail, scale, lang  // as above
+///                     unit: ns | us | ms | s | bytes | count,            // required
+///                     range: LO..HI, error: E%,    // log-linear buckets, or
+///                     buckets: [B1, B2, ...],      // explicit bounds (at most 64)
+///                     sharded: false | true,       // default false (buckets in the slots too)
+///                 },
 ///             }
 ///         }
 ///         // more objects
@@ -107,6 +114,21 @@
 ///   every reader. It costs 16 × 128 bytes per counter block (up to 16 sharded counters share
 ///   those lines), whatever `packed` says.
 ///
+/// **Histograms** (layout version 11): `range: 10us..10s, error: 2%` lays out log-linear
+/// buckets whose width is at most 2^-p of their lower edge (p from the error: 1.56 % here), with
+/// an underflow bucket below `LO` and an overflow bucket above `HI`; `buckets: [1ms, 5ms]`
+/// counts the values up to each bound and one bucket above the last (Prometheus' `le`). Values
+/// are written with a suffix of the unit's kind (`ns`, `us`, `ms`, `s`; none for `bytes` and
+/// `count`) and must be whole in the unit. A histogram expands to three counters: `SYMBOL` (its
+/// sum, a `PERF_AVERAGE_BULK` with the name, always in the threads' shard lines), `SYMBOL_COUNT`
+/// (a `PERF_AVERAGE_BASE` the readers fill with the count) and `SYMBOL_BUCKETS` (the
+/// descriptor and buckets, [`Source::Histogram`](crate::map::Source::Histogram)); NT tools show
+/// the first two as an average. Its one id, `SYMBOL`, names the buckets and is typed
+/// [`TimeHistogram`](crate::counter_type::TimeHistogram) for a unit of time, else
+/// [`Histogram`](crate::counter_type::Histogram): `get_ctr32`, `get_ctr64` and `sharded` do
+/// not take it. A histogram is never on demand, a sum, a sum's part or scaled by a factor, and
+/// aggregates as a sum.
+///
 /// # Errors at compile time
 ///
 /// A mistake in the map fails to compile with a message at the token it is about: an odd or
@@ -120,7 +142,9 @@
 /// another width, an on-demand counter of an object with instances, a factor of 0, an unknown
 /// aggregation rule or one that cannot mean anything for the counter's type (any on text,
 /// `min`/`max`/`last` on a counter read against a base, `sum`/`live` on an elapsed time), an
-/// unknown unit (with the nearest names) or a unit on text or a time, `total: true` on an object without instances. The map is
+/// unknown unit (with the nearest names) or a unit on text or a time, `total: true` on an object without instances, a
+/// histogram's range, error, bounds or unit that cannot be laid out (at the token, with the
+/// bucket count it would take), or sharded buckets past the shard line. The map is
 /// then validated again in
 /// a `const` ([`MapError::assert_valid`](crate::map::MapError::assert_valid)), which also checks
 /// the size of the block laid out from it. `prfdata/tests/ui` shows each message.

@@ -57,6 +57,10 @@ pub use ids::{CtrId, Global, InstanceId, Instanced, Object, PerfDataMap, Scope};
 /// The proc macro behind [`prfdata_map!`](crate::prfdata_map), which passes it `$crate`.
 #[doc(hidden)]
 pub use prfdata_macros::prfdata_map as __prfdata_map;
+/// prfdata-rules' histogram geometry, which the code [`prfdata_map!`](crate::prfdata_map)
+/// generates builds a histogram's in `const`.
+#[doc(hidden)]
+pub use prfdata_rules::histogram as __histogram;
 #[cfg(feature = "install")]
 pub(crate) use validate::validate;
 pub(crate) use validate::validate_at_run_time;

@@ -382,7 +382,7 @@ pub(crate) mod tests {
         }
     }
 
-    fn obj(counters: &'static [CounterDef], instances: Instances) -> ObjectDef {
+    const fn obj(counters: &'static [CounterDef], instances: Instances) -> ObjectDef {
         ObjectDef {
             symbol: "O",
             offset: 0,
@@ -545,27 +545,12 @@ pub(crate) mod tests {
         static O: [ObjectDef; 2] = [
             ObjectDef {
                 symbol: "A",
-                offset: 0,
-                texts: &[],
-                detail: DetailLevel::Novice,
-                default_counter: None,
-                instances: Instances::None,
-                costly: false,
-                total: false,
-                packed: false,
-                counters: &A,
+                ..obj(&A, Instances::None)
             },
             ObjectDef {
                 symbol: "B",
                 offset: 10,
-                texts: &[],
-                detail: DetailLevel::Novice,
-                default_counter: None,
-                instances: Instances::None,
-                costly: false,
-                total: false,
-                packed: false,
-                counters: &B,
+                ..obj(&B, Instances::None)
             },
         ];
         let map = MapDef {

@@ -108,6 +108,50 @@ pub fn spawn_child(entry: &str, role: &str, dir: &Path, env: &[(&str, String)]) 
     ChildProcess(cmd.spawn().expect("spawn child test process"))
 }
 
+/// A worker child that reports its progress: this test binary again running only `entry`
+/// with `role` and `env`, its stdin a pipe (the worker reads `go` lines from it), each `done
+/// N` line it prints sent on `events` as `(slot, N)`.
+pub fn spawn_reporting(
+    entry: &str,
+    role: &str,
+    dir: &Path,
+    env: &[(&str, String)],
+    (slot, events): (usize, std::sync::mpsc::Sender<(usize, i64)>),
+) -> (Child, std::process::ChildStdin) {
+    use std::io::BufRead;
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        entry,
+        "--include-ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(ROLE, role)
+    .env("PRFDATA_SHM_DIR", dir)
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn a worker");
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            // libtest's "test <entry> ... " may open the first line.
+            if let Some(n) = line.split_once("done ").map(|(_, n)| n) {
+                if events.send((slot, n.parse().unwrap())).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    (child, stdin)
+}
+
 /// Runs `f` on a new thread and waits for it at most `limit`: a call that blocks fails the test
 /// (naming `what`) instead of hanging it.
 pub fn bounded<T: Send + 'static>(

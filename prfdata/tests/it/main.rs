@@ -13,6 +13,7 @@ mod counters;
 mod dynamic;
 mod fork;
 mod fuzz_found;
+mod histogram;
 mod hostile_names;
 mod hostile_reader;
 mod install;

@@ -446,7 +446,7 @@ fn a_removed_instances_buckets_and_their_shard_words_fold_into_the_retired_accum
     );
     let n = BYTES.buckets();
     let retired = data + 4 * stride;
-    for round in 1..=2u64 {
+    for removals in 1..=2u64 {
         let w = prf.add_instance(W, "w").unwrap();
         let block = data + w.slot() as usize * stride;
         let lines = (0..16).map(|s| block + start + s * line);
@@ -473,10 +473,10 @@ fn a_removed_instances_buckets_and_their_shard_words_fold_into_the_retired_accum
         // Each bucket: its block word and its 16 shard words (100 × (0 + .. + 15) + 16 j).
         let buckets: Vec<u64> = (0..n).map(|j| read(retired + buckets_at + 8 * j)).collect();
         let expected: Vec<u64> = (0..n as u64)
-            .map(|j| round * (10 + j + 12000 + 16 * j))
+            .map(|j| removals * (10 + j + 12000 + 16 * j))
             .collect();
-        assert_eq!(buckets, expected, "after {round} removals");
-        assert_eq!(read(retired + sum_at), round * (7 + 16));
+        assert_eq!(buckets, expected, "after {removals} removals");
+        assert_eq!(read(retired + sum_at), removals * (7 + 16));
         let descriptor = offsets::counter_offset(def, 2);
         assert_eq!(
             (read(retired + descriptor), read(retired + descriptor + 8)),

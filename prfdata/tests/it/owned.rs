@@ -2,10 +2,10 @@
 //! real worker processes killed by `SIGKILL` and a real block file.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -325,40 +325,14 @@ fn spawn_worker(
     name: String,
     batch: i32,
     slot: usize,
-    events: mpsc::Sender<(usize, String, i64)>,
+    events: mpsc::Sender<(usize, i64)>,
 ) -> Worker {
-    let exe = std::env::current_exe().unwrap();
-    let mut child = Command::new(exe)
-        .args([
-            "--exact",
-            "owned::worker_entry",
-            "--include-ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(common::ROLE, "worker")
-        .env("PRFDATA_SHM_DIR", dir)
-        .env("WORKER_NAME", &name)
-        .env("WORKER_BATCH", batch.to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn a worker");
-    let stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let me = name.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            // libtest's "test owned::worker_entry ... " may open the first line.
-            if let Some(n) = line.split_once("done ").map(|(_, n)| n) {
-                if events.send((slot, me.clone(), n.parse().unwrap())).is_err() {
-                    break;
-                }
-            }
-        }
-    });
+    let env = [
+        ("WORKER_NAME", name.clone()),
+        ("WORKER_BATCH", batch.to_string()),
+    ];
+    let (child, stdin) =
+        common::spawn_reporting("owned::worker_entry", "worker", dir, &env, (slot, events));
     Worker {
         child,
         stdin,
@@ -450,9 +424,8 @@ fn eight_workers_with_sigkills_keep_an_exact_monotonic_total() {
         let mut waiting = active.clone();
         while !waiting.is_empty() {
             match rx.recv_timeout(Duration::from_millis(2)) {
-                Ok((slot, name, done)) => {
+                Ok((slot, done)) => {
                     let w = workers[slot].as_mut().expect("a running worker");
-                    assert_eq!(w.name, name);
                     w.done = done;
                     waiting.retain(|&s| s != slot);
                 }

@@ -153,6 +153,28 @@ prfdata::prfdata_map! {
     }
 }
 
+prfdata::prfdata_map! {
+    /// Histograms: a global one (sharded buckets) and one per instance with a `_Total`.
+    pub mod app_h {
+        app: "ProvTestH",
+        object SERVICE {
+            name: "Prov Hist Service", help: "Histograms of the whole service.",
+            counters {
+                LATENCY: Histogram { name: "Prov latency", help: "Microseconds.", unit: us,
+                    range: 1us..10s, error: 5%, sharded: true },
+            }
+        }
+        object WORKER {
+            name: "Prov Hist Worker", help: "One worker.",
+            instances: { max: 4, name_len: 16 }, total: true,
+            counters {
+                SIZE: Histogram { name: "Prov size", help: "Bytes.", unit: bytes,
+                    buckets: [64, 1024, 65536] },
+            }
+        }
+    }
+}
+
 pub const ERROR_SUCCESS: u32 = 0;
 pub const ERROR_MORE_DATA: u32 = 234;
 
@@ -165,6 +187,7 @@ pub struct Env {
     pub first_c: (u32, u32),
     pub first_s: (u32, u32),
     pub first_o: (u32, u32),
+    pub first_h: (u32, u32),
 }
 
 /// The `libprfdata_provider.so` built with these tests (the shared helper).
@@ -213,6 +236,7 @@ pub fn env() -> &'static Env {
         let c = install_in(&reg, &app_c::MAP, &opts).unwrap();
         let s = install_in(&reg, &app_s::MAP, &opts).unwrap();
         let o = install_in(&reg, &app_o::MAP, &opts).unwrap();
+        let h = install_in(&reg, &app_h::MAP, &opts).unwrap();
         Env {
             root,
             shm,
@@ -221,6 +245,7 @@ pub fn env() -> &'static Env {
             first_c: (c.first_counter, c.first_help),
             first_s: (s.first_counter, s.first_help),
             first_o: (o.first_counter, o.first_help),
+            first_h: (h.first_counter, h.first_help),
         }
     })
 }

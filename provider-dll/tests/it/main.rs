@@ -4,6 +4,7 @@
 
 mod common;
 mod dynamic;
+mod histogram;
 mod hostile_block;
 mod logging;
 mod names_fit;

@@ -1,6 +1,9 @@
+//! A map with histograms of every form (log-linear in time, explicit bounds, log-linear in
+//! bytes; sharded and not) compiles.
+
 prfdata::prfdata_map! {
     pub mod m {
-        app: "UiTest",
+        app: "UiHistogramMap",
         object SERVICE {
             name: "Service", help: "s",
             counters {
