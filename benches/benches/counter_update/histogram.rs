@@ -182,9 +182,9 @@ where
 /// within 2 %, one of them sharded): a handle kept by this thread,
 /// and one taken by each of two threads (a sharded one claims the thread's slot).
 fn prfdata_ids(group: &mut Group<'_>, ring: &[u64]) {
-    use prfdata_testkit::histogram_app::{Map, LATENCY, LATENCY_SHARDED};
+    use prfdata_testkit::histogram_app::app::{PrfData, LATENCY, LATENCY_SHARDED};
     let dir = shm_dir();
-    let prf = prfdata::PrfData::<Map>::activate_in(&dir).expect("activate the histogram block");
+    let prf = PrfData::activate_in(&dir).expect("activate the histogram block");
     let mut plain = prf.histogram(LATENCY, ());
     bench_one(group, "prfdata_record", &mut plain, ring);
     let mut sharded = prf.histogram(LATENCY_SHARDED, ());

@@ -266,8 +266,8 @@ fn go_file(shm: &Path) -> PathBuf {
 /// histograms, then, once the test creates [`go_file`], records [`histogram_values`] into each
 /// in one burst, and idles (each wait bounded).
 pub fn run_histogram_app() {
-    use prfdata_testkit::histogram_app::{Map, LATENCY, LATENCY_SHARDED};
-    let prf = prfdata::PrfData::<Map>::activate().expect("the histogram app activates");
+    use prfdata_testkit::histogram_app::app::{PrfData, LATENCY, LATENCY_SHARDED};
+    let prf = PrfData::activate().expect("the histogram app activates");
     let (plain, sharded) = (
         prf.histogram(LATENCY, ()),
         prf.histogram(LATENCY_SHARDED, ()),
@@ -308,7 +308,7 @@ fn nearest_rank(sorted: &[u64], q: f64) -> u64 {
 fn histogram_quantile_agrees_with_the_true_percentiles() {
     let prometheus_bin = require_tool("prometheus");
     let setup = setup();
-    setup.install(&prfdata_testkit::histogram_app::MAP);
+    setup.install(&prfdata_testkit::histogram_app::app::MAP);
     let _app = setup.start_app("histogram");
     let scraping = Scraping::start(&setup, &prometheus_bin);
     let web = scraping.web;
