@@ -19,6 +19,9 @@
 //! | `metrics`           | metrics `Counter::increment(1)`, registered with metrics-util's    |
 //! |                     | `DebuggingRecorder` (its counters are `Arc<AtomicU64>` behind the  |
 //! |                     | `CounterFn` trait object)                                          |
+//!
+//! The binary's second group, `histogram` (`counter_update/histogram.rs`), records latencies:
+//! its ids compare with `raw_atomic_u64` of the same run.
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
@@ -26,6 +29,10 @@ use std::time::Duration;
 
 use criterion::{criterion_group, BenchmarkGroup, Criterion};
 use metrics::Recorder as _;
+
+// A subfolder without `main.rs`: not a bench target of its own.
+#[path = "counter_update/histogram.rs"]
+mod histogram;
 
 prfdata::prfdata_map! {
     /// The map the counter benchmarks update: one instanced object, a 32-bit and a 64-bit counter.
@@ -235,11 +242,12 @@ fn counter_update(c: &mut Criterion) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-criterion_group!(benches, counter_update);
+criterion_group!(benches, counter_update, histogram::histogram);
 
 fn main() {
     if count_only().is_some() {
         counter_update(&mut Criterion::default());
+        histogram::histogram(&mut Criterion::default());
         return;
     }
     benches();

@@ -10,6 +10,7 @@
 //! | [`sandbox`] | a temp registry and block folder ([`Sandbox`]) with maps installed against the real provider, the environment for a child, names for the counter-name registry |
 //! | [`process_env`] | `PRFDATA_REGISTRY` / `PRFDATA_SHM_DIR` of this process, for an in-process provider, held by one test at a time ([`ProcessEnv`]) |
 //! | [`layers`] | a crate's imports against the layer order ARCHITECTURE.md draws ([`layers::check`]) |
+//! | [`histogram_app`] | an app with two histograms (one sharded) |
 //! | [`sample`] | a small valid PERF_OBJECT_TYPE, for consumer-side examples and tests |
 //! | [`values`] | reproducible values of the histogram tests' distributions ([`values::Mix`], [`values::values`]) |
 //!
@@ -47,6 +48,7 @@
 
 pub mod artifacts;
 pub mod at_exit;
+pub mod histogram_app;
 pub mod layers;
 pub mod probe;
 pub mod process;

@@ -42,14 +42,16 @@ use prometheus_client::encoding::{
 };
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
+use super::histogram::{self as hist, Role};
 use super::kind::{metric_kind, unit_of, Clock, MetricKind, MetricUnit};
 use super::naming::{declared_stem, object_stem, word_or_index, NameTable};
 use crate::names::{InstanceNames, Names};
 use crate::namesakes::NameIndex;
 use crate::units::Units;
-use prfdata_wire::snapshot::{CounterDef, DataSnapshot, ObjectData};
+use prfdata_wire::snapshot::{CounterDef, DataSnapshot, ObjectData, Values};
 use prfdata_wire::winperf::{PERF_TYPE_MASK, PERF_TYPE_TEXT};
 
 /// The label naming a series' instance: not `instance`, which Prometheus attaches to every
@@ -136,6 +138,8 @@ struct Labels<'a> {
     app: &'a str,
     /// The object the value comes from (its clock converts a time), by position.
     object: usize,
+    /// The instance the value comes from, by position; `None` for the object's own values.
+    row: Option<usize>,
 }
 
 impl Labels<'_> {
@@ -557,18 +561,18 @@ impl Exposition {
                 .take_while(|s| s.object() == object)
                 .count();
             let (earlier, group) = (&sources[..start], &sources[start..start + len]);
-            count += self.object_series(object, group, earlier, cache, &mut emit)?;
+            count += self.object_series(family, (object, group), earlier, cache, &mut emit)?;
             start += len;
         }
         Ok(count)
     }
 
-    /// The series `group` (the sources of one family from object `object`) adds after
+    /// The series `group` (the sources of `family` from object `object`) adds after
     /// `earlier` (the family's sources from objects before it).
     fn object_series(
         &self,
-        object: usize,
-        group: &[Source],
+        family: &Family,
+        (object, group): (usize, &[Source]),
         earlier: &[Source],
         cache: &mut ObjectLabels<'_>,
         emit: &mut impl FnMut(Labels<'_>, i64) -> std::fmt::Result,
@@ -594,7 +598,7 @@ impl Exposition {
         if !obj.has_instances() {
             let value = obj
                 .values()
-                .and_then(|v| counters.iter().find_map(|&c| v.int(c)));
+                .and_then(|v| self.value_in(family, object, &counters, &v, ""));
             if let (Some(value), false) = (value, object_row_shown) {
                 emit(object_labels, value)?;
                 count += 1;
@@ -612,7 +616,7 @@ impl Exposition {
             .into_iter()
             .filter(|&o| self.shows_instance_rows(o, earlier))
             .collect();
-        let rows = self.instance_series(object, &counters, &rivals, cache, emit)?;
+        let rows = self.instance_series((family, object), &counters, &rivals, cache, emit)?;
         Ok(count + rows)
     }
 
@@ -621,7 +625,7 @@ impl Exposition {
     /// instance of one of `rivals`, has.
     fn instance_series(
         &self,
-        object: usize,
+        (family, object): (&Family, usize),
         counters: &[usize],
         rivals: &[usize],
         cache: &mut ObjectLabels<'_>,
@@ -642,18 +646,49 @@ impl Exposition {
                 continue;
             }
             let values = inst.values();
-            if let Some(value) = counters.iter().find_map(|&c| values.int(c)) {
+            if let Some(value) = self.value_in(family, object, counters, &values, &label) {
                 let labels = Labels {
                     instance: Some(&label),
                     parent: parent.as_deref(),
                     app,
                     object,
+                    row: Some(i),
                 };
                 emit(labels, value)?;
                 count += 1;
             }
         }
         Ok(count)
+    }
+
+    /// The value `family` shows from counter block `values` of object `object`: the first
+    /// integer among its `counters`; for a histogram, its sum when the block's histogram has
+    /// data in the family's unit (else none, and why is logged, naming instance `label`).
+    fn value_in(
+        &self,
+        family: &Family,
+        object: usize,
+        counters: &[usize],
+        values: &Values<'_>,
+        label: &str,
+    ) -> Option<i64> {
+        if family.kind != MetricKind::Histogram {
+            return counters.iter().find_map(|&c| values.int(c));
+        }
+        let obj = &self.snapshot.objects[object];
+        counters
+            .iter()
+            .find_map(|&c| match hist::view(obj, c, values, family.unit) {
+                Ok(view) => Some(view.sum as i64),
+                Err(e) => {
+                    let at = match label {
+                        "" => String::new(),
+                        l => format!("{{{INSTANCE_LABEL}=\"{}\"}}", escape(l, true)),
+                    };
+                    log::warn!("/metrics leaves out {}{at}: {e}", family.name);
+                    None
+                }
+            })
     }
 
     /// Whether object `o`'s sources among `sources` show its own row: a value of an object
@@ -683,24 +718,25 @@ impl PromCollector for Exposition {
         let mut cache = ObjectLabels::new(&self.snapshot);
         for family in &self.families {
             // The first series, and whether there is a second (then every series has labels).
-            let mut first: Option<(bool, i64, usize)> = None;
+            let mut first: Option<(bool, i64, (usize, Option<usize>))> = None;
             let mut more = false;
             let _ = self.series(family, &mut cache, |labels, value| {
                 if first.is_none() {
-                    first = Some((labels.is_empty(), value, labels.object));
+                    first = Some((labels.is_empty(), value, (labels.object, labels.row)));
                     return Ok(());
                 }
                 more = true;
                 // Stop: two series are enough to know.
                 Err(std::fmt::Error)
             });
-            let Some((unlabelled, value, object)) = first else {
+            let Some((unlabelled, value, at)) = first else {
                 continue;
             };
             let help = escape(&family.help, true);
             let metric_type = match family.kind {
-                MetricKind::Counter => ConstCounter::new(0u64).metric_type(),
-                MetricKind::Gauge => ConstGauge::new(0i64).metric_type(),
+                MetricKind::Counter => MetricType::Counter,
+                MetricKind::Gauge => MetricType::Gauge,
+                MetricKind::Histogram => MetricType::Histogram,
             };
             // prometheus-client writes the unit after the name it is given (and a `# UNIT`
             // line); a name that does not end in it (a collision's index after it) gets none.
@@ -715,7 +751,7 @@ impl PromCollector for Exposition {
             let mut metric = encoder.encode_descriptor(name, &help, unit, metric_type)?;
             if !more && unlabelled {
                 // No labels at all: `name value`, not `name{} value`.
-                self.write_value(family, value, object, metric)?;
+                self.write_value(family, value, at, metric)?;
                 continue;
             }
             self.series(family, &mut cache, |l, value| {
@@ -729,7 +765,8 @@ impl PromCollector for Exposition {
                 if !l.app.is_empty() {
                     labels.push(("app", Escaped(l.app)));
                 }
-                self.write_value(family, value, l.object, metric.encode_family(&labels)?)
+                let at = (l.object, l.row);
+                self.write_value(family, value, at, metric.encode_family(&labels)?)
             })?;
         }
         Ok(())
@@ -768,18 +805,13 @@ fn plan_object(
     let object_name = names.counter.get(object.name_index);
     let object_stem = object_stem(&word_or_index(object_name, object.name_index));
     let mut plan: Vec<Option<String>> = Vec::with_capacity(object.counters.len());
-    for (c, def) in object.counters.iter().enumerate() {
-        let served = def.base_of.and_then(|j| object.counters.get(j));
-        let serves = served.map(|s| s.counter_type);
-        let Some(kind) = metric_kind(def.counter_type, serves) else {
+    let roles = hist::roles(object);
+    for (c, &role) in roles.iter().enumerate() {
+        let Some((kind, unit)) = kind_and_unit(object, c, role, units) else {
             plan.push(None);
             continue;
         };
-        let unit = match (unit_of(def.counter_type, serves), units.of(def.name_index)) {
-            (MetricUnit::Raw, Some(declared)) if !def.is_base => MetricUnit::Declared(declared),
-            (unit, _) => unit,
-        };
-        let (stem, key_index, help) = family_of(object, c, &plan, &object_stem, names);
+        let (stem, key_index, help) = family_of(object, (c, kind), &plan, &object_stem, names);
         let stem = match (unit, unit.suffix()) {
             (MetricUnit::Declared(declared), _) => declared_stem(&stem, declared),
             // A counter named for its unit ("Busy seconds") does not say it twice.
@@ -802,11 +834,38 @@ fn plan_object(
     plan
 }
 
-/// The family stem, key index and help text of counter `c` of `object` (`plan`: the families
-/// of the counters before it).
-fn family_of(
+/// The type and unit counter `c` of `object` is exported as (`role`: its part in a histogram),
+/// `None` if it is not exported.
+fn kind_and_unit(
     object: &ObjectData,
     c: usize,
+    role: Role,
+    units: &Units,
+) -> Option<(MetricKind, MetricUnit)> {
+    let def = &object.counters[c];
+    let serves = def
+        .base_of
+        .and_then(|j| object.counters.get(j))
+        .map(|s| s.counter_type);
+    match role {
+        Role::Hidden => None,
+        Role::Histogram(unit) => Some((MetricKind::Histogram, unit)),
+        Role::Plain => {
+            let kind = metric_kind(def.counter_type, serves)?;
+            let unit = match (unit_of(def.counter_type, serves), units.of(def.name_index)) {
+                (MetricUnit::Raw, Some(declared)) if !def.is_base => MetricUnit::Declared(declared),
+                (unit, _) => unit,
+            };
+            Some((kind, unit))
+        }
+    }
+}
+
+/// The family stem, key index and help text of counter `c` of `object`, exported as `kind`
+/// (`plan`: the families of the counters before it).
+fn family_of(
+    object: &ObjectData,
+    (c, kind): (usize, MetricKind),
     plan: &[Option<String>],
     object_stem: &str,
     names: &Names,
@@ -848,7 +907,7 @@ fn family_of(
         (false, _) => (
             counter_stem(object_stem, def, names),
             def.name_index,
-            counter_help(object_name, def, names),
+            counter_help(object_name, def, names, kind),
         ),
     }
 }
@@ -858,8 +917,18 @@ fn counter_stem(object_stem: &str, def: &CounterDef, names: &Names) -> String {
     format!("{object_stem}_{counter}")
 }
 
-/// `HELP`: the explain text, then `[\Object\Counter, TYPE]`.
-fn counter_help(object_name: Option<&str>, def: &CounterDef, names: &Names) -> String {
+/// `HELP`: the explain text, then `[\Object\Counter, TYPE]`; a histogram's names the bucket
+/// counter's type, which its family shows, not its sum's.
+fn counter_help(
+    object_name: Option<&str>,
+    def: &CounterDef,
+    names: &Names,
+    kind: MetricKind,
+) -> String {
+    let type_name = match kind {
+        MetricKind::Histogram => "PERF_PRFDATA_HISTOGRAM".to_owned(),
+        _ => def.type_name(),
+    };
     let explain = names.help(def.help_index);
     let path = format!(
         "{}\\{}",
@@ -868,9 +937,9 @@ fn counter_help(object_name: Option<&str>, def: &CounterDef, names: &Names) -> S
     );
     let explain = explain.trim();
     if explain.is_empty() {
-        format!("[{path}, {}]", def.type_name())
+        format!("[{path}, {type_name}]")
     } else {
-        format!("{explain} [{path}, {}]", def.type_name())
+        format!("{explain} [{path}, {type_name}]")
     }
 }
 
@@ -904,26 +973,28 @@ fn escape(text: &str, quote: bool) -> String {
 const FILETIME_UNIX_EPOCH_SECONDS: f64 = 11_644_473_600.0;
 
 impl Exposition {
-    /// Writes one raw `value` of `family` from object `object` through `encoder`, in the
-    /// family's unit.
+    /// Writes one raw `value` of `family` from counter block `at` (object, instance) through
+    /// `encoder`, in the family's unit; a histogram's whole block.
     fn write_value(
         &self,
         family: &Family,
         value: i64,
-        object: usize,
+        at: (usize, Option<usize>),
         encoder: MetricEncoder<'_>,
     ) -> std::fmt::Result {
+        let object = at.0;
         // A LARGE counter is a ULONGLONG: the bits as unsigned; a gauge is signed.
         let raw = match family.kind {
             MetricKind::Counter => value as u64 as f64,
             MetricKind::Gauge => value as f64,
+            MetricKind::Histogram => return self.write_histogram(family, at, encoder),
         };
         let obj = self.snapshot.objects.get(object);
         let seconds = match family.unit {
             MetricUnit::Raw | MetricUnit::Declared(_) => {
                 return match family.kind {
                     MetricKind::Counter => ConstCounter::new(value as u64).encode(encoder),
-                    MetricKind::Gauge => ConstGauge::new(value).encode(encoder),
+                    _ => ConstGauge::new(value).encode(encoder),
                 };
             }
             MetricUnit::Seconds(clock) => {
@@ -945,7 +1016,35 @@ impl Exposition {
         };
         match family.kind {
             MetricKind::Counter => ConstCounter::new(seconds).encode(encoder),
-            MetricKind::Gauge => ConstGauge::new(seconds).encode(encoder),
+            _ => ConstGauge::new(seconds).encode(encoder),
+        }
+    }
+
+    /// Writes the histogram of `family` in counter block `at` (object, instance) through
+    /// `encoder`: nothing if it has no data (a block [`Exposition::series`] does not give).
+    fn write_histogram(
+        &self,
+        family: &Family,
+        (object, row): (usize, Option<usize>),
+        encoder: MetricEncoder<'_>,
+    ) -> std::fmt::Result {
+        let Some(obj) = self.snapshot.objects.get(object) else {
+            return Ok(());
+        };
+        let values = match row {
+            Some(i) => obj.instance(i).map(|inst| inst.values()),
+            None => obj.values(),
+        };
+        let view = values.and_then(|values| {
+            family
+                .sources
+                .iter()
+                .filter(|s| s.object == object)
+                .find_map(|s| hist::view(obj, s.counter, &values, family.unit).ok())
+        });
+        match view {
+            Some(view) => hist::encode(&view, encoder),
+            None => Ok(()),
         }
     }
 }

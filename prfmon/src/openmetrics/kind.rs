@@ -37,6 +37,9 @@ pub enum MetricKind {
     Counter,
     /// An instantaneous value.
     Gauge,
+    /// A prfdata histogram: cumulative `_bucket{le}` counts, `_sum` and `_count` (never a
+    /// counter type's own kind: three definitions make one, see the [module docs](super)).
+    Histogram,
 }
 
 impl MetricKind {
@@ -51,6 +54,7 @@ impl MetricKind {
         match self {
             Self::Counter => "counter",
             Self::Gauge => "gauge",
+            Self::Histogram => "histogram",
         }
     }
 }

@@ -7,6 +7,7 @@
 //! - [`exposition`]: a collection as metric families, encoded with `prometheus-client`.
 //! - [`naming`]: metric names from object and counter names, and collisions.
 //! - [`kind`]: which counter types are counters and which gauges, and the unit of each.
+//! - `histogram`: a prfdata histogram (three counter definitions) as one `histogram` family.
 //!
 //! # What is exported
 //!
@@ -30,6 +31,17 @@
 //! `# UNIT` line); HELP is the explain text as written. A counter with a factor and no declared
 //! unit is exported raw, its name as the counter's (with no unit word added): its unit is the
 //! one of its raw value, which only the map can state.
+//!
+//! **Histograms.** A prfdata histogram (its `PERF_AVERAGE_BULK` sum, `PERF_AVERAGE_BASE` count
+//! and `PERF_PRFDATA_HISTOGRAM` buckets, [`crate::histogram`]) is one family of type
+//! `histogram`, named for the sum's counter: `_bucket{le="..."}` cumulative with `+Inf` last,
+//! `_sum`, `_count`; the sum and base are not families of their own. A time histogram is
+//! exported in seconds (`_seconds`: `le` and `_sum` in seconds), a byte histogram in bytes
+//! (`_bytes`), a count as recorded. Each `le` is the bucket's inclusive upper edge, so
+//! `histogram_quantile(0.99, rate(x_seconds_bucket[5m]))` works as for any Prometheus
+//! histogram, within the map's stated error; every bucket is a series (hundreds per histogram
+//! and instance at `error: 2%`). A histogram whose copy does not decode has no data: that
+//! series is left out of the scrape, and the reason logged.
 //!
 //! **Costly objects** are not in a `Global` collection (perflib collects them only when
 //! `Costly` is asked for). `/metrics?query=Costly` collects them; point a second scrape job at
@@ -92,6 +104,7 @@
 //! | `PERF_RAW_FRACTION`, `PERF_LARGE_RAW_FRACTION` and their `PERF_RAW_BASE` / `PERF_LARGE_RAW_BASE` | gauge |
 //! | `PERF_ELAPSED_TIME` (the start time, as Unix time in seconds) | gauge  |
 //! | `PERF_COUNTER_MULTI_BASE` (the number of things timed)      | gauge     |
+//! | `PERF_AVERAGE_BULK`, `PERF_AVERAGE_BASE`, `PERF_PRFDATA_HISTOGRAM` of a histogram | histogram (one family) |
 //! | `PERF_COUNTER_TEXT`, `PERF_COUNTER_NODATA`                  | not exported |
 //! | a type winperf.h does not define                            | counter if it has `PERF_DELTA_COUNTER` or `PERF_DELTA_BASE`, else gauge |
 //!
@@ -115,5 +128,6 @@
 //! ```
 
 pub mod exposition;
+mod histogram;
 pub mod kind;
 pub mod naming;

@@ -14,14 +14,16 @@
 //!    counter word that already ends in `_seconds` does not repeat it),
 //!    `_start_time_seconds` for an elapsed time; a count whose map declares its unit
 //!    (`unit: bytes`) ends with the unit's word in place of the counter name's own unit word
-//!    ([`declared_stem`]); a base's stem is its counter's final name without `_seconds`,
-//!    followed by `_base`.
+//!    ([`declared_stem`]); a histogram's stem ends the same way in the unit it is exported in
+//!    (`_seconds` for a time, `_bytes`; none for a count); a base's stem is its counter's
+//!    final name without `_seconds`, followed by `_base`.
 //! 3. A counter family loses a trailing `_total` (the encoder appends it to every sample).
 //! 4. Families with the same stem and the same type are one family: the same object and
 //!    counter names from two services (the same map installed twice) are told apart by the
 //!    `app` label.
-//! 5. A stem that would reuse a name already taken by a family of the other type (either its
-//!    family name or its sample name, `<name>_total` for a counter) gets
+//! 5. A stem that would reuse a name already taken by a family of another type (either its
+//!    family name or its sample names: `<name>_total` for a counter, `<name>_bucket`,
+//!    `<name>_sum` and `<name>_count` for a histogram) gets
 //!    `_<object index>_<counter index>` appended, then `_2`, `_3`... until it is free. Pairs
 //!    are named in order of object name index, service name, then counter position, so the
 //!    winner does not depend on the order the services answered.
@@ -265,7 +267,7 @@ impl NameTable {
     pub fn claim(&mut self, stem: &str, kind: MetricKind, key: (u32, u32)) -> String {
         let stem = match kind {
             MetricKind::Counter => stem.strip_suffix("_total").unwrap_or(stem),
-            MetricKind::Gauge => stem,
+            MetricKind::Gauge | MetricKind::Histogram => stem,
         };
         if let Some(name) = self.families.get(&(stem.to_owned(), kind)) {
             return name.clone();
@@ -292,6 +294,10 @@ impl NameTable {
         match kind {
             MetricKind::Counter => vec![name.to_owned(), format!("{name}_total")],
             MetricKind::Gauge => vec![name.to_owned()],
+            MetricKind::Histogram => ["", "_bucket", "_sum", "_count"]
+                .iter()
+                .map(|suffix| format!("{name}{suffix}"))
+                .collect(),
         }
     }
 
@@ -305,7 +311,7 @@ impl NameTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use MetricKind::{Counter, Gauge};
+    use MetricKind::{Counter, Gauge, Histogram};
 
     #[test]
     fn names_are_lowercase_alphanumeric_words_joined_by_single_underscores() {
@@ -391,5 +397,19 @@ mod tests {
         t.claim("prfdata_a", Counter, (1, 2));
         t.claim("prfdata_a_1_2", Gauge, (9, 9));
         assert_eq!(t.claim("prfdata_a", Gauge, (1, 2)), "prfdata_a_1_2_2");
+    }
+
+    #[test]
+    fn a_histogram_takes_its_bucket_sum_and_count_names() {
+        let mut t = NameTable::default();
+        assert_eq!(t.claim("prfdata_a_count", Gauge, (1, 2)), "prfdata_a_count");
+        assert_eq!(t.claim("prfdata_a", Histogram, (3, 4)), "prfdata_a_3_4");
+        assert_eq!(t.claim("prfdata_b", Histogram, (5, 6)), "prfdata_b");
+        // The same stem from another service: the same family.
+        assert_eq!(t.claim("prfdata_b", Histogram, (7, 6)), "prfdata_b");
+        for taken in ["prfdata_b_bucket", "prfdata_b_sum", "prfdata_b_count"] {
+            assert_eq!(t.claim(taken, Gauge, (8, 9)), format!("{taken}_8_9"));
+        }
+        assert_eq!(t.claim("prfdata_b", Counter, (8, 9)), "prfdata_b_8_9");
     }
 }

@@ -86,6 +86,9 @@ pub fn maybe_run_app() {
 
 fn run_app(mode: &str) {
     use std::sync::atomic::Ordering::Relaxed;
+    if mode == "histogram" {
+        return crate::serve_prometheus::run_histogram_app();
+    }
     let prf = serve_app::PrfData::activate().expect("the test app activates");
     prf.get_ctr32(serve_app::REQUESTS, ())
         .store(FIXED_REQUESTS, Relaxed);
@@ -151,7 +154,8 @@ impl Setup {
         self.sandbox.apply_env(cmd);
     }
 
-    /// Starts the app (`static` or `ticking`) and waits until it has published.
+    /// Starts the app (`static`, `ticking`, or `histogram`: the histogram app of
+    /// `serve_prometheus`) and waits until it has published.
     pub fn start_app(&self, mode: &str) -> Guard {
         // Only `app_entry` runs in the child, and `maybe_run_app` takes over in it.
         let mut cmd = prfdata_testkit::self_command(&prfdata_testkit::test_path!("app_entry"));

@@ -1,13 +1,15 @@
 //! End to end with a real Prometheus server (Debian's `prometheus` package): it scrapes
 //! `prfmon serve` every second while a test app's counter grows, and its HTTP API shows the
-//! counter increasing, with the app's labels. `prfmon serve` requires a bearer token
-//! (`--token-file`), which Prometheus sends from the same file (`authorization:
+//! counter increasing, with the app's labels; and a histogram's `histogram_quantile` agrees
+//! with the exact percentiles of the values an app recorded. `prfmon serve` requires a bearer
+//! token (`--token-file`), which Prometheus sends from the same file (`authorization:
 //! credentials_file:`). A build without the binary reports the test ignored, with the reason.
 
 use crate::serve_common;
 
 use std::net::{SocketAddr, TcpListener};
 use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -77,6 +79,82 @@ fn value_of(series: &Value) -> Option<f64> {
     series["value"][1].as_str()?.parse().ok()
 }
 
+/// `prfmon serve` with a bearer token and a Prometheus scraping it every second, both stopped
+/// when dropped.
+struct Scraping {
+    _serve: Guard,
+    _prometheus: Guard,
+    /// Where `prfmon serve` listens.
+    serve: SocketAddr,
+    /// Prometheus' web address (its HTTP API).
+    web: SocketAddr,
+    /// `prfmon serve`'s stderr so far.
+    serve_log: std::sync::Arc<std::sync::Mutex<String>>,
+    /// Prometheus' log file.
+    prometheus_log: PathBuf,
+}
+
+impl Scraping {
+    /// Starts `prfmon serve` on `setup`'s registry and a Prometheus (`prometheus_bin`) that
+    /// scrapes it, its configuration and TSDB in `setup`'s folder.
+    fn start(setup: &Setup, prometheus_bin: &Path) -> Scraping {
+        let token_file = setup.dir.path().join("token");
+        std::fs::write(&token_file, "prometheus-scrape-token-0123456789\n").expect("token file");
+        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600))
+            .expect("chmod 600 the token file");
+        let token_arg = token_file.display().to_string();
+        let (serve_guard, serve_addr, serve_log) =
+            setup.start_serve(&["--listen", "127.0.0.1:0", "--token-file", &token_arg]);
+        let serve = serve_addr.expect("prfmon serve listening");
+        // Without the token, no metrics.
+        assert_eq!(get(serve, "/metrics").status, 401);
+
+        let web = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let config = setup.dir.path().join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
+                 scrape_configs:\n  - job_name: prfmon\n    authorization:\n      credentials_file: '{}'\n\
+                 \x20   static_configs:\n      - targets: ['{serve}']\n",
+                token_file.display()
+            ),
+        )
+        .expect("write the Prometheus config");
+        let prometheus_log = setup.dir.path().join("prometheus.log");
+        let log = std::fs::File::create(&prometheus_log).expect("log file");
+        let child = Command::new(prometheus_bin)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                setup.dir.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address={web}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start prometheus");
+        Scraping {
+            _serve: serve_guard,
+            _prometheus: Guard::new(child, "prometheus"),
+            serve,
+            web,
+            serve_log,
+            prometheus_log,
+        }
+    }
+
+    /// Both logs, for a failure's message.
+    fn report(&self) -> String {
+        format!(
+            "prometheus log:\n{}\nprfmon serve log:\n{}",
+            std::fs::read_to_string(&self.prometheus_log).unwrap_or_default(),
+            self.serve_log.lock().map(|l| l.clone()).unwrap_or_default()
+        )
+    }
+}
+
 #[test]
 #[cfg_attr(
     not(prfmon_tests_prometheus),
@@ -86,51 +164,10 @@ fn prometheus_scrapes_serve_and_sees_the_apps_counters_increase() {
     let prometheus_bin = require_tool("prometheus");
     let setup = setup();
     let _app = setup.start_app("ticking");
-    let token_file = setup.dir.path().join("token");
-    std::fs::write(&token_file, "prometheus-scrape-token-0123456789\n").expect("token file");
-    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600))
-        .expect("chmod 600 the token file");
-    let token_arg = token_file.display().to_string();
-    let (_serve, serve_addr, serve_log) =
-        setup.start_serve(&["--listen", "127.0.0.1:0", "--token-file", &token_arg]);
-    let serve_addr = serve_addr.expect("prfmon serve listening");
-    // Without the token, no metrics.
-    assert_eq!(get(serve_addr, "/metrics").status, 401);
-
-    let web = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let config = setup.dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
-             scrape_configs:\n  - job_name: prfmon\n    authorization:\n      credentials_file: '{}'\n\
-             \x20   static_configs:\n      - targets: ['{serve_addr}']\n",
-            token_file.display()
-        ),
-    )
-    .expect("write the Prometheus config");
-    let log = std::fs::File::create(setup.dir.path().join("prometheus.log")).expect("log file");
-    let child = Command::new(&prometheus_bin)
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            setup.dir.path().join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address={web}"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("start prometheus");
-    let _prometheus = Guard::new(child, "prometheus");
+    let scraping = Scraping::start(&setup, &prometheus_bin);
+    let (web, serve_addr) = (scraping.web, scraping.serve);
     let deadline = Instant::now() + OVERALL;
-    let report = || {
-        format!(
-            "prometheus log:\n{}\nprfmon serve log:\n{}",
-            std::fs::read_to_string(setup.dir.path().join("prometheus.log")).unwrap_or_default(),
-            serve_log.lock().map(|l| l.clone()).unwrap_or_default()
-        )
-    };
+    let report = || scraping.report();
 
     // Prometheus scraped the target successfully...
     until(deadline, "up == 1", &report, || {
@@ -200,4 +237,121 @@ fn prometheus_scrapes_serve_and_sees_the_apps_counters_increase() {
         meta.body,
         report()
     );
+}
+
+/// How many values the histogram app records.
+const RECORDS: usize = 200_000;
+
+/// The exported names of the histogram app's two histograms (`prfdata_testkit::histogram_app`).
+const HISTOGRAMS: [&str; 2] = [
+    "prfdata_histogram_test_latency_seconds",
+    "prfdata_histogram_test_latency_sharded_seconds",
+];
+
+/// The values the histogram app records, in microseconds: log-normal around 2 ms (shape 0.8),
+/// the same every run.
+fn histogram_values() -> Vec<u64> {
+    let mut mix = prfdata_testkit::values::Mix(0x2545_f491_4f6c_dd1d);
+    (0..RECORDS)
+        .map(|_| mix.log_normal(2000.0, 0.8).clamp(1.0, 1e7) as u64)
+        .collect()
+}
+
+/// The file whose existence tells the histogram app to record: beside the block folder.
+fn go_file(shm: &Path) -> PathBuf {
+    shm.with_file_name("histogram-go")
+}
+
+/// The histogram app (the test binary re-executed, see `Setup::start_app`): publishes two empty
+/// histograms, then, once the test creates [`go_file`], records [`histogram_values`] into each
+/// in one burst, and idles (each wait bounded).
+pub fn run_histogram_app() {
+    use prfdata_testkit::histogram_app::app::{PrfData, LATENCY, LATENCY_SHARDED};
+    let prf = PrfData::activate().expect("the histogram app activates");
+    let (plain, sharded) = (
+        prf.histogram(LATENCY, ()),
+        prf.histogram(LATENCY_SHARDED, ()),
+    );
+    println!("ready");
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let shm = std::env::var_os("PRFDATA_SHM_DIR").expect("the sandbox's block folder");
+    let go = go_file(Path::new(&shm));
+    let end = Instant::now() + Duration::from_secs(120);
+    while !go.exists() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for v in histogram_values() {
+        plain.record(v);
+        sharded.record(v);
+    }
+    while Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The exact percentile `q` of `sorted` by nearest rank: the value at rank ⌈q·n⌉.
+fn nearest_rank(sorted: &[u64], q: f64) -> u64 {
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Prometheus keeps a histogram's buckets as the exposition wrote them: over a window that
+/// starts with every bucket at 0 (two scrapes of the empty histogram, then one burst of
+/// values), `rate` scales every bucket by the same factor, so `histogram_quantile` is the
+/// quantile of the values recorded, interpolated inside one bucket: within the bucket's width,
+/// at most 2^-6 of its lower edge for `error: 2%`, of the exact nearest-rank percentile.
+#[test]
+#[cfg_attr(
+    not(prfmon_tests_prometheus),
+    ignore = "needs prometheus (apt-get install prometheus)"
+)]
+fn histogram_quantile_agrees_with_the_true_percentiles() {
+    let prometheus_bin = require_tool("prometheus");
+    let setup = setup();
+    setup.install(&prfdata_testkit::histogram_app::app::MAP);
+    let _app = setup.start_app("histogram");
+    let scraping = Scraping::start(&setup, &prometheus_bin);
+    let web = scraping.web;
+    let deadline = Instant::now() + OVERALL;
+    let report = || scraping.report();
+    for name in HISTOGRAMS {
+        until(
+            deadline,
+            "two scrapes of the empty histogram",
+            &report,
+            || {
+                let expr = format!("count_over_time({name}_count[1m]) >= 2");
+                query(web, &expr).filter(|r| r.len() == 1)
+            },
+        );
+    }
+    std::fs::write(go_file(&setup.shm), "").expect("tell the app to record");
+    let mut sorted = histogram_values();
+    sorted.sort_unstable();
+    let sum: u64 = sorted.iter().sum();
+    for name in HISTOGRAMS {
+        until(deadline, "every value counted", &report, || {
+            let r = query(web, &format!("{name}_count"))?;
+            value_of(r.first()?).filter(|&n| n == RECORDS as f64)
+        });
+        let r = query(web, &format!("{name}_sum")).expect("the sum");
+        let seconds = value_of(&r[0]).expect("a sum");
+        assert!(
+            (seconds - sum as f64 / 1e6).abs() < 1e-6,
+            "{name}_sum {seconds}"
+        );
+        for q in [0.5, 0.9, 0.99] {
+            let expr = format!("histogram_quantile({q}, rate({name}_bucket[30s]))");
+            let got = until(deadline, &expr, &report, || {
+                value_of(query(web, &expr)?.first()?)
+            });
+            let exact = nearest_rank(&sorted, q) as f64 / 1e6;
+            let error = (got - exact).abs() / exact;
+            assert!(
+                error <= 1.0 / 64.0,
+                "{expr} = {got}, exact {exact}: {:.3}% off",
+                error * 100.0
+            );
+        }
+    }
 }
