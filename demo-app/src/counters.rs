@@ -63,6 +63,11 @@ prfdata::prfdata_map! {
                     help: "Cache entries the last scan of the cache visited. The scan is costly: the service runs it only while a monitor watches this counter (watch notifications), and leaves the counter at 0 otherwise.",
                     detail: Advanced, scale: 0,
                 },
+                JOB_LATENCY = 44: Histogram {
+                    name: "Job latency",
+                    help: "Microseconds from submission to completion, as a histogram: monitors read its percentiles (Job latency:p99) and its mean.",
+                    unit: us, range: 10us..10s, error: 2%, sharded: true, detail: Novice,
+                },
             }
         }
         object POOL = 14 {
@@ -109,6 +114,11 @@ prfdata::prfdata_map! {
                 WORKER_JOBS_PER_SEC = 24: CounterCounter {
                     name: "Jobs/sec", help: "Jobs this worker completes per second.",
                     detail: Advanced, scale: 0,
+                },
+                WORKER_LATENCY = 46: Histogram {
+                    name: "Job latency",
+                    help: "Microseconds from submission to completion of this worker's jobs; in _Total, of every job any worker ever completed.",
+                    unit: us, range: 10us..10s, error: 5%, detail: Advanced,
                 },
             }
         }

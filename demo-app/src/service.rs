@@ -297,6 +297,9 @@ fn scan_cache(shared: &Shared) {
 /// A worker: takes jobs until retired, and accounts for each.
 fn work(shared: &Shared, me: InstanceId<demo::WORKER>, retire: &AtomicBool, pool: usize) {
     let prf = &shared.prf;
+    // Histogram handles belong to their thread: taken once, outside the job loop.
+    let latency = prf.histogram(demo::JOB_LATENCY, ());
+    let my_latency = prf.histogram(demo::WORKER_LATENCY, me);
     while !retire.load(Relaxed) {
         let job = {
             let mut jobs = shared.lock_jobs();
@@ -362,6 +365,9 @@ fn work(shared: &Shared, me: InstanceId<demo::WORKER>, retire: &AtomicBool, pool
             prf.get_ctr32(demo::AVG_LATENCY_BASE, ())
                 .fetch_add(1, Relaxed);
         }
+        let waited = ticks_to_duration(ended - job.submitted);
+        latency.record_duration(waited);
+        my_latency.record_duration(waited);
         prf.get_ctr64(demo::BUSY, me)
             .fetch_add(ended - began, Relaxed);
         prf.get_ctr64(demo::JOBS_DONE, me).fetch_add(1, Relaxed);
@@ -370,6 +376,12 @@ fn work(shared: &Shared, me: InstanceId<demo::WORKER>, retire: &AtomicBool, pool
         // Simulated I/O between jobs.
         std::thread::sleep(JOB_IO);
     }
+}
+
+/// A span of [`clock::perf_counter`] ticks as a duration (a negative span as zero).
+fn ticks_to_duration(ticks: i64) -> Duration {
+    let nanos_per_tick = 1_000_000_000 / clock::PERF_FREQUENCY as u64;
+    Duration::from_nanos(u64::try_from(ticks).unwrap_or(0).saturating_mul(nanos_per_tick))
 }
 
 pub(crate) fn xorshift(mut x: u64) -> u64 {
