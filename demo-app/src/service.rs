@@ -381,7 +381,11 @@ fn work(shared: &Shared, me: InstanceId<demo::WORKER>, retire: &AtomicBool, pool
 /// A span of [`clock::perf_counter`] ticks as a duration (a negative span as zero).
 fn ticks_to_duration(ticks: i64) -> Duration {
     let nanos_per_tick = 1_000_000_000 / clock::PERF_FREQUENCY as u64;
-    Duration::from_nanos(u64::try_from(ticks).unwrap_or(0).saturating_mul(nanos_per_tick))
+    Duration::from_nanos(
+        u64::try_from(ticks)
+            .unwrap_or(0)
+            .saturating_mul(nanos_per_tick),
+    )
 }
 
 pub(crate) fn xorshift(mut x: u64) -> u64 {
