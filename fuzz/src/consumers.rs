@@ -100,6 +100,7 @@ pub fn check_snapshot(snapshot: &DataSnapshot) {
     let exposition = prfmon::openmetrics::exposition::Exposition::new(snapshot, &services, names);
     let _ = (exposition.encode(), exposition.encode_text());
 
+    check_histograms(snapshot);
     let offered = offers(snapshot, names);
     let _ = prfmon::typeperf::query_paths(snapshot, names, None, true, |_| Ok::<(), ()>(()));
     // Each counter offered resolves to itself (the first few: the names repeat).
@@ -147,6 +148,48 @@ pub fn check_snapshot(snapshot: &DataSnapshot) {
                 assert_eq!(
                     columns.sample(snapshot, names, &Default::default()).len(),
                     count
+                );
+            }
+        }
+    }
+}
+
+/// Every histogram of `snapshot` whose copy reads: its counts fit the geometry and a
+/// percentile of them lies inside the buckets that hold values (a copy that does not read is
+/// "no data" with its reason, never a number). Each histogram's p99 path resolves and samples.
+///
+/// # Panics
+///
+/// When a percentile of a histogram that reads falls outside its non-empty buckets, or is
+/// missing although it counted something.
+///
+/// # Examples
+///
+/// ```
+/// prfdata_fuzz::consumers::check_histograms(&prfdata_wire::snapshot::DataSnapshot::default());
+/// ```
+pub fn check_histograms(snapshot: &DataSnapshot) {
+    let p99: prfmon::pdh::Percentile = "p99".parse().unwrap_or_else(|e| panic!("p99: {e}"));
+    for object in &snapshot.objects {
+        let blocks = object
+            .values()
+            .into_iter()
+            .chain(object.instances().map(|i| i.values()));
+        for values in blocks {
+            for (_, view) in prfmon::histogram::histograms(object, values) {
+                let Ok(view) = view else { continue };
+                let g = &view.geometry;
+                assert_eq!(view.buckets.len(), g.buckets(), "one count per bucket");
+                let used: Vec<usize> = (0..g.buckets()).filter(|&i| view.buckets[i] > 0).collect();
+                let (Some(&first), Some(&last)) = (used.first(), used.last()) else {
+                    continue;
+                };
+                let value = view
+                    .percentile_since_start(p99)
+                    .unwrap_or_else(|e| panic!("p99 of {:?} counts: {e:?}", view.buckets));
+                assert!(
+                    value >= g.lower(first) as f64 && value <= g.upper(last) as f64,
+                    "p99 {value} outside the non-empty buckets {first}..={last}"
                 );
             }
         }

@@ -4,7 +4,8 @@
 //!   publishes: a service object, pools and their workers.
 //! - [`rich`]: a map that uses what the demo does not: a costly parent with a non-costly child,
 //!   three levels of parents with a costly grandchild, text counters (global and per instance),
-//!   every base-counter pairing, 64-bit and 32-bit values, elapsed time, unique ids.
+//!   every base-counter pairing, 64-bit and 32-bit values, elapsed time, unique ids, and
+//!   histograms (explicit bounds on the global object, sharded log-linear ones per instance).
 
 use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
@@ -36,6 +37,8 @@ prfdata::prfdata_map! {
                 QUEUE = 14: QueueLen100Ns { name: "Queue", help: "q", detail: Wizard, scale: 0 },
                 OPEN = 40: RawCount { name: "Open", help: "o", on_demand: true },
                 PAGES = 42: LargeRawCount { name: "Memory", help: "m", factor: * 4096 },
+                SIZES = 48: Histogram { name: "Request size", help: "s", unit: bytes,
+                    buckets: [64, 1024, 65536] },
             }
         }
         object SHARD = 16 {
@@ -71,6 +74,8 @@ prfdata::prfdata_map! {
                 JOB_THREADS: MultiBase,
                 JOB_ALL = 44: LargeRawCount { name: "Job total", help: "t", sum: [JOB_DONE, JOB_TIME] },
                 JOB_BYTES = 46: BulkCount { name: "Job bytes", help: "b", sharded: true },
+                JOB_LATENCY = 50: Histogram { name: "Job latency", help: "l", unit: ns,
+                    range: 100ns..1s, error: 25%, sharded: true },
             }
         }
         object TASK = 36 {
@@ -154,6 +159,10 @@ fn demo_block(dir: &Path, working: bool) -> Vec<u8> {
                 .store(17 * i64::from(i), Relaxed);
             prf.get_ctr32(demo::WORKER_JOBS_PER_SEC, w)
                 .store(i as i32, Relaxed);
+            let latency = prf.histogram(demo::WORKER_LATENCY, w);
+            for v in [40, 900, 15_000 * u64::from(i + 1)] {
+                latency.record(v);
+            }
         }
         for (k, pool) in pools.iter().enumerate() {
             prf.get_ctr32(demo::POOL_WORKERS, *pool)
@@ -168,6 +177,10 @@ fn demo_block(dir: &Path, working: bool) -> Vec<u8> {
             .store(100, Relaxed);
         prf.get_ctr32(demo::CACHE_HIT_RATIO, ()).store(80, Relaxed);
         prf.get_ctr32(demo::CACHE_LOOKUPS, ()).store(100, Relaxed);
+        let latency = prf.histogram(demo::JOB_LATENCY, ());
+        for v in [5, 10, 11, 250, 4_000, 120_000, 20_000_000] {
+            latency.record(v);
+        }
     }
     read_block(prf.path())
 }
@@ -182,6 +195,10 @@ fn rich_block(dir: &Path, populated: bool) -> Vec<u8> {
         prf.get_ctr32(REQUESTS, ()).store(7, Relaxed);
         prf.get_ctr64(HITS, ()).store(3, Relaxed);
         prf.get_ctr64(LOOKUPS, ()).store(4, Relaxed);
+        let sizes = prf.histogram(SIZES, ());
+        for v in [0, 64, 65, 1024, 70_000] {
+            sizes.record(v);
+        }
         let shards = ["s0", "s1", "ß2"].map(|s| prf.add_instance(SHARD, s).expect("shard"));
         for (k, shard) in shards.iter().enumerate() {
             prf.get_ctr32(SHARD_SIZE, *shard)
@@ -209,6 +226,11 @@ fn rich_block(dir: &Path, populated: bool) -> Vec<u8> {
             // A sharded counter: a slot of this thread, and the counter's own word.
             prf.sharded(JOB_BYTES, job).add(1000 * i64::from(j));
             prf.get_ctr64(JOB_BYTES, job).store(7, Relaxed);
+            // A sharded histogram: this thread's line holds the buckets and the sum.
+            let latency = prf.histogram(JOB_LATENCY, job);
+            for v in [1, 150, 9_999, 2_000_000_000] {
+                latency.record(v + 7 * u64::try_from(j).unwrap_or(0));
+            }
             for t in 0..2 {
                 prf.add_instance(TASK, InstanceSpec::named(&format!("t{t}")).parent(job))
                     .expect("task");

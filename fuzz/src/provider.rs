@@ -17,7 +17,8 @@
 //!    size the same objects the same way.
 //! 4. the data, in a PERF_DATA_BLOCK, decodes ([`prfdata_wire::snapshot::decode`]) with the objects
 //!    Collect counted; the `Global` and `Costly` collections merge as `typeperf` merges them,
-//!    and the consumers of [`crate::consumers`] run over the result.
+//!    and the consumers of [`crate::consumers`] run over the result; every histogram served
+//!    whole has its count (mod 2^32) in its base.
 //!
 //! The sequence word of the input is made even first: an odd one (a writer inside a section) is
 //! "busy" until the 30 ms collect budget runs out, which would cost every such input 30 ms and
@@ -83,7 +84,35 @@ pub fn check_collect(bytes: &[u8]) {
 
     let mut merged = global;
     prfmon::merge::merge_missing(&mut merged, costly);
+    served_histograms_agree(&merged);
     crate::consumers::check_snapshot(&merged);
+}
+
+/// Every histogram the provider served whole has its count in its base (mod 2^32), as the
+/// readers' fix-up writes it: bucket words that no longer add up are "no data", never a
+/// histogram whose mean and percentiles disagree.
+fn served_histograms_agree(snapshot: &DataSnapshot) {
+    use prfdata_wire::snapshot::RawValue;
+    for object in &snapshot.objects {
+        let blocks = object
+            .values()
+            .into_iter()
+            .chain(object.instances().map(|i| i.values()));
+        for values in blocks {
+            for (def, view) in prfmon::histogram::histograms(object, values) {
+                let Ok(view) = view else { continue };
+                let base = match values.get(def.base) {
+                    Some(RawValue::Int(base)) => base,
+                    other => panic!("a served histogram's base is {other:?}"),
+                };
+                assert_eq!(
+                    base as u64,
+                    view.count() & u64::from(u32::MAX),
+                    "the base of a served histogram is its count mod 2^32"
+                );
+            }
+        }
+    }
 }
 
 fn join(indexes: &[u32]) -> String {
