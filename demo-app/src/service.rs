@@ -344,18 +344,7 @@ fn work(shared: &Shared, me: InstanceId<demo::WORKER>, retire: &AtomicBool, pool
         }
         std::hint::black_box(h);
         let ended = clock::perf_counter();
-
-        prf.get_ctr32(demo::JOBS_PER_SEC, ()).fetch_add(1, Relaxed);
-        prf.get_ctr64(demo::BYTES_PER_SEC, ())
-            .fetch_add(job.payload.len() as i64, Relaxed);
-        prf.get_ctr32(demo::CACHE_LOOKUPS, ()).fetch_add(1, Relaxed);
-        if hit {
-            prf.get_ctr32(demo::CACHE_HIT_RATIO, ())
-                .fetch_add(1, Relaxed);
-            prf.get_ctr32(demo::CACHE_HITS, ()).fetch_add(1, Relaxed);
-        } else {
-            prf.get_ctr32(demo::CACHE_MISSES, ()).fetch_add(1, Relaxed);
-        }
+        account(prf, me, hit, job.payload.len(), ended - began);
         {
             // Latency and its base change together, as collectors must see them.
             let _whole = prf.lock_ctrs();
@@ -368,14 +357,28 @@ fn work(shared: &Shared, me: InstanceId<demo::WORKER>, retire: &AtomicBool, pool
         let waited = ticks_to_duration(ended - job.submitted);
         latency.record_duration(waited);
         my_latency.record_duration(waited);
-        prf.get_ctr64(demo::BUSY, me)
-            .fetch_add(ended - began, Relaxed);
-        prf.get_ctr64(demo::JOBS_DONE, me).fetch_add(1, Relaxed);
-        prf.get_ctr32(demo::WORKER_JOBS_PER_SEC, me)
-            .fetch_add(1, Relaxed);
         // Simulated I/O between jobs.
         std::thread::sleep(JOB_IO);
     }
+}
+
+/// A job's counts: the service's rates and cache lookups, and the worker's busy time and jobs.
+fn account(prf: &PrfData, me: InstanceId<demo::WORKER>, hit: bool, len: usize, busy: i64) {
+    prf.get_ctr32(demo::JOBS_PER_SEC, ()).fetch_add(1, Relaxed);
+    prf.get_ctr64(demo::BYTES_PER_SEC, ())
+        .fetch_add(len as i64, Relaxed);
+    prf.get_ctr32(demo::CACHE_LOOKUPS, ()).fetch_add(1, Relaxed);
+    if hit {
+        prf.get_ctr32(demo::CACHE_HIT_RATIO, ())
+            .fetch_add(1, Relaxed);
+        prf.get_ctr32(demo::CACHE_HITS, ()).fetch_add(1, Relaxed);
+    } else {
+        prf.get_ctr32(demo::CACHE_MISSES, ()).fetch_add(1, Relaxed);
+    }
+    prf.get_ctr64(demo::BUSY, me).fetch_add(busy, Relaxed);
+    prf.get_ctr64(demo::JOBS_DONE, me).fetch_add(1, Relaxed);
+    prf.get_ctr32(demo::WORKER_JOBS_PER_SEC, me)
+        .fetch_add(1, Relaxed);
 }
 
 /// A span of [`clock::perf_counter`] ticks as a duration (a negative span as zero).

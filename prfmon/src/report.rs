@@ -553,27 +553,8 @@ fn write_rows(
         })
         .collect();
     let instance_names = obj.has_instances().then(|| InstanceNames::new(snap, obj));
-    // Column widths in characters, as the cells are; the last column is not padded.
-    let mut widths: [usize; 4] = std::array::from_fn(|c| HEADINGS[c].chars().count());
-    for head in &heads {
-        for (w, cell) in widths.iter_mut().zip(head) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
+    let widths = column_widths(&heads, instance_names.as_ref());
     let mut cell = String::new();
-    if !heads.is_empty() {
-        widths[3] = widths[3].max(match &instance_names {
-            Some(list) => (0..list.len())
-                .map(|i| {
-                    cell.clear();
-                    list.push_name(i, &mut cell);
-                    shown(&cell).chars().count()
-                })
-                .max()
-                .unwrap_or(0),
-            None => 1,
-        });
-    }
     let mut line = String::new();
     let mut row = |out: &mut dyn Write, cells: [&str; 4], value: &str| {
         line.clear();
@@ -617,6 +598,32 @@ fn write_rows(
         }
     }
     Ok(())
+}
+
+/// The widths in characters of [`write_rows`]' first four columns, as the cells are (the last
+/// column is not padded).
+fn column_widths(heads: &[[String; 3]], instance_names: Option<&InstanceNames>) -> [usize; 4] {
+    let mut widths: [usize; 4] = std::array::from_fn(|c| HEADINGS[c].chars().count());
+    for head in heads {
+        for (w, cell) in widths.iter_mut().zip(head) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    if !heads.is_empty() {
+        let mut cell = String::new();
+        widths[3] = widths[3].max(match instance_names {
+            Some(list) => (0..list.len())
+                .map(|i| {
+                    cell.clear();
+                    list.push_name(i, &mut cell);
+                    shown(&cell).chars().count()
+                })
+                .max()
+                .unwrap_or(0),
+            None => 1,
+        });
+    }
+    widths
 }
 
 /// A histogram's cell: its count, sum and the percentiles of every value it counted since it
