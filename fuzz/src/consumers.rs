@@ -15,7 +15,7 @@
 
 use std::sync::OnceLock;
 
-use prfdata_wire::snapshot::{decode, DataSnapshot};
+use prfdata_wire::snapshot::{decode, DataSnapshot, ObjectData, Values};
 use prfmon::names::Names;
 use prfmon::pdh::{self, CounterPath, FormatOptions};
 use prfmon::sampler::{check, offers, resolve, Columns, Sampler};
@@ -171,11 +171,7 @@ pub fn check_snapshot(snapshot: &DataSnapshot) {
 pub fn check_histograms(snapshot: &DataSnapshot) {
     let p99: prfmon::pdh::Percentile = "p99".parse().unwrap_or_else(|e| panic!("p99: {e}"));
     for object in &snapshot.objects {
-        let blocks = object
-            .values()
-            .into_iter()
-            .chain(object.instances().map(|i| i.values()));
-        for values in blocks {
+        for values in counter_blocks(object) {
             for (_, view) in prfmon::histogram::histograms(object, values) {
                 let Ok(view) = view else { continue };
                 let g = &view.geometry;
@@ -194,6 +190,14 @@ pub fn check_histograms(snapshot: &DataSnapshot) {
             }
         }
     }
+}
+
+/// Every counter block of `object`: its own (without instances), then each instance's.
+pub fn counter_blocks(object: &ObjectData) -> impl Iterator<Item = Values<'_>> + '_ {
+    object
+        .values()
+        .into_iter()
+        .chain(object.instances().map(|i| i.values()))
 }
 
 /// The demo at work, collected: the snapshot [`check_path`] resolves paths against (the

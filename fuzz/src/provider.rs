@@ -94,11 +94,7 @@ pub fn check_collect(bytes: &[u8]) {
 fn served_histograms_agree(snapshot: &DataSnapshot) {
     use prfdata_wire::snapshot::RawValue;
     for object in &snapshot.objects {
-        let blocks = object
-            .values()
-            .into_iter()
-            .chain(object.instances().map(|i| i.values()));
-        for values in blocks {
+        for values in crate::consumers::counter_blocks(object) {
             for (def, view) in prfmon::histogram::histograms(object, values) {
                 let Ok(view) = view else { continue };
                 let base = match values.get(def.base) {
