@@ -221,7 +221,7 @@ fn recorder_entry() {
 
 /// The nearest-rank percentile `q` (in (0, 1]) of the values counted in `deltas`, read as its
 /// bucket's midpoint.
-fn bucket_percentile(g: &Geometry, deltas: &[u64], q: f64) -> f64 {
+pub fn bucket_percentile(g: &Geometry, deltas: &[u64], q: f64) -> f64 {
     let n: u64 = deltas.iter().sum();
     let rank = ((q * n as f64).ceil() as u64).max(1);
     let mut seen = 0;

@@ -1,6 +1,7 @@
 //! 8 worker processes record into their own instances' histograms, some SIGKILLed between
 //! batches: `_Total`'s buckets, count and sum never decrease, and whenever every worker waits
-//! they equal the histogram of every value any worker (dead or alive) reported recording.
+//! they equal the histogram of every value any worker (dead or alive) reported recording, and
+//! its percentiles are within half the stated error of those values' exact ones.
 
 use std::io::{BufRead, Write};
 use std::process::{Child, ChildStdin};
@@ -22,10 +23,14 @@ const BATCHES: u64 = 12;
 /// The sums of WORKERS' two histograms among its counters.
 const SUMS: [usize; 2] = [0, 3];
 
-/// The values of batch `b` of the worker whose values start from `start`.
+/// The distributions the workers draw from, one per worker process in turn.
+const KINDS: [&str; 4] = ["uniform", "log-normal 0.5", "log-normal 1.5", "bimodal"];
+
+/// The values of batch `b` of the worker whose values start from `start` (its distribution is
+/// `KINDS[start % 4]`).
 fn batch(start: u64, b: u64) -> Vec<u64> {
     values(
-        "log-normal 1.5",
+        KINDS[(start % 4) as usize],
         BATCH,
         (1.0, 1e7),
         &mut Mix(start ^ b.wrapping_mul(0x9e37_79b9)),
@@ -103,10 +108,13 @@ struct Expected {
     buckets: [Vec<u64>; 2],
     sum: u64,
     count: u64,
+    /// Every value reported, for the exact percentiles.
+    values: Vec<u64>,
 }
 
 impl Expected {
     fn add(&mut self, values: &[u64]) {
+        self.values.extend_from_slice(values);
         for (k, g) in self.geometries.iter().enumerate() {
             let (b, s) = expected(g, values);
             self.buckets[k].iter_mut().zip(b).for_each(|(e, n)| *e += n);
@@ -162,13 +170,35 @@ fn check(now: &[Seen; 2], last: &mut Option<[Seen; 2]>, want: &Expected, exact: 
                 (want.count, want.sum),
                 "histogram {k}"
             );
+            within_error(&want.geometries[k], &h.buckets, &want.values, k);
         }
     }
     *last = Some(now.clone());
 }
 
-/// 8 worker processes × 12 batches of 400 log-normal values into two histograms of their own
-/// instances (one with sharded buckets), each worker SIGKILLed now and then while it waits
+/// The percentiles of `buckets` (each its bucket's midpoint) are within half the stated error
+/// of the exact nearest-rank percentiles of `values`.
+fn within_error(g: &Geometry, buckets: &[u64], values: &[u64], k: usize) {
+    if values.is_empty() {
+        return;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    let half = g.relative_error().expect("log-linear") / 2.0;
+    for q in [0.5, 0.9, 0.99, 0.999] {
+        let rank = ((q * sorted.len() as f64).ceil() as usize).max(1);
+        let exact = sorted[rank - 1] as f64;
+        let got = super::bucket_percentile(g, buckets, q);
+        assert!(
+            (got - exact).abs() <= half * exact,
+            "histogram {k}, q {q}: {got} vs {exact} over {} values",
+            sorted.len()
+        );
+    }
+}
+
+/// 8 worker processes × 12 batches of 400 values (uniform, log-normal or bimodal, by process)
+/// into two histograms of their own instances (one with sharded buckets), each worker SIGKILLed now and then while it waits
 /// and replaced by a new process: `_Total`'s buckets, count and sum never decrease, equal
 /// every reported value's whenever every worker waits, and at the end (every worker gone,
 /// the dead ones reclaimed) equal every value recorded.
@@ -184,6 +214,7 @@ fn eight_workers_with_sigkills_keep_every_bucket_monotonic() {
         buckets: n,
         sum: 0,
         count: 0,
+        values: Vec::new(),
     };
     let run = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
