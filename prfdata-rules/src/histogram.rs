@@ -1185,12 +1185,12 @@ mod tests {
             }
         );
         let size = Descriptor::decode(&good[..good.len() - 1]).unwrap_err();
-        let expected = good.len() as u64;
+        let expected = good.len() as u32;
         assert_eq!(
             size,
             DescriptorError::Size {
                 expected,
-                found: good.len() - 1
+                found: expected - 1
             }
         );
         assert!(size.to_string().contains("the descriptor says"));

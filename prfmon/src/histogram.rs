@@ -439,8 +439,8 @@ mod tests {
         words.extend([1, 2, 3, 4]); // one word too many
         let found = words.len();
         let size = NoData::Descriptor(DescriptorError::Size {
-            expected: found as u64 - 1,
-            found,
+            expected: found as u32 - 1,
+            found: found as u32,
         });
         assert_eq!(read_words(&words), Err(size));
         words.truncate(found - 2); // one word too few

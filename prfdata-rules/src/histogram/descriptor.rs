@@ -57,10 +57,10 @@ pub struct Descriptor {
 pub enum DescriptorError {
     /// Fewer words than the descriptor needs.
     Short {
-        /// The words given.
-        words: usize,
+        /// The words given (saturating at `u32::MAX`).
+        words: u32,
         /// The words the descriptor needs.
-        needed: usize,
+        needed: u32,
     },
     /// The first word's magic is not 0x4748.
     Magic(u16),
@@ -77,9 +77,9 @@ pub enum DescriptorError {
     /// The counter's words are not the descriptor and one word per bucket.
     Size {
         /// Descriptor words plus buckets.
-        expected: u64,
-        /// The words given.
-        found: usize,
+        expected: u32,
+        /// The words given (saturating at `u32::MAX`).
+        found: u32,
     },
 }
 
@@ -159,7 +159,7 @@ impl Descriptor {
     pub fn decode(words: &[u64]) -> Result<(Geometry, usize), DescriptorError> {
         let [w0, w1, ..] = *words else {
             return Err(DescriptorError::Short {
-                words: words.len(),
+                words: word_count(words),
                 needed: 2,
             });
         };
@@ -190,21 +190,27 @@ impl Descriptor {
                 let k = (n as usize).saturating_sub(1);
                 crate::histogram::explicit_len(k).map_err(DescriptorError::Geometry)?;
                 let bounds = words.get(2..2 + k).ok_or(DescriptorError::Short {
-                    words: words.len(),
-                    needed: 2 + k,
+                    words: word_count(words),
+                    needed: 2 + k as u32,
                 })?;
                 let g = Explicit::new(unit, bounds).map_err(DescriptorError::Geometry)?;
                 (Geometry::Explicit(g), 2 + k)
             }
             other => return Err(DescriptorError::Scheme(other)),
         };
-        let expected = len as u64 + u64::from(n);
-        if words.len() as u64 != expected {
+        // `n` passed the geometry's rules: at most MAX_HISTOGRAM_BUCKETS, so no overflow.
+        let expected = len as u32 + n;
+        if words.len() != expected as usize {
             return Err(DescriptorError::Size {
                 expected,
-                found: words.len(),
+                found: word_count(words),
             });
         }
         Ok((geometry, len))
     }
+}
+
+/// How many `words` there are, for an error: saturating at `u32::MAX`.
+fn word_count(words: &[u64]) -> u32 {
+    u32::try_from(words.len()).unwrap_or(u32::MAX)
 }

@@ -427,10 +427,11 @@ impl<'a> Offered<'a> {
         qs: &'q [Percentile],
     ) -> impl Iterator<Item = Hit> + 'q {
         self.objects.iter().flat_map(move |object| {
-            let instances: Vec<Option<usize>> = match object.data.has_instances() {
-                true => (0..object.data.instance_count()).map(Some).collect(),
-                false => vec![None],
-            };
+            // Counted, not listed: an object of a million instances costs nothing here.
+            let instances = object
+                .data
+                .has_instances()
+                .then(|| object.data.instance_count());
             let hits = object.histograms.iter().flat_map(move |h| {
                 qs.iter().map(move |&q| Hit {
                     object: object.position,
@@ -444,10 +445,11 @@ impl<'a> Offered<'a> {
                 !name.is_some_and(|n| object.counters.iter().any(|(_, c)| eq_ignore_case(c, &n)))
             })
             .flat_map(move |hit| {
-                instances
-                    .clone()
-                    .into_iter()
-                    .map(move |instance| Hit { instance, ..hit })
+                let rows: Box<dyn Iterator<Item = Option<usize>>> = match instances {
+                    None => Box::new(std::iter::once(None)),
+                    Some(n) => Box::new((0..n).map(Some)),
+                };
+                rows.map(move |instance| Hit { instance, ..hit })
             })
         })
     }
