@@ -16,6 +16,10 @@
 //! |                      | about 100 times `provider_1000x16`                                |
 //! | `memcpy_100000x16_bytes` | copying as many bytes as that Collect returns: how much the  |
 //! |                      | floor itself grows once the bytes outgrow the caches              |
+//! | `provider_1000_histogram` | `provider_1000x16` on an app whose 1,000 instances each hold |
+//! |                      | one histogram (1us..10s within 2 %: 1,166 buckets) and a count:   |
+//! |                      | the descriptor, the count summed from the buckets, `_Total`'s sums |
+//! | `memcpy_1000_histogram_bytes` | copying as many bytes as that Collect returns: its floor |
 //!
 //! The fixture ([`Fixture`]) is what all four share: a registry and a shm folder of their own,
 //! the app installed there and running (its block activated, 1,000 instances with non-zero
@@ -81,6 +85,23 @@ collect_map!(
     /// `bench_map` with room for 100,000 instances.
     big_map, "PrfDataBenchCollectBig", "Bench Collect Big Worker", 100000
 );
+
+prfdata::prfdata_map! {
+    /// An app with one object of up to 1,024 instances, each a count and a latency histogram.
+    pub mod hist_map {
+        app: "PrfDataBenchCollectHist",
+        object WORKER = 0 {
+            name: "Bench Collect Histogram Worker", help: "A worker of the collect benchmark.",
+            detail: Novice, default: JOBS, instances: { max: 1024, name_len: 32 },
+            costly: false, total: true,
+            counters {
+                JOBS = 2: LargeRawCount { name: "Jobs", help: "j", detail: Novice, scale: 0 },
+                LATENCY = 4: Histogram { name: "Latency", help: "l", unit: us,
+                    range: 1us..10s, error: 2% },
+            }
+        }
+    }
+}
 
 /// Instances the app runs with.
 const INSTANCES: usize = 1_000;
@@ -223,6 +244,27 @@ impl Fixture {
         fill!(big_map, prf, BIG_INSTANCES);
         Fixture {
             provider: Provider::open(&library, big_map::MAP.app),
+            root,
+            _prf: Box::new(prf),
+        }
+    }
+
+    /// `hist_map` with [`INSTANCES`] instances, each with 64 values recorded.
+    fn histograms() -> Fixture {
+        let (root, shm, library) = Fixture::install("histogram", &hist_map::MAP);
+        let prf = hist_map::PrfData::activate_in(&shm).expect("activate the app's block");
+        for i in 0..INSTANCES {
+            let inst = prf
+                .add_instance(hist_map::WORKER, &format!("worker {i:04}"))
+                .expect("room for every instance");
+            prf.get_ctr64(hist_map::JOBS, inst).store(64, Relaxed);
+            let latency = prf.histogram(hist_map::LATENCY, inst);
+            for k in 0..64u64 {
+                latency.record((k * 7919 + i as u64 * 104_729) % 10_000_000);
+            }
+        }
+        Fixture {
+            provider: Provider::open(&library, hist_map::MAP.app),
             root,
             _prf: Box::new(prf),
         }
@@ -425,6 +467,29 @@ fn bench_provider_big(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) {
     });
 }
 
+/// `provider_1000_histogram` and its floor `memcpy_1000_histogram_bytes`.
+fn bench_provider_histograms(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) {
+    let query: Vec<u16> = "Global".encode_utf16().chain([0]).collect();
+    let mut out = vec![0u8; 64 << 20];
+    let bytes = fx.provider.collect_into(&query, &mut out);
+    eprintln!(
+        "collect: one Collect of {INSTANCES} instances x one histogram returns {bytes} bytes"
+    );
+    group.bench_function("provider_1000_histogram", |b| {
+        b.iter(|| {
+            fx.provider
+                .collect_into(black_box(&query), black_box(&mut out))
+        })
+    });
+    let collected = out[..bytes].to_vec();
+    let (mut copy, at) = unaliased(&collected);
+    group.bench_function("memcpy_1000_histogram_bytes", |b| {
+        b.iter(|| {
+            black_box(&mut copy[at..at + collected.len()]).copy_from_slice(black_box(&collected))
+        })
+    });
+}
+
 fn collect(c: &mut Criterion) {
     let fx = Fixture::new();
     let mut group = c.benchmark_group("collect");
@@ -444,6 +509,9 @@ fn collect(c: &mut Criterion) {
     let packed = Fixture::packed();
     bench_provider_packed(&mut group, &packed);
     drop(packed);
+    let histograms = Fixture::histograms();
+    bench_provider_histograms(&mut group, &histograms);
+    drop(histograms);
     let big = Fixture::big();
     bench_provider_big(&mut group, &big);
     group.finish();

@@ -23,7 +23,7 @@ use core::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use prfdata_rules::histogram::Geometry;
+use prfdata_rules::histogram::{Geometry, LogLinear};
 
 use crate::counter_type::{CounterType, TimeHistogram};
 use crate::shard::ShardedCtr;
@@ -63,10 +63,16 @@ use crate::shard::ShardedCtr;
 pub struct HistogramCtr<'a, T> {
     /// The geometry the map declared (validated with the map at activation or attach).
     geometry: &'static Geometry,
+    /// Its log-linear parameters, kept in the handle: the hot path reads them beside the
+    /// words' addresses instead of following `geometry` (`None` for explicit bounds).
+    log_linear: Option<LogLinear>,
     /// The address of bucket 0's word (the thread's shard line's with `sharded: true` and a
     /// slot, else the counter block's), its lowest bit set when the words are shared: a
-    /// record adds with `fetch_add` then.
+    /// record adds with `fetch_add` then. Clear only when `own_sum` is the thread's word too.
     buckets: *const AtomicU64,
+    /// The thread's own sum word when `buckets` is the thread's (null otherwise): an owned
+    /// record tests one bit for both.
+    own_sum: *const AtomicU64,
     /// The sum: the thread's shard word, or the counter block's.
     sum: ShardedCtr<'a>,
     /// The words' borrow; not `Send`, not `Sync` (the slot words are the thread's).
@@ -96,13 +102,20 @@ impl<'a, T: CounterType> HistogramCtr<'a, T> {
         sum: ShardedCtr<'a>,
     ) -> Self {
         debug_assert_eq!(buckets.addr() & SHARED, 0, "an AtomicU64 is 8-aligned");
+        let log_linear = match geometry {
+            Geometry::LogLinear(l) => Some(*l),
+            Geometry::Explicit(_) => None,
+        };
+        // Owned buckets come with an owned sum (the same slot); without one, both are shared.
+        let (buckets, own_sum) = match (owned, sum.own_word()) {
+            (true, Some(own_sum)) => (buckets, own_sum),
+            _ => (buckets.wrapping_byte_add(SHARED), core::ptr::null()),
+        };
         HistogramCtr {
             geometry,
-            buckets: if owned {
-                buckets
-            } else {
-                buckets.wrapping_byte_add(SHARED)
-            },
+            log_linear,
+            buckets,
+            own_sum,
             sum,
             _words: PhantomData,
         }
@@ -113,17 +126,25 @@ impl<'a, T: CounterType> HistogramCtr<'a, T> {
     /// the underflow bucket, one above it in the overflow bucket.
     #[inline]
     pub fn record(&self, v: u64) {
-        let i = self.geometry.index(v);
+        let i = match &self.log_linear {
+            Some(l) => l.index(v),
+            None => self.geometry.index(v),
+        };
         let tagged = self.buckets;
         if tagged.addr() & SHARED == 0 {
             // SAFETY: with its lowest bit clear, `tagged` is the `buckets` pointer `new` was
             // given, to `geometry.buckets()` words that outlive the handle; `index` returns a
             // bucket below `geometry.buckets()` (values past the range go to the last bucket):
-            // word `i` is one of them, 8-aligned.
-            let word = unsafe { &*tagged.add(i) };
-            // The thread's own word: a plain load and store, no locked instruction.
+            // word `i` is one of them, 8-aligned. `new` clears the bit only with `own_sum` the
+            // thread's own slot word, which outlives the handle too (`sum` borrows it).
+            let (word, sum) = unsafe { (&*tagged.add(i), &*self.own_sum) };
+            // The thread's own words: plain loads and stores, no locked instruction.
             word.store(
                 word.load(Ordering::Relaxed).wrapping_add(1),
+                Ordering::Relaxed,
+            );
+            sum.store(
+                sum.load(Ordering::Relaxed).wrapping_add(v),
                 Ordering::Relaxed,
             );
         } else {
@@ -132,8 +153,8 @@ impl<'a, T: CounterType> HistogramCtr<'a, T> {
             // again, with its provenance, and word `i` is in bounds as above.
             let word = unsafe { &*tagged.wrapping_byte_sub(SHARED).add(i) };
             word.fetch_add(1, Ordering::Relaxed);
+            self.sum.add(v as i64);
         }
-        self.sum.add(v as i64);
     }
 
     /// The shard slot this thread owns (where its sum goes, and with `sharded: true` its

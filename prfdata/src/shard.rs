@@ -101,6 +101,13 @@ impl<'a> ShardedCtr<'a> {
         }
     }
 
+    /// The thread's own slot word, when the thread owns a slot: a word no other thread writes
+    /// while the handle lives.
+    #[inline]
+    pub(crate) fn own_word(&self) -> Option<*const AtomicU64> {
+        (self.tagged.addr() & SHARED == 0).then_some(self.tagged)
+    }
+
     /// Adds `n` to the counter (wrapping, as a 64-bit counter does).
     #[inline]
     pub fn add(&self, n: i64) {
