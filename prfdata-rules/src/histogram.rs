@@ -972,12 +972,13 @@ mod tests {
         assert_eq!(&edges[13..], &[(40, 47), (48, u64::MAX)]);
     }
 
-    /// The bucket counts of the design's memory table (range, unit and error as there) and the
-    /// range that does not fit.
+    /// The bucket counts of the memory table in docs/histograms.md and README.md (range, unit
+    /// and error as there) and the range that does not fit.
     #[test]
     fn bucket_counts_of_common_ranges() {
         let table = [
             ((1, 10_000_000), [325, 616, 1166, 2202]), // 1 µs .. 10 s in us
+            ((10, 10_000_000), [316, 607, 1157, 2193]), // 10 µs .. 10 s in us (the demo)
             ((1_000, 60_000_000_000), [415, 828, 1653, 3304]), // 1 µs .. 60 s in ns
             ((1_000, 60_000_000), [256, 510, 1016, 2029]), // 1 ms .. 60 s in us
             ((64, 1 << 30), [387, 771, 1539, 3011]),   // 64 B .. 1 GiB
