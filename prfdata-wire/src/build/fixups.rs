@@ -158,10 +158,13 @@ impl Histogram {
     fn apply(&self, block: &mut [u8]) {
         let start = self.offset as usize;
         let counts = start + 8 * self.descriptor.len();
-        // Checked add: a count past 2^64 is no count at all.
-        let count = (0..self.buckets as usize).try_fold(0u64, |total, i| {
-            total.checked_add(load(block, (counts + 8 * i) as u32, 8))
-        });
+        // The buckets inside the block (each place is checked by whoever makes the fix-ups; a
+        // word outside it counts 0); a count past 2^64 is no count at all.
+        let end = counts
+            .saturating_add(8 * self.buckets as usize)
+            .min(block.len());
+        let words = block.get(counts..end).unwrap_or_default();
+        let count = u64::try_from(sum_words(words)).ok();
         for (i, word) in self.descriptor.iter().enumerate() {
             let word = if i == 0 && count.is_none() { 0 } else { *word };
             let at = start + 8 * i;
@@ -174,6 +177,23 @@ impl Histogram {
             b.copy_from_slice(&(count.unwrap_or(0) as u32).to_ne_bytes());
         }
     }
+}
+
+/// The exact sum of the whole 8-byte values in `bytes` (machine order), a trailing part of a
+/// word ignored: the low and the high halves summed apart, which cannot overflow for 2^32
+/// words at a time, and which the compiler turns into vector adds.
+fn sum_words(bytes: &[u8]) -> u128 {
+    let (words, _) = bytes.as_chunks::<8>();
+    words
+        .chunks(u32::MAX as usize)
+        .map(|part| {
+            let (low, high) = part.iter().fold((0u64, 0u64), |(low, high), w| {
+                let w = u64::from_ne_bytes(*w);
+                (low + (w & 0xFFFF_FFFF), high + (w >> 32))
+            });
+            (u128::from(high) << 32) + u128::from(low)
+        })
+        .sum()
 }
 
 /// The DWORD (`size` 4) or LARGE value at `at` in `block`, 0 outside it.
@@ -217,6 +237,24 @@ mod tests {
         assert_eq!(b[8..16], 0x1_4748u64.to_le_bytes());
         assert_eq!(b[16..24], (3u64 | 7 << 32).to_le_bytes());
         assert_eq!([word(&b, 3), word(&b, 4), word(&b, 5)], [1 << 32, 5, 1]);
+    }
+
+    #[test]
+    fn a_count_of_exactly_2_64_minus_1_is_kept_and_halves_carry() {
+        // Low halves that carry into the high ones, a total of exactly u64::MAX.
+        let mut fixups = CounterBlockFixups::new(48);
+        fixups.histogram(8, vec![0x1_4748, 3], 3, 4);
+        let buckets = [0xFFFF_FFFF, 0xFFFF_FFFF, u64::MAX - 2 * 0xFFFF_FFFF];
+        let mut b = block(&[0, 7, 7, buckets[0], buckets[1], buckets[2]]);
+        fixups.apply(&mut b);
+        assert_eq!(word(&b, 1), 0x1_4748, "the magic: data");
+        assert_eq!(b[4..8], (u64::MAX as u32).to_ne_bytes());
+        assert_eq!(sum_words(&b[24..48]), u128::from(u64::MAX));
+        assert_eq!(
+            sum_words(&b[24..44]),
+            u128::from(2 * 0xFFFF_FFFFu64),
+            "a part word is 0"
+        );
     }
 
     #[test]

@@ -53,8 +53,8 @@ pub struct ObjectInfo {
     pub(crate) block_stride: u64,
     /// The shard lines of the sharded counters, if the object has any.
     pub(crate) shards: Option<Shards>,
-    /// The sharded counters: place in the counter block and word in the shard lines.
-    pub(crate) sharded: Vec<(u32, u32)>,
+    /// The sharded counters, each a run of words: a counter or a histogram's buckets.
+    pub(crate) sharded: Vec<ShardRun>,
     /// Offset of the record in the block (at most `HEADER_SIZE + MAX_OBJECTS * 128`).
     pub(crate) record_offset: u64,
     /// Bytes of one slot (at most `SLOT_HEADER_SIZE + 2 * MAX_INSTANCE_NAME + 64`).
@@ -82,14 +82,25 @@ pub struct ObjectInfo {
 }
 
 /// One counter's aggregation, checked at open: its place and size in the counter block and its
-/// `AGG_*` rule.
+/// `AGG_*` rule; a histogram's buckets are one plan of `words` 8-byte values, each summed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct AggPlan {
     pub(crate) offset: u32,
     pub(crate) size: u32,
     pub(crate) rule: u32,
-    /// Its word in the shard lines, for a sharded counter.
-    pub(crate) shard: Option<u32>,
+    /// Values of `size` bytes from `offset`, each aggregated on its own: 1, or a histogram's
+    /// buckets (8-byte sums, inside the block: checked at open).
+    pub(crate) words: u32,
+}
+
+/// A sharded counter's words, checked at open: `words` 8-byte values at `offset` in the counter
+/// block, whose shares are the words from `word` in each shard line (1 for a count, a
+/// histogram's buckets for a sharded histogram).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ShardRun {
+    pub(crate) offset: u32,
+    pub(crate) word: u32,
+    pub(crate) words: u32,
 }
 
 /// Where an object's shard lines lie in each stride, checked at open: `slots` lines of `line`
@@ -99,20 +110,6 @@ pub(crate) struct Shards {
     pub(crate) start: u64,
     pub(crate) line: u64,
     pub(crate) slots: u64,
-}
-
-impl Shards {
-    /// The sum of word `k` of every shard line of the counter block at `block` (wrapping, as
-    /// the counter does); `None` if a word is outside the mapping.
-    pub(crate) fn total(&self, raw: &RawBlock, block: u64, k: u32) -> Option<u64> {
-        let mut sum = 0u64;
-        for s in 0..self.slots {
-            // block < 2^30, start + slots * line <= stride <= MAX_BLOCK_STRIDE: no overflow.
-            let at = block + self.start + s * self.line + 8 * u64::from(k);
-            sum = sum.wrapping_add(raw.load_u64(usize::try_from(at).ok()?)?);
-        }
-        Some(sum)
-    }
 }
 
 /// Where one object's table lies in a block, as offsets: what [`ObjectTable`] is made of, from a
@@ -651,12 +648,12 @@ fn check_object(
     for p in &plans {
         p.add_to(&mut fixups);
         // Each bucket a sum of its own (the descriptor is written by the fix-up).
-        aggregates.extend((0..p.buckets).map(|j| AggPlan {
-            offset: p.bucket(j),
+        aggregates.push(AggPlan {
+            offset: p.bucket(0),
             size: LARGE_SIZE,
             rule: AGG_SUM,
-            shard: p.shard.map(|k| k + j),
-        }));
+            words: p.buckets,
+        });
     }
     let instanced = rec.flags & OBJECT_INSTANCED != 0;
     let (max, name_len, slot_size) = check_instances(rec, off, instanced)?;
@@ -692,18 +689,26 @@ fn check_object(
 /// The sharded words of an object's counters (`own`, with its histograms' `plans`: one word
 /// per sharded bucket), each with its place in the counter block, and the aggregation of each
 /// stored numeric counter but the histograms' buckets.
-fn word_plans(own: &[CounterInfo], plans: &[histograms::Plan]) -> (Vec<(u32, u32)>, Vec<AggPlan>) {
+fn word_plans(own: &[CounterInfo], plans: &[histograms::Plan]) -> (Vec<ShardRun>, Vec<AggPlan>) {
     let single = |c: &&CounterInfo| c.counter_type != winperf::PERF_PRFDATA_HISTOGRAM;
-    let mut sharded: Vec<(u32, u32)> = own
+    let mut sharded: Vec<ShardRun> = own
         .iter()
         .filter(single)
-        .filter_map(|c| Some((c.block_offset, c.shard?)))
+        .filter_map(|c| {
+            Some(ShardRun {
+                offset: c.block_offset,
+                word: c.shard?,
+                words: 1,
+            })
+        })
         .collect();
-    for p in plans {
-        if let Some(k) = p.shard {
-            sharded.extend((0..p.buckets).map(|j| (p.bucket(j), k + j)));
-        }
-    }
+    sharded.extend(plans.iter().filter_map(|p| {
+        Some(ShardRun {
+            offset: p.bucket(0),
+            word: p.shard?,
+            words: p.buckets,
+        })
+    }));
     let aggregates = own
         .iter()
         .filter(|c| c.sum_parts().is_none() && matches!(c.size, DWORD_SIZE | LARGE_SIZE))
@@ -712,7 +717,7 @@ fn word_plans(own: &[CounterInfo], plans: &[histograms::Plan]) -> (Vec<(u32, u32
                 offset: c.block_offset,
                 size: c.size,
                 rule: c.aggregate?.code(),
-                shard: c.shard,
+                words: 1,
             })
         })
         .collect();
@@ -786,7 +791,7 @@ fn check_strides(rec: &ObjectRecord, off: u64) -> Result<(u32, u64), ReadError> 
 fn check_shards(
     rec: &ObjectRecord,
     off: u64,
-    sharded: &[(u32, u32)],
+    sharded: &[ShardRun],
     stride: u32,
     block_stride: u64,
 ) -> Result<Option<Shards>, ReadError> {
@@ -800,8 +805,13 @@ fn check_shards(
         )?;
         return Ok(None);
     }
-    // Each check bounds its value, so the products below stay under 2^32.
-    let words = sharded.iter().map(|&(_, k)| k + 1).max().unwrap_or(0);
+    // In u64: a word is any u32 from the file, a run at most MAX_HISTOGRAM_BUCKETS long; each
+    // check bounds its value, so the products below stay under 2^40.
+    let words = sharded
+        .iter()
+        .map(|r| u64::from(r.word) + u64::from(r.words))
+        .max()
+        .unwrap_or(0);
     let shards = Shards {
         start: u64::from(rec.shard_start),
         line: u64::from(rec.shard_line),
@@ -809,7 +819,7 @@ fn check_shards(
     };
     let slots_ok = rec.shard_slots != 0 && rec.shard_slots <= SHARD_SLOTS;
     ensure(slots_ok, slots_at, "shard slots", rec.shard_slots)?;
-    let line_ok = rec.shard_line >= 8 * words
+    let line_ok = shards.line >= 8 * words
         && rec.shard_line <= MAX_SHARD_LINE
         && shards.line.is_multiple_of(WORD as u64);
     let line_at = object_at!(off, shard_line);

@@ -7,18 +7,21 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::Backoff;
 use prfdata_wire::utf16;
+use zerocopy::IntoBytes;
 
 use super::block_reader::{truncated, watch, BlockReader};
 use super::error::{field, ReadError};
 use super::recover::{self, Recovery};
 use crate::block::fault::Watch;
 use crate::block::presence::Probe;
-use crate::block::records::{AggPlan, CounterInfo, ObjectInfo};
+use crate::block::records::{CounterInfo, ObjectInfo};
 use crate::layout::{
-    slot, AGG_LIVE, AGG_MAX, AGG_MIN, AGG_SUM, BYTE_LENGTH_SIZE, CLOSED_OFFSET, DWORD_SIZE,
-    GENERATION_OFFSET, LARGE_SIZE, LIVE_COUNT_OFFSET, LIVE_ENTRY_SIZE, NAME_UNIT_SIZE,
-    OWNED_COUNT_OFFSET, SEQ_OFFSET, SLOT_HEADER_SIZE, SLOT_LIVE, SUPERSEDED_OFFSET, WORD,
+    slot, BYTE_LENGTH_SIZE, CLOSED_OFFSET, DWORD_SIZE, GENERATION_OFFSET, LARGE_SIZE,
+    LIVE_COUNT_OFFSET, LIVE_ENTRY_SIZE, NAME_UNIT_SIZE, OWNED_COUNT_OFFSET, SEQ_OFFSET,
+    SLOT_HEADER_SIZE, SLOT_LIVE, SUPERSEDED_OFFSET, WORD,
 };
+
+mod total;
 
 /// The read window.
 impl BlockReader {
@@ -1103,86 +1106,6 @@ impl InstanceTable<'_> {
     }
 }
 
-/// The synthesised `_Total` (see [`crate::map::Aggregate`]).
-impl InstanceTable<'_> {
-    /// Writes the `_Total` counter block into `out` (one counter block long): each counter
-    /// aggregated over the instances shown by its rule, plus, for `sum` counters, the retired
-    /// share (the retired accumulator and the instances whose owner died but are not reclaimed
-    /// yet); text empty. Sums (`PSTF_COMPLEX`) are computed again from the totalled parts by
-    /// [`ObjectInfo::fixups`].
-    pub fn total_block(&self, out: &mut [u8]) -> Result<(), ReadError> {
-        let o = self.info;
-        let stride = o.counter_block_size as usize;
-        assert_eq!(out.len(), stride, "one counter block");
-        out.fill(0);
-        let mut values: Vec<Option<i64>> = vec![None; o.aggregates.len()];
-        let mut sums: Vec<u64> = vec![0; o.aggregates.len()];
-        // The retired accumulator (block number `max_instances`), then the dead owners'.
-        let retired = std::iter::once(o.max_instances).chain(self.dead.iter().copied());
-        for block in retired {
-            for (k, plan) in o.aggregates.iter().enumerate() {
-                if plan.rule == AGG_SUM {
-                    sums[k] = sums[k].wrapping_add(self.load(block, plan)? as u64);
-                }
-            }
-        }
-        for pos in 0..self.shown {
-            let (slot_no, _) = self.slot_of(pos)?;
-            for (k, plan) in o.aggregates.iter().enumerate() {
-                let v = self.load(slot_no, plan)?;
-                match plan.rule {
-                    AGG_SUM | AGG_LIVE => sums[k] = sums[k].wrapping_add(v as u64),
-                    AGG_MIN => values[k] = Some(values[k].map_or(v, |m| m.min(v))),
-                    AGG_MAX => values[k] = Some(values[k].map_or(v, |m| m.max(v))),
-                    _ => values[k] = Some(v), // AGG_LAST
-                }
-            }
-        }
-        for (k, plan) in o.aggregates.iter().enumerate() {
-            let v = match plan.rule {
-                AGG_SUM | AGG_LIVE => sums[k],
-                _ => values[k].unwrap_or(0) as u64,
-            };
-            let at = plan.offset as usize;
-            // Checked at open: the value lies inside the block, aligned to its size.
-            match plan.size {
-                DWORD_SIZE => out[at..at + 4].copy_from_slice(&(v as u32).to_ne_bytes()),
-                _ => out[at..at + 8].copy_from_slice(&v.to_ne_bytes()),
-            }
-        }
-        set_byte_length(o, out);
-        Ok(())
-    }
-
-    /// The value `plan` describes in counter block `block` (a slot below the limit, or the
-    /// retired accumulator at the limit): a DWORD sign-extended.
-    fn load(&self, block: u32, plan: &AggPlan) -> Result<i64, ReadError> {
-        let o = self.info;
-        // block <= max_instances <= 2^20 and the stride < 2^21: no overflow in u64; the
-        // region of `max_instances + 1` blocks was checked by `BlockView::instances`.
-        let block_at = o.data_offset + u64::from(block) * o.block_stride;
-        let at = block_at + u64::from(plan.offset);
-        if let (Some(k), Some(shards)) = (plan.shard, o.shards) {
-            let own = usize::try_from(at)
-                .ok()
-                .and_then(|a| self.reader.raw.load_u64(a));
-            let lines = shards.total(&self.reader.raw, block_at, k);
-            return own
-                .zip(lines)
-                .map(|(v, s)| v.wrapping_add(s) as i64)
-                .ok_or_else(|| field(at, "counter value", at));
-        }
-        match plan.size {
-            DWORD_SIZE => Ok(i64::from(self.reader.u32(at, "counter value")? as i32)),
-            _ => usize::try_from(at)
-                .ok()
-                .and_then(|a| self.reader.raw.load_u64(a))
-                .map(|v| v as i64)
-                .ok_or_else(|| field(at, "counter value", at)),
-        }
-    }
-}
-
 /// The `N` bytes at `at` of a copied counter block (inside it: checked at open).
 fn word_at<const N: usize>(block: &[u8], at: usize) -> [u8; N] {
     let mut out = [0; N];
@@ -1190,6 +1113,16 @@ fn word_at<const N: usize>(block: &[u8], at: usize) -> [u8; N] {
         out.copy_from_slice(b);
     }
     out
+}
+
+/// Adds each of `words` to the 8-byte value in its place in `dst` (a copied block's bytes, any
+/// alignment), wrapping as counters do; stops at the shorter of the two.
+#[inline]
+fn add_words(dst: &mut [u8], words: &[u64]) {
+    let (values, _) = dst.as_chunks_mut::<WORD>();
+    for (value, w) in values.iter_mut().zip(words) {
+        *value = u64::from_ne_bytes(*value).wrapping_add(*w).to_ne_bytes();
+    }
 }
 
 /// Sets the ByteLength word of a counter block copied from the mapping to the validated size
@@ -1215,20 +1148,41 @@ fn first_bytes(n: usize) -> u64 {
 impl BlockReader {
     /// Adds the shard lines of the counter block at `block` to each sharded counter's value in
     /// `out`, a copy of that counter block ([`LAYOUT_VERSION`](crate::layout::LAYOUT_VERSION)
-    /// 8): every consumer sees the sum.
-    fn add_shards(&self, o: &ObjectInfo, block: u64, out: &mut [u8]) -> Result<(), ReadError> {
+    /// 8): every consumer sees the sum. A sharded histogram's buckets are added line by line as
+    /// slices.
+    pub(super) fn add_shards(
+        &self,
+        o: &ObjectInfo,
+        block: u64,
+        out: &mut [u8],
+    ) -> Result<(), ReadError> {
         let Some(shards) = o.shards else {
             return Ok(());
         };
-        for &(offset, k) in &o.sharded {
-            let lines = shards
-                .total(&self.raw, block, k)
-                .ok_or_else(|| field(block, "shard line", k))?;
-            // Checked at open: an 8-byte value inside the block.
-            let at = offset as usize;
-            if let Some(value) = out.get_mut(at..at + 8) {
-                let v = u64::from_ne_bytes(word_at(value, 0)).wrapping_add(lines);
-                value.copy_from_slice(&v.to_ne_bytes());
+        // A run's words, copied out of one line (allocated for the first long run only).
+        let mut words: Vec<u64> = Vec::new();
+        for s in 0..shards.slots {
+            // block < 2^30, start + slots * line <= stride <= MAX_BLOCK_STRIDE: no overflow.
+            let line = block + shards.start + s * shards.line;
+            for run in &o.sharded {
+                // Checked at open: the run's words inside the line and inside the block.
+                let at = line + WORD as u64 * u64::from(run.word);
+                let (offset, n) = (run.offset as usize, run.words as usize);
+                let Some(value) = out.get_mut(offset..offset + WORD * n) else {
+                    continue;
+                };
+                let loaded = usize::try_from(at).ok().and_then(|a| {
+                    if n == 1 {
+                        let v = self.raw.load_u64(a)?;
+                        add_words(value, &[v]);
+                    } else {
+                        words.resize(n, 0);
+                        self.raw.copy_words_to(a, words.as_mut_bytes())?;
+                        add_words(value, &words);
+                    }
+                    Some(())
+                });
+                loaded.ok_or_else(|| field(line, "shard line", s))?;
             }
         }
         Ok(())

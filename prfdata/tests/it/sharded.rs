@@ -390,3 +390,33 @@ fn a_sharded_counter_must_be_a_64_bit_count() {
         "{err:?}"
     );
 }
+
+/// A counter record whose shard word is any `u32` (here the largest) is refused at open, naming
+/// the object's shard line that cannot hold it; the check's arithmetic never overflows.
+#[test]
+fn a_shard_word_at_the_top_of_its_range_refuses_the_block() {
+    use std::mem::offset_of;
+    use std::os::unix::fs::FileExt;
+
+    use prfdata::layout::OBJECT_RECORD_SIZE;
+    use prfdata::layout::{CounterRecord, ObjectRecord, COUNTER_RECORD_SIZE, HEADER_SIZE};
+    use prfdata::reader::ReadError;
+
+    let dir = tempfile::tempdir().unwrap();
+    let prf = PrfData::activate_in(dir.path()).unwrap();
+    // GLOBAL's second counter, HITS, is sharded: its record's shard field is its word + 1.
+    let records = prfdata::map::offsets::counters_offset(&MAP);
+    let shard = records + COUNTER_RECORD_SIZE + offset_of!(CounterRecord, shard);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(prf.path())
+        .unwrap();
+    file.write_all_at(&u32::MAX.to_le_bytes(), shard as u64)
+        .unwrap();
+    let shard_line = HEADER_SIZE + offset_of!(ObjectRecord, shard_line);
+    assert!(OBJECT_RECORD_SIZE > offset_of!(ObjectRecord, shard_line));
+    match BlockReader::open_path("PrfDataSharded", prf.path()) {
+        Err(ReadError::Field { offset, .. }) => assert_eq!(offset, shard_line as u64),
+        other => panic!("expected a refusal naming the shard line, got {other:?}"),
+    }
+}
