@@ -11,6 +11,8 @@
 //! |-----------------------------|-------------------------------------------------------------|
 //! | `raw_atomic_add`            | the ring's value added to a heap `AtomicU64` (relaxed): the  |
 //! |                             | floor of this loop, ring read included                      |
+//! | `raw_atomic_add_two_threads` | two threads at once, each on a `raw_atomic_add` of its own |
+//! |                             | (its own cache line: uncontended): the two-thread floor      |
 //! | `prfdata_record`            | `HistogramCtr::record(v)` on a kept handle: 1 µs .. 10 s in  |
 //! |                             | µs within 2 % (1166 buckets), the bucket's `fetch_add` and   |
 //! |                             | the sum in the thread's shard line                           |
@@ -28,9 +30,11 @@
 //! | `hdrhistogram_record`       | hdrhistogram `Histogram::<u64>::new_with_bounds(1, 10^7, 2)` |
 //! |                             | `saturating_record(v)`: in-process, `&mut`, not shared       |
 //!
-//! Two threads: each sample starts both at a barrier; the time per iteration is the wall time
-//! until the slower one has recorded `iters` values, divided by `iters` (as
-//! `counter_contended` reports).
+//! Two threads: each sample starts both at a barrier, each pinned to a CPU of its own (the first
+//! two of the process's affinity mask; unpinned, with a note, when it allows fewer), so that
+//! what is measured is the two threads' effect on each other, not the scheduler moving them;
+//! the time per iteration is the wall time until the slower one has recorded `iters` values,
+//! divided by `iters` (as `counter_contended` reports).
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Barrier;
@@ -58,13 +62,28 @@ pub trait Recorder {
     fn drain(&mut self) {}
 }
 
-/// `raw_atomic_add`: the loop's floor.
-struct RawAtomic(Box<AtomicU64>);
+/// `raw_atomic_add`: the loop's floor; alone on its cache line (128 bytes: the adjacent-line
+/// prefetcher pairs lines), so two threads' own ones never share one.
+struct RawAtomic(Box<Padded>);
+
+/// A heap atomic alone on its cache line.
+#[repr(align(128))]
+struct Padded(AtomicU64);
+
+impl RawAtomic {
+    fn new() -> Self {
+        RawAtomic(Box::new(Padded(AtomicU64::new(0))))
+    }
+
+    fn total(&self) -> u64 {
+        self.0 .0.load(Relaxed)
+    }
+}
 
 impl Recorder for RawAtomic {
     #[inline]
     fn record(&mut self, v: u64) {
-        self.0.fetch_add(v, Relaxed);
+        self.0 .0.fetch_add(v, Relaxed);
     }
 }
 
@@ -151,8 +170,8 @@ pub fn bench_one<R: Recorder>(group: &mut Group<'_>, id: &str, recorder: &mut R,
     }
 }
 
-/// Measures two threads recording at once, each through the handle `make` gives it (taken
-/// before the start barrier): per iteration, the wall time until the slower thread has
+/// Measures two threads recording at once, each pinned to its CPU and through the handle `make`
+/// gives it (taken before the start barrier): per iteration, the wall time until the slower thread has
 /// recorded `iters` values, divided by `iters` (as `counter_contended` reports).
 pub fn bench_two_threads<R, F>(group: &mut Group<'_>, id: &str, make: F, ring: &[u64])
 where
@@ -162,16 +181,18 @@ where
     if count_only().is_some() {
         return;
     }
+    let cpus = two_cpus();
     let race = |iters: u64| {
         let barrier = Barrier::new(2);
-        let run = || {
+        let run = |which: usize| {
+            let _pinned = cpus.and_then(|cpus| Pinned::to(cpus[which]));
             let mut recorder = make();
             barrier.wait();
             timed(&mut recorder, ring, iters)
         };
         std::thread::scope(|s| {
-            let other = s.spawn(run);
-            let mine = run();
+            let other = s.spawn(|| run(1));
+            let mine = run(0);
             mine.max(other.join().expect("the other thread"))
         })
     };
@@ -213,13 +234,18 @@ pub fn histogram(c: &mut Criterion) {
     };
     let mut hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 10_000_000, 2)
         .expect("valid hdrhistogram bounds");
-    let mut raw = RawAtomic(Box::new(AtomicU64::new(0)));
+    let mut raw = RawAtomic::new();
 
     let mut group = c.benchmark_group("histogram");
     group
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
     bench_one(&mut group, "raw_atomic_add", &mut raw, &ring);
+    group.sample_size(20);
+    // Each thread's own atomic: uncontended, under the two-thread ids' conditions.
+    let two = "raw_atomic_add_two_threads";
+    bench_two_threads(&mut group, two, RawAtomic::new, &ring);
+    group.sample_size(100);
     prfdata_ids(&mut group, &ring);
     bench_one(&mut group, "prometheus_client_observe", &mut &prom, &ring);
     bench_one(
@@ -242,6 +268,59 @@ pub fn histogram(c: &mut Criterion) {
     if count_only().is_none() {
         // The plain-memory implementations recorded something: neither was optimised into a
         // no-op (the others take a lock or allocate, which the compiler keeps).
-        assert!(raw.0.load(Relaxed) > 0 && !hdr.is_empty());
+        assert!(raw.total() > 0 && !hdr.is_empty());
+    }
+}
+
+/// The CPUs the two threads of [`bench_two_threads`] run on: the first two of this process's
+/// affinity mask, or none (with a note) when it has fewer.
+fn two_cpus() -> Option<[usize; 2]> {
+    // SAFETY: `cpu_set_t` is plain bits (all zeros is the empty set), and `sched_getaffinity`
+    // writes at most the size it is given into it.
+    let set = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        (libc::sched_getaffinity(0, size, &mut set) == 0).then_some(set)
+    };
+    let mut cpus = (0..libc::CPU_SETSIZE as usize).filter(|&cpu| {
+        // SAFETY: `cpu` is below CPU_SETSIZE, the set's size in bits.
+        set.is_some_and(|set| unsafe { libc::CPU_ISSET(cpu, &set) })
+    });
+    let two = cpus.next().zip(cpus.next()).map(|(a, b)| [a, b]);
+    if two.is_none() {
+        eprintln!("histogram: fewer than two CPUs allowed: the two-thread ids run unpinned");
+    }
+    two
+}
+
+/// The calling thread pinned to one CPU until this is dropped (then allowed its CPUs of before
+/// again), so the scheduler's moves are not part of what the two threads measure.
+struct Pinned {
+    before: libc::cpu_set_t,
+}
+
+impl Pinned {
+    /// Pins the calling thread to `cpu`; `None`, unpinned, if the kernel refuses.
+    fn to(cpu: usize) -> Option<Pinned> {
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: both sets are plain bits, all zeros the empty set; `cpu` comes from the
+        // affinity mask, so it is below CPU_SETSIZE; each call reads or writes at most `size`
+        // bytes of a set it is given, for the calling thread (pid 0).
+        unsafe {
+            let mut before: libc::cpu_set_t = std::mem::zeroed();
+            let mut only: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut only);
+            let pinned = libc::sched_getaffinity(0, size, &mut before) == 0
+                && libc::sched_setaffinity(0, size, &only) == 0;
+            pinned.then_some(Pinned { before })
+        }
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: `before` is the mask the kernel gave this thread; the call reads `size` bytes.
+        unsafe { libc::sched_setaffinity(0, size, &self.before) };
     }
 }
