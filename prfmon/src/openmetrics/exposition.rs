@@ -122,6 +122,8 @@ pub struct Exposition {
     apps: Vec<String>,
     /// Sorted by name; a family whose sources give no series is left out when encoded.
     families: Vec<Family>,
+    /// The most buckets a histogram series shows.
+    bucket_limit: hist::BucketLimit,
 }
 
 /// One series' labels. Empty labels are left out of the output (Prometheus treats an empty
@@ -225,7 +227,42 @@ impl Exposition {
                 .map(|o| app(o).to_owned())
                 .collect(),
             families: families.into_values().collect(),
+            bucket_limit: hist::BucketLimit::ALL,
         }
+    }
+
+    /// This exposition with each histogram series showing at most `limit` buckets (`+Inf`
+    /// included): adjacent buckets merged in groups of 2, 4, 8 ... until they fit, each group
+    /// exposed at its last bucket's `le` with the cumulative count there (so the counts at the
+    /// `le` values kept are the same as with every bucket shown). A group of 2^m buckets
+    /// multiplies a percentile's error bound by 2^m; the number of series per histogram falls
+    /// by about as much.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prfmon::datablock::{build_data_block, CollectionTimes, ProviderOutput};
+    /// use prfmon::openmetrics::{exposition::Exposition, BucketLimit};
+    /// // A "Latency" histogram of 15 buckets in microseconds (one instance, "a", 6 values).
+    /// let mut counts = [0u64; 15];
+    /// (counts[0], counts[4], counts[14]) = (1, 3, 2);
+    /// let object = prfdata_testkit::sample::histogram_object(3000, &[("a", &counts, &[4, 0, 1])]);
+    /// let out = ProviderOutput { bytes: object, num_objects: 1 };
+    /// let snap = prfdata_wire::snapshot::decode(&build_data_block("h", &CollectionTimes::now(), &[out]))?;
+    /// let mut names = prfmon::names::Names::default();
+    /// names.counter.extend([(3000, "Pool".to_owned()), (3002, "Latency".to_owned())]);
+    /// let buckets = |text: &str| text.lines().filter(|l| l.contains("_latency_seconds_bucket")).count();
+    /// let all = Exposition::new(&snap, &[], &names).encode();
+    /// assert_eq!(buckets(&all), 15);
+    /// let limit = BucketLimit::at_most(4).expect("not 0");
+    /// let coarse = Exposition::new(&snap, &[], &names).with_bucket_limit(limit).encode();
+    /// assert_eq!(buckets(&coarse), 4, "{coarse}"); // groups of 4 buckets
+    /// assert!(coarse.contains("_bucket{le=\"+Inf\",perf_instance=\"a\"} 6"), "{coarse}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_bucket_limit(mut self, limit: hist::BucketLimit) -> Self {
+        self.bucket_limit = limit;
+        self
     }
 
     /// The names of the families, sorted, with at least one series each.
@@ -1043,7 +1080,7 @@ impl Exposition {
                 .find_map(|s| hist::view(obj, s.counter, &values, family.unit).ok())
         });
         match view {
-            Some(view) => hist::encode(&view, encoder),
+            Some(view) => hist::encode(&view, encoder, self.bucket_limit),
             None => Ok(()),
         }
     }

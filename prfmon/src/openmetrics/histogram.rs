@@ -142,17 +142,80 @@ fn le(view: &HistogramView<'_>, i: usize) -> f64 {
     }
 }
 
-/// Writes `view` through `encoder`: `_sum`, `_count`, then every bucket, cumulative.
-pub(super) fn encode(view: &HistogramView<'_>, encoder: MetricEncoder<'_>) -> std::fmt::Result {
+/// Writes `view` through `encoder`: `_sum`, `_count`, then its buckets, cumulative, at most
+/// `limit` of them (see [`group_size`]).
+pub(super) fn encode(
+    view: &HistogramView<'_>,
+    encoder: MetricEncoder<'_>,
+    limit: BucketLimit,
+) -> std::fmt::Result {
+    let n = view.buckets.len();
+    let group = group_size(n, limit);
+    // Each group's `le` is its last bucket's: the cumulative count there is the same as
+    // with every bucket shown.
     let buckets: Vec<(f64, u64)> = view
         .buckets
-        .iter()
+        .chunks(group)
         .enumerate()
-        .map(|(i, &count)| (le(view, i), count))
+        .map(|(g, counts)| {
+            let last = g * group + counts.len() - 1;
+            (
+                le(view, last),
+                counts.iter().fold(0u64, |t, &c| t.wrapping_add(c)),
+            )
+        })
         .collect();
     let sum = view.sum as f64 / per_exported(view.geometry.unit());
     let mut encoder = encoder;
     encoder.encode_histogram::<NoLabelSet>(sum, view.count(), &buckets, None)
+}
+
+/// The most buckets one histogram series shows (`prfmon serve --histogram-bucket-limit`):
+/// every bucket by default.
+///
+/// # Examples
+///
+/// ```
+/// use prfmon::openmetrics::BucketLimit;
+/// assert_eq!(BucketLimit::default(), BucketLimit::ALL);
+/// assert_eq!(BucketLimit::at_most(40).map(|l| l.get()), Some(40));
+/// assert_eq!(BucketLimit::at_most(0), None, "at least the +Inf bucket");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BucketLimit(std::num::NonZeroUsize);
+
+impl BucketLimit {
+    /// No limit: every bucket is a series.
+    pub const ALL: BucketLimit = BucketLimit(std::num::NonZeroUsize::MAX);
+
+    /// At most `n` buckets (`+Inf` included); `None` for 0.
+    pub fn at_most(n: usize) -> Option<BucketLimit> {
+        std::num::NonZeroUsize::new(n).map(BucketLimit)
+    }
+
+    /// The limit as a number.
+    pub fn get(self) -> usize {
+        self.0.get()
+    }
+}
+
+impl Default for BucketLimit {
+    fn default() -> Self {
+        BucketLimit::ALL
+    }
+}
+
+/// How many adjacent buckets of a histogram of `n` make one exposed bucket under `limit`: the
+/// smallest power of two that leaves at most `limit` groups (1 when the buckets fit). Groups
+/// start at the first bucket; the last one may be short and always ends with `+Inf`. A group of
+/// 2^m log-linear buckets spans up to 2^m times one bucket's relative width, so a percentile
+/// read from the exposition (`histogram_quantile`) is within 2^m times the map's `error`.
+pub(super) fn group_size(n: usize, limit: BucketLimit) -> usize {
+    let mut group = 1usize;
+    while n.div_ceil(group) > limit.get() {
+        group *= 2;
+    }
+    group
 }
 
 #[cfg(test)]
@@ -210,6 +273,48 @@ mod tests {
                 Some((le, value))
             })
             .collect()
+    }
+
+    #[test]
+    fn group_sizes_are_the_smallest_powers_of_two_that_fit() {
+        let at_most = |n| BucketLimit::at_most(n).unwrap();
+        assert_eq!(group_size(1166, BucketLimit::ALL), 1);
+        assert_eq!(group_size(1166, at_most(1166)), 1);
+        assert_eq!(group_size(1166, at_most(1165)), 2);
+        assert_eq!(group_size(1166, at_most(40)), 32);
+        assert_eq!(group_size(1166, at_most(1)), 2048);
+        assert_eq!(group_size(15, at_most(4)), 4);
+        assert_eq!(group_size(15, at_most(3)), 8);
+    }
+
+    #[test]
+    fn a_bucket_limit_keeps_the_cumulative_counts_at_the_le_values_it_shows() {
+        let counts: Vec<u64> = (1..=15).map(|i| i * i).collect();
+        let snap = snapshot(vec![histogram_object(3000, &[("a", &counts, &[4, 0, 1])])]);
+        let name = "prfdata_pool_latency_seconds_bucket";
+        let fine = Exposition::new(&snap, &[], &names()).encode();
+        let fine = samples(&fine, name, "");
+        assert_eq!(fine.len(), 15);
+        for n in 1..=16 {
+            let limit = BucketLimit::at_most(n).unwrap();
+            let text = Exposition::new(&snap, &[], &names())
+                .with_bucket_limit(limit)
+                .encode();
+            let coarse = samples(&text, name, "");
+            assert_eq!(
+                coarse.len(),
+                15usize.div_ceil(group_size(15, limit)),
+                "{text}"
+            );
+            assert!(coarse.len() <= n, "limit {n}: {text}");
+            assert_eq!(coarse.last(), fine.last(), "+Inf last, the count: {text}");
+            for line in &coarse {
+                assert!(
+                    fine.contains(line),
+                    "limit {n}: {line:?} is not a fine line"
+                );
+            }
+        }
     }
 
     #[test]

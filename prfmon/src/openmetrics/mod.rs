@@ -129,5 +129,7 @@
 
 pub mod exposition;
 mod histogram;
+
+pub use histogram::BucketLimit;
 pub mod kind;
 pub mod naming;

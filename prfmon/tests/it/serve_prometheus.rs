@@ -1,7 +1,8 @@
 //! End to end with a real Prometheus server (Debian's `prometheus` package): it scrapes
 //! `prfmon serve` every second while a test app's counter grows, and its HTTP API shows the
 //! counter increasing, with the app's labels; and a histogram's `histogram_quantile` agrees
-//! with the exact percentiles of the values an app recorded. `prfmon serve` requires a bearer
+//! with the exact percentiles of the values an app recorded, also with its buckets merged to
+//! fit `--histogram-bucket-limit`. `prfmon serve` requires a bearer
 //! token (`--token-file`), which Prometheus sends from the same file (`authorization:
 //! credentials_file:`). A build without the binary reports the test ignored, with the reason.
 
@@ -98,13 +99,19 @@ impl Scraping {
     /// Starts `prfmon serve` on `setup`'s registry and a Prometheus (`prometheus_bin`) that
     /// scrapes it, its configuration and TSDB in `setup`'s folder.
     fn start(setup: &Setup, prometheus_bin: &Path) -> Scraping {
+        Scraping::start_with(setup, prometheus_bin, &[])
+    }
+
+    /// [`Scraping::start`] with more arguments for `prfmon serve`.
+    fn start_with(setup: &Setup, prometheus_bin: &Path, serve_args: &[&str]) -> Scraping {
         let token_file = setup.dir.path().join("token");
         std::fs::write(&token_file, "prometheus-scrape-token-0123456789\n").expect("token file");
         std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600))
             .expect("chmod 600 the token file");
         let token_arg = token_file.display().to_string();
-        let (serve_guard, serve_addr, serve_log) =
-            setup.start_serve(&["--listen", "127.0.0.1:0", "--token-file", &token_arg]);
+        let mut args = vec!["--listen", "127.0.0.1:0", "--token-file", &token_arg];
+        args.extend_from_slice(serve_args);
+        let (serve_guard, serve_addr, serve_log) = setup.start_serve(&args);
         let serve = serve_addr.expect("prfmon serve listening");
         // Without the token, no metrics.
         assert_eq!(get(serve, "/metrics").status, 401);
@@ -306,11 +313,30 @@ fn nearest_rank(sorted: &[u64], q: f64) -> u64 {
     ignore = "needs prometheus (apt-get install prometheus)"
 )]
 fn histogram_quantile_agrees_with_the_true_percentiles() {
+    check_quantiles(&[], 1);
+}
+
+/// With `--histogram-bucket-limit 300`, the app's 1,166-bucket histograms are exposed in groups
+/// of 4 buckets (292 series each), and `histogram_quantile` is within 4 buckets' width.
+#[test]
+#[cfg_attr(
+    not(prfmon_tests_prometheus),
+    ignore = "needs prometheus (apt-get install prometheus)"
+)]
+fn a_bucket_limit_keeps_histogram_quantile_within_the_merged_buckets_width() {
+    check_quantiles(&["--histogram-bucket-limit", "300"], 4);
+}
+
+/// A real Prometheus scrapes `prfmon serve serve_args` while the histogram app records
+/// [`RECORDS`] log-normal values: each histogram has `1166 / group` bucket series (rounded
+/// up), and its p50, p90 and p99 by `histogram_quantile` are within `group` buckets' relative
+/// width (2^-6 each: `error: 2%`) of the exact ones.
+fn check_quantiles(serve_args: &[&str], group: usize) {
     let prometheus_bin = require_tool("prometheus");
     let setup = setup();
     setup.install(&prfdata_testkit::histogram_app::app::MAP);
     let _app = setup.start_app("histogram");
-    let scraping = Scraping::start(&setup, &prometheus_bin);
+    let scraping = Scraping::start_with(&setup, &prometheus_bin, serve_args);
     let web = scraping.web;
     let deadline = Instant::now() + OVERALL;
     let report = || scraping.report();
@@ -323,6 +349,13 @@ fn histogram_quantile_agrees_with_the_true_percentiles() {
                 let expr = format!("count_over_time({name}_count[1m]) >= 2");
                 query(web, &expr).filter(|r| r.len() == 1)
             },
+        );
+        let r = query(web, &format!("count({name}_bucket)")).expect("the bucket series");
+        let series = r.first().and_then(value_of).expect("a count of series");
+        assert_eq!(
+            series,
+            1166usize.div_ceil(group) as f64,
+            "{name}_bucket series"
         );
     }
     std::fs::write(go_file(&setup.shm), "").expect("tell the app to record");
@@ -348,7 +381,7 @@ fn histogram_quantile_agrees_with_the_true_percentiles() {
             let exact = nearest_rank(&sorted, q) as f64 / 1e6;
             let error = (got - exact).abs() / exact;
             assert!(
-                error <= 1.0 / 64.0,
+                error <= group as f64 / 64.0,
                 "{expr} = {got}, exact {exact}: {:.3}% off",
                 error * 100.0
             );

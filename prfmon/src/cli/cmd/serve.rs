@@ -1,5 +1,6 @@
 //! `prfmon serve [--listen 127.0.0.1:9358] [--token-file FILE] [--tls-cert FILE --tls-key FILE]
-//! [--max-connections N] [--allow-remote-watch] [--lang 009] [--in-process]`: `/metrics` for Prometheus, collected on each scrape, and the
+//! [--max-connections N] [--allow-remote-watch] [--histogram-bucket-limit N] [--lang 009]
+//! [--in-process]`: `/metrics` for Prometheus, collected on each scrape, and the
 //! raw collections, names and registry keys other machines' `prfmon --computer` read (see
 //! [`crate::cli::server`], [`prfmon::openmetrics`] and [`prfmon::remote`]).
 
@@ -17,6 +18,7 @@ use clap::Args;
 use prfdata::watch::Lease;
 use prfdata_registry::{FileRegistry, Registry, StoreStamp};
 use prfmon::lease::{AppRanges, Leases};
+use prfmon::openmetrics::BucketLimit;
 use prfmon::session::Session;
 
 /// `prfmon serve ...`.
@@ -47,6 +49,11 @@ pub struct ServeArgs {
     /// StopStat). Without a token and without this flag the server is read-only.
     #[arg(long)]
     allow_remote_watch: bool,
+    /// Show each histogram in /metrics with at most N buckets (+Inf included) [default: every
+    /// bucket]: adjacent buckets are merged in groups of 2, 4, 8 ... until they fit, each at its
+    /// last bucket's `le`, which multiplies a percentile's error by the group size.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    histogram_bucket_limit: Option<u32>,
     /// The language of names and explain texts (a Perflib subkey).
     #[arg(long, default_value = "009")]
     lang: String,
@@ -77,6 +84,10 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, CliError> {
         token,
         max_connections: args.max_connections.map(|n| n as usize),
         allow_remote_watch: args.allow_remote_watch,
+        bucket_limit: args
+            .histogram_bucket_limit
+            .and_then(|n| BucketLimit::at_most(n as usize))
+            .unwrap_or_default(),
         tls: match (args.tls_cert, args.tls_key) {
             (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
             _ => None,

@@ -88,6 +88,7 @@ use prfdata_registry::FileRegistry;
 use tokio::sync::Notify;
 
 use super::token::BearerToken;
+use prfmon::openmetrics::BucketLimit;
 use prfmon::session::Session;
 
 pub use conns::{effective_cap, raise_open_files_limit};
@@ -164,6 +165,8 @@ pub struct ServeOptions {
     pub max_connections: Option<usize>,
     /// `--allow-remote-watch`: peers without a token may start and stop watches.
     pub allow_remote_watch: bool,
+    /// `--histogram-bucket-limit`: the most buckets a histogram series shows in `/metrics`.
+    pub bucket_limit: BucketLimit,
 }
 
 /// The PEM files `--tls-cert` and `--tls-key` name.
@@ -185,6 +188,7 @@ impl Default for ServeOptions {
             tls: None,
             max_connections: None,
             allow_remote_watch: false,
+            bucket_limit: BucketLimit::ALL,
         }
     }
 }
@@ -232,6 +236,8 @@ pub struct Shared {
     token: Option<BearerToken>,
     /// Whether peers may start and stop watches (a token, or `--allow-remote-watch`).
     allow_watch: bool,
+    /// The most buckets a histogram series shows in `/metrics`.
+    bucket_limit: BucketLimit,
     /// The watches held for peers.
     watches: Mutex<watches::PeerWatches>,
     /// The places of the scrapes in flight.
@@ -292,6 +298,7 @@ impl MetricsServer {
                 lang: options.lang,
                 token: options.token,
                 allow_watch,
+                bucket_limit: options.bucket_limit,
                 watches: Mutex::new(watches::PeerWatches::default()),
                 scrapes: scrapes::Scrapes::default(),
             }),

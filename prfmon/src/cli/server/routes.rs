@@ -219,7 +219,8 @@ fn scrape(shared: &Shared, query: &str) -> Result<Exposition, String> {
         &collection.services,
         &machine.names,
         &machine.units,
-    ))
+    )
+    .with_bucket_limit(shared.bucket_limit))
 }
 
 /// `/perfdata`: one collection, the bytes as collected, the services in a header.
