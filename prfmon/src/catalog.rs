@@ -96,7 +96,8 @@ pub struct CatalogCounter {
     pub type_code: u32,
     /// `DefaultScale`: the power of ten a monitor multiplies the displayed value by.
     pub default_scale: i32,
-    /// The displayed value's unit (`/sec`, `%`, `s`, or empty), from the type's display field.
+    /// The displayed value's unit (`/sec`, `%`, `s`, or empty), from the type's display field;
+    /// for a histogram's sum (its mean), the unit its values are recorded in (`us`, `bytes`...).
     pub unit: &'static str,
     /// The Windows 95 stat servers' scale factor (`*N` or `/N`) a monitor applies to the displayed
     /// value, when the counter has one ([`crate::factor`]; filled by [`with_factors`]).
@@ -253,22 +254,30 @@ pub fn catalog_with_services(
                     && c.counter_type != PERF_PRFDATA_HISTOGRAM
                     && c.detail_level <= max_detail
             })
-            .map(|(position, c)| CatalogCounter {
-                index: c.name_index,
-                name: names.name(c.name_index),
-                description: names.help(c.help_index),
-                type_name: c.type_name(),
-                detail: detail_name(c.detail_level),
-                differentiate: prfdata_wire::winperf::is_differentiated(c.counter_type),
-                type_code: c.counter_type,
-                default_scale: c.default_scale,
-                unit: crate::pdh::unit(c.counter_type),
-                factor: None,
-                watchers: None,
-                histogram: histograms
+            .map(|(position, c)| {
+                let histogram = histograms
                     .iter()
                     .find(|h| h.sum == position)
-                    .map(|h| CatalogHistogram::of(obj, h, &names.name(c.name_index))),
+                    .map(|h| CatalogHistogram::of(obj, h, &names.name(c.name_index)));
+                // A histogram's sum reads as the mean of its values, in their unit.
+                let recorded = histogram
+                    .as_ref()
+                    .and_then(|h| h.buckets.as_ref())
+                    .map(|b| b.unit);
+                CatalogCounter {
+                    index: c.name_index,
+                    name: names.name(c.name_index),
+                    description: names.help(c.help_index),
+                    type_name: c.type_name(),
+                    detail: detail_name(c.detail_level),
+                    differentiate: prfdata_wire::winperf::is_differentiated(c.counter_type),
+                    type_code: c.counter_type,
+                    default_scale: c.default_scale,
+                    unit: recorded.unwrap_or_else(|| crate::pdh::unit(c.counter_type)),
+                    factor: None,
+                    watchers: None,
+                    histogram,
+                }
             })
             .collect();
         out.push(CatalogObject {

@@ -341,17 +341,6 @@ fn spawn_worker(
     }
 }
 
-/// A tiny deterministic generator (xorshift), so that a failure can be replayed.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 /// 8 worker processes × 100,000 increments, each worker SIGKILLed now and then between batches
 /// and restarted as a new process: at every sample `_Total` equals the shown instances plus
 /// the departed workers' share exactly, never decreases, and ends at 800,000.
@@ -368,7 +357,8 @@ fn eight_workers_with_sigkills_keep_an_exact_monotonic_total() {
         .map_or(0, |d| d.as_nanos() as u64)
         | 1;
     eprintln!("seed {seed:#x}");
-    let mut rng = Rng(seed);
+    // Deterministic from the printed seed, so that a failure can be replayed.
+    let mut rng = prfdata_testkit::values::Mix(seed);
     let (tx, rx) = mpsc::channel();
     let mut generation = 0;
     let spawn = |slot: usize, rng_gen: &mut u32| {
@@ -449,7 +439,7 @@ fn eight_workers_with_sigkills_keep_an_exact_monotonic_total() {
                 common::wait_ok(w.child, Duration::from_secs(30));
                 continue;
             }
-            if rng.next().is_multiple_of(8) {
+            if rng.next_u64().is_multiple_of(8) {
                 w.child.kill().unwrap(); // SIGKILL, while it waits for `go`
                 w.child.wait().unwrap();
                 kills += 1;

@@ -254,6 +254,15 @@ fn list_verbose_shows_each_histograms_buckets_and_its_percentile_paths() {
         text.contains("    Histogram: explicit bounds 10, 20 bytes, 3 buckets (the last above 20)"),
         "{text}"
     );
+    // A histogram's sum reads as the mean, in the unit its values are recorded in.
+    assert!(
+        text.contains("    Unit: us\n    Histogram: log-linear"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    Unit: bytes\n    Histogram: explicit"),
+        "{text}"
+    );
     // The sums and the plain counter are listed; no base, no bucket counter.
     let counters: Vec<&str> = text
         .lines()
@@ -270,6 +279,7 @@ fn list_verbose_shows_each_histograms_buckets_and_its_percentile_paths() {
     assert_eq!(latency["buckets"]["scheme"], "log-linear");
     assert_eq!(latency["buckets"]["buckets"], 15);
     assert_eq!(latency["buckets"]["error"], 0.25);
+    assert_eq!(json[0]["counters"][1]["unit"], "us");
 }
 
 #[test]
