@@ -1,6 +1,7 @@
 //! Remote monitoring: a real app behind a real `prfmon serve`, read by `prfmon` processes
 //! whose own registry is empty, so that every value they print came over the wire:
-//! `typeperf -s`, `\\HOST\...` paths, `query` / `list --computer`, `reg query \\HOST\KEY`;
+//! `typeperf -s` (a histogram's percentiles too), `\\HOST\...` paths, `query` / `list
+//! --computer`, `reg query \\HOST\KEY`;
 //! the bearer token; TLS with a CA made in the test; a down and a stalled remote.
 
 use crate::common::{prfmon, Run};
@@ -108,6 +109,74 @@ fn typeperf_s_reads_the_remote_machine_and_its_values_are_the_local_ones() {
         csv_values(&remote.stdout)[0][0],
         format!("\"{QUEUE}.000000\"")
     );
+}
+
+/// A histogram's percentile paths read over the wire: `typeperf -s` samples the histogram
+/// app twice while it records its values in between, and the second row's p50 and p99 are
+/// within the stated error (2^-6 of the value, half a bucket) of the exact percentiles.
+#[test]
+fn typeperf_s_reads_the_percentiles_of_a_remote_histogram() {
+    use crate::serve_prometheus::{go_file, histogram_values, nearest_rank};
+    use std::io::{BufRead, BufReader};
+    let setup = setup();
+    setup.install(&prfdata_testkit::histogram_app::app::MAP);
+    let _app = setup.start_app("histogram");
+    let (_serve, addr, log) = setup.start_serve(&["--listen", "127.0.0.1:0"]);
+    let host = addr
+        .unwrap_or_else(|e| panic!("serve did not start: {e}; {log:?}"))
+        .to_string();
+    let empty = tempfile::tempdir().unwrap();
+    let args = [
+        "typeperf",
+        "-s",
+        &host,
+        "-si",
+        "1",
+        "-sc",
+        "2",
+        r"\Histogram Test\Latency:p50",
+        r"\Histogram Test\Latency sharded:p99",
+    ];
+    let mut child = crate::common::spawn(&empty.path().join("registry"), &args, "");
+    let stdout = child.stdout.take().expect("typeperf's stdout");
+    let guard = Guard::new(child, "prfmon typeperf -s");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let line = || {
+        rx.recv_timeout(WAIT)
+            .expect("a line of typeperf within the wait")
+    };
+    let header = line();
+    assert!(header.contains(r"Latency sharded:p99"), "{header}");
+    // The first sample has no interval yet; the values are recorded before the second.
+    let first = line();
+    assert_eq!(
+        first.split(',').skip(1).collect::<Vec<_>>(),
+        [r#"" ""#; 2],
+        "{first}"
+    );
+    std::fs::write(go_file(&setup.shm), "").expect("tell the app to record");
+    let second = line();
+    let got: Vec<f64> = second
+        .split(',')
+        .skip(1)
+        .map(|v| v.trim_matches('"').parse().expect("a number"))
+        .collect();
+    let mut sorted = histogram_values();
+    sorted.sort_unstable();
+    for (got, q) in got.iter().zip([0.5, 0.99]) {
+        let exact = nearest_rank(&sorted, q) as f64;
+        let error = (got - exact).abs() / exact;
+        assert!(
+            error <= 1.0 / 64.0,
+            "p{q}: {got} us, exact {exact}: {second}"
+        );
+    }
+    drop(guard);
 }
 
 #[test]

@@ -247,7 +247,7 @@ fn prometheus_scrapes_serve_and_sees_the_apps_counters_increase() {
 }
 
 /// How many values the histogram app records.
-const RECORDS: usize = 200_000;
+pub(crate) const RECORDS: usize = 200_000;
 
 /// The exported names of the histogram app's two histograms (`prfdata_testkit::histogram_app`).
 const HISTOGRAMS: [&str; 2] = [
@@ -257,7 +257,7 @@ const HISTOGRAMS: [&str; 2] = [
 
 /// The values the histogram app records, in microseconds: log-normal around 2 ms (shape 0.8),
 /// the same every run.
-fn histogram_values() -> Vec<u64> {
+pub(crate) fn histogram_values() -> Vec<u64> {
     let mut mix = prfdata_testkit::values::Mix(0x2545_f491_4f6c_dd1d);
     (0..RECORDS)
         .map(|_| mix.log_normal(2000.0, 0.8).clamp(1.0, 1e7) as u64)
@@ -265,7 +265,7 @@ fn histogram_values() -> Vec<u64> {
 }
 
 /// The file whose existence tells the histogram app to record: beside the block folder.
-fn go_file(shm: &Path) -> PathBuf {
+pub(crate) fn go_file(shm: &Path) -> PathBuf {
     shm.with_file_name("histogram-go")
 }
 
@@ -297,7 +297,7 @@ pub fn run_histogram_app() {
 }
 
 /// The exact percentile `q` of `sorted` by nearest rank: the value at rank ⌈q·n⌉.
-fn nearest_rank(sorted: &[u64], q: f64) -> u64 {
+pub(crate) fn nearest_rank(sorted: &[u64], q: f64) -> u64 {
     let rank = (q * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
