@@ -686,9 +686,9 @@ fn check_object(
     })
 }
 
-/// The sharded words of an object's counters (`own`, with its histograms' `plans`: one word
-/// per sharded bucket), each with its place in the counter block, and the aggregation of each
-/// stored numeric counter but the histograms' buckets.
+/// The sharded words of an object's counters (`own`, with its histograms' `plans`: a sharded
+/// histogram's buckets one run), each with its place in the counter block, and the aggregation
+/// of each stored numeric counter but the histograms' buckets.
 fn word_plans(own: &[CounterInfo], plans: &[histograms::Plan]) -> (Vec<ShardRun>, Vec<AggPlan>) {
     let single = |c: &&CounterInfo| c.counter_type != winperf::PERF_PRFDATA_HISTOGRAM;
     let mut sharded: Vec<ShardRun> = own

@@ -1150,12 +1150,7 @@ impl BlockReader {
     /// `out`, a copy of that counter block ([`LAYOUT_VERSION`](crate::layout::LAYOUT_VERSION)
     /// 8): every consumer sees the sum. A sharded histogram's buckets are added line by line as
     /// slices.
-    pub(super) fn add_shards(
-        &self,
-        o: &ObjectInfo,
-        block: u64,
-        out: &mut [u8],
-    ) -> Result<(), ReadError> {
+    fn add_shards(&self, o: &ObjectInfo, block: u64, out: &mut [u8]) -> Result<(), ReadError> {
         let Some(shards) = o.shards else {
             return Ok(());
         };
