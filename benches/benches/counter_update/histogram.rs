@@ -46,7 +46,8 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram as Pr
 
 use super::{count_only, shm_dir, Group};
 
-/// How many precomputed values the loop cycles through (a power of two).
+/// How many precomputed values the loop cycles through (a power of two), unless
+/// `PRFDATA_BENCH_RING` says another power of two (see [`ring`]).
 pub const RING: usize = 4096;
 
 /// Values recorded between two drains of an implementation that keeps every value.
@@ -128,9 +129,22 @@ impl Recorder for hdrhistogram::Histogram<u64> {
 }
 
 /// [`RING`] log-normal values in microseconds: median 2 ms, shape 0.8, within 1 µs .. 10 s.
+///
+/// `PRFDATA_BENCH_RING=N` (a power of two) makes it N values: a loop over the same 4,096
+/// values in the same order lets a branch predictor learn them over a run, which can flatter
+/// an implementation whose cost is its branches (prometheus-client's bucket search); with
+/// 65,536 it cannot, and the ring no longer fits the first-level cache.
 pub fn ring() -> Vec<u64> {
+    let len = match std::env::var("PRFDATA_BENCH_RING") {
+        Ok(n) => n
+            .parse::<usize>()
+            .ok()
+            .filter(|n| n.is_power_of_two())
+            .expect("PRFDATA_BENCH_RING: a power of two"),
+        Err(_) => RING,
+    };
     let mut mix = prfdata_testkit::values::Mix(0x9e6c_63d0_676a_9a99);
-    (0..RING)
+    (0..len)
         .map(|_| (mix.log_normal(2000.0, 0.8).clamp(1.0, 1e7)) as u64)
         .collect()
 }
@@ -141,11 +155,13 @@ fn timed<R: Recorder>(recorder: &mut R, ring: &[u64], iters: u64) -> Duration {
     let mut elapsed = Duration::ZERO;
     let mut done = 0;
     let mut i = 0usize;
+    // A power of two (`ring`).
+    let mask = ring.len() - 1;
     while done < iters {
         let batch = BATCH.min(iters - done);
         let start = Instant::now();
         for _ in 0..batch {
-            let v = ring[black_box(i) % RING];
+            let v = ring[black_box(i) & mask];
             black_box(&mut *recorder).record(v);
             i = i.wrapping_add(1);
         }
