@@ -442,40 +442,20 @@ fn bench_provider_packed(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture)
     });
 }
 
-/// `provider_100000x16`: `provider_1000x16` with 100 times the instances.
-fn bench_provider_big(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) {
+/// One Collect of `Global` from `fx`'s provider under `ids.0` (`what` it returns, for the log),
+/// and under `ids.1` its floor: a copy of as many bytes (its own growth, for an answer that no
+/// longer fits the caches that hold a small one's).
+fn bench_provider_and_floor(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    fx: &Fixture,
+    (provider, floor): (&str, &str),
+    what: &str,
+) {
     let query: Vec<u16> = "Global".encode_utf16().chain([0]).collect();
     let mut out = vec![0u8; 64 << 20];
     let bytes = fx.provider.collect_into(&query, &mut out);
-    eprintln!(
-        "collect: one Collect of {BIG_INSTANCES} instances x 16 counters returns {bytes} bytes"
-    );
-    group.bench_function("provider_100000x16", |b| {
-        b.iter(|| {
-            fx.provider
-                .collect_into(black_box(&query), black_box(&mut out))
-        })
-    });
-    // The floor's own growth: a copy of that Collect's bytes, which no longer fit the caches
-    // that hold the small one's.
-    let collected = out[..bytes].to_vec();
-    let (mut copy, at) = unaliased(&collected);
-    group.bench_function("memcpy_100000x16_bytes", |b| {
-        b.iter(|| {
-            black_box(&mut copy[at..at + collected.len()]).copy_from_slice(black_box(&collected))
-        })
-    });
-}
-
-/// `provider_1000_histogram` and its floor `memcpy_1000_histogram_bytes`.
-fn bench_provider_histograms(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixture) {
-    let query: Vec<u16> = "Global".encode_utf16().chain([0]).collect();
-    let mut out = vec![0u8; 64 << 20];
-    let bytes = fx.provider.collect_into(&query, &mut out);
-    eprintln!(
-        "collect: one Collect of {INSTANCES} instances x one histogram returns {bytes} bytes"
-    );
-    group.bench_function("provider_1000_histogram", |b| {
+    eprintln!("collect: one Collect of {what} returns {bytes} bytes");
+    group.bench_function(provider, |b| {
         b.iter(|| {
             fx.provider
                 .collect_into(black_box(&query), black_box(&mut out))
@@ -483,7 +463,7 @@ fn bench_provider_histograms(group: &mut BenchmarkGroup<'_, WallTime>, fx: &Fixt
     });
     let collected = out[..bytes].to_vec();
     let (mut copy, at) = unaliased(&collected);
-    group.bench_function("memcpy_1000_histogram_bytes", |b| {
+    group.bench_function(floor, |b| {
         b.iter(|| {
             black_box(&mut copy[at..at + collected.len()]).copy_from_slice(black_box(&collected))
         })
@@ -510,10 +490,14 @@ fn collect(c: &mut Criterion) {
     bench_provider_packed(&mut group, &packed);
     drop(packed);
     let histograms = Fixture::histograms();
-    bench_provider_histograms(&mut group, &histograms);
+    let ids = ("provider_1000_histogram", "memcpy_1000_histogram_bytes");
+    let what = format!("{INSTANCES} instances x one histogram");
+    bench_provider_and_floor(&mut group, &histograms, ids, &what);
     drop(histograms);
     let big = Fixture::big();
-    bench_provider_big(&mut group, &big);
+    let ids = ("provider_100000x16", "memcpy_100000x16_bytes");
+    let what = format!("{BIG_INSTANCES} instances x 16 counters");
+    bench_provider_and_floor(&mut group, &big, ids, &what);
     group.finish();
 }
 
